@@ -1,0 +1,68 @@
+#pragma once
+/// \file CPU cost model: what each kernel/driver activity costs on a core, in ns, and the
+/// per-core accounting netperf's CPU utilisation and service demand are computed from.
+#include <array>
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+namespace hcasim::model {
+
+class Platform;
+
+/// What a core spends its time on (the rows of --profile).
+enum class Activity : uint8_t {
+  Syscall,     ///< system call entry/exit and the socket layer's per-call work
+  Copy,        ///< copy_from_user / copy_to_user
+  Pin,         ///< get_user_pages + DMA mapping, and the release of pinned pages
+  Post,        ///< building a WQE and ringing the doorbell (ib_post_send / ib_post_recv)
+  Completion,  ///< polling and handling a CQE (SDP completion processing)
+  Poll,        ///< busy-polling a CQ while waiting (bzcopy's wait for its sends)
+  Interrupt,   ///< interrupt entry, EQ handling, exit
+  Wakeup,      ///< waking a blocked thread and switching to it
+  Timer,       ///< the periodic timer tick
+  Count_
+};
+inline constexpr std::size_t kActivityCount = static_cast<std::size_t>(Activity::Count_);
+/// Short lower-case name of an activity ("copy", "interrupt", ...).
+std::string_view activity_name(Activity a);
+
+/// Per-host CPU costs, ns of one core's time. Every value comes from the platform file's
+/// [cpu] section, where its unit and source are recorded (see connectx-ddr-pcie1x8.toml).
+struct CpuCosts {
+  int cpus = 1;                    ///< cores of the host (netperf's num_cpus)
+  double syscall_ns = 0;           ///< syscall entry + exit
+  double sendmsg_ns = 0;           ///< sdp_sendmsg/sdp_recvmsg per-call bookkeeping (locks, checks)
+  double skb_ns = 0;               ///< allocate + queue + free one SDP buffer (skb)
+  double copy_tx_bytes_per_ns = 1; ///< copy_from_user into a kernel SDP buffer, B/ns
+  double copy_rx_bytes_per_ns = 1; ///< copy_to_user out of a DMA-written SDP buffer, B/ns
+  double bzcopy_setup_ns = 0;      ///< per bzcopy send call: sdp_bz_setup/sdp_bz_cleanup fixed work
+  double pin_ns_per_page = 0;      ///< get_user_pages + put_page, per 4 KB page
+  double dma_map_ns_per_page = 0;  ///< dma_map_page + unmap, per page
+  double post_wr_ns = 0;           ///< ib_post_send/ib_post_recv of one WR, doorbell included
+  double cqe_ns = 0;               ///< poll one CQE and run SDP's handler for it
+  double interrupt_ns = 0;         ///< MSI-X interrupt entry, mlx4 EQ handler, exit
+  double wakeup_ns = 0;            ///< try_to_wake_up on the waker's core
+  double context_switch_ns = 0;    ///< schedule() to the woken thread, on its core
+  double timer_hz = 0;             ///< periodic timer ticks per second per core
+  double timer_tick_ns = 0;        ///< cost of one timer tick
+
+  /// Reads the [cpu] and [host] sections. Throws InputError on a missing or invalid value.
+  static CpuCosts from_platform(const Platform& p);
+  /// ns to copy `bytes` into a kernel buffer (sender side).
+  double copy_tx_ns(uint64_t bytes) const { return static_cast<double>(bytes) / copy_tx_bytes_per_ns; }
+  /// ns to copy `bytes` out of a DMA-written buffer (receiver side).
+  double copy_rx_ns(uint64_t bytes) const { return static_cast<double>(bytes) / copy_rx_bytes_per_ns; }
+};
+
+/// Busy time of one core by activity, ns.
+struct CoreAccount {
+  std::array<double, kActivityCount> busy_ns{};
+  double total_ns() const;
+};
+
+/// System-wide CPU utilisation in percent over `elapsed_ns` of `cores`, as netperf measures
+/// it on Linux from /proc/stat (busy time of all CPUs / (CPUs x elapsed)).
+double utilisation_pct(const std::vector<CoreAccount>& cores, double elapsed_ns);
+
+}  // namespace hcasim::model

@@ -1,0 +1,74 @@
+#pragma once
+/// \file Platform files: every model parameter with its value, unit and source.
+///
+/// A platform file is TOML. Each parameter is an inline table in a section:
+///
+///     [pcie]
+///     max_payload = { value = 128, unit = "B", source = "lspci -vv, seed 000" }
+///
+/// `value` is a number, a boolean or a string; `unit` is a free unit string ("B", "ns",
+/// "ns/page", "B/ns", "Gbit/s", "" for counts and flags); `source` says where the number comes
+/// from (spec section, datasheet, measurement, or "fitted to ..."). The top-level key `name`
+/// and `description` (plain strings) describe the platform.
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "model/error.h"
+
+namespace hcasim::model {
+
+/// One parameter of a platform: value with its unit and source, and where it was read.
+struct Param {
+  std::string key;                                            ///< "section.name"
+  std::variant<double, int64_t, bool, std::string> value;     ///< as written in the file
+  std::string unit;                                           ///< as declared in the file
+  std::string source;                                         ///< provenance, never empty
+  std::string origin;                                         ///< "file:line" or "--set"
+};
+
+/// A parsed platform: the parameters of one host, its HCA, its PCIe slot and its IB link.
+class Platform {
+ public:
+  /// Reads a platform file. Throws InputError "PATH:LINE: what is wrong" on a syntax error,
+  /// a parameter without value/unit/source, or a value of an unsupported type.
+  static Platform load_file(const std::string& path);
+  /// Same as load_file on text already in memory; `origin` names it in errors.
+  static Platform parse(std::string_view toml_text, const std::string& origin);
+
+  /// Applies "section.key=value" (the --set option). The value is in the unit the file
+  /// declares; booleans take on/off/true/false/1/0; integers and doubles accept the
+  /// netperf size suffixes K/M/G (2^10..) and k/m/g (10^3..) when the unit is "B".
+  /// Throws InputError naming the key when it is unknown or the value does not parse.
+  void set(const std::string& assignment);
+
+  /// Numeric value of `key` (int or double) in `unit`. Throws InputError
+  /// "platform NAME: missing parameter KEY" when absent, and std::logic_error when the file
+  /// declares another unit (a programming error: code and file disagree).
+  double num(const std::string& key, std::string_view unit) const;
+  /// Integer value of `key`; as num() and throws InputError when the value is not integral.
+  int64_t integer(const std::string& key, std::string_view unit) const;
+  /// Boolean value of `key`.
+  bool flag(const std::string& key) const;
+  /// String value of `key`.
+  std::string str(const std::string& key) const;
+  /// True when the platform declares `key`.
+  bool has(const std::string& key) const;
+  /// The parameter record, or InputError when missing.
+  const Param& param(const std::string& key) const;
+
+  /// Platform name (top-level `name`, else the file stem).
+  const std::string& name() const { return name_; }
+  /// All parameters, ordered by key.
+  const std::map<std::string, Param>& params() const { return params_; }
+
+ private:
+  std::string name_;
+  std::string origin_;
+  std::map<std::string, Param> params_;
+};
+
+}  // namespace hcasim::model

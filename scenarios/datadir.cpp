@@ -1,0 +1,64 @@
+// Data directory lookup (datadir.h).
+#include "scenarios/datadir.h"
+
+#include <cstdlib>
+#include <filesystem>
+#include <system_error>
+
+#include <fmt/format.h>
+
+#ifndef HCASIM_SOURCE_DATA_DIR
+#define HCASIM_SOURCE_DATA_DIR "."
+#endif
+#ifndef HCASIM_INSTALL_DATA_DIR
+#define HCASIM_INSTALL_DATA_DIR "/usr/local/share/hcasim"
+#endif
+
+namespace hcasim::scenarios {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+bool is_file(const fs::path& p) {
+  std::error_code ec;
+  return fs::is_regular_file(p, ec);
+}
+
+bool is_dir(const fs::path& p) {
+  std::error_code ec;
+  return fs::is_directory(p, ec);
+}
+
+/// `name_or_file` as an existing file, else DIR/NAME.toml, else InputError
+/// "LABEL: no such KIND file or name (looked in DIR)".
+std::string resolve(const std::string& name_or_file, const fs::path& dir, const std::string& label,
+                    const char* kind) {
+  if (!name_or_file.empty() && is_file(name_or_file)) return name_or_file;
+  if (!name_or_file.empty() && name_or_file.find('/') == std::string::npos) {
+    const fs::path candidate = dir / (name_or_file + ".toml");
+    if (is_file(candidate)) return candidate.string();
+  }
+  throw InputError(
+      fmt::format("{}: no such {} file or name (looked in {})", label, kind, dir.string()));
+}
+
+}  // namespace
+
+std::string data_dir() {
+  if (const char* env = std::getenv("HCASIM_DATA_DIR"); env && *env) return env;
+  const fs::path installed = HCASIM_INSTALL_DATA_DIR;
+  if (is_dir(installed / "scenarios" / "platforms")) return installed.string();
+  return HCASIM_SOURCE_DATA_DIR;
+}
+
+std::string resolve_platform(const std::string& name_or_file, const std::string& option) {
+  return resolve(name_or_file, fs::path(data_dir()) / "scenarios" / "platforms",
+                 option + " " + name_or_file, "platform");
+}
+
+std::string resolve_scenario(const std::string& name_or_file) {
+  return resolve(name_or_file, fs::path(data_dir()) / "scenarios", name_or_file, "scenario");
+}
+
+}  // namespace hcasim::scenarios

@@ -1,0 +1,26 @@
+#pragma once
+/// \file Where hcasim finds its data: platform files, scenario files, reference CSVs.
+#include <string>
+
+#include "model/error.h"
+
+namespace hcasim::scenarios {
+
+/// The data directory: $HCASIM_DATA_DIR when set (and non-empty); else the installed
+/// share/hcasim (compile definition HCASIM_INSTALL_DATA_DIR) when it holds
+/// scenarios/platforms; else the source tree (HCASIM_SOURCE_DATA_DIR). Never throws.
+std::string data_dir();
+
+/// A platform given as NAME or FILE: `name_or_file` itself when it is an existing regular
+/// file; else DATA/scenarios/platforms/NAME.toml when that exists. Throws InputError
+/// "OPTION NAME: no such platform file or name (looked in DIR)" otherwise, DIR being
+/// DATA/scenarios/platforms and OPTION the option that named it.
+std::string resolve_platform(const std::string& name_or_file,
+                             const std::string& option = "--platform");
+
+/// A scenario given as NAME or FILE: the file itself when it exists; else
+/// DATA/scenarios/NAME.toml. Throws InputError "NAME: no such scenario file or name (looked in
+/// DIR)" otherwise.
+std::string resolve_scenario(const std::string& name_or_file);
+
+}  // namespace hcasim::scenarios

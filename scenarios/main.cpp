@@ -1,0 +1,129 @@
+// hcasim command line: `hcasim netperf ...` (a simulated netperf 2.4 TCP_STREAM) and
+// `hcasim run ...` (a scenario of netperf runs compared with measurements).
+#include <exception>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "model/error.h"
+#include "model/platform.h"
+#include "scenarios/datadir.h"
+#include "scenarios/netperf_cli.h"
+#include "scenarios/netperf_output.h"
+#include "scenarios/run.h"
+#include "sim/netperf_sim.h"
+
+namespace {
+
+using namespace hcasim;
+using namespace hcasim::scenarios;
+
+/// Project version (CMakeLists.txt project(... VERSION)).
+constexpr const char* kVersion = "0.1.0";
+
+constexpr const char* kUsage = R"(hcasim: a simulated InfiniBand HCA and the host around it
+
+Usage:
+  hcasim netperf [hcasim options] [netperf global options] [-- netperf test options]
+  hcasim run [FILE|NAME] [-j N] [--csv PATH]
+  hcasim --help | --version
+
+hcasim netperf takes netperf 2.4's flags and prints netperf's output from a simulation:
+  -t TCP_STREAM   -l SECONDS   -c [RATE]   -C [RATE]   -P 0|1   -T lcpu[,rcpu]   -v N
+  -f k|m|g|K|M|G   (-H host, -4, -6, -i, -I are accepted and ignored)
+  test options after --:  -m SIZE  -M SIZE  -s SIZE[,SIZE]  -S SIZE[,SIZE]  (-r is ignored)
+  sizes take K/M/G (2^10..) or k/m/g (10^3..) suffixes
+hcasim options:
+  --platform NAME|FILE         local host (default connectx-ddr-pcie1x8)
+  --remote-platform NAME|FILE  remote host (default: same as --platform)
+  --set section.key=value      change a platform parameter on both hosts (repeatable)
+  --stats                      simulator statistics on stderr
+  --csv PATH                   results as CSV
+  --verify-data                move real bytes and check them at the receiver
+  --seed N                     seed of the data pattern
+
+hcasim run runs every point of a scenario file (default: seed000) in its own simulation,
+-j N at once (default: the number of online CPUs), and compares it with its measurement.
+Exit status: 0 ok, 1 a gated point out of tolerance, 2 bad input or a failed point.
+)";
+
+int netperf_main(const std::vector<std::string>& args) {
+  const NetperfOptions opts = parse_netperf_args(args);
+  for (const auto& note : opts.notes) std::cerr << note << "\n";
+
+  model::Platform local = model::Platform::load_file(resolve_platform(opts.platform));
+  model::Platform remote =
+      opts.remote_platform
+          ? model::Platform::load_file(resolve_platform(*opts.remote_platform, "--remote-platform"))
+          : local;
+  for (const auto& assignment : opts.sets) {  // --set applies to both hosts
+    local.set(assignment);
+    remote.set(assignment);
+  }
+
+  const sim::TcpStreamResult result =
+      sim::run_tcp_stream(local, remote, to_tcp_stream_config(opts));
+  if (const std::string note = request_size_note(opts, result.send_size); !note.empty())
+    std::cerr << note << "\n";
+  if (opts.verify_data && !result.data_verified) {
+    std::cerr << "hcasim: error: --verify-data: the receiver did not verify the data\n";
+    return 1;
+  }
+
+  const NetperfFigures figures = netperf_figures(opts, result);
+  if (opts.csv_path)
+    write_file_atomically(*opts.csv_path, format_netperf_csv(opts, result, figures), "--csv");
+  std::cout << format_netperf_output(opts, result, figures) << std::flush;
+  if (opts.stats) std::cerr << format_stats_line(result) << "\n";
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::vector<std::string> words(argv + 1, argv + argc);
+  try {
+    if (words.empty()) {
+      std::cerr << kUsage;
+      return 2;
+    }
+    const std::string& command = words.front();
+    const std::vector<std::string> rest(words.begin() + 1, words.end());
+    if (command == "--help" || command == "-h" || command == "help") {
+      std::cout << kUsage;
+      return 0;
+    }
+    if (command == "--version") {
+      std::cout << "hcasim " << kVersion << "\n";
+      return 0;
+    }
+    if (command == "netperf") {
+      for (const auto& w : rest) {
+        if (w == "--") break;
+        if (w == "--help") {
+          std::cout << kUsage;
+          return 0;
+        }
+      }
+      return netperf_main(rest);
+    }
+    if (command == "run") {
+      for (const auto& w : rest)
+        if (w == "--help" || w == "-h") {
+          std::cout << kUsage;
+          return 0;
+        }
+      return run_scenario(parse_run_args(rest));
+    }
+    throw InputError(fmt::format("unknown command '{}' (use netperf or run; see hcasim --help)",
+                                 command));
+  } catch (const InputError& e) {
+    std::cerr << "hcasim: error: " << e.what() << "\n";
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << "hcasim: internal error: " << e.what() << "\n";
+    return 3;
+  }
+}

@@ -1,0 +1,431 @@
+// Command line of `hcasim netperf` (netperf_cli.h). The netperf flags are read the way netperf
+// 2.4.3 reads them (netsh.c scan_cmd_line: getopt with the global option string, -c/-C look at
+// the next word for an optional rate, break_args() for "a,b" values; nettest_bsd.c
+// scan_sockets_args for the test options after "--"); the hcasim long options go through CLI11.
+#include "scenarios/netperf_cli.h"
+
+#include <CLI/CLI.hpp>
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <set>
+#include <string>
+#include <utility>
+
+#include <fmt/format.h>
+
+#include "model/units.h"
+
+namespace hcasim::scenarios {
+
+namespace {
+
+[[noreturn]] void fail(const std::string& what) { throw InputError(what); }
+
+/// A netperf "a,b" value split as netsh.c break_args() does: no comma sets both to the text,
+/// "a," sets only the first, ",b" only the second.
+std::pair<std::string, std::string> break_args(const std::string& text) {
+  const auto comma = text.find(',');
+  if (comma == std::string::npos) return {text, text};
+  return {text.substr(0, comma), text.substr(comma + 1)};
+}
+
+/// As netsh.c break_args_explicit(): without a comma only the first value is set.
+std::pair<std::string, std::string> break_args_explicit(const std::string& text) {
+  const auto comma = text.find(',');
+  if (comma == std::string::npos) return {text, ""};
+  return {text.substr(0, comma), text.substr(comma + 1)};
+}
+
+std::optional<int64_t> parse_integer(std::string_view text) {
+  int64_t value = 0;
+  const char* first = text.data();
+  const char* last = text.data() + text.size();
+  if (first != last && *first == '+') ++first;
+  if (first == last) return std::nullopt;
+  const auto [ptr, ec] = std::from_chars(first, last, value);
+  if (ec != std::errc() || ptr != last) return std::nullopt;
+  return value;
+}
+
+int integer_value(const std::string& flag, const std::string& text, int64_t min, int64_t max,
+                  const char* what) {
+  const auto v = parse_integer(text);
+  if (!v) fail(fmt::format("{}: '{}' is not {}", flag, text, what));
+  if (*v < min || *v > max) fail(fmt::format("{}: '{}' is out of range ({}..{})", flag, text, min, max));
+  return static_cast<int>(*v);
+}
+
+void add_note(NetperfOptions& o, const std::string& text) {
+  const std::string line = "hcasim: note: " + text;
+  if (std::find(o.notes.begin(), o.notes.end(), line) == o.notes.end()) o.notes.push_back(line);
+}
+
+// hcasim long options, split into the ones taking a value and the flags.
+const std::set<std::string, std::less<>> kLongWithValue = {"platform", "remote-platform", "set",
+                                                           "csv", "seed"};
+const std::set<std::string, std::less<>> kLongFlags = {"stats", "verify-data"};
+
+// netperf 2.4.3 global options hcasim does not simulate (netsh.c GLOBAL_CMD_LINE_ARGS) and
+// TCP_STREAM test options it does not simulate (nettest_bsd.c scan_sockets_args).
+constexpr std::string_view kUnsupportedGlobal = "aAbBdDFhkKLnNoOpwW";
+constexpr std::string_view kUnsupportedTest = "bCDhHLnNpP46";
+
+/// Walks a list of words getopt-style. `takes_value(c)` tells whether option char c has a
+/// value; the value is the rest of the word or else the next word of the same list.
+class ShortOptionReader {
+ public:
+  explicit ShortOptionReader(const std::vector<std::string>& words) : words_(words) {}
+  bool done() const { return index_ >= words_.size(); }
+  const std::string& word() const { return words_[index_]; }
+  size_t index() const { return index_; }
+  void skip_word() { ++index_; }
+  /// The next word after the current one, if any (for -c/-C's optional rate).
+  const std::string* peek_next() const {
+    return index_ + 1 < words_.size() ? &words_[index_ + 1] : nullptr;
+  }
+  /// Value of option `flag` starting at `rest` of the current word: the rest if non-empty,
+  /// else the next word. Advances past what it consumed.
+  std::string take_value(const std::string& flag, const std::string& rest) {
+    if (!rest.empty()) {
+      ++index_;
+      return rest;
+    }
+    if (index_ + 1 >= words_.size()) fail(flag + ": missing value");
+    index_ += 2;
+    return words_[index_ - 1];
+  }
+
+ private:
+  const std::vector<std::string>& words_;
+  size_t index_ = 0;
+};
+
+bool is_long_option(const std::string& w) {
+  return w.size() > 2 && w[0] == '-' && w[1] == '-' && w[2] != '-';
+}
+
+/// Appends the hcasim long option at words[i] (and its value) to `out` as one "--name=value"
+/// or "--flag" word for CLI11. Returns the number of words consumed.
+size_t take_long_option(const std::vector<std::string>& words, size_t i,
+                        std::vector<std::string>& out) {
+  const std::string& w = words[i];
+  const auto eq = w.find('=');
+  const std::string name = w.substr(2, eq == std::string::npos ? std::string::npos : eq - 2);
+  if (kLongFlags.count(name)) {
+    out.push_back(w);
+    return 1;
+  }
+  if (!kLongWithValue.count(name)) fail("unknown option --" + name);
+  if (eq != std::string::npos) {
+    if (eq + 1 == w.size()) fail("--" + name + ": empty value");
+    out.push_back(w);
+    return 1;
+  }
+  if (i + 1 >= words.size()) fail("--" + name + ": missing value");
+  if (words[i + 1].empty()) fail("--" + name + ": empty value");
+  out.push_back("--" + name + "=" + words[i + 1]);
+  return 2;
+}
+
+void parse_global(const std::vector<std::string>& words, NetperfOptions& o,
+                  std::vector<std::string>& long_words) {
+  ShortOptionReader r(words);
+  while (!r.done()) {
+    const std::string& w = r.word();
+    if (is_long_option(w)) {
+      const size_t n = take_long_option(words, r.index(), long_words);
+      for (size_t k = 0; k < n; ++k) r.skip_word();
+      continue;
+    }
+    if (w.size() < 2 || w[0] != '-') {
+      if (r.index() == 0 && w == "netperf") {
+        r.skip_word();
+        continue;
+      }
+      fail(fmt::format("unexpected argument '{}' (netperf options are -X, test options go "
+                       "after --)", w));
+    }
+    // A group of short options, e.g. "-cC", "-l60", "-T0,0".
+    bool consumed = false;
+    for (size_t pos = 1; pos < w.size() && !consumed; ++pos) {
+      const char c = w[pos];
+      const std::string flag = std::string("-") + c;
+      const std::string rest = w.substr(pos + 1);
+      switch (c) {
+        case 'c':
+        case 'C': {
+          (c == 'c' ? o.local_cpu : o.remote_cpu) = true;
+          // netsh.c: the optional rate is the next word when it starts with a digit; here
+          // only when it is a number (getopt only looks there at the end of a group).
+          if (pos + 1 == w.size()) {
+            const std::string* next = r.peek_next();
+            if (next && !next->empty() && std::isdigit(static_cast<unsigned char>((*next)[0]))) {
+              if (const auto rate = parse_number(*next)) {
+                (c == 'c' ? o.local_cpu_rate : o.remote_cpu_rate) = *rate;
+                add_note(o, flag + " RATE ignored: simulated CPU time needs no calibration");
+                r.skip_word();  // the option word
+                r.skip_word();  // the rate
+                consumed = true;
+              }
+            }
+          }
+          break;
+        }
+        case '4':
+        case '6':
+          add_note(o, flag + " ignored: the simulated data connection is SDP over InfiniBand");
+          break;
+        case 'f': {
+          const std::string v = r.take_value(flag, rest);
+          consumed = true;
+          if (v.size() != 1 || std::string_view("kmgKMG").find(v[0]) == std::string_view::npos)
+            fail(fmt::format("-f: '{}' is not one of k m g K M G", v));
+          o.format = v[0];
+          break;
+        }
+        case 'H': {
+          const std::string v = r.take_value(flag, rest);
+          consumed = true;
+          const auto [host, family] = break_args_explicit(v);
+          if (!host.empty()) o.host = host;
+          add_note(o, "-H ignored: the remote host is --remote-platform; its name only appears "
+                      "in the banner");
+          break;
+        }
+        case 'i':
+        case 'I': {
+          const std::string v = r.take_value(flag, rest);
+          consumed = true;
+          const auto [a, b] = break_args(v);
+          for (const auto& part : {a, b})
+            if (!part.empty()) integer_value(flag, part, 0, 1000000, "a number");
+          add_note(o, "-i/-I ignored: the simulation is deterministic, one iteration gives the "
+                      "interval");
+          break;
+        }
+        case 'l': {
+          const std::string v = r.take_value(flag, rest);
+          consumed = true;
+          const auto len = parse_number(v);
+          if (!len) fail(fmt::format("-l: '{}' is not a number", v));
+          if (*len < 0)
+            fail(fmt::format("-l {}: a negative -l is netperf's byte/transaction count; hcasim "
+                             "runs timed tests only (give seconds > 0)", v));
+          if (*len == 0) fail(fmt::format("-l {}: the test length must be > 0 seconds", v));
+          o.length_s = *len;
+          break;
+        }
+        case 'P': {
+          const std::string v = r.take_value(flag, rest);
+          consumed = true;
+          if (v != "0" && v != "1") fail(fmt::format("-P: '{}' is not 0 or 1", v));
+          o.print_headers = v == "1";
+          break;
+        }
+        case 't': {
+          const std::string v = r.take_value(flag, rest);
+          consumed = true;
+          std::string upper = v;
+          for (auto& ch : upper) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+          if (upper != "TCP_STREAM")
+            fail(fmt::format("-t {}: hcasim simulates only TCP_STREAM", v));
+          o.test = upper;
+          break;
+        }
+        case 'T': {
+          const std::string v = r.take_value(flag, rest);
+          consumed = true;
+          const auto [a, b] = break_args(v);
+          if (!a.empty()) o.local_cpu_bind = integer_value("-T", a, 0, 4095, "a CPU number");
+          if (!b.empty()) o.remote_cpu_bind = integer_value("-T", b, 0, 4095, "a CPU number");
+          o.cpu_binding_requested = true;
+          break;
+        }
+        case 'v': {
+          const std::string v = r.take_value(flag, rest);
+          consumed = true;
+          o.verbosity = integer_value("-v", v, 0, 1000, "a number");
+          break;
+        }
+        default:
+          if (kUnsupportedGlobal.find(c) != std::string_view::npos)
+            fail(fmt::format("{}: netperf option not supported by hcasim", flag));
+          fail("unknown option " + flag);
+      }
+    }
+    if (!consumed) r.skip_word();
+  }
+}
+
+uint64_t size_value(const std::string& flag, const std::string& text) {
+  return model::parse_size(text, flag);
+}
+
+void parse_test(const std::vector<std::string>& words, NetperfOptions& o,
+                std::vector<std::string>& long_words) {
+  ShortOptionReader r(words);
+  while (!r.done()) {
+    const std::string& w = r.word();
+    if (is_long_option(w)) {  // hcasim long options are accepted after "--" too
+      const size_t n = take_long_option(words, r.index(), long_words);
+      for (size_t k = 0; k < n; ++k) r.skip_word();
+      continue;
+    }
+    if (w.size() < 2 || w[0] != '-' || w == "--")
+      fail(fmt::format("unexpected argument '{}' after --", w));
+    const size_t begin = r.index();
+    bool consumed = false;
+    for (size_t pos = 1; pos < w.size() && !consumed; ++pos) {
+      const char c = w[pos];
+      const std::string flag = std::string("-") + c;
+      const std::string rest = w.substr(pos + 1);
+      switch (c) {
+        case 'm':
+          o.send_size = size_value("-m", r.take_value(flag, rest));
+          consumed = true;
+          break;
+        case 'M':
+          o.recv_size = size_value("-M", r.take_value(flag, rest));
+          consumed = true;
+          break;
+        case 's': {  // -s send[,recv]: local socket buffers; TCP_STREAM uses the send one
+          const auto [a, b] = break_args(r.take_value(flag, rest));
+          consumed = true;
+          if (!a.empty()) o.local_send_socket = size_value("-s", a);
+          if (!b.empty()) size_value("-s", b);
+          break;
+        }
+        case 'S': {  // -S send[,recv]: remote socket buffers; TCP_STREAM uses the recv one
+          const auto [a, b] = break_args(r.take_value(flag, rest));
+          consumed = true;
+          if (!a.empty()) size_value("-S", a);
+          if (!b.empty()) o.remote_recv_socket = size_value("-S", b);
+          break;
+        }
+        case 'r': {  // -r req[,rsp]: request/response sizes, ignored by TCP_STREAM
+          const std::string v = r.take_value(flag, rest);
+          consumed = true;
+          const auto [a, b] = break_args(v);
+          if (!a.empty()) size_value("-r", a);
+          if (!b.empty()) size_value("-r", b);
+          o.request_size = v;
+          break;
+        }
+        default:
+          if (kUnsupportedTest.find(c) != std::string_view::npos)
+            fail(fmt::format("{}: netperf test option not supported by hcasim", flag));
+          fail("unknown test option " + flag);
+      }
+    }
+    if (!consumed) r.skip_word();
+    for (size_t k = begin; k < r.index(); ++k) o.test_words.push_back(words[k]);
+  }
+}
+
+void parse_long(const std::vector<std::string>& long_words, NetperfOptions& o) {
+  if (long_words.empty()) return;
+  CLI::App app{"hcasim netperf", "hcasim netperf"};
+  app.set_help_flag();
+  std::string platform, remote_platform, csv, seed;
+  std::vector<std::string> sets;
+  bool stats = false, verify = false;
+  auto* opt_platform = app.add_option("--platform", platform);
+  auto* opt_remote = app.add_option("--remote-platform", remote_platform);
+  app.add_option("--set", sets)->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)->expected(1);
+  auto* opt_csv = app.add_option("--csv", csv);
+  auto* opt_seed = app.add_option("--seed", seed);
+  app.add_flag("--stats", stats);
+  app.add_flag("--verify-data", verify);
+  for (auto* opt : {opt_platform, opt_remote, opt_csv, opt_seed})
+    opt->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  std::vector<std::string> reversed(long_words.rbegin(), long_words.rend());
+  try {
+    app.parse(reversed);
+  } catch (const CLI::ParseError& e) {
+    fail(e.what());
+  }
+  if (opt_platform->count()) o.platform = platform;
+  if (opt_remote->count()) o.remote_platform = remote_platform;
+  for (const auto& s : sets)
+    if (s.find('=') == std::string::npos)
+      fail(fmt::format("--set: '{}' is not section.key=value", s));
+  o.sets = sets;
+  if (opt_csv->count()) o.csv_path = csv;
+  if (opt_seed->count()) {
+    uint64_t v = 0;
+    const auto [ptr, ec] = std::from_chars(seed.data(), seed.data() + seed.size(), v);
+    if (seed.empty() || ec != std::errc() || ptr != seed.data() + seed.size())
+      fail(fmt::format("--seed: '{}' is not a non-negative integer", seed));
+    o.seed = v;
+  }
+  o.stats = stats;
+  o.verify_data = verify;
+}
+
+}  // namespace
+
+std::optional<double> parse_number(std::string_view text) {
+  if (text.empty()) return std::nullopt;
+  // from_chars also reads "inf", "nan" and hex floats: accept only decimal notation.
+  if (text.find_first_not_of("0123456789+-.eE") != std::string_view::npos) return std::nullopt;
+  const char* first = text.data();
+  const char* last = text.data() + text.size();
+  if (*first == '+') ++first;
+  double value = 0;
+  const auto [ptr, ec] = std::from_chars(first, last, value);
+  if (ec != std::errc() || ptr != last) return std::nullopt;
+  return value;
+}
+
+NetperfOptions parse_netperf_args(const std::vector<std::string>& args) {
+  NetperfOptions o;
+  std::vector<std::string> global, test, long_words;
+  bool in_test = false;
+  for (const auto& w : args) {
+    if (in_test) {
+      test.push_back(w);
+    } else if (w == "--") {
+      in_test = true;
+    } else if (w.size() > 3 && w.compare(0, 3, "---") == 0 &&
+               std::isalpha(static_cast<unsigned char>(w[3]))) {
+      // "---m 64K": a mail client ate the space of "-- -m" (seed 000 shows such lines).
+      in_test = true;
+      test.push_back(w.substr(2));
+      add_note(o, fmt::format("read '{}' as '-- {}' (a space lost in a pasted command)", w,
+                              w.substr(2)));
+    } else {
+      global.push_back(w);
+    }
+  }
+  parse_global(global, o, long_words);
+  parse_test(test, o, long_words);
+  parse_long(long_words, o);
+  return o;
+}
+
+sim::TcpStreamConfig to_tcp_stream_config(const NetperfOptions& o) {
+  sim::TcpStreamConfig c;
+  c.length_s = o.length_s;
+  c.send_size = o.send_size;
+  c.recv_size = o.recv_size;
+  c.local_send_socket = o.local_send_socket;
+  c.remote_recv_socket = o.remote_recv_socket;
+  c.local_cpu = o.local_cpu_bind;
+  c.remote_cpu = o.remote_cpu_bind;
+  c.verify_data = o.verify_data;
+  c.seed = o.seed;
+  return c;
+}
+
+std::string request_size_note(const NetperfOptions& o, uint64_t send_size) {
+  if (!o.request_size) return "";
+  if (o.send_size != 0)
+    return fmt::format("hcasim: note: TCP_STREAM ignores -r; sends are -m's size ({} B)",
+                       send_size);
+  return fmt::format("hcasim: note: TCP_STREAM ignores -r; sends are the send socket size ({} B)",
+                     send_size);
+}
+
+}  // namespace hcasim::scenarios

@@ -1,0 +1,87 @@
+#pragma once
+/// \file Command line of `hcasim netperf`: netperf 2.4's own flags plus hcasim's long options.
+///
+///     hcasim netperf [hcasim long options and netperf global options, any order]
+///                    [-- test options]
+///
+/// The netperf flags are read as netperf 2.4.3 reads them (netsh.c scan_cmd_line for the
+/// global options, nettest_bsd.c scan_sockets_args for the test options): getopt style, so
+/// values may be attached (-l60, -P0, -T0,0, -tTCP_STREAM) or separate (-l 60), flags without
+/// a value may be grouped (-cC), and -c/-C take an optional CPU rate only from the next word.
+/// Two-value options follow netperf's break_args(): "a" sets both values, "a," only the first,
+/// ",b" only the second, "a,b" both.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "model/error.h"
+#include "sim/netperf_sim.h"
+
+namespace hcasim::scenarios {
+
+/// Platform used when --platform is not given (scenarios/platforms/NAME.toml).
+inline constexpr const char* kDefaultPlatform = "connectx-ddr-pcie1x8";
+
+/// Everything `hcasim netperf` was asked for. Sizes are in bytes; 0 means "not given, let the
+/// simulation take the platform default" exactly as netperf passes 0 to the socket layer.
+struct NetperfOptions {
+  // --- netperf global options (netsh.c) -------------------------------------------------
+  std::string test = "TCP_STREAM";      ///< -t (only TCP_STREAM is simulated)
+  double length_s = 10.0;               ///< -l, seconds (> 0); netperf's default is 10 s
+  bool local_cpu = false;               ///< -c: measure and print local CPU utilisation
+  bool remote_cpu = false;              ///< -C: same for the remote host
+  std::optional<double> local_cpu_rate;   ///< -c RATE (accepted, unused: nothing to calibrate)
+  std::optional<double> remote_cpu_rate;  ///< -C RATE (accepted, unused)
+  bool print_headers = true;            ///< -P 0|1 (netperf's default is 1)
+  bool cpu_binding_requested = false;   ///< any -T given (netperf adds " : cpu bind" to the banner)
+  std::optional<int> local_cpu_bind;    ///< -T lcpu
+  std::optional<int> remote_cpu_bind;   ///< -T ,rcpu
+  int verbosity = 1;                    ///< -v N (netperf's default is 1)
+  std::string host = "localhost";       ///< -H host (only printed in the banner)
+  char format = 'm';                    ///< -f: k m g (10^3.. bits/s) or K M G (2^10.. bytes/s)
+
+  // --- netperf TCP_STREAM test options, after "--" (nettest_bsd.c) ----------------------
+  uint64_t send_size = 0;               ///< -m: bytes per send(); 0 = local send socket size
+  uint64_t recv_size = 0;               ///< -M: bytes per recv(); 0 = remote recv socket size
+  uint64_t local_send_socket = 0;       ///< -s send[,recv]: first value (local SO_SNDBUF)
+  uint64_t remote_recv_socket = 0;      ///< -S send[,recv]: second value (remote SO_RCVBUF)
+  std::optional<std::string> request_size;  ///< -r as written (TCP_STREAM ignores it)
+  std::vector<std::string> test_words;  ///< the words after "--", as given (for reports)
+
+  // --- hcasim long options --------------------------------------------------------------
+  std::string platform = kDefaultPlatform;     ///< --platform NAME|FILE (local host)
+  std::optional<std::string> remote_platform;  ///< --remote-platform; empty = same as --platform
+  std::vector<std::string> sets;        ///< --set section.key=value, in order, for both hosts
+  bool stats = false;                   ///< --stats: one statistics line on stderr
+  std::optional<std::string> csv_path;  ///< --csv PATH
+  bool verify_data = false;             ///< --verify-data
+  uint64_t seed = 1;                    ///< --seed N
+
+  /// Lines for stderr, each "hcasim: note: ...", about flags accepted but ignored or
+  /// reinterpreted (-H, -4, -6, -i/-I, "---m"). The -r note needs the simulated send size and
+  /// is made by request_size_note() after the run.
+  std::vector<std::string> notes;
+};
+
+/// Parses the words after `hcasim netperf` (a leading word "netperf" is skipped, so a pasted
+/// netperf command line works). Throws InputError with one line naming the flag at fault, e.g.
+/// "unknown option -Z", "-l: 'abc' is not a number", "-m: bad size '12Q' (...)",
+/// "-t UDP_STREAM: hcasim simulates only TCP_STREAM", "-l: missing value".
+NetperfOptions parse_netperf_args(const std::vector<std::string>& args);
+
+/// The simulation's view of the options (sim/netperf_sim.h): length, sizes, CPU binding,
+/// data verification and seed.
+sim::TcpStreamConfig to_tcp_stream_config(const NetperfOptions& options);
+
+/// The note for a given -r, or an empty string when -r was not given: TCP_STREAM ignores -r and
+/// sends `send_size` bytes per call (netperf 2.4.3 nettest_bsd.c send_tcp_stream: when -m is
+/// absent, send_size = the local send socket size). `send_size` is the simulated one.
+std::string request_size_note(const NetperfOptions& options, uint64_t send_size);
+
+/// Parses a whole decimal number (optional sign, digits, optional fraction and exponent), as
+/// the entire text; returns nothing on anything else (no suffixes, no spaces, no "inf"/"nan").
+std::optional<double> parse_number(std::string_view text);
+
+}  // namespace hcasim::scenarios

@@ -1,0 +1,213 @@
+// netperf 2.4.3 TCP_STREAM output (netperf_output.h). Field widths and precisions are those of
+// netperf 2.4.3 src/nettest_bsd.c send_tcp_stream and print_top_test_header; the numbers pass
+// through C float where netperf keeps them in float (elapsed_time, utilisations, service
+// demands), so rounding at the printed precision is netperf's.
+#include "scenarios/netperf_output.h"
+
+#include <cerrno>
+#include <cinttypes>
+#include <cstdarg>
+#include <cstdio>
+#include <cstring>
+#include <string>
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+namespace hcasim::scenarios {
+
+namespace {
+
+/// printf into a std::string (netperf's own formats need C printf semantics, e.g. %-6.2f, %g).
+[[gnu::format(printf, 1, 2)]] std::string cformat(const char* format, ...) {
+  va_list args;
+  va_start(args, format);
+  va_list copy;
+  va_copy(copy, args);
+  const int n = std::vsnprintf(nullptr, 0, format, copy);
+  va_end(copy);
+  std::string out(static_cast<size_t>(n > 0 ? n : 0), '\0');
+  if (n > 0) std::vsnprintf(out.data(), out.size() + 1, format, args);
+  va_end(args);
+  return out;
+}
+
+/// netperf keeps these in float; printing the float reproduces its rounding.
+double as_float(double v) { return static_cast<double>(static_cast<float>(v)); }
+
+/// netlib.c format_cpu_method: 'S' for /proc/stat (PROC_STAT, Linux), 'U' (CPU_UNKNOWN) for a
+/// side whose CPU was not measured (cpu_method is only set by cpu_start when measuring).
+char cpu_method(bool measured) { return measured ? 'S' : 'U'; }
+
+/// Banner, print_top_test_header("TCP STREAM TEST", ...): the local data address is 0.0.0.0
+/// (no -L); the remote is the -H name and its address.
+std::string banner(const NetperfOptions& o) {
+  const std::string address = o.host == "localhost" ? "127.0.0.1" : o.host;
+  std::string line = fmt::format(
+      "TCP STREAM TEST from 0.0.0.0 (0.0.0.0) port 0 AF_INET to {} ({}) port 0 AF_INET", o.host,
+      address);
+  if (o.cpu_binding_requested) line += " : cpu bind";
+  return line + "\n";
+}
+
+std::string cell(double v, bool present) { return present ? fmt::format("{}", v) : ""; }
+
+}  // namespace
+
+double netperf_throughput(double bytes, double elapsed_s, char format) {
+  double divisor = 1024.0;
+  switch (format) {
+    case 'K': divisor = 1024.0; break;
+    case 'M': divisor = 1024.0 * 1024.0; break;
+    case 'G': divisor = 1024.0 * 1024.0 * 1024.0; break;
+    case 'k': divisor = 1000.0 / 8.0; break;
+    case 'm': divisor = 1000.0 * 1000.0 / 8.0; break;
+    case 'g': divisor = 1000.0 * 1000.0 * 1000.0 / 8.0; break;
+    default: break;
+  }
+  return bytes / divisor / elapsed_s;
+}
+
+std::string netperf_units(char format) {
+  switch (format) {
+    case 'M': return "MBytes";
+    case 'G': return "GBytes";
+    case 'k': return "10^3bits";
+    case 'm': return "10^6bits";
+    case 'g': return "10^9bits";
+    default: return "KBytes";
+  }
+}
+
+NetperfFigures netperf_figures(const NetperfOptions& o, const sim::TcpStreamResult& r) {
+  NetperfFigures f;
+  f.elapsed_s = r.elapsed_s;
+  const auto bytes = static_cast<double>(r.bytes_received);
+  // calc_thruput divides by lib_elapsed, a float.
+  f.throughput = netperf_throughput(bytes, as_float(r.elapsed_s), o.format);
+  f.throughput_mbps = netperf_throughput(bytes, r.elapsed_s, 'm');
+  if (o.local_cpu) {
+    f.local_util_pct = r.local_util_pct;
+    f.local_sd_us_per_kb =
+        sim::service_demand_us_per_kb(r.local_util_pct, r.local_cpus, r.bytes_received, r.elapsed_s);
+  }
+  if (o.remote_cpu) {
+    f.remote_util_pct = r.remote_util_pct;
+    f.remote_sd_us_per_kb = sim::service_demand_us_per_kb(r.remote_util_pct, r.remote_cpus,
+                                                          r.bytes_received, r.elapsed_s);
+  }
+  return f;
+}
+
+std::string format_netperf_output(const NetperfOptions& o, const sim::TcpStreamResult& r,
+                                  const NetperfFigures& f) {
+  std::string out;
+  if (o.print_headers) out += banner(o);
+  const std::string units = netperf_units(o.format);
+  const uint64_t rsr = r.remote_recv_socket, lss = r.local_send_socket, send = r.send_size;
+  const double elapsed = as_float(f.elapsed_s);
+
+  if (o.local_cpu || o.remote_cpu) {
+    if (o.verbosity == 0) {
+      // cpu_fmt_0: the local service demand if measured, else the remote one.
+      const bool local = o.local_cpu;
+      out += cformat("%6.3f %c %s\n",
+                     as_float(local ? f.local_sd_us_per_kb : f.remote_sd_us_per_kb),
+                     cpu_method(local ? o.local_cpu : o.remote_cpu), "");
+    } else if (o.verbosity <= 2) {
+      if (o.print_headers) {
+        out +=
+            "Recv   Send    Send                          Utilization       Service Demand\n"
+            "Socket Socket  Message  Elapsed              Send     Recv     Send    Recv\n"
+            "Size   Size    Size     Time     Throughput  local    remote   local   remote\n";
+        out += cformat("bytes  bytes   bytes    secs.    %-8.8s/s  %% %c      %% %c      "
+                       "us/KB   us/KB\n\n",
+                       units.c_str(), cpu_method(o.local_cpu), cpu_method(o.remote_cpu));
+      }
+      out += cformat("%6" PRIu64 " %6" PRIu64 " %6" PRIu64
+                     "    %-6.2f     %7.2f   %-6.2f   %-6.2f   %-6.3f  %-6.3f %s\n",
+                     rsr, lss, send, elapsed, f.throughput, as_float(f.local_util_pct),
+                     as_float(f.remote_util_pct), as_float(f.local_sd_us_per_kb),
+                     as_float(f.remote_sd_us_per_kb), "");
+    }
+    // netperf 2.4.3 has no case for a verbosity above 2 here: no row is printed.
+  } else {
+    if (o.verbosity == 0) {
+      out += cformat("%7.2f %s\n", f.throughput, "");
+    } else if (o.verbosity <= 2) {
+      if (o.print_headers) {
+        out +=
+            "Recv   Send    Send                          \n"
+            "Socket Socket  Message  Elapsed              \n"
+            "Size   Size    Size     Time     Throughput  \n";
+        out += cformat("bytes  bytes   bytes    secs.    %s/sec  \n\n", units.c_str());
+      }
+      out += cformat("%6" PRIu64 " %6" PRIu64 " %6" PRIu64 "    %-6.2f   %7.2f   %s\n", rsr, lss,
+                     send, elapsed, f.throughput, "");
+    }
+  }
+
+  if (o.verbosity > 1) {
+    // ksink_fmt: alignments (netperf's defaults: 8), offsets (0), bytes (the remote's count,
+    // "%6.4g"), bytes per send and sends, bytes per recv and recvs.
+    const auto bytes = static_cast<double>(r.bytes_received);
+    out += "\n";
+    out += cformat("Alignment      Offset         %-8.8s %-8.8s    Sends   %-8.8s Recvs\n",
+                   "Bytes", "Bytes", "Bytes");
+    out += "Local  Remote  Local  Remote  Xfered   Per                 Per\n";
+    out += "Send   Recv    Send   Recv             Send (avg)          Recv (avg)\n";
+    out += cformat("%5d   %5d  %5d   %5d %6.4g  %6.2f    %6" PRIu64 "   %6.2f %6" PRIu64 "\n", 8,
+                   8, 0, 0, bytes, bytes / static_cast<double>(r.send_calls), r.send_calls,
+                   bytes / static_cast<double>(r.recv_calls), r.recv_calls);
+    // ksink_fmt2: TCP MSS from getsockopt(TCP_MAXSEG), which an SDP socket does not answer.
+    out += cformat("\nMaximum\nSegment\nSize (bytes)\n%6d\n", -1);
+  }
+  return out;
+}
+
+std::string netperf_csv_header() {
+  return "test,send_size_bytes,recv_size_bytes,remote_recv_socket_bytes,local_send_socket_bytes,"
+         "elapsed_s,throughput_mbps,util_local_pct,util_remote_pct,sd_local_us_per_kb,"
+         "sd_remote_us_per_kb,bytes_received,send_calls,recv_calls";
+}
+
+std::string format_netperf_csv(const NetperfOptions& o, const sim::TcpStreamResult& r,
+                               const NetperfFigures& f) {
+  return fmt::format("{}\n{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", netperf_csv_header(),
+                     o.test, r.send_size, r.recv_size, r.remote_recv_socket, r.local_send_socket,
+                     f.elapsed_s, f.throughput_mbps, cell(f.local_util_pct, o.local_cpu),
+                     cell(f.remote_util_pct, o.remote_cpu),
+                     cell(f.local_sd_us_per_kb, o.local_cpu),
+                     cell(f.remote_sd_us_per_kb, o.remote_cpu), r.bytes_received, r.send_calls,
+                     r.recv_calls);
+}
+
+std::string format_stats_line(const sim::TcpStreamResult& r) {
+  const std::string speed =
+      r.wall_s > 0 ? fmt::format("{:.2f}", r.elapsed_s / r.wall_s) : std::string("inf");
+  return fmt::format(
+      "hcasim: stats: activities={} sdp_messages={} simulated_s={:.3f} wall_s={:.3f} speed={} "
+      "simulated s per wall s",
+      r.simgrid_activities, r.sdp_messages, r.elapsed_s, r.wall_s, speed);
+}
+
+void write_file_atomically(const std::string& path, const std::string& content,
+                           const std::string& what) {
+  const std::string tmp = fmt::format("{}.tmp.{}", path, static_cast<long>(::getpid()));
+  auto failure = [&](int err) {
+    std::remove(tmp.c_str());
+    return InputError(fmt::format("{} {}: cannot write ({})", what, path, std::strerror(err)));
+  };
+  std::FILE* file = std::fopen(tmp.c_str(), "wb");
+  if (!file) throw failure(errno);
+  const bool wrote = std::fwrite(content.data(), 1, content.size(), file) == content.size();
+  int err = errno;
+  const bool flushed = std::fflush(file) == 0;
+  if (wrote && !flushed) err = errno;
+  const bool closed = std::fclose(file) == 0;
+  if (wrote && flushed && !closed) err = errno;
+  if (!wrote || !flushed || !closed) throw failure(err ? err : EIO);
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) throw failure(errno);
+}
+
+}  // namespace hcasim::scenarios

@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Installs the Debian 12 packages hcasim needs to build and test, when any is missing.
+# Runs as root (or through sudo when available). Safe to run again.
+set -euo pipefail
+pkgs=(build-essential cmake ninja-build pkg-config git
+      libsimgrid-dev libboost-dev googletest libgtest-dev libbenchmark-dev
+      libcli11-dev libtomlplusplus-dev libfmt-dev)
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  exit 0
+fi
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+echo "install-deps: installing ${missing[*]}" >&2
+$SUDO env DEBIAN_FRONTEND=noninteractive apt-get update -q >&2
+$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}" >&2

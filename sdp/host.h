@@ -1,0 +1,46 @@
+#pragma once
+/// \file The host interface of the SDP engine: memory, CPU cost, sleeping and waking.
+/// In simulate mode (sim/) charging CPU advances the simulated clock of the calling thread's
+/// core; in the wall-clock backends the real CPU pays and charge() records nothing.
+#include <cstdint>
+#include <functional>
+#include <memory>
+
+#include "model/cpu.h"
+#include "sdp/memory.h"
+
+namespace hcasim::sdp {
+
+/// A kernel wait queue (sk_sleep): threads sleep on it until their condition holds.
+class WaitQueue {
+ public:
+  virtual ~WaitQueue() = default;
+};
+
+/// What the engine needs of the host it runs in.
+class Host {
+ public:
+  virtual ~Host() = default;
+  /// This host's memory.
+  virtual HostMemory& memory() = 0;
+  /// This host's CPU costs (ns).
+  virtual const model::CpuCosts& costs() const = 0;
+  /// Charges `ns` of the calling context's core to activity `a`.
+  virtual void charge(model::Activity a, double ns) = 0;
+  /// Makes a new wait queue.
+  virtual std::unique_ptr<WaitQueue> make_wait_queue() = 0;
+  /// Sleeps (the core goes idle) until ready() holds; ready() is re-checked after every
+  /// wake(). Charges a context switch on resuming.
+  virtual void sleep(WaitQueue& q, const std::function<bool()>& ready) = 0;
+  /// Busy-waits (the core stays busy, charged to Poll) until ready() holds or `timeout_ns`
+  /// passed; ready() is re-checked after every notify() or wake(). Returns ready().
+  virtual bool spin(WaitQueue& q, const std::function<bool()>& ready, double timeout_ns) = 0;
+  /// Wakes the sleepers of q (charges a wakeup to the caller when one was asleep).
+  virtual void wake(WaitQueue& q) = 0;
+  /// Tells spinners of q to re-check, at no cost (a CQE landed in memory they poll).
+  virtual void notify(WaitQueue& q) = 0;
+  /// Current time of the calling context, ns.
+  virtual double now_ns() = 0;
+};
+
+}  // namespace hcasim::sdp

@@ -1,0 +1,186 @@
+#include "sdp/memory.h"
+
+#include <algorithm>
+#include <cstring>
+#include <utility>
+
+#include <fmt/format.h>
+
+namespace hcasim::sdp {
+
+namespace {
+constexpr int kHostShift = 48;  // host id in the address's top bits
+
+uint64_t splitmix64(uint64_t x) {  // Steele, Lea, Flood: "Fast splittable PRNGs" (2014)
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+}  // namespace
+
+HostMemory::HostMemory(int host_id, uint64_t seed)
+    : host_id_(host_id), seed_(seed), next_((static_cast<Addr>(host_id) + 1) << kHostShift) {}
+
+Addr HostMemory::allocate(uint64_t len, DataMode mode, uint64_t align) {
+  if (len == 0) len = 1;
+  Addr base = (next_ + align - 1) & ~(align - 1);
+  next_ = base + len;
+  Region r;
+  r.base = base;
+  r.len = len;
+  r.mode = mode;
+  if (mode == DataMode::Bytes) r.bytes.assign(len, 0);
+  regions_.emplace(base, std::move(r));
+  return base;
+}
+
+bool HostMemory::contains(Addr addr, uint64_t len) const {
+  auto it = regions_.upper_bound(addr);
+  if (it == regions_.begin()) return false;
+  --it;
+  return addr >= it->second.base && addr + len <= it->second.base + it->second.len;
+}
+
+HostMemory::Region& HostMemory::region(Addr addr, uint64_t len) {
+  return const_cast<Region&>(std::as_const(*this).region(addr, len));
+}
+
+const HostMemory::Region& HostMemory::region(Addr addr, uint64_t len) const {
+  auto it = regions_.upper_bound(addr);
+  if (it != regions_.begin()) {
+    --it;
+    const Region& r = it->second;
+    if (addr >= r.base && addr + len <= r.base + r.len) return r;
+  }
+  throw MemoryError(fmt::format("host {}: access [{:#x}, +{}) outside any region", host_id_, addr, len));
+}
+
+uint8_t HostMemory::pattern_byte(uint64_t off) const {
+  return static_cast<uint8_t>(splitmix64(seed_ ^ (off >> 3)) >> ((off & 7) * 8));
+}
+
+std::vector<HostMemory::Segment> HostMemory::get_segments(const Region& r, uint64_t off, uint64_t len) {
+  std::vector<Segment> out;
+  uint64_t end = off + len;
+  for (const Segment& s : r.segments) {
+    uint64_t s_end = s.off + s.len;
+    if (s_end <= off || s.off >= end) continue;
+    uint64_t a = std::max(s.off, off), b = std::min(s_end, end);
+    out.push_back({a - off, b - a, s.stream_off + (a - s.off)});
+  }
+  return out;  // offsets relative to `off`; holes are bytes never written
+}
+
+void HostMemory::put_segments(Region& r, uint64_t off, uint64_t len, const std::vector<Segment>& segs) {
+  uint64_t end = off + len;
+  if (!r.raw.empty())
+    std::erase_if(r.raw, [&](const auto& kv) { return kv.first < end && kv.first + kv.second.size() > off; });
+  std::vector<Segment> kept;
+  kept.reserve(r.segments.size() + segs.size() + 1);
+  for (const Segment& s : r.segments) {
+    uint64_t s_end = s.off + s.len;
+    if (s_end <= off || s.off >= end) {
+      kept.push_back(s);
+      continue;
+    }
+    if (s.off < off) kept.push_back({s.off, off - s.off, s.stream_off});
+    if (s_end > end) kept.push_back({end, s_end - end, s.stream_off + (end - s.off)});
+  }
+  for (const Segment& s : segs) {
+    // merge with a contiguous predecessor from the same call to keep ropes short
+    if (!kept.empty() && kept.back().off + kept.back().len == off + s.off &&
+        kept.back().stream_off + kept.back().len == s.stream_off) {
+      kept.back().len += s.len;
+    } else {
+      kept.push_back({off + s.off, s.len, s.stream_off});
+    }
+  }
+  std::sort(kept.begin(), kept.end(), [](const Segment& a, const Segment& b) { return a.off < b.off; });
+  // merge neighbours that continue each other
+  std::vector<Segment> merged;
+  merged.reserve(kept.size());
+  for (const Segment& s : kept) {
+    if (!merged.empty() && merged.back().off + merged.back().len == s.off &&
+        merged.back().stream_off + merged.back().len == s.stream_off)
+      merged.back().len += s.len;
+    else
+      merged.push_back(s);
+  }
+  r.segments = std::move(merged);
+}
+
+void HostMemory::write_stream(Addr addr, uint64_t len, uint64_t stream_off) {
+  Region& r = region(addr, len);
+  uint64_t off = addr - r.base;
+  if (r.mode == DataMode::Bytes) {
+    for (uint64_t i = 0; i < len; ++i) r.bytes[off + i] = pattern_byte(stream_off + i);
+  } else {
+    put_segments(r, off, len, {{0, len, stream_off}});
+  }
+}
+
+bool HostMemory::check_stream(Addr addr, uint64_t len, uint64_t stream_off) const {
+  const Region& r = region(addr, len);
+  uint64_t off = addr - r.base;
+  if (r.mode == DataMode::Bytes) {
+    for (uint64_t i = 0; i < len; ++i)
+      if (r.bytes[off + i] != pattern_byte(stream_off + i)) return false;
+    return true;
+  }
+  auto segs = get_segments(r, off, len);
+  uint64_t at = 0;
+  for (const Segment& s : segs) {
+    if (s.off != at || s.stream_off != stream_off + at) return false;
+    at += s.len;
+  }
+  return at == len;
+}
+
+void HostMemory::write_bytes(Addr addr, const uint8_t* data, uint64_t len) {
+  Region& r = region(addr, len);
+  if (r.mode != DataMode::Bytes) throw MemoryError("write_bytes into a Reference region");
+  std::memcpy(r.bytes.data() + (addr - r.base), data, len);
+}
+
+void HostMemory::read_bytes(Addr addr, uint8_t* out, uint64_t len) const {
+  const Region& r = region(addr, len);
+  if (r.mode != DataMode::Bytes) {
+    const uint64_t off = addr - r.base;
+    auto it = r.raw.upper_bound(off);
+    if (it != r.raw.begin()) {
+      --it;
+      if (off >= it->first && off + len <= it->first + it->second.size()) {
+        std::memcpy(out, it->second.data() + (off - it->first), len);
+        return;
+      }
+    }
+    throw MemoryError("read_bytes from stream data in a Reference region");
+  }
+  std::memcpy(out, r.bytes.data() + (addr - r.base), len);
+}
+
+void HostMemory::copy(HostMemory& dst_mem, Addr dst, const HostMemory& src_mem, Addr src, uint64_t len) {
+  if (len == 0) return;
+  const Region& s = src_mem.region(src, len);
+  Region& d = dst_mem.region(dst, len);
+  uint64_t so = src - s.base, doff = dst - d.base;
+  if (s.mode == DataMode::Bytes && d.mode == DataMode::Bytes) {
+    std::memmove(d.bytes.data() + doff, s.bytes.data() + so, len);
+  } else if (s.mode == DataMode::Reference && d.mode == DataMode::Reference) {
+    put_segments(d, doff, len, get_segments(s, so, len));
+  } else if (s.mode == DataMode::Reference) {  // materialise the pattern
+    std::fill_n(d.bytes.data() + doff, len, uint8_t{0});
+    for (const Segment& seg : get_segments(s, so, len))
+      for (uint64_t i = 0; i < seg.len; ++i)
+        d.bytes[doff + seg.off + i] = src_mem.pattern_byte(seg.stream_off + i);
+  } else {
+    constexpr uint64_t kMaxRaw = 64;
+    if (len > kMaxRaw) throw MemoryError("copy of more than 64 raw bytes into a Reference region");
+    put_segments(d, doff, len, {});
+    d.raw[doff].assign(s.bytes.begin() + static_cast<std::ptrdiff_t>(so),
+                       s.bytes.begin() + static_cast<std::ptrdiff_t>(so + len));
+  }
+}
+
+}  // namespace hcasim::sdp

@@ -1,0 +1,90 @@
+#pragma once
+/// \file Host memory as the SDP engine and the emulated HCA see it: regions at addresses,
+/// holding either real bytes or, by reference, descriptors of a byte stream.
+///
+/// Simulating a 10 Gbit/s stream for 60 s moves 75 GB; copying them for real would cost more
+/// wall-clock time than the whole simulation. A region in Reference mode therefore records,
+/// for each byte range, which offset of the application's data stream it holds (a rope of
+/// segments); copies and DMA move segments, and the receiver checks that the offsets it gets are
+/// the ones the sender wrote. In Bytes mode (--verify-data) real bytes of a seeded pattern move
+/// and are compared. Protocol headers (BSDH) always live in Bytes regions.
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "model/error.h"
+
+namespace hcasim::sdp {
+
+using Addr = uint64_t;
+
+/// How a region holds its content.
+enum class DataMode : uint8_t { Bytes, Reference };
+
+/// A memory access outside any region or across two, a mode mismatch: a programming or
+/// protocol error (the HCA turns it into a completion error).
+class MemoryError : public std::runtime_error {
+ public:
+  explicit MemoryError(const std::string& what) : std::runtime_error(what) {}
+};
+
+/// The memory of one host.
+class HostMemory {
+ public:
+  /// `seed` selects the byte pattern of the data stream (Bytes mode).
+  HostMemory(int host_id, uint64_t seed);
+
+  /// Allocates `len` bytes aligned to `align` (a power of two) in a fresh region.
+  /// Addresses of different hosts never overlap (host_id is in the top bits), which makes a
+  /// DMA to the wrong host's address an error rather than a silent hit.
+  Addr allocate(uint64_t len, DataMode mode, uint64_t align = 4096);
+  /// True when [addr, addr+len) lies inside one region.
+  bool contains(Addr addr, uint64_t len) const;
+
+  /// Writes the data stream bytes [stream_off, stream_off+len) at addr (the application
+  /// filling its send buffer; costs no simulated time).
+  void write_stream(Addr addr, uint64_t len, uint64_t stream_off);
+  /// True when addr holds exactly stream bytes [stream_off, stream_off+len).
+  bool check_stream(Addr addr, uint64_t len, uint64_t stream_off) const;
+
+  /// Writes raw bytes (headers) into a Bytes region.
+  void write_bytes(Addr addr, const uint8_t* data, uint64_t len);
+  /// Reads raw bytes from a Bytes region, or from raw bytes kept in a Reference region.
+  void read_bytes(Addr addr, uint8_t* out, uint64_t len) const;
+
+  /// Copies len bytes from (src_mem, src) to (dst_mem, dst): a CPU copy when both are this
+  /// host, a DMA (over the wire) otherwise. Reference -> Bytes materialises the pattern;
+  /// Bytes -> Reference keeps the raw bytes beside the region (for read_bytes) when they are
+  /// at most 64 B (a control message's body), and throws MemoryError above that.
+  static void copy(HostMemory& dst_mem, Addr dst, const HostMemory& src_mem, Addr src, uint64_t len);
+
+  /// The pattern byte at stream offset `off` for this host's seed.
+  uint8_t pattern_byte(uint64_t off) const;
+
+ private:
+  struct Segment {  // Reference mode: region bytes [off, off+len) hold stream [stream_off, ...)
+    uint64_t off, len, stream_off;
+  };
+  struct Region {
+    Addr base = 0;
+    uint64_t len = 0;
+    DataMode mode = DataMode::Bytes;
+    std::vector<uint8_t> bytes;      // Bytes mode
+    std::vector<Segment> segments;   // Reference mode, sorted by off, non-overlapping
+    // Reference mode: raw bytes written over part of the region (a control message's body
+    // scattered into a data buffer), by offset; cleared where stream data is written.
+    std::map<uint64_t, std::vector<uint8_t>> raw;
+  };
+  Region& region(Addr addr, uint64_t len);
+  const Region& region(Addr addr, uint64_t len) const;
+  static void put_segments(Region& r, uint64_t off, uint64_t len, const std::vector<Segment>& segs);
+  static std::vector<Segment> get_segments(const Region& r, uint64_t off, uint64_t len);
+
+  int host_id_;
+  uint64_t seed_;
+  Addr next_;
+  std::map<Addr, Region> regions_;  // by base
+};
+
+}  // namespace hcasim::sdp

@@ -1,0 +1,108 @@
+#pragma once
+/// \file The verbs interface the SDP engine talks to, shaped after libibverbs (ibv_post_send,
+/// ibv_post_recv, ibv_poll_cq, ibv_req_notify_cq). Three backends implement it: the emulated
+/// HCA on SimGrid (sim/), the emulated HCA between processes, and rdma-core.
+/// One Verbs object is one connection's resources: a PD, an RC QP and the CQ shared by its
+/// send and receive queues (as the OFED 1.3 SDP driver sets them up).
+#include <array>
+#include <cstdint>
+#include <span>
+#include <stdexcept>
+#include <string>
+
+#include "sdp/memory.h"
+
+namespace hcasim::sdp {
+
+/// A scatter/gather element: `length` bytes at `addr`, covered by the MR whose lkey it names.
+struct Sge {
+  Addr addr = 0;
+  uint32_t length = 0;
+  uint32_t lkey = 0;
+};
+
+/// ibv_wr_opcode (the subset SDP uses).
+enum class WrOpcode : uint8_t { Send, RdmaWrite, RdmaRead };
+/// ibv_wc_opcode.
+enum class WcOpcode : uint8_t { Send, RdmaWrite, RdmaRead, Recv };
+/// ibv_wc_status (the subset the emulated HCA produces).
+enum class WcStatus : uint8_t {
+  Success,
+  LocLenErr,      ///< a received message is longer than the posted receive buffers
+  LocProtErr,     ///< an SGE outside its MR, or an unknown lkey
+  RemAccessErr,   ///< RDMA to a bad rkey/range at the responder
+  RemInvReqErr,   ///< the responder found the request invalid (message longer than its buffers)
+  RnrRetryExcErr, ///< the responder had no receive posted (receiver not ready), retries exhausted
+  WrFlushErr,     ///< the QP went to the error state with the WR outstanding
+};
+const char* wc_status_str(WcStatus s);
+
+inline constexpr std::size_t kMaxSge = 2;
+
+/// ibv_send_wr: one work request of the send queue.
+struct SendWr {
+  uint64_t wr_id = 0;
+  WrOpcode opcode = WrOpcode::Send;
+  std::array<Sge, kMaxSge> sg{};
+  uint8_t num_sge = 0;
+  bool signaled = true;
+  Addr remote_addr = 0;  ///< RDMA only
+  uint32_t rkey = 0;     ///< RDMA only
+  /// Total gather length in bytes.
+  uint64_t length() const {
+    uint64_t n = 0;
+    for (uint8_t i = 0; i < num_sge; ++i) n += sg[i].length;
+    return n;
+  }
+};
+
+/// ibv_recv_wr.
+struct RecvWr {
+  uint64_t wr_id = 0;
+  std::array<Sge, kMaxSge> sg{};
+  uint8_t num_sge = 0;
+};
+
+/// ibv_wc: one completion.
+struct Wc {
+  uint64_t wr_id = 0;
+  WcStatus status = WcStatus::Success;
+  WcOpcode opcode = WcOpcode::Send;
+  uint32_t byte_len = 0;  ///< received bytes (Recv only)
+  uint32_t qp_num = 0;
+};
+
+/// A verbs call the backend refuses (queue full, QP not ready): the caller's bug.
+class VerbsError : public std::runtime_error {
+ public:
+  explicit VerbsError(const std::string& what) : std::runtime_error(what) {}
+};
+
+/// MR access flags (ibv_access_flags).
+enum Access : unsigned { kLocalWrite = 1, kRemoteWrite = 2, kRemoteRead = 4 };
+
+/// One connection's verbs resources.
+class Verbs {
+ public:
+  virtual ~Verbs() = default;
+  /// Registers [addr, addr+len) and returns its key (lkey = rkey, as mlx4 does).
+  virtual uint32_t reg_mr(Addr addr, uint64_t len, unsigned access) = 0;
+  /// A key covering all of the host's memory (ib_get_dma_mr, used by the kernel ULPs).
+  virtual uint32_t dma_mr() = 0;
+  /// ibv_post_send. Throws VerbsError when the send queue is full or the QP is not in RTS.
+  virtual void post_send(const SendWr& wr) = 0;
+  /// ibv_post_recv. Throws VerbsError when the receive queue is full.
+  virtual void post_recv(const RecvWr& wr) = 0;
+  /// ibv_poll_cq: moves up to out.size() completions into out; returns how many.
+  virtual int poll_cq(std::span<Wc> out) = 0;
+  /// ibv_req_notify_cq(next completion): arms the CQ for one completion event. Returns true
+  /// when completions are already waiting (IB_CQ_REPORT_MISSED_EVENTS): poll again.
+  virtual bool req_notify_cq() = 0;
+  /// Local QP number.
+  virtual uint32_t qp_num() const = 0;
+  /// Send and receive queue depths the QP was created with.
+  virtual uint32_t max_send_wr() const = 0;
+  virtual uint32_t max_recv_wr() const = 0;
+};
+
+}  // namespace hcasim::sdp

@@ -1,0 +1,146 @@
+#include "sim/kernel.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include <fmt/format.h>
+
+namespace hcasim::sim {
+
+namespace s4u = simgrid::s4u;
+
+Timer::Timer(ActivityCounter& counter)
+    : mutex_(s4u::Mutex::create()), cv_(s4u::ConditionVariable::create()), counter_(counter) {}
+
+void Timer::at(double at_ns, std::function<void()> fn) {
+  queue_.push({std::max(at_ns, sim::now_ns()), seq_++, std::move(fn)});
+  cv_->notify_all();
+}
+
+void Timer::run() {
+  std::unique_lock<s4u::Mutex> lock(*mutex_);
+  for (;;) {
+    if (queue_.empty()) {
+      ++counter_.count;
+      cv_->wait(lock);
+      continue;
+    }
+    const double t = queue_.top().t;
+    if (t > sim::now_ns()) {
+      ++counter_.count;
+      cv_->wait_until(lock, to_s(t));
+      continue;
+    }
+    auto fn = queue_.top().fn;
+    queue_.pop();
+    fn();
+  }
+}
+
+SimWaitQueue::SimWaitQueue() : mutex(s4u::Mutex::create()), cv(s4u::ConditionVariable::create()) {}
+
+SimHost::SimHost(int id, std::string name, const model::CpuCosts& costs, uint64_t seed, ActivityCounter& counter)
+    : id_(id),
+      name_(std::move(name)),
+      costs_(costs),
+      memory_(id, seed),
+      counter_(counter),
+      core_free_at_ns_(static_cast<size_t>(costs.cpus), 0.0),
+      accounts_(static_cast<size_t>(costs.cpus)) {}
+
+void SimHost::bind_current(int core) {
+  if (core < 0 || core >= costs_.cpus)
+    throw InputError(fmt::format("{}: CPU {} does not exist (the host has {} CPUs)", name_, core, costs_.cpus));
+  contexts_[s4u::this_actor::get_pid()].core = core;
+}
+
+SimHost::Context& SimHost::current() {
+  auto it = contexts_.find(s4u::this_actor::get_pid());
+  if (it == contexts_.end())
+    throw std::logic_error(fmt::format("{}: actor {} has no CPU context", name_, s4u::this_actor::get_name()));
+  return it->second;
+}
+
+void SimHost::charge(model::Activity a, double ns) {
+  if (ns <= 0) return;
+  Context& c = current();
+  c.debt_ns += ns;
+  accounts_[static_cast<size_t>(c.core)].busy_ns[static_cast<size_t>(a)] += ns;
+}
+
+void SimHost::flush() {
+  Context& c = current();
+  if (c.debt_ns <= 0) return;
+  // A core runs one context at a time: work queued behind another context's waits for it.
+  double& free_at = core_free_at_ns_[static_cast<size_t>(c.core)];
+  const double start = std::max(sim::now_ns(), free_at);
+  free_at = start + c.debt_ns;
+  c.debt_ns = 0;
+  ++counter_.count;
+  s4u::this_actor::sleep_until(to_s(free_at));
+}
+
+void SimHost::reset_accounts() {
+  for (auto& a : accounts_) a = model::CoreAccount{};
+}
+
+std::unique_ptr<sdp::WaitQueue> SimHost::make_wait_queue() { return std::make_unique<SimWaitQueue>(); }
+
+void SimHost::sleep(sdp::WaitQueue& wq, const std::function<bool()>& ready) {
+  flush();
+  if (ready()) return;
+  auto& q = static_cast<SimWaitQueue&>(wq);
+  {
+    std::unique_lock<s4u::Mutex> lock(*q.mutex);
+    ++q.sleepers;
+    while (!ready()) {
+      ++counter_.count;
+      q.cv->wait(lock);
+    }
+    --q.sleepers;
+  }
+  charge(model::Activity::Wakeup, costs_.context_switch_ns);
+}
+
+bool SimHost::spin(sdp::WaitQueue& wq, const std::function<bool()>& ready, double timeout_ns) {
+  flush();
+  if (ready()) return true;
+  auto& q = static_cast<SimWaitQueue&>(wq);
+  Context& c = current();
+  const double t0 = sim::now_ns();
+  const double deadline = t0 + timeout_ns;
+  {
+    std::unique_lock<s4u::Mutex> lock(*q.mutex);
+    while (!ready() && sim::now_ns() < deadline) {
+      ++counter_.count;
+      if (std::isfinite(deadline))
+        q.cv->wait_until(lock, to_s(deadline));
+      else
+        q.cv->wait(lock);
+    }
+  }
+  const double t1 = sim::now_ns();
+  // The core was busy polling the whole time.
+  accounts_[static_cast<size_t>(c.core)].busy_ns[static_cast<size_t>(model::Activity::Poll)] += t1 - t0;
+  double& free_at = core_free_at_ns_[static_cast<size_t>(c.core)];
+  free_at = std::max(free_at, t1);
+  return ready();
+}
+
+void SimHost::wake(sdp::WaitQueue& wq) {
+  auto& q = static_cast<SimWaitQueue&>(wq);
+  if (q.sleepers > 0) {
+    charge(model::Activity::Wakeup, costs_.wakeup_ns);
+    flush();
+  }
+  q.cv->notify_all();
+}
+
+void SimHost::notify(sdp::WaitQueue& wq) { static_cast<SimWaitQueue&>(wq).cv->notify_all(); }
+
+double SimHost::now_ns() {
+  flush();
+  return sim::now_ns();
+}
+
+}  // namespace hcasim::sim

@@ -1,0 +1,113 @@
+#pragma once
+/// \file The SimGrid side of a simulated host: cores that accumulate busy time, execution
+/// contexts (threads, interrupt handlers) bound to cores, wait queues, and a timer that runs
+/// callbacks at given simulated times.
+///
+/// Time is in ns inside hcasim and in seconds inside SimGrid. A context charges CPU time
+/// lazily: charge() adds to a debt that is slept off (one SimGrid activity) only before the
+/// context does something another actor can observe (a verbs call, a wait, a wake). This keeps
+/// the number of activities near one per SDP message without changing any instant at which
+/// something becomes visible.
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <queue>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include <simgrid/s4u.hpp>
+
+#include "model/cpu.h"
+#include "sdp/host.h"
+
+namespace hcasim::sim {
+
+/// Counts the SimGrid activities hcasim starts (sleeps, communications, waits).
+struct ActivityCounter {
+  uint64_t count = 0;
+};
+
+/// Seconds (SimGrid) from ns.
+inline double to_s(double ns) { return ns * 1e-9; }
+/// Current simulated time in ns.
+inline double now_ns() { return simgrid::s4u::Engine::get_clock() * 1e9; }
+
+/// Runs callbacks at simulated times, in (time, insertion) order, from one daemon actor.
+/// Callbacks must not block: they push CQEs, raise interrupts and notify.
+class Timer {
+ public:
+  explicit Timer(ActivityCounter& counter);
+  /// Schedules fn at simulated time at_ns (not earlier than now).
+  void at(double at_ns, std::function<void()> fn);
+  /// Body of the timer actor (started by the simulation, daemonized).
+  void run();
+
+ private:
+  struct Item {
+    double t;
+    uint64_t seq;
+    std::function<void()> fn;
+    bool operator>(const Item& o) const { return t > o.t || (t == o.t && seq > o.seq); }
+  };
+  std::priority_queue<Item, std::vector<Item>, std::greater<>> queue_;
+  uint64_t seq_ = 0;
+  simgrid::s4u::MutexPtr mutex_;
+  simgrid::s4u::ConditionVariablePtr cv_;
+  ActivityCounter& counter_;
+};
+
+/// A wait queue on SimGrid: a condition variable and the number of sleepers.
+class SimWaitQueue : public sdp::WaitQueue {
+ public:
+  SimWaitQueue();
+  simgrid::s4u::MutexPtr mutex;
+  simgrid::s4u::ConditionVariablePtr cv;
+  int sleepers = 0;
+};
+
+/// A simulated host: its memory, its cores and the execution contexts running on them.
+class SimHost : public sdp::Host {
+ public:
+  SimHost(int id, std::string name, const model::CpuCosts& costs, uint64_t seed, ActivityCounter& counter);
+
+  /// Binds the calling actor to core `core` (0-based) for the rest of its life.
+  void bind_current(int core);
+  /// Sleeps off the calling context's pending CPU time on its core.
+  void flush();
+  /// Clears every core's busy time (start of the measured interval).
+  void reset_accounts();
+  /// Busy time per core since the last reset.
+  const std::vector<model::CoreAccount>& accounts() const { return accounts_; }
+  const std::string& name() const { return name_; }
+  int cpus() const { return costs_.cpus; }
+
+  // sdp::Host
+  sdp::HostMemory& memory() override { return memory_; }
+  const model::CpuCosts& costs() const override { return costs_; }
+  void charge(model::Activity a, double ns) override;
+  std::unique_ptr<sdp::WaitQueue> make_wait_queue() override;
+  void sleep(sdp::WaitQueue& q, const std::function<bool()>& ready) override;
+  bool spin(sdp::WaitQueue& q, const std::function<bool()>& ready, double timeout_ns) override;
+  void wake(sdp::WaitQueue& q) override;
+  void notify(sdp::WaitQueue& q) override;
+  double now_ns() override;
+
+ private:
+  struct Context {
+    int core = 0;
+    double debt_ns = 0;
+  };
+  Context& current();
+
+  int id_;
+  std::string name_;
+  model::CpuCosts costs_;
+  sdp::HostMemory memory_;
+  ActivityCounter& counter_;
+  std::vector<double> core_free_at_ns_;           // when each core finishes its queued work
+  std::vector<model::CoreAccount> accounts_;
+  std::unordered_map<long, Context> contexts_;    // by actor pid
+};
+
+}  // namespace hcasim::sim

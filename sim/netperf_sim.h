@@ -1,0 +1,68 @@
+#pragma once
+/// \file Entry point of a simulated netperf TCP_STREAM over SDP between two hosts.
+///
+/// One call builds one SimGrid engine, so it may run once per process (SimGrid allows one
+/// Engine per process). The command line (scenarios/) parses netperf's flags into a
+/// TcpStreamConfig and prints the TcpStreamResult in netperf's format.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "model/platform.h"
+
+namespace hcasim::sim {
+
+/// What netperf's TCP_STREAM asks for, in netperf's own terms.
+struct TcpStreamConfig {
+  double length_s = 10.0;               ///< -l: test length in simulated seconds (> 0)
+  uint64_t send_size = 0;               ///< -m: bytes per send() call; 0 = local send socket size
+  uint64_t recv_size = 0;               ///< -M: bytes per recv() call; 0 = remote recv socket size
+  uint64_t local_send_socket = 0;       ///< -s: local socket buffer; 0 = platform default (tcp_wmem)
+  uint64_t remote_recv_socket = 0;      ///< -S: remote socket buffer; 0 = platform default (tcp_rmem)
+  std::optional<int> local_cpu;         ///< -T lcpu: core of netperf; empty = scheduler's choice
+  std::optional<int> remote_cpu;        ///< -T ,rcpu: core of netserver
+  bool verify_data = false;             ///< move real bytes and compare them at the receiver
+  uint64_t seed = 1;                    ///< seed of the data pattern (and of any noise)
+};
+
+/// Time spent by one CPU core, by activity, in ns of simulated time.
+struct CoreProfile {
+  int core = 0;
+  std::vector<std::pair<std::string, double>> busy_ns;  ///< activity -> ns, in a fixed order
+};
+
+/// What a netperf TCP_STREAM run reports, plus simulator statistics.
+struct TcpStreamResult {
+  uint64_t remote_recv_socket = 0;  ///< bytes, as netperf prints (first column)
+  uint64_t local_send_socket = 0;   ///< bytes
+  uint64_t send_size = 0;           ///< bytes per send() call
+  uint64_t recv_size = 0;           ///< bytes per recv() call
+  double elapsed_s = 0;             ///< from the first send to the end of the close, simulated s
+  uint64_t bytes_sent = 0;          ///< by the sender's send() calls
+  uint64_t bytes_received = 0;      ///< by the receiver's recv() calls (netperf's throughput uses this)
+  uint64_t send_calls = 0;
+  uint64_t recv_calls = 0;
+  int local_cpus = 0;               ///< number of CPUs of the sending host
+  int remote_cpus = 0;
+  double local_util_pct = 0;        ///< system-wide CPU utilisation of the sending host, %
+  double remote_util_pct = 0;       ///< of the receiving host, %
+  bool data_verified = false;       ///< every byte (or every descriptor) checked at the receiver
+  // Simulator statistics (for --stats; never part of netperf's output).
+  uint64_t simgrid_activities = 0;  ///< activities started in the SimGrid engine
+  uint64_t sdp_messages = 0;        ///< SDP messages (BSDH) sent by both sides
+  double wall_s = 0;                ///< wall-clock seconds spent in the simulation
+  std::vector<CoreProfile> local_profile;   ///< per core of the sending host
+  std::vector<CoreProfile> remote_profile;  ///< per core of the receiving host
+};
+
+/// Runs netperf TCP_STREAM over SDP from a host described by `local` to one described by
+/// `remote`. Throws InputError when a platform parameter is missing or out of range.
+TcpStreamResult run_tcp_stream(const model::Platform& local, const model::Platform& remote,
+                               const TcpStreamConfig& config);
+
+/// Service demand as netperf computes it (netperf 2.4 netlib.c calc_service_demand):
+/// us of CPU per KB (1024 B) = util_pct/100 * cpus * 1e6 / (bytes / 1024 / elapsed_s).
+double service_demand_us_per_kb(double util_pct, int cpus, uint64_t bytes, double elapsed_s);
+
+}  // namespace hcasim::sim

@@ -1,0 +1,364 @@
+// Platform-file loader (model/platform.h) and netperf size parsing (model/units.h).
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <stdexcept>
+#include <string>
+#include <unistd.h>
+
+#include "model/platform.h"
+#include "model/units.h"
+
+namespace hcasim::model {
+namespace {
+
+// Line numbers below are those of this text (line 1 is "name = ...").
+constexpr const char* kValid = R"(name = "tiny"
+description = "a small test platform"
+
+[pcie]
+max_payload = { value = 128, unit = "B", source = "lspci -vv, seed 000" }
+lane_rate = { value = 2.5, unit = "GT/s", source = "PCIe Base Spec 1.1, 4.2" }
+ecrc = { value = false, unit = "", source = "lspci -vv" }
+
+[host]
+cpu = { value = "Xeon 5160", unit = "", source = "/proc/cpuinfo" }
+copy_cost = { value = 3, unit = "ns/page", source = "fitted to seed 000" }
+
+[hca.mmio]
+wc = { value = true, unit = "", source = "driver default" }
+)";
+
+/// Expects `fn` to throw InputError whose what() is exactly `message`.
+template <class Fn>
+void expect_input_error(Fn fn, const std::string& message) {
+  try {
+    fn();
+    ADD_FAILURE() << "no InputError, expected: " << message;
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()), message);
+  }
+}
+
+/// Expects `fn` to throw InputError whose what() starts with `prefix`.
+template <class Fn>
+void expect_input_error_prefix(Fn fn, const std::string& prefix) {
+  try {
+    fn();
+    ADD_FAILURE() << "no InputError, expected prefix: " << prefix;
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()).substr(0, prefix.size()), prefix) << e.what();
+  }
+}
+
+TEST(Platform, ParsesValidFile) {
+  const Platform p = Platform::parse(kValid, "plat/tiny.toml");
+  EXPECT_EQ(p.name(), "tiny");
+  ASSERT_EQ(p.params().size(), 6u);
+
+  EXPECT_EQ(p.integer("pcie.max_payload", "B"), 128);
+  EXPECT_DOUBLE_EQ(p.num("pcie.max_payload", "B"), 128.0);
+  EXPECT_DOUBLE_EQ(p.num("pcie.lane_rate", "GT/s"), 2.5);
+  EXPECT_FALSE(p.flag("pcie.ecrc"));
+  EXPECT_EQ(p.str("host.cpu"), "Xeon 5160");
+  EXPECT_EQ(p.integer("host.copy_cost", "ns/page"), 3);
+  EXPECT_TRUE(p.flag("hca.mmio.wc"));  // nested section: key "section.sub.name"
+  EXPECT_TRUE(p.has("pcie.ecrc"));
+  EXPECT_FALSE(p.has("pcie.nothing"));
+
+  const Param& mp = p.param("pcie.max_payload");
+  EXPECT_EQ(mp.key, "pcie.max_payload");
+  EXPECT_EQ(mp.unit, "B");
+  EXPECT_EQ(mp.source, "lspci -vv, seed 000");
+  EXPECT_EQ(mp.origin, "plat/tiny.toml:5");
+  EXPECT_EQ(p.param("hca.mmio.wc").origin, "plat/tiny.toml:14");
+
+  // params() is ordered by key.
+  std::string keys;
+  for (const auto& [k, v] : p.params()) keys += k + " ";
+  EXPECT_EQ(keys, "hca.mmio.wc host.copy_cost host.cpu pcie.ecrc pcie.lane_rate pcie.max_payload ");
+}
+
+TEST(Platform, NameDefaultsToFileStem) {
+  const Platform p = Platform::parse("[a]\nx = { value = 1, unit = \"\", source = \"s\" }\n",
+                                     "dir/woodcrest.toml");
+  EXPECT_EQ(p.name(), "woodcrest");
+}
+
+TEST(Platform, MissingParameterIsInputError) {
+  const Platform p = Platform::parse(kValid, "t.toml");
+  expect_input_error([&] { p.num("pcie.nothing", "B"); }, "platform tiny: missing parameter pcie.nothing");
+  expect_input_error([&] { p.param("x.y"); }, "platform tiny: missing parameter x.y");
+}
+
+TEST(Platform, UnitMismatchIsLogicError) {
+  const Platform p = Platform::parse(kValid, "t.toml");
+  EXPECT_THROW(p.num("pcie.max_payload", "KB"), std::logic_error);
+  EXPECT_THROW(p.integer("pcie.max_payload", "ns"), std::logic_error);
+  EXPECT_THROW(p.num("pcie.lane_rate", "Gbit/s"), std::logic_error);
+  // A logic_error, not an InputError (which is a runtime_error).
+  try {
+    p.num("pcie.max_payload", "KB");
+  } catch (const InputError&) {
+    ADD_FAILURE() << "unit mismatch must not be an InputError";
+  } catch (const std::logic_error&) {
+  }
+}
+
+TEST(Platform, WrongValueTypeForAccessor) {
+  const Platform p = Platform::parse(kValid, "t.toml");
+  expect_input_error([&] { p.integer("pcie.lane_rate", "GT/s"); },
+                     "t.toml:6: pcie.lane_rate: expected an integer, found 2.5");
+  expect_input_error([&] { p.num("host.cpu", ""); },
+                     "t.toml:10: host.cpu: expected a number, found a string \"Xeon 5160\"");
+  expect_input_error([&] { p.flag("host.copy_cost"); },
+                     "t.toml:11: host.copy_cost: expected a boolean, found an integer 3");
+  expect_input_error([&] { p.str("pcie.ecrc"); },
+                     "t.toml:7: pcie.ecrc: expected a string, found a boolean false");
+}
+
+TEST(Platform, IntegralDoubleIsAnInteger) {
+  const Platform p =
+      Platform::parse("[a]\nx = { value = 4096.0, unit = \"B\", source = \"s\" }\n", "t.toml");
+  EXPECT_EQ(p.integer("a.x", "B"), 4096);
+}
+
+// ---- parse errors: exact "PATH:LINE: key: what" ----
+
+TEST(PlatformErrors, MissingFields) {
+  expect_input_error(
+      [] { Platform::parse("[pcie]\n\nmps = { unit = \"B\", source = \"s\" }\n", "p.toml"); },
+      "p.toml:3: pcie.mps: missing 'value'");
+  expect_input_error(
+      [] { Platform::parse("[pcie]\nmps = { value = 128, source = \"s\" }\n", "p.toml"); },
+      "p.toml:2: pcie.mps: missing 'unit' (use \"\" for counts and flags)");
+  expect_input_error(
+      [] { Platform::parse("[pcie]\nmps = { value = 128, unit = \"B\" }\n", "p.toml"); },
+      "p.toml:2: pcie.mps: missing 'source'");
+}
+
+TEST(PlatformErrors, EmptySource) {
+  expect_input_error(
+      [] {
+        Platform::parse("name = \"x\"\n[pcie]\nmps = { value = 128, unit = \"B\", source = \"\" }\n",
+                        "p.toml");
+      },
+      "p.toml:3: pcie.mps: empty source (say where the number comes from)");
+  expect_input_error(
+      [] { Platform::parse("[pcie]\nmps = { value = 1, unit = \"B\", source = \"  \" }\n", "p.toml"); },
+      "p.toml:2: pcie.mps: empty source (say where the number comes from)");
+}
+
+TEST(PlatformErrors, UnsupportedValueTypes) {
+  expect_input_error(
+      [] { Platform::parse("[a]\nx = { value = [1, 2], unit = \"\", source = \"s\" }\n", "p.toml"); },
+      "p.toml:2: a.x: value must be a number, a boolean or a string, not an array");
+  expect_input_error(
+      [] { Platform::parse("[a]\nx = { value = { y = 1 }, unit = \"\", source = \"s\" }\n", "p.toml"); },
+      "p.toml:2: a.x: value must be a number, a boolean or a string, not a table");
+  expect_input_error(
+      [] { Platform::parse("[a]\n\nx = { value = 2008-03-01, unit = \"\", source = \"s\" }\n", "p.toml"); },
+      "p.toml:3: a.x: value must be a number, a boolean or a string, not a date");
+  expect_input_error(
+      [] { Platform::parse("[a]\nx = { value = 1, unit = 5, source = \"s\" }\n", "p.toml"); },
+      "p.toml:2: a.x: unit must be a string, not an integer");
+}
+
+TEST(PlatformErrors, UnknownField) {
+  expect_input_error(
+      [] {
+        Platform::parse("[a]\nx = { value = 1, unit = \"\", source = \"s\", note = \"n\" }\n",
+                        "p.toml");
+      },
+      "p.toml:2: a.x: unknown field 'note' (a parameter has value, unit and source)");
+}
+
+TEST(PlatformErrors, LayoutErrors) {
+  expect_input_error([] { Platform::parse("[a]\nx = 5\n", "p.toml"); },
+                     "p.toml:2: a.x: expected an inline table { value = ..., unit = \"...\", "
+                     "source = \"...\" }, found an integer");
+  expect_input_error(
+      [] { Platform::parse("x = { value = 1, unit = \"\", source = \"s\" }\n", "p.toml"); },
+      "p.toml:1: x: parameters belong in a [section]; only 'name' and 'description' are "
+      "top-level");
+  expect_input_error([] { Platform::parse("name = 3\n", "p.toml"); },
+                     "p.toml:1: name: must be a string, not an integer");
+  expect_input_error(
+      [] {
+        Platform::parse("[a.b.c]\nx = { value = 1, unit = \"\", source = \"s\" }\n", "p.toml");
+      },
+      "p.toml:1: a.b.c: sections nest one level at most ([section.sub])");
+}
+
+TEST(PlatformErrors, SyntaxErrorHasLineAndColumn) {
+  // Line 3, a key without a value.
+  expect_input_error_prefix(
+      [] { Platform::parse("[a]\nx = { value = 1, unit = \"\", source = \"s\" }\ny = \n", "bad.toml"); },
+      "bad.toml:3:");
+  try {
+    Platform::parse("[a]\n\n\nz = { value = 1, unit = \"\" source = \"s\" }\n", "bad.toml");
+    ADD_FAILURE();
+  } catch (const InputError& e) {
+    const std::string m = e.what();
+    EXPECT_EQ(m.substr(0, 11), "bad.toml:4:") << m;
+    // "PATH:LINE:COL: description": a column number and a non-empty description follow.
+    const auto col_end = m.find(": ", 11);
+    ASSERT_NE(col_end, std::string::npos) << m;
+    EXPECT_GT(std::stoi(m.substr(11, col_end - 11)), 0);
+    EXPECT_GT(m.size(), col_end + 2);
+  }
+  // A duplicate key is a toml++ error too.
+  expect_input_error_prefix(
+      [] {
+        Platform::parse("[a]\nx = { value = 1, unit = \"\", source = \"s\" }\n"
+                        "x = { value = 2, unit = \"\", source = \"s\" }\n",
+                        "dup.toml");
+      },
+      "dup.toml:3:");
+}
+
+TEST(PlatformErrors, MissingFile) {
+  expect_input_error([] { Platform::load_file("/nonexistent/dir/none.toml"); },
+                     "/nonexistent/dir/none.toml: cannot open platform file");
+}
+
+TEST(Platform, LoadFile) {
+  const std::string path = ::testing::TempDir() + "hcasim_platform_test_" +
+                           std::to_string(::getpid()) + ".toml";
+  {
+    std::ofstream out(path);
+    out << kValid;
+  }
+  const Platform p = Platform::load_file(path);
+  std::remove(path.c_str());
+  EXPECT_EQ(p.name(), "tiny");
+  EXPECT_EQ(p.param("host.cpu").origin, path + ":10");
+}
+
+// ---- --set ----
+
+TEST(PlatformSet, Integer) {
+  Platform p = Platform::parse(kValid, "t.toml");
+  p.set("host.copy_cost=7");
+  EXPECT_EQ(p.integer("host.copy_cost", "ns/page"), 7);
+  EXPECT_EQ(p.param("host.copy_cost").origin, "--set");
+  EXPECT_EQ(p.param("host.copy_cost").source, "fitted to seed 000");
+  p.set("host.copy_cost = -2");
+  EXPECT_EQ(p.integer("host.copy_cost", "ns/page"), -2);
+  expect_input_error([&] { p.set("host.copy_cost=2.5"); },
+                     "--set host.copy_cost: bad value '2.5' for an integer in ns/page");
+  // Size suffixes only for bytes.
+  expect_input_error([&] { p.set("host.copy_cost=4K"); },
+                     "--set host.copy_cost: bad value '4K' for an integer in ns/page");
+}
+
+TEST(PlatformSet, SizeSuffixesInBytes) {
+  Platform p = Platform::parse(kValid, "t.toml");
+  p.set("pcie.max_payload=256");
+  EXPECT_EQ(p.integer("pcie.max_payload", "B"), 256);
+  p.set("pcie.max_payload=4K");
+  EXPECT_EQ(p.integer("pcie.max_payload", "B"), 4096);
+  p.set("pcie.max_payload=2M");
+  EXPECT_EQ(p.integer("pcie.max_payload", "B"), 2097152);
+  p.set("pcie.max_payload=3k");
+  EXPECT_EQ(p.integer("pcie.max_payload", "B"), 3000);
+  EXPECT_TRUE(std::holds_alternative<int64_t>(p.param("pcie.max_payload").value));
+  expect_input_error([&] { p.set("pcie.max_payload=12Q"); },
+                     "--set pcie.max_payload: bad value '12Q' for an integer in B");
+  // 16G fits; 2^63 does not fit an int64.
+  p.set("pcie.max_payload=16G");
+  EXPECT_EQ(p.integer("pcie.max_payload", "B"), 17179869184);
+  expect_input_error([&] { p.set("pcie.max_payload=9223372036854775808"); },
+                     "--set pcie.max_payload: bad value '9223372036854775808' for an integer in B");
+}
+
+TEST(PlatformSet, Double) {
+  Platform p = Platform::parse(kValid, "t.toml");
+  p.set("pcie.lane_rate=5.0");
+  EXPECT_DOUBLE_EQ(p.num("pcie.lane_rate", "GT/s"), 5.0);
+  p.set("pcie.lane_rate=8");  // an integer text stays a double parameter
+  EXPECT_DOUBLE_EQ(p.num("pcie.lane_rate", "GT/s"), 8.0);
+  EXPECT_TRUE(std::holds_alternative<double>(p.param("pcie.lane_rate").value));
+  p.set("pcie.lane_rate=1e1");
+  EXPECT_DOUBLE_EQ(p.num("pcie.lane_rate", "GT/s"), 10.0);
+  expect_input_error([&] { p.set("pcie.lane_rate=fast"); },
+                     "--set pcie.lane_rate: bad value 'fast' for a number in GT/s");
+  expect_input_error([&] { p.set("pcie.lane_rate=inf"); },
+                     "--set pcie.lane_rate: bad value 'inf' for a number in GT/s");
+  expect_input_error([&] { p.set("pcie.lane_rate=2K"); },
+                     "--set pcie.lane_rate: bad value '2K' for a number in GT/s");
+  // A double in bytes takes size suffixes.
+  Platform q = Platform::parse("[a]\nbuf = { value = 0.5, unit = \"B\", source = \"s\" }\n", "q.toml");
+  q.set("a.buf=64K");
+  EXPECT_DOUBLE_EQ(q.num("a.buf", "B"), 65536.0);
+}
+
+TEST(PlatformSet, Bool) {
+  Platform p = Platform::parse(kValid, "t.toml");
+  for (const char* on : {"on", "true", "1", "ON"}) {
+    p.set(std::string("pcie.ecrc=") + on);
+    EXPECT_TRUE(p.flag("pcie.ecrc")) << on;
+    p.set("pcie.ecrc=off");
+    EXPECT_FALSE(p.flag("pcie.ecrc"));
+  }
+  p.set("pcie.ecrc=true");
+  for (const char* off : {"off", "false", "0"}) {
+    p.set(std::string("pcie.ecrc=") + off);
+    EXPECT_FALSE(p.flag("pcie.ecrc")) << off;
+    p.set("pcie.ecrc=on");
+  }
+  expect_input_error([&] { p.set("pcie.ecrc=yes"); },
+                     "--set pcie.ecrc: bad value 'yes' for a boolean");
+  EXPECT_EQ(p.param("pcie.ecrc").origin, "--set");
+}
+
+TEST(PlatformSet, String) {
+  Platform p = Platform::parse(kValid, "t.toml");
+  p.set("host.cpu=Opteron 2218");
+  EXPECT_EQ(p.str("host.cpu"), "Opteron 2218");
+  p.set("host.cpu=a=b");  // only the first '=' separates key and value
+  EXPECT_EQ(p.str("host.cpu"), "a=b");
+}
+
+TEST(PlatformSet, Errors) {
+  Platform p = Platform::parse(kValid, "t.toml");
+  expect_input_error([&] { p.set("pcie.nope=1"); },
+                     "--set pcie.nope: unknown platform parameter (platform tiny)");
+  expect_input_error([&] { p.set("pcie.max_payload"); },
+                     "--set 'pcie.max_payload': expected section.key=value");
+  expect_input_error([&] { p.set("=5"); }, "--set '=5': expected section.key=value");
+  expect_input_error([&] { p.set(""); }, "--set '': expected section.key=value");
+  // A failed set leaves the parameter untouched.
+  EXPECT_EQ(p.integer("pcie.max_payload", "B"), 128);
+  EXPECT_EQ(p.param("pcie.max_payload").origin, "t.toml:5");
+}
+
+// ---- parse_size ----
+
+TEST(ParseSize, Values) {
+  EXPECT_EQ(parse_size("64K", "-m"), 65536u);
+  EXPECT_EQ(parse_size("1M", "-m"), 1048576u);
+  EXPECT_EQ(parse_size("1G", "-m"), 1073741824u);
+  EXPECT_EQ(parse_size("1m", "-m"), 1000000u);
+  EXPECT_EQ(parse_size("32k", "-m"), 32000u);
+  EXPECT_EQ(parse_size("2g", "-m"), 2000000000u);
+  EXPECT_EQ(parse_size("16384", "-m"), 16384u);
+  EXPECT_EQ(parse_size("0", "-m"), 0u);
+  EXPECT_EQ(parse_size("0K", "-m"), 0u);
+  EXPECT_EQ(parse_size("18446744073709551615", "-m"), 18446744073709551615u);
+  EXPECT_EQ(parse_size("17179869183G", "-m"), 18446744072635809792u);  // (2^34 - 1) * 2^30
+}
+
+TEST(ParseSize, Errors) {
+  const std::string tail = "' (use a number with an optional K/M/G or k/m/g suffix)";
+  for (const char* bad : {"", "12Q", "-1", "K", "1.5K", " 64K", "64K ", "64KK", "+5", "0x10",
+                          "18446744073709551616", "17179869184G", "99999999999999999999k"}) {
+    expect_input_error([&] { parse_size(bad, "-m"); }, std::string("-m: bad size '") + bad + tail);
+  }
+  expect_input_error([] { parse_size("12Q", "-s"); }, "-s: bad size '12Q" + tail);
+}
+
+}  // namespace
+}  // namespace hcasim::model
