@@ -51,6 +51,7 @@ Exit status: 0 ok, 1 a gated point out of tolerance, 2 bad input or a failed poi
 
 int netperf_main(const std::vector<std::string>& args) {
   const NetperfOptions opts = parse_netperf_args(args);
+  if (opts.csv_path) check_output_path(*opts.csv_path, "--csv");
   for (const auto& note : opts.notes) std::cerr << note << "\n";
 
   model::Platform local = model::Platform::load_file(resolve_platform(opts.platform));

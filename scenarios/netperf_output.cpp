@@ -9,6 +9,7 @@
 #include <cstdarg>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <string>
 
 #include <fmt/format.h>
@@ -189,6 +190,20 @@ std::string format_stats_line(const sim::TcpStreamResult& r) {
       "hcasim: stats: activities={} sdp_messages={} simulated_s={:.3f} wall_s={:.3f} speed={} "
       "simulated s per wall s",
       r.simgrid_activities, r.sdp_messages, r.elapsed_s, r.wall_s, speed);
+}
+
+void check_output_path(const std::string& path, const std::string& what) {
+  namespace fs = std::filesystem;
+  auto fail = [&](const char* reason) {
+    throw InputError(fmt::format("{} {}: cannot write ({})", what, path, reason));
+  };
+  std::error_code ec;
+  if (path.empty()) fail("empty path");
+  if (fs::is_directory(path, ec)) fail("it is a directory");
+  const fs::path parent = fs::path(path).parent_path();
+  const fs::path dir = parent.empty() ? fs::path(".") : parent;
+  if (!fs::is_directory(dir, ec)) fail("no such directory");
+  if (::access(dir.c_str(), W_OK) != 0) fail(std::strerror(errno));
 }
 
 void write_file_atomically(const std::string& path, const std::string& content,

@@ -58,6 +58,11 @@ std::string format_netperf_csv(const NetperfOptions& options, const sim::TcpStre
 /// simulated s per wall s" (no newline).
 std::string format_stats_line(const sim::TcpStreamResult& result);
 
+/// Checks before a long run that `path` can be written later: its directory exists and is
+/// writable, and `path` is not a directory. Throws InputError "WHAT PATH: cannot write
+/// (reason)" otherwise.
+void check_output_path(const std::string& path, const std::string& what);
+
 /// Writes `content` to `path` whole or not at all: into PATH.tmp.PID in the same directory,
 /// then rename(2). On any error removes the temporary file and throws InputError
 /// "WHAT PATH: cannot write (reason)" (`what` names the option, e.g. "--csv").

@@ -8,14 +8,12 @@
 #include <cerrno>
 #include <cmath>
 #include <csignal>
-#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <map>
-#include <set>
 #include <sstream>
 
 #include <fcntl.h>
@@ -25,6 +23,7 @@
 
 #include <fmt/format.h>
 
+#include "model/platform.h"
 #include "scenarios/datadir.h"
 #include "scenarios/netperf_cli.h"
 #include "scenarios/netperf_output.h"
@@ -535,8 +534,9 @@ std::string format_run_report(const Scenario& s, const std::vector<PointOutcome>
   if (!s.source.empty()) out += fmt::format("measured: {}\n", s.source);
   out += "\n";
   constexpr const char* row = "{:<16} {:<7} {:<8} {:>9} {:>9} {:>7}  {:>6} {:>6} {:>7}  {:>6} {:>6} {:>7}  {}\n";
-  out += fmt::format("{:<16} {:<7} {:<8} {:^27}  {:^21}  {:^21}\n", "", "", "",
-                     "throughput, Mbit/s", "SD local, us/KB", "SD remote, us/KB");
+  std::string groups = fmt::format("{:<16} {:<7} {:<8} {:^27}  {:^21}  {:^21}", "", "", "",
+                                    "throughput, Mbit/s", "SD local, us/KB", "SD remote, us/KB");
+  out += groups.erase(groups.find_last_not_of(' ') + 1) + "\n";
   out += fmt::format(row, "table", "mode", "size", "measured", "simulated", "error", "meas",
                      "sim", "error", "meas", "sim", "error", "status");
   for (size_t i = 0; i < s.points.size(); ++i) {
@@ -612,7 +612,7 @@ std::string run_csv_header() {
 std::string format_run_csv(const Scenario& s, const std::vector<PointOutcome>& outcomes) {
   std::string out = run_csv_header() + "\n";
   auto err_pct = [](const Metric& m) {
-    return m.error ? fmt::format("{}", *m.error * 100.0) : std::string();
+    return m.error ? fmt::format("{:.4f}", *m.error * 100.0) : std::string();
   };
   for (size_t i = 0; i < s.points.size(); ++i) {
     const auto& p = s.points[i];
@@ -637,9 +637,9 @@ RunOptions parse_run_args(const std::vector<std::string>& args) {
                "hcasim run"};
   app.set_help_flag();
   RunOptions o;
-  std::string csv;
+  std::string csv, jobs;
   auto* opt_scenario = app.add_option("scenario", o.scenario, "scenario FILE or NAME");
-  auto* opt_jobs = app.add_option("-j,--jobs", o.jobs, "points run at once");
+  auto* opt_jobs = app.add_option("-j,--jobs", jobs, "points run at once");
   auto* opt_csv = app.add_option("--csv", csv, "results CSV");
   for (auto* opt : {opt_scenario, opt_jobs, opt_csv})
     opt->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
@@ -649,8 +649,12 @@ RunOptions parse_run_args(const std::vector<std::string>& args) {
   } catch (const CLI::ParseError& e) {
     throw InputError(e.what());
   }
-  if (opt_jobs->count() && o.jobs < 1)
-    throw InputError(fmt::format("-j: '{}' must be >= 1", o.jobs));
+  if (opt_jobs->count()) {
+    const auto n = parse_number(jobs);
+    if (!n || *n != std::floor(*n)) throw InputError(fmt::format("-j: '{}' is not a number", jobs));
+    if (*n < 1 || *n > 4096) throw InputError(fmt::format("-j: '{}' must be 1..4096", jobs));
+    o.jobs = static_cast<int>(*n);
+  }
   if (opt_csv->count()) {
     if (csv.empty()) throw InputError("--csv: empty path");
     o.csv_path = csv;
@@ -664,22 +668,29 @@ int run_scenario(const RunOptions& options) {
   const Scenario s = load_scenario(path);
   const std::string base = data_dir();
   const std::string csv_path = options.csv_path.value_or(s.name + "-results.csv");
+  check_output_path(csv_path, "--csv");
 
   // Everything the children need, checked before any of them starts.
   std::vector<Figures> measured;
   std::map<std::string, std::string> platform_files;
-  for (const auto& p : s.points) {
+  std::map<std::string, model::Platform> platforms;
+  for (size_t i = 0; i < s.points.size(); ++i) {
+    const ScenarioPoint& p = s.points[i];
     try {
       measured.push_back(read_reference(p.reference, base));
     } catch (const InputError& e) {
-      fail_at(s.origin, p.line, fmt::format("reference: {}", e.what()));
+      fail_at(s.origin, p.line, fmt::format("point {}: reference: {}", i + 1, e.what()));
     }
-    if (!platform_files.count(p.platform)) {
-      try {
+    // The platform and its --set assignments, as the child will apply them.
+    try {
+      if (!platform_files.count(p.platform)) {
         platform_files[p.platform] = resolve_platform(p.platform);
-      } catch (const InputError& e) {
-        fail_at(s.origin, p.line, e.what());
+        platforms.emplace(p.platform, model::Platform::load_file(platform_files[p.platform]));
       }
+      model::Platform copy = platforms.at(p.platform);
+      for (const auto& assignment : p.set) copy.set(assignment);
+    } catch (const InputError& e) {
+      fail_at(s.origin, p.line, fmt::format("point {}: {}", i + 1, e.what()));
     }
   }
 

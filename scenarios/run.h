@@ -37,7 +37,7 @@ namespace hcasim::scenarios {
 /// Which row of which reference CSV a point reproduces.
 struct ReferenceSpec {
   std::string file;  ///< path relative to the data directory (or absolute)
-  std::vector<std::pair<std::string, std::string>> match;  ///< column -> cell text, in file order
+  std::vector<std::pair<std::string, std::string>> match;  ///< column -> cell text, by column name
 };
 
 /// One point of a scenario: one netperf command line and its measured counterpart.
@@ -140,7 +140,8 @@ std::string format_run_report(const Scenario& scenario, const std::vector<PointO
 /// Header of the run CSV, without newline.
 std::string run_csv_header();
 
-/// The run CSV: header and one row per point, in scenario order.
+/// The run CSV: header and one row per point, in scenario order. Values in full precision,
+/// errors in % with 4 decimals, empty cells where not measured.
 std::string format_run_csv(const Scenario& scenario, const std::vector<PointOutcome>& outcomes);
 
 /// Options of `hcasim run`.

@@ -426,13 +426,19 @@ uint64_t SdpSocket::send_bzcopy(Addr user, uint64_t len) {
     done += chunk;
     post_sends();
   }
-  // sdp_bz_cleanup: busy-poll the CQ until every SEND of this call completed.
+  // sdp_bz_cleanup: busy-poll the CQ for this call's SENDs, a bounded number of times; if
+  // some are still in flight then, sleep until the completion handler reaps them.
+  const double spin_until = host_.now_ns() + cfg_.bzcopy_poll_ns;
   while (bz_busy_ > 0 && state_ != State::Aborted) {
     poll_cq();
     if (bz_busy_ == 0) break;
-    host_.spin(*cq_wq_, [&] { return verbs_has_cqe_ || bz_busy_ == 0 || state_ == State::Aborted; },
-               std::numeric_limits<double>::infinity());
+    const double left = spin_until - host_.now_ns();
+    if (left <= 0) {
+      wait(*tx_wq_, [&] { return bz_busy_ == 0; });
+      break;
+    }
     verbs_has_cqe_ = false;
+    host_.spin(*cq_wq_, [&] { return verbs_has_cqe_ || bz_busy_ == 0 || state_ == State::Aborted; }, left);
   }
   check_usable();
   return len;

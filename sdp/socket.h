@@ -29,6 +29,7 @@ struct SdpConfig {
   uint64_t zcopy_thresh = 65536;         ///< sdp_zcopy_thresh; 0 = bzcopy off [65536]
   uint32_t page_size = 4096;             ///< bytes per page pinned by get_user_pages
   double recv_poll_ns = 0;               ///< recv() busy-polls the CQ this long before sleeping
+  double bzcopy_poll_ns = 0;             ///< a bzcopy send busy-polls for its SENDs this long, then sleeps
 };
 
 /// Counters of one socket (for tests and --stats).

@@ -91,6 +91,7 @@ Side read_side(const model::Platform& p) {
   s.sdp.zcopy_thresh = static_cast<uint64_t>(zt);
   s.sdp.page_size = u32(p, "host.page_size", "B", 512, 1u << 21);
   s.sdp.recv_poll_ns = nonneg(p, "sdp.recv_poll", "us") * 1e3;
+  s.sdp.bzcopy_poll_ns = nonneg(p, "sdp.bzcopy_poll", "us") * 1e3;
   s.irq_cpu = static_cast<int>(u32(p, "irq.affinity", "", 0, 1023));
   s.app_cpu = static_cast<int>(u32(p, "host.default_app_cpu", "", 0, 1023));
   s.rmem_default = u32(p, "socket.tcp_rmem_default", "B", 1, 1u << 30);
