@@ -19,8 +19,8 @@ uint64_t splitmix64(uint64_t x) {  // Steele, Lea, Flood: "Fast splittable PRNGs
 }
 }  // namespace
 
-HostMemory::HostMemory(int host_id, uint64_t seed)
-    : host_id_(host_id), seed_(seed), next_((static_cast<Addr>(host_id) + 1) << kHostShift) {}
+HostMemory::HostMemory(int host_id, uint64_t seed, DataMode data_mode)
+    : host_id_(host_id), seed_(seed), data_mode_(data_mode), next_((static_cast<Addr>(host_id) + 1) << kHostShift) {}
 
 Addr HostMemory::allocate(uint64_t len, DataMode mode, uint64_t align) {
   if (len == 0) len = 1;

@@ -32,8 +32,11 @@ class MemoryError : public std::runtime_error {
 /// The memory of one host.
 class HostMemory {
  public:
-  /// `seed` selects the byte pattern of the data stream (Bytes mode).
-  HostMemory(int host_id, uint64_t seed);
+  /// `seed` selects the byte pattern of the data stream (Bytes mode); `data_mode` is how
+  /// data buffers (application and SDP payload buffers) hold their content.
+  HostMemory(int host_id, uint64_t seed, DataMode data_mode = DataMode::Reference);
+  /// How data buffers of this host hold their content (Reference, or Bytes with --verify-data).
+  DataMode data_mode() const { return data_mode_; }
 
   /// Allocates `len` bytes aligned to `align` (a power of two) in a fresh region.
   /// Addresses of different hosts never overlap (host_id is in the top bits), which makes a
@@ -83,6 +86,7 @@ class HostMemory {
 
   int host_id_;
   uint64_t seed_;
+  DataMode data_mode_;
   Addr next_;
   std::map<Addr, Region> regions_;  // by base
 };

@@ -30,7 +30,7 @@ SdpSocket::SdpSocket(Host& host, Verbs& verbs, const SdpConfig& config, std::str
   // Transmit buffers: payload regions of the largest SEND; one header region per ring slot.
   for (uint32_t i = 0; i < cfg_.tx_ring; ++i) {
     Buf b;
-    b.payload = mem.allocate(cfg_.max_recv_size, DataMode::Reference);
+    b.payload = mem.allocate(cfg_.max_recv_size, mem.data_mode());
     b.capacity = cfg_.max_recv_size;
     b.hdr = mem.allocate(kCtlHdr, DataMode::Bytes, 64);  // the slot's header
     tx_bufs_.push_back(b);
@@ -51,7 +51,7 @@ SdpSocket::Buf SdpSocket::make_buf(uint32_t capacity) {
   HostMemory& mem = host_.memory();
   Buf b;
   b.hdr = mem.allocate(kCtlHdr, DataMode::Bytes, 64);
-  b.payload = mem.allocate(capacity, DataMode::Reference);
+  b.payload = mem.allocate(capacity, mem.data_mode());
   b.capacity = capacity;
   return b;
 }
@@ -438,7 +438,10 @@ uint64_t SdpSocket::send_bzcopy(Addr user, uint64_t len) {
       break;
     }
     verbs_has_cqe_ = false;
-    host_.spin(*cq_wq_, [&] { return verbs_has_cqe_ || bz_busy_ == 0 || state_ == State::Aborted; }, left);
+    if (!host_.spin(*cq_wq_, [&] { return verbs_has_cqe_ || bz_busy_ == 0 || state_ == State::Aborted; }, left)) {
+      wait(*tx_wq_, [&] { return bz_busy_ == 0; });  // polled long enough: sleep
+      break;
+    }
   }
   check_usable();
   return len;
@@ -457,7 +460,8 @@ uint64_t SdpSocket::recv(Addr user, uint64_t len) {
       const double left = deadline - host_.now_ns();
       if (left <= 0) break;
       verbs_has_cqe_ = false;
-      if (host_.spin(*cq_wq_, [&] { return verbs_has_cqe_ || readable(); }, left) || verbs_has_cqe_) poll_cq();
+      if (!host_.spin(*cq_wq_, [&] { return verbs_has_cqe_ || readable(); }, left)) break;  // timed out
+      poll_cq();
     }
   }
   wait(*rx_wq_, [&] { return !rx_queue_.empty() || peer_disconnected_; });

@@ -10,8 +10,8 @@ using sdp::WcOpcode;
 using sdp::WcStatus;
 
 EmulatedHca::EmulatedHca(SimHost& host, s4u::Host* node, const HcaTiming& timing, Timer& timer,
-                         ActivityCounter& counter, int irq_core)
-    : host_(host), node_(node), timing_(timing), timer_(timer), counter_(counter), irq_core_(irq_core) {}
+                         ActivityCounter& counter, Failure& failure, int irq_core)
+    : host_(host), node_(node), timing_(timing), timer_(timer), counter_(counter), failure_(failure), irq_core_(irq_core) {}
 
 SimQp& EmulatedHca::create_qp(uint32_t max_send_wr, uint32_t max_recv_wr, uint32_t cq_entries) {
   qps_.push_back(std::make_unique<SimQp>(*this, next_qpn_++, max_send_wr, max_recv_wr, cq_entries));
@@ -19,10 +19,14 @@ SimQp& EmulatedHca::create_qp(uint32_t max_send_wr, uint32_t max_recv_wr, uint32
 }
 
 void EmulatedHca::start() {
-  s4u::Actor::create(host_.name() + "-hca-send", node_, [this] { send_engine(); })->daemonize();
+  s4u::Actor::create(host_.name() + "-hca-send", node_, [this] {
+    failure_.guard(host_.name() + " HCA send engine", [this] { send_engine(); });
+  })->daemonize();
   s4u::Actor::create(host_.name() + "-irq", node_, [this] {
-    host_.bind_current(irq_core_);
-    interrupt_handler();
+    failure_.guard(host_.name() + " interrupt handler", [this] {
+      host_.bind_current(irq_core_);
+      interrupt_handler();
+    });
   })->daemonize();
 }
 

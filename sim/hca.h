@@ -42,8 +42,9 @@ class EmulatedHca {
  public:
   /// `node` is the SimGrid host standing for this HCA (routes start and end at it);
   /// `irq_core` takes the MSI-X interrupt of every CQ.
+  /// An error inside the HCA's actors is reported to `failure`.
   EmulatedHca(SimHost& host, simgrid::s4u::Host* node, const HcaTiming& timing, Timer& timer,
-              ActivityCounter& counter, int irq_core);
+              ActivityCounter& counter, Failure& failure, int irq_core);
   /// Creates an RC QP with its own CQ (send and receive completions), in RESET.
   SimQp& create_qp(uint32_t max_send_wr, uint32_t max_recv_wr, uint32_t cq_entries);
   /// Starts the send-engine and interrupt actors (daemons) on this HCA's node.
@@ -70,6 +71,7 @@ class EmulatedHca {
   HcaTiming timing_;
   Timer& timer_;
   ActivityCounter& counter_;
+  Failure& failure_;
   int irq_core_;
   std::vector<std::unique_ptr<SimQp>> qps_;
   SimWaitQueue engine_wq_, irq_wq_;

@@ -25,10 +25,12 @@ void Timer::run() {
       cv_->wait(lock);
       continue;
     }
-    const double t = queue_.top().t;
-    if (t > sim::now_ns()) {
+    // Compare in SimGrid's own unit: a time in ns converted to s and back may land a hair
+    // before the clock and make wait_until return at once, for ever.
+    const double t_s = to_s(queue_.top().t);
+    if (t_s > s4u::Engine::get_clock()) {
       ++counter_.count;
-      cv_->wait_until(lock, to_s(t));
+      cv_->wait_until(lock, t_s);
       continue;
     }
     auto fn = queue_.top().fn;
@@ -37,13 +39,23 @@ void Timer::run() {
   }
 }
 
+void Failure::guard(const std::string& who, const std::function<void()>& body) {
+  try {
+    body();
+  } catch (const std::exception& e) {
+    if (message_.empty()) message_ = fmt::format("{}: {}", who, e.what());
+    s4u::Actor::kill_all();
+  }
+}
+
 SimWaitQueue::SimWaitQueue() : mutex(s4u::Mutex::create()), cv(s4u::ConditionVariable::create()) {}
 
-SimHost::SimHost(int id, std::string name, const model::CpuCosts& costs, uint64_t seed, ActivityCounter& counter)
+SimHost::SimHost(int id, std::string name, const model::CpuCosts& costs, uint64_t seed, sdp::DataMode data_mode,
+                 ActivityCounter& counter)
     : id_(id),
       name_(std::move(name)),
       costs_(costs),
-      memory_(id, seed),
+      memory_(id, seed, data_mode),
       counter_(counter),
       core_free_at_ns_(static_cast<size_t>(costs.cpus), 0.0),
       accounts_(static_cast<size_t>(costs.cpus)) {}
@@ -108,13 +120,13 @@ bool SimHost::spin(sdp::WaitQueue& wq, const std::function<bool()>& ready, doubl
   auto& q = static_cast<SimWaitQueue&>(wq);
   Context& c = current();
   const double t0 = sim::now_ns();
-  const double deadline = t0 + timeout_ns;
+  const double deadline_s = to_s(t0 + timeout_ns);  // in SimGrid's unit (see Timer::run)
   {
     std::unique_lock<s4u::Mutex> lock(*q.mutex);
-    while (!ready() && sim::now_ns() < deadline) {
+    while (!ready() && s4u::Engine::get_clock() < deadline_s) {
       ++counter_.count;
-      if (std::isfinite(deadline))
-        q.cv->wait_until(lock, to_s(deadline));
+      if (std::isfinite(deadline_s))
+        q.cv->wait_until(lock, deadline_s);
       else
         q.cv->wait(lock);
     }

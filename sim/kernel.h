@@ -28,6 +28,20 @@ struct ActivityCounter {
   uint64_t count = 0;
 };
 
+/// Where actors report an error. SimGrid aborts the process on an exception that leaves an
+/// actor; guard() catches it instead, keeps the first message and kills every other actor so
+/// that Engine::run() returns and the caller can report it.
+class Failure {
+ public:
+  /// Runs body; on an exception records "who: what" (the first one wins) and stops the run.
+  void guard(const std::string& who, const std::function<void()>& body);
+  bool failed() const { return !message_.empty(); }
+  const std::string& message() const { return message_; }
+
+ private:
+  std::string message_;
+};
+
 /// Seconds (SimGrid) from ns.
 inline double to_s(double ns) { return ns * 1e-9; }
 /// Current simulated time in ns.
@@ -69,7 +83,8 @@ class SimWaitQueue : public sdp::WaitQueue {
 /// A simulated host: its memory, its cores and the execution contexts running on them.
 class SimHost : public sdp::Host {
  public:
-  SimHost(int id, std::string name, const model::CpuCosts& costs, uint64_t seed, ActivityCounter& counter);
+  SimHost(int id, std::string name, const model::CpuCosts& costs, uint64_t seed, sdp::DataMode data_mode,
+          ActivityCounter& counter);
 
   /// Binds the calling actor to core `core` (0-based) for the rest of its life.
   void bind_current(int core);

@@ -86,9 +86,19 @@ Side read_side(const model::Platform& p) {
   if (s.sdp.max_recv_size < s.sdp.initial_recv_size)
     throw InputError(fmt::format("platform {}: sdp.max_recv_buffer is below sdp.initial_recv_buffer", p.name()));
   s.sdp.min_credits = u32(p, "sdp.min_credits", "", 0, 1024);
+  // Below this the credit-update rule (peer view doubled above min_credits, compared with the
+  // posted buffers) sends updates back and forth for ever, or no data can ever go.
+  if (2 * (s.sdp.min_credits + 1) > s.sdp.rx_ring)
+    throw InputError(fmt::format("platform {}: sdp.min_credits = {} needs sdp.rx_ring >= 2 x (min_credits + 1) = {}, "
+                                 "not {}", p.name(), s.sdp.min_credits, 2 * (s.sdp.min_credits + 1), s.sdp.rx_ring));
   const int64_t zt = p.integer("sdp.zcopy_thresh", "B");
   if (zt < 0) throw InputError(fmt::format("platform {}: sdp.zcopy_thresh must be >= 0", p.name()));
   s.sdp.zcopy_thresh = static_cast<uint64_t>(zt);
+  if (s.sdp.tx_ring > s.qp_depth || s.sdp.rx_ring > s.qp_depth)
+    throw InputError(fmt::format("platform {}: sdp.tx_ring/sdp.rx_ring exceed hca.max_qp_wr = {}", p.name(), s.qp_depth));
+  if (s.cq_entries < s.sdp.tx_ring + s.sdp.rx_ring)
+    throw InputError(fmt::format("platform {}: hca.cq_entries = {} is below sdp.tx_ring + sdp.rx_ring = {} (the CQ "
+                                 "would overrun)", p.name(), s.cq_entries, s.sdp.tx_ring + s.sdp.rx_ring));
   s.sdp.page_size = u32(p, "host.page_size", "B", 512, 1u << 21);
   s.sdp.recv_poll_ns = nonneg(p, "sdp.recv_poll", "us") * 1e3;
   s.sdp.bzcopy_poll_ns = nonneg(p, "sdp.bzcopy_poll", "us") * 1e3;
@@ -162,7 +172,10 @@ TcpStreamResult run_tcp_stream(const model::Platform& local, const model::Platfo
   int argc = 1;
   char arg0[] = "hcasim";
   char* argv[] = {arg0, nullptr};
+  // SimGrid's own messages (its deadlock report among them) would break hcasim's one-line
+  // errors: silence them; a stalled run is reported by run_tcp_stream itself.
   xbt_log_control_set("root.thres:critical");
+  xbt_log_control_set("root.app:file:/dev/null");
   s4u::Engine engine(&argc, argv);
   configure_simgrid();
 
@@ -192,28 +205,28 @@ TcpStreamResult run_tcp_stream(const model::Platform& local, const model::Platfo
 
   ActivityCounter counter;
   Timer timer(counter);
-  SimHost host_a(0, "A", A.costs, cfg.seed, counter);
-  SimHost host_b(1, "B", B.costs, cfg.seed, counter);
-  EmulatedHca hca_a(host_a, a_hca, A.timing, timer, counter, A.irq_cpu);
-  EmulatedHca hca_b(host_b, b_hca, B.timing, timer, counter, B.irq_cpu);
+  const sdp::DataMode mode = cfg.verify_data ? sdp::DataMode::Bytes : sdp::DataMode::Reference;
+  SimHost host_a(0, "A", A.costs, cfg.seed, mode, counter);
+  SimHost host_b(1, "B", B.costs, cfg.seed, mode, counter);
+  Failure failure;
+  EmulatedHca hca_a(host_a, a_hca, A.timing, timer, counter, failure, A.irq_cpu);
+  EmulatedHca hca_b(host_b, b_hca, B.timing, timer, counter, failure, B.irq_cpu);
   SimQp& qp_a = hca_a.create_qp(A.qp_depth, A.qp_depth, A.cq_entries);
   SimQp& qp_b = hca_b.create_qp(B.qp_depth, B.qp_depth, B.cq_entries);
   SimQp::connect(qp_a, qp_b);
   hca_a.start();
   hca_b.start();
-  s4u::Actor::create("timer", a_hca, [&timer] { timer.run(); })->daemonize();
+  s4u::Actor::create("timer", a_hca, [&] { failure.guard("timer", [&] { timer.run(); }); })->daemonize();
 
-  const sdp::DataMode mode = cfg.verify_data ? sdp::DataMode::Bytes : sdp::DataMode::Reference;
   Rendezvous rv;
   double t_start = 0, t_end = 0;
-  std::string failure;
   std::unique_ptr<sdp::SdpSocket> sock_a, sock_b;
   bool data_ok = true;
   uint64_t received = 0, recv_calls = 0, sent = 0, send_calls = 0;
 
   // netserver: accept, then recv() until the end of the stream, checking every byte range.
   s4u::Actor::create("netserver", b_cpu, [&] {
-    try {
+    failure.guard("netserver", [&] {
       host_b.bind_current(rcpu);
       sock_b = std::make_unique<sdp::SdpSocket>(host_b, qp_b, B.sdp, "netserver");
       qp_b.set_handlers([&] { sock_b->on_cqe(); }, [&] { sock_b->on_cq_event(); });
@@ -233,14 +246,12 @@ TcpStreamResult run_tcp_stream(const model::Platform& local, const model::Platfo
         received += n;
       }
       sock_b->close();
-    } catch (const std::exception& e) {
-      if (failure.empty()) failure = fmt::format("netserver: {}", e.what());
-    }
+    });
   });
 
   // netperf: connect, send for the test length, shutdown, wait for the remote close.
   s4u::Actor::create("netperf", a_cpu, [&] {
-    try {
+    failure.guard("netperf", [&] {
       host_a.bind_current(lcpu);
       sock_a = std::make_unique<sdp::SdpSocket>(host_a, qp_a, A.sdp, "netperf");
       qp_a.set_handlers([&] { sock_a->on_cqe(); }, [&] { sock_a->on_cq_event(); });
@@ -279,13 +290,20 @@ TcpStreamResult run_tcp_stream(const model::Platform& local, const model::Platfo
       }
       host_a.flush();
       t_end = now_ns();
-    } catch (const std::exception& e) {
-      if (failure.empty()) failure = fmt::format("netperf: {}", e.what());
-    }
+    });
   });
 
+  // Watchdog: netperf stops sending at -l; draining and closing takes far less than the test
+  // itself. A run still going long after that is a protocol stall, reported as such.
+  const double limit_s = 2 * cfg.length_s + 10;
+  s4u::Actor::create("watchdog", a_hca, [&] {
+    failure.guard("watchdog", [&] {
+      s4u::this_actor::sleep_until(limit_s);
+      throw std::runtime_error(fmt::format("the stream did not finish within {} s of simulated time", limit_s));
+    });
+  })->daemonize();
   engine.run();
-  if (!failure.empty()) throw std::runtime_error(failure);
+  if (failure.failed()) throw std::runtime_error(failure.message());
   if (t_end <= t_start) throw std::runtime_error("simulation ended before the test finished");
 
   res.elapsed_s = (t_end - t_start) * 1e-9;

@@ -2,7 +2,10 @@
 // verification. Each test starts the binary in a child process.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -11,7 +14,7 @@
 namespace fs = std::filesystem;
 
 namespace {
-struct Run {
+struct Outcome {
   int status = -1;
   std::string out, err;
 };
@@ -33,11 +36,11 @@ class Cli : public ::testing::Test {
     fs::create_directories(dir_);
   }
   void TearDown() override { fs::remove_all(dir_); }
-  Run run(const std::string& args) {
+  Outcome run(const std::string& args) {
     const std::string cmd = std::string(HCASIM_BINARY) + " " + args + " > " + (dir_ / "out").string() + " 2> " +
                             (dir_ / "err").string();
     const int rc = std::system(cmd.c_str());
-    Run r;
+    Outcome r;
     r.status = WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
     r.out = slurp(dir_ / "out");
     r.err = slurp(dir_ / "err");
@@ -49,8 +52,8 @@ class Cli : public ::testing::Test {
 
 TEST_F(Cli, SameCommandTwiceGivesIdenticalOutputAndCsv) {
   const std::string args = "netperf -c -C -P 1 -l 0.2 --set sdp.zcopy_thresh=0 -- -m 64K --csv ";
-  Run a = run(args + (dir_ / "a.csv").string());
-  Run b = run(args + (dir_ / "b.csv").string());
+  Outcome a = run(args + (dir_ / "a.csv").string());
+  Outcome b = run(args + (dir_ / "b.csv").string());
   ASSERT_EQ(a.status, 0) << a.err;
   ASSERT_EQ(b.status, 0) << b.err;
   EXPECT_EQ(a.out, b.out);
@@ -59,9 +62,9 @@ TEST_F(Cli, SameCommandTwiceGivesIdenticalOutputAndCsv) {
 }
 
 TEST_F(Cli, VerifyDataMovesAndChecksRealBytes) {
-  Run r = run("netperf -P 0 -l 0.01 --verify-data --set sdp.zcopy_thresh=1 -- -m 100000");
+  Outcome r = run("netperf -P 0 -l 0.01 --verify-data --set sdp.zcopy_thresh=1 -- -m 100000");
   EXPECT_EQ(r.status, 0) << r.err;
-  Run s = run("netperf -P 0 -l 0.01 --verify-data --set sdp.zcopy_thresh=0 -- -m 3000");
+  Outcome s = run("netperf -P 0 -l 0.01 --verify-data --set sdp.zcopy_thresh=0 -- -m 3000");
   EXPECT_EQ(s.status, 0) << s.err;
 }
 
@@ -80,7 +83,7 @@ TEST_F(Cli, BadInputIsOneLineExitTwoAndNoCsv) {
       {"netperf -T 99,0 -l 0.01", "-T"},
   };
   for (const auto& c : cases) {
-    Run r = run(c.args + tail);
+    Outcome r = run(c.args + tail);
     EXPECT_EQ(r.status, 2) << c.args << ": " << r.err;
     EXPECT_NE(r.err.find(c.needle), std::string::npos) << c.args << ": " << r.err;
     EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << c.args << ": " << r.err;
@@ -91,7 +94,7 @@ TEST_F(Cli, BadInputIsOneLineExitTwoAndNoCsv) {
 TEST_F(Cli, MalformedPlatformFileNamesFileAndLine) {
   const fs::path p = dir_ / "bad.toml";
   std::ofstream(p) << "[pcie]\ngen = { value = 1, unit = \"\" }\n";
-  Run r = run("netperf -l 0.01 --platform " + p.string());
+  Outcome r = run("netperf -l 0.01 --platform " + p.string());
   EXPECT_EQ(r.status, 2);
   EXPECT_NE(r.err.find(p.string() + ":2"), std::string::npos) << r.err;
 }
