@@ -62,6 +62,12 @@ double CoreAccount::total_ns() const {
   return t;
 }
 
+double service_demand_us_per_kb(double util_pct, int cpus, uint64_t bytes, double elapsed_s) {
+  if (bytes == 0 || elapsed_s <= 0) return 0;
+  const double kb_per_s = static_cast<double>(bytes) / 1024.0 / elapsed_s;
+  return util_pct / 100.0 * cpus * 1e6 / kb_per_s;
+}
+
 double utilisation_pct(const std::vector<CoreAccount>& cores, double elapsed_ns) {
   if (cores.empty() || elapsed_ns <= 0) return 0;
   double busy = 0;

@@ -61,6 +61,11 @@ struct CoreAccount {
   double total_ns() const;
 };
 
+/// Service demand as netperf computes it (netperf 2.4 netlib.c calc_service_demand): us of CPU
+/// per KB (1024 B) = util_pct/100 x cpus x 1e6 / (bytes / 1024 / elapsed_s). 0 when nothing
+/// moved.
+double service_demand_us_per_kb(double util_pct, int cpus, uint64_t bytes, double elapsed_s);
+
 /// System-wide CPU utilisation in percent over `elapsed_ns` of `cores`, as netperf measures
 /// it on Linux from /proc/stat (busy time of all CPUs / (CPUs x elapsed)).
 double utilisation_pct(const std::vector<CoreAccount>& cores, double elapsed_ns);

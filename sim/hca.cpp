@@ -1,5 +1,7 @@
 #include "sim/hca.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 namespace hcasim::sim {
@@ -8,13 +10,46 @@ namespace s4u = simgrid::s4u;
 using sdp::Wc;
 using sdp::WcOpcode;
 using sdp::WcStatus;
+using sdp::WrOpcode;
 
-EmulatedHca::EmulatedHca(SimHost& host, s4u::Host* node, const HcaTiming& timing, Timer& timer,
+// ---- EmulatedHca -----------------------------------------------------------------------------
+
+EmulatedHca::EmulatedHca(SimHost& host, s4u::Host* node, const model::HcaTiming& timing, Timer& timer,
                          ActivityCounter& counter, Failure& failure, int irq_core)
     : host_(host), node_(node), timing_(timing), timer_(timer), counter_(counter), failure_(failure), irq_core_(irq_core) {}
 
-SimQp& EmulatedHca::create_qp(uint32_t max_send_wr, uint32_t max_recv_wr, uint32_t cq_entries) {
-  qps_.push_back(std::make_unique<SimQp>(*this, next_qpn_++, max_send_wr, max_recv_wr, cq_entries));
+EmulatedHca::~EmulatedHca() = default;
+
+uint32_t EmulatedHca::alloc_pd() { return next_pd_++; }
+
+uint32_t EmulatedHca::reg_mr(uint32_t pd, sdp::Addr addr, uint64_t len, unsigned access) {
+  if (pd == 0 || pd >= next_pd_) throw sdp::VerbsError(fmt::format("reg_mr: no PD {}", pd));
+  if (!host_.memory().contains(addr, len))
+    throw sdp::VerbsError(fmt::format("reg_mr: [{:#x}, +{}) is not allocated memory", addr, len));
+  const uint32_t key = next_key_++;
+  mrs_[key] = {pd, addr, len, access, false};
+  return key;
+}
+
+uint32_t EmulatedHca::dma_mr(uint32_t pd) {
+  if (pd == 0 || pd >= next_pd_) throw sdp::VerbsError(fmt::format("dma_mr: no PD {}", pd));
+  const uint32_t key = next_key_++;
+  mrs_[key] = {pd, 0, 0, sdp::kLocalWrite, true};
+  return key;
+}
+
+bool EmulatedHca::mr_allows(uint32_t key, uint32_t pd, sdp::Addr addr, uint64_t len, unsigned need) const {
+  auto it = mrs_.find(key);
+  if (it == mrs_.end() || it->second.pd != pd) return false;
+  const Mr& m = it->second;
+  if ((m.access & need) != need) return false;
+  if (m.all_memory) return host_.memory().contains(addr, len);
+  return addr >= m.addr && addr + len <= m.addr + m.len;
+}
+
+SimQp& EmulatedHca::create_qp(uint32_t pd, uint32_t max_send_wr, uint32_t max_recv_wr, uint32_t cq_entries) {
+  if (pd == 0 || pd >= next_pd_) throw sdp::VerbsError(fmt::format("create_qp: no PD {}", pd));
+  qps_.push_back(std::make_unique<SimQp>(*this, pd, next_qpn_++, max_send_wr, max_recv_wr, cq_entries));
   return *qps_.back();
 }
 
@@ -42,24 +77,24 @@ void EmulatedHca::send_engine() {
   bool idle = true;
   size_t next = 0;
   for (;;) {
-    bool did = false;
-    for (size_t i = 0; i < qps_.size() && !did; ++i) {  // round robin over the send queues
-      SimQp& qp = *qps_[(next + i) % qps_.size()];
-      if (!qp.sq_.empty()) {
-        lock.unlock();
-        qp.execute_one(idle);
-        lock.lock();
-        did = true;
+    SimQp* qp = nullptr;
+    for (size_t i = 0; i < qps_.size() && qp == nullptr; ++i) {  // round robin over send queues
+      SimQp& q = *qps_[(next + i) % qps_.size()];
+      if (!q.sq_.empty()) {
+        qp = &q;
         next = (next + i + 1) % qps_.size();
       }
     }
-    if (did) {
-      idle = false;
+    if (qp == nullptr) {
+      idle = true;
+      ++counter_.count;
+      engine_wq_.cv->wait(lock);
       continue;
     }
-    idle = true;
-    ++counter_.count;
-    engine_wq_.cv->wait(lock);
+    lock.unlock();
+    qp->execute_one(idle);
+    lock.lock();
+    idle = false;
   }
 }
 
@@ -81,13 +116,41 @@ void EmulatedHca::interrupt_handler() {
   }
 }
 
-SimQp::SimQp(EmulatedHca& hca, uint32_t qpn, uint32_t max_send_wr, uint32_t max_recv_wr, uint32_t cq_entries)
-    : hca_(hca), qpn_(qpn), max_send_wr_(max_send_wr), max_recv_wr_(max_recv_wr), cq_entries_(cq_entries) {}
+// ---- SimQp: verbs ----------------------------------------------------------------------------
+
+SimQp::SimQp(EmulatedHca& hca, uint32_t pd, uint32_t qpn, uint32_t max_send_wr, uint32_t max_recv_wr,
+             uint32_t cq_entries)
+    : hca_(hca), pd_(pd), qpn_(qpn), max_send_wr_(max_send_wr), max_recv_wr_(max_recv_wr), cq_entries_(cq_entries) {}
+
+void SimQp::modify(State next) {
+  const bool ok = next == State::Error || next == State::Reset || (state_ == State::Reset && next == State::Init) ||
+                  (state_ == State::Init && next == State::Rtr && peer_ != nullptr) ||
+                  (state_ == State::Rtr && next == State::Rts);
+  if (!ok)
+    throw sdp::VerbsError(fmt::format("modify_qp: QP {:#x} cannot go from state {} to {}", qpn_,
+                                      static_cast<int>(state_), static_cast<int>(next)));
+  if (next == State::Error) {
+    to_error();
+    return;
+  }
+  if (next == State::Reset) {  // IBA 10.3.1: RESET empties the queues
+    sq_.clear();
+    rq_.clear();
+    cq_.clear();
+    sq_outstanding_ = 0;
+  }
+  state_ = next;
+}
 
 void SimQp::connect(SimQp& a, SimQp& b) {
+  a.modify(State::Init);
+  b.modify(State::Init);
   a.peer_ = &b;
   b.peer_ = &a;
-  a.state_ = b.state_ = State::Rts;
+  for (SimQp* q : {&a, &b}) {
+    q->modify(State::Rtr);
+    q->modify(State::Rts);
+  }
 }
 
 void SimQp::set_handlers(std::function<void()> on_cqe, std::function<void()> on_event) {
@@ -95,26 +158,15 @@ void SimQp::set_handlers(std::function<void()> on_cqe, std::function<void()> on_
   on_event_ = std::move(on_event);
 }
 
-uint32_t SimQp::reg_mr(sdp::Addr addr, uint64_t len, unsigned access) {
-  if (!hca_.host().memory().contains(addr, len))
-    throw sdp::VerbsError(fmt::format("reg_mr: [{:#x}, +{}) is not allocated memory", addr, len));
-  mrs_.push_back({addr, len, access});
-  return kDmaKey + static_cast<uint32_t>(mrs_.size());
-}
+uint32_t SimQp::reg_mr(sdp::Addr addr, uint64_t len, unsigned access) { return hca_.reg_mr(pd_, addr, len, access); }
 
-bool SimQp::sge_ok(const sdp::Sge& s) const {
-  if (s.lkey == kDmaKey) return hca_.host().memory().contains(s.addr, s.length);
-  if (s.lkey <= kDmaKey || s.lkey - kDmaKey > mrs_.size()) return false;
-  const Mr& m = mrs_[s.lkey - kDmaKey - 1];
-  return s.addr >= m.addr && s.addr + s.length <= m.addr + m.len;
-}
+uint32_t SimQp::dma_mr() { return hca_.dma_mr(pd_); }
 
 void SimQp::post_send(const sdp::SendWr& wr) {
-  hca_.host().flush();
+  hca_.host().flush();  // the WQE is posted when the CPU gets here
   if (state_ != State::Rts) throw sdp::VerbsError(fmt::format("post_send: QP {:#x} is not in RTS", qpn_));
   if (sq_outstanding_ >= max_send_wr_) throw sdp::VerbsError(fmt::format("post_send: QP {:#x} send queue full", qpn_));
-  if (wr.opcode != sdp::WrOpcode::Send)
-    throw sdp::VerbsError("post_send: only SEND is emulated in simulate mode so far");
+  if (wr.num_sge > sdp::kMaxSge) throw sdp::VerbsError(fmt::format("post_send: {} SGEs", wr.num_sge));
   sq_.push_back(wr);
   ++sq_outstanding_;
   hca_.ring_doorbell();
@@ -122,8 +174,10 @@ void SimQp::post_send(const sdp::SendWr& wr) {
 
 void SimQp::post_recv(const sdp::RecvWr& wr) {
   hca_.host().flush();
-  if (state_ == State::Error) throw sdp::VerbsError(fmt::format("post_recv: QP {:#x} is in error", qpn_));
+  if (state_ == State::Reset || state_ == State::Error)
+    throw sdp::VerbsError(fmt::format("post_recv: QP {:#x} is in RESET or ERROR", qpn_));
   if (rq_.size() >= max_recv_wr_) throw sdp::VerbsError(fmt::format("post_recv: QP {:#x} receive queue full", qpn_));
+  if (wr.num_sge > sdp::kMaxSge) throw sdp::VerbsError(fmt::format("post_recv: {} SGEs", wr.num_sge));
   rq_.push_back(wr);
 }
 
@@ -143,24 +197,33 @@ bool SimQp::req_notify_cq() {
   return !cq_.empty();
 }
 
+// ---- SimQp: completions ----------------------------------------------------------------------
+
 void SimQp::push_cqe(const Wc& wc) {
   if (wc.opcode != WcOpcode::Recv) --sq_outstanding_;
-  if (cq_.size() >= cq_entries_) {  // CQ overrun: the HCA moves the QP to error (IBA 11.4.2.1)
+  if (cq_.size() >= cq_entries_) {  // CQ overrun: the QP goes to the error state (IBA 11.4.2.1)
     to_error();
     return;
   }
   cq_.push_back(wc);
   if (on_cqe_) on_cqe_();
-  if (armed_) {
+  if (armed_) {  // EQE + MSI-X after the CQE (mlx4: one event per arming)
     armed_ = false;
     hca_.timer().at(now_ns() + hca_.timing().interrupt_latency_ns, [this] { hca_.raise_interrupt(this); });
   }
 }
 
+void SimQp::fail_wr(const Wc& wc, double at_ns) {
+  hca_.timer().at(at_ns, [this, wc] {
+    push_cqe(wc);
+    to_error();
+  });
+}
+
 void SimQp::to_error() {
   if (state_ == State::Error) return;
   state_ = State::Error;
-  while (!sq_.empty()) {  // flush outstanding work with WR_FLUSH_ERR
+  while (!sq_.empty()) {  // flush outstanding work with WR_FLUSH_ERR (IBA 10.3.1)
     cq_.push_back({sq_.front().wr_id, WcStatus::WrFlushErr, WcOpcode::Send, 0, qpn_});
     sq_.pop_front();
   }
@@ -175,88 +238,162 @@ void SimQp::to_error() {
   }
 }
 
-bool SimQp::execute_one(bool after_idle) {
-  if (sq_.empty()) return false;
+// ---- SimQp: the send engine ------------------------------------------------------------------
+
+bool SimQp::gather_ok(const sdp::SendWr& wr) const {
+  for (uint8_t i = 0; i < wr.num_sge; ++i)
+    if (!hca_.mr_allows(wr.sg[i].lkey, pd_, wr.sg[i].addr, wr.sg[i].length, 0)) return false;
+  return true;
+}
+
+void SimQp::execute_one(bool after_idle) {
   const sdp::SendWr wr = sq_.front();
   sq_.pop_front();
-  const HcaTiming& t = hca_.timing();
-  ActivityCounter& counter = hca_.counter_;
   if (after_idle) {  // doorbell MMIO reaches the HCA, then the WQE is fetched by a DMA read
-    ++counter.count;
-    s4u::this_actor::sleep_for(to_s(t.mmio_write_ns + t.dma_read_rtt_ns));
+    ++hca_.counter_.count;
+    s4u::this_actor::sleep_for(to_s(model::idle_doorbell_latency_ns(hca_.timing())));
   }
-  if (state_ != State::Rts) return true;  // flushed meanwhile
-  for (uint8_t i = 0; i < wr.num_sge; ++i) {
-    if (!sge_ok(wr.sg[i])) {
-      Wc wc{wr.wr_id, WcStatus::LocProtErr, WcOpcode::Send, 0, qpn_};
-      hca_.timer().at(now_ns() + t.dma_read_rtt_ns, [this, wc] {
-        push_cqe(wc);
-        to_error();
-      });
-      return true;
-    }
+  if (state_ != State::Rts) return;  // flushed meanwhile
+  switch (wr.opcode) {
+    case WrOpcode::Send: execute_send(wr); break;
+    case WrOpcode::RdmaWrite: execute_rdma_write(wr); break;
+    case WrOpcode::RdmaRead: execute_rdma_read(wr); break;
   }
-  const uint64_t bytes = wr.length();
-  SimQp* peer = peer_;
-  ++counter.count;
-  s4u::Comm::sendto_async(hca_.node(), peer->hca_.node(), std::max<uint64_t>(bytes, 1))->wait();
+}
 
-  // The last byte left the bottleneck: deliver the message functionally to the responder.
-  const double now = now_ns();
-  const HcaTiming& pt = peer->hca_.timing();
-  const double to_remote_memory = t.dma_read_rtt_ns + t.tx_processing_ns + t.propagation_ns +
-                                  pt.rx_processing_ns + pt.posted_write_ns;
-  const double ack_back = t.dma_read_rtt_ns + t.tx_processing_ns + 2 * t.propagation_ns +
-                          pt.rx_processing_ns + t.rx_processing_ns + t.posted_write_ns;
-  Wc swc{wr.wr_id, WcStatus::Success, WcOpcode::Send, 0, qpn_};
-  if (peer->state_ != State::Rts || peer->rq_.empty()) {
-    swc.status = peer->state_ != State::Rts ? WcStatus::RemAccessErr : WcStatus::RnrRetryExcErr;
-    hca_.timer().at(now + ack_back, [this, swc] {
-      push_cqe(swc);
-      to_error();
-    });
-    return true;
-  }
-  sdp::RecvWr rwr = peer->rq_.front();
-  peer->rq_.pop_front();
-  uint64_t capacity = 0;
-  for (uint8_t i = 0; i < rwr.num_sge; ++i) capacity += rwr.sg[i].length;
-  bool scatter_ok = bytes <= capacity;
-  for (uint8_t i = 0; i < rwr.num_sge && scatter_ok; ++i) scatter_ok = peer->sge_ok(rwr.sg[i]);
-  if (!scatter_ok) {
-    Wc rwc{rwr.wr_id, bytes > capacity ? WcStatus::LocLenErr : WcStatus::LocProtErr, WcOpcode::Recv, 0, peer->qpn_};
-    swc.status = WcStatus::RemInvReqErr;
-    hca_.timer().at(now + to_remote_memory, [peer, rwc] {
-      peer->push_cqe(rwc);
-      peer->to_error();
-    });
-    hca_.timer().at(now + ack_back, [this, swc] {
-      push_cqe(swc);
-      to_error();
-    });
-    return true;
-  }
-  // gather -> scatter, SGE by SGE
+namespace {
+/// Copies the gather list of `wr` (in `from`) to `scatter` SGEs (in `to`), SGE by SGE.
+template <class Sges>
+void move_data(sdp::HostMemory& to, const Sges& scatter, uint8_t n_scatter, const sdp::HostMemory& from,
+               const std::array<sdp::Sge, sdp::kMaxSge>& gather, uint8_t n_gather, uint64_t bytes) {
   uint8_t gi = 0, si = 0;
   uint64_t goff = 0, soff = 0, left = bytes;
-  while (left > 0) {
-    const sdp::Sge& g = wr.sg[gi];
-    const sdp::Sge& s = rwr.sg[si];
+  while (left > 0 && gi < n_gather && si < n_scatter) {
+    const sdp::Sge& g = gather[gi];
+    const sdp::Sge& s = scatter[si];
     const uint64_t n = std::min<uint64_t>({g.length - goff, s.length - soff, left});
-    sdp::HostMemory::copy(peer->hca_.host().memory(), s.addr + soff, hca_.host().memory(), g.addr + goff, n);
+    sdp::HostMemory::copy(to, s.addr + soff, from, g.addr + goff, n);
     goff += n;
     soff += n;
     left -= n;
     if (goff == g.length) ++gi, goff = 0;
     if (soff == s.length) ++si, soff = 0;
   }
-  Wc rwc{rwr.wr_id, WcStatus::Success, WcOpcode::Recv, static_cast<uint32_t>(bytes), peer->qpn_};
-  hca_.timer().at(now + to_remote_memory, [peer, rwc] { peer->push_cqe(rwc); });
+}
+}  // namespace
+
+void SimQp::execute_send(const sdp::SendWr& wr) {
+  const model::HcaTiming& t = hca_.timing();
+  SimQp* peer = peer_;
+  const model::HcaTiming& pt = peer->hca_.timing();
+  Wc swc{wr.wr_id, WcStatus::Success, WcOpcode::Send, 0, qpn_};
+  if (!gather_ok(wr)) {
+    swc.status = WcStatus::LocProtErr;
+    fail_wr(swc, now_ns() + t.dma_read_rtt_ns);
+    return;
+  }
+  const uint64_t bytes = wr.length();
+  ++hca_.counter_.count;
+  s4u::Comm::sendto_async(hca_.node(), peer->hca_.node(), std::max<uint64_t>(bytes, 1))->wait();
+
+  // The last byte left the bottleneck: deliver the message to the responder's oldest receive.
+  const double now = now_ns();
+  const double recv_done = now + model::receive_completion_latency_ns(t, pt);
+  const double send_done = now + model::send_completion_latency_ns(t, pt);
+  if (peer->state_ != State::Rts && peer->state_ != State::Rtr) {
+    swc.status = WcStatus::RemAccessErr;  // no responder: transport retries exhausted
+    fail_wr(swc, send_done);
+    return;
+  }
+  if (peer->rq_.empty()) {  // receiver not ready (RNR NAK until the retry count runs out)
+    swc.status = WcStatus::RnrRetryExcErr;
+    fail_wr(swc, send_done);
+    return;
+  }
+  const sdp::RecvWr rwr = peer->rq_.front();
+  peer->rq_.pop_front();
+  uint64_t capacity = 0;
+  bool scatter_ok = true;
+  for (uint8_t i = 0; i < rwr.num_sge; ++i) {
+    capacity += rwr.sg[i].length;
+    scatter_ok = scatter_ok && peer->hca_.mr_allows(rwr.sg[i].lkey, peer->pd_, rwr.sg[i].addr, rwr.sg[i].length,
+                                                    sdp::kLocalWrite);
+  }
+  if (bytes > capacity || !scatter_ok) {
+    peer->fail_wr({rwr.wr_id, bytes > capacity ? WcStatus::LocLenErr : WcStatus::LocProtErr, WcOpcode::Recv, 0,
+                   peer->qpn_},
+                  recv_done);
+    swc.status = WcStatus::RemInvReqErr;
+    fail_wr(swc, send_done);
+    return;
+  }
+  move_data(peer->hca_.host().memory(), rwr.sg, rwr.num_sge, hca_.host().memory(), wr.sg, wr.num_sge, bytes);
+  const Wc rwc{rwr.wr_id, WcStatus::Success, WcOpcode::Recv, static_cast<uint32_t>(bytes), peer->qpn_};
+  hca_.timer().at(recv_done, [peer, rwc] { peer->push_cqe(rwc); });
   if (wr.signaled)
-    hca_.timer().at(now + ack_back, [this, swc] { push_cqe(swc); });
+    hca_.timer().at(send_done, [this, swc] { push_cqe(swc); });
   else
     --sq_outstanding_;
-  return true;
+}
+
+void SimQp::execute_rdma_write(const sdp::SendWr& wr) {
+  const model::HcaTiming& t = hca_.timing();
+  SimQp* peer = peer_;
+  Wc swc{wr.wr_id, WcStatus::Success, WcOpcode::RdmaWrite, 0, qpn_};
+  if (!gather_ok(wr)) {
+    swc.status = WcStatus::LocProtErr;
+    fail_wr(swc, now_ns() + t.dma_read_rtt_ns);
+    return;
+  }
+  const uint64_t bytes = wr.length();
+  ++hca_.counter_.count;
+  s4u::Comm::sendto_async(hca_.node(), peer->hca_.node(), std::max<uint64_t>(bytes, 1))->wait();
+  const double send_done = now_ns() + model::send_completion_latency_ns(t, peer->hca_.timing());
+  if (!peer->hca_.mr_allows(wr.rkey, peer->pd_, wr.remote_addr, bytes, sdp::kRemoteWrite)) {
+    swc.status = WcStatus::RemAccessErr;  // the responder NAKs: remote access error
+    fail_wr(swc, send_done);
+    return;
+  }
+  const std::array<sdp::Sge, 1> target{sdp::Sge{wr.remote_addr, static_cast<uint32_t>(bytes), wr.rkey}};
+  move_data(peer->hca_.host().memory(), target, 1, hca_.host().memory(), wr.sg, wr.num_sge, bytes);
+  if (wr.signaled)
+    hca_.timer().at(send_done, [this, swc] { push_cqe(swc); });
+  else
+    --sq_outstanding_;
+}
+
+void SimQp::execute_rdma_read(const sdp::SendWr& wr) {
+  const model::HcaTiming& t = hca_.timing();
+  SimQp* peer = peer_;
+  const model::HcaTiming& pt = peer->hca_.timing();
+  Wc swc{wr.wr_id, WcStatus::Success, WcOpcode::RdmaRead, 0, qpn_};
+  for (uint8_t i = 0; i < wr.num_sge; ++i)  // the local SGEs are written
+    if (!hca_.mr_allows(wr.sg[i].lkey, pd_, wr.sg[i].addr, wr.sg[i].length, sdp::kLocalWrite)) {
+      swc.status = WcStatus::LocProtErr;
+      fail_wr(swc, now_ns());
+      return;
+    }
+  const uint64_t bytes = wr.length();
+  // The read request travels to the responder, which starts its DMA read of the data.
+  ++hca_.counter_.count;
+  s4u::this_actor::sleep_for(to_s(t.tx_processing_ns + t.propagation_ns + pt.rx_processing_ns));
+  if (!peer->hca_.mr_allows(wr.rkey, peer->pd_, wr.remote_addr, bytes, sdp::kRemoteRead)) {
+    swc.status = WcStatus::RemAccessErr;
+    fail_wr(swc, now_ns() + pt.tx_processing_ns + t.propagation_ns + t.rx_processing_ns);
+    return;
+  }
+  // The response data flows responder -> requester over the reverse route.
+  ++hca_.counter_.count;
+  s4u::Comm::sendto_async(peer->hca_.node(), hca_.node(), std::max<uint64_t>(bytes, 1))->wait();
+  const std::array<sdp::Sge, sdp::kMaxSge> source{sdp::Sge{wr.remote_addr, static_cast<uint32_t>(bytes), wr.rkey}};
+  move_data(hca_.host().memory(), wr.sg, wr.num_sge, peer->hca_.host().memory(), source, 1, bytes);
+  // Pipeline tail of the response: the responder's read round trip and packet build,
+  // propagation, the requester's receive processing and its posted write of data and CQE.
+  const double done = now_ns() + model::receive_completion_latency_ns(pt, t);
+  if (wr.signaled)
+    hca_.timer().at(done, [this, swc] { push_cqe(swc); });
+  else
+    --sq_outstanding_;
 }
 
 }  // namespace hcasim::sim

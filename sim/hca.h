@@ -1,92 +1,104 @@
 #pragma once
-/// \file The emulated HCA: memory regions, a completion queue, an RC queue pair and the send
-/// engine that moves each WQE's data over SimGrid links (PCIe read at the sender, the IB link,
-/// PCIe write at the receiver), then writes CQEs and raises MSI-X interrupts.
+/// \file The emulated HCA: protection domains, memory regions with lkey/rkey and bounds, a
+/// completion queue per QP, RC queue pairs with their state machine, and the send engine that
+/// moves each WQE's data over SimGrid links (PCIe read at the sender, the IB link, PCIe write
+/// at the receiver), then writes CQEs and raises MSI-X interrupts.
 ///
-/// Timing (see DESIGN.md "Granularity"): one SimGrid communication per message over the route
+/// Timing (DESIGN.md "Granularity"): one SimGrid communication per message over the route
 /// [sender PCIe host->device, sender DMA-read tag limit, IB link, receiver PCIe device->host],
 /// each link's bandwidth being the payload rate model/ computes for bulk DMA/IB traffic, so a
 /// message takes bytes / bottleneck and concurrent traffic shares links max-min. The fixed
-/// pipeline latencies (DMA read round trip, HCA processing, propagation, posted-write latency)
-/// are added when the CQEs are written, so they overlap with the next message's data as they
-/// do in a pipelined HCA.
+/// pipeline latencies (model/hca.h) are added when the CQEs are written, so they overlap with
+/// the next message's data as they do in a pipelined HCA.
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include <simgrid/s4u.hpp>
 
+#include "model/hca.h"
 #include "sdp/verbs.h"
 #include "sim/kernel.h"
 
 namespace hcasim::sim {
 
-/// Fixed latencies of one HCA and its slot, ns (platform [pcie], [hca], [ib]).
-struct HcaTiming {
-  double mmio_write_ns = 0;       ///< CPU doorbell store reaching the HCA (posted MWr)
-  double dma_read_rtt_ns = 0;     ///< MRd issued -> first CplD back (WQE fetch, gather)
-  double posted_write_ns = 0;     ///< MWr issued -> visible in host memory (payload, CQE)
-  double tx_processing_ns = 0;    ///< WQE parsing and packet build in the HCA
-  double rx_processing_ns = 0;    ///< packet check and scatter setup in the HCA
-  double propagation_ns = 0;      ///< one way on the IB link (cable, switch if any)
-  double interrupt_latency_ns = 0;///< CQE written -> EQE + MSI-X -> handler starts on the CPU
-};
-
 class SimQp;
 
-/// One host's HCA: owns the send engine and interrupt actors and the host's queue pairs.
+/// One host's HCA: owns the PDs, MRs and QPs, the send engine and interrupt actors.
 class EmulatedHca {
  public:
   /// `node` is the SimGrid host standing for this HCA (routes start and end at it);
-  /// `irq_core` takes the MSI-X interrupt of every CQ.
-  /// An error inside the HCA's actors is reported to `failure`.
-  EmulatedHca(SimHost& host, simgrid::s4u::Host* node, const HcaTiming& timing, Timer& timer,
+  /// `irq_core` takes the MSI-X interrupt of every CQ. Errors inside the HCA's actors are
+  /// reported to `failure`.
+  EmulatedHca(SimHost& host, simgrid::s4u::Host* node, const model::HcaTiming& timing, Timer& timer,
               ActivityCounter& counter, Failure& failure, int irq_core);
-  /// Creates an RC QP with its own CQ (send and receive completions), in RESET.
-  SimQp& create_qp(uint32_t max_send_wr, uint32_t max_recv_wr, uint32_t cq_entries);
+  ~EmulatedHca();
+
+  /// ibv_alloc_pd: a new protection domain's handle.
+  uint32_t alloc_pd();
+  /// ibv_reg_mr in `pd`: [addr, addr+len) with the given access (sdp::Access). Returns the key
+  /// (lkey = rkey, as mlx4). Throws VerbsError for an unknown PD or unallocated memory.
+  uint32_t reg_mr(uint32_t pd, sdp::Addr addr, uint64_t len, unsigned access);
+  /// A key covering all host memory for local access (ib_get_dma_mr) in `pd`.
+  uint32_t dma_mr(uint32_t pd);
+  /// Creates an RC QP in `pd` with its own CQ (send and receive completions), in RESET.
+  SimQp& create_qp(uint32_t pd, uint32_t max_send_wr, uint32_t max_recv_wr, uint32_t cq_entries);
   /// Starts the send-engine and interrupt actors (daemons) on this HCA's node.
   void start();
 
   SimHost& host() { return host_; }
   simgrid::s4u::Host* node() { return node_; }
-  const HcaTiming& timing() const { return timing_; }
+  const model::HcaTiming& timing() const { return timing_; }
   Timer& timer() { return timer_; }
   uint64_t interrupts() const { return interrupts_; }
 
-  /// Wakes the send engine (a WQE was posted).
-  void ring_doorbell();
-  /// Queues the interrupt of `qp`'s CQ (called by the timer when the EQE is written).
-  void raise_interrupt(SimQp* qp);
-
  private:
   friend class SimQp;
+  struct Mr {
+    uint32_t pd;
+    sdp::Addr addr;
+    uint64_t len;
+    unsigned access;
+    bool all_memory;
+  };
+  /// True when key names an MR of `pd` covering [addr, addr+len) with every access bit of
+  /// `need` (local read needs none).
+  bool mr_allows(uint32_t key, uint32_t pd, sdp::Addr addr, uint64_t len, unsigned need) const;
+  void ring_doorbell();
+  void raise_interrupt(SimQp* qp);
   void send_engine();
   void interrupt_handler();
 
   SimHost& host_;
   simgrid::s4u::Host* node_;
-  HcaTiming timing_;
+  model::HcaTiming timing_;
   Timer& timer_;
   ActivityCounter& counter_;
   Failure& failure_;
   int irq_core_;
+  uint32_t next_pd_ = 1, next_key_ = 0x100, next_qpn_ = 0x48;
+  std::map<uint32_t, Mr> mrs_;
   std::vector<std::unique_ptr<SimQp>> qps_;
   SimWaitQueue engine_wq_, irq_wq_;
   std::deque<SimQp*> pending_irqs_;
   uint64_t interrupts_ = 0;
-  uint32_t next_qpn_ = 0x48;
 };
 
 /// An RC queue pair with its CQ, implementing the verbs interface over the emulated HCA.
 class SimQp : public sdp::Verbs {
  public:
+  /// ibv_qp_state, the RC subset (IBA 10.3.1).
   enum class State { Reset, Init, Rtr, Rts, Error };
 
-  SimQp(EmulatedHca& hca, uint32_t qpn, uint32_t max_send_wr, uint32_t max_recv_wr, uint32_t cq_entries);
-  /// Connects two QPs (RESET -> INIT -> RTR -> RTS on both, as the CM does).
+  SimQp(EmulatedHca& hca, uint32_t pd, uint32_t qpn, uint32_t max_send_wr, uint32_t max_recv_wr, uint32_t cq_entries);
+  /// ibv_modify_qp to `next`. Legal: RESET->INIT, INIT->RTR (needs a peer), RTR->RTS, and
+  /// any state -> ERROR or RESET. Throws VerbsError on any other transition.
+  void modify(State next);
+  /// Connects two QPs as the CM does: RESET -> INIT -> RTR -> RTS on both.
   static void connect(SimQp& a, SimQp& b);
   /// Called for every CQE written (wakes pollers) and for every completion event (the CQ's
   /// interrupt, in interrupt context).
@@ -96,7 +108,7 @@ class SimQp : public sdp::Verbs {
 
   // sdp::Verbs
   uint32_t reg_mr(sdp::Addr addr, uint64_t len, unsigned access) override;
-  uint32_t dma_mr() override { return kDmaKey; }
+  uint32_t dma_mr() override;
   void post_send(const sdp::SendWr& wr) override;
   void post_recv(const sdp::RecvWr& wr) override;
   int poll_cq(std::span<sdp::Wc> out) override;
@@ -107,24 +119,22 @@ class SimQp : public sdp::Verbs {
 
  private:
   friend class EmulatedHca;
-  static constexpr uint32_t kDmaKey = 0x100;
-  struct Mr {
-    sdp::Addr addr;
-    uint64_t len;
-    unsigned access;
-  };
-  bool sge_ok(const sdp::Sge& s) const;
+  bool gather_ok(const sdp::SendWr& wr) const;
   void push_cqe(const sdp::Wc& wc);
-  /// Executes the oldest send WQE (send-engine actor). Returns false when the SQ is empty.
-  bool execute_one(bool after_idle);
+  void fail_wr(const sdp::Wc& wc, double at_ns);
+  /// Executes the oldest send WQE (send-engine actor).
+  void execute_one(bool after_idle);
+  void execute_send(const sdp::SendWr& wr);
+  void execute_rdma_write(const sdp::SendWr& wr);
+  void execute_rdma_read(const sdp::SendWr& wr);
   void to_error();
 
   EmulatedHca& hca_;
+  uint32_t pd_;
   uint32_t qpn_;
   uint32_t max_send_wr_, max_recv_wr_, cq_entries_;
   State state_ = State::Reset;
   SimQp* peer_ = nullptr;
-  std::vector<Mr> mrs_;
   std::deque<sdp::SendWr> sq_;
   uint32_t sq_outstanding_ = 0;   // posted, completion not yet written
   std::deque<sdp::RecvWr> rq_;

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "model/cpu.h"
 #include "model/platform.h"
 
 namespace hcasim::sim {
@@ -61,8 +62,7 @@ struct TcpStreamResult {
 TcpStreamResult run_tcp_stream(const model::Platform& local, const model::Platform& remote,
                                const TcpStreamConfig& config);
 
-/// Service demand as netperf computes it (netperf 2.4 netlib.c calc_service_demand):
-/// us of CPU per KB (1024 B) = util_pct/100 * cpus * 1e6 / (bytes / 1024 / elapsed_s).
-double service_demand_us_per_kb(double util_pct, int cpus, uint64_t bytes, double elapsed_s);
+/// netperf's service demand formula (model/cpu.h).
+using model::service_demand_us_per_kb;
 
 }  // namespace hcasim::sim

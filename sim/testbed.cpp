@@ -1,0 +1,161 @@
+#include "sim/testbed.h"
+
+#include <fmt/format.h>
+#include <xbt/log.h>
+
+namespace hcasim::sim {
+
+namespace s4u = simgrid::s4u;
+
+namespace {
+
+
+uint32_t u32(const model::Platform& p, const std::string& key, std::string_view unit, uint64_t lo, uint64_t hi) {
+  const int64_t v = p.integer(key, unit);
+  if (v < static_cast<int64_t>(lo) || v > static_cast<int64_t>(hi))
+    throw InputError(fmt::format("platform {}: {} = {} is outside {}..{}", p.name(), key, v, lo, hi));
+  return static_cast<uint32_t>(v);
+}
+
+double nonneg(const model::Platform& p, const std::string& key, std::string_view unit) {
+  const double v = p.num(key, unit);
+  if (!(v >= 0)) throw InputError(fmt::format("platform {}: {} = {} must be >= 0", p.name(), key, v));
+  return v;
+}
+
+void configure_simgrid() {
+  // Exact timing (DESIGN.md): a transfer takes latency + bytes/bandwidth, links shared max-min.
+  s4u::Engine::set_config("network/model:CM02");
+  s4u::Engine::set_config("network/crosstraffic:0");
+  s4u::Engine::set_config("network/TCP-gamma:0");
+  s4u::Engine::set_config("network/latency-factor:1");
+  s4u::Engine::set_config("network/bandwidth-factor:1");
+  s4u::Engine::set_config("network/weight-S:0");
+}
+
+}  // namespace
+
+HostParams read_host_params(const model::Platform& p) {
+  HostParams s;
+  s.costs = model::CpuCosts::from_platform(p);
+  s.pcie.gen = static_cast<int>(p.integer("pcie.gen", ""));
+  s.pcie.lanes = static_cast<int>(p.integer("pcie.lanes", ""));
+  s.pcie.max_payload = u32(p, "pcie.max_payload", "B", 1, 4096);
+  s.pcie.max_read_request = u32(p, "pcie.max_read_request", "B", 1, 4096);
+  s.pcie.read_completion_boundary = u32(p, "pcie.read_completion_boundary", "B", 1, 4096);
+  s.pcie.completion_size = u32(p, "pcie.completion_size", "B", 1, 4096);
+  s.pcie.addr64 = p.flag("pcie.addr64");
+  model::pcie::validate(s.pcie);
+  s.ib.speed = model::ib::parse_speed(p.str("ib.speed"));
+  s.ib.width = static_cast<int>(p.integer("ib.width", ""));
+  s.ib.mtu = u32(p, "ib.mtu", "B", 256, 4096);
+  model::ib::validate(s.ib);
+  s.max_outstanding_reads = static_cast<int>(u32(p, "hca.max_outstanding_reads", "", 1, 256));
+  s.timing = model::HcaTiming::from_platform(p);
+  s.qp_depth = u32(p, "hca.max_qp_wr", "", 1, 65536);
+  s.cq_entries = u32(p, "hca.cq_entries", "", 1, 4194304);
+  s.sdp.tx_ring = u32(p, "sdp.tx_ring", "", 1, 4096);
+  s.sdp.rx_ring = u32(p, "sdp.rx_ring", "", 1, 4096);
+  s.sdp.initial_recv_size = u32(p, "sdp.initial_recv_buffer", "B", 64, 1u << 20);
+  s.sdp.max_recv_size = u32(p, "sdp.max_recv_buffer", "B", 64, 1u << 20);
+  if (s.sdp.max_recv_size < s.sdp.initial_recv_size)
+    throw InputError(fmt::format("platform {}: sdp.max_recv_buffer is below sdp.initial_recv_buffer", p.name()));
+  s.sdp.min_credits = u32(p, "sdp.min_credits", "", 0, 1024);
+  // Below this the credit-update rule (peer view doubled above min_credits, compared with the
+  // posted buffers) sends updates back and forth for ever, or no data can ever go.
+  if (2 * (s.sdp.min_credits + 1) > s.sdp.rx_ring)
+    throw InputError(fmt::format("platform {}: sdp.min_credits = {} needs sdp.rx_ring >= 2 x (min_credits + 1) = {}, "
+                                 "not {}", p.name(), s.sdp.min_credits, 2 * (s.sdp.min_credits + 1), s.sdp.rx_ring));
+  const int64_t zt = p.integer("sdp.zcopy_thresh", "B");
+  if (zt < 0) throw InputError(fmt::format("platform {}: sdp.zcopy_thresh must be >= 0", p.name()));
+  s.sdp.zcopy_thresh = static_cast<uint64_t>(zt);
+  if (s.sdp.tx_ring > s.qp_depth || s.sdp.rx_ring > s.qp_depth)
+    throw InputError(fmt::format("platform {}: sdp.tx_ring/sdp.rx_ring exceed hca.max_qp_wr = {}", p.name(), s.qp_depth));
+  if (s.cq_entries < s.sdp.tx_ring + s.sdp.rx_ring)
+    throw InputError(fmt::format("platform {}: hca.cq_entries = {} is below sdp.tx_ring + sdp.rx_ring = {} (the CQ "
+                                 "would overrun)", p.name(), s.cq_entries, s.sdp.tx_ring + s.sdp.rx_ring));
+  s.sdp.page_size = u32(p, "host.page_size", "B", 512, 1u << 21);
+  s.sdp.recv_poll_ns = nonneg(p, "sdp.recv_poll", "us") * 1e3;
+  s.sdp.bzcopy_poll_ns = nonneg(p, "sdp.bzcopy_poll", "us") * 1e3;
+  s.irq_cpu = static_cast<int>(u32(p, "irq.affinity", "", 0, 1023));
+  s.app_cpu = static_cast<int>(u32(p, "host.default_app_cpu", "", 0, 1023));
+  s.rmem_default = u32(p, "socket.tcp_rmem_default", "B", 1, 1u << 30);
+  s.wmem_default = u32(p, "socket.tcp_wmem_default", "B", 1, 1u << 30);
+  if (s.irq_cpu >= s.costs.cpus || s.app_cpu >= s.costs.cpus)
+    throw InputError(fmt::format("platform {}: irq.affinity/host.default_app_cpu beyond host.cpus = {}", p.name(),
+                                 s.costs.cpus));
+  return s;
+}
+
+PathRates path_rates(const HostParams& tx, const HostParams& rx) {
+  PathRates r;
+  r.pcie_read_Bps = model::pcie::dma_read_ceiling_gbps(tx.pcie) * 1e9 / 8;
+  r.dma_tags_Bps =
+      model::pcie::dma_read_latency_bound_gbps(tx.pcie, tx.timing.dma_read_rtt_ns, tx.max_outstanding_reads) * 1e9 / 8;
+  r.ib_Bps = model::ib::send_goodput_ceiling_gbps(tx.ib, rx.sdp.max_recv_size + sdp::Bsdh::kSize) * 1e9 / 8;
+  r.pcie_write_Bps = model::pcie::dma_write_ceiling_gbps(rx.pcie) * 1e9 / 8;
+  return r;
+}
+
+TwoHostBed::TwoHostBed(const HostParams& a, const HostParams& b, uint64_t seed, sdp::DataMode mode) {
+  int argc = 1;
+  char arg0[] = "hcasim";
+  char* argv[] = {arg0, nullptr};
+  // SimGrid's own messages (its deadlock report among them) would break hcasim's one-line
+  // errors: they go nowhere; failures are reported through Failure.
+  xbt_log_control_set("root.thres:critical");
+  xbt_log_control_set("root.app:file:/dev/null");
+  engine_ = std::make_unique<s4u::Engine>(&argc, argv);
+  configure_simgrid();
+
+  auto* zone = s4u::create_full_zone("hcasim");
+  cpu_ = {zone->create_host("A", 1e9), zone->create_host("B", 1e9)};
+  hca_node_ = {zone->create_host("A-hca", 1e9), zone->create_host("B-hca", 1e9)};
+  auto link = [&](const std::string& name, double Bps) { return zone->create_link(name, Bps)->set_latency(0)->seal(); };
+  using LR = s4u::LinkInRoute;
+  const std::array<const HostParams*, 2> p{&a, &b};
+  const char* names[] = {"A", "B"};
+  for (int from = 0; from < 2; ++from) {  // one route per direction of data
+    const int to = 1 - from;
+    const PathRates r = path_rates(*p[static_cast<size_t>(from)], *p[static_cast<size_t>(to)]);
+    const std::string f = names[from], t = names[to];
+    s4u::Link* down = link(f + "-pcie-h2d", r.pcie_read_Bps);
+    s4u::Link* tags = link(f + "-dma-read-tags", r.dma_tags_Bps);
+    s4u::Link* ib = link("ib-" + f + "-to-" + t, r.ib_Bps);
+    s4u::Link* up = link(t + "-pcie-d2h", r.pcie_write_Bps);
+    zone->add_route(hca_node_[static_cast<size_t>(from)]->get_netpoint(), hca_node_[static_cast<size_t>(to)]->get_netpoint(),
+                    nullptr, nullptr, {LR(down), LR(tags), LR(ib), LR(up)}, false);
+  }
+  zone->seal();
+
+  timer_ = std::make_unique<Timer>(counter_);
+  for (size_t i = 0; i < 2; ++i) {
+    host_[i] = std::make_unique<SimHost>(static_cast<int>(i), names[i], p[i]->costs, seed, mode, counter_);
+    hca_[i] = std::make_unique<EmulatedHca>(*host_[i], hca_node_[i], p[i]->timing, *timer_, counter_, failure_,
+                                           p[i]->irq_cpu);
+    qp_[i] = &hca_[i]->create_qp(hca_[i]->alloc_pd(), p[i]->qp_depth, p[i]->qp_depth, p[i]->cq_entries);
+  }
+  SimQp::connect(*qp_[0], *qp_[1]);
+}
+
+TwoHostBed::~TwoHostBed() {
+  // Destroy what holds SimGrid objects before the engine itself.
+  for (auto& h : hca_) h.reset();
+  for (auto& h : host_) h.reset();
+  timer_.reset();
+}
+
+void TwoHostBed::run(double limit_s) {
+  for (auto& h : hca_) h->start();
+  s4u::Actor::create("timer", hca_node_[0], [this] { failure_.guard("timer", [this] { timer_->run(); }); })->daemonize();
+  // Watchdog: a run still going long after its expected end is a protocol stall.
+  s4u::Actor::create("watchdog", hca_node_[0], [this, limit_s] {
+    failure_.guard("watchdog", [limit_s] {
+      s4u::this_actor::sleep_until(limit_s);
+      throw std::runtime_error(fmt::format("the run did not finish within {} s of simulated time", limit_s));
+    });
+  })->daemonize();
+  engine_->run();
+}
+
+}  // namespace hcasim::sim

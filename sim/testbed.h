@@ -1,0 +1,84 @@
+#pragma once
+/// \file Two simulated hosts joined by an IB link, each with its HCA in a PCIe slot: the
+/// SimGrid platform (one link per PCIe direction, per DMA-read tag limit and per IB direction),
+/// the hosts' cores and memory, the HCAs and one connected RC QP pair. Everything a
+/// simulation of two hosts needs before its application actors start; one per process
+/// (SimGrid allows one engine per process).
+#include <array>
+#include <cstdint>
+#include <memory>
+
+#include <simgrid/s4u.hpp>
+
+#include "model/cpu.h"
+#include "model/hca.h"
+#include "model/ib.h"
+#include "model/pcie.h"
+#include "model/platform.h"
+#include "sdp/socket.h"
+#include "sim/hca.h"
+#include "sim/kernel.h"
+
+namespace hcasim::sim {
+
+/// One host's parameters, read and checked from its platform file.
+struct HostParams {
+  model::CpuCosts costs;
+  model::pcie::Config pcie;
+  model::ib::Config ib;
+  model::HcaTiming timing;
+  sdp::SdpConfig sdp;
+  int max_outstanding_reads = 0;  ///< HCA's outstanding DMA reads (tags)
+  uint32_t qp_depth = 0;          ///< hca.max_qp_wr
+  uint32_t cq_entries = 0;        ///< hca.cq_entries
+  int irq_cpu = 0;                ///< irq.affinity
+  int app_cpu = 0;                ///< host.default_app_cpu
+  uint64_t rmem_default = 0;      ///< socket.tcp_rmem_default, bytes
+  uint64_t wmem_default = 0;      ///< socket.tcp_wmem_default, bytes
+};
+
+/// Reads every parameter a simulated host needs. Throws InputError naming the platform and
+/// key on a missing, out-of-range or inconsistent value.
+HostParams read_host_params(const model::Platform& p);
+
+/// Payload-rate bandwidths (bytes/s) of the links one direction's data crosses, from model/'s
+/// closed-form ceilings: the sender's PCIe host->device (DMA read completions), the sender's
+/// DMA-read tag limit, the IB link (SENDs of the receiver's largest buffer), the receiver's
+/// PCIe device->host (DMA writes).
+struct PathRates {
+  double pcie_read_Bps = 0, dma_tags_Bps = 0, ib_Bps = 0, pcie_write_Bps = 0;
+};
+PathRates path_rates(const HostParams& tx, const HostParams& rx);
+
+/// Two hosts, A (index 0) and B (index 1), with their HCAs and a connected RC QP pair.
+class TwoHostBed {
+ public:
+  /// Builds the SimGrid engine (exact-timing configuration of DESIGN.md) and platform.
+  TwoHostBed(const HostParams& a, const HostParams& b, uint64_t seed, sdp::DataMode mode);
+  ~TwoHostBed();
+
+  simgrid::s4u::Host* cpu_node(int i) { return cpu_[static_cast<size_t>(i)]; }
+  simgrid::s4u::Host* hca_node(int i) { return hca_node_[static_cast<size_t>(i)]; }
+  SimHost& host(int i) { return *host_[static_cast<size_t>(i)]; }
+  EmulatedHca& hca(int i) { return *hca_[static_cast<size_t>(i)]; }
+  SimQp& qp(int i) { return *qp_[static_cast<size_t>(i)]; }
+  Failure& failure() { return failure_; }
+  ActivityCounter& counter() { return counter_; }
+  Timer& timer() { return *timer_; }
+
+  /// Starts the HCA, timer and watchdog actors, then runs the engine until the application
+  /// actors end. A run still going at `limit_s` of simulated time fails with a message.
+  void run(double limit_s);
+
+ private:
+  std::unique_ptr<simgrid::s4u::Engine> engine_;
+  ActivityCounter counter_;
+  Failure failure_;
+  std::unique_ptr<Timer> timer_;
+  std::array<simgrid::s4u::Host*, 2> cpu_{}, hca_node_{};
+  std::array<std::unique_ptr<SimHost>, 2> host_;
+  std::array<std::unique_ptr<EmulatedHca>, 2> hca_;
+  std::array<SimQp*, 2> qp_{};
+};
+
+}  // namespace hcasim::sim
