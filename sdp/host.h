@@ -27,6 +27,10 @@ class Host {
   virtual const model::CpuCosts& costs() const = 0;
   /// Charges `ns` of the calling context's core to activity `a`.
   virtual void charge(model::Activity a, double ns) = 0;
+  /// Lets the calling context's clock catch up with the CPU time it was charged, so that what
+  /// it does next happens at the right instant. Other contexts may run meanwhile: call it
+  /// before reading the state an action depends on, never between reading and acting.
+  virtual void sync() = 0;
   /// Makes a new wait queue.
   virtual std::unique_ptr<WaitQueue> make_wait_queue() = 0;
   /// Sleeps (the core goes idle) until ready() holds; ready() is re-checked after every

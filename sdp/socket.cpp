@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <limits>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -111,13 +112,14 @@ bool SdpSocket::can_post_data() const {
 int64_t SdpSocket::peer_view_of_credits() const { return remote_credits_; }
 
 void SdpSocket::post_recv_buf(int buf) {
+  host_.charge(Activity::Post, host_.costs().post_wr_ns);
+  host_.sync();  // then post at once: the RQ and rx_posted_ stay in the same order
   const Buf& b = rx_bufs_[static_cast<size_t>(buf)];
   RecvWr wr;
   wr.wr_id = static_cast<uint64_t>(buf);
   wr.sg[0] = {b.hdr, kHdr, lkey_};
   wr.sg[1] = {b.payload, b.capacity, lkey_};
   wr.num_sge = 2;
-  host_.charge(Activity::Post, host_.costs().post_wr_ns);
   verbs_.post_recv(wr);
   rx_posted_.push_back(buf);
 }
@@ -128,7 +130,7 @@ void SdpSocket::repost_or_grow(int buf) {
   post_recv_buf(buf);
 }
 
-void SdpSocket::post_one(Skb skb) {
+void SdpSocket::post_now(const Skb& skb) {
   const uint32_t slot = tx_head_ % cfg_.tx_ring;
   const Addr hdr = tx_bufs_[slot].hdr;  // every ring slot owns a header region
   uint32_t hdr_len = kHdr;
@@ -170,70 +172,103 @@ void SdpSocket::post_one(Skb skb) {
     ++stats_.data_msgs_sent;
     stats_.bytes_sent += skb.len;
   }
-  host_.charge(Activity::Post, host_.costs().post_wr_ns);
   verbs_.post_send(wr);
 }
 
-void SdpSocket::post_sends() {
-  if (state_ != State::Established && state_ != State::Closing) return;
+std::optional<SdpSocket::Skb> SdpSocket::next_to_post(bool take) {
+  if (state_ != State::Established && state_ != State::Closing) return std::nullopt;
+  if (ring_full()) return std::nullopt;
   // ChRcvBufAck once every posted receive buffer has the new size.
-  if (resize_ack_pending_ && tx_credits_ >= 1 && !ring_full() &&
+  if (resize_ack_pending_ && tx_credits_ >= 1 &&
       std::all_of(rx_posted_.begin(), rx_posted_.end(),
                   [&](int b) { return rx_bufs_[static_cast<size_t>(b)].capacity >= rx_size_; })) {
-    resize_ack_pending_ = false;
-    post_one({.mid = Mid::ChRcvBufAck, .extra = rx_size_});
+    if (take) resize_ack_pending_ = false;
+    return Skb{.mid = Mid::ChRcvBufAck, .extra = rx_size_};
   }
-  while (!tx_queue_.empty() && can_post_data()) {
+  if (!tx_queue_.empty() && can_post_data()) {
     Skb s = tx_queue_.front();
-    tx_queue_.pop_front();
-    post_one(s);
+    if (take) tx_queue_.pop_front();
+    return s;
   }
   // Ask for bigger peer buffers (ChRcvBuf) once the stream needs more than one buffer per
   // send. OFED 1.3 asks when credits fall to SDP_MIN_BUFS, which a bulk stream of 2 KB
   // messages reaches within its first ring; hcasim asks at the first send larger than the
   // peer's buffer, the same outcome without depending on the first ring's timing.
-  if (want_resize_ && !resize_requested_ && xmit_goal_ < cfg_.max_recv_size && tx_credits_ >= 1 && !ring_full()) {
-    resize_requested_ = true;
-    ++stats_.resize_requests;
-    post_one({.mid = Mid::ChRcvBuf, .extra = cfg_.max_recv_size});
+  if (want_resize_ && !resize_requested_ && xmit_goal_ < cfg_.max_recv_size && tx_credits_ >= 1) {
+    if (take) {
+      resize_requested_ = true;
+      ++stats_.resize_requests;
+    }
+    return Skb{.mid = Mid::ChRcvBuf, .extra = cfg_.max_recv_size};
   }
   // Bare BSDH credit update when the peer's view of our receive buffers ran low
   // (sdp_post_sends: c = remote_credits, doubled above SDP_MIN_BUFS, compared to posted).
   int64_t c = peer_view_of_credits();
   if (c > static_cast<int64_t>(cfg_.min_credits)) c *= 2;
-  if (c < static_cast<int64_t>(rx_posted_.size()) && tx_credits_ > 1 && !ring_full()) {
-    ++stats_.credit_updates_sent;
-    post_one({.mid = Mid::Data, .len = 0});
+  if (c < static_cast<int64_t>(rx_posted_.size()) && tx_credits_ > 1) {
+    if (take) ++stats_.credit_updates_sent;
+    return Skb{.mid = Mid::Data, .len = 0};
   }
-  if (disconnect_wanted_ && !disconnect_sent_ && tx_queue_.empty() && cur_ < 0 && tx_credits_ >= 1 &&
-      !ring_full()) {
-    disconnect_sent_ = true;
-    post_one({.mid = Mid::DisConn});
+  if (disconnect_wanted_ && !disconnect_sent_ && tx_queue_.empty() && cur_ < 0 && tx_credits_ >= 1) {
+    if (take) disconnect_sent_ = true;
+    return Skb{.mid = Mid::DisConn};
   }
+  return std::nullopt;
+}
+
+void SdpSocket::post_sends() {
+  // sdp_post_sends. One context posts at a time (the socket lock in the kernel); one that
+  // finds another at it leaves the work to it: the poster re-reads the state after each post.
+  // Each post is paid for first, then chosen and posted in one instant, so the mseq order is
+  // the order on the wire.
+  if (posting_) return;
+  posting_ = true;
+  while (next_to_post(false)) {
+    host_.charge(Activity::Post, host_.costs().post_wr_ns);
+    host_.sync();
+    if (std::optional<Skb> skb = next_to_post(true)) post_now(*skb);
+  }
+  posting_ = false;
 }
 
 // ---- completions -----------------------------------------------------------------------------
 
 void SdpSocket::poll_cq() {
+  // One context at a time processes completions, in CQ order (the kernel serialises them with
+  // the socket lock). A context arriving meanwhile leaves its CQEs to the one at work, which
+  // polls again before it stops.
+  if (polling_) {
+    poll_again_ = true;
+    return;
+  }
+  polling_ = true;
   std::array<Wc, kPollBatch> wc;
-  bool rx_woke = false, tx_woke = false;
+  bool rx_woke = false, tx_woke = false, others_waited = false;
   for (;;) {
-    int n = verbs_.poll_cq(wc);
+    others_waited |= poll_again_;
+    poll_again_ = false;
+    const int n = verbs_.poll_cq(wc);
     for (int i = 0; i < n; ++i) {
       host_.charge(Activity::Completion, host_.costs().cqe_ns);
       ++stats_.cqes;
-      size_t before_q = rx_queue_.size();
-      uint32_t before_tail = tx_tail_;
-      int64_t before_credits = tx_credits_;
+      const size_t before_q = rx_queue_.size();
+      const uint32_t before_tail = tx_tail_;
+      const int64_t before_credits = tx_credits_;
       handle_wc(wc[static_cast<size_t>(i)]);
       rx_woke |= rx_queue_.size() != before_q || peer_disconnected_;
       tx_woke |= tx_tail_ != before_tail || tx_credits_ != before_credits;
     }
-    if (n < kPollBatch) break;
+    if (n < kPollBatch && !poll_again_) break;
   }
+  polling_ = false;
   post_sends();
-  if (rx_woke || state_ == State::Aborted) host_.wake(*rx_wq_);
-  if (tx_woke || state_ == State::Aborted) host_.wake(*tx_wq_);
+  others_waited |= poll_again_;
+  if (rx_woke || others_waited || state_ == State::Aborted) host_.wake(*rx_wq_);
+  if (tx_woke || others_waited || state_ == State::Aborted) host_.wake(*tx_wq_);
+  if (others_waited) {  // a spinner found us busy: make it look again
+    verbs_has_cqe_ = true;
+    host_.notify(*cq_wq_);
+  }
 }
 
 void SdpSocket::handle_wc(const Wc& wc) {
@@ -349,6 +384,10 @@ void SdpSocket::wait(WaitQueue& q, const std::function<bool()>& ready) {
   for (;;) {
     poll_cq();
     if (ready() || state_ == State::Aborted) return;
+    if (polling_) {  // another context is processing completions: let it finish first
+      host_.sleep(q, [&] { return !polling_ || ready() || state_ == State::Aborted; });
+      continue;
+    }
     if (verbs_.req_notify_cq()) continue;  // completions slipped in before arming
     ++stats_.sleeps;
     host_.sleep(q, [&] { return ready() || state_ == State::Aborted; });

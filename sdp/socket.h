@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -107,7 +108,8 @@ class SdpSocket {
   void handle_recv(const Wc& wc);
   void handle_send_done(const Wc& wc);
   void post_sends();                      // sdp_post_sends: data while credits allow, then controls
-  void post_one(Skb skb);
+  std::optional<Skb> next_to_post(bool take);  // the next message the rules allow (take: commit)
+  void post_now(const Skb& skb);          // header, ring and counters, then ibv_post_send
   void post_recv_buf(int buf);
   void repost_or_grow(int buf);
   bool can_post_data() const;
@@ -153,6 +155,9 @@ class SdpSocket {
   bool resize_ack_pending_ = false;
   bool peer_disconnected_ = false;
 
+  bool polling_ = false;                  // a context is processing completions
+  bool posting_ = false;                  // a context is posting sends
+  bool poll_again_ = false;               // another context found it busy: poll once more
   bool verbs_has_cqe_ = false;            // a CQE landed since the spinner last looked
   std::string error_;                     // why the socket aborted
   std::unique_ptr<WaitQueue> tx_wq_, rx_wq_, cq_wq_;

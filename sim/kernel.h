@@ -101,6 +101,7 @@ class SimHost : public sdp::Host {
   sdp::HostMemory& memory() override { return memory_; }
   const model::CpuCosts& costs() const override { return costs_; }
   void charge(model::Activity a, double ns) override;
+  void sync() override { flush(); }
   std::unique_ptr<sdp::WaitQueue> make_wait_queue() override;
   void sleep(sdp::WaitQueue& q, const std::function<bool()>& ready) override;
   bool spin(sdp::WaitQueue& q, const std::function<bool()>& ready, double timeout_ns) override;

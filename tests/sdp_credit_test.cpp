@@ -23,6 +23,7 @@ class FakeHost : public Host {
   HostMemory& memory() override { return mem_; }
   const model::CpuCosts& costs() const override { return costs_; }
   void charge(model::Activity, double) override {}
+  void sync() override {}
   std::unique_ptr<WaitQueue> make_wait_queue() override { return std::make_unique<NoSleepQueue>(); }
   void sleep(WaitQueue&, const std::function<bool()>& ready) override {
     if (!ready()) throw std::logic_error("the script made a socket sleep");
