@@ -286,10 +286,16 @@ void Platform::set(const std::string& assignment) {
   p.origin = "--set";
 }
 
+void Platform::check_all_used() const {
+  for (const auto& [key, p] : params_)
+    if (!used_.count(key)) throw InputError(fmt::format("{}: {}: unknown parameter (hcasim does not use it)", p.origin, key));
+}
+
 const Param& Platform::param(const std::string& key) const {
   auto it = params_.find(key);
   if (it == params_.end())
     throw InputError(fmt::format("platform {}: missing parameter {}", name_, key));
+  used_.insert(key);
   return it->second;
 }
 
@@ -297,9 +303,8 @@ bool Platform::has(const std::string& key) const { return params_.count(key) != 
 
 double Platform::num(const std::string& key, std::string_view unit) const {
   const Param& p = param(key);
-  if (p.unit != unit)
-    throw std::logic_error(fmt::format("platform {}: {} is in '{}' ({}), the code asks for '{}'",
-                                       name_, key, p.unit, p.origin, unit));
+  if (p.unit != unit)  // the file is the user's: a wrong unit is bad input
+    throw InputError(fmt::format("{}: {}: unit '{}', expected '{}'", p.origin, key, p.unit, unit));
   if (const auto* d = std::get_if<double>(&p.value)) return *d;
   if (const auto* i = std::get_if<int64_t>(&p.value)) return static_cast<double>(*i);
   throw InputError(fmt::format("{}: {}: expected a number, found {} {}", p.origin, key,

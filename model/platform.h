@@ -12,6 +12,7 @@
 /// and `description` (plain strings) describe the platform.
 #include <cstdint>
 #include <map>
+#include <set>
 #include <string>
 #include <string_view>
 #include <variant>
@@ -46,8 +47,8 @@ class Platform {
   void set(const std::string& assignment);
 
   /// Numeric value of `key` (int or double) in `unit`. Throws InputError
-  /// "platform NAME: missing parameter KEY" when absent, and std::logic_error when the file
-  /// declares another unit (a programming error: code and file disagree).
+  /// "platform NAME: missing parameter KEY" when absent, and "FILE:LINE: KEY: unit 'u',
+  /// expected 'v'" when the file declares another unit.
   double num(const std::string& key, std::string_view unit) const;
   /// Integer value of `key`; as num() and throws InputError when the value is not integral.
   int64_t integer(const std::string& key, std::string_view unit) const;
@@ -60,6 +61,11 @@ class Platform {
   /// The parameter record, or InputError when missing.
   const Param& param(const std::string& key) const;
 
+  /// Throws InputError "FILE:LINE: KEY: unknown parameter" for the first parameter no accessor
+  /// has read: call it after reading everything a simulation needs, so that a misspelt key in
+  /// a file is an error rather than a silently ignored line.
+  void check_all_used() const;
+
   /// Platform name (top-level `name`, else the file stem).
   const std::string& name() const { return name_; }
   /// All parameters, ordered by key.
@@ -69,6 +75,7 @@ class Platform {
   std::string name_;
   std::string origin_;
   std::map<std::string, Param> params_;
+  mutable std::set<std::string> used_;  // keys an accessor has read
 };
 
 }  // namespace hcasim::model

@@ -260,7 +260,10 @@ void parse_global(const std::vector<std::string>& words, NetperfOptions& o,
 }
 
 uint64_t size_value(const std::string& flag, const std::string& text) {
-  return model::parse_size(text, flag);
+  const uint64_t v = model::parse_size(text, flag);
+  constexpr uint64_t kIntMax = 2147483647;  // netperf 2.4 keeps sizes in C ints (nettest_bsd.c)
+  if (v > kIntMax) fail(fmt::format("{}: {} B is above netperf's limit of {} B", flag, v, kIntMax));
+  return v;
 }
 
 void parse_test(const std::vector<std::string>& words, NetperfOptions& o,

@@ -5,6 +5,7 @@
 #include <toml++/toml.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cmath>
 #include <csignal>
@@ -280,12 +281,14 @@ pid_t spawn(const Job& job) {
   return pid;
 }
 
-/// The child's first error line: its first "hcasim: error: " line, else its first line.
+/// The child's first error line: its first "hcasim: error: " or "hcasim: internal error: "
+/// line, else its first line.
 std::string first_error_line(const std::string& err) {
   std::istringstream in(err);
   std::string line, first;
   while (std::getline(in, line)) {
     if (line.rfind("hcasim: error: ", 0) == 0) return line.substr(15);
+    if (line.rfind("hcasim: internal error: ", 0) == 0) return line.substr(8);
     if (first.empty() && !line.empty()) first = line;
   }
   return first.empty() ? "(no message)" : first;
@@ -667,7 +670,11 @@ int run_scenario(const RunOptions& options) {
   const std::string path = resolve_scenario(options.scenario);
   const Scenario s = load_scenario(path);
   const std::string base = data_dir();
-  const std::string csv_path = options.csv_path.value_or(s.name + "-results.csv");
+  std::string safe_name = s.name;  // the default file lands in the working directory, whatever the name says
+  for (char& ch : safe_name)
+    if (!std::isalnum(static_cast<unsigned char>(ch)) && ch != '-' && ch != '_' && ch != '.') ch = '_';
+  if (safe_name.empty() || safe_name[0] == '.') safe_name.insert(0, "scenario");
+  const std::string csv_path = options.csv_path.value_or(safe_name + "-results.csv");
   check_output_path(csv_path, "--csv");
 
   // Everything the children need, checked before any of them starts.

@@ -75,6 +75,12 @@ HostParams read_host_params(const model::Platform& p) {
     throw InputError(fmt::format("platform {}: hca.cq_entries = {} is below sdp.tx_ring + sdp.rx_ring = {} (the CQ "
                                  "would overrun)", p.name(), s.cq_entries, s.sdp.tx_ring + s.sdp.rx_ring));
   s.sdp.page_size = u32(p, "host.page_size", "B", 512, 1u << 21);
+  if ((s.sdp.page_size & (s.sdp.page_size - 1)) != 0)
+    throw InputError(fmt::format("platform {}: host.page_size = {} is not a power of two", p.name(), s.sdp.page_size));
+  if (!(p.num("host.clock", "GHz") > 0)) throw InputError(fmt::format("platform {}: host.clock must be > 0", p.name()));
+  if (s.costs.timer_hz * s.costs.timer_tick_ns >= 1e9)
+    throw InputError(fmt::format("platform {}: host.timer_hz x cpu.timer_tick = {} ns per s leaves no time to run",
+                                 p.name(), s.costs.timer_hz * s.costs.timer_tick_ns));
   s.sdp.recv_poll_ns = nonneg(p, "sdp.recv_poll", "us") * 1e3;
   s.sdp.bzcopy_poll_ns = nonneg(p, "sdp.bzcopy_poll", "us") * 1e3;
   s.irq_cpu = static_cast<int>(u32(p, "irq.affinity", "", 0, 1023));
@@ -84,6 +90,7 @@ HostParams read_host_params(const model::Platform& p) {
   if (s.irq_cpu >= s.costs.cpus || s.app_cpu >= s.costs.cpus)
     throw InputError(fmt::format("platform {}: irq.affinity/host.default_app_cpu beyond host.cpus = {}", p.name(),
                                  s.costs.cpus));
+  p.check_all_used();
   return s;
 }
 

@@ -93,18 +93,23 @@ TEST(Platform, MissingParameterIsInputError) {
   expect_input_error([&] { p.param("x.y"); }, "platform tiny: missing parameter x.y");
 }
 
-TEST(Platform, UnitMismatchIsLogicError) {
+TEST(Platform, UnitMismatchIsInputErrorNamingFileAndLine) {
   const Platform p = Platform::parse(kValid, "t.toml");
-  EXPECT_THROW(p.num("pcie.max_payload", "KB"), std::logic_error);
-  EXPECT_THROW(p.integer("pcie.max_payload", "ns"), std::logic_error);
-  EXPECT_THROW(p.num("pcie.lane_rate", "Gbit/s"), std::logic_error);
-  // A logic_error, not an InputError (which is a runtime_error).
+  EXPECT_THROW(p.num("pcie.max_payload", "KB"), InputError);
+  EXPECT_THROW(p.integer("pcie.max_payload", "ns"), InputError);
   try {
     p.num("pcie.max_payload", "KB");
-  } catch (const InputError&) {
-    ADD_FAILURE() << "unit mismatch must not be an InputError";
-  } catch (const std::logic_error&) {
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("t.toml:"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("unit 'B', expected 'KB'"), std::string::npos) << e.what();
   }
+}
+
+TEST(Platform, CheckAllUsedNamesTheFirstUnreadParameter) {
+  const Platform p = Platform::parse(kValid, "t.toml");
+  EXPECT_THROW(p.check_all_used(), InputError);
+  for (const auto& [key, param] : p.params()) (void)p.param(key);
+  EXPECT_NO_THROW(p.check_all_used());
 }
 
 TEST(Platform, WrongValueTypeForAccessor) {

@@ -5,6 +5,7 @@
 // with copy rates of 4-20 B/ns). Each case runs in its own process (ctest).
 #include <gtest/gtest.h>
 
+#include <cctype>
 #include <string>
 #include <vector>
 
@@ -42,4 +43,10 @@ INSTANTIATE_TEST_SUITE_P(
                       StreamCase{{"sdp.zcopy_thresh=0", "cpu.copy_rx_rate=0.3"}, 1000},
                       StreamCase{{"sdp.zcopy_thresh=1", "pcie.gen=3", "ib.speed=QDR"}, 1 << 20},
                       StreamCase{{"sdp.zcopy_thresh=1"}, 100000},
-                      StreamCase{{"sdp.zcopy_thresh=0"}, 1}));
+                      StreamCase{{"sdp.zcopy_thresh=0"}, 1}),
+    [](const ::testing::TestParamInfo<StreamCase>& info) {
+      std::string name = "m" + std::to_string(info.param.send_size);
+      for (const auto& s : info.param.sets)
+        for (char c : s) name += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+      return name;
+    });
