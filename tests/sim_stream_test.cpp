@@ -44,9 +44,10 @@ INSTANTIATE_TEST_SUITE_P(
                       StreamCase{{"sdp.zcopy_thresh=1", "pcie.gen=3", "ib.speed=QDR"}, 1 << 20},
                       StreamCase{{"sdp.zcopy_thresh=1"}, 100000},
                       StreamCase{{"sdp.zcopy_thresh=0"}, 1}),
-    [](const ::testing::TestParamInfo<StreamCase>& info) {
-      std::string name = "m" + std::to_string(info.param.send_size);
-      for (const auto& s : info.param.sets)
+    [](const ::testing::TestParamInfo<StreamCase>& tpi) {
+      std::string name = "m";
+      name += std::to_string(tpi.param.send_size);
+      for (const auto& s : tpi.param.sets)
         for (char c : s) name += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
       return name;
     });
