@@ -282,19 +282,31 @@ void move_data(sdp::HostMemory& to, const Sges& scatter, uint8_t n_scatter, cons
 }
 }  // namespace
 
+bool SimQp::gather_and_transfer(const sdp::SendWr& wr, Wc& swc) {
+  if (!gather_ok(wr)) {
+    swc.status = WcStatus::LocProtErr;
+    fail_wr(swc, now_ns() + hca_.timing().dma_read_rtt_ns);
+    return false;
+  }
+  ++hca_.counter_.count;
+  s4u::Comm::sendto_async(hca_.node(), peer_->hca_.node(), std::max<uint64_t>(wr.length(), 1))->wait();
+  return true;
+}
+
+void SimQp::complete(const sdp::SendWr& wr, const Wc& swc, double at_ns) {
+  if (wr.signaled)
+    hca_.timer().at(at_ns, [this, swc] { push_cqe(swc); });
+  else
+    --sq_outstanding_;
+}
+
 void SimQp::execute_send(const sdp::SendWr& wr) {
   const model::HcaTiming& t = hca_.timing();
   SimQp* peer = peer_;
   const model::HcaTiming& pt = peer->hca_.timing();
   Wc swc{wr.wr_id, WcStatus::Success, WcOpcode::Send, 0, qpn_};
-  if (!gather_ok(wr)) {
-    swc.status = WcStatus::LocProtErr;
-    fail_wr(swc, now_ns() + t.dma_read_rtt_ns);
-    return;
-  }
+  if (!gather_and_transfer(wr, swc)) return;
   const uint64_t bytes = wr.length();
-  ++hca_.counter_.count;
-  s4u::Comm::sendto_async(hca_.node(), peer->hca_.node(), std::max<uint64_t>(bytes, 1))->wait();
 
   // The last byte left the bottleneck: deliver the message to the responder's oldest receive.
   const double now = now_ns();
@@ -330,24 +342,15 @@ void SimQp::execute_send(const sdp::SendWr& wr) {
   move_data(peer->hca_.host().memory(), rwr.sg, rwr.num_sge, hca_.host().memory(), wr.sg, wr.num_sge, bytes);
   const Wc rwc{rwr.wr_id, WcStatus::Success, WcOpcode::Recv, static_cast<uint32_t>(bytes), peer->qpn_};
   hca_.timer().at(recv_done, [peer, rwc] { peer->push_cqe(rwc); });
-  if (wr.signaled)
-    hca_.timer().at(send_done, [this, swc] { push_cqe(swc); });
-  else
-    --sq_outstanding_;
+  complete(wr, swc, send_done);
 }
 
 void SimQp::execute_rdma_write(const sdp::SendWr& wr) {
   const model::HcaTiming& t = hca_.timing();
   SimQp* peer = peer_;
   Wc swc{wr.wr_id, WcStatus::Success, WcOpcode::RdmaWrite, 0, qpn_};
-  if (!gather_ok(wr)) {
-    swc.status = WcStatus::LocProtErr;
-    fail_wr(swc, now_ns() + t.dma_read_rtt_ns);
-    return;
-  }
+  if (!gather_and_transfer(wr, swc)) return;
   const uint64_t bytes = wr.length();
-  ++hca_.counter_.count;
-  s4u::Comm::sendto_async(hca_.node(), peer->hca_.node(), std::max<uint64_t>(bytes, 1))->wait();
   const double send_done = now_ns() + model::send_completion_latency_ns(t, peer->hca_.timing());
   if (!peer->hca_.mr_allows(wr.rkey, peer->pd_, wr.remote_addr, bytes, sdp::kRemoteWrite)) {
     swc.status = WcStatus::RemAccessErr;  // the responder NAKs: remote access error
@@ -356,10 +359,7 @@ void SimQp::execute_rdma_write(const sdp::SendWr& wr) {
   }
   const std::array<sdp::Sge, 1> target{sdp::Sge{wr.remote_addr, static_cast<uint32_t>(bytes), wr.rkey}};
   move_data(peer->hca_.host().memory(), target, 1, hca_.host().memory(), wr.sg, wr.num_sge, bytes);
-  if (wr.signaled)
-    hca_.timer().at(send_done, [this, swc] { push_cqe(swc); });
-  else
-    --sq_outstanding_;
+  complete(wr, swc, send_done);
 }
 
 void SimQp::execute_rdma_read(const sdp::SendWr& wr) {
@@ -389,11 +389,7 @@ void SimQp::execute_rdma_read(const sdp::SendWr& wr) {
   move_data(hca_.host().memory(), wr.sg, wr.num_sge, peer->hca_.host().memory(), source, 1, bytes);
   // Pipeline tail of the response: the responder's read round trip and packet build,
   // propagation, the requester's receive processing and its posted write of data and CQE.
-  const double done = now_ns() + model::receive_completion_latency_ns(pt, t);
-  if (wr.signaled)
-    hca_.timer().at(done, [this, swc] { push_cqe(swc); });
-  else
-    --sq_outstanding_;
+  complete(wr, swc, now_ns() + model::receive_completion_latency_ns(pt, t));
 }
 
 }  // namespace hcasim::sim

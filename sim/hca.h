@@ -120,6 +120,11 @@ class SimQp : public sdp::Verbs {
  private:
   friend class EmulatedHca;
   bool gather_ok(const sdp::SendWr& wr) const;
+  /// Checks the gather list (LocProtErr completion if bad) and moves the data across the
+  /// path (one SimGrid communication). Returns false when the WR failed.
+  bool gather_and_transfer(const sdp::SendWr& wr, sdp::Wc& swc);
+  /// Writes the requester's CQE at at_ns when the WR is signaled.
+  void complete(const sdp::SendWr& wr, const sdp::Wc& swc, double at_ns);
   void push_cqe(const sdp::Wc& wc);
   void fail_wr(const sdp::Wc& wc, double at_ns);
   /// Executes the oldest send WQE (send-engine actor).
