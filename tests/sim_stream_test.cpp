@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cctype>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,12 @@ struct StreamCase {
   std::vector<std::string> sets;
   uint64_t send_size;
 };
+
+/// gtest prints the case as its send size and settings (test names and failure messages).
+void PrintTo(const StreamCase& c, std::ostream* os) {
+  *os << "-m " << c.send_size;
+  for (const auto& s : c.sets) *os << " --set " << s;
+}
 
 class Stream : public ::testing::TestWithParam<StreamCase> {};
 
