@@ -5,12 +5,8 @@
 
 #include <fmt/format.h>
 #include <simgrid/s4u.hpp>
-#include <xbt/log.h>
 
 #include "model/cpu.h"
-#include "model/hca.h"
-#include "model/ib.h"
-#include "model/pcie.h"
 #include "sdp/socket.h"
 #include "sim/testbed.h"
 
