@@ -109,8 +109,6 @@ bool SdpSocket::can_post_data() const {
   return tx_credits_ > static_cast<int64_t>(cfg_.min_credits) && !ring_full();
 }
 
-int64_t SdpSocket::peer_view_of_credits() const { return remote_credits_; }
-
 void SdpSocket::post_recv_buf(int buf) {
   host_.charge(Activity::Post, host_.costs().post_wr_ns);
   host_.sync();  // then post at once: the RQ and rx_posted_ stay in the same order
@@ -203,7 +201,7 @@ std::optional<SdpSocket::Skb> SdpSocket::next_to_post(bool take) {
   }
   // Bare BSDH credit update when the peer's view of our receive buffers ran low
   // (sdp_post_sends: c = remote_credits, doubled above SDP_MIN_BUFS, compared to posted).
-  int64_t c = peer_view_of_credits();
+  int64_t c = remote_credits_;  // the peer's view of our posted receives
   if (c > static_cast<int64_t>(cfg_.min_credits)) c *= 2;
   if (c < static_cast<int64_t>(rx_posted_.size()) && tx_credits_ > 1) {
     if (take) ++stats_.credit_updates_sent;

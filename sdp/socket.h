@@ -114,7 +114,6 @@ class SdpSocket {
   void repost_or_grow(int buf);
   bool can_post_data() const;
   bool ring_full() const;
-  int64_t peer_view_of_credits() const;
   void wait(WaitQueue& q, const std::function<bool()>& ready);
   uint64_t send_bzcopy(Addr user, uint64_t len);
   void abort(const std::string& why);
