@@ -47,6 +47,9 @@ CpuCosts CpuCosts::from_platform(const Platform& p) {
   c.pin_ns_per_page = positive(p, "cpu.pin_page", "ns/page", true);
   c.dma_map_ns_per_page = positive(p, "cpu.dma_map_page", "ns/page", true);
   c.post_wr_ns = positive(p, "cpu.post_wr", "ns", true);
+  c.user_post_ns = positive(p, "cpu.user_post", "ns", true);
+  c.user_poll_cq_ns = positive(p, "cpu.user_poll_cq", "ns", true);
+  c.poll_miss_ns = positive(p, "cpu.poll_miss", "ns", false);
   c.cqe_ns = positive(p, "cpu.cqe", "ns", true);
   c.interrupt_ns = positive(p, "cpu.interrupt", "ns", true);
   c.wakeup_ns = positive(p, "cpu.wakeup", "ns", true);

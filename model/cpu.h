@@ -39,7 +39,11 @@ struct CpuCosts {
   double bzcopy_setup_ns = 0;      ///< per bzcopy send call: sdp_bz_setup/sdp_bz_cleanup fixed work
   double pin_ns_per_page = 0;      ///< get_user_pages + put_page, per 4 KB page
   double dma_map_ns_per_page = 0;  ///< dma_map_page + unmap, per page
-  double post_wr_ns = 0;           ///< ib_post_send/ib_post_recv of one WR, doorbell included
+  double post_wr_ns = 0;           ///< ib_post_send/ib_post_recv of one WR in the kernel (mlx4_ib), without
+                                   ///< the doorbell/BlueFlame stores (model/mmio.h charges those)
+  double user_post_ns = 0;         ///< ibv_post_send of one WR in user space (libmlx4), without the MMIO stores
+  double user_poll_cq_ns = 0;      ///< ibv_poll_cq finding one CQE in user space (libmlx4)
+  double poll_miss_ns = 0;         ///< one turn of a loop polling a cache line a device writes (a miss), ns
   double cqe_ns = 0;               ///< poll one CQE and run SDP's handler for it
   double interrupt_ns = 0;         ///< MSI-X interrupt entry, mlx4 EQ handler, exit
   double wakeup_ns = 0;            ///< try_to_wake_up on the waker's core

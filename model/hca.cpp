@@ -14,25 +14,64 @@ double nonneg(const Platform& p, const std::string& key) {
 
 HcaTiming HcaTiming::from_platform(const Platform& p) {
   HcaTiming t;
-  t.mmio_write_ns = nonneg(p, "pcie.mmio_write_latency");
   t.dma_read_rtt_ns = nonneg(p, "pcie.dma_read_rtt");
   t.posted_write_ns = nonneg(p, "pcie.posted_write_latency");
   t.tx_processing_ns = nonneg(p, "hca.tx_processing");
   t.rx_processing_ns = nonneg(p, "hca.rx_processing");
   t.interrupt_latency_ns = nonneg(p, "hca.interrupt_latency");
   t.propagation_ns = nonneg(p, "ib.propagation");
+  t.inline_copy_rate_Bpns = p.num("hca.inline_copy_rate", "B/ns");
+  if (!(t.inline_copy_rate_Bpns > 0))
+    throw InputError(fmt::format("platform {}: hca.inline_copy_rate = {} B/ns must be > 0", p.name(),
+                                 t.inline_copy_rate_Bpns));
   return t;
 }
 
-double receive_completion_latency_ns(const HcaTiming& rq, const HcaTiming& rs) {
-  return rq.dma_read_rtt_ns + rq.tx_processing_ns + rq.propagation_ns + rs.rx_processing_ns + rs.posted_write_ns;
+double payload_fetch_ns(const HcaTiming& rq, bool inline_data, uint64_t bytes) {
+  return inline_data ? static_cast<double>(bytes) / rq.inline_copy_rate_Bpns : rq.dma_read_rtt_ns;
 }
 
-double send_completion_latency_ns(const HcaTiming& rq, const HcaTiming& rs) {
-  return rq.dma_read_rtt_ns + rq.tx_processing_ns + 2 * rq.propagation_ns + rs.rx_processing_ns +
-         rq.rx_processing_ns + rq.posted_write_ns;
+double receive_completion_latency_ns(const HcaTiming& rq, const HcaTiming& rs, bool inline_data, uint64_t bytes) {
+  return payload_fetch_ns(rq, inline_data, bytes) + rq.tx_processing_ns + rq.propagation_ns + rs.rx_processing_ns +
+         rs.posted_write_ns;
 }
 
-double idle_doorbell_latency_ns(const HcaTiming& t) { return t.mmio_write_ns + t.dma_read_rtt_ns; }
+double send_completion_latency_ns(const HcaTiming& rq, const HcaTiming& rs, bool inline_data, uint64_t bytes) {
+  return payload_fetch_ns(rq, inline_data, bytes) + rq.tx_processing_ns + 2 * rq.propagation_ns +
+         rs.rx_processing_ns + rq.rx_processing_ns + rq.posted_write_ns;
+}
+
+PostConfig PostConfig::from_platform(const Platform& p, const pcie::Config& pcie) {
+  PostConfig c;
+  c.mmio = mmio::Config::from_platform(p);
+  c.pcie = pcie;
+  c.dma_read_rtt_ns = nonneg(p, "pcie.dma_read_rtt");
+  c.blueflame = p.flag("hca.blueflame");
+  const int64_t bf = p.integer("hca.bf_buf_size", "B");
+  if (bf < 64 || bf > 4096 || bf % 64 != 0)
+    throw InputError(fmt::format("platform {}: hca.bf_buf_size = {} B is not a multiple of 64 in 64..4096", p.name(), bf));
+  c.bf_buf_size = static_cast<uint32_t>(bf);
+  return c;
+}
+
+double wqe_fetch_ns(const pcie::Config& link, double rtt_ns, uint32_t wqe_bytes) {
+  const uint32_t fetched = (wqe_bytes + mlx4::kWqeBasicBlock - 1) / mlx4::kWqeBasicBlock * mlx4::kWqeBasicBlock;
+  return rtt_ns + mmio::link_ns(link, pcie::dma_read(link, 0, fetched).completions.wire_bytes);
+}
+
+PostTiming post_timing(const PostConfig& cfg, const mlx4::WqeShape& w) {
+  PostTiming t;
+  t.wqe_bytes = mlx4::wqe_bytes(w);
+  t.blueflame = cfg.blueflame && mlx4::blueflame_eligible(1, w, cfg.bf_buf_size);
+  if (t.blueflame) {
+    t.mmio = mmio::copy_to_device(cfg.mmio, cfg.pcie, mlx4::blueflame_copy_bytes(w), t.wqe_bytes, mlx4::kMmioStoreBytes);
+    t.wqe_at_hca_ns = t.mmio.ready_ns;
+  } else {
+    t.mmio = mmio::doorbell(cfg.mmio, cfg.pcie);
+    t.wqe_at_hca_ns = t.mmio.ready_ns + wqe_fetch_ns(cfg.pcie, cfg.dma_read_rtt_ns, t.wqe_bytes);
+  }
+  t.cpu_ns = t.mmio.cpu_ns;
+  return t;
+}
 
 }  // namespace hcasim::model

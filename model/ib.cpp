@@ -46,13 +46,16 @@ Speed parse_speed(std::string_view s) {
   if (up == "SDR") return Speed::SDR;
   if (up == "DDR") return Speed::DDR;
   if (up == "QDR") return Speed::QDR;
-  throw InputError("ib.speed: '" + std::string(s) + "' is not SDR, DDR or QDR");
+  if (up == "FDR10") return Speed::FDR10;
+  if (up == "FDR") return Speed::FDR;
+  throw InputError("ib.speed: '" + std::string(s) + "' is not SDR, DDR, QDR, FDR10 or FDR");
 }
 
 void validate(const Config& c) {
-  if (c.speed != Speed::SDR && c.speed != Speed::DDR && c.speed != Speed::QDR)
+  if (c.speed != Speed::SDR && c.speed != Speed::DDR && c.speed != Speed::QDR && c.speed != Speed::FDR10 &&
+      c.speed != Speed::FDR)
     throw InputError("ib.speed: " + std::to_string(static_cast<int>(c.speed)) +
-                     " is not SDR, DDR or QDR");
+                     " is not SDR, DDR, QDR, FDR10 or FDR");
   if (c.width != 1 && c.width != 4 && c.width != 8 && c.width != 12)
     throw InputError("ib.width: " + std::to_string(c.width) + " is not one of 1, 4, 8, 12");
   check_mtu(c.mtu);
@@ -60,11 +63,21 @@ void validate(const Config& c) {
 
 double signalling_rate_gbps(const Config& c) {
   validate(c);
-  const double lane = c.speed == Speed::SDR ? 2.5 : c.speed == Speed::DDR ? 5.0 : 10.0;
+  double lane = 0;
+  switch (c.speed) {
+    case Speed::SDR: lane = 2.5; break;
+    case Speed::DDR: lane = 5.0; break;
+    case Speed::QDR: lane = 10.0; break;
+    case Speed::FDR10: lane = 10.3125; break;
+    case Speed::FDR: lane = 14.0625; break;
+  }
   return lane * c.width;
 }
 
-double data_rate_gbps(const Config& c) { return signalling_rate_gbps(c) * 8.0 / 10.0; }
+double data_rate_gbps(const Config& c) {
+  const bool b64b66 = c.speed == Speed::FDR10 || c.speed == Speed::FDR;
+  return signalling_rate_gbps(c) * (b64b66 ? 64.0 / 66.0 : 8.0 / 10.0);
+}
 
 uint32_t header_bytes(Packet p) {
   const uint32_t base = kLrh + kBth + kIcrc + kVcrc;  // 26

@@ -27,11 +27,13 @@
 
 namespace hcasim::model::ib {
 
-/// Lane signalling rate: SDR 2.5, DDR 5.0, QDR 10.0 Gbaud (IBA 1.2 Vol. 2).
-enum class Speed { SDR, DDR, QDR };
+/// Lane signalling rate: SDR 2.5, DDR 5.0, QDR 10.0 Gbaud with 8b/10b coding (IBA 1.2
+/// Vol. 2); FDR10 10.3125 and FDR 14.0625 Gbaud with 64b/66b coding (IBA 1.3 Vol. 2, as
+/// quoted by the Mellanox ConnectX-3 product brief: FDR 4x = 56 Gbit/s signalling).
+enum class Speed { SDR, DDR, QDR, FDR10, FDR };
 
-/// "SDR", "DDR" or "QDR", case-insensitive; anything else throws hcasim::InputError
-/// "ib.speed: 'X' is not SDR, DDR or QDR".
+/// "SDR", "DDR", "QDR", "FDR10" or "FDR", case-insensitive; anything else throws
+/// hcasim::InputError "ib.speed: 'X' is not SDR, DDR, QDR, FDR10 or FDR".
 Speed parse_speed(std::string_view);
 
 /// One IB link.
@@ -45,11 +47,14 @@ struct Config {
 /// "ib.mtu: 300 is not one of 256, 512, 1024, 2048, 4096"; "ib.speed: ...").
 void validate(const Config&);
 
-/// Signalling rate of the link, Gbit/s: lane rate (2.5/5/10 Gbaud) * width; 4x = 10/20/40.
+/// Signalling rate of the link, Gbit/s: lane rate (2.5/5/10/10.3125/14.0625 Gbaud) * width;
+/// 4x = 10/20/40/41.25/56.25.
 double signalling_rate_gbps(const Config&);
 
-/// Data rate after 8b/10b coding (all of SDR/DDR/QDR use 8b/10b), Gbit/s:
-/// signalling_rate * 0.8; 4x = 8/16/32.
+/// Data rate after line coding, Gbit/s: signalling_rate * 0.8 (8b/10b: SDR, DDR, QDR) or
+/// * 64/66 (FDR10, FDR); 4x = 8/16/32/40/54.545. The packet delimiters are charged as 2 B
+/// per packet at every speed (at 64b/66b they are control block types; close enough for a
+/// per-packet overhead of < 0.1 % of an MTU packet).
 double data_rate_gbps(const Config&);
 
 /// RC packet kinds (BTH opcodes, IBA Vol. 1 ch. 9). SEND without immediate data.

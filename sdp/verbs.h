@@ -46,6 +46,10 @@ struct SendWr {
   std::array<Sge, kMaxSge> sg{};
   uint8_t num_sge = 0;
   bool signaled = true;
+  /// IBV_SEND_INLINE: the payload travels inside the WQE (no gather DMA read). The emulated
+  /// HCA reads it from the gather buffers when the WQE executes, not at post time, so a
+  /// caller must not change them before the WR completes (true of the perftest loops).
+  bool inline_data = false;
   Addr remote_addr = 0;  ///< RDMA only
   uint32_t rkey = 0;     ///< RDMA only
   /// Total gather length in bytes.

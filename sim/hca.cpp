@@ -14,9 +14,18 @@ using sdp::WrOpcode;
 
 // ---- EmulatedHca -----------------------------------------------------------------------------
 
-EmulatedHca::EmulatedHca(SimHost& host, s4u::Host* node, const model::HcaTiming& timing, Timer& timer,
-                         ActivityCounter& counter, Failure& failure, int irq_core)
-    : host_(host), node_(node), timing_(timing), timer_(timer), counter_(counter), failure_(failure), irq_core_(irq_core) {}
+EmulatedHca::EmulatedHca(SimHost& host, s4u::Host* node, const model::HcaTiming& timing, const model::PostConfig& post,
+                         uint32_t max_inline_data, Timer& timer, ActivityCounter& counter, Failure& failure,
+                         int irq_core)
+    : host_(host),
+      node_(node),
+      timing_(timing),
+      post_(post),
+      max_inline_data_(max_inline_data),
+      timer_(timer),
+      counter_(counter),
+      failure_(failure),
+      irq_core_(irq_core) {}
 
 EmulatedHca::~EmulatedHca() = default;
 
@@ -158,6 +167,21 @@ void SimQp::set_handlers(std::function<void()> on_cqe, std::function<void()> on_
   on_event_ = std::move(on_event);
 }
 
+void SimQp::set_write_handler(std::function<void(sdp::Addr, uint64_t)> on_write) { on_write_ = std::move(on_write); }
+
+namespace {
+model::mlx4::WqeShape wqe_shape(const sdp::SendWr& wr) {
+  model::mlx4::WqeShape w;
+  w.opcode = wr.opcode == WrOpcode::Send        ? model::mlx4::Opcode::Send
+             : wr.opcode == WrOpcode::RdmaWrite ? model::mlx4::Opcode::RdmaWrite
+                                                : model::mlx4::Opcode::RdmaRead;
+  w.num_sge = wr.num_sge;
+  w.inline_data = wr.inline_data;
+  w.inline_bytes = wr.inline_data ? static_cast<uint32_t>(wr.length()) : 0;
+  return w;
+}
+}  // namespace
+
 uint32_t SimQp::reg_mr(sdp::Addr addr, uint64_t len, unsigned access) { return hca_.reg_mr(pd_, addr, len, access); }
 
 uint32_t SimQp::dma_mr() { return hca_.dma_mr(pd_); }
@@ -167,7 +191,17 @@ void SimQp::post_send(const sdp::SendWr& wr) {
   if (state_ != State::Rts) throw sdp::VerbsError(fmt::format("post_send: QP {:#x} is not in RTS", qpn_));
   if (sq_outstanding_ >= max_send_wr_) throw sdp::VerbsError(fmt::format("post_send: QP {:#x} send queue full", qpn_));
   if (wr.num_sge > sdp::kMaxSge) throw sdp::VerbsError(fmt::format("post_send: {} SGEs", wr.num_sge));
-  sq_.push_back(wr);
+  if (wr.inline_data && wr.opcode == WrOpcode::RdmaRead)
+    throw sdp::VerbsError(fmt::format("post_send: QP {:#x}: an RDMA READ cannot be inline", qpn_));
+  if (wr.inline_data && wr.length() > hca_.max_inline_data())  // libmlx4: ENOMEM
+    throw sdp::VerbsError(fmt::format("post_send: QP {:#x}: {} B inline exceeds max_inline_data {} B", qpn_,
+                                      wr.length(), hca_.max_inline_data()));
+  // The WQE is in the send queue; the MMIO that hands it to the HCA costs the CPU its stores
+  // (charged now, slept off at the caller's next visible step) and reaches the HCA later.
+  const model::PostTiming t = model::post_timing(hca_.post_config(), wqe_shape(wr));
+  hca_.host().charge(model::Activity::Post, t.cpu_ns);
+  ++(t.blueflame ? hca_.blueflame_posts_ : hca_.doorbell_posts_);
+  sq_.push_back({wr, t.blueflame, now_ns() + t.wqe_at_hca_ns});
   ++sq_outstanding_;
   hca_.ring_doorbell();
 }
@@ -224,7 +258,7 @@ void SimQp::to_error() {
   if (state_ == State::Error) return;
   state_ = State::Error;
   while (!sq_.empty()) {  // flush outstanding work with WR_FLUSH_ERR (IBA 10.3.1)
-    cq_.push_back({sq_.front().wr_id, WcStatus::WrFlushErr, WcOpcode::Send, 0, qpn_});
+    cq_.push_back({sq_.front().wr.wr_id, WcStatus::WrFlushErr, WcOpcode::Send, 0, qpn_});
     sq_.pop_front();
   }
   while (!rq_.empty()) {
@@ -247,11 +281,15 @@ bool SimQp::gather_ok(const sdp::SendWr& wr) const {
 }
 
 void SimQp::execute_one(bool after_idle) {
-  const sdp::SendWr wr = sq_.front();
+  const Posted p = sq_.front();
   sq_.pop_front();
-  if (after_idle) {  // doorbell MMIO reaches the HCA, then the WQE is fetched by a DMA read
+  const sdp::SendWr& wr = p.wr;
+  // A BlueFlame WQE is usable when its stores have arrived. After a doorbell on an idle queue
+  // the HCA waits for the doorbell, then fetches the WQE; a busy queue prefetches WQEs while
+  // the previous message streams, which hides both.
+  if ((p.blueflame || after_idle) && p.wqe_at_hca_ns > now_ns()) {
     ++hca_.counter_.count;
-    s4u::this_actor::sleep_for(to_s(model::idle_doorbell_latency_ns(hca_.timing())));
+    s4u::this_actor::sleep_until(to_s(p.wqe_at_hca_ns));
   }
   if (state_ != State::Rts) return;  // flushed meanwhile
   switch (wr.opcode) {
@@ -310,8 +348,8 @@ void SimQp::execute_send(const sdp::SendWr& wr) {
 
   // The last byte left the bottleneck: deliver the message to the responder's oldest receive.
   const double now = now_ns();
-  const double recv_done = now + model::receive_completion_latency_ns(t, pt);
-  const double send_done = now + model::send_completion_latency_ns(t, pt);
+  const double recv_done = now + model::receive_completion_latency_ns(t, pt, wr.inline_data, bytes);
+  const double send_done = now + model::send_completion_latency_ns(t, pt, wr.inline_data, bytes);
   if (peer->state_ != State::Rts && peer->state_ != State::Rtr) {
     swc.status = WcStatus::RemAccessErr;  // no responder: transport retries exhausted
     fail_wr(swc, send_done);
@@ -351,14 +389,21 @@ void SimQp::execute_rdma_write(const sdp::SendWr& wr) {
   Wc swc{wr.wr_id, WcStatus::Success, WcOpcode::RdmaWrite, 0, qpn_};
   if (!gather_and_transfer(wr, swc)) return;
   const uint64_t bytes = wr.length();
-  const double send_done = now_ns() + model::send_completion_latency_ns(t, peer->hca_.timing());
+  const double now = now_ns();
+  const double landed = now + model::receive_completion_latency_ns(t, peer->hca_.timing(), wr.inline_data, bytes);
+  const double send_done = now + model::send_completion_latency_ns(t, peer->hca_.timing(), wr.inline_data, bytes);
   if (!peer->hca_.mr_allows(wr.rkey, peer->pd_, wr.remote_addr, bytes, sdp::kRemoteWrite)) {
     swc.status = WcStatus::RemAccessErr;  // the responder NAKs: remote access error
     fail_wr(swc, send_done);
     return;
   }
-  const std::array<sdp::Sge, 1> target{sdp::Sge{wr.remote_addr, static_cast<uint32_t>(bytes), wr.rkey}};
-  move_data(peer->hca_.host().memory(), target, 1, hca_.host().memory(), wr.sg, wr.num_sge, bytes);
+  // The payload becomes visible in the responder's memory with the last posted write; a CPU
+  // polling it (perftest's latency loop) is told then.
+  hca_.timer().at(landed, [this, peer, wr, bytes] {
+    const std::array<sdp::Sge, 1> target{sdp::Sge{wr.remote_addr, static_cast<uint32_t>(bytes), wr.rkey}};
+    move_data(peer->hca_.host().memory(), target, 1, hca_.host().memory(), wr.sg, wr.num_sge, bytes);
+    if (peer->on_write_) peer->on_write_(wr.remote_addr, bytes);
+  });
   complete(wr, swc, send_done);
 }
 

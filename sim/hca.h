@@ -34,8 +34,10 @@ class EmulatedHca {
   /// `node` is the SimGrid host standing for this HCA (routes start and end at it);
   /// `irq_core` takes the MSI-X interrupt of every CQ. Errors inside the HCA's actors are
   /// reported to `failure`.
-  EmulatedHca(SimHost& host, simgrid::s4u::Host* node, const model::HcaTiming& timing, Timer& timer,
-              ActivityCounter& counter, Failure& failure, int irq_core);
+  /// `post` is how the CPU hands WQEs over (doorbell / BlueFlame, model/hca.h) and
+  /// `max_inline_data` the largest inline payload a QP accepts, bytes.
+  EmulatedHca(SimHost& host, simgrid::s4u::Host* node, const model::HcaTiming& timing, const model::PostConfig& post,
+              uint32_t max_inline_data, Timer& timer, ActivityCounter& counter, Failure& failure, int irq_core);
   ~EmulatedHca();
 
   /// ibv_alloc_pd: a new protection domain's handle.
@@ -53,6 +55,10 @@ class EmulatedHca {
   SimHost& host() { return host_; }
   simgrid::s4u::Host* node() { return node_; }
   const model::HcaTiming& timing() const { return timing_; }
+  const model::PostConfig& post_config() const { return post_; }
+  uint32_t max_inline_data() const { return max_inline_data_; }
+  uint64_t blueflame_posts() const { return blueflame_posts_; }
+  uint64_t doorbell_posts() const { return doorbell_posts_; }
   Timer& timer() { return timer_; }
   uint64_t interrupts() const { return interrupts_; }
 
@@ -76,6 +82,9 @@ class EmulatedHca {
   SimHost& host_;
   simgrid::s4u::Host* node_;
   model::HcaTiming timing_;
+  model::PostConfig post_;
+  uint32_t max_inline_data_;
+  uint64_t blueflame_posts_ = 0, doorbell_posts_ = 0;
   Timer& timer_;
   ActivityCounter& counter_;
   Failure& failure_;
@@ -103,6 +112,9 @@ class SimQp : public sdp::Verbs {
   /// Called for every CQE written (wakes pollers) and for every completion event (the CQ's
   /// interrupt, in interrupt context).
   void set_handlers(std::function<void()> on_cqe, std::function<void()> on_event);
+  /// Called when an RDMA WRITE from the peer has landed in this host's memory (its last byte
+  /// visible to the CPU), with the target range: what a CPU polling that memory watches.
+  void set_write_handler(std::function<void(sdp::Addr, uint64_t)> on_write);
 
   State state() const { return state_; }
 
@@ -127,6 +139,12 @@ class SimQp : public sdp::Verbs {
   void complete(const sdp::SendWr& wr, const sdp::Wc& swc, double at_ns);
   void push_cqe(const sdp::Wc& wc);
   void fail_wr(const sdp::Wc& wc, double at_ns);
+  /// A WR in the send queue and when its WQE reaches the HCA.
+  struct Posted {
+    sdp::SendWr wr;
+    bool blueflame = false;    ///< copied by BlueFlame (else rung with a doorbell)
+    double wqe_at_hca_ns = 0;  ///< the HCA holds the WQE (BlueFlame), or has fetched it after an idle doorbell
+  };
   /// Executes the oldest send WQE (send-engine actor).
   void execute_one(bool after_idle);
   void execute_send(const sdp::SendWr& wr);
@@ -140,12 +158,13 @@ class SimQp : public sdp::Verbs {
   uint32_t max_send_wr_, max_recv_wr_, cq_entries_;
   State state_ = State::Reset;
   SimQp* peer_ = nullptr;
-  std::deque<sdp::SendWr> sq_;
+  std::deque<Posted> sq_;
   uint32_t sq_outstanding_ = 0;   // posted, completion not yet written
   std::deque<sdp::RecvWr> rq_;
   std::deque<sdp::Wc> cq_;
   bool armed_ = false;
   std::function<void()> on_cqe_, on_event_;
+  std::function<void(sdp::Addr, uint64_t)> on_write_;
 };
 
 }  // namespace hcasim::sim

@@ -52,6 +52,10 @@ HostParams read_host_params(const model::Platform& p) {
   model::ib::validate(s.ib);
   s.max_outstanding_reads = static_cast<int>(u32(p, "hca.max_outstanding_reads", "", 1, 256));
   s.timing = model::HcaTiming::from_platform(p);
+  s.post = model::PostConfig::from_platform(p, s.pcie);
+  s.noise = model::NoiseConfig::from_platform(p);
+  s.max_inline_data = u32(p, "hca.max_inline_data", "B", 0, 4096);
+  s.max_msg_size = u32(p, "hca.max_msg_size", "B", 1, 1u << 31);
   s.qp_depth = u32(p, "hca.max_qp_wr", "", 1, 65536);
   s.cq_entries = u32(p, "hca.cq_entries", "", 1, 4194304);
   s.sdp.tx_ring = u32(p, "sdp.tx_ring", "", 1, 4096);
@@ -78,9 +82,6 @@ HostParams read_host_params(const model::Platform& p) {
   if ((s.sdp.page_size & (s.sdp.page_size - 1)) != 0)
     throw InputError(fmt::format("platform {}: host.page_size = {} is not a power of two", p.name(), s.sdp.page_size));
   if (!(p.num("host.clock", "GHz") > 0)) throw InputError(fmt::format("platform {}: host.clock must be > 0", p.name()));
-  if (s.costs.timer_hz * s.costs.timer_tick_ns >= 1e9)
-    throw InputError(fmt::format("platform {}: host.timer_hz x cpu.timer_tick = {} ns per s leaves no time to run",
-                                 p.name(), s.costs.timer_hz * s.costs.timer_tick_ns));
   s.sdp.recv_poll_ns = nonneg(p, "sdp.recv_poll", "us") * 1e3;
   s.sdp.bzcopy_poll_ns = nonneg(p, "sdp.bzcopy_poll", "us") * 1e3;
   s.irq_cpu = static_cast<int>(u32(p, "irq.affinity", "", 0, 1023));
@@ -138,8 +139,8 @@ TwoHostBed::TwoHostBed(const HostParams& a, const HostParams& b, uint64_t seed, 
   timer_ = std::make_unique<Timer>(counter_);
   for (size_t i = 0; i < 2; ++i) {
     host_[i] = std::make_unique<SimHost>(static_cast<int>(i), names[i], p[i]->costs, seed, mode, counter_);
-    hca_[i] = std::make_unique<EmulatedHca>(*host_[i], hca_node_[i], p[i]->timing, *timer_, counter_, failure_,
-                                           p[i]->irq_cpu);
+    hca_[i] = std::make_unique<EmulatedHca>(*host_[i], hca_node_[i], p[i]->timing, p[i]->post, p[i]->max_inline_data,
+                                           *timer_, counter_, failure_, p[i]->irq_cpu);
     qp_[i] = &hca_[i]->create_qp(hca_[i]->alloc_pd(), p[i]->qp_depth, p[i]->qp_depth, p[i]->cq_entries);
   }
   SimQp::connect(*qp_[0], *qp_[1]);

@@ -13,6 +13,7 @@
 #include "model/cpu.h"
 #include "model/hca.h"
 #include "model/ib.h"
+#include "model/noise.h"
 #include "model/pcie.h"
 #include "model/platform.h"
 #include "sdp/socket.h"
@@ -27,6 +28,10 @@ struct HostParams {
   model::pcie::Config pcie;
   model::ib::Config ib;
   model::HcaTiming timing;
+  model::PostConfig post;         ///< doorbell / BlueFlame path of the send queue
+  model::NoiseConfig noise;       ///< timer ticks and interference (latency tools)
+  uint32_t max_inline_data = 0;   ///< hca.max_inline_data, bytes
+  uint64_t max_msg_size = 0;      ///< hca.max_msg_size, bytes
   sdp::SdpConfig sdp;
   int max_outstanding_reads = 0;  ///< HCA's outstanding DMA reads (tags)
   uint32_t qp_depth = 0;          ///< hca.max_qp_wr

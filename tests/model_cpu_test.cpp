@@ -59,7 +59,7 @@ TEST(HcaTiming, PipelineLatenciesAreTheSumsOfTheirParts) {
   a.rx_processing_ns = 300;
   a.propagation_ns = 25;
   a.posted_write_ns = 300;
-  a.mmio_write_ns = 250;
+  a.inline_copy_rate_Bpns = 0.5;
   HcaTiming b = a;
   b.rx_processing_ns = 500;
   b.posted_write_ns = 100;
@@ -67,5 +67,7 @@ TEST(HcaTiming, PipelineLatenciesAreTheSumsOfTheirParts) {
   EXPECT_DOUBLE_EQ(receive_completion_latency_ns(a, b), 1825);
   // send CQE: 900 + 300 + 2 x 25 + B's rx 500 + A's rx 300 (the ACK) + A's CQE write 300
   EXPECT_DOUBLE_EQ(send_completion_latency_ns(a, b), 2350);
-  EXPECT_DOUBLE_EQ(idle_doorbell_latency_ns(a), 1150);
+  // Inline 100 B: no gather read; A copies 100 B out of the WQE at 0.5 B/ns = 200 ns.
+  EXPECT_DOUBLE_EQ(receive_completion_latency_ns(a, b, true, 100), 1825 - 900 + 200);
+  EXPECT_DOUBLE_EQ(send_completion_latency_ns(a, b, true, 100), 2350 - 900 + 200);
 }

@@ -27,15 +27,26 @@ std::string message_of(const ib::Config& c) {
 
 }  // namespace
 
+TEST(IbRate, FdrUses64b66b) {
+  ib::Config c;
+  c.speed = ib::Speed::FDR;  // 14.0625 Gbaud x 4 = 56.25; x 64/66 = 54.5454...
+  EXPECT_DOUBLE_EQ(ib::signalling_rate_gbps(c), 56.25);
+  EXPECT_NEAR(ib::data_rate_gbps(c), 54.545454, 1e-5);
+  c.speed = ib::Speed::FDR10;  // 10.3125 x 4 = 41.25; x 64/66 = 40
+  EXPECT_DOUBLE_EQ(ib::data_rate_gbps(c), 40.0);
+}
+
 TEST(IbSpeed, Parse) {
   EXPECT_EQ(ib::parse_speed("SDR"), ib::Speed::SDR);
   EXPECT_EQ(ib::parse_speed("ddr"), ib::Speed::DDR);
   EXPECT_EQ(ib::parse_speed("Qdr"), ib::Speed::QDR);
+  EXPECT_EQ(ib::parse_speed("fdr10"), ib::Speed::FDR10);
+  EXPECT_EQ(ib::parse_speed("FDR"), ib::Speed::FDR);
   try {
-    ib::parse_speed("FDR");
-    FAIL() << "FDR accepted";
+    ib::parse_speed("EDR");
+    FAIL() << "EDR accepted";
   } catch (const InputError& e) {
-    EXPECT_STREQ(e.what(), "ib.speed: 'FDR' is not SDR, DDR or QDR");
+    EXPECT_STREQ(e.what(), "ib.speed: 'EDR' is not SDR, DDR, QDR, FDR10 or FDR");
   }
   EXPECT_THROW(ib::parse_speed(""), InputError);
 }

@@ -108,12 +108,17 @@ TEST(SimHca, RdmaWriteCompletionTimeIsTheModelsSum) {
     t.wait_one();
   });
   ASSERT_TRUE(t.cqe_at.has_value());
-  // By hand, connectx-ddr-pcie1x8: the idle send queue first sees the doorbell (250 ns MMIO)
-  // and fetches the WQE (900 ns DMA read round trip): 1150 ns. The 4096 B then cross the
+  // By hand, connectx-ddr-pcie1x8: the doorbell is an uncached 4 B store (the core stalls
+  // cpu.uc_store = 200 ns until it leaves), a 28 B MWr (8 framing + 16 header + 4) on the
+  // 16 Gbit/s link with SKP efficiency 1176/1180: 28 x 8 / 15.9458 = 14.047 ns, then 250 ns
+  // MMIO latency; the idle queue fetches the 64 B WQE: 900 ns round trip + one 84 B CplD
+  // (84 x 8 / 15.9458 = 42.144 ns). 200 + 14.047 + 250 + 900 + 42.144 = 1406.19 ns. The 4096 B then cross the
   // bottleneck, the PCIe gen1 x8 DMA-read ceiling 16 x 512/688 x 1176/1180 = 11.8671 Gbit/s:
   // 4096 x 8 / 11.8671 = 2761.3 ns. The CQE follows the ACK: read round trip 900 + tx 300 +
   // 2 x 25 propagation + responder rx 300 + requester rx 300 + CQE posted write 300 = 2150 ns.
-  const double expected = 1150 + 4096 * 8 / (16.0 * 512 / 688 * 1176 / 1180) + 2150;
+  const double link = 16.0 * 1176 / 1180;  // Gbit/s after 8b/10b and SKP
+  const double doorbell_and_fetch = 200 + 28 * 8 / link + 250 + 900 + 84 * 8 / link;
+  const double expected = doorbell_and_fetch + 4096 * 8 / (16.0 * 512 / 688 * 1176 / 1180) + 2150;
   EXPECT_NEAR(*t.cqe_at - posted, expected, 1.0);
 }
 

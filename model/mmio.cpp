@@ -1,0 +1,66 @@
+#include "model/mmio.h"
+
+#include <algorithm>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+#include "model/platform.h"
+
+namespace hcasim::model::mmio {
+
+namespace {
+double nonneg(const Platform& p, const std::string& key) {
+  const double v = p.num(key, "ns");
+  if (!(v >= 0)) throw InputError(fmt::format("platform {}: {} = {} ns must be >= 0", p.name(), key, v));
+  return v;
+}
+constexpr uint32_t kWcLineBytes = 64;  // WC buffer = one cache line (Intel SDM vol. 3 11.3.1)
+}  // namespace
+
+Config Config::from_platform(const Platform& p) {
+  Config c;
+  c.write_combining = p.flag("host.write_combining");
+  c.wc_store_ns = nonneg(p, "cpu.wc_store");
+  c.wc_flush_ns = nonneg(p, "cpu.wc_flush");
+  c.uc_store_ns = nonneg(p, "cpu.uc_store");
+  c.latency_ns = nonneg(p, "pcie.mmio_write_latency");
+  return c;
+}
+
+double link_ns(const pcie::Config& link, uint64_t wire_bytes) {
+  return static_cast<double>(wire_bytes) * 8.0 / pcie::link_data_rate_gbps(link) / pcie::skip_efficiency(link);
+}
+
+CopyTiming copy_to_device(const Config& cfg, const pcie::Config& link, uint32_t bytes, uint32_t needed,
+                          uint32_t store_bytes, bool uncached) {
+  if (bytes == 0 || store_bytes == 0 || bytes % store_bytes != 0 || needed > bytes)
+    throw std::invalid_argument(fmt::format("mmio::copy_to_device: {} B in {} B stores, {} needed", bytes,
+                                            store_bytes, needed));
+  const bool wc = cfg.write_combining && !uncached;
+  CopyTiming t;
+  t.stores = bytes / store_bytes;
+  t.tlp_payload = wc ? kWcLineBytes : store_bytes;
+  t.tlps = (bytes + t.tlp_payload - 1) / t.tlp_payload;
+  const uint32_t stores_per_tlp = t.tlp_payload / store_bytes;
+  const uint32_t needed_tlps = std::max<uint32_t>(1, (needed + t.tlp_payload - 1) / t.tlp_payload);
+  const double per_store = wc ? cfg.wc_store_ns : cfg.uc_store_ns;
+  double link_free = 0;
+  for (uint32_t j = 0; j < needed_tlps; ++j) {
+    const uint32_t payload = std::min(t.tlp_payload, bytes - j * t.tlp_payload);
+    const double leaves = static_cast<double>((j + 1) * stores_per_tlp) * per_store;
+    const double start = std::max(leaves, link_free);
+    link_free = start + link_ns(link, pcie::tlp_wire_bytes(pcie::TlpType::MWr, payload, link));
+  }
+  t.ready_ns = link_free + cfg.latency_ns;
+  for (uint32_t j = 0; j < t.tlps; ++j)
+    t.wire_bytes += pcie::tlp_wire_bytes(pcie::TlpType::MWr, std::min(t.tlp_payload, bytes - j * t.tlp_payload), link);
+  t.cpu_ns = static_cast<double>(t.stores) * per_store + (wc ? cfg.wc_flush_ns : 0.0);
+  return t;
+}
+
+CopyTiming doorbell(const Config& cfg, const pcie::Config& link) {
+  return copy_to_device(cfg, link, 4, 4, 4, /*uncached=*/true);
+}
+
+}  // namespace hcasim::model::mmio
