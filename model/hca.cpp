@@ -1,5 +1,7 @@
 #include "model/hca.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 namespace hcasim::model {
@@ -57,6 +59,29 @@ PostConfig PostConfig::from_platform(const Platform& p, const pcie::Config& pcie
 double wqe_fetch_ns(const pcie::Config& link, double rtt_ns, uint32_t wqe_bytes) {
   const uint32_t fetched = (wqe_bytes + mlx4::kWqeBasicBlock - 1) / mlx4::kWqeBasicBlock * mlx4::kWqeBasicBlock;
   return rtt_ns + mmio::link_ns(link, pcie::dma_read(link, 0, fetched).completions.wire_bytes);
+}
+
+MessageWire message_wire(const pcie::Config& tx, const ib::Config& ib, const pcie::Config& rx, const PostTiming& post,
+                         bool inline_data, uint64_t bytes, bool send) {
+  constexpr uint32_t kCqeBytes = 32;  // mlx4 CQE (struct mlx4_cqe)
+  MessageWire w;
+  w.tx_h2d = post.mmio.wire_bytes;
+  if (!post.blueflame) {
+    const uint32_t blocks = (post.wqe_bytes + mlx4::kWqeBasicBlock - 1) / mlx4::kWqeBasicBlock;
+    w.tx_h2d += pcie::dma_read(tx, 0, uint64_t{blocks} * mlx4::kWqeBasicBlock).completions.wire_bytes;
+  }
+  if (!inline_data) w.tx_h2d += pcie::dma_read(tx, 0, bytes).completions.wire_bytes;
+  w.ib = send ? ib::send_wire_bytes(ib, bytes) : ib::rdma_write_wire_bytes(ib, bytes);
+  w.rx_d2h = pcie::dma_write(rx, 0, bytes).wire_bytes;
+  if (send) w.rx_d2h += pcie::tlp_wire_bytes(pcie::TlpType::MWr, kCqeBytes, rx);
+  return w;
+}
+
+double message_link_time_ns(const pcie::Config& tx, const ib::Config& ib, const pcie::Config& rx, const MessageWire& w) {
+  const double h2d = mmio::link_ns(tx, w.tx_h2d);
+  const double wire = static_cast<double>(w.ib) * 8.0 / ib::data_rate_gbps(ib);
+  const double d2h = mmio::link_ns(rx, w.rx_d2h);
+  return std::max({h2d, wire, d2h});
 }
 
 PostTiming post_timing(const PostConfig& cfg, const mlx4::WqeShape& w) {

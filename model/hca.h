@@ -7,6 +7,7 @@
 /// the payload by DMA reads, sends IB packets, the responder DMA-writes the payload and a CQE
 /// and (when the CQ is armed) an EQE followed by an MSI-X interrupt; the requester writes its
 /// CQE when the RC ACK returns.
+#include "model/ib.h"
 #include "model/mlx4.h"
 #include "model/mmio.h"
 #include "model/pcie.h"
@@ -80,6 +81,25 @@ struct PostTiming {
 /// can start when the WQE's own bytes (wqe_bytes; the rest is padding) have arrived.
 /// Otherwise the doorbell (mmio::doorbell), then the WQE fetch (wqe_fetch_ns).
 PostTiming post_timing(const PostConfig& cfg, const mlx4::WqeShape& w);
+
+/// Link bytes one message puts on each link it crosses, every TLP, packet header and
+/// delimiter counted (model/pcie.h, model/ib.h).
+struct MessageWire {
+  uint64_t tx_h2d = 0;  ///< requester's PCIe, host -> device: the MMIO (doorbell or BlueFlame
+                        ///< copy), the WQE's CplDs after a doorbell, the payload's CplDs unless inline
+  uint64_t ib = 0;      ///< the IB link: SEND or RDMA WRITE packets
+  uint64_t rx_d2h = 0;  ///< responder's PCIe, device -> host: the payload's MWrs and, for a
+                        ///< SEND, the 32 B receive CQE
+};
+
+/// MessageWire of one SEND (`send`) or RDMA WRITE of `bytes` posted as `post` describes.
+MessageWire message_wire(const pcie::Config& tx, const ib::Config& ib, const pcie::Config& rx, const PostTiming& post,
+                         bool inline_data, uint64_t bytes, bool send);
+
+/// Time the busiest link needs for one message, ns: max over the three links of wire bytes
+/// x 8 / the link's data rate (PCIe after SKP efficiency). What bounds the message rate of
+/// small messages; long messages are bounded by the links' stream ceilings instead.
+double message_link_time_ns(const pcie::Config& tx, const ib::Config& ib, const pcie::Config& rx, const MessageWire& w);
 
 /// DMA read of a WQE of `wqe_bytes` after a doorbell, ns: rtt (MRd issued -> first CplD
 /// starts arriving) + the link time of all its CplDs (pcie::dma_read of the WQE's 64 B

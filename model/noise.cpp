@@ -44,36 +44,44 @@ double SplitMix64::uniform() { return static_cast<double>(next() >> 11) * 0x1.0p
 double SplitMix64::exponential(double mean) { return -mean * std::log1p(-uniform()); }
 
 CpuNoise::CpuNoise(const NoiseConfig& cfg, uint64_t seed) : cfg_(cfg), rng_(seed) {
-  const double period = cfg_.timer_hz > 0 ? 1e9 / cfg_.timer_hz : kNever;
-  next_tick_ns_ = cfg_.timer_hz > 0 && cfg_.timer_tick_ns > 0 ? rng_.uniform() * period : kNever;
+  if (cfg_.timer_hz > 0) tick_phase_ns_ = rng_.uniform() * 1e9 / cfg_.timer_hz;
   if (cfg_.interference_rate_hz > 0 && cfg_.interference_mean_ns > 0) {
-    next_event_ns_ = rng_.exponential(1e9 / cfg_.interference_rate_hz);
-    event_len_ns_ = rng_.exponential(cfg_.interference_mean_ns);
-  } else {
-    next_event_ns_ = kNever;
+    const double start = rng_.exponential(1e9 / cfg_.interference_rate_hz);
+    windows_.push_back({start, start + rng_.exponential(cfg_.interference_mean_ns)});
   }
 }
 
-double CpuNoise::available_at(double t) {
-  const double period = cfg_.timer_hz > 0 ? 1e9 / cfg_.timer_hz : kNever;
-  for (;;) {
-    bool moved = false;
-    while (next_tick_ns_ + cfg_.timer_tick_ns <= t) next_tick_ns_ += period;  // ticks wholly past
-    if (next_tick_ns_ <= t) {  // inside a tick
-      t = next_tick_ns_ + cfg_.timer_tick_ns;
-      next_tick_ns_ += period;
-      moved = true;
-    }
-    while (next_event_ns_ + event_len_ns_ <= t) {  // interference wholly past
-      next_event_ns_ += event_len_ns_ + rng_.exponential(1e9 / cfg_.interference_rate_hz);
-      event_len_ns_ = rng_.exponential(cfg_.interference_mean_ns);
-    }
-    if (next_event_ns_ <= t) {
-      t = next_event_ns_ + event_len_ns_;
-      moved = true;
-    }
-    if (!moved) return t;
+double CpuNoise::available_at(double query) {
+  const bool ticks = cfg_.timer_hz > 0 && cfg_.timer_tick_ns > 0;
+  const double period = ticks ? 1e9 / cfg_.timer_hz : kNever;
+  // Windows wholly before the query can no longer matter (queries do not go back in time).
+  while (!windows_.empty() && windows_.front().end_ns <= query) {
+    const double start = windows_.back().end_ns + rng_.exponential(1e9 / cfg_.interference_rate_hz);
+    if (windows_.size() == 1) windows_.push_back({start, start + rng_.exponential(cfg_.interference_mean_ns)});
+    windows_.pop_front();
   }
+  double t = query;
+  for (bool moved = true; moved;) {
+    moved = false;
+    if (ticks && t >= tick_phase_ns_) {  // the tick starting at or before t, if it still runs
+      const double tick_start = tick_phase_ns_ + std::floor((t - tick_phase_ns_) / period) * period;
+      if (t < tick_start + cfg_.timer_tick_ns) {
+        t = tick_start + cfg_.timer_tick_ns;
+        moved = true;
+      }
+    }
+    if (windows_.empty()) continue;
+    while (windows_.back().start_ns <= t) {  // generate the windows that may cover t
+      const double start = windows_.back().end_ns + rng_.exponential(1e9 / cfg_.interference_rate_hz);
+      windows_.push_back({start, start + rng_.exponential(cfg_.interference_mean_ns)});
+    }
+    for (const Window& w : windows_)
+      if (w.start_ns <= t && t < w.end_ns) {
+        t = w.end_ns;
+        moved = true;
+      }
+  }
+  return t;
 }
 
 }  // namespace hcasim::model

@@ -12,6 +12,7 @@
 ///    ends (a renewal process; Poisson with that rate when the windows are short).
 /// A poll loop that is away when its data lands notices it only when it is back.
 #include <cstdint>
+#include <deque>
 
 namespace hcasim::model {
 
@@ -55,11 +56,13 @@ class CpuNoise {
   double uniform() { return rng_.uniform(); }
 
  private:
+  struct Window {
+    double start_ns, end_ns;
+  };
   NoiseConfig cfg_;
   SplitMix64 rng_;
-  double next_tick_ns_ = 0;       // start of the next timer tick (infinite without ticks)
-  double next_event_ns_ = 0;      // start of the next interference window
-  double event_len_ns_ = 0;       // its duration
+  double tick_phase_ns_ = 0;      // start of the first timer tick
+  std::deque<Window> windows_;    // interference windows ending after the last query, in order
 };
 
 }  // namespace hcasim::model

@@ -1,6 +1,7 @@
 #include "sim/hca.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include <fmt/format.h>
 
@@ -60,6 +61,11 @@ SimQp& EmulatedHca::create_qp(uint32_t pd, uint32_t max_send_wr, uint32_t max_re
   if (pd == 0 || pd >= next_pd_) throw sdp::VerbsError(fmt::format("create_qp: no PD {}", pd));
   qps_.push_back(std::make_unique<SimQp>(*this, pd, next_qpn_++, max_send_wr, max_recv_wr, cq_entries));
   return *qps_.back();
+}
+
+void EmulatedHca::set_route(const model::ib::Config& ib, double bottleneck_Bps) {
+  ib_ = ib;
+  bottleneck_Bps_ = bottleneck_Bps;
 }
 
 void EmulatedHca::start() {
@@ -167,6 +173,12 @@ void SimQp::set_handlers(std::function<void()> on_cqe, std::function<void()> on_
   on_event_ = std::move(on_event);
 }
 
+void SimQp::set_rnr(uint8_t rnr_retry, double min_rnr_timer_ns) {
+  if (rnr_retry > kRnrRetryForever) throw sdp::VerbsError(fmt::format("modify_qp: rnr_retry {} > 7", rnr_retry));
+  rnr_retry_ = rnr_retry;
+  min_rnr_timer_ns_ = min_rnr_timer_ns;
+}
+
 void SimQp::set_write_handler(std::function<void(sdp::Addr, uint64_t)> on_write) { on_write_ = std::move(on_write); }
 
 namespace {
@@ -201,7 +213,7 @@ void SimQp::post_send(const sdp::SendWr& wr) {
   const model::PostTiming t = model::post_timing(hca_.post_config(), wqe_shape(wr));
   hca_.host().charge(model::Activity::Post, t.cpu_ns);
   ++(t.blueflame ? hca_.blueflame_posts_ : hca_.doorbell_posts_);
-  sq_.push_back({wr, t.blueflame, now_ns() + t.wqe_at_hca_ns});
+  sq_.push_back({wr, t.blueflame, now_ns() + t.wqe_at_hca_ns, t});
   ++sq_outstanding_;
   hca_.ring_doorbell();
 }
@@ -281,7 +293,7 @@ bool SimQp::gather_ok(const sdp::SendWr& wr) const {
 }
 
 void SimQp::execute_one(bool after_idle) {
-  const Posted p = sq_.front();
+  Posted p = sq_.front();
   sq_.pop_front();
   const sdp::SendWr& wr = p.wr;
   // A BlueFlame WQE is usable when its stores have arrived. After a doorbell on an idle queue
@@ -290,11 +302,12 @@ void SimQp::execute_one(bool after_idle) {
   if ((p.blueflame || after_idle) && p.wqe_at_hca_ns > now_ns()) {
     ++hca_.counter_.count;
     s4u::this_actor::sleep_until(to_s(p.wqe_at_hca_ns));
+    p.waited = true;
   }
   if (state_ != State::Rts) return;  // flushed meanwhile
   switch (wr.opcode) {
-    case WrOpcode::Send: execute_send(wr); break;
-    case WrOpcode::RdmaWrite: execute_rdma_write(wr); break;
+    case WrOpcode::Send: execute_send(p); break;
+    case WrOpcode::RdmaWrite: execute_rdma_write(p); break;
     case WrOpcode::RdmaRead: execute_rdma_read(wr); break;
   }
 }
@@ -320,14 +333,26 @@ void move_data(sdp::HostMemory& to, const Sges& scatter, uint8_t n_scatter, cons
 }
 }  // namespace
 
-bool SimQp::gather_and_transfer(const sdp::SendWr& wr, Wc& swc) {
+bool SimQp::gather_and_transfer(const Posted& p, Wc& swc) {
+  const sdp::SendWr& wr = p.wr;
   if (!gather_ok(wr)) {
     swc.status = WcStatus::LocProtErr;
     fail_wr(swc, now_ns() + hca_.timing().dma_read_rtt_ns);
     return false;
   }
+  // One communication over the route, sized so that alone it lasts the longer of its stream
+  // time (bytes / bottleneck) and its busiest link's time with every header counted.
+  const uint64_t bytes = wr.length();
+  model::MessageWire w = model::message_wire(hca_.post_config().pcie, hca_.ib_, peer_->hca_.post_config().pcie, p.post,
+                                             wr.inline_data, bytes, wr.opcode == WrOpcode::Send);
+  if (p.waited)  // the WQE's own bytes crossed the link before the engine started (post_timing)
+    w.tx_h2d -= model::message_wire(hca_.post_config().pcie, hca_.ib_, peer_->hca_.post_config().pcie, p.post, true, 0,
+                                    false).tx_h2d;
+  const double link_ns = model::message_link_time_ns(hca_.post_config().pcie, hca_.ib_,
+                                                     peer_->hca_.post_config().pcie, w);
+  const double size = std::max(static_cast<double>(std::max<uint64_t>(bytes, 1)), link_ns * 1e-9 * hca_.bottleneck_Bps_);
   ++hca_.counter_.count;
-  s4u::Comm::sendto_async(hca_.node(), peer_->hca_.node(), std::max<uint64_t>(wr.length(), 1))->wait();
+  s4u::Comm::sendto_async(hca_.node(), peer_->hca_.node(), static_cast<uint64_t>(std::ceil(size)))->wait();
   return true;
 }
 
@@ -338,27 +363,44 @@ void SimQp::complete(const sdp::SendWr& wr, const Wc& swc, double at_ns) {
     --sq_outstanding_;
 }
 
-void SimQp::execute_send(const sdp::SendWr& wr) {
+void SimQp::execute_send(const Posted& p) {
+  const sdp::SendWr& wr = p.wr;
   const model::HcaTiming& t = hca_.timing();
   SimQp* peer = peer_;
   const model::HcaTiming& pt = peer->hca_.timing();
   Wc swc{wr.wr_id, WcStatus::Success, WcOpcode::Send, 0, qpn_};
-  if (!gather_and_transfer(wr, swc)) return;
+  if (!gather_and_transfer(p, swc)) return;
   const uint64_t bytes = wr.length();
 
   // The last byte left the bottleneck: deliver the message to the responder's oldest receive.
   const double now = now_ns();
-  const double recv_done = now + model::receive_completion_latency_ns(t, pt, wr.inline_data, bytes);
-  const double send_done = now + model::send_completion_latency_ns(t, pt, wr.inline_data, bytes);
+  double recv_done = now + model::receive_completion_latency_ns(t, pt, wr.inline_data, bytes);
+  double send_done = now + model::send_completion_latency_ns(t, pt, wr.inline_data, bytes);
   if (peer->state_ != State::Rts && peer->state_ != State::Rtr) {
     swc.status = WcStatus::RemAccessErr;  // no responder: transport retries exhausted
     fail_wr(swc, send_done);
     return;
   }
-  if (peer->rq_.empty()) {  // receiver not ready (RNR NAK until the retry count runs out)
-    swc.status = WcStatus::RnrRetryExcErr;
-    fail_wr(swc, send_done);
-    return;
+  // Receiver not ready: the responder answers RNR NAK and the requester retries after the
+  // responder's min_rnr_timer, rnr_retry times (7 = for ever; IBA 9.7.5.2.8, 10.2.4.3).
+  for (uint8_t retries = 0; peer->rq_.empty(); ++retries) {
+    if (rnr_retry_ != kRnrRetryForever && retries >= rnr_retry_) {
+      swc.status = WcStatus::RnrRetryExcErr;
+      fail_wr(swc, send_done);
+      return;
+    }
+    ++hca_.counter_.count;
+    s4u::this_actor::sleep_for(to_s(peer->min_rnr_timer_ns_));
+    if (state_ != State::Rts) return;  // flushed meanwhile
+    if (peer->state_ != State::Rts && peer->state_ != State::Rtr) {
+      swc.status = WcStatus::RemAccessErr;
+      fail_wr(swc, now_ns());
+      return;
+    }
+  }
+  if (now_ns() > now) {  // the retry that found a receive left after the last RNR wait
+    recv_done += now_ns() - now;
+    send_done += now_ns() - now;
   }
   const sdp::RecvWr rwr = peer->rq_.front();
   peer->rq_.pop_front();
@@ -383,11 +425,12 @@ void SimQp::execute_send(const sdp::SendWr& wr) {
   complete(wr, swc, send_done);
 }
 
-void SimQp::execute_rdma_write(const sdp::SendWr& wr) {
+void SimQp::execute_rdma_write(const Posted& p) {
+  const sdp::SendWr& wr = p.wr;
   const model::HcaTiming& t = hca_.timing();
   SimQp* peer = peer_;
   Wc swc{wr.wr_id, WcStatus::Success, WcOpcode::RdmaWrite, 0, qpn_};
-  if (!gather_and_transfer(wr, swc)) return;
+  if (!gather_and_transfer(p, swc)) return;
   const uint64_t bytes = wr.length();
   const double now = now_ns();
   const double landed = now + model::receive_completion_latency_ns(t, peer->hca_.timing(), wr.inline_data, bytes);

@@ -49,6 +49,10 @@ class EmulatedHca {
   uint32_t dma_mr(uint32_t pd);
   /// Creates an RC QP in `pd` with its own CQ (send and receive completions), in RESET.
   SimQp& create_qp(uint32_t pd, uint32_t max_send_wr, uint32_t max_recv_wr, uint32_t cq_entries);
+  /// The route to the peer: its IB link and the payload rate of the route's bottleneck
+  /// (bytes/s, TwoHostBed's path_rates). A message occupies the route for the longer of
+  /// bytes / bottleneck and model::message_link_time_ns (per-message headers and WQE traffic).
+  void set_route(const model::ib::Config& ib, double bottleneck_Bps);
   /// Starts the send-engine and interrupt actors (daemons) on this HCA's node.
   void start();
 
@@ -85,6 +89,8 @@ class EmulatedHca {
   model::PostConfig post_;
   uint32_t max_inline_data_;
   uint64_t blueflame_posts_ = 0, doorbell_posts_ = 0;
+  model::ib::Config ib_;
+  double bottleneck_Bps_ = 0;
   Timer& timer_;
   ActivityCounter& counter_;
   Failure& failure_;
@@ -112,6 +118,11 @@ class SimQp : public sdp::Verbs {
   /// Called for every CQE written (wakes pollers) and for every completion event (the CQ's
   /// interrupt, in interrupt context).
   void set_handlers(std::function<void()> on_cqe, std::function<void()> on_event);
+  /// rnr_retry (0..7, 7 = retry for ever; this QP as requester) and min_rnr_timer (ns; how
+  /// long a requester waits after this QP, as responder, answered RNR NAK). IBA 10.2.4.3.
+  /// Default 0 retries: a SEND that finds no receive completes with RNR_RETRY_EXC_ERR.
+  void set_rnr(uint8_t rnr_retry, double min_rnr_timer_ns);
+  static constexpr uint8_t kRnrRetryForever = 7;
   /// Called when an RDMA WRITE from the peer has landed in this host's memory (its last byte
   /// visible to the CPU), with the target range: what a CPU polling that memory watches.
   void set_write_handler(std::function<void(sdp::Addr, uint64_t)> on_write);
@@ -131,24 +142,26 @@ class SimQp : public sdp::Verbs {
 
  private:
   friend class EmulatedHca;
-  bool gather_ok(const sdp::SendWr& wr) const;
-  /// Checks the gather list (LocProtErr completion if bad) and moves the data across the
-  /// path (one SimGrid communication). Returns false when the WR failed.
-  bool gather_and_transfer(const sdp::SendWr& wr, sdp::Wc& swc);
-  /// Writes the requester's CQE at at_ns when the WR is signaled.
-  void complete(const sdp::SendWr& wr, const sdp::Wc& swc, double at_ns);
-  void push_cqe(const sdp::Wc& wc);
-  void fail_wr(const sdp::Wc& wc, double at_ns);
   /// A WR in the send queue and when its WQE reaches the HCA.
   struct Posted {
     sdp::SendWr wr;
     bool blueflame = false;    ///< copied by BlueFlame (else rung with a doorbell)
     double wqe_at_hca_ns = 0;  ///< the HCA holds the WQE (BlueFlame), or has fetched it after an idle doorbell
+    model::PostTiming post;    ///< how it was posted (for its link bytes)
+    bool waited = false;       ///< the engine waited for the WQE: its MMIO/fetch bytes already crossed the link
   };
+  bool gather_ok(const sdp::SendWr& wr) const;
+  /// Checks the gather list (LocProtErr completion if bad) and moves the data across the
+  /// path (one SimGrid communication). Returns false when the WR failed.
+  bool gather_and_transfer(const Posted& p, sdp::Wc& swc);
+  /// Writes the requester's CQE at at_ns when the WR is signaled.
+  void complete(const sdp::SendWr& wr, const sdp::Wc& swc, double at_ns);
+  void push_cqe(const sdp::Wc& wc);
+  void fail_wr(const sdp::Wc& wc, double at_ns);
   /// Executes the oldest send WQE (send-engine actor).
   void execute_one(bool after_idle);
-  void execute_send(const sdp::SendWr& wr);
-  void execute_rdma_write(const sdp::SendWr& wr);
+  void execute_send(const Posted& p);
+  void execute_rdma_write(const Posted& p);
   void execute_rdma_read(const sdp::SendWr& wr);
   void to_error();
 
@@ -163,6 +176,8 @@ class SimQp : public sdp::Verbs {
   std::deque<sdp::RecvWr> rq_;
   std::deque<sdp::Wc> cq_;
   bool armed_ = false;
+  uint8_t rnr_retry_ = 0;
+  double min_rnr_timer_ns_ = 0;
   std::function<void()> on_cqe_, on_event_;
   std::function<void(sdp::Addr, uint64_t)> on_write_;
 };

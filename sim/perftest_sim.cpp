@@ -20,17 +20,27 @@ namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
-/// One side of a perftest run: its host, QP, buffers and the state its loops wait on.
+/// One QP of a side and its buffer: [0, half) is sent from, [half, 2 half) is written or
+/// received into by the peer (perftest's ctx->buf per QP).
+struct Lane {
+  SimQp* qp = nullptr;
+  sdp::Addr buf = 0;
+  uint32_t key = 0;  ///< lkey = rkey of the buffer
+};
+
+/// One side of a perftest run: its host, QPs, buffers and the state its loops wait on.
 struct Side {
   SimHost* host = nullptr;
-  SimQp* qp = nullptr;
+  SimQp* qp = nullptr;          ///< lanes[0].qp
   const HostParams* params = nullptr;
   int core = 0;
-  sdp::Addr buf = 0;            ///< perftest's buffer: [0, half) sent from, [half, 2 half) written by the peer
+  std::vector<Lane> lanes;
+  sdp::Addr buf = 0;            ///< lanes[0].buf
   uint64_t half = 0;            ///< bytes per half (the largest message size)
-  uint32_t key = 0;             ///< lkey = rkey of the buffer
+  uint32_t key = 0;             ///< lanes[0].key
   SimWaitQueue wq;              ///< woken by CQEs and by the peer's RDMA WRITEs landing
   std::deque<double> landed_ns; ///< landing times of the peer's WRITEs not yet noticed
+  uint64_t cqes_pending = 0;    ///< CQEs written on this side's CQs and not yet polled
   std::unique_ptr<model::CpuNoise> noise;
 };
 
@@ -43,6 +53,7 @@ void poll_one(Side& s, const char* who) {
   std::array<sdp::Wc, 1> wc{};
   bool got = false;  // the readiness test consumes the CQE, so it must run poll_cq only until it succeeds
   spin_until(s, [&] { return got = got || s.qp->poll_cq(wc) > 0; });
+  --s.cqes_pending;
   s.host->charge(model::Activity::Completion, s.host->costs().user_poll_cq_ns);
   if (wc[0].status != sdp::WcStatus::Success)
     throw std::runtime_error(fmt::format("{}: completion with error (status {})", who, static_cast<int>(wc[0].status)));
@@ -107,6 +118,107 @@ void latency_loop(Side& s, const Side& peer, bool client, uint64_t size, uint64_
   s.host->flush();
 }
 
+/// A send WR of `size` bytes on lane `q` (RDMA WRITE to the peer lane's second half, or SEND).
+sdp::SendWr bw_wr(const Side& s, const Side& peer, size_t q, uint64_t size, uint64_t wr_id, bool send, bool inline_data,
+                  bool signaled) {
+  sdp::SendWr wr;
+  wr.wr_id = wr_id;
+  wr.opcode = send ? sdp::WrOpcode::Send : sdp::WrOpcode::RdmaWrite;
+  wr.sg[0] = {s.lanes[q].buf, static_cast<uint32_t>(size), s.lanes[q].key};
+  wr.num_sge = 1;
+  wr.signaled = signaled;
+  wr.inline_data = inline_data;
+  if (!send) {
+    wr.remote_addr = peer.lanes[q].buf + peer.half;
+    wr.rkey = peer.lanes[q].key;
+  }
+  return wr;
+}
+
+/// Polls every lane's CQ for up to 16 completions (perftest's CTX_POLL_BATCH), spinning
+/// until there is one. Returns (lane, Wc) pairs; an error status ends the test as in perftest.
+std::vector<std::pair<size_t, sdp::Wc>> poll_batch(Side& s, const char* who) {
+  constexpr size_t kBatch = 16;
+  spin_until(s, [&] { return s.cqes_pending > 0; });
+  std::vector<std::pair<size_t, sdp::Wc>> out;
+  std::array<sdp::Wc, kBatch> wc{};
+  for (size_t q = 0; q < s.lanes.size() && out.size() < kBatch; ++q) {
+    const int n = s.lanes[q].qp->poll_cq(std::span<sdp::Wc>(wc.data(), kBatch - out.size()));
+    for (int i = 0; i < n; ++i) out.emplace_back(q, wc[static_cast<size_t>(i)]);
+  }
+  s.cqes_pending -= out.size();
+  s.host->charge(model::Activity::Completion, s.host->costs().user_poll_cq_ns * static_cast<double>(out.size()));
+  for (const auto& [q, w] : out)
+    if (w.status != sdp::WcStatus::Success)
+      throw std::runtime_error(fmt::format("{}: completion with error (status {})", who, static_cast<int>(w.status)));
+  return out;
+}
+
+/// perftest's run_iter_bw for one size on the client: keep up to tx_depth WRs outstanding
+/// per QP, signal one in cq_mod (and the last), poll completions in batches. tposted[] in
+/// posting order; tcompleted[] of every WR a signaled CQE covers, at the time it is polled.
+void bandwidth_client(Side& s, const Side& peer, const PerftestConfig& cfg, uint64_t size, bool send,
+                      PerftestPoint& point, const char* who) {
+  const size_t nq = s.lanes.size();
+  const uint64_t tot = cfg.iterations * nq;
+  std::vector<uint64_t> scnt(nq, 0), ccnt(nq, 0);
+  std::vector<std::deque<uint64_t>> pending(nq);  // global indices of WRs not yet completed
+  point.tposted_ns.reserve(tot);
+  point.tcompleted_ns.assign(tot, 0.0);
+  uint64_t totscnt = 0, totccnt = 0;
+  const bool inline_data = size <= cfg.inline_size;
+  while (totscnt < tot || totccnt < tot) {
+    for (size_t q = 0; q < nq; ++q)
+      while (scnt[q] < cfg.iterations && scnt[q] - ccnt[q] < cfg.tx_depth) {
+        const bool signaled = (scnt[q] + 1) % cfg.cq_mod == 0 || scnt[q] + 1 == cfg.iterations;
+        point.tposted_ns.push_back(now_ns());
+        s.host->charge(model::Activity::Post, s.host->costs().user_post_ns);
+        s.lanes[q].qp->post_send(bw_wr(s, peer, q, size, scnt[q], send, inline_data, signaled));
+        pending[q].push_back(totscnt);
+        ++scnt[q];
+        ++totscnt;
+      }
+    if (totccnt < tot) {
+      for (const auto& [q, wc] : poll_batch(s, who)) {
+        const uint64_t done = wc.wr_id + 1;  // WRs of this QP completed so far
+        for (; ccnt[q] < done; ++ccnt[q], ++totccnt) {
+          point.tcompleted_ns[pending[q].front()] = now_ns();
+          pending[q].pop_front();
+        }
+      }
+    }
+  }
+  s.host->flush();
+}
+
+/// perftest's server side of ib_send_bw: rx_depth receives posted per QP, one reposted per
+/// completion while more messages are to come.
+void send_bw_server(Side& s, const PerftestConfig& cfg, uint64_t size, const char* who) {
+  const size_t nq = s.lanes.size();
+  std::vector<uint64_t> posted(nq, 0), received(nq, 0);
+  auto post_one = [&](size_t q) {
+    sdp::RecvWr r;
+    r.wr_id = posted[q]++;
+    r.sg[0] = {s.lanes[q].buf + s.half, static_cast<uint32_t>(size), s.lanes[q].key};
+    r.num_sge = 1;
+    s.host->charge(model::Activity::Post, s.host->costs().user_post_ns);
+    s.lanes[q].qp->post_recv(r);
+  };
+  for (size_t q = 0; q < nq; ++q)
+    for (uint64_t i = 0; i < std::min<uint64_t>(cfg.rx_depth, cfg.iterations); ++i) post_one(q);
+  uint64_t total = 0;
+  while (total < cfg.iterations * nq) {
+    for (const auto& [q, wc] : poll_batch(s, who)) {
+      if (wc.byte_len != size)
+        throw std::runtime_error(fmt::format("{}: received {} B, expected {} B", who, wc.byte_len, size));
+      ++received[q];
+      ++total;
+      if (posted[q] < cfg.iterations) post_one(q);
+    }
+  }
+  s.host->flush();
+}
+
 }  // namespace
 
 PerftestResult run_perftest(const model::Platform& local, const model::Platform& remote, const PerftestConfig& cfg) {
@@ -121,9 +233,19 @@ PerftestResult run_perftest(const model::Platform& local, const model::Platform&
       throw InputError(fmt::format("-s: {} B is above the HCA's max message size {} B (hca.max_msg_size)", size, limit));
     max_size = std::max(max_size, size);
   }
-  if (cfg.test != PerftestTest::WriteLat)
-    throw InputError("perftest: only ib_write_lat is simulated so far");
-  if (cfg.iterations < 2) throw InputError(fmt::format("-n: {} iterations; ib_write_lat needs at least 2", cfg.iterations));
+  const bool lat = cfg.test == PerftestTest::WriteLat;
+  if (lat && cfg.iterations < 2)
+    throw InputError(fmt::format("-n: {} iterations; ib_write_lat needs at least 2", cfg.iterations));
+  if (cfg.iterations < 1) throw InputError("-n: the number of iterations must be >= 1");
+  if (cfg.num_qps < 1) throw InputError("-q: the number of QPs must be >= 1");
+  if (cfg.tx_depth < 1 || cfg.tx_depth > std::min(A.qp_depth, B.qp_depth))
+    throw InputError(fmt::format("-t: tx depth {} is outside 1..{} (hca.max_qp_wr)", cfg.tx_depth,
+                                 std::min(A.qp_depth, B.qp_depth)));
+  if (cfg.test == PerftestTest::SendBw && (cfg.rx_depth < 1 || cfg.rx_depth > B.qp_depth))
+    throw InputError(fmt::format("-r: rx depth {} is outside 1..{} (hca.max_qp_wr)", cfg.rx_depth, B.qp_depth));
+  if (cfg.cq_mod < 1) throw InputError("-Q: cq moderation must be >= 1");
+  if (std::min(A.cq_entries, B.cq_entries) < std::max(cfg.tx_depth, cfg.rx_depth))
+    throw InputError(fmt::format("-t/-r: depth above hca.cq_entries {}", std::min(A.cq_entries, B.cq_entries)));
   const uint32_t max_inline = std::min(A.max_inline_data, B.max_inline_data);
   if (cfg.inline_size > max_inline)
     throw InputError(fmt::format("-I: inline size {} B is above the HCA's max_inline_data {} B (hca.max_inline_data)",
@@ -136,32 +258,49 @@ PerftestResult run_perftest(const model::Platform& local, const model::Platform&
   res.write_combining = A.post.mmio.write_combining;
 
   const auto wall0 = std::chrono::steady_clock::now();
-  TwoHostBed bed(A, B, cfg.seed, sdp::DataMode::Bytes);
+  // The latency loop polls a byte, so its buffers hold real bytes; the bandwidth tests move
+  // up to 8 MB per message and keep their data by reference (sdp/memory.h).
+  const sdp::DataMode mode = lat ? sdp::DataMode::Bytes : sdp::DataMode::Reference;
+  TwoHostBed bed(A, B, cfg.seed, mode);
+  std::vector<std::pair<SimQp*, SimQp*>> pairs{{&bed.qp(0), &bed.qp(1)}};
+  for (uint32_t q = 1; q < (lat ? 1u : cfg.num_qps); ++q) pairs.push_back(bed.add_qp_pair());
   std::array<Side, 2> side;
   for (int i = 0; i < 2; ++i) {
     Side& s = side[static_cast<size_t>(i)];
     s.host = &bed.host(i);
-    s.qp = &bed.qp(i);
     s.params = i == 0 ? &A : &B;
     s.core = s.params->app_cpu;
     s.half = max_size;
-    s.buf = s.host->memory().allocate(2 * max_size, sdp::DataMode::Bytes);
-    s.key = s.qp->reg_mr(s.buf, 2 * max_size, sdp::kLocalWrite | sdp::kRemoteWrite | sdp::kRemoteRead);
     // Each host's noise has its own stream, derived from the seed and the side.
     s.noise = std::make_unique<model::CpuNoise>(s.params->noise, cfg.seed * 2 + static_cast<uint64_t>(i));
     Side* sp = &s;
-    s.qp->set_handlers([sp] { sp->wq.cv->notify_all(); }, [] {});
-    s.qp->set_write_handler([sp](sdp::Addr, uint64_t) {
-      sp->landed_ns.push_back(now_ns());
-      sp->wq.cv->notify_all();
-    });
+    for (const auto& pair : pairs) {
+      Lane l;
+      l.qp = i == 0 ? pair.first : pair.second;
+      l.buf = s.host->memory().allocate(2 * max_size, mode);
+      l.key = l.qp->reg_mr(l.buf, 2 * max_size, sdp::kLocalWrite | sdp::kRemoteWrite | sdp::kRemoteRead);
+      // perftest: rnr_retry 7, min_rnr_timer 12 = 0.64 ms (IBA table 45).
+      l.qp->set_rnr(SimQp::kRnrRetryForever, 640e3);
+      l.qp->set_handlers([sp] {
+        ++sp->cqes_pending;
+        sp->wq.cv->notify_all();
+      }, [] {});
+      if (lat)
+        l.qp->set_write_handler([sp](sdp::Addr, uint64_t) {
+          sp->landed_ns.push_back(now_ns());
+          sp->wq.cv->notify_all();
+        });
+      s.lanes.push_back(l);
+    }
+    s.qp = s.lanes[0].qp;
+    s.buf = s.lanes[0].buf;
+    s.key = s.lanes[0].key;
   }
 
   res.points.resize(cfg.sizes.size());
   for (size_t k = 0; k < cfg.sizes.size(); ++k) {
     res.points[k].bytes = cfg.sizes[k];
     res.points[k].iterations = cfg.iterations;
-    res.points[k].tposted_ns.reserve(cfg.iterations);
   }
   // The two sides meet before every size (perftest's ctx_hand_shake over its TCP socket);
   // the exchange is not timed.
@@ -173,29 +312,51 @@ PerftestResult run_perftest(const model::Platform& local, const model::Platform&
     barrier.cv->notify_all();
     while (ready < 2 * round) barrier.cv->wait(lock);
   };
+  const char* tool = cfg.test == PerftestTest::WriteLat ? "ib_write_lat"
+                     : cfg.test == PerftestTest::WriteBw ? "ib_write_bw"
+                                                         : "ib_send_bw";
+  const std::array<std::string, 2> who{std::string(tool) + " client", std::string(tool) + " server"};
   for (int i = 0; i < 2; ++i) {
     const bool client = i == 0;
-    s4u::Actor::create(client ? "ib_write_lat-client" : "ib_write_lat-server", bed.cpu_node(i), [&, i, client] {
-      const char* who = client ? "ib_write_lat client" : "ib_write_lat server";
-      bed.failure().guard(who, [&] {
+    s4u::Actor::create(who[static_cast<size_t>(i)], bed.cpu_node(i), [&, i, client] {
+      const char* me = who[static_cast<size_t>(i)].c_str();
+      bed.failure().guard(me, [&] {
         Side& s = side[static_cast<size_t>(i)];
+        const Side& peer = side[static_cast<size_t>(1 - i)];
         s.host->bind_current(s.core);
         for (size_t k = 0; k < cfg.sizes.size(); ++k) {
           meet(static_cast<int>(k) + 1);
           const uint64_t size = cfg.sizes[k];
-          latency_loop(s, side[static_cast<size_t>(1 - i)], client, size, cfg.iterations, size <= cfg.inline_size,
-                       client ? &res.points[k].tposted_ns : nullptr, who);
+          PerftestPoint& point = res.points[k];
+          switch (cfg.test) {
+            case PerftestTest::WriteLat:
+              latency_loop(s, peer, client, size, cfg.iterations, size <= cfg.inline_size,
+                           client ? &point.tposted_ns : nullptr, me);
+              break;
+            case PerftestTest::WriteBw:  // the server only waits for the end (perftest's final handshake)
+              if (client) bandwidth_client(s, peer, cfg, size, false, point, me);
+              break;
+            case PerftestTest::SendBw:
+              if (client)
+                bandwidth_client(s, peer, cfg, size, true, point, me);
+              else
+                send_bw_server(s, cfg, size, me);
+              break;
+          }
         }
+        meet(static_cast<int>(cfg.sizes.size()) + 1);
       });
     });
   }
-  // A generous bound: every exchange below 1 ms of simulated time.
+  // A generous bound: every message within 1 ms plus 10 ns per byte of simulated time.
   double limit_s = 10;
-  for (uint64_t size : cfg.sizes) limit_s += static_cast<double>(cfg.iterations) * (1e-3 + static_cast<double>(size) * 1e-8);
+  const double messages = static_cast<double>(cfg.iterations) * (lat ? 1 : cfg.num_qps);
+  for (uint64_t size : cfg.sizes) limit_s += messages * (1e-3 + static_cast<double>(size) * 1e-8);
   bed.run(limit_s);
   if (bed.failure().failed()) throw std::runtime_error(bed.failure().message());
   for (const auto& p : res.points)
-    if (p.tposted_ns.size() != cfg.iterations) throw std::runtime_error("simulation ended before the test finished");
+    if (p.tposted_ns.size() != static_cast<uint64_t>(messages))
+      throw std::runtime_error("simulation ended before the test finished");
 
   res.blueflame_posts = bed.hca(0).blueflame_posts();
   res.doorbell_posts = bed.hca(0).doorbell_posts();

@@ -3,6 +3,9 @@
 #include <fmt/format.h>
 #include <xbt/log.h>
 
+#include <algorithm>
+#include <tuple>
+
 namespace hcasim::sim {
 
 namespace s4u = simgrid::s4u;
@@ -123,6 +126,7 @@ TwoHostBed::TwoHostBed(const HostParams& a, const HostParams& b, uint64_t seed, 
   using LR = s4u::LinkInRoute;
   const std::array<const HostParams*, 2> p{&a, &b};
   const char* names[] = {"A", "B"};
+  std::array<double, 2> bottleneck{};
   for (int from = 0; from < 2; ++from) {  // one route per direction of data
     const int to = 1 - from;
     const PathRates r = path_rates(*p[static_cast<size_t>(from)], *p[static_cast<size_t>(to)]);
@@ -133,6 +137,7 @@ TwoHostBed::TwoHostBed(const HostParams& a, const HostParams& b, uint64_t seed, 
     s4u::Link* up = link(t + "-pcie-d2h", r.pcie_write_Bps);
     zone->add_route(hca_node_[static_cast<size_t>(from)]->get_netpoint(), hca_node_[static_cast<size_t>(to)]->get_netpoint(),
                     nullptr, nullptr, {LR(down), LR(tags), LR(ib), LR(up)}, false);
+    bottleneck[static_cast<size_t>(from)] = std::min({r.pcie_read_Bps, r.dma_tags_Bps, r.ib_Bps, r.pcie_write_Bps});
   }
   zone->seal();
 
@@ -141,9 +146,18 @@ TwoHostBed::TwoHostBed(const HostParams& a, const HostParams& b, uint64_t seed, 
     host_[i] = std::make_unique<SimHost>(static_cast<int>(i), names[i], p[i]->costs, seed, mode, counter_);
     hca_[i] = std::make_unique<EmulatedHca>(*host_[i], hca_node_[i], p[i]->timing, p[i]->post, p[i]->max_inline_data,
                                            *timer_, counter_, failure_, p[i]->irq_cpu);
-    qp_[i] = &hca_[i]->create_qp(hca_[i]->alloc_pd(), p[i]->qp_depth, p[i]->qp_depth, p[i]->cq_entries);
+    hca_[i]->set_route(p[i]->ib, bottleneck[i]);
   }
-  SimQp::connect(*qp_[0], *qp_[1]);
+  params_ = p;
+  std::tie(qp_[0], qp_[1]) = add_qp_pair();
+}
+
+std::pair<SimQp*, SimQp*> TwoHostBed::add_qp_pair() {
+  std::array<SimQp*, 2> q{};
+  for (size_t i = 0; i < 2; ++i)
+    q[i] = &hca_[i]->create_qp(hca_[i]->alloc_pd(), params_[i]->qp_depth, params_[i]->qp_depth, params_[i]->cq_entries);
+  SimQp::connect(*q[0], *q[1]);
+  return {q[0], q[1]};
 }
 
 TwoHostBed::~TwoHostBed() {

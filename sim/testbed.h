@@ -59,6 +59,7 @@ PathRates path_rates(const HostParams& tx, const HostParams& rx);
 class TwoHostBed {
  public:
   /// Builds the SimGrid engine (exact-timing configuration of DESIGN.md) and platform.
+  /// `a` and `b` must outlive the bed (add_qp_pair reads them).
   TwoHostBed(const HostParams& a, const HostParams& b, uint64_t seed, sdp::DataMode mode);
   ~TwoHostBed();
 
@@ -67,6 +68,9 @@ class TwoHostBed {
   SimHost& host(int i) { return *host_[static_cast<size_t>(i)]; }
   EmulatedHca& hca(int i) { return *hca_[static_cast<size_t>(i)]; }
   SimQp& qp(int i) { return *qp_[static_cast<size_t>(i)]; }
+  /// Creates and connects one more RC QP pair (A's first, then B's), each QP in a new PD and
+  /// sized like the first pair. Call before run().
+  std::pair<SimQp*, SimQp*> add_qp_pair();
   Failure& failure() { return failure_; }
   ActivityCounter& counter() { return counter_; }
   Timer& timer() { return *timer_; }
@@ -84,6 +88,7 @@ class TwoHostBed {
   std::array<std::unique_ptr<SimHost>, 2> host_;
   std::array<std::unique_ptr<EmulatedHca>, 2> hca_;
   std::array<SimQp*, 2> qp_{};
+  std::array<const HostParams*, 2> params_{};
 };
 
 }  // namespace hcasim::sim

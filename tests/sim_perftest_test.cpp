@@ -1,0 +1,152 @@
+// The simulated perftest tools end to end on the emulated HCA (sim/perftest_sim.h). Each TEST
+// builds its own SimGrid engine, so ctest runs each in its own process. Expected values are
+// worked by hand from the platform files, with the arithmetic in the comments.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "model/ib.h"
+#include "model/pcie.h"
+#include "model/platform.h"
+#include "sim/perftest_sim.h"
+
+using namespace hcasim;
+
+namespace {
+
+model::Platform platform(const std::string& name) {
+  return model::Platform::load_file(std::string(HCASIM_REFERENCE_DIR) + "/../scenarios/platforms/" + name + ".toml");
+}
+
+/// Half the sorted round trips, ns: what perftest reports for ib_write_lat.
+std::vector<double> half_rtts(const sim::PerftestPoint& p) {
+  std::vector<double> d;
+  for (size_t i = 0; i + 1 < p.tposted_ns.size(); ++i) d.push_back((p.tposted_ns[i + 1] - p.tposted_ns[i]) / 2);
+  std::sort(d.begin(), d.end());
+  return d;
+}
+
+double median(const std::vector<double>& sorted) { return sorted[sorted.size() / 2]; }
+
+sim::PerftestConfig lat(std::vector<uint64_t> sizes, uint64_t iters) {
+  sim::PerftestConfig c;
+  c.test = sim::PerftestTest::WriteLat;
+  c.sizes = std::move(sizes);
+  c.iterations = iters;
+  c.inline_size = 220;
+  return c;
+}
+
+// gen3 x8 after 128b/130b and SKP (370/371): 62.845 Gbit/s; FDR 4x: 54.545 Gbit/s.
+const double kGen3 = 8.0 * 128 / 130 * 8 * 370 / 371;
+const double kFdr = 14.0625 * 4 * 64 / 66;
+
+}  // namespace
+
+TEST(SimPerftest, WriteLatencyOfTwoBytesWithBlueFlameIsTheSumOfItsStages) {
+  // connectx3-pcie3x8, BlueFlame with write combining, 2 B inline RDMA WRITE, one way:
+  //   libmlx4 post 60 ns
+  //   BlueFlame copy: 8 stores x 0.5 ns, one 88 B MWr (88 x 8 / 62.845 = 11.202 ns), 200 ns
+  //   the message on the route: its busiest link, the IB packet of 42 + 4 + 2 = 48 B
+  //     (48 x 8 / 54.545 = 7.040 ns; the PCIe MWr of 28 B takes 3.564 ns)
+  //   inline copy 2 B / 0.88 B/ns = 2.273 ns, tx 150, propagation 10, rx 100, posted write 190
+  //   the poll loop notices after half a miss on average over both sides: 90 / 2 = 45 ns
+  const double expected = 60 + (8 * 0.5 + 88 * 8 / kGen3 + 200) + 48 * 8 / kFdr + 2 / 0.88 + 150 + 10 + 100 + 190 + 45;
+  const auto r = sim::run_perftest(platform("connectx3-pcie3x8"), platform("connectx3-pcie3x8"), lat({2}, 4000));
+  const auto d = half_rtts(r.points[0]);
+  EXPECT_NEAR(median(d), expected, 3.0);      // the sample median of the poll phase: +-1 ns
+  EXPECT_NEAR(d.front(), expected - 45, 3.0);  // t_min: both loops saw the byte at once
+  EXPECT_GT(d.back(), median(d));              // t_max carries a timer tick or more
+  EXPECT_EQ(r.blueflame_posts, 4000u);
+  EXPECT_EQ(r.doorbell_posts, 0u);
+}
+
+TEST(SimPerftest, DoorbellCostsTheStoreAndTheWqeFetchThatBlueFlameSaves) {
+  // The BlueFlame case above, with a doorbell instead: the uncached 4 B store 50 ns, its 28 B
+  // MWr (3.564 ns), 200 ns to the HCA, the WQE read: 275 ns + one 84 B CplD (10.693 ns); no
+  // BlueFlame copy (4 ns of stores + 11.202 ns MWr + 200 ns). 324.06 ns more than BlueFlame.
+  const double bf = 60 + (8 * 0.5 + 88 * 8 / kGen3 + 200) + 48 * 8 / kFdr + 2 / 0.88 + 150 + 10 + 100 + 190 + 45;
+  const double delta = 50 + 28 * 8 / kGen3 + 275 + 84 * 8 / kGen3 - (4 + 88 * 8 / kGen3);
+  auto off = platform("connectx3-pcie3x8");
+  off.set("hca.blueflame=off");
+  const auto db = sim::run_perftest(off, off, lat({2}, 4000));
+  EXPECT_NEAR(median(half_rtts(db.points[0])), bf + delta, 3.0);
+  EXPECT_EQ(db.doorbell_posts, 4000u);
+  EXPECT_EQ(db.blueflame_posts, 0u);
+}
+
+TEST(SimPerftest, WithoutWriteCombiningEveryStoreOfTheWqeCounts) {
+  // connectx3-pcie3x8-kvm: uncached BlueFlame page, 36 ns per 8 B store. From 64 B (112 B WQE,
+  // 14 stores the HCA needs) to 128 B (176 B, 22 stores): 8 x 36 = 288 ns, plus 64 more inline
+  // bytes at 1.36 B/ns = 47.06 ns, plus the longer IB packet: (128 - 64) x 8 / 54.545 = 9.387 ns.
+  const double delta = 8 * 36 + 64 / 1.36 + 64 * 8 / kFdr;
+  const auto r = sim::run_perftest(platform("connectx3-pcie3x8-kvm"), platform("connectx3-pcie3x8-kvm"),
+                                   lat({64, 128}, 4000));
+  EXPECT_NEAR(median(half_rtts(r.points[1])) - median(half_rtts(r.points[0])), delta, 3.0);
+  EXPECT_EQ(r.blueflame_posts, 8000u);  // 176 B rounded to 192 B still fits bf_buf_size 256
+}
+
+TEST(SimPerftest, BadConfigurationsAreInputErrors) {
+  auto p = platform("connectx3-pcie3x8");
+  auto c = lat({8}, 100);
+  c.inline_size = 1000;  // above hca.max_inline_data 912
+  EXPECT_THROW(sim::run_perftest(p, p, c), InputError);
+  c = lat({uint64_t{1} << 31}, 100);  // above hca.max_msg_size 2^30
+  EXPECT_THROW(sim::run_perftest(p, p, c), InputError);
+  c = lat({8}, 1);  // a ping-pong needs two posts to time one round trip
+  EXPECT_THROW(sim::run_perftest(p, p, c), InputError);
+}
+
+TEST(SimPerftest, WriteBandwidthRisesToAPlateauBelowTheModelsCeilings) {
+  // ib_write_bw -a on connectx-ddr-pcie1x8 (tx depth 128, one CQE per 100 WRs, no inline).
+  auto p = platform("connectx-ddr-pcie1x8");
+  sim::PerftestConfig c;
+  c.test = sim::PerftestTest::WriteBw;
+  for (uint64_t s = 2; s <= (uint64_t{1} << 23); s *= 2) c.sizes.push_back(s);
+  c.iterations = 1000;
+  c.tx_depth = 128;
+  c.cq_mod = 100;
+  c.inline_size = 0;
+  const auto r = sim::run_perftest(p, p, c);
+  // Ceilings (model/pcie.h, model/ib.h): PCIe gen1 x8 DMA read 11.867 Gbit/s, DMA write
+  // 13.428 Gbit/s, IB DDR 4x RDMA WRITE of 8 MB at MTU 2048: 16 x 2048 / (2048 + 26 + 2).
+  model::pcie::Config pc;
+  const double pcie_read = model::pcie::dma_read_ceiling_gbps(pc);
+  const double pcie_write = model::pcie::dma_write_ceiling_gbps(pc);
+  model::ib::Config ic;
+  const uint64_t big = uint64_t{1} << 23;
+  const double ib = 16.0 * static_cast<double>(big) / static_cast<double>(model::ib::rdma_write_wire_bytes(ic, big));
+  const double ceiling = std::min({pcie_read, pcie_write, ib});
+  double previous = 0, plateau = 0;
+  for (const auto& pt : r.points) {
+    const double t_ns = pt.tcompleted_ns.back() - pt.tposted_ns.front();
+    const double gbps = static_cast<double>(pt.bytes) * static_cast<double>(pt.tposted_ns.size()) * 8 / t_ns;
+    EXPECT_LE(gbps, ceiling * (1 + 1e-9)) << pt.bytes << " B";
+    EXPECT_GE(gbps, previous * 0.999) << pt.bytes << " B";  // rises with size
+    previous = plateau = gbps;
+  }
+  std::cout << "ib_write_bw plateau " << plateau << " Gbit/s; ceilings: PCIe read " << pcie_read << ", PCIe write "
+            << pcie_write << ", IB " << ib << " Gbit/s\n";
+  EXPECT_GT(plateau, 0.99 * ceiling);  // 8 MB messages run at the bottleneck's stream rate
+}
+
+TEST(SimPerftest, SendBandwidthCompletesEveryMessageIntoPostedReceives) {
+  auto p = platform("connectx-ddr-pcie1x8");
+  sim::PerftestConfig c;
+  c.test = sim::PerftestTest::SendBw;
+  c.sizes = {64, 65536};
+  c.iterations = 2000;
+  c.tx_depth = 128;
+  c.rx_depth = 512;
+  c.cq_mod = 100;
+  c.num_qps = 2;
+  const auto r = sim::run_perftest(p, p, c);
+  for (const auto& pt : r.points) {
+    EXPECT_EQ(pt.tposted_ns.size(), 4000u);
+    EXPECT_EQ(pt.tcompleted_ns.size(), 4000u);
+    for (size_t i = 0; i < pt.tposted_ns.size(); ++i) EXPECT_GT(pt.tcompleted_ns[i], pt.tposted_ns[i]);
+  }
+}
