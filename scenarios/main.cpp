@@ -1,5 +1,6 @@
-// hcasim command line: `hcasim netperf ...` (a simulated netperf 2.4 TCP_STREAM) and
-// `hcasim run ...` (a scenario of netperf runs compared with measurements).
+// hcasim command line: `hcasim netperf ...` (a simulated netperf 2.4 TCP_STREAM),
+// `hcasim ib_write_lat|ib_write_bw|ib_send_bw ...` (simulated perftest) and `hcasim run ...`
+// (a scenario of such runs compared with measurements).
 #include <exception>
 #include <iostream>
 #include <string>
@@ -12,6 +13,7 @@
 #include "scenarios/datadir.h"
 #include "scenarios/netperf_cli.h"
 #include "scenarios/netperf_output.h"
+#include "scenarios/perftest_cli.h"
 #include "scenarios/run.h"
 #include "sim/netperf_sim.h"
 
@@ -27,6 +29,7 @@ constexpr const char* kUsage = R"(hcasim: a simulated InfiniBand HCA and the hos
 
 Usage:
   hcasim netperf [hcasim options] [netperf global options] [-- netperf test options]
+  hcasim ib_write_lat|ib_write_bw|ib_send_bw [hcasim options and perftest flags]
   hcasim run [FILE|NAME] [-j N] [--csv PATH]
   hcasim --help | --version
 
@@ -43,6 +46,11 @@ hcasim options:
   --csv PATH                   results as CSV
   --verify-data                move real bytes and check them at the receiver
   --seed N                     seed of the data pattern
+
+hcasim ib_write_lat, ib_write_bw and ib_send_bw take perftest 4.5's flags (-a -s -n -I -q -t -r
+-Q --report_gbits ...; see hcasim ib_write_lat -h) and print perftest's report; the same hcasim
+options as netperf, plus --columns classic|extended (perftest 2.x's five latency columns, or
+4.x's nine). --set hca.blueflame=off and --set host.write_combining=off ask the what-ifs.
 
 hcasim run runs every point of a scenario file (default: seed000) in its own simulation,
 -j N at once (default: the number of online CPUs), and compares it with its measurement.
@@ -113,6 +121,9 @@ int main(int argc, char** argv) {
       }
       return netperf_main(rest);
     }
+    if (command == "ib_write_lat") return perftest_main(sim::PerftestTest::WriteLat, rest);
+    if (command == "ib_write_bw") return perftest_main(sim::PerftestTest::WriteBw, rest);
+    if (command == "ib_send_bw") return perftest_main(sim::PerftestTest::SendBw, rest);
     if (command == "run") {
       for (const auto& w : rest)
         if (w == "--help" || w == "-h") {
@@ -121,7 +132,8 @@ int main(int argc, char** argv) {
         }
       return run_scenario(parse_run_args(rest));
     }
-    throw InputError(fmt::format("unknown command '{}' (use netperf or run; see hcasim --help)",
+    throw InputError(fmt::format("unknown command '{}' (use netperf, ib_write_lat, ib_write_bw, ib_send_bw or run; "
+                                 "see hcasim --help)",
                                  command));
   } catch (const InputError& e) {
     std::cerr << "hcasim: error: " << e.what() << "\n";

@@ -1,0 +1,605 @@
+// Command line of `hcasim ib_write_lat|ib_write_bw|ib_send_bw` (perftest_cli.h).
+//
+// perftest 4.5 reads its flags with glibc getopt_long (src/perftest_parameters.c parser()). The
+// scanner below is a small getopt_long written for it rather than CLI11 (which netperf_cli.cpp
+// uses for hcasim's own long options): CLI11 2.1 cannot reproduce getopt_long's unique-prefix
+// abbreviation of long options (--iter=100 is --iters), its rule that the word after an option
+// taking a value is that value even when it starts with '-' (-s -5 is a bad size, not a flag),
+// its permutation of the one positional argument (the server host) to anywhere on the line, and
+// perftest's table of about a hundred long options of which hcasim supports a few: a flag it
+// does not support must fail with its own name, not as "unknown". hcasim's long options live in
+// the same table, so one pass reads the whole line in order.
+#include "scenarios/perftest_cli.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <climits>
+#include <cstdlib>
+#include <string>
+#include <utility>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+namespace hcasim::scenarios {
+
+namespace {
+
+[[noreturn]] void fail(const std::string& what) { throw InputError(what); }
+
+/// perftest 4.5's getopt option string (perftest_parameters.c parser()); a letter followed by
+/// ':' takes a value.
+constexpr std::string_view kOptString =
+    "w:y:p:d:i:m:s:n:t:u:S:x:c:q:I:o:M:r:Q:A:l:D:f:B:T:L:E:J:j:K:k:X:W:aFegzRvhbNVCHUOZP";
+
+/// Whether short option `c` exists in perftest 4.5 and whether it takes a value.
+enum class ShortKind { Unknown, Flag, WithValue };
+ShortKind short_kind(char c) {
+  if (c == ':') return ShortKind::Unknown;
+  const size_t at = kOptString.find(c);
+  if (at == std::string_view::npos) return ShortKind::Unknown;
+  return at + 1 < kOptString.size() && kOptString[at + 1] == ':' ? ShortKind::WithValue
+                                                                  : ShortKind::Flag;
+}
+
+/// One entry of the long option table: perftest 4.5's long_options (perftest_parameters.c
+/// parser(), as built into Debian's perftest 4.5+0.17: the options of later perftest releases,
+/// e.g. --use_cuda or --write_with_imm, are absent) followed by hcasim's own.
+enum class LongKind {
+  Short,        ///< the long form of short option `letter`
+  ReportGbits,  ///< --report_gbits (perftest: a flag-only long option)
+  Unsupported,  ///< a perftest long-only option hcasim does not simulate
+  Platform, RemotePlatform, Set, Seed, Csv, Stats, Columns,  ///< hcasim
+};
+struct LongOption {
+  std::string_view name;
+  bool has_arg;
+  LongKind kind;
+  char letter = 0;  ///< for LongKind::Short
+};
+
+const std::vector<LongOption>& long_options() {
+  static const std::vector<LongOption> table = [] {
+    std::vector<LongOption> t;
+    auto shorts = {
+        std::pair<std::string_view, char>{"port", 'p'}, {"ib-dev", 'd'}, {"ib-port", 'i'},
+        {"mtu", 'm'}, {"size", 's'}, {"iters", 'n'}, {"tx-depth", 't'}, {"qp-timeout", 'u'},
+        {"sl", 'S'}, {"gid-index", 'x'}, {"all", 'a'}, {"CPU-freq", 'F'}, {"connection", 'c'},
+        {"qp", 'q'}, {"events", 'e'}, {"vector", 'X'}, {"inline_size", 'I'}, {"outs", 'o'},
+        {"mcg", 'g'}, {"comm_rdma_cm", 'z'}, {"rdma_cm", 'R'}, {"tos", 'T'}, {"hop_limit", 'L'},
+        {"help", 'h'}, {"MGID", 'M'}, {"rx-depth", 'r'}, {"bidirectional", 'b'}, {"cq-mod", 'Q'},
+        {"noPeak", 'N'}, {"version", 'V'}, {"report-cycles", 'C'}, {"report-histogrm", 'H'},
+        {"report-unsorted", 'U'}, {"atomic_type", 'A'}, {"dualport", 'O'}, {"post_list", 'l'},
+        {"duration", 'D'}, {"margin", 'f'}, {"source_mac", 'B'}, {"dest_mac", 'E'},
+        {"dest_ip", 'J'}, {"source_ip", 'j'}, {"dest_port", 'K'}, {"source_port", 'k'},
+        {"ethertype", 'Y'}, {"limit_bw", 'w'}, {"limit_msgrate", 'y'}, {"server", 'Z'},
+        {"client", 'P'}, {"mac_fwd", 'v'}, {"use_rss", 'G'}, {"report-counters", 'W'}};
+    for (const auto& [name, letter] : shorts)
+      t.push_back({name, short_kind(letter) == ShortKind::WithValue, LongKind::Short, letter});
+    // Long-only perftest options: name and whether it takes a value.
+    auto long_only = {
+        std::pair<std::string_view, bool>{"force-link", true}, {"remote_mac", true},
+        {"local_mac", true}, {"remote_ip", true}, {"local_ip", true}, {"remote_port", true},
+        {"local_port", true}, {"run_infinitely", false}, {"use-srq", false},
+        {"report-both", false}, {"reversed", false}, {"pkey_index", true},
+        {"inline_recv", true}, {"tcp", false}, {"burst_size", true},
+        {"typical_pkt_size", true}, {"rate_limit", true}, {"rate_limit_type", true},
+        {"rate_units", true}, {"output", true}, {"cpu_util", false}, {"out_json", false},
+        {"out_json_file", true}, {"latency_gap", true}, {"flow_label", true},
+        {"retry_count", true}, {"dont_xchg_versions", false}, {"mmap", true},
+        {"mmap-offset", true}, {"ipv6", false}, {"raw_ipv6", false},
+        {"report-per-port", false}, {"odp", false}, {"use_hugepages", false},
+        {"use_old_post_send", false}, {"promiscuous", false}, {"sniffer", false},
+        {"raw_mcast", false}, {"mr_per_qp", false}, {"dlid", true}, {"tclass", true},
+        {"wait_destroy", true}, {"flows", true}, {"flows_burst", true}, {"reply_every", true},
+        {"perform_warm_up", false}, {"vlan_en", false}, {"vlan_pcp", true},
+        {"recv_post_list", true}, {"aes_xts", false}, {"encrypt_on_tx", false},
+        {"sig_before", false}, {"aes_block_size", true}, {"kek_path", true},
+        {"credentials_path", true}, {"data_enc_keys_number", true},
+        {"data_enc_key_app_path", true}, {"log_dci_streams", true},
+        {"log_active_dci_streams", true}, {"disable_pcie_relaxed", false}};
+    t.push_back({"report_gbits", false, LongKind::ReportGbits});
+    for (const auto& [name, has_arg] : long_only) t.push_back({name, has_arg, LongKind::Unsupported});
+    t.push_back({"platform", true, LongKind::Platform});
+    t.push_back({"remote-platform", true, LongKind::RemotePlatform});
+    t.push_back({"set", true, LongKind::Set});
+    t.push_back({"seed", true, LongKind::Seed});
+    t.push_back({"csv", true, LongKind::Csv});
+    t.push_back({"stats", false, LongKind::Stats});
+    t.push_back({"columns", true, LongKind::Columns});
+    return t;
+  }();
+  return table;
+}
+
+/// The long option `name` names, as getopt_long finds it: an exact match, else the only option
+/// `name` is a prefix of. Throws InputError when none or several match.
+const LongOption& find_long_option(const std::string& name) {
+  const auto& table = long_options();
+  for (const auto& o : table)
+    if (o.name == name) return o;
+  std::vector<const LongOption*> matches;
+  for (const auto& o : table)
+    if (o.name.substr(0, name.size()) == name) matches.push_back(&o);
+  if (matches.empty()) fail("unknown option --" + name);
+  if (matches.size() > 1) {
+    std::vector<std::string> names;
+    for (const auto* m : matches) names.push_back("--" + std::string(m->name));
+    std::sort(names.begin(), names.end());
+    fail(fmt::format("--{}: ambiguous option ({})", name, fmt::join(names, ", ")));
+  }
+  return *matches.front();
+}
+
+/// The long name of short option `c` in perftest's table, if it has one.
+std::string_view long_name_of(char c) {
+  for (const auto& o : long_options())
+    if (o.kind == LongKind::Short && o.letter == c) return o.name;
+  return {};
+}
+
+/// The last path component of `word` ("/usr/bin/ib_write_lat" -> "ib_write_lat").
+std::string_view base_name(std::string_view word) {
+  const size_t slash = word.rfind('/');
+  return slash == std::string_view::npos ? word : word.substr(slash + 1);
+}
+
+/// A perftest program name (ib_*_lat, ib_*_bw, raw_ethernet_*).
+bool looks_like_perftest_tool(std::string_view name) {
+  const bool ib = name.substr(0, 3) == "ib_" && (name.size() > 4) &&
+                  (name.substr(name.size() - 4) == "_lat" || name.substr(name.size() - 3) == "_bw");
+  return ib || name.substr(0, 13) == "raw_ethernet_";
+}
+
+class Parser {
+ public:
+  Parser(sim::PerftestTest test, PerftestOptions& o) : test_(test), o_(o) {}
+
+  void run(const std::vector<std::string>& args) {
+    size_t i = skip_prefix(args);
+    bool options_ended = false;
+    while (i < args.size()) {
+      const std::string& w = args[i];
+      if (options_ended || w.size() < 2 || w[0] != '-') {
+        positional(w);
+        ++i;
+      } else if (w == "--") {
+        options_ended = true;
+        ++i;
+      } else if (w[1] == '-') {
+        i = long_option(args, i);
+      } else {
+        i = short_group(args, i);
+      }
+    }
+  }
+
+ private:
+  std::string_view tool() const { return perftest_tool_name(test_); }
+  bool bw() const { return perftest_is_bw(test_); }
+
+  void note(const std::string& text) {
+    const std::string line = "hcasim: note: " + text;
+    if (std::find(o_.notes.begin(), o_.notes.end(), line) == o_.notes.end())
+      o_.notes.push_back(line);
+  }
+
+  /// Skips "taskset [-a] [-c] CPUS" and the tool's own name at the start of a pasted command.
+  size_t skip_prefix(const std::vector<std::string>& args) {
+    size_t i = 0;
+    if (!args.empty() && base_name(args[0]) == "taskset") {
+      // util-linux taskset, command form: taskset [-a|--all-tasks] [-c|--cpu-list] CPUS COMMAND
+      i = 1;
+      for (; i < args.size() && args[i].size() > 1 && args[i][0] == '-'; ++i) {
+        const std::string& w = args[i];
+        if (w == "--all-tasks" || w == "--cpu-list") continue;
+        if (w[1] != '-' && w.find_first_not_of("ac", 1) == std::string::npos) continue;
+        if (w == "-p" || w == "--pid" || (w[1] != '-' && w.find('p') != std::string::npos))
+          fail("taskset -p pins a running process, not a command");
+        fail(fmt::format("taskset: unsupported option '{}'", w));
+      }
+      if (i + 1 >= args.size() || base_name(args[i + 1]) != tool())
+        fail(fmt::format("taskset must be followed by CPUS and {}", tool()));
+      note(fmt::format("taskset ignored: hcasim does not pin processes (the simulated {} runs "
+                       "where the platform puts it)",
+                       tool()));
+      return i + 2;
+    }
+    if (!args.empty()) {
+      const std::string_view first = base_name(args[0]);
+      if (first == tool()) return 1;
+      if (looks_like_perftest_tool(first))
+        fail(fmt::format("{}: this is hcasim {} (hcasim simulates ib_write_lat, ib_write_bw and "
+                         "ib_send_bw)",
+                         args[0], tool()));
+    }
+    return i;
+  }
+
+  void positional(const std::string& w) {
+    if (o_.server)
+      fail(fmt::format("unexpected argument '{}' (perftest takes one server host, '{}' is already "
+                       "given)",
+                       w, *o_.server));
+    o_.server = w;
+    note(fmt::format("server host {} not used: the remote host is simulated (--remote-platform)",
+                     w));
+  }
+
+  size_t long_option(const std::vector<std::string>& args, size_t i) {
+    const std::string& w = args[i];
+    const size_t eq = w.find('=');
+    const std::string name = w.substr(2, eq == std::string::npos ? std::string::npos : eq - 2);
+    if (name.empty()) fail("unknown option " + w);
+    const LongOption& opt = find_long_option(name);
+    const std::string flag = "--" + std::string(opt.name);
+    std::string value;
+    if (opt.has_arg) {
+      if (eq != std::string::npos) {
+        value = w.substr(eq + 1);
+      } else {
+        if (i + 1 >= args.size()) fail(flag + ": missing value");
+        value = args[++i];
+      }
+    } else if (eq != std::string::npos) {
+      fail(flag + ": takes no value");
+    }
+    switch (opt.kind) {
+      case LongKind::Short: apply(opt.letter, value, flag); break;
+      case LongKind::ReportGbits:
+        if (bw())
+          o_.report_gbits = true;
+        else
+          note(fmt::format("--report_gbits ignored: {} reports latency", tool()));
+        break;
+      case LongKind::Unsupported:
+        fail(fmt::format("{}: perftest option not supported by hcasim {}", flag, tool()));
+      case LongKind::Platform: o_.platform = non_empty(flag, value); break;
+      case LongKind::RemotePlatform: o_.remote_platform = non_empty(flag, value); break;
+      case LongKind::Set:
+        if (value.find('=') == std::string::npos || value.front() == '=')
+          fail(fmt::format("--set: '{}' is not section.key=value", value));
+        o_.sets.push_back(value);
+        break;
+      case LongKind::Seed: {
+        uint64_t v = 0;
+        const auto [ptr, ec] = std::from_chars(value.data(), value.data() + value.size(), v);
+        if (value.empty() || ec != std::errc() || ptr != value.data() + value.size())
+          fail(fmt::format("--seed: '{}' is not a non-negative integer", value));
+        o_.seed = v;
+        break;
+      }
+      case LongKind::Csv: o_.csv_path = non_empty(flag, value); break;
+      case LongKind::Stats: o_.stats = true; break;
+      case LongKind::Columns:
+        if (value == "classic")
+          o_.columns = PerftestColumns::Classic;
+        else if (value == "extended")
+          o_.columns = PerftestColumns::Extended;
+        else
+          fail(fmt::format("--columns: '{}' is not classic or extended", value));
+        break;
+    }
+    return i + 1;
+  }
+
+  static std::string non_empty(const std::string& flag, const std::string& value) {
+    if (value.empty()) fail(flag + ": empty value");
+    return value;
+  }
+
+  size_t short_group(const std::vector<std::string>& args, size_t i) {
+    const std::string& w = args[i];
+    for (size_t pos = 1; pos < w.size(); ++pos) {
+      const char c = w[pos];
+      const std::string flag = std::string("-") + c;
+      switch (short_kind(c)) {
+        case ShortKind::Unknown: fail("unknown option " + flag);
+        case ShortKind::Flag: apply(c, "", flag); break;
+        case ShortKind::WithValue: {
+          std::string value = w.substr(pos + 1);
+          if (value.empty()) {
+            if (i + 1 >= args.size()) fail(flag + ": missing value");
+            value = args[++i];
+          }
+          apply(c, value, flag);
+          return i + 1;
+        }
+      }
+    }
+    return i + 1;
+  }
+
+  /// perftest's CHECK_VALUE: strtol(optarg, &end, 0) and the whole text must be read
+  /// ("%s argument %s should be int" otherwise). Returns the value as strtol gives it (LONG_MAX /
+  /// LONG_MIN on overflow, which then fails the range checks as it does in perftest).
+  long integer(const std::string& flag, const std::string& text) {
+    errno = 0;
+    char* end = nullptr;
+    const long v = std::strtol(text.c_str(), &end, 0);
+    if (text.empty() || *end != '\0') fail(fmt::format("{}: '{}' is not an integer", flag, text));
+    octal_note(flag, text, v);
+    return v;
+  }
+
+  void octal_note(const std::string& flag, const std::string& text, long v) {
+    size_t d = text.find_first_not_of(" \t+-");
+    if (d != std::string::npos && text[d] == '0' && d + 1 < text.size() && text[d + 1] != 'x' &&
+        text[d + 1] != 'X')
+      note(fmt::format("{} {} read as octal ({}), as perftest's strtol(..., 0) reads it", flag,
+                       text, v));
+  }
+
+  /// perftest's CHECK_VALUE_IN_RANGE(_UNS): "NAME should be between MIN and MAX".
+  template <typename T>
+  T in_range(const std::string& flag, const std::string& text, long long min, long long max) {
+    const long v = integer(flag, text);
+    if (v < min || v > max)
+      fail(fmt::format("{}: {} is out of range (perftest: {}..{})", flag, text, min, max));
+    return static_cast<T>(v);
+  }
+
+  /// -s as perftest 4.5 reads it (parser() case 's'): a trailing K or M multiplies by 2^10 or
+  /// 2^20 (no other suffix, no lower case), strtol(..., 0) reads the leading number and ignores
+  /// the rest, and the size must be 1..UINT_MAX/2 bytes. The arithmetic is perftest's: the
+  /// number, converted to uint64_t, times the factor.
+  uint64_t size_value(const std::string& flag, const std::string& text) {
+    std::string digits = text;
+    uint64_t factor = 1;
+    if (!digits.empty() && digits.back() == 'K') {
+      digits.pop_back();
+      factor = 1024;
+    } else if (!digits.empty() && digits.back() == 'M') {
+      digits.pop_back();
+      factor = 1024 * 1024;
+    }
+    errno = 0;
+    char* end = nullptr;
+    const long v = std::strtol(digits.c_str(), &end, 0);
+    const uint64_t size = static_cast<uint64_t>(v) * factor;  // perftest's unsigned arithmetic
+    if (size < 1 || size > kPerftestMaxSizeArg)
+      fail(fmt::format("{}: '{}' is out of range (perftest: 1..{} B)", flag, text,
+                       kPerftestMaxSizeArg));
+    if (*end != '\0')
+      note(fmt::format("{} {} read as {} B: perftest reads the leading number and ignores the "
+                       "rest (its only suffixes are K and M)",
+                       flag, text, size));
+    else
+      octal_note(flag, digits, v);
+    return size;
+  }
+
+  [[noreturn]] void unsupported(char c, const std::string& flag) {
+    const std::string_view long_name = long_name_of(c);
+    if (flag.size() == 2 && !long_name.empty())
+      fail(fmt::format("{} (--{}): perftest flag not supported by hcasim {}", flag, long_name,
+                       tool()));
+    fail(fmt::format("{}: perftest flag not supported by hcasim {}", flag, tool()));
+  }
+
+  void apply(char c, const std::string& value, const std::string& flag) {
+    switch (c) {
+      case 'a': o_.all = true; break;
+      case 'F': o_.cpu_freq_f = true; break;
+      case 'h': o_.help = true; break;
+      case 'V': o_.version = true; break;
+      case 's':
+        o_.size = size_value(flag, value);
+        o_.size_given = true;
+        break;
+      case 'n':
+        o_.iterations = in_range<uint64_t>(flag, value, kPerftestMinIters, kPerftestMaxIters);
+        break;
+      case 'd':
+        o_.device = non_empty(flag, value);
+        break;
+      case 'i': {
+        // CHECK_VALUE(ib_port, uint8_t, ...) then "IB Port can't be less than 1".
+        const auto port = static_cast<uint8_t>(integer(flag, value));
+        if (port < 1) fail(fmt::format("{}: {} is not a port number (perftest: at least 1)", flag, value));
+        o_.ib_port = port;
+        if (port != 1)
+          note(fmt::format("{} {}: the simulated HCA has one port, used as port {}", flag, value,
+                           port));
+        break;
+      }
+      case 'I':
+        o_.inline_size = in_range<uint32_t>(flag, value, 0, kPerftestMaxInline);
+        break;
+      case 'q':
+        if (!bw())
+          fail(fmt::format("{}: multiple QPs are for perftest's bw tests only ({} has one QP)",
+                           flag, tool()));
+        o_.num_qps = in_range<uint32_t>(flag, value, 1, kPerftestMaxQps);
+        break;
+      case 't':
+        o_.tx_depth = in_range<uint32_t>(flag, value, 1, kPerftestMaxTx);
+        break;
+      case 'r': {
+        const auto depth = in_range<uint32_t>(flag, value, 1, kPerftestMaxRx);
+        if (test_ != sim::PerftestTest::SendBw && depth > kPerftestDefRxRdma)
+          fail(fmt::format("{}: on RDMA WRITE tests perftest allows only an rx depth of 1", flag));
+        o_.rx_depth = depth;
+        break;
+      }
+      case 'Q':
+        o_.cq_mod = in_range<uint32_t>(flag, value, 1, kPerftestMaxCqMod);
+        if (!bw()) note(fmt::format("{} ignored: {} signals every WR", flag, tool()));
+        break;
+      case 'N':
+        if (!bw()) fail(fmt::format("{}: perftest's noPeak is for the bw tests only", flag));
+        o_.no_peak = true;
+        break;
+      case 'm': {
+        const long mtu = integer(flag, value);
+        o_.mtu = static_cast<int>(std::clamp<long>(mtu, INT_MIN, INT_MAX));
+        if (mtu != 0 && mtu != 256 && mtu != 512 && mtu != 1024 && mtu != 2048 && mtu != 4096)
+          note(fmt::format("{} {}: not one of 256 512 1024 2048 4096; perftest runs with the "
+                           "port's active MTU",
+                           flag, value));
+        break;
+      }
+      case 'D':
+        fail(fmt::format("{}: hcasim simulates perftest's iteration mode (-n) only, not timed -D "
+                         "runs",
+                         flag));
+      case 'c':
+        if (value == "RC") break;
+        if (value == "UC" || value == "UD" || value == "XRC" || value == "DC" || value == "SRD")
+          fail(fmt::format("{} {}: hcasim simulates RC connections only", flag, value));
+        fail(fmt::format("{}: '{}' is not a connection type (perftest takes RC, UC, UD, XRC, DC, "
+                         "SRD)",
+                         flag, value));
+      case 'R':
+        o_.rdma_cm = true;
+        note(fmt::format("{}: rdma_cm connection setup is not simulated (only the banner shows it)",
+                         flag));
+        break;
+      case 'z':
+        o_.comm_rdma_cm = true;
+        note(fmt::format("{}: the rdma_cm data exchange is not simulated (only the banner shows "
+                         "it)",
+                         flag));
+        break;
+      case 'x':
+        o_.gid_index = in_range<int>(flag, value, 0, kPerftestMaxGidIndex);
+        note(fmt::format("{} {}: the GID is only printed (an IB port needs no GRH)", flag, value));
+        break;
+      case 'p':
+        o_.tcp_port = static_cast<int>(integer(flag, value));
+        note(fmt::format("{} ignored: no TCP connection is simulated", flag));
+        break;
+      default: unsupported(c, flag);
+    }
+  }
+
+  sim::PerftestTest test_;
+  PerftestOptions& o_;
+};
+
+}  // namespace
+
+std::string_view perftest_tool_name(sim::PerftestTest test) {
+  switch (test) {
+    case sim::PerftestTest::WriteLat: return "ib_write_lat";
+    case sim::PerftestTest::WriteBw: return "ib_write_bw";
+    case sim::PerftestTest::SendBw: return "ib_send_bw";
+  }
+  return "ib_write_lat";
+}
+
+bool perftest_is_bw(sim::PerftestTest test) { return test != sim::PerftestTest::WriteLat; }
+
+PerftestOptions parse_perftest_args(sim::PerftestTest test, const std::vector<std::string>& args) {
+  PerftestOptions o;
+  o.test = test;
+  // init_perftest_params(): size DEF_SIZE_BW for bw tests, DEF_SIZE_LAT otherwise; iterations
+  // DEF_ITERS_WB for ib_write_bw, DEF_ITERS otherwise.
+  o.size = perftest_is_bw(test) ? kPerftestDefSizeBw : kPerftestDefSizeLat;
+  o.iterations = test == sim::PerftestTest::WriteBw ? kPerftestDefItersWriteBw : kPerftestDefIters;
+  Parser(test, o).run(args);
+  if (o.all && o.size_given)
+    o.notes.push_back(fmt::format("hcasim: note: -s ignored with -a: perftest sweeps 2..{} B",
+                                  uint64_t{1} << kPerftestAllMaxLog2));
+  return o;
+}
+
+std::vector<uint64_t> perftest_all_sizes() {
+  std::vector<uint64_t> sizes;
+  for (int i = 1; i <= kPerftestAllMaxLog2; ++i) sizes.push_back(uint64_t{1} << i);
+  return sizes;
+}
+
+sim::PerftestConfig to_perftest_config(const PerftestOptions& o) {
+  sim::PerftestConfig c;
+  c.test = o.test;
+  c.sizes = o.all ? perftest_all_sizes() : std::vector<uint64_t>{o.size};
+  c.iterations = o.iterations;
+  const bool bw = perftest_is_bw(o.test);
+  // force_dependecies(): in iteration mode the tx depth is at most the iterations.
+  c.tx_depth = o.tx_depth.value_or(bw ? kPerftestDefTxBw : kPerftestDefTxLat);
+  if (c.tx_depth > o.iterations) c.tx_depth = static_cast<uint32_t>(o.iterations);
+  if (o.test == sim::PerftestTest::SendBw) {
+    c.rx_depth = o.rx_depth.value_or(kPerftestDefRxSend);
+    if (c.rx_depth > o.iterations) c.rx_depth = static_cast<uint32_t>(o.iterations);
+    if (c.rx_depth % 2 == 1 && !o.all) c.rx_depth += 1;  // "WA for a bug when rx_depth is odd"
+  } else {
+    c.rx_depth = kPerftestDefRxRdma;  // force_dependecies: verb WRITE -> DEF_RX_RDMA
+  }
+  if (bw) {
+    c.cq_mod = o.cq_mod.value_or(kPerftestDefCqMod);
+    // "we disable cq_mod for large message size" unless -Q was given or -a runs all sizes.
+    if (o.size > kPerftestCqModSizeLimit && !o.all && !o.cq_mod) c.cq_mod = 1;
+    if (c.cq_mod > c.tx_depth) c.cq_mod = c.tx_depth;
+  } else {
+    c.cq_mod = 1;  // the latency tools signal every WR (DEF_CQ_MOD capped at DEF_TX_LAT)
+  }
+  // ctx_set_max_inline(): for a recognised device (ConnectX, ConnectX-2/3 included) the latency
+  // tests default to DEF_INLINE_WRITE on RC, the bw tests to 0.
+  c.inline_size = o.inline_size.value_or(bw ? 0u : kPerftestDefInlineWrite);
+  c.num_qps = bw ? o.num_qps : 1;
+  c.seed = o.seed;
+  return c;
+}
+
+bool perftest_no_peak(const PerftestOptions& o) {
+  if (!perftest_is_bw(o.test)) return false;
+  return o.no_peak || o.iterations > kPerftestNoPeakIters;
+}
+
+int perftest_path_mtu(const PerftestOptions& o, int active_mtu, std::string* note) {
+  if (note) note->clear();
+  if (!o.mtu || *o.mtu == 0) return active_mtu;
+  const int m = *o.mtu;
+  // Not an IB MTU: the parser has noted it already.
+  if (m != 256 && m != 512 && m != 1024 && m != 2048 && m != 4096) return active_mtu;
+  if (m > active_mtu) {
+    if (note)
+      *note = fmt::format("hcasim: note: -m {}: above the port's active MTU; perftest changes to "
+                          "the active MTU ({} B)",
+                          m, active_mtu);
+    return active_mtu;
+  }
+  return m;
+}
+
+std::string perftest_usage(sim::PerftestTest test) {
+  const std::string_view t = perftest_tool_name(test);
+  const bool bw = perftest_is_bw(test);
+  std::string u = fmt::format(
+      "Usage:\n"
+      "  hcasim {0} [hcasim options] [perftest flags] [server-host]\n"
+      "\n"
+      "Simulates perftest 4.5's {0} client between two simulated hosts and prints perftest's\n"
+      "output. perftest flags (read as perftest reads them):\n"
+      "  -a, --all                 sizes 2 .. 2^23 B\n"
+      "  -s, --size=SIZE           message size, bytes (K and M suffixes; default {1})\n"
+      "  -n, --iters=N             iterations, {2}..{3} (default {4})\n"
+      "  -I, --inline_size=N       largest inline message, 0..{5} B (default {6})\n"
+      "  -t, --tx-depth=N          send queue depth (default {7})\n",
+      t, bw ? kPerftestDefSizeBw : kPerftestDefSizeLat, kPerftestMinIters, kPerftestMaxIters,
+      test == sim::PerftestTest::WriteBw ? kPerftestDefItersWriteBw : kPerftestDefIters,
+      kPerftestMaxInline, bw ? 0u : kPerftestDefInlineWrite, bw ? kPerftestDefTxBw : kPerftestDefTxLat);
+  if (bw) {
+    u += "  -q, --qp=N                QPs (default 1)\n"
+         "  -Q, --cq-mod=N            one CQE per N WRs (default 100; 1 above 8192 B)\n"
+         "  -N, --noPeak              no peak bandwidth (also above 20000 iterations)\n"
+         "      --report_gbits        Gb/s instead of MB/s (MB = 2^20 B)\n";
+    if (test == sim::PerftestTest::SendBw) u += "  -r, --rx-depth=N          receive queue depth (default 512)\n";
+  }
+  u += "  -m, --mtu=N               path MTU: 256 512 1024 2048 4096\n"
+       "  -F, -d DEV, -i PORT, -R, -z, -x GID, -p PORT, -c RC: accepted (printed or noted)\n"
+       "\n"
+       "hcasim options:\n"
+       "  --platform NAME|FILE         local host (default connectx-ddr-pcie1x8)\n"
+       "  --remote-platform NAME|FILE  remote host (default: same as --platform)\n"
+       "  --set section.key=value      change a platform parameter on both hosts (repeatable)\n"
+       "  --columns classic|extended   results table of perftest 2.x (default) or 4.5\n"
+       "  --csv PATH                   results as CSV, one row per size\n"
+       "  --stats                      simulator statistics on stderr\n"
+       "  --seed N                     seed of the host noise model\n";
+  return u;
+}
+
+}  // namespace hcasim::scenarios

@@ -1,0 +1,169 @@
+#pragma once
+/// \file Command line of `hcasim ib_write_lat|ib_write_bw|ib_send_bw`: perftest's own flags plus
+/// hcasim's long options, in any order.
+///
+///     hcasim ib_write_lat [hcasim long options and perftest flags, any order] [server-host]
+///
+/// The perftest flags are read as perftest 4.5 reads them (Debian's perftest 4.5+0.17, which
+/// reports "Version: 6.06"; src/perftest_parameters.c parser(): getopt_long with the option
+/// string "w:y:p:d:i:m:s:n:t:u:S:x:c:q:I:o:M:r:Q:A:l:D:f:B:T:L:E:J:j:K:k:X:W:aFegzRvhbNVCHUOZP"
+/// and its long_options table). So values may be attached (-s64, -n1000, --size=64) or separate
+/// (-s 64, --size 64), the next word is a value even when it starts with '-', flags without a
+/// value group (-aF), long options may be abbreviated to a unique prefix (--iter=100), the server
+/// host may stand anywhere (GNU getopt permutes) and "--" ends the options. A later flag
+/// overrides an earlier one (perftest 4.5 has no duplicate check). Value checks and limits are
+/// perftest's (CHECK_VALUE* macros and the MIN_* / MAX_* constants of perftest_parameters.h),
+/// confirmed against the installed binary's messages.
+///
+/// hcasim's long options (--platform, --remote-platform, --set, --seed, --csv, --stats,
+/// --columns) share getopt_long's table with perftest's, so they too may be abbreviated to a
+/// unique prefix and take "=VALUE" or the next word.
+///
+/// A leading word naming the tool ("ib_write_lat" or a path ending in it) is skipped, and so is
+/// a leading "taskset [-a] [-c] CPUS" before it, so that a pasted command line works.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "model/error.h"
+#include "scenarios/netperf_cli.h"  // kDefaultPlatform
+#include "sim/perftest_sim.h"
+
+namespace hcasim::scenarios {
+
+// --- perftest 4.5 constants (src/perftest_parameters.h) -----------------------------------------
+inline constexpr uint64_t kPerftestDefSizeLat = 2;       ///< DEF_SIZE_LAT, bytes
+inline constexpr uint64_t kPerftestDefSizeBw = 65536;    ///< DEF_SIZE_BW, bytes
+inline constexpr uint64_t kPerftestDefIters = 1000;      ///< DEF_ITERS (lat tests, ib_send_bw)
+inline constexpr uint64_t kPerftestDefItersWriteBw = 5000;  ///< DEF_ITERS_WB (ib_write_bw)
+inline constexpr uint64_t kPerftestMinIters = 5;         ///< MIN_ITER
+inline constexpr uint64_t kPerftestMaxIters = 100000000; ///< MAX_ITER
+inline constexpr uint64_t kPerftestMaxSizeArg = 2147483647;  ///< -s limit: UINT_MAX / 2 (parser)
+inline constexpr uint32_t kPerftestDefTxLat = 1;         ///< DEF_TX_LAT
+inline constexpr uint32_t kPerftestDefTxBw = 128;        ///< DEF_TX_BW
+inline constexpr uint32_t kPerftestMaxTx = 15000;        ///< MAX_TX (MIN_TX is 1)
+inline constexpr uint32_t kPerftestDefRxSend = 512;      ///< DEF_RX_SEND
+inline constexpr uint32_t kPerftestDefRxRdma = 1;        ///< DEF_RX_RDMA
+inline constexpr uint32_t kPerftestMaxRx = 16384;        ///< MAX_RX (MIN_RX is 1)
+inline constexpr uint32_t kPerftestDefCqMod = 100;       ///< DEF_CQ_MOD
+inline constexpr uint32_t kPerftestMaxCqMod = 1024;      ///< MAX_CQ_MOD (MIN_CQ_MOD is 1)
+inline constexpr uint64_t kPerftestCqModSizeLimit = 8192;  ///< MSG_SIZE_CQ_MOD_LIMIT, bytes
+inline constexpr uint32_t kPerftestMaxQps = 16384;       ///< MAX_QP_NUM (MIN_QP_NUM is 1)
+inline constexpr uint32_t kPerftestMaxInline = 912;      ///< MAX_INLINE (-I range 0..912)
+inline constexpr uint32_t kPerftestDefInlineWrite = 220; ///< DEF_INLINE_WRITE (write_lat, RC)
+inline constexpr int kPerftestMaxGidIndex = 64;          ///< MAX_GID_IX (MIN_GID_IX is 0)
+inline constexpr int kPerftestDefPort = 18515;           ///< DEF_PORT (TCP port of -p)
+inline constexpr uint64_t kPerftestNoPeakIters = 20000;  ///< above this many iterations a bw
+                                                         ///< test skips the peak (force_dependecies)
+inline constexpr int kPerftestAllMaxLog2 = 23;           ///< -a sweeps 2^1 .. 2^23 B (write_lat.c,
+                                                         ///< write_bw.c, send_bw.c: i = 1..23)
+
+/// Which results table is printed (hcasim's --columns).
+enum class PerftestColumns {
+  Classic,   ///< perftest 2.x: ib_write_lat's five columns #bytes #iterations t_min t_max
+             ///< t_typical; the bw tools' rows in 2.x's REPORT_FMT (the default)
+  Extended,  ///< perftest 4.5: adds t_avg, t_stdev, 99% and 99.9% percentiles (lat); bw rows in
+             ///< 4.5's REPORT_FMT
+};
+
+/// Everything `hcasim ib_write_lat|ib_write_bw|ib_send_bw` was asked for. Defaults are
+/// perftest's for the tool (parse_perftest_args fills them); the values perftest derives from
+/// them (depths capped by -n, CQ moderation, inline size) come from to_perftest_config.
+struct PerftestOptions {
+  sim::PerftestTest test = sim::PerftestTest::WriteLat;
+
+  // --- perftest flags -------------------------------------------------------------------
+  bool all = false;                   ///< -a: sizes 2..2^23 B (ignores -s)
+  uint64_t size = kPerftestDefSizeLat;  ///< -s, bytes (default DEF_SIZE_LAT / DEF_SIZE_BW)
+  bool size_given = false;            ///< -s was given
+  uint64_t iterations = kPerftestDefIters;  ///< -n (default 1000; ib_write_bw 5000)
+  bool cpu_freq_f = false;            ///< -F: no cpufreq warning (none is printed anyway)
+  std::string device = "mlx4_0";      ///< -d: only printed in the banner ("Device : ...")
+  int ib_port = 1;                    ///< -i (the simulated HCA has one port)
+  std::optional<uint32_t> inline_size;  ///< -I, bytes; empty = perftest's default for the tool
+  uint32_t num_qps = 1;               ///< -q (bw tools)
+  bool report_gbits = false;          ///< --report_gbits (bw tools): Gb/s instead of MB/s
+  std::optional<uint32_t> tx_depth;   ///< -t; empty = DEF_TX_LAT / DEF_TX_BW
+  std::optional<uint32_t> rx_depth;   ///< -r (ib_send_bw; the write tools accept only 1)
+  std::optional<uint32_t> cq_mod;     ///< -Q (bw tools)
+  bool no_peak = false;               ///< -N (bw tools): no peak bandwidth
+  std::optional<int> mtu;             ///< -m as given (applied to the path MTU by perftest_main)
+  bool rdma_cm = false;               ///< -R: only the banner shows it ("rdma_cm QPs : ON")
+  bool comm_rdma_cm = false;          ///< -z: only the banner shows it ("Data ex. method")
+  std::optional<int> gid_index;       ///< -x: only printed (banner line and GID lines)
+  int tcp_port = kPerftestDefPort;    ///< -p (no TCP connection is simulated)
+  std::optional<std::string> server;  ///< the server host (the client form); not used
+  bool help = false;                  ///< -h / --help
+  bool version = false;               ///< -V / --version
+
+  // --- hcasim long options --------------------------------------------------------------
+  std::string platform = kDefaultPlatform;     ///< --platform NAME|FILE (local host)
+  std::optional<std::string> remote_platform;  ///< --remote-platform; empty = --platform
+  std::vector<std::string> sets;      ///< --set section.key=value, in order, for both hosts
+  uint64_t seed = 1;                  ///< --seed N
+  std::optional<std::string> csv_path;  ///< --csv PATH
+  bool stats = false;                 ///< --stats: one statistics line on stderr
+  PerftestColumns columns = PerftestColumns::Classic;  ///< --columns classic|extended
+
+  /// Lines for stderr, each "hcasim: note: ...", about flags accepted but ignored or read in
+  /// perftest's lenient way (e.g. "-s 64k" is 64 B for perftest).
+  std::vector<std::string> notes;
+};
+
+/// The program name of `test`: "ib_write_lat", "ib_write_bw" or "ib_send_bw".
+std::string_view perftest_tool_name(sim::PerftestTest test);
+
+/// True for the bandwidth tools (perftest's tst == BW).
+bool perftest_is_bw(sim::PerftestTest test);
+
+/// Parses the words after `hcasim TOOL`. Throws InputError with one line naming the flag at
+/// fault, e.g. "-n: 4 is out of range (perftest: 5..100000000)", "-z: ...", "-D: hcasim
+/// simulates perftest's iteration mode only (-n), not -D duration runs", "unknown option
+/// --frobnicate", "--si: ambiguous option (--sig_before, --size)", "-s: missing value".
+PerftestOptions parse_perftest_args(sim::PerftestTest test, const std::vector<std::string>& args);
+
+/// The sizes of -a: 2^1 .. 2^23 bytes (perftest's RUN_ALL loop `for (i = 1; i < 24; ++i)`
+/// size = 1 << i, in write_lat.c, write_bw.c and send_bw.c main()).
+std::vector<uint64_t> perftest_all_sizes();
+
+/// The simulation's view of the options, with the values perftest 4.5 derives
+/// (perftest_parameters.c force_dependecies and ctx_set_max_inline):
+/// - sizes: -a's sweep, else {-s};
+/// - tx_depth: -t or DEF_TX_LAT (1) / DEF_TX_BW (128), capped at -n;
+/// - rx_depth: ib_send_bw: -r or DEF_RX_SEND (512), capped at -n, then made even (the "odd
+///   rx_depth" workaround, not with -a); the write tools: DEF_RX_RDMA (1);
+/// - cq_mod: latency tools 1 (DEF_CQ_MOD capped at the tx depth of 1); bw tools: -Q or
+///   DEF_CQ_MOD (100), 1 when the size is above MSG_SIZE_CQ_MOD_LIMIT (8192 B) without -Q and
+///   without -a, then capped at the tx depth;
+/// - inline_size: -I, else 220 B (DEF_INLINE_WRITE) for ib_write_lat and 0 for the bw tools
+///   (a recognised Mellanox device, RC);
+/// - num_qps: -q (1 for the latency tools); iterations: -n; seed: --seed.
+sim::PerftestConfig to_perftest_config(const PerftestOptions& options);
+
+/// Whether perftest skips the peak bandwidth: -N, or more than 20000 iterations in a bw test
+/// (perftest 4.5 force_dependecies sets noPeak silently; its -h says "default with peak up to
+/// iters=20000"). Always false for the latency tools.
+bool perftest_no_peak(const PerftestOptions& options);
+
+/// The path MTU perftest uses, as perftest_parameters.c set_mtu() picks it: the port's active
+/// MTU (`active_mtu`, bytes) without -m or with -m 0; -m when it is one of 256 512 1024 2048
+/// 4096 and not above the active MTU; else the active MTU. When -m is above the active MTU,
+/// `note` (when not null) receives an "hcasim: note: ..." line saying so (perftest prints
+/// "Requested mtu is higher than active mtu"); otherwise it is cleared (a -m that is no IB MTU
+/// was noted by parse_perftest_args).
+int perftest_path_mtu(const PerftestOptions& options, int active_mtu, std::string* note);
+
+/// hcasim's help for the perftest tools (-h / --help).
+std::string perftest_usage(sim::PerftestTest test);
+
+/// Runs `hcasim TOOL ARGS...` (modelled on netperf_main in scenarios/main.cpp): parses, checks
+/// the --csv path, prints the notes on stderr, loads both platforms (scenarios/datadir.h
+/// resolve_platform), applies every --set and then -m (as ib.mtu) to both hosts, runs
+/// sim::run_perftest, writes the CSV whole or not at all, prints perftest's output on stdout
+/// and, with --stats, the statistics line on stderr. Returns 0; throws InputError on bad input
+/// (the caller prints it and exits 2).
+int perftest_main(sim::PerftestTest test, const std::vector<std::string>& args);
+
+}  // namespace hcasim::scenarios

@@ -1,0 +1,65 @@
+// `hcasim ib_write_lat|ib_write_bw|ib_send_bw ...` (perftest_cli.h perftest_main), modelled on
+// netperf_main in scenarios/main.cpp. Kept in its own file: it is the only part of the perftest
+// command line that needs sim::run_perftest, so the parser and the output stay testable without
+// linking the simulation.
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "model/error.h"
+#include "model/platform.h"
+#include "scenarios/datadir.h"
+#include "scenarios/netperf_output.h"  // check_output_path, write_file_atomically
+#include "scenarios/perftest_cli.h"
+#include "scenarios/perftest_output.h"
+#include "sim/perftest_sim.h"
+
+namespace hcasim::scenarios {
+
+int perftest_main(sim::PerftestTest test, const std::vector<std::string>& args) {
+  const PerftestOptions opts = parse_perftest_args(test, args);
+  if (opts.help) {
+    std::cout << perftest_usage(test);
+    return 0;
+  }
+  if (opts.version) {  // perftest -V prints "Version: 6.06" for 4.5+0.17
+    std::cout << fmt::format("Version: 6.06 (perftest 4.5, simulated by hcasim {})\n",
+                             perftest_tool_name(test));
+    return 0;
+  }
+  if (opts.csv_path) check_output_path(*opts.csv_path, "--csv");
+  for (const auto& note : opts.notes) std::cerr << note << "\n";
+
+  model::Platform local = model::Platform::load_file(resolve_platform(opts.platform));
+  model::Platform remote =
+      opts.remote_platform
+          ? model::Platform::load_file(resolve_platform(*opts.remote_platform, "--remote-platform"))
+          : local;
+  for (const auto& assignment : opts.sets) {  // --set applies to both hosts
+    local.set(assignment);
+    remote.set(assignment);
+  }
+  // -m: the path MTU perftest picks (set_mtu) from the port's active MTU, ib.mtu of each host.
+  if (opts.mtu) {
+    std::string note;
+    const auto active = static_cast<int>(local.integer("ib.mtu", "B"));
+    const int mtu = perftest_path_mtu(opts, active, &note);
+    if (!note.empty()) std::cerr << note << "\n";
+    const std::string assignment = fmt::format("ib.mtu={}", mtu);
+    local.set(assignment);
+    remote.set(assignment);
+  }
+  // The client's cycle counter rate, perftest's get_cpu_mhz().
+  const double cpu_mhz = perftest_cpu_mhz(local.num("host.clock", "GHz"));
+
+  const sim::PerftestResult result = sim::run_perftest(local, remote, to_perftest_config(opts));
+  if (opts.csv_path)
+    write_file_atomically(*opts.csv_path, format_perftest_csv(opts, result, cpu_mhz), "--csv");
+  std::cout << format_perftest_output(opts, result, cpu_mhz) << std::flush;
+  if (opts.stats) std::cerr << format_perftest_stats_line(result) << "\n";
+  return 0;
+}
+
+}  // namespace hcasim::scenarios
