@@ -1,4 +1,5 @@
-// `hcasim run` (run.h): scenario files, reference CSVs, child processes, report and CSV.
+// `hcasim run` (run.h): scenario files, reference CSVs, child processes, report and CSV, for
+// netperf points and ib_write_lat latency points.
 #include "scenarios/run.h"
 
 #include <CLI/CLI.hpp>
@@ -101,6 +102,53 @@ std::string match_text(const toml::node& node, const std::string& origin, uint32
   fail_at(origin, line_of(node, line), where + "match values must be strings or numbers");
 }
 
+/// The last path component of `word` ("/usr/bin/taskset" -> "taskset").
+std::string_view base_name(std::string_view word) {
+  const size_t slash = word.rfind('/');
+  return slash == std::string_view::npos ? word : word.substr(slash + 1);
+}
+
+/// Whether `tool` (a base name) is a perftest latency tool a scenario point may run.
+bool is_latency_tool(std::string_view tool) { return tool == "ib_write_lat"; }
+
+/// Drops a leading util-linux `taskset [-a|--all-tasks] [-c|--cpu-list] MASK|CPUS` (command
+/// form; `taskset` may be a path) from `words`: hcasim does not pin processes. Returns whether
+/// it was there. Throws InputError (no location) on the pid form (-p) or another option, or
+/// when the CPU mask or the command is missing.
+bool drop_taskset(std::vector<std::string>& words) {
+  if (words.empty() || base_name(words.front()) != "taskset") return false;
+  size_t i = 1;
+  for (; i < words.size() && words[i].size() > 1 && words[i][0] == '-'; ++i) {
+    const std::string& w = words[i];
+    if (w == "--all-tasks" || w == "--cpu-list") continue;
+    if (w[1] != '-' && w.find_first_not_of("ac", 1) == std::string::npos) continue;  // -c, -a, -ac
+    if (w == "-p" || w == "--pid" || (w[1] != '-' && w.find('p') != std::string::npos))
+      throw InputError("taskset -p pins a running process, not a command");
+    throw InputError(fmt::format("taskset: unsupported option '{}'", w));
+  }
+  if (i + 1 >= words.size()) throw InputError("taskset needs a CPU mask or list and a command");
+  words.erase(words.begin(), words.begin() + static_cast<std::ptrdiff_t>(i + 1));
+  return true;
+}
+
+/// The kind of a [[point]] judged from its command's first word only (after taskset), before
+/// the points are parsed, so that the tolerances can be checked where they are declared.
+/// nullopt when the command is not one parse_point accepts: it then reports what is wrong.
+std::optional<PointKind> command_kind(const toml::node& point) {
+  const auto* t = point.as_table();
+  const toml::node* command = t ? t->get("command") : nullptr;
+  if (!command || !command->as_string()) return std::nullopt;
+  try {
+    std::vector<std::string> words = split_command_line(command->as_string()->get());
+    const bool pinned = drop_taskset(words);
+    if (words.empty()) return std::nullopt;
+    if (is_latency_tool(base_name(words.front()))) return PointKind::Latency;
+    if (!pinned && words.front() == "netperf") return PointKind::Netperf;
+  } catch (const InputError&) {
+  }
+  return std::nullopt;
+}
+
 ScenarioPoint parse_point(const toml::table& t, const Scenario& scenario, size_t index,
                           uint32_t array_line) {
   const std::string& origin = scenario.origin;
@@ -150,15 +198,33 @@ ScenarioPoint parse_point(const toml::table& t, const Scenario& scenario, size_t
     p.reference.match.emplace_back(std::string(key.str()),
                                    match_text(value, origin, ref_line, where + "reference: "));
 
-  // The command: a netperf command line, checked with the netperf parser.
+  // The command: a netperf command line, checked with the netperf parser, or an ib_write_lat
+  // one (after an optional taskset), checked only for its tool and the reserved options: the
+  // perftest parser belongs to the child, which exits 2 on a bad flag.
   std::vector<std::string> words;
+  bool pinned = false;
   try {
     words = split_command_line(p.command);
+    pinned = drop_taskset(words);
   } catch (const InputError& e) {
     fail_at(origin, p.line, where + "command: " + e.what());
   }
-  if (words.empty() || words.front() != "netperf")
+  const std::string_view tool = words.empty() ? std::string_view() : base_name(words.front());
+  if (is_latency_tool(tool)) {
+    p.kind = PointKind::Latency;
+    p.tool = std::string(tool);
+  } else if (tool.substr(0, 3) == "ib_") {
+    fail_at(origin, p.line,
+            fmt::format("{}command: {} points are not supported (points run netperf or ib_write_lat)",
+                        where, tool));
+  } else if (pinned) {
+    fail_at(origin, p.line,
+            where + "command: taskset is accepted only before ib_write_lat (netperf binds with -T)");
+  } else if (words.empty() || words.front() != "netperf") {
     fail_at(origin, p.line, where + "command must start with \"netperf\"");
+  } else {
+    p.tool = "netperf";
+  }
   words.erase(words.begin());
   for (const auto& w : words) {
     for (const char* reserved : {"--platform", "--remote-platform", "--set", "--csv"}) {
@@ -168,6 +234,10 @@ ScenarioPoint parse_point(const toml::table& t, const Scenario& scenario, size_t
                 fmt::format("{}command: {} is set by the scenario (use the point's keys)", where,
                             reserved));
     }
+  }
+  if (p.kind == PointKind::Latency) {
+    p.words = std::move(words);
+    return p;
   }
   NetperfOptions parsed;
   try {
@@ -198,9 +268,64 @@ std::optional<double> number_cell(const std::vector<std::string>& header,
   return v;
 }
 
-std::string point_label(const ScenarioPoint& p) {
+/// A non-negative integer cell (a message size); InputError "ORIGIN: column NAME: 'X' is not
+/// a whole number" otherwise, also when the cell is empty.
+uint64_t whole_number_cell(const std::vector<std::string>& header,
+                           const std::vector<std::string>& row, std::string_view name,
+                           const std::string& origin) {
+  const int c = column(header, name);
+  if (c < 0) throw InputError(fmt::format("{}: no column '{}'", origin, name));
+  const std::string text = static_cast<size_t>(c) < row.size() ? row[static_cast<size_t>(c)] : "";
+  const auto v = parse_number(text);
+  if (!v || *v < 0 || *v != std::floor(*v) || *v > 9007199254740992.0)  // 2^53
+    throw InputError(fmt::format("{}: column {}: '{}' is not a whole number", origin, name, text));
+  return static_cast<uint64_t>(*v);
+}
+
+/// The header and the one row of CSV text that `spec.match` selects. Throws InputError
+/// "ORIGIN: ..." when the file is empty, a match column is missing, or the match selects no
+/// row or more than one.
+std::pair<std::vector<std::string>, std::vector<std::string>> select_row(
+    std::string_view csv_text, const std::string& origin, const ReferenceSpec& spec) {
+  auto rows = parse_csv(csv_text, origin);
+  if (rows.empty()) throw InputError(origin + ": empty file");
+  const auto& header = rows.front();
+  std::vector<std::pair<size_t, std::string>> wanted;
+  std::string described;
+  for (const auto& [name, value] : spec.match) {
+    const int c = column(header, name);
+    if (c < 0) throw InputError(fmt::format("{}: no column '{}'", origin, name));
+    wanted.emplace_back(static_cast<size_t>(c), value);
+    described += fmt::format("{}{}={}", described.empty() ? "" : ", ", name, value);
+  }
+  size_t found = 0, count = 0;
+  for (size_t r = 1; r < rows.size(); ++r) {
+    const auto& row = rows[r];
+    const bool ok = std::all_of(wanted.begin(), wanted.end(), [&](const auto& w) {
+      return w.first < row.size() && row[w.first] == w.second;
+    });
+    if (ok) {
+      found = r;
+      ++count;
+    }
+  }
+  if (count != 1)
+    throw InputError(fmt::format("{}: match {{{}}} selects {} rows (must select exactly one)",
+                                 origin, described, count));
+  return {std::move(rows.front()), std::move(rows[found])};
+}
+
+fs::path reference_path(const ReferenceSpec& spec, const std::string& base_dir) {
+  return fs::path(spec.file).is_absolute() ? fs::path(spec.file) : fs::path(base_dir) / spec.file;
+}
+
+/// "TABLE MODE SIZE": the size flag of a netperf point, "BYTES B" of a latency point.
+std::string point_label(const ScenarioPoint& p, uint64_t bytes = 0) {
   std::string label = p.table + " " + p.mode;
-  if (!p.size_flag.empty()) label += " " + p.size_flag;
+  if (p.kind == PointKind::Latency)
+    label += fmt::format(" {} B", bytes);
+  else if (!p.size_flag.empty())
+    label += " " + p.size_flag;
   return label;
 }
 
@@ -226,6 +351,21 @@ std::string median_max(const std::vector<double>& abs_errors) {
   if (abs_errors.empty()) return "-";
   return fmt::format("{:.1f}% / {:.1f}%", median(abs_errors) * 100.0,
                      *std::max_element(abs_errors.begin(), abs_errors.end()) * 100.0);
+}
+
+/// Whether some point of `s` is of `kind`.
+bool has_kind(const Scenario& s, PointKind kind) {
+  return std::any_of(s.points.begin(), s.points.end(),
+                     [&](const ScenarioPoint& p) { return p.kind == kind; });
+}
+
+/// The tables of the points of `kind`, in order of first appearance.
+std::vector<std::string> tables_of(const Scenario& s, PointKind kind) {
+  std::vector<std::string> tables;
+  for (const auto& p : s.points)
+    if (p.kind == kind && std::find(tables.begin(), tables.end(), p.table) == tables.end())
+      tables.push_back(p.table);
+  return tables;
 }
 
 // --- child processes --------------------------------------------------------------------
@@ -260,7 +400,7 @@ struct Job {
   std::string csv_path, err_path;
   pid_t pid = -1;
   bool done = false;
-  Figures simulated;
+  Figures simulated;  ///< netperf jobs
 };
 
 pid_t spawn(const Job& job) {
@@ -325,17 +465,37 @@ Scenario parse_scenario(std::string_view toml_text, const std::string& origin) {
   s.platform = required_string(root, "platform", origin, 1, "");
   s.source = optional_string(root, "source", origin, 1, "");
 
+  // The kinds of point the file has decide which tolerances it must declare. Without any
+  // [[point]] the netperf ones are required, as before latency points existed.
+  const toml::node* points = root.get("point");
+  const auto* point_list = points ? points->as_array() : nullptr;
+  bool netperf_points = !point_list || point_list->empty();
+  bool latency_points = false;
+  if (point_list) {
+    for (const auto& node : *point_list) {
+      const auto kind = command_kind(node);
+      if (kind == PointKind::Netperf) netperf_points = true;
+      if (kind == PointKind::Latency) latency_points = true;
+    }
+  }
+
   const toml::node* tol = root.get("tolerance");
   if (!tol) fail_at(origin, 1, "missing table [tolerance]");
   const auto* tt = tol->as_table();
   if (!tt) fail_at(origin, line_of(*tol, 1), "'tolerance' must be a table");
   const uint32_t tol_line = line_of(*tol, 1);
-  check_keys(*tt, {"throughput", "service_demand"}, origin, tol_line, "tolerance: ");
-  s.tolerance.throughput = positive_number(*tt, "throughput", origin, tol_line, "tolerance: ");
-  s.tolerance.service_demand =
-      positive_number(*tt, "service_demand", origin, tol_line, "tolerance: ");
+  check_keys(*tt, {"throughput", "service_demand", "t_typical_us", "t_min_us"}, origin, tol_line,
+             "tolerance: ");
+  // A declared tolerance is checked even when no point uses it; a needed one must be declared.
+  auto tolerance = [&](std::string_view key, bool needed) {
+    if (!needed && !tt->get(key)) return 0.0;
+    return positive_number(*tt, key, origin, tol_line, "tolerance: ");
+  };
+  s.tolerance.throughput = tolerance("throughput", netperf_points);
+  s.tolerance.service_demand = tolerance("service_demand", netperf_points);
+  s.tolerance.t_typical_us = tolerance("t_typical_us", latency_points);
+  s.tolerance.t_min_us = tolerance("t_min_us", latency_points);
 
-  const toml::node* points = root.get("point");
   if (!points) fail_at(origin, 1, "no [[point]]");
   const auto* array = points->as_array();
   if (!array || array->empty() || !array->is_array_of_tables())
@@ -454,43 +614,33 @@ std::string csv_cell(std::string_view text) {
 
 Figures reference_figures(std::string_view csv_text, const std::string& origin,
                           const ReferenceSpec& spec) {
-  const auto rows = parse_csv(csv_text, origin);
-  if (rows.empty()) throw InputError(origin + ": empty file");
-  const auto& header = rows.front();
-  std::vector<std::pair<size_t, std::string>> wanted;
-  std::string described;
-  for (const auto& [name, value] : spec.match) {
-    const int c = column(header, name);
-    if (c < 0) throw InputError(fmt::format("{}: no column '{}'", origin, name));
-    wanted.emplace_back(static_cast<size_t>(c), value);
-    described += fmt::format("{}{}={}", described.empty() ? "" : ", ", name, value);
-  }
-  const std::vector<std::string>* found = nullptr;
-  size_t count = 0;
-  for (size_t r = 1; r < rows.size(); ++r) {
-    const auto& row = rows[r];
-    const bool ok = std::all_of(wanted.begin(), wanted.end(), [&](const auto& w) {
-      return w.first < row.size() && row[w.first] == w.second;
-    });
-    if (ok) {
-      found = &row;
-      ++count;
-    }
-  }
-  if (count != 1)
-    throw InputError(fmt::format("{}: match {{{}}} selects {} rows (must select exactly one)",
-                                 origin, described, count));
+  const auto [header, row] = select_row(csv_text, origin, spec);
   Figures f;
-  f.throughput_mbps = number_cell(header, *found, "throughput_mbps", origin);
-  f.sd_local = number_cell(header, *found, "sd_local_us_per_kb", origin);
-  f.sd_remote = number_cell(header, *found, "sd_remote_us_per_kb", origin);
+  f.throughput_mbps = number_cell(header, row, "throughput_mbps", origin);
+  f.sd_local = number_cell(header, row, "sd_local_us_per_kb", origin);
+  f.sd_remote = number_cell(header, row, "sd_remote_us_per_kb", origin);
   return f;
 }
 
 Figures read_reference(const ReferenceSpec& spec, const std::string& base_dir) {
-  const fs::path file = fs::path(spec.file).is_absolute() ? fs::path(spec.file)
-                                                          : fs::path(base_dir) / spec.file;
+  const fs::path file = reference_path(spec, base_dir);
   return reference_figures(read_text(file.string(), file.string()), file.string(), spec);
+}
+
+LatencyFigures latency_reference_figures(std::string_view csv_text, const std::string& origin,
+                                         const ReferenceSpec& spec) {
+  const auto [header, row] = select_row(csv_text, origin, spec);
+  LatencyFigures f;
+  f.bytes = whole_number_cell(header, row, "bytes", origin);
+  f.t_min_us = number_cell(header, row, "t_min_us", origin);
+  f.t_max_us = number_cell(header, row, "t_max_us", origin);
+  f.t_typical_us = number_cell(header, row, "t_typical_us", origin);
+  return f;
+}
+
+LatencyFigures read_latency_reference(const ReferenceSpec& spec, const std::string& base_dir) {
+  const fs::path file = reference_path(spec, base_dir);
+  return latency_reference_figures(read_text(file.string(), file.string()), file.string(), spec);
 }
 
 Figures netperf_csv_figures(std::string_view csv_text, const std::string& origin) {
@@ -501,6 +651,33 @@ Figures netperf_csv_figures(std::string_view csv_text, const std::string& origin
   f.sd_local = number_cell(rows[0], rows[1], "sd_local_us_per_kb", origin);
   f.sd_remote = number_cell(rows[0], rows[1], "sd_remote_us_per_kb", origin);
   return f;
+}
+
+std::vector<LatencyFigures> latency_csv_rows(std::string_view csv_text, const std::string& origin) {
+  const auto rows = parse_csv(csv_text, origin);
+  if (rows.empty()) throw InputError(origin + ": empty file");
+  const auto& header = rows.front();
+  for (const char* name : {"bytes", "t_min_us", "t_max_us", "t_typical_us"})
+    if (column(header, name) < 0) throw InputError(fmt::format("{}: no column '{}'", origin, name));
+  if (rows.size() < 2) throw InputError(origin + ": no data row");
+  std::vector<LatencyFigures> out;
+  for (size_t r = 1; r < rows.size(); ++r) {
+    LatencyFigures f;
+    f.bytes = whole_number_cell(header, rows[r], "bytes", origin);
+    f.t_min_us = number_cell(header, rows[r], "t_min_us", origin);
+    f.t_max_us = number_cell(header, rows[r], "t_max_us", origin);
+    f.t_typical_us = number_cell(header, rows[r], "t_typical_us", origin);
+    out.push_back(f);
+  }
+  return out;
+}
+
+std::optional<LatencyFigures> latency_row_for_bytes(const std::vector<LatencyFigures>& rows,
+                                                    uint64_t bytes) {
+  const auto it = std::find_if(rows.begin(), rows.end(),
+                               [&](const LatencyFigures& f) { return f.bytes == bytes; });
+  if (it == rows.end()) return std::nullopt;
+  return *it;
 }
 
 // --- comparison and report ------------------------------------------------------------------
@@ -530,12 +707,42 @@ PointOutcome evaluate_point(const ScenarioPoint& point, const Tolerance& toleran
   return o;
 }
 
-std::string format_run_report(const Scenario& s, const std::vector<PointOutcome>& outcomes) {
-  std::string out = fmt::format(
-      "scenario {}: platform {}; tolerance: throughput {:.0f}%, service demand {:.0f}%\n", s.name,
-      s.platform, s.tolerance.throughput * 100.0, s.tolerance.service_demand * 100.0);
-  if (!s.source.empty()) out += fmt::format("measured: {}\n", s.source);
-  out += "\n";
+PointOutcome evaluate_latency_point(const ScenarioPoint& point, const Tolerance& tolerance,
+                                    const LatencyFigures& measured,
+                                    const LatencyFigures& simulated) {
+  PointOutcome o;
+  o.kind = PointKind::Latency;
+  o.bytes = measured.bytes;
+  // Absolute errors in us. The slack of 1e-9 us keeps a decimal error exactly at the limit
+  // (0.84 - 0.79 against 0.05) within despite binary rounding.
+  auto compare = [](Metric& m, const std::optional<double>& meas,
+                    const std::optional<double>& sim, std::optional<double> tol) {
+    m.measured = meas;
+    m.simulated = sim;
+    if (!meas) return;
+    if (!sim) {
+      m.within = !tol;  // measured but not simulated: fails where gated
+      return;
+    }
+    m.error = *sim - *meas;
+    m.within = !tol || std::fabs(*m.error) <= *tol + 1e-9;
+  };
+  compare(o.t_typical, measured.t_typical_us, simulated.t_typical_us, tolerance.t_typical_us);
+  compare(o.t_min, measured.t_min_us, simulated.t_min_us, tolerance.t_min_us);
+  compare(o.t_max, measured.t_max_us, simulated.t_max_us, std::nullopt);  // reported, not gated
+  if (!point.gated)
+    o.status = "not gated";
+  else
+    o.status = o.t_typical.within && o.t_min.within ? "ok" : "FAIL";
+  return o;
+}
+
+namespace {
+
+/// The netperf part of the report: a row per netperf point, then per table the median and max
+/// |error| (run.h format_run_report).
+std::string format_netperf_rows(const Scenario& s, const std::vector<PointOutcome>& outcomes) {
+  std::string out;
   constexpr const char* row = "{:<16} {:<7} {:<8} {:>9} {:>9} {:>7}  {:>6} {:>6} {:>7}  {:>6} {:>6} {:>7}  {}\n";
   std::string groups = fmt::format("{:<16} {:<7} {:<8} {:^27}  {:^21}  {:^21}", "", "", "",
                                     "throughput, Mbit/s", "SD local, us/KB", "SD remote, us/KB");
@@ -545,6 +752,7 @@ std::string format_run_report(const Scenario& s, const std::vector<PointOutcome>
   for (size_t i = 0; i < s.points.size(); ++i) {
     const auto& p = s.points[i];
     const auto& o = outcomes[i];
+    if (p.kind != PointKind::Netperf) continue;
     out += fmt::format(row, p.table, p.mode, p.size_flag.empty() ? "-" : p.size_flag,
                        num(o.throughput.measured, 2), num(o.throughput.simulated, 2),
                        pct(o.throughput.error), num(o.sd_local.measured, 3),
@@ -557,14 +765,11 @@ std::string format_run_report(const Scenario& s, const std::vector<PointOutcome>
   out += fmt::format("\n{:<16} {:>6}  {:<22} {}\n", "per table", "points",
                      "|error| throughput", "|error| service demand");
   out += fmt::format("{:<16} {:>6}  {:<22} {}\n", "", "", "median / max", "median / max");
-  std::vector<std::string> tables;
-  for (const auto& p : s.points)
-    if (std::find(tables.begin(), tables.end(), p.table) == tables.end()) tables.push_back(p.table);
-  for (const auto& table : tables) {
+  for (const auto& table : tables_of(s, PointKind::Netperf)) {
     std::vector<double> tput, sd;
     size_t n = 0;
     for (size_t i = 0; i < s.points.size(); ++i) {
-      if (s.points[i].table != table) continue;
+      if (s.points[i].table != table || s.points[i].kind != PointKind::Netperf) continue;
       ++n;
       const auto& o = outcomes[i];
       if (o.throughput.error) tput.push_back(std::fabs(*o.throughput.error));
@@ -573,6 +778,77 @@ std::string format_run_report(const Scenario& s, const std::vector<PointOutcome>
     }
     out += fmt::format("{:<16} {:>6}  {:<22} {}\n", table, n, median_max(tput), median_max(sd));
   }
+  return out;
+}
+
+/// The latency part of the report: its title, a row per latency point, then per table the max
+/// |error| of t_typical and t_min and the platforms (run.h format_run_report).
+std::string format_latency_rows(const Scenario& s, const std::vector<PointOutcome>& outcomes) {
+  std::string out =
+      "ib_write_lat latency: half the round trip, in us; error = simulated - measured\n";
+  constexpr const char* row =
+      "{:<16} {:<15} {:>7}  {:>6} {:>6} {:>7}  {:>6} {:>6} {:>7}  {:>8} {:>8}  {}\n";
+  std::string groups = fmt::format("{:<16} {:<15} {:>7}  {:^21}  {:^21}  {:^17}", "", "", "",
+                                   "t_typical", "t_min", "t_max (not gated)");
+  out += groups.erase(groups.find_last_not_of(' ') + 1) + "\n";
+  out += fmt::format(row, "table", "mode", "bytes", "meas", "sim", "error", "meas", "sim", "error",
+                     "meas", "sim", "status");
+  auto err = [](const Metric& m) { return m.error ? fmt::format("{:+.3f}", *m.error) : "-"; };
+  for (size_t i = 0; i < s.points.size(); ++i) {
+    const auto& p = s.points[i];
+    const auto& o = outcomes[i];
+    if (p.kind != PointKind::Latency) continue;
+    out += fmt::format(row, p.table, p.mode, o.bytes, num(o.t_typical.measured, 3),
+                       num(o.t_typical.simulated, 3), err(o.t_typical), num(o.t_min.measured, 3),
+                       num(o.t_min.simulated, 3), err(o.t_min), num(o.t_max.measured, 2),
+                       num(o.t_max.simulated, 2), o.status);
+  }
+
+  constexpr const char* summary = "{:<16} {:>6}  {:<21}  {:<17}  {}\n";
+  out += "\n" + fmt::format(summary, "per table", "points", "max |error| t_typical",
+                            "max |error| t_min", "platform");
+  auto max_abs = [](const std::vector<double>& v) {
+    return v.empty() ? std::string("-")
+                     : fmt::format("{:.3f} us", *std::max_element(v.begin(), v.end()));
+  };
+  for (const auto& table : tables_of(s, PointKind::Latency)) {
+    std::vector<double> typical, minimum;
+    std::vector<std::string> platforms;
+    size_t n = 0;
+    for (size_t i = 0; i < s.points.size(); ++i) {
+      const auto& p = s.points[i];
+      if (p.table != table || p.kind != PointKind::Latency) continue;
+      ++n;
+      const auto& o = outcomes[i];
+      if (o.t_typical.error) typical.push_back(std::fabs(*o.t_typical.error));
+      if (o.t_min.error) minimum.push_back(std::fabs(*o.t_min.error));
+      if (std::find(platforms.begin(), platforms.end(), p.platform) == platforms.end())
+        platforms.push_back(p.platform);
+    }
+    std::string joined;
+    for (const auto& name : platforms) joined += (joined.empty() ? "" : ", ") + name;
+    out += fmt::format(summary, table, n, max_abs(typical), max_abs(minimum), joined);
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string format_run_report(const Scenario& s, const std::vector<PointOutcome>& outcomes) {
+  const bool latency = has_kind(s, PointKind::Latency);
+  const bool netperf = has_kind(s, PointKind::Netperf) || !latency;
+  std::string tolerances;
+  if (netperf)
+    tolerances = fmt::format("throughput {:.0f}%, service demand {:.0f}%",
+                             s.tolerance.throughput * 100.0, s.tolerance.service_demand * 100.0);
+  if (latency)
+    tolerances += fmt::format("{}t_typical {} us, t_min {} us", netperf ? ", " : "",
+                              s.tolerance.t_typical_us, s.tolerance.t_min_us);
+  std::string out =
+      fmt::format("scenario {}: platform {}; tolerance: {}\n", s.name, s.platform, tolerances);
+  if (!s.source.empty()) out += fmt::format("measured: {}\n", s.source);
+  if (netperf) out += "\n" + format_netperf_rows(s, outcomes);
+  if (latency) out += "\n" + format_latency_rows(s, outcomes);
 
   // Verdict.
   size_t gated = 0;
@@ -589,12 +865,22 @@ std::string format_run_report(const Scenario& s, const std::vector<PointOutcome>
       why.push_back(m.error ? fmt::format("{} {} beyond {:.0f}%", name, pct(m.error), tol * 100.0)
                             : fmt::format("{} not simulated", name));
     };
-    explain(o.throughput, "throughput", s.tolerance.throughput);
-    explain(o.sd_local, "SD local", s.tolerance.service_demand);
-    explain(o.sd_remote, "SD remote", s.tolerance.service_demand);
+    auto explain_us = [&](const Metric& m, const char* name, double tol) {
+      if (m.within) return;
+      why.push_back(m.error ? fmt::format("{} {:+.3f} us beyond {} us", name, *m.error, tol)
+                            : fmt::format("{} not simulated", name));
+    };
+    if (p.kind == PointKind::Latency) {
+      explain_us(o.t_typical, "t_typical", s.tolerance.t_typical_us);
+      explain_us(o.t_min, "t_min", s.tolerance.t_min_us);
+    } else {
+      explain(o.throughput, "throughput", s.tolerance.throughput);
+      explain(o.sd_local, "SD local", s.tolerance.service_demand);
+      explain(o.sd_remote, "SD remote", s.tolerance.service_demand);
+    }
     std::string joined;
     for (const auto& w : why) joined += (joined.empty() ? "" : ", ") + w;
-    failures.push_back(fmt::format("  {} ({})", point_label(p), joined));
+    failures.push_back(fmt::format("  {} ({})", point_label(p, o.bytes), joined));
   }
   out += "\n";
   if (failures.empty()) {
@@ -606,21 +892,30 @@ std::string format_run_report(const Scenario& s, const std::vector<PointOutcome>
   return out;
 }
 
-std::string run_csv_header() {
-  return "scenario,table,mode,size_flag,command,gated,meas_throughput_mbps,sim_throughput_mbps,"
-         "err_throughput_pct,meas_sd_local,sim_sd_local,err_sd_local_pct,meas_sd_remote,"
-         "sim_sd_remote,err_sd_remote_pct,status";
+std::string run_csv_header(bool latency_columns) {
+  std::string header =
+      "scenario,table,mode,size_flag,command,gated,meas_throughput_mbps,sim_throughput_mbps,"
+      "err_throughput_pct,meas_sd_local,sim_sd_local,err_sd_local_pct,meas_sd_remote,"
+      "sim_sd_remote,err_sd_remote_pct,status";
+  if (latency_columns)
+    header += ",bytes,meas_t_typical_us,sim_t_typical_us,err_t_typical_us,meas_t_min_us,"
+              "sim_t_min_us,err_t_min_us,meas_t_max_us,sim_t_max_us";
+  return header;
 }
 
 std::string format_run_csv(const Scenario& s, const std::vector<PointOutcome>& outcomes) {
-  std::string out = run_csv_header() + "\n";
+  const bool latency = has_kind(s, PointKind::Latency);
+  std::string out = run_csv_header(latency) + "\n";
   auto err_pct = [](const Metric& m) {
     return m.error ? fmt::format("{:.4f}", *m.error * 100.0) : std::string();
+  };
+  auto err_us = [](const Metric& m) {
+    return m.error ? fmt::format("{:.4f}", *m.error) : std::string();
   };
   for (size_t i = 0; i < s.points.size(); ++i) {
     const auto& p = s.points[i];
     const auto& o = outcomes[i];
-    out += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", csv_cell(s.name),
+    out += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}", csv_cell(s.name),
                        csv_cell(p.table), csv_cell(p.mode), csv_cell(p.size_flag),
                        csv_cell(p.command), p.gated ? "true" : "false",
                        full(o.throughput.measured), full(o.throughput.simulated),
@@ -628,6 +923,14 @@ std::string format_run_csv(const Scenario& s, const std::vector<PointOutcome>& o
                        full(o.sd_local.simulated), err_pct(o.sd_local),
                        full(o.sd_remote.measured), full(o.sd_remote.simulated),
                        err_pct(o.sd_remote), csv_cell(o.status));
+    if (latency) {
+      out += fmt::format(",{},{},{},{},{},{},{},{},{}",
+                         p.kind == PointKind::Latency ? std::to_string(o.bytes) : "",
+                         full(o.t_typical.measured), full(o.t_typical.simulated),
+                         err_us(o.t_typical), full(o.t_min.measured), full(o.t_min.simulated),
+                         err_us(o.t_min), full(o.t_max.measured), full(o.t_max.simulated));
+    }
+    out += "\n";
   }
   return out;
 }
@@ -678,13 +981,18 @@ int run_scenario(const RunOptions& options) {
   check_output_path(csv_path, "--csv");
 
   // Everything the children need, checked before any of them starts.
-  std::vector<Figures> measured;
+  std::vector<Figures> measured(s.points.size());
+  std::vector<LatencyFigures> measured_latency(s.points.size());   // latency points
+  std::vector<LatencyFigures> simulated_latency(s.points.size());  // latency points
   std::map<std::string, std::string> platform_files;
   std::map<std::string, model::Platform> platforms;
   for (size_t i = 0; i < s.points.size(); ++i) {
     const ScenarioPoint& p = s.points[i];
     try {
-      measured.push_back(read_reference(p.reference, base));
+      if (p.kind == PointKind::Latency)
+        measured_latency[i] = read_latency_reference(p.reference, base);
+      else
+        measured[i] = read_reference(p.reference, base);
     } catch (const InputError& e) {
       fail_at(s.origin, p.line, fmt::format("point {}: reference: {}", i + 1, e.what()));
     }
@@ -706,7 +1014,7 @@ int run_scenario(const RunOptions& options) {
   std::vector<size_t> job_of(s.points.size());
   for (size_t i = 0; i < s.points.size(); ++i) {
     const auto& p = s.points[i];
-    std::vector<std::string> argv = {"hcasim", "netperf"};
+    std::vector<std::string> argv = {"hcasim", p.tool};
     argv.insert(argv.end(), p.words.begin(), p.words.end());
     argv.insert(argv.end(), {"--platform", platform_files[p.platform]});
     for (const auto& set : p.set) argv.insert(argv.end(), {"--set", set});
@@ -728,6 +1036,7 @@ int run_scenario(const RunOptions& options) {
     jobs.push_back(std::move(job));
   }
 
+  auto label = [&](size_t i) { return point_label(s.points[i], measured_latency[i].bytes); };
   const size_t parallel =
       static_cast<size_t>(options.jobs > 0 ? options.jobs : online_cpus());
   const bool progress = ::isatty(STDERR_FILENO) != 0;
@@ -752,7 +1061,7 @@ int run_scenario(const RunOptions& options) {
         Job& job = jobs[next];
         if (progress)
           std::cerr << fmt::format("\r[{}/{}] {}\033[K", next + 1, jobs.size(),
-                                   point_label(s.points[job.points.front()]))
+                                   label(job.points.front()))
                     << std::flush;
         job.pid = spawn(job);
         running[job.pid] = next;
@@ -769,7 +1078,6 @@ int run_scenario(const RunOptions& options) {
       Job& job = jobs[it->second];
       running.erase(it);
       job.done = true;
-      const ScenarioPoint& first = s.points[job.points.front()];
       std::string err;
       {
         std::ifstream in(job.err_path);
@@ -779,15 +1087,34 @@ int run_scenario(const RunOptions& options) {
       }
       if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
         failure = fmt::format("point {} ({}) failed ({}): {}", job.points.front() + 1,
-                              point_label(first), describe_status(status), first_error_line(err));
+                              label(job.points.front()), describe_status(status),
+                              first_error_line(err));
         failed_stderr = err;
         break;
       }
       try {
-        job.simulated = netperf_csv_figures(read_text(job.csv_path, job.csv_path), job.csv_path);
+        const std::string text = read_text(job.csv_path, job.csv_path);
+        if (s.points[job.points.front()].kind == PointKind::Latency) {
+          // Every point of the job takes the row of its reference's message size.
+          const std::vector<LatencyFigures> rows = latency_csv_rows(text, job.csv_path);
+          for (const size_t i : job.points) {
+            const auto row = latency_row_for_bytes(rows, measured_latency[i].bytes);
+            if (row) {
+              simulated_latency[i] = *row;
+              continue;
+            }
+            failure = fmt::format("point {} ({}) failed: its {} CSV has no row for {} bytes "
+                                  "(does the command run that size?)",
+                                  i + 1, label(i), s.points[i].tool, measured_latency[i].bytes);
+            failed_stderr = err;
+            break;
+          }
+        } else {
+          job.simulated = netperf_csv_figures(text, job.csv_path);
+        }
       } catch (const InputError& e) {
         failure = fmt::format("point {} ({}) failed: {}", job.points.front() + 1,
-                              point_label(first), e.what());
+                              label(job.points.front()), e.what());
         failed_stderr = err;
       }
     }
@@ -811,8 +1138,12 @@ int run_scenario(const RunOptions& options) {
   std::vector<PointOutcome> outcomes;
   bool all_ok = true;
   for (size_t i = 0; i < s.points.size(); ++i) {
-    outcomes.push_back(
-        evaluate_point(s.points[i], s.tolerance, measured[i], jobs[job_of[i]].simulated));
+    if (s.points[i].kind == PointKind::Latency)
+      outcomes.push_back(evaluate_latency_point(s.points[i], s.tolerance, measured_latency[i],
+                                                simulated_latency[i]));
+    else
+      outcomes.push_back(
+          evaluate_point(s.points[i], s.tolerance, measured[i], jobs[job_of[i]].simulated));
     if (outcomes.back().status == "FAIL") all_ok = false;
   }
   write_file_atomically(csv_path, format_run_csv(s, outcomes), "--csv");

@@ -1,6 +1,7 @@
 #pragma once
 /// \file `hcasim run [FILE|NAME] [-j N] [--csv PATH]`: runs a scenario file, each point a real
-/// netperf command line tied to a row of a reference CSV, and compares simulated with measured.
+/// command line (netperf, or perftest's ib_write_lat) tied to a row of a reference CSV, and
+/// compares simulated with measured.
 ///
 /// Scenario file (TOML):
 ///
@@ -9,8 +10,10 @@
 ///     platform = "connectx-ddr-pcie1x8"         # NAME or FILE, as --platform
 ///     source = "shared/seeds/000_...txt (...)"  # optional: where the measurements come from
 ///     [tolerance]
-///     throughput = 0.15                         # |simulated - measured| / measured allowed
+///     throughput = 0.15                         # netperf: |simulated - measured| / measured
 ///     service_demand = 0.25
+///     t_typical_us = 0.05                       # ib_write_lat: |simulated - measured|, in us
+///     t_min_us = 0.08
 ///     [[point]]
 ///     table = "T3_m_flag"
 ///     mode = "SDP"
@@ -21,8 +24,26 @@
 ///                   match = { table = "T3_m_flag", mode = "SDP" } }  # selects exactly one row
 ///     gated = true                              # optional, default true
 ///
-/// The measured columns of a reference row are throughput_mbps, sd_local_us_per_kb and
-/// sd_remote_us_per_kb; an empty cell or a missing column means "not measured".
+/// Two kinds of point, told apart by the command's first word:
+///
+/// - netperf points (`netperf ...`): the child is `hcasim netperf WORDS --platform P --set ...
+///   --csv TMP`. The measured columns of a reference row are throughput_mbps,
+///   sd_local_us_per_kb and sd_remote_us_per_kb; errors are relative and gated by
+///   `throughput` and `service_demand`.
+/// - latency points (`ib_write_lat ...`, optionally after `taskset [-c] CPUS`, which is
+///   dropped with its arguments: hcasim does not pin processes, the simulated tool runs where
+///   the platform puts it): the child is `hcasim ib_write_lat WORDS --platform P --set ...
+///   --csv TMP`. Its words are only split and checked for the reserved options here; the
+///   child reports a bad perftest flag (exit 2). The reference row must have a `bytes` column
+///   (the message size it measured); its measured columns are t_min_us, t_max_us and
+///   t_typical_us. The simulated figures are the child CSV's row whose `bytes` equals the
+///   reference row's (so a command may sweep sizes with -a and several points share it).
+///   Errors are absolute, simulated - measured in us, gated by `t_typical_us` and `t_min_us`;
+///   t_max is reported but never gated (it is the tail of a noise model).
+///
+/// The tolerances of a kind are required when the scenario has a point of that kind; a
+/// tolerance that no point uses is allowed. An empty cell or a missing measured column means
+/// "not measured".
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -40,24 +61,38 @@ struct ReferenceSpec {
   std::vector<std::pair<std::string, std::string>> match;  ///< column -> cell text, by column name
 };
 
-/// One point of a scenario: one netperf command line and its measured counterpart.
+/// What a point measures, from the tool its command runs.
+enum class PointKind {
+  Netperf,  ///< netperf TCP_STREAM: throughput and service demand, relative errors
+  Latency,  ///< perftest ib_write_lat: t_min / t_typical / t_max in us, absolute errors
+};
+
+/// One point of a scenario: one command line and its measured counterpart.
 struct ScenarioPoint {
   std::string table;                 ///< reference table, e.g. "T3_m_flag"
-  std::string mode;                  ///< "SDP", "BZCOPY", ...
+  std::string mode;                  ///< "SDP", "BZCOPY", "BF on, WC off", ...
   std::vector<std::string> set;      ///< --set assignments for both hosts
   std::string platform;              ///< the point's platform (the scenario's unless overridden)
-  std::string command;               ///< the literal netperf command line
-  std::vector<std::string> words;    ///< `command` split like a shell, without "netperf"
-  std::string size_flag;             ///< the test options of `command` ("-m 64K"), or ""
+  std::string command;               ///< the literal command line
+  PointKind kind = PointKind::Netperf;
+  std::string tool;                  ///< the hcasim subcommand of its child: "netperf", "ib_write_lat"
+  std::vector<std::string> words;    ///< `command` split like a shell, without a leading
+                                     ///< `taskset ...` and without the tool's name
+  std::string size_flag;             ///< netperf: the test options of `command` ("-m 64K"), or "";
+                                     ///< always "" for latency points (their size is the
+                                     ///< reference row's bytes)
   ReferenceSpec reference;
   bool gated = true;                 ///< whether an error beyond tolerance fails the run
   uint32_t line = 0;                 ///< line of the point in the scenario file
 };
 
-/// Allowed relative errors (0.15 = 15 %).
+/// Allowed errors. 0 means "not declared", which parse_scenario allows only when no point of
+/// that kind needs it.
 struct Tolerance {
-  double throughput = 0;
-  double service_demand = 0;
+  double throughput = 0;      ///< netperf: allowed relative error (0.15 = 15 %)
+  double service_demand = 0;  ///< netperf: allowed relative error, both service demands
+  double t_typical_us = 0;    ///< latency: allowed |simulated - measured| of t_typical, us
+  double t_min_us = 0;        ///< latency: allowed |simulated - measured| of t_min, us
 };
 
 /// A parsed scenario file.
@@ -71,9 +106,10 @@ struct Scenario {
   std::vector<ScenarioPoint> points;
 };
 
-/// Parses scenario TOML. Every command is split and checked with the netperf parser. Throws
-/// InputError "ORIGIN:LINE: what is wrong" (TOML syntax, missing or mistyped key, unknown key,
-/// bad command).
+/// Parses scenario TOML. Every command is split; netperf commands are checked with the netperf
+/// parser, latency commands only for their tool name and the options the scenario sets.
+/// Throws InputError "ORIGIN:LINE: what is wrong" (TOML syntax, missing or mistyped key,
+/// unknown key, bad command, a tolerance missing for a kind of point the file has).
 Scenario parse_scenario(std::string_view toml_text, const std::string& origin);
 
 /// Reads and parses a scenario file; InputError "PATH: cannot read" when it cannot be read.
@@ -111,37 +147,89 @@ Figures read_reference(const ReferenceSpec& spec, const std::string& base_dir);
 /// The simulated figures from the CSV `hcasim netperf --csv` writes (netperf_output.h).
 Figures netperf_csv_figures(std::string_view csv_text, const std::string& origin);
 
+/// Measured (or simulated) latency of one message size, as perftest reports it (half the
+/// round trip); empty = not measured.
+struct LatencyFigures {
+  uint64_t bytes = 0;                  ///< message size, B
+  std::optional<double> t_min_us;      ///< us
+  std::optional<double> t_max_us;      ///< us
+  std::optional<double> t_typical_us;  ///< us (perftest's t_typical: the median)
+};
+
+/// The reference row of a latency point: selected as reference_figures() selects it (same
+/// errors), its `bytes` cell (required: InputError "ORIGIN: no column 'bytes'" or "ORIGIN:
+/// column bytes: 'X' is not a whole number") and its t_min_us, t_max_us, t_typical_us cells.
+LatencyFigures latency_reference_figures(std::string_view csv_text, const std::string& origin,
+                                         const ReferenceSpec& spec);
+
+/// Reads spec.file (relative to `base_dir` unless absolute) and returns
+/// latency_reference_figures().
+LatencyFigures read_latency_reference(const ReferenceSpec& spec, const std::string& base_dir);
+
+/// Every row of the CSV `hcasim ib_write_lat --csv` writes (header
+/// `tool,bytes,iterations,t_min_us,t_max_us,t_typical_us,t_avg_us,t_stdev_us,t_p99_us,t_p999_us`,
+/// one row per message size), in file order. Throws InputError "ORIGIN: ..." when a column
+/// bytes, t_min_us, t_max_us or t_typical_us is missing, there is no data row, or a cell is
+/// not a number (bytes: not a whole number).
+std::vector<LatencyFigures> latency_csv_rows(std::string_view csv_text, const std::string& origin);
+
+/// The first of `rows` whose bytes equals `bytes`, or nullopt.
+std::optional<LatencyFigures> latency_row_for_bytes(const std::vector<LatencyFigures>& rows,
+                                                    uint64_t bytes);
+
 /// One compared quantity.
 struct Metric {
   std::optional<double> measured;
   std::optional<double> simulated;
-  std::optional<double> error;  ///< (simulated - measured) / measured, when both are known
-  bool within = true;           ///< |error| <= tolerance (true when not compared)
+  std::optional<double> error;  ///< when both are known: netperf, (simulated - measured) /
+                                ///< measured; latency, simulated - measured in us
+  bool within = true;           ///< |error| <= tolerance (true when not compared or not gated)
 };
 
-/// A point's comparison.
+/// A point's comparison. A netperf point fills throughput, sd_local and sd_remote; a latency
+/// point fills bytes, t_typical, t_min and t_max (t_max is never gated).
 struct PointOutcome {
   Metric throughput, sd_local, sd_remote;
   std::string status;  ///< "ok", "FAIL" (gated, some |error| beyond tolerance) or "not gated"
+  PointKind kind = PointKind::Netperf;
+  uint64_t bytes = 0;  ///< latency: the message size, B
+  Metric t_typical, t_min, t_max;
 };
 
-/// Compares measured with simulated for `point`. A gated point FAILs when a measured
+/// Compares measured with simulated for a netperf `point`. A gated point FAILs when a measured
 /// quantity's |error| exceeds its tolerance, or when it has no simulated value.
 PointOutcome evaluate_point(const ScenarioPoint& point, const Tolerance& tolerance,
                             const Figures& measured, const Figures& simulated);
 
-/// The printed report: a title line (scenario, platform, tolerances), a row per point in
-/// scenario order (table, mode, size flag; measured, simulated and signed error % of the
-/// throughput in Mbit/s and of both service demands in us/KB, "-" where not measured; status),
-/// then per table the median and max |error| of throughput and of service demand (local and
-/// remote together), and a verdict line naming the failing gated points.
+/// Compares measured with simulated for a latency `point`: errors simulated - measured in us;
+/// a gated point FAILs when |error| of t_typical or t_min exceeds tolerance.t_typical_us or
+/// tolerance.t_min_us (plus 1e-9 us, so that decimal inputs exactly at the limit pass), or
+/// when a measured one has no simulated value. bytes is measured.bytes.
+PointOutcome evaluate_latency_point(const ScenarioPoint& point, const Tolerance& tolerance,
+                                    const LatencyFigures& measured,
+                                    const LatencyFigures& simulated);
+
+/// The printed report: a title line (scenario, platform, the tolerances of the kinds of point
+/// it has). When there are netperf points: a row per netperf point in scenario order (table,
+/// mode, size flag; measured, simulated and signed error % of the throughput in Mbit/s and of
+/// both service demands in us/KB, "-" where not measured; status), then per table the median
+/// and max |error| of throughput and of service demand (local and remote together). When there
+/// are latency points: a title line "ib_write_lat latency, ...", a row per latency point
+/// (table, mode, bytes; measured, simulated and signed error in us of t_typical and t_min, 3
+/// decimals; measured and simulated t_max, 2 decimals; status), then per table the max |error|
+/// of t_typical and of t_min and the tables' platforms. Last, a verdict line over all gated
+/// points naming the failing ones.
 std::string format_run_report(const Scenario& scenario, const std::vector<PointOutcome>& outcomes);
 
-/// Header of the run CSV, without newline.
-std::string run_csv_header();
+/// Header of the run CSV, without newline: the netperf columns, ending in `status`; with
+/// `latency_columns`, followed by bytes, meas_/sim_/err_t_typical_us, meas_/sim_/err_t_min_us,
+/// meas_/sim_t_max_us.
+std::string run_csv_header(bool latency_columns = false);
 
 /// The run CSV: header and one row per point, in scenario order. Values in full precision,
-/// errors in % with 4 decimals, empty cells where not measured.
+/// netperf errors in % with 4 decimals, latency errors in us with 4 decimals, empty cells
+/// where not measured or not of the point's kind. The latency columns are there only when the
+/// scenario has a latency point, so a netperf scenario's CSV is as it always was.
 std::string format_run_csv(const Scenario& scenario, const std::vector<PointOutcome>& outcomes);
 
 /// Options of `hcasim run`.
@@ -154,11 +242,11 @@ struct RunOptions {
 /// Parses the words after `hcasim run` (CLI11). Throws InputError naming the flag.
 RunOptions parse_run_args(const std::vector<std::string>& args);
 
-/// Runs every point of the scenario, each in a child process (`/proc/self/exe netperf ...`,
-/// up to -j at once; identical command lines run once), prints the report on stdout, writes
+/// Runs every point of the scenario, each in a child process (`/proc/self/exe netperf ...` or
+/// `/proc/self/exe ib_write_lat ...`, up to -j at once; identical command lines run once), prints the report on stdout, writes
 /// the CSV once all points finished. Returns 0 when every gated point is within tolerance, 1
-/// when some is not, 2 when a child failed (its stderr is shown, then one error line naming
-/// the point). Throws InputError for a bad scenario, reference or output path (exit 2).
+/// when some is not, 2 when a child failed or its CSV lacks what the point needs (its stderr
+/// is shown, then one error line naming the point). Throws InputError for a bad scenario, reference or output path (exit 2).
 int run_scenario(const RunOptions& options);
 
 }  // namespace hcasim::scenarios
