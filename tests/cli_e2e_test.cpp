@@ -98,3 +98,36 @@ TEST_F(Cli, MalformedPlatformFileNamesFileAndLine) {
   EXPECT_EQ(r.status, 2);
   EXPECT_NE(r.err.find(p.string() + ":2"), std::string::npos) << r.err;
 }
+
+// perftest tools: the same command and seed give the same report, byte for byte; another seed
+// moves the noise (t_max), not the deterministic part (t_min of 2 B BlueFlame).
+TEST_F(Cli, IbWriteLatIsDeterministicForAGivenSeed) {
+  const std::string args = "ib_write_lat --platform connectx3-pcie3x8 -d mlx4_0 -F -s 2 -n 5000 --csv ";
+  Outcome a = run(args + (dir_ / "a.csv").string());
+  Outcome b = run(args + (dir_ / "b.csv").string());
+  Outcome c = run(args + (dir_ / "c.csv").string() + " --seed 9");
+  ASSERT_EQ(a.status, 0) << a.err;
+  ASSERT_EQ(b.status, 0) << b.err;
+  ASSERT_EQ(c.status, 0) << c.err;
+  EXPECT_EQ(a.out, b.out);
+  EXPECT_EQ(slurp(dir_ / "a.csv"), slurp(dir_ / "b.csv"));
+  EXPECT_NE(slurp(dir_ / "a.csv"), slurp(dir_ / "c.csv"));
+  // The classic five columns, as the seed prints them.
+  EXPECT_NE(a.out.find(" #bytes #iterations    t_min[usec]    t_max[usec]  t_typical[usec]"), std::string::npos)
+      << a.out;
+}
+
+TEST_F(Cli, PerftestBadInputIsOneLineAndStatus2) {
+  for (const std::string args :
+       {"ib_write_lat -s 0", "ib_write_lat -s abc", "ib_write_lat -n 3", "ib_write_lat -I 5000", "ib_write_lat -b",
+        "ib_write_lat -q 2", "ib_write_bw -D 5", "ib_send_bw -c UD", "ib_write_lat --set hca.blueflame=maybe",
+        "ib_write_lat --set host.write_combining=2", "ib_write_lat --platform nosuch", "ib_write_bw -t 0",
+        "ib_write_lat -s 4096 -I 913", "ib_write_lat --columns wide"}) {
+    Outcome r = run(args + " --csv " + (dir_ / "x.csv").string());
+    EXPECT_EQ(r.status, 2) << args << ": " << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << args << ": " << r.err;
+    EXPECT_EQ(r.err.rfind("hcasim: error: ", 0), 0u) << args << ": " << r.err;
+    EXPECT_TRUE(r.out.empty()) << args;
+    EXPECT_FALSE(fs::exists(dir_ / "x.csv")) << args;
+  }
+}
