@@ -61,4 +61,18 @@ std::string resolve_scenario(const std::string& name_or_file) {
   return resolve(name_or_file, fs::path(data_dir()) / "scenarios", name_or_file, "scenario");
 }
 
+std::pair<model::Platform, model::Platform> load_host_platforms(const std::string& platform,
+                                                                const std::optional<std::string>& remote_platform,
+                                                                const std::vector<std::string>& sets) {
+  model::Platform local = model::Platform::load_file(resolve_platform(platform));
+  model::Platform remote = remote_platform
+                               ? model::Platform::load_file(resolve_platform(*remote_platform, "--remote-platform"))
+                               : local;
+  for (const auto& assignment : sets) {
+    local.set(assignment);
+    remote.set(assignment);
+  }
+  return {std::move(local), std::move(remote)};
+}
+
 }  // namespace hcasim::scenarios

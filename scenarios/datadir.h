@@ -1,8 +1,12 @@
 #pragma once
 /// \file Where hcasim finds its data: platform files, scenario files, reference CSVs.
+#include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "model/error.h"
+#include "model/platform.h"
 
 namespace hcasim::scenarios {
 
@@ -22,5 +26,12 @@ std::string resolve_platform(const std::string& name_or_file,
 /// DATA/scenarios/NAME.toml. Throws InputError "NAME: no such scenario file or name (looked in
 /// DIR)" otherwise.
 std::string resolve_scenario(const std::string& name_or_file);
+
+/// The two hosts of a run: the local platform (--platform NAME|FILE), the remote one
+/// (--remote-platform, default: the same), then every --set assignment applied to both, in
+/// order. Throws InputError naming the option, file:line or key at fault.
+std::pair<model::Platform, model::Platform> load_host_platforms(const std::string& platform,
+                                                                const std::optional<std::string>& remote_platform,
+                                                                const std::vector<std::string>& sets);
 
 }  // namespace hcasim::scenarios

@@ -6,7 +6,6 @@
 
 #include <cerrno>
 #include <cinttypes>
-#include <cstdarg>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -15,23 +14,11 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include "scenarios/cformat.h"
+
 namespace hcasim::scenarios {
 
 namespace {
-
-/// printf into a std::string (netperf's own formats need C printf semantics, e.g. %-6.2f, %g).
-[[gnu::format(printf, 1, 2)]] std::string cformat(const char* format, ...) {
-  va_list args;
-  va_start(args, format);
-  va_list copy;
-  va_copy(copy, args);
-  const int n = std::vsnprintf(nullptr, 0, format, copy);
-  va_end(copy);
-  std::string out(static_cast<size_t>(n > 0 ? n : 0), '\0');
-  if (n > 0) std::vsnprintf(out.data(), out.size() + 1, format, args);
-  va_end(args);
-  return out;
-}
 
 /// netperf keeps these in float; printing the float reproduces its rounding.
 double as_float(double v) { return static_cast<double>(static_cast<float>(v)); }

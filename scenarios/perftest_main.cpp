@@ -32,15 +32,7 @@ int perftest_main(sim::PerftestTest test, const std::vector<std::string>& args) 
   if (opts.csv_path) check_output_path(*opts.csv_path, "--csv");
   for (const auto& note : opts.notes) std::cerr << note << "\n";
 
-  model::Platform local = model::Platform::load_file(resolve_platform(opts.platform));
-  model::Platform remote =
-      opts.remote_platform
-          ? model::Platform::load_file(resolve_platform(*opts.remote_platform, "--remote-platform"))
-          : local;
-  for (const auto& assignment : opts.sets) {  // --set applies to both hosts
-    local.set(assignment);
-    remote.set(assignment);
-  }
+  auto [local, remote] = load_host_platforms(opts.platform, opts.remote_platform, opts.sets);
   // -m: the path MTU perftest picks (set_mtu) from the port's active MTU, ib.mtu of each host.
   if (opts.mtu) {
     std::string note;

@@ -8,7 +8,6 @@
 #include <algorithm>
 #include <cinttypes>
 #include <cmath>
-#include <cstdarg>
 #include <cstdio>
 #include <limits>
 #include <stdexcept>
@@ -17,23 +16,11 @@
 
 #include <fmt/format.h>
 
+#include "scenarios/cformat.h"
+
 namespace hcasim::scenarios {
 
 namespace {
-
-/// printf into a std::string (perftest's formats need C printf semantics: %-7.2f, %#06x).
-[[gnu::format(printf, 1, 2)]] std::string cformat(const char* format, ...) {
-  va_list args;
-  va_start(args, format);
-  va_list copy;
-  va_copy(copy, args);
-  const int n = std::vsnprintf(nullptr, 0, format, copy);
-  va_end(copy);
-  std::string out(static_cast<size_t>(n > 0 ? n : 0), '\0');
-  if (n > 0) std::vsnprintf(out.data(), out.size() + 1, format, args);
-  va_end(args);
-  return out;
-}
 
 /// perftest_parameters.h RESULT_LINE (87 dashes).
 constexpr const char* kResultLine =
