@@ -27,7 +27,7 @@ namespace {
 double positive(const Platform& p, const std::string& key, std::string_view unit, bool allow_zero) {
   double v = p.num(key, unit);
   if (!(v > 0) && !(allow_zero && v == 0))
-    throw InputError(fmt::format("platform {}: {} = {} {} must be {}", p.name(), key, v, unit,
+    p.fail(key, fmt::format("{} {} must be {}", v, unit,
                                  allow_zero ? ">= 0" : "> 0"));
   return v;
 }
@@ -37,7 +37,7 @@ CpuCosts CpuCosts::from_platform(const Platform& p) {
   CpuCosts c;
   c.cpus = static_cast<int>(p.integer("host.cpus", ""));
   if (c.cpus < 1 || c.cpus > 1024)
-    throw InputError(fmt::format("platform {}: host.cpus = {} must be 1..1024", p.name(), c.cpus));
+    p.fail("host.cpus", fmt::format("{} must be 1..1024", c.cpus));
   c.syscall_ns = positive(p, "cpu.syscall", "ns", true);
   c.sendmsg_ns = positive(p, "cpu.sendmsg", "ns", true);
   c.skb_ns = positive(p, "cpu.skb", "ns", true);

@@ -9,7 +9,7 @@ namespace hcasim::model {
 namespace {
 double nonneg(const Platform& p, const std::string& key) {
   const double v = p.num(key, "ns");
-  if (!(v >= 0)) throw InputError(fmt::format("platform {}: {} = {} ns must be >= 0", p.name(), key, v));
+  if (!(v >= 0)) p.fail(key, fmt::format("{} ns must be >= 0", v));
   return v;
 }
 }  // namespace
@@ -24,8 +24,7 @@ HcaTiming HcaTiming::from_platform(const Platform& p) {
   t.propagation_ns = nonneg(p, "ib.propagation");
   t.inline_copy_rate_Bpns = p.num("hca.inline_copy_rate", "B/ns");
   if (!(t.inline_copy_rate_Bpns > 0))
-    throw InputError(fmt::format("platform {}: hca.inline_copy_rate = {} B/ns must be > 0", p.name(),
-                                 t.inline_copy_rate_Bpns));
+    p.fail("hca.inline_copy_rate", fmt::format("{} B/ns must be > 0", t.inline_copy_rate_Bpns));
   return t;
 }
 
@@ -51,7 +50,7 @@ PostConfig PostConfig::from_platform(const Platform& p, const pcie::Config& pcie
   c.blueflame = p.flag("hca.blueflame");
   const int64_t bf = p.integer("hca.bf_buf_size", "B");
   if (bf < 64 || bf > 4096 || bf % 64 != 0)
-    throw InputError(fmt::format("platform {}: hca.bf_buf_size = {} B is not a multiple of 64 in 64..4096", p.name(), bf));
+    p.fail("hca.bf_buf_size", fmt::format("{} B is not a multiple of 64 in 64..4096", bf));
   c.bf_buf_size = static_cast<uint32_t>(bf);
   return c;
 }

@@ -12,7 +12,7 @@ namespace hcasim::model::mmio {
 namespace {
 double nonneg(const Platform& p, const std::string& key) {
   const double v = p.num(key, "ns");
-  if (!(v >= 0)) throw InputError(fmt::format("platform {}: {} = {} ns must be >= 0", p.name(), key, v));
+  if (!(v >= 0)) p.fail(key, fmt::format("{} ns must be >= 0", v));
   return v;
 }
 constexpr uint32_t kWcLineBytes = 64;  // WC buffer = one cache line (Intel SDM vol. 3 11.3.1)

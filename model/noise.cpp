@@ -14,7 +14,7 @@ namespace {
 double nonneg(const Platform& p, const std::string& key, std::string_view unit) {
   const double v = p.num(key, unit);
   if (!(v >= 0) || !std::isfinite(v))
-    throw InputError(fmt::format("platform {}: {} = {} {} must be >= 0", p.name(), key, v, unit));
+    p.fail(key, fmt::format("{} {} must be >= 0", v, unit));
   return v;
 }
 constexpr double kNever = std::numeric_limits<double>::infinity();

@@ -228,7 +228,7 @@ double dma_read_ceiling_gbps(const Config& c) {
 double dma_read_latency_bound_gbps(const Config& c, double rtt_ns, int max_outstanding_reads) {
   validate(c);
   if (!(rtt_ns > 0))
-    throw InputError("pcie.read_rtt: " + std::to_string(rtt_ns) + " ns is not > 0");
+    throw InputError("pcie.dma_read_rtt: " + std::to_string(rtt_ns) + " ns is not > 0");
   if (max_outstanding_reads < 1)
     throw InputError("pcie.max_outstanding_reads: " + std::to_string(max_outstanding_reads) +
                      " is not >= 1");

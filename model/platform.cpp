@@ -286,6 +286,12 @@ void Platform::set(const std::string& assignment) {
   p.origin = "--set";
 }
 
+void Platform::fail(const std::string& key, const std::string& what) const {
+  const Param& p = param(key);
+  if (p.origin == "--set") throw InputError(fmt::format("--set {}: {} (platform {})", key, what, name_));
+  throw InputError(fmt::format("{}: {}: {}", p.origin, key, what));
+}
+
 void Platform::check_all_used() const {
   for (const auto& [key, p] : params_)
     if (!used_.count(key)) throw InputError(fmt::format("{}: {}: unknown parameter (hcasim does not use it)", p.origin, key));

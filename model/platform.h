@@ -61,6 +61,11 @@ class Platform {
   /// The parameter record, or InputError when missing.
   const Param& param(const std::string& key) const;
 
+  /// Throws InputError naming where `key` was given: "FILE:LINE: KEY: what", or
+  /// "--set KEY: what (platform NAME)" for a value set on the command line. For a value that
+  /// parses but is out of range; `key` must exist.
+  [[noreturn]] void fail(const std::string& key, const std::string& what) const;
+
   /// Throws InputError "FILE:LINE: KEY: unknown parameter" for the first parameter no accessor
   /// has read: call it after reading everything a simulation needs, so that a misspelt key in
   /// a file is an error rather than a silently ignored line.

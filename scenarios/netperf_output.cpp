@@ -187,6 +187,10 @@ void check_output_path(const std::string& path, const std::string& what) {
   std::error_code ec;
   if (path.empty()) fail("empty path");
   if (fs::is_directory(path, ec)) fail("it is a directory");
+  // The file is written beside the target and renamed over it: a device, FIFO or symlink
+  // there would be replaced, so only a regular file (or nothing) is accepted.
+  const fs::file_status st = fs::symlink_status(path, ec);
+  if (!ec && fs::exists(st) && !fs::is_regular_file(st)) fail("it exists and is not a regular file");
   const fs::path parent = fs::path(path).parent_path();
   const fs::path dir = parent.empty() ? fs::path(".") : parent;
   if (!fs::is_directory(dir, ec)) fail("no such directory");

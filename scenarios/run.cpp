@@ -28,6 +28,7 @@
 #include "model/platform.h"
 #include "scenarios/datadir.h"
 #include "scenarios/netperf_cli.h"
+#include "scenarios/perftest_cli.h"
 #include "scenarios/netperf_output.h"
 
 extern char** environ;
@@ -199,8 +200,7 @@ ScenarioPoint parse_point(const toml::table& t, const Scenario& scenario, size_t
                                    match_text(value, origin, ref_line, where + "reference: "));
 
   // The command: a netperf command line, checked with the netperf parser, or an ib_write_lat
-  // one (after an optional taskset), checked only for its tool and the reserved options: the
-  // perftest parser belongs to the child, which exits 2 on a bad flag.
+  // one (after an optional taskset), checked with the perftest parser.
   std::vector<std::string> words;
   bool pinned = false;
   try {
@@ -236,6 +236,11 @@ ScenarioPoint parse_point(const toml::table& t, const Scenario& scenario, size_t
     }
   }
   if (p.kind == PointKind::Latency) {
+    try {
+      (void)parse_perftest_args(sim::PerftestTest::WriteLat, words);
+    } catch (const InputError& e) {
+      fail_at(origin, p.line, where + "command: " + e.what());
+    }
     p.words = std::move(words);
     return p;
   }
@@ -793,7 +798,12 @@ std::string format_latency_rows(const Scenario& s, const std::vector<PointOutcom
   out += groups.erase(groups.find_last_not_of(' ') + 1) + "\n";
   out += fmt::format(row, "table", "mode", "bytes", "meas", "sim", "error", "meas", "sim", "error",
                      "meas", "sim", "status");
-  auto err = [](const Metric& m) { return m.error ? fmt::format("{:+.3f}", *m.error) : "-"; };
+  auto err = [](const Metric& m) {
+    if (!m.error) return std::string("-");
+    // An error that rounds to zero prints as +0.000, never -0.000.
+    const double e = std::fabs(*m.error) < 0.0005 ? 0.0 : *m.error;
+    return fmt::format("{:+.3f}", e);
+  };
   for (size_t i = 0; i < s.points.size(); ++i) {
     const auto& p = s.points[i];
     const auto& o = outcomes[i];

@@ -193,33 +193,49 @@ void bandwidth_client(Side& s, const Side& peer, const PerftestConfig& cfg, uint
   s.host->flush();
 }
 
-/// perftest's server side of ib_send_bw: rx_depth receives posted per QP, one reposted per
+/// perftest's server side of ib_send_bw: rx_depth receives posted per QP before the client
+/// is told to start (perftest posts them before its handshake), then one reposted per
 /// completion while more messages are to come.
-void send_bw_server(Side& s, const PerftestConfig& cfg, uint64_t size, const char* who) {
-  const size_t nq = s.lanes.size();
-  std::vector<uint64_t> posted(nq, 0), received(nq, 0);
-  auto post_one = [&](size_t q) {
-    sdp::RecvWr r;
-    r.wr_id = posted[q]++;
-    r.sg[0] = {s.lanes[q].buf + s.half, static_cast<uint32_t>(size), s.lanes[q].key};
-    r.num_sge = 1;
-    s.host->charge(model::Activity::Post, s.host->costs().user_post_ns);
-    s.lanes[q].qp->post_recv(r);
-  };
-  for (size_t q = 0; q < nq; ++q)
-    for (uint64_t i = 0; i < std::min<uint64_t>(cfg.rx_depth, cfg.iterations); ++i) post_one(q);
-  uint64_t total = 0;
-  while (total < cfg.iterations * nq) {
-    for (const auto& [q, wc] : poll_batch(s, who)) {
-      if (wc.byte_len != size)
-        throw std::runtime_error(fmt::format("{}: received {} B, expected {} B", who, wc.byte_len, size));
-      ++received[q];
-      ++total;
-      if (posted[q] < cfg.iterations) post_one(q);
-    }
+class SendBwServer {
+ public:
+  SendBwServer(Side& s, const PerftestConfig& cfg, uint64_t size)
+      : s_(s), cfg_(cfg), size_(size), posted_(s.lanes.size(), 0) {}
+
+  /// Posts the first min(rx_depth, iterations) receives on every QP.
+  void post_initial() {
+    for (size_t q = 0; q < s_.lanes.size(); ++q)
+      for (uint64_t i = 0; i < std::min<uint64_t>(cfg_.rx_depth, cfg_.iterations); ++i) post_one(q);
   }
-  s.host->flush();
-}
+
+  /// Polls until every message of every QP has arrived, reposting receives.
+  void serve(const char* who) {
+    uint64_t total = 0;
+    while (total < cfg_.iterations * s_.lanes.size()) {
+      for (const auto& [q, wc] : poll_batch(s_, who)) {
+        if (wc.byte_len != size_)
+          throw std::runtime_error(fmt::format("{}: received {} B, expected {} B", who, wc.byte_len, size_));
+        ++total;
+        if (posted_[q] < cfg_.iterations) post_one(q);
+      }
+    }
+    s_.host->flush();
+  }
+
+ private:
+  void post_one(size_t q) {
+    sdp::RecvWr r;
+    r.wr_id = posted_[q]++;
+    r.sg[0] = {s_.lanes[q].buf + s_.half, static_cast<uint32_t>(size_), s_.lanes[q].key};
+    r.num_sge = 1;
+    s_.host->charge(model::Activity::Post, s_.host->costs().user_post_ns);
+    s_.lanes[q].qp->post_recv(r);
+  }
+
+  Side& s_;
+  const PerftestConfig& cfg_;
+  uint64_t size_;
+  std::vector<uint64_t> posted_;
+};
 
 }  // namespace
 
@@ -331,8 +347,10 @@ PerftestResult run_perftest(const model::Platform& local, const model::Platform&
         const Side& peer = side[static_cast<size_t>(1 - i)];
         s.host->bind_current(s.core);
         for (size_t k = 0; k < cfg.sizes.size(); ++k) {
-          meet(static_cast<int>(k) + 1);
           const uint64_t size = cfg.sizes[k];
+          SendBwServer receiver(s, cfg, size);
+          if (cfg.test == PerftestTest::SendBw && !client) receiver.post_initial();
+          meet(static_cast<int>(k) + 1);
           PerftestPoint& point = res.points[k];
           switch (cfg.test) {
             case PerftestTest::WriteLat:
@@ -346,7 +364,7 @@ PerftestResult run_perftest(const model::Platform& local, const model::Platform&
               if (client)
                 bandwidth_client(s, peer, cfg, size, true, point, me);
               else
-                send_bw_server(s, cfg, size, me);
+                receiver.serve(me);
               break;
           }
         }
@@ -354,10 +372,12 @@ PerftestResult run_perftest(const model::Platform& local, const model::Platform&
       });
     });
   }
-  // A generous bound: every message within 1 ms plus 10 ns per byte of simulated time.
-  double limit_s = 10;
+  // The watchdog catches a stalled protocol. When every actor waits, SimGrid jumps straight to
+  // the watchdog's time, so a generous bound costs no wall-clock time: 1 s per message plus
+  // 1 us per byte of simulated time, at least a day.
+  double limit_s = 86400;
   const double messages = static_cast<double>(cfg.iterations) * (lat ? 1 : cfg.num_qps);
-  for (uint64_t size : cfg.sizes) limit_s += messages * (1e-3 + static_cast<double>(size) * 1e-8);
+  for (uint64_t size : cfg.sizes) limit_s += messages * (1 + static_cast<double>(size) * 1e-6);
   bed.run(limit_s);
   if (bed.failure().failed()) throw std::runtime_error(bed.failure().message());
   for (const auto& p : res.points)

@@ -16,13 +16,13 @@ namespace {
 uint32_t u32(const model::Platform& p, const std::string& key, std::string_view unit, uint64_t lo, uint64_t hi) {
   const int64_t v = p.integer(key, unit);
   if (v < static_cast<int64_t>(lo) || v > static_cast<int64_t>(hi))
-    throw InputError(fmt::format("platform {}: {} = {} is outside {}..{}", p.name(), key, v, lo, hi));
+    p.fail(key, fmt::format("{} is outside {}..{}", v, lo, hi));
   return static_cast<uint32_t>(v);
 }
 
 double nonneg(const model::Platform& p, const std::string& key, std::string_view unit) {
   const double v = p.num(key, unit);
-  if (!(v >= 0)) throw InputError(fmt::format("platform {}: {} = {} must be >= 0", p.name(), key, v));
+  if (!(v >= 0)) p.fail(key, fmt::format("{} must be >= 0", v));
   return v;
 }
 
@@ -49,12 +49,17 @@ HostParams read_host_params(const model::Platform& p) {
   s.pcie.completion_size = u32(p, "pcie.completion_size", "B", 1, 4096);
   s.pcie.addr64 = p.flag("pcie.addr64");
   model::pcie::validate(s.pcie);
-  s.ib.speed = model::ib::parse_speed(p.str("ib.speed"));
+  try {
+    s.ib.speed = model::ib::parse_speed(p.str("ib.speed"));
+  } catch (const InputError&) {
+    p.fail("ib.speed", fmt::format("'{}' is not SDR, DDR, QDR, FDR10 or FDR", p.str("ib.speed")));
+  }
   s.ib.width = static_cast<int>(p.integer("ib.width", ""));
   s.ib.mtu = u32(p, "ib.mtu", "B", 256, 4096);
   model::ib::validate(s.ib);
   s.max_outstanding_reads = static_cast<int>(u32(p, "hca.max_outstanding_reads", "", 1, 256));
   s.timing = model::HcaTiming::from_platform(p);
+  if (!(s.timing.dma_read_rtt_ns > 0)) p.fail("pcie.dma_read_rtt", "must be > 0 (it bounds DMA reads in flight)");
   s.post = model::PostConfig::from_platform(p, s.pcie);
   s.noise = model::NoiseConfig::from_platform(p);
   s.max_inline_data = u32(p, "hca.max_inline_data", "B", 0, 4096);
@@ -74,7 +79,7 @@ HostParams read_host_params(const model::Platform& p) {
     throw InputError(fmt::format("platform {}: sdp.min_credits = {} needs sdp.rx_ring >= 2 x (min_credits + 1) = {}, "
                                  "not {}", p.name(), s.sdp.min_credits, 2 * (s.sdp.min_credits + 1), s.sdp.rx_ring));
   const int64_t zt = p.integer("sdp.zcopy_thresh", "B");
-  if (zt < 0) throw InputError(fmt::format("platform {}: sdp.zcopy_thresh must be >= 0", p.name()));
+  if (zt < 0) p.fail("sdp.zcopy_thresh", "must be >= 0");
   s.sdp.zcopy_thresh = static_cast<uint64_t>(zt);
   if (s.sdp.tx_ring > s.qp_depth || s.sdp.rx_ring > s.qp_depth)
     throw InputError(fmt::format("platform {}: sdp.tx_ring/sdp.rx_ring exceed hca.max_qp_wr = {}", p.name(), s.qp_depth));
@@ -83,8 +88,8 @@ HostParams read_host_params(const model::Platform& p) {
                                  "would overrun)", p.name(), s.cq_entries, s.sdp.tx_ring + s.sdp.rx_ring));
   s.sdp.page_size = u32(p, "host.page_size", "B", 512, 1u << 21);
   if ((s.sdp.page_size & (s.sdp.page_size - 1)) != 0)
-    throw InputError(fmt::format("platform {}: host.page_size = {} is not a power of two", p.name(), s.sdp.page_size));
-  if (!(p.num("host.clock", "GHz") > 0)) throw InputError(fmt::format("platform {}: host.clock must be > 0", p.name()));
+    p.fail("host.page_size", fmt::format("{} is not a power of two", s.sdp.page_size));
+  if (!(p.num("host.clock", "GHz") > 0)) p.fail("host.clock", "must be > 0");
   s.sdp.recv_poll_ns = nonneg(p, "sdp.recv_poll", "us") * 1e3;
   s.sdp.bzcopy_poll_ns = nonneg(p, "sdp.bzcopy_poll", "us") * 1e3;
   s.irq_cpu = static_cast<int>(u32(p, "irq.affinity", "", 0, 1023));

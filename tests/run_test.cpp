@@ -438,6 +438,11 @@ TEST(LatencyScenario, ErrorsNameFileAndLine) {
             "s.toml:8: point 1: command: --set is set by the scenario (use the point's keys)");
   EXPECT_EQ(scenario_error(replaced("-n 1000000\"", "-n 1000000 --csv=x.csv\"")),
             "s.toml:8: point 1: command: --csv is set by the scenario (use the point's keys)");
+  // perftest flags are checked when the scenario is read, not when the point runs.
+  EXPECT_EQ(scenario_error(replaced("-n 1000000\"", "-n 3\"")),
+            "s.toml:8: point 1: command: -n: 3 is out of range (perftest: 5..100000000)");
+  EXPECT_EQ(scenario_error(replaced("-n 1000000\"", "-n 1000000 --bogus\"")),
+            "s.toml:8: point 1: command: unknown option --bogus");
   EXPECT_EQ(scenario_error(replaced("-F -s 2", "-F -s '2")),
             "s.toml:8: point 1: command: unterminated single quote in: taskset -c 0 ib_write_lat "
             "-d mlx4_0 -i 1 -F -s '2 -n 1000000");
