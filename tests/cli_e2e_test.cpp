@@ -131,3 +131,17 @@ TEST_F(Cli, PerftestBadInputIsOneLineAndStatus2) {
     EXPECT_FALSE(fs::exists(dir_ / "x.csv")) << args;
   }
 }
+
+// --csv writes a temporary file and renames it over the target: a symlink, FIFO or device
+// there would be replaced, so anything but a regular file is refused (and left alone).
+TEST_F(Cli, CsvRefusesToReplaceWhatIsNotARegularFile) {
+  const fs::path target = dir_ / "target.csv";
+  const fs::path link = dir_ / "link.csv";
+  { std::ofstream(target) << "keep\n"; }
+  fs::create_symlink(target, link);
+  Outcome r = run("ib_write_lat -n 5 --csv " + link.string());
+  EXPECT_EQ(r.status, 2) << r.err;
+  EXPECT_EQ(r.err, "hcasim: error: --csv " + link.string() + ": cannot write (it exists and is not a regular file)\n");
+  EXPECT_TRUE(fs::is_symlink(link));
+  EXPECT_EQ(slurp(target), "keep\n");
+}
