@@ -375,6 +375,34 @@ std::vector<std::string> tables_of(const Scenario& s, PointKind kind) {
 
 // --- child processes --------------------------------------------------------------------
 
+/// The signal (SIGINT, SIGTERM) that asked `hcasim run` to stop, or 0.
+volatile std::sig_atomic_t g_stop_signal = 0;
+extern "C" void on_stop_signal(int sig) { g_stop_signal = sig; }
+
+/// Installs on_stop_signal for SIGINT and SIGTERM without SA_RESTART (so waitpid returns
+/// EINTR), restoring the previous handlers on destruction: an interrupted run stops its
+/// children and removes its temporary directory instead of dying in the middle.
+class StopSignals {
+ public:
+  StopSignals() {
+    g_stop_signal = 0;
+    struct sigaction sa {};
+    sa.sa_handler = on_stop_signal;
+    sigemptyset(&sa.sa_mask);
+    ::sigaction(SIGINT, &sa, &old_int_);
+    ::sigaction(SIGTERM, &sa, &old_term_);
+  }
+  ~StopSignals() {
+    ::sigaction(SIGINT, &old_int_, nullptr);
+    ::sigaction(SIGTERM, &old_term_, nullptr);
+  }
+  StopSignals(const StopSignals&) = delete;
+  StopSignals& operator=(const StopSignals&) = delete;
+
+ private:
+  struct sigaction old_int_ {}, old_term_ {};
+};
+
 /// A private temporary directory, removed with everything in it on destruction.
 class TempDir {
  public:
@@ -1065,8 +1093,9 @@ int run_scenario(const RunOptions& options) {
     running.clear();
   };
 
+  const StopSignals signals;
   try {
-    while (!failure && (next < jobs.size() || !running.empty())) {
+    while (!failure && !g_stop_signal && (next < jobs.size() || !running.empty())) {
       while (next < jobs.size() && running.size() < parallel) {
         Job& job = jobs[next];
         if (progress)
@@ -1079,6 +1108,7 @@ int run_scenario(const RunOptions& options) {
       }
       int status = 0;
       const pid_t pid = ::waitpid(-1, &status, 0);
+      if (g_stop_signal) break;  // Ctrl-C reaches the children too: their deaths are not failures
       if (pid < 0) {
         if (errno == EINTR) continue;
         throw std::runtime_error(fmt::format("waitpid: {}", std::strerror(errno)));
@@ -1135,6 +1165,12 @@ int run_scenario(const RunOptions& options) {
   }
   stop_all();
   if (progress) std::cerr << "\r\033[K" << std::flush;
+  if (g_stop_signal) {
+    std::cerr << fmt::format("hcasim: error: interrupted by signal {} ({} of {} runs done); nothing written\n",
+                             static_cast<int>(g_stop_signal),
+                             std::count_if(jobs.begin(), jobs.end(), [](const Job& j) { return j.done; }), jobs.size());
+    return 128 + g_stop_signal;
+  }
 
   if (failure) {
     if (!failed_stderr.empty()) {
