@@ -1,8 +1,11 @@
 #include "sim/perftest_sim.h"
 
+#include <algorithm>
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <deque>
+#include <functional>
 #include <limits>
 #include <memory>
 
