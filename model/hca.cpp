@@ -42,11 +42,11 @@ double send_completion_latency_ns(const HcaTiming& rq, const HcaTiming& rs, bool
          rs.rx_processing_ns + rq.rx_processing_ns + rq.posted_write_ns;
 }
 
-PostConfig PostConfig::from_platform(const Platform& p, const pcie::Config& pcie) {
+PostConfig PostConfig::from_platform(const Platform& p, const pcie::Config& pcie, double dma_read_rtt_ns) {
   PostConfig c;
   c.mmio = mmio::Config::from_platform(p);
   c.pcie = pcie;
-  c.dma_read_rtt_ns = nonneg(p, "pcie.dma_read_rtt");
+  c.dma_read_rtt_ns = dma_read_rtt_ns;
   c.blueflame = p.flag("hca.blueflame");
   const int64_t bf = p.integer("hca.bf_buf_size", "B");
   if (bf < 64 || bf > 4096 || bf % 64 != 0)
@@ -55,19 +55,25 @@ PostConfig PostConfig::from_platform(const Platform& p, const pcie::Config& pcie
   return c;
 }
 
+namespace {
+/// The CplDs of a doorbell's WQE read: whole 64 B basic blocks.
+uint64_t wqe_fetch_wire_bytes(const pcie::Config& link, uint32_t wqe_bytes) {
+  const uint64_t blocks = (wqe_bytes + mlx4::kWqeBasicBlock - 1) / mlx4::kWqeBasicBlock;
+  return pcie::dma_read(link, 0, blocks * mlx4::kWqeBasicBlock).completions.wire_bytes;
+}
+}  // namespace
+
 double wqe_fetch_ns(const pcie::Config& link, double rtt_ns, uint32_t wqe_bytes) {
-  const uint32_t fetched = (wqe_bytes + mlx4::kWqeBasicBlock - 1) / mlx4::kWqeBasicBlock * mlx4::kWqeBasicBlock;
-  return rtt_ns + mmio::link_ns(link, pcie::dma_read(link, 0, fetched).completions.wire_bytes);
+  return rtt_ns + mmio::link_ns(link, wqe_fetch_wire_bytes(link, wqe_bytes));
 }
 
 MessageWire message_wire(const pcie::Config& tx, const ib::Config& ib, const pcie::Config& rx, const PostTiming& post,
-                         bool inline_data, uint64_t bytes, bool send) {
+                         bool inline_data, uint64_t bytes, bool send, bool with_post) {
   constexpr uint32_t kCqeBytes = 32;  // mlx4 CQE (struct mlx4_cqe)
   MessageWire w;
-  w.tx_h2d = post.mmio.wire_bytes;
-  if (!post.blueflame) {
-    const uint32_t blocks = (post.wqe_bytes + mlx4::kWqeBasicBlock - 1) / mlx4::kWqeBasicBlock;
-    w.tx_h2d += pcie::dma_read(tx, 0, uint64_t{blocks} * mlx4::kWqeBasicBlock).completions.wire_bytes;
+  if (with_post) {
+    w.tx_h2d = post.mmio.wire_bytes;
+    if (!post.blueflame) w.tx_h2d += wqe_fetch_wire_bytes(tx, post.wqe_bytes);
   }
   if (!inline_data) w.tx_h2d += pcie::dma_read(tx, 0, bytes).completions.wire_bytes;
   w.ib = send ? ib::send_wire_bytes(ib, bytes) : ib::rdma_write_wire_bytes(ib, bytes);

@@ -61,9 +61,9 @@ struct PostConfig {
   bool blueflame = true;       ///< hca.blueflame: the driver maps BlueFlame registers
   uint32_t bf_buf_size = 256;  ///< hca.bf_buf_size: half a BlueFlame register, B
 
-  /// Reads the mmio::Config keys, pcie.dma_read_rtt, hca.blueflame and hca.bf_buf_size
-  /// (64..4096 B, a multiple of 64). `pcie` is the already validated slot.
-  static PostConfig from_platform(const Platform& p, const pcie::Config& pcie);
+  /// Reads the mmio::Config keys, hca.blueflame and hca.bf_buf_size (64..4096 B, a multiple of
+  /// 64). `pcie` is the already validated slot, `dma_read_rtt_ns` HcaTiming's.
+  static PostConfig from_platform(const Platform& p, const pcie::Config& pcie, double dma_read_rtt_ns);
 };
 
 /// What posting one WR costs and when the HCA holds its WQE.
@@ -93,8 +93,10 @@ struct MessageWire {
 };
 
 /// MessageWire of one SEND (`send`) or RDMA WRITE of `bytes` posted as `post` describes.
+/// `with_post` false leaves out the post's own MMIO and WQE-fetch bytes (they crossed the link
+/// before the HCA started the message: post_timing counts them).
 MessageWire message_wire(const pcie::Config& tx, const ib::Config& ib, const pcie::Config& rx, const PostTiming& post,
-                         bool inline_data, uint64_t bytes, bool send);
+                         bool inline_data, uint64_t bytes, bool send, bool with_post = true);
 
 /// Time the busiest link needs for one message, ns: max over the three links of wire bytes
 /// x 8 / the link's data rate (PCIe after SKP efficiency). What bounds the message rate of

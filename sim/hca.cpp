@@ -343,11 +343,11 @@ bool SimQp::gather_and_transfer(const Posted& p, Wc& swc) {
   // One communication over the route, sized so that alone it lasts the longer of its stream
   // time (bytes / bottleneck) and its busiest link's time with every header counted.
   const uint64_t bytes = wr.length();
-  model::MessageWire w = model::message_wire(hca_.post_config().pcie, hca_.ib_, peer_->hca_.post_config().pcie, p.post,
-                                             wr.inline_data, bytes, wr.opcode == WrOpcode::Send);
-  if (p.waited)  // the WQE's own bytes crossed the link before the engine started (post_timing)
-    w.tx_h2d -= model::message_wire(hca_.post_config().pcie, hca_.ib_, peer_->hca_.post_config().pcie, p.post, true, 0,
-                                    false).tx_h2d;
+  // When the engine waited for the WQE, its MMIO and fetch bytes crossed the link before it
+  // started (post_timing counts them).
+  const model::MessageWire w = model::message_wire(hca_.post_config().pcie, hca_.ib_, peer_->hca_.post_config().pcie,
+                                                   p.post, wr.inline_data, bytes, wr.opcode == WrOpcode::Send,
+                                                   !p.waited);
   const double link_ns = model::message_link_time_ns(hca_.post_config().pcie, hca_.ib_,
                                                      peer_->hca_.post_config().pcie, w);
   const double size = std::max(static_cast<double>(std::max<uint64_t>(bytes, 1)), link_ns * 1e-9 * hca_.bottleneck_Bps_);

@@ -60,7 +60,7 @@ HostParams read_host_params(const model::Platform& p) {
   s.max_outstanding_reads = static_cast<int>(u32(p, "hca.max_outstanding_reads", "", 1, 256));
   s.timing = model::HcaTiming::from_platform(p);
   if (!(s.timing.dma_read_rtt_ns > 0)) p.fail("pcie.dma_read_rtt", "must be > 0 (it bounds DMA reads in flight)");
-  s.post = model::PostConfig::from_platform(p, s.pcie);
+  s.post = model::PostConfig::from_platform(p, s.pcie, s.timing.dma_read_rtt_ns);
   s.noise = model::NoiseConfig::from_platform(p);
   s.max_inline_data = u32(p, "hca.max_inline_data", "B", 0, 4096);
   s.max_msg_size = u32(p, "hca.max_msg_size", "B", 1, 1u << 31);
