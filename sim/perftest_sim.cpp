@@ -31,16 +31,14 @@ struct Lane {
   uint32_t key = 0;  ///< lkey = rkey of the buffer
 };
 
-/// One side of a perftest run: its host, QPs, buffers and the state its loops wait on.
+/// One side of a perftest run: its host, QPs, buffers and the state its loops wait on. The
+/// latency test uses lanes[0] only.
 struct Side {
   SimHost* host = nullptr;
-  SimQp* qp = nullptr;          ///< lanes[0].qp
   const HostParams* params = nullptr;
   int core = 0;
   std::vector<Lane> lanes;
-  sdp::Addr buf = 0;            ///< lanes[0].buf
   uint64_t half = 0;            ///< bytes per half (the largest message size)
-  uint32_t key = 0;             ///< lanes[0].key
   SimWaitQueue wq;              ///< woken by CQEs and by the peer's RDMA WRITEs landing
   std::deque<double> landed_ns; ///< landing times of the peer's WRITEs not yet noticed
   bool real_bytes = true;       ///< buffers hold bytes: the poll byte is written and checked
@@ -56,7 +54,7 @@ void spin_until(Side& s, const std::function<bool()>& ready) { s.host->spin(s.wq
 void poll_one(Side& s, const char* who) {
   std::array<sdp::Wc, 1> wc{};
   bool got = false;  // the readiness test consumes the CQE, so it must run poll_cq only until it succeeds
-  spin_until(s, [&] { return got = got || s.qp->poll_cq(wc) > 0; });
+  spin_until(s, [&] { return got = got || s.lanes[0].qp->poll_cq(wc) > 0; });
   --s.cqes_pending;
   s.host->charge(model::Activity::Completion, s.host->costs().user_poll_cq_ns);
   if (wc[0].status != sdp::WcStatus::Success)
@@ -76,28 +74,36 @@ void wait_for_byte(Side& s, uint64_t size, uint64_t rcnt, const char* who) {
   if (seen > now_ns()) s4u::this_actor::sleep_until(to_s(seen));
   if (!s.real_bytes) return;
   uint8_t byte = 0;
-  s.host->memory().read_bytes(s.buf + s.half + size - 1, &byte, 1);
+  s.host->memory().read_bytes(s.lanes[0].buf + s.half + size - 1, &byte, 1);
   if (byte != static_cast<uint8_t>(rcnt))
     throw std::runtime_error(fmt::format("{}: poll byte is {}, expected {} (iteration {})", who, byte,
                                          static_cast<uint8_t>(rcnt), rcnt));
+}
+
+/// A send WR of `size` bytes on lane `q` (RDMA WRITE to the peer lane's second half, or SEND).
+sdp::SendWr make_wr(const Side& s, const Side& peer, size_t q, uint64_t size, uint64_t wr_id, bool send, bool inline_data,
+                  bool signaled) {
+  sdp::SendWr wr;
+  wr.wr_id = wr_id;
+  wr.opcode = send ? sdp::WrOpcode::Send : sdp::WrOpcode::RdmaWrite;
+  wr.sg[0] = {s.lanes[q].buf, static_cast<uint32_t>(size), s.lanes[q].key};
+  wr.num_sge = 1;
+  wr.signaled = signaled;
+  wr.inline_data = inline_data;
+  if (!send) {
+    wr.remote_addr = peer.lanes[q].buf + peer.half;
+    wr.rkey = peer.lanes[q].key;
+  }
+  return wr;
 }
 
 /// Posts the RDMA WRITE of `size` bytes from this side's first half to the peer's second
 /// half, after writing the iteration number into its last byte (perftest: *post_buf = ++scnt).
 void post_write(Side& s, const Side& peer, uint64_t size, uint64_t scnt, bool inline_data, bool signaled) {
   const uint8_t byte = static_cast<uint8_t>(scnt);
-  if (s.real_bytes) s.host->memory().write_bytes(s.buf + size - 1, &byte, 1);
+  if (s.real_bytes) s.host->memory().write_bytes(s.lanes[0].buf + size - 1, &byte, 1);
   s.host->charge(model::Activity::Post, s.host->costs().user_post_ns);
-  sdp::SendWr wr;
-  wr.wr_id = scnt;
-  wr.opcode = sdp::WrOpcode::RdmaWrite;
-  wr.sg[0] = {s.buf, static_cast<uint32_t>(size), s.key};
-  wr.num_sge = 1;
-  wr.signaled = signaled;
-  wr.inline_data = inline_data;
-  wr.remote_addr = peer.buf + peer.half;
-  wr.rkey = peer.key;
-  s.qp->post_send(wr);
+  s.lanes[0].qp->post_send(make_wr(s, peer, 0, size, scnt, false, inline_data, signaled));
 }
 
 /// perftest write_lat's run_iter_lat_write for one size, on one side. The client records
@@ -121,23 +127,6 @@ void latency_loop(Side& s, const Side& peer, bool client, uint64_t size, uint64_
     }
   }
   s.host->flush();
-}
-
-/// A send WR of `size` bytes on lane `q` (RDMA WRITE to the peer lane's second half, or SEND).
-sdp::SendWr bw_wr(const Side& s, const Side& peer, size_t q, uint64_t size, uint64_t wr_id, bool send, bool inline_data,
-                  bool signaled) {
-  sdp::SendWr wr;
-  wr.wr_id = wr_id;
-  wr.opcode = send ? sdp::WrOpcode::Send : sdp::WrOpcode::RdmaWrite;
-  wr.sg[0] = {s.lanes[q].buf, static_cast<uint32_t>(size), s.lanes[q].key};
-  wr.num_sge = 1;
-  wr.signaled = signaled;
-  wr.inline_data = inline_data;
-  if (!send) {
-    wr.remote_addr = peer.lanes[q].buf + peer.half;
-    wr.rkey = peer.lanes[q].key;
-  }
-  return wr;
 }
 
 /// Polls every lane's CQ for up to 16 completions (perftest's CTX_POLL_BATCH), spinning
@@ -178,7 +167,7 @@ void bandwidth_client(Side& s, const Side& peer, const PerftestConfig& cfg, uint
         const bool signaled = (scnt[q] + 1) % cfg.cq_mod == 0 || scnt[q] + 1 == cfg.iterations;
         point.tposted_ns.push_back(now_ns());
         s.host->charge(model::Activity::Post, s.host->costs().user_post_ns);
-        s.lanes[q].qp->post_send(bw_wr(s, peer, q, size, scnt[q], send, inline_data, signaled));
+        s.lanes[q].qp->post_send(make_wr(s, peer, q, size, scnt[q], send, inline_data, signaled));
         pending[q].push_back(totscnt);
         ++scnt[q];
         ++totscnt;
@@ -317,9 +306,6 @@ PerftestResult run_perftest(const model::Platform& local, const model::Platform&
         });
       s.lanes.push_back(l);
     }
-    s.qp = s.lanes[0].qp;
-    s.buf = s.lanes[0].buf;
-    s.key = s.lanes[0].key;
   }
 
   res.points.resize(cfg.sizes.size());
