@@ -645,14 +645,33 @@ std::string csv_cell(std::string_view text) {
   return out + "\"";
 }
 
-Figures reference_figures(std::string_view csv_text, const std::string& origin,
-                          const ReferenceSpec& spec) {
-  const auto [header, row] = select_row(csv_text, origin, spec);
+namespace {
+/// The netperf figures of one CSV row (reference or simulated: the same column names).
+Figures netperf_row_figures(const std::vector<std::string>& header, const std::vector<std::string>& row,
+                            const std::string& origin) {
   Figures f;
   f.throughput_mbps = number_cell(header, row, "throughput_mbps", origin);
   f.sd_local = number_cell(header, row, "sd_local_us_per_kb", origin);
   f.sd_remote = number_cell(header, row, "sd_remote_us_per_kb", origin);
   return f;
+}
+
+/// The latency figures of one CSV row (reference or simulated: the same column names).
+LatencyFigures latency_row_figures(const std::vector<std::string>& header, const std::vector<std::string>& row,
+                                   const std::string& origin) {
+  LatencyFigures f;
+  f.bytes = whole_number_cell(header, row, "bytes", origin);
+  f.t_min_us = number_cell(header, row, "t_min_us", origin);
+  f.t_max_us = number_cell(header, row, "t_max_us", origin);
+  f.t_typical_us = number_cell(header, row, "t_typical_us", origin);
+  return f;
+}
+}  // namespace
+
+Figures reference_figures(std::string_view csv_text, const std::string& origin,
+                          const ReferenceSpec& spec) {
+  const auto [header, row] = select_row(csv_text, origin, spec);
+  return netperf_row_figures(header, row, origin);
 }
 
 Figures read_reference(const ReferenceSpec& spec, const std::string& base_dir) {
@@ -663,12 +682,7 @@ Figures read_reference(const ReferenceSpec& spec, const std::string& base_dir) {
 LatencyFigures latency_reference_figures(std::string_view csv_text, const std::string& origin,
                                          const ReferenceSpec& spec) {
   const auto [header, row] = select_row(csv_text, origin, spec);
-  LatencyFigures f;
-  f.bytes = whole_number_cell(header, row, "bytes", origin);
-  f.t_min_us = number_cell(header, row, "t_min_us", origin);
-  f.t_max_us = number_cell(header, row, "t_max_us", origin);
-  f.t_typical_us = number_cell(header, row, "t_typical_us", origin);
-  return f;
+  return latency_row_figures(header, row, origin);
 }
 
 LatencyFigures read_latency_reference(const ReferenceSpec& spec, const std::string& base_dir) {
@@ -679,11 +693,7 @@ LatencyFigures read_latency_reference(const ReferenceSpec& spec, const std::stri
 Figures netperf_csv_figures(std::string_view csv_text, const std::string& origin) {
   const auto rows = parse_csv(csv_text, origin);
   if (rows.size() != 2) throw InputError(origin + ": expected a header and one row");
-  Figures f;
-  f.throughput_mbps = number_cell(rows[0], rows[1], "throughput_mbps", origin);
-  f.sd_local = number_cell(rows[0], rows[1], "sd_local_us_per_kb", origin);
-  f.sd_remote = number_cell(rows[0], rows[1], "sd_remote_us_per_kb", origin);
-  return f;
+  return netperf_row_figures(rows[0], rows[1], origin);
 }
 
 std::vector<LatencyFigures> latency_csv_rows(std::string_view csv_text, const std::string& origin) {
@@ -694,14 +704,7 @@ std::vector<LatencyFigures> latency_csv_rows(std::string_view csv_text, const st
     if (column(header, name) < 0) throw InputError(fmt::format("{}: no column '{}'", origin, name));
   if (rows.size() < 2) throw InputError(origin + ": no data row");
   std::vector<LatencyFigures> out;
-  for (size_t r = 1; r < rows.size(); ++r) {
-    LatencyFigures f;
-    f.bytes = whole_number_cell(header, rows[r], "bytes", origin);
-    f.t_min_us = number_cell(header, rows[r], "t_min_us", origin);
-    f.t_max_us = number_cell(header, rows[r], "t_max_us", origin);
-    f.t_typical_us = number_cell(header, rows[r], "t_typical_us", origin);
-    out.push_back(f);
-  }
+  for (size_t r = 1; r < rows.size(); ++r) out.push_back(latency_row_figures(header, rows[r], origin));
   return out;
 }
 

@@ -82,7 +82,7 @@ void wait_for_byte(Side& s, uint64_t size, uint64_t rcnt, const char* who) {
 
 /// A send WR of `size` bytes on lane `q` (RDMA WRITE to the peer lane's second half, or SEND).
 sdp::SendWr make_wr(const Side& s, const Side& peer, size_t q, uint64_t size, uint64_t wr_id, bool send, bool inline_data,
-                  bool signaled) {
+                    bool signaled) {
   sdp::SendWr wr;
   wr.wr_id = wr_id;
   wr.opcode = send ? sdp::WrOpcode::Send : sdp::WrOpcode::RdmaWrite;
