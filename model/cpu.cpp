@@ -23,39 +23,33 @@ std::string_view activity_name(Activity a) {
   return "?";
 }
 
-namespace {
-double positive(const Platform& p, const std::string& key, std::string_view unit, bool allow_zero) {
-  double v = p.num(key, unit);
-  if (!(v > 0) && !(allow_zero && v == 0))
-    p.fail(key, fmt::format("{} {} must be {}", v, unit,
-                                 allow_zero ? ">= 0" : "> 0"));
-  return v;
-}
-}  // namespace
 
 CpuCosts CpuCosts::from_platform(const Platform& p) {
   CpuCosts c;
   c.cpus = static_cast<int>(p.integer("host.cpus", ""));
   if (c.cpus < 1 || c.cpus > 1024)
     p.fail("host.cpus", fmt::format("{} must be 1..1024", c.cpus));
-  c.syscall_ns = positive(p, "cpu.syscall", "ns", true);
-  c.sendmsg_ns = positive(p, "cpu.sendmsg", "ns", true);
-  c.skb_ns = positive(p, "cpu.skb", "ns", true);
-  c.copy_tx_bytes_per_ns = positive(p, "cpu.copy_tx_rate", "B/ns", false);
-  c.copy_rx_bytes_per_ns = positive(p, "cpu.copy_rx_rate", "B/ns", false);
-  c.bzcopy_setup_ns = positive(p, "cpu.bzcopy_setup", "ns", true);
-  c.pin_ns_per_page = positive(p, "cpu.pin_page", "ns/page", true);
-  c.dma_map_ns_per_page = positive(p, "cpu.dma_map_page", "ns/page", true);
-  c.post_wr_ns = positive(p, "cpu.post_wr", "ns", true);
-  c.user_post_ns = positive(p, "cpu.user_post", "ns", true);
-  c.user_poll_cq_ns = positive(p, "cpu.user_poll_cq", "ns", true);
-  c.poll_miss_ns = positive(p, "cpu.poll_miss", "ns", false);
-  c.cqe_ns = positive(p, "cpu.cqe", "ns", true);
-  c.interrupt_ns = positive(p, "cpu.interrupt", "ns", true);
-  c.wakeup_ns = positive(p, "cpu.wakeup", "ns", true);
-  c.context_switch_ns = positive(p, "cpu.context_switch", "ns", true);
-  c.timer_hz = positive(p, "host.timer_hz", "Hz", true);
-  c.timer_tick_ns = positive(p, "cpu.timer_tick", "ns", true);
+  c.syscall_ns = p.nonneg("cpu.syscall", "ns");
+  c.sendmsg_ns = p.nonneg("cpu.sendmsg", "ns");
+  c.skb_ns = p.nonneg("cpu.skb", "ns");
+  c.copy_tx_bytes_per_ns = p.positive("cpu.copy_tx_rate", "B/ns");
+  c.copy_rx_bytes_per_ns = p.positive("cpu.copy_rx_rate", "B/ns");
+  c.bzcopy_setup_ns = p.nonneg("cpu.bzcopy_setup", "ns");
+  c.pin_ns_per_page = p.nonneg("cpu.pin_page", "ns/page");
+  c.dma_map_ns_per_page = p.nonneg("cpu.dma_map_page", "ns/page");
+  c.post_wr_ns = p.nonneg("cpu.post_wr", "ns");
+  c.user_post_ns = p.nonneg("cpu.user_post", "ns");
+  c.user_poll_cq_ns = p.nonneg("cpu.user_poll_cq", "ns");
+  c.poll_miss_ns = p.positive("cpu.poll_miss", "ns");
+  c.cqe_ns = p.nonneg("cpu.cqe", "ns");
+  c.interrupt_ns = p.nonneg("cpu.interrupt", "ns");
+  c.wakeup_ns = p.nonneg("cpu.wakeup", "ns");
+  c.context_switch_ns = p.nonneg("cpu.context_switch", "ns");
+  c.timer_hz = p.nonneg("host.timer_hz", "Hz");
+  c.timer_tick_ns = p.nonneg("cpu.timer_tick", "ns");
+  if (c.timer_hz * c.timer_tick_ns >= 1e9)
+    throw InputError(fmt::format("platform {}: host.timer_hz x cpu.timer_tick = {} ns per s leaves no time to run",
+                                 p.name(), c.timer_hz * c.timer_tick_ns));
   return c;
 }
 

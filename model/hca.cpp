@@ -6,25 +6,15 @@
 
 namespace hcasim::model {
 
-namespace {
-double nonneg(const Platform& p, const std::string& key) {
-  const double v = p.num(key, "ns");
-  if (!(v >= 0)) p.fail(key, fmt::format("{} ns must be >= 0", v));
-  return v;
-}
-}  // namespace
-
 HcaTiming HcaTiming::from_platform(const Platform& p) {
   HcaTiming t;
-  t.dma_read_rtt_ns = nonneg(p, "pcie.dma_read_rtt");
-  t.posted_write_ns = nonneg(p, "pcie.posted_write_latency");
-  t.tx_processing_ns = nonneg(p, "hca.tx_processing");
-  t.rx_processing_ns = nonneg(p, "hca.rx_processing");
-  t.interrupt_latency_ns = nonneg(p, "hca.interrupt_latency");
-  t.propagation_ns = nonneg(p, "ib.propagation");
-  t.inline_copy_rate_Bpns = p.num("hca.inline_copy_rate", "B/ns");
-  if (!(t.inline_copy_rate_Bpns > 0))
-    p.fail("hca.inline_copy_rate", fmt::format("{} B/ns must be > 0", t.inline_copy_rate_Bpns));
+  t.dma_read_rtt_ns = p.nonneg("pcie.dma_read_rtt", "ns");
+  t.posted_write_ns = p.nonneg("pcie.posted_write_latency", "ns");
+  t.tx_processing_ns = p.nonneg("hca.tx_processing", "ns");
+  t.rx_processing_ns = p.nonneg("hca.rx_processing", "ns");
+  t.interrupt_latency_ns = p.nonneg("hca.interrupt_latency", "ns");
+  t.propagation_ns = p.nonneg("ib.propagation", "ns");
+  t.inline_copy_rate_Bpns = p.positive("hca.inline_copy_rate", "B/ns");
   return t;
 }
 

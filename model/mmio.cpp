@@ -10,21 +10,16 @@
 namespace hcasim::model::mmio {
 
 namespace {
-double nonneg(const Platform& p, const std::string& key) {
-  const double v = p.num(key, "ns");
-  if (!(v >= 0)) p.fail(key, fmt::format("{} ns must be >= 0", v));
-  return v;
-}
 constexpr uint32_t kWcLineBytes = 64;  // WC buffer = one cache line (Intel SDM vol. 3 11.3.1)
 }  // namespace
 
 Config Config::from_platform(const Platform& p) {
   Config c;
   c.write_combining = p.flag("host.write_combining");
-  c.wc_store_ns = nonneg(p, "cpu.wc_store");
-  c.wc_flush_ns = nonneg(p, "cpu.wc_flush");
-  c.uc_store_ns = nonneg(p, "cpu.uc_store");
-  c.latency_ns = nonneg(p, "pcie.mmio_write_latency");
+  c.wc_store_ns = p.nonneg("cpu.wc_store", "ns");
+  c.wc_flush_ns = p.nonneg("cpu.wc_flush", "ns");
+  c.uc_store_ns = p.nonneg("cpu.uc_store", "ns");
+  c.latency_ns = p.nonneg("pcie.mmio_write_latency", "ns");
   return c;
 }
 

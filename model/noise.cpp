@@ -11,24 +11,21 @@
 namespace hcasim::model {
 
 namespace {
-double nonneg(const Platform& p, const std::string& key, std::string_view unit) {
-  const double v = p.num(key, unit);
-  if (!(v >= 0) || !std::isfinite(v))
-    p.fail(key, fmt::format("{} {} must be >= 0", v, unit));
+/// Platform::nonneg, and finite: an infinite mean or rate has no windows to draw.
+double finite_nonneg(const Platform& p, const std::string& key, std::string_view unit) {
+  const double v = p.nonneg(key, unit);
+  if (!std::isfinite(v)) p.fail(key, fmt::format("{} {} must be >= 0", v, unit));
   return v;
 }
 constexpr double kNever = std::numeric_limits<double>::infinity();
 }  // namespace
 
-NoiseConfig NoiseConfig::from_platform(const Platform& p) {
+NoiseConfig NoiseConfig::from_platform(const Platform& p, const CpuCosts& costs) {
   NoiseConfig c;
-  c.timer_hz = nonneg(p, "host.timer_hz", "Hz");
-  c.timer_tick_ns = nonneg(p, "cpu.timer_tick", "ns");
-  c.interference_rate_hz = nonneg(p, "host.interference_rate", "1/s");
-  c.interference_mean_ns = nonneg(p, "host.interference_mean", "us") * 1e3;
-  if (c.timer_hz * c.timer_tick_ns >= 1e9)
-    throw InputError(fmt::format("platform {}: host.timer_hz x cpu.timer_tick = {} ns per s leaves no time to run",
-                                 p.name(), c.timer_hz * c.timer_tick_ns));
+  c.timer_hz = costs.timer_hz;
+  c.timer_tick_ns = costs.timer_tick_ns;
+  c.interference_rate_hz = finite_nonneg(p, "host.interference_rate", "1/s");
+  c.interference_mean_ns = finite_nonneg(p, "host.interference_mean", "us") * 1e3;
   return c;
 }
 

@@ -14,6 +14,8 @@
 #include <cstdint>
 #include <deque>
 
+#include "model/cpu.h"
+
 namespace hcasim::model {
 
 class Platform;
@@ -25,8 +27,10 @@ struct NoiseConfig {
   double interference_rate_hz = 0;  ///< host.interference_rate, events per second per CPU
   double interference_mean_ns = 0;  ///< host.interference_mean (us in the file), mean duration
 
-  /// Reads the four keys (>= 0; timer_hz x timer_tick < 1 s). Throws InputError otherwise.
-  static NoiseConfig from_platform(const Platform& p);
+  /// The tick from `costs` (CpuCosts::from_platform read and checked it), the interference
+  /// from host.interference_rate and host.interference_mean (finite, >= 0). Throws InputError
+  /// otherwise.
+  static NoiseConfig from_platform(const Platform& p, const CpuCosts& costs);
 };
 
 /// SplitMix64 (Steele, Lea, Flood, "Fast splittable pseudorandom number generators",

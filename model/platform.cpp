@@ -286,6 +286,18 @@ void Platform::set(const std::string& assignment) {
   p.origin = "--set";
 }
 
+double Platform::nonneg(const std::string& key, std::string_view unit) const {
+  const double v = num(key, unit);
+  if (!(v >= 0)) fail(key, fmt::format("{} {} must be >= 0", v, unit));
+  return v;
+}
+
+double Platform::positive(const std::string& key, std::string_view unit) const {
+  const double v = num(key, unit);
+  if (!(v > 0)) fail(key, fmt::format("{} {} must be > 0", v, unit));
+  return v;
+}
+
 void Platform::fail(const std::string& key, const std::string& what) const {
   const Param& p = param(key);
   if (p.origin == "--set") throw InputError(fmt::format("--set {}: {} (platform {})", key, what, name_));

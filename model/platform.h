@@ -61,6 +61,11 @@ class Platform {
   /// The parameter record, or InputError when missing.
   const Param& param(const std::string& key) const;
 
+  /// num(key, unit), which must be >= 0; fail() "V UNIT must be >= 0" otherwise (NaN too).
+  double nonneg(const std::string& key, std::string_view unit) const;
+  /// num(key, unit), which must be > 0; fail() "V UNIT must be > 0" otherwise (NaN too).
+  double positive(const std::string& key, std::string_view unit) const;
+
   /// Throws InputError naming where `key` was given: "FILE:LINE: KEY: what", or
   /// "--set KEY: what (platform NAME)" for a value set on the command line. For a value that
   /// parses but is out of range; `key` must exist.

@@ -20,12 +20,6 @@ uint32_t u32(const model::Platform& p, const std::string& key, std::string_view 
   return static_cast<uint32_t>(v);
 }
 
-double nonneg(const model::Platform& p, const std::string& key, std::string_view unit) {
-  const double v = p.num(key, unit);
-  if (!(v >= 0)) p.fail(key, fmt::format("{} must be >= 0", v));
-  return v;
-}
-
 void configure_simgrid() {
   // Exact timing (DESIGN.md): a transfer takes latency + bytes/bandwidth, links shared max-min.
   s4u::Engine::set_config("network/model:CM02");
@@ -61,7 +55,7 @@ HostParams read_host_params(const model::Platform& p) {
   s.timing = model::HcaTiming::from_platform(p);
   if (!(s.timing.dma_read_rtt_ns > 0)) p.fail("pcie.dma_read_rtt", "must be > 0 (it bounds DMA reads in flight)");
   s.post = model::PostConfig::from_platform(p, s.pcie, s.timing.dma_read_rtt_ns);
-  s.noise = model::NoiseConfig::from_platform(p);
+  s.noise = model::NoiseConfig::from_platform(p, s.costs);
   s.max_inline_data = u32(p, "hca.max_inline_data", "B", 0, 4096);
   s.max_msg_size = u32(p, "hca.max_msg_size", "B", 1, 1u << 31);
   s.qp_depth = u32(p, "hca.max_qp_wr", "", 1, 65536);
@@ -90,8 +84,8 @@ HostParams read_host_params(const model::Platform& p) {
   if ((s.sdp.page_size & (s.sdp.page_size - 1)) != 0)
     p.fail("host.page_size", fmt::format("{} is not a power of two", s.sdp.page_size));
   if (!(p.num("host.clock", "GHz") > 0)) p.fail("host.clock", "must be > 0");
-  s.sdp.recv_poll_ns = nonneg(p, "sdp.recv_poll", "us") * 1e3;
-  s.sdp.bzcopy_poll_ns = nonneg(p, "sdp.bzcopy_poll", "us") * 1e3;
+  s.sdp.recv_poll_ns = p.nonneg("sdp.recv_poll", "us") * 1e3;
+  s.sdp.bzcopy_poll_ns = p.nonneg("sdp.bzcopy_poll", "us") * 1e3;
   s.irq_cpu = static_cast<int>(u32(p, "irq.affinity", "", 0, 1023));
   s.app_cpu = static_cast<int>(u32(p, "host.default_app_cpu", "", 0, 1023));
   s.rmem_default = u32(p, "socket.tcp_rmem_default", "B", 1, 1u << 30);
