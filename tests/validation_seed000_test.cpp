@@ -6,19 +6,10 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <algorithm>
-#include <cstdlib>
-#include <sys/wait.h>
-#include <unistd.h>
-#include <filesystem>
-#include <fstream>
 #include <map>
-#include <sstream>
+#include <string>
 
-#include "scenarios/run.h"
-
-namespace fs = std::filesystem;
-using namespace hcasim::scenarios;
+#include "tests/scenario_run.h"
 
 namespace {
 struct Row {
@@ -28,27 +19,13 @@ struct Row {
 }  // namespace
 
 TEST(ValidationSeed000, EveryGatedRowWithinToleranceAndBzcopyEffect) {
-  const fs::path dir = fs::temp_directory_path() / ("hcasim-validation-" + std::to_string(::getpid()));
-  fs::create_directories(dir);
-  const fs::path csv = dir / "seed000.csv";
-  const std::string cmd = std::string(HCASIM_BINARY) + " run seed000 -j 2 --csv " + csv.string() + " > " +
-                          (dir / "report.txt").string();
-  const int rc = std::system(cmd.c_str());
-  std::ifstream report(dir / "report.txt");
-  std::stringstream rs;
-  rs << report.rdbuf();
-  std::cout << rs.str();
-  ASSERT_TRUE(WIFEXITED(rc)) << cmd;
-  EXPECT_EQ(WEXITSTATUS(rc), 0) << "some gated point is outside its tolerance (report above)";
-
-  std::ifstream in(csv);
-  ASSERT_TRUE(in.good()) << "no results CSV at " << csv;
-  std::stringstream ss;
-  ss << in.rdbuf();
-  const auto rows = parse_csv(ss.str(), csv.string());
+  ScenarioRun run = run_shipped_scenario("seed000");
+  ASSERT_NE(run.exit_status, -1) << "hcasim run seed000 did not exit";
+  EXPECT_EQ(run.exit_status, 0) << "some gated point is outside its tolerance (report above)";
+  ASSERT_TRUE(run.csv_found) << "no results CSV";
+  const auto& rows = run.rows;
+  auto& col = run.col;
   ASSERT_GE(rows.size(), 19u);
-  std::map<std::string, size_t> col;
-  for (size_t i = 0; i < rows[0].size(); ++i) col[rows[0][i]] = i;
   for (const char* c : {"table", "mode", "size_flag", "gated", "meas_throughput_mbps", "sim_throughput_mbps",
                         "err_throughput_pct", "err_sd_local_pct", "err_sd_remote_pct"})
     ASSERT_TRUE(col.count(c)) << "missing column " << c;
@@ -83,5 +60,4 @@ TEST(ValidationSeed000, EveryGatedRowWithinToleranceAndBzcopyEffect) {
     const double bz = by_key[std::string("T2_r_flag/BZCOPY/") + size].sim_thr;
     EXPECT_LT(bz, sdp) << size;
   }
-  fs::remove_all(dir);
 }

@@ -5,43 +5,20 @@
 // shared/seeds/001_8b23f244a99ed935.txt (Or Gerlitz, netdev, 2014-10-02).
 #include <gtest/gtest.h>
 
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <cmath>
-#include <cstdlib>
-#include <filesystem>
-#include <fstream>
 #include <map>
-#include <sstream>
+#include <string>
 
-#include "scenarios/run.h"
-
-namespace fs = std::filesystem;
-using namespace hcasim::scenarios;
+#include "tests/scenario_run.h"
 
 TEST(ValidationSeed001, EveryRowWithinToleranceAndTheBlueFlameEffect) {
-  const fs::path dir = fs::temp_directory_path() / ("hcasim-validation001-" + std::to_string(::getpid()));
-  fs::create_directories(dir);
-  const fs::path csv = dir / "seed001.csv";
-  const std::string cmd = std::string(HCASIM_BINARY) + " run seed001 -j 2 --csv " + csv.string() + " > " +
-                          (dir / "report.txt").string();
-  const int rc = std::system(cmd.c_str());
-  std::ifstream report(dir / "report.txt");
-  std::stringstream rs;
-  rs << report.rdbuf();
-  std::cout << rs.str();
-  ASSERT_TRUE(WIFEXITED(rc)) << cmd;
-  EXPECT_EQ(WEXITSTATUS(rc), 0) << "some gated point is outside its tolerance (report above)";
-
-  std::ifstream in(csv);
-  ASSERT_TRUE(in.good()) << "no results CSV at " << csv;
-  std::stringstream ss;
-  ss << in.rdbuf();
-  const auto rows = parse_csv(ss.str(), csv.string());
+  ScenarioRun run = run_shipped_scenario("seed001");
+  ASSERT_NE(run.exit_status, -1) << "hcasim run seed001 did not exit";
+  EXPECT_EQ(run.exit_status, 0) << "some gated point is outside its tolerance (report above)";
+  ASSERT_TRUE(run.csv_found) << "no results CSV";
+  const auto& rows = run.rows;
+  auto& col = run.col;
   ASSERT_EQ(rows.size(), 29u);
-  std::map<std::string, size_t> col;
-  for (size_t i = 0; i < rows[0].size(); ++i) col[rows[0][i]] = i;
   for (const char* c : {"table", "mode", "gated", "bytes", "sim_t_typical_us", "err_t_typical_us", "err_t_min_us"})
     ASSERT_TRUE(col.count(c)) << "missing column " << c;
   std::map<std::string, double> sim;  // "table/mode/bytes" -> simulated t_typical, us
@@ -72,5 +49,4 @@ TEST(ValidationSeed001, EveryRowWithinToleranceAndTheBlueFlameEffect) {
     EXPECT_GE(gap("bare_metal", "on", b), 0.2) << b;
     EXPECT_LE(gap("bare_metal", "on", b), 0.4) << b;
   }
-  fs::remove_all(dir);
 }
