@@ -372,13 +372,13 @@ void SimQp::execute_send(const Posted& p) {
   if (!gather_and_transfer(p, swc)) return;
   const uint64_t bytes = wr.length();
 
-  // The last byte left the bottleneck: deliver the message to the responder's oldest receive.
-  const double now = now_ns();
-  double recv_done = now + model::receive_completion_latency_ns(t, pt, wr.inline_data, bytes);
-  double send_done = now + model::send_completion_latency_ns(t, pt, wr.inline_data, bytes);
+  // The last byte left the bottleneck (or, after RNR NAKs, the retry that found a receive
+  // did): deliver the message to the responder's oldest receive. CQE times count from then.
+  auto recv_done = [&] { return now_ns() + model::receive_completion_latency_ns(t, pt, wr.inline_data, bytes); };
+  auto send_done = [&] { return now_ns() + model::send_completion_latency_ns(t, pt, wr.inline_data, bytes); };
   if (peer->state_ != State::Rts && peer->state_ != State::Rtr) {
     swc.status = WcStatus::RemAccessErr;  // no responder: transport retries exhausted
-    fail_wr(swc, send_done);
+    fail_wr(swc, send_done());
     return;
   }
   // Receiver not ready: the responder answers RNR NAK and the requester retries after the
@@ -386,7 +386,7 @@ void SimQp::execute_send(const Posted& p) {
   for (uint8_t retries = 0; peer->rq_.empty(); ++retries) {
     if (rnr_retry_ != kRnrRetryForever && retries >= rnr_retry_) {
       swc.status = WcStatus::RnrRetryExcErr;
-      fail_wr(swc, send_done);
+      fail_wr(swc, send_done());
       return;
     }
     ++hca_.counter_.count;
@@ -397,10 +397,6 @@ void SimQp::execute_send(const Posted& p) {
       fail_wr(swc, now_ns());
       return;
     }
-  }
-  if (now_ns() > now) {  // the retry that found a receive left after the last RNR wait
-    recv_done += now_ns() - now;
-    send_done += now_ns() - now;
   }
   const sdp::RecvWr rwr = peer->rq_.front();
   peer->rq_.pop_front();
@@ -414,15 +410,15 @@ void SimQp::execute_send(const Posted& p) {
   if (bytes > capacity || !scatter_ok) {
     peer->fail_wr({rwr.wr_id, bytes > capacity ? WcStatus::LocLenErr : WcStatus::LocProtErr, WcOpcode::Recv, 0,
                    peer->qpn_},
-                  recv_done);
+                  recv_done());
     swc.status = WcStatus::RemInvReqErr;
-    fail_wr(swc, send_done);
+    fail_wr(swc, send_done());
     return;
   }
   move_data(peer->hca_.host().memory(), rwr.sg, rwr.num_sge, hca_.host().memory(), wr.sg, wr.num_sge, bytes);
   const Wc rwc{rwr.wr_id, WcStatus::Success, WcOpcode::Recv, static_cast<uint32_t>(bytes), peer->qpn_};
-  hca_.timer().at(recv_done, [peer, rwc] { peer->push_cqe(rwc); });
-  complete(wr, swc, send_done);
+  hca_.timer().at(recv_done(), [peer, rwc] { peer->push_cqe(rwc); });
+  complete(wr, swc, send_done());
 }
 
 void SimQp::execute_rdma_write(const Posted& p) {
