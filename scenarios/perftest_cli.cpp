@@ -22,6 +22,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "scenarios/command_words.h"
+
 namespace hcasim::scenarios {
 
 namespace {
@@ -139,12 +141,6 @@ std::string_view long_name_of(char c) {
   return {};
 }
 
-/// The last path component of `word` ("/usr/bin/ib_write_lat" -> "ib_write_lat").
-std::string_view base_name(std::string_view word) {
-  const size_t slash = word.rfind('/');
-  return slash == std::string_view::npos ? word : word.substr(slash + 1);
-}
-
 /// A perftest program name (ib_*_lat, ib_*_bw, raw_ethernet_*).
 bool looks_like_perftest_tool(std::string_view name) {
   const bool ib = name.substr(0, 3) == "ib_" && (name.size() > 4) &&
@@ -187,18 +183,7 @@ class Parser {
 
   /// Skips "taskset [-a] [-c] CPUS" and the tool's own name at the start of a pasted command.
   size_t skip_prefix(const std::vector<std::string>& args) {
-    size_t i = 0;
-    if (!args.empty() && base_name(args[0]) == "taskset") {
-      // util-linux taskset, command form: taskset [-a|--all-tasks] [-c|--cpu-list] CPUS COMMAND
-      i = 1;
-      for (; i < args.size() && args[i].size() > 1 && args[i][0] == '-'; ++i) {
-        const std::string& w = args[i];
-        if (w == "--all-tasks" || w == "--cpu-list") continue;
-        if (w[1] != '-' && w.find_first_not_of("ac", 1) == std::string::npos) continue;
-        if (w == "-p" || w == "--pid" || (w[1] != '-' && w.find('p') != std::string::npos))
-          fail("taskset -p pins a running process, not a command");
-        fail(fmt::format("taskset: unsupported option '{}'", w));
-      }
+    if (const size_t i = taskset_cpus_index(args)) {
       if (i + 1 >= args.size() || base_name(args[i + 1]) != tool())
         fail(fmt::format("taskset must be followed by CPUS and {}", tool()));
       note(fmt::format("taskset ignored: hcasim does not pin processes (the simulated {} runs "
@@ -214,7 +199,7 @@ class Parser {
                          "ib_send_bw)",
                          args[0], tool()));
     }
-    return i;
+    return 0;
   }
 
   void positional(const std::string& w) {

@@ -26,6 +26,7 @@
 #include <fmt/format.h>
 
 #include "model/platform.h"
+#include "scenarios/command_words.h"
 #include "scenarios/datadir.h"
 #include "scenarios/netperf_cli.h"
 #include "scenarios/perftest_cli.h"
@@ -103,12 +104,6 @@ std::string match_text(const toml::node& node, const std::string& origin, uint32
   fail_at(origin, line_of(node, line), where + "match values must be strings or numbers");
 }
 
-/// The last path component of `word` ("/usr/bin/taskset" -> "taskset").
-std::string_view base_name(std::string_view word) {
-  const size_t slash = word.rfind('/');
-  return slash == std::string_view::npos ? word : word.substr(slash + 1);
-}
-
 /// Whether `tool` (a base name) is a perftest latency tool a scenario point may run.
 bool is_latency_tool(std::string_view tool) { return tool == "ib_write_lat"; }
 
@@ -117,16 +112,8 @@ bool is_latency_tool(std::string_view tool) { return tool == "ib_write_lat"; }
 /// it was there. Throws InputError (no location) on the pid form (-p) or another option, or
 /// when the CPU mask or the command is missing.
 bool drop_taskset(std::vector<std::string>& words) {
-  if (words.empty() || base_name(words.front()) != "taskset") return false;
-  size_t i = 1;
-  for (; i < words.size() && words[i].size() > 1 && words[i][0] == '-'; ++i) {
-    const std::string& w = words[i];
-    if (w == "--all-tasks" || w == "--cpu-list") continue;
-    if (w[1] != '-' && w.find_first_not_of("ac", 1) == std::string::npos) continue;  // -c, -a, -ac
-    if (w == "-p" || w == "--pid" || (w[1] != '-' && w.find('p') != std::string::npos))
-      throw InputError("taskset -p pins a running process, not a command");
-    throw InputError(fmt::format("taskset: unsupported option '{}'", w));
-  }
+  const size_t i = taskset_cpus_index(words);
+  if (i == 0) return false;
   if (i + 1 >= words.size()) throw InputError("taskset needs a CPU mask or list and a command");
   words.erase(words.begin(), words.begin() + static_cast<std::ptrdiff_t>(i + 1));
   return true;
