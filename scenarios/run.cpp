@@ -504,8 +504,9 @@ Scenario parse_scenario(std::string_view toml_text, const std::string& origin) {
   const auto* tt = tol->as_table();
   if (!tt) fail_at(origin, line_of(*tol, 1), "'tolerance' must be a table");
   const uint32_t tol_line = line_of(*tol, 1);
-  check_keys(*tt, {"throughput", "service_demand", "t_typical_us", "t_min_us"}, origin, tol_line,
-             "tolerance: ");
+  check_keys(*tt, {"throughput", "service_demand", "t_typical_us", "t_min_us", "utilisation"},
+             origin, tol_line, "tolerance: ");
+  s.tolerance_line = tol_line;
   // A declared tolerance is checked even when no point uses it; a needed one must be declared.
   auto tolerance = [&](std::string_view key, bool needed) {
     if (!needed && !tt->get(key)) return 0.0;
@@ -515,6 +516,9 @@ Scenario parse_scenario(std::string_view toml_text, const std::string& origin) {
   s.tolerance.service_demand = tolerance("service_demand", netperf_points);
   s.tolerance.t_typical_us = tolerance("t_typical_us", latency_points);
   s.tolerance.t_min_us = tolerance("t_min_us", latency_points);
+  // Needed when a reference row measures utilisation, which only reading the references tells
+  // (check_reference_tolerances).
+  s.tolerance.utilisation = tolerance("utilisation", false);
 
   if (!points) fail_at(origin, 1, "no [[point]]");
   const auto* array = points->as_array();
@@ -640,6 +644,8 @@ Figures netperf_row_figures(const std::vector<std::string>& header, const std::v
   f.throughput_mbps = number_cell(header, row, "throughput_mbps", origin);
   f.sd_local = number_cell(header, row, "sd_local_us_per_kb", origin);
   f.sd_remote = number_cell(header, row, "sd_remote_us_per_kb", origin);
+  f.util_local = number_cell(header, row, "util_local_pct", origin);
+  f.util_remote = number_cell(header, row, "util_remote_pct", origin);
   return f;
 }
 
@@ -664,6 +670,14 @@ Figures reference_figures(std::string_view csv_text, const std::string& origin,
 Figures read_reference(const ReferenceSpec& spec, const std::string& base_dir) {
   const fs::path file = reference_path(spec, base_dir);
   return reference_figures(read_text(file.string(), file.string()), file.string(), spec);
+}
+
+void check_reference_tolerances(const Scenario& scenario, size_t index, const Figures& measured) {
+  if ((measured.util_local || measured.util_remote) && !(scenario.tolerance.utilisation > 0))
+    fail_at(scenario.origin, scenario.tolerance_line,
+            fmt::format("tolerance: missing key 'utilisation' (point {}'s reference measures "
+                        "utilisation)",
+                        index + 1));
 }
 
 LatencyFigures latency_reference_figures(std::string_view csv_text, const std::string& origin,
@@ -723,10 +737,15 @@ PointOutcome evaluate_point(const ScenarioPoint& point, const Tolerance& toleran
   compare(o.throughput, measured.throughput_mbps, simulated.throughput_mbps, tolerance.throughput);
   compare(o.sd_local, measured.sd_local, simulated.sd_local, tolerance.service_demand);
   compare(o.sd_remote, measured.sd_remote, simulated.sd_remote, tolerance.service_demand);
+  compare(o.util_local, measured.util_local, simulated.util_local, tolerance.utilisation);
+  compare(o.util_remote, measured.util_remote, simulated.util_remote, tolerance.utilisation);
   if (!point.gated)
     o.status = "not gated";
   else
-    o.status = o.throughput.within && o.sd_local.within && o.sd_remote.within ? "ok" : "FAIL";
+    o.status = o.throughput.within && o.sd_local.within && o.sd_remote.within &&
+                       o.util_local.within && o.util_remote.within
+                   ? "ok"
+                   : "FAIL";
   return o;
 }
 
@@ -766,12 +785,17 @@ namespace {
 /// |error| (run.h format_run_report).
 std::string format_netperf_rows(const Scenario& s, const std::vector<PointOutcome>& outcomes) {
   std::string out;
-  constexpr const char* row = "{:<16} {:<7} {:<8} {:>9} {:>9} {:>7}  {:>6} {:>6} {:>7}  {:>6} {:>6} {:>7}  {}\n";
-  std::string groups = fmt::format("{:<16} {:<7} {:<8} {:^27}  {:^21}  {:^21}", "", "", "",
-                                    "throughput, Mbit/s", "SD local, us/KB", "SD remote, us/KB");
+  constexpr const char* row =
+      "{:<16} {:<7} {:<8} {:>9} {:>9} {:>7}  {:>6} {:>6} {:>7}  {:>6} {:>6} {:>7}  "
+      "{:>6} {:>6} {:>7}  {:>6} {:>6} {:>7}  {}\n";
+  std::string groups =
+      fmt::format("{:<16} {:<7} {:<8} {:^27}  {:^21}  {:^21}  {:^21}  {:^21}", "", "", "",
+                  "throughput, Mbit/s", "SD local, us/KB", "SD remote, us/KB", "util local, %",
+                  "util remote, %");
   out += groups.erase(groups.find_last_not_of(' ') + 1) + "\n";
   out += fmt::format(row, "table", "mode", "size", "measured", "simulated", "error", "meas",
-                     "sim", "error", "meas", "sim", "error", "status");
+                     "sim", "error", "meas", "sim", "error", "meas", "sim", "error", "meas", "sim",
+                     "error", "status");
   for (size_t i = 0; i < s.points.size(); ++i) {
     const auto& p = s.points[i];
     const auto& o = outcomes[i];
@@ -781,15 +805,19 @@ std::string format_netperf_rows(const Scenario& s, const std::vector<PointOutcom
                        pct(o.throughput.error), num(o.sd_local.measured, 3),
                        num(o.sd_local.simulated, 3), pct(o.sd_local.error),
                        num(o.sd_remote.measured, 3), num(o.sd_remote.simulated, 3),
-                       pct(o.sd_remote.error), o.status);
+                       pct(o.sd_remote.error), num(o.util_local.measured, 2),
+                       num(o.util_local.simulated, 2), pct(o.util_local.error),
+                       num(o.util_remote.measured, 2), num(o.util_remote.simulated, 2),
+                       pct(o.util_remote.error), o.status);
   }
 
   // Per table, in order of first appearance.
-  out += fmt::format("\n{:<16} {:>6}  {:<22} {}\n", "per table", "points",
-                     "|error| throughput", "|error| service demand");
-  out += fmt::format("{:<16} {:>6}  {:<22} {}\n", "", "", "median / max", "median / max");
+  constexpr const char* summary = "{:<16} {:>6}  {:<22} {:<26} {}\n";
+  out += "\n" + fmt::format(summary, "per table", "points", "|error| throughput",
+                            "|error| service demand", "|error| utilisation");
+  out += fmt::format(summary, "", "", "median / max", "median / max", "median / max");
   for (const auto& table : tables_of(s, PointKind::Netperf)) {
-    std::vector<double> tput, sd;
+    std::vector<double> tput, sd, util;
     size_t n = 0;
     for (size_t i = 0; i < s.points.size(); ++i) {
       if (s.points[i].table != table || s.points[i].kind != PointKind::Netperf) continue;
@@ -798,8 +826,10 @@ std::string format_netperf_rows(const Scenario& s, const std::vector<PointOutcom
       if (o.throughput.error) tput.push_back(std::fabs(*o.throughput.error));
       if (o.sd_local.error) sd.push_back(std::fabs(*o.sd_local.error));
       if (o.sd_remote.error) sd.push_back(std::fabs(*o.sd_remote.error));
+      if (o.util_local.error) util.push_back(std::fabs(*o.util_local.error));
+      if (o.util_remote.error) util.push_back(std::fabs(*o.util_remote.error));
     }
-    out += fmt::format("{:<16} {:>6}  {:<22} {}\n", table, n, median_max(tput), median_max(sd));
+    out += fmt::format(summary, table, n, median_max(tput), median_max(sd), median_max(util));
   }
   return out;
 }
@@ -869,6 +899,8 @@ std::string format_run_report(const Scenario& s, const std::vector<PointOutcome>
   if (netperf)
     tolerances = fmt::format("throughput {:.0f}%, service demand {:.0f}%",
                              s.tolerance.throughput * 100.0, s.tolerance.service_demand * 100.0);
+  if (netperf && s.tolerance.utilisation > 0)
+    tolerances += fmt::format(", utilisation {:.0f}%", s.tolerance.utilisation * 100.0);
   if (latency)
     tolerances += fmt::format("{}t_typical {} us, t_min {} us", netperf ? ", " : "",
                               s.tolerance.t_typical_us, s.tolerance.t_min_us);
@@ -905,6 +937,8 @@ std::string format_run_report(const Scenario& s, const std::vector<PointOutcome>
       explain(o.throughput, "throughput", s.tolerance.throughput);
       explain(o.sd_local, "SD local", s.tolerance.service_demand);
       explain(o.sd_remote, "SD remote", s.tolerance.service_demand);
+      explain(o.util_local, "util local", s.tolerance.utilisation);
+      explain(o.util_remote, "util remote", s.tolerance.utilisation);
     }
     std::string joined;
     for (const auto& w : why) joined += (joined.empty() ? "" : ", ") + w;
@@ -924,7 +958,8 @@ std::string run_csv_header(bool latency_columns) {
   std::string header =
       "scenario,table,mode,size_flag,command,gated,meas_throughput_mbps,sim_throughput_mbps,"
       "err_throughput_pct,meas_sd_local,sim_sd_local,err_sd_local_pct,meas_sd_remote,"
-      "sim_sd_remote,err_sd_remote_pct,status";
+      "sim_sd_remote,err_sd_remote_pct,meas_util_local_pct,sim_util_local_pct,err_util_local_pct,"
+      "meas_util_remote_pct,sim_util_remote_pct,err_util_remote_pct,status";
   if (latency_columns)
     header += ",bytes,meas_t_typical_us,sim_t_typical_us,err_t_typical_us,meas_t_min_us,"
               "sim_t_min_us,err_t_min_us,meas_t_max_us,sim_t_max_us";
@@ -943,14 +978,17 @@ std::string format_run_csv(const Scenario& s, const std::vector<PointOutcome>& o
   for (size_t i = 0; i < s.points.size(); ++i) {
     const auto& p = s.points[i];
     const auto& o = outcomes[i];
-    out += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}", csv_cell(s.name),
-                       csv_cell(p.table), csv_cell(p.mode), csv_cell(p.size_flag),
-                       csv_cell(p.command), p.gated ? "true" : "false",
+    out += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
+                       csv_cell(s.name), csv_cell(p.table), csv_cell(p.mode),
+                       csv_cell(p.size_flag), csv_cell(p.command), p.gated ? "true" : "false",
                        full(o.throughput.measured), full(o.throughput.simulated),
                        err_pct(o.throughput), full(o.sd_local.measured),
                        full(o.sd_local.simulated), err_pct(o.sd_local),
                        full(o.sd_remote.measured), full(o.sd_remote.simulated),
-                       err_pct(o.sd_remote), csv_cell(o.status));
+                       err_pct(o.sd_remote), full(o.util_local.measured),
+                       full(o.util_local.simulated), err_pct(o.util_local),
+                       full(o.util_remote.measured), full(o.util_remote.simulated),
+                       err_pct(o.util_remote), csv_cell(o.status));
     if (latency) {
       out += fmt::format(",{},{},{},{},{},{},{},{},{}",
                          p.kind == PointKind::Latency ? std::to_string(o.bytes) : "",
@@ -1024,6 +1062,7 @@ int run_scenario(const RunOptions& options) {
     } catch (const InputError& e) {
       fail_at(s.origin, p.line, fmt::format("point {}: reference: {}", i + 1, e.what()));
     }
+    if (p.kind == PointKind::Netperf) check_reference_tolerances(s, i, measured[i]);
     // The platform and its --set assignments, as the child will apply them.
     try {
       if (!platform_files.count(p.platform)) {

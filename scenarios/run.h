@@ -12,6 +12,7 @@
 ///     [tolerance]
 ///     throughput = 0.15                         # netperf: |simulated - measured| / measured
 ///     service_demand = 0.25
+///     utilisation = 0.25                        # netperf, optional: CPU utilisation, relative
 ///     t_typical_us = 0.05                       # ib_write_lat: |simulated - measured|, in us
 ///     t_min_us = 0.08
 ///     [[point]]
@@ -28,8 +29,10 @@
 ///
 /// - netperf points (`netperf ...`): the child is `hcasim netperf WORDS --platform P --set ...
 ///   --csv TMP`. The measured columns of a reference row are throughput_mbps,
-///   sd_local_us_per_kb and sd_remote_us_per_kb; errors are relative and gated by
-///   `throughput` and `service_demand`.
+///   sd_local_us_per_kb, sd_remote_us_per_kb, util_local_pct and util_remote_pct (CPU
+///   utilisation, %, netperf's "Utilization Send local / Recv remote"); the child's CSV has the
+///   same names. Errors are relative and gated by `throughput`, `service_demand` and
+///   `utilisation` (local and remote).
 /// - latency points (`ib_write_lat ...`, optionally after `taskset [-c] CPUS`, which is
 ///   dropped with its arguments: hcasim does not pin processes, the simulated tool runs where
 ///   the platform puts it): the child is `hcasim ib_write_lat WORDS --platform P --set ...
@@ -41,9 +44,11 @@
 ///   Errors are absolute, simulated - measured in us, gated by `t_typical_us` and `t_min_us`;
 ///   t_max is reported but never gated (it is the tail of a noise model).
 ///
-/// The tolerances of a kind are required when the scenario has a point of that kind; a
-/// tolerance that no point uses is allowed. An empty cell or a missing measured column means
-/// "not measured".
+/// The tolerances of a kind are required when the scenario has a point of that kind, except
+/// `utilisation`, which is required only when some netperf point's reference row has a
+/// utilisation value (checked when the references are read: run_scenario,
+/// check_reference_tolerances); a tolerance that no point uses is allowed. An empty cell or a
+/// missing measured column means "not measured" (seed 000's T1 rows have no utilisation).
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -93,6 +98,8 @@ struct Tolerance {
   double service_demand = 0;  ///< netperf: allowed relative error, both service demands
   double t_typical_us = 0;    ///< latency: allowed |simulated - measured| of t_typical, us
   double t_min_us = 0;        ///< latency: allowed |simulated - measured| of t_min, us
+  double utilisation = 0;     ///< netperf: allowed relative error, both CPU utilisations
+                              ///< (0 = not declared: no reference may measure utilisation)
 };
 
 /// A parsed scenario file.
@@ -103,13 +110,16 @@ struct Scenario {
   std::string source;
   std::string origin;  ///< file name used in messages
   Tolerance tolerance;
+  uint32_t tolerance_line = 0;  ///< line of [tolerance] in the file (for messages)
   std::vector<ScenarioPoint> points;
 };
 
 /// Parses scenario TOML. Every command is split; netperf commands are checked with the netperf
 /// parser, latency commands only for their tool name and the options the scenario sets.
 /// Throws InputError "ORIGIN:LINE: what is wrong" (TOML syntax, missing or mistyped key,
-/// unknown key, bad command, a tolerance missing for a kind of point the file has).
+/// unknown key, bad command, a tolerance missing for a kind of point the file has). A declared
+/// `utilisation` is checked (a number > 0) but never required here: the references decide
+/// (check_reference_tolerances).
 Scenario parse_scenario(std::string_view toml_text, const std::string& origin);
 
 /// Reads and parses a scenario file; InputError "PATH: cannot read" when it cannot be read.
@@ -133,6 +143,8 @@ struct Figures {
   std::optional<double> throughput_mbps;  ///< 10^6 bits/s
   std::optional<double> sd_local;         ///< us/KB
   std::optional<double> sd_remote;        ///< us/KB
+  std::optional<double> util_local{};     ///< CPU utilisation of the sender, % (0..100)
+  std::optional<double> util_remote{};    ///< CPU utilisation of the receiver, % (0..100)
 };
 
 /// The reference row of `spec` in CSV text `csv_text` (named `origin` in messages). Throws
@@ -144,7 +156,15 @@ Figures reference_figures(std::string_view csv_text, const std::string& origin,
 /// Reads spec.file (relative to `base_dir` unless absolute) and returns reference_figures().
 Figures read_reference(const ReferenceSpec& spec, const std::string& base_dir);
 
-/// The simulated figures from the CSV `hcasim netperf --csv` writes (netperf_output.h).
+/// Checks that `scenario` declares the tolerances its netperf point number `index` (from 0)
+/// needs for what its reference row `measured` holds: throws InputError
+/// "ORIGIN:LINE: tolerance: missing key 'utilisation' (point N's reference measures
+/// utilisation)", LINE that of [tolerance], when the row has a utilisation value and
+/// tolerance.utilisation is 0.
+void check_reference_tolerances(const Scenario& scenario, size_t index, const Figures& measured);
+
+/// The simulated figures from the CSV `hcasim netperf --csv` writes (netperf_output.h; its
+/// util_* and sd_* cells are empty for a side netperf did not measure, -c / -C).
 Figures netperf_csv_figures(std::string_view csv_text, const std::string& origin);
 
 /// Measured (or simulated) latency of one message size, as perftest reports it (half the
@@ -186,18 +206,21 @@ struct Metric {
   bool within = true;           ///< |error| <= tolerance (true when not compared or not gated)
 };
 
-/// A point's comparison. A netperf point fills throughput, sd_local and sd_remote; a latency
-/// point fills bytes, t_typical, t_min and t_max (t_max is never gated).
+/// A point's comparison. A netperf point fills throughput, sd_local, sd_remote, util_local and
+/// util_remote; a latency point fills bytes, t_typical, t_min and t_max (t_max is never gated).
 struct PointOutcome {
   Metric throughput, sd_local, sd_remote;
+  Metric util_local, util_remote;  ///< netperf: CPU utilisation, %; errors relative
   std::string status;  ///< "ok", "FAIL" (gated, some |error| beyond tolerance) or "not gated"
   PointKind kind = PointKind::Netperf;
   uint64_t bytes = 0;  ///< latency: the message size, B
   Metric t_typical, t_min, t_max;
 };
 
-/// Compares measured with simulated for a netperf `point`. A gated point FAILs when a measured
-/// quantity's |error| exceeds its tolerance, or when it has no simulated value.
+/// Compares measured with simulated for a netperf `point`: relative errors of throughput
+/// (tolerance.throughput), both service demands (tolerance.service_demand) and both CPU
+/// utilisations (tolerance.utilisation). A gated point FAILs when a measured quantity's |error|
+/// exceeds its tolerance, or when it has no simulated value.
 PointOutcome evaluate_point(const ScenarioPoint& point, const Tolerance& tolerance,
                             const Figures& measured, const Figures& simulated);
 
@@ -210,10 +233,11 @@ PointOutcome evaluate_latency_point(const ScenarioPoint& point, const Tolerance&
                                     const LatencyFigures& simulated);
 
 /// The printed report: a title line (scenario, platform, the tolerances of the kinds of point
-/// it has). When there are netperf points: a row per netperf point in scenario order (table,
-/// mode, size flag; measured, simulated and signed error % of the throughput in Mbit/s and of
-/// both service demands in us/KB, "-" where not measured; status), then per table the median
-/// and max |error| of throughput and of service demand (local and remote together). When there
+/// it has; utilisation only when declared). When there are netperf points: a row per netperf
+/// point in scenario order (table, mode, size flag; measured, simulated and signed error % of
+/// the throughput in Mbit/s, of both service demands in us/KB and of both CPU utilisations in
+/// %, "-" where not measured; status), then per table the median and max |error| of
+/// throughput, of service demand and of utilisation (local and remote together). When there
 /// are latency points: a title line "ib_write_lat latency, ...", a row per latency point
 /// (table, mode, bytes; measured, simulated and signed error in us of t_typical and t_min, 3
 /// decimals; measured and simulated t_max, 2 decimals; status), then per table the max |error|
@@ -221,15 +245,17 @@ PointOutcome evaluate_latency_point(const ScenarioPoint& point, const Tolerance&
 /// points naming the failing ones.
 std::string format_run_report(const Scenario& scenario, const std::vector<PointOutcome>& outcomes);
 
-/// Header of the run CSV, without newline: the netperf columns, ending in `status`; with
-/// `latency_columns`, followed by bytes, meas_/sim_/err_t_typical_us, meas_/sim_/err_t_min_us,
-/// meas_/sim_t_max_us.
+/// Header of the run CSV, without newline: the netperf columns (throughput, SD local, SD remote,
+/// then meas_/sim_/err_util_local_pct and meas_/sim_/err_util_remote_pct), ending in `status`;
+/// with `latency_columns`, followed by bytes, meas_/sim_/err_t_typical_us,
+/// meas_/sim_/err_t_min_us, meas_/sim_t_max_us.
 std::string run_csv_header(bool latency_columns = false);
 
 /// The run CSV: header and one row per point, in scenario order. Values in full precision,
-/// netperf errors in % with 4 decimals, latency errors in us with 4 decimals, empty cells
+/// netperf errors in % with 4 decimals (utilisation errors too: relative, in % of the measured
+/// utilisation, not percentage points), latency errors in us with 4 decimals, empty cells
 /// where not measured or not of the point's kind. The latency columns are there only when the
-/// scenario has a latency point, so a netperf scenario's CSV is as it always was.
+/// scenario has a latency point, so a netperf scenario's CSV has none.
 std::string format_run_csv(const Scenario& scenario, const std::vector<PointOutcome>& outcomes);
 
 /// Options of `hcasim run`.
@@ -246,7 +272,9 @@ RunOptions parse_run_args(const std::vector<std::string>& args);
 /// `/proc/self/exe ib_write_lat ...`, up to -j at once; identical command lines run once), prints the report on stdout, writes
 /// the CSV once all points finished. Returns 0 when every gated point is within tolerance, 1
 /// when some is not, 2 when a child failed or its CSV lacks what the point needs (its stderr
-/// is shown, then one error line naming the point). Throws InputError for a bad scenario, reference or output path (exit 2).
+/// is shown, then one error line naming the point). Throws InputError for a bad scenario or
+/// reference, a tolerance a reference needs and the scenario lacks (check_reference_tolerances,
+/// before any child starts) or a bad output path (exit 2).
 int run_scenario(const RunOptions& options);
 
 }  // namespace hcasim::scenarios

@@ -2,6 +2,11 @@
 // shell-like splitting, reference CSV rows, comparison, report and CSV text, options.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -210,6 +215,8 @@ TEST(Reference, NetperfCsvFigures) {
   EXPECT_DOUBLE_EQ(f.throughput_mbps.value(), 8000.5);
   EXPECT_DOUBLE_EQ(f.sd_local.value(), 1.1);
   EXPECT_FALSE(f.sd_remote);
+  EXPECT_DOUBLE_EQ(f.util_local.value(), 12.0);
+  EXPECT_FALSE(f.util_remote);  // netperf without -C: empty cell
   EXPECT_THROW(netperf_csv_figures("a,b\n", "c.csv"), InputError);
 }
 
@@ -221,6 +228,7 @@ TEST(Seed000, ShippedScenarioResolves) {
   EXPECT_EQ(s.platform, "connectx-ddr-pcie1x8");
   EXPECT_DOUBLE_EQ(s.tolerance.throughput, 0.15);
   EXPECT_DOUBLE_EQ(s.tolerance.service_demand, 0.25);
+  EXPECT_DOUBLE_EQ(s.tolerance.utilisation, 0.25);  // issue 4: "within 25%"
   ASSERT_EQ(s.points.size(), 36u);
   size_t gated = 0;
   for (const auto& p : s.points) {
@@ -240,6 +248,12 @@ TEST(Seed000, ShippedScenarioResolves) {
   EXPECT_DOUBLE_EQ(f.throughput_mbps.value(), 7106.72);
   EXPECT_DOUBLE_EQ(f.sd_local.value(), 1.228);
   EXPECT_DOUBLE_EQ(f.sd_remote.value(), 1.370);
+  EXPECT_DOUBLE_EQ(f.util_local.value(), 13.32);
+  EXPECT_DOUBLE_EQ(f.util_remote.value(), 14.87);
+  const Figures t1 = read_reference(s.points[0].reference, dir);  // T1: not measured
+  EXPECT_FALSE(t1.util_local);
+  EXPECT_FALSE(t1.util_remote);
+  EXPECT_TRUE(t1.sd_local);
 
   const ScenarioPoint& v = s.points[35];
   EXPECT_EQ(v.table, "V_netperf_2.4.4");
@@ -248,6 +262,7 @@ TEST(Seed000, ShippedScenarioResolves) {
   const Figures fv = read_reference(v.reference, dir);
   EXPECT_DOUBLE_EQ(fv.throughput_mbps.value(), 10615.03);
   EXPECT_FALSE(fv.sd_local);
+  EXPECT_FALSE(fv.util_local);
 }
 
 TEST(Compare, ErrorsAndStatus) {
@@ -289,15 +304,15 @@ TEST(Compare, ReportAndCsv) {
       "scenario tiny: platform plat-a; tolerance: throughput 15%, service demand 25%\n"
       "measured: a mail\n"
       "\n"
-      "                                      throughput, Mbit/s          SD local, us/KB       SD remote, us/KB\n"
-      "table            mode    size      measured simulated   error    meas    sim   error    meas    sim   error  status\n"
-      "T3_m_flag        SDP     -m 64K     8323.20   7000.00  -15.9%   1.020  1.200  +17.6%   1.074  1.074   +0.0%  FAIL\n"
-      "V                BZCOPY  -m 128K    6925.68   7618.25  +10.0%       -  1.500       -       -  1.600       -  not gated\n"
+      "                                      throughput, Mbit/s          SD local, us/KB       SD remote, us/KB         util local, %         util remote, %\n"
+      "table            mode    size      measured simulated   error    meas    sim   error    meas    sim   error    meas    sim   error    meas    sim   error  status\n"
+      "T3_m_flag        SDP     -m 64K     8323.20   7000.00  -15.9%   1.020  1.200  +17.6%   1.074  1.074   +0.0%       -      -       -       -      -       -  FAIL\n"
+      "V                BZCOPY  -m 128K    6925.68   7618.25  +10.0%       -  1.500       -       -  1.600       -       -      -       -       -      -       -  not gated\n"
       "\n"
-      "per table        points  |error| throughput     |error| service demand\n"
-      "                         median / max           median / max\n"
-      "T3_m_flag             1  15.9% / 15.9%          8.8% / 17.6%\n"
-      "V                     1  10.0% / 10.0%          -\n"
+      "per table        points  |error| throughput     |error| service demand     |error| utilisation\n"
+      "                         median / max           median / max               median / max\n"
+      "T3_m_flag             1  15.9% / 15.9%          8.8% / 17.6%               -\n"
+      "V                     1  10.0% / 10.0%          -                          -\n"
       "\n"
       "FAIL: 1 of 1 gated points out of tolerance:\n"
       "  T3_m_flag SDP -m 64K (throughput -15.9% beyond 15%)\n";
@@ -307,7 +322,9 @@ TEST(Compare, ReportAndCsv) {
   EXPECT_EQ(csv.substr(0, csv.find('\n')),
             "scenario,table,mode,size_flag,command,gated,meas_throughput_mbps,"
             "sim_throughput_mbps,err_throughput_pct,meas_sd_local,sim_sd_local,err_sd_local_pct,"
-            "meas_sd_remote,sim_sd_remote,err_sd_remote_pct,status");
+            "meas_sd_remote,sim_sd_remote,err_sd_remote_pct,meas_util_local_pct,"
+            "sim_util_local_pct,err_util_local_pct,meas_util_remote_pct,sim_util_remote_pct,"
+            "err_util_remote_pct,status");
   EXPECT_EQ(csv.substr(0, csv.find('\n')), run_csv_header());
   const std::string rows = csv.substr(csv.find('\n') + 1);
   const std::string row1 = rows.substr(0, rows.find('\n'));
@@ -318,13 +335,272 @@ TEST(Compare, ReportAndCsv) {
   EXPECT_EQ(row1.substr(row1.rfind(',') + 1), "FAIL");
   EXPECT_EQ(row2,
             "tiny,V,BZCOPY,-m 128K,netperf -v2 -4 -H 'my host' -l 30 -t TCP_STREAM -c -C -- -m "
-            "128K,false,6925.68,7618.248,10.0000,,1.5,,,1.6,,not gated\n");
+            "128K,false,6925.68,7618.248,10.0000,,1.5,,,1.6,,,,,,,,not gated\n");
 
   // All within tolerance.
   outcomes[0] = evaluate_point(s.points[0], s.tolerance, Figures{8323.20, 1.020, 1.074},
                                Figures{8323.20, 1.020, 1.074});
   const std::string ok = format_run_report(s, outcomes);
   EXPECT_EQ(ok.substr(ok.rfind("\n\n") + 2), "ok: all 1 gated points within tolerance\n");
+}
+
+// --- CPU utilisation of netperf points ----------------------------------------------------------
+
+// Line numbers below are those of this text (line 1 is "name = ...").
+constexpr const char* kUtilScenario = R"(name = "util"
+platform = "plat-a"
+[tolerance]
+throughput = 0.15
+service_demand = 0.25
+utilisation = 0.25
+
+[[point]]
+table = "T2_r_flag"
+mode = "SDP"
+command = "netperf -C -c -P 0 -t TCP_STREAM -H 193.168.10.143 -l 60 -- -r 64K"
+reference = { file = "r.csv", match = { table = "T2_r_flag" } }
+
+[[point]]
+table = "T1_script"
+mode = "SDP"
+command = "netperf -C -c -P 0 -t TCP_STREAM -H 193.168.10.143 -l 60 -- -m 64K"
+reference = { file = "r.csv", match = { table = "T1_script" } }
+)";
+
+// Seed 000's layout (validation/seed000/seed000_sdp_netperf_mlx4.csv): the T1 row has no
+// utilisation (empty cells), the T2 row is the seed's "7106.72 13.32 14.87 1.228 1.370".
+constexpr const char* kUtilReference =
+    "table,mode,netperf_size_flag,throughput_mbps,util_local_pct,util_remote_pct,"
+    "sd_local_us_per_kb,sd_remote_us_per_kb\n"
+    "T1_script,SDP,-m 64K,8215.17,,,1.025,1.243\n"
+    "T2_r_flag,SDP,-r 64K,7106.72,13.32,14.87,1.228,1.370\n";
+
+std::string without(std::string text, const std::string& part) {
+  text.erase(text.find(part), part.size());
+  return text;
+}
+
+TEST(Utilisation, ReferenceColumnsAndEmptyCells) {
+  const Figures t2 =
+      reference_figures(kUtilReference, "r.csv", ReferenceSpec{"r.csv", {{"table", "T2_r_flag"}}});
+  EXPECT_DOUBLE_EQ(t2.util_local.value(), 13.32);
+  EXPECT_DOUBLE_EQ(t2.util_remote.value(), 14.87);
+  EXPECT_DOUBLE_EQ(t2.sd_local.value(), 1.228);
+  const Figures t1 =
+      reference_figures(kUtilReference, "r.csv", ReferenceSpec{"r.csv", {{"table", "T1_script"}}});
+  EXPECT_FALSE(t1.util_local);  // empty cell: not measured
+  EXPECT_FALSE(t1.util_remote);
+  EXPECT_DOUBLE_EQ(t1.sd_remote.value(), 1.243);
+  try {
+    reference_figures("table,util_remote_pct\nT,n/a\n", "r.csv",
+                      ReferenceSpec{"r.csv", {{"table", "T"}}});
+    ADD_FAILURE();
+  } catch (const InputError& e) {
+    EXPECT_STREQ(e.what(), "r.csv: column util_remote_pct: 'n/a' is not a number");
+  }
+}
+
+TEST(Utilisation, ToleranceKey) {
+  Scenario s = parse_scenario(kUtilScenario, "s.toml");
+  EXPECT_DOUBLE_EQ(s.tolerance.utilisation, 0.25);
+  EXPECT_EQ(s.tolerance_line, 3u);
+  EXPECT_EQ(scenario_error(without(kUtilScenario, "utilisation = 0.25\n")), "");  // optional
+  const std::string base = kUtilScenario;
+  auto replaced = [&](const std::string& from, const std::string& to) {
+    std::string t = base;
+    t.replace(t.find(from), from.size(), to);
+    return t;
+  };
+  EXPECT_EQ(scenario_error(replaced("utilisation = 0.25", "utilisation = -0.25")),
+            "s.toml:6: tolerance: 'utilisation' must be > 0");
+  EXPECT_EQ(scenario_error(replaced("utilisation = 0.25", "utilisation = \"25%\"")),
+            "s.toml:6: tolerance: 'utilisation' must be a number");
+  EXPECT_EQ(scenario_error(replaced("utilisation = 0.25", "utilization = 0.25")),
+            "s.toml:6: tolerance: unknown key 'utilization'");
+
+  // Required once a reference row has a utilisation value, reported at [tolerance].
+  const Figures t2 =
+      reference_figures(kUtilReference, "r.csv", ReferenceSpec{"r.csv", {{"table", "T2_r_flag"}}});
+  const Figures t1 =
+      reference_figures(kUtilReference, "r.csv", ReferenceSpec{"r.csv", {{"table", "T1_script"}}});
+  EXPECT_NO_THROW(check_reference_tolerances(s, 0, t2));
+  s = parse_scenario(without(kUtilScenario, "utilisation = 0.25\n"), "s.toml");
+  EXPECT_EQ(s.tolerance.utilisation, 0.0);
+  EXPECT_NO_THROW(check_reference_tolerances(s, 1, t1));  // T1: nothing measured, not needed
+  try {
+    check_reference_tolerances(s, 0, t2);
+    ADD_FAILURE();
+  } catch (const InputError& e) {
+    EXPECT_STREQ(e.what(),
+                 "s.toml:3: tolerance: missing key 'utilisation' (point 1's reference measures "
+                 "utilisation)");
+  }
+  // One side is enough.
+  Figures remote_only;
+  remote_only.util_remote = 14.87;
+  EXPECT_THROW(check_reference_tolerances(s, 0, remote_only), InputError);
+}
+
+// The shipped seed 000 without its utilisation tolerance: the first point that needs it is T2
+// SDP -r 64K (point 7; the T1 rows measured no utilisation), reported at [tolerance] (line 14).
+TEST(Utilisation, ShippedSeed000NeedsTheTolerance) {
+  const std::string dir = HCASIM_SOURCE_DATA_DIR;
+  std::ifstream in(dir + "/scenarios/seed000.toml");
+  std::stringstream text;
+  text << in.rdbuf();
+  const Scenario s = parse_scenario(without(text.str(), "utilisation = 0.25\n"), "seed000.toml");
+  EXPECT_EQ(s.tolerance_line, 14u);
+  std::string error;
+  size_t needing = 0;
+  for (size_t i = 0; i < s.points.size(); ++i) {
+    try {
+      check_reference_tolerances(s, i, read_reference(s.points[i].reference, dir));
+    } catch (const InputError& e) {
+      if (error.empty()) error = e.what();
+      ++needing;
+    }
+  }
+  EXPECT_EQ(error,
+            "seed000.toml:14: tolerance: missing key 'utilisation' (point 7's reference measures "
+            "utilisation)");
+  EXPECT_EQ(needing, 12u);  // T2 and T3
+}
+
+// run_scenario checks the tolerance while it reads the references, before any platform is
+// looked up or any child starts (the platform here does not exist: reaching it is an error
+// too, but another one).
+TEST(Utilisation, RunRequiresTheToleranceBeforeRunning) {
+  namespace fs = std::filesystem;
+  const fs::path dir =
+      fs::temp_directory_path() / ("hcasim-run-test-util-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const fs::path ref = dir / "r.csv", toml = dir / "s.toml", csv = dir / "out.csv";
+  std::ofstream(ref) << kUtilReference;
+  auto run_error = [&](const std::string& text) {
+    std::ofstream(toml) << text;
+    RunOptions o;
+    o.scenario = toml.string();
+    o.jobs = 1;
+    o.csv_path = csv.string();
+    try {
+      run_scenario(o);
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  std::string text = kUtilScenario;
+  text.replace(text.find("plat-a"), 6, "no-such-platform-run-test");
+  for (size_t at = text.find("\"r.csv\""); at != std::string::npos; at = text.find("\"r.csv\""))
+    text.replace(at, 7, "\"" + ref.string() + "\"");
+  EXPECT_EQ(run_error(without(text, "utilisation = 0.25\n")),
+            toml.string() +
+                ":3: tolerance: missing key 'utilisation' (point 1's reference measures "
+                "utilisation)");
+  const std::string declared = run_error(text);
+  EXPECT_NE(declared.find("no-such-platform-run-test: no such platform"), std::string::npos)
+      << declared;
+  EXPECT_FALSE(fs::exists(csv));
+  fs::remove_all(dir);
+}
+
+TEST(Utilisation, RelativeErrorsGated) {
+  const Scenario s = parse_scenario(kUtilScenario, "s.toml");
+  const Figures t2{7106.72, 1.228, 1.370, 13.32, 14.87};
+
+  // 13.32 -> 15.0: (15.0 - 13.32) / 13.32 = 1.68 / 13.32 = +12.6%, within 25%.
+  PointOutcome o =
+      evaluate_point(s.points[0], s.tolerance, t2, Figures{7106.72, 1.228, 1.370, 15.0, 14.87});
+  EXPECT_NEAR(o.util_local.error.value(), 1.68 / 13.32, 1e-12);
+  EXPECT_NEAR(o.util_local.error.value(), 0.126126, 1e-6);
+  EXPECT_TRUE(o.util_local.within);
+  EXPECT_NEAR(o.util_remote.error.value(), 0.0, 1e-12);
+  EXPECT_EQ(o.status, "ok");
+
+  // 14.87 -> 11.0: -3.87 / 14.87 = -26.0%, beyond 25%: FAIL, though everything else is exact.
+  o = evaluate_point(s.points[0], s.tolerance, t2, Figures{7106.72, 1.228, 1.370, 15.0, 11.0});
+  EXPECT_NEAR(o.util_remote.error.value(), -3.87 / 14.87, 1e-12);
+  EXPECT_FALSE(o.util_remote.within);
+  EXPECT_TRUE(o.throughput.within && o.sd_local.within && o.sd_remote.within);
+  EXPECT_EQ(o.status, "FAIL");
+  // 14.87 -> 12.0: -2.87 / 14.87 = -19.3%: within.
+  o = evaluate_point(s.points[0], s.tolerance, t2, Figures{7106.72, 1.228, 1.370, 15.0, 12.0});
+  EXPECT_NEAR(o.util_remote.error.value(), -0.193006, 1e-6);
+  EXPECT_EQ(o.status, "ok");
+  // 13.32 -> 16.70: +25.4%, beyond; 13.32 -> 16.60: +24.6%, within.
+  o = evaluate_point(s.points[0], s.tolerance, t2, Figures{7106.72, 1.228, 1.370, 16.70, 14.87});
+  EXPECT_EQ(o.status, "FAIL");
+  o = evaluate_point(s.points[0], s.tolerance, t2, Figures{7106.72, 1.228, 1.370, 16.60, 14.87});
+  EXPECT_EQ(o.status, "ok");
+
+  // Measured but not simulated (netperf without -c): FAIL.
+  o = evaluate_point(s.points[0], s.tolerance, t2,
+                     Figures{7106.72, 1.228, 1.370, std::nullopt, 14.87});
+  EXPECT_FALSE(o.util_local.error);
+  EXPECT_FALSE(o.util_local.within);
+  EXPECT_EQ(o.status, "FAIL");
+
+  // Not measured (T1's empty cells): not compared, whatever the simulation says.
+  o = evaluate_point(s.points[1], s.tolerance, Figures{8215.17, 1.025, 1.243},
+                     Figures{8215.17, 1.025, 1.243, 99.0, 1.0});
+  EXPECT_FALSE(o.util_local.error);
+  EXPECT_FALSE(o.util_remote.error);
+  EXPECT_TRUE(o.util_local.within && o.util_remote.within);
+  EXPECT_DOUBLE_EQ(o.util_local.simulated.value(), 99.0);
+  EXPECT_EQ(o.status, "ok");
+
+  // Not gated: reported, never FAIL.
+  ScenarioPoint free = s.points[0];
+  free.gated = false;
+  o = evaluate_point(free, s.tolerance, t2, Figures{7106.72, 1.228, 1.370, 30.0, 30.0});
+  EXPECT_NEAR(o.util_local.error.value(), (30.0 - 13.32) / 13.32, 1e-12);
+  EXPECT_EQ(o.status, "not gated");
+}
+
+TEST(Utilisation, ReportAndCsv) {
+  const Scenario s = parse_scenario(kUtilScenario, "s.toml");
+  const std::vector<PointOutcome> outcomes = {
+      evaluate_point(s.points[0], s.tolerance, Figures{7106.72, 1.228, 1.370, 13.32, 14.87},
+                     Figures{7106.72, 1.228, 1.370, 15.0, 11.0}),
+      evaluate_point(s.points[1], s.tolerance, Figures{8215.17, 1.025, 1.243},
+                     Figures{8215.17, 1.025, 1.243, 20.0, 30.0})};
+  // T2's |errors| of utilisation: 1.68 / 13.32 = 12.6% and 3.87 / 14.87 = 26.0%, median 19.3%.
+  const std::string expected =
+      "scenario util: platform plat-a; tolerance: throughput 15%, service demand 25%, utilisation 25%\n"
+      "\n"
+      "                                      throughput, Mbit/s          SD local, us/KB       SD remote, us/KB         util local, %         util remote, %\n"
+      "table            mode    size      measured simulated   error    meas    sim   error    meas    sim   error    meas    sim   error    meas    sim   error  status\n"
+      "T2_r_flag        SDP     -r 64K     7106.72   7106.72   +0.0%   1.228  1.228   +0.0%   1.370  1.370   +0.0%   13.32  15.00  +12.6%   14.87  11.00  -26.0%  FAIL\n"
+      "T1_script        SDP     -m 64K     8215.17   8215.17   +0.0%   1.025  1.025   +0.0%   1.243  1.243   +0.0%       -  20.00       -       -  30.00       -  ok\n"
+      "\n"
+      "per table        points  |error| throughput     |error| service demand     |error| utilisation\n"
+      "                         median / max           median / max               median / max\n"
+      "T2_r_flag             1  0.0% / 0.0%            0.0% / 0.0%                19.3% / 26.0%\n"
+      "T1_script             1  0.0% / 0.0%            0.0% / 0.0%                -\n"
+      "\n"
+      "FAIL: 1 of 2 gated points out of tolerance:\n"
+      "  T2_r_flag SDP -r 64K (util remote -26.0% beyond 25%)\n";
+  EXPECT_EQ(format_run_report(s, outcomes), expected);
+
+  // Errors in % of the measured utilisation, 4 decimals: 12.6126 and -26.0256.
+  EXPECT_EQ(format_run_csv(s, outcomes),
+            run_csv_header() + "\n"
+            "util,T2_r_flag,SDP,-r 64K,netperf -C -c -P 0 -t TCP_STREAM -H 193.168.10.143 -l 60 "
+            "-- -r 64K,true,7106.72,7106.72,0.0000,1.228,1.228,0.0000,1.37,1.37,0.0000,13.32,15,"
+            "12.6126,14.87,11,-26.0256,FAIL\n"
+            "util,T1_script,SDP,-m 64K,netperf -C -c -P 0 -t TCP_STREAM -H 193.168.10.143 -l 60 "
+            "-- -m 64K,true,8215.17,8215.17,0.0000,1.025,1.025,0.0000,1.243,1.243,0.0000,,20,,,"
+            "30,,ok\n");
+
+  // Both utilisations beyond: both named.
+  const std::vector<PointOutcome> both = {
+      evaluate_point(s.points[0], s.tolerance, Figures{7106.72, 1.228, 1.370, 13.32, 14.87},
+                     Figures{7106.72, 1.228, 1.370, 20.0, std::nullopt}),
+      outcomes[1]};
+  const std::string report = format_run_report(s, both);
+  EXPECT_EQ(report.substr(report.rfind("\n\n") + 2),
+            "FAIL: 1 of 2 gated points out of tolerance:\n"
+            "  T2_r_flag SDP -r 64K (util local +50.2% beyond 25%, util remote not simulated)\n");
 }
 
 // --- latency points (ib_write_lat) -----------------------------------------------------------
@@ -619,8 +895,8 @@ TEST(LatencyCompare, ReportAndCsv) {
                 ",bytes,meas_t_typical_us,sim_t_typical_us,err_t_typical_us,meas_t_min_us,"
                 "sim_t_min_us,err_t_min_us,meas_t_max_us,sim_t_max_us\n"
                 "lat,kvm_passthrough,\"BF on, WC off\",,taskset -c 0 ib_write_lat -d mlx4_0 -i 1 "
-                "-F -s 2 -n 1000000,true,,,,,,,,,,FAIL,2,0.79,0.83,0.0400,0.74,0.83,0.0900,186.16,12.5\n"
-                "lat,bare_metal,\"BF off, WC on\",,/usr/bin/taskset 0x1 ib_write_lat -a,false,,,,,,,,,,"
+                "-F -s 2 -n 1000000,true,,,,,,,,,,,,,,,,FAIL,2,0.79,0.83,0.0400,0.74,0.83,0.0900,186.16,12.5\n"
+                "lat,bare_metal,\"BF off, WC on\",,/usr/bin/taskset 0x1 ib_write_lat -a,false,,,,,,,,,,,,,,,,"
                 "not gated,128,1.27,1.3,0.0300,1.22,1.2,-0.0200,212.19,3.25\n");
   EXPECT_EQ(run_csv_header(true), csv.substr(0, csv.find('\n')));
 }
@@ -674,7 +950,7 @@ TEST(LatencyCompare, MixedScenarioKeepsTheNetperfTable) {
   const std::string row2 = csv.substr(csv.find("tiny,V,"));
   EXPECT_EQ(row2.substr(0, row2.find('\n')),
             "tiny,V,BZCOPY,-m 128K,netperf -v2 -4 -H 'my host' -l 30 -t TCP_STREAM -c -C -- -m "
-            "128K,false,6925.68,7618.248,10.0000,,1.5,,,1.6,,not gated,,,,,,,,,");
+            "128K,false,6925.68,7618.248,10.0000,,1.5,,,1.6,,,,,,,,not gated,,,,,,,,,");
 }
 
 // The shipped seed 001 scenario: 4 series x 7 sizes, every reference row found.
