@@ -18,6 +18,7 @@ std::string_view activity_name(Activity a) {
     case Activity::Interrupt: return "interrupt";
     case Activity::Wakeup: return "wakeup";
     case Activity::Timer: return "timer";
+    case Activity::Coherence: return "coherence";
     case Activity::Count_: break;
   }
   return "?";
@@ -34,6 +35,9 @@ CpuCosts CpuCosts::from_platform(const Platform& p) {
   c.skb_ns = p.nonneg("cpu.skb", "ns");
   c.copy_tx_bytes_per_ns = p.positive("cpu.copy_tx_rate", "B/ns");
   c.copy_rx_bytes_per_ns = p.positive("cpu.copy_rx_rate", "B/ns");
+  c.copy_tx_hot_bytes_per_ns = p.positive("cpu.copy_tx_hot_rate", "B/ns");
+  c.copy_src_cache_bytes = p.nonneg("cpu.copy_src_cache", "B");
+  c.ipi_ns = p.nonneg("cpu.ipi", "ns");
   c.bzcopy_setup_ns = p.nonneg("cpu.bzcopy_setup", "ns");
   c.pin_ns_per_page = p.nonneg("cpu.pin_page", "ns/page");
   c.dma_map_ns_per_page = p.nonneg("cpu.dma_map_page", "ns/page");

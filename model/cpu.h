@@ -21,6 +21,7 @@ enum class Activity : uint8_t {
   Interrupt,   ///< interrupt entry, EQ handling, exit
   Wakeup,      ///< waking a blocked thread and switching to it
   Timer,       ///< the periodic timer tick
+  Coherence,   ///< stalls on cache lines another core wrote last (socket state, skb metadata)
   Count_
 };
 inline constexpr std::size_t kActivityCount = static_cast<std::size_t>(Activity::Count_);
@@ -36,6 +37,11 @@ struct CpuCosts {
   double skb_ns = 0;               ///< allocate + queue + free one SDP buffer (skb)
   double copy_tx_bytes_per_ns = 1; ///< copy_from_user into a kernel SDP buffer, B/ns
   double copy_rx_bytes_per_ns = 1; ///< copy_to_user out of a DMA-written SDP buffer, B/ns
+  double copy_tx_hot_bytes_per_ns = 1;  ///< copy_from_user whose source is still in the cache, B/ns
+  double copy_src_cache_bytes = 0; ///< cache capacity a re-read user buffer stays resident in, B
+                                   ///< (model/cache.h C; per last-level cache)
+  double ipi_ns = 0;               ///< waking a thread on another core: the reschedule IPI's cost
+                                   ///< to the waker on top of wakeup_ns
   double bzcopy_setup_ns = 0;      ///< per bzcopy send call: sdp_bz_setup/sdp_bz_cleanup fixed work
   double pin_ns_per_page = 0;      ///< get_user_pages + put_page, per 4 KB page
   double dma_map_ns_per_page = 0;  ///< dma_map_page + unmap, per page
@@ -53,8 +59,12 @@ struct CpuCosts {
 
   /// Reads the [cpu] and [host] sections. Throws InputError on a missing or invalid value.
   static CpuCosts from_platform(const Platform& p);
-  /// ns to copy `bytes` into a kernel buffer (sender side).
-  double copy_tx_ns(uint64_t bytes) const { return static_cast<double>(bytes) / copy_tx_bytes_per_ns; }
+  /// ns to copy `bytes` into a kernel buffer (sender side) when a fraction `hot` (0..1) of
+  /// the source is in the cache.
+  double copy_tx_ns(uint64_t bytes, double hot = 0) const {
+    const double b = static_cast<double>(bytes);
+    return b * hot / copy_tx_hot_bytes_per_ns + b * (1 - hot) / copy_tx_bytes_per_ns;
+  }
   /// ns to copy `bytes` out of a DMA-written buffer (receiver side).
   double copy_rx_ns(uint64_t bytes) const { return static_cast<double>(bytes) / copy_rx_bytes_per_ns; }
 };

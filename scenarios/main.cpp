@@ -43,14 +43,16 @@ hcasim options:
   --remote-platform NAME|FILE  remote host (default: same as --platform)
   --set section.key=value      change a platform parameter on both hosts (repeatable)
   --stats                      simulator statistics on stderr
+  --profile                    per-CPU flat profile (time by activity) of both hosts, after
+                               netperf's output
   --csv PATH                   results as CSV
   --verify-data                move real bytes and check them at the receiver
   --seed N                     seed of the data pattern
 
 hcasim ib_write_lat, ib_write_bw and ib_send_bw take perftest 4.5's flags (-a -s -n -I -q -t -r
 -Q --report_gbits ...; see hcasim ib_write_lat -h) and print perftest's report; the same hcasim
-options as netperf, plus --columns classic|extended (perftest 2.x's five latency columns, or
-4.x's nine). --set hca.blueflame=off and --set host.write_combining=off ask the what-ifs.
+options as netperf but --profile, plus --columns classic|extended (perftest 2.x's five latency
+columns, or 4.x's nine). --set hca.blueflame=off and --set host.write_combining=off ask the what-ifs.
 
 hcasim run runs every point of a scenario file (default: seed000) in its own simulation,
 -j N at once (default: the number of online CPUs), and compares it with its measurement.
@@ -79,7 +81,9 @@ int netperf_main(const std::vector<std::string>& args) {
   const NetperfFigures figures = netperf_figures(opts, result);
   if (opts.csv_path)
     write_file_atomically(*opts.csv_path, format_netperf_csv(opts, result, figures), "--csv");
-  std::cout << format_netperf_output(opts, result, figures) << std::flush;
+  std::cout << format_netperf_output(opts, result, figures);
+  if (opts.profile) std::cout << format_netperf_profile(result);
+  std::cout << std::flush;
   if (opts.stats) std::cerr << format_stats_line(result) << "\n";
   return 0;
 }

@@ -55,6 +55,8 @@ struct NetperfOptions {
   std::optional<std::string> remote_platform;  ///< --remote-platform; empty = same as --platform
   std::vector<std::string> sets;        ///< --set section.key=value, in order, for both hosts
   bool stats = false;                   ///< --stats: one statistics line on stderr
+  bool profile = false;                 ///< --profile: per-CPU flat profile of both hosts on
+                                        ///< stdout after netperf's output (not in the CSV)
   std::optional<std::string> csv_path;  ///< --csv PATH
   bool verify_data = false;             ///< --verify-data
   uint64_t seed = 1;                    ///< --seed N
@@ -68,7 +70,8 @@ struct NetperfOptions {
 /// Parses the words after `hcasim netperf` (a leading word "netperf" is skipped, so a pasted
 /// netperf command line works). Throws InputError with one line naming the flag at fault, e.g.
 /// "unknown option -Z", "-l: 'abc' is not a number", "-m: bad size '12Q' (...)",
-/// "-t UDP_STREAM: hcasim simulates only TCP_STREAM", "-l: missing value".
+/// "-t UDP_STREAM: hcasim simulates only TCP_STREAM", "-l: missing value", "--profile: takes
+/// no value (got '5')".
 NetperfOptions parse_netperf_args(const std::vector<std::string>& args);
 
 /// The simulation's view of the options (sim/netperf_sim.h): length, sizes, CPU binding,

@@ -4,12 +4,15 @@
 // demands), so rounding at the printed precision is netperf's.
 #include "scenarios/netperf_output.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <fmt/format.h>
 #include <unistd.h>
@@ -151,6 +154,46 @@ std::string format_netperf_output(const NetperfOptions& o, const sim::TcpStreamR
     out += cformat("\nMaximum\nSegment\nSize (bytes)\n%6d\n", -1);
   }
   return out;
+}
+
+std::string format_cpu_profile(std::string_view host, const std::vector<sim::CoreProfile>& cores,
+                               double elapsed_s) {
+  const double elapsed_ns = elapsed_s * 1e9;
+  auto pct = [&](double ns) { return elapsed_ns > 0 ? 100.0 * ns / elapsed_ns : 0.0; };
+  auto row = [&](double ns, std::string_view name) {
+    return fmt::format("          {:6.2f}  {:10.6f}  {}\n", pct(ns), ns * 1e-9, name);
+  };
+
+  std::string body;
+  double all_busy_ns = 0;
+  for (const auto& core : cores) {
+    double busy_ns = 0;
+    std::vector<std::pair<std::string_view, double>> rows;
+    for (const auto& [name, ns] : core.busy_ns) {
+      busy_ns += ns;
+      rows.emplace_back(name, ns);
+    }
+    all_busy_ns += busy_ns;
+    rows.emplace_back("idle", elapsed_ns > 0 ? std::max(0.0, elapsed_ns - busy_ns) : 0.0);
+    std::stable_sort(rows.begin(), rows.end(),
+                     [](const auto& a, const auto& b) { return a.second > b.second; });
+    body += fmt::format("  CPU {:<3d} % time     seconds  activity\n", core.core);
+    for (const auto& [name, ns] : rows)
+      if (ns != 0.0) body += row(ns, name);
+    body += row(busy_ns, "total busy");
+  }
+
+  if (cores.empty()) return fmt::format("{}: no CPUs\n", host);
+  const auto n = static_cast<double>(cores.size());
+  return fmt::format("{}: utilisation {:.2f} % (mean over {} CPU{}) in {:.6f} s\n", host,
+                     pct(all_busy_ns) / n, cores.size(), cores.size() == 1 ? "" : "s",
+                     elapsed_s) +
+         body;
+}
+
+std::string format_netperf_profile(const sim::TcpStreamResult& r) {
+  return "\n" + format_cpu_profile("local host (netperf)", r.local_profile, r.elapsed_s) + "\n" +
+         format_cpu_profile("remote host (netserver)", r.remote_profile, r.elapsed_s);
 }
 
 std::string netperf_csv_header() {

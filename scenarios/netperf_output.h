@@ -6,6 +6,8 @@
 /// banner; src/netlib.c calc_thruput, format_units, calc_service_demand, format_cpu_method).
 #include <cstdint>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "scenarios/netperf_cli.h"
 #include "sim/netperf_sim.h"
@@ -45,6 +47,41 @@ NetperfFigures netperf_figures(const NetperfOptions& options, const sim::TcpStre
 /// answer on an SDP socket). Sizes and counts come from `result`, numbers from `figures`.
 std::string format_netperf_output(const NetperfOptions& options, const sim::TcpStreamResult& result,
                                   const NetperfFigures& figures);
+
+/// --profile: the flat CPU profile of one host, like a gprof/oprofile flat profile per CPU.
+///
+/// `cores`: one entry per CPU of the host, printed in the given order; each has its CPU number
+/// and busy time by activity in ns of simulated time (any activity names, any number, as
+/// sim::TcpStreamResult::local_profile gives them). `elapsed_s`: the measured interval in
+/// seconds (netperf's elapsed time); every share is of that interval. `host`: the host's name
+/// in the summary line, e.g. "local host (netperf)".
+///
+/// Shape ("\n" ends every line; the seconds have 6 decimals, the percentages 2):
+///
+///     local host (netperf): utilisation 37.50 % (mean over 2 CPUs) in 2.000000 s
+///       CPU 0   % time     seconds  activity
+///                50.00    1.000000  copy
+///                25.00    0.500000  interrupt
+///                25.00    0.500000  idle
+///                75.00    1.500000  total busy
+///       CPU 1   % time     seconds  activity
+///               100.00    2.000000  idle
+///                 0.00    0.000000  total busy
+///
+/// Per CPU: one row per activity and an "idle" row (elapsed minus all busy time, never
+/// negative), sorted by time descending (ties keep the given activity order, idle after the
+/// activities); rows whose time is exactly 0 are left out; then "total busy" (all activities:
+/// 100 % minus idle unless the activities add up to more than the interval). % time = 100 x
+/// time / elapsed. The utilisation is the mean over the CPUs of their total busy %, i.e.
+/// netperf's system-wide figure (model::utilisation_pct). With `elapsed_s` <= 0 every share
+/// is 0.00 and idle is 0; with no CPUs only the summary line is printed ("no CPUs").
+std::string format_cpu_profile(std::string_view host, const std::vector<sim::CoreProfile>& cores,
+                               double elapsed_s);
+
+/// --profile's whole text, printed on stdout after format_netperf_output: a blank line, the
+/// local host's profile ("local host (netperf)"), a blank line, the remote host's ("remote
+/// host (netserver)"), both over `result.elapsed_s`.
+std::string format_netperf_profile(const sim::TcpStreamResult& result);
 
 /// Header of hcasim's netperf CSV (--csv), without newline.
 std::string netperf_csv_header();

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <exception>
 #include <limits>
 #include <optional>
 
@@ -26,6 +27,7 @@ SdpSocket::SdpSocket(Host& host, Verbs& verbs, const SdpConfig& config, std::str
   tx_wq_ = host_.make_wait_queue();
   rx_wq_ = host_.make_wait_queue();
   cq_wq_ = host_.make_wait_queue();
+  lock_wq_ = host_.make_wait_queue();
   lkey_ = verbs_.dma_mr();
   HostMemory& mem = host_.memory();
   // Transmit buffers: payload regions of the largest SEND; one header region per ring slot.
@@ -55,6 +57,10 @@ SdpSocket::Buf SdpSocket::make_buf(uint32_t capacity) {
   b.payload = mem.allocate(capacity, mem.data_mode());
   b.capacity = capacity;
   return b;
+}
+
+uint32_t SdpSocket::skb_lines(uint32_t len, bool pages) const {
+  return cfg_.skb_lines + (pages ? (len + cfg_.page_size - 1) / cfg_.page_size : 0);
 }
 
 // ---- connection establishment (CM private data) -------------------------------------------
@@ -102,6 +108,8 @@ void SdpSocket::hello_ack(std::span<const uint8_t> ack_bytes) {
 }
 
 // ---- posting ---------------------------------------------------------------------------------
+
+bool SdpSocket::tx_ring_busy() const { return tx_head_ - tx_tail_ >= cfg_.tx_ring / 2; }
 
 bool SdpSocket::ring_full() const { return tx_head_ - tx_tail_ >= cfg_.tx_ring; }
 
@@ -287,7 +295,10 @@ void SdpSocket::handle_send_done(const Wc& wc) {
     return;
   }
   Skb& s = tx_ring_[tx_tail_ % cfg_.tx_ring];
-  if (s.mid == Mid::Data && s.len > 0 && !s.bz) tx_free_.push_back(s.buf);
+  if (s.mid == Mid::Data && s.len > 0 && !s.bz) {  // kfree_skb: the sender's skb and pages
+    host_.share(&tx_bufs_[static_cast<size_t>(s.buf)], skb_lines(s.len, true));
+    tx_free_.push_back(s.buf);
+  }
   if (s.bz && --bz_busy_ == 0) host_.notify(*cq_wq_);
   ++tx_tail_;
 }
@@ -322,7 +333,8 @@ void SdpSocket::handle_recv(const Wc& wc) {
   tx_credits_ = static_cast<int64_t>(h.mseq_ack) - static_cast<int64_t>(tx_head_) + 1 + h.bufs;
   switch (h.mid) {
     case Mid::Data:
-      if (h.len > kHdr) {
+      if (h.len > kHdr) {  // the skb goes on the socket's receive queue
+        host_.share(&rx_bufs_[static_cast<size_t>(buf)], skb_lines(0, false));
         rx_queue_.push_back({buf, 0, h.len - kHdr});
         stats_.bytes_received += h.len - kHdr;
       } else {
@@ -355,9 +367,44 @@ void SdpSocket::handle_recv(const Wc& wc) {
   }
 }
 
+// ---- the socket lock -------------------------------------------------------------------------
+
+/// Holds lock_sock for a scope. Released without waking anyone when an exception (an actor
+/// being killed among them) leaves the scope.
+class SdpSocket::Lock {
+ public:
+  explicit Lock(SdpSocket& s) : s_(s) { s_.lock_sock(); }
+  ~Lock() {
+    if (std::uncaught_exceptions() > 0)
+      s_.owned_ = false;
+    else
+      s_.release_sock();
+  }
+  Lock(const Lock&) = delete;
+  Lock& operator=(const Lock&) = delete;
+
+ private:
+  SdpSocket& s_;
+};
+
+void SdpSocket::lock_sock() {
+  while (owned_) host_.sleep(*lock_wq_, [&] { return !owned_; });
+  owned_ = true;
+  host_.share(this, cfg_.socket_lines);
+}
+
+void SdpSocket::release_sock() {
+  host_.sync();  // the owner's CPU time so far was spent holding the lock
+  owned_ = false;
+  host_.wake(*lock_wq_);
+}
+
 void SdpSocket::on_cq_event() {
-  // sdp_completion_handler -> sdp_work: poll, re-arm, poll (OFED 1.3 sdp_bcopy.c).
+  // sdp_completion_handler -> sdp_work (a work queue on the interrupted CPU): lock_sock, poll,
+  // re-arm, poll, release_sock (OFED 1.3 sdp_bcopy.c). While a system call owns the socket
+  // the work sleeps in lock_sock.
   ++stats_.cq_events;
+  Lock lock(*this);
   poll_cq();
   if (state_ == State::Aborted) return;
   verbs_.req_notify_cq();
@@ -382,13 +429,24 @@ void SdpSocket::wait(WaitQueue& q, const std::function<bool()>& ready) {
   for (;;) {
     poll_cq();
     if (ready() || state_ == State::Aborted) return;
-    if (polling_) {  // another context is processing completions: let it finish first
-      host_.sleep(q, [&] { return !polling_ || ready() || state_ == State::Aborted; });
-      continue;
-    }
     if (verbs_.req_notify_cq()) continue;  // completions slipped in before arming
     ++stats_.sleeps;
+    release_sock();  // sk_wait_event sleeps with the socket released
     host_.sleep(q, [&] { return ready() || state_ == State::Aborted; });
+    lock_sock();
+  }
+}
+
+void SdpSocket::wait_memory(const std::function<bool()>& ready) {
+  while (!ready() && state_ != State::Aborted) {
+    if (tx_ring_busy()) {
+      poll_cq();
+      if (ready() || state_ == State::Aborted) return;
+    }
+    ++stats_.sleeps;
+    release_sock();
+    host_.sleep(*tx_wq_, [&] { return ready() || state_ == State::Aborted; });
+    lock_sock();
   }
 }
 
@@ -401,30 +459,37 @@ uint64_t SdpSocket::send(Addr user, uint64_t len) {
   check_usable();
   const auto& k = host_.costs();
   host_.charge(Activity::Syscall, k.syscall_ns + k.sendmsg_ns);
+  Lock lock(*this);
   if (disconnect_wanted_) throw VerbsError(name_ + ": send after close");
   if (len > xmit_goal_) want_resize_ = true;
   if (cfg_.zcopy_thresh > 0 && len >= cfg_.zcopy_thresh) return send_bzcopy(user, len);
-  poll_cq();
+  // bcopy reaps send completions in process context only while more than half the tx ring is
+  // in flight (hypothesis, after the later ib_sdp's sdp_post_sends: sdp_xmit_poll when fewer
+  // than SDP_TX_SIZE / 2 slots are left); otherwise the completion work (on_cq_event, on the
+  // interrupt CPU) frees the SDP buffers, and sendmsg sleeps in sk_stream_wait_memory when none
+  // is free.
   uint64_t done = 0;
   while (done < len) {
     if (cur_ < 0) {  // sk_stream_wait_memory: every SDP buffer is queued or in flight
-      wait(*tx_wq_, [&] { return !tx_free_.empty(); });
+      wait_memory([&] { return !tx_free_.empty(); });
       check_usable();
       cur_ = tx_free_.back();
       tx_free_.pop_back();
       cur_len_ = 0;
       host_.charge(Activity::Syscall, k.skb_ns);
+      host_.share(&tx_bufs_[static_cast<size_t>(cur_)], skb_lines(tx_bufs_[static_cast<size_t>(cur_)].capacity, true));
     }
     const uint32_t goal = std::max<uint32_t>(xmit_goal_, 1);
     const uint64_t chunk = std::min<uint64_t>(len - done, goal - std::min(cur_len_, goal));
     HostMemory::copy(host_.memory(), tx_bufs_[static_cast<size_t>(cur_)].payload + cur_len_, host_.memory(),
                      user + done, chunk);
-    host_.charge(Activity::Copy, k.copy_tx_ns(chunk));
+    host_.charge(Activity::Copy, host_.copy_from_user_ns(user + done, chunk));
     cur_len_ += static_cast<uint32_t>(chunk);
     done += chunk;
     if (cur_len_ >= goal) {
       tx_queue_.push_back({.buf = cur_, .mid = Mid::Data, .len = cur_len_});
       cur_ = -1;
+      if (tx_ring_busy()) poll_cq();
       post_sends();
     }
   }
@@ -488,6 +553,7 @@ uint64_t SdpSocket::recv(Addr user, uint64_t len) {
   check_usable();
   const auto& k = host_.costs();
   host_.charge(Activity::Syscall, k.syscall_ns + k.sendmsg_ns);
+  Lock lock(*this);
   auto readable = [&] { return !rx_queue_.empty() || peer_disconnected_ || state_ == State::Aborted; };
   // Busy-poll the CQ for up to recv_poll before arming it and sleeping (ib_sdp recv_poll).
   if (cfg_.recv_poll_ns > 0) {
@@ -507,6 +573,7 @@ uint64_t SdpSocket::recv(Addr user, uint64_t len) {
   while (copied < len && !rx_queue_.empty()) {
     RxData& d = rx_queue_.front();
     const uint64_t n = std::min<uint64_t>(len - copied, d.len);
+    host_.share(&rx_bufs_[static_cast<size_t>(d.buf)], skb_lines(0, false));
     HostMemory::copy(host_.memory(), user + copied, host_.memory(), rx_bufs_[static_cast<size_t>(d.buf)].payload + d.off,
                      n);
     host_.charge(Activity::Copy, k.copy_rx_ns(n));
@@ -527,6 +594,7 @@ uint64_t SdpSocket::recv(Addr user, uint64_t len) {
 void SdpSocket::close() {
   if (state_ == State::Aborted || state_ == State::Closed || disconnect_wanted_) return;
   disconnect_wanted_ = true;
+  Lock lock(*this);
   if (cur_ >= 0) {
     tx_queue_.push_back({.buf = cur_, .mid = Mid::Data, .len = cur_len_});
     cur_ = -1;

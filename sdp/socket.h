@@ -31,6 +31,9 @@ struct SdpConfig {
   uint32_t page_size = 4096;             ///< bytes per page pinned by get_user_pages
   double recv_poll_ns = 0;               ///< recv() busy-polls the CQ this long before sleeping
   double bzcopy_poll_ns = 0;             ///< a bzcopy send busy-polls for its SENDs this long, then sleeps
+  uint32_t socket_lines = 0;             ///< cache lines of socket state every entry touches (lock, queues, credits)
+  uint32_t skb_lines = 0;                ///< cache lines of one buffer's sk_buff + skb_shared_info; its pages add
+                                         ///< one struct page line each
 };
 
 /// Counters of one socket (for tests and --stats).
@@ -114,11 +117,24 @@ class SdpSocket {
   void repost_or_grow(int buf);
   bool can_post_data() const;
   bool ring_full() const;
+  bool tx_ring_busy() const;              // at least half the tx ring in flight
   void wait(WaitQueue& q, const std::function<bool()>& ready);
+  /// sk_stream_wait_memory: sleeps, socket released, until ready(); process context polls the
+  /// CQ first only while tx_ring_busy(), else it leaves the completions to the completion work
+  /// (on_cq_event).
+  void wait_memory(const std::function<bool()>& ready);
+  /// lock_sock / release_sock: the socket belongs to one context at a time, the application's
+  /// system call or the completion work; the other sleeps until it is released.
+  void lock_sock();
+  void release_sock();
+  class Lock;
   uint64_t send_bzcopy(Addr user, uint64_t len);
   void abort(const std::string& why);
   void check_usable() const;
   Buf make_buf(uint32_t capacity);
+  /// Cache lines of buffer metadata: the skb and, with `pages`, the struct page of every page
+  /// holding `len` payload bytes.
+  uint32_t skb_lines(uint32_t len, bool pages) const;
 
   Host& host_;
   Verbs& verbs_;
@@ -154,12 +170,13 @@ class SdpSocket {
   bool resize_ack_pending_ = false;
   bool peer_disconnected_ = false;
 
+  bool owned_ = false;                    // lock_sock held (by a system call or the completion work)
   bool polling_ = false;                  // a context is processing completions
   bool posting_ = false;                  // a context is posting sends
   bool poll_again_ = false;               // another context found it busy: poll once more
   bool verbs_has_cqe_ = false;            // a CQE landed since the spinner last looked
   std::string error_;                     // why the socket aborted
-  std::unique_ptr<WaitQueue> tx_wq_, rx_wq_, cq_wq_;
+  std::unique_ptr<WaitQueue> tx_wq_, rx_wq_, cq_wq_, lock_wq_;
   SdpStats stats_;
 };
 

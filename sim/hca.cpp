@@ -17,7 +17,7 @@ using sdp::WrOpcode;
 
 EmulatedHca::EmulatedHca(SimHost& host, s4u::Host* node, const model::HcaTiming& timing, const model::PostConfig& post,
                          uint32_t max_inline_data, Timer& timer, ActivityCounter& counter, Failure& failure,
-                         int irq_core)
+                         const model::IrqConfig& irq)
     : host_(host),
       node_(node),
       timing_(timing),
@@ -26,7 +26,7 @@ EmulatedHca::EmulatedHca(SimHost& host, s4u::Host* node, const model::HcaTiming&
       timer_(timer),
       counter_(counter),
       failure_(failure),
-      irq_core_(irq_core) {}
+      irq_(irq) {}
 
 EmulatedHca::~EmulatedHca() = default;
 
@@ -74,7 +74,7 @@ void EmulatedHca::start() {
   })->daemonize();
   s4u::Actor::create(host_.name() + "-irq", node_, [this] {
     failure_.guard(host_.name() + " interrupt handler", [this] {
-      host_.bind_current(irq_core_);
+      host_.bind_current(irq_.target_cpu());
       interrupt_handler();
     });
   })->daemonize();
@@ -124,7 +124,7 @@ void EmulatedHca::interrupt_handler() {
     pending_irqs_.pop_front();
     ++interrupts_;
     lock.unlock();
-    host_.charge(model::Activity::Interrupt, host_.costs().interrupt_ns);
+    host_.charge(model::Activity::Interrupt, irq_.handler_ns(host_.costs().interrupt_ns));
     if (qp->on_event_) qp->on_event_();
     host_.flush();
     lock.lock();
@@ -135,7 +135,13 @@ void EmulatedHca::interrupt_handler() {
 
 SimQp::SimQp(EmulatedHca& hca, uint32_t pd, uint32_t qpn, uint32_t max_send_wr, uint32_t max_recv_wr,
              uint32_t cq_entries)
-    : hca_(hca), pd_(pd), qpn_(qpn), max_send_wr_(max_send_wr), max_recv_wr_(max_recv_wr), cq_entries_(cq_entries) {}
+    : hca_(hca),
+      pd_(pd),
+      qpn_(qpn),
+      max_send_wr_(max_send_wr),
+      max_recv_wr_(max_recv_wr),
+      cq_entries_(cq_entries),
+      moderator_(hca.irq_.moderation_count, hca.irq_.moderation_period_ns) {}
 
 void SimQp::modify(State next) {
   const bool ok = next == State::Error || next == State::Reset || (state_ == State::Reset && next == State::Init) ||
@@ -253,10 +259,31 @@ void SimQp::push_cqe(const Wc& wc) {
   }
   cq_.push_back(wc);
   if (on_cqe_) on_cqe_();
-  if (armed_) {  // EQE + MSI-X after the CQE (mlx4: one event per arming)
-    armed_ = false;
-    hca_.timer().at(now_ns() + hca_.timing().interrupt_latency_ns, [this] { hca_.raise_interrupt(this); });
+  if (armed_) moderate_event();
+}
+
+void SimQp::moderate_event() {
+  switch (moderator_.on_cqe(now_ns())) {
+    case model::EventModerator::Decision::Fire:
+      fire_event(hca_.timing().interrupt_latency_ns);
+      break;
+    case model::EventModerator::Decision::Wait: {
+      const uint64_t w = moderator_.window();
+      hca_.timer().at(moderator_.deadline_ns(), [this, w] {
+        if (armed_ && moderator_.on_deadline(w)) fire_event(hca_.timing().interrupt_latency_ns);
+      });
+      break;
+    }
+    case model::EventModerator::Decision::Pending:
+      break;
   }
+}
+
+void SimQp::fire_event(double delay_ns) {
+  // EQE + interrupt after the CQE (mlx4/mthca: one event per arming).
+  armed_ = false;
+  moderator_.reset();
+  hca_.timer().at(now_ns() + delay_ns, [this] { hca_.raise_interrupt(this); });
 }
 
 void SimQp::fail_wr(const Wc& wc, double at_ns) {
@@ -278,10 +305,7 @@ void SimQp::to_error() {
     rq_.pop_front();
   }
   if (on_cqe_) on_cqe_();
-  if (armed_) {
-    armed_ = false;
-    hca_.timer().at(now_ns(), [this] { hca_.raise_interrupt(this); });
-  }
+  if (armed_) fire_event(0);
 }
 
 // ---- SimQp: the send engine ------------------------------------------------------------------

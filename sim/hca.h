@@ -21,6 +21,7 @@
 #include <simgrid/s4u.hpp>
 
 #include "model/hca.h"
+#include "model/interrupt.h"
 #include "sdp/verbs.h"
 #include "sim/kernel.h"
 
@@ -32,12 +33,13 @@ class SimQp;
 class EmulatedHca {
  public:
   /// `node` is the SimGrid host standing for this HCA (routes start and end at it);
-  /// `irq_core` takes the MSI-X interrupt of every CQ. Errors inside the HCA's actors are
-  /// reported to `failure`.
+  /// `irq` says which core takes the interrupt of every CQ (its affinity), MSI-X or INTx, and
+  /// the CQs' event moderation. Errors inside the HCA's actors are reported to `failure`.
   /// `post` is how the CPU hands WQEs over (doorbell / BlueFlame, model/hca.h) and
   /// `max_inline_data` the largest inline payload a QP accepts, bytes.
   EmulatedHca(SimHost& host, simgrid::s4u::Host* node, const model::HcaTiming& timing, const model::PostConfig& post,
-              uint32_t max_inline_data, Timer& timer, ActivityCounter& counter, Failure& failure, int irq_core);
+              uint32_t max_inline_data, Timer& timer, ActivityCounter& counter, Failure& failure,
+              const model::IrqConfig& irq);
   ~EmulatedHca();
 
   /// ibv_alloc_pd: a new protection domain's handle.
@@ -94,7 +96,7 @@ class EmulatedHca {
   Timer& timer_;
   ActivityCounter& counter_;
   Failure& failure_;
-  int irq_core_;
+  model::IrqConfig irq_;
   uint32_t next_pd_ = 1, next_key_ = 0x100, next_qpn_ = 0x48;
   std::map<uint32_t, Mr> mrs_;
   std::vector<std::unique_ptr<SimQp>> qps_;
@@ -157,6 +159,10 @@ class SimQp : public sdp::Verbs {
   /// Writes the requester's CQE at at_ns when the WR is signaled.
   void complete(const sdp::SendWr& wr, const sdp::Wc& swc, double at_ns);
   void push_cqe(const sdp::Wc& wc);
+  /// The CQ is armed and a CQE arrived: generate the event (EQE + interrupt) now or when the
+  /// moderation window closes.
+  void moderate_event();
+  void fire_event(double delay_ns);
   void fail_wr(const sdp::Wc& wc, double at_ns);
   /// Executes the oldest send WQE (send-engine actor).
   void execute_one(bool after_idle);
@@ -176,6 +182,7 @@ class SimQp : public sdp::Verbs {
   std::deque<sdp::RecvWr> rq_;
   std::deque<sdp::Wc> cq_;
   bool armed_ = false;
+  model::EventModerator moderator_{0, 0};  // set from the HCA's IrqConfig
   uint8_t rnr_retry_ = 0;
   double min_rnr_timer_ns_ = 0;
   std::function<void()> on_cqe_, on_event_;

@@ -50,15 +50,37 @@ void Failure::guard(const std::string& who, const std::function<void()>& body) {
 
 SimWaitQueue::SimWaitQueue() : mutex(s4u::Mutex::create()), cv(s4u::ConditionVariable::create()) {}
 
-SimHost::SimHost(int id, std::string name, const model::CpuCosts& costs, uint64_t seed, sdp::DataMode data_mode,
-                 ActivityCounter& counter)
+SimHost::SimHost(int id, std::string name, const model::CpuCosts& costs, const model::CpuTopology& topology,
+                 uint64_t seed, sdp::DataMode data_mode, ActivityCounter& counter)
     : id_(id),
       name_(std::move(name)),
       costs_(costs),
+      topology_(topology),
       memory_(id, seed, data_mode),
       counter_(counter),
       core_free_at_ns_(static_cast<size_t>(costs.cpus), 0.0),
-      accounts_(static_cast<size_t>(costs.cpus)) {}
+      core_ran_ns_(static_cast<size_t>(costs.cpus), 0.0),
+      accounts_(static_cast<size_t>(costs.cpus)) {
+  if (topology_.cpus() != costs_.cpus)
+    throw std::logic_error(fmt::format("{}: topology has {} CPUs, costs {}", name_, topology_.cpus(), costs_.cpus));
+  caches_.assign(static_cast<size_t>(topology_.cpus() / topology_.cores_per_cache),
+                 model::ReuseCache(costs_.copy_src_cache_bytes));
+}
+
+void SimHost::share(const void* object, uint32_t lines) {
+  Context& c = current();
+  auto [it, first] = last_writer_.try_emplace(object, c.core);
+  if (first || it->second == c.core) return;
+  lines_moved_[static_cast<size_t>(topology_.distance(it->second, c.core))] += lines;
+  charge(model::Activity::Coherence, lines * topology_.line_transfer_ns(it->second, c.core));
+  it->second = c.core;
+}
+
+double SimHost::copy_from_user_ns(sdp::Addr user, uint64_t bytes) {
+  const int core = current().core;
+  const double hot = caches_[static_cast<size_t>(topology_.cache_of(core))].read(user, bytes);
+  return costs_.copy_tx_ns(bytes, hot);
+}
 
 void SimHost::bind_current(int core) {
   if (core < 0 || core >= costs_.cpus)
@@ -87,6 +109,7 @@ void SimHost::flush() {
   double& free_at = core_free_at_ns_[static_cast<size_t>(c.core)];
   const double start = std::max(sim::now_ns(), free_at);
   free_at = start + c.debt_ns;
+  core_ran_ns_[static_cast<size_t>(c.core)] += c.debt_ns;
   c.debt_ns = 0;
   ++counter_.count;
   s4u::this_actor::sleep_until(to_s(free_at));
@@ -102,15 +125,19 @@ void SimHost::sleep(sdp::WaitQueue& wq, const std::function<bool()>& ready) {
   flush();
   if (ready()) return;
   auto& q = static_cast<SimWaitQueue&>(wq);
-  {
-    std::unique_lock<s4u::Mutex> lock(*q.mutex);
-    ++q.sleepers;
-    while (!ready()) {
-      ++counter_.count;
-      q.cv->wait(lock);
-    }
-    --q.sleepers;
+  // No RAII lock: a daemon (the interrupt handler's work) may be killed here when the
+  // simulation ends, and unlocking a SimGrid mutex while an actor is being killed aborts.
+  const int core = current().core;
+  q.mutex->lock();
+  ++q.sleepers;
+  q.sleeper_cores.push_back(core);
+  while (!ready()) {
+    ++counter_.count;
+    q.cv->wait(q.mutex);
   }
+  --q.sleepers;
+  q.sleeper_cores.erase(std::find(q.sleeper_cores.begin(), q.sleeper_cores.end(), core));
+  q.mutex->unlock();
   charge(model::Activity::Wakeup, costs_.context_switch_ns);
 }
 
@@ -120,6 +147,7 @@ bool SimHost::spin(sdp::WaitQueue& wq, const std::function<bool()>& ready, doubl
   auto& q = static_cast<SimWaitQueue&>(wq);
   Context& c = current();
   const double t0 = sim::now_ns();
+  const double ran0 = core_ran_ns_[static_cast<size_t>(c.core)];
   const double deadline_s = to_s(t0 + timeout_ns);  // in SimGrid's unit (see Timer::run)
   {
     std::unique_lock<s4u::Mutex> lock(*q.mutex);
@@ -132,8 +160,10 @@ bool SimHost::spin(sdp::WaitQueue& wq, const std::function<bool()>& ready, doubl
     }
   }
   const double t1 = sim::now_ns();
-  // The core was busy polling the whole time.
-  accounts_[static_cast<size_t>(c.core)].busy_ns[static_cast<size_t>(model::Activity::Poll)] += t1 - t0;
+  // The core was busy polling the whole time, except while other contexts ran on it.
+  const double others = core_ran_ns_[static_cast<size_t>(c.core)] - ran0;
+  accounts_[static_cast<size_t>(c.core)].busy_ns[static_cast<size_t>(model::Activity::Poll)] +=
+      std::max(0.0, t1 - t0 - others);
   double& free_at = core_free_at_ns_[static_cast<size_t>(c.core)];
   free_at = std::max(free_at, t1);
   return ready();
@@ -142,7 +172,10 @@ bool SimHost::spin(sdp::WaitQueue& wq, const std::function<bool()>& ready, doubl
 void SimHost::wake(sdp::WaitQueue& wq) {
   auto& q = static_cast<SimWaitQueue&>(wq);
   if (q.sleepers > 0) {
-    charge(model::Activity::Wakeup, costs_.wakeup_ns);
+    // try_to_wake_up; a sleeper on another core also needs the reschedule IPI.
+    const int core = current().core;
+    const bool remote = std::any_of(q.sleeper_cores.begin(), q.sleeper_cores.end(), [&](int c) { return c != core; });
+    charge(model::Activity::Wakeup, costs_.wakeup_ns + (remote ? costs_.ipi_ns : 0));
     flush();
   }
   q.cv->notify_all();

@@ -9,6 +9,7 @@
 /// the number of activities near one per SDP message without changing any instant at which
 /// something becomes visible.
 #include <cstdint>
+#include <array>
 #include <functional>
 #include <memory>
 #include <queue>
@@ -18,7 +19,9 @@
 
 #include <simgrid/s4u.hpp>
 
+#include "model/cache.h"
 #include "model/cpu.h"
+#include "model/topology.h"
 #include "sdp/host.h"
 
 namespace hcasim::sim {
@@ -78,13 +81,14 @@ class SimWaitQueue : public sdp::WaitQueue {
   simgrid::s4u::MutexPtr mutex;
   simgrid::s4u::ConditionVariablePtr cv;
   int sleepers = 0;
+  std::vector<int> sleeper_cores;  ///< the core of each sleeper (a wake from another core sends an IPI)
 };
 
 /// A simulated host: its memory, its cores and the execution contexts running on them.
 class SimHost : public sdp::Host {
  public:
-  SimHost(int id, std::string name, const model::CpuCosts& costs, uint64_t seed, sdp::DataMode data_mode,
-          ActivityCounter& counter);
+  SimHost(int id, std::string name, const model::CpuCosts& costs, const model::CpuTopology& topology,
+          uint64_t seed, sdp::DataMode data_mode, ActivityCounter& counter);
 
   /// Binds the calling actor to core `core` (0-based) for the rest of its life.
   void bind_current(int core);
@@ -108,6 +112,12 @@ class SimHost : public sdp::Host {
   void wake(sdp::WaitQueue& q) override;
   void notify(sdp::WaitQueue& q) override;
   double now_ns() override;
+  void share(const void* object, uint32_t lines) override;
+  double copy_from_user_ns(sdp::Addr user, uint64_t bytes) override;
+
+  const model::CpuTopology& topology() const { return topology_; }
+  /// Coherence transfers taken so far, by distance (model::CoreDistance), in lines.
+  const std::array<uint64_t, 4>& lines_moved() const { return lines_moved_; }
 
  private:
   struct Context {
@@ -119,11 +129,16 @@ class SimHost : public sdp::Host {
   int id_;
   std::string name_;
   model::CpuCosts costs_;
+  model::CpuTopology topology_;
   sdp::HostMemory memory_;
   ActivityCounter& counter_;
   std::vector<double> core_free_at_ns_;           // when each core finishes its queued work
+  std::vector<double> core_ran_ns_;               // CPU time each core has run (flushed), ns
   std::vector<model::CoreAccount> accounts_;
   std::unordered_map<long, Context> contexts_;    // by actor pid
+  std::unordered_map<const void*, int> last_writer_;  // kernel object -> core that wrote it last
+  std::vector<model::ReuseCache> caches_;         // one per last-level cache
+  std::array<uint64_t, 4> lines_moved_{};
 };
 
 }  // namespace hcasim::sim

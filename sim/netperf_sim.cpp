@@ -1,5 +1,6 @@
 #include "sim/netperf_sim.h"
 
+#include <algorithm>
 #include <chrono>
 #include <memory>
 
@@ -150,8 +151,13 @@ TcpStreamResult run_tcp_stream(const model::Platform& local, const model::Platfo
   const double elapsed_ns = t_end - t_start;
   auto with_timer = [&](const SimHost& h, const HostParams& s) {
     auto acc = h.accounts();
-    for (auto& c : acc)
+    // The tick interrupts whatever runs: on a core that polled the whole interval it takes
+    // its time from the polling, so no core is ever busier than the interval.
+    for (auto& c : acc) {
       c.busy_ns[static_cast<size_t>(model::Activity::Timer)] += s.costs.timer_hz * res.elapsed_s * s.costs.timer_tick_ns;
+      double& poll = c.busy_ns[static_cast<size_t>(model::Activity::Poll)];
+      poll -= std::min(poll, std::max(0.0, c.total_ns() - elapsed_ns));
+    }
     return acc;
   };
   const auto acc_a = with_timer(host_a, A), acc_b = with_timer(host_b, B);

@@ -86,13 +86,15 @@ HostParams read_host_params(const model::Platform& p) {
   if (!(p.num("host.clock", "GHz") > 0)) p.fail("host.clock", "must be > 0");
   s.sdp.recv_poll_ns = p.nonneg("sdp.recv_poll", "us") * 1e3;
   s.sdp.bzcopy_poll_ns = p.nonneg("sdp.bzcopy_poll", "us") * 1e3;
-  s.irq_cpu = static_cast<int>(u32(p, "irq.affinity", "", 0, 1023));
+  s.sdp.socket_lines = u32(p, "sdp.socket_lines", "lines", 0, 4096);
+  s.sdp.skb_lines = u32(p, "sdp.skb_lines", "lines", 0, 4096);
+  s.topology = model::CpuTopology::from_platform(p, s.costs.cpus);
+  s.irq = model::IrqConfig::from_platform(p, s.costs.cpus);
   s.app_cpu = static_cast<int>(u32(p, "host.default_app_cpu", "", 0, 1023));
   s.rmem_default = u32(p, "socket.tcp_rmem_default", "B", 1, 1u << 30);
   s.wmem_default = u32(p, "socket.tcp_wmem_default", "B", 1, 1u << 30);
-  if (s.irq_cpu >= s.costs.cpus || s.app_cpu >= s.costs.cpus)
-    throw InputError(fmt::format("platform {}: irq.affinity/host.default_app_cpu beyond host.cpus = {}", p.name(),
-                                 s.costs.cpus));
+  if (s.app_cpu >= s.costs.cpus)
+    p.fail("host.default_app_cpu", fmt::format("CPU {} does not exist (host.cpus = {})", s.app_cpu, s.costs.cpus));
   p.check_all_used();
   return s;
 }
@@ -142,9 +144,10 @@ TwoHostBed::TwoHostBed(const HostParams& a, const HostParams& b, uint64_t seed, 
 
   timer_ = std::make_unique<Timer>(counter_);
   for (size_t i = 0; i < 2; ++i) {
-    host_[i] = std::make_unique<SimHost>(static_cast<int>(i), names[i], p[i]->costs, seed, mode, counter_);
+    host_[i] = std::make_unique<SimHost>(static_cast<int>(i), names[i], p[i]->costs, p[i]->topology, seed, mode,
+                                         counter_);
     hca_[i] = std::make_unique<EmulatedHca>(*host_[i], hca_node_[i], p[i]->timing, p[i]->post, p[i]->max_inline_data,
-                                           *timer_, counter_, failure_, p[i]->irq_cpu);
+                                           *timer_, counter_, failure_, p[i]->irq);
     hca_[i]->set_route(p[i]->ib, bottleneck[i]);
   }
   params_ = p;

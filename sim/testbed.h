@@ -13,6 +13,8 @@
 #include "model/cpu.h"
 #include "model/hca.h"
 #include "model/ib.h"
+#include "model/interrupt.h"
+#include "model/topology.h"
 #include "model/noise.h"
 #include "model/pcie.h"
 #include "model/platform.h"
@@ -36,7 +38,8 @@ struct HostParams {
   int max_outstanding_reads = 0;  ///< HCA's outstanding DMA reads (tags)
   uint32_t qp_depth = 0;          ///< hca.max_qp_wr
   uint32_t cq_entries = 0;        ///< hca.cq_entries
-  int irq_cpu = 0;                ///< irq.affinity
+  model::CpuTopology topology;    ///< [topology]
+  model::IrqConfig irq;           ///< irq.affinity, hca.msi_x, CQ moderation
   int app_cpu = 0;                ///< host.default_app_cpu
   uint64_t rmem_default = 0;      ///< socket.tcp_rmem_default, bytes
   uint64_t wmem_default = 0;      ///< socket.tcp_wmem_default, bytes

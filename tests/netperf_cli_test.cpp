@@ -329,6 +329,23 @@ TEST(NetperfCli, ErrorsNameTheFlag) {
   EXPECT_EQ(error_of(std::vector<std::string>{"--csv="}), "--csv: empty value");
 }
 
+TEST(NetperfCli, ProfileIsAFlagWithoutValue) {
+  EXPECT_FALSE(parse("-l 1 -- -m 64K").profile);
+  EXPECT_TRUE(parse("-l 1 --profile -- -m 64K").profile);
+  EXPECT_TRUE(parse("--profile -c").profile);
+  EXPECT_TRUE(parse("-l 1 -- -m 64K --profile").profile);  // long options after "--" too
+  const NetperfOptions o = parse("--profile -l 1 -- -m 64K --profile");
+  EXPECT_TRUE(o.profile);
+  EXPECT_EQ(o.test_words, (std::vector<std::string>{"-m", "64K"}));
+  EXPECT_EQ(to_tcp_stream_config(o).send_size, 65536u);
+
+  EXPECT_EQ(error_of("--profile=1"), "--profile: takes no value (got '1')");
+  EXPECT_EQ(error_of("--profile="), "--profile: takes no value (got '')");
+  EXPECT_EQ(error_of("--profile yes -l 1"), "--profile: takes no value (got 'yes')");
+  EXPECT_EQ(error_of("-- -m 64K --profile 2"), "--profile: takes no value (got '2')");
+  EXPECT_EQ(error_of("--profiles"), "unknown option --profiles");
+}
+
 TEST(NetperfCli, ParseNumber) {
   EXPECT_DOUBLE_EQ(parse_number("60").value(), 60.0);
   EXPECT_DOUBLE_EQ(parse_number("+2.5").value(), 2.5);

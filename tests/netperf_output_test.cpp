@@ -312,5 +312,105 @@ TEST(NetperfOutput, CheckOutputPathBeforeARun) {
   }
 }
 
+// --profile (format_cpu_profile): one CPU's time by activity over the measured interval.
+
+/// A core with the given (activity, seconds) rows, in ns as the simulation gives them.
+sim::CoreProfile core(int n, const std::vector<std::pair<std::string, double>>& seconds) {
+  sim::CoreProfile c;
+  c.core = n;
+  for (const auto& [name, s] : seconds) c.busy_ns.emplace_back(name, s * 1e9);
+  return c;
+}
+
+// Elapsed 2 s; CPU 0 copy 1.0 s and interrupt 0.5 s: 50 %, 25 % and idle 25 %. The rows come
+// sorted by share, not in the given activity order; the 25 % tie keeps the activity before
+// idle; syscall (exactly 0) has no row. CPU 1 does nothing: only idle.
+TEST(NetperfProfile, SharesOfTheIntervalSortedWithIdle) {
+  const std::vector<sim::CoreProfile> cores = {
+      core(0, {{"syscall", 0.0}, {"interrupt", 0.5}, {"copy", 1.0}, {"timer", 0.0}}),
+      core(1, {{"syscall", 0.0}, {"interrupt", 0.0}, {"copy", 0.0}, {"timer", 0.0}}),
+  };
+  EXPECT_EQ(format_cpu_profile("local host (netperf)", cores, 2.0),
+            "local host (netperf): utilisation 37.50 % (mean over 2 CPUs) in 2.000000 s\n"
+            "  CPU 0   % time     seconds  activity\n"
+            "           50.00    1.000000  copy\n"
+            "           25.00    0.500000  interrupt\n"
+            "           25.00    0.500000  idle\n"
+            "           75.00    1.500000  total busy\n"
+            "  CPU 1   % time     seconds  activity\n"
+            "          100.00    2.000000  idle\n"
+            "            0.00    0.000000  total busy\n");
+}
+
+// Any activity name is a row (new ones in model/cpu.h need no change here); a CPU busy all
+// the interval has no idle row; a tiny but non-zero time (1 ns) still gets its row; a CPU
+// number is printed as given.
+TEST(NetperfProfile, GenericActivitiesFullyBusyAndTinyRows) {
+  const std::vector<sim::CoreProfile> cores = {
+      core(7, {{"coherence", 0.25}, {"poll", 0.75}, {"timer", 1e-9}}),
+  };
+  EXPECT_EQ(format_cpu_profile("remote host (netserver)", cores, 1.0),
+            "remote host (netserver): utilisation 100.00 % (mean over 1 CPU) in 1.000000 s\n"
+            "  CPU 7   % time     seconds  activity\n"
+            "           75.00    0.750000  poll\n"
+            "           25.00    0.250000  coherence\n"
+            "            0.00    0.000000  timer\n"
+            "          100.00    1.000000  total busy\n");
+}
+
+// More busy time than the interval: idle is 0 (no row, never negative) and the total says so.
+TEST(NetperfProfile, OvercommittedCpuHasNoNegativeIdle) {
+  const std::string out = format_cpu_profile("h", {core(0, {{"copy", 1.5}})}, 1.0);
+  EXPECT_EQ(out,
+            "h: utilisation 150.00 % (mean over 1 CPU) in 1.000000 s\n"
+            "  CPU 0   % time     seconds  activity\n"
+            "          150.00    1.500000  copy\n"
+            "          150.00    1.500000  total busy\n");
+  EXPECT_EQ(out.find("idle"), std::string::npos);
+}
+
+TEST(NetperfProfile, DegenerateIntervalAndNoCpus) {
+  EXPECT_EQ(format_cpu_profile("h", {}, 1.0), "h: no CPUs\n");
+  EXPECT_EQ(format_cpu_profile("h", {core(0, {{"copy", 0.0}})}, 0.0),
+            "h: utilisation 0.00 % (mean over 1 CPU) in 0.000000 s\n"
+            "  CPU 0   % time     seconds  activity\n"
+            "            0.00    0.000000  total busy\n");
+}
+
+// The utilisation line is netperf's system-wide figure: the mean of the CPUs' busy shares, the
+// same arithmetic as model::utilisation_pct (which fills TcpStreamResult::local_util_pct).
+TEST(NetperfProfile, UtilisationIsTheMeanOverCpus) {
+  const std::vector<sim::CoreProfile> cores = {
+      core(0, {{"interrupt", 0.3}}), core(1, {{"copy", 0.1}, {"syscall", 0.05}}),
+      core(2, {}), core(3, {{"timer", 0.01}})};
+  const std::string out = format_cpu_profile("h", cores, 1.0);
+  // (30 + 15 + 0 + 1) / 4 = 11.50
+  EXPECT_EQ(out.substr(0, out.find('\n')),
+            "h: utilisation 11.50 % (mean over 4 CPUs) in 1.000000 s");
+}
+
+// The whole --profile text: local host then remote host, each after a blank line, over the
+// result's elapsed time; nothing of it goes into the CSV, which --profile leaves unchanged.
+TEST(NetperfProfile, BothHostsAndTheCsvIsUnchanged) {
+  auto r = t3_result();
+  r.elapsed_s = 2.0;
+  r.local_profile = {core(0, {{"copy", 1.0}})};
+  r.remote_profile = {core(0, {{"interrupt", 0.5}}), core(1, {{"copy", 1.5}})};
+  EXPECT_EQ(format_netperf_profile(r),
+            "\n" + format_cpu_profile("local host (netperf)", r.local_profile, 2.0) + "\n" +
+                format_cpu_profile("remote host (netserver)", r.remote_profile, 2.0));
+  EXPECT_NE(format_netperf_profile(r).find(
+                "\nremote host (netserver): utilisation 50.00 % (mean over 2 CPUs) in 2.000000 s\n"),
+            std::string::npos);
+
+  const NetperfOptions plain = options("-c -C -- -m 64K");
+  const NetperfOptions profiled = options("-c -C --profile -- -m 64K");
+  ASSERT_TRUE(profiled.profile);
+  EXPECT_EQ(format_netperf_csv(profiled, r, hand_figures(profiled, r)),
+            format_netperf_csv(plain, r, hand_figures(plain, r)));
+  EXPECT_EQ(format_netperf_output(profiled, r, hand_figures(profiled, r)),
+            format_netperf_output(plain, r, hand_figures(plain, r)));
+}
+
 }  // namespace
 }  // namespace hcasim::scenarios

@@ -35,6 +35,8 @@ class FakeHost : public Host {
   void wake(WaitQueue&) override {}
   void notify(WaitQueue&) override {}
   double now_ns() override { return 0; }
+  void share(const void*, uint32_t) override {}
+  double copy_from_user_ns(Addr, uint64_t) override { return 0; }
 
  private:
   HostMemory mem_;
@@ -155,9 +157,13 @@ TEST(SdpCredits, ScriptedExchange) {
   EXPECT_EQ(p.vb.sends, 1u);
   EXPECT_EQ(p.b->stats().credit_updates_sent, 1u);
 
-  // 6. a processes the update: credits = mseq_ack - tx_head + 1 + bufs
-  //    = 58 - 59 + 1 + 64 = 64 (a's next mseq is 59: 58 messages sent from mseq 1).
+  // 6. A bcopy send() with less than half the tx ring in flight leaves the CQ to the
+  //    completion work: the update is still unread. a's CQ event then processes it: credits =
+  //    mseq_ack - tx_head + 1 + bufs = 58 - 59 + 1 + 64 = 64 (a's next mseq is 59: 58
+  //    messages sent from mseq 1).
   EXPECT_EQ(p.a->send(ubuf, 0), 0u);
+  EXPECT_EQ(p.a->tx_credits(), 6);
+  p.a->on_cq_event();
   EXPECT_EQ(p.a->tx_credits(), 64);
 }
 

@@ -1,0 +1,95 @@
+#include "model/topology.h"
+
+#include <algorithm>
+#include <charconv>
+
+#include <fmt/format.h>
+
+#include "model/error.h"
+#include "model/platform.h"
+
+namespace hcasim::model {
+
+std::string_view distance_name(CoreDistance d) {
+  switch (d) {
+    case CoreDistance::SameCore: return "same-core";
+    case CoreDistance::SharedCache: return "shared-cache";
+    case CoreDistance::SameSocket: return "same-socket";
+    case CoreDistance::CrossSocket: return "cross-socket";
+  }
+  return "?";
+}
+
+CpuTopology CpuTopology::from_platform(const Platform& p, int cpus) {
+  CpuTopology t;
+  auto count = [&](const std::string& key) {
+    const int64_t v = p.integer(key, "");
+    if (v < 1 || v > 1024) p.fail(key, fmt::format("{} must be 1..1024", v));
+    return static_cast<int>(v);
+  };
+  t.sockets = count("topology.sockets");
+  t.cores_per_socket = count("topology.cores_per_socket");
+  t.cores_per_cache = count("topology.cores_per_cache");
+  if (t.cores_per_socket % t.cores_per_cache != 0)
+    p.fail("topology.cores_per_cache",
+           fmt::format("{} does not divide topology.cores_per_socket = {}", t.cores_per_cache, t.cores_per_socket));
+  if (t.cpus() != cpus)
+    p.fail("topology.cores_per_socket", fmt::format("sockets x cores_per_socket = {} x {} = {} but host.cpus = {}",
+                                                    t.sockets, t.cores_per_socket, t.cpus(), cpus));
+  t.line_shared_cache_ns = p.nonneg("topology.line_shared_cache", "ns");
+  t.line_same_socket_ns = p.nonneg("topology.line_same_socket", "ns");
+  t.line_cross_socket_ns = p.nonneg("topology.line_cross_socket", "ns");
+  return t;
+}
+
+CoreDistance CpuTopology::distance(int from, int to) const {
+  if (from == to) return CoreDistance::SameCore;
+  if (cache_of(from) == cache_of(to)) return CoreDistance::SharedCache;
+  if (socket_of(from) == socket_of(to)) return CoreDistance::SameSocket;
+  return CoreDistance::CrossSocket;
+}
+
+double CpuTopology::line_transfer_ns(int from, int to) const {
+  switch (distance(from, to)) {
+    case CoreDistance::SameCore: return 0;
+    case CoreDistance::SharedCache: return line_shared_cache_ns;
+    case CoreDistance::SameSocket: return line_same_socket_ns;
+    case CoreDistance::CrossSocket: return line_cross_socket_ns;
+  }
+  return 0;
+}
+
+std::vector<int> parse_cpu_list(std::string_view text, int cpus) {
+  auto bad = [&](const std::string& what) {
+    return InputError(fmt::format("CPU list '{}': {}", text, what));
+  };
+  auto number = [&](std::string_view s) {
+    int v = -1;
+    auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+    if (s.empty() || ec != std::errc() || ptr != s.data() + s.size() || v < 0)
+      throw bad(fmt::format("'{}' is not a CPU number", s));
+    if (v >= cpus) throw bad(fmt::format("CPU {} does not exist (the host has {} CPUs)", v, cpus));
+    return v;
+  };
+  std::vector<int> out;
+  size_t pos = 0;
+  if (text.empty()) throw bad("empty");
+  while (pos <= text.size()) {
+    const size_t comma = std::min(text.find(',', pos), text.size());
+    const std::string_view item = text.substr(pos, comma - pos);
+    const size_t dash = item.find('-');
+    if (dash == std::string_view::npos) {
+      out.push_back(number(item));
+    } else {
+      const int lo = number(item.substr(0, dash)), hi = number(item.substr(dash + 1));
+      if (lo > hi) throw bad(fmt::format("range {} is backwards", item));
+      for (int c = lo; c <= hi; ++c) out.push_back(c);
+    }
+    pos = comma + 1;
+  }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+}  // namespace hcasim::model
