@@ -315,3 +315,23 @@ TEST_F(Cli, AffinityProfileShowsWhereTheFarBindingLoses) {
   // And the share of the copy shrank with it: the CPU copies less per second.
   EXPECT_LT(profile_pct(far.out, "local", 2, "copy"), profile_pct(near.out, "local", 0, "copy") - 5.0);
 }
+
+// Interrupt signalling and moderation, seen in the sender's profile (infinihost3-pcie1x8,
+// interrupts on CPU 1, -T 0,0, 64K bcopy sends: the completion work runs on CPU 1).
+// - INTx instead of MSI-X adds cpu.intx_ack (1000 ns) to every cpu.interrupt (1500 ns) and
+//   changes nothing else: the interrupt share grows by exactly 2500 / 1500.
+// - CQ moderation (an event per 16 CQEs or 50 us) lets fewer events through: less interrupt time.
+TEST_F(Cli, IntxCostsMoreAndModerationLessInterruptTime) {
+  const std::string base =
+      "netperf --platform infinihost3-pcie1x8 --set sdp.zcopy_thresh=0 -c -C -P 0 -l 1 --profile -T 0,0";
+  Outcome msix = run(base + " -- -m 64K");
+  Outcome intx = run(base + " --set hca.msi_x=off -- -m 64K");
+  Outcome moderated = run(base + " --set hca.cq_moderation_count=16 --set hca.cq_moderation_period=50 -- -m 64K");
+  for (const Outcome* o : {&msix, &intx, &moderated}) ASSERT_EQ(o->status, 0) << o->err;
+  const double irq_msix = profile_pct(msix.out, "local", 1, "interrupt");
+  const double irq_intx = profile_pct(intx.out, "local", 1, "interrupt");
+  const double irq_mod = profile_pct(moderated.out, "local", 1, "interrupt");
+  ASSERT_GT(irq_msix, 1.0) << msix.out;
+  EXPECT_NEAR(irq_intx / irq_msix, 2500.0 / 1500.0, 0.01) << intx.out;
+  EXPECT_LT(irq_mod, 0.75 * irq_msix) << moderated.out;
+}
