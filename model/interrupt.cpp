@@ -11,11 +11,10 @@ namespace hcasim::model {
 IrqConfig IrqConfig::from_platform(const Platform& p, int cpus) {
   IrqConfig c;
   const Param& a = p.param("irq.affinity");
+  const auto* i = std::get_if<int64_t>(&a.value);
+  const std::string list = i ? std::to_string(*i) : p.str("irq.affinity");
   try {
-    if (const auto* i = std::get_if<int64_t>(&a.value))
-      c.affinity = parse_cpu_list(std::to_string(*i), cpus);
-    else
-      c.affinity = parse_cpu_list(p.str("irq.affinity"), cpus);
+    c.affinity = parse_cpu_list(list, cpus);
   } catch (const InputError& e) {
     p.fail("irq.affinity", e.what());
   }
@@ -24,7 +23,10 @@ IrqConfig IrqConfig::from_platform(const Platform& p, int cpus) {
   const int64_t n = p.integer("hca.cq_moderation_count", "");
   if (n < 0 || n > 65535) p.fail("hca.cq_moderation_count", fmt::format("{} must be 0..65535", n));
   c.moderation_count = static_cast<uint32_t>(n);
-  c.moderation_period_ns = p.nonneg("hca.cq_moderation_period", "us") * 1e3;
+  const double period_us = p.nonneg("hca.cq_moderation_period", "us");
+  // mlx4's CQ context holds cq_period as a 16-bit count of us (Mellanox PRM, CQ context).
+  if (period_us > 65535) p.fail("hca.cq_moderation_period", fmt::format("{} us must be 0..65535", period_us));
+  c.moderation_period_ns = period_us * 1e3;
   return c;
 }
 

@@ -81,6 +81,7 @@ std::vector<int> parse_cpu_list(std::string_view text, int cpus) {
     if (dash == std::string_view::npos) {
       out.push_back(number(item));
     } else {
+      if (dash == 0 || dash + 1 == item.size()) throw bad(fmt::format("'{}' is not a CPU number or range", item));
       const int lo = number(item.substr(0, dash)), hi = number(item.substr(dash + 1));
       if (lo > hi) throw bad(fmt::format("range {} is backwards", item));
       for (int c = lo; c <= hi; ++c) out.push_back(c);

@@ -151,12 +151,15 @@ TcpStreamResult run_tcp_stream(const model::Platform& local, const model::Platfo
   const double elapsed_ns = t_end - t_start;
   auto with_timer = [&](const SimHost& h, const HostParams& s) {
     auto acc = h.accounts();
-    // The tick interrupts whatever runs: on a core that polled the whole interval it takes
-    // its time from the polling, so no core is ever busier than the interval.
+    // The tick interrupts whatever runs: on a core that was busy the whole interval it takes
+    // its time from the polling, else from the tick's own share (the work it interrupted
+    // already fills the interval), so no core is ever busier than the interval.
     for (auto& c : acc) {
-      c.busy_ns[static_cast<size_t>(model::Activity::Timer)] += s.costs.timer_hz * res.elapsed_s * s.costs.timer_tick_ns;
+      double& timer = c.busy_ns[static_cast<size_t>(model::Activity::Timer)];
       double& poll = c.busy_ns[static_cast<size_t>(model::Activity::Poll)];
+      timer += s.costs.timer_hz * res.elapsed_s * s.costs.timer_tick_ns;
       poll -= std::min(poll, std::max(0.0, c.total_ns() - elapsed_ns));
+      timer -= std::min(timer, std::max(0.0, c.total_ns() - elapsed_ns));
     }
     return acc;
   };

@@ -93,6 +93,18 @@ TEST(Topology, FromPlatformChecksTheCounts) {
   const CpuTopology t = CpuTopology::from_platform(p, 8);
   EXPECT_EQ(t.cpus(), 8);
   EXPECT_DOUBLE_EQ(t.line_transfer_ns(0, 7), 300);
+  // A whole number in the file takes a fraction from --set where the value is a quantity...
+  p.set("topology.line_cross_socket=430.5");
+  EXPECT_DOUBLE_EQ(CpuTopology::from_platform(p, 8).line_transfer_ns(0, 7), 430.5);
+  // ...but a count stays a whole number, and the error names the --set.
+  p.set("topology.sockets=1.5");
+  try {
+    CpuTopology::from_platform(p, 8);
+    ADD_FAILURE() << "1.5 sockets accepted";
+  } catch (const InputError& e) {
+    EXPECT_STREQ(e.what(), "--set: topology.sockets: expected an integer, found 1.5");
+  }
+  p.set("topology.sockets=2");
   // host.cpus must be sockets x cores_per_socket.
   try {
     CpuTopology::from_platform(p, 4);
@@ -113,8 +125,15 @@ TEST(CpuList, ParsesLinuxListsAndRejectsTheRest) {
     EXPECT_THROW(parse_cpu_list(bad, 4), InputError) << "'" << bad << "'";
   try {
     parse_cpu_list("0,7", 4);
+    ADD_FAILURE() << "CPU 7 accepted on a 4-CPU host";
   } catch (const InputError& e) {
     EXPECT_STREQ(e.what(), "CPU list '0,7': CPU 7 does not exist (the host has 4 CPUs)");
+  }
+  try {
+    parse_cpu_list("-1", 4);
+    ADD_FAILURE() << "-1 accepted";
+  } catch (const InputError& e) {
+    EXPECT_STREQ(e.what(), "CPU list '-1': '-1' is not a CPU number or range");
   }
 }
 
@@ -129,6 +148,12 @@ TEST(IrqConfig, FromPlatform) {
   EXPECT_DOUBLE_EQ(c.handler_ns(3000), 3000);
   p.set("hca.msi_x=off");
   EXPECT_DOUBLE_EQ(IrqConfig::from_platform(p, 8).handler_ns(3000), 4000);
+  // mlx4's cq_period is a 16-bit count of us.
+  p.set("hca.cq_moderation_period=65535");
+  EXPECT_DOUBLE_EQ(IrqConfig::from_platform(p, 8).moderation_period_ns, 65'535'000);
+  p.set("hca.cq_moderation_period=65536");
+  EXPECT_THROW(IrqConfig::from_platform(p, 8), InputError);
+  p.set("hca.cq_moderation_period=10");
   p.set("irq.affinity=2-9");
   try {
     IrqConfig::from_platform(p, 8);
