@@ -268,8 +268,6 @@ void Platform::set(const std::string& assignment) {
       } else if (auto s = bytes ? parse_size_opt(text) : std::nullopt;
                  s && *s <= static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
         p.value = static_cast<int64_t>(*s);
-      } else if (auto d = parse_double(text)) {
-        p.value = *d;  // a whole number in the file, a fraction here: integer() refuses it by name
       } else {
         throw bad();
       }

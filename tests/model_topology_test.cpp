@@ -93,18 +93,6 @@ TEST(Topology, FromPlatformChecksTheCounts) {
   const CpuTopology t = CpuTopology::from_platform(p, 8);
   EXPECT_EQ(t.cpus(), 8);
   EXPECT_DOUBLE_EQ(t.line_transfer_ns(0, 7), 300);
-  // A whole number in the file takes a fraction from --set where the value is a quantity...
-  p.set("topology.line_cross_socket=430.5");
-  EXPECT_DOUBLE_EQ(CpuTopology::from_platform(p, 8).line_transfer_ns(0, 7), 430.5);
-  // ...but a count stays a whole number, and the error names the --set.
-  p.set("topology.sockets=1.5");
-  try {
-    CpuTopology::from_platform(p, 8);
-    ADD_FAILURE() << "1.5 sockets accepted";
-  } catch (const InputError& e) {
-    EXPECT_STREQ(e.what(), "--set: topology.sockets: expected an integer, found 1.5");
-  }
-  p.set("topology.sockets=2");
   // host.cpus must be sockets x cores_per_socket.
   try {
     CpuTopology::from_platform(p, 4);
