@@ -223,36 +223,24 @@ std::optional<SdpSocket::Skb> SdpSocket::next_to_post(bool take) {
 }
 
 void SdpSocket::post_sends() {
-  // sdp_post_sends. One context posts at a time (the socket lock in the kernel); one that
-  // finds another at it leaves the work to it: the poster re-reads the state after each post.
-  // Each post is paid for first, then chosen and posted in one instant, so the mseq order is
-  // the order on the wire.
-  if (posting_) return;
-  posting_ = true;
+  // sdp_post_sends, under the socket lock (every caller holds it, so one context posts at a
+  // time). Each post is paid for first, then chosen and posted in one instant, so the mseq
+  // order is the order on the wire.
   while (next_to_post(false)) {
     host_.charge(Activity::Post, host_.costs().post_wr_ns);
     host_.sync();
     if (std::optional<Skb> skb = next_to_post(true)) post_now(*skb);
   }
-  posting_ = false;
 }
 
 // ---- completions -----------------------------------------------------------------------------
 
 void SdpSocket::poll_cq() {
-  // One context at a time processes completions, in CQ order (the kernel serialises them with
-  // the socket lock). A context arriving meanwhile leaves its CQEs to the one at work, which
-  // polls again before it stops.
-  if (polling_) {
-    poll_again_ = true;
-    return;
-  }
-  polling_ = true;
+  // Under the socket lock (every caller holds it): one context processes completions at a
+  // time, in CQ order, as the kernel's socket lock serialises them.
   std::array<Wc, kPollBatch> wc;
-  bool rx_woke = false, tx_woke = false, others_waited = false;
+  bool rx_woke = false, tx_woke = false;
   for (;;) {
-    others_waited |= poll_again_;
-    poll_again_ = false;
     const int n = verbs_.poll_cq(wc);
     for (int i = 0; i < n; ++i) {
       host_.charge(Activity::Completion, host_.costs().cqe_ns);
@@ -264,17 +252,11 @@ void SdpSocket::poll_cq() {
       rx_woke |= rx_queue_.size() != before_q || peer_disconnected_;
       tx_woke |= tx_tail_ != before_tail || tx_credits_ != before_credits;
     }
-    if (n < kPollBatch && !poll_again_) break;
+    if (n < kPollBatch) break;
   }
-  polling_ = false;
   post_sends();
-  others_waited |= poll_again_;
-  if (rx_woke || others_waited || state_ == State::Aborted) host_.wake(*rx_wq_);
-  if (tx_woke || others_waited || state_ == State::Aborted) host_.wake(*tx_wq_);
-  if (others_waited) {  // a spinner found us busy: make it look again
-    verbs_has_cqe_ = true;
-    host_.notify(*cq_wq_);
-  }
+  if (rx_woke || state_ == State::Aborted) host_.wake(*rx_wq_);
+  if (tx_woke || state_ == State::Aborted) host_.wake(*tx_wq_);
 }
 
 void SdpSocket::handle_wc(const Wc& wc) {

@@ -106,11 +106,11 @@ class SdpSocket {
     uint32_t off, len;
   };
 
-  void poll_cq();                         // process every waiting CQE
+  void poll_cq();                         // process every waiting CQE (caller holds the socket lock)
   void handle_wc(const Wc& wc);
   void handle_recv(const Wc& wc);
   void handle_send_done(const Wc& wc);
-  void post_sends();                      // sdp_post_sends: data while credits allow, then controls
+  void post_sends();                      // sdp_post_sends: data while credits allow, then controls (lock held)
   std::optional<Skb> next_to_post(bool take);  // the next message the rules allow (take: commit)
   void post_now(const Skb& skb);          // header, ring and counters, then ibv_post_send
   void post_recv_buf(int buf);
@@ -171,9 +171,6 @@ class SdpSocket {
   bool peer_disconnected_ = false;
 
   bool owned_ = false;                    // lock_sock held (by a system call or the completion work)
-  bool polling_ = false;                  // a context is processing completions
-  bool posting_ = false;                  // a context is posting sends
-  bool poll_again_ = false;               // another context found it busy: poll once more
   bool verbs_has_cqe_ = false;            // a CQE landed since the spinner last looked
   std::string error_;                     // why the socket aborted
   std::unique_ptr<WaitQueue> tx_wq_, rx_wq_, cq_wq_, lock_wq_;
