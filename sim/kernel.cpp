@@ -71,7 +71,6 @@ void SimHost::share(const void* object, uint32_t lines) {
   Context& c = current();
   auto [it, first] = last_writer_.try_emplace(object, c.core);
   if (first || it->second == c.core) return;
-  lines_moved_[static_cast<size_t>(topology_.distance(it->second, c.core))] += lines;
   charge(model::Activity::Coherence, lines * topology_.line_transfer_ns(it->second, c.core));
   it->second = c.core;
 }

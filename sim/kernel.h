@@ -9,7 +9,6 @@
 /// the number of activities near one per SDP message without changing any instant at which
 /// something becomes visible.
 #include <cstdint>
-#include <array>
 #include <functional>
 #include <memory>
 #include <queue>
@@ -116,8 +115,6 @@ class SimHost : public sdp::Host {
   double copy_from_user_ns(sdp::Addr user, uint64_t bytes) override;
 
   const model::CpuTopology& topology() const { return topology_; }
-  /// Coherence transfers taken so far, by distance (model::CoreDistance), in lines.
-  const std::array<uint64_t, 4>& lines_moved() const { return lines_moved_; }
 
  private:
   struct Context {
@@ -138,7 +135,6 @@ class SimHost : public sdp::Host {
   std::unordered_map<long, Context> contexts_;    // by actor pid
   std::unordered_map<const void*, int> last_writer_;  // kernel object -> core that wrote it last
   std::vector<model::ReuseCache> caches_;         // one per last-level cache
-  std::array<uint64_t, 4> lines_moved_{};
 };
 
 }  // namespace hcasim::sim
