@@ -9,6 +9,7 @@
 #include <unistd.h>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <regex>
 #include <sstream>
 #include <string>
@@ -103,6 +104,7 @@ struct ProfiledCpu {
   double seconds_sum = 0;    // of their seconds
   double busy_pct = -1;      // the "total busy" row
   double active_pct = 0;     // of the rows other than idle
+  std::map<std::string, double> pct;  // % time by activity (and "idle")
 };
 struct ProfiledHost {
   std::string name;          // "local host (netperf)"
@@ -140,6 +142,7 @@ std::vector<ProfiledHost> parse_profile(const std::string& text) {
         continue;
       }
       ++cpu.rows;
+      cpu.pct[m[3]] = pct;
       cpu.pct_sum += pct;
       cpu.seconds_sum += std::stod(m[2]);
       if (m[3] != "idle") cpu.active_pct += pct;
@@ -262,18 +265,21 @@ TEST_F(Cli, CsvRefusesToReplaceWhatIsNotARegularFile) {
 }
 
 namespace {
-/// % time of `activity` on CPU `cpu` of the host whose summary line starts with `host` in a
-/// --profile output; 0 when the row is absent (a zero row is not printed).
-double profile_pct(const std::string& text, const std::string& host, int cpu, const std::string& activity) {
-  std::istringstream in(text);
-  bool in_host = false, in_cpu = false;
-  const std::regex row(R"(^ +([0-9]+\.[0-9]{2}) +[0-9]+\.[0-9]{6}  ([a-z_ ]+)$)");
-  std::smatch m;
-  for (std::string line; std::getline(in, line);) {
-    if (line.find(" host (") != std::string::npos) in_host = line.rfind(host, 0) == 0;
-    if (line.rfind("  CPU ", 0) == 0) in_cpu = in_host && line.rfind("  CPU " + std::to_string(cpu) + " ", 0) == 0;
-    if (in_cpu && std::regex_match(line, m, row) && m[2] == activity) return std::stod(m[1]);
+/// % time of `activity` on CPU `cpu` of the host whose name starts with `host` ("local",
+/// "remote"), from the output of `hcasim netperf -P 0 --profile` (netperf's one row, then the
+/// profile, read by parse_profile); 0 when the row is absent (a zero row is not printed).
+double profile_pct(const std::string& out, const std::string& host, int cpu, const std::string& activity) {
+  for (const ProfiledHost& h : parse_profile(out.substr(out.find('\n') + 1))) {
+    if (h.name.rfind(host, 0) != 0) continue;
+    if (static_cast<size_t>(cpu) >= h.cpus.size()) {
+      ADD_FAILURE() << h.name << " has no CPU " << cpu;
+      return 0;
+    }
+    const auto& rows = h.cpus[static_cast<size_t>(cpu)].pct;
+    const auto it = rows.find(activity);
+    return it == rows.end() ? 0 : it->second;
   }
+  ADD_FAILURE() << "no host '" << host << "' in the profile";
   return 0;
 }
 }  // namespace
