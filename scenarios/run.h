@@ -143,8 +143,8 @@ struct Figures {
   std::optional<double> throughput_mbps;  ///< 10^6 bits/s
   std::optional<double> sd_local;         ///< us/KB
   std::optional<double> sd_remote;        ///< us/KB
-  std::optional<double> util_local{};     ///< CPU utilisation of the sender, % (0..100)
-  std::optional<double> util_remote{};    ///< CPU utilisation of the receiver, % (0..100)
+  std::optional<double> util_local;       ///< CPU utilisation of the sender, % (0..100)
+  std::optional<double> util_remote;      ///< CPU utilisation of the receiver, % (0..100)
 };
 
 /// The reference row of `spec` in CSV text `csv_text` (named `origin` in messages). Throws
