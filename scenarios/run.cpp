@@ -7,9 +7,7 @@
 
 #include <algorithm>
 #include <cctype>
-#include <cerrno>
 #include <cmath>
-#include <csignal>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -18,21 +16,17 @@
 #include <map>
 #include <sstream>
 
-#include <fcntl.h>
-#include <spawn.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <fmt/format.h>
 
 #include "model/platform.h"
+#include "scenarios/children.h"
 #include "scenarios/command_words.h"
 #include "scenarios/datadir.h"
 #include "scenarios/netperf_cli.h"
 #include "scenarios/perftest_cli.h"
 #include "scenarios/netperf_output.h"
 
-extern char** environ;
 
 namespace hcasim::scenarios {
 
@@ -358,111 +352,6 @@ std::vector<std::string> tables_of(const Scenario& s, PointKind kind) {
     if (p.kind == kind && std::find(tables.begin(), tables.end(), p.table) == tables.end())
       tables.push_back(p.table);
   return tables;
-}
-
-// --- child processes --------------------------------------------------------------------
-
-/// The signal (SIGINT, SIGTERM) that asked `hcasim run` to stop, or 0.
-volatile std::sig_atomic_t g_stop_signal = 0;
-extern "C" void on_stop_signal(int sig) { g_stop_signal = sig; }
-
-/// Installs on_stop_signal for SIGINT and SIGTERM without SA_RESTART (so waitpid returns
-/// EINTR), restoring the previous handlers on destruction: an interrupted run stops its
-/// children and removes its temporary directory instead of dying in the middle.
-class StopSignals {
- public:
-  StopSignals() {
-    g_stop_signal = 0;
-    struct sigaction sa {};
-    sa.sa_handler = on_stop_signal;
-    sigemptyset(&sa.sa_mask);
-    ::sigaction(SIGINT, &sa, &old_int_);
-    ::sigaction(SIGTERM, &sa, &old_term_);
-  }
-  ~StopSignals() {
-    ::sigaction(SIGINT, &old_int_, nullptr);
-    ::sigaction(SIGTERM, &old_term_, nullptr);
-  }
-  StopSignals(const StopSignals&) = delete;
-  StopSignals& operator=(const StopSignals&) = delete;
-
- private:
-  struct sigaction old_int_ {}, old_term_ {};
-};
-
-/// A private temporary directory, removed with everything in it on destruction.
-class TempDir {
- public:
-  TempDir() {
-    const char* base = std::getenv("TMPDIR");
-    std::string pattern = fmt::format("{}/hcasim-run-XXXXXX", base && *base ? base : "/tmp");
-    if (!::mkdtemp(pattern.data()))
-      throw InputError(fmt::format("cannot create a temporary directory {} ({})", pattern,
-                                   std::strerror(errno)));
-    path_ = pattern;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
-
-/// One child run: a unique argv shared by every point that has it.
-struct Job {
-  std::vector<std::string> argv;
-  std::vector<size_t> points;  ///< indices of the points it serves
-  std::string csv_path, err_path;
-  pid_t pid = -1;
-  bool done = false;
-  Figures simulated;  ///< netperf jobs
-};
-
-pid_t spawn(const Job& job) {
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
-  posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, job.err_path.c_str(),
-                                   O_WRONLY | O_CREAT | O_TRUNC, 0600);
-  std::vector<char*> argv;
-  for (const auto& a : job.argv) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-  pid_t pid = -1;
-  const int rc = posix_spawn(&pid, "/proc/self/exe", &actions, nullptr, argv.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  if (rc != 0)
-    throw std::runtime_error(fmt::format("cannot start /proc/self/exe: {}", std::strerror(rc)));
-  return pid;
-}
-
-/// The child's first error line: its first "hcasim: error: " or "hcasim: internal error: "
-/// line, else its first line.
-std::string first_error_line(const std::string& err) {
-  std::istringstream in(err);
-  std::string line, first;
-  while (std::getline(in, line)) {
-    if (line.rfind("hcasim: error: ", 0) == 0) return line.substr(15);
-    if (line.rfind("hcasim: internal error: ", 0) == 0) return line.substr(8);
-    if (first.empty() && !line.empty()) first = line;
-  }
-  return first.empty() ? "(no message)" : first;
-}
-
-std::string describe_status(int status) {
-  if (WIFEXITED(status)) return fmt::format("exit status {}", WEXITSTATUS(status));
-  if (WIFSIGNALED(status)) return fmt::format("killed by signal {}", WTERMSIG(status));
-  return "stopped";
-}
-
-int online_cpus() {
-  const long n = ::sysconf(_SC_NPROCESSORS_ONLN);
-  return n > 0 ? static_cast<int>(n) : 1;
 }
 
 }  // namespace
@@ -1076,138 +965,55 @@ int run_scenario(const RunOptions& options) {
     }
   }
 
-  TempDir tmp;
-  std::vector<Job> jobs;
-  std::vector<size_t> job_of(s.points.size());
+  // One child per distinct command line; every point that has it shares its figures.
+  std::vector<ChildRun> runs;
+  std::vector<size_t> run_of(s.points.size());
   for (size_t i = 0; i < s.points.size(); ++i) {
     const auto& p = s.points[i];
     std::vector<std::string> argv = {"hcasim", p.tool};
     argv.insert(argv.end(), p.words.begin(), p.words.end());
     argv.insert(argv.end(), {"--platform", platform_files[p.platform]});
     for (const auto& set : p.set) argv.insert(argv.end(), {"--set", set});
-    const auto same = std::find_if(jobs.begin(), jobs.end(), [&](const Job& j) {
-      return std::equal(j.argv.begin(), j.argv.end() - 2, argv.begin(), argv.end());
-    });
-    if (same != jobs.end()) {
-      same->points.push_back(i);
-      job_of[i] = static_cast<size_t>(same - jobs.begin());
-      continue;
-    }
-    Job job;
-    job.csv_path = fmt::format("{}/point-{}.csv", tmp.path(), i + 1);
-    job.err_path = fmt::format("{}/point-{}.err", tmp.path(), i + 1);
-    job.argv = std::move(argv);
-    job.argv.insert(job.argv.end(), {"--csv", job.csv_path});
-    job.points.push_back(i);
-    job_of[i] = jobs.size();
-    jobs.push_back(std::move(job));
+    const auto same = std::find_if(runs.begin(), runs.end(), [&](const ChildRun& r) { return r.argv == argv; });
+    run_of[i] = static_cast<size_t>(same - runs.begin());
+    if (same == runs.end())
+      runs.push_back({std::move(argv), fmt::format("point {} ({})", i + 1, point_label(p, measured_latency[i].bytes))});
   }
 
-  auto label = [&](size_t i) { return point_label(s.points[i], measured_latency[i].bytes); };
-  const size_t parallel =
-      static_cast<size_t>(options.jobs > 0 ? options.jobs : online_cpus());
-  const bool progress = ::isatty(STDERR_FILENO) != 0;
-  std::map<pid_t, size_t> running;
-  size_t next = 0;
-  std::optional<std::string> failure;
-  std::string failed_stderr;
-
-  auto stop_all = [&]() {
-    for (const auto& [pid, index] : running) ::kill(pid, SIGTERM);
-    for (const auto& [pid, index] : running) {
-      int status = 0;
-      while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-      }
-    }
-    running.clear();
-  };
-
-  const StopSignals signals;
+  const size_t parallel = static_cast<size_t>(options.jobs > 0 ? options.jobs : online_cpus());
+  std::vector<ChildResult> results;
   try {
-    while (!failure && !g_stop_signal && (next < jobs.size() || !running.empty())) {
-      while (next < jobs.size() && running.size() < parallel) {
-        Job& job = jobs[next];
-        if (progress)
-          std::cerr << fmt::format("\r[{}/{}] {}\033[K", next + 1, jobs.size(),
-                                   label(job.points.front()))
-                    << std::flush;
-        job.pid = spawn(job);
-        running[job.pid] = next;
-        ++next;
-      }
-      int status = 0;
-      const pid_t pid = ::waitpid(-1, &status, 0);
-      if (g_stop_signal) break;  // Ctrl-C reaches the children too: their deaths are not failures
-      if (pid < 0) {
-        if (errno == EINTR) continue;
-        throw std::runtime_error(fmt::format("waitpid: {}", std::strerror(errno)));
-      }
-      const auto it = running.find(pid);
-      if (it == running.end()) continue;  // not one of ours
-      Job& job = jobs[it->second];
-      running.erase(it);
-      job.done = true;
-      std::string err;
-      {
-        std::ifstream in(job.err_path);
-        std::ostringstream text;
-        text << in.rdbuf();
-        err = text.str();
-      }
-      if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-        failure = fmt::format("point {} ({}) failed ({}): {}", job.points.front() + 1,
-                              label(job.points.front()), describe_status(status),
-                              first_error_line(err));
-        failed_stderr = err;
-        break;
-      }
-      try {
-        const std::string text = read_text(job.csv_path, job.csv_path);
-        if (s.points[job.points.front()].kind == PointKind::Latency) {
-          // Every point of the job takes the row of its reference's message size.
-          const std::vector<LatencyFigures> rows = latency_csv_rows(text, job.csv_path);
-          for (const size_t i : job.points) {
-            const auto row = latency_row_for_bytes(rows, measured_latency[i].bytes);
-            if (row) {
-              simulated_latency[i] = *row;
-              continue;
-            }
-            failure = fmt::format("point {} ({}) failed: its {} CSV has no row for {} bytes "
-                                  "(does the command run that size?)",
-                                  i + 1, label(i), s.points[i].tool, measured_latency[i].bytes);
-            failed_stderr = err;
-            break;
-          }
-        } else {
-          job.simulated = netperf_csv_figures(text, job.csv_path);
-        }
-      } catch (const InputError& e) {
-        failure = fmt::format("point {} ({}) failed: {}", job.points.front() + 1,
-                              label(job.points.front()), e.what());
-        failed_stderr = err;
-      }
-    }
-  } catch (...) {
-    stop_all();
-    if (progress) std::cerr << "\r\033[K" << std::flush;
-    throw;
-  }
-  stop_all();
-  if (progress) std::cerr << "\r\033[K" << std::flush;
-  if (g_stop_signal) {
-    std::cerr << fmt::format("hcasim: error: interrupted by signal {} ({} of {} runs done); nothing written\n",
-                             static_cast<int>(g_stop_signal),
-                             std::count_if(jobs.begin(), jobs.end(), [](const Job& j) { return j.done; }), jobs.size());
-    return 128 + g_stop_signal;
+    results = run_children(runs, parallel);
+  } catch (const ChildFailure& e) {
+    if (!e.errors.empty()) std::cerr << e.errors << (e.errors.back() != '\n' ? "\n" : "");
+    std::cerr << "hcasim: error: " << e.what() << "\n";
+    return 2;
+  } catch (const Interrupted& e) {
+    std::cerr << "hcasim: error: " << e.what() << "; nothing written\n";
+    return 128 + e.signal;
   }
 
-  if (failure) {
-    if (!failed_stderr.empty()) {
-      std::cerr << failed_stderr;
-      if (failed_stderr.back() != '\n') std::cerr << '\n';
+  std::vector<Figures> simulated(s.points.size());
+  for (size_t i = 0; i < s.points.size(); ++i) {
+    const ChildResult& r = results[run_of[i]];
+    const std::string origin = fmt::format("{} CSV", runs[run_of[i]].label);
+    try {
+      if (s.points[i].kind == PointKind::Netperf) {
+        simulated[i] = netperf_csv_figures(r.csv, origin);
+        continue;
+      }
+      // Every latency point takes the row of its reference's message size.
+      const auto row = latency_row_for_bytes(latency_csv_rows(r.csv, origin), measured_latency[i].bytes);
+      if (!row)
+        throw InputError(fmt::format("its {} CSV has no row for {} bytes (does the command run that size?)",
+                                     s.points[i].tool, measured_latency[i].bytes));
+      simulated_latency[i] = *row;
+    } catch (const InputError& e) {
+      if (!r.errors.empty()) std::cerr << r.errors << (r.errors.back() != '\n' ? "\n" : "");
+      std::cerr << fmt::format("hcasim: error: point {} ({}) failed: {}\n", i + 1,
+                               point_label(s.points[i], measured_latency[i].bytes), e.what());
+      return 2;
     }
-    std::cerr << "hcasim: error: " << *failure << "\n";
-    return 2;
   }
 
   std::vector<PointOutcome> outcomes;
@@ -1218,7 +1024,7 @@ int run_scenario(const RunOptions& options) {
                                                 simulated_latency[i]));
     else
       outcomes.push_back(
-          evaluate_point(s.points[i], s.tolerance, measured[i], jobs[job_of[i]].simulated));
+          evaluate_point(s.points[i], s.tolerance, measured[i], simulated[i]));
     if (outcomes.back().status == "FAIL") all_ok = false;
   }
   write_file_atomically(csv_path, format_run_csv(s, outcomes), "--csv");

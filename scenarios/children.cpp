@@ -1,0 +1,213 @@
+// Child simulations (children.h): posix_spawn of /proc/self/exe, N at a time, with a progress
+// bar and clean stops on SIGINT/SIGTERM.
+#include "scenarios/children.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <csignal>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <sstream>
+
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include "model/error.h"
+
+extern char** environ;
+
+namespace hcasim::scenarios {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+/// The signal (SIGINT, SIGTERM) that asked the sweep to stop, or 0.
+volatile std::sig_atomic_t g_stop_signal = 0;
+extern "C" void on_stop_signal(int sig) { g_stop_signal = sig; }
+
+/// Installs on_stop_signal for SIGINT and SIGTERM without SA_RESTART (so waitpid returns
+/// EINTR), restoring the previous handlers on destruction: an interrupted sweep stops its
+/// children and removes its temporary directory instead of dying in the middle.
+class StopSignals {
+ public:
+  StopSignals() {
+    g_stop_signal = 0;
+    struct sigaction sa {};
+    sa.sa_handler = on_stop_signal;
+    sigemptyset(&sa.sa_mask);
+    ::sigaction(SIGINT, &sa, &old_int_);
+    ::sigaction(SIGTERM, &sa, &old_term_);
+  }
+  ~StopSignals() {
+    ::sigaction(SIGINT, &old_int_, nullptr);
+    ::sigaction(SIGTERM, &old_term_, nullptr);
+  }
+  StopSignals(const StopSignals&) = delete;
+  StopSignals& operator=(const StopSignals&) = delete;
+
+ private:
+  struct sigaction old_int_ {}, old_term_ {};
+};
+
+/// A private temporary directory, removed with everything in it on destruction.
+class TempDir {
+ public:
+  TempDir() {
+    const char* base = std::getenv("TMPDIR");
+    std::string pattern = fmt::format("{}/hcasim-run-XXXXXX", base && *base ? base : "/tmp");
+    if (!::mkdtemp(pattern.data()))
+      throw InputError(fmt::format("cannot create a temporary directory {} ({})", pattern,
+                                   std::strerror(errno)));
+    path_ = pattern;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path_, ec);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+pid_t spawn(const std::vector<std::string>& argv_words, const std::string& err_path) {
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
+  posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, err_path.c_str(),
+                                   O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  std::vector<char*> argv;
+  for (const auto& a : argv_words) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  pid_t pid = -1;
+  const int rc = posix_spawn(&pid, "/proc/self/exe", &actions, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  if (rc != 0)
+    throw std::runtime_error(fmt::format("cannot start /proc/self/exe: {}", std::strerror(rc)));
+  return pid;
+}
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+std::string describe_status(int status) {
+  if (WIFEXITED(status)) return fmt::format("exit status {}", WEXITSTATUS(status));
+  if (WIFSIGNALED(status)) return fmt::format("killed by signal {}", WTERMSIG(status));
+  return "stopped";
+}
+
+/// "\r[#####.....]  12/28  LABEL" on one terminal line (erased to its end).
+void draw_progress(size_t done, size_t total, const std::string& label) {
+  constexpr size_t kWidth = 24;
+  const size_t filled = total ? done * kWidth / total : kWidth;
+  std::cerr << fmt::format("\r[{}{}] {:>4}/{} {}\033[K", std::string(filled, '#'),
+                           std::string(kWidth - filled, '.'), done, total, label)
+            << std::flush;
+}
+
+}  // namespace
+
+Interrupted::Interrupted(int signal_, size_t done_, size_t total_)
+    : std::runtime_error(fmt::format("interrupted by signal {} ({} of {} runs done)", signal_, done_, total_)),
+      signal(signal_),
+      done(done_),
+      total(total_) {}
+
+int online_cpus() {
+  const long n = ::sysconf(_SC_NPROCESSORS_ONLN);
+  return n > 0 ? static_cast<int>(n) : 1;
+}
+
+std::string first_error_line(const std::string& errors) {
+  std::istringstream in(errors);
+  std::string line, first;
+  while (std::getline(in, line)) {
+    if (line.rfind("hcasim: error: ", 0) == 0) return line.substr(15);
+    if (line.rfind("hcasim: internal error: ", 0) == 0) return line.substr(8);
+    if (first.empty() && !line.empty()) first = line;
+  }
+  return first.empty() ? "(no message)" : first;
+}
+
+std::vector<ChildResult> run_children(const std::vector<ChildRun>& runs, size_t parallel) {
+  if (parallel < 1) parallel = 1;
+  TempDir tmp;
+  auto csv_path = [&](size_t i) { return fmt::format("{}/run-{}.csv", tmp.path(), i + 1); };
+  auto err_path = [&](size_t i) { return fmt::format("{}/run-{}.err", tmp.path(), i + 1); };
+
+  std::vector<ChildResult> results(runs.size());
+  const bool progress = ::isatty(STDERR_FILENO) != 0;
+  std::map<pid_t, size_t> running;
+  size_t next = 0, done = 0;
+  std::string last_label;
+
+  auto stop_all = [&]() {
+    for (const auto& [pid, index] : running) ::kill(pid, SIGTERM);
+    for (const auto& [pid, index] : running) {
+      int status = 0;
+      while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+      }
+    }
+    running.clear();
+    if (progress) std::cerr << "\r\033[K" << std::flush;
+  };
+
+  const StopSignals signals;
+  try {
+    while (!g_stop_signal && (next < runs.size() || !running.empty())) {
+      while (next < runs.size() && running.size() < parallel) {
+        std::vector<std::string> argv = runs[next].argv;
+        argv.insert(argv.end(), {"--csv", csv_path(next)});
+        last_label = runs[next].label;
+        if (progress) draw_progress(done, runs.size(), last_label);
+        running[spawn(argv, err_path(next))] = next;
+        ++next;
+      }
+      int status = 0;
+      const pid_t pid = ::waitpid(-1, &status, 0);
+      if (g_stop_signal) break;  // Ctrl-C reaches the children too: their deaths are not failures
+      if (pid < 0) {
+        if (errno == EINTR) continue;
+        throw std::runtime_error(fmt::format("waitpid: {}", std::strerror(errno)));
+      }
+      const auto it = running.find(pid);
+      if (it == running.end()) continue;  // not one of ours
+      const size_t i = it->second;
+      running.erase(it);
+      ++done;
+      if (progress) draw_progress(done, runs.size(), last_label);
+      results[i].errors = slurp(err_path(i));
+      if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+        throw ChildFailure(i, fmt::format("{} failed ({}): {}", runs[i].label, describe_status(status),
+                                          first_error_line(results[i].errors)),
+                           results[i].errors);
+      if (!fs::exists(csv_path(i)))
+        throw ChildFailure(i, fmt::format("{} failed: it wrote no CSV", runs[i].label), results[i].errors);
+      results[i].csv = slurp(csv_path(i));
+    }
+  } catch (...) {
+    stop_all();
+    throw;
+  }
+  stop_all();
+  if (g_stop_signal) throw Interrupted(static_cast<int>(g_stop_signal), done, runs.size());
+  return results;
+}
+
+}  // namespace hcasim::scenarios

@@ -1,0 +1,56 @@
+#pragma once
+/// \file Child simulations: SimGrid allows one engine per process, so every simulated run of a
+/// sweep (`hcasim run`, `validate`, `calibrate`) is a child process of `/proc/self/exe`, N at a
+/// time, each writing its figures to a CSV the parent reads back. The parent's output never
+/// depends on N: results come back in the order the runs were given.
+#include <cstddef>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace hcasim::scenarios {
+
+/// One child: `/proc/self/exe ARGV[1..] --csv TMP` (argv[0] is only its name).
+struct ChildRun {
+  std::vector<std::string> argv;  ///< e.g. {"hcasim", "netperf", "-l", "10", ...}
+  std::string label;              ///< what the progress bar and error messages call it
+};
+
+/// What a child that exited with status 0 left.
+struct ChildResult {
+  std::string csv;     ///< the text of its --csv file
+  std::string errors;  ///< its stderr (notes)
+};
+
+/// A child failed (exit status not 0, killed, or no CSV): the others were stopped.
+struct ChildFailure : std::runtime_error {
+  ChildFailure(size_t index_, const std::string& message, std::string errors_)
+      : std::runtime_error(message), index(index_), errors(std::move(errors_)) {}
+  size_t index;        ///< which run
+  std::string errors;  ///< its whole stderr
+};
+
+/// SIGINT or SIGTERM arrived: the children were stopped and their files removed.
+struct Interrupted : std::runtime_error {
+  Interrupted(int signal_, size_t done_, size_t total_);
+  int signal;
+  size_t done, total;  ///< runs finished before the signal, and all runs
+};
+
+/// Runs `runs`, at most `parallel` (>= 1) at once, in a private temporary directory removed
+/// afterwards. Standard input and output of each child are /dev/null; its stderr is kept.
+/// On a terminal (stderr is a tty) a progress bar on stderr shows runs done out of all and the
+/// last started, and is erased at the end. Returns the results in the order of `runs`.
+/// Throws ChildFailure for the first child that fails (message "LABEL failed (exit status
+/// N): FIRST ERROR LINE"), Interrupted on SIGINT/SIGTERM (which reach the children too), and
+/// InputError when the temporary directory cannot be made.
+std::vector<ChildResult> run_children(const std::vector<ChildRun>& runs, size_t parallel);
+
+/// The number of online CPUs (sysconf), at least 1: the default of every -j.
+int online_cpus();
+
+/// The child's first error line: its first "hcasim: error: " or "hcasim: internal error: "
+/// line without the "hcasim: " prefix, else its first line, else "(no message)".
+std::string first_error_line(const std::string& errors);
+
+}  // namespace hcasim::scenarios
