@@ -49,7 +49,7 @@
 ///   non-blank line after the titles is the row.
 /// - `-v 0` (terse): the first line that is not blank, a banner or a `!!!` line is the throughput
 ///   alone, in the -f unit; sizes and elapsed time are not printed. netperf 2.4.3 prints only a
-///   service demand at -v 0 with -c/-C, and no row at all above -v 2 with -c/-C: such runs are
+///   service demand at -v 0 with -c/-C, and no result row at all above -v 2: such runs are
 ///   refused.
 /// - after the row, whatever follows (the -v 2 alignment/bytes/sends/recvs block and the TCP MSS
 ///   block, prose) is ignored.
