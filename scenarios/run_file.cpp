@@ -1,0 +1,861 @@
+// Readers of real netperf and perftest runs (run_file.h). The command lines are interpreted with
+// the project's own parsers (parse_netperf_args, parse_perftest_args); the outputs are read in
+// the layouts scenarios/netperf_output.cpp and scenarios/perftest_output.cpp print, which are
+// netperf 2.4.3's and perftest 2.x / 4.5's.
+#include "scenarios/run_file.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <charconv>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <sstream>
+#include <utility>
+
+#include <fmt/format.h>
+
+#include "scenarios/command_words.h"
+#include "scenarios/netperf_cli.h"
+#include "scenarios/perftest_cli.h"
+#include "scenarios/run.h"
+
+namespace hcasim::scenarios {
+
+namespace {
+
+[[noreturn]] void fail_at(const std::string& origin, uint32_t line, const std::string& what) {
+  throw InputError(fmt::format("{}:{}: {}", origin, line, what));
+}
+
+/// One line of the file, without its line end, and its number (from 1).
+struct Line {
+  std::string_view text;
+  uint32_t number = 0;
+};
+
+/// The file's lines: "\n" ends a line, a "\r" before it is dropped; a last line without "\n"
+/// counts.
+std::vector<Line> split_lines(std::string_view text) {
+  std::vector<Line> lines;
+  uint32_t number = 0;
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t end = text.find('\n', start);
+    if (end == std::string_view::npos) end = text.size();
+    std::string_view line = text.substr(start, end - start);
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    lines.push_back({line, ++number});
+    start = end + 1;
+  }
+  return lines;
+}
+
+bool is_blank(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\f' || c == '\v'; }
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && is_blank(s.front())) s.remove_prefix(1);
+  while (!s.empty() && is_blank(s.back())) s.remove_suffix(1);
+  return s;
+}
+
+/// The blank-separated words of `s` (no quoting).
+std::vector<std::string_view> fields(std::string_view s) {
+  std::vector<std::string_view> out;
+  size_t i = 0;
+  while (i < s.size()) {
+    while (i < s.size() && is_blank(s[i])) ++i;
+    const size_t start = i;
+    while (i < s.size() && !is_blank(s[i])) ++i;
+    if (i > start) out.push_back(s.substr(start, i - start));
+  }
+  return out;
+}
+
+bool starts_with(std::string_view s, std::string_view prefix) {
+  return s.substr(0, prefix.size()) == prefix;
+}
+
+/// A whole non-negative decimal number, the entire text.
+std::optional<uint64_t> parse_whole(std::string_view text) {
+  uint64_t v = 0;
+  const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (text.empty() || ec != std::errc() || ptr != text.data() + text.size()) return std::nullopt;
+  return v;
+}
+
+bool is_prompt_char(char c) { return c == '#' || c == '$' || c == '>'; }
+
+/// The length of the shell prompt at the start of `t` (trimmed, not empty), 0 when there is
+/// none: a bracketed "[...]" followed at once by '#', '$' or '>' and then a blank or the end
+/// ("[root@x ~]#"), or a first word ending in one of them ("#", "$", "ionize:~#").
+size_t prompt_length(std::string_view t) {
+  if (t.front() == '[') {
+    const size_t close = t.find(']');
+    if (close != std::string_view::npos && close + 1 < t.size() && is_prompt_char(t[close + 1]) &&
+        (close + 2 == t.size() || is_blank(t[close + 2])))
+      return close + 2;
+  }
+  size_t end = 0;
+  while (end < t.size() && !is_blank(t[end])) ++end;
+  return is_prompt_char(t[end - 1]) ? end : 0;
+}
+
+/// The tools whose output this file reads.
+constexpr std::string_view kTools[] = {"netperf", "ib_write_lat", "ib_write_bw", "ib_send_bw"};
+
+bool is_known_tool(std::string_view name) {
+  return std::find(std::begin(kTools), std::end(kTools), name) != std::end(kTools);
+}
+
+/// A perftest program name hcasim does not read (ib_read_lat, ib_send_lat, raw_ethernet_bw...).
+bool is_other_perftest_tool(std::string_view name) {
+  const bool ib = starts_with(name, "ib_") &&
+                  ((name.size() > 7 && name.substr(name.size() - 4) == "_lat") ||
+                   (name.size() > 6 && name.substr(name.size() - 3) == "_bw"));
+  return ib || starts_with(name, "raw_ethernet_");
+}
+
+/// A shell variable assignment "NAME=value".
+bool is_assignment(std::string_view w) {
+  const size_t eq = w.find('=');
+  if (eq == std::string_view::npos || eq == 0) return false;
+  if (!(std::isalpha(static_cast<unsigned char>(w[0])) || w[0] == '_')) return false;
+  for (size_t i = 1; i < eq; ++i)
+    if (!(std::isalnum(static_cast<unsigned char>(w[i])) || w[i] == '_')) return false;
+  return true;
+}
+
+/// The ib_sdp module parameter file (with or without "parameters/").
+bool is_zcopy_path(std::string_view path) {
+  return base_name(path) == "sdp_zcopy_thresh" && path.find("ib_sdp/") != std::string_view::npos;
+}
+
+/// Adds or replaces "key=value" in `set` (a later value of a key replaces the earlier one).
+void apply_setting(std::vector<std::string>& set, const std::string& entry) {
+  const std::string key = entry.substr(0, entry.find('='));
+  std::erase_if(set, [&](const std::string& e) { return e.substr(0, e.find('=')) == key; });
+  set.push_back(entry);
+}
+
+/// What a line of the file is.
+enum class LineKind {
+  Text,          ///< output of the current command, or ignored
+  Tool,          ///< a command line of a tool this file reads
+  OtherCommand,  ///< a prompt with any other command (or none): ends the current output
+  Setting,       ///< sdp_zcopy_thresh echo or "# hcasim: --set": ends the output, sets values
+};
+
+struct Classified {
+  LineKind kind = LineKind::Text;
+  std::string command;             ///< Tool: the text after the prompt
+  std::string tool;                ///< Tool: the tool's name
+  std::vector<std::string> words;  ///< Tool: the words after the tool word
+  std::vector<std::string> sets;   ///< Setting: "key=value" entries
+  std::optional<std::string> platform;  ///< Setting: a directive's --platform
+};
+
+/// What a directive "# hcasim: --set key=value --platform NAME ..." says.
+struct Directive {
+  std::vector<std::string> sets;        ///< "key=value" entries, in order
+  std::optional<std::string> platform;  ///< the last --platform
+};
+
+/// Reads the words of a directive (after "hcasim:").
+Directive read_directive(std::string_view rest, const std::string& origin, uint32_t line) {
+  std::vector<std::string> words;
+  try {
+    words = split_command_line(rest);
+  } catch (const InputError& e) {
+    fail_at(origin, line, fmt::format("hcasim directive: {}", e.what()));
+  }
+  if (words.empty())
+    fail_at(origin, line, "hcasim directive: empty (write '# hcasim: --set key=value')");
+  Directive d;
+  for (size_t i = 0; i < words.size(); ++i) {
+    const std::string& w = words[i];
+    const size_t eq = w.find('=');
+    const std::string option = w.substr(0, eq);
+    if (option != "--set" && option != "--platform")
+      fail_at(origin, line,
+              fmt::format("hcasim directive: unknown option '{}' (a directive is '# hcasim: --set "
+                          "key=value' or '# hcasim: --platform NAME')",
+                          w));
+    std::string value;
+    if (eq != std::string::npos) {
+      value = w.substr(eq + 1);
+    } else {
+      if (i + 1 >= words.size())
+        fail_at(origin, line, fmt::format("hcasim directive: {}: missing value", option));
+      value = words[++i];
+    }
+    if (option == "--platform") {
+      if (value.empty()) fail_at(origin, line, "hcasim directive: --platform: empty value");
+      d.platform = value;
+      continue;
+    }
+    const size_t key_end = value.find('=');
+    if (key_end == std::string::npos || key_end == 0 || key_end + 1 == value.size())
+      fail_at(origin, line, fmt::format("hcasim directive: --set: '{}' is not key=value", value));
+    d.sets.push_back(value);
+  }
+  return d;
+}
+
+/// The zcopy threshold set by `echo N > .../ib_sdp/sdp_zcopy_thresh` (also ">PATH" attached and
+/// "echo N | [sudo] tee [-a] PATH") in `w` from `i` ("echo"), or nullopt when `w` is not that.
+std::optional<std::string> zcopy_echo(const std::vector<std::string>& w, size_t i,
+                                      const std::string& origin, uint32_t line) {
+  if (i + 2 >= w.size() || w[i] != "echo") return std::nullopt;
+  std::string path;
+  const std::string& redirect = w[i + 2];
+  if (redirect == ">" && i + 3 < w.size()) {
+    path = w[i + 3];
+  } else if (redirect.size() > 1 && redirect[0] == '>') {
+    path = redirect.substr(redirect.find_first_not_of('>'));
+  } else if (redirect == "|") {
+    size_t j = i + 3;
+    if (j < w.size() && base_name(w[j]) == "sudo") ++j;
+    if (j >= w.size() || base_name(w[j]) != "tee") return std::nullopt;
+    ++j;
+    if (j < w.size() && (w[j] == "-a" || w[j] == "--append")) ++j;
+    if (j < w.size()) path = w[j];
+  }
+  if (!is_zcopy_path(path)) return std::nullopt;
+  if (!parse_whole(w[i + 1]))
+    fail_at(origin, line, fmt::format("sdp_zcopy_thresh: '{}' is not a whole number", w[i + 1]));
+  return "sdp.zcopy_thresh=" + w[i + 1];
+}
+
+/// Classifies one line (see run_file.h for the rules).
+Classified classify(const Line& line, const std::string& origin) {
+  Classified c;
+  const std::string_view t = trim(line.text);
+  if (t.empty()) return c;
+  const size_t prompt = prompt_length(t);
+  const bool has_prompt = prompt != 0;
+  const std::string_view rest = trim(t.substr(prompt));
+  if (has_prompt && rest.empty()) {
+    c.kind = LineKind::OtherCommand;
+    return c;
+  }
+  if (has_prompt && t.substr(0, prompt) == "#" && starts_with(rest, "hcasim:")) {
+    c.kind = LineKind::Setting;
+    Directive d = read_directive(rest.substr(7), origin, line.number);
+    c.sets = std::move(d.sets);
+    c.platform = std::move(d.platform);
+    return c;
+  }
+
+  // Split like a shell; prose with an odd quote cannot be split, so fall back to blanks and
+  // report the split error only if the line turns out to be a tool's command.
+  std::vector<std::string> w;
+  std::optional<std::string> split_error;
+  try {
+    w = split_command_line(rest);
+  } catch (const InputError& e) {
+    split_error = e.what();
+    for (std::string_view f : fields(rest)) w.emplace_back(f);
+  }
+
+  const LineKind otherwise = has_prompt ? LineKind::OtherCommand : LineKind::Text;
+  size_t i = 0;
+  bool prefixed = false;
+  if (i < w.size() && base_name(w[i]) == "sudo") {
+    prefixed = true;
+    for (++i; i < w.size() && w[i].size() > 1 && w[i][0] == '-';) ++i;
+  }
+  if (i < w.size() && base_name(w[i]) == "env") {
+    prefixed = true;
+    ++i;
+  }
+  for (; i < w.size() && is_assignment(w[i]); ++i) prefixed = true;
+  if (i < w.size() && base_name(w[i]) == "taskset") {
+    const std::vector<std::string> after(w.begin() + static_cast<std::ptrdiff_t>(i), w.end());
+    size_t cpus = 0;
+    try {
+      cpus = taskset_cpus_index(after);
+    } catch (const InputError&) {
+      c.kind = otherwise;  // "taskset -p PID": not a command to run
+      return c;
+    }
+    if (cpus + 1 >= after.size()) {
+      c.kind = otherwise;
+      return c;
+    }
+    prefixed = true;
+    i += cpus + 1;
+  }
+  if (i >= w.size()) {
+    c.kind = otherwise;
+    return c;
+  }
+
+  if (std::optional<std::string> zcopy = zcopy_echo(w, i, origin, line.number)) {
+    c.kind = LineKind::Setting;
+    c.sets.push_back(*zcopy);
+    return c;
+  }
+
+  const std::string_view tool = base_name(w[i]);
+  const bool known = is_known_tool(tool);
+  if (!known && !is_other_perftest_tool(tool)) {
+    c.kind = otherwise;
+    return c;
+  }
+  // A bare line must look like a command, not a sentence that starts with the tool's name.
+  const bool commandlike = has_prompt || prefixed || w[i].find('/') != std::string::npos ||
+                           i + 1 >= w.size() || starts_with(w[i + 1], "-");
+  if (!commandlike) {
+    c.kind = LineKind::Text;
+    return c;
+  }
+  if (!known)
+    fail_at(origin, line.number,
+            fmt::format("{}: hcasim reads runs of netperf, ib_write_lat, ib_write_bw and "
+                        "ib_send_bw only",
+                        tool));
+  if (split_error) fail_at(origin, line.number, fmt::format("{}: {}", tool, *split_error));
+  c.kind = LineKind::Tool;
+  c.command = std::string(rest);
+  c.tool = std::string(tool);
+  c.words.assign(w.begin() + static_cast<std::ptrdiff_t>(i) + 1, w.end());
+  return c;
+}
+
+// --- netperf -----------------------------------------------------------------------------------
+
+/// netperf's test words with a mail-mangled "---m" read as "--", "-m" (before any "--"), as
+/// parse_netperf_args reads them.
+std::vector<std::string> unmangle_netperf_words(const std::vector<std::string>& words) {
+  std::vector<std::string> out;
+  bool in_test = false;
+  for (const std::string& w : words) {
+    if (!in_test && w.size() > 3 && starts_with(w, "---") &&
+        std::isalpha(static_cast<unsigned char>(w[3]))) {
+      out.emplace_back("--");
+      out.push_back(w.substr(2));
+      in_test = true;
+      continue;
+    }
+    if (w == "--") in_test = true;
+    out.push_back(w);
+  }
+  return out;
+}
+
+/// The -f letter of a unit as netperf prints it in its column titles (netlib.c format_units),
+/// from the start of the titles' word after "secs." ("10^6bits/sec", "10^6bits/s", "KBytes").
+std::optional<char> netperf_unit_letter(std::string_view word) {
+  static constexpr std::pair<std::string_view, char> kUnits[] = {
+      {"10^3bits", 'k'}, {"10^6bits", 'm'}, {"10^9bits", 'g'},
+      {"KBytes", 'K'},   {"MBytes", 'M'},   {"GBytes", 'G'}};
+  for (const auto& [name, letter] : kUnits)
+    if (starts_with(word, name)) return letter;
+  return std::nullopt;
+}
+
+/// A throughput in the -f unit `format` in 10^6 bit/s: k m g are 10^3, 10^6, 10^9 bit/s; K M G
+/// are 2^10, 2^20, 2^30 bytes/s (netlib.c calc_thruput_interval).
+double netperf_to_mbps(double value, char format) {
+  switch (format) {
+    case 'k': return value / 1e3;
+    case 'g': return value * 1e3;
+    case 'K': return value * 1024.0 * 8 / 1e6;
+    case 'M': return value * 1024.0 * 1024.0 * 8 / 1e6;
+    case 'G': return value * 1024.0 * 1024.0 * 1024.0 * 8 / 1e6;
+    default: return value;  // 'm'
+  }
+}
+
+/// netperf prints -1 for what it did not measure.
+std::optional<double> measured(double v) { return v < 0 ? std::nullopt : std::optional<double>(v); }
+
+/// The confidence text of a banner: from "+/-" to "conf." inclusive (or the end of the line).
+std::optional<std::string> banner_confidence(std::string_view banner) {
+  const size_t start = banner.find("+/-");
+  if (start == std::string_view::npos) return std::nullopt;
+  std::string_view text = banner.substr(start);
+  const size_t conf = text.find("conf.");
+  if (conf != std::string_view::npos) text = text.substr(0, conf + 5);
+  return std::string(trim(text));
+}
+
+class NetperfOutputReader {
+ public:
+  NetperfOutputReader(const NetperfOptions& o, const std::string& origin, uint32_t command_line)
+      : o_(o), origin_(origin), command_line_(command_line) {}
+
+  NetperfReading read(const std::vector<Line>& out) {
+    const bool cpu = o_.local_cpu || o_.remote_cpu;
+    if (o_.verbosity == 0 && cpu)
+      fail_at(origin_, command_line_,
+              "netperf -v 0 with -c/-C prints only a service demand, not the throughput: hcasim "
+              "cannot read that run (repeat it without -v 0)");
+    if (o_.verbosity > 2)
+      fail_at(origin_, command_line_,
+              fmt::format("netperf 2.4.3 prints no TCP_STREAM result row at -v {} (use -v 1 or "
+                          "-v 2)",
+                          o_.verbosity));
+    r_.format = o_.format;
+    size_t k = 0;
+    if (o_.verbosity != 0 && o_.print_headers) {
+      for (; k < out.size(); ++k) {
+        const std::string_view t = trim(out[k].text);
+        if (banner_or_warning(t)) continue;
+        const auto f = fields(t);
+        const auto secs = std::find(f.begin(), f.end(), "secs.");
+        if (f.empty() || f.front() != "bytes" || secs == f.end()) continue;
+        if (secs + 1 == f.end())
+          fail_at(origin_, out[k].number, "netperf column titles: no throughput unit after 'secs.'");
+        const std::optional<char> unit = netperf_unit_letter(*(secs + 1));
+        if (!unit)
+          fail_at(origin_, out[k].number,
+                  fmt::format("netperf column titles: unknown throughput unit '{}' (netperf prints "
+                              "10^3bits, 10^6bits, 10^9bits, KBytes, MBytes or GBytes)",
+                              *(secs + 1)));
+        r_.format = *unit;
+        break;
+      }
+      if (k == out.size())
+        fail_at(origin_, command_line_,
+                "netperf output ends before its column titles ('bytes  bytes   bytes    secs. "
+                "...'; the command has no -P 0)");
+      ++k;
+    }
+    for (; k < out.size(); ++k) {
+      const std::string_view t = trim(out[k].text);
+      if (t.empty() || banner_or_warning(t)) continue;
+      row(fields(t), out[k].number, cpu);
+      return r_;
+    }
+    fail_at(origin_, command_line_,
+            o_.verbosity == 0 ? "netperf output ends before its result (-v 0: the throughput)"
+                              : "netperf output ends before its result row");
+  }
+
+ private:
+  /// Notes a banner line or a line of the "!!!" warning block; false for any other line.
+  bool banner_or_warning(std::string_view t) {
+    if (starts_with(t, "!!!")) {
+      if (t.find("Desired confidence was not achieved") != std::string_view::npos)
+        r_.confidence_achieved = false;
+      return true;
+    }
+    if (t.find("STREAM TEST") != std::string_view::npos) {
+      if (auto c = banner_confidence(t)) r_.confidence = c;
+      return true;
+    }
+    return false;
+  }
+
+  void row(const std::vector<std::string_view>& f, uint32_t line, bool cpu) {
+    static constexpr const char* kNames[] = {
+        "Recv Socket Size",          "Send Socket Size",        "Send Message Size",
+        "Elapsed Time",              "Throughput",              "Utilization Send local",
+        "Utilization Recv remote",   "Service Demand Send local", "Service Demand Recv remote"};
+    r_.line = line;
+    if (o_.verbosity == 0) {
+      if (f.size() != 1)
+        fail_at(origin_, line,
+                fmt::format("netperf -v 0 result has {} fields, expected 1 (the throughput)",
+                            f.size()));
+      r_.terse = true;
+      r_.throughput = number(f[0], line, 0, "Throughput");
+      r_.throughput_mbps = netperf_to_mbps(r_.throughput, r_.format);
+      return;
+    }
+    const size_t expected = cpu ? 9 : 5;
+    if (f.size() != expected)
+      fail_at(origin_, line,
+              fmt::format("netperf result row has {} fields, expected {} ({})", f.size(), expected,
+                          cpu ? "the command has -c/-C: sizes, elapsed time, throughput, two "
+                                "utilisations and two service demands"
+                              : "no -c/-C: three sizes, elapsed time and throughput"));
+    double v[9] = {};
+    for (size_t i = 0; i < expected; ++i) v[i] = number(f[i], line, i, kNames[i]);
+    r_.recv_socket_bytes = v[0];
+    r_.send_socket_bytes = v[1];
+    r_.send_message_bytes = v[2];
+    r_.elapsed_s = v[3];
+    r_.throughput = v[4];
+    r_.throughput_mbps = netperf_to_mbps(v[4], r_.format);
+    if (cpu) {
+      r_.util_local_pct = measured(v[5]);
+      r_.util_remote_pct = measured(v[6]);
+      r_.sd_local_us_per_kb = measured(v[7]);
+      r_.sd_remote_us_per_kb = measured(v[8]);
+    }
+  }
+
+  double number(std::string_view text, uint32_t line, size_t column, const char* name) const {
+    const std::optional<double> v = parse_number(text);
+    if (!v)
+      fail_at(origin_, line,
+              fmt::format("netperf result row: column {} ({}) '{}' is not a number", column + 1,
+                          name, text));
+    return *v;
+  }
+
+  const NetperfOptions& o_;
+  const std::string& origin_;
+  uint32_t command_line_;
+  NetperfReading r_;
+};
+
+// --- perftest ----------------------------------------------------------------------------------
+
+/// perftest 4.5's short options that take a value: the letters followed by ':' in its getopt
+/// string (perftest_parameters.c parser(), as scenarios/perftest_cli.cpp reads it).
+constexpr std::string_view kPerftestValueLetters = "wypdimsntuSxcqIoMrQAlDfBTLEJjKkXW";
+
+/// Removes -C / --report-cycles (alone or in a group such as -aC) from perftest words; true when
+/// it was there. A long option is perftest's when its name is a unique prefix of
+/// "report-cycles" ("--report-cy" at least; "--report-c" is ambiguous and left to the parser).
+bool strip_report_cycles(std::vector<std::string>& words) {
+  static constexpr std::string_view kLong = "report-cycles";
+  bool found = false;
+  std::vector<std::string> out;
+  bool ended = false;
+  for (size_t i = 0; i < words.size(); ++i) {
+    const std::string& w = words[i];
+    if (ended || w.size() < 2 || w[0] != '-') {
+      out.push_back(w);
+    } else if (w == "--") {
+      ended = true;
+      out.push_back(w);
+    } else if (w[1] == '-') {
+      const std::string_view name = std::string_view(w).substr(2);
+      if (name.size() >= 9 && starts_with(kLong, name)) {
+        found = true;
+      } else {
+        out.push_back(w);
+      }
+    } else {
+      std::string kept = "-";
+      bool value_next = false;
+      for (size_t pos = 1; pos < w.size(); ++pos) {
+        const char c = w[pos];
+        if (kPerftestValueLetters.find(c) != std::string_view::npos) {
+          kept += w.substr(pos);  // the letter and its attached value
+          value_next = pos + 1 == w.size();
+          break;
+        }
+        if (c == 'C') {
+          found = true;
+        } else {
+          kept += c;
+        }
+      }
+      if (kept.size() > 1) out.push_back(kept);
+      if (value_next && i + 1 < words.size()) out.push_back(words[++i]);
+    }
+  }
+  words = std::move(out);
+  return found;
+}
+
+/// A column of a perftest results header.
+enum class Column { TMin, TMax, TTypical, TAvg, TStdev, P99, P999, BwPeak, BwAverage, MsgRate };
+
+struct HeaderColumn {
+  Column column;
+  std::string label;  ///< as printed, e.g. "t_min[usec]", "BW peak[MB/sec]"
+  std::string unit;   ///< the text in brackets
+};
+
+bool is_latency_column(Column c) { return c <= Column::P999; }
+
+/// Name and bracketed unit of a header word ("t_min[usec]" -> {"t_min", "usec"}).
+std::pair<std::string_view, std::string_view> name_and_unit(std::string_view word) {
+  const size_t open = word.find('[');
+  if (open == std::string_view::npos || word.back() != ']') return {word, {}};
+  return {word.substr(0, open), word.substr(open + 1, word.size() - open - 2)};
+}
+
+class PerftestOutputReader {
+ public:
+  PerftestOutputReader(sim::PerftestTest test, bool cycles_flag, const std::string& origin,
+                       uint32_t command_line)
+      : test_(test), cycles_flag_(cycles_flag), origin_(origin), command_line_(command_line) {}
+
+  PerftestReading read(const std::vector<Line>& out) {
+    size_t k = 0;
+    while (k < out.size() && !is_header(out[k])) ++k;
+    if (k == out.size())
+      fail_at(origin_, command_line_,
+              fmt::format("{} output ends before its results table (a '#bytes #iterations ...' "
+                          "header and its rows)",
+                          tool()));
+    header(out[k]);
+    for (++k; k < out.size(); ++k) {
+      const auto f = fields(out[k].text);
+      if (f.empty() || !std::isdigit(static_cast<unsigned char>(f.front().front()))) break;
+      row(f, out[k].number);
+    }
+    if (r_.latency.empty() && r_.bandwidth.empty())
+      fail_at(origin_, r_.header_line,
+              fmt::format("{} results table has no rows", tool()));
+    for (; k < out.size(); ++k)
+      if (is_header(out[k]))
+        fail_at(origin_, out[k].number,
+                fmt::format("a second results table under the {} command of line {}: repeat the "
+                            "command line before each table",
+                            tool(), command_line_));
+    return r_;
+  }
+
+ private:
+  std::string_view tool() const { return perftest_tool_name(test_); }
+
+  static bool is_header(const Line& line) {
+    const auto f = fields(line.text);
+    return !f.empty() && f.front() == "#bytes";
+  }
+
+  [[noreturn]] void header_error(const std::string& what) const {
+    fail_at(origin_, r_.header_line, "perftest table header: " + what);
+  }
+
+  void header(const Line& line) {
+    r_.header_line = line.number;
+    const auto f = fields(line.text);
+    if (f.size() < 2 || f[1] != "#iterations") header_error("expected '#bytes #iterations' first");
+    for (size_t i = 2; i < f.size(); ++i) {
+      HeaderColumn h;
+      std::string_view word = f[i];
+      std::string label(word);
+      if ((word == "BW" || word == "99%" || word == "99.9%") && i + 1 < f.size()) {
+        label += " " + std::string(f[i + 1]);
+        const auto [name, unit] = name_and_unit(f[i + 1]);
+        h.unit = std::string(unit);
+        if (word == "BW" && name == "peak") h.column = Column::BwPeak;
+        else if (word == "BW" && name == "average") h.column = Column::BwAverage;
+        else if (word == "99%" && name == "percentile") h.column = Column::P99;
+        else if (word == "99.9%" && name == "percentile") h.column = Column::P999;
+        else header_error(fmt::format("unrecognised column '{}'", label));
+        ++i;
+      } else {
+        const auto [name, unit] = name_and_unit(word);
+        h.unit = std::string(unit);
+        if (name == "t_min") h.column = Column::TMin;
+        else if (name == "t_max") h.column = Column::TMax;
+        else if (name == "t_typical") h.column = Column::TTypical;
+        else if (name == "t_avg") h.column = Column::TAvg;
+        else if (name == "t_stdev") h.column = Column::TStdev;
+        else if (name == "MsgRate") h.column = Column::MsgRate;
+        else header_error(fmt::format("unrecognised column '{}'", label));
+      }
+      h.label = label;
+      for (const HeaderColumn& seen : columns_)
+        if (seen.column == h.column) header_error(fmt::format("column '{}' twice", label));
+      columns_.push_back(h);
+    }
+    check_columns();
+  }
+
+  bool has(Column c) const {
+    return std::any_of(columns_.begin(), columns_.end(),
+                       [c](const HeaderColumn& h) { return h.column == c; });
+  }
+
+  void check_columns() {
+    const bool bw = perftest_is_bw(test_);
+    for (const HeaderColumn& h : columns_) {
+      if (is_latency_column(h.column) == bw)
+        header_error(fmt::format("column '{}' belongs to a {} table, not {}'s", h.label,
+                                 bw ? "latency" : "bandwidth", tool()));
+      if (is_latency_column(h.column)) {
+        if (h.unit != "usec" && h.unit != "cycles")
+          header_error(fmt::format("column '{}': unit '{}' is not usec or cycles", h.label, h.unit));
+        if (h.unit != columns_.front().unit)
+          header_error(fmt::format("column '{}': unit '{}' differs from '{}'", h.label, h.unit,
+                                   columns_.front().unit));
+      } else if (h.column == Column::MsgRate) {
+        if (h.unit != "Mpps") header_error(fmt::format("column '{}': unit is not Mpps", h.label));
+      } else {
+        if (h.unit != "MB/sec" && h.unit != "MiB/sec" && h.unit != "Gb/sec")
+          header_error(fmt::format("column '{}': unit '{}' is not MB/sec, MiB/sec or Gb/sec",
+                                   h.label, h.unit));
+        const BandwidthUnit unit = h.unit == "Gb/sec" ? BandwidthUnit::Gbps : BandwidthUnit::MiBps;
+        if (h.column == Column::BwPeak) r_.bandwidth_unit = unit;
+        else if (unit != r_.bandwidth_unit)
+          header_error(fmt::format("column '{}': unit differs from the peak's", h.label));
+      }
+    }
+    const std::vector<std::pair<Column, const char*>> required =
+        bw ? std::vector<std::pair<Column, const char*>>{{Column::BwPeak, "BW peak"},
+                                                         {Column::BwAverage, "BW average"},
+                                                         {Column::MsgRate, "MsgRate"}}
+           : std::vector<std::pair<Column, const char*>>{{Column::TMin, "t_min"},
+                                                         {Column::TMax, "t_max"},
+                                                         {Column::TTypical, "t_typical"}};
+    for (const auto& [c, name] : required)
+      if (!has(c)) header_error(fmt::format("no {} column", name));
+    if (!bw) {
+      r_.cycles = cycles_flag_ || columns_.front().unit == "cycles";
+      r_.extended = has(Column::TAvg) || has(Column::TStdev) || has(Column::P99) ||
+                    has(Column::P999);
+    }
+  }
+
+  void row(const std::vector<std::string_view>& f, uint32_t line) {
+    if (f.size() != columns_.size() + 2)
+      fail_at(origin_, line,
+              fmt::format("perftest row has {} fields, expected {} (the header of line {})",
+                          f.size(), columns_.size() + 2, r_.header_line));
+    const uint64_t bytes = whole(f[0], line, 1, "#bytes");
+    const uint64_t iterations = whole(f[1], line, 2, "#iterations");
+    if (perftest_is_bw(test_)) {
+      BandwidthRow b;
+      b.bytes = bytes;
+      b.iterations = iterations;
+      b.line = line;
+      for (size_t i = 0; i < columns_.size(); ++i) {
+        const double v = number(f[i + 2], line, i + 3, columns_[i].label);
+        switch (columns_[i].column) {
+          case Column::BwPeak: b.bw_peak = v; break;
+          case Column::BwAverage: b.bw_average = v; break;
+          default: b.msg_rate_mpps = v; break;
+        }
+      }
+      // perftest's MB is 2^20 B (print_report_bw's format_factor 0x100000); Gb is 10^9 bit.
+      const double to_gbit =
+          r_.bandwidth_unit == BandwidthUnit::Gbps ? 1.0 : 1048576.0 * 8 / 1e9;
+      b.bw_peak_gbit_s = b.bw_peak * to_gbit;
+      b.bw_average_gbit_s = b.bw_average * to_gbit;
+      r_.bandwidth.push_back(b);
+      return;
+    }
+    LatencyRow l;
+    l.bytes = bytes;
+    l.iterations = iterations;
+    l.line = line;
+    for (size_t i = 0; i < columns_.size(); ++i) {
+      const double v = number(f[i + 2], line, i + 3, columns_[i].label);
+      switch (columns_[i].column) {
+        case Column::TMin: l.t_min = v; break;
+        case Column::TMax: l.t_max = v; break;
+        case Column::TTypical: l.t_typical = v; break;
+        case Column::TAvg: l.t_avg = v; break;
+        case Column::TStdev: l.t_stdev = v; break;
+        case Column::P99: l.p99 = v; break;
+        default: l.p999 = v; break;
+      }
+    }
+    r_.latency.push_back(l);
+  }
+
+  uint64_t whole(std::string_view text, uint32_t line, size_t column, const char* name) const {
+    const std::optional<uint64_t> v = parse_whole(text);
+    if (!v)
+      fail_at(origin_, line,
+              fmt::format("perftest row: column {} ({}) '{}' is not a whole number", column, name,
+                          text));
+    return *v;
+  }
+
+  double number(std::string_view text, uint32_t line, size_t column,
+                const std::string& name) const {
+    const std::optional<double> v = parse_number(text);
+    if (!v)
+      fail_at(origin_, line,
+              fmt::format("perftest row: column {} ({}) '{}' is not a number", column, name, text));
+    return *v;
+  }
+
+  sim::PerftestTest test_;
+  bool cycles_flag_;
+  const std::string& origin_;
+  uint32_t command_line_;
+  std::vector<HeaderColumn> columns_;
+  PerftestReading r_;
+};
+
+sim::PerftestTest perftest_test_of(std::string_view tool) {
+  if (tool == "ib_write_bw") return sim::PerftestTest::WriteBw;
+  if (tool == "ib_send_bw") return sim::PerftestTest::SendBw;
+  return sim::PerftestTest::WriteLat;
+}
+
+/// A command whose output is being collected.
+struct Pending {
+  RealRun run;
+  NetperfOptions netperf;
+  bool cycles_flag = false;  ///< perftest -C / --report-cycles
+  std::vector<Line> output;
+};
+
+}  // namespace
+
+std::vector<RealRun> parse_run_file(std::string_view text, const std::string& origin) {
+  std::vector<RealRun> runs;
+  std::vector<std::string> set;
+  std::optional<std::string> platform;
+  std::optional<Pending> current;
+
+  auto finish = [&] {
+    if (!current) return;
+    RealRun& run = current->run;
+    if (run.tool == "netperf")
+      run.output = NetperfOutputReader(current->netperf, origin, run.line).read(current->output);
+    else
+      run.output = PerftestOutputReader(perftest_test_of(run.tool), current->cycles_flag, origin,
+                                        run.line)
+                       .read(current->output);
+    runs.push_back(std::move(run));
+    current.reset();
+  };
+
+  for (const Line& line : split_lines(text)) {
+    Classified c = classify(line, origin);
+    switch (c.kind) {
+      case LineKind::Text:
+        if (current) current->output.push_back(line);
+        break;
+      case LineKind::OtherCommand: finish(); break;
+      case LineKind::Setting:
+        finish();
+        for (const std::string& s : c.sets) apply_setting(set, s);
+        if (c.platform) platform = c.platform;
+        break;
+      case LineKind::Tool: {
+        finish();
+        Pending p;
+        p.run.origin = origin;
+        p.run.line = line.number;
+        p.run.command = std::move(c.command);
+        p.run.tool = std::move(c.tool);
+        p.run.set = set;
+        p.run.platform = platform;
+        try {
+          if (p.run.tool == "netperf") {
+            p.run.words = unmangle_netperf_words(c.words);
+            p.netperf = parse_netperf_args(p.run.words);
+          } else {
+            p.run.words = std::move(c.words);
+            p.cycles_flag = strip_report_cycles(p.run.words);
+            parse_perftest_args(perftest_test_of(p.run.tool), p.run.words);
+          }
+        } catch (const InputError& e) {
+          fail_at(origin, line.number, fmt::format("{}: {}", p.run.tool, e.what()));
+        }
+        current = std::move(p);
+        break;
+      }
+    }
+  }
+  finish();
+  return runs;
+}
+
+std::vector<RealRun> load_run_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw InputError(fmt::format("{}: cannot read ({})", path, std::strerror(errno)));
+  std::ostringstream s;
+  s << in.rdbuf();
+  return parse_run_file(s.str(), path);
+}
+
+}  // namespace hcasim::scenarios

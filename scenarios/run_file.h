@@ -1,0 +1,187 @@
+#pragma once
+/// \file Readers of real netperf and perftest runs pasted into a text file ("run files"), so that
+/// a run can be simulated with the same command and compared.
+///
+/// A run file is a pasted terminal session: mail, notes and prose may surround the commands.
+///
+/// Command lines. A *command line* is a line that, after leading blanks and an optional shell
+/// prompt, then an optional `sudo` (with flag-only options such as `-E`), optional `env` and
+/// environment assignments `VAR=value` (e.g. `LD_PRELOAD=libsdp.so`), and an optional
+/// `taskset [-a] [-c] CPUS` (or `/usr/bin/taskset -c CPUS`), starts with a tool word whose last
+/// path component is `netperf`, `ib_write_lat`, `ib_write_bw` or `ib_send_bw`
+/// (`/opt/netperf/netperf`). A prompt is the line's first blank-separated word when it ends in
+/// `#`, `$` or `>` (`#`, `$`, `ionize:~#`, `user@host:~$`), or a bracketed `[...]` followed at
+/// once by one of those characters (`[root@x ~]#`). Without a prompt (seed 003's bare
+/// `/opt/netperf/netperf -l 60 ...`), a line is a command line only when the tool word has a
+/// path, a prefix (sudo, env, VAR=value, taskset) comes before it, or the word after it is absent
+/// or starts with '-': a sentence that begins with "netperf is ..." is prose. The command is split
+/// like a POSIX shell (split_command_line); pipes and redirections are not understood.
+///
+/// Outputs. Every line after a command line, up to the next command line or the next line that
+/// starts with a prompt (whatever follows it), is that command's output; lines before the first
+/// command are ignored. A prompt line with any other command is ignored with its output
+/// (`# echo $LD_PRELOAD` then `libsdp.so`), except these, which change the simulator parameters
+/// (`set`) of the commands after them in the same file (a later value of a key replaces the
+/// earlier one):
+/// - `echo N > /sys/module/ib_sdp/sdp_zcopy_thresh` (or `.../ib_sdp/parameters/sdp_zcopy_thresh`,
+///   `>PATH` attached, or `echo N | [sudo] tee [-a] PATH`), with or without a prompt: sets
+///   `sdp.zcopy_thresh=N` (seed 000: 0 is bcopy "SDP", 1 is "BZCOPY");
+/// - a directive line `# hcasim: --set key=value` (repeatable on the line and in the file): sets
+///   `key=value`; `# hcasim: --platform NAME|FILE` names the platform of the runs after it (seed
+///   001's two machines). A run file is the only place these can be said, since a real command
+///   line has no hcasim options.
+///
+/// netperf TCP_STREAM output (netperf 2.3 to 2.4; what scenarios/netperf_output.h prints reads
+/// back exactly). The command's own flags, read with parse_netperf_args (-H, -i, -I, -4, -6
+/// accepted), tell the layout: -P, -c/-C, -f and -v.
+/// - `-v 1` or `-v 2` (default 1) with `-P 0`: the first non-blank line of the output is the result
+///   row, 5 numbers (Recv Socket Size, Send Socket Size, Send Message Size, Elapsed Time,
+///   Throughput) or 9 with -c or -C (plus Utilization Send local, Utilization Recv remote, Service
+///   Demand Send local, Service Demand Recv remote; netperf prints -1 for a side it did not
+///   measure). The throughput is in the -f unit (default m).
+/// - with `-P 1` (netperf's default): everything up to the column titles is skipped except the
+///   banner (`TCP STREAM TEST from ... to ...`; netperf 2.3: `TCP STREAM TEST to ...`), whose
+///   confidence text (`+/-2.5% @ 99% conf.`, printed with -i/-I) is kept, and netperf's
+///   `!!! WARNING` block (`!!! Desired confidence was not achieved within the specified
+///   iterations.` and the achieved intervals). The titles' last line (`bytes  bytes   bytes
+///   secs.    10^6bits/sec`, or `10^6bits/s  % S ...` with CPU columns) names the throughput unit
+///   (10^3bits, 10^6bits, 10^9bits, KBytes, MBytes, GBytes): it, not -f, is used. The first
+///   non-blank line after the titles is the row.
+/// - `-v 0` (terse): the first line that is not blank, a banner or a `!!!` line is the throughput
+///   alone, in the -f unit; sizes and elapsed time are not printed. netperf 2.4.3 prints only a
+///   service demand at -v 0 with -c/-C, and no result row at all above -v 2: such runs are
+///   refused.
+/// - after the row, whatever follows (the -v 2 alignment/bytes/sends/recvs block and the TCP MSS
+///   block, prose) is ignored.
+///
+/// perftest output (perftest 2.x's five latency columns as in seed 001, perftest 4.5's nine, and
+/// the bw tables; what scenarios/perftest_output.h prints reads back exactly). The command is
+/// read with parse_perftest_args. Everything up to the table header (banner, address lines,
+/// dashed separators, labels such as `[1] BF on, WC available`) is skipped. The header is a line
+/// whose first word is `#bytes`; its columns are recognised by name:
+/// - latency tools: `#bytes #iterations t_min[U] t_max[U] t_typical[U]`, optionally followed by
+///   `t_avg[U] t_stdev[U] 99% percentile[U] 99.9% percentile[U]`, U being `usec` or `cycles`;
+/// - bw tools: `#bytes #iterations BW peak[U] BW average[U] MsgRate[Mpps]`, U being `MB/sec`
+///   (perftest's MB is 2^20 B: print_report_bw divides by 0x100000), `MiB/sec` (the same unit,
+///   as later perftest releases name it) or `Gb/sec` (10^9 bit/s, --report_gbits).
+/// The rows are the lines after the header whose first word starts with a digit, up to the first
+/// line that does not (a blank or dashed line). A second header under the same command is an
+/// error: repeat the command line before each table.
+///
+/// perftest -C (--report-cycles) reports CPU cycles instead of us. perftest 4.5 keeps `[usec]` in
+/// its header even then (the installed binary has no other latency header), so the values are
+/// read as cycles when the header says `[cycles]` or the command has -C. hcasim's perftest
+/// parser refuses -C (it simulates the us report only): the reader removes -C from `words` and
+/// sets PerftestReading::cycles.
+///
+/// seed 000's mail-mangled `---m 64K` / `---r 64K` (a lost space of `-- -m 64K`) is read as `--`,
+/// `-m`, `64K`, as parse_netperf_args reads it.
+///
+/// Errors are InputError "ORIGIN:LINE: what is wrong", LINE being the command's line for a bad
+/// command or a missing result, the offending line for a bad row or header.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "model/error.h"
+
+namespace hcasim::scenarios {
+
+/// netperf TCP_STREAM's result as printed, in canonical units (netperf 2.4.3 nettest_bsd.c
+/// send_tcp_stream: tput_fmt_0/1, cpu_fmt_0/1).
+struct NetperfReading {
+  double recv_socket_bytes = 0;   ///< B, remote receive socket size (0 at -v 0: not printed)
+  double send_socket_bytes = 0;   ///< B, local send socket size (0 at -v 0)
+  double send_message_bytes = 0;  ///< B per send() (0 at -v 0)
+  double elapsed_s = 0;           ///< s (0 at -v 0)
+  double throughput_mbps = 0;     ///< 10^6 bit/s, converted from the printed unit: 10^3bits,
+                                  ///< 10^6bits, 10^9bits (bit/s) or KBytes, MBytes, GBytes
+                                  ///< (2^10, 2^20, 2^30 B/s)
+  double throughput = 0;          ///< the throughput as printed, in `format`'s unit
+  char format = 'm';              ///< the printed unit as netperf's -f letter: k m g K M G
+  std::optional<double> util_local_pct;   ///< % of all local CPUs; netperf's -1 (not measured,
+                                          ///< no -c) is nullopt
+  std::optional<double> util_remote_pct;  ///< % of all remote CPUs; nullopt without -C
+  std::optional<double> sd_local_us_per_kb;   ///< us of CPU per KB (2^10 B); nullopt without -c
+  std::optional<double> sd_remote_us_per_kb;  ///< nullopt without -C
+  std::optional<std::string> confidence;  ///< "+/-2.5% @ 99% conf." from the -i/-I banner (-P 1)
+  bool confidence_achieved = true;  ///< false when netperf printed its "!!! WARNING ... Desired
+                                    ///< confidence was not achieved" block
+  bool terse = false;               ///< -v 0: only the throughput was printed
+  uint32_t line = 0;                ///< line of the result row
+};
+
+/// One row of a perftest latency table. Values in us (half the round trip for ib_write_lat)
+/// unless the reading's `cycles`.
+struct LatencyRow {
+  uint64_t bytes = 0;       ///< message size, B
+  uint64_t iterations = 0;  ///< perftest's #iterations column
+  double t_min = 0;
+  double t_max = 0;
+  double t_typical = 0;     ///< perftest's median
+  std::optional<double> t_avg;    ///< perftest 4.5's extra columns, when printed
+  std::optional<double> t_stdev;
+  std::optional<double> p99;      ///< 99% percentile
+  std::optional<double> p999;     ///< 99.9% percentile
+  uint32_t line = 0;        ///< line of the row
+};
+
+/// The unit of a perftest bandwidth table.
+enum class BandwidthUnit {
+  MiBps,  ///< `[MB/sec]` (perftest's MB = 2^20 B) or `[MiB/sec]`
+  Gbps,   ///< `[Gb/sec]`, 10^9 bit/s (--report_gbits)
+};
+
+/// One row of a perftest bandwidth table.
+struct BandwidthRow {
+  uint64_t bytes = 0;       ///< message size, B
+  uint64_t iterations = 0;  ///< perftest's #iterations column (iterations x QPs)
+  double bw_peak = 0;       ///< as printed, in the reading's bandwidth_unit (0 with -N)
+  double bw_average = 0;    ///< as printed
+  double bw_peak_gbit_s = 0;     ///< the same in 10^9 bit/s (MB/s x 2^20 x 8 / 10^9)
+  double bw_average_gbit_s = 0;  ///< 10^9 bit/s
+  double msg_rate_mpps = 0;      ///< 10^6 messages per second
+  uint32_t line = 0;        ///< line of the row
+};
+
+/// A perftest results table.
+struct PerftestReading {
+  bool cycles = false;  ///< values are CPU cycles, not us: the header says [cycles], or the
+                        ///< command has -C / --report-cycles (perftest 4.5 keeps "[usec]")
+  BandwidthUnit bandwidth_unit = BandwidthUnit::MiBps;  ///< bw tables: the header's unit
+  bool extended = false;  ///< latency: the header has perftest 4.5's t_avg .. 99.9% columns
+  std::vector<LatencyRow> latency;      ///< latency tools, one per row in printed order
+  std::vector<BandwidthRow> bandwidth;  ///< bw tools
+  uint32_t header_line = 0;             ///< line of the `#bytes ...` header
+};
+
+/// One real run: a command line and what it printed.
+struct RealRun {
+  std::string origin;     ///< the file, as given to parse_run_file
+  uint32_t line = 0;      ///< line of the command (from 1)
+  std::string command;    ///< the command as typed after the prompt (sudo, env, taskset kept)
+  std::string tool;       ///< "netperf", "ib_write_lat", "ib_write_bw", "ib_send_bw"
+  std::vector<std::string> words;  ///< the tool's arguments, split like a shell: no prompt, sudo,
+                                   ///< env, VAR=value, taskset or tool word; netperf's `---m` as
+                                   ///< `--`, `-m`; perftest's -C / --report-cycles removed
+  std::vector<std::string> set;    ///< "sdp.zcopy_thresh=0", ...: the file's settings in force
+  std::optional<std::string> platform;  ///< the last `# hcasim: --platform` before the command
+  std::variant<NetperfReading, PerftestReading> output;
+};
+
+/// Reads every run of a run file's `text` (see the \file comment), in file order. `origin`
+/// names the file in messages and in RealRun::origin. Throws InputError "ORIGIN:LINE: ..." for a
+/// bad command (unknown flag, unterminated quote, a tool hcasim cannot read such as ib_read_lat),
+/// a bad directive or zcopy value, output without a result ("netperf output ends before its
+/// result row"), a row with the wrong number of fields or a field that is not a number (naming
+/// the column), an unrecognised table header, and a second table under one perftest command.
+std::vector<RealRun> parse_run_file(std::string_view text, const std::string& origin);
+
+/// Reads the file at `path` and returns parse_run_file(text, path); InputError "PATH: cannot
+/// read" when it cannot be read.
+std::vector<RealRun> load_run_file(const std::string& path);
+
+}  // namespace hcasim::scenarios

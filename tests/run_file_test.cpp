@@ -1,0 +1,835 @@
+// Readers of real netperf and perftest runs (scenarios/run_file.h): seed 000's, 001's and 003's
+// pasted sessions (verbatim), the output of hcasim's own netperf and perftest printers read back,
+// the formats a real run may have (confidence banner and warning, -v 0, -f, perftest 4.5's
+// columns, bandwidth tables, cycles), the session rules (prompts, sudo/env/taskset, settings) and
+// every error with its file:line.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "scenarios/netperf_cli.h"
+#include "scenarios/netperf_output.h"
+#include "scenarios/perftest_cli.h"
+#include "scenarios/perftest_output.h"
+#include "scenarios/run.h"
+#include "scenarios/run_file.h"
+
+namespace hcasim::scenarios {
+namespace {
+
+const NetperfReading& netperf_of(const RealRun& run) { return std::get<NetperfReading>(run.output); }
+const PerftestReading& perftest_of(const RealRun& run) {
+  return std::get<PerftestReading>(run.output);
+}
+
+/// The message of the InputError parse_run_file throws on `text` (named "runs.txt"), or "".
+std::string error_of(const std::string& text) {
+  try {
+    parse_run_file(text, "runs.txt");
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+// --- seed 000 ----------------------------------------------------------------------------------
+
+/// shared/seeds/000_e020891d04dfaba2.txt lines 82-121, verbatim: line N of this text is line
+/// N + 81 of the seed.
+constexpr const char* kSeed000 = R"SEED(  # echo $LD_PRELOAD
+  libsdp.so
+  # echo 0 > /sys/module/ib_sdp/sdp_zcopy_thresh
+  # netperf -C -c -P 0 -t TCP_STREAM -H 193.168.10.143 -l 60 ---r 64K
+  87380 16384 16384 60.00 7106.72 13.32 14.87 1.228 1.370
+  # netperf -C -c -P 0 -t TCP_STREAM -H 193.168.10.143 -l 60 ---r 128K
+  87380 16384 16384 60.00 6906.18 14.02 15.18 1.330 1.441
+  # netperf -C -c -P 0 -t TCP_STREAM -H 193.168.10.143 -l 60 ---r 1M
+  87380 16384 16384 60.00 7030.98 13.97 15.13 1.303 1.410
+  # echo 1 > /sys/module/ib_sdp/sdp_zcopy_thresh
+  # netperf -C -c -P 0 -t TCP_STREAM -H 193.168.10.143 -l 60 ---r 64K
+  87380 16384 16384 60.00 6491.93 13.83 14.90 1.396 1.504
+  # netperf -C -c -P 0 -t TCP_STREAM -H 193.168.10.143 -l 60 ---r 128K
+  87380 16384 16384 60.00 6536.61 14.19 14.80 1.423 1.484
+  # netperf -C -c -P 0 -t TCP_STREAM -H 193.168.10.143 -l 60 ---r 1M
+  87380 16384 16384 60.00 6623.94 13.68 14.82 1.353 1.466
+
+Now these numbers look like what you report.  The problem here is that
+we are giving SDP data in 16K chunks (Send Message Size bytes is 16384),
+and the overhead of pinning 16K, sending it, and unpinning it is too
+high to give us any benefit. 
+
+Rerunning the whole test with -m instead of -r give me the numbers that
+I keep reporting:
+  # echo $LD_PRELOAD
+  libsdp.so
+  # echo 0 > /sys/module/ib_sdp/sdp_zcopy_thresh
+  # netperf -C -c -P 0 -t TCP_STREAM -H 193.168.10.143 -l 60 ---m 64K
+  87380  16384  65536  60.00  8323.20 12.96 13.64 1.020 1.074
+  # netperf -C -c -P 0 -t TCP_STREAM -H 193.168.10.143 -l 60 ---m 128K
+  87380  16384 131072  60.00  6661.77 13.74 13.41 1.352 1.320
+  # netperf -C -c -P 0 -t TCP_STREAM -H 193.168.10.143 -l 60 ---m 1M
+  87380  16384 1048576 60.00  6691.83 13.39 13.58 1.312 1.330
+  # echo 1 > /sys/module/ib_sdp/sdp_zcopy_thresh
+  # netperf -C -c -P 0 -t TCP_STREAM -H 193.168.10.143 -l 60 ---m 64K
+  87380  16384  65536  60.00  9052.22 12.88 14.18 0.932 1.027
+  # netperf -C -c -P 0 -t TCP_STREAM -H 193.168.10.143 -l 60 ---m 128K
+  87380  16384 131072  60.00 10294.87 12.70 13.44 0.808 0.855
+  # netperf -C -c -P 0 -t TCP_STREAM -H 193.168.10.143 -l 60 ---m 1M
+  87380  16384 1048576 60.00 10254.89  7.74 13.07 0.495 0.835
+)SEED";
+constexpr uint32_t kSeed000Offset = 81;
+
+struct Seed000Row {
+  uint32_t seed_line;  ///< the command's line in the seed file
+  std::string flag;    ///< "-r" or "-m"
+  std::string size;
+  std::string zcopy;
+  double message, throughput, util_local, util_remote, sd_local, sd_remote;
+};
+
+const std::vector<Seed000Row>& seed000_rows() {
+  static const std::vector<Seed000Row> rows = {
+      {85, "-r", "64K", "0", 16384, 7106.72, 13.32, 14.87, 1.228, 1.370},
+      {87, "-r", "128K", "0", 16384, 6906.18, 14.02, 15.18, 1.330, 1.441},
+      {89, "-r", "1M", "0", 16384, 7030.98, 13.97, 15.13, 1.303, 1.410},
+      {92, "-r", "64K", "1", 16384, 6491.93, 13.83, 14.90, 1.396, 1.504},
+      {94, "-r", "128K", "1", 16384, 6536.61, 14.19, 14.80, 1.423, 1.484},
+      {96, "-r", "1M", "1", 16384, 6623.94, 13.68, 14.82, 1.353, 1.466},
+      {109, "-m", "64K", "0", 65536, 8323.20, 12.96, 13.64, 1.020, 1.074},
+      {111, "-m", "128K", "0", 131072, 6661.77, 13.74, 13.41, 1.352, 1.320},
+      {113, "-m", "1M", "0", 1048576, 6691.83, 13.39, 13.58, 1.312, 1.330},
+      {116, "-m", "64K", "1", 65536, 9052.22, 12.88, 14.18, 0.932, 1.027},
+      {118, "-m", "128K", "1", 131072, 10294.87, 12.70, 13.44, 0.808, 0.855},
+      {120, "-m", "1M", "1", 1048576, 10254.89, 7.74, 13.07, 0.495, 0.835},
+  };
+  return rows;
+}
+
+/// Checks the 12 runs of seed 000 against the seed's rows; `offset` = seed line - run line.
+void expect_seed000(const std::vector<RealRun>& runs, uint32_t offset, const std::string& origin) {
+  const auto& rows = seed000_rows();
+  ASSERT_EQ(runs.size(), rows.size());
+  for (size_t i = 0; i < rows.size(); ++i) {
+    SCOPED_TRACE(i);
+    const RealRun& run = runs[i];
+    const Seed000Row& row = rows[i];
+    EXPECT_EQ(run.origin, origin);
+    EXPECT_EQ(run.line, row.seed_line - offset);
+    EXPECT_EQ(run.tool, "netperf");
+    EXPECT_EQ(run.command, "netperf -C -c -P 0 -t TCP_STREAM -H 193.168.10.143 -l 60 --" +
+                               row.flag + " " + row.size);
+    EXPECT_EQ(run.words, (std::vector<std::string>{"-C", "-c", "-P", "0", "-t", "TCP_STREAM", "-H",
+                                                   "193.168.10.143", "-l", "60", "--", row.flag,
+                                                   row.size}));
+    EXPECT_EQ(run.set, std::vector<std::string>{"sdp.zcopy_thresh=" + row.zcopy});
+    EXPECT_FALSE(run.platform.has_value());
+    const NetperfReading& r = netperf_of(run);
+    EXPECT_EQ(r.line, row.seed_line + 1 - offset);
+    EXPECT_EQ(r.recv_socket_bytes, 87380);
+    EXPECT_EQ(r.send_socket_bytes, 16384);
+    EXPECT_EQ(r.send_message_bytes, row.message);
+    EXPECT_EQ(r.elapsed_s, 60.0);
+    EXPECT_EQ(r.format, 'm');
+    EXPECT_DOUBLE_EQ(r.throughput, row.throughput);
+    EXPECT_DOUBLE_EQ(r.throughput_mbps, row.throughput);
+    EXPECT_EQ(r.util_local_pct, row.util_local);
+    EXPECT_EQ(r.util_remote_pct, row.util_remote);
+    EXPECT_EQ(r.sd_local_us_per_kb, row.sd_local);
+    EXPECT_EQ(r.sd_remote_us_per_kb, row.sd_remote);
+    EXPECT_FALSE(r.confidence.has_value());
+    EXPECT_TRUE(r.confidence_achieved);
+    EXPECT_FALSE(r.terse);
+  }
+}
+
+TEST(RunFile, Seed000BothBlocks) {
+  expect_seed000(parse_run_file(kSeed000, "seed000.txt"), kSeed000Offset, "seed000.txt");
+}
+
+TEST(RunFile, Seed000DataFileLoads) {
+  // validation/seed000/runs.txt: a header line and a blank line, then seed lines 82-121.
+  const std::string path = std::string(HCASIM_REFERENCE_DIR) + "/seed000/runs.txt";
+  expect_seed000(load_run_file(path), kSeed000Offset - 2, path);
+}
+
+// --- seed 001 ----------------------------------------------------------------------------------
+
+/// shared/seeds/001_8b23f244a99ed935.txt lines 88-99, verbatim (line N is seed line N + 87).
+constexpr const char* kSeed001BareMetalBf = R"SEED(# /usr/bin/taskset -c 0 ib_write_lat -d mlx4_0 -i 1  -F -a -n 1000000
+
+[1] BF on, WC available
+#bytes #iterations    t_min[usec]    t_max[usec] t_typical[usec]
+2       1000000          0.74           131.62       0.79
+4       1000000          0.74           134.51       0.79
+8       1000000          0.74           154.30       0.79
+16      1000000          0.74           1437.57      0.79
+32      1000000          0.79           138.23       0.83
+64      1000000          0.82           135.86       0.85
+128     1000000          0.94           131.11       0.98
+
+)SEED";
+
+/// shared/seeds/001_8b23f244a99ed935.txt lines 60-80, verbatim: one command, two tables.
+constexpr const char* kSeed001KvmBoth = R"SEED(# /usr/bin/taskset -c 0 ib_write_lat -d mlx4_0 -i 1  -F -a -n 1000000
+
+[2] BF on without WC
+  #bytes #iterations    t_min[usec]    t_max[usec] t_typical[usec]
+  2       1000000          0.74           186.16       0.79
+  4       1000000          0.70           103.62       0.78
+  8       1000000          0.74           77.02        0.78
+  16      1000000          0.65           640.75       0.86
+  32      1000000          0.90           134.63       0.96
+  64      1000000          1.05           808.52       1.11
+  128     1000000          1.05           405.58       1.47
+
+[3] BF off and using doorbell
+  #bytes #iterations    t_min[usec]    t_max[usec] t_typical[usec]
+  2       1000000          0.85           107.29       0.89
+  4       1000000          0.84           705.90       0.89
+  8       1000000          0.85           457.72       0.89
+  16      1000000          0.85           1041.43      0.90
+  32      1000000          0.88           773.67       0.92
+  64      1000000          0.90           82.70        0.93
+  128     1000000          0.96           78.20        1.00
+)SEED";
+
+struct LatRow {
+  uint64_t bytes;
+  double t_min, t_max, t_typical;
+};
+
+void expect_table(const PerftestReading& r, const std::vector<LatRow>& rows, uint32_t first_line) {
+  EXPECT_FALSE(r.cycles);
+  EXPECT_FALSE(r.extended);
+  EXPECT_TRUE(r.bandwidth.empty());
+  ASSERT_EQ(r.latency.size(), rows.size());
+  EXPECT_EQ(r.header_line, first_line - 1);
+  for (size_t i = 0; i < rows.size(); ++i) {
+    SCOPED_TRACE(i);
+    const LatencyRow& l = r.latency[i];
+    EXPECT_EQ(l.bytes, rows[i].bytes);
+    EXPECT_EQ(l.iterations, 1000000u);
+    EXPECT_DOUBLE_EQ(l.t_min, rows[i].t_min);
+    EXPECT_DOUBLE_EQ(l.t_max, rows[i].t_max);
+    EXPECT_DOUBLE_EQ(l.t_typical, rows[i].t_typical);
+    EXPECT_FALSE(l.t_avg || l.t_stdev || l.p99 || l.p999);
+    EXPECT_EQ(l.line, first_line + i);
+  }
+}
+
+const std::vector<LatRow> kBareMetalBf = {{2, 0.74, 131.62, 0.79},  {4, 0.74, 134.51, 0.79},
+                                          {8, 0.74, 154.30, 0.79},  {16, 0.74, 1437.57, 0.79},
+                                          {32, 0.79, 138.23, 0.83}, {64, 0.82, 135.86, 0.85},
+                                          {128, 0.94, 131.11, 0.98}};
+
+TEST(RunFile, Seed001OneTable) {
+  const auto runs = parse_run_file(kSeed001BareMetalBf, "seed001.txt");
+  ASSERT_EQ(runs.size(), 1u);
+  const RealRun& run = runs[0];
+  EXPECT_EQ(run.line, 1u);  // seed line 88
+  EXPECT_EQ(run.tool, "ib_write_lat");
+  EXPECT_EQ(run.command, "/usr/bin/taskset -c 0 ib_write_lat -d mlx4_0 -i 1  -F -a -n 1000000");
+  EXPECT_EQ(run.words, (std::vector<std::string>{"-d", "mlx4_0", "-i", "1", "-F", "-a", "-n",
+                                                 "1000000"}));
+  EXPECT_TRUE(run.set.empty());
+  expect_table(perftest_of(run), kBareMetalBf, 5);  // seed lines 92-98
+}
+
+TEST(RunFile, Seed001TwoTablesUnderOneCommandAreRefused) {
+  // The [3] table's header is seed line 73, line 14 here; the command is line 1 (seed 60).
+  EXPECT_EQ(error_of(kSeed001KvmBoth),
+            "runs.txt:14: a second results table under the ib_write_lat command of line 1: repeat "
+            "the command line before each table");
+}
+
+TEST(RunFile, Seed001DataFileLoads) {
+  const std::string path = std::string(HCASIM_REFERENCE_DIR) + "/seed001/runs.txt";
+  const auto runs = load_run_file(path);
+  ASSERT_EQ(runs.size(), 4u);
+  const std::string kvm = "connectx3-pcie3x8-kvm", bare = "connectx3-pcie3x8";
+  const std::vector<std::string> platforms = {kvm, kvm, bare, bare};
+  const std::vector<std::string> blueflame = {"on", "off", "on", "off"};
+  for (size_t i = 0; i < runs.size(); ++i) {
+    SCOPED_TRACE(i);
+    EXPECT_EQ(runs[i].platform, platforms[i]);
+    EXPECT_EQ(runs[i].set, std::vector<std::string>{"hca.blueflame=" + blueflame[i]});
+    EXPECT_EQ(runs[i].words.size(), 8u);
+    EXPECT_EQ(perftest_of(runs[i]).latency.size(), 7u);
+  }
+  // [2] BF on without WC, 128 B: "128     1000000          1.05           405.58       1.47".
+  const LatencyRow& kvm_bf_128 = perftest_of(runs[0]).latency[6];
+  EXPECT_EQ(kvm_bf_128.bytes, 128u);
+  EXPECT_DOUBLE_EQ(kvm_bf_128.t_typical, 1.47);
+  // [3] BF off (KVM), 16 B: "16      1000000          0.85           1041.43      0.90".
+  EXPECT_DOUBLE_EQ(perftest_of(runs[1]).latency[3].t_max, 1041.43);
+  expect_table(perftest_of(runs[2]), kBareMetalBf, runs[2].line + 4);
+  // [3] BF off (bare metal), 128 B: "128     1000000          1.22           212.19       1.27".
+  const LatencyRow& bare_db_128 = perftest_of(runs[3]).latency.back();
+  EXPECT_DOUBLE_EQ(bare_db_128.t_min, 1.22);
+  EXPECT_DOUBLE_EQ(bare_db_128.t_typical, 1.27);
+}
+
+// --- seed 003 ----------------------------------------------------------------------------------
+
+/// shared/seeds/003_53dfb8b0c199e3c9.txt lines 1-33, verbatim: prose, the bare netperf 2.3
+/// command (line 20), its confidence banner, titles and row, then a prompt with another command.
+constexpr const char* kSeed003 = R"SEED([openib-general] ip over ib throughtput
+
+Wed Jan 12 17:34:06 PST 2005
+
+On Tue, Jan 04, 2005 at 01:10:15PM -0800, Roland Dreier wrote:
+>     Josh> I'm seeing about 364 MB/s between 2 PCIe Xeon 3.2GHz boxes
+>     Josh> using netperf-2.3pl1.
+> 
+> Are you using MSI-X?  To use it, set CONFIG_PCI_MSI=y when you build
+> your kernel and either "modprobe ib_mthca msi_x=1"...
+
+Good news: Topspin firmware 3.3.2 can run netperf w/MSI-X on ia64 too
+Bad news: I'm getting weak perf #s on the ZX1 boxes (~1580 Mbps == ~200MB/s)
+
+This is with MSI-X enabled on both systems.
+RX2600 sending TCP_Stream packets to RX4640 via topspin 12port switch.
+Rx2600 has "Low Profile" (Cougarcub) and rx4640 has "Cougar" installed
+in "dual rope" slots.
+
+/opt/netperf/netperf -l 60 -H 10.0.1.81 -t TCP_STREAM -i 5,2 -I 99,5 -- -m 8192 -s 262144 -S 262144
+
+TCP STREAM TEST to 10.0.1.81 : +/-2.5% @ 99% conf.
+Recv   Send    Send                          
+Socket Socket  Message  Elapsed              
+Size   Size    Size     Time     Throughput  
+bytes  bytes   bytes    secs.    10^6bits/sec  
+
+262142 262142   8192    60.00    1588.33   
+
+q-syscollect on netperf client (RX2600, dual 1.5Ghz):
+
+ionize:~/.q# q-view kernel-cpu1.info#0 | less
+Flat profile of CPU_CYCLES in kernel-cpu1.hist#0:
+)SEED";
+
+TEST(RunFile, Seed003BareCommandWithConfidenceBanner) {
+  const auto runs = parse_run_file(kSeed003, "seed003.txt");
+  ASSERT_EQ(runs.size(), 1u);
+  const RealRun& run = runs[0];
+  EXPECT_EQ(run.line, 20u);
+  EXPECT_EQ(run.command, "/opt/netperf/netperf -l 60 -H 10.0.1.81 -t TCP_STREAM -i 5,2 -I 99,5 -- "
+                         "-m 8192 -s 262144 -S 262144");
+  EXPECT_EQ(run.words, (std::vector<std::string>{"-l", "60", "-H", "10.0.1.81", "-t", "TCP_STREAM",
+                                                 "-i", "5,2", "-I", "99,5", "--", "-m", "8192",
+                                                 "-s", "262144", "-S", "262144"}));
+  const NetperfReading& r = netperf_of(run);
+  EXPECT_EQ(r.line, 28u);
+  EXPECT_EQ(r.recv_socket_bytes, 262142);
+  EXPECT_EQ(r.send_socket_bytes, 262142);
+  EXPECT_EQ(r.send_message_bytes, 8192);
+  EXPECT_EQ(r.elapsed_s, 60.0);
+  EXPECT_DOUBLE_EQ(r.throughput_mbps, 1588.33);
+  EXPECT_EQ(r.format, 'm');
+  EXPECT_FALSE(r.util_local_pct || r.util_remote_pct || r.sd_local_us_per_kb ||
+               r.sd_remote_us_per_kb);
+  EXPECT_EQ(r.confidence, "+/-2.5% @ 99% conf.");
+  EXPECT_TRUE(r.confidence_achieved);
+}
+
+// --- hcasim's own netperf printer, read back ---------------------------------------------------
+
+/// Seed 000 T3 SDP -m 64K as the simulation would report it: 62 424 000 000 B in 60 s (8323.20
+/// Mbit/s), 8 CPUs per host, 12.96 % and 13.64 % busy.
+sim::TcpStreamResult t3_result() {
+  sim::TcpStreamResult r;
+  r.remote_recv_socket = 87380;
+  r.local_send_socket = 16384;
+  r.send_size = 65536;
+  r.recv_size = 87380;
+  r.elapsed_s = 60.0;
+  r.bytes_sent = r.bytes_received = 62424000000;
+  r.send_calls = 952515;
+  r.recv_calls = 1905030;
+  r.local_cpus = r.remote_cpus = 8;
+  r.local_util_pct = 12.96;
+  r.remote_util_pct = 13.64;
+  return r;
+}
+
+std::vector<std::string> words_of(const std::string& line) {
+  return split_command_line(line);
+}
+
+/// `hcasim netperf WORDS` output for t3_result(), as a run file: "$ netperf WORDS" and the output.
+std::string printed_netperf(const std::string& words) {
+  const NetperfOptions o = parse_netperf_args(words_of(words));
+  const auto r = t3_result();
+  return "$ netperf " + words + "\n" + format_netperf_output(o, r, netperf_figures(o, r));
+}
+
+TEST(RunFile, PrinterHeadersAndCpuColumns) {
+  const std::string text = printed_netperf("-c -C -H 10.0.0.2 -l 60 -- -m 64K");
+  ASSERT_NE(text.find("us/KB   us/KB"), std::string::npos);  // the -P 1 CPU titles
+  const auto runs = parse_run_file(text, "p.txt");
+  ASSERT_EQ(runs.size(), 1u);
+  const NetperfReading& r = netperf_of(runs[0]);
+  EXPECT_EQ(r.line, 8u);  // command, banner, four title lines, a blank line, the row
+  EXPECT_EQ(r.recv_socket_bytes, 87380);
+  EXPECT_EQ(r.send_socket_bytes, 16384);
+  EXPECT_EQ(r.send_message_bytes, 65536);
+  EXPECT_EQ(r.elapsed_s, 60.0);
+  EXPECT_EQ(r.format, 'm');
+  EXPECT_DOUBLE_EQ(r.throughput_mbps, 8323.20);
+  EXPECT_EQ(r.util_local_pct, 12.96);
+  EXPECT_EQ(r.util_remote_pct, 13.64);
+  // 12.96 % x 8 CPUs x 10^4 / (62424000000 / 1024 / 60 KB/s) = 1.0205 us/KB; 13.64 %: 1.0740.
+  EXPECT_EQ(r.sd_local_us_per_kb, 1.020);
+  EXPECT_EQ(r.sd_remote_us_per_kb, 1.074);
+  EXPECT_FALSE(r.confidence.has_value());
+}
+
+TEST(RunFile, PrinterOneSideMeasured) {
+  // -c only: netperf prints -1.00 / -1.000 for the remote side.
+  const std::string text = printed_netperf("-P 0 -c -l 60 -- -m 64K");
+  ASSERT_NE(text.find("-1.00"), std::string::npos);
+  const NetperfReading r = netperf_of(parse_run_file(text, "p.txt").at(0));
+  EXPECT_EQ(r.line, 2u);
+  EXPECT_EQ(r.util_local_pct, 12.96);
+  EXPECT_EQ(r.sd_local_us_per_kb, 1.020);
+  EXPECT_FALSE(r.util_remote_pct.has_value());
+  EXPECT_FALSE(r.sd_remote_us_per_kb.has_value());
+}
+
+TEST(RunFile, PrinterKilobytesWithAndWithoutTitles) {
+  // 62424000000 B / 1024 / 60 s = 1016015.625 KB/s, printed "1016015.62" (round half to even);
+  // back in Mbit/s: 1016015.62 x 8192 / 10^6.
+  const double mbps = 1016015.62 * 8192 / 1e6;
+  for (const std::string flags : {"-f K -l 60 -- -m 64K", "-P 0 -f K -l 60 -- -m 64K"}) {
+    SCOPED_TRACE(flags);
+    const NetperfReading r = netperf_of(parse_run_file(printed_netperf(flags), "p.txt").at(0));
+    EXPECT_EQ(r.format, 'K');
+    EXPECT_DOUBLE_EQ(r.throughput, 1016015.62);
+    EXPECT_DOUBLE_EQ(r.throughput_mbps, mbps);
+    EXPECT_FALSE(r.util_local_pct.has_value());
+  }
+}
+
+TEST(RunFile, PrinterUnitsWithCpuTitles) {
+  // The CPU titles print the unit as "%-8.8s/s": "10^9bits/s", "MBytes  /s".
+  struct Case {
+    const char* flags;
+    char format;
+    double printed, mbps;
+  };
+  // 62424000000 B / 60 s: 8.32 Gbit/s (8.3232); 992.20 MB/s (992.2027...) = 8323.20 Mbit/s x 2^20 / 10^6.
+  for (const Case& c : {Case{"-c -C -f g -l 60 -- -m 64K", 'g', 8.32, 8320.0},
+                        Case{"-c -C -f M -l 60 -- -m 64K", 'M', 992.20, 992.20 * 1048576 * 8 / 1e6}}) {
+    SCOPED_TRACE(c.flags);
+    const NetperfReading r = netperf_of(parse_run_file(printed_netperf(c.flags), "p.txt").at(0));
+    EXPECT_EQ(r.format, c.format);
+    EXPECT_DOUBLE_EQ(r.throughput, c.printed);
+    EXPECT_DOUBLE_EQ(r.throughput_mbps, c.mbps);
+    EXPECT_EQ(r.sd_remote_us_per_kb, 1.074);
+  }
+}
+
+TEST(RunFile, PrinterVerbose2BlocksAreSkipped) {
+  // -v 2 adds the alignment/bytes/sends/recvs block and the MSS block after the row; the next
+  // command (another run) is read as usual.
+  const std::string text = printed_netperf("-v 2 -c -C -l 60 -- -m 64K") +
+                           printed_netperf("-P 0 -v 2 -l 60 -- -m 64K");
+  ASSERT_NE(text.find("Segment"), std::string::npos);
+  const auto runs = parse_run_file(text, "p.txt");
+  ASSERT_EQ(runs.size(), 2u);
+  EXPECT_EQ(netperf_of(runs[0]).sd_local_us_per_kb, 1.020);
+  EXPECT_DOUBLE_EQ(netperf_of(runs[1]).throughput_mbps, 8323.20);
+  EXPECT_EQ(netperf_of(runs[1]).line, runs[1].line + 1);
+  EXPECT_EQ(runs[1].words, words_of("-P 0 -v 2 -l 60 -- -m 64K"));
+}
+
+TEST(RunFile, PrinterTerse) {
+  for (const std::string flags : {"-v 0 -l 60", "-P 0 -v 0 -l 60", "-v 0 -f k -l 60"}) {
+    SCOPED_TRACE(flags);
+    const NetperfReading r = netperf_of(parse_run_file(printed_netperf(flags), "p.txt").at(0));
+    EXPECT_TRUE(r.terse);
+    EXPECT_DOUBLE_EQ(r.throughput_mbps, 8323.20);
+    EXPECT_EQ(r.elapsed_s, 0.0);
+  }
+}
+
+// --- netperf formats of real runs --------------------------------------------------------------
+
+TEST(RunFile, NetperfConfidenceNotAchieved) {
+  // netperf 2.4's banner with -i/-I and its warning block (netlib.c display_confidence).
+  const std::string text =
+      "$ netperf -H tardy -i 3 -I 99,5\n"
+      "TCP STREAM TEST from 0.0.0.0 (0.0.0.0) port 0 AF_INET to tardy (15.244.44.58) port 0 "
+      "AF_INET : +/-2.5% @ 99% conf.\n"
+      "!!! WARNING\n"
+      "!!! Desired confidence was not achieved within the specified iterations.\n"
+      "!!! This implies that there was variability in the test environment that\n"
+      "!!! must be investigated before going further.\n"
+      "!!! Confidence intervals: Throughput      :  6.8%\n"
+      "!!!                       Local CPU util  :  0.0%\n"
+      "!!!                       Remote CPU util :  0.0%\n"
+      "\n"
+      "Recv   Send    Send\n"
+      "Socket Socket  Message  Elapsed\n"
+      "Size   Size    Size     Time     Throughput\n"
+      "bytes  bytes   bytes    secs.    10^6bits/sec\n"
+      "\n"
+      " 32768  16384  16384    10.01      40.23\n";
+  const NetperfReading r = netperf_of(parse_run_file(text, "ci.txt").at(0));
+  EXPECT_EQ(r.confidence, "+/-2.5% @ 99% conf.");
+  EXPECT_FALSE(r.confidence_achieved);
+  EXPECT_EQ(r.line, 16u);
+  EXPECT_EQ(r.recv_socket_bytes, 32768);
+  EXPECT_EQ(r.elapsed_s, 10.01);
+  EXPECT_DOUBLE_EQ(r.throughput_mbps, 40.23);
+
+  // With -P 0 there is no banner, but the warning block still precedes the row.
+  const std::string p0 =
+      "# netperf -P 0 -H tardy -i 3\n"
+      "!!! WARNING\n"
+      "!!! Desired confidence was not achieved within the specified iterations.\n"
+      "!!! Confidence intervals: Throughput      :  6.8%\n"
+      "\n"
+      " 32768  16384  16384    10.01      40.23\n";
+  const NetperfReading q = netperf_of(parse_run_file(p0, "ci.txt").at(0));
+  EXPECT_FALSE(q.confidence_achieved);
+  EXPECT_FALSE(q.confidence.has_value());
+  EXPECT_EQ(q.line, 6u);
+}
+
+// --- hcasim's own perftest printer, read back --------------------------------------------------
+
+constexpr double kMhz = 1000.0;  // one cycle per ns
+
+/// A latency point: posts at the given gaps (ns; at 1000 MHz also cycles, so each gap is a round
+/// trip of gap/2000 us one way).
+sim::PerftestPoint lat_point(uint64_t bytes, const std::vector<double>& gaps_ns) {
+  sim::PerftestPoint p;
+  p.bytes = bytes;
+  p.iterations = gaps_ns.size() + 1;
+  double t = 1000;
+  p.tposted_ns.push_back(t);
+  for (double g : gaps_ns) p.tposted_ns.push_back(t += g);
+  return p;
+}
+
+/// A bw point: `n` WRs posted every `post_ns`, each completing `latency_ns` after its post.
+sim::PerftestPoint bw_point(uint64_t bytes, size_t n, double post_ns, double latency_ns) {
+  sim::PerftestPoint p;
+  p.bytes = bytes;
+  p.iterations = n;
+  for (size_t i = 0; i < n; ++i) {
+    p.tposted_ns.push_back(1000 + static_cast<double>(i) * post_ns);
+    p.tcompleted_ns.push_back(p.tposted_ns.back() + latency_ns);
+  }
+  return p;
+}
+
+std::string printed_perftest(sim::PerftestTest test, const std::string& words,
+                             const sim::PerftestResult& result) {
+  const PerftestOptions o = parse_perftest_args(test, words_of(words));
+  return "# " + std::string(perftest_tool_name(test)) + " " + words + "\n" +
+         format_perftest_output(o, result, kMhz);
+}
+
+const std::vector<double> kGaps = {2000, 2200, 2000, 2400, 2060, 2000, 9000, 2100, 3000, 2240};
+
+TEST(RunFile, PrinterLatencyClassicAndExtended) {
+  sim::PerftestResult result;
+  result.points = {lat_point(2, kGaps), lat_point(64, kGaps)};
+  // Sorted round trips (cycles): 2000 2000 2000 2060 2100 2200 2240 2400 3000 9000. perftest
+  // keeps the first 8: t_min 2000/2000 = 1.00 us; t_max is delta[8], 3000/2000 = 1.50; the
+  // median of 8 is (2060 + 2100)/2 = 2080 -> 1.04; the average 17000/8/2000 = 1.0625 -> "1.06".
+  for (const char* columns : {"classic", "extended"}) {
+    SCOPED_TRACE(columns);
+    const std::string words = std::string("-a -n 11 --columns ") + columns;
+    const std::string text = printed_perftest(sim::PerftestTest::WriteLat, words, result);
+    const auto runs = parse_run_file(text, "p.txt");
+    ASSERT_EQ(runs.size(), 1u);
+    const PerftestReading& r = perftest_of(runs[0]);
+    ASSERT_EQ(r.latency.size(), 2u);
+    EXPECT_EQ(r.extended, std::string(columns) == "extended");
+    EXPECT_FALSE(r.cycles);
+    for (size_t i = 0; i < 2; ++i) {
+      const LatencyRow& l = r.latency[i];
+      const PerftestLatFigures f = perftest_lat_figures(result.points[i], kMhz);
+      EXPECT_EQ(l.bytes, i == 0 ? 2u : 64u);
+      EXPECT_EQ(l.iterations, 11u);
+      EXPECT_DOUBLE_EQ(l.t_min, 1.00);
+      EXPECT_DOUBLE_EQ(l.t_max, 1.50);
+      EXPECT_DOUBLE_EQ(l.t_typical, 1.04);
+      EXPECT_NEAR(l.t_typical, f.t_typical_us, 0.005);
+      if (r.extended) {
+        EXPECT_DOUBLE_EQ(*l.t_avg, 1.06);
+        EXPECT_NEAR(*l.t_avg, f.t_avg_us, 0.005);
+        EXPECT_NEAR(*l.t_stdev, f.t_stdev_us, 0.005);
+        EXPECT_NEAR(*l.p99, f.t_p99_us, 0.005);
+        EXPECT_NEAR(*l.p999, f.t_p99_9_us, 0.005);
+      } else {
+        EXPECT_FALSE(l.t_avg || l.t_stdev || l.p99 || l.p999);
+      }
+    }
+    EXPECT_EQ(r.latency[1].line, r.latency[0].line + 1);
+    EXPECT_EQ(r.header_line + 1, r.latency[0].line);
+  }
+}
+
+TEST(RunFile, PrinterBandwidthMegabytesAndGigabits) {
+  sim::PerftestResult result;
+  // 20 WRs of 64 KB, one every 500 ns, each done 1000 ns later: the last completion is at
+  // 19 x 500 + 1000 = 10500 cycles after the first post.
+  result.points = {bw_point(65536, 20, 500, 1000)};
+  const PerftestBwFigures f = perftest_bw_figures(result.points[0], kMhz, 1, false);
+  // Average: 65536 x 20 B / 10.5 us = 124.83 GB/s = 119047.62 MB/s (2^20 B).
+  ASSERT_NEAR(f.bw_avg_mib_s, 65536.0 * 20 / 10.5e-6 / 1048576, 1e-6);
+  for (bool gbits : {false, true}) {
+    SCOPED_TRACE(gbits);
+    const std::string words = std::string("-s 65536 -n 20 -Q 1") + (gbits ? " --report_gbits" : "");
+    const auto runs =
+        parse_run_file(printed_perftest(sim::PerftestTest::WriteBw, words, result), "p.txt");
+    const PerftestReading& r = perftest_of(runs.at(0));
+    ASSERT_EQ(r.bandwidth.size(), 1u);
+    EXPECT_TRUE(r.latency.empty());
+    EXPECT_EQ(r.bandwidth_unit, gbits ? BandwidthUnit::Gbps : BandwidthUnit::MiBps);
+    const BandwidthRow& b = r.bandwidth[0];
+    EXPECT_EQ(b.bytes, 65536u);
+    EXPECT_EQ(b.iterations, 20u);
+    EXPECT_NEAR(b.bw_average, gbits ? f.bw_avg_gbit_s : f.bw_avg_mib_s, 0.005);
+    EXPECT_NEAR(b.bw_peak, gbits ? f.bw_peak_gbit_s : f.bw_peak_mib_s, 0.005);
+    // Canonical Gbit/s from either unit: 65536 x 20 x 8 bit / 10.5 us = 998.6 Gbit/s.
+    EXPECT_NEAR(b.bw_average_gbit_s, 65536.0 * 20 * 8 / 10.5e-6 / 1e9, gbits ? 0.005 : 0.0001);
+    EXPECT_NEAR(b.msg_rate_mpps, 20 / 10.5, 0.0000005);
+  }
+}
+
+TEST(RunFile, PrinterSmallGigabitsSixDecimals) {
+  // Below 0.1 Gb/s perftest 4.5 prints six decimals (REPORT_FMT_EXT): 2 B x 20 / 10.5 us =
+  // 0.030476 Gbit/s.
+  sim::PerftestResult result;
+  result.points = {bw_point(2, 20, 500, 1000)};
+  const std::string text = printed_perftest(sim::PerftestTest::SendBw,
+                                            "-s 2 -n 20 -Q 1 --report_gbits --columns extended",
+                                            result);
+  const BandwidthRow b = perftest_of(parse_run_file(text, "p.txt").at(0)).bandwidth.at(0);
+  EXPECT_DOUBLE_EQ(b.bw_average, 0.030476);
+  EXPECT_DOUBLE_EQ(b.bw_average_gbit_s, 0.030476);
+}
+
+// --- perftest formats of real runs -------------------------------------------------------------
+
+TEST(RunFile, PerftestCycles) {
+  // perftest 4.5 with -C keeps "[usec]" in its header: the command says the values are cycles.
+  const std::string with_flag =
+      "$ ib_write_lat -aC -n 1000\n"
+      " #bytes #iterations    t_min[usec]    t_max[usec]  t_typical[usec]\n"
+      " 2       1000          1830.00        5012.00      1902.00\n";
+  const auto runs = parse_run_file(with_flag, "c.txt");
+  EXPECT_TRUE(perftest_of(runs.at(0)).cycles);
+  EXPECT_EQ(runs[0].words, (std::vector<std::string>{"-a", "-n", "1000"}));
+  EXPECT_DOUBLE_EQ(perftest_of(runs[0]).latency.at(0).t_typical, 1902.0);
+
+  const std::string long_flag = "$ ib_write_lat --report-cycles -s 2\n" +
+                                with_flag.substr(with_flag.find('\n') + 1);
+  const auto long_runs = parse_run_file(long_flag, "c.txt");
+  EXPECT_TRUE(perftest_of(long_runs.at(0)).cycles);
+  EXPECT_EQ(long_runs[0].words, (std::vector<std::string>{"-s", "2"}));
+
+  // A header that says [cycles] is read as cycles without the flag.
+  const std::string header =
+      "$ ib_write_lat -s 2\n"
+      " #bytes #iterations    t_min[cycles]    t_max[cycles]  t_typical[cycles]\n"
+      " 2       1000          1830.00        5012.00      1902.00\n";
+  EXPECT_TRUE(perftest_of(parse_run_file(header, "c.txt").at(0)).cycles);
+
+  const std::string plain = "$ ib_write_lat -s 2\n" + with_flag.substr(with_flag.find('\n') + 1);
+  EXPECT_FALSE(perftest_of(parse_run_file(plain, "c.txt").at(0)).cycles);
+
+  // As getopt reads it, the word after an option that takes a value is that value: "-d -C"
+  // names a device "-C" and is no -C flag.
+  const std::string device = "$ ib_write_lat -s 2 -d -C\n" + with_flag.substr(with_flag.find('\n') + 1);
+  const auto device_runs = parse_run_file(device, "c.txt");
+  EXPECT_FALSE(perftest_of(device_runs.at(0)).cycles);
+  EXPECT_EQ(device_runs[0].words, (std::vector<std::string>{"-s", "2", "-d", "-C"}));
+}
+
+TEST(RunFile, PerftestMebibyteHeaderOfLaterReleases) {
+  const std::string text =
+      "$ ib_send_bw -s 65536 -n 5000\n"
+      " #bytes     #iterations    BW peak[MiB/sec]    BW average[MiB/sec]   MsgRate[Mpps]\n"
+      " 65536      5000             11578.25            11576.12\t\t   0.185218\n";
+  const PerftestReading r = perftest_of(parse_run_file(text, "m.txt").at(0));
+  EXPECT_EQ(r.bandwidth_unit, BandwidthUnit::MiBps);
+  EXPECT_DOUBLE_EQ(r.bandwidth.at(0).bw_peak, 11578.25);
+  EXPECT_DOUBLE_EQ(r.bandwidth[0].bw_average_gbit_s, 11576.12 * 1048576 * 8 / 1e9);
+  EXPECT_DOUBLE_EQ(r.bandwidth[0].msg_rate_mpps, 0.185218);
+}
+
+// --- session rules -----------------------------------------------------------------------------
+
+TEST(RunFile, PromptsPrefixesAndSettings) {
+  const std::string text =
+      "notes before the first command, and a row that is not output:\n"
+      " 87380  16384  65536    60.00      1.00\n"
+      "# hcasim: --set sdp.recv_poll=0 --set=ib.speed=QDR\n"
+      "[root@x ~]# netperf -P 0 -l 60\n"
+      " 87380  16384  16384    60.00      100.00\n"
+      "user@host:~$ echo 1 > /sys/module/ib_sdp/parameters/sdp_zcopy_thresh\n"
+      "user@host:~$ sudo -E LD_PRELOAD=libsdp.so taskset -c 1 netperf -P 0 -l 60\n"
+      " 87380  16384  16384    60.00      200.00\n"
+      "$ echo $LD_PRELOAD\n"
+      "libsdp.so\n"
+      "echo 0 >/sys/module/ib_sdp/sdp_zcopy_thresh\n"
+      "$ env X=1 /usr/local/bin/netperf -P 0 -l 60\n"
+      "\n"
+      " 87380  16384  16384    60.00      300.00\n"
+      "netperf is slow here, and the next line is a bare command\n"
+      "netperf -P 0 -l 60\r\n"
+      " 87380  16384  16384    60.00      400.00\r\n"
+      "$ echo 64 | sudo tee /sys/module/ib_sdp/sdp_zcopy_thresh\n"
+      "# hcasim: --platform infinihost3-pcie1x8 --set ib.speed=SDR\n"
+      "ionize:~# ./netperf -P 0 -l 60\n"
+      " 87380  16384  16384    60.00      500.00\n"
+      "$\n"
+      " 1 2 3 4 5 6 7 8 9\n";
+  const auto runs = parse_run_file(text, "s.txt");
+  ASSERT_EQ(runs.size(), 5u);
+  const std::vector<uint32_t> lines = {4, 7, 12, 16, 20};
+  const std::vector<double> mbps = {100, 200, 300, 400, 500};
+  const std::vector<std::vector<std::string>> sets = {
+      {"sdp.recv_poll=0", "ib.speed=QDR"},
+      {"sdp.recv_poll=0", "ib.speed=QDR", "sdp.zcopy_thresh=1"},
+      {"sdp.recv_poll=0", "ib.speed=QDR", "sdp.zcopy_thresh=0"},
+      {"sdp.recv_poll=0", "ib.speed=QDR", "sdp.zcopy_thresh=0"},
+      {"sdp.recv_poll=0", "sdp.zcopy_thresh=64", "ib.speed=SDR"}};
+  for (size_t i = 0; i < runs.size(); ++i) {
+    SCOPED_TRACE(i);
+    EXPECT_EQ(runs[i].line, lines[i]);
+    EXPECT_EQ(runs[i].tool, "netperf");
+    EXPECT_EQ(runs[i].words, (std::vector<std::string>{"-P", "0", "-l", "60"}));
+    EXPECT_DOUBLE_EQ(netperf_of(runs[i]).throughput_mbps, mbps[i]);
+    EXPECT_EQ(runs[i].set, sets[i]);
+    EXPECT_EQ(runs[i].platform.has_value(), i == 4);
+  }
+  EXPECT_EQ(runs[1].command, "sudo -E LD_PRELOAD=libsdp.so taskset -c 1 netperf -P 0 -l 60");
+  EXPECT_EQ(runs[2].command, "env X=1 /usr/local/bin/netperf -P 0 -l 60");
+  EXPECT_EQ(runs[3].command, "netperf -P 0 -l 60");
+  EXPECT_EQ(runs[4].platform, "infinihost3-pcie1x8");
+}
+
+TEST(RunFile, NoCommandNoRuns) {
+  EXPECT_TRUE(parse_run_file("", "e.txt").empty());
+  EXPECT_TRUE(parse_run_file("just prose\n# ls\nfile\n", "e.txt").empty());
+}
+
+// --- errors ------------------------------------------------------------------------------------
+
+TEST(RunFileErrors, NetperfOutputEndsBeforeRow) {
+  EXPECT_EQ(error_of("intro\n# netperf -P 0 -l 60\n\n# echo done\n"),
+            "runs.txt:2: netperf output ends before its result row");
+  EXPECT_EQ(error_of("$ netperf -l 60\nTCP STREAM TEST from 0.0.0.0 (0.0.0.0) port 0 AF_INET\n"),
+            "runs.txt:1: netperf output ends before its column titles ('bytes  bytes   bytes    "
+            "secs. ...'; the command has no -P 0)");
+  EXPECT_EQ(error_of(printed_netperf("-l 60").substr(0, printed_netperf("-l 60").rfind(" 87380"))),
+            "runs.txt:1: netperf output ends before its result row");
+}
+
+TEST(RunFileErrors, NetperfRowFields) {
+  EXPECT_EQ(error_of("# netperf -C -c -P 0 -l 60\n  87380 16384 16384 60.00 7106.72 13.32 14.87 1.228\n"),
+            "runs.txt:2: netperf result row has 8 fields, expected 9 (the command has -c/-C: sizes, "
+            "elapsed time, throughput, two utilisations and two service demands)");
+  EXPECT_EQ(error_of("# netperf -P 0 -l 60\n\n\n  87380 16384 16384 60.00 7106.72x\n"),
+            "runs.txt:4: netperf result row: column 5 (Throughput) '7106.72x' is not a number");
+  EXPECT_EQ(error_of("# netperf -c -P 0 -l 60\n  87380 16384 16384 60.00 7106.72 13.32 - 1.228 -1\n"),
+            "runs.txt:2: netperf result row: column 7 (Utilization Recv remote) '-' is not a "
+            "number");
+}
+
+TEST(RunFileErrors, NetperfUnreadableLayouts) {
+  EXPECT_EQ(error_of("# netperf -v 0 -c -l 60\n 1.020 S\n"),
+            "runs.txt:1: netperf -v 0 with -c/-C prints only a service demand, not the "
+            "throughput: hcasim cannot read that run (repeat it without -v 0)");
+  EXPECT_EQ(error_of("$ netperf -l 1\nbytes  bytes   bytes    secs.    10^6bytes/sec\n"),
+            "runs.txt:2: netperf column titles: unknown throughput unit '10^6bytes/sec' (netperf "
+            "prints 10^3bits, 10^6bits, 10^9bits, KBytes, MBytes or GBytes)");
+}
+
+TEST(RunFileErrors, BadCommands) {
+  EXPECT_EQ(error_of("text\n\n  # netperf -Z -P 0\n 1 2 3 4 5\n"),
+            "runs.txt:3: netperf: unknown option -Z");
+  EXPECT_EQ(error_of("# netperf -P 0 -t UDP_STREAM\n"),
+            "runs.txt:1: netperf: -t UDP_STREAM: hcasim simulates only TCP_STREAM");
+  EXPECT_EQ(error_of("x\n$ ib_write_lat --frobnicate\n"),
+            "runs.txt:2: ib_write_lat: unknown option --frobnicate");
+  EXPECT_EQ(error_of("$ ib_write_lat -H -s 2\n"),
+            "runs.txt:1: ib_write_lat: -H (--report-histogrm): perftest flag not supported by "
+            "hcasim ib_write_lat");
+  EXPECT_EQ(error_of("$ netperf -H 'host -P 0\n"),
+            "runs.txt:1: netperf: unterminated single quote in: netperf -H 'host -P 0");
+}
+
+TEST(RunFileErrors, UnrecognisedTool) {
+  EXPECT_EQ(error_of("a\nb\n# ib_read_lat -a\n"),
+            "runs.txt:3: ib_read_lat: hcasim reads runs of netperf, ib_write_lat, ib_write_bw and "
+            "ib_send_bw only");
+  EXPECT_EQ(error_of("$ taskset -c 2 /usr/bin/ib_send_lat -s 2\n"),
+            "runs.txt:1: ib_send_lat: hcasim reads runs of netperf, ib_write_lat, ib_write_bw and "
+            "ib_send_bw only");
+}
+
+TEST(RunFileErrors, PerftestTables) {
+  EXPECT_EQ(error_of("# ib_write_lat -s 2\nCouldn't connect to 10.0.0.1:18515\n"),
+            "runs.txt:1: ib_write_lat output ends before its results table (a '#bytes "
+            "#iterations ...' header and its rows)");
+  EXPECT_EQ(error_of("# ib_write_lat -s 2\n #bytes #iterations    t_min[usec]    t_max[usec]  "
+                     "t_typical[usec]\n-----\n"),
+            "runs.txt:2: ib_write_lat results table has no rows");
+  const std::string header =
+      "# ib_write_lat -s 2\n #bytes #iterations    t_min[usec]    t_max[usec]  t_typical[usec]\n";
+  EXPECT_EQ(error_of(header + " 2       1000          0.74           131.62\n"),
+            "runs.txt:3: perftest row has 4 fields, expected 5 (the header of line 2)");
+  EXPECT_EQ(error_of(header + " 2       1000          0.74           1,31.62       0.79\n"),
+            "runs.txt:3: perftest row: column 4 (t_max[usec]) '1,31.62' is not a number");
+  EXPECT_EQ(error_of(header + " 2.5     1000          0.74           131.62       0.79\n"),
+            "runs.txt:3: perftest row: column 1 (#bytes) '2.5' is not a whole number");
+}
+
+TEST(RunFileErrors, PerftestHeaders) {
+  EXPECT_EQ(error_of("# ib_write_bw -s 2\n #bytes #iterations    t_min[usec]    t_max[usec]  "
+                     "t_typical[usec]\n 2 1000 1 2 3\n"),
+            "runs.txt:2: perftest table header: column 't_min[usec]' belongs to a latency table, "
+            "not ib_write_bw's");
+  EXPECT_EQ(error_of("# ib_write_lat -s 2\n #bytes #iterations    t_min[usec]    t_median[usec]\n"),
+            "runs.txt:2: perftest table header: unrecognised column 't_median[usec]'");
+  EXPECT_EQ(error_of("# ib_write_lat -s 2\n #bytes #iterations    t_min[usec]    t_typical[usec]\n"),
+            "runs.txt:2: perftest table header: no t_max column");
+  EXPECT_EQ(error_of("# ib_write_bw -s 2\n #bytes     #iterations    BW peak[KB/sec]    BW "
+                     "average[KB/sec]   MsgRate[Mpps]\n"),
+            "runs.txt:2: perftest table header: column 'BW peak[KB/sec]': unit 'KB/sec' is not "
+            "MB/sec, MiB/sec or Gb/sec");
+}
+
+TEST(RunFileErrors, Settings) {
+  EXPECT_EQ(error_of("# hcasim: --set sdp.zcopy_thresh\n"),
+            "runs.txt:1: hcasim directive: --set: 'sdp.zcopy_thresh' is not key=value");
+  EXPECT_EQ(error_of("\n# hcasim: --seed 3\n"),
+            "runs.txt:2: hcasim directive: unknown option '--seed' (a directive is '# hcasim: "
+            "--set key=value' or '# hcasim: --platform NAME')");
+  EXPECT_EQ(error_of("# hcasim: --set\n"), "runs.txt:1: hcasim directive: --set: missing value");
+  EXPECT_EQ(error_of("# netperf -P 0\n 1 2 3 4 5\n# echo on > /sys/module/ib_sdp/sdp_zcopy_thresh\n"),
+            "runs.txt:3: sdp_zcopy_thresh: 'on' is not a whole number");
+}
+
+TEST(RunFileErrors, LoadMissingFile) {
+  const std::string path = std::string(HCASIM_REFERENCE_DIR) + "/no-such-runs.txt";
+  try {
+    load_run_file(path);
+    FAIL() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()), path + ": cannot read (No such file or directory)");
+  }
+}
+
+}  // namespace
+}  // namespace hcasim::scenarios
