@@ -10,6 +10,7 @@
 
 #include "model/error.h"
 #include "model/platform.h"
+#include "scenarios/calibrate.h"
 #include "scenarios/datadir.h"
 #include "scenarios/netperf_cli.h"
 #include "scenarios/netperf_output.h"
@@ -31,6 +32,7 @@ Usage:
   hcasim netperf [hcasim options] [netperf global options] [-- netperf test options]
   hcasim ib_write_lat|ib_write_bw|ib_send_bw [hcasim options and perftest flags]
   hcasim run [FILE|NAME] [-j N] [--csv PATH]
+  hcasim calibrate --platform BASE --fit KEY[=LO:HI],... RUNS... [--holdout RUNS...] [-o FILE]
   hcasim --help | --version
 
 hcasim netperf takes netperf 2.4's flags and prints netperf's output from a simulation:
@@ -57,6 +59,14 @@ columns, or 4.x's nine). --set hca.blueflame=off and --set host.write_combining=
 hcasim run runs every point of a scenario file (default: seed000) in its own simulation,
 -j N at once (default: the number of online CPUs), and compares it with its measurement.
 Exit status: 0 ok, 1 a gated point out of tolerance, 2 bad input or a failed point.
+
+hcasim calibrate fits the named platform parameters (NLopt BOBYQA, bounded, default start/4 ..
+start*4) to RUNS: run files (pasted commands with their real netperf/perftest output) or
+scenarios (NAME[:REGEX] selects points by label), writes the fitted platform (-o, default
+NAME-fitted.toml) and prints each parameter's sensitivity and every run's error, fitted and
+held out (--holdout). Options: --start KEY=V, --set KEY=V, -j N, --max-evals N (60),
+--duration S (netperf's simulated -l, default 4, 0 = as typed), --iterations N (perftest's -n
+cap, default 20000, 0 = as typed).
 )";
 
 int netperf_main(const std::vector<std::string>& args) {
@@ -128,7 +138,15 @@ int main(int argc, char** argv) {
         }
       return run_scenario(parse_run_args(rest));
     }
-    throw InputError(fmt::format("unknown command '{}' (use netperf, ib_write_lat, ib_write_bw, ib_send_bw or run; "
+    if (command == "calibrate") {
+      for (const auto& w : rest)
+        if (w == "--help" || w == "-h") {
+          std::cout << kUsage;
+          return 0;
+        }
+      return run_calibrate(parse_calibrate_args(rest));
+    }
+    throw InputError(fmt::format("unknown command '{}' (use netperf, ib_write_lat, ib_write_bw, ib_send_bw, run or calibrate; "
                                  "see hcasim --help)",
                                  command));
   } catch (const InputError& e) {

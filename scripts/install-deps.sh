@@ -4,7 +4,7 @@
 set -euo pipefail
 pkgs=(build-essential cmake ninja-build pkg-config git
       libsimgrid-dev libboost-dev googletest libgtest-dev libbenchmark-dev
-      libcli11-dev libtomlplusplus-dev libfmt-dev libnlopt-cxx-dev gnuplot-nox)
+      libcli11-dev libtomlplusplus-dev libfmt-dev libnlopt-dev gnuplot-nox)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

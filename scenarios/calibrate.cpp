@@ -1,0 +1,732 @@
+// `hcasim calibrate` (calibrate.h): observations from run files and scenarios, child
+// simulations per evaluation, NLopt BOBYQA on log-parameters, the fitted platform file.
+#include "scenarios/calibrate.h"
+
+#include <CLI/CLI.hpp>
+#include <nlopt.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <exception>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <regex>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "scenarios/children.h"
+#include "scenarios/datadir.h"
+#include "scenarios/netperf_cli.h"
+#include "scenarios/netperf_output.h"
+#include "scenarios/run_file.h"
+
+namespace hcasim::scenarios {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string read_whole(const std::string& path, const std::string& what) {
+  std::ifstream in(path);
+  if (!in) throw InputError(fmt::format("{}: cannot read", what));
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+double param_number(const model::Param& p) {
+  if (const auto* d = std::get_if<double>(&p.value)) return *d;
+  if (const auto* i = std::get_if<int64_t>(&p.value)) return static_cast<double>(*i);
+  return std::nan("");
+}
+
+std::string short_number(double v) { return fmt::format("{:.6g}", v); }
+
+/// The TOML literal of a fitted value: an integer parameter keeps an integer literal.
+std::string fitted_literal(const FitParam& p, double v) {
+  if (p.integer) return fmt::format("{}", static_cast<int64_t>(std::llround(v)));
+  return fmt::format("{:.6g}", v);
+}
+
+/// The value a child is given for `p` at `v` (rounded for integer parameters).
+double effective(const FitParam& p, double v) { return p.integer ? std::round(v) : v; }
+
+bool has_extension(const std::string& item, std::string_view ext) {
+  return item.size() > ext.size() && item.compare(item.size() - ext.size(), ext.size(), ext) == 0;
+}
+
+/// Splits "SOURCE:REGEX" at the first ':' that follows a scenario name or .toml file.
+std::pair<std::string, std::optional<std::string>> split_selection(const std::string& item) {
+  const auto colon = item.find(':');
+  if (colon == std::string::npos) return {item, std::nullopt};
+  return {item.substr(0, colon), item.substr(colon + 1)};
+}
+
+/// The ECMAScript regex of a ":REGEX" selection, or nullopt without one.
+std::optional<std::regex> selection_regex(const std::optional<std::string>& selection, const std::string& item) {
+  if (!selection) return std::nullopt;
+  try {
+    return std::regex(*selection);
+  } catch (const std::regex_error& e) {
+    throw InputError(fmt::format("{}: '{}' is not a regular expression ({})", item, *selection, e.what()));
+  }
+}
+
+/// A scenario's points as observations (their platform is the one being calibrated).
+std::vector<Observation> scenario_observations(const std::string& name,
+                                               const std::optional<std::string>& selection,
+                                               const std::string& item) {
+  const Scenario s = load_scenario(resolve_scenario(name));
+  const std::optional<std::regex> re = selection_regex(selection, item);
+  const std::string base = data_dir();
+  std::vector<Observation> out;
+  for (size_t i = 0; i < s.points.size(); ++i) {
+    const ScenarioPoint& p = s.points[i];
+    Observation obs;
+    obs.tool = p.tool;
+    obs.words = p.words;
+    obs.set = p.set;
+    std::string label = fmt::format("{} {}", p.table, p.mode);
+    if (p.kind == PointKind::Netperf) {
+      if (!p.size_flag.empty()) label += " " + p.size_flag;
+      const Figures m = read_reference(p.reference, base);
+      if (m.throughput_mbps) obs.measured.emplace_back("throughput", *m.throughput_mbps);
+      if (m.sd_local) obs.measured.emplace_back("sd_local", *m.sd_local);
+      if (m.sd_remote) obs.measured.emplace_back("sd_remote", *m.sd_remote);
+    } else {
+      const LatencyFigures m = read_latency_reference(p.reference, base);
+      label += fmt::format(" {} B", m.bytes);
+      if (m.t_typical_us) obs.measured.emplace_back(fmt::format("t_typical {} B", m.bytes), *m.t_typical_us);
+    }
+    obs.label = fmt::format("{} {}", s.name, label);
+    if (re && !std::regex_search(obs.label, *re)) continue;
+    if (!obs.measured.empty()) out.push_back(std::move(obs));
+  }
+  if (out.empty())
+    throw InputError(fmt::format("{}: no point of scenario {} is selected{}", item, s.name,
+                                 selection ? fmt::format(" by '{}'", *selection) : ""));
+  return out;
+}
+
+/// A run file's runs as observations, those whose label matches `selection` when given.
+std::vector<Observation> run_file_observations(const std::string& path, const std::optional<std::string>& selection,
+                                               const std::string& item) {
+  const std::optional<std::regex> re = selection_regex(selection, item);
+  std::vector<Observation> out;
+  for (const RealRun& run : load_run_file(path)) {
+    Observation obs;
+    obs.tool = run.tool;
+    obs.words = run.words;
+    obs.set = run.set;
+    obs.label = fmt::format("{}:{} {}", fs::path(run.origin).filename().string(), run.line, run.command);
+    if (!run.set.empty()) {
+      obs.label += " [";
+      for (size_t i = 0; i < run.set.size(); ++i) obs.label += (i ? ", " : "") + run.set[i];
+      obs.label += "]";
+    }
+    if (re && !std::regex_search(obs.label, *re)) continue;
+    if (run.platform) obs.platform = *run.platform;
+    if (const auto* n = std::get_if<NetperfReading>(&run.output)) {
+      obs.measured.emplace_back("throughput", n->throughput_mbps);
+      if (n->sd_local_us_per_kb) obs.measured.emplace_back("sd_local", *n->sd_local_us_per_kb);
+      if (n->sd_remote_us_per_kb) obs.measured.emplace_back("sd_remote", *n->sd_remote_us_per_kb);
+    } else {
+      const auto& p = std::get<PerftestReading>(run.output);
+      if (p.cycles)
+        throw InputError(fmt::format("{}:{}: the output is in CPU cycles (perftest -C); calibrate compares "
+                                     "microseconds: run it without -C",
+                                     run.origin, run.line));
+      for (const LatencyRow& row : p.latency)
+        obs.measured.emplace_back(fmt::format("t_typical {} B", row.bytes), row.t_typical);
+      for (const BandwidthRow& row : p.bandwidth)
+        obs.measured.emplace_back(fmt::format("bw_average {} B", row.bytes), row.bw_average_gbit_s);
+    }
+    out.push_back(std::move(obs));
+  }
+  if (out.empty())
+    throw InputError(selection ? fmt::format("{}: no run of {} is selected by '{}'", item, path, *selection)
+                               : fmt::format("{}: no netperf or perftest run in it", path));
+  return out;
+}
+
+/// The column `name` of a CSV header, or -1.
+int column_of(const std::vector<std::string>& header, std::string_view name) {
+  const auto it = std::find(header.begin(), header.end(), name);
+  return it == header.end() ? -1 : static_cast<int>(it - header.begin());
+}
+
+/// Result of one evaluation: every quantity of every observation, in order.
+using Simulated = std::vector<std::vector<double>>;
+
+/// Relative errors of `sim` against the observations' measurements, flattened.
+std::vector<double> errors_of(const std::vector<Observation>& obs, const Simulated& sim) {
+  std::vector<double> e;
+  for (size_t i = 0; i < obs.size(); ++i)
+    for (size_t q = 0; q < obs[i].measured.size(); ++q)
+      e.push_back((sim[i][q] - obs[i].measured[q].second) / obs[i].measured[q].second);
+  return e;
+}
+
+/// Runs the observations at parameter values `values` (one per fitted parameter) as children.
+class Evaluator {
+ public:
+  Evaluator(const CalibrateOptions& o, std::string platform_file, std::vector<FitParam> params)
+      : o_(o), platform_file_(std::move(platform_file)), params_(std::move(params)) {}
+
+  /// Simulated quantities of `obs` at `values`; ChildFailure / Interrupted pass through.
+  Simulated simulate(const std::vector<Observation>& obs, const std::vector<double>& values) {
+    std::vector<std::string> sets = o_.sets;
+    for (size_t k = 0; k < params_.size(); ++k)
+      sets.push_back(fmt::format("{}={}", params_[k].key, fitted_literal(params_[k], values[k])));
+    std::vector<ChildRun> runs;
+    for (const Observation& ob : obs) {
+      std::vector<std::string> all = ob.set;
+      all.insert(all.end(), sets.begin(), sets.end());
+      runs.push_back({observation_argv(ob, platform_file_, all,
+                                       o_.duration_s > 0 ? std::optional<double>(o_.duration_s) : std::nullopt,
+                                       o_.iterations > 0 ? std::optional<uint64_t>(o_.iterations) : std::nullopt),
+                      ob.label});
+    }
+    const size_t parallel = static_cast<size_t>(o_.jobs > 0 ? o_.jobs : online_cpus());
+    const std::vector<ChildResult> results = run_children(runs, parallel);
+    Simulated sim;
+    for (size_t i = 0; i < obs.size(); ++i)
+      sim.push_back(simulated_quantities(obs[i], results[i].csv, obs[i].label));
+    ++children_batches_;
+    return sim;
+  }
+
+  size_t batches() const { return children_batches_; }
+
+ private:
+  const CalibrateOptions& o_;
+  std::string platform_file_;
+  std::vector<FitParam> params_;
+  size_t children_batches_ = 0;
+};
+
+/// State the NLopt objective needs.
+struct FitState {
+  Evaluator* evaluator = nullptr;
+  const std::vector<Observation>* obs = nullptr;
+  const std::vector<FitParam>* params = nullptr;
+  std::map<std::vector<double>, std::pair<double, Simulated>> cache;  // effective values -> (rms, sim)
+  std::exception_ptr error;
+  nlopt::opt* opt = nullptr;
+  int evals = 0;      // simulated (not cached) evaluations
+  int max_evals = 0;  // --max-evals
+  double best = HUGE_VAL;
+  std::vector<double> best_values;
+};
+
+std::vector<double> values_of(const std::vector<FitParam>& params, const std::vector<double>& x) {
+  std::vector<double> v;
+  for (size_t k = 0; k < params.size(); ++k) v.push_back(effective(params[k], params[k].start * std::exp(x[k])));
+  return v;
+}
+
+double objective(const std::vector<double>& x, std::vector<double>& /*grad*/, void* data) {
+  auto& st = *static_cast<FitState*>(data);
+  const std::vector<double> v = values_of(*st.params, x);
+  try {
+    auto it = st.cache.find(v);
+    if (it == st.cache.end()) {
+      if (st.evals >= st.max_evals) {
+        st.opt->force_stop();
+        return HUGE_VAL;
+      }
+      Simulated sim = st.evaluator->simulate(*st.obs, v);
+      const double f = rms(errors_of(*st.obs, sim));
+      it = st.cache.emplace(v, std::make_pair(f, std::move(sim))).first;
+      ++st.evals;
+      std::string line = fmt::format("{:>5} {:>10.3f} %", st.evals, 100 * f);
+      for (const double value : v) line += fmt::format(" {:>14}", short_number(value));
+      std::cout << line << "\n" << std::flush;
+    }
+    if (it->second.first < st.best) {
+      st.best = it->second.first;
+      st.best_values = v;
+    }
+    return it->second.first;
+  } catch (...) {
+    st.error = std::current_exception();
+    st.opt->force_stop();
+    return HUGE_VAL;
+  }
+}
+
+std::string pct(double e) { return fmt::format("{:+.2f} %", 100 * e); }
+
+/// The per-run table: quantity, measured, simulated at the start and at the fit, errors.
+std::string format_errors(const std::string& title, const std::vector<Observation>& obs, const Simulated& start,
+                          const Simulated& fitted) {
+  std::string out = fmt::format("{}\n{:<58} {:>12} {:>12} {:>10} {:>12} {:>10}\n", title, "run / quantity", "measured",
+                                "start", "error", "fitted", "error");
+  for (size_t i = 0; i < obs.size(); ++i) {
+    out += fmt::format("{}\n", obs[i].label);
+    for (size_t q = 0; q < obs[i].measured.size(); ++q) {
+      const double m = obs[i].measured[q].second;
+      out += fmt::format("  {:<56} {:>12} {:>12} {:>10} {:>12} {:>10}\n", obs[i].measured[q].first,
+                         short_number(m), short_number(start[i][q]), pct((start[i][q] - m) / m),
+                         short_number(fitted[i][q]), pct((fitted[i][q] - m) / m));
+    }
+  }
+  const auto es = errors_of(obs, start), ef = errors_of(obs, fitted);
+  auto max_abs = [](const std::vector<double>& e) {
+    double m = 0;
+    for (const double x : e) m = std::max(m, std::abs(x));
+    return m;
+  };
+  out += fmt::format("RMS error {:.2f} % at the start, {:.2f} % fitted; max |error| {:.2f} % and {:.2f} %\n",
+                     100 * rms(es), 100 * rms(ef), 100 * max_abs(es), 100 * max_abs(ef));
+  return out;
+}
+
+/// --csv rows of one set of runs ("fit" or "holdout"), in full precision, errors in %.
+std::string csv_rows(const std::string& set, const std::vector<Observation>& obs, const Simulated& start,
+                     const Simulated& fitted) {
+  std::string out;
+  for (size_t i = 0; i < obs.size(); ++i)
+    for (size_t q = 0; q < obs[i].measured.size(); ++q) {
+      const double m = obs[i].measured[q].second;
+      out += fmt::format("{},{},{},{},{},{:.4f},{},{:.4f}\n", set, csv_cell(obs[i].label),
+                         csv_cell(obs[i].measured[q].first), m, start[i][q], 100 * (start[i][q] - m) / m,
+                         fitted[i][q], 100 * (fitted[i][q] - m) / m);
+    }
+  return out;
+}
+
+std::vector<Observation> load_all(const std::vector<std::string>& items) {
+  std::vector<Observation> all;
+  for (const auto& item : items) {
+    auto obs = load_observations(item);
+    all.insert(all.end(), std::make_move_iterator(obs.begin()), std::make_move_iterator(obs.end()));
+  }
+  return all;
+}
+
+}  // namespace
+
+// --- pieces ------------------------------------------------------------------------------------
+
+FitParam parse_fit_param(const std::string& item, const model::Platform& platform,
+                         const std::vector<std::string>& starts) {
+  const auto eq = item.find('=');
+  FitParam p;
+  p.key = item.substr(0, eq);
+  auto fail = [&](const std::string& what) { throw InputError(fmt::format("--fit {}: {}", item, what)); };
+  if (p.key.empty()) fail("no parameter name");
+  if (!platform.has(p.key)) fail(fmt::format("platform {} has no parameter {}", platform.name(), p.key));
+  const model::Param& param = platform.param(p.key);
+  if (!std::holds_alternative<double>(param.value) && !std::holds_alternative<int64_t>(param.value))
+    fail("not a number (only numeric parameters can be fitted)");
+  p.unit = param.unit;
+  p.integer = std::holds_alternative<int64_t>(param.value);
+  p.start = param_number(param);
+  for (const auto& s : starts) {
+    const auto seq = s.find('=');
+    if (s.substr(0, seq) != p.key) continue;
+    const auto v = seq == std::string::npos ? std::nullopt : parse_number(s.substr(seq + 1));
+    if (!v || !std::isfinite(*v)) throw InputError(fmt::format("--start {}: not KEY=NUMBER", s));
+    p.start = *v;
+  }
+  if (!(p.start > 0)) fail(fmt::format("its start {} must be > 0 (the fit works on logarithms; give --start)", short_number(p.start)));
+  p.lower = p.start / 4;
+  p.upper = p.start * 4;
+  if (eq != std::string::npos) {
+    const std::string bounds = item.substr(eq + 1);
+    const auto colon = bounds.find(':');
+    const auto lo = colon == std::string::npos ? std::nullopt : parse_number(bounds.substr(0, colon));
+    const auto hi = colon == std::string::npos ? std::nullopt : parse_number(bounds.substr(colon + 1));
+    if (!lo || !hi || !std::isfinite(*lo) || !std::isfinite(*hi)) fail("bounds must be LO:HI, two numbers");
+    if (*lo <= 0) fail("the lower bound must be > 0");
+    if (*lo >= *hi) fail("the lower bound must be below the upper");
+    p.lower = *lo;
+    p.upper = *hi;
+  }
+  if (p.start < p.lower || p.start > p.upper)
+    fail(fmt::format("the start {} is outside [{}, {}]", short_number(p.start), short_number(p.lower),
+                     short_number(p.upper)));
+  return p;
+}
+
+std::vector<Observation> load_observations(const std::string& item) {
+  const auto [source, selection] = split_selection(item);
+  // A .toml file or a name that is no file is a scenario; any other file is a run file.
+  if (has_extension(source, ".toml") || !fs::exists(source)) return scenario_observations(source, selection, item);
+  return run_file_observations(source, selection, item);
+}
+
+std::vector<double> simulated_quantities(const Observation& obs, const std::string& csv, const std::string& origin) {
+  std::vector<double> out;
+  if (obs.tool == "netperf") {
+    const Figures f = netperf_csv_figures(csv, origin);
+    for (const auto& [name, measured] : obs.measured) {
+      const std::optional<double>& v = name == "throughput" ? f.throughput_mbps
+                                       : name == "sd_local" ? f.sd_local
+                                                            : f.sd_remote;
+      if (!v) throw InputError(fmt::format("{}: the simulation did not measure {} (add -c/-C?)", origin, name));
+      out.push_back(*v);
+    }
+    return out;
+  }
+  const auto rows = parse_csv(csv, origin);
+  if (rows.empty()) throw InputError(fmt::format("{}: empty CSV", origin));
+  const auto& header = rows.front();
+  for (const auto& [name, measured] : obs.measured) {
+    const auto space = name.find(' ');
+    const std::string what = name.substr(0, space);
+    const std::string bytes = name.substr(space + 1, name.find(' ', space + 1) - space - 1);
+    const std::string col = what == "t_typical" ? "t_typical_us" : "bw_avg_gbit_s";
+    const int c = column_of(header, col), b = column_of(header, "bytes");
+    if (c < 0 || b < 0) throw InputError(fmt::format("{}: no column {}", origin, c < 0 ? col : "bytes"));
+    std::optional<double> v;
+    for (size_t r = 1; r < rows.size() && !v; ++r)
+      if (rows[r].size() > static_cast<size_t>(std::max(b, c)) && rows[r][static_cast<size_t>(b)] == bytes)
+        v = parse_number(rows[r][static_cast<size_t>(c)]);
+    if (!v) throw InputError(fmt::format("{}: no simulated row for {} bytes", origin, bytes));
+    out.push_back(*v);
+  }
+  return out;
+}
+
+std::vector<std::string> observation_argv(const Observation& obs, const std::string& platform_file,
+                                          const std::vector<std::string>& sets, std::optional<double> duration_s,
+                                          std::optional<uint64_t> iterations) {
+  std::vector<std::string> argv = {"hcasim", obs.tool};
+  std::vector<std::string> words = obs.words;
+  if (obs.tool == "netperf" && duration_s) {
+    // netperf's global options end at "--"; a later -l replaces an earlier one.
+    const auto dashes = std::find(words.begin(), words.end(), "--");
+    words.insert(dashes, {"-l", fmt::format("{}", *duration_s)});
+  }
+  if (obs.tool != "netperf" && iterations) {
+    // perftest takes the last -n; cap, never raise, the command's count.
+    uint64_t typed = obs.tool == "ib_write_bw" ? 5000 : 1000;
+    for (size_t i = 0; i + 1 < words.size(); ++i)
+      if (words[i] == "-n" || words[i] == "--iters")
+        if (const auto n = parse_number(words[i + 1])) typed = static_cast<uint64_t>(*n);
+    words.insert(words.end(), {"-n", fmt::format("{}", std::min(typed, *iterations))});
+  }
+  argv.insert(argv.end(), words.begin(), words.end());
+  argv.insert(argv.end(), {"--platform", platform_file});
+  for (const auto& s : sets) argv.insert(argv.end(), {"--set", s});
+  return argv;
+}
+
+double rms(const std::vector<double>& errors) {
+  if (errors.empty()) return 0;
+  double sum = 0;
+  for (const double e : errors) sum += e * e;
+  return std::sqrt(sum / static_cast<double>(errors.size()));
+}
+
+std::string rewrite_platform(const std::string& base_text, const std::string& origin,
+                             const std::vector<std::tuple<std::string, std::string, std::string>>& changes) {
+  std::vector<std::string> lines;
+  {
+    std::istringstream in(base_text);
+    std::string line;
+    while (std::getline(in, line)) lines.push_back(line);
+  }
+  static const std::regex section_re(R"(^\s*\[([A-Za-z0-9_.-]+)\]\s*(#.*)?$)");
+  static const std::regex name_re(R"(^(\s*name\s*=\s*")([^"]*)(".*)$)");
+  static const std::regex value_re(R"(value\s*=\s*[^,}]+)");
+  static const std::regex source_re(R"re(source\s*=\s*"(?:[^"\\]|\\.)*")re");
+  auto toml_string = [](const std::string& s) {
+    std::string out = "\"";
+    for (const char c : s) {
+      if (c == '"' || c == '\\') out += '\\';
+      out += c;
+    }
+    return out + "\"";
+  };
+  // regex_replace reads '$' in a replacement as a group reference: "$$" is a literal '$'.
+  auto dollars = [](const std::string& s) {
+    std::string out;
+    for (const char c : s) out += c == '$' ? std::string("$$") : std::string(1, c);
+    return out;
+  };
+  std::string section;
+  std::vector<bool> done(changes.size(), false);
+  bool named = false;
+  for (auto& line : lines) {
+    std::smatch m;
+    if (std::regex_match(line, m, section_re)) {
+      section = m[1];
+      continue;
+    }
+    if (section.empty() && !named && std::regex_match(line, m, name_re)) {
+      line = m[1].str() + m[2].str() + "-fitted" + m[3].str();
+      named = true;
+      continue;
+    }
+    for (size_t c = 0; c < changes.size(); ++c) {
+      const auto& [key, literal, source] = changes[c];
+      const auto dot = key.find('.');
+      if (key.substr(0, dot) != section) continue;
+      const std::regex key_re("^\\s*" + key.substr(dot + 1) + "\\s*=\\s*\\{.*\\}\\s*(#.*)?$");
+      if (!std::regex_match(line, key_re)) continue;
+      if (!std::regex_search(line, value_re) || !std::regex_search(line, source_re))
+        throw InputError(fmt::format("{}: {}: not a one-line {{ value, unit, source }} table", origin, key));
+      line = std::regex_replace(line, value_re, dollars("value = " + literal), std::regex_constants::format_first_only);
+      line = std::regex_replace(line, source_re, dollars("source = " + toml_string(source)),
+                                std::regex_constants::format_first_only);
+      done[c] = true;
+    }
+  }
+  for (size_t c = 0; c < changes.size(); ++c)
+    if (!done[c])
+      throw InputError(fmt::format("{}: {}: not found as a one-line {{ value, unit, source }} table in its section",
+                                   origin, std::get<0>(changes[c])));
+  std::string out;
+  for (const auto& line : lines) out += line + "\n";
+  // The result must read back with exactly the new values.
+  const model::Platform check = model::Platform::parse(out, origin + " (fitted)");
+  for (const auto& [key, literal, source] : changes) {
+    const model::Param& p = check.param(key);
+    model::Platform expected = check;
+    expected.set(key + "=" + literal);
+    if (param_number(expected.param(key)) != param_number(p) || p.source != source)
+      throw std::runtime_error(fmt::format("rewrite_platform: {} did not read back as {}", key, literal));
+  }
+  return out;
+}
+
+// --- the command -------------------------------------------------------------------------------
+
+CalibrateOptions parse_calibrate_args(const std::vector<std::string>& args) {
+  CLI::App app{"Fits platform parameters to real runs.", "hcasim calibrate"};
+  app.set_help_flag();
+  CalibrateOptions o;
+  std::string jobs, evals, duration, iterations, output, csv;
+  std::vector<std::string> fit;
+  app.add_option("--platform", o.platform, "base platform NAME|FILE")->required();
+  // One value per occurrence (a later positional is a RUNS item, not another value); --holdout
+  // takes every word up to the next option.
+  app.add_option("--fit", fit, "KEY[=LO:HI],... parameters to fit")->required()->delimiter(',')->allow_extra_args(false);
+  app.add_option("--start", o.starts, "KEY=VALUE starting value")->allow_extra_args(false);
+  app.add_option("--set", o.sets, "KEY=VALUE platform change, not fitted")->allow_extra_args(false);
+  app.add_option("--holdout", o.holdout, "RUNS predicted, not fitted");
+  auto* opt_out = app.add_option("-o,--output", output, "fitted platform file");
+  auto* opt_csv = app.add_option("--csv", csv, "errors per run and quantity as CSV");
+  auto* opt_jobs = app.add_option("-j,--jobs", jobs, "simulations at once");
+  auto* opt_evals = app.add_option("--max-evals", evals, "most objective evaluations");
+  auto* opt_duration = app.add_option("--duration", duration, "netperf simulated seconds (0 = -l)");
+  auto* opt_iter = app.add_option("--iterations", iterations, "perftest iterations cap (0 = -n)");
+  app.add_option("runs", o.runs, "RUNS to fit: run files or scenarios[:REGEX]")->required();
+  for (auto* opt : {opt_out, opt_csv, opt_jobs, opt_evals, opt_duration, opt_iter})
+    opt->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  try {
+    app.parse(std::vector<std::string>(args.rbegin(), args.rend()));
+  } catch (const CLI::ParseError& e) {
+    throw InputError(e.what());
+  }
+  o.fit = fit;
+  auto whole = [](const std::string& flag, const std::string& text, double lo, double hi) {
+    const auto n = parse_number(text);
+    if (!n || *n != std::floor(*n)) throw InputError(fmt::format("{}: '{}' is not a whole number", flag, text));
+    if (*n < lo || *n > hi) throw InputError(fmt::format("{}: '{}' must be {}..{}", flag, text, lo, hi));
+    return *n;
+  };
+  if (opt_jobs->count()) o.jobs = static_cast<int>(whole("-j", jobs, 1, 4096));
+  if (opt_evals->count()) o.max_evals = static_cast<int>(whole("--max-evals", evals, 1, 100000));
+  if (opt_iter->count()) o.iterations = static_cast<uint64_t>(whole("--iterations", iterations, 0, 1e9));
+  if (opt_duration->count()) {
+    const auto d = parse_number(duration);
+    if (!d || !std::isfinite(*d) || *d < 0 || *d > 3600)
+      throw InputError(fmt::format("--duration: '{}' must be 0..3600 seconds", duration));
+    o.duration_s = *d;
+  }
+  if (opt_out->count()) {
+    if (output.empty()) throw InputError("-o: empty path");
+    o.output = output;
+  }
+  if (opt_csv->count()) {
+    if (csv.empty()) throw InputError("--csv: empty path");
+    o.csv_path = csv;
+  }
+  if (o.fit.empty()) throw InputError("--fit: no parameter");
+  return o;
+}
+
+int run_calibrate(const CalibrateOptions& o) {
+  // Everything is checked before the first simulation.
+  const std::string platform_file = resolve_platform(o.platform);
+  const std::string base_text = read_whole(platform_file, platform_file);
+  model::Platform base = model::Platform::parse(base_text, platform_file);
+  for (const auto& s : o.sets) base.set(s);
+  std::vector<FitParam> params;
+  for (const auto& item : o.fit) {
+    FitParam p = parse_fit_param(item, base, o.starts);
+    for (const auto& q : params)
+      if (q.key == p.key) throw InputError(fmt::format("--fit {}: given twice", p.key));
+    params.push_back(p);
+  }
+  for (const auto& s : o.starts) {
+    const std::string key = s.substr(0, s.find('='));
+    if (std::none_of(params.begin(), params.end(), [&](const FitParam& p) { return p.key == key; }))
+      throw InputError(fmt::format("--start {}: {} is not a --fit parameter", s, key));
+  }
+  const std::vector<Observation> fit_obs = load_all(o.runs);
+  const std::vector<Observation> hold_obs = load_all(o.holdout);
+  const std::string output = o.output.value_or(base.name() + "-fitted.toml");
+  check_output_path(output, "-o");
+  if (o.csv_path) check_output_path(*o.csv_path, "--csv");
+  {
+    // Each run's own settings must apply to the base platform too, and a run that names its
+    // machine must name the one being fitted.
+    for (const auto* list : {&fit_obs, &hold_obs})
+      for (const auto& ob : *list) {
+        if (ob.platform && fs::weakly_canonical(resolve_platform(*ob.platform)) != fs::weakly_canonical(platform_file))
+          throw InputError(fmt::format("{}: the run is of platform {}, calibrate fits {} (--platform): give runs of "
+                                       "one machine",
+                                       ob.label, *ob.platform, o.platform));
+        model::Platform copy = base;
+        try {
+          for (const auto& s : ob.set) copy.set(s);
+        } catch (const InputError& e) {
+          throw InputError(fmt::format("{}: {}", ob.label, e.what()));
+        }
+      }
+  }
+
+  size_t quantities = 0;
+  for (const auto& ob : fit_obs) quantities += ob.measured.size();
+  std::cout << fmt::format("hcasim calibrate: platform {} ({}), {} runs ({} quantities) to fit, {} held out\n",
+                           base.name(), platform_file, fit_obs.size(), quantities, hold_obs.size());
+  std::cout << fmt::format("fitting {} parameter{} with NLopt BOBYQA on log values, at most {} evaluations\n",
+                           params.size(), params.size() == 1 ? "" : "s", o.max_evals);
+  if (o.duration_s > 0)
+    std::cout << fmt::format("netperf runs are simulated for {} s (--duration), whatever their -l says\n",
+                             o.duration_s);
+  if (o.iterations > 0)
+    std::cout << fmt::format("perftest runs are simulated for at most {} iterations (--iterations)\n", o.iterations);
+  std::string head = fmt::format("{:>5} {:>12}", "eval", "RMS error");
+  for (const auto& p : params) head += fmt::format(" {:>14}", p.key.substr(p.key.find('.') + 1));
+  std::cout << head << "\n" << std::flush;
+
+  Evaluator evaluator(o, platform_file, params);
+  try {
+    FitState st;
+    st.evaluator = &evaluator;
+    st.obs = &fit_obs;
+    st.params = &params;
+    const size_t n = params.size();
+    nlopt::opt opt(nlopt::LN_BOBYQA, static_cast<unsigned>(n));
+    st.opt = &opt;
+    std::vector<double> lo(n), hi(n), x(n, 0.0), step(n);
+    for (size_t k = 0; k < n; ++k) {
+      lo[k] = std::log(params[k].lower / params[k].start);
+      hi[k] = std::log(params[k].upper / params[k].start);
+      // A first step of 25 % (less between close bounds) in log space.
+      step[k] = std::min(0.25, (hi[k] - lo[k]) / 4);
+    }
+    opt.set_lower_bounds(lo);
+    opt.set_upper_bounds(hi);
+    opt.set_initial_step(step);
+    opt.set_min_objective(objective, &st);
+    opt.set_xtol_abs(2e-4);  // 0.02 % of each parameter
+    // --max-evals bounds the simulations (the objective stops NLopt); cached points are free.
+    st.max_evals = o.max_evals;
+    // BOBYQA stops when its trust region has shrunk below xtol; the simulated objective is
+    // only piecewise smooth (a bottleneck moves from one resource to another), which can shrink
+    // it early. So restart from the best point while a restart still improves it (each
+    // restart rebuilds the quadratic model; already-simulated points come from the cache).
+    double previous = HUGE_VAL;
+    for (bool first = true; first || (!st.error && st.evals < o.max_evals && st.best < previous - 1e-5);
+         first = false) {
+      previous = st.best;
+      if (!st.best_values.empty())
+        for (size_t k = 0; k < n; ++k) x[k] = std::log(st.best_values[k] / params[k].start);
+      double fval = 0;
+      try {
+        opt.optimize(x, fval);
+      } catch (const nlopt::forced_stop&) {
+      } catch (const nlopt::roundoff_limited&) {
+      }
+    }
+    if (st.error) std::rethrow_exception(st.error);
+    const std::vector<double> start_values = values_of(params, std::vector<double>(n, 0.0));
+    const std::vector<double> fitted = st.best_values;
+    const Simulated& sim_start = st.cache.at(start_values).second;
+    const Simulated sim_fit = st.cache.at(fitted).second;
+
+    // Sensitivity: d ln(simulated) / d ln(parameter), RMS over the fit quantities, from a 5 %
+    // step (down when up would leave the bounds).
+    std::cout << fmt::format("\n{:<28} {:<8} {:>12} {:>12} {:>12} {:>12} {:>12}\n", "parameter", "unit", "start",
+                             "fitted", "lower", "upper", "sensitivity");
+    for (size_t k = 0; k < n; ++k) {
+      std::vector<double> v = fitted;
+      const double up = effective(params[k], fitted[k] * 1.05);
+      v[k] = up <= params[k].upper ? up : effective(params[k], fitted[k] / 1.05);
+      const Simulated moved = evaluator.simulate(fit_obs, v);
+      std::vector<double> el;
+      const double dlnp = std::log(v[k] / fitted[k]);
+      for (size_t i = 0; i < fit_obs.size(); ++i)
+        for (size_t q = 0; q < sim_fit[i].size(); ++q)
+          el.push_back(dlnp != 0 ? std::log(moved[i][q] / sim_fit[i][q]) / dlnp : 0);
+      std::string flag;
+      if (fitted[k] <= params[k].lower * (1 + 1e-3)) flag = "  at its lower bound";
+      if (fitted[k] >= params[k].upper * (1 - 1e-3)) flag = "  at its upper bound";
+      std::cout << fmt::format("{:<28} {:<8} {:>12} {:>12} {:>12} {:>12} {:>12.3f}{}\n", params[k].key,
+                               params[k].unit, short_number(params[k].start), short_number(fitted[k]),
+                               short_number(params[k].lower), short_number(params[k].upper), rms(el), flag);
+    }
+    std::cout << "sensitivity: the RMS over the fitted quantities of d ln(simulated) / d ln(parameter); near 0, "
+                 "these runs do not determine the parameter\n\n";
+    std::cout << format_errors(fmt::format("fit: {} runs, {} evaluations", fit_obs.size(), st.evals), fit_obs,
+                               sim_start, sim_fit);
+    std::string csv = "set,run,quantity,measured,start,start_error_pct,fitted,fitted_error_pct\n" +
+                      csv_rows("fit", fit_obs, sim_start, sim_fit);
+    if (!hold_obs.empty()) {
+      const Simulated hold_start = evaluator.simulate(hold_obs, start_values);
+      const Simulated hold_fit = evaluator.simulate(hold_obs, fitted);
+      std::cout << "\n"
+                << format_errors(fmt::format("holdout: {} runs, not used for fitting", hold_obs.size()), hold_obs,
+                                 hold_start, hold_fit);
+      csv += csv_rows("holdout", hold_obs, hold_start, hold_fit);
+    }
+
+    std::vector<std::string> names;
+    for (const auto& item : o.runs) names.push_back(fs::path(split_selection(item).first).filename().string() +
+                                                    (split_selection(item).second ? ":" + *split_selection(item).second : ""));
+    std::string runs_text;
+    for (size_t i = 0; i < names.size(); ++i) runs_text += (i ? ", " : "") + names[i];
+    std::vector<std::tuple<std::string, std::string, std::string>> changes;
+    for (size_t k = 0; k < n; ++k)
+      changes.emplace_back(params[k].key, fitted_literal(params[k], fitted[k]),
+                           fmt::format("fitted to {} by hcasim calibrate ({} runs, RMS error {:.2f} %; was {})",
+                                       runs_text, fit_obs.size(), 100 * st.best,
+                                       short_number(param_number(model::Platform::parse(base_text, platform_file)
+                                                                     .param(params[k].key)))));
+    for (const auto& s : o.sets) {
+      const std::string key = s.substr(0, s.find('='));
+      if (std::any_of(params.begin(), params.end(), [&](const FitParam& p) { return p.key == key; })) continue;
+      const model::Param& p = base.param(key);
+      std::string literal;
+      if (const auto* d = std::get_if<double>(&p.value)) literal = fmt::format("{}", *d);
+      else if (const auto* i = std::get_if<int64_t>(&p.value)) literal = fmt::format("{}", *i);
+      else if (const auto* b = std::get_if<bool>(&p.value)) literal = *b ? "true" : "false";
+      else literal = fmt::format("\"{}\"", std::get<std::string>(p.value));
+      changes.emplace_back(key, literal, fmt::format("set by hcasim calibrate --set {} (fitted with it)", s));
+    }
+    const std::string fitted_text = rewrite_platform(base_text, platform_file, changes);
+    if (o.csv_path) write_file_atomically(*o.csv_path, csv, "--csv");
+    write_file_atomically(output, fitted_text, "-o");
+    std::cout << fmt::format("\nwrote {}{}\n", output, o.csv_path ? " and " + *o.csv_path : "");
+  } catch (const ChildFailure& e) {
+    if (!e.errors.empty()) std::cerr << e.errors << (e.errors.back() != '\n' ? "\n" : "");
+    std::cerr << "hcasim: error: " << e.what() << "\n";
+    return 2;
+  } catch (const Interrupted& e) {
+    std::cerr << "hcasim: error: " << e.what() << "; nothing written\n";
+    return 128 + e.signal;
+  }
+  return 0;
+}
+
+}  // namespace hcasim::scenarios

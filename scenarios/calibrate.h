@@ -1,0 +1,126 @@
+#pragma once
+/// \file `hcasim calibrate`: fits a few physical parameters of a platform to real runs.
+///
+///     hcasim calibrate --platform BASE --fit KEY[=LO:HI],... [--start KEY=V]... [--set KEY=V]...
+///                      RUNS... [--holdout RUNS...] [-o FILE] [--csv PATH] [-j N] [--max-evals N]
+///                      [--duration S] [--iterations N]
+///
+/// A RUNS item is a run file (a pasted terminal session: commands and their real output,
+/// scenarios/run_file.h) or a scenario (NAME or FILE.toml, scenarios/run.h), optionally
+/// followed by `:REGEX` to keep only the runs whose label matches (ECMAScript, anywhere in the
+/// label). A scenario point's label is "SCENARIO TABLE MODE SIZE" (e.g. "seed002 T0_0 SDP -m
+/// 64K"); a run file's is "FILE:LINE COMMAND [SETTINGS]" (e.g. "runs.txt:5 netperf -C -c ...
+/// ---m 64K [sdp.zcopy_thresh=1]"). Each command is simulated on BASE
+/// (both hosts) with the run's own settings (a run file's `echo N > .../sdp_zcopy_thresh`, a
+/// point's `set` list), then --set, then the fitted values.
+///
+/// What is compared (the quantities of a run): netperf, the throughput and each service demand
+/// the run measured; ib_write_lat, t_typical of every size in the table; ib_write_bw and
+/// ib_send_bw, BW average of every size. The error of a quantity is relative,
+/// (simulated - measured) / measured, and the fit minimises the RMS of all the fitting runs'
+/// errors with NLopt's BOBYQA (bounded, derivative-free; Powell 2009) on the parameters'
+/// logarithms, so that every parameter moves by ratios whatever its unit.
+///
+/// Simulation length: netperf runs are simulated for --duration seconds (default 4; 0 = the
+/// command's -l) and perftest runs for at most --iterations iterations (default 20000; 0 = the
+/// command's -n): steady-state figures need far less than a real run's 60 s, and a fit
+/// evaluates every run dozens of times. The report says so.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "model/platform.h"
+#include "scenarios/run.h"
+
+namespace hcasim::scenarios {
+
+/// One parameter to fit: bounds and start in the unit its platform file declares.
+struct FitParam {
+  std::string key;          ///< "section.name"
+  std::string unit;         ///< as declared in the platform file
+  double start = 0;         ///< the platform's value, or --start
+  double lower = 0, upper = 0;  ///< bounds; default start/4 .. start*4
+  bool integer = false;     ///< the file writes an integer: simulated values are rounded
+};
+
+/// Parses one --fit item "KEY" or "KEY=LO:HI" against `platform` (with --start values in
+/// `starts`, "KEY=VALUE"). Throws InputError "--fit ITEM: ..." for an unknown key, a value that
+/// is not a number (bool, string), a start <= 0 (fitting works on logarithms), bounds that are
+/// not numbers, LO >= HI, LO <= 0, or a start outside [LO, HI].
+FitParam parse_fit_param(const std::string& item, const model::Platform& platform,
+                         const std::vector<std::string>& starts);
+
+/// A measured run to simulate: a command line and what it measured.
+struct Observation {
+  std::string label;               ///< "FILE:LINE netperf ... -m 64K" or "seed002 T0_0 SDP -m 64K"
+  std::string tool;                ///< hcasim subcommand: netperf, ib_write_lat, ib_write_bw, ib_send_bw
+  std::vector<std::string> words;  ///< the tool's arguments
+  std::vector<std::string> set;    ///< the run's own --set assignments
+  std::optional<std::string> platform;  ///< the machine a run file names (`# hcasim: --platform`)
+  /// The measured quantities: name ("throughput", "sd_local", "sd_remote", "t_typical 64 B",
+  /// "bw_average 65536 B"), measured value (Mbit/s, us/KB, us, Gbit/s).
+  std::vector<std::pair<std::string, double>> measured;
+};
+
+/// The observations of one RUNS item (see the file comment). Throws InputError naming the file
+/// (FILE:LINE for what a run file or a scenario holds), for a regex that does not parse, or
+/// when a scenario selection keeps no point.
+std::vector<Observation> load_observations(const std::string& item);
+
+/// The simulated value of every measured quantity of `obs`, in order, from the CSV its child
+/// wrote (`hcasim netperf --csv` or `hcasim ib_write_lat|bw --csv`). Throws InputError
+/// "ORIGIN: ..." when the CSV lacks a quantity (a size the command did not run).
+std::vector<double> simulated_quantities(const Observation& obs, const std::string& csv,
+                                         const std::string& origin);
+
+/// The child's argv for `obs` (without --csv): `hcasim TOOL WORDS --platform FILE --set ...`,
+/// with netperf's -l replaced by `duration_s` (> 0) and perftest's -n capped at `iterations`
+/// (> 0), each only when given.
+std::vector<std::string> observation_argv(const Observation& obs, const std::string& platform_file,
+                                          const std::vector<std::string>& sets,
+                                          std::optional<double> duration_s,
+                                          std::optional<uint64_t> iterations);
+
+/// Root mean square of `errors` (0 when empty).
+double rms(const std::vector<double>& errors);
+
+/// The platform file `base_text` (read from `origin`) with the value and source of each
+/// (key, TOML literal, source) replaced on the parameter's own line, and a top-level `name`
+/// given the suffix "-fitted". Throws InputError when a key is not on a single line of its
+/// section as `name = { value = ..., unit = ..., source = "..." }`. The result parses
+/// (checked) and holds exactly the new values.
+std::string rewrite_platform(const std::string& base_text, const std::string& origin,
+                             const std::vector<std::tuple<std::string, std::string, std::string>>& changes);
+
+/// Options of `hcasim calibrate`.
+struct CalibrateOptions {
+  std::string platform;                  ///< --platform NAME|FILE (required)
+  std::vector<std::string> fit;          ///< --fit items, comma-separated on the command line
+  std::vector<std::string> starts;       ///< --start KEY=VALUE
+  std::vector<std::string> sets;         ///< --set KEY=VALUE (not fitted; written to the output)
+  std::vector<std::string> runs;         ///< RUNS items to fit
+  std::vector<std::string> holdout;      ///< --holdout RUNS items, only predicted
+  std::optional<std::string> output;     ///< -o FILE; default "<platform name>-fitted.toml"
+  /// --csv PATH: one row per run and quantity, header
+  /// set,run,quantity,measured,start,start_error_pct,fitted,fitted_error_pct (set: fit or
+  /// holdout; values in the quantity's unit, errors in % of measured)
+  std::optional<std::string> csv_path;
+  int jobs = 0;                          ///< -j N; 0 = online CPUs
+  int max_evals = 60;                    ///< --max-evals: NLopt's maxeval
+  double duration_s = 4;                 ///< --duration: netperf's simulated -l, 0 = as typed
+  uint64_t iterations = 20000;           ///< --iterations: perftest's -n cap, 0 = as typed
+};
+
+/// Parses the words after `hcasim calibrate` (CLI11). Throws InputError naming the flag.
+CalibrateOptions parse_calibrate_args(const std::vector<std::string>& args);
+
+/// Runs the fit: prints the settings, one line per evaluation, the parameters (start, fitted,
+/// bounds, sensitivity) and the error of every run and quantity at the start and fitted
+/// values, fit and holdout; writes the fitted platform file (and --csv). Returns 0, 2 on a failed child,
+/// 128 + signal when interrupted (nothing written). Throws InputError for bad input, before
+/// any simulation.
+int run_calibrate(const CalibrateOptions& options);
+
+}  // namespace hcasim::scenarios

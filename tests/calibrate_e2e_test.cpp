@@ -1,0 +1,173 @@
+// hcasim calibrate end to end (HCASIM_BINARY): the round trip (simulate with known parameters,
+// print netperf's output, read it back, fit from a perturbed start, recover the parameters),
+// the cross-validation on seeds 000 and 002 (fit on 64K and 1M, predict the other sizes), and
+// bad input.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "model/platform.h"
+#include "scenarios/run.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+
+/// A private directory for one test, removed at the end.
+struct Scratch {
+  fs::path dir;
+  explicit Scratch(const std::string& name)
+      : dir(fs::temp_directory_path() / ("hcasim-" + name + "-" + std::to_string(::getpid()))) {
+    fs::create_directories(dir);
+  }
+  ~Scratch() { fs::remove_all(dir); }
+  std::string path(const std::string& file) const { return (dir / file).string(); }
+};
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+/// Runs `hcasim ARGS > out 2> err` and returns the exit status (-1 when not exited).
+int hcasim(const std::string& args, const std::string& out, const std::string& err) {
+  const std::string cmd = std::string(HCASIM_BINARY) + " " + args + " > " + out + " 2> " + err;
+  const int rc = std::system(cmd.c_str());
+  return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+}
+
+struct ErrorRow {
+  std::string set, run, quantity;
+  double measured, fitted_error_pct;
+};
+
+/// The rows of calibrate's --csv.
+std::vector<ErrorRow> error_rows(const std::string& path) {
+  const auto rows = hcasim::scenarios::parse_csv(slurp(path), path);
+  std::vector<ErrorRow> out;
+  for (size_t r = 1; r < rows.size(); ++r)
+    out.push_back({rows[r][0], rows[r][1], rows[r][2], std::stod(rows[r][3]), std::stod(rows[r][7])});
+  return out;
+}
+
+TEST(CalibrateE2E, RoundTripRecoversKnownParameters) {
+  // connectx-ddr-pcie1x8 as shipped: cpu.copy_tx_rate 0.96 B/ns, cpu.bzcopy_setup 2000 ns.
+  // bcopy with 1M sends is bound by the sender's copy (copy_tx_rate); bzcopy with 16 KB sends
+  // pays the per-call setup (bzcopy_setup) on every send. Each run is simulated and printed as
+  // netperf prints it, pasted into a run file after the sysfs line that chose the mode.
+  Scratch s("calibrate-rt");
+  const std::string runs = s.path("runs.txt");
+  {
+    std::ofstream out(runs);
+    const struct {
+      int zcopy;
+      const char* flags;
+    } cases[] = {{0, "-C -c -P 0 -t TCP_STREAM -l 1 -- -m 1M"}, {1, "-C -c -t TCP_STREAM -l 1 -- -m 16K"}};
+    for (const auto& c : cases) {
+      out << "# echo " << c.zcopy << " > /sys/module/ib_sdp/sdp_zcopy_thresh\n# netperf " << c.flags << "\n";
+      out.flush();
+      ASSERT_EQ(hcasim(std::string("netperf ") + c.flags + " --set sdp.zcopy_thresh=" + std::to_string(c.zcopy),
+                       s.path("one.out"), s.path("one.err")),
+                0)
+          << slurp(s.path("one.err"));
+      out << slurp(s.path("one.out"));
+    }
+  }
+  std::cout << slurp(runs);
+  // Start 20 % low and 30 % high; --duration 0 simulates the commands' own -l 1.
+  const int rc = hcasim("calibrate --platform connectx-ddr-pcie1x8 --fit cpu.copy_tx_rate,cpu.bzcopy_setup "
+                        "--start cpu.copy_tx_rate=0.768 --start cpu.bzcopy_setup=2600 --duration 0 "
+                        "--max-evals 90 -j 2 -o " + s.path("fitted.toml") + " " + runs,
+                        s.path("cal.out"), s.path("cal.err"));
+  std::cout << slurp(s.path("cal.out"));
+  ASSERT_EQ(rc, 0) << slurp(s.path("cal.err"));
+  const auto fitted = hcasim::model::Platform::load_file(s.path("fitted.toml"));
+  EXPECT_NEAR(fitted.num("cpu.copy_tx_rate", "B/ns"), 0.96, 0.02 * 0.96);
+  EXPECT_NEAR(fitted.num("cpu.bzcopy_setup", "ns"), 2000, 0.02 * 2000);
+  EXPECT_NE(fitted.param("cpu.copy_tx_rate").source.find("fitted to runs.txt by hcasim calibrate"),
+            std::string::npos);
+  EXPECT_EQ(fitted.name(), "connectx-ddr-pcie1x8-fitted");
+}
+
+/// Fits `fit` on the `train` runs and predicts `holdout`; every holdout throughput must be
+/// within 10 % of its measurement (issue 6's cross-validation target).
+void cross_validate(const std::string& name, const std::string& platform, const std::string& fit,
+                    const std::string& starts, const std::string& train, const std::string& holdout,
+                    size_t expected_holdout) {
+  Scratch s(name);
+  const int rc = hcasim("calibrate --platform " + platform + " --fit " + fit + " " + starts + " -j 2 --max-evals 40 -o " +
+                            s.path("fitted.toml") + " --csv " + s.path("errors.csv") + " '" + train + "' --holdout '" +
+                            holdout + "'",
+                        s.path("cal.out"), s.path("cal.err"));
+  std::cout << slurp(s.path("cal.out"));
+  ASSERT_EQ(rc, 0) << slurp(s.path("cal.err"));
+  size_t holdout_throughputs = 0;
+  for (const ErrorRow& r : error_rows(s.path("errors.csv"))) {
+    if (r.set != "holdout" || r.quantity != "throughput") continue;
+    ++holdout_throughputs;
+    EXPECT_LE(std::abs(r.fitted_error_pct), 10.0) << r.run << ": measured " << r.measured;
+  }
+  EXPECT_EQ(holdout_throughputs, expected_holdout);
+}
+
+TEST(CrossValidation, Seed000FitOn64KAnd1MPredicts128K) {
+  // Seed 000's hand-run tables as pasted (validation/seed000/runs.txt: T2 with -r, every send
+  // 16 KB, and T3 with -m), bcopy and bzcopy: fit the sender's copy rate and bzcopy's per-call
+  // setup on the 64K and 1M runs, from a start 20 % and 30 % off, then predict the four 128K
+  // runs.
+  const std::string runs = std::string(HCASIM_REFERENCE_DIR) + "/seed000/runs.txt";
+  cross_validate("cv-seed000", "connectx-ddr-pcie1x8", "cpu.copy_tx_rate,cpu.bzcopy_setup",
+                 "--start cpu.copy_tx_rate=0.768 --start cpu.bzcopy_setup=2600", runs + ":(64K|1M)",
+                 runs + ":128K", 4);
+}
+
+TEST(CrossValidation, Seed002FitOn64KAnd1MPredictsTheOtherSizes) {
+  // Seed 002 (scenarios/seed002.toml): fit the L2-resident copy rate and the cross-package
+  // line transfer on the 8 points at 64K and 1M (both bindings, SDP and BZCOPY), from a start
+  // 25 % low and 30 % high, then predict the 20 points at 128K, 256K, 512K, 2M and 4M.
+  cross_validate("cv-seed002", "infinihost3-pcie1x8", "cpu.copy_tx_hot_rate,topology.line_cross_socket",
+                 "--start cpu.copy_tx_hot_rate=1.5 --start topology.line_cross_socket=560", "seed002:-m (64K|1M)$",
+                 "seed002:-m (128K|256K|512K|2M|4M)$", 20);
+}
+
+TEST(CalibrateE2E, BadInputIsOneLineExitTwoAndNoFile) {
+  Scratch s("calibrate-bad");
+  const std::string out = s.path("fitted.toml");
+  const struct {
+    std::string args, message;
+  } cases[] = {
+      {"--platform connectx-ddr-pcie1x8 --fit cpu.nope seed002",
+       "hcasim: error: --fit cpu.nope: platform connectx-ddr-pcie1x8 has no parameter cpu.nope\n"},
+      {"--platform connectx-ddr-pcie1x8 --fit cpu.copy_tx_rate no-such-scenario",
+       "no such scenario file or name"},
+      {"--platform connectx-ddr-pcie1x8 --fit cpu.copy_tx_rate --start cpu.interrupt=5 seed002",
+       "hcasim: error: --start cpu.interrupt=5: cpu.interrupt is not a --fit parameter\n"},
+      {"--platform connectx-ddr-pcie1x8 --fit cpu.copy_tx_rate 'seed002:(('",
+       "is not a regular expression"},
+      {"--platform nowhere --fit cpu.copy_tx_rate seed002", "--platform nowhere: no such platform file or name"},
+      {"--platform connectx-ddr-pcie1x8 --fit cpu.copy_tx_rate,cpu.copy_tx_rate seed002",
+       "hcasim: error: --fit cpu.copy_tx_rate: given twice\n"},
+  };
+  for (const auto& c : cases) {
+    const int rc = hcasim("calibrate " + c.args + " -o " + out, s.path("o"), s.path("e"));
+    const std::string err = slurp(s.path("e"));
+    EXPECT_EQ(rc, 2) << c.args;
+    EXPECT_NE(err.find(c.message), std::string::npos) << c.args << "\n" << err;
+    EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 1) << err;
+    EXPECT_FALSE(fs::exists(out)) << c.args;
+    EXPECT_EQ(slurp(s.path("o")), "") << c.args;
+  }
+}
+
+}  // namespace

@@ -1,0 +1,258 @@
+// hcasim calibrate's pieces (scenarios/calibrate.h): --fit items, the child command lines,
+// the quantities read back from child CSVs, the RMS objective, the rewritten platform file and
+// the observations of scenarios and run files. The fit itself runs end to end in
+// calibrate_e2e_test.cpp.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "model/error.h"
+#include "model/platform.h"
+#include "scenarios/calibrate.h"
+#include "scenarios/netperf_output.h"
+#include "scenarios/perftest_output.h"
+
+namespace {
+
+using namespace hcasim;
+using namespace hcasim::scenarios;
+
+const char* kPlatform = R"(name = "tiny"
+description = "a test platform"
+
+[cpu]
+copy_tx_rate = { value = 0.96, unit = "B/ns", source = "fitted to seed 000 T3" }
+interrupt = { value = 1500, unit = "ns", source = "assumed" }
+idle = { value = 0, unit = "ns", source = "none" }
+[hca]
+blueflame = { value = true, unit = "", source = "mlx4" }
+name_tag = { value = "x", unit = "", source = "label" }
+)";
+
+model::Platform tiny() { return model::Platform::parse(kPlatform, "tiny.toml"); }
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+TEST(CalibrateFit, DefaultBoundsAreAFactorOfFourAroundTheStart) {
+  const FitParam p = parse_fit_param("cpu.copy_tx_rate", tiny(), {});
+  EXPECT_EQ(p.key, "cpu.copy_tx_rate");
+  EXPECT_EQ(p.unit, "B/ns");
+  EXPECT_DOUBLE_EQ(p.start, 0.96);
+  EXPECT_DOUBLE_EQ(p.lower, 0.24);  // 0.96 / 4
+  EXPECT_DOUBLE_EQ(p.upper, 3.84);  // 0.96 * 4
+  EXPECT_FALSE(p.integer);
+}
+
+TEST(CalibrateFit, ExplicitBoundsStartAndIntegerLiterals) {
+  const FitParam p = parse_fit_param("cpu.copy_tx_rate=0.5:2", tiny(), {"cpu.copy_tx_rate=0.7"});
+  EXPECT_DOUBLE_EQ(p.lower, 0.5);
+  EXPECT_DOUBLE_EQ(p.upper, 2);
+  EXPECT_DOUBLE_EQ(p.start, 0.7);
+  const FitParam q = parse_fit_param("cpu.interrupt", tiny(), {"cpu.copy_tx_rate=0.7"});
+  EXPECT_TRUE(q.integer);  // the file writes 1500: fitted values are rounded
+  EXPECT_DOUBLE_EQ(q.start, 1500);
+}
+
+TEST(CalibrateFit, BadItemsNameTheItem) {
+  const auto p = tiny();
+  EXPECT_EQ(error_of([&] { parse_fit_param("cpu.nope", p, {}); }),
+            "--fit cpu.nope: platform tiny has no parameter cpu.nope");
+  EXPECT_EQ(error_of([&] { parse_fit_param("hca.blueflame", p, {}); }),
+            "--fit hca.blueflame: not a number (only numeric parameters can be fitted)");
+  EXPECT_EQ(error_of([&] { parse_fit_param("hca.name_tag", p, {}); }),
+            "--fit hca.name_tag: not a number (only numeric parameters can be fitted)");
+  EXPECT_EQ(error_of([&] { parse_fit_param("cpu.idle", p, {}); }),
+            "--fit cpu.idle: its start 0 must be > 0 (the fit works on logarithms; give --start)");
+  EXPECT_EQ(error_of([&] { parse_fit_param("cpu.copy_tx_rate=2:1", p, {}); }),
+            "--fit cpu.copy_tx_rate=2:1: the lower bound must be below the upper");
+  EXPECT_EQ(error_of([&] { parse_fit_param("cpu.copy_tx_rate=0:1", p, {}); }),
+            "--fit cpu.copy_tx_rate=0:1: the lower bound must be > 0");
+  EXPECT_EQ(error_of([&] { parse_fit_param("cpu.copy_tx_rate=a:b", p, {}); }),
+            "--fit cpu.copy_tx_rate=a:b: bounds must be LO:HI, two numbers");
+  EXPECT_EQ(error_of([&] { parse_fit_param("cpu.copy_tx_rate=1", p, {}); }),
+            "--fit cpu.copy_tx_rate=1: bounds must be LO:HI, two numbers");
+  EXPECT_EQ(error_of([&] { parse_fit_param("cpu.copy_tx_rate=1:2", p, {}); }),
+            "--fit cpu.copy_tx_rate=1:2: the start 0.96 is outside [1, 2]");
+  EXPECT_EQ(error_of([&] { parse_fit_param("cpu.copy_tx_rate", p, {"cpu.copy_tx_rate=fast"}); }),
+            "--start cpu.copy_tx_rate=fast: not KEY=NUMBER");
+}
+
+TEST(CalibrateFit, RmsOfRelativeErrors) {
+  // sqrt((0.03^2 + 0.04^2) / 2) = sqrt(0.00125) = 0.0353553...
+  EXPECT_NEAR(rms({0.03, -0.04}), 0.035355339, 1e-9);
+  EXPECT_EQ(rms({}), 0);
+}
+
+TEST(CalibrateArgv, NetperfLengthGoesBeforeTheTestOptions) {
+  Observation o;
+  o.tool = "netperf";
+  o.words = {"-C", "-c", "-P", "0", "-l", "60", "--", "-m", "64K"};
+  const auto argv = observation_argv(o, "/p.toml", {"sdp.zcopy_thresh=0"}, 4.0, 20000);
+  const std::vector<std::string> expected = {"hcasim", "netperf", "-C", "-c", "-P", "0", "-l", "60", "-l", "4",
+                                             "--", "-m", "64K", "--platform", "/p.toml", "--set",
+                                             "sdp.zcopy_thresh=0"};
+  EXPECT_EQ(argv, expected);
+  o.words = {"-c"};
+  EXPECT_EQ(observation_argv(o, "/p.toml", {}, 2.5, std::nullopt),
+            (std::vector<std::string>{"hcasim", "netperf", "-c", "-l", "2.5", "--platform", "/p.toml"}));
+  // --duration 0: as typed.
+  EXPECT_EQ(observation_argv(o, "/p.toml", {}, std::nullopt, std::nullopt),
+            (std::vector<std::string>{"hcasim", "netperf", "-c", "--platform", "/p.toml"}));
+}
+
+TEST(CalibrateArgv, PerftestIterationsAreCappedNeverRaised) {
+  Observation o;
+  o.tool = "ib_write_lat";
+  o.words = {"-a", "-F", "-n", "1000000"};
+  EXPECT_EQ(observation_argv(o, "/p.toml", {}, 4.0, 20000),
+            (std::vector<std::string>{"hcasim", "ib_write_lat", "-a", "-F", "-n", "1000000", "-n", "20000",
+                                      "--platform", "/p.toml"}));
+  o.words = {"-s", "64", "-n", "100"};
+  EXPECT_EQ(observation_argv(o, "/p.toml", {}, 4.0, 20000),
+            (std::vector<std::string>{"hcasim", "ib_write_lat", "-s", "64", "-n", "100", "-n", "100", "--platform",
+                                      "/p.toml"}));
+  o.words = {};  // perftest's default for ib_write_lat: 1000 iterations
+  EXPECT_EQ(observation_argv(o, "/p.toml", {}, 4.0, 500),
+            (std::vector<std::string>{"hcasim", "ib_write_lat", "-n", "500", "--platform", "/p.toml"}));
+}
+
+TEST(CalibrateQuantities, NetperfCsvGivesThroughputAndServiceDemands) {
+  Observation o;
+  o.tool = "netperf";
+  o.measured = {{"throughput", 8323.2}, {"sd_local", 1.02}, {"sd_remote", 1.074}};
+  const std::string csv = netperf_csv_header() +
+                          "\nTCP_STREAM,65536,87380,87380,16384,60,8400.5,13,13.5,1.01,1.05,1,2,3\n";
+  EXPECT_EQ(simulated_quantities(o, csv, "c.csv"), (std::vector<double>{8400.5, 1.01, 1.05}));
+  const std::string no_cpu =
+      netperf_csv_header() + "\nTCP_STREAM,65536,87380,87380,16384,60,8400.5,,,,,1,2,3\n";
+  EXPECT_EQ(error_of([&] { simulated_quantities(o, no_cpu, "c.csv"); }),
+            "c.csv: the simulation did not measure sd_local (add -c/-C?)");
+}
+
+TEST(CalibrateQuantities, PerftestCsvRowsAreFoundBySize) {
+  Observation o;
+  o.tool = "ib_write_lat";
+  o.measured = {{"t_typical 64 B", 0.85}, {"t_typical 2 B", 0.79}};
+  const std::string csv = perftest_csv_header(sim::PerftestTest::WriteLat) +
+                          "\nib_write_lat,on,on,2,1000,0.7,3,0.8,0.8,0.1,1,2\n"
+                          "ib_write_lat,on,on,64,1000,0.8,3,0.86,0.9,0.1,1,2\n";
+  EXPECT_EQ(simulated_quantities(o, csv, "l.csv"), (std::vector<double>{0.86, 0.8}));
+  o.measured = {{"t_typical 128 B", 0.98}};
+  EXPECT_EQ(error_of([&] { simulated_quantities(o, csv, "l.csv"); }), "l.csv: no simulated row for 128 bytes");
+  Observation bw;
+  bw.tool = "ib_write_bw";
+  bw.measured = {{"bw_average 65536 B", 12.5}};
+  const std::string bw_csv = perftest_csv_header(sim::PerftestTest::WriteBw) +
+                             "\nib_write_bw,off,on,65536,5000,1,1500,1490,12.58,12.49,0.0238\n";
+  EXPECT_EQ(simulated_quantities(bw, bw_csv, "b.csv"), (std::vector<double>{12.49}));
+}
+
+TEST(CalibratePlatform, RewritesValueAndSourceOnTheParameterLine) {
+  const std::string out = rewrite_platform(
+      kPlatform, "tiny.toml",
+      {{"cpu.copy_tx_rate", "1.0123", "fitted to runs.txt by hcasim calibrate (RMS error 1.5 %; was 0.96) $1"},
+       {"cpu.interrupt", "1723", "fitted \"quoted\""}});
+  EXPECT_NE(out.find("name = \"tiny-fitted\"\n"), std::string::npos);
+  EXPECT_NE(out.find("copy_tx_rate = { value = 1.0123, unit = \"B/ns\", source = \"fitted to runs.txt by hcasim "
+                     "calibrate (RMS error 1.5 %; was 0.96) $1\" }\n"),
+            std::string::npos);
+  EXPECT_NE(out.find("interrupt = { value = 1723, unit = \"ns\", source = \"fitted \\\"quoted\\\"\" }\n"),
+            std::string::npos);
+  // Everything else is as it was.
+  EXPECT_NE(out.find("idle = { value = 0, unit = \"ns\", source = \"none\" }\n"), std::string::npos);
+  const model::Platform back = model::Platform::parse(out, "out.toml");
+  EXPECT_DOUBLE_EQ(back.num("cpu.copy_tx_rate", "B/ns"), 1.0123);
+  EXPECT_EQ(back.integer("cpu.interrupt", "ns"), 1723);
+}
+
+TEST(CalibratePlatform, AParameterNotOnOneLineIsAnError) {
+  const std::string multi = "[cpu]\ncopy_tx_rate.value = 0.96\ncopy_tx_rate.unit = \"B/ns\"\n"
+                            "copy_tx_rate.source = \"x\"\n";
+  EXPECT_EQ(error_of([&] { rewrite_platform(multi, "m.toml", {{"cpu.copy_tx_rate", "1", "fitted"}}); }),
+            "m.toml: cpu.copy_tx_rate: not found as a one-line { value, unit, source } table in its section");
+  EXPECT_EQ(error_of([&] { rewrite_platform(kPlatform, "tiny.toml", {{"hca.copy_tx_rate", "1", "fitted"}}); }),
+            "tiny.toml: hca.copy_tx_rate: not found as a one-line { value, unit, source } table in its section");
+}
+
+TEST(CalibrateArgs, FlagsAndTheirErrors) {
+  const CalibrateOptions o = parse_calibrate_args({"--platform", "p", "--fit", "cpu.a,cpu.b=1:2", "--start",
+                                                   "cpu.a=3", "runs.txt", "-j", "2", "--holdout", "h1", "h2"});
+  EXPECT_EQ(o.platform, "p");
+  EXPECT_EQ(o.fit, (std::vector<std::string>{"cpu.a", "cpu.b=1:2"}));
+  EXPECT_EQ(o.starts, (std::vector<std::string>{"cpu.a=3"}));
+  EXPECT_EQ(o.runs, (std::vector<std::string>{"runs.txt"}));  // not taken as a second --start
+  EXPECT_EQ(o.holdout, (std::vector<std::string>{"h1", "h2"}));
+  EXPECT_EQ(o.jobs, 2);
+  EXPECT_EQ(o.max_evals, 60);
+  EXPECT_DOUBLE_EQ(o.duration_s, 4);
+  EXPECT_EQ(o.iterations, 20000u);
+  EXPECT_EQ(error_of([] { parse_calibrate_args({"--fit", "cpu.a", "r"}); }), "--platform is required");
+  EXPECT_EQ(error_of([] { parse_calibrate_args({"--platform", "p", "r"}); }), "--fit is required");
+  EXPECT_EQ(error_of([] { parse_calibrate_args({"--platform", "p", "--fit", "cpu.a"}); }), "runs is required");
+  EXPECT_EQ(error_of([] { parse_calibrate_args({"--platform", "p", "--fit", "cpu.a", "r", "-j", "0"}); }),
+            "-j: '0' must be 1..4096");
+  EXPECT_EQ(error_of([] { parse_calibrate_args({"--platform", "p", "--fit", "cpu.a", "r", "--duration", "-1"}); }),
+            "--duration: '-1' must be 0..3600 seconds");
+  EXPECT_EQ(error_of([] { parse_calibrate_args({"--platform", "p", "--fit", "cpu.a", "r", "--max-evals", "x"}); }),
+            "--max-evals: 'x' is not a whole number");
+}
+
+TEST(CalibrateRuns, ScenarioPointsSelectedByLabel) {
+  // validation/seed002/...csv, row T0_0 SDP 64K: 7581.14 Mbit/s, SD 0.746 and 1.105 us/KB.
+  const auto obs = load_observations("seed002:T0_0 SDP -m 64K$");
+  ASSERT_EQ(obs.size(), 1u);
+  EXPECT_EQ(obs[0].label, "seed002 T0_0 SDP -m 64K");
+  EXPECT_EQ(obs[0].tool, "netperf");
+  ASSERT_EQ(obs[0].measured.size(), 3u);
+  EXPECT_EQ(obs[0].measured[0], (std::pair<std::string, double>{"throughput", 7581.14}));
+  EXPECT_EQ(obs[0].measured[1], (std::pair<std::string, double>{"sd_local", 0.746}));
+  EXPECT_EQ(obs[0].measured[2], (std::pair<std::string, double>{"sd_remote", 1.105}));
+  EXPECT_EQ(load_observations("seed002:-m (64K|1M)$").size(), 8u);  // 2 bindings x 2 modes x 2 sizes
+  EXPECT_EQ(load_observations("seed002").size(), 28u);
+  EXPECT_EQ(error_of([] { load_observations("seed002:nothing like this"); }),
+            "seed002:nothing like this: no point of scenario seed002 is selected by 'nothing like this'");
+  EXPECT_NE(error_of([] { load_observations("seed002:(unclosed"); }).find("is not a regular expression"),
+            std::string::npos);
+}
+
+TEST(CalibrateRuns, RunFileRunsSelectedByLabelWithTheirSettings) {
+  // validation/seed000/runs.txt: seed 000's hand-run T2 (-r) and T3 (-m) tables, 12 runs.
+  const std::string file = std::string(HCASIM_REFERENCE_DIR) + "/seed000/runs.txt";
+  const auto all = load_observations(file);
+  ASSERT_EQ(all.size(), 12u);
+  const auto bz = load_observations(file + ":---m 1M \\[sdp.zcopy_thresh=1\\]");
+  ASSERT_EQ(bz.size(), 1u);
+  // "# netperf -C -c -P 0 ... ---m 1M" after "echo 1 > .../sdp_zcopy_thresh":
+  // 87380  16384 1048576 60.00  10254.89  7.74 13.07 0.495 0.835
+  EXPECT_EQ(bz[0].set, (std::vector<std::string>{"sdp.zcopy_thresh=1"}));
+  EXPECT_EQ(bz[0].measured[0], (std::pair<std::string, double>{"throughput", 10254.89}));
+  EXPECT_EQ(bz[0].measured[1], (std::pair<std::string, double>{"sd_local", 0.495}));
+  EXPECT_EQ(bz[0].measured[2], (std::pair<std::string, double>{"sd_remote", 0.835}));
+  EXPECT_EQ(bz[0].words, (std::vector<std::string>{"-C", "-c", "-P", "0", "-t", "TCP_STREAM", "-H",
+                                                    "193.168.10.143", "-l", "60", "--", "-m", "1M"}));
+}
+
+TEST(CalibrateRuns, PerftestCyclesAreRefused) {
+  const auto dir = std::filesystem::temp_directory_path() / ("hcasim-cal-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string path = (dir / "cycles.txt").string();
+  std::ofstream(path) << "$ ib_write_lat -s 2 -C\n"
+                         " #bytes #iterations    t_min[cycles]    t_max[cycles]  t_typical[cycles]\n"
+                         " 2       1000          2000           9000         2100\n";
+  EXPECT_EQ(error_of([&] { load_observations(path); }),
+            path + ":1: the output is in CPU cycles (perftest -C); calibrate compares microseconds: run it without -C");
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
