@@ -49,6 +49,7 @@
 /// utilisation value (checked when the references are read: run_scenario,
 /// check_reference_tolerances); a tolerance that no point uses is allowed. An empty cell or a
 /// missing measured column means "not measured" (seed 000's T1 rows have no utilisation).
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -257,6 +258,29 @@ std::string run_csv_header(bool latency_columns = false);
 /// where not measured or not of the point's kind. The latency columns are there only when the
 /// scenario has a latency point, so a netperf scenario's CSV has none.
 std::string format_run_csv(const Scenario& scenario, const std::vector<PointOutcome>& outcomes);
+
+/// `name` made safe as a file name: every character but letters, digits, '-', '_' and '.'
+/// becomes '_', and "scenario" is put in front of an empty name or one starting with '.'
+/// ("seed000" stays, "../x y" becomes "scenario.._x_y").
+std::string safe_file_name(const std::string& name);
+
+/// Simulates every point of every scenario of `scenarios` in one sweep of child processes
+/// (children.h run_children, at most `parallel` at once, so that the last points of one
+/// scenario and the first of the next run side by side; identical command lines run once) and
+/// compares each with its measurement. Returns, per scenario, its outcomes in point order;
+/// they do not depend on `parallel`.
+///
+/// Everything the children need is checked before any starts: throws InputError for a bad
+/// reference ("ORIGIN:LINE: point N: reference: ..."), a tolerance a reference needs and the
+/// scenario lacks (check_reference_tolerances) or a bad platform or --set. Throws
+/// Interrupted on SIGINT/SIGTERM, and ChildFailure when a child fails or its CSV lacks what
+/// its point needs (what(): "[SCENARIO ]point N (LABEL) failed...", errors: its stderr; the
+/// scenario's name is in front only when `scenarios` has more than one).
+std::vector<std::vector<PointOutcome>> simulate_scenarios(const std::vector<Scenario>& scenarios,
+                                                          size_t parallel);
+
+/// simulate_scenarios() of one scenario: its outcomes in point order.
+std::vector<PointOutcome> simulate_scenario(const Scenario& scenario, size_t parallel);
 
 /// Options of `hcasim run`.
 struct RunOptions {
