@@ -367,8 +367,8 @@ Scenario parse_scenario(std::string_view toml_text, const std::string& origin) {
   }
   Scenario s;
   s.origin = origin;
-  check_keys(root, {"name", "description", "platform", "source", "tolerance", "point"}, origin, 1,
-             "");
+  check_keys(root, {"name", "description", "platform", "source", "tolerance", "spread", "point"},
+             origin, 1, "");
   s.name = required_string(root, "name", origin, 1, "");
   s.description = optional_string(root, "description", origin, 1, "");
   s.platform = required_string(root, "platform", origin, 1, "");
@@ -379,11 +379,11 @@ Scenario parse_scenario(std::string_view toml_text, const std::string& origin) {
   const toml::node* points = root.get("point");
   const auto* point_list = points ? points->as_array() : nullptr;
   bool netperf_points = !point_list || point_list->empty();
-  bool latency_points = false;
+  bool latency_points = false, any_netperf_point = false;
   if (point_list) {
     for (const auto& node : *point_list) {
       const auto kind = command_kind(node);
-      if (kind == PointKind::Netperf) netperf_points = true;
+      if (kind == PointKind::Netperf) netperf_points = any_netperf_point = true;
       if (kind == PointKind::Latency) latency_points = true;
     }
   }
@@ -409,6 +409,29 @@ Scenario parse_scenario(std::string_view toml_text, const std::string& origin) {
   // (check_reference_tolerances).
   s.tolerance.utilisation = tolerance("utilisation", false);
 
+  // The seed's own spread, for validate's target (run.h).
+  if (const toml::node* spread_node = root.get("spread")) {
+    const auto* st = spread_node->as_table();
+    if (!st) fail_at(origin, line_of(*spread_node, 1), "'spread' must be a table");
+    Spread spread;
+    spread.line = line_of(*spread_node, 1);
+    check_keys(*st, {"throughput", "service_demand", "utilisation", "source"}, origin,
+               spread.line, "spread: ");
+    auto metric = [&](std::string_view key) -> std::optional<double> {
+      if (!st->get(key)) return std::nullopt;
+      return positive_number(*st, key, origin, spread.line, "spread: ");
+    };
+    spread.throughput = metric("throughput");
+    spread.service_demand = metric("service_demand");
+    spread.utilisation = metric("utilisation");
+    spread.source = required_string(*st, "source", origin, spread.line, "spread: ");
+    if (!spread.throughput && !spread.service_demand && !spread.utilisation)
+      fail_at(origin, spread.line,
+              "spread: no metric declared (throughput, service_demand or utilisation)");
+    if (point_list && !point_list->empty() && !any_netperf_point)
+      fail_at(origin, spread.line, "spread: applies to netperf points, and the file has none");
+    s.spread = std::move(spread);
+  }
 
   if (!points) fail_at(origin, 1, "no [[point]]");
   const auto* array = points->as_array();

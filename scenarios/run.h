@@ -24,6 +24,18 @@
 ///     reference = { file = "validation/seed000/x.csv",          # relative to the data dir
 ///                   match = { table = "T3_m_flag", mode = "SDP" } }  # selects exactly one row
 ///     gated = true                              # optional, default true
+///     [spread]                                  # optional: the seed's own run-to-run spread
+///     throughput = 0.0397                       # relative, like the errors; each key optional
+///     service_demand = 0.2182
+///     utilisation = 0.05
+///     source = "max |T1 - T3| / T3 over ..."    # required: how the values were computed
+///
+/// `[spread]` declares, where the seed measured the same configuration twice, how far apart
+/// the two measurements are (|a - b| / b, the file's comment saying which is b), per metric.
+/// It gates nothing: `hcasim validate` uses it in the project's target for netperf tables
+/// (validate.h: median |error| <= 5 % and max |error| <= 10 %, or the spread, whichever is
+/// larger). At least one metric must be given, each a number > 0; only a scenario with netperf
+/// points may declare it.
 ///
 /// Two kinds of point, told apart by the command's first word:
 ///
@@ -103,6 +115,16 @@ struct Tolerance {
                               ///< (0 = not declared: no reference may measure utilisation)
 };
 
+/// The seed's own run-to-run spread ([spread]): relative, |a - b| / b between two measurements
+/// of the same configuration; nullopt = not declared for that metric.
+struct Spread {
+  std::optional<double> throughput;      ///< relative (0.04 = 4 %)
+  std::optional<double> service_demand;  ///< relative, send and receive service demand
+  std::optional<double> utilisation;     ///< relative, send and receive CPU utilisation
+  std::string source;                    ///< how the values were computed (which rows, which formula)
+  uint32_t line = 0;                     ///< line of [spread] in the file (for messages)
+};
+
 /// A parsed scenario file.
 struct Scenario {
   std::string name;
@@ -112,13 +134,15 @@ struct Scenario {
   std::string origin;  ///< file name used in messages
   Tolerance tolerance;
   uint32_t tolerance_line = 0;  ///< line of [tolerance] in the file (for messages)
+  std::optional<Spread> spread;  ///< [spread], when declared
   std::vector<ScenarioPoint> points;
 };
 
 /// Parses scenario TOML. Every command is split; netperf commands are checked with the netperf
 /// parser, latency commands only for their tool name and the options the scenario sets.
 /// Throws InputError "ORIGIN:LINE: what is wrong" (TOML syntax, missing or mistyped key,
-/// unknown key, bad command, a tolerance missing for a kind of point the file has). A declared
+/// unknown key, bad command, a tolerance missing for a kind of point the file has, a [spread]
+/// without `source` or without any metric, or in a file without netperf points). A declared
 /// `utilisation` is checked (a number > 0) but never required here: the references decide
 /// (check_reference_tolerances).
 Scenario parse_scenario(std::string_view toml_text, const std::string& origin);
