@@ -1,6 +1,7 @@
 // hcasim command line: `hcasim netperf ...` (a simulated netperf 2.4 TCP_STREAM),
 // `hcasim ib_write_lat|ib_write_bw|ib_send_bw ...` (simulated perftest) and `hcasim run ...`
-// (a scenario of such runs compared with measurements).
+// (a scenario of such runs compared with measurements) and `hcasim validate` (every scenario,
+// summarised).
 #include <exception>
 #include <iostream>
 #include <string>
@@ -15,6 +16,7 @@
 #include "scenarios/netperf_output.h"
 #include "scenarios/perftest_cli.h"
 #include "scenarios/run.h"
+#include "scenarios/validate.h"
 #include "sim/netperf_sim.h"
 
 namespace {
@@ -31,6 +33,7 @@ Usage:
   hcasim netperf [hcasim options] [netperf global options] [-- netperf test options]
   hcasim ib_write_lat|ib_write_bw|ib_send_bw [hcasim options and perftest flags]
   hcasim run [FILE|NAME] [-j N] [--csv PATH]
+  hcasim validate [NAME|FILE...] [-j N] [--report DIR]
   hcasim --help | --version
 
 hcasim netperf takes netperf 2.4's flags and prints netperf's output from a simulation:
@@ -57,6 +60,11 @@ columns, or 4.x's nine). --set hca.blueflame=off and --set host.write_combining=
 hcasim run runs every point of a scenario file (default: seed000) in its own simulation,
 -j N at once (default: the number of online CPUs), and compares it with its measurement.
 Exit status: 0 ok, 1 a gated point out of tolerance, 2 bad input or a failed point.
+
+hcasim validate runs every scenario file (default: all of scenarios/*.toml) in one sweep,
+prints each scenario's report and a summary (per table and metric: median and max |error|,
+tolerance, gated points within it, and the project's target for netperf tables); --report DIR
+also writes DIR/report.md, the results CSVs and gnuplot PNG plots. Same exit status as run.
 )";
 
 int netperf_main(const std::vector<std::string>& args) {
@@ -128,7 +136,15 @@ int main(int argc, char** argv) {
         }
       return run_scenario(parse_run_args(rest));
     }
-    throw InputError(fmt::format("unknown command '{}' (use netperf, ib_write_lat, ib_write_bw, ib_send_bw or run; "
+    if (command == "validate") {
+      for (const auto& w : rest)
+        if (w == "--help" || w == "-h") {
+          std::cout << kUsage;
+          return 0;
+        }
+      return validate(parse_validate_args(rest));
+    }
+    throw InputError(fmt::format("unknown command '{}' (use netperf, ib_write_lat, ib_write_bw, ib_send_bw, run or validate; "
                                  "see hcasim --help)",
                                  command));
   } catch (const InputError& e) {
