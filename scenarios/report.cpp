@@ -110,7 +110,7 @@ struct SweepPoint {
 };
 
 SweepPlot sweep_plot(const std::string& base, const std::string& title, const std::string& what,
-                     const std::string& ylabel,
+                     const std::string& xlabel, const std::string& ylabel,
                      const std::vector<std::pair<std::string, std::vector<SweepPoint>>>& modes,
                      size_t unsized) {
   SweepPlot plot;
@@ -132,7 +132,7 @@ SweepPlot sweep_plot(const std::string& base, const std::string& title, const st
   std::string& gp = plot.script;
   gp += fmt::format("\n# --- {}\nreset\nset output {}\n", title, gp_quote(base + ".png"));
   gp += fmt::format("set title {}\n", gp_dquote(title + "\npoints: measured, lines: simulated"));
-  gp += "set xlabel 'message size (B, log2 scale)'\n";
+  gp += fmt::format("set xlabel {}\n", gp_quote(xlabel));
   gp += fmt::format("set ylabel {}\n", gp_quote(ylabel));
   gp += "set logscale x 2\nset grid\nset key outside right top\nset datafile missing '-'\n";
   if (!sizes.empty()) {
@@ -208,19 +208,21 @@ SweepPlot error_plot(const Scenario& s, const std::vector<PointOutcome>& outcome
 }
 
 /// The modes of `table`'s points of `kind`, in order of first appearance, each with its points'
-/// sizes and figures. `unsized` counts the points without a size.
+/// sizes and figures. `unsized` counts the points without a size; `from_request` tells whether
+/// some netperf point's size is its -r.
 std::vector<std::pair<std::string, std::vector<SweepPoint>>> table_modes(
     const Scenario& s, const std::vector<PointOutcome>& outcomes, PointKind kind, const std::string& table,
-    size_t& unsized) {
+    size_t& unsized, bool& from_request) {
   std::vector<std::pair<std::string, std::vector<SweepPoint>>> modes;
   unsized = 0;
+  from_request = false;
   for (size_t i = 0; i < s.points.size(); ++i) {
     const ScenarioPoint& p = s.points[i];
     if (p.kind != kind || p.table != table) continue;
     const PointOutcome& o = outcomes.at(i);
     SweepPoint point;
     if (kind == PointKind::Netperf) {
-      const auto size = netperf_message_size(p);
+      const auto size = netperf_message_size(p, &from_request);
       if (!size) {
         ++unsized;
         continue;
@@ -361,14 +363,17 @@ std::string last_line(const std::string& text) {
 
 }  // namespace
 
-std::optional<uint64_t> netperf_message_size(const ScenarioPoint& point) {
+std::optional<uint64_t> netperf_message_size(const ScenarioPoint& point, bool* from_request) {
   if (point.kind != PointKind::Netperf) return std::nullopt;
   try {
     const NetperfOptions o = parse_netperf_args(point.words);
     if (o.send_size > 0) return o.send_size;
     if (o.request_size) {
       const std::string first = o.request_size->substr(0, o.request_size->find(','));
-      if (!first.empty()) return model::parse_size(first, "-r");
+      if (first.empty()) return std::nullopt;
+      const uint64_t size = model::parse_size(first, "-r");
+      if (from_request) *from_request = true;
+      return size;
     }
   } catch (const InputError&) {
   }
@@ -470,7 +475,8 @@ ReportFiles make_report_files(const std::vector<Scenario>& scenarios,
         const std::string base = fmt::format("{}-{}-{}", name, unique_name(safe_file_name(table), taken),
                                              netperf ? "throughput" : "t_typical");
         size_t unsized = 0;
-        const auto modes = table_modes(s, o, kind, table, unsized);
+        bool from_request = false;
+        const auto modes = table_modes(s, o, kind, table, unsized, from_request);
         const bool any_value = std::any_of(modes.begin(), modes.end(), [](const auto& m) {
           return std::any_of(m.second.begin(), m.second.end(),
                              [](const SweepPoint& p) { return p.measured || p.simulated; });
@@ -481,8 +487,11 @@ ReportFiles make_report_files(const std::vector<Scenario>& scenarios,
         }
         const std::string title =
             fmt::format("{} {}: {} vs message size", s.name, table, netperf ? "throughput" : "t_typical");
+        const std::string xlabel = from_request ? "message size (B, log2 scale): the -r value; TCP_STREAM "
+                                                  "ignores -r and sends the send socket size"
+                                                : "message size (B, log2 scale)";
         const SweepPlot plot =
-            sweep_plot(base, title, netperf ? "throughput, Mbit/s" : "t_typical, us",
+            sweep_plot(base, title, netperf ? "throughput, Mbit/s" : "t_typical, us", xlabel,
                        netperf ? "throughput (Mbit/s)" : "t_typical, half the round trip (us)", modes, unsized);
         report.files.emplace_back(base + ".dat", plot.data);
         report.plots.push_back(base + ".png");

@@ -6,8 +6,9 @@
 /// - NAME-results.csv: the run CSV (format_run_csv), as `hcasim run NAME --csv` writes it;
 /// - NAME-report.txt: the text `hcasim run` prints (format_run_report);
 /// - per netperf table T: NAME-T-throughput.png, throughput (Mbit/s) vs message size (B, the
-///   value of the command's -m, else of its -r; log2 axis), measured as points and simulated as
-///   lines, a colour per mode; its data NAME-T-throughput.dat;
+///   value of the command's -m, else of its -r, which the axis label then says; log2 axis),
+///   measured as points and simulated as lines, a colour per mode; its data
+///   NAME-T-throughput.dat (a table none of whose points has -m or -r gets no plot);
 /// - per latency table T: NAME-T-t_typical.png, t_typical (us) vs message size (B, log2 axis),
 ///   the same way; its data NAME-T-t_typical.dat;
 /// - NAME-errors.png: a bar per point of its signed error (throughput in % for netperf points,
@@ -34,8 +35,9 @@ struct ReportFiles {
 };
 
 /// The message size of a netperf point, B: its command's -m, else its -r (the request size,
-/// which TCP_STREAM ignores, as seed 000's T2 typed it); nullopt when it has neither.
-std::optional<uint64_t> netperf_message_size(const ScenarioPoint& point);
+/// which TCP_STREAM ignores, as seed 000's T2 typed it; then `*from_request`, when given, is set
+/// to true); nullopt when it has neither.
+std::optional<uint64_t> netperf_message_size(const ScenarioPoint& point, bool* from_request = nullptr);
 
 /// "2", "64K", "1M", "1536": `bytes` with the largest of K, M, G (2^10, 2^20, 2^30) that
 /// divides it, as netperf's size flags write it.

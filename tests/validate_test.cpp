@@ -461,7 +461,11 @@ TEST(Report, SizesAndLabels) {
   const Scenario s = parse_scenario(kFabricated, "fab.toml");
   EXPECT_EQ(netperf_message_size(s.points[0]).value(), 65536u);
   EXPECT_EQ(netperf_message_size(s.points[1]).value(), 1048576u);
-  EXPECT_EQ(netperf_message_size(s.points[3]).value(), 1048576u);  // -r 1M
+  bool from_request = false;
+  EXPECT_EQ(netperf_message_size(s.points[1], &from_request).value(), 1048576u);
+  EXPECT_FALSE(from_request);
+  EXPECT_EQ(netperf_message_size(s.points[3], &from_request).value(), 1048576u);  // -r 1M
+  EXPECT_TRUE(from_request);
   EXPECT_FALSE(netperf_message_size(s.points[4]));                 // no -m, no -r
   EXPECT_FALSE(netperf_message_size(s.points[5]));                 // a latency point
   EXPECT_EQ(size_label(2), "2");
@@ -493,6 +497,9 @@ TEST(Report, FilesAndData) {
                    "1048576 1000 700\n"),
             std::string::npos)
       << t;
+  // One of T's sizes is a -r value: the axis says so.
+  EXPECT_NE(file("plots.gp").find("set xlabel 'message size (B, log2 scale): the -r value; TCP_STREAM ignores -r"),
+            std::string::npos);
   // Errors: throughput in %, t_typical in us, gated 1/0.
   const std::string e = file("fab-errors-netperf.dat");
   EXPECT_NE(e.find("\n0 10 1 \"T SDP -m 64K\"\n"), std::string::npos) << e;
