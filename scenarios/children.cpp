@@ -106,12 +106,6 @@ std::string slurp(const std::string& path) {
   return text.str();
 }
 
-std::string describe_status(int status) {
-  if (WIFEXITED(status)) return fmt::format("exit status {}", WEXITSTATUS(status));
-  if (WIFSIGNALED(status)) return fmt::format("killed by signal {}", WTERMSIG(status));
-  return "stopped";
-}
-
 /// "\r[#####.....]  12/28  LABEL" on one terminal line (erased to its end).
 void draw_progress(size_t done, size_t total, const std::string& label) {
   constexpr size_t kWidth = 24;
@@ -128,6 +122,62 @@ Interrupted::Interrupted(int signal_, size_t done_, size_t total_)
       signal(signal_),
       done(done_),
       total(total_) {}
+
+std::string describe_status(int status) {
+  if (WIFEXITED(status)) return fmt::format("exit status {}", WEXITSTATUS(status));
+  if (WIFSIGNALED(status)) return fmt::format("killed by signal {}", WTERMSIG(status));
+  return "stopped";
+}
+
+int print_child_failure(const ChildFailure& failure) {
+  if (!failure.errors.empty())
+    std::cerr << failure.errors << (failure.errors.back() != '\n' ? "\n" : "");
+  std::cerr << "hcasim: error: " << failure.what() << "\n";
+  return 2;
+}
+
+int print_interrupted(const Interrupted& interrupted) {
+  std::cerr << "hcasim: error: " << interrupted.what() << "; nothing written\n";
+  return 128 + interrupted.signal;
+}
+
+ProgramResult run_program(const std::vector<std::string>& argv_words, const std::string& cwd) {
+  int pipe_fds[2];
+  if (::pipe2(pipe_fds, O_CLOEXEC) != 0)
+    throw InputError(fmt::format("cannot run {} ({})", argv_words.at(0), std::strerror(errno)));
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
+  posix_spawn_file_actions_adddup2(&actions, pipe_fds[1], STDERR_FILENO);
+  posix_spawn_file_actions_addchdir_np(&actions, cwd.c_str());
+  std::vector<char*> argv;
+  for (const auto& a : argv_words) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+
+  const StopSignals signals;
+  pid_t pid = -1;
+  const int rc = posix_spawnp(&pid, argv[0], &actions, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  ::close(pipe_fds[1]);
+  if (rc != 0) {
+    ::close(pipe_fds[0]);
+    throw InputError(fmt::format("cannot run {} ({})", argv_words[0], std::strerror(rc)));
+  }
+  ProgramResult result;
+  char buffer[4096];
+  while (!g_stop_signal) {  // its stderr until it closes it
+    const ssize_t n = ::read(pipe_fds[0], buffer, sizeof buffer);
+    if (n > 0) result.errors.append(buffer, static_cast<size_t>(n));
+    if (n == 0 || (n < 0 && errno != EINTR)) break;
+  }
+  ::close(pipe_fds[0]);
+  if (g_stop_signal) ::kill(pid, SIGTERM);
+  while (::waitpid(pid, &result.status, 0) < 0 && errno == EINTR) {
+  }
+  if (g_stop_signal) throw Interrupted(static_cast<int>(g_stop_signal), 0, 1);
+  return result;
+}
 
 int online_cpus() {
   const long n = ::sysconf(_SC_NPROCESSORS_ONLN);

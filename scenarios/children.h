@@ -46,6 +46,29 @@ struct Interrupted : std::runtime_error {
 /// InputError when the temporary directory cannot be made.
 std::vector<ChildResult> run_children(const std::vector<ChildRun>& runs, size_t parallel);
 
+/// What `hcasim run` and `validate` do with a ChildFailure: print the child's stderr (when it
+/// wrote any) and "hcasim: error: WHAT" on stderr. Returns 2, their exit status for it.
+int print_child_failure(const ChildFailure& failure);
+
+/// What they do with an Interrupted: print "hcasim: error: interrupted by signal N (D of T runs
+/// done); nothing written" on stderr. Returns 128 + N, their exit status for it.
+int print_interrupted(const Interrupted& interrupted);
+
+/// How a program run by run_program() ended.
+struct ProgramResult {
+  int status = 0;      ///< its wait status (waitpid)
+  std::string errors;  ///< everything it wrote on stderr
+};
+
+/// Runs the program `argv` (argv[0] looked up in PATH when it has no '/', as execvp does) in
+/// directory `cwd`, standard input and output /dev/null, and waits for it (used for gnuplot).
+/// Throws Interrupted(N, 0, 1) on SIGINT/SIGTERM, after stopping it, and InputError "cannot
+/// run ARGV0 (reason)" when it cannot be started.
+ProgramResult run_program(const std::vector<std::string>& argv, const std::string& cwd);
+
+/// "exit status N", "killed by signal N" or "stopped": a wait status in words.
+std::string describe_status(int status);
+
 /// The number of online CPUs (sysconf), at least 1: the default of every -j.
 int online_cpus();
 

@@ -1,6 +1,8 @@
 // hcasim command line: `hcasim netperf ...` (a simulated netperf 2.4 TCP_STREAM),
 // `hcasim ib_write_lat|ib_write_bw|ib_send_bw ...` (simulated perftest) and `hcasim run ...`
-// (a scenario of such runs compared with measurements).
+// (a scenario of such runs compared with measurements) and `hcasim validate` (every scenario,
+// summarised).
+#include <algorithm>
 #include <exception>
 #include <iostream>
 #include <string>
@@ -16,6 +18,7 @@
 #include "scenarios/netperf_output.h"
 #include "scenarios/perftest_cli.h"
 #include "scenarios/run.h"
+#include "scenarios/validate.h"
 #include "sim/netperf_sim.h"
 
 namespace {
@@ -33,6 +36,7 @@ Usage:
   hcasim ib_write_lat|ib_write_bw|ib_send_bw [hcasim options and perftest flags]
   hcasim run [FILE|NAME] [-j N] [--csv PATH]
   hcasim calibrate --platform BASE --fit KEY[=LO:HI],... RUNS... [--holdout RUNS...] [-o FILE]
+  hcasim validate [NAME|FILE...] [-j N] [--report DIR]
   hcasim --help | --version
 
 hcasim netperf takes netperf 2.4's flags and prints netperf's output from a simulation:
@@ -67,6 +71,11 @@ NAME-fitted.toml) and prints each parameter's sensitivity and every run's error,
 held out (--holdout). Options: --start KEY=V, --set KEY=V, -j N, --max-evals N (60),
 --duration S (netperf's simulated -l, default 4, 0 = as typed), --iterations N (perftest's -n
 cap, default 20000, 0 = as typed).
+
+hcasim validate runs every scenario file (default: all of scenarios/*.toml) in one sweep,
+prints each scenario's report and a summary (per table and metric: median and max |error|,
+tolerance, gated points within it, and the project's target for netperf tables); --report DIR
+also writes DIR/report.md, the results CSVs and gnuplot PNG plots. Same exit status as run.
 )";
 
 int netperf_main(const std::vector<std::string>& args) {
@@ -138,15 +147,23 @@ int main(int argc, char** argv) {
         }
       return run_scenario(parse_run_args(rest));
     }
+    const bool wants_help = std::any_of(rest.begin(), rest.end(), [](const std::string& w) { return w == "--help" || w == "-h"; });
     if (command == "calibrate") {
-      for (const auto& w : rest)
-        if (w == "--help" || w == "-h") {
-          std::cout << kUsage;
-          return 0;
-        }
+      if (wants_help) {
+        std::cout << kUsage;
+        return 0;
+      }
       return run_calibrate(parse_calibrate_args(rest));
     }
-    throw InputError(fmt::format("unknown command '{}' (use netperf, ib_write_lat, ib_write_bw, ib_send_bw, run or calibrate; "
+    if (command == "validate") {
+      if (wants_help) {
+        std::cout << kUsage;
+        return 0;
+      }
+      return validate(parse_validate_args(rest));
+    }
+    throw InputError(fmt::format("unknown command '{}' (use netperf, ib_write_lat, ib_write_bw, ib_send_bw, run, "
+                                 "validate or calibrate; "
                                  "see hcasim --help)",
                                  command));
   } catch (const InputError& e) {

@@ -367,8 +367,8 @@ Scenario parse_scenario(std::string_view toml_text, const std::string& origin) {
   }
   Scenario s;
   s.origin = origin;
-  check_keys(root, {"name", "description", "platform", "source", "tolerance", "point"}, origin, 1,
-             "");
+  check_keys(root, {"name", "description", "platform", "source", "tolerance", "spread", "point"},
+             origin, 1, "");
   s.name = required_string(root, "name", origin, 1, "");
   s.description = optional_string(root, "description", origin, 1, "");
   s.platform = required_string(root, "platform", origin, 1, "");
@@ -379,11 +379,11 @@ Scenario parse_scenario(std::string_view toml_text, const std::string& origin) {
   const toml::node* points = root.get("point");
   const auto* point_list = points ? points->as_array() : nullptr;
   bool netperf_points = !point_list || point_list->empty();
-  bool latency_points = false;
+  bool latency_points = false, any_netperf_point = false;
   if (point_list) {
     for (const auto& node : *point_list) {
       const auto kind = command_kind(node);
-      if (kind == PointKind::Netperf) netperf_points = true;
+      if (kind == PointKind::Netperf) netperf_points = any_netperf_point = true;
       if (kind == PointKind::Latency) latency_points = true;
     }
   }
@@ -408,6 +408,30 @@ Scenario parse_scenario(std::string_view toml_text, const std::string& origin) {
   // Needed when a reference row measures utilisation, which only reading the references tells
   // (check_reference_tolerances).
   s.tolerance.utilisation = tolerance("utilisation", false);
+
+  // The seed's own spread, for validate's target (run.h).
+  if (const toml::node* spread_node = root.get("spread")) {
+    const auto* st = spread_node->as_table();
+    if (!st) fail_at(origin, line_of(*spread_node, 1), "'spread' must be a table");
+    Spread spread;
+    spread.line = line_of(*spread_node, 1);
+    check_keys(*st, {"throughput", "service_demand", "utilisation", "source"}, origin,
+               spread.line, "spread: ");
+    auto metric = [&](std::string_view key) -> std::optional<double> {
+      if (!st->get(key)) return std::nullopt;
+      return positive_number(*st, key, origin, spread.line, "spread: ");
+    };
+    spread.throughput = metric("throughput");
+    spread.service_demand = metric("service_demand");
+    spread.utilisation = metric("utilisation");
+    spread.source = required_string(*st, "source", origin, spread.line, "spread: ");
+    if (!spread.throughput && !spread.service_demand && !spread.utilisation)
+      fail_at(origin, spread.line,
+              "spread: no metric declared (throughput, service_demand or utilisation)");
+    if (point_list && !point_list->empty() && !any_netperf_point)
+      fail_at(origin, spread.line, "spread: applies to netperf points, and the file has none");
+    s.spread = std::move(spread);
+  }
 
   if (!points) fail_at(origin, 1, "no [[point]]");
   const auto* array = points->as_array();
@@ -924,39 +948,47 @@ RunOptions parse_run_args(const std::vector<std::string>& args) {
   return o;
 }
 
-int run_scenario(const RunOptions& options) {
-  const std::string path = resolve_scenario(options.scenario);
-  const Scenario s = load_scenario(path);
-  const std::string base = data_dir();
-  std::string safe_name = s.name;  // the default file lands in the working directory, whatever the name says
-  for (char& ch : safe_name)
+std::string safe_file_name(const std::string& name) {
+  std::string safe = name;
+  for (char& ch : safe)
     if (!std::isalnum(static_cast<unsigned char>(ch)) && ch != '-' && ch != '_' && ch != '.') ch = '_';
-  if (safe_name.empty() || safe_name[0] == '.') safe_name.insert(0, "scenario");
-  const std::string csv_path = options.csv_path.value_or(safe_name + "-results.csv");
-  check_output_path(csv_path, "--csv");
+  if (safe.empty() || safe[0] == '.') safe.insert(0, "scenario");
+  return safe;
+}
 
-  // Everything the children need, checked before any of them starts.
-  std::vector<Figures> measured(s.points.size());
-  std::vector<LatencyFigures> measured_latency(s.points.size());   // latency points
-  std::vector<LatencyFigures> simulated_latency(s.points.size());  // latency points
-  std::map<std::string, std::string> platform_files;
+namespace {
+
+/// What a scenario's points need before its children start: the measured figures and the
+/// resolved platform files (simulate_scenarios checks them all first).
+struct CheckedScenario {
+  std::vector<Figures> measured;                    // netperf points
+  std::vector<LatencyFigures> measured_latency;     // latency points
+  std::map<std::string, std::string> platform_files;  // point platform -> file
+};
+
+/// Reads every reference of `s` and applies every point's --set to its platform, as the child
+/// will (simulate_scenarios).
+CheckedScenario check_scenario(const Scenario& s, const std::string& base) {
+  CheckedScenario c;
+  c.measured.resize(s.points.size());
+  c.measured_latency.resize(s.points.size());
   std::map<std::string, model::Platform> platforms;
   for (size_t i = 0; i < s.points.size(); ++i) {
     const ScenarioPoint& p = s.points[i];
     try {
       if (p.kind == PointKind::Latency)
-        measured_latency[i] = read_latency_reference(p.reference, base);
+        c.measured_latency[i] = read_latency_reference(p.reference, base);
       else
-        measured[i] = read_reference(p.reference, base);
+        c.measured[i] = read_reference(p.reference, base);
     } catch (const InputError& e) {
       fail_at(s.origin, p.line, fmt::format("point {}: reference: {}", i + 1, e.what()));
     }
-    if (p.kind == PointKind::Netperf) check_reference_tolerances(s, i, measured[i]);
+    if (p.kind == PointKind::Netperf) check_reference_tolerances(s, i, c.measured[i]);
     // The platform and its --set assignments, as the child will apply them.
     try {
-      if (!platform_files.count(p.platform)) {
-        platform_files[p.platform] = resolve_platform(p.platform);
-        platforms.emplace(p.platform, model::Platform::load_file(platform_files[p.platform]));
+      if (!c.platform_files.count(p.platform)) {
+        c.platform_files[p.platform] = resolve_platform(p.platform);
+        platforms.emplace(p.platform, model::Platform::load_file(c.platform_files[p.platform]));
       }
       model::Platform copy = platforms.at(p.platform);
       for (const auto& assignment : p.set) copy.set(assignment);
@@ -964,69 +996,93 @@ int run_scenario(const RunOptions& options) {
       fail_at(s.origin, p.line, fmt::format("point {}: {}", i + 1, e.what()));
     }
   }
+  return c;
+}
+
+}  // namespace
+
+std::vector<std::vector<PointOutcome>> simulate_scenarios(const std::vector<Scenario>& scenarios,
+                                                          size_t parallel) {
+  const std::string base = data_dir();
+  std::vector<CheckedScenario> checked;
+  for (const Scenario& s : scenarios) checked.push_back(check_scenario(s, base));
 
   // One child per distinct command line; every point that has it shares its figures.
   std::vector<ChildRun> runs;
-  std::vector<size_t> run_of(s.points.size());
-  for (size_t i = 0; i < s.points.size(); ++i) {
-    const auto& p = s.points[i];
-    std::vector<std::string> argv = {"hcasim", p.tool};
-    argv.insert(argv.end(), p.words.begin(), p.words.end());
-    argv.insert(argv.end(), {"--platform", platform_files[p.platform]});
-    for (const auto& set : p.set) argv.insert(argv.end(), {"--set", set});
-    const auto same = std::find_if(runs.begin(), runs.end(), [&](const ChildRun& r) { return r.argv == argv; });
-    run_of[i] = static_cast<size_t>(same - runs.begin());
-    if (same == runs.end())
-      runs.push_back({std::move(argv), fmt::format("point {} ({})", i + 1, point_label(p, measured_latency[i].bytes))});
-  }
-
-  const size_t parallel = static_cast<size_t>(options.jobs > 0 ? options.jobs : online_cpus());
-  std::vector<ChildResult> results;
-  try {
-    results = run_children(runs, parallel);
-  } catch (const ChildFailure& e) {
-    if (!e.errors.empty()) std::cerr << e.errors << (e.errors.back() != '\n' ? "\n" : "");
-    std::cerr << "hcasim: error: " << e.what() << "\n";
-    return 2;
-  } catch (const Interrupted& e) {
-    std::cerr << "hcasim: error: " << e.what() << "; nothing written\n";
-    return 128 + e.signal;
-  }
-
-  std::vector<Figures> simulated(s.points.size());
-  for (size_t i = 0; i < s.points.size(); ++i) {
-    const ChildResult& r = results[run_of[i]];
-    const std::string origin = fmt::format("{} CSV", runs[run_of[i]].label);
-    try {
-      if (s.points[i].kind == PointKind::Netperf) {
-        simulated[i] = netperf_csv_figures(r.csv, origin);
-        continue;
-      }
-      // Every latency point takes the row of its reference's message size.
-      const auto row = latency_row_for_bytes(latency_csv_rows(r.csv, origin), measured_latency[i].bytes);
-      if (!row)
-        throw InputError(fmt::format("its {} CSV has no row for {} bytes (does the command run that size?)",
-                                     s.points[i].tool, measured_latency[i].bytes));
-      simulated_latency[i] = *row;
-    } catch (const InputError& e) {
-      if (!r.errors.empty()) std::cerr << r.errors << (r.errors.back() != '\n' ? "\n" : "");
-      std::cerr << fmt::format("hcasim: error: point {} ({}) failed: {}\n", i + 1,
-                               point_label(s.points[i], measured_latency[i].bytes), e.what());
-      return 2;
+  std::vector<std::vector<size_t>> run_of(scenarios.size());
+  auto prefix = [&](const Scenario& s) { return scenarios.size() > 1 ? s.name + " " : std::string(); };
+  for (size_t k = 0; k < scenarios.size(); ++k) {
+    const Scenario& s = scenarios[k];
+    for (size_t i = 0; i < s.points.size(); ++i) {
+      const auto& p = s.points[i];
+      std::vector<std::string> argv = {"hcasim", p.tool};
+      argv.insert(argv.end(), p.words.begin(), p.words.end());
+      argv.insert(argv.end(), {"--platform", checked[k].platform_files[p.platform]});
+      for (const auto& set : p.set) argv.insert(argv.end(), {"--set", set});
+      const auto same = std::find_if(runs.begin(), runs.end(), [&](const ChildRun& r) { return r.argv == argv; });
+      run_of[k].push_back(static_cast<size_t>(same - runs.begin()));
+      if (same == runs.end())
+        runs.push_back({std::move(argv), fmt::format("{}point {} ({})", prefix(s), i + 1,
+                                                     point_label(p, checked[k].measured_latency[i].bytes))});
     }
   }
 
-  std::vector<PointOutcome> outcomes;
-  bool all_ok = true;
-  for (size_t i = 0; i < s.points.size(); ++i) {
-    if (s.points[i].kind == PointKind::Latency)
-      outcomes.push_back(evaluate_latency_point(s.points[i], s.tolerance, measured_latency[i],
-                                                simulated_latency[i]));
-    else
-      outcomes.push_back(
-          evaluate_point(s.points[i], s.tolerance, measured[i], simulated[i]));
-    if (outcomes.back().status == "FAIL") all_ok = false;
+  const std::vector<ChildResult> results = run_children(runs, parallel);
+
+  std::vector<std::vector<PointOutcome>> outcomes(scenarios.size());
+  for (size_t k = 0; k < scenarios.size(); ++k) {
+    const Scenario& s = scenarios[k];
+    const CheckedScenario& c = checked[k];
+    for (size_t i = 0; i < s.points.size(); ++i) {
+      const ScenarioPoint& p = s.points[i];
+      const size_t run = run_of[k][i];
+      const ChildResult& r = results[run];
+      const std::string origin = fmt::format("{} CSV", runs[run].label);
+      try {
+        if (p.kind == PointKind::Netperf) {
+          outcomes[k].push_back(
+              evaluate_point(p, s.tolerance, c.measured[i], netperf_csv_figures(r.csv, origin)));
+          continue;
+        }
+        // Every latency point takes the row of its reference's message size.
+        const auto row = latency_row_for_bytes(latency_csv_rows(r.csv, origin), c.measured_latency[i].bytes);
+        if (!row)
+          throw InputError(fmt::format("its {} CSV has no row for {} bytes (does the command run that size?)",
+                                       p.tool, c.measured_latency[i].bytes));
+        outcomes[k].push_back(evaluate_latency_point(p, s.tolerance, c.measured_latency[i], *row));
+      } catch (const InputError& e) {
+        throw ChildFailure(run,
+                           fmt::format("{}point {} ({}) failed: {}", prefix(s), i + 1,
+                                       point_label(p, c.measured_latency[i].bytes), e.what()),
+                           r.errors);
+      }
+    }
   }
+  return outcomes;
+}
+
+std::vector<PointOutcome> simulate_scenario(const Scenario& scenario, size_t parallel) {
+  return simulate_scenarios({scenario}, parallel).front();
+}
+
+int run_scenario(const RunOptions& options) {
+  const std::string path = resolve_scenario(options.scenario);
+  const Scenario s = load_scenario(path);
+  // The default file lands in the working directory, whatever the name says.
+  const std::string csv_path = options.csv_path.value_or(safe_file_name(s.name) + "-results.csv");
+  check_output_path(csv_path, "--csv");
+
+  const size_t parallel = static_cast<size_t>(options.jobs > 0 ? options.jobs : online_cpus());
+  std::vector<PointOutcome> outcomes;
+  try {
+    outcomes = simulate_scenario(s, parallel);
+  } catch (const ChildFailure& e) {
+    return print_child_failure(e);
+  } catch (const Interrupted& e) {
+    return print_interrupted(e);
+  }
+  const bool all_ok = std::none_of(outcomes.begin(), outcomes.end(),
+                                   [](const PointOutcome& o) { return o.status == "FAIL"; });
   write_file_atomically(csv_path, format_run_csv(s, outcomes), "--csv");
   std::cout << format_run_report(s, outcomes) << std::flush;
   return all_ok ? 0 : 1;

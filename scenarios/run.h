@@ -24,6 +24,18 @@
 ///     reference = { file = "validation/seed000/x.csv",          # relative to the data dir
 ///                   match = { table = "T3_m_flag", mode = "SDP" } }  # selects exactly one row
 ///     gated = true                              # optional, default true
+///     [spread]                                  # optional: the seed's own run-to-run spread
+///     throughput = 0.0397                       # relative, like the errors; each key optional
+///     service_demand = 0.2182
+///     utilisation = 0.05
+///     source = "max |T1 - T3| / T3 over ..."    # required: how the values were computed
+///
+/// `[spread]` declares, where the seed measured the same configuration twice, how far apart
+/// the two measurements are (|a - b| / b, the file's comment saying which is b), per metric.
+/// It gates nothing: `hcasim validate` uses it in the project's target for netperf tables
+/// (validate.h: median |error| <= 5 % and max |error| <= 10 %, or the spread, whichever is
+/// larger). At least one metric must be given, each a number > 0; only a scenario with netperf
+/// points may declare it.
 ///
 /// Two kinds of point, told apart by the command's first word:
 ///
@@ -49,6 +61,7 @@
 /// utilisation value (checked when the references are read: run_scenario,
 /// check_reference_tolerances); a tolerance that no point uses is allowed. An empty cell or a
 /// missing measured column means "not measured" (seed 000's T1 rows have no utilisation).
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -102,6 +115,16 @@ struct Tolerance {
                               ///< (0 = not declared: no reference may measure utilisation)
 };
 
+/// The seed's own run-to-run spread ([spread]): relative, |a - b| / b between two measurements
+/// of the same configuration; nullopt = not declared for that metric.
+struct Spread {
+  std::optional<double> throughput;      ///< relative (0.04 = 4 %)
+  std::optional<double> service_demand;  ///< relative, send and receive service demand
+  std::optional<double> utilisation;     ///< relative, send and receive CPU utilisation
+  std::string source;                    ///< how the values were computed (which rows, which formula)
+  uint32_t line = 0;                     ///< line of [spread] in the file (for messages)
+};
+
 /// A parsed scenario file.
 struct Scenario {
   std::string name;
@@ -111,13 +134,15 @@ struct Scenario {
   std::string origin;  ///< file name used in messages
   Tolerance tolerance;
   uint32_t tolerance_line = 0;  ///< line of [tolerance] in the file (for messages)
+  std::optional<Spread> spread;  ///< [spread], when declared
   std::vector<ScenarioPoint> points;
 };
 
 /// Parses scenario TOML. Every command is split; netperf commands are checked with the netperf
 /// parser, latency commands only for their tool name and the options the scenario sets.
 /// Throws InputError "ORIGIN:LINE: what is wrong" (TOML syntax, missing or mistyped key,
-/// unknown key, bad command, a tolerance missing for a kind of point the file has). A declared
+/// unknown key, bad command, a tolerance missing for a kind of point the file has, a [spread]
+/// without `source` or without any metric, or in a file without netperf points). A declared
 /// `utilisation` is checked (a number > 0) but never required here: the references decide
 /// (check_reference_tolerances).
 Scenario parse_scenario(std::string_view toml_text, const std::string& origin);
@@ -257,6 +282,29 @@ std::string run_csv_header(bool latency_columns = false);
 /// where not measured or not of the point's kind. The latency columns are there only when the
 /// scenario has a latency point, so a netperf scenario's CSV has none.
 std::string format_run_csv(const Scenario& scenario, const std::vector<PointOutcome>& outcomes);
+
+/// `name` made safe as a file name: every character but letters, digits, '-', '_' and '.'
+/// becomes '_', and "scenario" is put in front of an empty name or one starting with '.'
+/// ("seed000" stays, "../x y" becomes "scenario.._x_y").
+std::string safe_file_name(const std::string& name);
+
+/// Simulates every point of every scenario of `scenarios` in one sweep of child processes
+/// (children.h run_children, at most `parallel` at once, so that the last points of one
+/// scenario and the first of the next run side by side; identical command lines run once) and
+/// compares each with its measurement. Returns, per scenario, its outcomes in point order;
+/// they do not depend on `parallel`.
+///
+/// Everything the children need is checked before any starts: throws InputError for a bad
+/// reference ("ORIGIN:LINE: point N: reference: ..."), a tolerance a reference needs and the
+/// scenario lacks (check_reference_tolerances) or a bad platform or --set. Throws
+/// Interrupted on SIGINT/SIGTERM, and ChildFailure when a child fails or its CSV lacks what
+/// its point needs (what(): "[SCENARIO ]point N (LABEL) failed...", errors: its stderr; the
+/// scenario's name is in front only when `scenarios` has more than one).
+std::vector<std::vector<PointOutcome>> simulate_scenarios(const std::vector<Scenario>& scenarios,
+                                                          size_t parallel);
+
+/// simulate_scenarios() of one scenario: its outcomes in point order.
+std::vector<PointOutcome> simulate_scenario(const Scenario& scenario, size_t parallel);
 
 /// Options of `hcasim run`.
 struct RunOptions {

@@ -1,10 +1,10 @@
 #pragma once
-// For the validation tests: runs a shipped scenario as a user does (`hcasim run NAME -j 2
-// --csv FILE`, HCASIM_BINARY), prints its report on stdout, and hands back the exit status and
-// the results CSV, its columns by name.
-#include <sys/wait.h>
-#include <unistd.h>
-
+// For the validation tests: the results of a shipped scenario from the report directory that
+// the ValidationReport fixture writes once for all of them (`hcasim validate -j 2 --report
+// HCASIM_VALIDATION_REPORT_DIR`, tests/validation_report_test.cpp, ctest FIXTURES_SETUP
+// validation_report): prints the scenario's report (DIR/NAME-report.txt, what `hcasim run NAME`
+// prints) on stdout, and hands back the status `hcasim run NAME` would exit with and the
+// results CSV (DIR/NAME-results.csv), its columns by name.
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -17,26 +17,31 @@
 #include "scenarios/run.h"
 
 struct ScenarioRun {
-  int exit_status = -1;  ///< -1 when hcasim did not exit normally
+  int exit_status = -1;  ///< from the report's verdict line: 0 "ok: ...", 1 "FAIL: ...", -1 no report
   bool csv_found = false;
   std::vector<std::vector<std::string>> rows;  ///< the CSV, header first
   std::map<std::string, size_t> col;           ///< header name -> column
 };
 
-inline ScenarioRun run_shipped_scenario(const std::string& name) {
+inline ScenarioRun validated_scenario(const std::string& name) {
   namespace fs = std::filesystem;
-  const fs::path dir = fs::temp_directory_path() / ("hcasim-validation-" + name + "-" + std::to_string(::getpid()));
-  fs::create_directories(dir);
-  const fs::path csv = dir / (name + ".csv");
-  const std::string cmd = std::string(HCASIM_BINARY) + " run " + name + " -j 2 --csv " + csv.string() + " > " +
-                          (dir / "report.txt").string();
-  const int rc = std::system(cmd.c_str());
-  std::ifstream report(dir / "report.txt");
-  std::stringstream rs;
-  rs << report.rdbuf();
-  std::cout << rs.str();
+  const fs::path dir = HCASIM_VALIDATION_REPORT_DIR;
   ScenarioRun out;
-  if (WIFEXITED(rc)) out.exit_status = WEXITSTATUS(rc);
+  std::ifstream report(dir / (name + "-report.txt"));
+  if (report.good()) {
+    std::stringstream rs;
+    rs << report.rdbuf();
+    const std::string text = rs.str();
+    std::cout << text;
+    // The verdict is the report's last paragraph (format_run_report).
+    const std::string verdict = text.substr(text.rfind("\n\n") == std::string::npos ? 0 : text.rfind("\n\n") + 2);
+    if (verdict.rfind("ok: ", 0) == 0) out.exit_status = 0;
+    if (verdict.rfind("FAIL: ", 0) == 0) out.exit_status = 1;
+  } else {
+    std::cout << "no " << (dir / (name + "-report.txt")).string()
+              << ": did the ValidationReport fixture run (ctest runs it first)?\n";
+  }
+  const fs::path csv = dir / (name + "-results.csv");
   std::ifstream in(csv);
   out.csv_found = in.good();
   if (out.csv_found) {
@@ -46,6 +51,5 @@ inline ScenarioRun run_shipped_scenario(const std::string& name) {
     if (!out.rows.empty())
       for (size_t i = 0; i < out.rows[0].size(); ++i) out.col[out.rows[0][i]] = i;
   }
-  fs::remove_all(dir);
   return out;
 }

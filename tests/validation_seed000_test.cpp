@@ -1,8 +1,9 @@
-// Seed 000 validation: runs `hcasim run seed000` (every point in its own process) and checks
-// the 18 gated rows of validation/seed000/seed000_sdp_netperf_mlx4.csv against their declared
-// tolerances (throughput 15%, service demand 25%, CPU utilisation 25% where measured, the T2
-// and T3 rows: scenarios/seed000.toml), plus the effect the seed is about: BZCOPY at least 20%
-// above SDP at 128K and 1M (T3), and below it with 16K sends (T2). Source of the measurements:
+// Seed 000 validation: reads what the ValidationReport fixture simulated for seed000 (`hcasim
+// validate`, every point in its own process: tests/scenario_run.h) and checks the 18 gated rows
+// of validation/seed000/seed000_sdp_netperf_mlx4.csv against their declared tolerances
+// (throughput 15%, service demand 25%, CPU utilisation 25% where measured, the T2 and T3 rows:
+// scenarios/seed000.toml), plus the effect the seed is about: BZCOPY at least 20% above SDP at
+// 128K and 1M (T3), and below it with 16K sends (T2). Source of the measurements:
 // shared/seeds/000_e020891d04dfaba2.txt (Jim Mott, 2008).
 #include <gtest/gtest.h>
 
@@ -20,8 +21,8 @@ struct Row {
 }  // namespace
 
 TEST(ValidationSeed000, EveryGatedRowWithinToleranceAndBzcopyEffect) {
-  ScenarioRun run = run_shipped_scenario("seed000");
-  ASSERT_NE(run.exit_status, -1) << "hcasim run seed000 did not exit";
+  ScenarioRun run = validated_scenario("seed000");
+  ASSERT_NE(run.exit_status, -1) << "no seed000 report from the ValidationReport fixture";
   EXPECT_EQ(run.exit_status, 0) << "some gated point is outside its tolerance (report above)";
   ASSERT_TRUE(run.csv_found) << "no results CSV";
   const auto& rows = run.rows;

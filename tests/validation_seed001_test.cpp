@@ -1,8 +1,9 @@
-// Seed 001 validation: runs `hcasim run seed001` (28 ib_write_lat points, each its own process)
-// and checks every row of validation/seed001/seed001_ib_write_lat_blueflame.csv: simulated
-// t_typical within 0.05 us of the measured on all 28 rows, t_min within 0.08 us on the 26
-// gated ones, and the effect the seed is about. Source of the measurements:
-// shared/seeds/001_8b23f244a99ed935.txt (Or Gerlitz, netdev, 2014-10-02).
+// Seed 001 validation: reads what the ValidationReport fixture simulated for seed001 (28
+// ib_write_lat points, each its own process: tests/scenario_run.h) and checks every row of
+// validation/seed001/seed001_ib_write_lat_blueflame.csv: simulated t_typical within 0.05 us of
+// the measured on all 28 rows, t_min within 0.08 us on the 26 gated ones, and the effect the
+// seed is about. Source of the measurements: shared/seeds/001_8b23f244a99ed935.txt (Or Gerlitz,
+// netdev, 2014-10-02).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -12,8 +13,8 @@
 #include "tests/scenario_run.h"
 
 TEST(ValidationSeed001, EveryRowWithinToleranceAndTheBlueFlameEffect) {
-  ScenarioRun run = run_shipped_scenario("seed001");
-  ASSERT_NE(run.exit_status, -1) << "hcasim run seed001 did not exit";
+  ScenarioRun run = validated_scenario("seed001");
+  ASSERT_NE(run.exit_status, -1) << "no seed001 report from the ValidationReport fixture";
   EXPECT_EQ(run.exit_status, 0) << "some gated point is outside its tolerance (report above)";
   ASSERT_TRUE(run.csv_found) << "no results CSV";
   const auto& rows = run.rows;

@@ -1,9 +1,10 @@
-// Seed 002 validation: runs `hcasim run seed002` (every point in its own process) and checks
-// the 27 gated rows of validation/seed002/seed002_sdp_netperf_mthca_affinity.csv against the
-// declared tolerances (throughput 10%, service demand 15%: scenarios/seed002.toml), plus the
-// effect the seed is about: with the interrupts on CPU 1, SDP (bcopy) bound to CPU 2 is at
-// least 15% slower than bound to CPU 0 from 512K sends up, while BZCOPY moves less than 5%.
-// Source of the measurements: shared/seeds/002_fe976eb1aa84c1a6.txt (Craig Prescott, 2008).
+// Seed 002 validation: reads what the ValidationReport fixture simulated for seed002 (`hcasim
+// validate`, every point in its own process: tests/scenario_run.h) and checks the 27 gated rows
+// of validation/seed002/seed002_sdp_netperf_mthca_affinity.csv against the declared tolerances
+// (throughput 10%, service demand 15%: scenarios/seed002.toml), plus the effect the seed is
+// about: with the interrupts on CPU 1, SDP (bcopy) bound to CPU 2 is at least 15% slower than
+// bound to CPU 0 from 512K sends up, while BZCOPY moves less than 5%. Source of the
+// measurements: shared/seeds/002_fe976eb1aa84c1a6.txt (Craig Prescott, 2008).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -13,8 +14,8 @@
 #include "tests/scenario_run.h"
 
 TEST(ValidationSeed002, EveryGatedRowWithinToleranceAndBindingEffect) {
-  ScenarioRun run = run_shipped_scenario("seed002");
-  ASSERT_NE(run.exit_status, -1) << "hcasim run seed002 did not exit";
+  ScenarioRun run = validated_scenario("seed002");
+  ASSERT_NE(run.exit_status, -1) << "no seed002 report from the ValidationReport fixture";
   EXPECT_EQ(run.exit_status, 0) << "some gated point is outside its tolerance (report above)";
   ASSERT_TRUE(run.csv_found) << "no results CSV";
   const auto& rows = run.rows;
