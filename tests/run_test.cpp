@@ -268,37 +268,37 @@ TEST(Seed000, ShippedScenarioResolves) {
 TEST(Compare, ErrorsAndStatus) {
   const Scenario s = parse_scenario(kScenario, "s.toml");
   const Tolerance tol{0.15, 0.25};
-  Figures meas{1000.0, 1.0, 2.0};
-  PointOutcome o = evaluate_point(s.points[0], tol, meas, Figures{1100.0, 0.8, 2.4});
+  Figures meas{1000.0, 1.0, 2.0, {}, {}};
+  PointOutcome o = evaluate_point(s.points[0], tol, meas, Figures{1100.0, 0.8, 2.4, {}, {}});
   EXPECT_NEAR(o.throughput.error.value(), 0.10, 1e-12);
   EXPECT_NEAR(o.sd_local.error.value(), -0.20, 1e-12);
   EXPECT_NEAR(o.sd_remote.error.value(), 0.20, 1e-12);
   EXPECT_EQ(o.status, "ok");
 
-  o = evaluate_point(s.points[0], tol, meas, Figures{800.0, 1.0, 2.0});
+  o = evaluate_point(s.points[0], tol, meas, Figures{800.0, 1.0, 2.0, {}, {}});
   EXPECT_FALSE(o.throughput.within);
   EXPECT_EQ(o.status, "FAIL");
 
-  o = evaluate_point(s.points[0], tol, Figures{1000.0, std::nullopt, 2.0},
-                     Figures{1000.0, 9.0, 2.0});
+  o = evaluate_point(s.points[0], tol, Figures{1000.0, std::nullopt, 2.0, {}, {}},
+                     Figures{1000.0, 9.0, 2.0, {}, {}});
   EXPECT_FALSE(o.sd_local.error);  // not measured: not compared
   EXPECT_TRUE(o.sd_local.within);
   EXPECT_EQ(o.status, "ok");
 
-  o = evaluate_point(s.points[0], tol, meas, Figures{1000.0, std::nullopt, 2.0});
+  o = evaluate_point(s.points[0], tol, meas, Figures{1000.0, std::nullopt, 2.0, {}, {}});
   EXPECT_EQ(o.status, "FAIL");  // measured but not simulated
 
-  o = evaluate_point(s.points[1], tol, meas, Figures{100.0, 9.0, 9.0});
+  o = evaluate_point(s.points[1], tol, meas, Figures{100.0, 9.0, 9.0, {}, {}});
   EXPECT_EQ(o.status, "not gated");
 }
 
 TEST(Compare, ReportAndCsv) {
   const Scenario s = parse_scenario(kScenario, "s.toml");
   std::vector<PointOutcome> outcomes = {
-      evaluate_point(s.points[0], s.tolerance, Figures{8323.20, 1.020, 1.074},
-                     Figures{7000.0, 1.2, 1.074}),
-      evaluate_point(s.points[1], s.tolerance, Figures{6925.68, std::nullopt, std::nullopt},
-                     Figures{7618.248, 1.5, 1.6})};
+      evaluate_point(s.points[0], s.tolerance, Figures{8323.20, 1.020, 1.074, {}, {}},
+                     Figures{7000.0, 1.2, 1.074, {}, {}}),
+      evaluate_point(s.points[1], s.tolerance, Figures{6925.68, std::nullopt, std::nullopt, {}, {}},
+                     Figures{7618.248, 1.5, 1.6, {}, {}})};
   const std::string report = format_run_report(s, outcomes);
   const std::string expected =
       "scenario tiny: platform plat-a; tolerance: throughput 15%, service demand 25%\n"
@@ -338,8 +338,8 @@ TEST(Compare, ReportAndCsv) {
             "128K,false,6925.68,7618.248,10.0000,,1.5,,,1.6,,,,,,,,not gated\n");
 
   // All within tolerance.
-  outcomes[0] = evaluate_point(s.points[0], s.tolerance, Figures{8323.20, 1.020, 1.074},
-                               Figures{8323.20, 1.020, 1.074});
+  outcomes[0] = evaluate_point(s.points[0], s.tolerance, Figures{8323.20, 1.020, 1.074, {}, {}},
+                               Figures{8323.20, 1.020, 1.074, {}, {}});
   const std::string ok = format_run_report(s, outcomes);
   EXPECT_EQ(ok.substr(ok.rfind("\n\n") + 2), "ok: all 1 gated points within tolerance\n");
 }
@@ -541,7 +541,7 @@ TEST(Utilisation, RelativeErrorsGated) {
   EXPECT_EQ(o.status, "FAIL");
 
   // Not measured (T1's empty cells): not compared, whatever the simulation says.
-  o = evaluate_point(s.points[1], s.tolerance, Figures{8215.17, 1.025, 1.243},
+  o = evaluate_point(s.points[1], s.tolerance, Figures{8215.17, 1.025, 1.243, {}, {}},
                      Figures{8215.17, 1.025, 1.243, 99.0, 1.0});
   EXPECT_FALSE(o.util_local.error);
   EXPECT_FALSE(o.util_remote.error);
@@ -562,7 +562,7 @@ TEST(Utilisation, ReportAndCsv) {
   const std::vector<PointOutcome> outcomes = {
       evaluate_point(s.points[0], s.tolerance, Figures{7106.72, 1.228, 1.370, 13.32, 14.87},
                      Figures{7106.72, 1.228, 1.370, 15.0, 11.0}),
-      evaluate_point(s.points[1], s.tolerance, Figures{8215.17, 1.025, 1.243},
+      evaluate_point(s.points[1], s.tolerance, Figures{8215.17, 1.025, 1.243, {}, {}},
                      Figures{8215.17, 1.025, 1.243, 20.0, 30.0})};
   // T2's |errors| of utilisation: 1.68 / 13.32 = 12.6% and 3.87 / 14.87 = 26.0%, median 19.3%.
   const std::string expected =
@@ -914,10 +914,10 @@ TEST(LatencyCompare, MixedScenarioKeepsTheNetperfTable) {
   const Scenario l = parse_scenario(kLatencyScenario, "s.toml");
 
   const std::vector<PointOutcome> netperf = {
-      evaluate_point(n.points[0], n.tolerance, Figures{8323.20, 1.020, 1.074},
-                     Figures{7000.0, 1.2, 1.074}),
-      evaluate_point(n.points[1], n.tolerance, Figures{6925.68, std::nullopt, std::nullopt},
-                     Figures{7618.248, 1.5, 1.6})};
+      evaluate_point(n.points[0], n.tolerance, Figures{8323.20, 1.020, 1.074, {}, {}},
+                     Figures{7000.0, 1.2, 1.074, {}, {}}),
+      evaluate_point(n.points[1], n.tolerance, Figures{6925.68, std::nullopt, std::nullopt, {}, {}},
+                     Figures{7618.248, 1.5, 1.6, {}, {}})};
   const std::vector<PointOutcome> latency = {
       evaluate_latency_point(l.points[0], l.tolerance, LatencyFigures{2, 0.74, 186.16, 0.79},
                              LatencyFigures{2, 0.83, 12.5, 0.83}),
