@@ -532,7 +532,7 @@ CalibrateOptions parse_calibrate_args(const std::vector<std::string>& args) {
     if (*n < lo || *n > hi) throw InputError(fmt::format("{}: '{}' must be {}..{}", flag, text, lo, hi));
     return *n;
   };
-  if (opt_jobs->count()) o.jobs = static_cast<int>(whole("-j", jobs, 1, 4096));
+  if (opt_jobs->count()) o.jobs = parse_jobs(jobs);
   if (opt_evals->count()) o.max_evals = static_cast<int>(whole("--max-evals", evals, 1, 100000));
   if (opt_iter->count()) o.iterations = static_cast<uint64_t>(whole("--iterations", iterations, 0, 1e9));
   if (opt_duration->count()) {

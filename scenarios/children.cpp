@@ -3,6 +3,7 @@
 #include "scenarios/children.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cerrno>
 #include <csignal>
 #include <cstdlib>
@@ -21,6 +22,7 @@
 #include <fmt/format.h>
 
 #include "model/error.h"
+#include "scenarios/netperf_cli.h"
 
 extern char** environ;
 
@@ -182,6 +184,13 @@ ProgramResult run_program(const std::vector<std::string>& argv_words, const std:
 int online_cpus() {
   const long n = ::sysconf(_SC_NPROCESSORS_ONLN);
   return n > 0 ? static_cast<int>(n) : 1;
+}
+
+int parse_jobs(const std::string& text) {
+  const auto n = parse_number(text);
+  if (!n || *n != std::floor(*n)) throw InputError(fmt::format("-j: '{}' is not a number", text));
+  if (*n < 1 || *n > 4096) throw InputError(fmt::format("-j: '{}' must be 1..4096", text));
+  return static_cast<int>(*n);
 }
 
 std::string first_error_line(const std::string& errors) {

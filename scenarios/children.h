@@ -72,6 +72,10 @@ std::string describe_status(int status);
 /// The number of online CPUs (sysconf), at least 1: the default of every -j.
 int online_cpus();
 
+/// The value of a sweep's -j: a whole number 1..4096. Throws InputError "-j: 'X' is not a
+/// number" or "-j: 'X' must be 1..4096".
+int parse_jobs(const std::string& text);
+
 /// The child's first error line: its first "hcasim: error: " or "hcasim: internal error: "
 /// line without the "hcasim: " prefix, else its first line, else "(no message)".
 std::string first_error_line(const std::string& errors);

@@ -934,12 +934,7 @@ RunOptions parse_run_args(const std::vector<std::string>& args) {
   } catch (const CLI::ParseError& e) {
     throw InputError(e.what());
   }
-  if (opt_jobs->count()) {
-    const auto n = parse_number(jobs);
-    if (!n || *n != std::floor(*n)) throw InputError(fmt::format("-j: '{}' is not a number", jobs));
-    if (*n < 1 || *n > 4096) throw InputError(fmt::format("-j: '{}' must be 1..4096", jobs));
-    o.jobs = static_cast<int>(*n);
-  }
+  if (opt_jobs->count()) o.jobs = parse_jobs(jobs);
   if (opt_csv->count()) {
     if (csv.empty()) throw InputError("--csv: empty path");
     o.csv_path = csv;

@@ -264,12 +264,7 @@ ValidateOptions parse_validate_args(const std::vector<std::string>& args) {
   } catch (const CLI::ParseError& e) {
     throw InputError(e.what());
   }
-  if (opt_jobs->count()) {
-    const auto n = parse_number(jobs);
-    if (!n || *n != std::floor(*n)) throw InputError(fmt::format("-j: '{}' is not a number", jobs));
-    if (*n < 1 || *n > 4096) throw InputError(fmt::format("-j: '{}' must be 1..4096", jobs));
-    o.jobs = static_cast<int>(*n);
-  }
+  if (opt_jobs->count()) o.jobs = parse_jobs(jobs);
   if (opt_report->count()) {
     if (report.empty()) throw InputError("--report: empty path");
     o.report_dir = report;
