@@ -45,14 +45,16 @@ double param_number(const model::Param& p) {
 
 std::string short_number(double v) { return fmt::format("{:.6g}", v); }
 
-/// The TOML literal of a fitted value: an integer parameter keeps an integer literal.
+/// The TOML literal of a fitted value: an integer parameter keeps an integer literal, others
+/// have 6 significant digits.
 std::string fitted_literal(const FitParam& p, double v) {
   if (p.integer) return fmt::format("{}", static_cast<int64_t>(std::llround(v)));
   return fmt::format("{:.6g}", v);
 }
 
-/// The value a child is given for `p` at `v` (rounded for integer parameters).
-double effective(const FitParam& p, double v) { return p.integer ? std::round(v) : v; }
+/// The value a child is given for `p` at `v`: exactly what fitted_literal writes, so that the
+/// evaluation cache, the children and the written file agree.
+double effective(const FitParam& p, double v) { return std::stod(fitted_literal(p, v)); }
 
 bool has_extension(const std::string& item, std::string_view ext) {
   return item.size() > ext.size() && item.compare(item.size() - ext.size(), ext.size(), ext) == 0;
@@ -557,7 +559,8 @@ int run_calibrate(const CalibrateOptions& o) {
   // Everything is checked before the first simulation.
   const std::string platform_file = resolve_platform(o.platform);
   const std::string base_text = read_whole(platform_file, platform_file);
-  model::Platform base = model::Platform::parse(base_text, platform_file);
+  const model::Platform as_filed = model::Platform::parse(base_text, platform_file);
+  model::Platform base = as_filed;  // with --set: the platform the runs are simulated on
   for (const auto& s : o.sets) base.set(s);
   std::vector<FitParam> params;
   for (const auto& item : o.fit) {
@@ -691,18 +694,19 @@ int run_calibrate(const CalibrateOptions& o) {
       csv += csv_rows("holdout", hold_obs, hold_start, hold_fit);
     }
 
-    std::vector<std::string> names;
-    for (const auto& item : o.runs) names.push_back(fs::path(split_selection(item).first).filename().string() +
-                                                    (split_selection(item).second ? ":" + *split_selection(item).second : ""));
+    // The runs as named on the command line, without their directories.
     std::string runs_text;
-    for (size_t i = 0; i < names.size(); ++i) runs_text += (i ? ", " : "") + names[i];
+    for (const auto& item : o.runs) {
+      const auto [source, selection] = split_selection(item);
+      runs_text += (runs_text.empty() ? "" : ", ") + fs::path(source).filename().string() +
+                   (selection ? ":" + *selection : "");
+    }
     std::vector<std::tuple<std::string, std::string, std::string>> changes;
     for (size_t k = 0; k < n; ++k)
       changes.emplace_back(params[k].key, fitted_literal(params[k], fitted[k]),
                            fmt::format("fitted to {} by hcasim calibrate ({} runs, RMS error {:.2f} %; was {})",
                                        runs_text, fit_obs.size(), 100 * st.best,
-                                       short_number(param_number(model::Platform::parse(base_text, platform_file)
-                                                                     .param(params[k].key)))));
+                                       short_number(param_number(as_filed.param(params[k].key)))));
     for (const auto& s : o.sets) {
       const std::string key = s.substr(0, s.find('='));
       if (std::any_of(params.begin(), params.end(), [&](const FitParam& p) { return p.key == key; })) continue;
