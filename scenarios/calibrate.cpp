@@ -124,9 +124,13 @@ std::vector<Observation> run_file_observations(const std::string& path, const st
     obs.words = run.words;
     obs.set = run.set;
     obs.label = fmt::format("{}:{} {}", fs::path(run.origin).filename().string(), run.line, run.command);
-    if (!run.set.empty()) {
+    // The settings in force, so that a selection can pick a machine or a mode.
+    std::vector<std::string> settings;
+    if (run.platform) settings.push_back("--platform " + *run.platform);
+    settings.insert(settings.end(), run.set.begin(), run.set.end());
+    if (!settings.empty()) {
       obs.label += " [";
-      for (size_t i = 0; i < run.set.size(); ++i) obs.label += (i ? ", " : "") + run.set[i];
+      for (size_t i = 0; i < settings.size(); ++i) obs.label += (i ? ", " : "") + settings[i];
       obs.label += "]";
     }
     if (re && !std::regex_search(obs.label, *re)) continue;
@@ -358,6 +362,9 @@ FitParam parse_fit_param(const std::string& item, const model::Platform& platfor
 std::vector<Observation> load_observations(const std::string& item) {
   const auto [source, selection] = split_selection(item);
   // A .toml file or a name that is no file is a scenario; any other file is a run file.
+  if (!has_extension(source, ".toml") && !fs::exists(source) &&
+      (source.find('/') != std::string::npos || source.find('.') != std::string::npos))
+    throw InputError(fmt::format("{}: no such run file", source));
   if (has_extension(source, ".toml") || !fs::exists(source)) return scenario_observations(source, selection, item);
   return run_file_observations(source, selection, item);
 }

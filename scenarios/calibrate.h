@@ -10,7 +10,8 @@
 /// followed by `:REGEX` to keep only the runs whose label matches (ECMAScript, anywhere in the
 /// label). A scenario point's label is "SCENARIO TABLE MODE SIZE" (e.g. "seed002 T0_0 SDP -m
 /// 64K"); a run file's is "FILE:LINE COMMAND [SETTINGS]" (e.g. "runs.txt:5 netperf -C -c ...
-/// ---m 64K [sdp.zcopy_thresh=1]"). Each command is simulated on BASE
+/// ---m 64K [sdp.zcopy_thresh=1]", "runs.txt:7 ... ib_write_lat ... [--platform
+/// connectx3-pcie3x8-kvm, hca.blueflame=on]"). Each command is simulated on BASE
 /// (both hosts) with the run's own settings (a run file's `echo N > .../sdp_zcopy_thresh`, a
 /// point's `set` list), then --set, then the fitted values.
 ///
