@@ -60,11 +60,24 @@ bool has_extension(const std::string& item, std::string_view ext) {
   return item.size() > ext.size() && item.compare(item.size() - ext.size(), ext.size(), ext) == 0;
 }
 
-/// Splits "SOURCE:REGEX" at the first ':' that follows a scenario name or .toml file.
+/// Splits "SOURCE:REGEX" at the first ':', unless the whole item is an existing file.
 std::pair<std::string, std::optional<std::string>> split_selection(const std::string& item) {
+  if (fs::exists(item)) return {item, std::nullopt};
   const auto colon = item.find(':');
   if (colon == std::string::npos) return {item, std::nullopt};
   return {item.substr(0, colon), item.substr(colon + 1)};
+}
+
+/// `obs`, once every measured value is > 0: relative errors need one (a pasted row of zeros,
+/// or a negative number, is a bad run, not a target). InputError "FILE:LINE: ..." otherwise.
+std::vector<Observation> checked(std::vector<Observation> obs) {
+  for (const Observation& o : obs)
+    for (const auto& [name, value] : o.measured)
+      if (!(value > 0))
+        throw InputError(fmt::format("{}: measured {} is {}: calibrate compares relative errors and needs a "
+                                     "measured value > 0",
+                                     o.where, name, value));
+  return obs;
 }
 
 /// The ECMAScript regex of a ":REGEX" selection, or nullopt without one.
@@ -89,6 +102,8 @@ std::vector<Observation> scenario_observations(const std::string& name,
     const ScenarioPoint& p = s.points[i];
     Observation obs;
     obs.tool = p.tool;
+    obs.where = fmt::format("{}:{}", s.origin, p.line);
+    obs.platform = p.platform;
     obs.words = p.words;
     obs.set = p.set;
     std::string label = fmt::format("{} {}", p.table, p.mode);
@@ -121,6 +136,7 @@ std::vector<Observation> run_file_observations(const std::string& path, const st
   for (const RealRun& run : load_run_file(path)) {
     Observation obs;
     obs.tool = run.tool;
+    obs.where = fmt::format("{}:{}", run.origin, run.line);
     obs.words = run.words;
     obs.set = run.set;
     obs.label = fmt::format("{}:{} {}", fs::path(run.origin).filename().string(), run.line, run.command);
@@ -134,7 +150,12 @@ std::vector<Observation> run_file_observations(const std::string& path, const st
       obs.label += "]";
     }
     if (re && !std::regex_search(obs.label, *re)) continue;
-    if (run.platform) obs.platform = *run.platform;
+    if (run.platform) {
+      // A relative FILE in a directive is relative to the run file, as a reader expects.
+      const fs::path beside = fs::path(run.origin).parent_path() / *run.platform;
+      obs.platform = fs::path(*run.platform).is_relative() && fs::is_regular_file(beside) ? beside.string()
+                                                                                         : *run.platform;
+    }
     if (const auto* n = std::get_if<NetperfReading>(&run.output)) {
       obs.measured.emplace_back("throughput", n->throughput_mbps);
       if (n->sd_local_us_per_kb) obs.measured.emplace_back("sd_local", *n->sd_local_us_per_kb);
@@ -331,6 +352,9 @@ FitParam parse_fit_param(const std::string& item, const model::Platform& platfor
     fail("not a number (only numeric parameters can be fitted)");
   p.unit = param.unit;
   p.integer = std::holds_alternative<int64_t>(param.value);
+  if (p.integer && p.unit.empty())
+    fail("a count without a unit (a PCIe generation, a number of cores) is the machine's structure, not a "
+         "quantity to fit: give it with --set");
   p.start = param_number(param);
   for (const auto& s : starts) {
     const auto seq = s.find('=');
@@ -365,8 +389,8 @@ std::vector<Observation> load_observations(const std::string& item) {
   if (!has_extension(source, ".toml") && !fs::exists(source) &&
       (source.find('/') != std::string::npos || source.find('.') != std::string::npos))
     throw InputError(fmt::format("{}: no such run file", source));
-  if (has_extension(source, ".toml") || !fs::exists(source)) return scenario_observations(source, selection, item);
-  return run_file_observations(source, selection, item);
+  if (has_extension(source, ".toml") || !fs::exists(source)) return checked(scenario_observations(source, selection, item));
+  return checked(run_file_observations(source, selection, item));
 }
 
 std::vector<double> simulated_quantities(const Observation& obs, const std::string& csv, const std::string& origin) {
@@ -435,6 +459,7 @@ double rms(const std::vector<double>& errors) {
 
 std::string rewrite_platform(const std::string& base_text, const std::string& origin,
                              const std::vector<std::tuple<std::string, std::string, std::string>>& changes) {
+  const model::Platform before = model::Platform::parse(base_text, origin);
   std::vector<std::string> lines;
   {
     std::istringstream in(base_text);
@@ -443,21 +468,28 @@ std::string rewrite_platform(const std::string& base_text, const std::string& or
   }
   static const std::regex section_re(R"(^\s*\[([A-Za-z0-9_.-]+)\]\s*(#.*)?$)");
   static const std::regex name_re(R"(^(\s*name\s*=\s*")([^"]*)(".*)$)");
-  static const std::regex value_re(R"(value\s*=\s*[^,}]+)");
-  static const std::regex source_re(R"re(source\s*=\s*"(?:[^"\\]|\\.)*")re");
-  auto toml_string = [](const std::string& s) {
+  auto toml_string = [](const std::string& text) {
     std::string out = "\"";
-    for (const char c : s) {
+    for (const char c : text) {
       if (c == '"' || c == '\\') out += '\\';
       out += c;
     }
     return out + "\"";
   };
-  // regex_replace reads '$' in a replacement as a group reference: "$$" is a literal '$'.
-  auto dollars = [](const std::string& s) {
-    std::string out;
-    for (const char c : s) out += c == '$' ? std::string("$$") : std::string(1, c);
-    return out;
+  // The end of an inline table that starts at `open` ('{'), skipping quoted strings; npos when
+  // it does not close on this line.
+  auto table_end = [](const std::string& line, size_t open) {
+    bool quoted = false;
+    for (size_t i = open; i < line.size(); ++i) {
+      if (quoted && line[i] == '\\') {
+        ++i;
+      } else if (line[i] == '"') {
+        quoted = !quoted;
+      } else if (!quoted && line[i] == '}') {
+        return i;
+      }
+    }
+    return std::string::npos;
   };
   std::string section;
   std::vector<bool> done(changes.size(), false);
@@ -477,13 +509,19 @@ std::string rewrite_platform(const std::string& base_text, const std::string& or
       const auto& [key, literal, source] = changes[c];
       const auto dot = key.find('.');
       if (key.substr(0, dot) != section) continue;
-      const std::regex key_re("^\\s*" + key.substr(dot + 1) + "\\s*=\\s*\\{.*\\}\\s*(#.*)?$");
-      if (!std::regex_match(line, key_re)) continue;
-      if (!std::regex_search(line, value_re) || !std::regex_search(line, source_re))
+      const std::string name = key.substr(dot + 1);
+      const size_t indent = line.find_first_not_of(" \t");
+      if (indent == std::string::npos || line.compare(indent, name.size(), name) != 0) continue;
+      const size_t eq = line.find_first_not_of(" \t", indent + name.size());
+      if (eq == std::string::npos || line[eq] != '=') continue;
+      const size_t open = line.find_first_not_of(" \t", eq + 1);
+      const size_t close = open == std::string::npos || line[open] != '{' ? std::string::npos : table_end(line, open);
+      if (close == std::string::npos)
         throw InputError(fmt::format("{}: {}: not a one-line {{ value, unit, source }} table", origin, key));
-      line = std::regex_replace(line, value_re, dollars("value = " + literal), std::regex_constants::format_first_only);
-      line = std::regex_replace(line, source_re, dollars("source = " + toml_string(source)),
-                                std::regex_constants::format_first_only);
+      // The whole table is written again (its unit as the file declares it); what follows it
+      // on the line (a comment) stays.
+      line = fmt::format("{}{} = {{ value = {}, unit = {}, source = {} }}{}", line.substr(0, indent), name, literal,
+                         toml_string(before.param(key).unit), toml_string(source), line.substr(close + 1));
       done[c] = true;
     }
   }
@@ -585,35 +623,55 @@ int run_calibrate(const CalibrateOptions& o) {
   const std::vector<Observation> hold_obs = load_all(o.holdout);
   const std::string output = o.output.value_or(base.name() + "-fitted.toml");
   check_output_path(output, "-o");
-  if (o.csv_path) check_output_path(*o.csv_path, "--csv");
+  if (o.csv_path) {
+    check_output_path(*o.csv_path, "--csv");
+    if (fs::weakly_canonical(*o.csv_path) == fs::weakly_canonical(output))
+      throw InputError(fmt::format("--csv {}: the same file as -o", *o.csv_path));
+  }
   {
     // Each run's own settings must apply to the base platform too, and a run that names its
     // machine must name the one being fitted.
     for (const auto* list : {&fit_obs, &hold_obs})
       for (const auto& ob : *list) {
-        if (ob.platform && fs::weakly_canonical(resolve_platform(*ob.platform)) != fs::weakly_canonical(platform_file))
-          throw InputError(fmt::format("{}: the run is of platform {}, calibrate fits {} (--platform): give runs of "
-                                       "one machine",
-                                       ob.label, *ob.platform, o.platform));
-        model::Platform copy = base;
         try {
+          if (ob.platform && fs::weakly_canonical(resolve_platform(*ob.platform)) != fs::weakly_canonical(platform_file))
+            throw InputError(fmt::format("the run is of platform {}, calibrate fits {} (--platform): give runs of "
+                                         "one machine",
+                                         *ob.platform, o.platform));
+          model::Platform copy = base;
           for (const auto& s : ob.set) copy.set(s);
         } catch (const InputError& e) {
-          throw InputError(fmt::format("{}: {}", ob.label, e.what()));
+          throw InputError(fmt::format("{}: {}", ob.where, e.what()));
         }
       }
   }
 
+  // The platform file must take the fitted values: tried now with the start values, so that a
+  // file it cannot rewrite fails before the first simulation, not after the last.
+  {
+    std::vector<std::tuple<std::string, std::string, std::string>> trial;
+    for (const auto& p : params) trial.emplace_back(p.key, fitted_literal(p, p.start), "trial");
+    rewrite_platform(base_text, platform_file, trial);
+  }
+
   size_t quantities = 0;
   for (const auto& ob : fit_obs) quantities += ob.measured.size();
-  std::cout << fmt::format("hcasim calibrate: platform {} ({}), {} runs ({} quantities) to fit, {} held out\n",
-                           base.name(), platform_file, fit_obs.size(), quantities, hold_obs.size());
-  std::cout << fmt::format("fitting {} parameter{} with NLopt BOBYQA on log values, at most {} evaluations\n",
-                           params.size(), params.size() == 1 ? "" : "s", o.max_evals);
-  if (o.duration_s > 0)
+  auto plural = [](size_t n, const char* word) { return fmt::format("{} {}{}", n, word, n == 1 ? "" : "s"); };
+  std::cout << fmt::format("hcasim calibrate: platform {} ({}), {} ({}) to fit, {} held out\n", base.name(),
+                           platform_file, plural(fit_obs.size(), "run"), plural(quantities, "quantity"),
+                           hold_obs.size());
+  std::cout << fmt::format("fitting {} with NLopt BOBYQA on log values, at most {}\n",
+                           plural(params.size(), "parameter"), plural(static_cast<size_t>(o.max_evals), "evaluation"));
+  auto any_tool = [&](bool netperf) {
+    for (const auto* list : {&fit_obs, &hold_obs})
+      for (const auto& ob : *list)
+        if ((ob.tool == "netperf") == netperf) return true;
+    return false;
+  };
+  if (o.duration_s > 0 && any_tool(true))
     std::cout << fmt::format("netperf runs are simulated for {} s (--duration), whatever their -l says\n",
                              o.duration_s);
-  if (o.iterations > 0)
+  if (o.iterations > 0 && any_tool(false))
     std::cout << fmt::format("perftest runs are simulated for at most {} iterations (--iterations)\n", o.iterations);
   std::string head = fmt::format("{:>5} {:>12}", "eval", "RMS error");
   for (const auto& p : params) head += fmt::format(" {:>14}", p.key.substr(p.key.find('.') + 1));
@@ -660,6 +718,11 @@ int run_calibrate(const CalibrateOptions& o) {
       }
     }
     if (st.error) std::rethrow_exception(st.error);
+    // Stopped by --max-evals rather than by convergence: said here and in the file.
+    const bool converged = st.evals < o.max_evals;
+    if (!converged)
+      std::cout << fmt::format("stopped at --max-evals {}: not converged (the best point so far is reported)\n",
+                               o.max_evals);
     const std::vector<double> start_values = values_of(params, std::vector<double>(n, 0.0));
     const std::vector<double> fitted = st.best_values;
     const Simulated& sim_start = st.cache.at(start_values).second;
@@ -688,7 +751,9 @@ int run_calibrate(const CalibrateOptions& o) {
     }
     std::cout << "sensitivity: the RMS over the fitted quantities of d ln(simulated) / d ln(parameter); near 0, "
                  "these runs do not determine the parameter\n\n";
-    std::cout << format_errors(fmt::format("fit: {} runs, {} evaluations", fit_obs.size(), st.evals), fit_obs,
+    std::cout << format_errors(fmt::format("fit: {}, {}", plural(fit_obs.size(), "run"),
+                                           plural(static_cast<size_t>(st.evals), "evaluation")),
+                               fit_obs,
                                sim_start, sim_fit);
     std::string csv = "set,run,quantity,measured,start,start_error_pct,fitted,fitted_error_pct\n" +
                       csv_rows("fit", fit_obs, sim_start, sim_fit);
@@ -696,7 +761,8 @@ int run_calibrate(const CalibrateOptions& o) {
       const Simulated hold_start = evaluator.simulate(hold_obs, start_values);
       const Simulated hold_fit = evaluator.simulate(hold_obs, fitted);
       std::cout << "\n"
-                << format_errors(fmt::format("holdout: {} runs, not used for fitting", hold_obs.size()), hold_obs,
+                << format_errors(fmt::format("holdout: {}, not used for fitting", plural(hold_obs.size(), "run")),
+                                 hold_obs,
                                  hold_start, hold_fit);
       csv += csv_rows("holdout", hold_obs, hold_start, hold_fit);
     }
@@ -711,8 +777,9 @@ int run_calibrate(const CalibrateOptions& o) {
     std::vector<std::tuple<std::string, std::string, std::string>> changes;
     for (size_t k = 0; k < n; ++k)
       changes.emplace_back(params[k].key, fitted_literal(params[k], fitted[k]),
-                           fmt::format("fitted to {} by hcasim calibrate ({} runs, RMS error {:.2f} %; was {})",
-                                       runs_text, fit_obs.size(), 100 * st.best,
+                           fmt::format("fitted to {} by hcasim calibrate ({}, RMS error {:.2f} %{}; was {})",
+                                       runs_text, plural(fit_obs.size(), "run"), 100 * st.best,
+                                       converged ? "" : fmt::format(", not converged in {} evaluations", st.evals),
                                        short_number(param_number(as_filed.param(params[k].key)))));
     for (const auto& s : o.sets) {
       const std::string key = s.substr(0, s.find('='));

@@ -48,7 +48,8 @@ struct FitParam {
 
 /// Parses one --fit item "KEY" or "KEY=LO:HI" against `platform` (with --start values in
 /// `starts`, "KEY=VALUE"). Throws InputError "--fit ITEM: ..." for an unknown key, a value that
-/// is not a number (bool, string), a start <= 0 (fitting works on logarithms), bounds that are
+/// is not a number (bool, string), an integer without a unit (a count: structure, not a
+/// quantity), a start <= 0 (fitting works on logarithms), bounds that are
 /// not numbers, LO >= HI, LO <= 0, or a start outside [LO, HI].
 FitParam parse_fit_param(const std::string& item, const model::Platform& platform,
                          const std::vector<std::string>& starts);
@@ -56,18 +57,21 @@ FitParam parse_fit_param(const std::string& item, const model::Platform& platfor
 /// A measured run to simulate: a command line and what it measured.
 struct Observation {
   std::string label;               ///< "FILE:LINE netperf ... -m 64K" or "seed002 T0_0 SDP -m 64K"
+  std::string where;               ///< "FILE:LINE" of the command or scenario point, for errors
   std::string tool;                ///< hcasim subcommand: netperf, ib_write_lat, ib_write_bw, ib_send_bw
   std::vector<std::string> words;  ///< the tool's arguments
   std::vector<std::string> set;    ///< the run's own --set assignments
-  std::optional<std::string> platform;  ///< the machine a run file names (`# hcasim: --platform`)
+  std::optional<std::string> platform;  ///< the machine it ran on: a run file's `# hcasim:
+                                        ///< --platform`, a scenario point's platform
   /// The measured quantities: name ("throughput", "sd_local", "sd_remote", "t_typical 64 B",
   /// "bw_average 65536 B"), measured value (Mbit/s, us/KB, us, Gbit/s).
   std::vector<std::pair<std::string, double>> measured;
 };
 
-/// The observations of one RUNS item (see the file comment). Throws InputError naming the file
-/// (FILE:LINE for what a run file or a scenario holds), for a regex that does not parse, or
-/// when a scenario selection keeps no point.
+/// The observations of one RUNS item (see the file comment); an item that is an existing file
+/// is never split at ':'. Throws InputError naming the file (FILE:LINE for what a run file or a
+/// scenario holds), for a regex that does not parse, when a selection keeps no run, or when a
+/// measured value is not > 0.
 std::vector<Observation> load_observations(const std::string& item);
 
 /// The simulated value of every measured quantity of `obs`, in order, from the CSV its child

@@ -210,10 +210,12 @@ std::optional<std::string> zcopy_echo(const std::vector<std::string>& w, size_t 
   if (i + 2 >= w.size() || w[i] != "echo") return std::nullopt;
   std::string path;
   const std::string& redirect = w[i + 2];
-  if (redirect == ">" && i + 3 < w.size()) {
+  if ((redirect == ">" || redirect == ">>") && i + 3 < w.size()) {
     path = w[i + 3];
   } else if (redirect.size() > 1 && redirect[0] == '>') {
-    path = redirect.substr(redirect.find_first_not_of('>'));
+    const size_t start = redirect.find_first_not_of('>');
+    if (start == std::string::npos) return std::nullopt;
+    path = redirect.substr(start);
   } else if (redirect == "|") {
     size_t j = i + 3;
     if (j < w.size() && base_name(w[j]) == "sudo") ++j;
@@ -240,9 +242,10 @@ Classified classify(const Line& line, const std::string& origin) {
     c.kind = LineKind::OtherCommand;
     return c;
   }
-  if (has_prompt && t.substr(0, prompt) == "#" && starts_with(rest, "hcasim:")) {
+  // "# hcasim: ..." (also "#hcasim:"): a directive.
+  if (t[0] == '#' && starts_with(trim(t.substr(1)), "hcasim:")) {
     c.kind = LineKind::Setting;
-    Directive d = read_directive(rest.substr(7), origin, line.number);
+    Directive d = read_directive(trim(t.substr(1)).substr(7), origin, line.number);
     c.sets = std::move(d.sets);
     c.platform = std::move(d.platform);
     return c;
@@ -297,6 +300,12 @@ Classified classify(const Line& line, const std::string& origin) {
     c.sets.push_back(*zcopy);
     return c;
   }
+  // A command that sets the threshold some other way would be silently ignored, and the runs
+  // after it simulated in the wrong mode.
+  if (has_prompt && rest.find("sdp_zcopy_thresh") != std::string_view::npos)
+    fail_at(origin, line.number,
+            "a command that sets sdp_zcopy_thresh in a form hcasim does not read (write 'echo N > "
+            "/sys/module/ib_sdp/sdp_zcopy_thresh' or '# hcasim: --set sdp.zcopy_thresh=N')");
 
   const std::string_view tool = base_name(w[i]);
   const bool known = is_known_tool(tool);

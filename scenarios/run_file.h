@@ -24,9 +24,12 @@
 /// (`set`) of the commands after them in the same file (a later value of a key replaces the
 /// earlier one):
 /// - `echo N > /sys/module/ib_sdp/sdp_zcopy_thresh` (or `.../ib_sdp/parameters/sdp_zcopy_thresh`,
-///   `>PATH` attached, or `echo N | [sudo] tee [-a] PATH`), with or without a prompt: sets
-///   `sdp.zcopy_thresh=N` (seed 000: 0 is bcopy "SDP", 1 is "BZCOPY");
-/// - a directive line `# hcasim: --set key=value` (repeatable on the line and in the file): sets
+///   `>>`, `>PATH` attached, or `echo N | [sudo] tee [-a] PATH`), with or without a prompt: sets
+///   `sdp.zcopy_thresh=N` (seed 000: 0 is bcopy "SDP", 1 is "BZCOPY"). Any other prompt line
+///   that mentions sdp_zcopy_thresh (`sudo sh -c "..."`, `modprobe ib_sdp sdp_zcopy_thresh=1`)
+///   is an error: ignored, it would leave the runs after it in the wrong mode;
+/// - a directive line `# hcasim: --set key=value` (also `#hcasim:`; repeatable on the line and
+///   in the file): sets
 ///   `key=value`; `# hcasim: --platform NAME|FILE` names the platform of the runs after it (seed
 ///   001's two machines). A run file is the only place these can be said, since a real command
 ///   line has no hcasim options.

@@ -141,6 +141,21 @@ TEST(CrossValidation, Seed002FitOn64KAnd1MPredictsTheOtherSizes) {
                  "seed002:-m (128K|256K|512K|2M|4M)$", 20);
 }
 
+TEST(CalibrateE2E, AMeasuredZeroIsRefusedBeforeAnySimulation) {
+  Scratch s("calibrate-zero");
+  std::ofstream(s.path("zero.txt")) << "# netperf -C -c -P 0 -t TCP_STREAM -l 1 -- -m 1M\n"
+                                       " 87380  16384 1048576    1.00       0.00   12.65    13.34    0.000   1.175\n";
+  const int rc = hcasim("calibrate --platform connectx-ddr-pcie1x8 --fit cpu.copy_tx_rate -o " + s.path("f.toml") +
+                            " " + s.path("zero.txt"),
+                        s.path("o"), s.path("e"));
+  EXPECT_EQ(rc, 2);
+  EXPECT_EQ(slurp(s.path("e")), "hcasim: error: " + s.path("zero.txt") +
+                                    ":1: measured throughput is 0: calibrate compares relative errors and needs a "
+                                    "measured value > 0\n");
+  EXPECT_EQ(slurp(s.path("o")), "");  // no evaluation line: nothing was simulated
+  EXPECT_FALSE(fs::exists(s.path("f.toml")));
+}
+
 TEST(CalibrateE2E, BadInputIsOneLineExitTwoAndNoFile) {
   Scratch s("calibrate-bad");
   const std::string out = s.path("fitted.toml");
@@ -158,6 +173,17 @@ TEST(CalibrateE2E, BadInputIsOneLineExitTwoAndNoFile) {
       {"--platform nowhere --fit cpu.copy_tx_rate seed002", "--platform nowhere: no such platform file or name"},
       {"--platform connectx-ddr-pcie1x8 --fit cpu.copy_tx_rate,cpu.copy_tx_rate seed002",
        "hcasim: error: --fit cpu.copy_tx_rate: given twice\n"},
+      // seed002's points ran on infinihost3-pcie1x8 (scenarios/seed002.toml).
+      {"--platform connectx-ddr-pcie1x8 --fit cpu.copy_tx_rate 'seed002:T0_0 SDP -m 64K$'",
+       ": the run is of platform infinihost3-pcie1x8, calibrate fits connectx-ddr-pcie1x8 (--platform): give "
+       "runs of one machine\n"},
+      {"--platform connectx-ddr-pcie1x8 --fit pcie.gen seed000",
+       "hcasim: error: --fit pcie.gen: a count without a unit (a PCIe generation, a number of cores) is the "
+       "machine's structure, not a quantity to fit: give it with --set\n"},
+      {"--platform connectx-ddr-pcie1x8 --fit cpu.copy_tx_rate seed000 --csv " + out,
+       "hcasim: error: --csv " + out + ": the same file as -o\n"},
+      {"--platform connectx-ddr-pcie1x8 --fit cpu.copy_tx_rate missing/runs.txt",
+       "hcasim: error: missing/runs.txt: no such run file\n"},
   };
   for (const auto& c : cases) {
     const int rc = hcasim("calibrate " + c.args + " -o " + out, s.path("o"), s.path("e"));

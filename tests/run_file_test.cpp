@@ -821,6 +821,33 @@ TEST(RunFileErrors, Settings) {
             "runs.txt:3: sdp_zcopy_thresh: 'on' is not a whole number");
 }
 
+TEST(RunFile, AppendRedirectAndDirectiveWithoutSpace) {
+  // ">>" writes a sysfs parameter as ">" does; "#hcasim:" is a directive as "# hcasim:" is.
+  const auto runs = parse_run_file("# echo 0 >> /sys/module/ib_sdp/sdp_zcopy_thresh\n"
+                                   "#hcasim: --set ib.speed=QDR\n"
+                                   "# echo 1 >>/sys/module/ib_sdp/sdp_zcopy_thresh\n"
+                                   "# netperf -P 0 -l 60\n"
+                                   " 87380  16384  16384    60.00      100.00\n",
+                                   "a.txt");
+  ASSERT_EQ(runs.size(), 1u);
+  // The later zcopy value replaces the earlier one, in its own place: last.
+  EXPECT_EQ(runs[0].set, (std::vector<std::string>{"ib.speed=QDR", "sdp.zcopy_thresh=1"}));
+  // A bare ">>" with no path is no sysfs write: an ignored command, not a crash.
+  EXPECT_EQ(parse_run_file("$ echo 0 >>\n", "a.txt").size(), 0u);
+}
+
+TEST(RunFileErrors, ZcopyThresholdSetSomeOtherWay) {
+  const std::string what =
+      ": a command that sets sdp_zcopy_thresh in a form hcasim does not read (write 'echo N > "
+      "/sys/module/ib_sdp/sdp_zcopy_thresh' or '# hcasim: --set sdp.zcopy_thresh=N')";
+  EXPECT_EQ(error_of("$ sudo sh -c \"echo 1 > /sys/module/ib_sdp/parameters/sdp_zcopy_thresh\"\n"),
+            "runs.txt:1" + what);
+  EXPECT_EQ(error_of("\n# modprobe ib_sdp sdp_zcopy_thresh=1\n"), "runs.txt:2" + what);
+  EXPECT_EQ(error_of("# echo -n 1 > /sys/module/ib_sdp/sdp_zcopy_thresh\n"), "runs.txt:1" + what);
+  // Prose may name it.
+  EXPECT_EQ(parse_run_file("I set sdp_zcopy_thresh to 1 first.\n", "a.txt").size(), 0u);
+}
+
 TEST(RunFileErrors, LoadMissingFile) {
   const std::string path = std::string(HCASIM_REFERENCE_DIR) + "/no-such-runs.txt";
   try {
