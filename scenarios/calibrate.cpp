@@ -797,12 +797,9 @@ int run_calibrate(const CalibrateOptions& o) {
     write_file_atomically(output, fitted_text, "-o");
     std::cout << fmt::format("\nwrote {}{}\n", output, o.csv_path ? " and " + *o.csv_path : "");
   } catch (const ChildFailure& e) {
-    if (!e.errors.empty()) std::cerr << e.errors << (e.errors.back() != '\n' ? "\n" : "");
-    std::cerr << "hcasim: error: " << e.what() << "\n";
-    return 2;
+    return print_child_failure(e);
   } catch (const Interrupted& e) {
-    std::cerr << "hcasim: error: " << e.what() << "; nothing written\n";
-    return 128 + e.signal;
+    return print_interrupted(e);
   }
   return 0;
 }

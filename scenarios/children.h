@@ -46,7 +46,7 @@ struct Interrupted : std::runtime_error {
 /// InputError when the temporary directory cannot be made.
 std::vector<ChildResult> run_children(const std::vector<ChildRun>& runs, size_t parallel);
 
-/// What `hcasim run` and `validate` do with a ChildFailure: print the child's stderr (when it
+/// What `hcasim run`, `validate` and `calibrate` do with a ChildFailure: print the child's stderr (when it
 /// wrote any) and "hcasim: error: WHAT" on stderr. Returns 2, their exit status for it.
 int print_child_failure(const ChildFailure& failure);
 
