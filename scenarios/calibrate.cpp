@@ -29,14 +29,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string read_whole(const std::string& path, const std::string& what) {
-  std::ifstream in(path);
-  if (!in) throw InputError(fmt::format("{}: cannot read", what));
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
 double param_number(const model::Param& p) {
   if (const auto* d = std::get_if<double>(&p.value)) return *d;
   if (const auto* i = std::get_if<int64_t>(&p.value)) return static_cast<double>(*i);
@@ -603,7 +595,7 @@ CalibrateOptions parse_calibrate_args(const std::vector<std::string>& args) {
 int run_calibrate(const CalibrateOptions& o) {
   // Everything is checked before the first simulation.
   const std::string platform_file = resolve_platform(o.platform);
-  const std::string base_text = read_whole(platform_file, platform_file);
+  const std::string base_text = read_text(platform_file, platform_file);
   const model::Platform as_filed = model::Platform::parse(base_text, platform_file);
   model::Platform base = as_filed;  // with --set: the platform the runs are simulated on
   for (const auto& s : o.sets) base.set(s);

@@ -1,8 +1,12 @@
 // Data directory lookup (datadir.h).
 #include "scenarios/datadir.h"
 
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <system_error>
 
 #include <fmt/format.h>
@@ -73,6 +77,14 @@ std::pair<model::Platform, model::Platform> load_host_platforms(const std::strin
     remote.set(assignment);
   }
   return {std::move(local), std::move(remote)};
+}
+
+std::string read_text(const std::string& path, const std::string& what) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw InputError(fmt::format("{}: cannot read ({})", what, std::strerror(errno)));
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
 }
 
 }  // namespace hcasim::scenarios

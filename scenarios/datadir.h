@@ -27,6 +27,10 @@ std::string resolve_platform(const std::string& name_or_file,
 /// DIR)" otherwise.
 std::string resolve_scenario(const std::string& name_or_file);
 
+/// The whole of file `path`, bytes as they are. Throws InputError "WHAT: cannot read (reason)"
+/// when it cannot be opened (`what` is usually the path itself).
+std::string read_text(const std::string& path, const std::string& what);
+
 /// The two hosts of a run: the local platform (--platform NAME|FILE), the remote one
 /// (--remote-platform, default: the same), then every --set assignment applied to both, in
 /// order. Throws InputError naming the option, file:line or key at fault.

@@ -43,14 +43,6 @@ uint32_t line_of(const toml::node& node, uint32_t fallback) {
   return line != 0 ? line : fallback;
 }
 
-std::string read_text(const std::string& path, const std::string& what) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError(fmt::format("{}: cannot read ({})", what, std::strerror(errno)));
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
 /// Checks that `table` has only `allowed` keys.
 void check_keys(const toml::table& table, std::initializer_list<std::string_view> allowed,
                 const std::string& origin, uint32_t line, const std::string& where) {

@@ -17,6 +17,7 @@
 #include <fmt/format.h>
 
 #include "scenarios/command_words.h"
+#include "scenarios/datadir.h"
 #include "scenarios/netperf_cli.h"
 #include "scenarios/perftest_cli.h"
 #include "scenarios/run.h"
@@ -860,11 +861,7 @@ std::vector<RealRun> parse_run_file(std::string_view text, const std::string& or
 }
 
 std::vector<RealRun> load_run_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError(fmt::format("{}: cannot read ({})", path, std::strerror(errno)));
-  std::ostringstream s;
-  s << in.rdbuf();
-  return parse_run_file(s.str(), path);
+  return parse_run_file(read_text(path, path), path);
 }
 
 }  // namespace hcasim::scenarios
