@@ -319,12 +319,6 @@ std::string pct(const std::optional<double>& e) {
 
 std::string full(const std::optional<double>& v) { return v ? fmt::format("{}", *v) : ""; }
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2.0;
-}
-
 std::string median_max(const std::vector<double>& abs_errors) {
   if (abs_errors.empty()) return "-";
   return fmt::format("{:.1f}% / {:.1f}%", median(abs_errors) * 100.0,
@@ -1073,6 +1067,12 @@ int run_scenario(const RunOptions& options) {
   write_file_atomically(csv_path, format_run_csv(s, outcomes), "--csv");
   std::cout << format_run_report(s, outcomes) << std::flush;
   return all_ok ? 0 : 1;
+}
+
+double median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  const size_t n = values.size();
+  return n % 2 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2.0;
 }
 
 }  // namespace hcasim::scenarios

@@ -306,6 +306,10 @@ std::vector<std::vector<PointOutcome>> simulate_scenarios(const std::vector<Scen
 /// simulate_scenarios() of one scenario: its outcomes in point order.
 std::vector<PointOutcome> simulate_scenario(const Scenario& scenario, size_t parallel);
 
+/// The median of `values` (the mean of the middle two for an even count); `values` must not be
+/// empty. For the per-table summaries of `hcasim run` and `validate`.
+double median(std::vector<double> values);
+
 /// Options of `hcasim run`.
 struct RunOptions {
   std::string scenario = "seed000";     ///< FILE or NAME (data dir/scenarios/NAME.toml)

@@ -26,12 +26,6 @@ namespace fs = std::filesystem;
 /// Slack on the target's comparisons, so that a decimal error exactly at the limit meets it.
 constexpr double kSlack = 1e-12;
 
-double median_of(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2.0;
-}
-
 /// Adds |error| of `m` to `s` when it has one.
 void add_error(MetricSummary& s, const Metric& m) {
   if (m.error) s.abs_errors.push_back(std::fabs(*m.error));
@@ -40,7 +34,7 @@ void add_error(MetricSummary& s, const Metric& m) {
 /// Fills median and max from abs_errors, and for netperf the target.
 void finish(MetricSummary& s, PointKind kind) {
   if (!s.abs_errors.empty()) {
-    s.median = median_of(s.abs_errors);
+    s.median = median(s.abs_errors);
     s.max = *std::max_element(s.abs_errors.begin(), s.abs_errors.end());
   }
   if (kind != PointKind::Netperf) return;
