@@ -83,6 +83,14 @@ class TempDir {
   std::string path_;
 };
 
+/// `words` as the NULL-terminated char* array posix_spawn takes (pointing into `words`).
+std::vector<char*> c_argv(const std::vector<std::string>& words) {
+  std::vector<char*> argv;
+  for (const auto& w : words) argv.push_back(const_cast<char*>(w.c_str()));
+  argv.push_back(nullptr);
+  return argv;
+}
+
 pid_t spawn(const std::vector<std::string>& argv_words, const std::string& err_path) {
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
@@ -90,9 +98,7 @@ pid_t spawn(const std::vector<std::string>& argv_words, const std::string& err_p
   posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
   posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, err_path.c_str(),
                                    O_WRONLY | O_CREAT | O_TRUNC, 0600);
-  std::vector<char*> argv;
-  for (const auto& a : argv_words) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
+  std::vector<char*> argv = c_argv(argv_words);
   pid_t pid = -1;
   const int rc = posix_spawn(&pid, "/proc/self/exe", &actions, nullptr, argv.data(), environ);
   posix_spawn_file_actions_destroy(&actions);
@@ -153,9 +159,7 @@ ProgramResult run_program(const std::vector<std::string>& argv_words, const std:
   posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
   posix_spawn_file_actions_adddup2(&actions, pipe_fds[1], STDERR_FILENO);
   posix_spawn_file_actions_addchdir_np(&actions, cwd.c_str());
-  std::vector<char*> argv;
-  for (const auto& a : argv_words) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
+  std::vector<char*> argv = c_argv(argv_words);
 
   const StopSignals signals;
   pid_t pid = -1;
