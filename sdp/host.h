@@ -22,7 +22,7 @@ class Host {
  public:
   virtual ~Host() = default;
   /// This host's memory.
-  virtual HostMemory& memory() = 0;
+  virtual Memory& memory() = 0;
   /// This host's CPU costs (ns).
   virtual const model::CpuCosts& costs() const = 0;
   /// Charges `ns` of the calling context's core to activity `a`.

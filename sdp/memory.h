@@ -29,21 +29,45 @@ class MemoryError : public std::runtime_error {
   explicit MemoryError(const std::string& what) : std::runtime_error(what) {}
 };
 
-/// The memory of one host.
-class HostMemory {
+/// What the SDP engine asks of a host's memory. Two implementations: HostMemory (simulate
+/// mode: addresses in a simulated space, data by reference or as bytes) and ProcessMemory
+/// (emulate and hardware modes: an arena of this process's real memory, addresses being
+/// pointers, so that an rdma-core HCA can DMA to them).
+class Memory {
+ public:
+  virtual ~Memory() = default;
+  /// How data buffers of this host hold their content.
+  virtual DataMode data_mode() const = 0;
+  /// Allocates `len` bytes aligned to `align` (a power of two) in a fresh region; `mode` is
+  /// how the region holds its content (ProcessMemory holds everything as bytes). Throws
+  /// MemoryError when the memory is exhausted.
+  virtual Addr allocate(uint64_t len, DataMode mode, uint64_t align = 4096) = 0;
+  /// True when [addr, addr+len) lies inside one region.
+  virtual bool contains(Addr addr, uint64_t len) const = 0;
+  /// Writes raw bytes (headers) at addr. Throws MemoryError outside a region.
+  virtual void write_bytes(Addr addr, const uint8_t* data, uint64_t len) = 0;
+  /// Reads raw bytes at addr. Throws MemoryError outside a region.
+  virtual void read_bytes(Addr addr, uint8_t* out, uint64_t len) const = 0;
+  /// A CPU copy of len bytes from src to dst, both in this memory (copy_from_user,
+  /// copy_to_user, memcpy). Throws MemoryError outside a region.
+  virtual void copy_local(Addr dst, Addr src, uint64_t len) = 0;
+};
+
+/// The memory of one simulated host.
+class HostMemory final : public Memory {
  public:
   /// `seed` selects the byte pattern of the data stream (Bytes mode); `data_mode` is how
   /// data buffers (application and SDP payload buffers) hold their content.
   HostMemory(int host_id, uint64_t seed, DataMode data_mode = DataMode::Reference);
   /// How data buffers of this host hold their content (Reference, or Bytes with --verify-data).
-  DataMode data_mode() const { return data_mode_; }
+  DataMode data_mode() const override { return data_mode_; }
 
   /// Allocates `len` bytes aligned to `align` (a power of two) in a fresh region.
   /// Addresses of different hosts never overlap (host_id is in the top bits), which makes a
   /// DMA to the wrong host's address an error rather than a silent hit.
-  Addr allocate(uint64_t len, DataMode mode, uint64_t align = 4096);
+  Addr allocate(uint64_t len, DataMode mode, uint64_t align = 4096) override;
   /// True when [addr, addr+len) lies inside one region.
-  bool contains(Addr addr, uint64_t len) const;
+  bool contains(Addr addr, uint64_t len) const override;
 
   /// Writes the data stream bytes [stream_off, stream_off+len) at addr (the application
   /// filling its send buffer; costs no simulated time).
@@ -52,15 +76,17 @@ class HostMemory {
   bool check_stream(Addr addr, uint64_t len, uint64_t stream_off) const;
 
   /// Writes raw bytes (headers) into a Bytes region.
-  void write_bytes(Addr addr, const uint8_t* data, uint64_t len);
+  void write_bytes(Addr addr, const uint8_t* data, uint64_t len) override;
   /// Reads raw bytes from a Bytes region, or from raw bytes kept in a Reference region.
-  void read_bytes(Addr addr, uint8_t* out, uint64_t len) const;
+  void read_bytes(Addr addr, uint8_t* out, uint64_t len) const override;
 
   /// Copies len bytes from (src_mem, src) to (dst_mem, dst): a CPU copy when both are this
   /// host, a DMA (over the wire) otherwise. Reference -> Bytes materialises the pattern;
   /// Bytes -> Reference keeps the raw bytes beside the region (for read_bytes) when they are
   /// at most 64 B (a control message's body), and throws MemoryError above that.
   static void copy(HostMemory& dst_mem, Addr dst, const HostMemory& src_mem, Addr src, uint64_t len);
+  /// copy() within this host.
+  void copy_local(Addr dst, Addr src, uint64_t len) override { copy(*this, dst, *this, src, len); }
 
   /// The pattern byte at stream offset `off` for this host's seed.
   uint8_t pattern_byte(uint64_t off) const;

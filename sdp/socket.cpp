@@ -29,7 +29,7 @@ SdpSocket::SdpSocket(Host& host, Verbs& verbs, const SdpConfig& config, std::str
   cq_wq_ = host_.make_wait_queue();
   lock_wq_ = host_.make_wait_queue();
   lkey_ = verbs_.dma_mr();
-  HostMemory& mem = host_.memory();
+  Memory& mem = host_.memory();
   // Transmit buffers: payload regions of the largest SEND; one header region per ring slot.
   for (uint32_t i = 0; i < cfg_.tx_ring; ++i) {
     Buf b;
@@ -51,7 +51,7 @@ SdpSocket::SdpSocket(Host& host, Verbs& verbs, const SdpConfig& config, std::str
 SdpSocket::~SdpSocket() = default;
 
 SdpSocket::Buf SdpSocket::make_buf(uint32_t capacity) {
-  HostMemory& mem = host_.memory();
+  Memory& mem = host_.memory();
   Buf b;
   b.hdr = mem.allocate(kCtlHdr, DataMode::Bytes, 64);
   b.payload = mem.allocate(capacity, mem.data_mode());
@@ -463,8 +463,7 @@ uint64_t SdpSocket::send(Addr user, uint64_t len) {
     }
     const uint32_t goal = std::max<uint32_t>(xmit_goal_, 1);
     const uint64_t chunk = std::min<uint64_t>(len - done, goal - std::min(cur_len_, goal));
-    HostMemory::copy(host_.memory(), tx_bufs_[static_cast<size_t>(cur_)].payload + cur_len_, host_.memory(),
-                     user + done, chunk);
+    host_.memory().copy_local(tx_bufs_[static_cast<size_t>(cur_)].payload + cur_len_, user + done, chunk);
     host_.charge(Activity::Copy, host_.copy_from_user_ns(user + done, chunk));
     cur_len_ += static_cast<uint32_t>(chunk);
     done += chunk;
@@ -556,8 +555,7 @@ uint64_t SdpSocket::recv(Addr user, uint64_t len) {
     RxData& d = rx_queue_.front();
     const uint64_t n = std::min<uint64_t>(len - copied, d.len);
     host_.share(&rx_bufs_[static_cast<size_t>(d.buf)], skb_lines(0, false));
-    HostMemory::copy(host_.memory(), user + copied, host_.memory(), rx_bufs_[static_cast<size_t>(d.buf)].payload + d.off,
-                     n);
+    host_.memory().copy_local(user + copied, rx_bufs_[static_cast<size_t>(d.buf)].payload + d.off, n);
     host_.charge(Activity::Copy, k.copy_rx_ns(n));
     d.off += static_cast<uint32_t>(n);
     d.len -= static_cast<uint32_t>(n);

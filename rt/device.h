@@ -1,0 +1,88 @@
+#pragma once
+/// \file An HCA opened in wall-clock time (emulate or hardware mode), as the SDP programs use
+/// it: its memory, and connections set up the way SDP specifies (IBTA Annex A4): an RC QP per
+/// connection, connected through the CM with the Hello in the REQ private data and the
+/// HelloAck in the REP private data. Two implementations: emu/ (the emulated HCA between
+/// processes over TCP) and hw/ (libibverbs + librdmacm).
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "sdp/process_memory.h"
+#include "sdp/verbs.h"
+
+namespace hcasim::rt {
+
+/// A failure the user must hear about in one line (no device, connection refused, rejected,
+/// the peer went away): the message names what and where.
+class Error : public std::runtime_error {
+ public:
+  explicit Error(const std::string& what) : std::runtime_error(what) {}
+};
+
+/// Sizes of a connection's QP and CQ (ibv_qp_cap, ibv_create_cq's cqe).
+struct QpCaps {
+  uint32_t max_send_wr = 128;
+  uint32_t max_recv_wr = 128;
+  uint32_t cq_entries = 512;  ///< send + receive completions share the CQ
+};
+
+/// One established RC connection: its QP and CQ, and the CQ's completion events.
+class Connection {
+ public:
+  virtual ~Connection() = default;
+  /// The QP and CQ (the engine's verbs interface). Thread-safe: the engine calls it from the
+  /// application's thread and the completion thread, one at a time.
+  virtual sdp::Verbs& verbs() = 0;
+  /// Blocks for at most timeout_ms until the CQ's next completion event (ibv_get_cq_event,
+  /// acknowledged with ibv_ack_cq_events). Returns true when one came; the CQ is disarmed
+  /// until req_notify_cq() again.
+  virtual bool wait_cq_event(int timeout_ms) = 0;
+  /// Waits at most timeout_ms until every send WR posted so far has completed (so that the
+  /// last messages, DisConn among them, leave before the process does). True when drained.
+  virtual bool drain(int timeout_ms) = 0;
+  /// Disconnects (rdma_disconnect / the CM's DREQ): the QP goes to ERROR, its WRs flush, and
+  /// the peer's QP goes to ERROR too. Idempotent.
+  virtual void disconnect() = 0;
+};
+
+/// Builds the REQ private data once the QP exists (its receives may be posted by then).
+using MakeRequest = std::function<std::vector<uint8_t>(sdp::Verbs&)>;
+/// Takes a REQ's private data on the passive side, once the QP exists, and returns the REP's;
+/// throws (any std::exception) to reject the connection with that message.
+using AnswerRequest = std::function<std::vector<uint8_t>(sdp::Verbs&, std::span<const uint8_t>)>;
+
+/// A listening endpoint (rdma_listen).
+class Listener {
+ public:
+  virtual ~Listener() = default;
+  /// The port it listens on (the one chosen by the system when 0 was asked).
+  virtual uint16_t port() const = 0;
+  /// Waits for the next connection request and answers it. Throws Error when the request
+  /// was rejected by `answer` (the peer gets the REJ) or the setup failed.
+  virtual std::unique_ptr<Connection> accept(const QpCaps& caps, const AnswerRequest& answer) = 0;
+};
+
+/// An opened HCA.
+class Device {
+ public:
+  virtual ~Device() = default;
+  /// What was opened ("emu", or the rdma-core device's name).
+  virtual std::string name() const = 0;
+  /// The process memory the QPs may access (one arena; the engine's dma_mr covers it).
+  virtual sdp::ProcessMemory& memory() = 0;
+  /// Active open to host:port (rdma_resolve_addr, rdma_resolve_route, rdma_connect). Calls
+  /// `request` once the QP exists; returns the connection, with the REP's private data in
+  /// `reply`. Throws Error when the peer refuses, rejects (with its reason) or is unreachable.
+  virtual std::unique_ptr<Connection> connect(const std::string& host, uint16_t port, const QpCaps& caps,
+                                              const MakeRequest& request, std::vector<uint8_t>& reply) = 0;
+  /// Listens on bind_addr:port (port 0: any free port). Throws Error when the address is in
+  /// use or cannot be bound.
+  virtual std::unique_ptr<Listener> listen(const std::string& bind_addr, uint16_t port) = 0;
+};
+
+}  // namespace hcasim::rt

@@ -1,0 +1,47 @@
+#pragma once
+/// \file The memory of a real process, for the wall-clock modes (emulate and hardware): one
+/// arena of anonymous memory, reserved up front, from which the engine and the application
+/// allocate. An address is the pointer's value, so an rdma-core HCA can DMA to it, and the
+/// whole arena can be registered as one MR (what ib_get_dma_mr gives a kernel ULP).
+#include <cstdint>
+#include <map>
+
+#include "sdp/memory.h"
+
+namespace hcasim::sdp {
+
+/// An arena of this process's memory. Allocation only grows (the SDP engine and the stream
+/// programs never free); every region is real bytes (DataMode::Bytes).
+class ProcessMemory final : public Memory {
+ public:
+  /// Reserves `capacity` bytes (mmap, anonymous, private). Throws MemoryError when the
+  /// system refuses.
+  explicit ProcessMemory(uint64_t capacity);
+  ~ProcessMemory() override;
+  ProcessMemory(const ProcessMemory&) = delete;
+  ProcessMemory& operator=(const ProcessMemory&) = delete;
+
+  DataMode data_mode() const override { return DataMode::Bytes; }
+  /// Throws MemoryError naming the request when the arena is exhausted.
+  Addr allocate(uint64_t len, DataMode mode, uint64_t align = 4096) override;
+  bool contains(Addr addr, uint64_t len) const override;
+  void write_bytes(Addr addr, const uint8_t* data, uint64_t len) override;
+  void read_bytes(Addr addr, uint8_t* out, uint64_t len) const override;
+  void copy_local(Addr dst, Addr src, uint64_t len) override;
+
+  /// The bytes of [addr, addr+len) for a DMA; throws MemoryError unless they lie inside one
+  /// allocated region.
+  uint8_t* bytes(Addr addr, uint64_t len);
+  const uint8_t* bytes(Addr addr, uint64_t len) const;
+  /// First byte and size of the whole arena (bytes), for registering it as one MR.
+  uint8_t* arena() { return arena_; }
+  uint64_t capacity() const { return capacity_; }
+
+ private:
+  uint8_t* arena_ = nullptr;
+  uint64_t capacity_ = 0;
+  uint64_t used_ = 0;
+  std::map<Addr, uint64_t> regions_;  // base -> length
+};
+
+}  // namespace hcasim::sdp
