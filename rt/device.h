@@ -45,6 +45,9 @@ class Connection {
   /// Waits at most timeout_ms until every send WR posted so far has completed (so that the
   /// last messages, DisConn among them, leave before the process does). True when drained.
   virtual bool drain(int timeout_ms) = 0;
+  /// Why the QP went to the ERROR state, for messages ("" while it has not, or when the
+  /// backend cannot tell).
+  virtual std::string error_reason() { return ""; }
   /// Disconnects (rdma_disconnect / the CM's DREQ): the QP goes to ERROR, its WRs flush, and
   /// the peer's QP goes to ERROR too. Idempotent.
   virtual void disconnect() = 0;

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
+#include <cmath>
 #include <set>
 #include <string>
 #include <utility>
@@ -139,7 +140,7 @@ size_t take_long_option(const std::vector<std::string>& words, size_t i,
 }
 
 void parse_global(const std::vector<std::string>& words, NetperfOptions& o,
-                  std::vector<std::string>& long_words) {
+                  std::vector<std::string>& long_words, bool allow_byte_count) {
   ShortOptionReader r(words);
   while (!r.done()) {
     const std::string& w = r.word();
@@ -219,6 +220,12 @@ void parse_global(const std::vector<std::string>& words, NetperfOptions& o,
           consumed = true;
           const auto len = parse_number(v);
           if (!len) fail(fmt::format("-l: '{}' is not a number", v));
+          if (*len < 0 && allow_byte_count) {
+            if (*len != std::floor(*len) || *len < -1e18)
+              fail(fmt::format("-l {}: a byte count must be a whole number", v));
+            o.length_bytes = static_cast<uint64_t>(-*len);
+            break;
+          }
           if (*len < 0)
             fail(fmt::format("-l {}: a negative -l is netperf's byte/transaction count; hcasim "
                              "runs timed tests only (give seconds > 0)", v));
@@ -393,7 +400,7 @@ std::optional<double> parse_number(std::string_view text) {
   return value;
 }
 
-NetperfOptions parse_netperf_args(const std::vector<std::string>& args) {
+NetperfOptions parse_netperf_args(const std::vector<std::string>& args, bool allow_byte_count) {
   NetperfOptions o;
   std::vector<std::string> global, test, long_words;
   bool in_test = false;
@@ -413,7 +420,7 @@ NetperfOptions parse_netperf_args(const std::vector<std::string>& args) {
       global.push_back(w);
     }
   }
-  parse_global(global, o, long_words);
+  parse_global(global, o, long_words, allow_byte_count);
   parse_test(test, o, long_words);
   parse_long(long_words, o);
   return o;

@@ -30,6 +30,8 @@ struct NetperfOptions {
   // --- netperf global options (netsh.c) -------------------------------------------------
   std::string test = "TCP_STREAM";      ///< -t (only TCP_STREAM is simulated)
   double length_s = 10.0;               ///< -l, seconds (> 0); netperf's default is 10 s
+  uint64_t length_bytes = 0;            ///< -l -N: stop after N bytes instead (0 = timed); only
+                                        ///< when parse_netperf_args allows a byte count
   bool local_cpu = false;               ///< -c: measure and print local CPU utilisation
   bool remote_cpu = false;              ///< -C: same for the remote host
   std::optional<double> local_cpu_rate;   ///< -c RATE (accepted, unused: nothing to calibrate)
@@ -72,7 +74,9 @@ struct NetperfOptions {
 /// "unknown option -Z", "-l: 'abc' is not a number", "-m: bad size '12Q' (...)",
 /// "-t UDP_STREAM: hcasim simulates only TCP_STREAM", "-l: missing value", "--profile: takes
 /// no value (got '5')".
-NetperfOptions parse_netperf_args(const std::vector<std::string>& args);
+/// `allow_byte_count`: accept netperf's negative -l (a byte count, for the wall-clock
+/// hcasim-sdp-client); the simulator runs timed tests only and refuses it.
+NetperfOptions parse_netperf_args(const std::vector<std::string>& args, bool allow_byte_count = false);
 
 /// The simulation's view of the options (sim/netperf_sim.h): length, sizes, CPU binding,
 /// data verification and seed.

@@ -1,6 +1,8 @@
 // SDP wire headers (see bsdh.h for the layouts and their sources).
 #include "sdp/bsdh.h"
 
+#include "sdp/be.h"
+
 #include <algorithm>
 #include <cstdio>
 
@@ -8,21 +10,10 @@ namespace hcasim::sdp {
 
 namespace {
 
-// Big-endian field access. Offsets are those of the layout tables in bsdh.h.
-void put16(uint8_t* p, uint16_t v) {
-  p[0] = static_cast<uint8_t>(v >> 8);
-  p[1] = static_cast<uint8_t>(v);
-}
-void put32(uint8_t* p, uint32_t v) {
-  p[0] = static_cast<uint8_t>(v >> 24);
-  p[1] = static_cast<uint8_t>(v >> 16);
-  p[2] = static_cast<uint8_t>(v >> 8);
-  p[3] = static_cast<uint8_t>(v);
-}
-uint16_t get16(const uint8_t* p) { return static_cast<uint16_t>((p[0] << 8) | p[1]); }
-uint32_t get32(const uint8_t* p) {
-  return (uint32_t{p[0]} << 24) | (uint32_t{p[1]} << 16) | (uint32_t{p[2]} << 8) | uint32_t{p[3]};
-}
+using be::get16;
+using be::get32;
+using be::put16;
+using be::put32;
 
 std::string hex2(unsigned v) {
   char buf[8];

@@ -4,6 +4,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <mutex>
 
 #include <fmt/format.h>
 
@@ -20,6 +21,7 @@ ProcessMemory::~ProcessMemory() { ::munmap(arena_, capacity_); }
 
 Addr ProcessMemory::allocate(uint64_t len, DataMode, uint64_t align) {
   if (len == 0) len = 1;
+  std::unique_lock lock(regions_lock_);
   const Addr base0 = reinterpret_cast<Addr>(arena_);
   const Addr base = (base0 + used_ + align - 1) & ~(align - 1);
   if (base + len > base0 + capacity_)
@@ -30,7 +32,15 @@ Addr ProcessMemory::allocate(uint64_t len, DataMode, uint64_t align) {
   return base;
 }
 
+void ProcessMemory::release_to(uint64_t used) {
+  std::unique_lock lock(regions_lock_);
+  if (used >= used_) return;
+  regions_.erase(regions_.lower_bound(reinterpret_cast<Addr>(arena_) + used), regions_.end());
+  used_ = used;
+}
+
 bool ProcessMemory::contains(Addr addr, uint64_t len) const {
+  std::shared_lock lock(regions_lock_);
   auto it = regions_.upper_bound(addr);
   if (it == regions_.begin()) return false;
   --it;

@@ -5,6 +5,7 @@
 /// whole arena can be registered as one MR (what ib_get_dma_mr gives a kernel ULP).
 #include <cstdint>
 #include <map>
+#include <shared_mutex>
 
 #include "sdp/memory.h"
 
@@ -33,6 +34,12 @@ class ProcessMemory final : public Memory {
   /// allocated region.
   uint8_t* bytes(Addr addr, uint64_t len);
   const uint8_t* bytes(Addr addr, uint64_t len) const;
+  /// Bytes allocated so far (a mark for release_to).
+  uint64_t used() const { return used_; }
+  /// Frees every region allocated after the mark `used` (a server between two tests). The
+  /// caller guarantees that no MR (other than one over the whole arena) and no queued work
+  /// still refers to them.
+  void release_to(uint64_t used);
   /// First byte and size of the whole arena (bytes), for registering it as one MR.
   uint8_t* arena() { return arena_; }
   uint64_t capacity() const { return capacity_; }
@@ -42,6 +49,7 @@ class ProcessMemory final : public Memory {
   uint64_t capacity_ = 0;
   uint64_t used_ = 0;
   std::map<Addr, uint64_t> regions_;  // base -> length
+  mutable std::shared_mutex regions_lock_;
 };
 
 }  // namespace hcasim::sdp

@@ -10,6 +10,7 @@ const char* wc_status_str(WcStatus s) {
     case WcStatus::RemAccessErr: return "remote access error";
     case WcStatus::RemInvReqErr: return "remote invalid request error";
     case WcStatus::RnrRetryExcErr: return "RNR retry exceeded";
+    case WcStatus::RetryExcErr: return "transport retry counter exceeded";
     case WcStatus::WrFlushErr: return "WR flushed";
   }
   return "?";

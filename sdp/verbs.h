@@ -25,7 +25,8 @@ struct Sge {
 enum class WrOpcode : uint8_t { Send, RdmaWrite, RdmaRead };
 /// ibv_wc_opcode.
 enum class WcOpcode : uint8_t { Send, RdmaWrite, RdmaRead, Recv };
-/// ibv_wc_status (the subset the emulated HCA produces).
+/// ibv_wc_status (the subset the emulated HCAs produce); wc_status_str gives
+/// ibv_wc_status_str's text.
 enum class WcStatus : uint8_t {
   Success,
   LocLenErr,      ///< a received message is longer than the posted receive buffers
@@ -33,6 +34,7 @@ enum class WcStatus : uint8_t {
   RemAccessErr,   ///< RDMA to a bad rkey/range at the responder
   RemInvReqErr,   ///< the responder found the request invalid (message longer than its buffers)
   RnrRetryExcErr, ///< the responder had no receive posted (receiver not ready), retries exhausted
+  RetryExcErr,    ///< no answer from the responder (it is gone), transport retries exhausted
   WrFlushErr,     ///< the QP went to the error state with the WR outstanding
 };
 const char* wc_status_str(WcStatus s);

@@ -1,0 +1,833 @@
+#include "emu/emu_device.h"
+
+#include <poll.h>
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstring>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <thread>
+
+#include <utility>  // before Asio: Boost 1.74 asio/awaitable.hpp uses std::exchange without it
+
+#include <boost/asio.hpp>
+#include <fmt/format.h>
+
+#include "emu/wire.h"
+
+namespace hcasim::emu {
+
+namespace asio = boost::asio;
+using asio::ip::tcp;
+using sdp::Wc;
+using sdp::WcOpcode;
+using sdp::WcStatus;
+using sdp::WrOpcode;
+using Frame = std::shared_ptr<const std::vector<uint8_t>>;
+
+namespace {
+/// How long a CM exchange (REQ -> REP -> RTU) may take before the side waiting gives up, ms.
+constexpr int kCmTimeoutMs = 10000;
+/// The RNR NAK timer: the requester waits this long before retransmitting (IBA 9.7.5.2.8;
+/// table 45's code 0x01 is 0.01 ms, 0x0E 1.28 ms; ib_sdp leaves the CM's default, and 1 ms
+/// keeps a starved stream responsive).
+constexpr auto kRnrDelay = std::chrono::milliseconds(1);
+constexpr uint32_t kPsnMask = 0xFFFFFF;
+/// True when PSN a comes before b in 24-bit serial arithmetic (IBA 9.7.1).
+bool psn_before(uint32_t a, uint32_t b) { return a != b && ((b - a) & kPsnMask) < 0x800000; }
+
+WcOpcode wc_opcode(WrOpcode op) {
+  switch (op) {
+    case WrOpcode::Send: return WcOpcode::Send;
+    case WrOpcode::RdmaWrite: return WcOpcode::RdmaWrite;
+    case WrOpcode::RdmaRead: return WcOpcode::RdmaRead;
+  }
+  return WcOpcode::Send;
+}
+
+Frame frame(const Packet& p) { return std::make_shared<const std::vector<uint8_t>>(encode(p)); }
+
+/// Reads one whole frame within `deadline` (CM setup, before the QP's I/O runs on the I/O
+/// thread). Throws rt::Error naming `peer` on timeout, EOF or a malformed frame.
+Packet read_frame_until(tcp::socket& s, std::chrono::steady_clock::time_point deadline, const std::string& peer) {
+  auto read_exact = [&](uint8_t* out, size_t n) {
+    size_t got = 0;
+    while (got < n) {
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+      if (left.count() <= 0) throw rt::Error(fmt::format("{}: no answer within {} ms during connection setup", peer, kCmTimeoutMs));
+      pollfd pfd{s.native_handle(), POLLIN, 0};
+      if (::poll(&pfd, 1, static_cast<int>(left.count())) <= 0) continue;
+      boost::system::error_code ec;
+      const size_t k = s.read_some(asio::buffer(out + got, n - got), ec);
+      if (ec == asio::error::eof) throw rt::Error(fmt::format("{}: connection closed during connection setup", peer));
+      if (ec) throw rt::Error(fmt::format("{}: {} during connection setup", peer, ec.message()));
+      got += k;
+    }
+  };
+  std::array<uint8_t, kLengthSize> len{};
+  read_exact(len.data(), len.size());
+  try {
+    std::vector<uint8_t> body(decode_length(len));
+    read_exact(body.data(), body.size());
+    return decode(body);
+  } catch (const WireError& e) {
+    throw rt::Error(fmt::format("{}: malformed CM message: {}", peer, e.what()));
+  }
+}
+
+void write_frame(tcp::socket& s, const Packet& p, const std::string& peer) {
+  boost::system::error_code ec;
+  asio::write(s, asio::buffer(encode(p)), ec);
+  if (ec) throw rt::Error(fmt::format("{}: {} during connection setup", peer, ec.message()));
+}
+
+std::string endpoint_text(const tcp::socket& s) {
+  boost::system::error_code ec;
+  const auto ep = s.remote_endpoint(ec);
+  return ec ? std::string("peer") : fmt::format("{}:{}", ep.address().to_string(), ep.port());
+}
+}  // namespace
+
+class EmuDevice;
+
+// ---- the QP ----------------------------------------------------------------------------------
+
+/// An RC QP with its own CQ, connected to one peer over one TCP stream.
+class Qp final : public sdp::Verbs, public std::enable_shared_from_this<Qp> {
+ public:
+  enum class State { Reset, Init, Rtr, Rts, Error };
+
+  Qp(EmuDevice& dev, uint32_t qpn, const rt::QpCaps& caps, tcp::socket socket)
+      : dev_(dev), qpn_(qpn), caps_(caps), socket_(std::move(socket)), rnr_timer_(socket_.get_executor()) {}
+
+  // sdp::Verbs
+  uint32_t reg_mr(sdp::Addr addr, uint64_t len, unsigned access) override;
+  uint32_t dma_mr() override;
+  void post_send(const sdp::SendWr& wr) override;
+  void post_recv(const sdp::RecvWr& wr) override;
+  int poll_cq(std::span<Wc> out) override;
+  bool req_notify_cq() override;
+  uint32_t qp_num() const override { return qpn_; }
+  uint32_t max_send_wr() const override { return caps_.max_send_wr; }
+  uint32_t max_recv_wr() const override { return caps_.max_recv_wr; }
+
+  /// RESET -> INIT (receives may be posted).
+  void to_init() {
+    std::lock_guard g(m_);
+    state_ = State::Init;
+  }
+  /// INIT -> RTR -> RTS with the peer's QPN, and the I/O starts (read loop on the I/O thread).
+  void to_rts(uint32_t remote_qpn) {
+    {
+      std::lock_guard g(m_);
+      if (state_ != State::Init) return;  // already in ERROR
+      remote_qpn_ = remote_qpn;
+      state_ = State::Rts;
+    }
+    asio::post(socket_.get_executor(), [self = shared_from_this()] {
+      self->read_length();
+      std::lock_guard g(self->m_);
+      self->pump();
+    });
+  }
+  bool wait_cq_event(int timeout_ms) {
+    std::unique_lock g(m_);
+    if (!cv_.wait_for(g, std::chrono::milliseconds(timeout_ms), [&] { return event_ || closed_; })) return false;
+    const bool e = event_;
+    event_ = false;
+    return e;
+  }
+  bool drain(int timeout_ms) {
+    std::unique_lock g(m_);
+    return cv_.wait_for(g, std::chrono::milliseconds(timeout_ms),
+                        [&] { return state_ == State::Error || (sq_.empty() && unacked_.empty()); }) &&
+           state_ != State::Error;
+  }
+  void disconnect() {
+    asio::post(socket_.get_executor(), [self = shared_from_this()] {
+      std::lock_guard g(self->m_);
+      if (self->state_ == State::Error) return;
+      self->send_frame(frame(Packet{.op = Op::CmDreq, .dest_qpn = self->remote_qpn_}));
+      self->shutdown_after_write_ = true;
+      self->to_error("disconnected", std::nullopt);
+    });
+  }
+  /// The owner is done: the socket closes (on the I/O thread) and waiters return.
+  void close() {
+    {
+      std::lock_guard g(m_);
+      closed_ = true;
+      cv_.notify_all();
+    }
+    asio::post(socket_.get_executor(), [self = shared_from_this()] {
+      boost::system::error_code ec;
+      self->rnr_timer_.cancel();
+      self->socket_.close(ec);
+    });
+  }
+  void set_rnr_retry(uint8_t n) {
+    if (n > 7) throw sdp::VerbsError(fmt::format("modify_qp: rnr_retry {} > 7", n));
+    std::lock_guard g(m_);
+    rnr_retry_ = n;
+  }
+  std::string reason() {
+    std::lock_guard g(m_);
+    return reason_;
+  }
+  tcp::socket& socket() { return socket_; }
+
+ private:
+  /// A WR transmitted (or failed locally) and not yet completed, in PSN order.
+  struct Outstanding {
+    uint32_t psn = 0;
+    sdp::SendWr wr;
+    Frame frame;                              ///< kept for retransmission
+    std::optional<WcStatus> local_error;      ///< failed before transmission (completes in order)
+  };
+
+  // All below run with m_ held; the socket is touched on the I/O thread only.
+  void pump();
+  void send_frame(Frame f);
+  void start_write();
+  void read_length();
+  void read_body(uint32_t n);
+  void on_packet(const Packet& p);
+  void as_responder(const Packet& p);
+  void as_requester(const Packet& p);
+  void retire_acked(uint32_t psn);
+  void retransmit_from(uint32_t psn);
+  void ack(uint32_t psn, uint8_t syndrome) {
+    send_frame(frame(Packet{.op = Op::Acknowledge, .dest_qpn = remote_qpn_, .psn = psn, .syndrome = syndrome, .msn = psn}));
+  }
+  /// Completes the oldest outstanding WR with `status` and moves the QP to ERROR.
+  void fail_front(WcStatus status, const std::string& why);
+  void complete_send(const sdp::SendWr& wr, WcStatus status);
+  void push_cqe(const Wc& wc);
+  /// The QP goes to ERROR: the oldest WR on the wire completes with `first` when given, every
+  /// other WR flushes (IBA 10.3.1), the peer is told nothing more.
+  void to_error(const std::string& why, std::optional<WcStatus> first);
+  void link_down(const std::string& why, bool orderly) {
+    if (closed_) return;
+    to_error(why, orderly ? std::nullopt : std::optional<WcStatus>(WcStatus::RetryExcErr));
+    boost::system::error_code ec;
+    socket_.close(ec);
+  }
+  bool gather(const sdp::SendWr& wr, std::vector<uint8_t>& out);
+  bool scatter(const std::array<sdp::Sge, sdp::kMaxSge>& sg, uint8_t n, const std::vector<uint8_t>& data);
+
+  EmuDevice& dev_;
+  uint32_t qpn_, remote_qpn_ = 0;
+  rt::QpCaps caps_;
+  tcp::socket socket_;
+  asio::steady_timer rnr_timer_;
+  std::mutex m_;
+  std::condition_variable cv_;  // completion events, drain, close
+  State state_ = State::Reset;
+  std::string reason_;
+  bool closed_ = false;
+  // requester
+  std::deque<sdp::SendWr> sq_;          // posted, not yet transmitted
+  std::deque<Outstanding> unacked_;     // transmitted, not yet completed
+  uint32_t sq_outstanding_ = 0;         // posted, not yet completed
+  uint32_t next_psn_ = 0;
+  uint8_t rnr_retry_ = 7, rnr_count_ = 0;
+  bool rnr_waiting_ = false;
+  // responder
+  std::deque<sdp::RecvWr> rq_;
+  uint32_t epsn_ = 0;                   // expected PSN
+  bool nak_sent_ = false;               // discarding until epsn_ comes again
+  // CQ
+  std::deque<Wc> cq_;
+  bool armed_ = false, event_ = false;
+  // wire
+  std::deque<Frame> wq_;
+  bool writing_ = false, shutdown_after_write_ = false;
+  std::array<uint8_t, kLengthSize> len_buf_{};
+  std::vector<uint8_t> body_;
+};
+
+// ---- the device ------------------------------------------------------------------------------
+
+class EmuDevice final : public rt::Device {
+ public:
+  explicit EmuDevice(uint64_t memory_bytes) : memory_(memory_bytes), guard_(asio::make_work_guard(io_)) {
+    thread_ = std::thread([this] { io_.run(); });
+  }
+  ~EmuDevice() override {
+    {
+      std::lock_guard g(qps_lock_);
+      for (auto& w : qps_)
+        if (auto q = w.lock()) q->close();
+    }
+    guard_.reset();
+    thread_.join();
+  }
+  std::string name() const override { return "emu"; }
+  sdp::ProcessMemory& memory() override { return memory_; }
+  std::unique_ptr<rt::Connection> connect(const std::string& host, uint16_t port, const rt::QpCaps& caps,
+                                          const rt::MakeRequest& request, std::vector<uint8_t>& reply) override;
+  std::unique_ptr<rt::Listener> listen(const std::string& bind_addr, uint16_t port) override;
+
+  uint32_t reg_mr(sdp::Addr addr, uint64_t len, unsigned access) {
+    if (!memory_.contains(addr, len))
+      throw sdp::VerbsError(fmt::format("reg_mr: [{:#x}, +{}) is not allocated memory", addr, len));
+    std::lock_guard g(mr_lock_);
+    const uint32_t key = next_key_++;
+    mrs_[key] = {addr, len, access, false};
+    return key;
+  }
+  uint32_t dma_mr() {
+    std::lock_guard g(mr_lock_);
+    const uint32_t key = next_key_++;
+    mrs_[key] = {0, 0, sdp::kLocalWrite, true};
+    return key;
+  }
+  /// True when `key` names an MR covering [addr, addr+len) with every access bit of `need`.
+  bool mr_allows(uint32_t key, sdp::Addr addr, uint64_t len, unsigned need) {
+    std::lock_guard g(mr_lock_);
+    auto it = mrs_.find(key);
+    if (it == mrs_.end()) return false;
+    const Mr& m = it->second;
+    if ((m.access & need) != need) return false;
+    if (m.all_memory) return memory_.contains(addr, len);
+    return addr >= m.addr && len <= m.len && addr - m.addr <= m.len - len;
+  }
+  std::shared_ptr<Qp> make_qp(const rt::QpCaps& caps, tcp::socket socket) {
+    auto qp = std::make_shared<Qp>(*this, next_qpn_++, caps, std::move(socket));
+    std::lock_guard g(qps_lock_);
+    std::erase_if(qps_, [](const std::weak_ptr<Qp>& w) { return w.expired(); });
+    qps_.push_back(qp);
+    return qp;
+  }
+  asio::io_context& io() { return io_; }
+
+ private:
+  struct Mr {
+    sdp::Addr addr;
+    uint64_t len;
+    unsigned access;
+    bool all_memory;
+  };
+  sdp::ProcessMemory memory_;
+  asio::io_context io_;
+  asio::executor_work_guard<asio::io_context::executor_type> guard_;
+  std::thread thread_;
+  std::mutex mr_lock_, qps_lock_;
+  std::map<uint32_t, Mr> mrs_;
+  uint32_t next_key_ = 0x100;
+  std::atomic<uint32_t> next_qpn_{0x48};
+  std::vector<std::weak_ptr<Qp>> qps_;
+};
+
+/// rt::Connection over a Qp: closing it closes the QP's socket.
+class EmuConnection final : public rt::Connection {
+ public:
+  explicit EmuConnection(std::shared_ptr<Qp> qp) : qp_(std::move(qp)) {}
+  ~EmuConnection() override { qp_->close(); }
+  sdp::Verbs& verbs() override { return *qp_; }
+  bool wait_cq_event(int timeout_ms) override { return qp_->wait_cq_event(timeout_ms); }
+  bool drain(int timeout_ms) override { return qp_->drain(timeout_ms); }
+  void disconnect() override { qp_->disconnect(); }
+  std::string error_reason() override { return qp_->reason(); }
+
+ private:
+  std::shared_ptr<Qp> qp_;
+};
+
+class EmuListener final : public rt::Listener {
+ public:
+  EmuListener(EmuDevice& dev, tcp::acceptor acceptor) : dev_(dev), acceptor_(std::move(acceptor)) {}
+  uint16_t port() const override { return acceptor_.local_endpoint().port(); }
+  std::unique_ptr<rt::Connection> accept(const rt::QpCaps& caps, const rt::AnswerRequest& answer) override;
+
+ private:
+  EmuDevice& dev_;
+  tcp::acceptor acceptor_;
+};
+
+// ---- Qp: verbs -------------------------------------------------------------------------------
+
+uint32_t Qp::reg_mr(sdp::Addr addr, uint64_t len, unsigned access) { return dev_.reg_mr(addr, len, access); }
+
+uint32_t Qp::dma_mr() { return dev_.dma_mr(); }
+
+void Qp::post_send(const sdp::SendWr& wr) {
+  std::lock_guard g(m_);
+  if (state_ != State::Rts) throw sdp::VerbsError(fmt::format("post_send: QP {:#x} is not in RTS", qpn_));
+  if (sq_outstanding_ >= caps_.max_send_wr)
+    throw sdp::VerbsError(fmt::format("post_send: QP {:#x} send queue full", qpn_));
+  if (wr.num_sge > sdp::kMaxSge) throw sdp::VerbsError(fmt::format("post_send: {} SGEs", wr.num_sge));
+  if (wr.length() > kMaxMessage)
+    throw sdp::VerbsError(fmt::format("post_send: {} B message over the emulator's {} B", wr.length(), kMaxMessage));
+  sq_.push_back(wr);
+  ++sq_outstanding_;
+  if (sq_.size() == 1)
+    asio::post(socket_.get_executor(), [self = shared_from_this()] {
+      std::lock_guard g2(self->m_);
+      self->pump();
+    });
+}
+
+void Qp::post_recv(const sdp::RecvWr& wr) {
+  std::lock_guard g(m_);
+  if (state_ == State::Reset || state_ == State::Error)
+    throw sdp::VerbsError(fmt::format("post_recv: QP {:#x} is in RESET or ERROR", qpn_));
+  if (rq_.size() >= caps_.max_recv_wr) throw sdp::VerbsError(fmt::format("post_recv: QP {:#x} receive queue full", qpn_));
+  if (wr.num_sge > sdp::kMaxSge) throw sdp::VerbsError(fmt::format("post_recv: {} SGEs", wr.num_sge));
+  rq_.push_back(wr);
+}
+
+int Qp::poll_cq(std::span<Wc> out) {
+  std::lock_guard g(m_);
+  int n = 0;
+  while (n < static_cast<int>(out.size()) && !cq_.empty()) {
+    out[static_cast<size_t>(n++)] = cq_.front();
+    cq_.pop_front();
+  }
+  return n;
+}
+
+bool Qp::req_notify_cq() {
+  std::lock_guard g(m_);
+  armed_ = true;
+  return !cq_.empty();
+}
+
+// ---- Qp: completions -------------------------------------------------------------------------
+
+void Qp::push_cqe(const Wc& wc) {
+  if (wc.opcode != WcOpcode::Recv && sq_outstanding_ > 0) --sq_outstanding_;
+  cq_.push_back(wc);
+  if (armed_) {  // one completion event per arming (ibv_req_notify_cq(3))
+    armed_ = false;
+    event_ = true;
+  }
+  cv_.notify_all();
+  if (cq_.size() > caps_.cq_entries) to_error(fmt::format("CQ overrun ({} entries)", caps_.cq_entries), std::nullopt);
+}
+
+void Qp::complete_send(const sdp::SendWr& wr, WcStatus status) {
+  if (wr.signaled || status != WcStatus::Success)
+    push_cqe({wr.wr_id, status, wc_opcode(wr.opcode), 0, qpn_});
+  else if (sq_outstanding_ > 0)
+    --sq_outstanding_;
+}
+
+void Qp::fail_front(WcStatus status, const std::string& why) {
+  Outstanding o = unacked_.front();
+  unacked_.pop_front();
+  complete_send(o.wr, status);
+  to_error(why, std::nullopt);
+}
+
+void Qp::to_error(const std::string& why, std::optional<WcStatus> first) {
+  if (state_ == State::Error) return;
+  state_ = State::Error;
+  reason_ = why;
+  rnr_timer_.cancel();
+  for (Outstanding& o : unacked_) {
+    push_cqe({o.wr.wr_id, first.value_or(WcStatus::WrFlushErr), wc_opcode(o.wr.opcode), 0, qpn_});
+    first.reset();
+  }
+  unacked_.clear();
+  for (const sdp::SendWr& w : sq_) push_cqe({w.wr_id, WcStatus::WrFlushErr, wc_opcode(w.opcode), 0, qpn_});
+  sq_.clear();
+  for (const sdp::RecvWr& r : rq_) push_cqe({r.wr_id, WcStatus::WrFlushErr, WcOpcode::Recv, 0, qpn_});
+  rq_.clear();
+  cv_.notify_all();
+}
+
+// ---- Qp: transmission ------------------------------------------------------------------------
+
+bool Qp::gather(const sdp::SendWr& wr, std::vector<uint8_t>& out) {
+  out.resize(wr.length());
+  size_t off = 0;
+  for (uint8_t i = 0; i < wr.num_sge; ++i) {
+    const sdp::Sge& s = wr.sg[i];
+    if (!dev_.mr_allows(s.lkey, s.addr, s.length, 0)) return false;
+    if (s.length > 0) std::memcpy(out.data() + off, reinterpret_cast<const void*>(s.addr), s.length);
+    off += s.length;
+  }
+  return true;
+}
+
+bool Qp::scatter(const std::array<sdp::Sge, sdp::kMaxSge>& sg, uint8_t n, const std::vector<uint8_t>& data) {
+  uint64_t capacity = 0;
+  for (uint8_t i = 0; i < n; ++i) {
+    if (!dev_.mr_allows(sg[i].lkey, sg[i].addr, sg[i].length, sdp::kLocalWrite)) return false;
+    capacity += sg[i].length;
+  }
+  if (data.size() > capacity) return false;
+  size_t off = 0;
+  for (uint8_t i = 0; i < n && off < data.size(); ++i) {
+    const size_t k = std::min<size_t>(sg[i].length, data.size() - off);
+    std::memcpy(reinterpret_cast<void*>(sg[i].addr), data.data() + off, k);
+    off += k;
+  }
+  return true;
+}
+
+void Qp::pump() {
+  while (state_ == State::Rts && !sq_.empty()) {
+    sdp::SendWr wr = sq_.front();
+    sq_.pop_front();
+    Outstanding o{next_psn_, wr, nullptr, std::nullopt};
+    next_psn_ = (next_psn_ + 1) & kPsnMask;
+    Packet p{.dest_qpn = remote_qpn_, .psn = o.psn};
+    if (wr.opcode == WrOpcode::RdmaRead) {
+      p.op = Op::RdmaReadRequest;
+      p.dma_len = static_cast<uint32_t>(wr.length());
+    } else if (!gather(wr, p.payload)) {
+      o.local_error = WcStatus::LocProtErr;
+    } else if (wr.opcode == WrOpcode::RdmaWrite) {
+      p.op = Op::RdmaWriteOnly;
+      p.dma_len = static_cast<uint32_t>(p.payload.size());
+    } else {
+      p.op = Op::SendOnly;
+    }
+    if (wr.opcode != WrOpcode::Send) {
+      p.va = wr.remote_addr;
+      p.rkey = wr.rkey;
+    }
+    if (!o.local_error) {
+      o.frame = frame(p);
+      if (!rnr_waiting_) send_frame(o.frame);  // else the retransmission after the RNR timer sends it
+    }
+    unacked_.push_back(std::move(o));
+    if (unacked_.front().local_error) {  // nothing older in flight: fail it now
+      fail_front(*unacked_.front().local_error, "local protection error in a gather list");
+      return;
+    }
+  }
+}
+
+void Qp::send_frame(Frame f) {
+  wq_.push_back(std::move(f));
+  if (!writing_) start_write();
+}
+
+void Qp::start_write() {
+  if (wq_.empty()) {
+    writing_ = false;
+    if (shutdown_after_write_) {
+      boost::system::error_code ec;
+      socket_.shutdown(tcp::socket::shutdown_send, ec);
+    }
+    return;
+  }
+  writing_ = true;
+  Frame f = wq_.front();
+  asio::async_write(socket_, asio::buffer(*f), [self = shared_from_this(), f](boost::system::error_code ec, size_t) {
+    std::lock_guard g(self->m_);
+    if (ec) {
+      self->writing_ = false;
+      self->link_down(fmt::format("lost the peer: {}", ec.message()), false);
+      return;
+    }
+    self->wq_.pop_front();
+    self->start_write();
+  });
+}
+
+// ---- Qp: reception ---------------------------------------------------------------------------
+
+void Qp::read_length() {
+  asio::async_read(socket_, asio::buffer(len_buf_), [self = shared_from_this()](boost::system::error_code ec, size_t) {
+    std::lock_guard g(self->m_);
+    if (ec) {
+      self->link_down(ec == asio::error::eof ? std::string("the peer closed the connection without a DREQ")
+                                             : fmt::format("lost the peer: {}", ec.message()),
+                      false);
+      return;
+    }
+    uint32_t n = 0;
+    try {
+      n = decode_length(self->len_buf_);
+    } catch (const WireError& e) {
+      self->link_down(fmt::format("malformed packet from the peer: {}", e.what()), false);
+      return;
+    }
+    self->read_body(n);
+  });
+}
+
+void Qp::read_body(uint32_t n) {
+  body_.resize(n);
+  asio::async_read(socket_, asio::buffer(body_), [self = shared_from_this()](boost::system::error_code ec, size_t) {
+    std::lock_guard g(self->m_);
+    if (ec) {
+      self->link_down(fmt::format("lost the peer: {}", ec.message()), false);
+      return;
+    }
+    try {
+      self->on_packet(decode(self->body_));
+    } catch (const WireError& e) {
+      self->link_down(fmt::format("malformed packet from the peer: {}", e.what()), false);
+      return;
+    }
+    if (self->socket_.is_open()) self->read_length();
+  });
+}
+
+void Qp::on_packet(const Packet& p) {
+  if (closed_) return;
+  switch (p.op) {
+    case Op::SendOnly:
+    case Op::RdmaWriteOnly:
+    case Op::RdmaReadRequest:
+      as_responder(p);
+      break;
+    case Op::Acknowledge:
+    case Op::RdmaReadResponseOnly:
+      as_requester(p);
+      break;
+    case Op::CmDreq:
+      link_down("the peer disconnected (CM DREQ)", true);
+      break;
+    default:
+      link_down(fmt::format("{} on an established connection", op_name(p.op)), false);
+      break;
+  }
+}
+
+void Qp::as_responder(const Packet& p) {
+  if (state_ != State::Rts && state_ != State::Rtr) return;  // ERROR: silently dropped
+  if (p.psn != epsn_) {
+    // A duplicate (retransmitted after an RNR NAK it had already passed) is acknowledged
+    // again; a packet past a NAKed one is dropped until the requester goes back (IBA 9.7.5.1).
+    if (psn_before(p.psn, epsn_) && p.op != Op::RdmaReadRequest) ack((epsn_ - 1) & kPsnMask, aeth::kAck);
+    return;
+  }
+  nak_sent_ = false;
+  switch (p.op) {
+    case Op::SendOnly: {
+      if (rq_.empty()) {  // receiver not ready: RNR NAK, the requester retries later
+        ack(p.psn, aeth::kRnrNak | 0x01);
+        nak_sent_ = true;
+        return;
+      }
+      const sdp::RecvWr r = rq_.front();
+      rq_.pop_front();
+      uint64_t capacity = 0;
+      for (uint8_t i = 0; i < r.num_sge; ++i) capacity += r.sg[i].length;
+      if (p.payload.size() > capacity || !scatter(r.sg, r.num_sge, p.payload)) {
+        const bool too_long = p.payload.size() > capacity;
+        push_cqe({r.wr_id, too_long ? WcStatus::LocLenErr : WcStatus::LocProtErr, WcOpcode::Recv, 0, qpn_});
+        ack(p.psn, aeth::kNakInvReq);
+        to_error(too_long ? fmt::format("a {} B SEND for a {} B receive", p.payload.size(), capacity)
+                          : std::string("local protection error in a scatter list"),
+                 std::nullopt);
+        return;
+      }
+      push_cqe({r.wr_id, WcStatus::Success, WcOpcode::Recv, static_cast<uint32_t>(p.payload.size()), qpn_});
+      break;
+    }
+    case Op::RdmaWriteOnly:
+      if (!dev_.mr_allows(p.rkey, p.va, p.dma_len, sdp::kRemoteWrite)) {
+        ack(p.psn, aeth::kNakRemAccess);  // nothing written; the responder's QP goes to ERROR too
+        to_error(fmt::format("RDMA WRITE to [{:#x}, +{}) with rkey {:#x}: remote access violation", p.va, p.dma_len,
+                             p.rkey),
+                 std::nullopt);
+        return;
+      }
+      if (p.dma_len > 0) std::memcpy(reinterpret_cast<void*>(p.va), p.payload.data(), p.dma_len);
+      break;
+    case Op::RdmaReadRequest: {
+      if (!dev_.mr_allows(p.rkey, p.va, p.dma_len, sdp::kRemoteRead)) {
+        ack(p.psn, aeth::kNakRemAccess);
+        to_error(fmt::format("RDMA READ of [{:#x}, +{}) with rkey {:#x}: remote access violation", p.va, p.dma_len,
+                             p.rkey),
+                 std::nullopt);
+        return;
+      }
+      Packet r{.op = Op::RdmaReadResponseOnly, .dest_qpn = remote_qpn_, .psn = p.psn, .syndrome = aeth::kAck, .msn = p.psn};
+      const auto* src = reinterpret_cast<const uint8_t*>(p.va);
+      r.payload.assign(src, src + p.dma_len);
+      send_frame(frame(r));
+      epsn_ = (epsn_ + 1) & kPsnMask;
+      return;
+    }
+    default:
+      return;
+  }
+  epsn_ = (epsn_ + 1) & kPsnMask;
+  ack(p.psn, aeth::kAck);
+}
+
+void Qp::retire_acked(uint32_t psn) {
+  // An ACK is cumulative (IBA 9.7.5.1.1): every WR up to its PSN is done, except an RDMA READ,
+  // which only its response completes.
+  while (!unacked_.empty() && !psn_before(psn, unacked_.front().psn)) {
+    Outstanding& o = unacked_.front();
+    if (o.wr.opcode == WrOpcode::RdmaRead) break;
+    const sdp::SendWr wr = o.wr;
+    unacked_.pop_front();
+    complete_send(wr, WcStatus::Success);
+    rnr_count_ = 0;
+  }
+  if (!unacked_.empty() && unacked_.front().local_error)
+    fail_front(*unacked_.front().local_error, "local protection error in a gather list");
+  cv_.notify_all();
+}
+
+void Qp::retransmit_from(uint32_t psn) {
+  for (const Outstanding& o : unacked_)
+    if (!psn_before(o.psn, psn) && o.frame) send_frame(o.frame);
+}
+
+void Qp::as_requester(const Packet& p) {
+  if (state_ != State::Rts) return;
+  if (unacked_.empty() || psn_before(p.psn, unacked_.front().psn)) return;  // stale
+  if (p.op == Op::RdmaReadResponseOnly) {
+    Outstanding& o = unacked_.front();
+    if (o.psn != p.psn || o.wr.opcode != WrOpcode::RdmaRead || p.payload.size() != o.wr.length()) {
+      link_down(fmt::format("RDMA READ response PSN {} / {} B does not match the request", p.psn, p.payload.size()), false);
+      return;
+    }
+    if (!scatter(o.wr.sg, o.wr.num_sge, p.payload)) {
+      fail_front(WcStatus::LocProtErr, "local protection error in an RDMA READ's scatter list");
+      return;
+    }
+    const sdp::SendWr wr = o.wr;
+    unacked_.pop_front();
+    complete_send(wr, WcStatus::Success);
+    retire_acked((p.psn) & kPsnMask);
+    return;
+  }
+  const uint8_t kind = p.syndrome & 0x60;
+  if (kind == 0x00) {
+    retire_acked(p.psn);
+  } else if (kind == 0x20) {  // RNR NAK: everything before it is done; retry it later
+    retire_acked((p.psn - 1) & kPsnMask);
+    if (unacked_.empty() || unacked_.front().psn != p.psn) return;
+    if (rnr_retry_ != 7 && rnr_count_ >= rnr_retry_) {
+      fail_front(WcStatus::RnrRetryExcErr, fmt::format("receiver not ready after {} retries", rnr_count_));
+      return;
+    }
+    ++rnr_count_;
+    rnr_waiting_ = true;
+    rnr_timer_.expires_after(kRnrDelay);
+    rnr_timer_.async_wait([self = shared_from_this(), psn = p.psn](boost::system::error_code ec) {
+      if (ec) return;
+      std::lock_guard g(self->m_);
+      self->rnr_waiting_ = false;
+      if (self->state_ == State::Rts) self->retransmit_from(psn);
+    });
+  } else if (p.syndrome == aeth::kNakPsnSeq) {
+    retire_acked((p.psn - 1) & kPsnMask);
+    retransmit_from(p.psn);
+  } else {
+    retire_acked((p.psn - 1) & kPsnMask);
+    if (unacked_.empty() || unacked_.front().psn != p.psn) return;
+    const WcStatus s = p.syndrome == aeth::kNakRemAccess ? WcStatus::RemAccessErr : WcStatus::RemInvReqErr;
+    fail_front(s, fmt::format("the responder answered NAK ({})", sdp::wc_status_str(s)));
+  }
+}
+
+// ---- connection setup ------------------------------------------------------------------------
+
+std::unique_ptr<rt::Connection> EmuDevice::connect(const std::string& host, uint16_t port, const rt::QpCaps& caps,
+                                                   const rt::MakeRequest& request, std::vector<uint8_t>& reply) {
+  const std::string peer = fmt::format("{}:{}", host, port);
+  tcp::socket socket(io_);
+  boost::system::error_code ec;
+  tcp::resolver resolver(io_);
+  const auto endpoints = resolver.resolve(host, std::to_string(port), ec);
+  if (ec) throw rt::Error(fmt::format("cannot resolve {}: {}", host, ec.message()));
+  asio::connect(socket, endpoints, ec);
+  if (ec) throw rt::Error(fmt::format("cannot connect to {}: {}", peer, ec.message()));
+  socket.set_option(tcp::no_delay(true), ec);
+  auto qp = make_qp(caps, std::move(socket));
+  qp->to_init();
+  const std::vector<uint8_t> private_data = request(*qp);
+  if (private_data.size() > kReqPrivateData)
+    throw rt::Error(fmt::format("{}: {} B of REQ private data, the CM carries {}", peer, private_data.size(), kReqPrivateData));
+  write_frame(qp->socket(), Packet{.op = Op::CmReq, .local_qpn = qp->qp_num(), .payload = private_data}, peer);
+  const Packet rep = read_frame_until(qp->socket(), std::chrono::steady_clock::now() + std::chrono::milliseconds(kCmTimeoutMs), peer);
+  if (rep.op == Op::CmRej)
+    throw rt::Error(fmt::format("{} rejected the connection: {}", peer, std::string(rep.payload.begin(), rep.payload.end())));
+  if (rep.op != Op::CmRep) throw rt::Error(fmt::format("{}: {} where a CM REP was expected", peer, op_name(rep.op)));
+  reply = rep.payload;
+  write_frame(qp->socket(), Packet{.op = Op::CmRtu, .dest_qpn = rep.local_qpn}, peer);
+  qp->to_rts(rep.local_qpn);
+  return std::make_unique<EmuConnection>(std::move(qp));
+}
+
+std::unique_ptr<rt::Listener> EmuDevice::listen(const std::string& bind_addr, uint16_t port) {
+  boost::system::error_code ec;
+  const auto addr = asio::ip::make_address(bind_addr.empty() ? "0.0.0.0" : bind_addr, ec);
+  if (ec) throw rt::Error(fmt::format("cannot listen on '{}': not an IP address", bind_addr));
+  tcp::acceptor acceptor(io_);
+  const tcp::endpoint ep(addr, port);
+  acceptor.open(ep.protocol(), ec);
+  if (!ec) acceptor.set_option(tcp::acceptor::reuse_address(true), ec);
+  if (!ec) acceptor.bind(ep, ec);
+  if (!ec) acceptor.listen(8, ec);
+  if (ec) throw rt::Error(fmt::format("cannot listen on {}:{}: {}", addr.to_string(), port, ec.message()));
+  return std::make_unique<EmuListener>(*this, std::move(acceptor));
+}
+
+std::unique_ptr<rt::Connection> EmuListener::accept(const rt::QpCaps& caps, const rt::AnswerRequest& answer) {
+  for (;;) {
+    tcp::socket socket(dev_.io());
+    boost::system::error_code ec;
+    acceptor_.accept(socket, ec);
+    if (ec) throw rt::Error(fmt::format("accept on port {}: {}", port(), ec.message()));
+    socket.set_option(tcp::no_delay(true), ec);
+    const std::string peer = endpoint_text(socket);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(kCmTimeoutMs);
+    const Packet req = read_frame_until(socket, deadline, peer);
+    if (req.op != Op::CmReq) throw rt::Error(fmt::format("{}: {} where a CM REQ was expected", peer, op_name(req.op)));
+    auto qp = dev_.make_qp(caps, std::move(socket));
+    qp->to_init();
+    std::vector<uint8_t> rep;
+    try {
+      rep = answer(*qp, req.payload);
+      if (rep.size() > kRepPrivateData)
+        throw rt::Error(fmt::format("{} B of REP private data, the CM carries {}", rep.size(), kRepPrivateData));
+    } catch (const std::exception& e) {
+      std::string why = e.what();
+      Packet rej{.op = Op::CmRej};
+      rej.payload.assign(why.begin(), why.begin() + static_cast<long>(std::min(why.size(), kRejReason)));
+      boost::system::error_code ignored;
+      asio::write(qp->socket(), asio::buffer(encode(rej)), ignored);
+      qp->close();
+      throw rt::Error(fmt::format("rejected the connection from {}: {}", peer, why));
+    }
+    write_frame(qp->socket(), Packet{.op = Op::CmRep, .dest_qpn = req.local_qpn, .local_qpn = qp->qp_num(), .payload = rep},
+                peer);
+    const Packet rtu = read_frame_until(qp->socket(), deadline, peer);
+    if (rtu.op != Op::CmRtu) throw rt::Error(fmt::format("{}: {} where a CM RTU was expected", peer, op_name(rtu.op)));
+    qp->to_rts(req.local_qpn);
+    return std::make_unique<EmuConnection>(std::move(qp));
+  }
+}
+
+// ---- public ----------------------------------------------------------------------------------
+
+std::unique_ptr<rt::Device> open_emu_device(uint64_t memory_bytes) {
+  try {
+    return std::make_unique<EmuDevice>(memory_bytes);
+  } catch (const sdp::MemoryError& e) {
+    throw rt::Error(fmt::format("emulated HCA: {}", e.what()));
+  }
+}
+
+void set_rnr_retry(sdp::Verbs& verbs, uint8_t rnr_retry) {
+  auto* qp = dynamic_cast<Qp*>(&verbs);
+  if (qp == nullptr) throw sdp::VerbsError("set_rnr_retry: not a QP of the emulated HCA");
+  qp->set_rnr_retry(rnr_retry);
+}
+
+std::string error_reason(sdp::Verbs& verbs) {
+  auto* qp = dynamic_cast<Qp*>(&verbs);
+  return qp == nullptr ? std::string() : qp->reason();
+}
+
+}  // namespace hcasim::emu

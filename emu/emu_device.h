@@ -1,0 +1,39 @@
+#pragma once
+/// \file emulate mode: the emulated HCA in wall-clock time, one per process, with packets
+/// between processes over TCP (Boost.Asio; emu/wire.h has the frame format).
+///
+/// What it does is what an RC QP does (IBA 1.2.1 chapters 9 and 10), functionally:
+/// - protection: one PD, MRs with lkey = rkey, bounds and access flags; an SGE outside its
+///   MR completes with LOC_PROT_ERR, an RDMA to a bad rkey, range or access with
+///   REM_ACCESS_ERR (the responder answers NAK Remote Access Error and writes nothing);
+/// - SEND, RDMA WRITE, RDMA READ with PSNs, ACK/NAK, RNR NAK and go-back-N retransmission from
+///   the NAKed PSN after the RNR timer, rnr_retry times (7 = for ever);
+/// - the QP state machine and the ERROR state: outstanding WRs complete with WR_FLUSH_ERR, or
+///   with RETRY_EXC_ERR for WRs on the wire when the peer vanished without a DREQ;
+/// - one CQ per QP, completion events by ibv_req_notify_cq arming;
+/// - connection setup with the CM's REQ / REP / RTU (private data) or REJ, and DREQ.
+///
+/// Not emulated: timing (no model; as fast as the machine goes), MTU segmentation, ICRC,
+/// packet loss (TCP delivers every frame: the transport's ACK timeout never fires; a vanished
+/// peer is seen as the TCP connection closing), more than one PD.
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "rt/device.h"
+
+namespace hcasim::emu {
+
+/// Opens an emulated HCA with a memory arena of `memory_bytes` and its own I/O thread.
+/// Throws rt::Error when the memory cannot be reserved.
+std::unique_ptr<rt::Device> open_emu_device(uint64_t memory_bytes);
+
+/// Extra verbs of an emulated QP, for tests: the QP's rnr_retry (0-7, 7 = for ever;
+/// ibv_modify_qp's rnr_retry, IBA 10.2.4.3). The SDP programs keep 7, as ib_sdp does.
+/// Throws sdp::VerbsError when `verbs` is not an emulated QP or rnr_retry > 7.
+void set_rnr_retry(sdp::Verbs& verbs, uint8_t rnr_retry);
+
+/// Why an emulated QP went to the ERROR state ("" while it has not), for messages.
+std::string error_reason(sdp::Verbs& verbs);
+
+}  // namespace hcasim::emu

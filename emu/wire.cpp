@@ -1,0 +1,168 @@
+#include "emu/wire.h"
+
+#include <fmt/format.h>
+
+#include "sdp/be.h"
+
+namespace hcasim::emu {
+
+namespace be = sdp::be;
+
+namespace {
+constexpr size_t kReth = 16, kAeth = 4, kCm = 6, kRej = 2;
+/// Header + extension + the largest payload.
+constexpr uint32_t kMaxBody = static_cast<uint32_t>(kHeaderSize + kReth) + kMaxMessage;
+
+size_t extension_size(Op op) {
+  switch (op) {
+    case Op::SendOnly: case Op::CmRtu: case Op::CmDreq: return 0;
+    case Op::RdmaWriteOnly: case Op::RdmaReadRequest: return kReth;
+    case Op::RdmaReadResponseOnly: case Op::Acknowledge: return kAeth;
+    case Op::CmReq: case Op::CmRep: return kCm;
+    case Op::CmRej: return kRej;
+  }
+  return 0;
+}
+
+bool known(uint8_t op) {
+  switch (static_cast<Op>(op)) {
+    case Op::SendOnly: case Op::RdmaWriteOnly: case Op::RdmaReadRequest: case Op::RdmaReadResponseOnly:
+    case Op::Acknowledge: case Op::CmReq: case Op::CmRep: case Op::CmRtu: case Op::CmRej: case Op::CmDreq:
+      return true;
+  }
+  return false;
+}
+
+/// Largest payload `op` may carry.
+size_t payload_limit(Op op) {
+  switch (op) {
+    case Op::SendOnly: case Op::RdmaWriteOnly: case Op::RdmaReadResponseOnly: return kMaxMessage;
+    case Op::CmReq: return kReqPrivateData;
+    case Op::CmRep: return kRepPrivateData;
+    case Op::CmRej: return kRejReason;
+    default: return 0;
+  }
+}
+}  // namespace
+
+const char* op_name(Op op) {
+  switch (op) {
+    case Op::SendOnly: return "SEND Only";
+    case Op::RdmaWriteOnly: return "RDMA WRITE Only";
+    case Op::RdmaReadRequest: return "RDMA READ Request";
+    case Op::RdmaReadResponseOnly: return "RDMA READ Response Only";
+    case Op::Acknowledge: return "Acknowledge";
+    case Op::CmReq: return "CM REQ";
+    case Op::CmRep: return "CM REP";
+    case Op::CmRtu: return "CM RTU";
+    case Op::CmRej: return "CM REJ";
+    case Op::CmDreq: return "CM DREQ";
+  }
+  return "?";
+}
+
+std::vector<uint8_t> encode(const Packet& p) {
+  if (!known(static_cast<uint8_t>(p.op))) throw WireError(fmt::format("encode: unknown op {:#04x}", static_cast<unsigned>(p.op)));
+  if (p.payload.size() > payload_limit(p.op))
+    throw WireError(fmt::format("encode: {} carries at most {} bytes, got {}", op_name(p.op), payload_limit(p.op),
+                                p.payload.size()));
+  if (p.op == Op::RdmaWriteOnly && p.dma_len != p.payload.size())
+    throw WireError(fmt::format("encode: RETH length {} but {} payload bytes", p.dma_len, p.payload.size()));
+  const size_t ext = extension_size(p.op);
+  const size_t body = kHeaderSize + ext + p.payload.size();
+  std::vector<uint8_t> out(kLengthSize + body, 0);
+  uint8_t* b = out.data();
+  be::put32(b, static_cast<uint32_t>(body));
+  b += kLengthSize;
+  b[0] = static_cast<uint8_t>(p.op);
+  be::put32(b + 4, p.dest_qpn & 0xFFFFFF);
+  be::put32(b + 8, p.psn & 0xFFFFFF);
+  uint8_t* e = b + kHeaderSize;
+  switch (p.op) {
+    case Op::RdmaWriteOnly:
+    case Op::RdmaReadRequest:
+      be::put64(e, p.va);
+      be::put32(e + 8, p.rkey);
+      be::put32(e + 12, p.dma_len);
+      break;
+    case Op::RdmaReadResponseOnly:
+    case Op::Acknowledge:
+      be::put32(e, (uint32_t{p.syndrome} << 24) | (p.msn & 0xFFFFFF));
+      break;
+    case Op::CmReq:
+    case Op::CmRep:
+      be::put32(e, p.local_qpn & 0xFFFFFF);
+      be::put16(e + 4, static_cast<uint16_t>(p.payload.size()));
+      break;
+    case Op::CmRej:
+      be::put16(e, static_cast<uint16_t>(p.payload.size()));
+      break;
+    default:
+      break;
+  }
+  std::copy(p.payload.begin(), p.payload.end(), e + ext);
+  return out;
+}
+
+uint32_t decode_length(std::span<const uint8_t, kLengthSize> length_field) {
+  const uint32_t n = be::get32(length_field.data());
+  if (n < kHeaderSize || n > kMaxBody)
+    throw WireError(fmt::format("frame length {} outside [{}, {}]", n, kHeaderSize, kMaxBody));
+  return n;
+}
+
+Packet decode(std::span<const uint8_t> body) {
+  if (body.size() < kHeaderSize)
+    throw WireError(fmt::format("frame of {} bytes is shorter than the {} byte header", body.size(), kHeaderSize));
+  const uint8_t* b = body.data();
+  if (!known(b[0])) throw WireError(fmt::format("unknown op {:#04x}", b[0]));
+  Packet p;
+  p.op = static_cast<Op>(b[0]);
+  if (b[1] != 0 || b[2] != 0 || b[3] != 0 || b[4] != 0 || b[8] != 0)
+    throw WireError(fmt::format("{}: reserved bits set", op_name(p.op)));
+  p.dest_qpn = be::get32(b + 4);
+  p.psn = be::get32(b + 8);
+  const size_t ext = extension_size(p.op);
+  if (body.size() < kHeaderSize + ext)
+    throw WireError(fmt::format("{}: {} bytes, its headers need {}", op_name(p.op), body.size(), kHeaderSize + ext));
+  const uint8_t* e = b + kHeaderSize;
+  const size_t payload = body.size() - kHeaderSize - ext;
+  if (payload > payload_limit(p.op))
+    throw WireError(fmt::format("{}: {} payload bytes, at most {} allowed", op_name(p.op), payload, payload_limit(p.op)));
+  switch (p.op) {
+    case Op::RdmaWriteOnly:
+    case Op::RdmaReadRequest:
+      p.va = be::get64(e);
+      p.rkey = be::get32(e + 8);
+      p.dma_len = be::get32(e + 12);
+      if (p.op == Op::RdmaWriteOnly && p.dma_len != payload)
+        throw WireError(fmt::format("RDMA WRITE Only: RETH length {} but {} payload bytes", p.dma_len, payload));
+      if (p.op == Op::RdmaReadRequest && p.dma_len > kMaxMessage)
+        throw WireError(fmt::format("RDMA READ Request: RETH length {} over {}", p.dma_len, kMaxMessage));
+      break;
+    case Op::RdmaReadResponseOnly:
+    case Op::Acknowledge: {
+      const uint32_t a = be::get32(e);
+      p.syndrome = static_cast<uint8_t>(a >> 24);
+      p.msn = a & 0xFFFFFF;
+      if (p.syndrome & 0x80) throw WireError(fmt::format("{}: AETH syndrome {:#04x} has its reserved bit set", op_name(p.op), p.syndrome));
+      break;
+    }
+    case Op::CmReq:
+    case Op::CmRep:
+      p.local_qpn = be::get32(e);
+      if (be::get16(e + 4) != payload)
+        throw WireError(fmt::format("{}: private data length {} but {} bytes follow", op_name(p.op), be::get16(e + 4), payload));
+      break;
+    case Op::CmRej:
+      if (be::get16(e) != payload)
+        throw WireError(fmt::format("CM REJ: reason length {} but {} bytes follow", be::get16(e), payload));
+      break;
+    default:
+      break;
+  }
+  p.payload.assign(e + ext, e + ext + payload);
+  return p;
+}
+
+}  // namespace hcasim::emu

@@ -1,0 +1,99 @@
+#pragma once
+/// \file The emulated HCA's packets between processes: one frame per IB message on a TCP
+/// stream, carrying the IBA headers the emulation needs (IBA 1.2.1 chapter 9: BTH, RETH,
+/// AETH) and the CM messages that set a connection up (chapter 12: REQ, REP, RTU, REJ, DREQ).
+///
+/// The emulation does not split messages into MTU-sized packets: a message is one frame, and
+/// TCP keeps frames in order and intact, so there is no ICRC. Frame layout, big-endian:
+///
+///     offset size  field
+///     0      4     length of what follows (12 + the op's extension and payload)
+///     4      1     op (BTH OpCode for RC transport ops, 0xC0.. for CM messages)
+///     5      3     reserved, 0
+///     8      4     dest_qpn (BTH DestQP, 24 bits used)
+///     12     4     psn (BTH PSN, 24 bits used; CM REQ/REP: the sender's starting PSN)
+///     16     ...   by op:
+///        SendOnly              payload
+///        RdmaWriteOnly         RETH (va u64, rkey u32, dma_len u32), payload of dma_len bytes
+///        RdmaReadRequest       RETH
+///        RdmaReadResponseOnly  AETH (syndrome u8, msn u24), payload
+///        Acknowledge           AETH
+///        CmReq, CmRep          local_qpn u32, private data length u16, private data
+///        CmRej                 reason length u16, reason text
+///        CmRtu, CmDreq         nothing
+#include <cstdint>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace hcasim::emu {
+
+/// A frame that cannot be decoded: the message names the field and the values.
+class WireError : public std::runtime_error {
+ public:
+  explicit WireError(const std::string& what) : std::runtime_error(what) {}
+};
+
+/// Frame kinds. Transport ops carry the RC OpCode values of IBA 9.2.1 (Table 38).
+enum class Op : uint8_t {
+  SendOnly = 0x04,
+  RdmaWriteOnly = 0x0A,
+  RdmaReadRequest = 0x0C,
+  RdmaReadResponseOnly = 0x10,
+  Acknowledge = 0x11,
+  CmReq = 0xC0,
+  CmRep = 0xC1,
+  CmRtu = 0xC2,
+  CmRej = 0xC3,
+  CmDreq = 0xC4,
+};
+const char* op_name(Op op);
+
+/// AETH syndrome (IBA 9.3.5): bits 6-5 say ACK (00), RNR NAK (01) or NAK (11).
+namespace aeth {
+inline constexpr uint8_t kAck = 0x1F;           ///< ACK with "invalid credit count" (credits unused)
+inline constexpr uint8_t kRnrNak = 0x20;        ///< | the RNR timer code, 5 bits
+inline constexpr uint8_t kNakPsnSeq = 0x60;     ///< NAK: PSN sequence error
+inline constexpr uint8_t kNakInvReq = 0x61;     ///< NAK: invalid request
+inline constexpr uint8_t kNakRemAccess = 0x62;  ///< NAK: remote access error
+inline constexpr uint8_t kNakRemOp = 0x63;      ///< NAK: remote operational error
+}  // namespace aeth
+
+/// Private data limits of the IB CM messages (IBA 12.6: REQ 92 B, REP 196 B, REJ 148 B).
+inline constexpr size_t kReqPrivateData = 92;
+inline constexpr size_t kRepPrivateData = 196;
+inline constexpr size_t kRejReason = 148;
+/// Largest message the emulation carries in one frame, bytes (a real HCA's max_msg_sz is 2^31;
+/// the emulator holds a whole message in memory).
+inline constexpr uint32_t kMaxMessage = 16u << 20;
+/// Bytes of the length field and of the fixed header after it.
+inline constexpr size_t kLengthSize = 4;
+inline constexpr size_t kHeaderSize = 12;
+
+/// One decoded frame. Fields not carried by `op` are 0 / empty.
+struct Packet {
+  Op op = Op::SendOnly;
+  uint32_t dest_qpn = 0;
+  uint32_t psn = 0;
+  uint64_t va = 0;        ///< RETH virtual address
+  uint32_t rkey = 0;      ///< RETH R_Key
+  uint32_t dma_len = 0;   ///< RETH DMA length, bytes
+  uint8_t syndrome = 0;   ///< AETH
+  uint32_t msn = 0;       ///< AETH MSN (24 bits)
+  uint32_t local_qpn = 0; ///< CM REQ/REP: the sender's QPN
+  std::vector<uint8_t> payload{};  ///< data, CM private data or the REJ reason
+};
+
+/// The whole frame, length field first. Throws WireError when a field is out of range (a
+/// payload over kMaxMessage, private data over the CM limit, a RETH length that does not match
+/// the payload).
+std::vector<uint8_t> encode(const Packet& p);
+/// The length field of a frame: the byte count of what follows it. Throws WireError when it is
+/// shorter than the fixed header or longer than the largest frame.
+uint32_t decode_length(std::span<const uint8_t, kLengthSize> length_field);
+/// Decodes what follows the length field. Throws WireError naming the fault (unknown op,
+/// truncated extension, lengths that disagree, reserved bits set).
+Packet decode(std::span<const uint8_t> body);
+
+}  // namespace hcasim::emu

@@ -1,0 +1,109 @@
+#include "rt/sdp_connection.h"
+
+#include <mutex>
+
+#include <fmt/format.h>
+
+#include "sdp/bsdh.h"
+
+namespace hcasim::rt {
+
+QpCaps sdp_qp_caps(const sdp::SdpConfig& config) {
+  QpCaps c;
+  c.max_send_wr = config.tx_ring;
+  c.max_recv_wr = config.rx_ring;
+  c.cq_entries = config.tx_ring + config.rx_ring;
+  return c;
+}
+
+std::unique_ptr<SdpConnection> SdpConnection::connect(Device& device, WallHost& host, const std::string& peer_host,
+                                                      uint16_t port, const sdp::SdpConfig& config) {
+  std::unique_ptr<SdpConnection> c(new SdpConnection(host, config));
+  std::vector<uint8_t> reply;
+  c->conn_ = device.connect(peer_host, port, sdp_qp_caps(config),
+                            [&](sdp::Verbs& verbs) {
+                              std::lock_guard g(host.engine_lock());
+                              c->socket_ = std::make_unique<sdp::SdpSocket>(host, verbs, config, "client");
+                              return c->socket_->hello(port);
+                            },
+                            reply);
+  {
+    std::lock_guard g(host.engine_lock());
+    c->socket_->hello_ack(reply);
+    c->conn_->verbs().req_notify_cq();
+  }
+  c->start_completion_thread();
+  return c;
+}
+
+std::unique_ptr<SdpConnection> SdpConnection::accept(Device& device, WallHost& host, Listener& listener,
+                                                     const sdp::SdpConfig& config) {
+  std::unique_ptr<SdpConnection> c(new SdpConnection(host, config));
+  c->conn_ = listener.accept(sdp_qp_caps(config), [&](sdp::Verbs& verbs, std::span<const uint8_t> hello) {
+    std::lock_guard g(host.engine_lock());
+    c->socket_.reset();
+    c->socket_ = std::make_unique<sdp::SdpSocket>(host, verbs, config, "server");
+    return c->socket_->accept_hello(hello);
+  });
+  (void)device;
+  {
+    std::lock_guard g(host.engine_lock());
+    c->conn_->verbs().req_notify_cq();
+  }
+  c->start_completion_thread();
+  return c;
+}
+
+void SdpConnection::start_completion_thread() {
+  completion_ = std::thread([this] {
+    while (!stop_) {
+      if (!conn_->wait_cq_event(50)) continue;
+      std::lock_guard g(host_.engine_lock());
+      socket_->on_cq_event();
+    }
+  });
+}
+
+SdpConnection::~SdpConnection() {
+  if (conn_) conn_->disconnect();
+  stop_ = true;
+  if (completion_.joinable()) completion_.join();
+  conn_.reset();  // before the socket: no completion refers to it any more
+}
+
+template <class F>
+auto SdpConnection::explained(F&& f) {
+  try {
+    std::lock_guard g(host_.engine_lock());
+    return f();
+  } catch (const sdp::ProtocolError& e) {
+    const std::string why = conn_->error_reason();
+    if (why.empty()) throw;
+    throw Error(fmt::format("{} (the QP went to ERROR: {})", e.what(), why));
+  }
+}
+
+uint64_t SdpConnection::send(sdp::Addr user, uint64_t len) {
+  return explained([&] { return socket_->send(user, len); });
+}
+
+uint64_t SdpConnection::recv(sdp::Addr user, uint64_t len) {
+  return explained([&] { return socket_->recv(user, len); });
+}
+
+void SdpConnection::close() {
+  std::lock_guard g(host_.engine_lock());
+  socket_->close();
+}
+
+void SdpConnection::finish(int timeout_ms) {
+  conn_->drain(timeout_ms);
+  conn_->disconnect();
+}
+
+sdp::SdpStats SdpConnection::stats() {
+  std::lock_guard g(host_.engine_lock());
+  return socket_->stats();
+}
+
+}  // namespace hcasim::rt

@@ -1,0 +1,114 @@
+// hcasim-sdp-server: netserver's side of TCP_STREAM over the real SDP engine, on an RDMA
+// device or the emulated HCA (--device emu). Serves one test at a time, for ever or --once.
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <optional>
+#include <string>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include "rt/sdp_connection.h"
+#include "rt/stream.h"
+
+using namespace hcasim;
+
+namespace {
+
+constexpr const char* kProg = "hcasim-sdp-server";
+constexpr uint64_t kMaxRecvSize = 1u << 30;
+
+/// One test: the request, the stream until the client's DisConn, the report, our DisConn.
+/// Returns what to log.
+std::string serve(rt::Device& device, rt::WallHost& host, rt::Listener& listener) {
+  sdp::ProcessMemory& mem = device.memory();
+  auto conn = rt::SdpConnection::accept(device, host, listener, sdp::SdpConfig{});
+  const sdp::Addr head = mem.allocate(rt::StreamReport::kSize, sdp::DataMode::Bytes);
+  std::array<uint8_t, rt::StreamRequest::kSize> raw{};
+  size_t got = 0;
+  while (got < raw.size()) {
+    const uint64_t n = conn->recv(head, raw.size() - got);
+    if (n == 0) throw rt::Error("the client closed the connection before its test request");
+    mem.read_bytes(head, raw.data() + got, n);
+    got += n;
+  }
+  const rt::StreamRequest req = rt::StreamRequest::decode(raw);
+  if (req.remote_cpu >= 0) rt::bind_to_cpu(req.remote_cpu);
+  const sdp::Addr buf = mem.allocate(req.recv_size, sdp::DataMode::Bytes);
+
+  rt::StreamReport report;
+  rt::CpuTimes cpu0{};
+  std::chrono::steady_clock::time_point t0;
+  for (;;) {
+    const uint64_t n = conn->recv(buf, req.recv_size);
+    if (report.recv_calls == 0) {  // the clock starts with the first data
+      cpu0 = rt::read_cpu_times();
+      t0 = std::chrono::steady_clock::now();
+    }
+    ++report.recv_calls;
+    if (n == 0) break;
+    report.crc32 = rt::crc32_update(report.crc32, mem.bytes(buf, n), n);
+    report.bytes += n;
+  }
+  report.elapsed_ns = static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count());
+  report.util_pct = rt::utilisation_pct(cpu0, rt::read_cpu_times());
+  report.cpus = static_cast<uint32_t>(rt::online_cpus());
+  const auto bytes = report.encode();
+  mem.write_bytes(head, bytes.data(), bytes.size());
+  conn->send(head, bytes.size());
+  conn->close();
+  conn->finish(2000);
+  return fmt::format("received {} bytes in {} calls, crc32 {:08x}, {:.3f} s", report.bytes, report.recv_calls,
+                     report.crc32, static_cast<double>(report.elapsed_ns) * 1e-9);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"hcasim-sdp-server: the receiving side of hcasim-sdp-client's TCP_STREAM over SDP"};
+  std::optional<std::string> device_flag;
+  int port = rt::kDefaultPort;
+  std::string bind_addr;
+  bool once = false;
+  app.add_option("--device", device_flag, "emu (the emulated HCA) or an RDMA device; default $HCASIM_DEVICE, else the first");
+  app.add_option("-p,--port", port, "port to listen on (0: any free port, printed on stderr)")->check(CLI::Range(0, 65535));
+  app.add_option("-L,--local", bind_addr, "address to listen on (default: all)");
+  app.add_flag("-1,--once", once, "serve one test, then exit with its status");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::fprintf(stderr, "%s: %s\n", kProg, e.what());
+    return 2;
+  }
+  std::signal(SIGPIPE, SIG_IGN);
+  try {
+    auto device = rt::open_device(rt::device_name(device_flag), 64u << 20);
+    rt::WallHost host(device->memory(), rt::online_cpus());
+    auto listener = device->listen(bind_addr, static_cast<uint16_t>(port));
+    std::fprintf(stderr, "%s: listening on port %u (device %s)\n", kProg, listener->port(), device->name().c_str());
+    std::fflush(stderr);
+    const uint64_t mark = device->memory().used();
+    for (;;) {
+      int status = 0;
+      try {
+        std::fprintf(stderr, "%s: %s\n", kProg, serve(*device, host, *listener).c_str());
+      } catch (const rt::Error& e) {
+        std::fprintf(stderr, "%s: %s\n", kProg, e.what());
+        status = 1;
+      } catch (const std::runtime_error& e) {  // the engine: the peer aborted or vanished
+        std::fprintf(stderr, "%s: test aborted: %s\n", kProg, e.what());
+        status = 1;
+      }
+      std::fflush(stderr);
+      device->memory().release_to(mark);
+      if (once) return status;
+    }
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "%s: %s\n", kProg, e.what());
+    return 1;
+  }
+}
