@@ -173,6 +173,7 @@ int run(const std::vector<std::string>& words) {
   }
   const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   const rt::CpuTimes cpu1 = rt::read_cpu_times();
+  const sdp::SdpStats stats = conn->stats();
   conn->finish(2000);
   const rt::StreamReport report = rt::StreamReport::decode(rep);
 
@@ -197,6 +198,9 @@ int run(const std::vector<std::string>& words) {
   std::fprintf(stderr, "%s: device %s: sent %llu bytes crc32 %08x, the server received %llu bytes crc32 %08x: %s\n",
                kProg, device->name().c_str(), static_cast<unsigned long long>(sent), crc,
                static_cast<unsigned long long>(report.bytes), report.crc32, ok ? "match" : "MISMATCH");
+  std::fprintf(stderr, "%s: sdp: %llu send calls, %llu of them bzcopy (sdp_zcopy_thresh %llu), %llu SDP messages sent\n",
+               kProg, static_cast<unsigned long long>(calls), static_cast<unsigned long long>(stats.bzcopy_calls),
+               static_cast<unsigned long long>(config.zcopy_thresh), static_cast<unsigned long long>(stats.msgs_sent));
   return ok ? 0 : 1;
 }
 

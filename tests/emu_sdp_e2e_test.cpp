@@ -1,0 +1,199 @@
+// hcasim-sdp-server and hcasim-sdp-client as two processes on the emulated HCA (--device emu):
+// 1 GiB streams checked by CRC-32 on both ends, refused connections, a peer killed mid-stream,
+// and the one-line error without a device.
+#include <gtest/gtest.h>
+
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <sstream>
+#include <thread>
+
+extern char** environ;
+
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+std::string slurp(const fs::path& p) {
+  std::ifstream f(p);
+  std::stringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+/// A child process with stdout and stderr in files of a scratch directory.
+class Proc {
+ public:
+  Proc(const std::string& name, std::vector<std::string> args, bool no_device_env = true) {
+    dir_ = fs::temp_directory_path() / ("hcasim-emu-" + std::to_string(::getpid()) + "-" + name);
+    fs::create_directories(dir_);
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 1, (dir_ / "out").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    posix_spawn_file_actions_addopen(&fa, 2, (dir_ / "err").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    std::vector<std::string> env_s;
+    for (char** e = environ; *e; ++e)
+      if (!no_device_env || std::string(*e).rfind("HCASIM_DEVICE=", 0) != 0) env_s.emplace_back(*e);
+    std::vector<char*> env;
+    for (auto& e : env_s) env.push_back(e.data());
+    env.push_back(nullptr);
+    if (posix_spawn(&pid_, argv[0], &fa, nullptr, argv.data(), env.data()) != 0) pid_ = -1;
+    posix_spawn_file_actions_destroy(&fa);
+  }
+  ~Proc() {
+    if (pid_ > 0 && !done_) {
+      ::kill(pid_, SIGKILL);
+      ::waitpid(pid_, nullptr, 0);
+    }
+    fs::remove_all(dir_);
+  }
+  /// Waits at most `limit`; returns the exit status, or -1 when it did not end (it is killed).
+  int wait(std::chrono::milliseconds limit) {
+    const auto until = Clock::now() + limit;
+    while (Clock::now() < until) {
+      int st = 0;
+      if (::waitpid(pid_, &st, WNOHANG) == pid_) {
+        done_ = true;
+        return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return -1;
+  }
+  void kill9() { ::kill(pid_, SIGKILL); }
+  std::string out() const { return slurp(dir_ / "out"); }
+  std::string err() const { return slurp(dir_ / "err"); }
+  /// The server's port, from its "listening on port N" line (waits at most 5 s).
+  int port() const {
+    static const std::regex re("listening on port ([0-9]+)");
+    for (auto until = Clock::now() + std::chrono::seconds(5); Clock::now() < until;) {
+      std::smatch m;
+      const std::string e = err();
+      if (std::regex_search(e, m, re)) return std::stoi(m[1]);
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return -1;
+  }
+
+ private:
+  fs::path dir_;
+  pid_t pid_ = -1;
+  bool done_ = false;
+};
+
+Proc server(const std::string& name) { return Proc(name + "-server", {HCASIM_SDP_SERVER, "--device", "emu", "-p", "0", "--once"}); }
+
+int lines(const std::string& s) { return static_cast<int>(std::count(s.begin(), s.end(), '\n')); }
+
+/// Streams 1 GiB (netperf's -l -BYTES) with the given sdp_zcopy_thresh and send size; checks
+/// both CRC-32s and the bzcopy count the client reports; prints netperf's line.
+void stream_gibibyte(const std::string& name, const std::string& zcopy_thresh, const std::string& send_size,
+                     bool expect_bzcopy) {
+  Proc srv = server(name);
+  const int port = srv.port();
+  ASSERT_GT(port, 0) << srv.err();
+  Proc cli(name + "-client", {HCASIM_SDP_CLIENT, "--device", "emu", "-p", std::to_string(port), "-c", "-C", "-l",
+                              "-1073741824", "--set", "sdp.zcopy_thresh=" + zcopy_thresh, "--", "-m", send_size});
+  ASSERT_EQ(cli.wait(std::chrono::minutes(5)), 0) << cli.err();
+  ASSERT_EQ(srv.wait(std::chrono::seconds(10)), 0) << srv.err();
+  const std::string err = cli.err();
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(err, m, std::regex("sent 1073741824 bytes crc32 ([0-9a-f]{8}), the server received "
+                                                   "1073741824 bytes crc32 ([0-9a-f]{8}): match")))
+      << err;
+  EXPECT_EQ(m[1], m[2]);
+  // The server logs the same CRC for what it received.
+  EXPECT_NE(srv.err().find("received 1073741824 bytes"), std::string::npos) << srv.err();
+  EXPECT_NE(srv.err().find("crc32 " + m[1].str()), std::string::npos) << srv.err();
+  ASSERT_TRUE(std::regex_search(err, m, std::regex("([0-9]+) send calls, ([0-9]+) of them bzcopy"))) << err;
+  if (expect_bzcopy)
+    EXPECT_EQ(m[1], m[2]) << "every send at or above sdp_zcopy_thresh is bzcopy";
+  else
+    EXPECT_EQ(m[2], "0");
+  // netperf's long form: the data row has 9 fields; the throughput (5th) is printed, no target.
+  const std::string out = cli.out();
+  ASSERT_TRUE(std::regex_search(out, m, std::regex(R"(\n(\d+) +(\d+) +(\d+) +([0-9.]+) +([0-9.]+) +([0-9.]+) +([0-9.]+) +([0-9.]+) +([0-9.]+) *\n)")))
+      << out;
+  EXPECT_EQ(m[3], send_size == "64K" ? "65536" : "131072");
+  EXPECT_GT(std::stod(m[5]), 0.0);
+  std::printf("%s: emulated 1 GiB SDP stream: %s 10^6bits/s in %s s\n%s", name.c_str(), m[5].str().c_str(),
+              m[4].str().c_str(), out.c_str());
+}
+
+}  // namespace
+
+TEST(SdpStream, OneGibibyteBcopyArrivesIntact) { stream_gibibyte("bcopy", "0", "64K", false); }
+
+TEST(SdpStream, OneGibibyteBzcopyArrivesIntact) { stream_gibibyte("bzcopy", "65536", "128K", true); }
+
+TEST(SdpStream, ConnectionRefusedIsOneLine) {
+  int port = 0;
+  {
+    Proc srv = server("refused");
+    port = srv.port();
+    srv.kill9();
+    srv.wait(std::chrono::seconds(5));
+  }
+  Proc cli("refused-client", {HCASIM_SDP_CLIENT, "--device", "emu", "-p", std::to_string(port), "-l", "1"});
+  EXPECT_EQ(cli.wait(std::chrono::seconds(10)), 1);
+  EXPECT_EQ(cli.err(), "hcasim-sdp-client: cannot connect to localhost:" + std::to_string(port) + ": Connection refused\n");
+}
+
+TEST(SdpStream, ServerKilledMidStreamEndsTheClientWithAnError) {
+  Proc srv = server("srvkill");
+  const int port = srv.port();
+  ASSERT_GT(port, 0);
+  Proc cli("srvkill-client", {HCASIM_SDP_CLIENT, "--device", "emu", "-p", std::to_string(port), "-l", "30"});
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  srv.kill9();
+  const auto t0 = Clock::now();
+  EXPECT_EQ(cli.wait(std::chrono::seconds(10)), 1) << "the client hangs";
+  const double s = std::chrono::duration<double>(Clock::now() - t0).count();
+  EXPECT_LT(s, 5.0);
+  const std::string err = cli.err();
+  EXPECT_EQ(lines(err), 1) << err;
+  EXPECT_NE(err.find("completion error"), std::string::npos) << err;
+  EXPECT_NE(err.find("the peer closed the connection"), std::string::npos) << err;
+  std::printf("client ended %.3f s after the server was killed: %s", s, err.c_str());
+}
+
+TEST(SdpStream, ClientKilledMidStreamEndsTheServerWithAnError) {
+  Proc srv = server("clikill");
+  const int port = srv.port();
+  ASSERT_GT(port, 0);
+  Proc cli("clikill-client", {HCASIM_SDP_CLIENT, "--device", "emu", "-p", std::to_string(port), "-l", "30"});
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  cli.kill9();
+  const auto t0 = Clock::now();
+  EXPECT_EQ(srv.wait(std::chrono::seconds(10)), 1) << "the server hangs";
+  const double s = std::chrono::duration<double>(Clock::now() - t0).count();
+  EXPECT_LT(s, 5.0);
+  const std::string err = srv.err();
+  EXPECT_EQ(lines(err), 2) << err;  // "listening on", then the error
+  EXPECT_NE(err.find("the peer closed the connection"), std::string::npos) << err;
+  std::printf("server ended %.3f s after the client was killed: %s", s, err.c_str());
+}
+
+TEST(SdpStream, WithoutADeviceBothProgramsSayItInOneLine) {
+  for (const auto& [prog, flag] : {std::pair{HCASIM_SDP_CLIENT, "-l1"}, std::pair{HCASIM_SDP_SERVER, "-p0"}}) {
+    Proc p("nodev", {prog, flag});
+    EXPECT_EQ(p.wait(std::chrono::seconds(10)), 1) << prog;
+    const std::string err = p.err();
+    EXPECT_EQ(lines(err), 1) << err;
+    EXPECT_NE(err.find("--device emu"), std::string::npos) << err;
+    EXPECT_EQ(err.find("hcasim-sdp-"), 0u) << err;
+    std::printf("%s", err.c_str());
+  }
+}

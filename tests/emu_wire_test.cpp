@@ -1,0 +1,86 @@
+// The emulated HCA's frames (emu/wire.h): round trips and malformed input.
+#include <gtest/gtest.h>
+
+#include "emu/wire.h"
+
+using namespace hcasim::emu;
+
+namespace {
+std::span<const uint8_t> body_of(const std::vector<uint8_t>& frame) {
+  return std::span<const uint8_t>(frame).subspan(kLengthSize);
+}
+std::string decode_error(std::vector<uint8_t> body) {
+  try {
+    decode(body);
+  } catch (const WireError& e) {
+    return e.what();
+  }
+  return "(decoded)";
+}
+}  // namespace
+
+TEST(EmuWire, RdmaWriteRoundTripsWithItsRethAndLengthField) {
+  Packet p{.op = Op::RdmaWriteOnly, .dest_qpn = 0x48, .psn = 0xABCDEF, .va = 0x7F0000001000, .rkey = 0x101};
+  p.payload = {1, 2, 3, 4, 5};
+  p.dma_len = 5;
+  const auto f = encode(p);
+  // 4 (length) + 12 (header) + 16 (RETH) + 5 (payload) bytes; the length field counts 33.
+  ASSERT_EQ(f.size(), 37u);
+  EXPECT_EQ(decode_length(std::span<const uint8_t, kLengthSize>(f.data(), kLengthSize)), 33u);
+  EXPECT_EQ(f[4], 0x0A);  // BTH OpCode of RC RDMA WRITE Only
+  const Packet q = decode(body_of(f));
+  EXPECT_EQ(q.op, Op::RdmaWriteOnly);
+  EXPECT_EQ(q.dest_qpn, 0x48u);
+  EXPECT_EQ(q.psn, 0xABCDEFu);
+  EXPECT_EQ(q.va, 0x7F0000001000u);
+  EXPECT_EQ(q.rkey, 0x101u);
+  EXPECT_EQ(q.dma_len, 5u);
+  EXPECT_EQ(q.payload, p.payload);
+}
+
+TEST(EmuWire, AckCarriesItsSyndromeAndMsn) {
+  const auto f = encode(Packet{.op = Op::Acknowledge, .dest_qpn = 1, .psn = 7, .syndrome = aeth::kNakRemAccess, .msn = 7});
+  // AETH = syndrome << 24 | MSN: 0x62 then 0x000007.
+  ASSERT_EQ(f.size(), 4u + 12u + 4u);
+  EXPECT_EQ(f[16], 0x62);
+  EXPECT_EQ(f[19], 0x07);
+  const Packet q = decode(body_of(f));
+  EXPECT_EQ(q.syndrome, aeth::kNakRemAccess);
+  EXPECT_EQ(q.msn, 7u);
+}
+
+TEST(EmuWire, CmReqKeepsPrivateDataUpToTheCmLimit) {
+  Packet p{.op = Op::CmReq, .local_qpn = 0x49};
+  p.payload.assign(kReqPrivateData, 0xAB);
+  const Packet q = decode(body_of(encode(p)));
+  EXPECT_EQ(q.local_qpn, 0x49u);
+  EXPECT_EQ(q.payload.size(), 92u);  // IBA 12.6: REQ private data is 92 bytes
+  p.payload.push_back(0);
+  EXPECT_THROW(encode(p), WireError);
+}
+
+TEST(EmuWire, MalformedFramesAreNamed) {
+  EXPECT_EQ(decode_error({0x04, 0, 0}), "frame of 3 bytes is shorter than the 12 byte header");
+  EXPECT_EQ(decode_error({0x99, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0}), "unknown op 0x99");
+  EXPECT_EQ(decode_error({0x11, 1, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0x1F, 0, 0, 0}), "Acknowledge: reserved bits set");
+  // An ACK without its AETH.
+  EXPECT_EQ(decode_error({0x11, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0}), "Acknowledge: 12 bytes, its headers need 16");
+  // An ACK with a payload.
+  EXPECT_EQ(decode_error({0x11, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0x1F, 0, 0, 0, 9}),
+            "Acknowledge: 1 payload bytes, at most 0 allowed");
+  // RDMA WRITE whose RETH says 8 bytes but carries 1.
+  std::vector<uint8_t> w = {0x0A, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0};
+  w.resize(12 + 16, 0);
+  w[12 + 15] = 8;
+  w.push_back(0xEE);
+  EXPECT_EQ(decode_error(w), "RDMA WRITE Only: RETH length 8 but 1 payload bytes");
+  // A CM REP whose private data length disagrees with what follows.
+  EXPECT_EQ(decode_error({0xC1, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0x48, 0, 5, 1}),
+            "CM REP: private data length 5 but 1 bytes follow");
+}
+
+TEST(EmuWire, LengthFieldIsBounded) {
+  const std::array<uint8_t, 4> small = {0, 0, 0, 11}, huge = {0x7F, 0xFF, 0xFF, 0xFF};
+  EXPECT_THROW(decode_length(small), WireError);
+  EXPECT_THROW(decode_length(huge), WireError);
+}
