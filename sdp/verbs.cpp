@@ -9,6 +9,7 @@ const char* wc_status_str(WcStatus s) {
     case WcStatus::LocProtErr: return "local protection error";
     case WcStatus::RemAccessErr: return "remote access error";
     case WcStatus::RemInvReqErr: return "remote invalid request error";
+    case WcStatus::RetryExcErr: return "RETRY_EXC_ERR";
     case WcStatus::RnrRetryExcErr: return "RNR retry exceeded";
     case WcStatus::WrFlushErr: return "WR flushed";
   }
