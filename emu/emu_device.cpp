@@ -527,7 +527,7 @@ void Qp::start_write() {
     std::lock_guard g(self->m_);
     if (ec) {
       self->writing_ = false;
-      self->link_down(fmt::format("lost the peer: {}", ec.message()), false);
+      self->link_down(fmt::format("lost the peer without a CM DREQ ({})", ec.message()), false);
       return;
     }
     self->wq_.pop_front();
@@ -541,8 +541,8 @@ void Qp::read_length() {
   asio::async_read(socket_, asio::buffer(len_buf_), [self = shared_from_this()](boost::system::error_code ec, size_t) {
     std::lock_guard g(self->m_);
     if (ec) {
-      self->link_down(ec == asio::error::eof ? std::string("the peer closed the connection without a DREQ")
-                                             : fmt::format("lost the peer: {}", ec.message()),
+      self->link_down(fmt::format("lost the peer without a CM DREQ ({})",
+                                  ec == asio::error::eof ? std::string("end of stream") : ec.message()),
                       false);
       return;
     }
@@ -562,7 +562,7 @@ void Qp::read_body(uint32_t n) {
   asio::async_read(socket_, asio::buffer(body_), [self = shared_from_this()](boost::system::error_code ec, size_t) {
     std::lock_guard g(self->m_);
     if (ec) {
-      self->link_down(fmt::format("lost the peer: {}", ec.message()), false);
+      self->link_down(fmt::format("lost the peer without a CM DREQ ({})", ec.message()), false);
       return;
     }
     try {

@@ -33,8 +33,8 @@ enum class WcStatus : uint8_t {
   LocProtErr,     ///< an SGE outside its MR, or an unknown lkey
   RemAccessErr,   ///< RDMA to a bad rkey/range at the responder
   RemInvReqErr,   ///< the responder found the request invalid (message longer than its buffers)
+  RetryExcErr,    ///< IBV_WC_RETRY_EXC_ERR: no ACK from the responder, transport retries exhausted
   RnrRetryExcErr, ///< the responder had no receive posted (receiver not ready), retries exhausted
-  RetryExcErr,    ///< no answer from the responder (it is gone), transport retries exhausted
   WrFlushErr,     ///< the QP went to the error state with the WR outstanding
 };
 const char* wc_status_str(WcStatus s);
