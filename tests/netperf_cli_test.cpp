@@ -359,3 +359,11 @@ TEST(NetperfCli, ParseNumber) {
 
 }  // namespace
 }  // namespace hcasim::scenarios
+
+TEST(NetperfCli, NegativeLengthIsAByteCountOnlyWhereAllowed) {
+  // netperf: "-l testlen: ... (<0 bytes|trans)"; hcasim-sdp-client allows it, the simulator not.
+  const auto o = hcasim::scenarios::parse_netperf_args({"-l", "-1073741824", "--", "-m", "64K"}, /*allow_byte_count=*/true);
+  EXPECT_EQ(o.length_bytes, 1073741824u);
+  EXPECT_THROW(hcasim::scenarios::parse_netperf_args({"-l", "-1073741824"}), hcasim::InputError);
+  EXPECT_THROW(hcasim::scenarios::parse_netperf_args({"-l", "-1.5"}, true), hcasim::InputError);
+}

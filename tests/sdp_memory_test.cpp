@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "sdp/memory.h"
+#include "sdp/process_memory.h"
 
 using namespace hcasim::sdp;
 
@@ -39,4 +40,49 @@ TEST(HostMemory, OutOfRegionAccessThrows) {
   EXPECT_THROW(a.read_bytes(p + 60, buf, 8), MemoryError);
   EXPECT_FALSE(a.contains(p, 65));
   EXPECT_TRUE(a.contains(p, 64));
+}
+
+TEST(ProcessMemory, AddressesArePointersInsideTheArena) {
+  ProcessMemory m(1 << 20);
+  const Addr a = m.allocate(100, DataMode::Reference, 64);  // every region holds bytes
+  EXPECT_EQ(m.data_mode(), DataMode::Bytes);
+  EXPECT_EQ(a % 64, 0u);
+  EXPECT_EQ(reinterpret_cast<uint8_t*>(a), m.bytes(a, 100));
+  EXPECT_GE(reinterpret_cast<uint8_t*>(a), m.arena());
+  const uint8_t hello[3] = {1, 2, 3};
+  m.write_bytes(a + 10, hello, 3);
+  uint8_t back[3] = {};
+  m.read_bytes(a + 10, back, 3);
+  EXPECT_EQ(back[2], 3);
+  const Addr b = m.allocate(100, DataMode::Bytes, 4096);
+  m.copy_local(b, a + 10, 3);  // copy_from_user
+  EXPECT_EQ(m.bytes(b, 3)[1], 2);
+}
+
+TEST(ProcessMemory, BoundsAndExhaustionAreErrors) {
+  ProcessMemory m(8192);
+  const Addr a = m.allocate(4096, DataMode::Bytes);
+  EXPECT_TRUE(m.contains(a, 4096));
+  EXPECT_FALSE(m.contains(a, 4097));
+  EXPECT_FALSE(m.contains(a + 4096, 1));  // past the only region
+  EXPECT_THROW(m.bytes(a + 4000, 200), MemoryError);
+  // 4096 used; a second 4096-aligned page fits, a third does not.
+  m.allocate(4096, DataMode::Bytes);
+  try {
+    m.allocate(1, DataMode::Bytes);
+    FAIL() << "allocated past the arena";
+  } catch (const MemoryError& e) {
+    EXPECT_EQ(std::string(e.what()), "memory arena of 8192 bytes exhausted allocating 1 bytes (8192 in use)");
+  }
+}
+
+TEST(ProcessMemory, ReleaseToFreesEverythingAfterTheMark) {
+  ProcessMemory m(16384);
+  const Addr keep = m.allocate(10, DataMode::Bytes);
+  const uint64_t mark = m.used();
+  const Addr gone = m.allocate(4096, DataMode::Bytes);
+  m.release_to(mark);
+  EXPECT_TRUE(m.contains(keep, 10));
+  EXPECT_FALSE(m.contains(gone, 1));
+  EXPECT_EQ(m.allocate(4096, DataMode::Bytes), gone);  // the same page again
 }
