@@ -20,6 +20,7 @@ namespace {
 
 constexpr const char* kProg = "hcasim-sdp-client";
 constexpr uint64_t kDefaultSendSize = 65536;   // ib_sdp's sk_sndbuf when netperf asks nothing
+constexpr uint64_t kMaxCallSize = rt::kMaxRecvSize;  // -m and -M, bytes
 constexpr uint64_t kPatternBytes = (1u << 20) + 4093;  // the stream repeats after this many bytes
 
 const char* kUsage =
@@ -110,8 +111,9 @@ int run(const std::vector<std::string>& words) {
   const sdp::SdpConfig config = engine_config(o);
   const uint64_t send_size = o.send_size ? o.send_size : (o.local_send_socket ? o.local_send_socket : kDefaultSendSize);
   const uint64_t recv_size = o.recv_size ? o.recv_size : send_size;
-  if (send_size > (1u << 30) || recv_size > (1u << 30))
-    throw InputError(fmt::format("-m/-M: {} / {} bytes; at most 1 GiB per call", send_size, recv_size));
+  // The buffers live in the device's memory arena, which an RDMA device pins whole.
+  if (send_size > kMaxCallSize || recv_size > kMaxCallSize)
+    throw InputError(fmt::format("-m {} / -M {} bytes: at most {} bytes per call", send_size, recv_size, kMaxCallSize));
   if (o.local_cpu_bind) rt::bind_to_cpu(*o.local_cpu_bind);
 
   const uint64_t memory = (32u << 20) + kPatternBytes + send_size + recv_size;

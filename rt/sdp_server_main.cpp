@@ -17,7 +17,6 @@ using namespace hcasim;
 namespace {
 
 constexpr const char* kProg = "hcasim-sdp-server";
-constexpr uint64_t kMaxRecvSize = 1u << 30;
 
 /// One test: the request, the stream until the client's DisConn, the report, our DisConn.
 /// Returns what to log.

@@ -62,8 +62,8 @@ StreamRequest StreamRequest::decode(std::span<const uint8_t, kSize> in) {
   StreamRequest r;
   r.recv_size = be::get64(in.data() + 12);
   r.remote_cpu = static_cast<int32_t>(be::get32(in.data() + 20));
-  if (r.recv_size == 0 || r.recv_size > (1u << 30))
-    throw sdp::ProtocolError(fmt::format("test request: recv size {} outside 1..1073741824", r.recv_size));
+  if (r.recv_size == 0 || r.recv_size > kMaxRecvSize)
+    throw sdp::ProtocolError(fmt::format("test request: recv size {} outside 1..{}", r.recv_size, kMaxRecvSize));
   return r;
 }
 

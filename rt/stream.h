@@ -25,6 +25,9 @@ std::string device_name(const std::optional<std::string>& flag);
 /// no device, no such device, or a build without the rdma-core backend.
 std::unique_ptr<Device> open_device(const std::string& name, uint64_t memory_bytes);
 
+/// Largest recv size a test may ask of the server, bytes (its memory arena is 64 MiB).
+inline constexpr uint64_t kMaxRecvSize = 16u << 20;
+
 /// The client's test request, the first bytes on the connection (32 B, big-endian):
 /// magic "HCASIMRQ", version u32 = 1, recv_size u64 (-M, bytes per recv), remote_cpu i32
 /// (-T ,N; -1 = none), reserved u32.
@@ -33,7 +36,8 @@ struct StreamRequest {
   int32_t remote_cpu = -1;
   static constexpr size_t kSize = 32;
   std::array<uint8_t, kSize> encode() const;
-  /// Throws sdp::ProtocolError when the magic or version is wrong or recv_size is 0 or over 1 GiB.
+  /// Throws sdp::ProtocolError when the magic or version is wrong or recv_size is 0 or over
+  /// kMaxRecvSize.
   static StreamRequest decode(std::span<const uint8_t, kSize> in);
 };
 

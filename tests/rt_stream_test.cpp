@@ -22,7 +22,7 @@ TEST(StreamRequest, RoundTripsAndRefusesForeignBytes) {
   EXPECT_THROW(rt::StreamRequest::decode(bytes), sdp::ProtocolError);
   r.recv_size = 0;
   EXPECT_THROW(rt::StreamRequest::decode(r.encode()), sdp::ProtocolError);
-  r.recv_size = (1u << 30) + 1;
+  r.recv_size = rt::kMaxRecvSize + 1;
   EXPECT_THROW(rt::StreamRequest::decode(r.encode()), sdp::ProtocolError);
 }
 
