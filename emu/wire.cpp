@@ -151,6 +151,7 @@ Packet decode(std::span<const uint8_t> body) {
     case Op::CmReq:
     case Op::CmRep:
       p.local_qpn = be::get32(e);
+      if (e[0] != 0) throw WireError(fmt::format("{}: QPN {:#x} over 24 bits", op_name(p.op), p.local_qpn));
       if (be::get16(e + 4) != payload)
         throw WireError(fmt::format("{}: private data length {} but {} bytes follow", op_name(p.op), be::get16(e + 4), payload));
       break;

@@ -2,6 +2,7 @@
 /// \file Errors that reach the user: bad flags, sizes, platform or scenario files.
 #include <stdexcept>
 #include <string>
+#include <string_view>
 
 namespace hcasim {
 
@@ -11,5 +12,10 @@ class InputError : public std::runtime_error {
  public:
   explicit InputError(const std::string& what) : std::runtime_error(what) {}
 };
+
+/// `text` made fit for a one-line message: each run of whitespace that holds a line break
+/// becomes one space, and other control bytes are written as \xHH (a parser's description
+/// that spans lines, or input bytes quoted back to the user).
+std::string one_line(std::string_view text);
 
 }  // namespace hcasim

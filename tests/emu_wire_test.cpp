@@ -77,6 +77,8 @@ TEST(EmuWire, MalformedFramesAreNamed) {
   // A CM REP whose private data length disagrees with what follows.
   EXPECT_EQ(decode_error({0xC1, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0x48, 0, 5, 1}),
             "CM REP: private data length 5 but 1 bytes follow");
+  // A CM REQ whose QPN uses the reserved top byte (found by fuzz_emu_wire).
+  EXPECT_EQ(decode_error({0xC0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x80, 0, 0, 0x48, 0, 0}), "CM REQ: QPN 0x80000048 over 24 bits");
 }
 
 TEST(EmuWire, LengthFieldIsBounded) {

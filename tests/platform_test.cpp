@@ -367,3 +367,9 @@ TEST(ParseSize, Errors) {
 
 }  // namespace
 }  // namespace hcasim::model
+
+TEST(OneLine, LineBreaksBecomeOneSpaceAndControlBytesAreEscaped) {
+  EXPECT_EQ(hcasim::one_line("Error while parsing array:\n   expected ']'\n"), "Error while parsing array: expected ']'");
+  EXPECT_EQ(hcasim::one_line("bell\x07 esc\x1b[1m"), "bell\\x07 esc\\x1B[1m");
+  EXPECT_EQ(hcasim::one_line("plain"), "plain");
+}
