@@ -761,7 +761,11 @@ std::unique_ptr<rt::Connection> EmuListener::accept(const rt::QpCaps& caps, cons
     qp->to_init();
     std::vector<uint8_t> rep;
     try {
-      rep = answer(*qp, req.payload);
+      // The IB CM REQ's private data field is 92 bytes, zero-filled past what the sender put
+      // there (an rdma-core peer sends at most 56 with RDMA_PS_TCP): the answer sees all 92.
+      std::vector<uint8_t> request = req.payload;
+      if (request.size() < kReqPrivateData) request.resize(kReqPrivateData, 0);
+      rep = answer(*qp, request);
       if (rep.size() > kRepPrivateData)
         throw rt::Error(fmt::format("{} B of REP private data, the CM carries {}", rep.size(), kRepPrivateData));
     } catch (const std::exception& e) {

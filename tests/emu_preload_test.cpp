@@ -2,11 +2,15 @@
 // rdma-core (hw/rdma_device.cpp, no --device, HCASIM_DEVICE unset) run with the verbs shim
 // (libhcasim-verbs-emu.so, emu/verbs_shim/) LD_PRELOADed in front of libibverbs and librdmacm:
 // 256 MiB streams checked by CRC-32 (bcopy and bzcopy), a refused connection, and the check that
-// the client is the hardware binary (it links libibverbs).
+// the client is the hardware binary (it links libibverbs); the REJ paths both ways, and the
+// emulate-mode programs (--device emu) talking to the preloaded ones.
 #include <gtest/gtest.h>
 
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -18,6 +22,8 @@
 #include <regex>
 #include <sstream>
 #include <thread>
+
+#include "emu/wire.h"
 
 extern char** environ;
 
@@ -198,4 +204,131 @@ TEST(VerbsShim, ServerKilledMidStreamEndsTheClientWithAnError) {
   const std::string err = cli.err();
   EXPECT_EQ(lines(err), 1) << err;
   std::printf("client after the server was killed: %s", err.c_str());
+}
+
+namespace {
+
+/// A TCP socket on 127.0.0.1 speaking the emulated CM by hand (emu/wire.h), for the REJ paths.
+class RawPeer {
+ public:
+  /// Listens on 127.0.0.1, any free port.
+  RawPeer() : fd_(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)) {
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof a;
+    if (::bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || ::listen(fd_, 1) != 0 ||
+        ::getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len) != 0)
+      throw std::runtime_error("RawPeer: cannot listen");
+    port_ = ntohs(a.sin_port);
+  }
+  /// Connects to 127.0.0.1:port.
+  explicit RawPeer(int port) : fd_(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)) {
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    a.sin_port = htons(static_cast<uint16_t>(port));
+    if (::connect(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) throw std::runtime_error("RawPeer: cannot connect");
+  }
+  ~RawPeer() { ::close(fd_); }
+  RawPeer(const RawPeer&) = delete;
+  RawPeer& operator=(const RawPeer&) = delete;
+  int port() const { return port_; }
+  /// Takes the one connection (the listening socket is closed).
+  void accept() {
+    const int c = ::accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC);
+    if (c < 0) throw std::runtime_error("RawPeer: accept failed");
+    ::close(fd_);
+    fd_ = c;
+  }
+  void send(const hcasim::emu::Packet& p) {
+    const std::vector<uint8_t> f = hcasim::emu::encode(p);
+    if (::write(fd_, f.data(), f.size()) != static_cast<ssize_t>(f.size())) throw std::runtime_error("RawPeer: write");
+  }
+  hcasim::emu::Packet receive() {
+    std::array<uint8_t, hcasim::emu::kLengthSize> len{};
+    read_exact(len.data(), len.size());
+    std::vector<uint8_t> body(hcasim::emu::decode_length(len));
+    read_exact(body.data(), body.size());
+    return hcasim::emu::decode(body);
+  }
+
+ private:
+  void read_exact(uint8_t* p, size_t n) {
+    while (n > 0) {
+      const ssize_t k = ::read(fd_, p, n);
+      if (k <= 0) throw std::runtime_error("RawPeer: connection closed");
+      p += k;
+      n -= static_cast<size_t>(k);
+    }
+  }
+  int fd_;
+  int port_ = 0;
+};
+
+}  // namespace
+
+TEST(VerbsShim, RejectFromThePeerIsOneLineWithItsReason) {
+  RawPeer peer;
+  Proc cli("rej-client", {HCASIM_SDP_CLIENT, "-H", "127.0.0.1", "-p", std::to_string(peer.port()), "-l", "1"});
+  peer.accept();
+  const hcasim::emu::Packet req = peer.receive();
+  ASSERT_EQ(req.op, hcasim::emu::Op::CmReq);
+  EXPECT_LE(req.payload.size(), 56u) << "RDMA_PS_TCP leaves 56 bytes of REQ private data";
+  const std::string why = "go away";
+  peer.send({.op = hcasim::emu::Op::CmRej, .payload = std::vector<uint8_t>(why.begin(), why.end())});
+  EXPECT_EQ(cli.wait(std::chrono::seconds(20)), 1);
+  EXPECT_EQ(cli.err(), "hcasim-sdp-client: connection with 127.0.0.1:" + std::to_string(peer.port()) +
+                           " rejected: go away (IB CM REJ reason 28, consumer defined)\n");
+  std::printf("%s", cli.err().c_str());
+}
+
+TEST(VerbsShim, ServerRejectsABadHelloWithItsReason) {
+  Proc srv("rej-server", {HCASIM_SDP_SERVER, "-p", "0", "--once"});
+  const int port = srv.port();
+  ASSERT_GT(port, 0) << srv.err();
+  RawPeer peer(port);
+  peer.send({.op = hcasim::emu::Op::CmReq, .local_qpn = 0x99, .payload = std::vector<uint8_t>(56, 0xAB)});
+  const hcasim::emu::Packet rej = peer.receive();
+  ASSERT_EQ(rej.op, hcasim::emu::Op::CmRej);
+  const std::string why(rej.payload.begin(), rej.payload.end());
+  EXPECT_FALSE(why.empty());
+  EXPECT_EQ(srv.wait(std::chrono::seconds(10)), 1) << srv.err();
+  EXPECT_NE(srv.err().find("rejected connection from 127.0.0.1:"), std::string::npos) << srv.err();
+  std::printf("REJ private data: %s\nserver: %s", why.c_str(), srv.err().c_str());
+}
+
+TEST(VerbsShim, TheEmulatedDeviceAndTheShimSpeakTheSameWire) {
+  // hardware binary (shim) server, emulate-mode client, and the other way round.
+  for (const bool shim_server : {true, false}) {
+    std::vector<std::string> sargs{HCASIM_SDP_SERVER, "-p", "0", "--once"};
+    std::vector<std::string> cargs{HCASIM_SDP_CLIENT, "-l", "-16777216"};
+    if (shim_server)
+      cargs.insert(cargs.begin() + 1, {"--device", "emu"});
+    else
+      sargs.insert(sargs.begin() + 1, {"--device", "emu"});
+    Proc srv("wire-server", sargs, shim_server ? HCASIM_VERBS_SHIM : "");
+    const int port = srv.port();
+    ASSERT_GT(port, 0) << srv.err();
+    cargs.insert(cargs.end(), {"-p", std::to_string(port)});
+    Proc cli("wire-client", cargs, shim_server ? "" : HCASIM_VERBS_SHIM);
+    EXPECT_EQ(cli.wait(std::chrono::seconds(60)), 0) << cli.err();
+    EXPECT_EQ(srv.wait(std::chrono::seconds(10)), 0) << srv.err();
+    EXPECT_NE(cli.err().find(": match"), std::string::npos) << cli.err();
+  }
+}
+
+TEST(VerbsShim, ClientKilledMidStreamEndsTheServerWithAnError) {
+  Proc srv("clikill-server", {HCASIM_SDP_SERVER, "-p", "0", "--once"});
+  const int port = srv.port();
+  ASSERT_GT(port, 0) << srv.err();
+  Proc cli("clikill-client", {HCASIM_SDP_CLIENT, "-p", std::to_string(port), "-l", "30"});
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  cli.kill9();
+  const auto t0 = Clock::now();
+  EXPECT_EQ(srv.wait(std::chrono::seconds(10)), 1) << "the server hangs";
+  EXPECT_LT(std::chrono::duration<double>(Clock::now() - t0).count(), 5.0);
+  const std::string err = srv.err();
+  EXPECT_EQ(lines(err), 2) << err;  // "listening on", then the error
+  std::printf("server after the client was killed: %s", err.c_str());
 }
