@@ -94,6 +94,7 @@ class Hca {
 /// the QP state machine of ibv_modify_qp(3), driven by the CM as librdmacm does).
 class Qp final : public sdp::Verbs, public std::enable_shared_from_this<Qp> {
  public:
+  /// The QP states the emulation goes through (ibv_qp_state; SQD and SQE are not emulated).
   enum class State { Reset, Init, Rtr, Rts, Error };
 
   /// Called (with the QP's lock held, on any thread) when a completion arrives on an armed CQ:
