@@ -14,11 +14,9 @@
 #include <optional>
 #include <thread>
 
-#include <utility>  // before Asio: Boost 1.74 asio/awaitable.hpp uses std::exchange without it
-
-#include <boost/asio.hpp>
 #include <fmt/format.h>
 
+#include "emu/emu_qp.h"
 #include "emu/wire.h"
 
 namespace hcasim::emu {
@@ -29,11 +27,8 @@ using sdp::Wc;
 using sdp::WcOpcode;
 using sdp::WcStatus;
 using sdp::WrOpcode;
-using Frame = std::shared_ptr<const std::vector<uint8_t>>;
 
 namespace {
-/// How long a CM exchange (REQ -> REP -> RTU) may take before the side waiting gives up, ms.
-constexpr int kCmTimeoutMs = 10000;
 /// The RNR NAK timer: the requester waits this long before retransmitting (IBA 9.7.5.2.8;
 /// table 45's code 0x01 is 0.01 ms, 0x0E 1.28 ms; ib_sdp leaves the CM's default, and 1 ms
 /// keeps a starved stream responsive).
@@ -53,8 +48,13 @@ WcOpcode wc_opcode(WrOpcode op) {
 
 Frame frame(const Packet& p) { return std::make_shared<const std::vector<uint8_t>>(encode(p)); }
 
-/// Reads one whole frame within `deadline` (CM setup, before the QP's I/O runs on the I/O
-/// thread). Throws rt::Error naming `peer` on timeout, EOF or a malformed frame.
+std::string endpoint_text(const tcp::socket& s) {
+  boost::system::error_code ec;
+  const auto ep = s.remote_endpoint(ec);
+  return ec ? std::string("peer") : fmt::format("{}:{}", ep.address().to_string(), ep.port());
+}
+}  // namespace
+
 Packet read_frame_until(tcp::socket& s, std::chrono::steady_clock::time_point deadline, const std::string& peer) {
   auto read_exact = [&](uint8_t* out, size_t n) {
     size_t got = 0;
@@ -87,244 +87,203 @@ void write_frame(tcp::socket& s, const Packet& p, const std::string& peer) {
   if (ec) throw rt::Error(fmt::format("{}: {} during connection setup", peer, ec.message()));
 }
 
-std::string endpoint_text(const tcp::socket& s) {
-  boost::system::error_code ec;
-  const auto ep = s.remote_endpoint(ec);
-  return ec ? std::string("peer") : fmt::format("{}:{}", ep.address().to_string(), ep.port());
+// ---- the adapter -----------------------------------------------------------------------------
+
+Hca::Hca(const sdp::ProcessMemory* memory) : memory_(memory), guard_(asio::make_work_guard(io_)) {
+  thread_ = std::thread([this] { io_.run(); });
 }
-}  // namespace
 
-class EmuDevice;
+Hca::~Hca() {
+  {
+    std::lock_guard g(qps_lock_);
+    for (auto& w : qps_)
+      if (auto q = w.lock()) q->close();
+  }
+  guard_.reset();
+  thread_.join();
+}
 
-// ---- the QP ----------------------------------------------------------------------------------
+uint32_t Hca::reg_mr(sdp::Addr addr, uint64_t len, unsigned access) {
+  if (memory_ != nullptr && !memory_->contains(addr, len))
+    throw sdp::VerbsError(fmt::format("reg_mr: [{:#x}, +{}) is not allocated memory", addr, len));
+  std::lock_guard g(mr_lock_);
+  const uint32_t key = next_key_++;
+  mrs_[key] = {addr, len, access, false};
+  return key;
+}
 
-/// An RC QP with its own CQ, connected to one peer over one TCP stream.
-class Qp final : public sdp::Verbs, public std::enable_shared_from_this<Qp> {
- public:
-  enum class State { Reset, Init, Rtr, Rts, Error };
+bool Hca::dereg_mr(uint32_t key) {
+  std::lock_guard g(mr_lock_);
+  return mrs_.erase(key) == 1;
+}
 
-  Qp(EmuDevice& dev, uint32_t qpn, const rt::QpCaps& caps, tcp::socket socket)
-      : dev_(dev), qpn_(qpn), caps_(caps), socket_(std::move(socket)), rnr_timer_(socket_.get_executor()) {}
+uint32_t Hca::dma_mr() {
+  if (memory_ == nullptr) throw sdp::VerbsError("dma_mr: this emulated HCA has no memory arena");
+  std::lock_guard g(mr_lock_);
+  const uint32_t key = next_key_++;
+  mrs_[key] = {0, 0, sdp::kLocalWrite, true};
+  return key;
+}
 
-  // sdp::Verbs
-  uint32_t reg_mr(sdp::Addr addr, uint64_t len, unsigned access) override;
-  uint32_t dma_mr() override;
-  void post_send(const sdp::SendWr& wr) override;
-  void post_recv(const sdp::RecvWr& wr) override;
-  int poll_cq(std::span<Wc> out) override;
-  bool req_notify_cq() override;
-  uint32_t qp_num() const override { return qpn_; }
-  uint32_t max_send_wr() const override { return caps_.max_send_wr; }
-  uint32_t max_recv_wr() const override { return caps_.max_recv_wr; }
+bool Hca::mr_allows(uint32_t key, sdp::Addr addr, uint64_t len, unsigned need) {
+  std::lock_guard g(mr_lock_);
+  auto it = mrs_.find(key);
+  if (it == mrs_.end()) return false;
+  const Mr& m = it->second;
+  if ((m.access & need) != need) return false;
+  if (m.all_memory) return memory_ != nullptr && memory_->contains(addr, len);
+  return addr >= m.addr && len <= m.len && addr - m.addr <= m.len - len;
+}
 
-  /// RESET -> INIT (receives may be posted).
-  void to_init() {
+std::shared_ptr<Qp> Hca::create_qp(const rt::QpCaps& caps) {
+  std::lock_guard g(qps_lock_);
+  auto qp = std::make_shared<Qp>(*this, next_qpn_++, caps);
+  std::erase_if(qps_, [](const std::weak_ptr<Qp>& w) { return w.expired(); });
+  qps_.push_back(qp);
+  return qp;
+}
+
+// ---- the QP: state ---------------------------------------------------------------------------
+
+Qp::Qp(Hca& hca, uint32_t qpn, const rt::QpCaps& caps)
+    : hca_(hca), qpn_(qpn), caps_(caps), socket_(hca.io()), rnr_timer_(hca.io()) {}
+
+void Qp::attach(tcp::socket socket) { socket_ = std::move(socket); }
+
+void Qp::to_init() {
+  std::lock_guard g(m_);
+  if (state_ == State::Reset) state_ = State::Init;
+}
+
+void Qp::to_rts(uint32_t remote_qpn) {
+  {
     std::lock_guard g(m_);
-    state_ = State::Init;
+    if (state_ != State::Init) return;  // already in ERROR
+    remote_qpn_ = remote_qpn;
+    state_ = State::Rts;
   }
-  /// INIT -> RTR -> RTS with the peer's QPN, and the I/O starts (read loop on the I/O thread).
-  void to_rts(uint32_t remote_qpn) {
-    {
-      std::lock_guard g(m_);
-      if (state_ != State::Init) return;  // already in ERROR
-      remote_qpn_ = remote_qpn;
-      state_ = State::Rts;
-    }
-    asio::post(socket_.get_executor(), [self = shared_from_this()] {
-      self->read_length();
-      std::lock_guard g(self->m_);
-      self->pump();
-    });
-  }
-  bool wait_cq_event(int timeout_ms) {
-    std::unique_lock g(m_);
-    if (!cv_.wait_for(g, std::chrono::milliseconds(timeout_ms), [&] { return event_ || closed_; })) return false;
-    const bool e = event_;
-    event_ = false;
-    return e;
-  }
-  bool drain(int timeout_ms) {
-    std::unique_lock g(m_);
-    return cv_.wait_for(g, std::chrono::milliseconds(timeout_ms),
-                        [&] { return state_ == State::Error || (sq_.empty() && unacked_.empty()); }) &&
-           state_ != State::Error;
-  }
-  void disconnect() {
-    asio::post(socket_.get_executor(), [self = shared_from_this()] {
-      std::lock_guard g(self->m_);
-      if (self->state_ == State::Error) return;
-      self->send_frame(frame(Packet{.op = Op::CmDreq, .dest_qpn = self->remote_qpn_}));
-      self->shutdown_after_write_ = true;
-      self->to_error("disconnected", std::nullopt);
-    });
-  }
-  /// The owner is done: the socket closes (on the I/O thread) and waiters return.
-  void close() {
-    {
-      std::lock_guard g(m_);
-      closed_ = true;
-      cv_.notify_all();
-    }
-    asio::post(socket_.get_executor(), [self = shared_from_this()] {
-      boost::system::error_code ec;
-      self->rnr_timer_.cancel();
-      self->socket_.close(ec);
-    });
-  }
-  void set_rnr_retry(uint8_t n) {
-    if (n > 7) throw sdp::VerbsError(fmt::format("modify_qp: rnr_retry {} > 7", n));
-    std::lock_guard g(m_);
-    rnr_retry_ = n;
-  }
-  std::string reason() {
-    std::lock_guard g(m_);
-    return reason_;
-  }
-  tcp::socket& socket() { return socket_; }
+  asio::post(socket_.get_executor(), [self = shared_from_this()] {
+    self->read_length();
+    std::lock_guard g(self->m_);
+    self->pump();
+  });
+}
 
- private:
-  /// A WR transmitted (or failed locally) and not yet completed, in PSN order.
-  struct Outstanding {
-    uint32_t psn = 0;
-    sdp::SendWr wr;
-    Frame frame;                              ///< kept for retransmission
-    std::optional<WcStatus> local_error;      ///< failed before transmission (completes in order)
-  };
+void Qp::to_error_state(const std::string& why) {
+  std::lock_guard g(m_);
+  to_error(why, std::nullopt);
+}
 
-  // All below run with m_ held; the socket is touched on the I/O thread only.
-  void pump();
-  void send_frame(Frame f);
-  void start_write();
-  void read_length();
-  void read_body(uint32_t n);
-  void on_packet(const Packet& p);
-  void as_responder(const Packet& p);
-  void as_requester(const Packet& p);
-  void retire_acked(uint32_t psn);
-  void retransmit_from(uint32_t psn);
-  void ack(uint32_t psn, uint8_t syndrome) {
-    send_frame(frame(Packet{.op = Op::Acknowledge, .dest_qpn = remote_qpn_, .psn = psn, .syndrome = syndrome, .msn = psn}));
+Qp::State Qp::state() {
+  std::lock_guard g(m_);
+  return state_;
+}
+
+void Qp::set_event_handler(EventHandler h) {
+  std::lock_guard g(m_);
+  on_event_ = std::move(h);
+}
+
+void Qp::set_flush_posts_in_error(bool on) {
+  std::lock_guard g(m_);
+  flush_posts_in_error_ = on;
+}
+
+void Qp::set_link_handler(LinkHandler h) {
+  std::lock_guard g(m_);
+  on_link_ = std::move(h);
+}
+
+bool Qp::wait_cq_event(int timeout_ms) {
+  std::unique_lock g(m_);
+  if (!cv_.wait_for(g, std::chrono::milliseconds(timeout_ms), [&] { return event_ || closed_; })) return false;
+  const bool e = event_;
+  event_ = false;
+  return e;
+}
+
+bool Qp::drain(int timeout_ms) {
+  std::unique_lock g(m_);
+  return cv_.wait_for(g, std::chrono::milliseconds(timeout_ms),
+                      [&] { return state_ == State::Error || (sq_.empty() && unacked_.empty()); }) &&
+         state_ != State::Error;
+}
+
+void Qp::disconnect() {
+  std::lock_guard g(m_);
+  if (state_ == State::Error) return;
+  const bool connected = state_ == State::Rts;
+  // The QP goes to ERROR now (rdma_disconnect(3)); the DREQ leaves on the I/O thread.
+  to_error("disconnected", std::nullopt);
+  if (!connected) return;
+  shutdown_after_write_ = true;
+  asio::post(socket_.get_executor(), [self = shared_from_this()] {
+    std::lock_guard g2(self->m_);
+    self->send_frame(frame(Packet{.op = Op::CmDreq, .dest_qpn = self->remote_qpn_}));
+  });
+}
+
+void Qp::close() {
+  {
+    std::lock_guard g(m_);
+    closed_ = true;
+    on_event_ = nullptr;
+    on_link_ = nullptr;
+    cv_.notify_all();
   }
-  /// Completes the oldest outstanding WR with `status` and moves the QP to ERROR.
-  void fail_front(WcStatus status, const std::string& why);
-  void complete_send(const sdp::SendWr& wr, WcStatus status);
-  void push_cqe(const Wc& wc);
-  /// The QP goes to ERROR: the oldest WR on the wire completes with `first` when given, every
-  /// other WR flushes (IBA 10.3.1), the peer is told nothing more.
-  void to_error(const std::string& why, std::optional<WcStatus> first);
-  void link_down(const std::string& why, bool orderly) {
-    if (closed_) return;
-    to_error(why, orderly ? std::nullopt : std::optional<WcStatus>(WcStatus::RetryExcErr));
+  asio::post(socket_.get_executor(), [self = shared_from_this()] {
+    std::lock_guard g(self->m_);
     boost::system::error_code ec;
-    socket_.close(ec);
-  }
-  bool gather(const sdp::SendWr& wr, std::vector<uint8_t>& out);
-  bool scatter(const std::array<sdp::Sge, sdp::kMaxSge>& sg, uint8_t n, const std::vector<uint8_t>& data);
+    self->rnr_timer_.cancel();
+    // A DREQ still being written goes out first (start_write closes the socket after it).
+    if (self->shutdown_after_write_ && (self->writing_ || !self->wq_.empty())) {
+      self->close_after_write_ = true;
+      return;
+    }
+    self->socket_.close(ec);
+  });
+}
 
-  EmuDevice& dev_;
-  uint32_t qpn_, remote_qpn_ = 0;
-  rt::QpCaps caps_;
-  tcp::socket socket_;
-  asio::steady_timer rnr_timer_;
-  std::mutex m_;
-  std::condition_variable cv_;  // completion events, drain, close
-  State state_ = State::Reset;
-  std::string reason_;
-  bool closed_ = false;
-  // requester
-  std::deque<sdp::SendWr> sq_;          // posted, not yet transmitted
-  std::deque<Outstanding> unacked_;     // transmitted, not yet completed
-  uint32_t sq_outstanding_ = 0;         // posted, not yet completed
-  uint32_t next_psn_ = 0;
-  uint8_t rnr_retry_ = 7, rnr_count_ = 0;
-  bool rnr_waiting_ = false;
-  // responder
-  std::deque<sdp::RecvWr> rq_;
-  uint32_t epsn_ = 0;                   // expected PSN
-  bool nak_sent_ = false;               // discarding until epsn_ comes again
-  // CQ
-  std::deque<Wc> cq_;
-  bool armed_ = false, event_ = false;
-  // wire
-  std::deque<Frame> wq_;
-  bool writing_ = false, shutdown_after_write_ = false;
-  std::array<uint8_t, kLengthSize> len_buf_{};
-  std::vector<uint8_t> body_;
-};
+void Qp::set_rnr_retry(uint8_t n) {
+  if (n > 7) throw sdp::VerbsError(fmt::format("modify_qp: rnr_retry {} > 7", n));
+  std::lock_guard g(m_);
+  rnr_retry_ = n;
+}
+
+std::string Qp::reason() {
+  std::lock_guard g(m_);
+  return reason_;
+}
+
+void Qp::ack(uint32_t psn, uint8_t syndrome) {
+  send_frame(frame(Packet{.op = Op::Acknowledge, .dest_qpn = remote_qpn_, .psn = psn, .syndrome = syndrome, .msn = psn}));
+}
+
+void Qp::link_down(const std::string& why, bool orderly) {
+  if (closed_) return;
+  to_error(why, orderly ? std::nullopt : std::optional<WcStatus>(WcStatus::RetryExcErr));
+  boost::system::error_code ec;
+  socket_.close(ec);
+  if (on_link_) on_link_(orderly, why);
+}
 
 // ---- the device ------------------------------------------------------------------------------
 
 class EmuDevice final : public rt::Device {
  public:
-  explicit EmuDevice(uint64_t memory_bytes) : memory_(memory_bytes), guard_(asio::make_work_guard(io_)) {
-    thread_ = std::thread([this] { io_.run(); });
-  }
-  ~EmuDevice() override {
-    {
-      std::lock_guard g(qps_lock_);
-      for (auto& w : qps_)
-        if (auto q = w.lock()) q->close();
-    }
-    guard_.reset();
-    thread_.join();
-  }
+  explicit EmuDevice(uint64_t memory_bytes) : memory_(memory_bytes), hca_(&memory_) {}
   std::string name() const override { return "emu"; }
   sdp::ProcessMemory& memory() override { return memory_; }
   std::unique_ptr<rt::Connection> connect(const std::string& host, uint16_t port, const rt::QpCaps& caps,
                                           const rt::MakeRequest& request, std::vector<uint8_t>& reply) override;
   std::unique_ptr<rt::Listener> listen(const std::string& bind_addr, uint16_t port) override;
-
-  uint32_t reg_mr(sdp::Addr addr, uint64_t len, unsigned access) {
-    if (!memory_.contains(addr, len))
-      throw sdp::VerbsError(fmt::format("reg_mr: [{:#x}, +{}) is not allocated memory", addr, len));
-    std::lock_guard g(mr_lock_);
-    const uint32_t key = next_key_++;
-    mrs_[key] = {addr, len, access, false};
-    return key;
-  }
-  uint32_t dma_mr() {
-    std::lock_guard g(mr_lock_);
-    const uint32_t key = next_key_++;
-    mrs_[key] = {0, 0, sdp::kLocalWrite, true};
-    return key;
-  }
-  /// True when `key` names an MR covering [addr, addr+len) with every access bit of `need`.
-  bool mr_allows(uint32_t key, sdp::Addr addr, uint64_t len, unsigned need) {
-    std::lock_guard g(mr_lock_);
-    auto it = mrs_.find(key);
-    if (it == mrs_.end()) return false;
-    const Mr& m = it->second;
-    if ((m.access & need) != need) return false;
-    if (m.all_memory) return memory_.contains(addr, len);
-    return addr >= m.addr && len <= m.len && addr - m.addr <= m.len - len;
-  }
-  std::shared_ptr<Qp> make_qp(const rt::QpCaps& caps, tcp::socket socket) {
-    auto qp = std::make_shared<Qp>(*this, next_qpn_++, caps, std::move(socket));
-    std::lock_guard g(qps_lock_);
-    std::erase_if(qps_, [](const std::weak_ptr<Qp>& w) { return w.expired(); });
-    qps_.push_back(qp);
-    return qp;
-  }
-  asio::io_context& io() { return io_; }
+  Hca& hca() { return hca_; }
+  asio::io_context& io() { return hca_.io(); }
 
  private:
-  struct Mr {
-    sdp::Addr addr;
-    uint64_t len;
-    unsigned access;
-    bool all_memory;
-  };
   sdp::ProcessMemory memory_;
-  asio::io_context io_;
-  asio::executor_work_guard<asio::io_context::executor_type> guard_;
-  std::thread thread_;
-  std::mutex mr_lock_, qps_lock_;
-  std::map<uint32_t, Mr> mrs_;
-  uint32_t next_key_ = 0x100;
-  std::atomic<uint32_t> next_qpn_{0x48};
-  std::vector<std::weak_ptr<Qp>> qps_;
+  Hca hca_;  // after memory_: its QPs close before the arena goes
 };
-
 /// rt::Connection over a Qp: closing it closes the QP's socket.
 class EmuConnection final : public rt::Connection {
  public:
@@ -353,12 +312,17 @@ class EmuListener final : public rt::Listener {
 
 // ---- Qp: verbs -------------------------------------------------------------------------------
 
-uint32_t Qp::reg_mr(sdp::Addr addr, uint64_t len, unsigned access) { return dev_.reg_mr(addr, len, access); }
+uint32_t Qp::reg_mr(sdp::Addr addr, uint64_t len, unsigned access) { return hca_.reg_mr(addr, len, access); }
 
-uint32_t Qp::dma_mr() { return dev_.dma_mr(); }
+uint32_t Qp::dma_mr() { return hca_.dma_mr(); }
 
 void Qp::post_send(const sdp::SendWr& wr) {
   std::lock_guard g(m_);
+  if (state_ == State::Error && flush_posts_in_error_ && wr.num_sge <= sdp::kMaxSge) {
+    ++sq_outstanding_;  // push_cqe counts it back
+    push_cqe({wr.wr_id, WcStatus::WrFlushErr, wc_opcode(wr.opcode), 0, qpn_});
+    return;
+  }
   if (state_ != State::Rts) throw sdp::VerbsError(fmt::format("post_send: QP {:#x} is not in RTS", qpn_));
   if (sq_outstanding_ >= caps_.max_send_wr)
     throw sdp::VerbsError(fmt::format("post_send: QP {:#x} send queue full", qpn_));
@@ -376,6 +340,10 @@ void Qp::post_send(const sdp::SendWr& wr) {
 
 void Qp::post_recv(const sdp::RecvWr& wr) {
   std::lock_guard g(m_);
+  if (state_ == State::Error && flush_posts_in_error_ && wr.num_sge <= sdp::kMaxSge) {
+    push_cqe({wr.wr_id, WcStatus::WrFlushErr, WcOpcode::Recv, 0, qpn_});
+    return;
+  }
   if (state_ == State::Reset || state_ == State::Error)
     throw sdp::VerbsError(fmt::format("post_recv: QP {:#x} is in RESET or ERROR", qpn_));
   if (rq_.size() >= caps_.max_recv_wr) throw sdp::VerbsError(fmt::format("post_recv: QP {:#x} receive queue full", qpn_));
@@ -407,6 +375,7 @@ void Qp::push_cqe(const Wc& wc) {
   if (armed_) {  // one completion event per arming (ibv_req_notify_cq(3))
     armed_ = false;
     event_ = true;
+    if (on_event_) on_event_();
   }
   cv_.notify_all();
   if (cq_.size() > caps_.cq_entries) to_error(fmt::format("CQ overrun ({} entries)", caps_.cq_entries), std::nullopt);
@@ -430,7 +399,8 @@ void Qp::to_error(const std::string& why, std::optional<WcStatus> first) {
   if (state_ == State::Error) return;
   state_ = State::Error;
   reason_ = why;
-  rnr_timer_.cancel();
+  // The timer is the I/O thread's (this may run on the caller's); its handler checks the state.
+  asio::post(socket_.get_executor(), [self = shared_from_this()] { self->rnr_timer_.cancel(); });
   for (Outstanding& o : unacked_) {
     push_cqe({o.wr.wr_id, first.value_or(WcStatus::WrFlushErr), wc_opcode(o.wr.opcode), 0, qpn_});
     first.reset();
@@ -450,7 +420,7 @@ bool Qp::gather(const sdp::SendWr& wr, std::vector<uint8_t>& out) {
   size_t off = 0;
   for (uint8_t i = 0; i < wr.num_sge; ++i) {
     const sdp::Sge& s = wr.sg[i];
-    if (!dev_.mr_allows(s.lkey, s.addr, s.length, 0)) return false;
+    if (!hca_.mr_allows(s.lkey, s.addr, s.length, 0)) return false;
     if (s.length > 0) std::memcpy(out.data() + off, reinterpret_cast<const void*>(s.addr), s.length);
     off += s.length;
   }
@@ -460,7 +430,7 @@ bool Qp::gather(const sdp::SendWr& wr, std::vector<uint8_t>& out) {
 bool Qp::scatter(const std::array<sdp::Sge, sdp::kMaxSge>& sg, uint8_t n, const std::vector<uint8_t>& data) {
   uint64_t capacity = 0;
   for (uint8_t i = 0; i < n; ++i) {
-    if (!dev_.mr_allows(sg[i].lkey, sg[i].addr, sg[i].length, sdp::kLocalWrite)) return false;
+    if (!hca_.mr_allows(sg[i].lkey, sg[i].addr, sg[i].length, sdp::kLocalWrite)) return false;
     capacity += sg[i].length;
   }
   if (data.size() > capacity) return false;
@@ -518,6 +488,7 @@ void Qp::start_write() {
     if (shutdown_after_write_) {
       boost::system::error_code ec;
       socket_.shutdown(tcp::socket::shutdown_send, ec);
+      if (close_after_write_) socket_.close(ec);
     }
     return;
   }
@@ -629,7 +600,7 @@ void Qp::as_responder(const Packet& p) {
       break;
     }
     case Op::RdmaWriteOnly:
-      if (!dev_.mr_allows(p.rkey, p.va, p.dma_len, sdp::kRemoteWrite)) {
+      if (!hca_.mr_allows(p.rkey, p.va, p.dma_len, sdp::kRemoteWrite)) {
         ack(p.psn, aeth::kNakRemAccess);  // nothing written; the responder's QP goes to ERROR too
         to_error(fmt::format("RDMA WRITE to [{:#x}, +{}) with rkey {:#x}: remote access violation", p.va, p.dma_len,
                              p.rkey),
@@ -639,7 +610,7 @@ void Qp::as_responder(const Packet& p) {
       if (p.dma_len > 0) std::memcpy(reinterpret_cast<void*>(p.va), p.payload.data(), p.dma_len);
       break;
     case Op::RdmaReadRequest: {
-      if (!dev_.mr_allows(p.rkey, p.va, p.dma_len, sdp::kRemoteRead)) {
+      if (!hca_.mr_allows(p.rkey, p.va, p.dma_len, sdp::kRemoteRead)) {
         ack(p.psn, aeth::kNakRemAccess);
         to_error(fmt::format("RDMA READ of [{:#x}, +{}) with rkey {:#x}: remote access violation", p.va, p.dma_len,
                              p.rkey),
@@ -735,15 +706,16 @@ void Qp::as_requester(const Packet& p) {
 std::unique_ptr<rt::Connection> EmuDevice::connect(const std::string& host, uint16_t port, const rt::QpCaps& caps,
                                                    const rt::MakeRequest& request, std::vector<uint8_t>& reply) {
   const std::string peer = fmt::format("{}:{}", host, port);
-  tcp::socket socket(io_);
+  tcp::socket socket(io());
   boost::system::error_code ec;
-  tcp::resolver resolver(io_);
+  tcp::resolver resolver(io());
   const auto endpoints = resolver.resolve(host, std::to_string(port), ec);
   if (ec) throw rt::Error(fmt::format("cannot resolve {}: {}", host, ec.message()));
   asio::connect(socket, endpoints, ec);
   if (ec) throw rt::Error(fmt::format("cannot connect to {}: {}", peer, ec.message()));
   socket.set_option(tcp::no_delay(true), ec);
-  auto qp = make_qp(caps, std::move(socket));
+  auto qp = hca_.create_qp(caps);
+  qp->attach(std::move(socket));
   qp->to_init();
   const std::vector<uint8_t> private_data = request(*qp);
   if (private_data.size() > kReqPrivateData)
@@ -763,7 +735,7 @@ std::unique_ptr<rt::Listener> EmuDevice::listen(const std::string& bind_addr, ui
   boost::system::error_code ec;
   const auto addr = asio::ip::make_address(bind_addr.empty() ? "0.0.0.0" : bind_addr, ec);
   if (ec) throw rt::Error(fmt::format("cannot listen on '{}': not an IP address", bind_addr));
-  tcp::acceptor acceptor(io_);
+  tcp::acceptor acceptor(io());
   const tcp::endpoint ep(addr, port);
   acceptor.open(ep.protocol(), ec);
   if (!ec) acceptor.set_option(tcp::acceptor::reuse_address(true), ec);
@@ -784,11 +756,16 @@ std::unique_ptr<rt::Connection> EmuListener::accept(const rt::QpCaps& caps, cons
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(kCmTimeoutMs);
     const Packet req = read_frame_until(socket, deadline, peer);
     if (req.op != Op::CmReq) throw rt::Error(fmt::format("{}: {} where a CM REQ was expected", peer, op_name(req.op)));
-    auto qp = dev_.make_qp(caps, std::move(socket));
+    auto qp = dev_.hca().create_qp(caps);
+    qp->attach(std::move(socket));
     qp->to_init();
     std::vector<uint8_t> rep;
     try {
-      rep = answer(*qp, req.payload);
+      // The IB CM REQ's private data field is 92 bytes, zero-filled past what the sender put
+      // there (an rdma-core peer sends at most 56 with RDMA_PS_TCP): the answer sees all 92.
+      std::vector<uint8_t> request = req.payload;
+      if (request.size() < kReqPrivateData) request.resize(kReqPrivateData, 0);
+      rep = answer(*qp, request);
       if (rep.size() > kRepPrivateData)
         throw rt::Error(fmt::format("{} B of REP private data, the CM carries {}", rep.size(), kRepPrivateData));
     } catch (const std::exception& e) {

@@ -1,0 +1,223 @@
+#pragma once
+/// \file The emulated HCA's parts, shared by its two faces: rt::Device (emu/emu_device.cpp, the
+/// `--device emu` mode) and the libibverbs / librdmacm look-alike (emu/verbs_shim/, preloaded in
+/// front of rdma-core). An Hca is the adapter (one I/O thread, one PD's MR table, QP numbers);
+/// a Qp is an RC QP with its own CQ, created in RESET without a peer and given its TCP stream
+/// when the CM exchange (REQ / REP / RTU, emu/wire.h) starts, as ibv_create_qp(3) comes before
+/// rdma_connect(3) / rdma_accept(3). emu/emu_device.h describes what is emulated.
+#include <array>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <span>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <utility>  // before Asio: Boost 1.74 asio/awaitable.hpp uses std::exchange without it
+
+#include <boost/asio.hpp>
+
+#include "emu/wire.h"
+#include "rt/device.h"
+#include "sdp/process_memory.h"
+#include "sdp/verbs.h"
+
+namespace hcasim::emu {
+
+/// How long a CM exchange (REQ -> REP -> RTU) may take before the side waiting gives up, ms.
+inline constexpr int kCmTimeoutMs = 10000;
+
+/// One encoded frame, shared between the write queue and the retransmission list.
+using Frame = std::shared_ptr<const std::vector<uint8_t>>;
+
+/// Reads one whole frame from `s` (blocking, not on the I/O thread) within `deadline`: the CM
+/// messages, before the QP's I/O runs. Throws rt::Error naming `peer` on timeout, EOF, a socket
+/// error or a malformed frame.
+Packet read_frame_until(boost::asio::ip::tcp::socket& s, std::chrono::steady_clock::time_point deadline,
+                        const std::string& peer);
+/// Writes one whole frame to `s` (blocking). Throws rt::Error naming `peer` on a socket error.
+void write_frame(boost::asio::ip::tcp::socket& s, const Packet& p, const std::string& peer);
+
+class Qp;
+
+/// The adapter: the I/O thread every QP's socket runs on, the MR table of its one PD (lkey =
+/// rkey) and the QP numbers. Destroying it closes every QP still open and joins the thread.
+class Hca {
+ public:
+  /// `memory`: the arena rt::Device's MRs must lie in and dma_mr() covers; nullptr (the verbs
+  /// shim) lets an MR cover any address range of the process and has no dma_mr().
+  explicit Hca(const sdp::ProcessMemory* memory);
+  ~Hca();
+  Hca(const Hca&) = delete;
+  Hca& operator=(const Hca&) = delete;
+
+  /// Registers [addr, addr+len) with `access` (sdp::Access bits) and returns its key (ibv_reg_mr(3)).
+  /// Throws sdp::VerbsError when the range is outside the arena (when there is one).
+  uint32_t reg_mr(sdp::Addr addr, uint64_t len, unsigned access);
+  /// Deregisters `key` (ibv_dereg_mr(3)); false when no MR has it.
+  bool dereg_mr(uint32_t key);
+  /// A key covering the whole arena (ib_get_dma_mr). Throws sdp::VerbsError without an arena.
+  uint32_t dma_mr();
+  /// True when `key` names an MR covering [addr, addr+len) with every access bit of `need`.
+  bool mr_allows(uint32_t key, sdp::Addr addr, uint64_t len, unsigned need);
+  /// A new RC QP in RESET with its CQ sized by `caps`, not yet attached to a peer.
+  std::shared_ptr<Qp> create_qp(const rt::QpCaps& caps);
+  /// The I/O context of the adapter's thread (sockets of QPs and CM streams live on it).
+  boost::asio::io_context& io() { return io_; }
+
+ private:
+  struct Mr {
+    sdp::Addr addr;
+    uint64_t len;
+    unsigned access;
+    bool all_memory;
+  };
+  const sdp::ProcessMemory* memory_;
+  boost::asio::io_context io_;
+  boost::asio::executor_work_guard<boost::asio::io_context::executor_type> guard_;
+  std::thread thread_;
+  std::mutex mr_lock_, qps_lock_;
+  std::map<uint32_t, Mr> mrs_;
+  uint32_t next_key_ = 0x100;
+  uint32_t next_qpn_ = 0x48;  // under qps_lock_
+  std::vector<std::weak_ptr<Qp>> qps_;
+};
+
+/// An RC QP with its own CQ, connected to one peer over one TCP stream (IBA 1.2.1 ch. 9-10;
+/// the QP state machine of ibv_modify_qp(3), driven by the CM as librdmacm does).
+class Qp final : public sdp::Verbs, public std::enable_shared_from_this<Qp> {
+ public:
+  /// The QP states the emulation goes through (ibv_qp_state; SQD and SQE are not emulated).
+  enum class State { Reset, Init, Rtr, Rts, Error };
+
+  /// Called (with the QP's lock held, on any thread) when a completion arrives on an armed CQ:
+  /// a completion event (ibv_get_cq_event(3)). Must not call back into the QP.
+  using EventHandler = std::function<void()>;
+  /// Called (with the QP's lock held, on the I/O thread) when the peer went away: `orderly`
+  /// when it sent a CM DREQ, false when the stream broke. Must not call back into the QP.
+  using LinkHandler = std::function<void(bool orderly, const std::string& why)>;
+
+  /// Use Hca::create_qp.
+  Qp(Hca& hca, uint32_t qpn, const rt::QpCaps& caps);
+
+  // sdp::Verbs
+  uint32_t reg_mr(sdp::Addr addr, uint64_t len, unsigned access) override;
+  uint32_t dma_mr() override;
+  void post_send(const sdp::SendWr& wr) override;
+  void post_recv(const sdp::RecvWr& wr) override;
+  int poll_cq(std::span<sdp::Wc> out) override;
+  bool req_notify_cq() override;
+  uint32_t qp_num() const override { return qpn_; }
+  uint32_t max_send_wr() const override { return caps_.max_send_wr; }
+  uint32_t max_recv_wr() const override { return caps_.max_recv_wr; }
+
+  /// Gives the QP its stream to the peer (connected, CM not yet run). Before to_rts() only.
+  void attach(boost::asio::ip::tcp::socket socket);
+  /// The stream, for the CM messages before to_rts().
+  boost::asio::ip::tcp::socket& socket() { return socket_; }
+  /// RESET -> INIT (receives may be posted).
+  void to_init();
+  /// INIT -> RTR -> RTS with the peer's QPN, and the I/O starts (read loop on the I/O thread).
+  /// Does nothing when the QP is in ERROR already.
+  void to_rts(uint32_t remote_qpn);
+  /// Moves the QP to ERROR (ibv_modify_qp(3) to IBV_QPS_ERR): its WRs flush; the peer is not
+  /// told (no DREQ). `why` is kept for error_reason().
+  void to_error_state(const std::string& why);
+  /// The current state.
+  State state();
+  /// Sets the completion event handler (nullptr: none; events are then seen by wait_cq_event only).
+  void set_event_handler(EventHandler h);
+  /// When on, a WR posted while the QP is in ERROR completes at once with WR_FLUSH_ERR, as
+  /// an HCA does (IBA 10.3.1, ibv_post_send(3) on mlx4 / mlx5); when off (the default, the
+  /// rt::Device face), post_send / post_recv throw sdp::VerbsError then.
+  void set_flush_posts_in_error(bool on);
+  /// Sets the link handler (nullptr: none).
+  void set_link_handler(LinkHandler h);
+  /// Blocks at most timeout_ms for a completion event; true when one came.
+  bool wait_cq_event(int timeout_ms);
+  /// Waits at most timeout_ms until every send WR completed; false on timeout or ERROR.
+  bool drain(int timeout_ms);
+  /// Moves the QP to ERROR at once (its WRs flush) and, when it was connected, sends the CM
+  /// DREQ (rdma_disconnect(3)); close() waits for the DREQ to leave before closing the socket.
+  void disconnect();
+  /// The owner is done: the socket closes (on the I/O thread) and waiters return.
+  void close();
+  /// ibv_modify_qp's rnr_retry (0-7, 7 = for ever). Throws sdp::VerbsError when > 7.
+  void set_rnr_retry(uint8_t n);
+  /// Why the QP went to ERROR ("" while it has not).
+  std::string reason();
+
+ private:
+  /// A WR transmitted (or failed locally) and not yet completed, in PSN order.
+  struct Outstanding {
+    uint32_t psn = 0;
+    sdp::SendWr wr;
+    Frame frame;                              ///< kept for retransmission
+    std::optional<sdp::WcStatus> local_error; ///< failed before transmission (completes in order)
+  };
+
+  // All below run with m_ held; the socket is touched on the I/O thread only.
+  void pump();
+  void send_frame(Frame f);
+  void start_write();
+  void read_length();
+  void read_body(uint32_t n);
+  void on_packet(const Packet& p);
+  void as_responder(const Packet& p);
+  void as_requester(const Packet& p);
+  void retire_acked(uint32_t psn);
+  void retransmit_from(uint32_t psn);
+  void ack(uint32_t psn, uint8_t syndrome);
+  /// Completes the oldest outstanding WR with `status` and moves the QP to ERROR.
+  void fail_front(sdp::WcStatus status, const std::string& why);
+  void complete_send(const sdp::SendWr& wr, sdp::WcStatus status);
+  void push_cqe(const sdp::Wc& wc);
+  /// The QP goes to ERROR: the oldest WR on the wire completes with `first` when given, every
+  /// other WR flushes (IBA 10.3.1), the peer is told nothing more.
+  void to_error(const std::string& why, std::optional<sdp::WcStatus> first);
+  void link_down(const std::string& why, bool orderly);
+  bool gather(const sdp::SendWr& wr, std::vector<uint8_t>& out);
+  bool scatter(const std::array<sdp::Sge, sdp::kMaxSge>& sg, uint8_t n, const std::vector<uint8_t>& data);
+
+  Hca& hca_;
+  uint32_t qpn_, remote_qpn_ = 0;
+  rt::QpCaps caps_;
+  boost::asio::ip::tcp::socket socket_;
+  boost::asio::steady_timer rnr_timer_;
+  std::mutex m_;
+  std::condition_variable cv_;  // completion events, drain, close
+  State state_ = State::Reset;
+  std::string reason_;
+  bool closed_ = false;
+  bool flush_posts_in_error_ = false;
+  EventHandler on_event_;
+  LinkHandler on_link_;
+  // requester
+  std::deque<sdp::SendWr> sq_;          // posted, not yet transmitted
+  std::deque<Outstanding> unacked_;     // transmitted, not yet completed
+  uint32_t sq_outstanding_ = 0;         // posted, not yet completed
+  uint32_t next_psn_ = 0;
+  uint8_t rnr_retry_ = 7, rnr_count_ = 0;
+  bool rnr_waiting_ = false;
+  // responder
+  std::deque<sdp::RecvWr> rq_;
+  uint32_t epsn_ = 0;                   // expected PSN
+  bool nak_sent_ = false;               // discarding until epsn_ comes again
+  // CQ
+  std::deque<sdp::Wc> cq_;
+  bool armed_ = false, event_ = false;
+  // wire
+  std::deque<Frame> wq_;
+  bool writing_ = false, shutdown_after_write_ = false, close_after_write_ = false;
+  std::array<uint8_t, kLengthSize> len_buf_{};
+  std::vector<uint8_t> body_;
+};
+
+}  // namespace hcasim::emu

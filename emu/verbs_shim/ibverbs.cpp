@@ -1,0 +1,475 @@
+// The libibverbs half of the verbs shim (emu/verbs_shim/shim.h): the functions of
+// <infiniband/verbs.h> (rdma-core 44) that hw/rdma_device.cpp calls, with their names, types
+// and return conventions (the man pages of each, section 3), on the emulated HCA; and the
+// context ops behind verbs.h's inline ibv_post_send, ibv_post_recv, ibv_poll_cq and
+// ibv_req_notify_cq.
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <array>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
+#include "emu/verbs_shim/shim.h"
+
+// verbs.h makes ibv_reg_mr a macro (choosing ibv_reg_mr or ibv_reg_mr_iova2 by the access
+// flags); the shim defines the function itself.
+#undef ibv_reg_mr
+
+namespace hcasim::emu::shim {
+
+namespace {
+
+/// The inverse of to_ibv_status, for completions: sdp::WcStatus -> ibv_wc_status (ibv_poll_cq(3)).
+ibv_wc_status to_ibv_status(sdp::WcStatus s) {
+  switch (s) {
+    case sdp::WcStatus::Success: return IBV_WC_SUCCESS;
+    case sdp::WcStatus::LocLenErr: return IBV_WC_LOC_LEN_ERR;
+    case sdp::WcStatus::LocProtErr: return IBV_WC_LOC_PROT_ERR;
+    case sdp::WcStatus::RemAccessErr: return IBV_WC_REM_ACCESS_ERR;
+    case sdp::WcStatus::RemInvReqErr: return IBV_WC_REM_INV_REQ_ERR;
+    case sdp::WcStatus::RetryExcErr: return IBV_WC_RETRY_EXC_ERR;
+    case sdp::WcStatus::RnrRetryExcErr: return IBV_WC_RNR_RETRY_EXC_ERR;
+    case sdp::WcStatus::WrFlushErr: return IBV_WC_WR_FLUSH_ERR;
+  }
+  return IBV_WC_GENERAL_ERR;
+}
+
+ibv_wc_opcode to_ibv_opcode(sdp::WcOpcode op) {
+  switch (op) {
+    case sdp::WcOpcode::Send: return IBV_WC_SEND;
+    case sdp::WcOpcode::RdmaWrite: return IBV_WC_RDMA_WRITE;
+    case sdp::WcOpcode::RdmaRead: return IBV_WC_RDMA_READ;
+    case sdp::WcOpcode::Recv: return IBV_WC_RECV;
+  }
+  return IBV_WC_SEND;
+}
+
+}  // namespace
+
+/// ibv_access_flags -> sdp::Access (remote write implies local write, as ibv_reg_mr(3) requires).
+unsigned to_access(unsigned flags) {
+  unsigned a = 0;
+  if ((flags & IBV_ACCESS_LOCAL_WRITE) != 0) a |= sdp::kLocalWrite;
+  if ((flags & IBV_ACCESS_REMOTE_WRITE) != 0) a |= sdp::kRemoteWrite | sdp::kLocalWrite;
+  if ((flags & IBV_ACCESS_REMOTE_READ) != 0) a |= sdp::kRemoteRead;
+  return a;
+}
+
+namespace {
+
+/// An SGE list of at most sdp::kMaxSge entries into `out`; false when longer.
+template <class Wr>
+bool copy_sges(const Wr& wr, std::array<sdp::Sge, sdp::kMaxSge>& out, uint8_t& n) {
+  if (wr.num_sge < 0 || static_cast<size_t>(wr.num_sge) > sdp::kMaxSge) return false;
+  n = static_cast<uint8_t>(wr.num_sge);
+  for (uint8_t i = 0; i < n; ++i) out[i] = {wr.sg_list[i].addr, wr.sg_list[i].length, wr.sg_list[i].lkey};
+  return true;
+}
+
+/// ops.post_send (ibv_post_send(3)): SEND, RDMA WRITE and RDMA READ; returns 0, or EINVAL (an
+/// unsupported opcode, too many SGEs, the QP not in RTS) / ENOMEM (send queue full) with
+/// *bad_wr at the first WR not posted.
+int post_send(ibv_qp* ibqp, ibv_send_wr* wr, ibv_send_wr** bad_wr) {
+  QpObj* q = qp_of(ibqp);
+  for (; wr != nullptr; wr = wr->next) {
+    sdp::SendWr w;
+    w.wr_id = wr->wr_id;
+    int err = 0;
+    switch (wr->opcode) {
+      case IBV_WR_SEND: w.opcode = sdp::WrOpcode::Send; break;
+      case IBV_WR_RDMA_WRITE: w.opcode = sdp::WrOpcode::RdmaWrite; break;
+      case IBV_WR_RDMA_READ: w.opcode = sdp::WrOpcode::RdmaRead; break;
+      default: err = EINVAL; break;
+    }
+    if (err == 0 && !copy_sges(*wr, w.sg, w.num_sge)) err = EINVAL;
+    if (err == 0) {
+      w.signaled = q->sq_sig_all || (wr->send_flags & IBV_SEND_SIGNALED) != 0;
+      w.inline_data = (wr->send_flags & IBV_SEND_INLINE) != 0;
+      if (w.opcode != sdp::WrOpcode::Send) {
+        w.remote_addr = wr->wr.rdma.remote_addr;
+        w.rkey = wr->wr.rdma.rkey;
+      }
+      try {
+        q->emu->post_send(w);
+      } catch (const sdp::VerbsError&) {
+        err = q->emu->state() == Qp::State::Rts ? ENOMEM : EINVAL;
+      }
+    }
+    if (err != 0) {
+      if (bad_wr != nullptr) *bad_wr = wr;
+      return err;
+    }
+  }
+  return 0;
+}
+
+/// ops.post_recv (ibv_post_recv(3)): returns 0, or EINVAL (too many SGEs, the QP in RESET or
+/// ERROR) / ENOMEM (receive queue full) with *bad_wr at the first WR not posted.
+int post_recv(ibv_qp* ibqp, ibv_recv_wr* wr, ibv_recv_wr** bad_wr) {
+  QpObj* q = qp_of(ibqp);
+  for (; wr != nullptr; wr = wr->next) {
+    sdp::RecvWr w;
+    w.wr_id = wr->wr_id;
+    int err = 0;
+    if (!copy_sges(*wr, w.sg, w.num_sge)) {
+      err = EINVAL;
+    } else {
+      try {
+        q->emu->post_recv(w);
+      } catch (const sdp::VerbsError&) {
+        const Qp::State s = q->emu->state();
+        err = s == Qp::State::Reset || s == Qp::State::Error ? EINVAL : ENOMEM;
+      }
+    }
+    if (err != 0) {
+      if (bad_wr != nullptr) *bad_wr = wr;
+      return err;
+    }
+  }
+  return 0;
+}
+
+/// ops.poll_cq (ibv_poll_cq(3)): up to num_entries completions; the count, or -1 when
+/// num_entries < 0.
+int poll_cq(ibv_cq* ibcq, int num_entries, ibv_wc* wc) {
+  if (num_entries < 0) return -1;
+  Qp* qp = reinterpret_cast<Cq*>(ibcq)->qp.load();
+  if (qp == nullptr) return 0;
+  std::array<sdp::Wc, 32> buf;
+  int total = 0;
+  while (total < num_entries) {
+    const size_t want = std::min<size_t>(buf.size(), static_cast<size_t>(num_entries - total));
+    const int n = qp->poll_cq(std::span<sdp::Wc>(buf.data(), want));
+    for (int i = 0; i < n; ++i) {
+      const sdp::Wc& c = buf[static_cast<size_t>(i)];
+      ibv_wc& w = wc[total++];
+      std::memset(&w, 0, sizeof w);
+      w.wr_id = c.wr_id;
+      w.status = to_ibv_status(c.status);
+      w.opcode = to_ibv_opcode(c.opcode);
+      w.byte_len = c.byte_len;
+      w.qp_num = c.qp_num;
+    }
+    if (static_cast<size_t>(n) < want) break;
+  }
+  return total;
+}
+
+/// ops.req_notify_cq (ibv_req_notify_cq(3)): arms the CQ for its next completion (solicited or
+/// not: the emulation has no solicited events). Returns 0.
+int req_notify_cq(ibv_cq* ibcq, int /*solicited_only*/) {
+  if (Qp* qp = reinterpret_cast<Cq*>(ibcq)->qp.load()) qp->req_notify_cq();
+  return 0;
+}
+
+}  // namespace
+
+Device& device() {
+  static Device* d = [] {
+    auto* dv = new Device;
+    dv->dev.node_type = IBV_NODE_CA;
+    dv->dev.transport_type = IBV_TRANSPORT_IB;
+    std::snprintf(dv->dev.name, sizeof dv->dev.name, "%s", kDeviceName);
+    std::snprintf(dv->dev.dev_name, sizeof dv->dev.dev_name, "uverbs-hcasim0");
+    std::snprintf(dv->dev.dev_path, sizeof dv->dev.dev_path, "/sys/class/infiniband_verbs/uverbs-hcasim0");
+    std::snprintf(dv->dev.ibdev_path, sizeof dv->dev.ibdev_path, "/sys/class/infiniband/%s", kDeviceName);
+    dv->ctx.device = &dv->dev;
+    dv->ctx.ops.poll_cq = poll_cq;
+    dv->ctx.ops.req_notify_cq = req_notify_cq;
+    dv->ctx.ops.post_send = post_send;
+    dv->ctx.ops.post_recv = post_recv;
+    dv->ctx.cmd_fd = -1;
+    dv->ctx.async_fd = -1;
+    dv->ctx.num_comp_vectors = 1;
+    pthread_mutex_init(&dv->ctx.mutex, nullptr);
+    dv->ctx.abi_compat = nullptr;  // not a verbs_context: the extended verbs find nothing
+    dv->hca = std::make_unique<Hca>(nullptr);
+    return dv;
+  }();
+  return *d;
+}
+
+void CompChannel::notify(ibv_cq* cq) {
+  std::lock_guard g(m);
+  events.push_back(cq);
+  const char one = 1;
+  if (::write(write_fd, &one, 1) < 0) {
+    // Full pipe (64 KiB of unread events): the reader has plenty to read already.
+  }
+}
+
+QpObj* create_qp(ibv_pd* pd, ibv_qp_init_attr* attr) {
+  if (pd == nullptr || attr == nullptr || attr->qp_type != IBV_QPT_RC || attr->srq != nullptr ||
+      attr->send_cq == nullptr || attr->send_cq != attr->recv_cq) {
+    errno = attr != nullptr && attr->qp_type != IBV_QPT_RC ? EOPNOTSUPP : EINVAL;
+    return nullptr;
+  }
+  ibv_qp_cap& cap = attr->cap;
+  if (cap.max_send_sge > sdp::kMaxSge || cap.max_recv_sge > sdp::kMaxSge || cap.max_send_wr == 0 ||
+      cap.max_send_wr > static_cast<uint32_t>(kMaxQpWr) || cap.max_recv_wr > static_cast<uint32_t>(kMaxQpWr) ||
+      cap.max_inline_data > kMaxMessage) {
+    errno = EINVAL;
+    return nullptr;
+  }
+  auto* cq = reinterpret_cast<Cq*>(attr->send_cq);
+  if (cq->qp.load() != nullptr) {  // one QP per CQ: the emulated QP owns its CQ
+    errno = EINVAL;
+    return nullptr;
+  }
+  auto* q = new QpObj;
+  const rt::QpCaps caps{cap.max_send_wr, cap.max_recv_wr, static_cast<uint32_t>(cq->cq.cqe)};
+  q->emu = device().hca->create_qp(caps);
+  q->cq = cq;
+  q->sq_sig_all = attr->sq_sig_all != 0;
+  q->qp.context = pd->context;
+  q->qp.qp_context = attr->qp_context;
+  q->qp.pd = pd;
+  q->qp.send_cq = attr->send_cq;
+  q->qp.recv_cq = attr->recv_cq;
+  q->qp.qp_num = q->emu->qp_num();
+  q->qp.state = IBV_QPS_INIT;
+  q->qp.qp_type = IBV_QPT_RC;
+  pthread_mutex_init(&q->qp.mutex, nullptr);
+  pthread_cond_init(&q->qp.cond, nullptr);
+  cap.max_send_sge = cap.max_recv_sge = sdp::kMaxSge;
+  if (ibv_comp_channel* ch = cq->cq.channel) {
+    auto* channel = reinterpret_cast<CompChannel*>(ch);
+    ibv_cq* ibcq = &cq->cq;
+    q->emu->set_event_handler([channel, ibcq] { channel->notify(ibcq); });
+  }
+  q->emu->set_flush_posts_in_error(true);
+  q->emu->to_init();  // rdma_create_qp(3): ready for receives
+  cq->qp.store(q->emu.get());
+  return q;
+}
+
+void destroy_qp(QpObj* q) {
+  q->emu->close();
+  q->cq->qp.store(nullptr);
+  pthread_cond_destroy(&q->qp.cond);
+  pthread_mutex_destroy(&q->qp.mutex);
+  delete q;
+}
+
+}  // namespace hcasim::emu::shim
+
+using hcasim::emu::shim::CompChannel;
+using hcasim::emu::shim::Cq;
+using hcasim::emu::shim::device;
+
+/// ibv_get_device_list(3): the emulated device alone; *num_devices = 1. Free with
+/// ibv_free_device_list. Null with errno ENOMEM when out of memory.
+ibv_device** ibv_get_device_list(int* num_devices) {
+  auto** list = static_cast<ibv_device**>(std::calloc(2, sizeof(ibv_device*)));
+  if (list == nullptr) {
+    errno = ENOMEM;
+    return nullptr;
+  }
+  list[0] = &device().dev;
+  if (num_devices != nullptr) *num_devices = 1;
+  return list;
+}
+
+/// ibv_free_device_list(3).
+void ibv_free_device_list(ibv_device** list) { std::free(list); }
+
+/// ibv_get_device_name(3): "hcasim_emu0".
+const char* ibv_get_device_name(ibv_device* dev) { return dev != nullptr ? dev->name : nullptr; }
+
+/// ibv_query_device(3): the emulated device's limits (shim.h: kMaxQpWr, kMaxCqe, kRdAtom;
+/// sdp::kMaxSge SGEs). Returns 0, or EINVAL for a null argument.
+int ibv_query_device(ibv_context* context, ibv_device_attr* attr) {
+  if (context == nullptr || attr == nullptr) return EINVAL;
+  std::memset(attr, 0, sizeof *attr);
+  std::snprintf(attr->fw_ver, sizeof attr->fw_ver, "hcasim-emu");
+  attr->max_mr_size = UINT64_MAX;
+  attr->page_size_cap = 4096;
+  attr->max_qp = 1 << 16;
+  attr->max_qp_wr = hcasim::emu::shim::kMaxQpWr;
+  attr->max_sge = static_cast<int>(hcasim::sdp::kMaxSge);
+  attr->max_sge_rd = static_cast<int>(hcasim::sdp::kMaxSge);
+  attr->max_cq = 1 << 16;
+  attr->max_cqe = hcasim::emu::shim::kMaxCqe;
+  attr->max_mr = 1 << 20;
+  attr->max_pd = 1;
+  attr->max_qp_rd_atom = hcasim::emu::shim::kRdAtom;
+  attr->max_res_rd_atom = hcasim::emu::shim::kRdAtom << 16;
+  attr->max_qp_init_rd_atom = hcasim::emu::shim::kRdAtom;
+  attr->atomic_cap = IBV_ATOMIC_NONE;
+  attr->max_pkeys = 1;
+  attr->phys_port_cnt = 1;
+  return 0;
+}
+
+/// ibv_alloc_pd(3): the device's PD (one protection domain: every PD shares the MR table).
+ibv_pd* ibv_alloc_pd(ibv_context* context) {
+  auto* pd = new (std::nothrow) ibv_pd{};
+  if (pd == nullptr) {
+    errno = ENOMEM;
+    return nullptr;
+  }
+  pd->context = context;
+  return pd;
+}
+
+/// ibv_dealloc_pd(3). Returns 0.
+int ibv_dealloc_pd(ibv_pd* pd) {
+  delete pd;
+  return 0;
+}
+
+/// ibv_reg_mr_iova2(3): registers [addr, addr+length) of this process; the iova must be addr
+/// (the emulated HCA addresses memory by virtual address). lkey = rkey. Null with errno EINVAL
+/// otherwise.
+ibv_mr* ibv_reg_mr_iova2(ibv_pd* pd, void* addr, size_t length, uint64_t iova, unsigned int access) {
+  if (pd == nullptr || iova != reinterpret_cast<uintptr_t>(addr)) {
+    errno = EINVAL;
+    return nullptr;
+  }
+  auto* mr = new ibv_mr{};
+  mr->context = pd->context;
+  mr->pd = pd;
+  mr->addr = addr;
+  mr->length = length;
+  mr->lkey = mr->rkey = device().hca->reg_mr(reinterpret_cast<uintptr_t>(addr), length, hcasim::emu::shim::to_access(access));
+  return mr;
+}
+
+/// ibv_reg_mr(3) (the symbol verbs.h's ibv_reg_mr macro calls for constant access flags).
+ibv_mr* ibv_reg_mr(ibv_pd* pd, void* addr, size_t length, int access) {
+  return ibv_reg_mr_iova2(pd, addr, length, reinterpret_cast<uintptr_t>(addr), static_cast<unsigned>(access));
+}
+
+/// ibv_dereg_mr(3). Returns 0, or EINVAL for an MR the device does not know.
+int ibv_dereg_mr(ibv_mr* mr) {
+  if (mr == nullptr || !device().hca->dereg_mr(mr->lkey)) return EINVAL;
+  delete mr;
+  return 0;
+}
+
+/// ibv_create_comp_channel(3): its fd (a pipe's read end, close-on-exec) polls readable while
+/// completion events wait. Null with errno set by pipe2(2) on failure.
+ibv_comp_channel* ibv_create_comp_channel(ibv_context* context) {
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) != 0) return nullptr;
+  ::fcntl(fds[1], F_SETFL, O_NONBLOCK);
+  auto* c = new CompChannel;
+  c->ch.context = context;
+  c->ch.fd = fds[0];
+  c->write_fd = fds[1];
+  return &c->ch;
+}
+
+/// ibv_destroy_comp_channel(3). Returns 0.
+int ibv_destroy_comp_channel(ibv_comp_channel* channel) {
+  auto* c = reinterpret_cast<CompChannel*>(channel);
+  ::close(c->ch.fd);
+  ::close(c->write_fd);
+  delete c;
+  return 0;
+}
+
+/// ibv_create_cq(3): a CQ of `cqe` entries (at most kMaxCqe; null with errno EINVAL beyond)
+/// whose events go to `channel` (may be null). One QP may be created on it.
+ibv_cq* ibv_create_cq(ibv_context* context, int cqe, void* cq_context, ibv_comp_channel* channel, int /*comp_vector*/) {
+  if (cqe < 1 || cqe > hcasim::emu::shim::kMaxCqe) {
+    errno = EINVAL;
+    return nullptr;
+  }
+  auto* cq = new Cq;
+  cq->cq.context = context;
+  cq->cq.channel = channel;
+  cq->cq.cq_context = cq_context;
+  cq->cq.cqe = cqe;
+  pthread_mutex_init(&cq->cq.mutex, nullptr);
+  pthread_cond_init(&cq->cq.cond, nullptr);
+  return &cq->cq;
+}
+
+/// ibv_destroy_cq(3). Returns 0, or EBUSY while a QP is still on it.
+int ibv_destroy_cq(ibv_cq* ibcq) {
+  auto* cq = reinterpret_cast<Cq*>(ibcq);
+  if (cq->qp.load() != nullptr) return EBUSY;
+  pthread_cond_destroy(&cq->cq.cond);
+  pthread_mutex_destroy(&cq->cq.mutex);
+  delete cq;
+  return 0;
+}
+
+/// ibv_get_cq_event(3): the next completion event of `channel` (blocks unless its fd is
+/// non-blocking). 0 with *cq and *cq_context set, or -1 with errno (EAGAIN when non-blocking
+/// and none waits).
+int ibv_get_cq_event(ibv_comp_channel* channel, ibv_cq** cq, void** cq_context) {
+  auto* c = reinterpret_cast<CompChannel*>(channel);
+  char b = 0;
+  if (::read(c->ch.fd, &b, 1) != 1) return -1;
+  std::lock_guard g(c->m);
+  if (c->events.empty()) {
+    errno = EAGAIN;
+    return -1;
+  }
+  *cq = c->events.front();
+  c->events.pop_front();
+  *cq_context = (*cq)->cq_context;
+  return 0;
+}
+
+/// ibv_ack_cq_events(3): counted, nothing to wait for.
+void ibv_ack_cq_events(ibv_cq* cq, unsigned int nevents) {
+  if (cq != nullptr) cq->comp_events_completed += nevents;
+}
+
+/// ibv_modify_qp(3), IBV_QP_STATE only: to IBV_QPS_ERR (the WRs flush; the peer is not told)
+/// or IBV_QPS_INIT from RESET; the CM (rdma_connect / rdma_accept) makes RTR and RTS. Other
+/// attributes are ignored. Returns 0, or EINVAL for another transition.
+int ibv_modify_qp(ibv_qp* qp, ibv_qp_attr* attr, int attr_mask) {
+  if (qp == nullptr || attr == nullptr) return EINVAL;
+  if ((attr_mask & IBV_QP_STATE) == 0) return 0;
+  auto* q = hcasim::emu::shim::qp_of(qp);
+  switch (attr->qp_state) {
+    case IBV_QPS_ERR:
+      q->emu->to_error_state("moved to the error state by ibv_modify_qp");
+      qp->state = IBV_QPS_ERR;
+      return 0;
+    case IBV_QPS_INIT:
+      q->emu->to_init();
+      return q->emu->state() == hcasim::emu::Qp::State::Init ? 0 : EINVAL;
+    default:
+      return EINVAL;
+  }
+}
+
+/// ibv_wc_status_str(3): rdma-core's text for each status.
+const char* ibv_wc_status_str(ibv_wc_status status) {
+  static constexpr std::array<const char*, 24> kText = {
+      "success",
+      "local length error",
+      "local QP operation error",
+      "local EE context operation error",
+      "local protection error",
+      "Work Request Flushed Error",
+      "memory management operation error",
+      "bad response error",
+      "local access error",
+      "remote invalid request error",
+      "remote access error",
+      "remote operation error",
+      "transport retry counter exceeded",
+      "RNR retry counter exceeded",
+      "local RDD violation error",
+      "remote invalid RD request",
+      "aborted error",
+      "invalid EE context number",
+      "invalid EE context state",
+      "fatal error",
+      "response timeout error",
+      "general error",
+      "TM error",
+      "TM software rendezvous",
+  };
+  const auto i = static_cast<size_t>(status);
+  return i < kText.size() ? kText[i] : "unknown";
+}

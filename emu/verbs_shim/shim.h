@@ -1,0 +1,88 @@
+#pragma once
+/// \file The verbs shim's objects: the emulated HCA (emu/emu_qp.h) behind libibverbs' and
+/// librdmacm's own types, so that a program built for rdma-core 44 (hw/rdma_device.cpp) runs on
+/// it when libhcasim-verbs-emu.so is LD_PRELOADed in front of libibverbs and librdmacm.
+///
+/// Each rdma-core object is a real `struct ibv_*` / `struct rdma_*` embedded first in a shim
+/// object, so the pointers the program holds are the ones verbs.h's inline functions read:
+/// ibv_post_send, ibv_post_recv, ibv_poll_cq and ibv_req_notify_cq dispatch through
+/// `qp->context->ops` / `cq->context->ops`, which the shim fills. The context is a plain
+/// `struct ibv_context` with `abi_compat` NULL, so verbs_get_ctx() finds no `verbs_context`
+/// and every extended verb (ibv_query_device_ex, ibv_create_cq_ex, ...) reports EOPNOTSUPP.
+///
+/// One device, kDeviceName, with one port. Emulated, as emu/emu_device.h says: one PD's
+/// protection (lkey = rkey), RC QPs whose send and receive queues share one CQ, one QP per CQ.
+/// The CM runs over TCP on the RDMA CM address itself: rdma_listen on IP:port listens on that
+/// TCP IP:port, rdma_connect to IP:port connects there (emu/wire.h: REQ / REP / RTU / REJ / DREQ).
+#include <infiniband/verbs.h>
+#include <rdma/rdma_cma.h>
+
+#include <atomic>
+#include <deque>
+#include <memory>
+#include <mutex>
+
+#include "emu/emu_qp.h"
+
+namespace hcasim::emu::shim {
+
+/// The emulated device's name (ibv_get_device_name(3)).
+inline constexpr const char* kDeviceName = "hcasim_emu0";
+/// RDMA reads outstanding per QP each way the device allows (ibv_device_attr max_qp_rd_atom,
+/// max_qp_init_rd_atom), also reported in CONNECT_REQUEST events (the emulated REQ does not
+/// carry the peer's).
+inline constexpr int kRdAtom = 16;
+/// Largest queue depth (max_qp_wr) and CQ size (max_cqe), entries.
+inline constexpr int kMaxQpWr = 16384;
+inline constexpr int kMaxCqe = 65536;
+
+/// The one emulated device: its ibv_device, its ibv_context (the one rdma_get_devices(3)
+/// returns and every cm_id is bound to) and the emulated adapter. Created on first use, never
+/// destroyed (libibverbs keeps its devices open until exit too).
+struct Device {
+  ibv_device dev{};
+  ibv_context ctx{};
+  std::unique_ptr<Hca> hca;
+};
+/// The device, created on first call (thread-safe).
+Device& device();
+
+/// ibv_comp_channel(3): a pipe whose read end is `ch.fd`; one byte per completion event, the
+/// CQs of the events in `events`.
+struct CompChannel {
+  ibv_comp_channel ch{};
+  int write_fd = -1;
+  std::mutex m;
+  std::deque<ibv_cq*> events;
+  /// Queues an event for `cq` and makes `ch.fd` readable.
+  void notify(ibv_cq* cq);
+};
+
+/// ibv_cq: completions come from the one QP created on it (`qp`, null before and after).
+struct Cq {
+  ibv_cq cq{};
+  std::atomic<Qp*> qp{nullptr};
+};
+
+/// ibv_qp: the emulated QP.
+struct QpObj {
+  ibv_qp qp{};
+  std::shared_ptr<Qp> emu;
+  Cq* cq = nullptr;
+  bool sq_sig_all = false;
+};
+
+/// Creates an RC QP on `pd` for rdma_create_qp(3) (ibv_create_qp(3)'s checks: RC only, one CQ
+/// for both queues with no QP on it yet, at most sdp::kMaxSge SGEs and kMaxQpWr WRs; the
+/// caps actually given are written back). The QP is in INIT. Returns null with errno set
+/// (EINVAL, EOPNOTSUPP) when refused.
+QpObj* create_qp(ibv_pd* pd, ibv_qp_init_attr* attr);
+/// Destroys a QP of create_qp (its emulated QP closes; its CQ is free again).
+void destroy_qp(QpObj* qp);
+/// ibv_access_flags bits -> sdp::Access bits (remote write implies local write, as
+/// ibv_reg_mr(3) requires).
+unsigned to_access(unsigned flags);
+/// The shim object of an ibv_qp the shim created.
+inline QpObj* qp_of(ibv_qp* qp) { return reinterpret_cast<QpObj*>(qp); }
+
+}  // namespace hcasim::emu::shim

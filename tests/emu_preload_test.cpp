@@ -1,0 +1,334 @@
+// The hardware binaries on the emulated HCA: hcasim-sdp-server and hcasim-sdp-client built for
+// rdma-core (hw/rdma_device.cpp, no --device, HCASIM_DEVICE unset) run with the verbs shim
+// (libhcasim-verbs-emu.so, emu/verbs_shim/) LD_PRELOADed in front of libibverbs and librdmacm:
+// 256 MiB streams checked by CRC-32 (bcopy and bzcopy), a refused connection, and the check that
+// the client is the hardware binary (it links libibverbs); the REJ paths both ways, and the
+// emulate-mode programs (--device emu) talking to the preloaded ones.
+#include <gtest/gtest.h>
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <sstream>
+#include <thread>
+
+#include "emu/wire.h"
+
+extern char** environ;
+
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+std::string slurp(const fs::path& p) {
+  std::ifstream f(p);
+  std::stringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+/// A child process with stdout and stderr in files of a scratch directory, the environment of
+/// this one less HCASIM_DEVICE and LD_PRELOAD, plus LD_PRELOAD=`preload` when not empty.
+class Proc {
+ public:
+  Proc(const std::string& name, std::vector<std::string> args, const std::string& preload = HCASIM_VERBS_SHIM) {
+    dir_ = fs::temp_directory_path() / ("hcasim-preload-" + std::to_string(::getpid()) + "-" + name);
+    fs::create_directories(dir_);
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 1, (dir_ / "out").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    posix_spawn_file_actions_addopen(&fa, 2, (dir_ / "err").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    std::vector<std::string> env_s;
+    for (char** e = environ; *e; ++e) {
+      const std::string v(*e);
+      if (v.rfind("HCASIM_DEVICE=", 0) != 0 && v.rfind("LD_PRELOAD=", 0) != 0) env_s.push_back(v);
+    }
+    if (!preload.empty()) env_s.push_back("LD_PRELOAD=" + preload);
+    std::vector<char*> env;
+    for (auto& e : env_s) env.push_back(e.data());
+    env.push_back(nullptr);
+    if (posix_spawn(&pid_, argv[0], &fa, nullptr, argv.data(), env.data()) != 0) pid_ = -1;
+    posix_spawn_file_actions_destroy(&fa);
+  }
+  ~Proc() {
+    if (pid_ > 0 && !done_) {
+      ::kill(pid_, SIGKILL);
+      ::waitpid(pid_, nullptr, 0);
+    }
+    fs::remove_all(dir_);
+  }
+  Proc(const Proc&) = delete;
+  Proc& operator=(const Proc&) = delete;
+  /// Waits at most `limit`; returns the exit status, or -1 when it did not end.
+  int wait(std::chrono::milliseconds limit) {
+    const auto until = Clock::now() + limit;
+    while (Clock::now() < until) {
+      int st = 0;
+      if (::waitpid(pid_, &st, WNOHANG) == pid_) {
+        done_ = true;
+        return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return -1;
+  }
+  void kill9() { ::kill(pid_, SIGKILL); }
+  std::string out() const { return slurp(dir_ / "out"); }
+  std::string err() const { return slurp(dir_ / "err"); }
+  /// The server's port, from its "listening on port N" line (waits at most 5 s).
+  int port() const {
+    static const std::regex re("listening on port ([0-9]+)");
+    for (auto until = Clock::now() + std::chrono::seconds(5); Clock::now() < until;) {
+      std::smatch m;
+      const std::string e = err();
+      if (std::regex_search(e, m, re)) return std::stoi(m[1]);
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return -1;
+  }
+
+ private:
+  fs::path dir_;
+  pid_t pid_ = -1;
+  bool done_ = false;
+};
+
+int lines(const std::string& s) { return static_cast<int>(std::count(s.begin(), s.end(), '\n')); }
+
+/// Streams 256 MiB (netperf's -l -BYTES) between the preloaded hardware binaries with the
+/// given sdp_zcopy_thresh and send size; checks both CRC-32s, the device and the bzcopy count;
+/// prints netperf's throughput line.
+void stream(const std::string& name, const std::string& zcopy_thresh, const std::string& send_size, bool expect_bzcopy) {
+  Proc srv(name + "-server", {HCASIM_SDP_SERVER, "-p", "0", "--once"});
+  const int port = srv.port();
+  ASSERT_GT(port, 0) << srv.err();
+  EXPECT_NE(srv.err().find("(device hcasim_emu0)"), std::string::npos) << srv.err();
+  Proc cli(name + "-client", {HCASIM_SDP_CLIENT, "-p", std::to_string(port), "-l", "-268435456", "--set",
+                              "sdp.zcopy_thresh=" + zcopy_thresh, "--", "-m", send_size});
+  ASSERT_EQ(cli.wait(std::chrono::minutes(5)), 0) << cli.err();
+  ASSERT_EQ(srv.wait(std::chrono::seconds(10)), 0) << srv.err();
+  const std::string err = cli.err();
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(err, m, std::regex("device hcasim_emu0: sent 268435456 bytes crc32 ([0-9a-f]{8}), the "
+                                                   "server received 268435456 bytes crc32 ([0-9a-f]{8}): match")))
+      << err;
+  EXPECT_EQ(m[1], m[2]);
+  EXPECT_NE(srv.err().find("received 268435456 bytes"), std::string::npos) << srv.err();
+  EXPECT_NE(srv.err().find("crc32 " + m[1].str()), std::string::npos) << srv.err();
+  ASSERT_TRUE(std::regex_search(err, m, std::regex("([0-9]+) send calls, ([0-9]+) of them bzcopy"))) << err;
+  if (expect_bzcopy)
+    EXPECT_EQ(m[1], m[2]) << "every send at or above sdp_zcopy_thresh is bzcopy";
+  else
+    EXPECT_EQ(m[2], "0");
+  const std::string out = cli.out();
+  ASSERT_TRUE(std::regex_search(
+      out, m, std::regex(R"(\n(\d+) +(\d+) +(\d+) +([0-9.]+) +([0-9.]+) *\n)")))
+      << out;
+  EXPECT_EQ(m[3], send_size == "64K" ? "65536" : "131072");
+  EXPECT_GT(std::stod(m[5]), 0.0);
+  std::printf("%s: 256 MiB SDP stream, hardware binaries on the verbs shim: %s 10^6bits/s in %s s\n%s", name.c_str(),
+              m[5].str().c_str(), m[4].str().c_str(), out.c_str());
+}
+
+}  // namespace
+
+TEST(VerbsShim, ClientIsTheHardwareBinary) {
+  Proc ldd("ldd", {"/usr/bin/ldd", HCASIM_SDP_CLIENT}, "");
+  ASSERT_EQ(ldd.wait(std::chrono::seconds(10)), 0) << ldd.err();
+  EXPECT_NE(ldd.out().find("libibverbs.so"), std::string::npos) << ldd.out();
+  EXPECT_NE(ldd.out().find("librdmacm.so"), std::string::npos) << ldd.out();
+  // Without the shim the same binary finds no device (this machine has no RDMA) ...
+  Proc bare("bare", {HCASIM_SDP_CLIENT, "-l1"}, "");
+  EXPECT_EQ(bare.wait(std::chrono::seconds(10)), 1);
+  EXPECT_NE(bare.err().find("no RDMA device"), std::string::npos) << bare.err();
+}
+
+TEST(VerbsShim, BcopyStreamArrivesIntact) { stream("bcopy", "0", "64K", false); }
+
+TEST(VerbsShim, BzcopyStreamArrivesIntact) { stream("bzcopy", "65536", "128K", true); }
+
+TEST(VerbsShim, NamedDeviceIsFound) {
+  Proc srv("named-server", {HCASIM_SDP_SERVER, "--device", "hcasim_emu0", "-p", "0", "--once"});
+  const int port = srv.port();
+  ASSERT_GT(port, 0) << srv.err();
+  Proc cli("named-client", {HCASIM_SDP_CLIENT, "--device", "hcasim_emu0", "-H", "127.0.0.1", "-p",
+                            std::to_string(port), "-l", "-1048576"});
+  EXPECT_EQ(cli.wait(std::chrono::seconds(60)), 0) << cli.err();
+  EXPECT_EQ(srv.wait(std::chrono::seconds(10)), 0) << srv.err();
+  EXPECT_NE(cli.err().find(": match"), std::string::npos) << cli.err();
+}
+
+TEST(VerbsShim, NobodyListeningIsARejectInOneLine) {
+  int port = 0;
+  {
+    Proc srv("refused-server", {HCASIM_SDP_SERVER, "-p", "0", "--once"});
+    port = srv.port();
+    ASSERT_GT(port, 0) << srv.err();
+    srv.kill9();
+    srv.wait(std::chrono::seconds(5));
+  }
+  Proc cli("refused-client", {HCASIM_SDP_CLIENT, "-H", "127.0.0.1", "-p", std::to_string(port), "-l", "1"});
+  EXPECT_EQ(cli.wait(std::chrono::seconds(20)), 1);
+  const std::string err = cli.err();
+  EXPECT_EQ(lines(err), 1) << err;
+  EXPECT_EQ(err, "hcasim-sdp-client: connection to 127.0.0.1:" + std::to_string(port) +
+                     " refused: nothing listens there (IB CM REJ reason 8, invalid service ID)\n");
+  std::printf("%s", err.c_str());
+}
+
+TEST(VerbsShim, ServerKilledMidStreamEndsTheClientWithAnError) {
+  Proc srv("srvkill-server", {HCASIM_SDP_SERVER, "-p", "0", "--once"});
+  const int port = srv.port();
+  ASSERT_GT(port, 0) << srv.err();
+  Proc cli("srvkill-client", {HCASIM_SDP_CLIENT, "-p", std::to_string(port), "-l", "30"});
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  srv.kill9();
+  const auto t0 = Clock::now();
+  EXPECT_EQ(cli.wait(std::chrono::seconds(10)), 1) << "the client hangs";
+  EXPECT_LT(std::chrono::duration<double>(Clock::now() - t0).count(), 5.0);
+  const std::string err = cli.err();
+  EXPECT_EQ(lines(err), 1) << err;
+  std::printf("client after the server was killed: %s", err.c_str());
+}
+
+namespace {
+
+/// A TCP socket on 127.0.0.1 speaking the emulated CM by hand (emu/wire.h), for the REJ paths.
+class RawPeer {
+ public:
+  /// Listens on 127.0.0.1, any free port.
+  RawPeer() : fd_(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)) {
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof a;
+    if (::bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || ::listen(fd_, 1) != 0 ||
+        ::getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len) != 0)
+      throw std::runtime_error("RawPeer: cannot listen");
+    port_ = ntohs(a.sin_port);
+  }
+  /// Connects to 127.0.0.1:port.
+  explicit RawPeer(int port) : fd_(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)) {
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    a.sin_port = htons(static_cast<uint16_t>(port));
+    if (::connect(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) throw std::runtime_error("RawPeer: cannot connect");
+  }
+  ~RawPeer() { ::close(fd_); }
+  RawPeer(const RawPeer&) = delete;
+  RawPeer& operator=(const RawPeer&) = delete;
+  int port() const { return port_; }
+  /// Takes the one connection (the listening socket is closed).
+  void accept() {
+    const int c = ::accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC);
+    if (c < 0) throw std::runtime_error("RawPeer: accept failed");
+    ::close(fd_);
+    fd_ = c;
+  }
+  void send(const hcasim::emu::Packet& p) {
+    const std::vector<uint8_t> f = hcasim::emu::encode(p);
+    if (::write(fd_, f.data(), f.size()) != static_cast<ssize_t>(f.size())) throw std::runtime_error("RawPeer: write");
+  }
+  hcasim::emu::Packet receive() {
+    std::array<uint8_t, hcasim::emu::kLengthSize> len{};
+    read_exact(len.data(), len.size());
+    std::vector<uint8_t> body(hcasim::emu::decode_length(len));
+    read_exact(body.data(), body.size());
+    return hcasim::emu::decode(body);
+  }
+
+ private:
+  void read_exact(uint8_t* p, size_t n) {
+    while (n > 0) {
+      const ssize_t k = ::read(fd_, p, n);
+      if (k <= 0) throw std::runtime_error("RawPeer: connection closed");
+      p += k;
+      n -= static_cast<size_t>(k);
+    }
+  }
+  int fd_;
+  int port_ = 0;
+};
+
+}  // namespace
+
+TEST(VerbsShim, RejectFromThePeerIsOneLineWithItsReason) {
+  RawPeer peer;
+  Proc cli("rej-client", {HCASIM_SDP_CLIENT, "-H", "127.0.0.1", "-p", std::to_string(peer.port()), "-l", "1"});
+  peer.accept();
+  const hcasim::emu::Packet req = peer.receive();
+  ASSERT_EQ(req.op, hcasim::emu::Op::CmReq);
+  EXPECT_LE(req.payload.size(), 56u) << "RDMA_PS_TCP leaves 56 bytes of REQ private data";
+  const std::string why = "go away";
+  peer.send({.op = hcasim::emu::Op::CmRej, .payload = std::vector<uint8_t>(why.begin(), why.end())});
+  EXPECT_EQ(cli.wait(std::chrono::seconds(20)), 1);
+  EXPECT_EQ(cli.err(), "hcasim-sdp-client: connection with 127.0.0.1:" + std::to_string(peer.port()) +
+                           " rejected: go away (IB CM REJ reason 28, consumer defined)\n");
+  std::printf("%s", cli.err().c_str());
+}
+
+TEST(VerbsShim, ServerRejectsABadHelloWithItsReason) {
+  Proc srv("rej-server", {HCASIM_SDP_SERVER, "-p", "0", "--once"});
+  const int port = srv.port();
+  ASSERT_GT(port, 0) << srv.err();
+  RawPeer peer(port);
+  peer.send({.op = hcasim::emu::Op::CmReq, .local_qpn = 0x99, .payload = std::vector<uint8_t>(56, 0xAB)});
+  const hcasim::emu::Packet rej = peer.receive();
+  ASSERT_EQ(rej.op, hcasim::emu::Op::CmRej);
+  const std::string why(rej.payload.begin(), rej.payload.end());
+  EXPECT_FALSE(why.empty());
+  EXPECT_EQ(srv.wait(std::chrono::seconds(10)), 1) << srv.err();
+  EXPECT_NE(srv.err().find("rejected connection from 127.0.0.1:"), std::string::npos) << srv.err();
+  std::printf("REJ private data: %s\nserver: %s", why.c_str(), srv.err().c_str());
+}
+
+TEST(VerbsShim, TheEmulatedDeviceAndTheShimSpeakTheSameWire) {
+  // hardware binary (shim) server, emulate-mode client, and the other way round.
+  for (const bool shim_server : {true, false}) {
+    std::vector<std::string> sargs{HCASIM_SDP_SERVER, "-p", "0", "--once"};
+    std::vector<std::string> cargs{HCASIM_SDP_CLIENT, "-l", "-16777216"};
+    if (shim_server)
+      cargs.insert(cargs.begin() + 1, {"--device", "emu"});
+    else
+      sargs.insert(sargs.begin() + 1, {"--device", "emu"});
+    Proc srv("wire-server", sargs, shim_server ? HCASIM_VERBS_SHIM : "");
+    const int port = srv.port();
+    ASSERT_GT(port, 0) << srv.err();
+    cargs.insert(cargs.end(), {"-p", std::to_string(port)});
+    Proc cli("wire-client", cargs, shim_server ? "" : HCASIM_VERBS_SHIM);
+    EXPECT_EQ(cli.wait(std::chrono::seconds(60)), 0) << cli.err();
+    EXPECT_EQ(srv.wait(std::chrono::seconds(10)), 0) << srv.err();
+    EXPECT_NE(cli.err().find(": match"), std::string::npos) << cli.err();
+  }
+}
+
+TEST(VerbsShim, ClientKilledMidStreamEndsTheServerWithAnError) {
+  Proc srv("clikill-server", {HCASIM_SDP_SERVER, "-p", "0", "--once"});
+  const int port = srv.port();
+  ASSERT_GT(port, 0) << srv.err();
+  Proc cli("clikill-client", {HCASIM_SDP_CLIENT, "-p", std::to_string(port), "-l", "30"});
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  cli.kill9();
+  const auto t0 = Clock::now();
+  EXPECT_EQ(srv.wait(std::chrono::seconds(10)), 1) << "the server hangs";
+  EXPECT_LT(std::chrono::duration<double>(Clock::now() - t0).count(), 5.0);
+  const std::string err = srv.err();
+  EXPECT_EQ(lines(err), 2) << err;  // "listening on", then the error
+  std::printf("server after the client was killed: %s", err.c_str());
+}
