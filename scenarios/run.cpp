@@ -445,7 +445,7 @@ std::vector<std::string> split_command_line(std::string_view text) {
     } else if (c == '\'') {
       const size_t end = text.find('\'', i + 1);
       if (end == std::string_view::npos)
-        throw InputError(fmt::format("unterminated single quote in: {}", text));
+        throw InputError(fmt::format("unterminated single quote in: {}", one_line(text)));
       word.append(text.substr(i + 1, end - i - 1));
       i = end;
       in_word = true;
@@ -453,7 +453,7 @@ std::vector<std::string> split_command_line(std::string_view text) {
       size_t j = i + 1;
       for (;; ++j) {
         if (j >= text.size())
-          throw InputError(fmt::format("unterminated double quote in: {}", text));
+          throw InputError(fmt::format("unterminated double quote in: {}", one_line(text)));
         if (text[j] == '"') break;
         if (text[j] == '\\' && j + 1 < text.size() &&
             std::string_view("\"\\$`").find(text[j + 1]) != std::string_view::npos)
