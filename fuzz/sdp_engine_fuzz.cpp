@@ -145,7 +145,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   FuzzHost host;
   FuzzVerbs verbs;
   SdpConfig cfg;
-  cfg.zcopy_thresh = (s.u8() & 1) ? 8192 : 0;
+  const uint8_t mode = s.u8();
+  cfg.zcopy_thresh = (mode & 1) ? 8192 : 0;
+  if (mode & 2) {  // small rings and buffers (fast to set up, rings wrap sooner); else OFED 1.3's
+    cfg.tx_ring = cfg.rx_ring = 8;
+    cfg.max_recv_size = 8192;
+  }
   const bool active = s.u8() & 1;
   SdpSocket sock(host, verbs, cfg, "fuzz");
   const Addr user = host.memory().allocate(1 << 17, DataMode::Bytes);

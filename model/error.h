@@ -6,11 +6,14 @@
 
 namespace hcasim {
 
-/// Bad input from the user. what() is one line naming the flag, key or file:line at fault;
-/// the command line prints it after "hcasim: " and exits with status 2.
+std::string one_line(std::string_view text);
+
+/// Bad input from the user. what() is one line naming the flag, key or file:line at fault
+/// (the message is passed through one_line(), so quoted input cannot break it); the command
+/// line prints it after "hcasim: " and exits with status 2.
 class InputError : public std::runtime_error {
  public:
-  explicit InputError(const std::string& what) : std::runtime_error(what) {}
+  explicit InputError(const std::string& what) : std::runtime_error(one_line(what)) {}
 };
 
 /// `text` made fit for a one-line message: each run of whitespace that holds a line break

@@ -207,7 +207,7 @@ Platform Platform::parse(std::string_view toml_text, const std::string& origin) 
     root = toml::parse(toml_text, origin);
   } catch (const toml::parse_error& e) {
     throw InputError(fmt::format("{}:{}:{}: {}", origin, e.source().begin.line,
-                                 e.source().begin.column, one_line(e.description())));
+                                 e.source().begin.column, e.description()));
   }
 
   Platform p;

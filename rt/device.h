@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "model/error.h"
 #include "sdp/process_memory.h"
 #include "sdp/verbs.h"
 
@@ -21,7 +22,7 @@ namespace hcasim::rt {
 /// the peer went away): the message names what and where.
 class Error : public std::runtime_error {
  public:
-  explicit Error(const std::string& what) : std::runtime_error(what) {}
+  explicit Error(const std::string& what) : std::runtime_error(one_line(what)) {}
 };
 
 /// Sizes of a connection's QP and CQ (ibv_qp_cap, ibv_create_cq's cqe).

@@ -242,7 +242,7 @@ std::optional<double> number_cell(const std::vector<std::string>& header,
     return std::nullopt;
   const std::string& text = row[static_cast<size_t>(c)];
   const auto v = parse_number(text);
-  if (!v) throw InputError(fmt::format("{}: column {}: '{}' is not a number", origin, name, one_line(text)));
+  if (!v) throw InputError(fmt::format("{}: column {}: '{}' is not a number", origin, name, text));
   return v;
 }
 
@@ -256,7 +256,7 @@ uint64_t whole_number_cell(const std::vector<std::string>& header,
   const std::string text = static_cast<size_t>(c) < row.size() ? row[static_cast<size_t>(c)] : "";
   const auto v = parse_number(text);
   if (!v || *v < 0 || *v != std::floor(*v) || *v > 9007199254740992.0)  // 2^53
-    throw InputError(fmt::format("{}: column {}: '{}' is not a whole number", origin, name, one_line(text)));
+    throw InputError(fmt::format("{}: column {}: '{}' is not a whole number", origin, name, text));
   return static_cast<uint64_t>(*v);
 }
 
@@ -349,7 +349,7 @@ Scenario parse_scenario(std::string_view toml_text, const std::string& origin) {
   try {
     root = toml::parse(toml_text, origin);
   } catch (const toml::parse_error& e) {
-    fail_at(origin, e.source().begin.line, one_line(e.description()));
+    fail_at(origin, e.source().begin.line, std::string(e.description()));
   }
   Scenario s;
   s.origin = origin;
@@ -445,7 +445,7 @@ std::vector<std::string> split_command_line(std::string_view text) {
     } else if (c == '\'') {
       const size_t end = text.find('\'', i + 1);
       if (end == std::string_view::npos)
-        throw InputError(fmt::format("unterminated single quote in: {}", one_line(text)));
+        throw InputError(fmt::format("unterminated single quote in: {}", text));
       word.append(text.substr(i + 1, end - i - 1));
       i = end;
       in_word = true;
@@ -453,7 +453,7 @@ std::vector<std::string> split_command_line(std::string_view text) {
       size_t j = i + 1;
       for (;; ++j) {
         if (j >= text.size())
-          throw InputError(fmt::format("unterminated double quote in: {}", one_line(text)));
+          throw InputError(fmt::format("unterminated double quote in: {}", text));
         if (text[j] == '"') break;
         if (text[j] == '\\' && j + 1 < text.size() &&
             std::string_view("\"\\$`").find(text[j + 1]) != std::string_view::npos)

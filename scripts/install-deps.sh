@@ -5,7 +5,8 @@ set -euo pipefail
 pkgs=(build-essential cmake ninja-build pkg-config git
       libsimgrid-dev libboost-dev googletest libgtest-dev libbenchmark-dev
       libcli11-dev libtomlplusplus-dev libfmt-dev libnlopt-dev gnuplot-nox
-      zlib1g-dev libibverbs-dev librdmacm-dev)
+      zlib1g-dev libibverbs-dev librdmacm-dev
+      clang libclang-rt-14-dev)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -373,3 +373,8 @@ TEST(OneLine, LineBreaksBecomeOneSpaceAndControlBytesAreEscaped) {
   EXPECT_EQ(hcasim::one_line("bell\x07 esc\x1b[1m"), "bell\\x07 esc\\x1B[1m");
   EXPECT_EQ(hcasim::one_line("plain"), "plain");
 }
+
+TEST(OneLine, EveryInputErrorIsOneLine) {
+  // A quoted argument with a line break in it, echoed by a parser, stays on one line.
+  EXPECT_STREQ(hcasim::InputError("unexpected argument 'a\nb'").what(), "unexpected argument 'a b'");
+}
