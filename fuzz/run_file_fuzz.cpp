@@ -4,19 +4,12 @@
 #include <cstdlib>
 #include <string>
 
+#include "fuzz/one_line.h"
 #include "model/error.h"
 #include "scenarios/netperf_cli.h"
 #include "scenarios/perftest_cli.h"
 #include "scenarios/run.h"
 #include "scenarios/run_file.h"
-
-namespace {
-void one_line(const hcasim::InputError& e) {
-  if (std::string(e.what()).find('\n') == std::string::npos) return;
-  std::fprintf(stderr, "an error of more than one line: [%s]\n", e.what());
-  std::abort();
-}
-}  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace hcasim::scenarios;
@@ -24,22 +17,22 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   try {
     parse_run_file(text, "fuzz.txt");
   } catch (const hcasim::InputError& e) {
-    one_line(e);
+    hcasim::fuzz::expect_one_line(e);
   }
   try {
     const auto words = split_command_line(text);
     try {
       parse_netperf_args(words);
     } catch (const hcasim::InputError& e) {
-      one_line(e);
+      hcasim::fuzz::expect_one_line(e);
     }
     try {
       parse_perftest_args(hcasim::sim::PerftestTest::WriteLat, words);
     } catch (const hcasim::InputError& e) {
-      one_line(e);
+      hcasim::fuzz::expect_one_line(e);
     }
   } catch (const hcasim::InputError& e) {
-    one_line(e);
+    hcasim::fuzz::expect_one_line(e);
   }
   return 0;
 }

@@ -4,33 +4,26 @@
 #include <cstdlib>
 #include <string>
 
+#include "fuzz/one_line.h"
 #include "model/error.h"
 #include "scenarios/run.h"
-
-namespace {
-void one_line(const hcasim::InputError& e) {
-  if (std::string(e.what()).find('\n') == std::string::npos) return;
-  std::fprintf(stderr, "an error of more than one line: [%s]\n", e.what());
-  std::abort();
-}
-}  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view text(reinterpret_cast<const char*>(data), size);
   try {
     hcasim::scenarios::parse_scenario(text, "fuzz.toml");
   } catch (const hcasim::InputError& e) {
-    one_line(e);
+    hcasim::fuzz::expect_one_line(e);
   }
   try {
     hcasim::scenarios::netperf_csv_figures(text, "fuzz.csv");
   } catch (const hcasim::InputError& e) {
-    one_line(e);
+    hcasim::fuzz::expect_one_line(e);
   }
   try {
     hcasim::scenarios::latency_csv_rows(text, "fuzz.csv");
   } catch (const hcasim::InputError& e) {
-    one_line(e);
+    hcasim::fuzz::expect_one_line(e);
   }
   return 0;
 }

@@ -164,13 +164,8 @@ int run(const std::vector<std::string>& words) {
   conn->close();
   // The report, then the server's end of stream.
   std::array<uint8_t, rt::StreamReport::kSize> rep{};
-  size_t got = 0;
-  while (got < rep.size()) {
-    const uint64_t n = conn->recv(inbox, rep.size() - got);
-    if (n == 0) throw rt::Error("the server closed the connection without its report");
-    mem.read_bytes(inbox, rep.data() + got, n);
-    got += n;
-  }
+  if (!conn->recv_exact(inbox, rep.size())) throw rt::Error("the server closed the connection without its report");
+  mem.read_bytes(inbox, rep.data(), rep.size());
   while (conn->recv(inbox, recv_size) > 0) {
   }
   const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

@@ -91,6 +91,15 @@ uint64_t SdpConnection::recv(sdp::Addr user, uint64_t len) {
   return explained([&] { return socket_->recv(user, len); });
 }
 
+bool SdpConnection::recv_exact(sdp::Addr user, uint64_t len) {
+  for (uint64_t got = 0; got < len;) {
+    const uint64_t n = recv(user + got, len - got);
+    if (n == 0) return false;
+    got += n;
+  }
+  return true;
+}
+
 void SdpConnection::close() {
   std::lock_guard g(host_.engine_lock());
   socket_->close();

@@ -40,6 +40,9 @@ class SdpConnection {
   uint64_t send(sdp::Addr user, uint64_t len);
   /// recv(2): at most len bytes into `user`; 0 at the end of the stream.
   uint64_t recv(sdp::Addr user, uint64_t len);
+  /// recv() until exactly `len` bytes are at `user` (MSG_WAITALL); false when the stream ended
+  /// before.
+  bool recv_exact(sdp::Addr user, uint64_t len);
   /// shutdown(SHUT_WR): DisConn after the queued data.
   void close();
   /// Waits at most timeout_ms until everything posted has left and been acknowledged, then

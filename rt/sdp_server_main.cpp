@@ -25,13 +25,8 @@ std::string serve(rt::Device& device, rt::WallHost& host, rt::Listener& listener
   auto conn = rt::SdpConnection::accept(device, host, listener, sdp::SdpConfig{});
   const sdp::Addr head = mem.allocate(rt::StreamReport::kSize, sdp::DataMode::Bytes);
   std::array<uint8_t, rt::StreamRequest::kSize> raw{};
-  size_t got = 0;
-  while (got < raw.size()) {
-    const uint64_t n = conn->recv(head, raw.size() - got);
-    if (n == 0) throw rt::Error("the client closed the connection before its test request");
-    mem.read_bytes(head, raw.data() + got, n);
-    got += n;
-  }
+  if (!conn->recv_exact(head, raw.size())) throw rt::Error("the client closed the connection before its test request");
+  mem.read_bytes(head, raw.data(), raw.size());
   const rt::StreamRequest req = rt::StreamRequest::decode(raw);
   if (req.remote_cpu >= 0) rt::bind_to_cpu(req.remote_cpu);
   const sdp::Addr buf = mem.allocate(req.recv_size, sdp::DataMode::Bytes);

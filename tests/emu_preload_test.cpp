@@ -6,109 +6,34 @@
 // emulate-mode programs (--device emu) talking to the preloaded ones.
 #include <gtest/gtest.h>
 
+#include "tests/proc.h"
+
 #include <arpa/inet.h>
-#include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
-#include <spawn.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
-#include <filesystem>
-#include <fstream>
 #include <regex>
-#include <sstream>
 #include <thread>
 
 #include "emu/wire.h"
 
-extern char** environ;
 
 namespace {
 
-namespace fs = std::filesystem;
-using Clock = std::chrono::steady_clock;
-
-std::string slurp(const fs::path& p) {
-  std::ifstream f(p);
-  std::stringstream s;
-  s << f.rdbuf();
-  return s.str();
-}
-
-/// A child process with stdout and stderr in files of a scratch directory, the environment of
-/// this one less HCASIM_DEVICE and LD_PRELOAD, plus LD_PRELOAD=`preload` when not empty.
-class Proc {
- public:
-  Proc(const std::string& name, std::vector<std::string> args, const std::string& preload = HCASIM_VERBS_SHIM) {
-    dir_ = fs::temp_directory_path() / ("hcasim-preload-" + std::to_string(::getpid()) + "-" + name);
-    fs::create_directories(dir_);
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_addopen(&fa, 1, (dir_ / "out").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    posix_spawn_file_actions_addopen(&fa, 2, (dir_ / "err").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    std::vector<char*> argv;
-    for (auto& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    std::vector<std::string> env_s;
-    for (char** e = environ; *e; ++e) {
-      const std::string v(*e);
-      if (v.rfind("HCASIM_DEVICE=", 0) != 0 && v.rfind("LD_PRELOAD=", 0) != 0) env_s.push_back(v);
-    }
-    if (!preload.empty()) env_s.push_back("LD_PRELOAD=" + preload);
-    std::vector<char*> env;
-    for (auto& e : env_s) env.push_back(e.data());
-    env.push_back(nullptr);
-    if (posix_spawn(&pid_, argv[0], &fa, nullptr, argv.data(), env.data()) != 0) pid_ = -1;
-    posix_spawn_file_actions_destroy(&fa);
-  }
-  ~Proc() {
-    if (pid_ > 0 && !done_) {
-      ::kill(pid_, SIGKILL);
-      ::waitpid(pid_, nullptr, 0);
-    }
-    fs::remove_all(dir_);
-  }
-  Proc(const Proc&) = delete;
-  Proc& operator=(const Proc&) = delete;
-  /// Waits at most `limit`; returns the exit status, or -1 when it did not end.
-  int wait(std::chrono::milliseconds limit) {
-    const auto until = Clock::now() + limit;
-    while (Clock::now() < until) {
-      int st = 0;
-      if (::waitpid(pid_, &st, WNOHANG) == pid_) {
-        done_ = true;
-        return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-    return -1;
-  }
-  void kill9() { ::kill(pid_, SIGKILL); }
-  std::string out() const { return slurp(dir_ / "out"); }
-  std::string err() const { return slurp(dir_ / "err"); }
-  /// The server's port, from its "listening on port N" line (waits at most 5 s).
-  int port() const {
-    static const std::regex re("listening on port ([0-9]+)");
-    for (auto until = Clock::now() + std::chrono::seconds(5); Clock::now() < until;) {
-      std::smatch m;
-      const std::string e = err();
-      if (std::regex_search(e, m, re)) return std::stoi(m[1]);
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-    return -1;
-  }
-
- private:
-  fs::path dir_;
-  pid_t pid_ = -1;
-  bool done_ = false;
+/// A child with the verbs shim preloaded unless `preload` says otherwise ("" = none).
+struct Proc : hcasim::test::Proc {
+  Proc(const std::string& name, std::vector<std::string> args, const std::string& preload = HCASIM_VERBS_SHIM)
+      : hcasim::test::Proc(name, std::move(args), preload) {}
 };
 
-int lines(const std::string& s) { return static_cast<int>(std::count(s.begin(), s.end(), '\n')); }
+using hcasim::test::Clock;
+using hcasim::test::lines;
+
+
 
 /// Streams 256 MiB (netperf's -l -BYTES) between the preloaded hardware binaries with the
 /// given sdp_zcopy_thresh and send size; checks both CRC-32s, the device and the bzcopy count;

@@ -3,99 +3,26 @@
 // and the one-line error without a device.
 #include <gtest/gtest.h>
 
-#include <fcntl.h>
+#include "tests/proc.h"
+
 #include <signal.h>
-#include <spawn.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
-#include <filesystem>
-#include <fstream>
 #include <regex>
-#include <sstream>
 #include <thread>
 
-extern char** environ;
 
 namespace {
 
-namespace fs = std::filesystem;
-using Clock = std::chrono::steady_clock;
+using hcasim::test::Proc;
 
-std::string slurp(const fs::path& p) {
-  std::ifstream f(p);
-  std::stringstream s;
-  s << f.rdbuf();
-  return s.str();
-}
+using hcasim::test::Clock;
+using hcasim::test::lines;
 
-/// A child process with stdout and stderr in files of a scratch directory.
-class Proc {
- public:
-  Proc(const std::string& name, std::vector<std::string> args, bool no_device_env = true) {
-    dir_ = fs::temp_directory_path() / ("hcasim-emu-" + std::to_string(::getpid()) + "-" + name);
-    fs::create_directories(dir_);
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_addopen(&fa, 1, (dir_ / "out").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    posix_spawn_file_actions_addopen(&fa, 2, (dir_ / "err").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    std::vector<char*> argv;
-    for (auto& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    std::vector<std::string> env_s;
-    for (char** e = environ; *e; ++e)
-      if (!no_device_env || std::string(*e).rfind("HCASIM_DEVICE=", 0) != 0) env_s.emplace_back(*e);
-    std::vector<char*> env;
-    for (auto& e : env_s) env.push_back(e.data());
-    env.push_back(nullptr);
-    if (posix_spawn(&pid_, argv[0], &fa, nullptr, argv.data(), env.data()) != 0) pid_ = -1;
-    posix_spawn_file_actions_destroy(&fa);
-  }
-  ~Proc() {
-    if (pid_ > 0 && !done_) {
-      ::kill(pid_, SIGKILL);
-      ::waitpid(pid_, nullptr, 0);
-    }
-    fs::remove_all(dir_);
-  }
-  /// Waits at most `limit`; returns the exit status, or -1 when it did not end (it is killed).
-  int wait(std::chrono::milliseconds limit) {
-    const auto until = Clock::now() + limit;
-    while (Clock::now() < until) {
-      int st = 0;
-      if (::waitpid(pid_, &st, WNOHANG) == pid_) {
-        done_ = true;
-        return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-    return -1;
-  }
-  void kill9() { ::kill(pid_, SIGKILL); }
-  std::string out() const { return slurp(dir_ / "out"); }
-  std::string err() const { return slurp(dir_ / "err"); }
-  /// The server's port, from its "listening on port N" line (waits at most 5 s).
-  int port() const {
-    static const std::regex re("listening on port ([0-9]+)");
-    for (auto until = Clock::now() + std::chrono::seconds(5); Clock::now() < until;) {
-      std::smatch m;
-      const std::string e = err();
-      if (std::regex_search(e, m, re)) return std::stoi(m[1]);
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-    return -1;
-  }
-
- private:
-  fs::path dir_;
-  pid_t pid_ = -1;
-  bool done_ = false;
-};
 
 Proc server(const std::string& name) { return Proc(name + "-server", {HCASIM_SDP_SERVER, "--device", "emu", "-p", "0", "--once"}); }
 
-int lines(const std::string& s) { return static_cast<int>(std::count(s.begin(), s.end(), '\n')); }
 
 /// Streams 1 GiB (netperf's -l -BYTES) with the given sdp_zcopy_thresh and send size; checks
 /// both CRC-32s and the bzcopy count the client reports; prints netperf's line.
