@@ -184,11 +184,6 @@ void Qp::set_event_handler(EventHandler h) {
   on_event_ = std::move(h);
 }
 
-void Qp::set_flush_posts_in_error(bool on) {
-  std::lock_guard g(m_);
-  flush_posts_in_error_ = on;
-}
-
 void Qp::set_link_handler(LinkHandler h) {
   std::lock_guard g(m_);
   on_link_ = std::move(h);
@@ -318,7 +313,9 @@ uint32_t Qp::dma_mr() { return hca_.dma_mr(); }
 
 void Qp::post_send(const sdp::SendWr& wr) {
   std::lock_guard g(m_);
-  if (state_ == State::Error && flush_posts_in_error_ && wr.num_sge <= sdp::kMaxSge) {
+  // A WR posted while the QP is in ERROR completes at once with WR_FLUSH_ERR, as an HCA does
+  // (IBA 10.3.1; mlx4/mlx5 accept the post): the peer going away must not make a post fail.
+  if (state_ == State::Error && wr.num_sge <= sdp::kMaxSge) {
     ++sq_outstanding_;  // push_cqe counts it back
     push_cqe({wr.wr_id, WcStatus::WrFlushErr, wc_opcode(wr.opcode), 0, qpn_});
     return;
@@ -340,12 +337,11 @@ void Qp::post_send(const sdp::SendWr& wr) {
 
 void Qp::post_recv(const sdp::RecvWr& wr) {
   std::lock_guard g(m_);
-  if (state_ == State::Error && flush_posts_in_error_ && wr.num_sge <= sdp::kMaxSge) {
+  if (state_ == State::Error && wr.num_sge <= sdp::kMaxSge) {  // as post_send
     push_cqe({wr.wr_id, WcStatus::WrFlushErr, WcOpcode::Recv, 0, qpn_});
     return;
   }
-  if (state_ == State::Reset || state_ == State::Error)
-    throw sdp::VerbsError(fmt::format("post_recv: QP {:#x} is in RESET or ERROR", qpn_));
+  if (state_ == State::Reset) throw sdp::VerbsError(fmt::format("post_recv: QP {:#x} is in RESET", qpn_));
   if (rq_.size() >= caps_.max_recv_wr) throw sdp::VerbsError(fmt::format("post_recv: QP {:#x} receive queue full", qpn_));
   if (wr.num_sge > sdp::kMaxSge) throw sdp::VerbsError(fmt::format("post_recv: {} SGEs", wr.num_sge));
   rq_.push_back(wr);

@@ -134,10 +134,6 @@ class Qp final : public sdp::Verbs, public std::enable_shared_from_this<Qp> {
   State state();
   /// Sets the completion event handler (nullptr: none; events are then seen by wait_cq_event only).
   void set_event_handler(EventHandler h);
-  /// When on, a WR posted while the QP is in ERROR completes at once with WR_FLUSH_ERR, as
-  /// an HCA does (IBA 10.3.1, ibv_post_send(3) on mlx4 / mlx5); when off (the default, the
-  /// rt::Device face), post_send / post_recv throw sdp::VerbsError then.
-  void set_flush_posts_in_error(bool on);
   /// Sets the link handler (nullptr: none).
   void set_link_handler(LinkHandler h);
   /// Blocks at most timeout_ms for a completion event; true when one came.
@@ -196,7 +192,6 @@ class Qp final : public sdp::Verbs, public std::enable_shared_from_this<Qp> {
   State state_ = State::Reset;
   std::string reason_;
   bool closed_ = false;
-  bool flush_posts_in_error_ = false;
   EventHandler on_event_;
   LinkHandler on_link_;
   // requester

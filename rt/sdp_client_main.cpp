@@ -63,10 +63,10 @@ ClientArgs split_args(const std::vector<std::string>& words) {
       a.device = w.substr(9);
     } else if (w == "-p" || (w.rfind("-p", 0) == 0 && w.size() > 2 && w[2] != '-')) {
       const std::string v = w == "-p" ? value("-p") : w.substr(2);
-      const auto n = scenarios::parse_number(v);
-      if (!n || *n < 1 || *n > 65535 || *n != static_cast<int>(*n))
-        throw InputError(fmt::format("-p: '{}' is not a port (1-65535)", v));
-      a.port = static_cast<uint16_t>(*n);
+      const bool digits = !v.empty() && v.size() <= 5 && v.find_first_not_of("0123456789") == std::string::npos;
+      const int n = digits ? std::stoi(v) : 0;
+      if (n < 1 || n > 65535) throw InputError(fmt::format("-p: '{}' is not a port (1-65535)", v));
+      a.port = static_cast<uint16_t>(n);
     } else {
       a.netperf_words.push_back(w);
     }
@@ -143,6 +143,7 @@ int run(const std::vector<std::string>& words) {
   mem.write_bytes(inbox, req_bytes.data(), req_bytes.size());
   conn->send(inbox, req_bytes.size());
 
+  const uint64_t bzcopy_before = conn->stats().bzcopy_calls;  // the request's send, if it was one
   const rt::CpuTimes cpu0 = rt::read_cpu_times();
   const auto t0 = std::chrono::steady_clock::now();
   const auto deadline = t0 + std::chrono::duration<double>(o.length_s);
@@ -195,8 +196,11 @@ int run(const std::vector<std::string>& words) {
   std::fprintf(stderr, "%s: device %s: sent %llu bytes crc32 %08x, the server received %llu bytes crc32 %08x: %s\n",
                kProg, device->name().c_str(), static_cast<unsigned long long>(sent), crc,
                static_cast<unsigned long long>(report.bytes), report.crc32, ok ? "match" : "MISMATCH");
+  if (report.flags & rt::StreamReport::kUnbound)
+    std::fprintf(stderr, "%s: note: the server could not bind to CPU %d (-T ,%d) and ran unbound\n", kProg,
+                 req.remote_cpu, req.remote_cpu);
   std::fprintf(stderr, "%s: sdp: %llu send calls, %llu of them bzcopy (sdp_zcopy_thresh %llu), %llu SDP messages sent\n",
-               kProg, static_cast<unsigned long long>(calls), static_cast<unsigned long long>(stats.bzcopy_calls),
+               kProg, static_cast<unsigned long long>(calls), static_cast<unsigned long long>(stats.bzcopy_calls - bzcopy_before),
                static_cast<unsigned long long>(config.zcopy_thresh), static_cast<unsigned long long>(stats.msgs_sent));
   return ok ? 0 : 1;
 }

@@ -58,8 +58,15 @@ void SdpConnection::start_completion_thread() {
   completion_ = std::thread([this] {
     while (!stop_) {
       if (!conn_->wait_cq_event(50)) continue;
-      std::lock_guard g(host_.engine_lock());
-      socket_->on_cq_event();
+      try {
+        std::lock_guard g(host_.engine_lock());
+        socket_->on_cq_event();
+      } catch (const std::exception&) {
+        // The completion work refused by the HCA (a backend's bug; a QP in ERROR flushes
+        // posts rather than refuse them): the connection goes down, its WRs flush, and the
+        // engine tells the application through the completion errors that follow.
+        conn_->disconnect();
+      }
     }
   });
 }

@@ -6,6 +6,8 @@
 #include <optional>
 #include <string>
 
+#include <arpa/inet.h>
+
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
@@ -28,10 +30,19 @@ std::string serve(rt::Device& device, rt::WallHost& host, rt::Listener& listener
   if (!conn->recv_exact(head, raw.size())) throw rt::Error("the client closed the connection before its test request");
   mem.read_bytes(head, raw.data(), raw.size());
   const rt::StreamRequest req = rt::StreamRequest::decode(raw);
-  if (req.remote_cpu >= 0) rt::bind_to_cpu(req.remote_cpu);
+  rt::StreamReport report;
+  rt::AffinityGuard affinity;  // -T ,N binds this test only
+  std::string note;
+  if (req.remote_cpu >= 0) {
+    try {
+      rt::bind_to_cpu(req.remote_cpu);
+    } catch (const rt::Error& e) {  // netserver warns and runs unbound; the client is told
+      report.flags |= rt::StreamReport::kUnbound;
+      note = fmt::format(" (unbound: {})", e.what());
+    }
+  }
   const sdp::Addr buf = mem.allocate(req.recv_size, sdp::DataMode::Bytes);
 
-  rt::StreamReport report;
   rt::CpuTimes cpu0{};
   std::chrono::steady_clock::time_point t0;
   for (;;) {
@@ -54,8 +65,8 @@ std::string serve(rt::Device& device, rt::WallHost& host, rt::Listener& listener
   conn->send(head, bytes.size());
   conn->close();
   conn->finish(2000);
-  return fmt::format("received {} bytes in {} calls, crc32 {:08x}, {:.3f} s", report.bytes, report.recv_calls,
-                     report.crc32, static_cast<double>(report.elapsed_ns) * 1e-9);
+  return fmt::format("received {} bytes in {} calls, crc32 {:08x}, {:.3f} s{}", report.bytes, report.recv_calls,
+                     report.crc32, static_cast<double>(report.elapsed_ns) * 1e-9, note);
 }
 
 }  // namespace
@@ -66,9 +77,27 @@ int main(int argc, char** argv) {
   int port = rt::kDefaultPort;
   std::string bind_addr;
   bool once = false;
-  app.add_option("--device", device_flag, "emu (the emulated HCA) or an RDMA device; default $HCASIM_DEVICE, else the first");
-  app.add_option("-p,--port", port, "port to listen on (0: any free port, printed on stderr)")->check(CLI::Range(0, 65535));
-  app.add_option("-L,--local", bind_addr, "address to listen on (default: all)");
+  app.add_option("--device", device_flag, "emu (the emulated HCA) or an RDMA device; default $HCASIM_DEVICE, else the first")
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  app.add_option("-p,--port", port, "port to listen on (0: any free port, printed on stderr)")
+      ->check(CLI::Validator(
+          [](std::string& v) {
+            const bool digits = !v.empty() && v.size() <= 5 && v.find_first_not_of("0123456789") == std::string::npos;
+            return digits && std::stoi(v) <= 65535 ? std::string() : "'" + v + "' is not a port (0-65535)";
+          },
+          "PORT"))
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  app.add_option("-L,--local", bind_addr, "IPv4 or IPv6 address to listen on (default: all)")
+      ->check(CLI::Validator(
+          [](std::string& a) {
+            in_addr v4{};
+            in6_addr v6{};
+            return ::inet_pton(AF_INET, a.c_str(), &v4) == 1 || ::inet_pton(AF_INET6, a.c_str(), &v6) == 1
+                       ? std::string()
+                       : "'" + a + "' is not an IPv4 or IPv6 address";
+          },
+          "ADDR"))
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   app.add_flag("-1,--once", once, "serve one test, then exit with its status");
   try {
     app.parse(argc, argv);
@@ -76,6 +105,10 @@ int main(int argc, char** argv) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
     std::fprintf(stderr, "%s: %s\n", kProg, e.what());
+    return 2;
+  }
+  if (device_flag && device_flag->empty()) {
+    std::fprintf(stderr, "%s: --device: empty name\n", kProg);
     return 2;
   }
   std::signal(SIGPIPE, SIG_IGN);

@@ -76,6 +76,7 @@ std::array<uint8_t, StreamReport::kSize> StreamReport::encode() const {
   be::put32(out.data() + 28, cpus);
   be::put64(out.data() + 32, elapsed_ns);
   be::put32(out.data() + 40, static_cast<uint32_t>(util_pct * 10000.0 + 0.5));
+  be::put32(out.data() + 44, flags);
   return out;
 }
 
@@ -88,6 +89,7 @@ StreamReport StreamReport::decode(std::span<const uint8_t, kSize> in) {
   r.cpus = be::get32(in.data() + 28);
   r.elapsed_ns = be::get64(in.data() + 32);
   r.util_pct = be::get32(in.data() + 40) / 10000.0;
+  r.flags = be::get32(in.data() + 44);
   return r;
 }
 
@@ -120,6 +122,15 @@ void bind_to_cpu(int cpu) {
   CPU_SET(cpu, &set);
   if (::sched_setaffinity(0, sizeof set, &set) != 0)
     throw Error(fmt::format("-T {}: cannot bind to CPU {}: {}", cpu, cpu, std::strerror(errno)));
+}
+
+AffinityGuard::AffinityGuard() {
+  static_assert(sizeof(cpu_set_t) == sizeof(mask_));
+  saved_ = ::sched_getaffinity(0, sizeof(cpu_set_t), reinterpret_cast<cpu_set_t*>(mask_.data())) == 0;
+}
+
+AffinityGuard::~AffinityGuard() {
+  if (saved_) ::sched_setaffinity(0, sizeof(cpu_set_t), reinterpret_cast<const cpu_set_t*>(mask_.data()));
 }
 
 uint32_t crc32_update(uint32_t crc, const uint8_t* data, uint64_t len) {

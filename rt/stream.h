@@ -43,14 +43,18 @@ struct StreamRequest {
 
 /// The server's report after the client's end of stream (48 B, big-endian): magic
 /// "HCASIMRP", bytes u64 received, recv_calls u64, crc32 u32 of the received bytes, cpus u32,
-/// elapsed_ns u64 (first byte to end of stream), util u32 in 1/10000 % (system-wide).
+/// elapsed_ns u64 (first byte to end of stream), util u32 in 1/10000 % (system-wide), flags
+/// u32 (kUnbound: the server could not bind to the CPU -T asked and ran unbound, as
+/// netserver does).
 struct StreamReport {
+  static constexpr uint32_t kUnbound = 1;
   uint64_t bytes = 0;
   uint64_t recv_calls = 0;
   uint32_t crc32 = 0;
   uint32_t cpus = 0;
   uint64_t elapsed_ns = 0;
   double util_pct = 0;
+  uint32_t flags = 0;
   static constexpr size_t kSize = 48;
   std::array<uint8_t, kSize> encode() const;
   /// Throws sdp::ProtocolError on a wrong magic.
@@ -70,6 +74,18 @@ double utilisation_pct(const CpuTimes& before, const CpuTimes& after);
 int online_cpus();
 /// Binds the calling thread to `cpu` (sched_setaffinity, as netperf -T does). Throws Error.
 void bind_to_cpu(int cpu);
+/// The calling thread's CPU affinity, to put back after a test bound it (RAII).
+class AffinityGuard {
+ public:
+  AffinityGuard();
+  ~AffinityGuard();
+  AffinityGuard(const AffinityGuard&) = delete;
+  AffinityGuard& operator=(const AffinityGuard&) = delete;
+
+ private:
+  std::array<uint64_t, 16> mask_{};  // a cpu_set_t's 1024 bits
+  bool saved_ = false;
+};
 
 /// zlib's CRC-32 of `data`, continuing from `crc` (0 to start).
 uint32_t crc32_update(uint32_t crc, const uint8_t* data, uint64_t len);

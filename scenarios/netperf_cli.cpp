@@ -221,8 +221,8 @@ void parse_global(const std::vector<std::string>& words, NetperfOptions& o,
           const auto len = parse_number(v);
           if (!len) fail(fmt::format("-l: '{}' is not a number", v));
           if (*len < 0 && allow_byte_count) {
-            if (*len != std::floor(*len) || *len < -1e18)
-              fail(fmt::format("-l {}: a byte count must be a whole number", v));
+            if (*len != std::floor(*len)) fail(fmt::format("-l {}: a byte count must be a whole number", v));
+            if (*len < -1e18) fail(fmt::format("-l {}: a byte count of at most 10^18 bytes", v));
             o.length_bytes = static_cast<uint64_t>(-*len);
             break;
           }

@@ -124,3 +124,56 @@ TEST(SdpStream, WithoutADeviceBothProgramsSayItInOneLine) {
     std::printf("%s", err.c_str());
   }
 }
+
+namespace {
+/// A server serving test after test (no --once).
+Proc lasting_server(const std::string& name) {
+  return Proc(name + "-server", {HCASIM_SDP_SERVER, "--device", "emu", "-p", "0"});
+}
+}  // namespace
+
+TEST(SdpStream, TinySendsEndCleanly) {
+  // 1- and 7-byte bcopy sends: the server's DisConn and disconnect land while the client's
+  // completion work still reposts receives (a post to a QP in ERROR must flush, not fail).
+  Proc srv = lasting_server("tiny");
+  const int port = srv.port();
+  ASSERT_GT(port, 0);
+  for (const char* m : {"1", "7", "1", "7", "1", "100"}) {
+    Proc cli(std::string("tiny-client-") + m, {HCASIM_SDP_CLIENT, "--device", "emu", "-p", std::to_string(port), "-P",
+                                               "0", "-l", "-100000", "--set", "sdp.zcopy_thresh=0", "--", "-m", m});
+    ASSERT_EQ(cli.wait(std::chrono::seconds(60)), 0) << "-m " << m << ": " << cli.err();
+    EXPECT_NE(cli.err().find("sent 100000 bytes"), std::string::npos) << cli.err();
+    EXPECT_NE(cli.err().find(": match"), std::string::npos) << cli.err();
+  }
+}
+
+TEST(SdpStream, ServerOutlivesClientsKilledMidStream) {
+  Proc srv = lasting_server("outlive");
+  const int port = srv.port();
+  ASSERT_GT(port, 0);
+  for (int i = 0; i < 6; ++i) {
+    Proc cli("outlive-victim", {HCASIM_SDP_CLIENT, "--device", "emu", "-p", std::to_string(port), "-l", "30", "--",
+                                "-m", "7"});
+    std::this_thread::sleep_for(std::chrono::milliseconds(100 + 70 * i));
+    cli.kill9();
+    cli.wait(std::chrono::seconds(5));
+  }
+  Proc good("outlive-good", {HCASIM_SDP_CLIENT, "--device", "emu", "-p", std::to_string(port), "-P", "0", "-l",
+                             "-1000000"});
+  ASSERT_EQ(good.wait(std::chrono::seconds(60)), 0) << good.err() << srv.err();
+  EXPECT_NE(good.err().find(": match"), std::string::npos) << good.err();
+  EXPECT_EQ(srv.wait(std::chrono::milliseconds(100)), -1) << "the server ended: " << srv.err();
+}
+
+TEST(SdpStream, ARemoteCpuTheServerLacksIsANoteAndTheTestRuns) {
+  Proc srv = server("unbound");
+  const int port = srv.port();
+  ASSERT_GT(port, 0);
+  Proc cli("unbound-client", {HCASIM_SDP_CLIENT, "--device", "emu", "-p", std::to_string(port), "-P", "0", "-l",
+                              "-100000", "-T", ",1023"});
+  ASSERT_EQ(cli.wait(std::chrono::seconds(60)), 0) << cli.err();
+  EXPECT_NE(cli.err().find("note: the server could not bind to CPU 1023 (-T ,1023) and ran unbound"), std::string::npos)
+      << cli.err();
+  EXPECT_EQ(srv.wait(std::chrono::seconds(10)), 0) << srv.err();
+  EXPECT_NE(srv.err().find("(unbound: -T 1023: cannot bind to CPU 1023"), std::string::npos) << srv.err();
+}

@@ -240,7 +240,6 @@ QpObj* create_qp(ibv_pd* pd, ibv_qp_init_attr* attr) {
     ibv_cq* ibcq = &cq->cq;
     q->emu->set_event_handler([channel, ibcq] { channel->notify(ibcq); });
   }
-  q->emu->set_flush_posts_in_error(true);
   q->emu->to_init();  // rdma_create_qp(3): ready for receives
   cq->qp.store(q->emu.get());
   return q;
