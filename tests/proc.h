@@ -2,6 +2,8 @@
 /// \file A child process for the two-process tests of the SDP programs (emu_sdp_e2e_test,
 /// emu_preload_test): stdout and stderr in files of a scratch directory, killed and reaped
 /// when the object goes.
+#include <gtest/gtest.h>
+
 #include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
@@ -105,5 +107,26 @@ class Proc {
   pid_t pid_ = -1;
   bool done_ = false;
 };
+
+/// Checks a finished hcasim-sdp-client run and its server: both CRC-32 lines equal for `bytes`
+/// bytes, the server logged the same CRC, and the client's bzcopy count (every data send, or
+/// none). `device` is the name the client printed ("emu", "hcasim_emu0").
+inline void expect_verified_stream(const Proc& cli, const Proc& srv, const std::string& device, uint64_t bytes,
+                                   bool expect_bzcopy) {
+  const std::string err = cli.err(), n = std::to_string(bytes);
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(err, m,
+                                std::regex("device " + device + ": sent " + n + " bytes crc32 ([0-9a-f]{8}), the server "
+                                           "received " + n + " bytes crc32 ([0-9a-f]{8}): match")))
+      << err;
+  EXPECT_EQ(m[1], m[2]);
+  EXPECT_NE(srv.err().find("received " + n + " bytes"), std::string::npos) << srv.err();
+  EXPECT_NE(srv.err().find("crc32 " + m[1].str()), std::string::npos) << srv.err();
+  ASSERT_TRUE(std::regex_search(err, m, std::regex("([0-9]+) send calls, ([0-9]+) of them bzcopy"))) << err;
+  if (expect_bzcopy)
+    EXPECT_EQ(m[1], m[2]) << "every send at or above sdp_zcopy_thresh is bzcopy";
+  else
+    EXPECT_EQ(m[2], "0");
+}
 
 }  // namespace hcasim::test
