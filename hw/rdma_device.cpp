@@ -814,11 +814,19 @@ uint32_t RdmaVerbs::reg_mr(sdp::Addr addr, uint64_t len, unsigned access) {
   return mr->lkey;
 }
 
+namespace {
+/// The first `n` SGEs of a work request as ibv_sge (the caller checked n <= kMaxSge).
+std::array<ibv_sge, sdp::kMaxSge> to_ibv_sges(const std::array<sdp::Sge, sdp::kMaxSge>& sg, uint8_t n) {
+  std::array<ibv_sge, sdp::kMaxSge> out{};
+  for (uint8_t i = 0; i < n; ++i) out[i] = {sg[i].addr, sg[i].length, sg[i].lkey};
+  return out;
+}
+}  // namespace
+
 void RdmaVerbs::post_send(const sdp::SendWr& wr) {
   if (wr.num_sge > sdp::kMaxSge)
     throw sdp::VerbsError(fmt::format("ibv_post_send: {} SGEs, the QP takes {}", wr.num_sge, sdp::kMaxSge));
-  std::array<ibv_sge, sdp::kMaxSge> sge{};
-  for (uint8_t i = 0; i < wr.num_sge; ++i) sge[i] = {wr.sg[i].addr, wr.sg[i].length, wr.sg[i].lkey};
+  std::array<ibv_sge, sdp::kMaxSge> sge = to_ibv_sges(wr.sg, wr.num_sge);
   ibv_send_wr w{};
   w.wr_id = wr.wr_id;
   w.sg_list = sge.data();
@@ -852,8 +860,7 @@ void RdmaVerbs::post_send(const sdp::SendWr& wr) {
 void RdmaVerbs::post_recv(const sdp::RecvWr& wr) {
   if (wr.num_sge > sdp::kMaxSge)
     throw sdp::VerbsError(fmt::format("ibv_post_recv: {} SGEs, the QP takes {}", wr.num_sge, sdp::kMaxSge));
-  std::array<ibv_sge, sdp::kMaxSge> sge{};
-  for (uint8_t i = 0; i < wr.num_sge; ++i) sge[i] = {wr.sg[i].addr, wr.sg[i].length, wr.sg[i].lkey};
+  std::array<ibv_sge, sdp::kMaxSge> sge = to_ibv_sges(wr.sg, wr.num_sge);
   ibv_recv_wr w{};
   w.wr_id = wr.wr_id;
   w.sg_list = sge.data();

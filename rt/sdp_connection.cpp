@@ -36,7 +36,7 @@ std::unique_ptr<SdpConnection> SdpConnection::connect(Device& device, WallHost& 
   return c;
 }
 
-std::unique_ptr<SdpConnection> SdpConnection::accept(Device& device, WallHost& host, Listener& listener,
+std::unique_ptr<SdpConnection> SdpConnection::accept(WallHost& host, Listener& listener,
                                                      const sdp::SdpConfig& config) {
   std::unique_ptr<SdpConnection> c(new SdpConnection(host, config));
   c->conn_ = listener.accept(sdp_qp_caps(config), [&](sdp::Verbs& verbs, std::span<const uint8_t> hello) {
@@ -45,7 +45,6 @@ std::unique_ptr<SdpConnection> SdpConnection::accept(Device& device, WallHost& h
     c->socket_ = std::make_unique<sdp::SdpSocket>(host, verbs, config, "server");
     return c->socket_->accept_hello(hello);
   });
-  (void)device;
   {
     std::lock_guard g(host.engine_lock());
     c->conn_->verbs().req_notify_cq();

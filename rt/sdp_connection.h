@@ -29,8 +29,7 @@ class SdpConnection {
                                                 uint16_t port, const sdp::SdpConfig& config);
   /// Passive open: waits on `listener` for the next REQ, answers its Hello with a HelloAck
   /// (a malformed Hello is rejected with the decoder's message and throws Error).
-  static std::unique_ptr<SdpConnection> accept(Device& device, WallHost& host, Listener& listener,
-                                               const sdp::SdpConfig& config);
+  static std::unique_ptr<SdpConnection> accept(WallHost& host, Listener& listener, const sdp::SdpConfig& config);
   /// Stops the completion thread and disconnects (the QP goes to ERROR).
   ~SdpConnection();
   SdpConnection(const SdpConnection&) = delete;

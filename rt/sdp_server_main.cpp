@@ -24,7 +24,7 @@ constexpr const char* kProg = "hcasim-sdp-server";
 /// Returns what to log.
 std::string serve(rt::Device& device, rt::WallHost& host, rt::Listener& listener) {
   sdp::ProcessMemory& mem = device.memory();
-  auto conn = rt::SdpConnection::accept(device, host, listener, sdp::SdpConfig{});
+  auto conn = rt::SdpConnection::accept(host, listener, sdp::SdpConfig{});
   const sdp::Addr head = mem.allocate(rt::StreamReport::kSize, sdp::DataMode::Bytes);
   std::array<uint8_t, rt::StreamRequest::kSize> raw{};
   if (!conn->recv_exact(head, raw.size())) throw rt::Error("the client closed the connection before its test request");
