@@ -30,7 +30,7 @@ Addr HostMemory::allocate(uint64_t len, DataMode mode, uint64_t align) {
   r.base = base;
   r.len = len;
   r.mode = mode;
-  if (mode == DataMode::Bytes) r.bytes.assign(len, 0);
+  // Bytes mode: zeros, allocated on the first write (Region::writable).
   regions_.emplace(base, std::move(r));
   return base;
 }
@@ -114,7 +114,8 @@ void HostMemory::write_stream(Addr addr, uint64_t len, uint64_t stream_off) {
   Region& r = region(addr, len);
   uint64_t off = addr - r.base;
   if (r.mode == DataMode::Bytes) {
-    for (uint64_t i = 0; i < len; ++i) r.bytes[off + i] = pattern_byte(stream_off + i);
+    uint8_t* b = r.writable();
+    for (uint64_t i = 0; i < len; ++i) b[off + i] = pattern_byte(stream_off + i);
   } else {
     put_segments(r, off, len, {{0, len, stream_off}});
   }
@@ -124,8 +125,9 @@ bool HostMemory::check_stream(Addr addr, uint64_t len, uint64_t stream_off) cons
   const Region& r = region(addr, len);
   uint64_t off = addr - r.base;
   if (r.mode == DataMode::Bytes) {
+    const uint8_t* b = r.readable();
     for (uint64_t i = 0; i < len; ++i)
-      if (r.bytes[off + i] != pattern_byte(stream_off + i)) return false;
+      if ((b ? b[off + i] : 0) != pattern_byte(stream_off + i)) return false;
     return true;
   }
   auto segs = get_segments(r, off, len);
@@ -140,7 +142,7 @@ bool HostMemory::check_stream(Addr addr, uint64_t len, uint64_t stream_off) cons
 void HostMemory::write_bytes(Addr addr, const uint8_t* data, uint64_t len) {
   Region& r = region(addr, len);
   if (r.mode != DataMode::Bytes) throw MemoryError("write_bytes into a Reference region");
-  std::memcpy(r.bytes.data() + (addr - r.base), data, len);
+  std::memcpy(r.writable() + (addr - r.base), data, len);
 }
 
 void HostMemory::read_bytes(Addr addr, uint8_t* out, uint64_t len) const {
@@ -157,7 +159,10 @@ void HostMemory::read_bytes(Addr addr, uint8_t* out, uint64_t len) const {
     }
     throw MemoryError("read_bytes from stream data in a Reference region");
   }
-  std::memcpy(out, r.bytes.data() + (addr - r.base), len);
+  if (const uint8_t* b = r.readable())
+    std::memcpy(out, b + (addr - r.base), len);
+  else
+    std::fill_n(out, len, uint8_t{0});
 }
 
 void HostMemory::copy(HostMemory& dst_mem, Addr dst, const HostMemory& src_mem, Addr src, uint64_t len) {
@@ -166,20 +171,25 @@ void HostMemory::copy(HostMemory& dst_mem, Addr dst, const HostMemory& src_mem, 
   Region& d = dst_mem.region(dst, len);
   uint64_t so = src - s.base, doff = dst - d.base;
   if (s.mode == DataMode::Bytes && d.mode == DataMode::Bytes) {
-    std::memmove(d.bytes.data() + doff, s.bytes.data() + so, len);
+    if (const uint8_t* sb = s.readable())
+      std::memmove(d.writable() + doff, sb + so, len);  // s may be d: writable() keeps its bytes
+    else if (d.readable())
+      std::fill_n(d.writable() + doff, len, uint8_t{0});
   } else if (s.mode == DataMode::Reference && d.mode == DataMode::Reference) {
     put_segments(d, doff, len, get_segments(s, so, len));
   } else if (s.mode == DataMode::Reference) {  // materialise the pattern
-    std::fill_n(d.bytes.data() + doff, len, uint8_t{0});
+    uint8_t* db = d.writable();
+    std::fill_n(db + doff, len, uint8_t{0});
     for (const Segment& seg : get_segments(s, so, len))
-      for (uint64_t i = 0; i < seg.len; ++i)
-        d.bytes[doff + seg.off + i] = src_mem.pattern_byte(seg.stream_off + i);
+      for (uint64_t i = 0; i < seg.len; ++i) db[doff + seg.off + i] = src_mem.pattern_byte(seg.stream_off + i);
   } else {
     constexpr uint64_t kMaxRaw = 64;
     if (len > kMaxRaw) throw MemoryError("copy of more than 64 raw bytes into a Reference region");
     put_segments(d, doff, len, {});
-    d.raw[doff].assign(s.bytes.begin() + static_cast<std::ptrdiff_t>(so),
-                       s.bytes.begin() + static_cast<std::ptrdiff_t>(so + len));
+    if (const uint8_t* sb = s.readable())
+      d.raw[doff].assign(sb + so, sb + so + len);
+    else
+      d.raw[doff].assign(len, 0);
   }
 }
 

@@ -99,7 +99,15 @@ class HostMemory final : public Memory {
     Addr base = 0;
     uint64_t len = 0;
     DataMode mode = DataMode::Bytes;
-    std::vector<uint8_t> bytes;      // Bytes mode
+    // Bytes mode: the bytes, allocated (as zeros) by the first write, so that memory never
+    // written costs nothing (most of a socket's receive ring in a short run or a fuzz input).
+    std::vector<uint8_t> bytes;
+    uint8_t* writable() {
+      if (bytes.empty()) bytes.assign(len, 0);
+      return bytes.data();
+    }
+    /// nullptr while never written: every byte is 0.
+    const uint8_t* readable() const { return bytes.empty() ? nullptr : bytes.data(); }
     std::vector<Segment> segments;   // Reference mode, sorted by off, non-overlapping
     // Reference mode: raw bytes written over part of the region (a control message's body
     // scattered into a data buffer), by offset; cleared where stream data is written.

@@ -33,6 +33,26 @@ TEST(HostMemory, BytesModeComparesRealBytes) {
   EXPECT_FALSE(b.check_stream(dst, 4096, 77));
 }
 
+TEST(HostMemory, BytesNeverWrittenReadAsZeros) {
+  // Bytes regions allocate their storage on the first write; until then they read as zeros,
+  // and copying such a region over written bytes zeroes them.
+  HostMemory m(0, 3);
+  const Addr blank = m.allocate(64, DataMode::Bytes);
+  const Addr used = m.allocate(64, DataMode::Bytes);
+  uint8_t out[8] = {1, 1, 1, 1, 1, 1, 1, 1};
+  m.read_bytes(blank + 8, out, 8);
+  for (uint8_t b : out) EXPECT_EQ(b, 0);
+  const uint8_t ones[8] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff};
+  m.write_bytes(used, ones, 8);
+  HostMemory::copy(m, used + 4, m, blank, 2);
+  m.read_bytes(used, out, 8);
+  EXPECT_EQ(out[3], 0xff);
+  EXPECT_EQ(out[4], 0);
+  EXPECT_EQ(out[5], 0);
+  EXPECT_EQ(out[6], 0xff);
+  EXPECT_FALSE(m.check_stream(blank, 64, 0));  // 64 zeros are not the seeded pattern
+}
+
 TEST(HostMemory, OutOfRegionAccessThrows) {
   HostMemory a(0, 1);
   const Addr p = a.allocate(64, DataMode::Bytes);
