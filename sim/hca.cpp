@@ -590,6 +590,16 @@ void SimQp::wait_ns(double ns) {
   s4u::this_actor::sleep_for(to_s(ns > 0 ? ns : 1e15));
 }
 
+bool SimQp::wait_next_wr(double ns) {
+  const double deadline = now_ns() + (ns > 0 ? ns : 1e15);  // timeout 0: no timer
+  std::unique_lock<s4u::Mutex> lock(*hca_.engine_wq_.mutex);
+  while (sq_.empty() && state_ == State::Rts && now_ns() < deadline) {
+    ++hca_.counter_.count;
+    hca_.engine_wq_.cv->wait_until(lock, to_s(deadline));
+  }
+  return !sq_.empty() && state_ == State::Rts;
+}
+
 namespace {
 bool dropped(model::Fate f) { return f == model::Fate::Lose || f == model::Fate::Corrupt; }
 }  // namespace
@@ -619,6 +629,13 @@ SimQp::Recovery SimQp::recover_data(uint64_t bytes, bool read_response, uint32_t
       }
     }
     if (first < n && more) later = true;
+    bool timed_out = false;
+    // Nothing behind the gap yet: the next WR posted before the local ACK timer expires shows
+    // it (its first packet's PSN); else the timer does.
+    if (first < n && !later) {
+      later = wait_next_wr(hca_.retry_.local_ack_timeout_ns());
+      timed_out = !later;
+    }
     if (dups > 0) {
       // Each duplicate crosses the wire once more; the responder re-ACKs it (IBA 9.7.5.1.2).
       wire(src, dst, static_cast<uint64_t>(dups) * std::min<uint64_t>(mtu, std::max<uint64_t>(bytes, 1)));
@@ -635,9 +652,8 @@ SimQp::Recovery SimQp::recover_data(uint64_t bytes, bool read_response, uint32_t
         wait_ns(t.propagation_ns + pt.rx_processing_ns + pt.tx_processing_ns + pt.propagation_ns +
                 t.rx_processing_ns);
       }
-    } else {
+    } else if (timed_out) {
       ++hca_.fault_stats_.timeouts;
-      wait_ns(hca_.retry_.local_ack_timeout_ns());
     }
     if (state_ != State::Rts) return Recovery::Flushed;
     if (++retries > hca_.retry_.retry_cnt) return Recovery::RetryExceeded;
@@ -653,9 +669,12 @@ SimQp::Recovery SimQp::recover_ack(uint64_t bytes, uint32_t& retries) {
   const uint32_t n = model::ib::packets_for(bytes, hca_.ib_.mtu);
   for (;;) {
     if (!dropped(draw_fate(*peer_, true))) return Recovery::Delivered;
-    ++hca_.fault_stats_.timeouts;
-    wait_ns(hca_.retry_.local_ack_timeout_ns());
+    // ACKs are cumulative (an ACK acknowledges every earlier PSN too, IBA 9.7.5.1): a WR
+    // posted behind this one before the local ACK timer expires gets an ACK that covers this
+    // message. Only a lost last ACK times out.
+    if (wait_next_wr(hca_.retry_.local_ack_timeout_ns())) return Recovery::Delivered;
     if (state_ != State::Rts) return Recovery::Flushed;
+    ++hca_.fault_stats_.timeouts;
     if (++retries > hca_.retry_.retry_cnt) return Recovery::RetryExceeded;
     // The whole message again; the responder has it, discards the duplicates and re-ACKs.
     hca_.fault_stats_.retransmitted += n;
@@ -668,17 +687,15 @@ SimQp::Recovery SimQp::recover_read_request(uint32_t& retries) {
   if (!hca_.faults_.any()) return Recovery::Delivered;
   const model::HcaTiming& t = hca_.timing();
   const model::HcaTiming& pt = peer_->hca_.timing();
-  const bool more = !sq_.empty();
   for (;;) {
     if (!dropped(draw_fate(*this, false))) return Recovery::Delivered;
-    if (more) {  // the next request shows the gap: NAK
+    if (wait_next_wr(hca_.retry_.local_ack_timeout_ns())) {  // the next request shows the gap: NAK
       ++hca_.fault_stats_.naks;
       ++peer_->hca_.fault_stats_.packets;
       wait_ns(pt.rx_processing_ns + pt.tx_processing_ns + pt.propagation_ns + t.rx_processing_ns +
               t.tx_processing_ns + t.propagation_ns);
-    } else {
+    } else if (state_ == State::Rts) {
       ++hca_.fault_stats_.timeouts;
-      wait_ns(hca_.retry_.local_ack_timeout_ns());
     }
     if (state_ != State::Rts) return Recovery::Flushed;
     if (++retries > hca_.retry_.retry_cnt) return Recovery::RetryExceeded;

@@ -205,8 +205,9 @@ class SimQp : public sdp::Verbs {
   /// timeout (nothing came after it), then sends the packets from the first dropped one again.
   /// Every NAK or timeout counts one retry of the WR (`retries`).
   Recovery recover_data(uint64_t bytes, bool read_response, uint32_t& retries);
-  /// The ACK ending a SEND / RDMA WRITE of `bytes`: while it is lost, waits the local ACK
-  /// timeout and sends the whole message again (duplicates the responder re-ACKs).
+  /// The ACK ending a SEND / RDMA WRITE of `bytes`: when it is lost and no WR is posted behind
+  /// it before the local ACK timer expires (whose ACK would cover it), sends the whole message
+  /// again (duplicates the responder re-ACKs), and so on.
   Recovery recover_ack(uint64_t bytes, uint32_t& retries);
   /// The RDMA READ request packet: while it is lost, NAK or timeout, then sent again.
   Recovery recover_read_request(uint32_t& retries);
@@ -214,8 +215,11 @@ class SimQp : public sdp::Verbs {
   static model::Fate draw_fate(SimQp& src, bool responder);
   /// One communication of `bytes` from `from`'s HCA to `to`'s over their route.
   void wire(SimQp& from, SimQp& to, uint64_t bytes);
-  /// Waits `ns` of simulated time (the local ACK timer with timeout 0 never fires).
+  /// Waits `ns` of simulated time.
   void wait_ns(double ns);
+  /// Waits until a WR is queued on this send queue behind the one in flight, or `ns` pass (the
+  /// local ACK timer; 0 = no timer, for ever), or the QP leaves RTS. True when a WR is queued.
+  bool wait_next_wr(double ns);
 
   EmulatedHca& hca_;
   uint32_t pd_;

@@ -309,9 +309,9 @@ TEST(SimHcaFaults, RetriesExhaustedCompleteWithRetryExcErrAndFlushTheRest) {
       r.num_sge = 1;
       post_recv_b(t, r);
     }
-    // Every packet lost. The first try has nothing behind it: only the ACK timer (8.192 us)
-    // notices. The second WR is queued by then, so its first packet shows the gap of the
-    // two retries at once: NAKs (950 ns round trip each).
+    // Every packet lost. The first try (on the wire until ~4.2 us) has nothing behind it
+    // before the ACK timer (8.192 us) expires: a timeout. The second WR, posted at 20 us,
+    // shows the gap of both retries: NAKs (950 ns round trip each).
     sdp::SendWr s;
     s.wr_id = 1;
     s.opcode = sdp::WrOpcode::Send;
@@ -321,7 +321,7 @@ TEST(SimHcaFaults, RetriesExhaustedCompleteWithRetryExcErrAndFlushTheRest) {
     t.bed.qp(0).post_send(s);
     sdp::SendWr s2 = s;
     s2.wr_id = 2;
-    s4u::this_actor::sleep_for(1e-5);  // the first is on the wire; the second waits behind it
+    s4u::this_actor::sleep_for(2e-5);
     t.bed.qp(0).post_send(s2);
     const sdp::Wc first = t.wait_one();
     EXPECT_EQ(first.wr_id, 1u);
