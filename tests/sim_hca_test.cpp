@@ -363,3 +363,52 @@ TEST(SimHcaFaults, RnrRetryOneWithoutAReceiveIsRnrRetryExceededAfterOneRnrNak) {
   EXPECT_GT(took, 640e3);  // one wait of B's min_rnr_timer (0.64 ms), then the second RNR NAK
   EXPECT_LT(took, 2 * 640e3);
 }
+
+TEST(SimHcaFaults, RdmaWriteAndReadOverALossyWireMoveTheRightBytes) {
+  Bed t;
+  model::FaultConfig cfg;
+  cfg.loss = 0.1;
+  cfg.corrupt = 0.05;
+  model::RcRetry retry;
+  retry.timeout = 4;  // 65.5 us: the test's CQ polling loop spins through every timeout
+  t.bed.set_faults(cfg, retry);
+  t.run([&] {
+    auto& ma = t.bed.host(0).memory();
+    auto& mb = t.bed.host(1).memory();
+    const sdp::Addr src = ma.allocate(10000, sdp::DataMode::Bytes);
+    const sdp::Addr back = ma.allocate(10000, sdp::DataMode::Bytes);
+    const sdp::Addr dst = mb.allocate(10000, sdp::DataMode::Bytes);
+    const uint32_t lkey = t.bed.qp(0).reg_mr(src, 10000, sdp::kLocalWrite);
+    const uint32_t lkey2 = t.bed.qp(0).reg_mr(back, 10000, sdp::kLocalWrite);
+    const uint32_t rkey = t.bed.qp(1).reg_mr(dst, 10000, sdp::kLocalWrite | sdp::kRemoteWrite | sdp::kRemoteRead);
+    for (uint64_t round = 0; round < 20; ++round) {
+      ma.write_stream(src, 10000, round * 10000);
+      sdp::SendWr w;
+      w.wr_id = round;
+      w.opcode = sdp::WrOpcode::RdmaWrite;
+      w.sg[0] = {src, 10000, lkey};
+      w.num_sge = 1;
+      w.remote_addr = dst;
+      w.rkey = rkey;
+      t.bed.qp(0).post_send(w);
+      ASSERT_EQ(t.wait_one().status, sdp::WcStatus::Success);
+      EXPECT_TRUE(mb.check_stream(dst, 10000, round * 10000));
+      sdp::SendWr r = w;
+      r.opcode = sdp::WrOpcode::RdmaRead;
+      r.sg[0] = {back, 10000, lkey2};
+      t.bed.qp(0).post_send(r);
+      ASSERT_EQ(t.wait_one().status, sdp::WcStatus::Success);
+      EXPECT_TRUE(ma.check_stream(back, 10000, round * 10000));
+    }
+  });
+  const model::FaultStats& a = t.bed.hca(0).fault_stats();
+  const model::FaultStats& b = t.bed.hca(1).fault_stats();
+  // 20 WRITEs of 5 packets and 20 READ requests from A; 20 ACKs and 20 x 5 READ response
+  // packets from B, at least; about 15 % of them dropped and sent again.
+  EXPECT_GE(a.packets, 20u * 6);
+  EXPECT_GE(b.packets, 20u * 6);
+  EXPECT_GT(a.lost + a.corrupted, 0u);
+  EXPECT_GT(b.lost + b.corrupted, 0u);
+  EXPECT_GT(a.retransmitted, 0u);
+  EXPECT_GT(b.retransmitted, 0u);  // READ responses resent by the responder
+}
