@@ -152,7 +152,13 @@ TcpStreamResult run_tcp_stream(const model::Platform& local, const model::Platfo
   // netperf stops sending at -l; draining and closing take far less than the test itself.
   // A byte count: allow it 10 Mbit/s at worst (each lost tail costs a 67 ms ACK timeout).
   bed.run(cfg.length_bytes ? 60 + static_cast<double>(cfg.length_bytes) * 8 / 1e7 : 2 * cfg.length_s + 10);
-  if (failure.failed()) throw std::runtime_error(failure.message());
+  if (failure.failed()) {
+    std::string why = failure.message();
+    if (qp_a.state() == SimQp::State::Error || qp_b.state() == SimQp::State::Error)
+      why += " (the connection's QP went to the error state: with faults on the wire, the transport retries "
+             "ran out, qp.retry_cnt)";
+    throw std::runtime_error(why);
+  }
   if (t_end <= t_start) throw std::runtime_error("simulation ended before the test finished");
 
   res.elapsed_s = (t_end - t_start) * 1e-9;
