@@ -598,7 +598,7 @@ int run_calibrate(const CalibrateOptions& o) {
   const std::string base_text = read_text(platform_file, platform_file);
   const model::Platform as_filed = model::Platform::parse(base_text, platform_file);
   model::Platform base = as_filed;  // with --set: the platform the runs are simulated on
-  for (const auto& s : o.sets) base.set(s);
+  for (const auto& s : platform_settings(o.sets)) base.set(s);
   std::vector<FitParam> params;
   for (const auto& item : o.fit) {
     FitParam p = parse_fit_param(item, base, o.starts);
@@ -631,7 +631,7 @@ int run_calibrate(const CalibrateOptions& o) {
                                          "one machine",
                                          *ob.platform, o.platform));
           model::Platform copy = base;
-          for (const auto& s : ob.set) copy.set(s);
+          for (const auto& s : platform_settings(ob.set)) copy.set(s);
         } catch (const InputError& e) {
           throw InputError(fmt::format("{}: {}", ob.where, e.what()));
         }
@@ -773,7 +773,7 @@ int run_calibrate(const CalibrateOptions& o) {
                                        runs_text, plural(fit_obs.size(), "run"), 100 * st.best,
                                        converged ? "" : fmt::format(", not converged in {} evaluations", st.evals),
                                        short_number(param_number(as_filed.param(params[k].key)))));
-    for (const auto& s : o.sets) {
+    for (const auto& s : platform_settings(o.sets)) {
       const std::string key = s.substr(0, s.find('='));
       if (std::any_of(params.begin(), params.end(), [&](const FitParam& p) { return p.key == key; })) continue;
       const model::Param& p = base.param(key);

@@ -65,6 +65,16 @@ std::string resolve_scenario(const std::string& name_or_file) {
   return resolve(name_or_file, fs::path(data_dir()) / "scenarios", name_or_file, "scenario");
 }
 
+std::vector<std::string> platform_settings(const std::vector<std::string>& sets, model::FaultConfig* faults,
+                                           model::RcRetry* retry) {
+  model::FaultConfig f;
+  model::RcRetry r;
+  std::vector<std::string> out;
+  for (const auto& s : sets)
+    if (!model::apply_fault_setting(s, faults ? *faults : f, retry ? *retry : r)) out.push_back(s);
+  return out;
+}
+
 std::pair<model::Platform, model::Platform> load_host_platforms(const std::string& platform,
                                                                 const std::optional<std::string>& remote_platform,
                                                                 const std::vector<std::string>& sets) {
@@ -72,7 +82,7 @@ std::pair<model::Platform, model::Platform> load_host_platforms(const std::strin
   model::Platform remote = remote_platform
                                ? model::Platform::load_file(resolve_platform(*remote_platform, "--remote-platform"))
                                : local;
-  for (const auto& assignment : sets) {
+  for (const auto& assignment : platform_settings(sets)) {
     local.set(assignment);
     remote.set(assignment);
   }

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "model/error.h"
+#include "model/fault.h"
 #include "model/platform.h"
 
 namespace hcasim::scenarios {
@@ -31,9 +32,15 @@ std::string resolve_scenario(const std::string& name_or_file);
 /// when it cannot be opened (`what` is usually the path itself).
 std::string read_text(const std::string& path, const std::string& what);
 
+/// The platform assignments among `sets`: every fault.* and qp.* assignment goes through
+/// model::apply_fault_setting (into `faults` and `retry` when given, in order; InputError
+/// "--set KEY: ..." on a bad one) and the others are returned, in order.
+std::vector<std::string> platform_settings(const std::vector<std::string>& sets, model::FaultConfig* faults = nullptr,
+                                           model::RcRetry* retry = nullptr);
+
 /// The two hosts of a run: the local platform (--platform NAME|FILE), the remote one
 /// (--remote-platform, default: the same), then every --set assignment applied to both, in
-/// order. Throws InputError naming the option, file:line or key at fault.
+/// order (but fault.* and qp.*: platform_settings). Throws InputError naming the option, file:line or key at fault.
 std::pair<model::Platform, model::Platform> load_host_platforms(const std::string& platform,
                                                                 const std::optional<std::string>& remote_platform,
                                                                 const std::vector<std::string>& sets);

@@ -40,19 +40,23 @@ Usage:
   hcasim --help | --version
 
 hcasim netperf takes netperf 2.4's flags and prints netperf's output from a simulation:
-  -t TCP_STREAM   -l SECONDS   -c [RATE]   -C [RATE]   -P 0|1   -T lcpu[,rcpu]   -v N
+  -t TCP_STREAM   -l SECONDS|-BYTES   -c [RATE]   -C [RATE]   -P 0|1   -T lcpu[,rcpu]   -v N
   -f k|m|g|K|M|G   (-H host, -4, -6, -i, -I are accepted and ignored)
   test options after --:  -m SIZE  -M SIZE  -s SIZE[,SIZE]  -S SIZE[,SIZE]  (-r is ignored)
   sizes take K/M/G (2^10..) or k/m/g (10^3..) suffixes
 hcasim options:
   --platform NAME|FILE         local host (default connectx-ddr-pcie1x8)
   --remote-platform NAME|FILE  remote host (default: same as --platform)
-  --set section.key=value      change a platform parameter on both hosts (repeatable)
+  --set section.key=value      change a platform parameter on both hosts (repeatable);
+                               fault.loss|corrupt|dup|reorder=P, fault.seed=N and
+                               qp.retry_cnt|rnr_retry|timeout=N inject faults on the wire
+                               (README "Faults")
   --stats                      simulator statistics on stderr
   --profile                    per-CPU flat profile (time by activity) of both hosts, after
                                netperf's output
   --csv PATH                   results as CSV
-  --verify-data                move real bytes and check them at the receiver
+  --verify-data                move real bytes and check them at the receiver (and
+                               compare the crc32 of both ends' streams; exit 1 if unequal)
   --seed N                     seed of the data pattern
 
 hcasim ib_write_lat, ib_write_bw and ib_send_bw take perftest 4.5's flags (-a -s -n -I -q -t -r
@@ -79,7 +83,7 @@ also writes DIR/report.md, the results CSVs and gnuplot PNG plots. Same exit sta
 )";
 
 int netperf_main(const std::vector<std::string>& args) {
-  const NetperfOptions opts = parse_netperf_args(args);
+  const NetperfOptions opts = parse_netperf_args(args, /*allow_byte_count=*/true);
   if (opts.csv_path) check_output_path(*opts.csv_path, "--csv");
   for (const auto& note : opts.notes) std::cerr << note << "\n";
 
@@ -89,21 +93,33 @@ int netperf_main(const std::vector<std::string>& args) {
       sim::run_tcp_stream(local, remote, to_tcp_stream_config(opts));
   if (const std::string note = request_size_note(opts, result.send_size); !note.empty())
     std::cerr << note << "\n";
-  if (opts.verify_data && !result.data_verified) {
-    std::cerr << "hcasim: error: --verify-data: the receiver did not verify the data\n";
-    return 1;
-  }
-  if (opts.verify_data)
-    std::cerr << fmt::format("hcasim: note: --verify-data: {} bytes compared at the receiver, all equal\n",
-                             result.bytes_received);
 
   const NetperfFigures figures = netperf_figures(opts, result);
   if (opts.csv_path)
     write_file_atomically(*opts.csv_path, format_netperf_csv(opts, result, figures), "--csv");
   std::cout << format_netperf_output(opts, result, figures);
   if (opts.profile) std::cout << format_netperf_profile(result);
+  // With faults, hcasim's own lines follow netperf's output (which stays netperf's).
+  const std::string data_line =
+      fmt::format("hcasim: data: {} B sent, crc32 {:08x}; {} B received, crc32 {:08x}\n", result.bytes_sent,
+                  result.sent_crc32, result.bytes_received, result.received_crc32);
+  if (result.faults_configured) {
+    std::cout << "hcasim: local  " << result.local_faults.summary() << "\n";
+    std::cout << "hcasim: remote " << result.remote_faults.summary() << "\n";
+    if (opts.verify_data) std::cout << data_line;
+  }
   std::cout << std::flush;
   if (opts.stats) std::cerr << format_stats_line(result) << "\n";
+  if (opts.verify_data && !result.data_verified) {
+    if (!result.faults_configured) std::cerr << data_line;
+    std::cerr << "hcasim: error: --verify-data: the data received differ from the data sent\n";
+    return 1;
+  }
+  if (opts.verify_data) {
+    std::cerr << fmt::format("hcasim: note: --verify-data: {} bytes compared at the receiver, all equal\n",
+                             result.bytes_received);
+    if (!result.faults_configured) std::cerr << data_line;
+  }
   return 0;
 }
 

@@ -16,6 +16,7 @@
 
 #include <fmt/format.h>
 
+#include "model/fault.h"
 #include "model/units.h"
 
 namespace hcasim::scenarios {
@@ -371,6 +372,9 @@ void parse_long(const std::vector<std::string>& long_words, NetperfOptions& o) {
   for (const auto& s : sets)
     if (s.find('=') == std::string::npos)
       fail(fmt::format("--set: '{}' is not section.key=value", s));
+  model::FaultConfig faults;  // fault.* and qp.* are checked here (the platform keys on loading)
+  model::RcRetry retry;
+  for (const auto& s : sets) model::apply_fault_setting(s, faults, retry);
   o.sets = sets;
   if (opt_csv->count()) o.csv_path = csv;
   if (opt_seed->count()) {
@@ -429,6 +433,8 @@ NetperfOptions parse_netperf_args(const std::vector<std::string>& args, bool all
 sim::TcpStreamConfig to_tcp_stream_config(const NetperfOptions& o) {
   sim::TcpStreamConfig c;
   c.length_s = o.length_s;
+  c.length_bytes = o.length_bytes;
+  for (const auto& s : o.sets) model::apply_fault_setting(s, c.faults, c.retry);
   c.send_size = o.send_size;
   c.recv_size = o.recv_size;
   c.local_send_socket = o.local_send_socket;

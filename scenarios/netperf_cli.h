@@ -75,11 +75,11 @@ struct NetperfOptions {
 /// "-t UDP_STREAM: hcasim simulates only TCP_STREAM", "-l: missing value", "--profile: takes
 /// no value (got '5')".
 /// `allow_byte_count`: accept netperf's negative -l (a byte count, for the wall-clock
-/// hcasim-sdp-client); the simulator runs timed tests only and refuses it.
+/// hcasim-sdp-client, and `hcasim netperf`, whose sender then sends exactly that many bytes).
 NetperfOptions parse_netperf_args(const std::vector<std::string>& args, bool allow_byte_count = false);
 
-/// The simulation's view of the options (sim/netperf_sim.h): length, sizes, CPU binding,
-/// data verification and seed.
+/// The simulation's view of the options (sim/netperf_sim.h): length (seconds or bytes), sizes,
+/// CPU binding, data verification, seed, and the --set fault.* / qp.* assignments.
 sim::TcpStreamConfig to_tcp_stream_config(const NetperfOptions& options);
 
 /// The note for a given -r, or an empty string when -r was not given: TCP_STREAM ignores -r and

@@ -22,6 +22,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "model/fault.h"
+
 #include "scenarios/command_words.h"
 
 namespace hcasim::scenarios {
@@ -245,6 +247,11 @@ class Parser {
       case LongKind::Set:
         if (value.find('=') == std::string::npos || value.front() == '=')
           fail(fmt::format("--set: '{}' is not section.key=value", value));
+        {  // fault.* and qp.* are checked here (the platform keys on loading)
+          model::FaultConfig f;
+          model::RcRetry r;
+          model::apply_fault_setting(value, f, r);
+        }
         o_.sets.push_back(value);
         break;
       case LongKind::Seed: {
@@ -525,6 +532,7 @@ sim::PerftestConfig to_perftest_config(const PerftestOptions& o) {
   c.inline_size = o.inline_size.value_or(bw ? 0u : kPerftestDefInlineWrite);
   c.num_qps = bw ? o.num_qps : 1;
   c.seed = o.seed;
+  for (const auto& s : o.sets) model::apply_fault_setting(s, c.faults, c.retry);
   return c;
 }
 

@@ -972,7 +972,7 @@ CheckedScenario check_scenario(const Scenario& s, const std::string& base) {
         platforms.emplace(p.platform, model::Platform::load_file(c.platform_files[p.platform]));
       }
       model::Platform copy = platforms.at(p.platform);
-      for (const auto& assignment : p.set) copy.set(assignment);
+      for (const auto& assignment : platform_settings(p.set)) copy.set(assignment);
     } catch (const InputError& e) {
       fail_at(s.origin, p.line, fmt::format("point {}: {}", i + 1, e.what()));
     }

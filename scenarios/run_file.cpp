@@ -4,6 +4,8 @@
 // netperf 2.4.3's and perftest 2.x / 4.5's.
 #include "scenarios/run_file.h"
 
+#include "model/fault.h"
+
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
@@ -199,6 +201,13 @@ Directive read_directive(std::string_view rest, const std::string& origin, uint3
     const size_t key_end = value.find('=');
     if (key_end == std::string::npos || key_end == 0 || key_end + 1 == value.size())
       fail_at(origin, line, fmt::format("hcasim directive: --set: '{}' is not key=value", value));
+    try {  // fault.* and qp.* are checked here, the platform keys when the platform is loaded
+      model::FaultConfig faults;
+      model::RcRetry retry;
+      model::apply_fault_setting(value, faults, retry);
+    } catch (const InputError& e) {
+      fail_at(origin, line, fmt::format("hcasim directive: {}", e.what()));
+    }
     d.sets.push_back(value);
   }
   return d;

@@ -352,11 +352,12 @@ void SdpSocket::handle_recv(const Wc& wc) {
 // ---- the socket lock -------------------------------------------------------------------------
 
 /// Holds lock_sock for a scope. Released without waking anyone when an exception (an actor
-/// being killed among them) leaves the scope.
+/// being killed among them) leaves the scope. The release itself may be where the actor is
+/// killed (the wake-up costs CPU time, slept off): that exception leaves the destructor.
 class SdpSocket::Lock {
  public:
   explicit Lock(SdpSocket& s) : s_(s) { s_.lock_sock(); }
-  ~Lock() {
+  ~Lock() noexcept(false) {
     if (std::uncaught_exceptions() > 0)
       s_.owned_ = false;
     else

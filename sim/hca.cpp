@@ -68,6 +68,17 @@ void EmulatedHca::set_route(const model::ib::Config& ib, double bottleneck_Bps) 
   bottleneck_Bps_ = bottleneck_Bps;
 }
 
+void EmulatedHca::set_faults(const model::FaultConfig& faults, const model::RcRetry& retry, uint64_t side) {
+  faults_ = faults;
+  retry_ = retry;
+  side_ = side;
+  for (auto& q : qps_) {
+    q->rnr_retry_ = retry.rnr_retry;
+    q->draw_requester_.reset();
+    q->draw_responder_.reset();
+  }
+}
+
 void EmulatedHca::start() {
   s4u::Actor::create(host_.name() + "-hca-send", node_, [this] {
     failure_.guard(host_.name() + " HCA send engine", [this] { send_engine(); });
@@ -141,7 +152,8 @@ SimQp::SimQp(EmulatedHca& hca, uint32_t pd, uint32_t qpn, uint32_t max_send_wr, 
       max_send_wr_(max_send_wr),
       max_recv_wr_(max_recv_wr),
       cq_entries_(cq_entries),
-      moderator_(hca.irq_.moderation_count, hca.irq_.moderation_period_ns) {}
+      moderator_(hca.irq_.moderation_count, hca.irq_.moderation_period_ns),
+      rnr_retry_(hca.retry_.rnr_retry) {}
 
 void SimQp::modify(State next) {
   const bool ok = next == State::Error || next == State::Reset || (state_ == State::Reset && next == State::Init) ||
@@ -293,6 +305,14 @@ void SimQp::fail_wr(const Wc& wc, double at_ns) {
   });
 }
 
+void SimQp::fail_now(Wc wc, WcStatus status) {
+  // At once, not through the timer: the send engine must not start the next WR first.
+  wc.status = status;
+  const bool was_error = state_ == State::Error;
+  push_cqe(wc);
+  if (!was_error) to_error();
+}
+
 void SimQp::to_error() {
   if (state_ == State::Error) return;
   state_ = State::Error;
@@ -395,6 +415,13 @@ void SimQp::execute_send(const Posted& p) {
   Wc swc{wr.wr_id, WcStatus::Success, WcOpcode::Send, 0, qpn_};
   if (!gather_and_transfer(p, swc)) return;
   const uint64_t bytes = wr.length();
+  uint32_t retries = 0;  // NAKs and ACK timeouts of this WR (retry_cnt)
+  auto retry_exceeded = [&] { fail_now(swc, WcStatus::RetryExcErr); };
+  switch (recover_data(bytes, false, retries)) {
+    case Recovery::Flushed: fail_now(swc, WcStatus::WrFlushErr); return;
+    case Recovery::RetryExceeded: retry_exceeded(); return;
+    case Recovery::Delivered: break;
+  }
 
   // The last byte left the bottleneck (or, after RNR NAKs, the retry that found a receive
   // did): deliver the message to the responder's oldest receive. CQE times count from then.
@@ -413,6 +440,7 @@ void SimQp::execute_send(const Posted& p) {
       fail_wr(swc, send_done());
       return;
     }
+    ++hca_.fault_stats_.rnr_naks;
     ++hca_.counter_.count;
     s4u::this_actor::sleep_for(to_s(peer->min_rnr_timer_ns_));
     if (state_ != State::Rts) return;  // flushed meanwhile
@@ -442,6 +470,11 @@ void SimQp::execute_send(const Posted& p) {
   move_data(peer->hca_.host().memory(), rwr.sg, rwr.num_sge, hca_.host().memory(), wr.sg, wr.num_sge, bytes);
   const Wc rwc{rwr.wr_id, WcStatus::Success, WcOpcode::Recv, static_cast<uint32_t>(bytes), peer->qpn_};
   hca_.timer().at(recv_done(), [peer, rwc] { peer->push_cqe(rwc); });
+  switch (recover_ack(bytes, retries)) {
+    case Recovery::Flushed: fail_now(swc, WcStatus::WrFlushErr); return;
+    case Recovery::RetryExceeded: retry_exceeded(); return;
+    case Recovery::Delivered: break;
+  }
   complete(wr, swc, send_done());
 }
 
@@ -452,6 +485,13 @@ void SimQp::execute_rdma_write(const Posted& p) {
   Wc swc{wr.wr_id, WcStatus::Success, WcOpcode::RdmaWrite, 0, qpn_};
   if (!gather_and_transfer(p, swc)) return;
   const uint64_t bytes = wr.length();
+  uint32_t retries = 0;
+  auto retry_exceeded = [&] { fail_now(swc, WcStatus::RetryExcErr); };
+  switch (recover_data(bytes, false, retries)) {
+    case Recovery::Flushed: fail_now(swc, WcStatus::WrFlushErr); return;
+    case Recovery::RetryExceeded: retry_exceeded(); return;
+    case Recovery::Delivered: break;
+  }
   const double now = now_ns();
   const double landed = now + model::receive_completion_latency_ns(t, peer->hca_.timing(), wr.inline_data, bytes);
   const double send_done = now + model::send_completion_latency_ns(t, peer->hca_.timing(), wr.inline_data, bytes);
@@ -467,7 +507,15 @@ void SimQp::execute_rdma_write(const Posted& p) {
     move_data(peer->hca_.host().memory(), target, 1, hca_.host().memory(), wr.sg, wr.num_sge, bytes);
     if (peer->on_write_) peer->on_write_(wr.remote_addr, bytes);
   });
-  complete(wr, swc, send_done);
+  switch (recover_ack(bytes, retries)) {
+    case Recovery::Flushed: fail_now(swc, WcStatus::WrFlushErr); return;
+    case Recovery::RetryExceeded: retry_exceeded(); return;
+    case Recovery::Delivered: break;
+  }
+  // After a lost ACK the completion waits for the retransmission's ACK.
+  complete(wr, swc, now_ns() == now ? send_done
+                                    : now_ns() + model::send_completion_latency_ns(t, peer->hca_.timing(),
+                                                                                   wr.inline_data, bytes));
 }
 
 void SimQp::execute_rdma_read(const sdp::SendWr& wr) {
@@ -482,6 +530,13 @@ void SimQp::execute_rdma_read(const sdp::SendWr& wr) {
       return;
     }
   const uint64_t bytes = wr.length();
+  uint32_t retries = 0;
+  auto retry_exceeded = [&] { fail_now(swc, WcStatus::RetryExcErr); };
+  switch (recover_read_request(retries)) {
+    case Recovery::Flushed: fail_now(swc, WcStatus::WrFlushErr); return;
+    case Recovery::RetryExceeded: retry_exceeded(); return;
+    case Recovery::Delivered: break;
+  }
   // The read request travels to the responder, which starts its DMA read of the data.
   ++hca_.counter_.count;
   s4u::this_actor::sleep_for(to_s(t.tx_processing_ns + t.propagation_ns + pt.rx_processing_ns));
@@ -493,11 +548,159 @@ void SimQp::execute_rdma_read(const sdp::SendWr& wr) {
   // The response data flows responder -> requester over the reverse route.
   ++hca_.counter_.count;
   s4u::Comm::sendto_async(peer->hca_.node(), hca_.node(), std::max<uint64_t>(bytes, 1))->wait();
+  switch (recover_data(bytes, true, retries)) {
+    case Recovery::Flushed: fail_now(swc, WcStatus::WrFlushErr); return;
+    case Recovery::RetryExceeded: retry_exceeded(); return;
+    case Recovery::Delivered: break;
+  }
   const std::array<sdp::Sge, sdp::kMaxSge> source{sdp::Sge{wr.remote_addr, static_cast<uint32_t>(bytes), wr.rkey}};
   move_data(hca_.host().memory(), wr.sg, wr.num_sge, peer->hca_.host().memory(), source, 1, bytes);
   // Pipeline tail of the response: the responder's read round trip and packet build,
   // propagation, the requester's receive processing and its posted write of data and CQE.
   complete(wr, swc, now_ns() + model::receive_completion_latency_ns(pt, t));
+}
+
+// ---- SimQp: faults on the wire and RC recovery (model/fault.h) ------------------------------
+
+model::Fate SimQp::draw_fate(SimQp& src, bool responder) {
+  auto& d = responder ? src.draw_responder_ : src.draw_requester_;
+  if (!d) d.emplace(src.hca_.faults_, src.hca_.fault_stream(src.qpn_, responder));
+  const model::Fate f = d->next();
+  model::FaultStats& st = src.hca_.fault_stats_;
+  ++st.packets;
+  switch (f) {
+    case model::Fate::Lose: ++st.lost; break;
+    case model::Fate::Corrupt: ++st.corrupted; break;
+    case model::Fate::Duplicate: ++st.duplicated; break;
+    case model::Fate::Reorder: ++st.reordered; break;
+    case model::Fate::Deliver: break;
+  }
+  return f;
+}
+
+void SimQp::wire(SimQp& from, SimQp& to, uint64_t bytes) {
+  ++hca_.counter_.count;
+  s4u::Comm::sendto_async(from.hca_.node(), to.hca_.node(), std::max<uint64_t>(bytes, 1))->wait();
+}
+
+void SimQp::wait_ns(double ns) {
+  ++hca_.counter_.count;
+  // qp.timeout = 0: no local ACK timer (IBA 9.7.6.1.3), the WR waits for ever; the run's
+  // watchdog ends it.
+  s4u::this_actor::sleep_for(to_s(ns > 0 ? ns : 1e15));
+}
+
+bool SimQp::wait_next_wr(double ns) {
+  const double deadline = now_ns() + (ns > 0 ? ns : 1e15);  // timeout 0: no timer
+  std::unique_lock<s4u::Mutex> lock(*hca_.engine_wq_.mutex);
+  while (sq_.empty() && state_ == State::Rts && now_ns() < deadline) {
+    ++hca_.counter_.count;
+    hca_.engine_wq_.cv->wait_until(lock, to_s(deadline));
+  }
+  return !sq_.empty() && state_ == State::Rts;
+}
+
+namespace {
+bool dropped(model::Fate f) { return f == model::Fate::Lose || f == model::Fate::Corrupt; }
+}  // namespace
+
+SimQp::Recovery SimQp::recover_data(uint64_t bytes, bool read_response, uint32_t& retries) {
+  if (!hca_.faults_.any()) return Recovery::Delivered;
+  const uint32_t mtu = hca_.ib_.mtu;
+  const uint32_t n = model::ib::packets_for(bytes, mtu);
+  SimQp& src = read_response ? *peer_ : *this;
+  SimQp& dst = read_response ? *this : *peer_;
+  const model::HcaTiming& t = hca_.timing();
+  const model::HcaTiming& pt = peer_->hca_.timing();
+  for (uint32_t from = 0;;) {
+    // The next WR of this send queue follows at once: its first packet shows a gap at the tail.
+    const bool more = !sq_.empty();
+    uint32_t first = n, dups = 0;
+    bool later = false;  // a packet after the first dropped one reached the receiver
+    for (uint32_t k = from; k < n; ++k) {
+      const model::Fate f = draw_fate(src, read_response);
+      if (f == model::Fate::Duplicate) ++dups;
+      if (first == n) {
+        // A reordered packet is overtaken by the next one (if any follows): the receiver sees
+        // a PSN beyond the expected one and discards until the retransmission (IBA 9.7.5.1.1).
+        if (dropped(f) || (f == model::Fate::Reorder && (k + 1 < n || more))) first = k;
+      } else if (!dropped(f)) {
+        later = true;
+      }
+    }
+    if (first < n && more) later = true;
+    bool timed_out = false;
+    // Nothing behind the gap yet: the next WR posted before the local ACK timer expires shows
+    // it (its first packet's PSN); else the timer does.
+    if (first < n && !later) {
+      later = wait_next_wr(hca_.retry_.local_ack_timeout_ns());
+      timed_out = !later;
+    }
+    if (dups > 0) {
+      // Each duplicate crosses the wire once more; the responder re-ACKs it (IBA 9.7.5.1.2).
+      wire(src, dst, static_cast<uint64_t>(dups) * std::min<uint64_t>(mtu, std::max<uint64_t>(bytes, 1)));
+      if (!read_response) dst.hca_.fault_stats_.packets += dups;
+    }
+    if (first == n) return Recovery::Delivered;
+    model::FaultStats& st = src.hca_.fault_stats_;
+    if (later) {
+      ++st.naks;
+      if (read_response)  // the requester sees the gap and asks again from that PSN
+        wait_ns(t.tx_processing_ns + t.propagation_ns + pt.rx_processing_ns);
+      else {  // the responder's NAK (PSN sequence error) comes back
+        ++peer_->hca_.fault_stats_.packets;
+        wait_ns(t.propagation_ns + pt.rx_processing_ns + pt.tx_processing_ns + pt.propagation_ns +
+                t.rx_processing_ns);
+      }
+    } else if (timed_out) {
+      ++hca_.fault_stats_.timeouts;
+    }
+    if (state_ != State::Rts) return Recovery::Flushed;
+    if (++retries > hca_.retry_.retry_cnt) return Recovery::RetryExceeded;
+    // Go-back-N: packets first..n-1 again, through the same route.
+    st.retransmitted += n - first;
+    wire(src, dst, bytes - std::min<uint64_t>(bytes, static_cast<uint64_t>(first) * mtu));
+    from = first;
+  }
+}
+
+SimQp::Recovery SimQp::recover_ack(uint64_t bytes, uint32_t& retries) {
+  if (!hca_.faults_.any()) return Recovery::Delivered;
+  const uint32_t n = model::ib::packets_for(bytes, hca_.ib_.mtu);
+  for (;;) {
+    if (!dropped(draw_fate(*peer_, true))) return Recovery::Delivered;
+    // ACKs are cumulative (an ACK acknowledges every earlier PSN too, IBA 9.7.5.1): a WR
+    // posted behind this one before the local ACK timer expires gets an ACK that covers this
+    // message. Only a lost last ACK times out.
+    if (wait_next_wr(hca_.retry_.local_ack_timeout_ns())) return Recovery::Delivered;
+    if (state_ != State::Rts) return Recovery::Flushed;
+    ++hca_.fault_stats_.timeouts;
+    if (++retries > hca_.retry_.retry_cnt) return Recovery::RetryExceeded;
+    // The whole message again; the responder has it, discards the duplicates and re-ACKs.
+    hca_.fault_stats_.retransmitted += n;
+    for (uint32_t k = 0; k < n; ++k) draw_fate(*this, false);
+    wire(*this, *peer_, bytes);
+  }
+}
+
+SimQp::Recovery SimQp::recover_read_request(uint32_t& retries) {
+  if (!hca_.faults_.any()) return Recovery::Delivered;
+  const model::HcaTiming& t = hca_.timing();
+  const model::HcaTiming& pt = peer_->hca_.timing();
+  for (;;) {
+    if (!dropped(draw_fate(*this, false))) return Recovery::Delivered;
+    if (wait_next_wr(hca_.retry_.local_ack_timeout_ns())) {  // the next request shows the gap: NAK
+      ++hca_.fault_stats_.naks;
+      ++peer_->hca_.fault_stats_.packets;
+      wait_ns(pt.rx_processing_ns + pt.tx_processing_ns + pt.propagation_ns + t.rx_processing_ns +
+              t.tx_processing_ns + t.propagation_ns);
+    } else if (state_ == State::Rts) {
+      ++hca_.fault_stats_.timeouts;
+    }
+    if (state_ != State::Rts) return Recovery::Flushed;
+    if (++retries > hca_.retry_.retry_cnt) return Recovery::RetryExceeded;
+    ++hca_.fault_stats_.retransmitted;
+  }
 }
 
 }  // namespace hcasim::sim

@@ -15,11 +15,13 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include <simgrid/s4u.hpp>
 
+#include "model/fault.h"
 #include "model/hca.h"
 #include "model/interrupt.h"
 #include "sdp/verbs.h"
@@ -55,6 +57,22 @@ class EmulatedHca {
   /// (bytes/s, TwoHostBed's path_rates). A message occupies the route for the longer of
   /// bytes / bottleneck and model::message_link_time_ns (per-message headers and WQE traffic).
   void set_route(const model::ib::Config& ib, double bottleneck_Bps);
+  /// Faults on the packets of this HCA's QPs (model/fault.h) and the RC retry attributes of
+  /// its QPs (retry_cnt, the local ACK timeout, rnr_retry: applied to every QP, existing and
+  /// new). `side` (0 or 1) separates the fate streams of the two HCAs of a bed, whose QPNs
+  /// coincide. Call before start(). Without it: no faults, RcRetry's defaults.
+  void set_faults(const model::FaultConfig& faults, const model::RcRetry& retry, uint64_t side);
+  const model::FaultConfig& faults() const { return faults_; }
+  const model::RcRetry& rc_retry() const { return retry_; }
+  /// What the faults did to the packets this HCA put on the wire (as requester: data, RDMA
+  /// READ requests; as responder: ACKs, NAKs, RDMA READ responses) and the retransmissions
+  /// it made.
+  const model::FaultStats& fault_stats() const { return fault_stats_; }
+  /// The fate stream (FaultDraw's `stream`) of the packets QP `qpn` of this HCA sends as
+  /// requester (`responder` false) or as responder.
+  uint64_t fault_stream(uint32_t qpn, bool responder) const {
+    return (side_ << 40) | (static_cast<uint64_t>(qpn) << 1) | (responder ? 1u : 0u);
+  }
   /// Starts the send-engine and interrupt actors (daemons) on this HCA's node.
   void start();
 
@@ -103,6 +121,10 @@ class EmulatedHca {
   SimWaitQueue engine_wq_, irq_wq_;
   std::deque<SimQp*> pending_irqs_;
   uint64_t interrupts_ = 0;
+  model::FaultConfig faults_;
+  model::RcRetry retry_;
+  uint64_t side_ = 0;
+  model::FaultStats fault_stats_;
 };
 
 /// An RC queue pair with its CQ, implementing the verbs interface over the emulated HCA.
@@ -122,7 +144,8 @@ class SimQp : public sdp::Verbs {
   void set_handlers(std::function<void()> on_cqe, std::function<void()> on_event);
   /// rnr_retry (0..7, 7 = retry for ever; this QP as requester) and min_rnr_timer (ns; how
   /// long a requester waits after this QP, as responder, answered RNR NAK). IBA 10.2.4.3.
-  /// Default 0 retries: a SEND that finds no receive completes with RNR_RETRY_EXC_ERR.
+  /// Default: the HCA's RcRetry::rnr_retry (7, for ever, unless set_faults said otherwise)
+  /// and 0.64 ms (min_rnr_timer 12, IBA table 45, what perftest and the RDMA CM set).
   void set_rnr(uint8_t rnr_retry, double min_rnr_timer_ns);
   static constexpr uint8_t kRnrRetryForever = 7;
   /// Called when an RDMA WRITE from the peer has landed in this host's memory (its last byte
@@ -164,12 +187,39 @@ class SimQp : public sdp::Verbs {
   void moderate_event();
   void fire_event(double delay_ns);
   void fail_wr(const sdp::Wc& wc, double at_ns);
+  /// Completes the WR in flight with `status` now and moves the QP to ERROR (flushing the rest):
+  /// transport retries exhausted (IBA 10.8.3), or flushed while it waited to retry.
+  void fail_now(sdp::Wc wc, sdp::WcStatus status);
   /// Executes the oldest send WQE (send-engine actor).
   void execute_one(bool after_idle);
   void execute_send(const Posted& p);
   void execute_rdma_write(const Posted& p);
   void execute_rdma_read(const sdp::SendWr& wr);
   void to_error();
+  /// Outcome of the fault recovery of one message.
+  enum class Recovery { Delivered, RetryExceeded, Flushed };
+  /// Go-back-N over a message of `bytes` that has just crossed the wire once: from this QP to
+  /// its peer (the data of a SEND / RDMA WRITE), or from the peer to this QP
+  /// (`read_response`). Draws each packet's fate; while the receiver dropped one (lost, bad
+  /// ICRC, or overtaken), waits for the NAK (a later packet showed the gap) or the local ACK
+  /// timeout (nothing came after it), then sends the packets from the first dropped one again.
+  /// Every NAK or timeout counts one retry of the WR (`retries`).
+  Recovery recover_data(uint64_t bytes, bool read_response, uint32_t& retries);
+  /// The ACK ending a SEND / RDMA WRITE of `bytes`: when it is lost and no WR is posted behind
+  /// it before the local ACK timer expires (whose ACK would cover it), sends the whole message
+  /// again (duplicates the responder re-ACKs), and so on.
+  Recovery recover_ack(uint64_t bytes, uint32_t& retries);
+  /// The RDMA READ request packet: while it is lost, NAK or timeout, then sent again.
+  Recovery recover_read_request(uint32_t& retries);
+  /// Draws one packet's fate from `src`'s stream and counts it in `src`'s HCA.
+  static model::Fate draw_fate(SimQp& src, bool responder);
+  /// One communication of `bytes` from `from`'s HCA to `to`'s over their route.
+  void wire(SimQp& from, SimQp& to, uint64_t bytes);
+  /// Waits `ns` of simulated time.
+  void wait_ns(double ns);
+  /// Waits until a WR is queued on this send queue behind the one in flight, or `ns` pass (the
+  /// local ACK timer; 0 = no timer, for ever), or the QP leaves RTS. True when a WR is queued.
+  bool wait_next_wr(double ns);
 
   EmulatedHca& hca_;
   uint32_t pd_;
@@ -184,7 +234,8 @@ class SimQp : public sdp::Verbs {
   bool armed_ = false;
   model::EventModerator moderator_{0, 0};  // set from the HCA's IrqConfig
   uint8_t rnr_retry_ = 0;
-  double min_rnr_timer_ns_ = 0;
+  double min_rnr_timer_ns_ = 640e3;
+  std::optional<model::FaultDraw> draw_requester_, draw_responder_;
   std::function<void()> on_cqe_, on_event_;
   std::function<void(sdp::Addr, uint64_t)> on_write_;
 };

@@ -5,6 +5,7 @@
 #include <memory>
 
 #include <fmt/format.h>
+#include <zlib.h>
 #include <simgrid/s4u.hpp>
 
 #include "model/cpu.h"
@@ -28,7 +29,7 @@ struct Rendezvous {
 
 TcpStreamResult run_tcp_stream(const model::Platform& local, const model::Platform& remote,
                                const TcpStreamConfig& cfg) {
-  if (!(cfg.length_s > 0)) throw InputError(fmt::format("-l: test length {} s must be > 0", cfg.length_s));
+  if (cfg.length_bytes == 0 && !(cfg.length_s > 0)) throw InputError(fmt::format("-l: test length {} s must be > 0", cfg.length_s));
   const HostParams A = read_host_params(local);
   const HostParams B = read_host_params(remote);
 
@@ -51,6 +52,7 @@ TcpStreamResult run_tcp_stream(const model::Platform& local, const model::Platfo
   const auto wall0 = std::chrono::steady_clock::now();
   const sdp::DataMode mode = cfg.verify_data ? sdp::DataMode::Bytes : sdp::DataMode::Reference;
   TwoHostBed bed(A, B, cfg.seed, mode);
+  bed.set_faults(cfg.faults, cfg.retry);
   SimHost& host_a = bed.host(0);
   SimHost& host_b = bed.host(1);
   SimQp& qp_a = bed.qp(0);
@@ -63,6 +65,15 @@ TcpStreamResult run_tcp_stream(const model::Platform& local, const model::Platfo
   double t_start = 0, t_end = 0;
   std::unique_ptr<sdp::SdpSocket> sock_a, sock_b;
   bool data_ok = true;
+  // zlib crc32 of each side's stream, when the bytes are real (verify_data).
+  uLong sent_crc = crc32(0L, Z_NULL, 0), received_crc = sent_crc;
+  std::vector<uint8_t> crc_buf;
+  auto crc_of = [&](const sdp::HostMemory& mem, sdp::Addr addr, uint64_t n, uLong& crc) {
+    if (!cfg.verify_data) return;
+    crc_buf.resize(n);
+    mem.read_bytes(addr, crc_buf.data(), n);
+    crc = crc32_z(crc, crc_buf.data(), n);
+  };
   uint64_t received = 0, recv_calls = 0, sent = 0, send_calls = 0;
 
   // netserver: accept, then recv() until the end of the stream, checking every byte range.
@@ -84,6 +95,7 @@ TcpStreamResult run_tcp_stream(const model::Platform& local, const model::Platfo
         if (n == 0) break;
         ++recv_calls;
         if (!host_b.memory().check_stream(buf, n, received)) data_ok = false;
+        crc_of(host_b.memory(), buf, n, received_crc);
         received += n;
       }
       sock_b->close();
@@ -118,10 +130,13 @@ TcpStreamResult run_tcp_stream(const model::Platform& local, const model::Platfo
       t_start = now_ns();
       const double stop = t_start + cfg.length_s * 1e9;
       size_t k = 0;
-      while (now_ns() < stop) {
+      // netperf -l -N: exactly N bytes (the last send() shorter); else for the test length.
+      while (cfg.length_bytes ? sent < cfg.length_bytes : now_ns() < stop) {
         const sdp::Addr buf = ring[k++ % ring.size()];
-        host_a.memory().write_stream(buf, res.send_size, sent);
-        sent += sock_a->send(buf, res.send_size);
+        const uint64_t len = cfg.length_bytes ? std::min(res.send_size, cfg.length_bytes - sent) : res.send_size;
+        host_a.memory().write_stream(buf, len, sent);
+        crc_of(host_a.memory(), buf, len, sent_crc);
+        sent += sock_a->send(buf, len);
         ++send_calls;
         host_a.flush();
       }
@@ -135,8 +150,15 @@ TcpStreamResult run_tcp_stream(const model::Platform& local, const model::Platfo
   });
 
   // netperf stops sending at -l; draining and closing take far less than the test itself.
-  bed.run(2 * cfg.length_s + 10);
-  if (failure.failed()) throw std::runtime_error(failure.message());
+  // A byte count: allow it 10 Mbit/s at worst (each lost tail costs a 67 ms ACK timeout).
+  bed.run(cfg.length_bytes ? 60 + static_cast<double>(cfg.length_bytes) * 8 / 1e7 : 2 * cfg.length_s + 10);
+  if (failure.failed()) {
+    std::string why = failure.message();
+    if (qp_a.state() == SimQp::State::Error || qp_b.state() == SimQp::State::Error)
+      why += " (the connection's QP went to the error state: with faults on the wire, the transport retries "
+             "ran out, qp.retry_cnt)";
+    throw std::runtime_error(why);
+  }
   if (t_end <= t_start) throw std::runtime_error("simulation ended before the test finished");
 
   res.elapsed_s = (t_end - t_start) * 1e-9;
@@ -144,8 +166,15 @@ TcpStreamResult run_tcp_stream(const model::Platform& local, const model::Platfo
   res.bytes_received = received;
   res.send_calls = send_calls;
   res.recv_calls = recv_calls;
-  res.data_verified = data_ok && received == sent;
-  if (!res.data_verified)
+  res.crc_computed = cfg.verify_data;
+  res.sent_crc32 = static_cast<uint32_t>(sent_crc);
+  res.received_crc32 = static_cast<uint32_t>(received_crc);
+  res.faults_configured = cfg.faults.any();
+  res.local_faults = bed.hca(0).fault_stats();
+  res.remote_faults = bed.hca(1).fault_stats();
+  res.data_verified = data_ok && received == sent && sent_crc == received_crc;
+  // With verify_data the command line reports a mismatch (exit 1); otherwise it is a bug.
+  if (!res.data_verified && !cfg.verify_data)
     throw std::runtime_error(fmt::format("data check failed: sent {} B, received {} B, content {}", sent, received,
                                          data_ok ? "in order" : "corrupted"));
   const double elapsed_ns = t_end - t_start;

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "model/cpu.h"
+#include "model/fault.h"
 #include "model/platform.h"
 
 namespace hcasim::sim {
@@ -17,6 +18,7 @@ namespace hcasim::sim {
 /// What netperf's TCP_STREAM asks for, in netperf's own terms.
 struct TcpStreamConfig {
   double length_s = 10.0;               ///< -l: test length in simulated seconds (> 0)
+  uint64_t length_bytes = 0;            ///< -l -N: send exactly N bytes instead (0 = timed by length_s)
   uint64_t send_size = 0;               ///< -m: bytes per send() call; 0 = local send socket size
   uint64_t recv_size = 0;               ///< -M: bytes per recv() call; 0 = remote recv socket size
   uint64_t local_send_socket = 0;       ///< -s: local socket buffer; 0 = platform default (tcp_wmem)
@@ -25,6 +27,8 @@ struct TcpStreamConfig {
   std::optional<int> remote_cpu;        ///< -T ,rcpu: core of netserver
   bool verify_data = false;             ///< move real bytes and compare them at the receiver
   uint64_t seed = 1;                    ///< seed of the data pattern (and of any noise)
+  model::FaultConfig faults;            ///< --set fault.*: faults on the wire (none by default)
+  model::RcRetry retry;                 ///< --set qp.*: RC retry attributes of the SDP QPs
 };
 
 /// Time spent by one CPU core, by activity, in ns of simulated time.
@@ -49,6 +53,12 @@ struct TcpStreamResult {
   double local_util_pct = 0;        ///< system-wide CPU utilisation of the sending host, %
   double remote_util_pct = 0;       ///< of the receiving host, %
   bool data_verified = false;       ///< every byte (or every descriptor) checked at the receiver
+  bool crc_computed = false;        ///< verify_data: the CRCs below were computed
+  uint32_t sent_crc32 = 0;          ///< zlib crc32 of the bytes the sender's send() calls passed
+  uint32_t received_crc32 = 0;      ///< zlib crc32 of the bytes the receiver's recv() calls returned
+  bool faults_configured = false;   ///< any fault.* probability above 0
+  model::FaultStats local_faults;   ///< the sending host's HCA (model/fault.h)
+  model::FaultStats remote_faults;  ///< the receiving host's HCA
   // Simulator statistics (for --stats; never part of netperf's output).
   uint64_t simgrid_activities = 0;  ///< activities started in the SimGrid engine
   uint64_t sdp_messages = 0;        ///< SDP messages (BSDH) sent by both sides

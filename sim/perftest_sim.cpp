@@ -58,7 +58,8 @@ void poll_one(Side& s, const char* who) {
   --s.cqes_pending;
   s.host->charge(model::Activity::Completion, s.host->costs().user_poll_cq_ns);
   if (wc[0].status != sdp::WcStatus::Success)
-    throw std::runtime_error(fmt::format("{}: completion with error (status {})", who, static_cast<int>(wc[0].status)));
+    throw std::runtime_error(fmt::format("{}: completion with error (status {}: {})", who,
+                                         static_cast<int>(wc[0].status), sdp::wc_status_str(wc[0].status)));
 }
 
 /// Waits for the peer's WRITE number `rcnt` to be visible at the last byte of the message in
@@ -144,7 +145,8 @@ std::vector<std::pair<size_t, sdp::Wc>> poll_batch(Side& s, const char* who) {
   s.host->charge(model::Activity::Completion, s.host->costs().user_poll_cq_ns * static_cast<double>(out.size()));
   for (const auto& [q, w] : out)
     if (w.status != sdp::WcStatus::Success)
-      throw std::runtime_error(fmt::format("{}: completion with error (status {})", who, static_cast<int>(w.status)));
+      throw std::runtime_error(fmt::format("{}: completion with error (status {}: {})", who,
+                                           static_cast<int>(w.status), sdp::wc_status_str(w.status)));
   return out;
 }
 
@@ -277,6 +279,7 @@ PerftestResult run_perftest(const model::Platform& local, const model::Platform&
   TwoHostBed bed(A, B, cfg.seed, mode);
   std::vector<std::pair<SimQp*, SimQp*>> pairs{{&bed.qp(0), &bed.qp(1)}};
   for (uint32_t q = 1; q < (lat ? 1u : cfg.num_qps); ++q) pairs.push_back(bed.add_qp_pair());
+  bed.set_faults(cfg.faults, cfg.retry);
   std::array<Side, 2> side;
   for (int i = 0; i < 2; ++i) {
     Side& s = side[static_cast<size_t>(i)];
@@ -293,8 +296,8 @@ PerftestResult run_perftest(const model::Platform& local, const model::Platform&
       l.qp = i == 0 ? pair.first : pair.second;
       l.buf = s.host->memory().allocate(2 * max_size, mode);
       l.key = l.qp->reg_mr(l.buf, 2 * max_size, sdp::kLocalWrite | sdp::kRemoteWrite | sdp::kRemoteRead);
-      // perftest: rnr_retry 7, min_rnr_timer 12 = 0.64 ms (IBA table 45).
-      l.qp->set_rnr(SimQp::kRnrRetryForever, 640e3);
+      // perftest: rnr_retry 7 (qp.rnr_retry), min_rnr_timer 12 = 0.64 ms (IBA table 45).
+      l.qp->set_rnr(cfg.retry.rnr_retry, 640e3);
       l.qp->set_handlers([sp] {
         ++sp->cqes_pending;
         sp->wq.cv->notify_all();
@@ -377,6 +380,9 @@ PerftestResult run_perftest(const model::Platform& local, const model::Platform&
   res.doorbell_posts = bed.hca(0).doorbell_posts();
   res.simgrid_activities = bed.counter().count;
   res.simulated_s = now_ns() * 1e-9;
+  res.faults_configured = cfg.faults.any();
+  res.local_faults = bed.hca(0).fault_stats();
+  res.remote_faults = bed.hca(1).fault_stats();
   res.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
   return res;
 }

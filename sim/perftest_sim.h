@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "model/fault.h"
 #include "model/platform.h"
 
 namespace hcasim::sim {
@@ -31,6 +32,8 @@ struct PerftestConfig {
   uint32_t cq_mod = 1;           ///< -Q: one signaled WR per cq_mod (bw tests; 1 for lat)
   uint32_t num_qps = 1;          ///< -q: QPs (bw tests), messages spread round robin
   uint64_t seed = 1;             ///< seed of the host noise model (--seed)
+  model::FaultConfig faults;     ///< --set fault.*: faults on the wire (none by default)
+  model::RcRetry retry;          ///< --set qp.*: retry_cnt, timeout, rnr_retry (perftest's defaults)
 };
 
 /// Raw timestamps of one message size, ns of simulated time, as perftest records them in
@@ -56,6 +59,9 @@ struct PerftestResult {
   uint64_t simgrid_activities = 0;     ///< activities started in the SimGrid engine
   double simulated_s = 0;              ///< simulated seconds, all sizes
   double wall_s = 0;                   ///< wall-clock seconds spent in the simulation
+  bool faults_configured = false;      ///< any fault.* probability above 0
+  model::FaultStats local_faults;      ///< the client's HCA (model/fault.h)
+  model::FaultStats remote_faults;     ///< the server's HCA
 };
 
 /// Runs `config` between a client host described by `local` and a server described by

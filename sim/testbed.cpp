@@ -162,6 +162,10 @@ std::pair<SimQp*, SimQp*> TwoHostBed::add_qp_pair() {
   return {q[0], q[1]};
 }
 
+void TwoHostBed::set_faults(const model::FaultConfig& faults, const model::RcRetry& retry) {
+  for (size_t i = 0; i < 2; ++i) hca_[i]->set_faults(faults, retry, i);
+}
+
 TwoHostBed::~TwoHostBed() {
   // Destroy what holds SimGrid objects before the engine itself.
   for (auto& h : hca_) h.reset();

@@ -11,6 +11,7 @@
 #include <simgrid/s4u.hpp>
 
 #include "model/cpu.h"
+#include "model/fault.h"
 #include "model/hca.h"
 #include "model/ib.h"
 #include "model/interrupt.h"
@@ -74,6 +75,9 @@ class TwoHostBed {
   /// Creates and connects one more RC QP pair (A's first, then B's), each QP in a new PD and
   /// sized like the first pair. Call before run().
   std::pair<SimQp*, SimQp*> add_qp_pair();
+  /// Faults on the wire and the RC retry attributes of every QP, on both HCAs
+  /// (EmulatedHca::set_faults; A's fate streams are side 0, B's side 1). Call before run().
+  void set_faults(const model::FaultConfig& faults, const model::RcRetry& retry);
   Failure& failure() { return failure_; }
   ActivityCounter& counter() { return counter_; }
   Timer& timer() { return *timer_; }

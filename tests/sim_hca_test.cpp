@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 
+#include "model/fault.h"
 #include "model/platform.h"
 #include "sim/testbed.h"
 
@@ -167,7 +168,8 @@ TEST(SimHca, SendWithoutPostedReceiveIsRnrRetryExceeded) {
     s.opcode = sdp::WrOpcode::Send;
     s.sg[0] = {src, 128, u.bed.qp(0).reg_mr(src, 128, sdp::kLocalWrite)};
     s.num_sge = 1;
-    u.bed.qp(0).post_send(s);  // B posted no receive
+    u.bed.qp(0).set_rnr(0, 0);  // rnr_retry 0: the first RNR NAK ends it
+    u.bed.qp(0).post_send(s);   // B posted no receive
     EXPECT_EQ(u.wait_one().status, sdp::WcStatus::RnrRetryExcErr);
   });
 }
@@ -185,4 +187,228 @@ TEST(SimHca, QpStateMachineRefusesIllegalTransitions) {
     qp.modify(SimQp::State::Init);
     EXPECT_NO_THROW(qp.post_recv(r));
   });
+}
+
+// ---- Faults on the wire (model/fault.h) ------------------------------------------------------
+
+namespace {
+
+/// Posts `r` on B's QP from an actor of B's (a verbs call needs its host's CPU context).
+void post_recv_b(Bed& t, const sdp::RecvWr& r) {
+  s4u::Actor::create("b-recv", t.bed.cpu_node(1), [&t, r] {
+    t.bed.host(1).bind_current(1);
+    t.bed.qp(1).post_recv(r);
+  });
+  s4u::this_actor::sleep_for(1e-9);
+}
+
+/// A signaled SEND of `len` bytes from A's buffer into a receive B posts first; returns the
+/// send CQE and the time from the post to A's CQE, ns.
+std::pair<sdp::Wc, double> send_once(Bed& t, sdp::Addr src, uint32_t lkey, sdp::Addr dst, uint32_t rkey,
+                                     uint32_t len, uint64_t id) {
+  sdp::RecvWr r;
+  r.wr_id = id;
+  r.sg[0] = {dst, len, rkey};
+  r.num_sge = 1;
+  post_recv_b(t, r);
+  sdp::SendWr s;
+  s.wr_id = id;
+  s.opcode = sdp::WrOpcode::Send;
+  s.sg[0] = {src, len, lkey};
+  s.num_sge = 1;
+  const double posted = now_ns();
+  t.bed.qp(0).post_send(s);
+  const sdp::Wc wc = t.wait_one();
+  return {wc, *t.cqe_at - posted};
+}
+
+bool dropped(model::Fate f) { return f == model::Fate::Lose || f == model::Fate::Corrupt; }
+
+}  // namespace
+
+TEST(SimHcaFaults, LostPacketOfA64KSendCostsTheNakAndTheGoBackNRetransmission) {
+  // Find a seed whose fates (drawn here as the HCA draws them) lose exactly one packet k of
+  // the 32 of a 64 KiB SEND (MTU 2048), k < 31 so that later packets show the gap, deliver
+  // the 32 - k retransmitted packets and the ACK.
+  constexpr uint32_t kLen = 65536, kMtu = 2048, kN = kLen / kMtu;
+  Bed t;
+  const uint32_t qpn_a = t.bed.qp(0).qp_num(), qpn_b = t.bed.qp(1).qp_num();
+  model::FaultConfig cfg;
+  cfg.loss = 0.03;
+  uint32_t k = kN;
+  for (cfg.seed = 1; cfg.seed < 10000; ++cfg.seed) {
+    model::FaultDraw data(cfg, t.bed.hca(0).fault_stream(qpn_a, false));
+    model::FaultDraw ack(cfg, t.bed.hca(1).fault_stream(qpn_b, true));
+    std::vector<model::Fate> f;
+    for (uint32_t i = 0; i < kN; ++i) f.push_back(data.next());
+    const auto lost = std::count_if(f.begin(), f.end(), dropped);
+    if (lost != 1 || dropped(f.back())) continue;
+    const uint32_t at = static_cast<uint32_t>(std::find_if(f.begin(), f.end(), dropped) - f.begin());
+    bool clean = true;
+    for (uint32_t i = at; i < kN; ++i) clean = clean && data.next() == model::Fate::Deliver;
+    if (!clean || ack.next() != model::Fate::Deliver) continue;
+    k = at;
+    break;
+  }
+  ASSERT_LT(k, kN - 1) << "no seed below 10000 loses exactly one packet";
+  double clean_ns = 0, faulty_ns = 0;
+  t.run([&] {
+    auto& ma = t.bed.host(0).memory();
+    auto& mb = t.bed.host(1).memory();
+    const sdp::Addr src = ma.allocate(kLen, sdp::DataMode::Bytes);
+    const sdp::Addr dst = mb.allocate(2 * kLen, sdp::DataMode::Bytes);
+    ma.write_stream(src, kLen, 77);
+    const uint32_t lkey = t.bed.qp(0).reg_mr(src, kLen, sdp::kLocalWrite);
+    const uint32_t rkey = t.bed.qp(1).reg_mr(dst, 2 * kLen, sdp::kLocalWrite);
+    auto [wc1, d1] = send_once(t, src, lkey, dst, rkey, kLen, 1);
+    EXPECT_EQ(wc1.status, sdp::WcStatus::Success);
+    clean_ns = d1;
+    t.bed.set_faults(cfg, model::RcRetry{});  // the same SEND again, now on a lossy wire
+    auto [wc2, d2] = send_once(t, src, lkey, dst + kLen, rkey, kLen, 2);
+    EXPECT_EQ(wc2.status, sdp::WcStatus::Success);
+    faulty_ns = d2;
+    s4u::this_actor::sleep_for(1e-4);  // the receive CQE
+    EXPECT_TRUE(mb.check_stream(dst + kLen, kLen, 77));  // the data arrived whole, once
+  });
+  const model::FaultStats& a = t.bed.hca(0).fault_stats();
+  const model::FaultStats& b = t.bed.hca(1).fault_stats();
+  EXPECT_EQ(a.packets, kN + (kN - k));  // 32, then go-back-N from k
+  EXPECT_EQ(a.lost + a.corrupted, 1u);
+  EXPECT_EQ(a.retransmitted, kN - k);
+  EXPECT_EQ(a.naks, 1u);
+  EXPECT_EQ(a.timeouts, 0u);
+  EXPECT_EQ(b.packets, 2u);  // the NAK and the ACK
+  // By hand (connectx-ddr-pcie1x8): the NAK's return trip is propagation 25 + responder rx
+  // 300 + responder tx 300 + propagation 25 + requester rx 300 = 950 ns; then packets k..31,
+  // (32 - k) x 2048 B, cross the bottleneck, the PCIe gen1 x8 DMA-read ceiling
+  // 16 x 512/688 x 1176/1180 Gbit/s, once more.
+  const double bottleneck_gbps = 16.0 * 512 / 688 * 1176 / 1180;
+  const double expected = 950 + (kN - k) * kMtu * 8 / bottleneck_gbps;
+  EXPECT_NEAR(faulty_ns - clean_ns, expected, 1.0) << "k = " << k << ", seed " << cfg.seed;
+}
+
+TEST(SimHcaFaults, RetriesExhaustedCompleteWithRetryExcErrAndFlushTheRest) {
+  Bed t;
+  model::FaultConfig cfg;
+  cfg.loss = 0.999;
+  model::RcRetry retry;
+  retry.retry_cnt = 2;
+  retry.timeout = 1;  // 8.192 us
+  t.bed.set_faults(cfg, retry);
+  t.run([&] {
+    auto& ma = t.bed.host(0).memory();
+    auto& mb = t.bed.host(1).memory();
+    const sdp::Addr src = ma.allocate(4096, sdp::DataMode::Bytes);
+    const sdp::Addr dst = mb.allocate(8192, sdp::DataMode::Bytes);
+    const uint32_t lkey = t.bed.qp(0).reg_mr(src, 4096, sdp::kLocalWrite);
+    const uint32_t rkey = t.bed.qp(1).reg_mr(dst, 8192, sdp::kLocalWrite);
+    for (uint64_t id = 1; id <= 2; ++id) {
+      sdp::RecvWr r;
+      r.wr_id = id;
+      r.sg[0] = {dst + (id - 1) * 4096, 4096, rkey};
+      r.num_sge = 1;
+      post_recv_b(t, r);
+    }
+    // Every packet lost. The first try (on the wire until ~4.2 us) has nothing behind it
+    // before the ACK timer (8.192 us) expires: a timeout. The second WR, posted at 20 us,
+    // shows the gap of both retries: NAKs (950 ns round trip each).
+    sdp::SendWr s;
+    s.wr_id = 1;
+    s.opcode = sdp::WrOpcode::Send;
+    s.sg[0] = {src, 4096, lkey};
+    s.num_sge = 1;
+    const double posted = now_ns();
+    t.bed.qp(0).post_send(s);
+    sdp::SendWr s2 = s;
+    s2.wr_id = 2;
+    s4u::this_actor::sleep_for(2e-5);
+    t.bed.qp(0).post_send(s2);
+    const sdp::Wc first = t.wait_one();
+    EXPECT_EQ(first.wr_id, 1u);
+    EXPECT_EQ(first.status, sdp::WcStatus::RetryExcErr);
+    EXPECT_GT(now_ns() - posted, 8192.0 + 2 * 950);
+    EXPECT_EQ(t.bed.qp(0).state(), SimQp::State::Error);
+    const sdp::Wc second = t.wait_one();
+    EXPECT_EQ(second.wr_id, 2u);
+    EXPECT_EQ(second.status, sdp::WcStatus::WrFlushErr);
+    EXPECT_THROW(t.bed.qp(0).post_send(s), sdp::VerbsError);
+  });
+  const model::FaultStats& a = t.bed.hca(0).fault_stats();
+  EXPECT_EQ(a.timeouts, 1u);  // the third detection exceeds retry_cnt = 2
+  EXPECT_EQ(a.naks, 2u);
+  EXPECT_EQ(a.retransmitted, 2u * 2);  // two go-back-N rounds of both packets (4096 B = 2 x 2048)
+  EXPECT_EQ(a.packets, 2u * 3);
+}
+
+TEST(SimHcaFaults, RnrRetryOneWithoutAReceiveIsRnrRetryExceededAfterOneRnrNak) {
+  Bed t;
+  model::RcRetry retry;
+  retry.rnr_retry = 1;
+  t.bed.set_faults(model::FaultConfig{}, retry);
+  double took = 0;
+  t.run([&] {
+    auto& ma = t.bed.host(0).memory();
+    const sdp::Addr src = ma.allocate(128, sdp::DataMode::Bytes);
+    sdp::SendWr s;
+    s.opcode = sdp::WrOpcode::Send;
+    s.sg[0] = {src, 128, t.bed.qp(0).reg_mr(src, 128, sdp::kLocalWrite)};
+    s.num_sge = 1;
+    const double posted = now_ns();
+    t.bed.qp(0).post_send(s);  // B posted no receive
+    EXPECT_EQ(t.wait_one().status, sdp::WcStatus::RnrRetryExcErr);
+    took = now_ns() - posted;
+    EXPECT_EQ(t.bed.qp(0).state(), SimQp::State::Error);
+  });
+  EXPECT_EQ(t.bed.hca(0).fault_stats().rnr_naks, 1u);
+  EXPECT_GT(took, 640e3);  // one wait of B's min_rnr_timer (0.64 ms), then the second RNR NAK
+  EXPECT_LT(took, 2 * 640e3);
+}
+
+TEST(SimHcaFaults, RdmaWriteAndReadOverALossyWireMoveTheRightBytes) {
+  Bed t;
+  model::FaultConfig cfg;
+  cfg.loss = 0.1;
+  cfg.corrupt = 0.05;
+  model::RcRetry retry;
+  retry.timeout = 4;  // 65.5 us: the test's CQ polling loop spins through every timeout
+  t.bed.set_faults(cfg, retry);
+  t.run([&] {
+    auto& ma = t.bed.host(0).memory();
+    auto& mb = t.bed.host(1).memory();
+    const sdp::Addr src = ma.allocate(10000, sdp::DataMode::Bytes);
+    const sdp::Addr back = ma.allocate(10000, sdp::DataMode::Bytes);
+    const sdp::Addr dst = mb.allocate(10000, sdp::DataMode::Bytes);
+    const uint32_t lkey = t.bed.qp(0).reg_mr(src, 10000, sdp::kLocalWrite);
+    const uint32_t lkey2 = t.bed.qp(0).reg_mr(back, 10000, sdp::kLocalWrite);
+    const uint32_t rkey = t.bed.qp(1).reg_mr(dst, 10000, sdp::kLocalWrite | sdp::kRemoteWrite | sdp::kRemoteRead);
+    for (uint64_t round = 0; round < 20; ++round) {
+      ma.write_stream(src, 10000, round * 10000);
+      sdp::SendWr w;
+      w.wr_id = round;
+      w.opcode = sdp::WrOpcode::RdmaWrite;
+      w.sg[0] = {src, 10000, lkey};
+      w.num_sge = 1;
+      w.remote_addr = dst;
+      w.rkey = rkey;
+      t.bed.qp(0).post_send(w);
+      ASSERT_EQ(t.wait_one().status, sdp::WcStatus::Success);
+      EXPECT_TRUE(mb.check_stream(dst, 10000, round * 10000));
+      sdp::SendWr r = w;
+      r.opcode = sdp::WrOpcode::RdmaRead;
+      r.sg[0] = {back, 10000, lkey2};
+      t.bed.qp(0).post_send(r);
+      ASSERT_EQ(t.wait_one().status, sdp::WcStatus::Success);
+      EXPECT_TRUE(ma.check_stream(back, 10000, round * 10000));
+    }
+  });
+  const model::FaultStats& a = t.bed.hca(0).fault_stats();
+  const model::FaultStats& b = t.bed.hca(1).fault_stats();
+  // 20 WRITEs of 5 packets and 20 READ requests from A; 20 ACKs and 20 x 5 READ response
+  // packets from B, at least; about 15 % of them dropped and sent again.
+  EXPECT_GE(a.packets, 20u * 6);
+  EXPECT_GE(b.packets, 20u * 6);
+  EXPECT_GT(a.lost + a.corrupted, 0u);
+  EXPECT_GT(b.lost + b.corrupted, 0u);
+  EXPECT_GT(a.retransmitted, 0u);
+  EXPECT_GT(b.retransmitted, 0u);  // READ responses resent by the responder
 }
