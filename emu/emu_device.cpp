@@ -499,12 +499,10 @@ void Qp::pump() {
     }
     if (!o.local_error) {
       o.frame = frame(p);
-      if (!rnr_waiting_) {  // else the retransmission after the RNR timer sends it
-        transmit(o.frame);
-        arm_ack_timer();
-      }
+      if (!rnr_waiting_) transmit(o.frame);  // else the retransmission after the RNR timer sends it
     }
     unacked_.push_back(std::move(o));
+    arm_ack_timer();
     if (unacked_.front().local_error) {  // nothing older in flight: fail it now
       fail_front(*unacked_.front().local_error, "local protection error in a gather list");
       return;
