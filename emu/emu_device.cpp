@@ -638,6 +638,9 @@ void Qp::start_write() {
       return;
     }
     self->wq_.pop_front();
+    // The local ACK timer counts from the last frame that left: frames waiting in the emulator's
+    // own write queue (megabytes, behind a busy loopback) are not yet on a real HCA's wire.
+    if (self->ack_timer_running_) self->restart_ack_timer();
     self->start_write();
   });
 }
