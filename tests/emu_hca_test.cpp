@@ -302,6 +302,30 @@ TEST(EmuHcaFaults, EveryMessageArrivesOnceInOrderThroughLossCorruptionDuplicatio
     for (uint64_t j = 0; j < kWriteStride; ++j)
       ASSERT_EQ(got[j], j < write_size(k) ? pattern(kSends + k, j) : 0) << "WRITE " << k << " byte " << j;
   }
+  // RDMA READs of what the WRITEs left, through the same faults: a lost or duplicated READ
+  // request or response is recovered (duplicate requests are executed again, IBA 9.7.5.1.2).
+  uint64_t read_posted = 0, read_done = 0;
+  while (read_done < kWrites && std::chrono::steady_clock::now() < until) {
+    while (read_posted < kWrites && read_posted < read_done + kSlots) {
+      sdp::SendWr wr = rdma(sdp::WrOpcode::RdmaRead, p.a_buf + (read_posted % kSlots) * kSlot, p.a_key,
+                            static_cast<uint32_t>(write_size(read_posted)),
+                            p.b_buf + kWriteArea + read_posted * kWriteStride, p.b_rkey);
+      wr.wr_id = total + read_posted;
+      va.post_send(wr);
+      ++read_posted;
+    }
+    std::array<sdp::Wc, 16> wc;
+    for (int i = 0, n = va.poll_cq(wc); i < n; ++i) {
+      ASSERT_EQ(wc[i].status, WcStatus::Success) << "READ " << wc[i].wr_id - total << ": " << p.ca->error_reason();
+      ASSERT_EQ(wc[i].wr_id, total + read_done);
+      const uint8_t* got = p.a_bytes() + (read_done % kSlots) * kSlot;
+      for (uint64_t j = 0; j < write_size(read_done); ++j)
+        ASSERT_EQ(got[j], pattern(kSends + read_done, j)) << "READ " << read_done << " byte " << j;
+      ++read_done;
+    }
+    std::this_thread::sleep_for(std::chrono::microseconds(20));
+  }
+  ASSERT_EQ(read_done, kWrites) << "READs completed";
   std::this_thread::sleep_for(std::chrono::milliseconds(20));  // late duplicates, if any, would land now
   std::array<sdp::Wc, 4> extra;
   EXPECT_EQ(vb.poll_cq(extra), 0) << "a message delivered twice";
