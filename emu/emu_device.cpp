@@ -594,9 +594,9 @@ void Qp::on_ack_timeout() {
 void Qp::retry(const std::string& cause) {
   if (++retry_count_ > retry_.retry_cnt) {
     fail_front(WcStatus::RetryExcErr,
-               fmt::format("transport retry counter exceeded: {} retries (retry_cnt {}, local ACK timeout {:.1f} us), "
-                           "the last after a {}",
-                           retry_count_ - 1, retry_.retry_cnt, retry_.local_ack_timeout_ns() * 1e-3, cause));
+               fmt::format("transport retry counter exceeded: a {} after {} retries without an ACK (retry_cnt {}, "
+                           "local ACK timeout {:.1f} us)",
+                           cause, retry_count_ - 1, retry_.retry_cnt, retry_.local_ack_timeout_ns() * 1e-3));
     return;
   }
   if (cause == "timeout")

@@ -369,7 +369,8 @@ TEST(EmuHcaFaults, APeerThatNeverAnswersEndsInRetryExceededAfterRetryCntPlusOneT
   EXPECT_EQ(st.lost, 3u);
   EXPECT_EQ(st.timeouts, 2u);
   EXPECT_EQ(st.retransmitted, 2u);
-  EXPECT_NE(p.ca->error_reason().find("transport retry counter exceeded: 2 retries (retry_cnt 2"), std::string::npos)
+  EXPECT_NE(p.ca->error_reason().find("transport retry counter exceeded: a timeout after 2 retries without an ACK (retry_cnt 2, "
+                                         "local ACK timeout 65.5 us)"), std::string::npos)
       << p.ca->error_reason();
   // The QP is in ERROR: a WR posted now flushes.
   sdp::SendWr later = first;
