@@ -259,7 +259,7 @@ struct ScopedEnv {
 // HCASIM_FAULT gives the shim's QPs the faults and retry attributes of --set fault.* / qp.*: the
 // hardware binaries' stream goes through loss and reordering and still arrives intact.
 TEST(VerbsShim, StreamThroughFaultsFromTheEnvironmentArrivesIntact) {
-  ScopedEnv env("HCASIM_FAULT", "fault.loss=1e-3,fault.reorder=1e-3,qp.timeout=10");
+  ScopedEnv env("HCASIM_FAULT", "fault.loss=1e-3,fault.reorder=1e-3,qp.timeout=14");
   stream("shimfault", "0", "64K", false);
 }
 

@@ -109,18 +109,21 @@ TEST(SdpStream, OneGibibyteBcopyArrivesIntact) { stream_gibibyte("bcopy", "0", "
 TEST(SdpStream, OneGibibyteBzcopyArrivesIntact) { stream_gibibyte("bzcopy", "65536", "128K", true); }
 
 // The emulated wire loses one frame in a thousand (both directions: data, credit updates and
-// ACKs); go-back-N with a 4.2 ms local ACK timeout (qp.timeout=10) recovers every one.
+// ACKs); go-back-N recovers every one. The local ACK timeout is the default, 67.1 ms
+// (qp.timeout=14): on the shared 2-core machine (load 6-9) a process's I/O thread was seen
+// not to take its readable socket for over 134 ms, so qp.timeout=10 or 12 (x 8 tries) ended
+// streams with RETRY_EXC_ERR even without faults.
 TEST(SdpStream, OneGibibyteBcopyThroughOneFrameInAThousandLostArrivesIntact) {
   const auto t0 = Clock::now();
-  const double mbps = stream_gibibyte("loss", "0", "64K", false, {"fault.loss=1e-3", "qp.timeout=10"});
+  const double mbps = stream_gibibyte("loss", "0", "64K", false, {"fault.loss=1e-3", "qp.timeout=14"});
   const double s = std::chrono::duration<double>(Clock::now() - t0).count();
   ASSERT_GT(mbps, 0.0);
-  std::printf("fault.loss=1e-3, qp.timeout=10 (4.2 ms): %.1f 10^6bits/s, %.1f s in all\n", mbps, s);
+  std::printf("fault.loss=1e-3, qp.timeout=14 (67.1 ms): %.1f 10^6bits/s, %.1f s in all\n", mbps, s);
 }
 
 TEST(SdpStream, OneGibibyteBcopyThroughDuplicationReorderingAndBadIcrcArrivesIntact) {
   const double mbps = stream_gibibyte("mix", "0", "64K", false,
-                                      {"fault.dup=1e-3", "fault.reorder=1e-3", "fault.corrupt=1e-3", "qp.timeout=10"});
+                                      {"fault.dup=1e-3", "fault.reorder=1e-3", "fault.corrupt=1e-3", "qp.timeout=14"});
   ASSERT_GT(mbps, 0.0);
 }
 
