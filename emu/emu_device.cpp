@@ -34,6 +34,9 @@ namespace {
 /// keeps a starved stream responsive).
 constexpr auto kRnrDelay = std::chrono::milliseconds(1);
 constexpr uint32_t kPsnMask = 0xFFFFFF;
+/// How long a frame drawn "reordered" waits for a next frame to overtake it before it goes out
+/// anyway (well under the smallest useful local ACK timeout, 4.096 us x 2^4 = 65.5 us).
+constexpr auto kReorderHold = std::chrono::microseconds(20);
 /// True when PSN a comes before b in 24-bit serial arithmetic (IBA 9.7.1).
 bool psn_before(uint32_t a, uint32_t b) { return a != b && ((b - a) & kPsnMask) < 0x800000; }
 
@@ -75,6 +78,7 @@ Packet read_frame_until(tcp::socket& s, std::chrono::steady_clock::time_point de
   try {
     std::vector<uint8_t> body(decode_length(len));
     read_exact(body.data(), body.size());
+    if (!icrc_ok(body)) throw WireError("bad ICRC");  // the CM's frames are not fault-injected
     return decode(body);
   } catch (const WireError& e) {
     throw rt::Error(fmt::format("{}: malformed CM message: {}", peer, e.what()));
@@ -89,7 +93,8 @@ void write_frame(tcp::socket& s, const Packet& p, const std::string& peer) {
 
 // ---- the adapter -----------------------------------------------------------------------------
 
-Hca::Hca(const sdp::ProcessMemory* memory) : memory_(memory), guard_(asio::make_work_guard(io_)) {
+Hca::Hca(const sdp::ProcessMemory* memory, const model::FaultConfig& faults, const model::RcRetry& retry)
+    : memory_(memory), faults_(faults), retry_(retry), guard_(asio::make_work_guard(io_)) {
   thread_ = std::thread([this] { io_.run(); });
 }
 
@@ -137,7 +142,7 @@ bool Hca::mr_allows(uint32_t key, sdp::Addr addr, uint64_t len, unsigned need) {
 
 std::shared_ptr<Qp> Hca::create_qp(const rt::QpCaps& caps) {
   std::lock_guard g(qps_lock_);
-  auto qp = std::make_shared<Qp>(*this, next_qpn_++, caps);
+  auto qp = std::make_shared<Qp>(*this, next_qpn_++, caps, faults_, retry_);
   std::erase_if(qps_, [](const std::weak_ptr<Qp>& w) { return w.expired(); });
   qps_.push_back(qp);
   return qp;
@@ -145,8 +150,18 @@ std::shared_ptr<Qp> Hca::create_qp(const rt::QpCaps& caps) {
 
 // ---- the QP: state ---------------------------------------------------------------------------
 
-Qp::Qp(Hca& hca, uint32_t qpn, const rt::QpCaps& caps)
-    : hca_(hca), qpn_(qpn), caps_(caps), socket_(hca.io()), rnr_timer_(hca.io()) {}
+Qp::Qp(Hca& hca, uint32_t qpn, const rt::QpCaps& caps, const model::FaultConfig& faults, const model::RcRetry& retry)
+    : hca_(hca),
+      qpn_(qpn),
+      caps_(caps),
+      socket_(hca.io()),
+      rnr_timer_(hca.io()),
+      ack_timer_(hca.io()),
+      reorder_timer_(hca.io()),
+      rnr_retry_(retry.rnr_retry),
+      retry_(retry),
+      faults_(faults),
+      draw_(faults, qpn) {}
 
 void Qp::attach(tcp::socket socket) { socket_ = std::move(socket); }
 
@@ -214,6 +229,7 @@ void Qp::disconnect() {
   shutdown_after_write_ = true;
   asio::post(socket_.get_executor(), [self = shared_from_this()] {
     std::lock_guard g2(self->m_);
+    self->release_held();
     self->send_frame(frame(Packet{.op = Op::CmDreq, .dest_qpn = self->remote_qpn_}));
   });
 }
@@ -230,6 +246,8 @@ void Qp::close() {
     std::lock_guard g(self->m_);
     boost::system::error_code ec;
     self->rnr_timer_.cancel();
+    self->stop_ack_timer();
+    self->reorder_timer_.cancel();
     // A DREQ still being written goes out first (start_write closes the socket after it).
     if (self->shutdown_after_write_ && (self->writing_ || !self->wq_.empty())) {
       self->close_after_write_ = true;
@@ -250,8 +268,18 @@ std::string Qp::reason() {
   return reason_;
 }
 
+model::FaultStats Qp::fault_stats() {
+  std::lock_guard g(m_);
+  return stats_;
+}
+
+uint64_t Qp::icrc_drops() {
+  std::lock_guard g(m_);
+  return icrc_drops_;
+}
+
 void Qp::ack(uint32_t psn, uint8_t syndrome) {
-  send_frame(frame(Packet{.op = Op::Acknowledge, .dest_qpn = remote_qpn_, .psn = psn, .syndrome = syndrome, .msn = psn}));
+  transmit(frame(Packet{.op = Op::Acknowledge, .dest_qpn = remote_qpn_, .psn = psn, .syndrome = syndrome, .msn = psn}));
 }
 
 void Qp::link_down(const std::string& why, bool orderly) {
@@ -266,7 +294,8 @@ void Qp::link_down(const std::string& why, bool orderly) {
 
 class EmuDevice final : public rt::Device {
  public:
-  explicit EmuDevice(uint64_t memory_bytes) : memory_(memory_bytes), hca_(&memory_) {}
+  EmuDevice(uint64_t memory_bytes, const model::FaultConfig& faults, const model::RcRetry& retry)
+      : memory_(memory_bytes), hca_(&memory_, faults, retry) {}
   std::string name() const override { return "emu"; }
   sdp::ProcessMemory& memory() override { return memory_; }
   std::unique_ptr<rt::Connection> connect(const std::string& host, uint16_t port, const rt::QpCaps& caps,
@@ -289,6 +318,7 @@ class EmuConnection final : public rt::Connection {
   bool drain(int timeout_ms) override { return qp_->drain(timeout_ms); }
   void disconnect() override { qp_->disconnect(); }
   std::string error_reason() override { return qp_->reason(); }
+  model::FaultStats fault_stats() override { return qp_->fault_stats(); }
 
  private:
   std::shared_ptr<Qp> qp_;
@@ -396,7 +426,13 @@ void Qp::to_error(const std::string& why, std::optional<WcStatus> first) {
   state_ = State::Error;
   reason_ = why;
   // The timer is the I/O thread's (this may run on the caller's); its handler checks the state.
-  asio::post(socket_.get_executor(), [self = shared_from_this()] { self->rnr_timer_.cancel(); });
+  asio::post(socket_.get_executor(), [self = shared_from_this()] {
+    std::lock_guard g(self->m_);
+    self->rnr_timer_.cancel();
+    self->stop_ack_timer();
+    self->reorder_timer_.cancel();
+    self->held_.reset();
+  });
   for (Outstanding& o : unacked_) {
     push_cqe({o.wr.wr_id, first.value_or(WcStatus::WrFlushErr), wc_opcode(o.wr.opcode), 0, qpn_});
     first.reset();
@@ -463,14 +499,118 @@ void Qp::pump() {
     }
     if (!o.local_error) {
       o.frame = frame(p);
-      if (!rnr_waiting_) send_frame(o.frame);  // else the retransmission after the RNR timer sends it
+      if (!rnr_waiting_) transmit(o.frame);  // else the retransmission after the RNR timer sends it
     }
     unacked_.push_back(std::move(o));
+    arm_ack_timer();
     if (unacked_.front().local_error) {  // nothing older in flight: fail it now
       fail_front(*unacked_.front().local_error, "local protection error in a gather list");
       return;
     }
   }
+}
+
+void Qp::transmit(Frame f) {
+  ++stats_.packets;
+  const model::Fate fate = draw_.next();
+  switch (fate) {
+    case model::Fate::Lose:
+      ++stats_.lost;
+      break;
+    case model::Fate::Corrupt: {
+      // One byte of the body flipped (any byte after the length field, ICRC included): the
+      // receiver's ICRC check fails and it drops the frame.
+      auto bad = std::make_shared<std::vector<uint8_t>>(*f);
+      const size_t body = bad->size() - kLengthSize;
+      (*bad)[kLengthSize + (stats_.packets * 0x9E3779B1u) % body] ^= 0xA5;
+      ++stats_.corrupted;
+      send_frame(std::move(bad));
+      break;
+    }
+    case model::Fate::Duplicate:
+      ++stats_.duplicated;
+      send_frame(f);
+      send_frame(std::move(f));
+      break;
+    case model::Fate::Reorder:
+      if (!held_) {  // one frame held at a time; a second in a row goes out in order
+        ++stats_.reordered;
+        held_ = std::move(f);
+        // The next frame releases it; without one, the timer does (well under any ACK timeout).
+        reorder_timer_.expires_after(kReorderHold);
+        reorder_timer_.async_wait([self = shared_from_this()](boost::system::error_code ec) {
+          if (ec) return;
+          std::lock_guard g(self->m_);
+          self->release_held();
+        });
+        return;
+      }
+      send_frame(std::move(f));
+      break;
+    case model::Fate::Deliver:
+      send_frame(std::move(f));
+      break;
+  }
+  release_held();
+}
+
+void Qp::release_held() {
+  if (!held_ || closed_ || state_ == State::Error) return;
+  send_frame(std::move(held_));
+  held_.reset();
+}
+
+void Qp::arm_ack_timer() {
+  if (ack_timer_running_ || retry_.timeout == 0 || closed_ || state_ != State::Rts || unacked_.empty()) return;
+  ack_timer_running_ = true;
+  const uint64_t gen = ++ack_timer_gen_;
+  ack_timer_.expires_after(std::chrono::nanoseconds(static_cast<int64_t>(retry_.local_ack_timeout_ns())));
+  ack_timer_.async_wait([self = shared_from_this(), gen](boost::system::error_code ec) {
+    if (ec) return;
+    std::lock_guard g(self->m_);
+    if (gen != self->ack_timer_gen_) return;  // re-armed or stopped since
+    self->ack_timer_running_ = false;
+    self->on_ack_timeout();
+  });
+}
+
+void Qp::restart_ack_timer() {
+  stop_ack_timer();
+  if (!rnr_waiting_) arm_ack_timer();
+}
+
+void Qp::stop_ack_timer() {
+  if (!ack_timer_running_) return;
+  ack_timer_running_ = false;
+  ++ack_timer_gen_;
+  ack_timer_.cancel();
+}
+
+void Qp::on_ack_timeout() {
+  if (closed_ || state_ != State::Rts || unacked_.empty() || rnr_waiting_) return;
+  retry("timeout");
+}
+
+void Qp::retry(const std::string& cause) {
+  if (++retry_count_ > retry_.retry_cnt) {
+    fail_front(WcStatus::RetryExcErr,
+               fmt::format("transport retry counter exceeded: a {} after {} retries without an ACK (retry_cnt {}, "
+                           "local ACK timeout {:.1f} us)",
+                           cause, retry_count_ - 1, retry_.retry_cnt, retry_.local_ack_timeout_ns() * 1e-3));
+    return;
+  }
+  if (cause == "timeout")
+    ++stats_.timeouts;
+  else
+    ++stats_.naks;
+  stop_ack_timer();
+  retransmit_from(unacked_.front().psn);
+}
+
+void Qp::progress() {
+  retry_count_ = 0;
+  naked_psn_.reset();
+  restart_ack_timer();
 }
 
 void Qp::send_frame(Frame f) {
@@ -498,6 +638,9 @@ void Qp::start_write() {
       return;
     }
     self->wq_.pop_front();
+    // The local ACK timer counts from the last frame that left: frames waiting in the emulator's
+    // own write queue (megabytes, behind a busy loopback) are not yet on a real HCA's wire.
+    if (self->ack_timer_running_) self->restart_ack_timer();
     self->start_write();
   });
 }
@@ -533,7 +676,10 @@ void Qp::read_body(uint32_t n) {
       return;
     }
     try {
-      self->on_packet(decode(self->body_));
+      if (icrc_ok(self->body_))
+        self->on_packet(decode(self->body_));
+      else
+        ++self->icrc_drops_;  // IBA 7.8.1: dropped silently, no NAK; the requester's timer recovers
     } catch (const WireError& e) {
       self->link_down(fmt::format("malformed packet from the peer: {}", e.what()), false);
       return;
@@ -566,9 +712,25 @@ void Qp::on_packet(const Packet& p) {
 void Qp::as_responder(const Packet& p) {
   if (state_ != State::Rts && state_ != State::Rtr) return;  // ERROR: silently dropped
   if (p.psn != epsn_) {
-    // A duplicate (retransmitted after an RNR NAK it had already passed) is acknowledged
-    // again; a packet past a NAKed one is dropped until the requester goes back (IBA 9.7.5.1).
-    if (psn_before(p.psn, epsn_) && p.op != Op::RdmaReadRequest) ack((epsn_ - 1) & kPsnMask, aeth::kAck);
+    if (psn_before(p.psn, epsn_)) {
+      // A duplicate (its ACK was lost, or go-back-N resent it, or the wire doubled it): a SEND
+      // or RDMA WRITE is acknowledged again and not executed again; an RDMA READ is executed
+      // again, reads being idempotent (IBA 9.7.5.1.2).
+      if (p.op != Op::RdmaReadRequest) {
+        ack((epsn_ - 1) & kPsnMask, aeth::kAck);
+      } else if (hca_.mr_allows(p.rkey, p.va, p.dma_len, sdp::kRemoteRead)) {
+        Packet r{.op = Op::RdmaReadResponseOnly, .dest_qpn = remote_qpn_, .psn = p.psn, .syndrome = aeth::kAck, .msn = p.psn};
+        const auto* src = reinterpret_cast<const uint8_t*>(p.va);
+        r.payload.assign(src, src + p.dma_len);
+        transmit(frame(r));
+      }
+    } else if (!nak_sent_) {
+      // A PSN beyond the expected one: a packet went missing. One NAK (PSN sequence error,
+      // carrying the expected PSN), then everything is dropped until that PSN comes again
+      // (IBA 9.7.5.1.1). After an RNR NAK (nak_sent_ too) the requester goes back by itself.
+      ack(epsn_, aeth::kNakPsnSeq);
+      nak_sent_ = true;
+    }
     return;
   }
   nak_sent_ = false;
@@ -616,7 +778,7 @@ void Qp::as_responder(const Packet& p) {
       Packet r{.op = Op::RdmaReadResponseOnly, .dest_qpn = remote_qpn_, .psn = p.psn, .syndrome = aeth::kAck, .msn = p.psn};
       const auto* src = reinterpret_cast<const uint8_t*>(p.va);
       r.payload.assign(src, src + p.dma_len);
-      send_frame(frame(r));
+      transmit(frame(r));
       epsn_ = (epsn_ + 1) & kPsnMask;
       return;
     }
@@ -630,6 +792,7 @@ void Qp::as_responder(const Packet& p) {
 void Qp::retire_acked(uint32_t psn) {
   // An ACK is cumulative (IBA 9.7.5.1.1): every WR up to its PSN is done, except an RDMA READ,
   // which only its response completes.
+  bool retired = false;
   while (!unacked_.empty() && !psn_before(psn, unacked_.front().psn)) {
     Outstanding& o = unacked_.front();
     if (o.wr.opcode == WrOpcode::RdmaRead) break;
@@ -637,7 +800,10 @@ void Qp::retire_acked(uint32_t psn) {
     unacked_.pop_front();
     complete_send(wr, WcStatus::Success);
     rnr_count_ = 0;
+    retired = true;
   }
+  if (unacked_.empty()) acked_psn_.reset();
+  if (retired) progress();
   if (!unacked_.empty() && unacked_.front().local_error)
     fail_front(*unacked_.front().local_error, "local protection error in a gather list");
   cv_.notify_all();
@@ -645,15 +811,23 @@ void Qp::retire_acked(uint32_t psn) {
 
 void Qp::retransmit_from(uint32_t psn) {
   for (const Outstanding& o : unacked_)
-    if (!psn_before(o.psn, psn) && o.frame) send_frame(o.frame);
+    if (!psn_before(o.psn, psn) && o.frame) {
+      ++stats_.retransmitted;
+      transmit(o.frame);
+    }
+  arm_ack_timer();
 }
 
 void Qp::as_requester(const Packet& p) {
   if (state_ != State::Rts) return;
   if (unacked_.empty() || psn_before(p.psn, unacked_.front().psn)) return;  // stale
   if (p.op == Op::RdmaReadResponseOnly) {
+    // A READ response acknowledges every request before it (IBA 9.7.5.1.1); one for a later
+    // READ than the oldest outstanding (whose response was lost) is dropped, the timer resends.
+    retire_acked((p.psn - 1) & kPsnMask);
+    if (unacked_.empty() || unacked_.front().psn != p.psn) return;
     Outstanding& o = unacked_.front();
-    if (o.psn != p.psn || o.wr.opcode != WrOpcode::RdmaRead || p.payload.size() != o.wr.length()) {
+    if (o.wr.opcode != WrOpcode::RdmaRead || p.payload.size() != o.wr.length()) {
       link_down(fmt::format("RDMA READ response PSN {} / {} B does not match the request", p.psn, p.payload.size()), false);
       return;
     }
@@ -664,15 +838,20 @@ void Qp::as_requester(const Packet& p) {
     const sdp::SendWr wr = o.wr;
     unacked_.pop_front();
     complete_send(wr, WcStatus::Success);
-    retire_acked((p.psn) & kPsnMask);
+    progress();
+    // WRs behind the READ that a cumulative ACK already covered complete now.
+    retire_acked(acked_psn_ && psn_before(p.psn, *acked_psn_) ? *acked_psn_ : p.psn);
     return;
   }
   const uint8_t kind = p.syndrome & 0x60;
   if (kind == 0x00) {
+    if (!acked_psn_ || psn_before(*acked_psn_, p.psn)) acked_psn_ = p.psn;
     retire_acked(p.psn);
   } else if (kind == 0x20) {  // RNR NAK: everything before it is done; retry it later
     retire_acked((p.psn - 1) & kPsnMask);
-    if (unacked_.empty() || unacked_.front().psn != p.psn) return;
+    if (unacked_.empty() || unacked_.front().psn != p.psn || rnr_waiting_) return;  // stale, or a duplicate
+    ++stats_.rnr_naks;
+    stop_ack_timer();  // the RNR timer runs instead
     if (rnr_retry_ != 7 && rnr_count_ >= rnr_retry_) {
       fail_front(WcStatus::RnrRetryExcErr, fmt::format("receiver not ready after {} retries", rnr_count_));
       return;
@@ -684,11 +863,14 @@ void Qp::as_requester(const Packet& p) {
       if (ec) return;
       std::lock_guard g(self->m_);
       self->rnr_waiting_ = false;
-      if (self->state_ == State::Rts) self->retransmit_from(psn);
+      if (self->state_ == State::Rts && !self->closed_) self->retransmit_from(psn);
     });
   } else if (p.syndrome == aeth::kNakPsnSeq) {
     retire_acked((p.psn - 1) & kPsnMask);
-    retransmit_from(p.psn);
+    // The responder NAKs a sequence error once; the same NAK again is a duplicate frame.
+    if (unacked_.empty() || unacked_.front().psn != p.psn || naked_psn_ == p.psn || rnr_waiting_) return;
+    naked_psn_ = p.psn;
+    retry("NAK (PSN sequence error)");
   } else {
     retire_acked((p.psn - 1) & kPsnMask);
     if (unacked_.empty() || unacked_.front().psn != p.psn) return;
@@ -784,9 +966,10 @@ std::unique_ptr<rt::Connection> EmuListener::accept(const rt::QpCaps& caps, cons
 
 // ---- public ----------------------------------------------------------------------------------
 
-std::unique_ptr<rt::Device> open_emu_device(uint64_t memory_bytes) {
+std::unique_ptr<rt::Device> open_emu_device(uint64_t memory_bytes, const model::FaultConfig& faults,
+                                            const model::RcRetry& retry) {
   try {
-    return std::make_unique<EmuDevice>(memory_bytes);
+    return std::make_unique<EmuDevice>(memory_bytes, faults, retry);
   } catch (const sdp::MemoryError& e) {
     throw rt::Error(fmt::format("emulated HCA: {}", e.what()));
   }
@@ -801,6 +984,16 @@ void set_rnr_retry(sdp::Verbs& verbs, uint8_t rnr_retry) {
 std::string error_reason(sdp::Verbs& verbs) {
   auto* qp = dynamic_cast<Qp*>(&verbs);
   return qp == nullptr ? std::string() : qp->reason();
+}
+
+model::FaultStats fault_stats(sdp::Verbs& verbs) {
+  auto* qp = dynamic_cast<Qp*>(&verbs);
+  return qp == nullptr ? model::FaultStats{} : qp->fault_stats();
+}
+
+uint64_t icrc_drops(sdp::Verbs& verbs) {
+  auto* qp = dynamic_cast<Qp*>(&verbs);
+  return qp == nullptr ? 0 : qp->icrc_drops();
 }
 
 }  // namespace hcasim::emu

@@ -13,20 +13,30 @@
 /// - one CQ per QP, completion events by ibv_req_notify_cq arming;
 /// - connection setup with the CM's REQ / REP / RTU (private data) or REJ, and DREQ.
 ///
-/// Not emulated: timing (no model; as fast as the machine goes), MTU segmentation, ICRC,
-/// packet loss (TCP delivers every frame: the transport's ACK timeout never fires; a vanished
-/// peer is seen as the TCP connection closing), more than one PD.
+/// - faults on the wire (model/fault.h), injected at the sending side of every transport frame
+///   (requests, ACK/NAKs, READ responses) with per-packet probabilities: loss, corruption (the
+///   ICRC trailer fails, the receiver drops the frame, IBA 7.8.1), duplication, reordering; and
+///   the RC recovery: the local ACK timer (4.096 us x 2^qp.timeout), go-back-N after a timeout
+///   or a NAK PSN sequence error, qp.retry_cnt retries then RETRY_EXC_ERR and ERROR; RNR NAK
+///   with qp.rnr_retry. A "packet" is one frame: one whole message (no MTU segmentation).
+///
+/// Not emulated: timing (no model; as fast as the machine goes), MTU segmentation, more than
+/// one PD. Without injected faults TCP delivers every frame; a vanished peer is seen as the
+/// TCP connection closing.
 #include <cstdint>
 #include <memory>
 #include <string>
 
+#include "model/fault.h"
 #include "rt/device.h"
 
 namespace hcasim::emu {
 
-/// Opens an emulated HCA with a memory arena of `memory_bytes` and its own I/O thread.
-/// Throws rt::Error when the memory cannot be reserved.
-std::unique_ptr<rt::Device> open_emu_device(uint64_t memory_bytes);
+/// Opens an emulated HCA with a memory arena of `memory_bytes` and its own I/O thread; its QPs
+/// inject `faults` on what they send and recover with `retry`. Throws rt::Error when the memory
+/// cannot be reserved.
+std::unique_ptr<rt::Device> open_emu_device(uint64_t memory_bytes, const model::FaultConfig& faults = {},
+                                            const model::RcRetry& retry = {});
 
 /// Extra verbs of an emulated QP, for tests: the QP's rnr_retry (0-7, 7 = for ever;
 /// ibv_modify_qp's rnr_retry, IBA 10.2.4.3). The SDP programs keep 7, as ib_sdp does.
@@ -35,5 +45,10 @@ void set_rnr_retry(sdp::Verbs& verbs, uint8_t rnr_retry);
 
 /// Why an emulated QP went to the ERROR state ("" while it has not), for messages.
 std::string error_reason(sdp::Verbs& verbs);
+
+/// What the faults did on an emulated QP's sending side so far (zeros for another Verbs).
+model::FaultStats fault_stats(sdp::Verbs& verbs);
+/// Frames an emulated QP received and dropped for a bad ICRC so far (0 for another Verbs).
+uint64_t icrc_drops(sdp::Verbs& verbs);
 
 }  // namespace hcasim::emu

@@ -25,6 +25,7 @@
 #include <boost/asio.hpp>
 
 #include "emu/wire.h"
+#include "model/fault.h"
 #include "rt/device.h"
 #include "sdp/process_memory.h"
 #include "sdp/verbs.h"
@@ -53,7 +54,10 @@ class Hca {
  public:
   /// `memory`: the arena rt::Device's MRs must lie in and dma_mr() covers; nullptr (the verbs
   /// shim) lets an MR cover any address range of the process and has no dma_mr().
-  explicit Hca(const sdp::ProcessMemory* memory);
+  /// `faults` and `retry` apply to every QP of the adapter (each QP draws its own fates,
+  /// seeded with its QPN).
+  explicit Hca(const sdp::ProcessMemory* memory, const model::FaultConfig& faults = {},
+               const model::RcRetry& retry = {});
   ~Hca();
   Hca(const Hca&) = delete;
   Hca& operator=(const Hca&) = delete;
@@ -80,6 +84,8 @@ class Hca {
     bool all_memory;
   };
   const sdp::ProcessMemory* memory_;
+  model::FaultConfig faults_;
+  model::RcRetry retry_;
   boost::asio::io_context io_;
   boost::asio::executor_work_guard<boost::asio::io_context::executor_type> guard_;
   std::thread thread_;
@@ -104,8 +110,10 @@ class Qp final : public sdp::Verbs, public std::enable_shared_from_this<Qp> {
   /// when it sent a CM DREQ, false when the stream broke. Must not call back into the QP.
   using LinkHandler = std::function<void(bool orderly, const std::string& why)>;
 
-  /// Use Hca::create_qp.
-  Qp(Hca& hca, uint32_t qpn, const rt::QpCaps& caps);
+  /// Use Hca::create_qp. `faults`: what the QP's sending side does to its frames (seeded with
+  /// the QPN); `retry`: its retry_cnt, local ACK timeout and rnr_retry.
+  Qp(Hca& hca, uint32_t qpn, const rt::QpCaps& caps, const model::FaultConfig& faults = {},
+     const model::RcRetry& retry = {});
 
   // sdp::Verbs
   uint32_t reg_mr(sdp::Addr addr, uint64_t len, unsigned access) override;
@@ -149,6 +157,10 @@ class Qp final : public sdp::Verbs, public std::enable_shared_from_this<Qp> {
   void set_rnr_retry(uint8_t n);
   /// Why the QP went to ERROR ("" while it has not).
   std::string reason();
+  /// What the faults did on this QP's sending side, and its retransmissions, so far.
+  model::FaultStats fault_stats();
+  /// Frames this QP received and dropped for a bad ICRC (IBA 7.8.1): the peer's corrupted ones.
+  uint64_t icrc_drops();
 
  private:
   /// A WR transmitted (or failed locally) and not yet completed, in PSN order.
@@ -161,7 +173,24 @@ class Qp final : public sdp::Verbs, public std::enable_shared_from_this<Qp> {
 
   // All below run with m_ held; the socket is touched on the I/O thread only.
   void pump();
+  /// Puts a transport frame on the wire through the fault injector (model::FaultDraw): lost,
+  /// corrupted, duplicated, held back behind the next frame, or written. Counts into stats_.
+  void transmit(Frame f);
+  /// Writes a frame as it is (CM DREQ; the injector's output).
   void send_frame(Frame f);
+  /// Writes the frame held back by a Reorder fate, if any.
+  void release_held();
+  /// Starts the local ACK timer when it is not running and WRs are on the wire (IBA 9.7.6.1.3).
+  void arm_ack_timer();
+  /// Restarts the local ACK timer (progress was made), or stops it when nothing is on the wire.
+  void restart_ack_timer();
+  void stop_ack_timer();
+  void on_ack_timeout();
+  /// An ACK or READ response retired WRs: the retry count starts again (IBA 9.7.5.2).
+  void progress();
+  /// One retry (a timeout or a NAK PSN sequence error): go-back-N from the oldest unacked WR,
+  /// or RETRY_EXC_ERR and ERROR once more than retry_cnt retries went by without progress.
+  void retry(const std::string& cause);
   void start_write();
   void read_length();
   void read_body(uint32_t n);
@@ -187,6 +216,8 @@ class Qp final : public sdp::Verbs, public std::enable_shared_from_this<Qp> {
   rt::QpCaps caps_;
   boost::asio::ip::tcp::socket socket_;
   boost::asio::steady_timer rnr_timer_;
+  boost::asio::steady_timer ack_timer_;      // local ACK timeout (I/O thread)
+  boost::asio::steady_timer reorder_timer_;  // releases a held-back frame (I/O thread)
   std::mutex m_;
   std::condition_variable cv_;  // completion events, drain, close
   State state_ = State::Reset;
@@ -201,6 +232,18 @@ class Qp final : public sdp::Verbs, public std::enable_shared_from_this<Qp> {
   uint32_t next_psn_ = 0;
   uint8_t rnr_retry_ = 7, rnr_count_ = 0;
   bool rnr_waiting_ = false;
+  model::RcRetry retry_;
+  uint8_t retry_count_ = 0;             // consecutive retries without progress
+  bool ack_timer_running_ = false;
+  uint64_t ack_timer_gen_ = 0;          // the timer's current arming; older handlers do nothing
+  std::optional<uint32_t> naked_psn_;   // the NAK PSN sequence error being recovered
+  std::optional<uint32_t> acked_psn_;   // the latest cumulative ACK's PSN (for WRs behind a READ)
+  // fault injection
+  model::FaultConfig faults_;
+  model::FaultDraw draw_;
+  model::FaultStats stats_;
+  uint64_t icrc_drops_ = 0;
+  Frame held_;                          // a frame reordered behind the next one
   // responder
   std::deque<sdp::RecvWr> rq_;
   uint32_t epsn_ = 0;                   // expected PSN

@@ -1,6 +1,7 @@
 #include "emu/wire.h"
 
 #include <fmt/format.h>
+#include <zlib.h>
 
 #include "sdp/be.h"
 
@@ -10,8 +11,12 @@ namespace be = sdp::be;
 
 namespace {
 constexpr size_t kReth = 16, kAeth = 4, kCm = 6, kRej = 2;
-/// Header + extension + the largest payload.
-constexpr uint32_t kMaxBody = static_cast<uint32_t>(kHeaderSize + kReth) + kMaxMessage;
+/// Header + extension + the largest payload + ICRC.
+constexpr uint32_t kMaxBody = static_cast<uint32_t>(kHeaderSize + kReth + kIcrcSize) + kMaxMessage;
+
+uint32_t crc32_of(const uint8_t* data, size_t n) {
+  return static_cast<uint32_t>(::crc32_z(0, data, static_cast<z_size_t>(n)));
+}
 
 size_t extension_size(Op op) {
   switch (op) {
@@ -69,7 +74,7 @@ std::vector<uint8_t> encode(const Packet& p) {
   if (p.op == Op::RdmaWriteOnly && p.dma_len != p.payload.size())
     throw WireError(fmt::format("encode: RETH length {} but {} payload bytes", p.dma_len, p.payload.size()));
   const size_t ext = extension_size(p.op);
-  const size_t body = kHeaderSize + ext + p.payload.size();
+  const size_t body = kHeaderSize + ext + p.payload.size() + kIcrcSize;
   std::vector<uint8_t> out(kLengthSize + body, 0);
   uint8_t* b = out.data();
   be::put32(b, static_cast<uint32_t>(body));
@@ -101,19 +106,28 @@ std::vector<uint8_t> encode(const Packet& p) {
       break;
   }
   std::copy(p.payload.begin(), p.payload.end(), e + ext);
+  be::put32(b + body - kIcrcSize, crc32_of(b, body - kIcrcSize));
   return out;
 }
 
 uint32_t decode_length(std::span<const uint8_t, kLengthSize> length_field) {
   const uint32_t n = be::get32(length_field.data());
-  if (n < kHeaderSize || n > kMaxBody)
-    throw WireError(fmt::format("frame length {} outside [{}, {}]", n, kHeaderSize, kMaxBody));
+  if (n < kHeaderSize + kIcrcSize || n > kMaxBody)
+    throw WireError(fmt::format("frame length {} outside [{}, {}]", n, kHeaderSize + kIcrcSize, kMaxBody));
   return n;
 }
 
+bool icrc_ok(std::span<const uint8_t> body) {
+  if (body.size() < kIcrcSize) return false;
+  const size_t n = body.size() - kIcrcSize;
+  return be::get32(body.data() + n) == crc32_of(body.data(), n);
+}
+
 Packet decode(std::span<const uint8_t> body) {
-  if (body.size() < kHeaderSize)
-    throw WireError(fmt::format("frame of {} bytes is shorter than the {} byte header", body.size(), kHeaderSize));
+  if (body.size() < kHeaderSize + kIcrcSize)
+    throw WireError(fmt::format("frame of {} bytes is shorter than the {} byte header and ICRC", body.size(),
+                                kHeaderSize + kIcrcSize));
+  body = body.first(body.size() - kIcrcSize);
   const uint8_t* b = body.data();
   if (!known(b[0])) throw WireError(fmt::format("unknown op {:#04x}", b[0]));
   Packet p;

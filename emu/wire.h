@@ -3,11 +3,14 @@
 /// stream, carrying the IBA headers the emulation needs (IBA 1.2.1 chapter 9: BTH, RETH,
 /// AETH) and the CM messages that set a connection up (chapter 12: REQ, REP, RTU, REJ, DREQ).
 ///
-/// The emulation does not split messages into MTU-sized packets: a message is one frame, and
-/// TCP keeps frames in order and intact, so there is no ICRC. Frame layout, big-endian:
+/// The emulation does not split messages into MTU-sized packets: a message is one frame, and a
+/// "packet" of IBA chapter 9 (its PSN, its ACK, its fate under fault injection, model/fault.h)
+/// is one frame here. TCP keeps frames in order and intact; the ICRC trailer is there for the
+/// injected corruption (fault.corrupt), which the receiver detects and drops silently as an HCA
+/// drops a packet failing its ICRC check (IBA 7.8.1). Frame layout, big-endian:
 ///
 ///     offset size  field
-///     0      4     length of what follows (12 + the op's extension and payload)
+///     0      4     length of what follows (12 + the op's extension and payload + 4)
 ///     4      1     op (BTH OpCode for RC transport ops, 0xC0.. for CM messages)
 ///     5      3     reserved, 0
 ///     8      4     dest_qpn (BTH DestQP, 24 bits used)
@@ -21,6 +24,7 @@
 ///        CmReq, CmRep          local_qpn u32, private data length u16, private data
 ///        CmRej                 reason length u16, reason text
 ///        CmRtu, CmDreq         nothing
+///     end-4  4     ICRC: CRC-32 (zlib's, IEEE 802.3) of the bytes from offset 4 to here
 #include <cstdint>
 #include <span>
 #include <stdexcept>
@@ -70,6 +74,8 @@ inline constexpr uint32_t kMaxMessage = 16u << 20;
 /// Bytes of the length field and of the fixed header after it.
 inline constexpr size_t kLengthSize = 4;
 inline constexpr size_t kHeaderSize = 12;
+/// Bytes of the ICRC trailer (IBA 7.8.1: the invariant CRC is 32 bits).
+inline constexpr size_t kIcrcSize = 4;
 
 /// One decoded frame. Fields not carried by `op` are 0 / empty.
 struct Packet {
@@ -85,15 +91,19 @@ struct Packet {
   std::vector<uint8_t> payload{};  ///< data, CM private data or the REJ reason
 };
 
-/// The whole frame, length field first. Throws WireError when a field is out of range (a
+/// The whole frame, length field first, ICRC last. Throws WireError when a field is out of range (a
 /// payload over kMaxMessage, private data over the CM limit, a RETH length that does not match
 /// the payload).
 std::vector<uint8_t> encode(const Packet& p);
 /// The length field of a frame: the byte count of what follows it. Throws WireError when it is
-/// shorter than the fixed header or longer than the largest frame.
+/// shorter than the fixed header and the ICRC or longer than the largest frame.
 uint32_t decode_length(std::span<const uint8_t, kLengthSize> length_field);
-/// Decodes what follows the length field. Throws WireError naming the fault (unknown op,
-/// truncated extension, lengths that disagree, reserved bits set).
+/// True when `body` (what follows the length field) ends with the CRC-32 of its other bytes.
+/// False for a body too short to hold an ICRC.
+bool icrc_ok(std::span<const uint8_t> body);
+/// Decodes what follows the length field; the ICRC is not checked (icrc_ok does that, first).
+/// Throws WireError naming the fault (unknown op, truncated extension, lengths that disagree,
+/// reserved bits set).
 Packet decode(std::span<const uint8_t> body);
 
 }  // namespace hcasim::emu

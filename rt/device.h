@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "model/error.h"
+#include "model/fault.h"
 #include "sdp/process_memory.h"
 #include "sdp/verbs.h"
 
@@ -49,6 +50,9 @@ class Connection {
   /// Why the QP went to the ERROR state, for messages ("" while it has not, or when the
   /// backend cannot tell).
   virtual std::string error_reason() { return ""; }
+  /// What the injected faults did on this side of the connection (the emulated HCA's sending
+  /// side: lost, corrupted, ... frames, retransmissions), so far; zeros on a real HCA.
+  virtual model::FaultStats fault_stats() { return {}; }
   /// Disconnects (rdma_disconnect / the CM's DREQ): the QP goes to ERROR, its WRs flush, and
   /// the peer's QP goes to ERROR too. Idempotent.
   virtual void disconnect() = 0;

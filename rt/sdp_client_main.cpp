@@ -32,9 +32,13 @@ const char* kUsage =
     "  -l SECONDS      test length (default 10); -l -BYTES sends that many bytes instead\n"
     "  --set sdp.zcopy_thresh=N   ib_sdp's sdp_zcopy_thresh: sends of at least N bytes use\n"
     "                  bzcopy (0 = bcopy only; default 65536)\n"
+    "  --set fault.loss|corrupt|dup|reorder=P, fault.seed=N   faults injected by the emulated\n"
+    "                  HCA on each frame it sends (--device emu; the server takes its own)\n"
+    "  --set qp.retry_cnt=N, qp.timeout=N, qp.rnr_retry=N   the QP's RC retry attributes\n"
+    "                  (emulated HCA; defaults 7, 14 = 67.1 ms, 7)\n"
     "  -c -C -P 0|1 -f FMT -T L,R -v N and the test options -m -M -s -S as netperf's.\n"
     "  The data is checked: the client prints both ends' CRC-32 on stderr and exits 1 on a\n"
-    "  mismatch.\n";
+    "  mismatch. With faults, the QP's fault counters follow on stderr (\"faults: ...\").\n";
 
 struct ClientArgs {
   std::optional<std::string> device;
@@ -75,21 +79,31 @@ ClientArgs split_args(const std::vector<std::string>& words) {
   return a;
 }
 
-/// The SDP engine settings: ib_sdp's defaults, with --set sdp.zcopy_thresh applied.
-sdp::SdpConfig engine_config(const scenarios::NetperfOptions& o) {
-  sdp::SdpConfig c;
+/// What --set sets in a real run: the SDP engine's sdp.zcopy_thresh, the emulated HCA's faults
+/// and the QP's retry attributes.
+struct Settings {
+  sdp::SdpConfig engine;
+  model::FaultConfig faults;
+  model::RcRetry retry;
+};
+
+/// ib_sdp's defaults and the model's, with the --set assignments applied.
+Settings settings(const scenarios::NetperfOptions& o) {
+  Settings st;
+  sdp::SdpConfig& c = st.engine;
   for (const std::string& s : o.sets) {
+    if (model::apply_fault_setting(s, st.faults, st.retry)) continue;
     const auto eq = s.find('=');
     const std::string key = s.substr(0, eq), v = eq == std::string::npos ? "" : s.substr(eq + 1);
     if (key != "sdp.zcopy_thresh")
-      throw InputError(fmt::format("--set {}: a real run sets only sdp.zcopy_thresh (the platform "
-                                          "parameters are the machine's own)", s));
+      throw InputError(fmt::format("--set {}: a real run sets only sdp.zcopy_thresh, fault.* and qp.* (the "
+                                   "platform parameters are the machine's own)", s));
     const auto n = scenarios::parse_number(v);
     if (!n || *n < 0 || *n != static_cast<double>(static_cast<uint64_t>(*n)))
       throw InputError(fmt::format("--set {}: '{}' is not a byte count", s, v));
     c.zcopy_thresh = static_cast<uint64_t>(*n);
   }
-  return c;
+  return st;
 }
 
 void refuse_simulator_options(const scenarios::NetperfOptions& o) {
@@ -108,7 +122,8 @@ int run(const std::vector<std::string>& words) {
   const ClientArgs args = split_args(words);
   scenarios::NetperfOptions o = scenarios::parse_netperf_args(args.netperf_words, /*allow_byte_count=*/true);
   refuse_simulator_options(o);
-  const sdp::SdpConfig config = engine_config(o);
+  const Settings st = settings(o);
+  const sdp::SdpConfig& config = st.engine;
   const uint64_t send_size = o.send_size ? o.send_size : (o.local_send_socket ? o.local_send_socket : kDefaultSendSize);
   const uint64_t recv_size = o.recv_size ? o.recv_size : send_size;
   // The buffers live in the device's memory arena, which an RDMA device pins whole.
@@ -117,7 +132,7 @@ int run(const std::vector<std::string>& words) {
   if (o.local_cpu_bind) rt::bind_to_cpu(*o.local_cpu_bind);
 
   const uint64_t memory = (32u << 20) + kPatternBytes + send_size + recv_size;
-  auto device = rt::open_device(rt::device_name(args.device), memory);
+  auto device = rt::open_device(rt::device_name(args.device), memory, st.faults, st.retry);
   sdp::ProcessMemory& mem = device->memory();
   rt::WallHost host(mem, rt::online_cpus());
 
@@ -173,6 +188,7 @@ int run(const std::vector<std::string>& words) {
   const rt::CpuTimes cpu1 = rt::read_cpu_times();
   const sdp::SdpStats stats = conn->stats();
   conn->finish(2000);
+  const model::FaultStats faults = conn->fault_stats();
   const rt::StreamReport report = rt::StreamReport::decode(rep);
 
   sim::TcpStreamResult r;
@@ -202,6 +218,8 @@ int run(const std::vector<std::string>& words) {
   std::fprintf(stderr, "%s: sdp: %llu send calls, %llu of them bzcopy (sdp_zcopy_thresh %llu), %llu SDP messages sent\n",
                kProg, static_cast<unsigned long long>(calls), static_cast<unsigned long long>(stats.bzcopy_calls - bzcopy_before),
                static_cast<unsigned long long>(config.zcopy_thresh), static_cast<unsigned long long>(stats.msgs_sent));
+  // netperf's output above stays netperf's; the emulated wire's counters are ours, on stderr.
+  if (st.faults.any()) std::fprintf(stderr, "%s: %s\n", kProg, faults.summary().c_str());
   return ok ? 0 : 1;
 }
 

@@ -48,6 +48,8 @@ class SdpConnection {
   /// disconnects. Call after close() and the peer's end of stream.
   void finish(int timeout_ms);
   sdp::SdpStats stats();
+  /// The connection's fault counters on this side (Connection::fault_stats).
+  model::FaultStats fault_stats() { return conn_->fault_stats(); }
 
  private:
   SdpConnection(WallHost& host, const sdp::SdpConfig& config) : host_(host), config_(config) {}

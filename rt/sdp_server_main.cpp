@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <arpa/inet.h>
 
@@ -21,8 +22,8 @@ namespace {
 constexpr const char* kProg = "hcasim-sdp-server";
 
 /// One test: the request, the stream until the client's DisConn, the report, our DisConn.
-/// Returns what to log.
-std::string serve(rt::Device& device, rt::WallHost& host, rt::Listener& listener) {
+/// Returns what to log; `faults` gets the connection's fault counters.
+std::string serve(rt::Device& device, rt::WallHost& host, rt::Listener& listener, model::FaultStats& faults) {
   sdp::ProcessMemory& mem = device.memory();
   auto conn = rt::SdpConnection::accept(host, listener, sdp::SdpConfig{});
   const sdp::Addr head = mem.allocate(rt::StreamReport::kSize, sdp::DataMode::Bytes);
@@ -65,6 +66,7 @@ std::string serve(rt::Device& device, rt::WallHost& host, rt::Listener& listener
   conn->send(head, bytes.size());
   conn->close();
   conn->finish(2000);
+  faults = conn->fault_stats();
   return fmt::format("received {} bytes in {} calls, crc32 {:08x}, {:.3f} s{}", report.bytes, report.recv_calls,
                      report.crc32, static_cast<double>(report.elapsed_ns) * 1e-9, note);
 }
@@ -99,6 +101,12 @@ int main(int argc, char** argv) {
           "ADDR"))
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   app.add_flag("-1,--once", once, "serve one test, then exit with its status");
+  std::vector<std::string> sets;
+  app.add_option("--set", sets,
+                 "fault.loss|corrupt|dup|reorder=P, fault.seed=N: faults the emulated HCA injects on the frames "
+                 "it sends; qp.retry_cnt|timeout|rnr_retry=N: the QP's RC retry attributes (--device emu)")
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
+      ->expected(1);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -111,9 +119,19 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "%s: --device: empty name\n", kProg);
     return 2;
   }
+  model::FaultConfig faults;
+  model::RcRetry retry;
+  try {
+    for (const std::string& s : sets)
+      if (!model::apply_fault_setting(s, faults, retry))
+        throw InputError(fmt::format("--set {}: the server sets only fault.* and qp.*", s));
+  } catch (const InputError& e) {
+    std::fprintf(stderr, "%s: %s\n", kProg, e.what());
+    return 2;
+  }
   std::signal(SIGPIPE, SIG_IGN);
   try {
-    auto device = rt::open_device(rt::device_name(device_flag), 64u << 20);
+    auto device = rt::open_device(rt::device_name(device_flag), 64u << 20, faults, retry);
     rt::WallHost host(device->memory(), rt::online_cpus());
     auto listener = device->listen(bind_addr, static_cast<uint16_t>(port));
     std::fprintf(stderr, "%s: listening on port %u (device %s)\n", kProg, listener->port(), device->name().c_str());
@@ -121,8 +139,10 @@ int main(int argc, char** argv) {
     const uint64_t mark = device->memory().used();
     for (;;) {
       int status = 0;
+      model::FaultStats stats;
       try {
-        std::fprintf(stderr, "%s: %s\n", kProg, serve(*device, host, *listener).c_str());
+        std::fprintf(stderr, "%s: %s\n", kProg, serve(*device, host, *listener, stats).c_str());
+        if (faults.any()) std::fprintf(stderr, "%s: %s\n", kProg, stats.summary().c_str());
       } catch (const rt::Error& e) {
         std::fprintf(stderr, "%s: %s\n", kProg, e.what());
         status = 1;
@@ -134,6 +154,9 @@ int main(int argc, char** argv) {
       device->memory().release_to(mark);
       if (once) return status;
     }
+  } catch (const InputError& e) {  // --set fault.* on a real HCA
+    std::fprintf(stderr, "%s: %s\n", kProg, e.what());
+    return 2;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "%s: %s\n", kProg, e.what());
     return 1;

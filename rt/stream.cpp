@@ -35,8 +35,13 @@ std::string device_name(const std::optional<std::string>& flag) {
   return "";
 }
 
-std::unique_ptr<Device> open_device(const std::string& name, uint64_t memory_bytes) {
-  if (name == "emu") return emu::open_emu_device(memory_bytes);
+std::unique_ptr<Device> open_device(const std::string& name, uint64_t memory_bytes, const model::FaultConfig& faults,
+                                    const model::RcRetry& retry) {
+  if (name == "emu") return emu::open_emu_device(memory_bytes, faults, retry);
+  const model::RcRetry defaults;
+  if (faults.any() || retry.retry_cnt != defaults.retry_cnt || retry.timeout != defaults.timeout ||
+      retry.rnr_retry != defaults.rnr_retry)
+    throw InputError("--set fault.* / qp.*: faults are injected by the emulated HCA only (--device emu)");
 #ifdef HCASIM_HAVE_RDMA
   return hw::open_rdma_device(name, memory_bytes);
 #else

@@ -22,8 +22,11 @@ inline constexpr uint16_t kDefaultPort = 12865;
 /// The device to open: `flag` when given, else $HCASIM_DEVICE, else "" (the first RDMA device).
 std::string device_name(const std::optional<std::string>& flag);
 /// Opens "emu" (emu/) or an rdma-core device (hw/; "" = the first). Throws Error with one line:
-/// no device, no such device, or a build without the rdma-core backend.
-std::unique_ptr<Device> open_device(const std::string& name, uint64_t memory_bytes);
+/// no device, no such device, or a build without the rdma-core backend. `faults` and `retry`
+/// (--set fault.* / qp.*) configure the emulated HCA; a real one takes neither: Throws
+/// InputError when they differ from the defaults for a device other than "emu".
+std::unique_ptr<Device> open_device(const std::string& name, uint64_t memory_bytes,
+                                    const model::FaultConfig& faults = {}, const model::RcRetry& retry = {});
 
 /// Largest recv size a test may ask of the server, bytes (its memory arena is 64 MiB).
 inline constexpr uint64_t kMaxRecvSize = 16u << 20;

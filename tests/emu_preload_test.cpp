@@ -246,3 +246,26 @@ TEST(VerbsShim, ClientKilledMidStreamEndsTheServerWithAnError) {
   EXPECT_EQ(lines(err), 2) << err;  // "listening on", then the error
   std::printf("server after the client was killed: %s", err.c_str());
 }
+
+namespace {
+/// Sets an environment variable for the children started while it lives.
+struct ScopedEnv {
+  std::string name;
+  ScopedEnv(const std::string& n, const std::string& v) : name(n) { ::setenv(n.c_str(), v.c_str(), 1); }
+  ~ScopedEnv() { ::unsetenv(name.c_str()); }
+};
+}  // namespace
+
+// HCASIM_FAULT gives the shim's QPs the faults and retry attributes of --set fault.* / qp.*: the
+// hardware binaries' stream goes through loss and reordering and still arrives intact.
+TEST(VerbsShim, StreamThroughFaultsFromTheEnvironmentArrivesIntact) {
+  ScopedEnv env("HCASIM_FAULT", "fault.loss=1e-3,fault.reorder=1e-3,qp.timeout=14");
+  stream("shimfault", "0", "64K", false);
+}
+
+TEST(VerbsShim, ABadFaultSettingIsOneLineWithExitTwo) {
+  ScopedEnv env("HCASIM_FAULT", "fault.loss=1e-3,qp.timeout=40");
+  Proc cli("shimbad", {HCASIM_SDP_CLIENT, "-l", "1"});
+  EXPECT_EQ(cli.wait(std::chrono::seconds(10)), 2);
+  EXPECT_EQ(cli.err(), "hcasim-verbs-emu: HCASIM_FAULT: --set qp.timeout: 40 is above 31\n");
+}

@@ -8,6 +8,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <regex>
 #include <thread>
@@ -21,21 +22,72 @@ using hcasim::test::Clock;
 using hcasim::test::lines;
 
 
-Proc server(const std::string& name) { return Proc(name + "-server", {HCASIM_SDP_SERVER, "--device", "emu", "-p", "0", "--once"}); }
+Proc server(const std::string& name, const std::vector<std::string>& sets = {}) {
+  std::vector<std::string> argv = {HCASIM_SDP_SERVER, "--device", "emu", "-p", "0", "--once"};
+  for (const std::string& s : sets) argv.insert(argv.end(), {"--set", s});
+  return Proc(name + "-server", argv);
+}
+
+/// The lines of `text` containing `what`, each with its newline.
+std::string lines_with(const std::string& text, const std::string& what) {
+  std::string out;
+  for (size_t b = 0, e; b < text.size(); b = e + 1) {
+    e = text.find('\n', b);
+    if (e == std::string::npos) e = text.size();
+    if (text.substr(b, e - b).find(what) != std::string::npos)
+      out += text.substr(b, e - b) + "\n";
+  }
+  return out;
+}
+
+/// The fault counters line of `err` ("PROG: faults: N packets, ..."): its numbers by name.
+struct FaultLine {
+  bool found = false;
+  uint64_t packets = 0, lost = 0, corrupted = 0, duplicated = 0, reordered = 0, retransmitted = 0;
+};
+FaultLine fault_line(const std::string& err, const std::string& prog) {
+  std::smatch m;
+  FaultLine f;
+  if (!std::regex_search(err, m, std::regex(prog + R"(: faults: (\d+) packets, (\d+) lost, (\d+) corrupted, (\d+) duplicated, )"
+                                                R"((\d+) reordered; (\d+) retransmitted \(\d+ NAKs, \d+ timeouts\), \d+ RNR NAKs\n)")))
+    return f;
+  f = {true, std::stoull(m[1]), std::stoull(m[2]), std::stoull(m[3]), std::stoull(m[4]), std::stoull(m[5]), std::stoull(m[6])};
+  return f;
+}
 
 
 /// Streams 1 GiB (netperf's -l -BYTES) with the given sdp_zcopy_thresh and send size; checks
 /// both CRC-32s and the bzcopy count the client reports; prints netperf's line.
-void stream_gibibyte(const std::string& name, const std::string& zcopy_thresh, const std::string& send_size,
-                     bool expect_bzcopy) {
-  Proc srv = server(name);
+/// `sets` (fault.* / qp.*) go to both programs. Returns netperf's throughput, 10^6 bits/s.
+double stream_gibibyte(const std::string& name, const std::string& zcopy_thresh, const std::string& send_size,
+                       bool expect_bzcopy, const std::vector<std::string>& sets = {}) {
+  Proc srv = server(name, sets);
   const int port = srv.port();
-  ASSERT_GT(port, 0) << srv.err();
-  Proc cli(name + "-client", {HCASIM_SDP_CLIENT, "--device", "emu", "-p", std::to_string(port), "-c", "-C", "-l",
-                              "-1073741824", "--set", "sdp.zcopy_thresh=" + zcopy_thresh, "--", "-m", send_size});
+  EXPECT_GT(port, 0) << srv.err();
+  if (port <= 0) return 0;
+  std::vector<std::string> argv = {HCASIM_SDP_CLIENT, "--device", "emu", "-p", std::to_string(port), "-c", "-C", "-l",
+                                   "-1073741824", "--set", "sdp.zcopy_thresh=" + zcopy_thresh};
+  for (const std::string& s : sets) argv.insert(argv.end(), {"--set", s});
+  argv.insert(argv.end(), {"--", "-m", send_size});
+  Proc cli(name + "-client", argv);
+  double mbps = 0;
+  [&] {
   ASSERT_EQ(cli.wait(std::chrono::minutes(5)), 0) << cli.err();
   ASSERT_EQ(srv.wait(std::chrono::seconds(10)), 0) << srv.err();
   hcasim::test::expect_verified_stream(cli, srv, "emu", 1073741824, expect_bzcopy);
+  // With faults, each program reports its own side's counters on stderr; netperf's output stays netperf's.
+  const bool faulty = std::any_of(sets.begin(), sets.end(), [](const std::string& s) { return s.starts_with("fault."); });
+  const FaultLine fc = fault_line(cli.err(), "hcasim-sdp-client"), fs = fault_line(srv.err(), "hcasim-sdp-server");
+  EXPECT_EQ(fc.found, faulty) << cli.err();
+  EXPECT_EQ(fs.found, faulty) << srv.err();
+  EXPECT_EQ(cli.out().find("faults"), std::string::npos) << cli.out();
+  if (faulty) {
+    EXPECT_GT(fc.packets, 32768u);  // at least the 16384 x 64 KiB sends in SDP messages and their ACKs
+    EXPECT_GT(fc.lost + fc.corrupted + fc.duplicated + fc.reordered, 0u);
+    EXPECT_GT(fs.lost + fs.corrupted + fs.duplicated + fs.reordered, 0u);
+    EXPECT_GT(fc.retransmitted, 0u) << cli.err();
+    std::printf("%s%s", lines_with(cli.err(), "faults:").c_str(), lines_with(srv.err(), "faults:").c_str());
+  }
   std::smatch m;
   // netperf's long form: the data row has 9 fields; the throughput (5th) is printed, no target.
   const std::string out = cli.out();
@@ -43,8 +95,11 @@ void stream_gibibyte(const std::string& name, const std::string& zcopy_thresh, c
       << out;
   EXPECT_EQ(m[3], send_size == "64K" ? "65536" : "131072");
   EXPECT_GT(std::stod(m[5]), 0.0);
+  mbps = std::stod(m[5]);
   std::printf("%s: emulated 1 GiB SDP stream: %s 10^6bits/s in %s s\n%s", name.c_str(), m[5].str().c_str(),
               m[4].str().c_str(), out.c_str());
+  }();
+  return mbps;
 }
 
 }  // namespace
@@ -52,6 +107,41 @@ void stream_gibibyte(const std::string& name, const std::string& zcopy_thresh, c
 TEST(SdpStream, OneGibibyteBcopyArrivesIntact) { stream_gibibyte("bcopy", "0", "64K", false); }
 
 TEST(SdpStream, OneGibibyteBzcopyArrivesIntact) { stream_gibibyte("bzcopy", "65536", "128K", true); }
+
+// The emulated wire loses one frame in a thousand (both directions: data, credit updates and
+// ACKs); go-back-N recovers every one. The local ACK timeout is the default, 67.1 ms
+// (qp.timeout=14): on the shared 2-core machine (load 6-9) a process's I/O thread was seen
+// not to take its readable socket for over 134 ms, so qp.timeout=10 or 12 (x 8 tries) ended
+// streams with RETRY_EXC_ERR even without faults.
+TEST(SdpStream, OneGibibyteBcopyThroughOneFrameInAThousandLostArrivesIntact) {
+  const auto t0 = Clock::now();
+  const double mbps = stream_gibibyte("loss", "0", "64K", false, {"fault.loss=1e-3", "qp.timeout=14"});
+  const double s = std::chrono::duration<double>(Clock::now() - t0).count();
+  ASSERT_GT(mbps, 0.0);
+  std::printf("fault.loss=1e-3, qp.timeout=14 (67.1 ms): %.1f 10^6bits/s, %.1f s in all\n", mbps, s);
+}
+
+TEST(SdpStream, OneGibibyteBcopyThroughDuplicationReorderingAndBadIcrcArrivesIntact) {
+  const double mbps = stream_gibibyte("mix", "0", "64K", false,
+                                      {"fault.dup=1e-3", "fault.reorder=1e-3", "fault.corrupt=1e-3", "qp.timeout=14"});
+  ASSERT_GT(mbps, 0.0);
+}
+
+TEST(SdpStream, BadFaultSettingsAreOneLineWithExitTwo) {
+  Proc cli("badset-client", {HCASIM_SDP_CLIENT, "--device", "emu", "-l", "1", "--set", "fault.loss=1.5"});
+  EXPECT_EQ(cli.wait(std::chrono::seconds(10)), 2);
+  EXPECT_EQ(cli.err(), "hcasim-sdp-client: --set fault.loss: 1.5 is not a probability in [0, 1)\n");
+  Proc cli2("badset-client2", {HCASIM_SDP_CLIENT, "--device", "emu", "-l", "1", "--set", "net.mtu=4096"});
+  EXPECT_EQ(cli2.wait(std::chrono::seconds(10)), 2);
+  EXPECT_EQ(lines(cli2.err()), 1) << cli2.err();
+  EXPECT_NE(cli2.err().find("sdp.zcopy_thresh, fault.* and qp.*"), std::string::npos) << cli2.err();
+  Proc srv("badset-server", {HCASIM_SDP_SERVER, "--device", "emu", "-p", "0", "--set", "qp.retry_cnt=8"});
+  EXPECT_EQ(srv.wait(std::chrono::seconds(10)), 2);
+  EXPECT_EQ(srv.err(), "hcasim-sdp-server: --set qp.retry_cnt: 8 is above 7\n");
+  Proc srv2("badset-server2", {HCASIM_SDP_SERVER, "--device", "emu", "-p", "0", "--set", "sdp.zcopy_thresh=0"});
+  EXPECT_EQ(srv2.wait(std::chrono::seconds(10)), 2);
+  EXPECT_EQ(srv2.err(), "hcasim-sdp-server: --set sdp.zcopy_thresh=0: the server sets only fault.* and qp.*\n");
+}
 
 TEST(SdpStream, ConnectionRefusedIsOneLine) {
   int port = 0;

@@ -1,6 +1,8 @@
 // The emulated HCA's frames (emu/wire.h): round trips and malformed input.
 #include <gtest/gtest.h>
 
+#include <zlib.h>
+
 #include "emu/wire.h"
 
 using namespace hcasim::emu;
@@ -9,7 +11,16 @@ namespace {
 std::span<const uint8_t> body_of(const std::vector<uint8_t>& frame) {
   return std::span<const uint8_t>(frame).subspan(kLengthSize);
 }
-std::string decode_error(std::vector<uint8_t> body) {
+/// `body` with its ICRC appended (big-endian CRC-32 of the bytes).
+std::vector<uint8_t> with_icrc(std::vector<uint8_t> body) {
+  const uint32_t c = static_cast<uint32_t>(::crc32(0, body.data(), static_cast<uInt>(body.size())));
+  for (int s = 24; s >= 0; s -= 8) body.push_back(static_cast<uint8_t>(c >> s));
+  return body;
+}
+/// decode's message for `fields` (a body without its ICRC, which is appended).
+std::string decode_error(std::vector<uint8_t> fields) {
+  const std::vector<uint8_t> body = with_icrc(std::move(fields));
+  EXPECT_TRUE(icrc_ok(body));
   try {
     decode(body);
   } catch (const WireError& e) {
@@ -24,9 +35,11 @@ TEST(EmuWire, RdmaWriteRoundTripsWithItsRethAndLengthField) {
   p.payload = {1, 2, 3, 4, 5};
   p.dma_len = 5;
   const auto f = encode(p);
-  // 4 (length) + 12 (header) + 16 (RETH) + 5 (payload) bytes; the length field counts 33.
-  ASSERT_EQ(f.size(), 37u);
-  EXPECT_EQ(decode_length(std::span<const uint8_t, kLengthSize>(f.data(), kLengthSize)), 33u);
+  // 4 (length) + 12 (header) + 16 (RETH) + 5 (payload) + 4 (ICRC) bytes; the length field counts 37.
+  ASSERT_EQ(f.size(), 41u);
+  EXPECT_EQ(decode_length(std::span<const uint8_t, kLengthSize>(f.data(), kLengthSize)), 37u);
+  EXPECT_TRUE(icrc_ok(body_of(f)));
+  EXPECT_EQ(std::vector<uint8_t>(f.begin() + 4, f.end()), with_icrc({f.begin() + 4, f.end() - 4}));
   EXPECT_EQ(f[4], 0x0A);  // BTH OpCode of RC RDMA WRITE Only
   const Packet q = decode(body_of(f));
   EXPECT_EQ(q.op, Op::RdmaWriteOnly);
@@ -41,7 +54,7 @@ TEST(EmuWire, RdmaWriteRoundTripsWithItsRethAndLengthField) {
 TEST(EmuWire, AckCarriesItsSyndromeAndMsn) {
   const auto f = encode(Packet{.op = Op::Acknowledge, .dest_qpn = 1, .psn = 7, .syndrome = aeth::kNakRemAccess, .msn = 7});
   // AETH = syndrome << 24 | MSN: 0x62 then 0x000007.
-  ASSERT_EQ(f.size(), 4u + 12u + 4u);
+  ASSERT_EQ(f.size(), 4u + 12u + 4u + 4u);
   EXPECT_EQ(f[16], 0x62);
   EXPECT_EQ(f[19], 0x07);
   const Packet q = decode(body_of(f));
@@ -60,7 +73,7 @@ TEST(EmuWire, CmReqKeepsPrivateDataUpToTheCmLimit) {
 }
 
 TEST(EmuWire, MalformedFramesAreNamed) {
-  EXPECT_EQ(decode_error({0x04, 0, 0}), "frame of 3 bytes is shorter than the 12 byte header");
+  EXPECT_EQ(decode_error({0x04, 0, 0}), "frame of 7 bytes is shorter than the 16 byte header and ICRC");
   EXPECT_EQ(decode_error({0x99, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0}), "unknown op 0x99");
   EXPECT_EQ(decode_error({0x11, 1, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0x1F, 0, 0, 0}), "Acknowledge: reserved bits set");
   // An ACK without its AETH.
@@ -82,7 +95,22 @@ TEST(EmuWire, MalformedFramesAreNamed) {
 }
 
 TEST(EmuWire, LengthFieldIsBounded) {
-  const std::array<uint8_t, 4> small = {0, 0, 0, 11}, huge = {0x7F, 0xFF, 0xFF, 0xFF};
-  EXPECT_THROW(decode_length(small), WireError);
+  const std::array<uint8_t, 4> small = {0, 0, 0, 15}, least = {0, 0, 0, 16}, huge = {0x7F, 0xFF, 0xFF, 0xFF};
+  EXPECT_THROW(decode_length(small), WireError);  // header + ICRC is 16 bytes
+  EXPECT_EQ(decode_length(least), 16u);
   EXPECT_THROW(decode_length(huge), WireError);
+}
+
+TEST(EmuWire, AnyFlippedByteFailsTheIcrc) {
+  Packet p{.op = Op::SendOnly, .dest_qpn = 0x48, .psn = 3};
+  p.payload.assign(100, 0x5A);
+  const auto f = encode(p);
+  ASSERT_TRUE(icrc_ok(body_of(f)));
+  for (size_t i = kLengthSize; i < f.size(); ++i)
+    for (uint8_t bit : {uint8_t{0x01}, uint8_t{0x80}, uint8_t{0xFF}}) {
+      auto g = f;
+      g[i] ^= bit;
+      EXPECT_FALSE(icrc_ok(body_of(g))) << "byte " << i << " ^ " << int{bit};
+    }
+  EXPECT_FALSE(icrc_ok(std::vector<uint8_t>{1, 2, 3}));
 }

@@ -9,10 +9,17 @@
 #include <array>
 #include <cerrno>
 #include <cstdlib>
+#include <cstdio>
 #include <cstring>
+#include <string>
 #include <new>
 
 #include "emu/verbs_shim/shim.h"
+
+#include <fmt/format.h>
+
+#include "model/error.h"
+#include "model/fault.h"
 
 // verbs.h makes ibv_reg_mr a macro (choosing ibv_reg_mr or ibv_reg_mr_iova2 by the access
 // flags); the shim defines the function itself.
@@ -165,6 +172,29 @@ int req_notify_cq(ibv_cq* ibcq, int /*solicited_only*/) {
   return 0;
 }
 
+/// $HCASIM_FAULT: the `--set` assignments of hcasim-sdp-client, fault.* and qp.*, comma-separated
+/// ("fault.loss=1e-3,qp.timeout=10"), for every QP of the process. A bad one is a one-line
+/// message and exit status 2, as the programs' --set: the run would not be the one asked for.
+void fault_settings(model::FaultConfig& faults, model::RcRetry& retry) {
+  const char* env = std::getenv(kFaultEnv);
+  if (env == nullptr) return;
+  const std::string all = env;
+  try {
+    for (size_t b = 0, e; b <= all.size(); b = e + 1) {
+      e = all.find(',', b);
+      if (e == std::string::npos) e = all.size();
+      const std::string one = all.substr(b, e - b);
+      if (one.empty()) continue;
+      if (!model::apply_fault_setting(one, faults, retry))
+        throw InputError(fmt::format("--set {}: only fault.* and qp.* are set here", one));
+    }
+  } catch (const InputError& e) {
+    std::fprintf(stderr, "hcasim-verbs-emu: %s: %s\n", kFaultEnv, e.what());
+    std::fflush(stderr);
+    std::_Exit(2);
+  }
+}
+
 }  // namespace
 
 Device& device() {
@@ -186,7 +216,10 @@ Device& device() {
     dv->ctx.num_comp_vectors = 1;
     pthread_mutex_init(&dv->ctx.mutex, nullptr);
     dv->ctx.abi_compat = nullptr;  // not a verbs_context: the extended verbs find nothing
-    dv->hca = std::make_unique<Hca>(nullptr);
+    model::FaultConfig faults;
+    model::RcRetry retry;
+    fault_settings(faults, retry);
+    dv->hca = std::make_unique<Hca>(nullptr, faults, retry);
     return dv;
   }();
   return *d;

@@ -28,6 +28,10 @@ namespace hcasim::emu::shim {
 
 /// The emulated device's name (ibv_get_device_name(3)).
 inline constexpr const char* kDeviceName = "hcasim_emu0";
+/// The environment variable with the fault and QP settings of every QP (fault.* and qp.*, as
+/// hcasim-sdp-client's --set, comma-separated: "fault.loss=1e-3,qp.timeout=10"); read once,
+/// when the device is first used.
+inline constexpr const char* kFaultEnv = "HCASIM_FAULT";
 /// RDMA reads outstanding per QP each way the device allows (ibv_device_attr max_qp_rd_atom,
 /// max_qp_init_rd_atom), also reported in CONNECT_REQUEST events (the emulated REQ does not
 /// carry the peer's).
