@@ -417,6 +417,16 @@ std::vector<Case> cases() {
                 "sycsall = { value = 150, unit = \"ns\", source = \"a typo\" }",
                 "");  // the line after: fixed below
   v.back().line = E + "@DIR@/p\\.toml:[0-9]+: cpu\\.sycsall: unknown parameter \\(hcasim does not use it\\)";
+  // A value that overflowed the simulated clock aborted SimGrid (exit 134, a backtrace).
+  platform_case("platform_infinite_cost", "cpu", "syscall", "syscall = { value = inf, unit = \"ns\", source = \"x\" }",
+                " cpu\\.syscall: expected a finite number, found inf");
+  platform_case("platform_rate_too_small", "cpu", "copy_tx_rate",
+                "copy_tx_rate = { value = 1e-308, unit = \"B/ns\", source = \"x\" }",
+                " cpu\\.copy_tx_rate: 1e-308 B/ns is out of range \\(1e-12\\.\\.1e12\\)");
+  add({.name = "set_rate_too_small", .args = {"netperf", "-l", "0.01", "--set", "cpu.copy_tx_rate=1e-308", "--csv", csv},
+       .line = E + "--set cpu\\.copy_tx_rate: 1e-308 B/ns is out of range \\(1e-12\\.\\.1e12\\) \\(platform "
+                   "connectx-ddr-pcie1x8\\)",
+       .absent = {csv}});
   platform_case("platform_out_of_range", "host", "cpus", "cpus = { value = 100000, unit = \"\", source = \"x\" }",
                 " host\\.cpus: 100000 must be 1\\.\\.1024");
   add({.name = "platform_not_found", .args = {"netperf", "--platform", "nosuch", "--csv", csv},
