@@ -319,7 +319,7 @@ void Platform::check_all_used() const {
 const Param& Platform::param(const std::string& key) const {
   auto it = params_.find(key);
   if (it == params_.end())
-    throw InputError(fmt::format("platform {}: missing parameter {}", name_, key));
+    throw InputError(fmt::format("{}: missing parameter {} (platform {})", origin_, key, name_));
   used_.insert(key);
   return it->second;
 }

@@ -47,7 +47,7 @@ class Platform {
   void set(const std::string& assignment);
 
   /// Numeric value of `key` (int or double) in `unit`. Throws InputError
-  /// "platform NAME: missing parameter KEY" when absent, and "FILE:LINE: KEY: unit 'u',
+  /// "FILE: missing parameter KEY (platform NAME)" when absent, and "FILE:LINE: KEY: unit 'u',
   /// expected 'v'" when the file declares another unit.
   double num(const std::string& key, std::string_view unit) const;
   /// Integer value of `key`; as num() and throws InputError when the value is not integral.

@@ -429,6 +429,10 @@ std::vector<Case> cases() {
        .absent = {csv}});
   platform_case("platform_out_of_range", "host", "cpus", "cpus = { value = 100000, unit = \"\", source = \"x\" }",
                 " host\\.cpus: 100000 must be 1\\.\\.1024");
+  // The missing parameter named the platform, not the file to fix.
+  add({.name = "platform_missing_parameter", .args = {"netperf", "-l", "0.01", "--platform", "@DIR@/p.toml"},
+       .files = {{"p.toml", substitute(shipped_platform(), "\nsyscall = {", "\n# syscall = {")}},
+       .line = E + "@DIR@/p\\.toml: missing parameter cpu\\.syscall \\(platform connectx-ddr-pcie1x8\\)"});
   add({.name = "platform_not_found", .args = {"netperf", "--platform", "nosuch", "--csv", csv},
        .line = E + "--platform nosuch: no such platform file or name \\(looked in .*\\)", .absent = {csv}});
   add({.name = "platform_not_utf8", .args = {"netperf", "--platform", "@DIR@/p.toml"},
