@@ -255,7 +255,7 @@ class RdmaConnection final : public rt::Connection {
 
   rdma_event_channel* channel() const { return ch_; }
   rdma_cm_id* id() const { return id_; }
-  const std::string& peer() const { return peer_; }
+  std::string peer() const override { return peer_; }
 
  private:
   void watch_cm_events();

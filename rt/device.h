@@ -49,6 +49,8 @@ class Connection {
   /// Why the QP went to the ERROR state, for messages ("" while it has not, or when the
   /// backend cannot tell).
   virtual std::string error_reason() { return ""; }
+  /// The other end, "ADDRESS:PORT", for messages ("" when the backend cannot tell).
+  virtual std::string peer() const { return ""; }
   /// Disconnects (rdma_disconnect / the CM's DREQ): the QP goes to ERROR, its WRs flush, and
   /// the peer's QP goes to ERROR too. Idempotent.
   virtual void disconnect() = 0;

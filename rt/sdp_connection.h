@@ -48,6 +48,8 @@ class SdpConnection {
   /// disconnects. Call after close() and the peer's end of stream.
   void finish(int timeout_ms);
   sdp::SdpStats stats();
+  /// The other end, "ADDRESS:PORT" ("" when the device cannot tell).
+  std::string peer() const { return conn_->peer(); }
 
  private:
   SdpConnection(WallHost& host, const sdp::SdpConfig& config) : host_(host), config_(config) {}

@@ -21,10 +21,12 @@ namespace {
 constexpr const char* kProg = "hcasim-sdp-server";
 
 /// One test: the request, the stream until the client's DisConn, the report, our DisConn.
-/// Returns what to log.
-std::string serve(rt::Device& device, rt::WallHost& host, rt::Listener& listener) {
+/// Returns what to log; `peer` is the client's address once the connection is set up (an
+/// error after that is the peer's to hear about: the log names it).
+std::string serve(rt::Device& device, rt::WallHost& host, rt::Listener& listener, std::string& peer) {
   sdp::ProcessMemory& mem = device.memory();
   auto conn = rt::SdpConnection::accept(host, listener, sdp::SdpConfig{});
+  peer = conn->peer();
   const sdp::Addr head = mem.allocate(rt::StreamReport::kSize, sdp::DataMode::Bytes);
   std::array<uint8_t, rt::StreamRequest::kSize> raw{};
   if (!conn->recv_exact(head, raw.size())) throw rt::Error("the client closed the connection before its test request");
@@ -121,13 +123,15 @@ int main(int argc, char** argv) {
     const uint64_t mark = device->memory().used();
     for (;;) {
       int status = 0;
+      std::string peer;  // "" until the connection is set up (setup errors name the peer)
+      const auto from = [&] { return peer.empty() ? std::string() : peer + ": "; };
       try {
-        std::fprintf(stderr, "%s: %s\n", kProg, serve(*device, host, *listener).c_str());
+        std::fprintf(stderr, "%s: %s\n", kProg, serve(*device, host, *listener, peer).c_str());
       } catch (const rt::Error& e) {
-        std::fprintf(stderr, "%s: %s\n", kProg, e.what());
+        std::fprintf(stderr, "%s: %s%s\n", kProg, from().c_str(), e.what());
         status = 1;
       } catch (const std::runtime_error& e) {  // the engine: the peer aborted or vanished
-        std::fprintf(stderr, "%s: test aborted: %s\n", kProg, e.what());
+        std::fprintf(stderr, "%s: %stest aborted: %s\n", kProg, from().c_str(), e.what());
         status = 1;
       }
       std::fflush(stderr);

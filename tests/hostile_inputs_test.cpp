@@ -167,6 +167,19 @@ std::vector<uint8_t> good_hello() {
   return out;
 }
 
+/// An SDP Data message (BSDH: MID Data, 4 credits, mseq 1) carrying `data`.
+std::vector<uint8_t> sdp_data(const std::string& data) {
+  hcasim::sdp::Bsdh b;
+  b.mid = hcasim::sdp::Mid::Data;
+  b.bufs = 4;
+  b.len = static_cast<uint32_t>(hcasim::sdp::Bsdh::kSize + data.size());
+  b.mseq = 1;
+  const auto h = b.to_bytes();
+  std::vector<uint8_t> out(h.begin(), h.end());
+  out.insert(out.end(), data.begin(), data.end());
+  return out;
+}
+
 /// A blocking TCP connection to 127.0.0.1:port.
 class RawPeer {
  public:
@@ -584,6 +597,26 @@ std::vector<Case> cases() {
   packet_case("packet_rtu_instead_of_req", frame(0xC2), peer + "CM RTU where a CM REQ was expected");
   packet_case("packet_truncated_then_close", {0, 0, 0, 100, 0xC0, 0, 0, 0, 0, 0},
               peer + "connection closed during connection setup");
+  // After a good CM REQ / REP / RTU: the log named the test's failure but not the peer.
+  packet_case("packet_established_unknown_op", frame(0x99),
+              peer + "server: completion error .*\\(the QP went to ERROR: malformed packet from the peer: unknown op "
+                     "0x99\\)",
+              true);
+  packet_case("packet_established_length_too_long", {0x7F, 0xFF, 0xFF, 0xFF},
+              peer + "server: completion error .*\\(the QP went to ERROR: malformed packet from the peer: frame length "
+                     "2147483647 outside \\[12, [0-9]+\\]\\)",
+              true);
+  packet_case("packet_established_garbage_bsdh", frame(0x04, std::vector<uint8_t>(40, 0xEE)),
+              peer + "test aborted: server: BSDH: unknown MID 0xEE", true);
+  packet_case("packet_established_bad_test_request", frame(0x04, sdp_data("NOTMAGIC" + std::string(24, '\0'))),
+              peer + "test aborted: test request: bad magic \\(not an hcasim-sdp-client\\?\\)", true);
+  packet_case("packet_established_rdma_write_bad_rkey",
+              frame(0x0A, {0, 0, 0, 0, 0, 0, 0x10, 0, 0, 0, 0x12, 0x34, 0, 0, 0, 4, 'a', 'b', 'c', 'd'}),
+              peer + "server: completion error .*\\(the QP went to ERROR: RDMA WRITE to \\[0x1000, \\+4\\) with rkey "
+                     "0x1234: remote access violation\\)",
+              true);
+  packet_case("packet_established_second_req", cm_req(good_hello()),
+              peer + "server: completion error .*\\(the QP went to ERROR: CM REQ on an established connection\\)", true);
   return v;
 }
 
