@@ -573,6 +573,9 @@ std::vector<Case> cases() {
        .line = C + "--csv: a simulator option; a real run uses the machine it runs on", .absent = {csv}});
   add({.name = "client_set_platform_key", .prog = Prog::Client, .args = {"--device", "emu", "--set", "cpu.syscall=1"},
        .line = C + "--set cpu\\.syscall=1: a real run sets only sdp\\.zcopy_thresh .*"});
+  // A CPU this machine lacks exited 1, as a runtime failure; hcasim netperf's -T says 2.
+  add({.name = "client_T_cpu_the_machine_lacks", .prog = Prog::Client, .args = {"--device", "emu", "-T", "4000"},
+       .line = C + "-T 4000: cannot bind to CPU 4000: Invalid argument"});
   add({.name = "client_empty_device", .prog = Prog::Client, .args = {"--device", ""}, .line = C + "--device: empty name"});
 
   // ---- packets to a running hcasim-sdp-server --device emu
