@@ -482,13 +482,16 @@ std::vector<Case> cases() {
   // ---- reference CSVs (named by a scenario point)
   const std::string header = "size,throughput_mbps,sd_local_us_per_kb,sd_remote_us_per_kb\n";
   scenario_case("csv_cell_not_a_number", scenario(""),
-                "10: point 1: reference: @DIR@/ref\\.csv: column throughput_mbps: 'abc' is not a number",
+                "10: point 1: reference: @DIR@/ref\\.csv:2: column throughput_mbps: 'abc' is not a number",
                 header + "64K,abc,1.0,1.2\n");
-  scenario_case("csv_unterminated_quote", scenario(""), "10: point 1: reference: @DIR@/ref\\.csv: unterminated quote",
+  scenario_case("csv_unterminated_quote", scenario(""), "10: point 1: reference: @DIR@/ref\\.csv:2: unterminated quote",
                 header + "\"64K,8000,1.0,1.2\n");
   scenario_case("csv_match_selects_two_rows", scenario(""),
                 "10: point 1: reference: @DIR@/ref\\.csv: match \\{size=64K\\} selects 2 rows \\(must select exactly one\\)",
                 header + "64K,8000,1.0,1.2\n64K,9000,1.0,1.2\n");
+  // A short row read as unmeasured columns, and a bad cell did not say which line.
+  scenario_case("csv_row_too_short", scenario(""), "10: point 1: reference: @DIR@/ref\\.csv:3: 3 fields, the header has 4",
+                header + "32K,7000,1.0,1.2\n64K,8000,1.0\n");
   scenario_case("csv_empty", scenario(""), "10: point 1: reference: @DIR@/ref\\.csv: empty file", "");
   add({.name = "csv_missing", .args = {"run", "@DIR@/s.toml", "--csv", csv}, .files = {{"s.toml", scenario("")}},
        .line = E + "@DIR@/s\\.toml:10: point 1: reference: @DIR@/ref\\.csv: cannot read \\(No such file or directory\\)",
