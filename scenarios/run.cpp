@@ -577,10 +577,24 @@ LatencyFigures latency_row_figures(const std::vector<std::string>& header, const
 }
 }  // namespace
 
+/// A measurement is > 0: the comparison divides by it (relative errors) or it is a time.
+void check_measured(const std::optional<double>& v, std::string_view column, const std::string& where) {
+  if (v && !(*v > 0))
+    throw InputError(fmt::format("{}: column {}: measured {} (a measurement must be > 0; leave the cell empty when "
+                                 "it was not measured)",
+                                 where, column, *v));
+}
+
 Figures reference_figures(std::string_view csv_text, const std::string& origin,
                           const ReferenceSpec& spec) {
   const SelectedRow r = select_row(csv_text, origin, spec);
-  return netperf_row_figures(r.header, r.row, r.where);
+  const Figures f = netperf_row_figures(r.header, r.row, r.where);
+  check_measured(f.throughput_mbps, "throughput_mbps", r.where);
+  check_measured(f.sd_local, "sd_local_us_per_kb", r.where);
+  check_measured(f.sd_remote, "sd_remote_us_per_kb", r.where);
+  check_measured(f.util_local, "util_local_pct", r.where);
+  check_measured(f.util_remote, "util_remote_pct", r.where);
+  return f;
 }
 
 Figures read_reference(const ReferenceSpec& spec, const std::string& base_dir) {
@@ -599,7 +613,11 @@ void check_reference_tolerances(const Scenario& scenario, size_t index, const Fi
 LatencyFigures latency_reference_figures(std::string_view csv_text, const std::string& origin,
                                          const ReferenceSpec& spec) {
   const SelectedRow r = select_row(csv_text, origin, spec);
-  return latency_row_figures(r.header, r.row, r.where);
+  const LatencyFigures f = latency_row_figures(r.header, r.row, r.where);
+  check_measured(f.t_min_us, "t_min_us", r.where);
+  check_measured(f.t_max_us, "t_max_us", r.where);
+  check_measured(f.t_typical_us, "t_typical_us", r.where);
+  return f;
 }
 
 LatencyFigures read_latency_reference(const ReferenceSpec& spec, const std::string& base_dir) {

@@ -492,6 +492,11 @@ std::vector<Case> cases() {
   // A short row read as unmeasured columns, and a bad cell did not say which line.
   scenario_case("csv_row_too_short", scenario(""), "10: point 1: reference: @DIR@/ref\\.csv:3: 3 fields, the header has 4",
                 header + "32K,7000,1.0,1.2\n64K,8000,1.0\n");
+  // A negative measurement was compared as if measured (a relative error against -8000).
+  scenario_case("csv_negative_measurement", scenario(""),
+                "10: point 1: reference: @DIR@/ref\\.csv:2: column throughput_mbps: measured -8000 \\(a measurement "
+                "must be > 0; leave the cell empty when it was not measured\\)",
+                header + "64K,-8000,1.0,1.2\n");
   scenario_case("csv_empty", scenario(""), "10: point 1: reference: @DIR@/ref\\.csv: empty file", "");
   add({.name = "csv_missing", .args = {"run", "@DIR@/s.toml", "--csv", csv}, .files = {{"s.toml", scenario("")}},
        .line = E + "@DIR@/s\\.toml:10: point 1: reference: @DIR@/ref\\.csv: cannot read \\(No such file or directory\\)",
