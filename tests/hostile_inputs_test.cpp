@@ -354,6 +354,11 @@ std::vector<Case> cases() {
   add({.name = "netperf_zero_length", .args = {"netperf", "-l", "0", "--csv", csv},
        .line = E + "-l 0: the test length must be > 0 seconds", .absent = {csv}});
   add({.name = "netperf_nan_length", .args = {"netperf", "-l", "nan"}, .line = E + "-l: 'nan' is not a number"});
+  // Accepted: a simulation of 10^30 s that never ended.
+  add({.name = "netperf_length_beyond_netperf", .args = {"netperf", "-l", "1e30", "--csv", csv},
+       .line = E + "-l 1e30: above netperf's limit of 2147483647 seconds", .absent = {csv}});
+  add({.name = "client_length_beyond_netperf", .prog = Prog::Client, .args = {"--device", "emu", "-l", "1e30"},
+       .line = "hcasim-sdp-client: -l 1e30: above netperf's limit of 2147483647 seconds"});
   add({.name = "netperf_T_not_a_cpu", .args = {"netperf", "-T", "bad", "--csv", csv},
        .line = E + "-T: 'bad' is not a CPU number", .absent = {csv}});
   add({.name = "netperf_T_cpu_the_platform_lacks", .args = {"netperf", "-T", "0,99", "-l", "0.01", "--csv", csv},
