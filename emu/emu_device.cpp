@@ -739,6 +739,9 @@ std::unique_ptr<rt::Listener> EmuDevice::listen(const std::string& bind_addr, ui
   if (!ec) acceptor.set_option(tcp::acceptor::reuse_address(true), ec);
   if (!ec) acceptor.bind(ep, ec);
   if (!ec) acceptor.listen(8, ec);
+  if (ec == boost::system::errc::address_not_available)  // -L names an address this machine lacks: bad input
+    throw InputError(fmt::format("cannot listen on {}:{}: {} (not an address of this machine)", addr.to_string(), port,
+                                 ec.message()));
   if (ec) throw rt::Error(fmt::format("cannot listen on {}:{}: {}", addr.to_string(), port, ec.message()));
   return std::make_unique<EmuListener>(*this, std::move(acceptor));
 }

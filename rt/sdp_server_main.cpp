@@ -138,6 +138,9 @@ int main(int argc, char** argv) {
       device->memory().release_to(mark);
       if (once) return status;
     }
+  } catch (const InputError& e) {  // an -L address this machine lacks
+    std::fprintf(stderr, "%s: %s\n", kProg, e.what());
+    return 2;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "%s: %s\n", kProg, e.what());
     return 1;

@@ -570,6 +570,9 @@ std::vector<Case> cases() {
        .line = S + "--device: empty name"});
   add({.name = "server_bad_listen_address", .prog = Prog::Server, .args = {"--device", "emu", "-L", "1.2.3"},
        .line = S + "--local: '1\\.2\\.3' is not an IPv4 or IPv6 address"});
+  // An address this machine lacks exited 1, as a runtime failure (TEST-NET-3, RFC 5737).
+  add({.name = "server_listen_address_not_here", .prog = Prog::Server, .args = {"--device", "emu", "-L", "203.0.113.7", "-p", "0"},
+       .line = S + "cannot listen on 203\\.0\\.113\\.7:0: .* \\(not an address of this machine\\)"});
   add({.name = "server_unknown_flag", .prog = Prog::Server, .args = {"--device", "emu", "--bogus"},
        .line = S + "The following argument was not expected: --bogus"});
   add({.name = "server_no_such_device", .prog = Prog::Server, .args = {"--device", "nosuch", "-p", "0"}, .status = 1,
