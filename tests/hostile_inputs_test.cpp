@@ -174,9 +174,9 @@ std::vector<uint8_t> sdp_data(const std::string& data) {
   b.bufs = 4;
   b.len = static_cast<uint32_t>(hcasim::sdp::Bsdh::kSize + data.size());
   b.mseq = 1;
-  const auto h = b.to_bytes();
-  std::vector<uint8_t> out(h.begin(), h.end());
-  out.insert(out.end(), data.begin(), data.end());
+  std::vector<uint8_t> out(b.len);
+  b.encode(std::span<uint8_t, hcasim::sdp::Bsdh::kSize>(out.data(), hcasim::sdp::Bsdh::kSize));
+  std::copy(data.begin(), data.end(), out.begin() + hcasim::sdp::Bsdh::kSize);
   return out;
 }
 
@@ -571,7 +571,8 @@ std::vector<Case> cases() {
   add({.name = "server_bad_listen_address", .prog = Prog::Server, .args = {"--device", "emu", "-L", "1.2.3"},
        .line = S + "--local: '1\\.2\\.3' is not an IPv4 or IPv6 address"});
   // An address this machine lacks exited 1, as a runtime failure (TEST-NET-3, RFC 5737).
-  add({.name = "server_listen_address_not_here", .prog = Prog::Server, .args = {"--device", "emu", "-L", "203.0.113.7", "-p", "0"},
+  add({.name = "server_listen_address_not_here", .prog = Prog::Server,
+       .args = {"--device", "emu", "-L", "203.0.113.7", "-p", "0"},
        .line = S + "cannot listen on 203\\.0\\.113\\.7:0: .* \\(not an address of this machine\\)"});
   add({.name = "server_unknown_flag", .prog = Prog::Server, .args = {"--device", "emu", "--bogus"},
        .line = S + "The following argument was not expected: --bogus"});
