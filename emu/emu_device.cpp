@@ -311,7 +311,7 @@ class EmuDevice final : public rt::Device {
 /// rt::Connection over a Qp: closing it closes the QP's socket.
 class EmuConnection final : public rt::Connection {
  public:
-  explicit EmuConnection(std::shared_ptr<Qp> qp) : qp_(std::move(qp)) {}
+  EmuConnection(std::shared_ptr<Qp> qp, std::string peer) : qp_(std::move(qp)), peer_(std::move(peer)) {}
   ~EmuConnection() override { qp_->close(); }
   sdp::Verbs& verbs() override { return *qp_; }
   bool wait_cq_event(int timeout_ms) override { return qp_->wait_cq_event(timeout_ms); }
@@ -319,9 +319,11 @@ class EmuConnection final : public rt::Connection {
   void disconnect() override { qp_->disconnect(); }
   std::string error_reason() override { return qp_->reason(); }
   model::FaultStats fault_stats() override { return qp_->fault_stats(); }
+  std::string peer() const override { return peer_; }
 
  private:
   std::shared_ptr<Qp> qp_;
+  std::string peer_;
 };
 
 class EmuListener final : public rt::Listener {
@@ -906,7 +908,7 @@ std::unique_ptr<rt::Connection> EmuDevice::connect(const std::string& host, uint
   reply = rep.payload;
   write_frame(qp->socket(), Packet{.op = Op::CmRtu, .dest_qpn = rep.local_qpn}, peer);
   qp->to_rts(rep.local_qpn);
-  return std::make_unique<EmuConnection>(std::move(qp));
+  return std::make_unique<EmuConnection>(std::move(qp), peer);
 }
 
 std::unique_ptr<rt::Listener> EmuDevice::listen(const std::string& bind_addr, uint16_t port) {
@@ -919,6 +921,9 @@ std::unique_ptr<rt::Listener> EmuDevice::listen(const std::string& bind_addr, ui
   if (!ec) acceptor.set_option(tcp::acceptor::reuse_address(true), ec);
   if (!ec) acceptor.bind(ep, ec);
   if (!ec) acceptor.listen(8, ec);
+  if (ec == boost::system::errc::address_not_available)  // -L names an address this machine lacks: bad input
+    throw InputError(fmt::format("cannot listen on {}:{}: {} (not an address of this machine)", addr.to_string(), port,
+                                 ec.message()));
   if (ec) throw rt::Error(fmt::format("cannot listen on {}:{}: {}", addr.to_string(), port, ec.message()));
   return std::make_unique<EmuListener>(*this, std::move(acceptor));
 }
@@ -960,7 +965,7 @@ std::unique_ptr<rt::Connection> EmuListener::accept(const rt::QpCaps& caps, cons
     const Packet rtu = read_frame_until(qp->socket(), deadline, peer);
     if (rtu.op != Op::CmRtu) throw rt::Error(fmt::format("{}: {} where a CM RTU was expected", peer, op_name(rtu.op)));
     qp->to_rts(req.local_qpn);
-    return std::make_unique<EmuConnection>(std::move(qp));
+    return std::make_unique<EmuConnection>(std::move(qp), peer);
   }
 }
 

@@ -255,7 +255,7 @@ class RdmaConnection final : public rt::Connection {
 
   rdma_event_channel* channel() const { return ch_; }
   rdma_cm_id* id() const { return id_; }
-  const std::string& peer() const { return peer_; }
+  std::string peer() const override { return peer_; }
 
  private:
   void watch_cm_events();
@@ -495,10 +495,11 @@ RdmaListener::RdmaListener(std::shared_ptr<DeviceState> dev, const std::string& 
     const AddrInfo ai(bind_addr, port, true);
     if (::rdma_bind_addr(id_, ai.addr()) != 0) {
       const int e = errno;
-      throw rt::Error(fmt::format("cannot listen on {}: rdma_bind_addr: {}{}", where_, errstr(e),
-                                  e == ENODEV || e == EADDRNOTAVAIL
-                                      ? " (is it the address of an IPoIB or RoCE interface?)"
-                                      : ""));
+      if (e == ENODEV || e == EADDRNOTAVAIL)  // -L names no RDMA-capable address here: bad input
+        throw InputError(fmt::format("cannot listen on {}: rdma_bind_addr: {} (is it the address of an IPoIB or "
+                                     "RoCE interface?)",
+                                     where_, errstr(e)));
+      throw rt::Error(fmt::format("cannot listen on {}: rdma_bind_addr: {}", where_, errstr(e)));
     }
     if (id_->verbs != nullptr && id_->verbs != dev_->ctx)
       throw rt::Error(fmt::format("{} belongs to RDMA device '{}', not the opened '{}'", where_,

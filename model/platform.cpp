@@ -286,15 +286,22 @@ void Platform::set(const std::string& assignment) {
   p.origin = "--set";
 }
 
+// A cost, rate or size beyond these is no machine's, and the times computed from it (bytes /
+// rate, a sum of costs) would overflow to infinity, which SimGrid aborts on.
+constexpr double kLargest = 1e12, kSmallestPositive = 1e-12;
+
 double Platform::nonneg(const std::string& key, std::string_view unit) const {
   const double v = num(key, unit);
   if (!(v >= 0)) fail(key, fmt::format("{} {} must be >= 0", v, unit));
+  if (v > kLargest) fail(key, fmt::format("{} {} is out of range (0..1e12)", v, unit));
   return v;
 }
 
 double Platform::positive(const std::string& key, std::string_view unit) const {
   const double v = num(key, unit);
   if (!(v > 0)) fail(key, fmt::format("{} {} must be > 0", v, unit));
+  if (v < kSmallestPositive || v > kLargest)
+    fail(key, fmt::format("{} {} is out of range (1e-12..1e12)", v, unit));
   return v;
 }
 
@@ -312,7 +319,7 @@ void Platform::check_all_used() const {
 const Param& Platform::param(const std::string& key) const {
   auto it = params_.find(key);
   if (it == params_.end())
-    throw InputError(fmt::format("platform {}: missing parameter {}", name_, key));
+    throw InputError(fmt::format("{}: missing parameter {} (platform {})", origin_, key, name_));
   used_.insert(key);
   return it->second;
 }
@@ -323,7 +330,11 @@ double Platform::num(const std::string& key, std::string_view unit) const {
   const Param& p = param(key);
   if (p.unit != unit)  // the file is the user's: a wrong unit is bad input
     throw InputError(fmt::format("{}: {}: unit '{}', expected '{}'", p.origin, key, p.unit, unit));
-  if (const auto* d = std::get_if<double>(&p.value)) return *d;
+  if (const auto* d = std::get_if<double>(&p.value)) {
+    if (!std::isfinite(*d))  // TOML has inf and nan; --set refuses them already
+      throw InputError(fmt::format("{}: {}: expected a finite number, found {}", p.origin, key, *d));
+    return *d;
+  }
   if (const auto* i = std::get_if<int64_t>(&p.value)) return static_cast<double>(*i);
   throw InputError(fmt::format("{}: {}: expected a number, found {} {}", p.origin, key,
                                kind_of(p), value_text(p)));

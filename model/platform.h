@@ -47,7 +47,7 @@ class Platform {
   void set(const std::string& assignment);
 
   /// Numeric value of `key` (int or double) in `unit`. Throws InputError
-  /// "platform NAME: missing parameter KEY" when absent, and "FILE:LINE: KEY: unit 'u',
+  /// "FILE: missing parameter KEY (platform NAME)" when absent, and "FILE:LINE: KEY: unit 'u',
   /// expected 'v'" when the file declares another unit.
   double num(const std::string& key, std::string_view unit) const;
   /// Integer value of `key`; as num() and throws InputError when the value is not integral.
@@ -61,9 +61,12 @@ class Platform {
   /// The parameter record, or InputError when missing.
   const Param& param(const std::string& key) const;
 
-  /// num(key, unit), which must be >= 0; fail() "V UNIT must be >= 0" otherwise (NaN too).
+  /// num(key, unit), which must be >= 0; fail() "V UNIT must be >= 0" otherwise (NaN too),
+  /// "V UNIT is out of range (0..1e12)" above 10^12 (no machine's; times would overflow).
   double nonneg(const std::string& key, std::string_view unit) const;
-  /// num(key, unit), which must be > 0; fail() "V UNIT must be > 0" otherwise (NaN too).
+  /// num(key, unit), which must be > 0; fail() "V UNIT must be > 0" otherwise (NaN too),
+  /// "V UNIT is out of range (1e-12..1e12)" outside 10^-12..10^12 (a rate so small that
+  /// bytes / rate overflows to infinity crashed SimGrid).
   double positive(const std::string& key, std::string_view unit) const;
 
   /// Throws InputError naming where `key` was given: "FILE:LINE: KEY: what", or

@@ -53,6 +53,8 @@ class Connection {
   /// What the injected faults did on this side of the connection (the emulated HCA's sending
   /// side: lost, corrupted, ... frames, retransmissions), so far; zeros on a real HCA.
   virtual model::FaultStats fault_stats() { return {}; }
+  /// The other end, "ADDRESS:PORT", for messages ("" when the backend cannot tell).
+  virtual std::string peer() const { return ""; }
   /// Disconnects (rdma_disconnect / the CM's DREQ): the QP goes to ERROR, its WRs flush, and
   /// the peer's QP goes to ERROR too. Idempotent.
   virtual void disconnect() = 0;

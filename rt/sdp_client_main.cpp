@@ -129,7 +129,13 @@ int run(const std::vector<std::string>& words) {
   // The buffers live in the device's memory arena, which an RDMA device pins whole.
   if (send_size > kMaxCallSize || recv_size > kMaxCallSize)
     throw InputError(fmt::format("-m {} / -M {} bytes: at most {} bytes per call", send_size, recv_size, kMaxCallSize));
-  if (o.local_cpu_bind) rt::bind_to_cpu(*o.local_cpu_bind);
+  if (o.local_cpu_bind) {
+    try {
+      rt::bind_to_cpu(*o.local_cpu_bind);
+    } catch (const rt::Error& e) {  // a CPU this machine lacks: the flag is wrong, as in hcasim netperf
+      throw InputError(e.what());
+    }
+  }
 
   const uint64_t memory = (32u << 20) + kPatternBytes + send_size + recv_size;
   auto device = rt::open_device(rt::device_name(args.device), memory, st.faults, st.retry);

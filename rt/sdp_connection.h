@@ -50,6 +50,8 @@ class SdpConnection {
   sdp::SdpStats stats();
   /// The connection's fault counters on this side (Connection::fault_stats).
   model::FaultStats fault_stats() { return conn_->fault_stats(); }
+  /// The other end, "ADDRESS:PORT" ("" when the device cannot tell).
+  std::string peer() const { return conn_->peer(); }
 
  private:
   SdpConnection(WallHost& host, const sdp::SdpConfig& config) : host_(host), config_(config) {}

@@ -22,10 +22,14 @@ namespace {
 constexpr const char* kProg = "hcasim-sdp-server";
 
 /// One test: the request, the stream until the client's DisConn, the report, our DisConn.
-/// Returns what to log; `faults` gets the connection's fault counters.
-std::string serve(rt::Device& device, rt::WallHost& host, rt::Listener& listener, model::FaultStats& faults) {
+/// Returns what to log; `faults` gets the connection's fault counters and `peer` the client's
+/// address once the connection is set up (an error after that is the peer's to hear about:
+/// the log names it).
+std::string serve(rt::Device& device, rt::WallHost& host, rt::Listener& listener, model::FaultStats& faults,
+                  std::string& peer) {
   sdp::ProcessMemory& mem = device.memory();
   auto conn = rt::SdpConnection::accept(host, listener, sdp::SdpConfig{});
+  peer = conn->peer();
   const sdp::Addr head = mem.allocate(rt::StreamReport::kSize, sdp::DataMode::Bytes);
   std::array<uint8_t, rt::StreamRequest::kSize> raw{};
   if (!conn->recv_exact(head, raw.size())) throw rt::Error("the client closed the connection before its test request");
@@ -140,21 +144,23 @@ int main(int argc, char** argv) {
     for (;;) {
       int status = 0;
       model::FaultStats stats;
+      std::string peer;  // "" until the connection is set up (setup errors name the peer)
+      const auto from = [&] { return peer.empty() ? std::string() : peer + ": "; };
       try {
-        std::fprintf(stderr, "%s: %s\n", kProg, serve(*device, host, *listener, stats).c_str());
+        std::fprintf(stderr, "%s: %s\n", kProg, serve(*device, host, *listener, stats, peer).c_str());
         if (faults.any()) std::fprintf(stderr, "%s: %s\n", kProg, stats.summary().c_str());
       } catch (const rt::Error& e) {
-        std::fprintf(stderr, "%s: %s\n", kProg, e.what());
+        std::fprintf(stderr, "%s: %s%s\n", kProg, from().c_str(), e.what());
         status = 1;
       } catch (const std::runtime_error& e) {  // the engine: the peer aborted or vanished
-        std::fprintf(stderr, "%s: test aborted: %s\n", kProg, e.what());
+        std::fprintf(stderr, "%s: %stest aborted: %s\n", kProg, from().c_str(), e.what());
         status = 1;
       }
       std::fflush(stderr);
       device->memory().release_to(mark);
       if (once) return status;
     }
-  } catch (const InputError& e) {  // --set fault.* on a real HCA
+  } catch (const InputError& e) {  // --set fault.* on a real HCA, an -L address this machine lacks
     std::fprintf(stderr, "%s: %s\n", kProg, e.what());
     return 2;
   } catch (const std::exception& e) {

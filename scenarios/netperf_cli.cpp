@@ -231,6 +231,8 @@ void parse_global(const std::vector<std::string>& words, NetperfOptions& o,
             fail(fmt::format("-l {}: a negative -l is netperf's byte/transaction count; hcasim "
                              "runs timed tests only (give seconds > 0)", v));
           if (*len == 0) fail(fmt::format("-l {}: the test length must be > 0 seconds", v));
+          // netperf's test_time is an int (netsh.c: atoi); beyond it a simulation never ends.
+          if (*len > 2147483647.0) fail(fmt::format("-l {}: above netperf's limit of 2147483647 seconds", v));
           o.length_s = *len;
           break;
         }

@@ -263,11 +263,21 @@ uint64_t whole_number_cell(const std::vector<std::string>& header,
 /// The header and the one row of CSV text that `spec.match` selects. Throws InputError
 /// "ORIGIN: ..." when the file is empty, a match column is missing, or the match selects no
 /// row or more than one.
-std::pair<std::vector<std::string>, std::vector<std::string>> select_row(
-    std::string_view csv_text, const std::string& origin, const ReferenceSpec& spec) {
-  auto rows = parse_csv(csv_text, origin);
+struct SelectedRow {
+  std::vector<std::string> header, row;
+  std::string where;  ///< "ORIGIN:LINE" of the row, for the errors about its cells
+};
+
+SelectedRow select_row(std::string_view csv_text, const std::string& origin, const ReferenceSpec& spec) {
+  std::vector<size_t> lines;
+  auto rows = parse_csv(csv_text, origin, &lines);
   if (rows.empty()) throw InputError(origin + ": empty file");
   const auto& header = rows.front();
+  // A row with fewer or more cells than the header is a damaged file, not unmeasured columns.
+  for (size_t r = 1; r < rows.size(); ++r)
+    if (rows[r].size() != header.size())
+      throw InputError(fmt::format("{}:{}: {} fields, the header has {}", origin, lines[r], rows[r].size(),
+                                   header.size()));
   std::vector<std::pair<size_t, std::string>> wanted;
   std::string described;
   for (const auto& [name, value] : spec.match) {
@@ -290,7 +300,7 @@ std::pair<std::vector<std::string>, std::vector<std::string>> select_row(
   if (count != 1)
     throw InputError(fmt::format("{}: match {{{}}} selects {} rows (must select exactly one)",
                                  origin, described, count));
-  return {std::move(rows.front()), std::move(rows[found])};
+  return {std::move(rows.front()), std::move(rows[found]), fmt::format("{}:{}", origin, lines[found])};
 }
 
 fs::path reference_path(const ReferenceSpec& spec, const std::string& base_dir) {
@@ -479,14 +489,18 @@ std::vector<std::string> split_command_line(std::string_view text) {
 
 // --- CSV -------------------------------------------------------------------------------------
 
-std::vector<std::vector<std::string>> parse_csv(std::string_view text, const std::string& origin) {
+std::vector<std::vector<std::string>> parse_csv(std::string_view text, const std::string& origin,
+                                                std::vector<size_t>* row_lines) {
   std::vector<std::vector<std::string>> rows;
   std::vector<std::string> row;
   std::string cell;
   bool quoted = false, any = false;
+  size_t line = 1, row_line = 1;  // the line being read, the line the current row began on
   for (size_t i = 0; i < text.size(); ++i) {
     const char c = text[i];
+    if (row.empty() && cell.empty() && !any && !quoted) row_line = line;
     if (quoted) {
+      if (c == '\n') ++line;
       if (c == '"') {
         if (i + 1 < text.size() && text[i + 1] == '"') {
           cell.push_back('"');
@@ -509,7 +523,9 @@ std::vector<std::vector<std::string>> parse_csv(std::string_view text, const std
       if (any || !cell.empty()) {
         row.push_back(std::move(cell));
         rows.push_back(std::move(row));
+        if (row_lines) row_lines->push_back(row_line);
       }
+      ++line;
       row.clear();
       cell.clear();
       any = false;
@@ -517,10 +533,11 @@ std::vector<std::vector<std::string>> parse_csv(std::string_view text, const std
       cell.push_back(c);
     }
   }
-  if (quoted) throw InputError(origin + ": unterminated quote");
+  if (quoted) throw InputError(fmt::format("{}:{}: unterminated quote", origin, row_line));
   if (any || !cell.empty()) {
     row.push_back(std::move(cell));
     rows.push_back(std::move(row));
+    if (row_lines) row_lines->push_back(row_line);
   }
   return rows;
 }
@@ -560,10 +577,24 @@ LatencyFigures latency_row_figures(const std::vector<std::string>& header, const
 }
 }  // namespace
 
+/// A measurement is > 0: the comparison divides by it (relative errors) or it is a time.
+void check_measured(const std::optional<double>& v, std::string_view column, const std::string& where) {
+  if (v && !(*v > 0))
+    throw InputError(fmt::format("{}: column {}: measured {} (a measurement must be > 0; leave the cell empty when "
+                                 "it was not measured)",
+                                 where, column, *v));
+}
+
 Figures reference_figures(std::string_view csv_text, const std::string& origin,
                           const ReferenceSpec& spec) {
-  const auto [header, row] = select_row(csv_text, origin, spec);
-  return netperf_row_figures(header, row, origin);
+  const SelectedRow r = select_row(csv_text, origin, spec);
+  const Figures f = netperf_row_figures(r.header, r.row, r.where);
+  check_measured(f.throughput_mbps, "throughput_mbps", r.where);
+  check_measured(f.sd_local, "sd_local_us_per_kb", r.where);
+  check_measured(f.sd_remote, "sd_remote_us_per_kb", r.where);
+  check_measured(f.util_local, "util_local_pct", r.where);
+  check_measured(f.util_remote, "util_remote_pct", r.where);
+  return f;
 }
 
 Figures read_reference(const ReferenceSpec& spec, const std::string& base_dir) {
@@ -581,8 +612,12 @@ void check_reference_tolerances(const Scenario& scenario, size_t index, const Fi
 
 LatencyFigures latency_reference_figures(std::string_view csv_text, const std::string& origin,
                                          const ReferenceSpec& spec) {
-  const auto [header, row] = select_row(csv_text, origin, spec);
-  return latency_row_figures(header, row, origin);
+  const SelectedRow r = select_row(csv_text, origin, spec);
+  const LatencyFigures f = latency_row_figures(r.header, r.row, r.where);
+  check_measured(f.t_min_us, "t_min_us", r.where);
+  check_measured(f.t_max_us, "t_max_us", r.where);
+  check_measured(f.t_typical_us, "t_typical_us", r.where);
+  return f;
 }
 
 LatencyFigures read_latency_reference(const ReferenceSpec& spec, const std::string& base_dir) {

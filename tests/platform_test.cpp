@@ -89,8 +89,8 @@ TEST(Platform, NameDefaultsToFileStem) {
 
 TEST(Platform, MissingParameterIsInputError) {
   const Platform p = Platform::parse(kValid, "t.toml");
-  expect_input_error([&] { p.num("pcie.nothing", "B"); }, "platform tiny: missing parameter pcie.nothing");
-  expect_input_error([&] { p.param("x.y"); }, "platform tiny: missing parameter x.y");
+  expect_input_error([&] { p.num("pcie.nothing", "B"); }, "t.toml: missing parameter pcie.nothing (platform tiny)");
+  expect_input_error([&] { p.param("x.y"); }, "t.toml: missing parameter x.y (platform tiny)");
 }
 
 TEST(Platform, UnitMismatchIsInputErrorNamingFileAndLine) {

@@ -186,7 +186,7 @@ TEST(Reference, SelectsExactlyOneRow) {
   EXPECT_EQ(error({{"table", "T9"}, {"mode", "SDP"}}),
             "r.csv: match {table=T9, mode=SDP} selects 0 rows (must select exactly one)");
   EXPECT_EQ(error({{"version", "2.4.3"}}), "r.csv: no column 'version'");
-  EXPECT_EQ(error({{"table", "T3_m_flag"}}), "r.csv: column throughput_mbps: 'bad' is not a number");
+  EXPECT_EQ(error({{"table", "T3_m_flag"}}), "r.csv:5: column throughput_mbps: 'bad' is not a number");
 
   // A CSV without service demand columns: only the throughput is measured.
   f = reference_figures("netperf_version,mode,throughput_mbps\r\n2.4.1,SDP,7749.66\r\n", "v.csv",
@@ -396,7 +396,7 @@ TEST(Utilisation, ReferenceColumnsAndEmptyCells) {
                       ReferenceSpec{"r.csv", {{"table", "T"}}});
     ADD_FAILURE();
   } catch (const InputError& e) {
-    EXPECT_STREQ(e.what(), "r.csv: column util_remote_pct: 'n/a' is not a number");
+    EXPECT_STREQ(e.what(), "r.csv:2: column util_remote_pct: 'n/a' is not a number");
   }
 }
 
@@ -758,11 +758,11 @@ TEST(LatencyReference, SelectsRowByBytes) {
   EXPECT_EQ(error(kLatencyReference, {{"bytes", "128"}}),
             "l.csv: match {bytes=128} selects 2 rows (must select exactly one)");
   EXPECT_EQ(error(kLatencyReference, {{"blueflame", "off"}, {"bytes", "2"}}),
-            "l.csv: column t_typical_us: 'x' is not a number");
+            "l.csv:6: column t_typical_us: 'x' is not a number");
   EXPECT_EQ(error(kLatencyReference, {{"bytes", "2.5"}}),
-            "l.csv: column bytes: '2.5' is not a whole number");
+            "l.csv:7: column bytes: '2.5' is not a whole number");
   EXPECT_EQ(error("environment,t_min_us\nkvm,0.7\n", {{"environment", "kvm"}}),
-            "l.csv: no column 'bytes'");
+            "l.csv:2: no column 'bytes'");
 }
 
 // What `hcasim ib_write_lat --csv` writes, here for a -a sweep cut at 64 B.

@@ -1,0 +1,647 @@
+// Hostile inputs, one table: flags, platform files, scenario files, reference CSVs, run files,
+// calibrate and validate arguments, the real-time programs' flags, and malformed packets sent
+// to a running hcasim-sdp-server. Every case checks the exit status exactly, that stderr is
+// one line matching the case's regex (naming what and where: FILE:LINE, the flag, the peer),
+// and that no output file it asked for (-o, --csv, --report) exists afterwards.
+//
+// Exit status convention (README "Hostile inputs"): 2 for bad input (a flag, a size, a file),
+// 1 for a runtime failure (no device, a refused connection, a test that failed), 3 for an
+// internal error of the simulator. A packet case is a server that keeps serving: the server
+// logs one line naming the problem and the peer, and a following good client completes a
+// short stream.
+#include <gtest/gtest.h>
+
+#include "tests/proc.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <array>
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "emu/wire.h"
+#include "sdp/bsdh.h"
+
+namespace fs = std::filesystem;
+using hcasim::test::Clock;
+using hcasim::test::Proc;
+using hcasim::test::slurp;
+
+namespace {
+
+/// Which program a case runs.
+enum class Prog { Hcasim, Client, Server, Packet };
+
+/// What a packet case sends to the server after connecting: raw bytes, after a good CM REQ /
+/// REP / RTU exchange when `established`.
+struct Packet {
+  bool established = false;
+  std::vector<uint8_t> bytes{};
+};
+
+struct Case {
+  std::string name{};
+  Prog prog = Prog::Hcasim;
+  std::vector<std::string> args{};                         ///< after the program; @DIR@ = the scratch dir
+  std::vector<std::pair<std::string, std::string>> files{};  ///< written into the scratch dir first
+  int status = 2;
+  std::string line{};               ///< the one stderr line (without its newline) matches it whole;
+                                    ///< @DIR@ = the scratch dir; packet cases: the server's line
+  std::vector<std::string> absent{};///< files that must not exist afterwards (@DIR@ ...)
+  Packet packet{};
+};
+
+void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
+
+// ---- file contents ------------------------------------------------------------------------------
+
+const fs::path kSource = fs::path(HCASIM_REFERENCE_DIR).parent_path();
+
+std::string shipped_platform() { return slurp(kSource / "scenarios/platforms/connectx-ddr-pcie1x8.toml"); }
+
+/// A shipped platform file with the line that starts with `key = ` in [section] replaced by
+/// `replacement`; `line` gets its number (1-based).
+std::string edited_platform(const std::string& section, const std::string& key, const std::string& replacement,
+                            int& line) {
+  std::istringstream in(shipped_platform());
+  std::string out, l, current;
+  int n = 0;
+  line = 0;
+  while (std::getline(in, l)) {
+    ++n;
+    if (!l.empty() && l[0] == '[') current = l;
+    if (line == 0 && current == "[" + section + "]" && l.rfind(key + " = ", 0) == 0) {
+      l = replacement;
+      line = n;
+    }
+    out += l + "\n";
+  }
+  if (line == 0) throw std::runtime_error("edited_platform: no " + section + "." + key);
+  return out;
+}
+
+/// `[[point]]`s of a one-table scenario file: a netperf command and a reference CSV.
+std::string scenario(const std::string& point_extra, const std::string& command = "netperf -l 1 -- -m 64K",
+                     const std::string& csv = "@DIR@/ref.csv") {
+  return "name = \"hostile\"\n"
+         "description = \"hostile inputs\"\n"
+         "platform = \"connectx-ddr-pcie1x8\"\n"
+         "source = \"tests/hostile_inputs_test.cpp\"\n"
+         "\n"
+         "[tolerance]\n"
+         "throughput = 0.15\n"
+         "service_demand = 0.25\n"
+         "\n"
+         "[[point]]\n"
+         "table = \"T\"\n"
+         "mode = \"SDP\"\n"
+         "set = [\"sdp.zcopy_thresh=0\"]\n"
+         "command = \"" + command + "\"\n"
+         "reference = { file = \"" + csv + "\", match = { size = \"64K\" } }\n"
+         "gated = true\n" + point_extra;
+}
+
+const std::string kGoodCsv =
+    "size,throughput_mbps,sd_local_us_per_kb,sd_remote_us_per_kb\n"
+    "64K,8000,1.0,1.2\n";
+
+// ---- packets ------------------------------------------------------------------------------------
+
+void put32(std::vector<uint8_t>& v, uint32_t x) {
+  for (int s = 24; s >= 0; s -= 8) v.push_back(static_cast<uint8_t>(x >> s));
+}
+void put16(std::vector<uint8_t>& v, uint16_t x) {
+  v.push_back(static_cast<uint8_t>(x >> 8));
+  v.push_back(static_cast<uint8_t>(x));
+}
+
+/// A frame of emu/wire.h with any length field: length, op, 3 reserved, dest_qpn, psn, rest.
+std::vector<uint8_t> raw_frame(uint32_t length, uint8_t op, const std::vector<uint8_t>& rest = {},
+                               uint32_t dest_qpn = 0, uint32_t psn = 0) {
+  std::vector<uint8_t> v;
+  put32(v, length);
+  v.push_back(op);
+  v.insert(v.end(), 3, 0);
+  put32(v, dest_qpn);
+  put32(v, psn);
+  v.insert(v.end(), rest.begin(), rest.end());
+  return v;
+}
+
+/// A frame whose length field is right: 12 + rest.
+std::vector<uint8_t> frame(uint8_t op, const std::vector<uint8_t>& rest = {}, uint32_t dest_qpn = 0) {
+  return raw_frame(static_cast<uint32_t>(12 + rest.size()), op, rest, dest_qpn);
+}
+
+/// A CM REQ from QPN 1 carrying `private_data`, its length field saying `declared`.
+std::vector<uint8_t> cm_req(const std::vector<uint8_t>& private_data, int declared = -1) {
+  std::vector<uint8_t> ext;
+  put32(ext, 1);
+  put16(ext, static_cast<uint16_t>(declared < 0 ? private_data.size() : static_cast<size_t>(declared)));
+  ext.insert(ext.end(), private_data.begin(), private_data.end());
+  return frame(0xC0, ext);
+}
+
+/// A good SDP Hello in the 92 bytes of REQ private data.
+std::vector<uint8_t> good_hello() {
+  hcasim::sdp::HelloHeader h;
+  h.bsdh.bufs = 4;
+  h.localrcvsz = 32768 + 16;
+  h.desremrcvsz = 32768 + 16;
+  const auto b = h.to_bytes();
+  std::vector<uint8_t> out(b.begin(), b.end());
+  out.resize(hcasim::sdp::HelloHeader::kPrivateDataSize, 0);
+  return out;
+}
+
+/// An SDP Data message (BSDH: MID Data, 4 credits, mseq 1) carrying `data`.
+std::vector<uint8_t> sdp_data(const std::string& data) {
+  hcasim::sdp::Bsdh b;
+  b.mid = hcasim::sdp::Mid::Data;
+  b.bufs = 4;
+  b.len = static_cast<uint32_t>(hcasim::sdp::Bsdh::kSize + data.size());
+  b.mseq = 1;
+  std::vector<uint8_t> out(b.len);
+  b.encode(std::span<uint8_t, hcasim::sdp::Bsdh::kSize>(out.data(), hcasim::sdp::Bsdh::kSize));
+  std::copy(data.begin(), data.end(), out.begin() + hcasim::sdp::Bsdh::kSize);
+  return out;
+}
+
+/// A blocking TCP connection to 127.0.0.1:port.
+class RawPeer {
+ public:
+  explicit RawPeer(int port) {
+    fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(static_cast<uint16_t>(port));
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ok_ = fd_ >= 0 && ::connect(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
+    int one = 1;
+    if (ok_) ::setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  }
+  ~RawPeer() { close(); }
+  bool ok() const { return ok_; }
+  bool send(const std::vector<uint8_t>& b) {
+    size_t off = 0;
+    while (off < b.size()) {
+      const ssize_t n = ::send(fd_, b.data() + off, b.size() - off, MSG_NOSIGNAL);
+      if (n <= 0) return false;
+      off += static_cast<size_t>(n);
+    }
+    return true;
+  }
+  /// Reads exactly n bytes within 5 s.
+  bool read(uint8_t* out, size_t n) {
+    const auto until = Clock::now() + std::chrono::seconds(5);
+    for (size_t got = 0; got < n;) {
+      pollfd p{fd_, POLLIN, 0};
+      if (Clock::now() > until) return false;
+      if (::poll(&p, 1, 100) <= 0) continue;
+      const ssize_t k = ::recv(fd_, out + got, n - got, 0);
+      if (k <= 0) return false;
+      got += static_cast<size_t>(k);
+    }
+    return true;
+  }
+  /// One frame, decoded by emu/wire.h.
+  hcasim::emu::Packet read_frame() {
+    std::array<uint8_t, 4> len{};
+    if (!read(len.data(), len.size())) throw std::runtime_error("no frame from the server");
+    std::vector<uint8_t> body(hcasim::emu::decode_length(len));
+    if (!read(body.data(), body.size())) throw std::runtime_error("truncated frame from the server");
+    return hcasim::emu::decode(body);
+  }
+  void close() {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = -1;
+  }
+
+ private:
+  int fd_ = -1;
+  bool ok_ = false;
+};
+
+// ---- checks -------------------------------------------------------------------------------------
+
+std::string regex_escape(const std::string& s) {
+  static const std::regex special(R"([.^$|()\[\]{}*+?\\])");
+  return std::regex_replace(s, special, R"(\$&)");
+}
+
+std::string substitute(std::string s, const std::string& from, const std::string& to) {
+  for (size_t at = s.find(from); at != std::string::npos; at = s.find(from, at + to.size())) s.replace(at, from.size(), to);
+  return s;
+}
+
+/// The lines of `s` (without their newlines).
+std::vector<std::string> split_lines(const std::string& s) {
+  std::vector<std::string> out;
+  std::istringstream in(s);
+  for (std::string l; std::getline(in, l);) out.push_back(l);
+  return out;
+}
+
+/// Waits at most `limit` for the server's stderr to have `n` whole lines.
+std::vector<std::string> server_lines(const Proc& srv, size_t n,
+                                      std::chrono::milliseconds limit = std::chrono::seconds(5)) {
+  std::vector<std::string> l;
+  for (auto until = Clock::now() + limit; Clock::now() < until;) {
+    const std::string e = srv.err();
+    l = split_lines(e);
+    if (l.size() >= n && !e.empty() && e.back() == '\n') break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return l;
+}
+
+class Hostile : public ::testing::TestWithParam<Case> {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("hcasim-hostile-" + std::to_string(::getpid()) + "-" + GetParam().name);
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  std::string expand(const std::string& s) const { return substitute(s, "@DIR@", dir_.string()); }
+  fs::path dir_;
+};
+
+void run_packet_case(const Case& c, const std::string& line_re) {
+  Proc srv(c.name + "-server", {HCASIM_SDP_SERVER, "--device", "emu", "-p", "0"});
+  const int port = srv.port();
+  ASSERT_GT(port, 0) << srv.err();
+  {
+    RawPeer peer(port);
+    ASSERT_TRUE(peer.ok());
+    if (c.packet.established) {
+      ASSERT_TRUE(peer.send(cm_req(good_hello())));
+      const hcasim::emu::Packet rep = peer.read_frame();
+      ASSERT_EQ(rep.op, hcasim::emu::Op::CmRep) << srv.err();
+      ASSERT_TRUE(peer.send(frame(0xC2, {}, rep.local_qpn)));
+    }
+    peer.send(c.packet.bytes);  // the server may close first
+    // The server's line comes before the close, or after it (a truncated frame).
+    server_lines(srv, 2, std::chrono::seconds(1));
+  }
+  const std::vector<std::string> l = server_lines(srv, 2);
+  ASSERT_EQ(l.size(), 2u) << "\"listening on\", then one line for the bad peer:\n" << srv.err();
+  EXPECT_TRUE(std::regex_match(l[1], std::regex(line_re))) << l[1] << "\ndoes not match\n" << line_re;
+  // The server keeps serving: a good client streams 100000 bytes.
+  Proc good(c.name + "-good", {HCASIM_SDP_CLIENT, "--device", "emu", "-p", std::to_string(port), "-P", "0", "-l",
+                               "-100000"});
+  ASSERT_EQ(good.wait(std::chrono::seconds(30)), 0) << good.err() << srv.err();
+  EXPECT_NE(good.err().find("sent 100000 bytes"), std::string::npos) << good.err();
+  EXPECT_NE(good.err().find(": match"), std::string::npos) << good.err();
+  const auto after = server_lines(srv, 3);
+  ASSERT_EQ(after.size(), 3u) << srv.err();
+  EXPECT_NE(after[2].find("received 100000 bytes"), std::string::npos) << srv.err();
+  EXPECT_EQ(srv.wait(std::chrono::milliseconds(50)), -1) << "the server ended: " << srv.err();
+}
+
+TEST_P(Hostile, OneLineNamedExitStatusNothingHalfWritten) {
+  const Case& c = GetParam();
+  for (const auto& [name, content] : c.files) std::ofstream(dir_ / name, std::ios::binary) << expand(content);
+  // The regex: @DIR@ stands for the scratch directory, matched literally.
+  const std::string line_re = substitute(c.line, "@DIR@", regex_escape(dir_.string()));
+  if (c.prog == Prog::Packet) {
+    run_packet_case(c, line_re);
+    return;
+  }
+  std::vector<std::string> argv{c.prog == Prog::Hcasim   ? HCASIM_BINARY
+                                : c.prog == Prog::Client ? HCASIM_SDP_CLIENT
+                                                         : HCASIM_SDP_SERVER};
+  for (const auto& a : c.args) argv.push_back(expand(a));
+  Proc p(c.name, argv);
+  const int status = p.wait(std::chrono::seconds(20));
+  const std::string err = p.err();
+  EXPECT_EQ(status, c.status) << err;
+  ASSERT_FALSE(err.empty());
+  EXPECT_EQ(err.back(), '\n') << err;
+  const std::string line = err.substr(0, err.size() - 1);
+  EXPECT_EQ(line.find('\n'), std::string::npos) << "more than one line:\n" << err;
+  EXPECT_TRUE(std::regex_match(line, std::regex(line_re))) << line << "\ndoes not match\n" << line_re;
+  EXPECT_EQ(p.out(), "") << "stdout after bad input";
+  for (const auto& a : c.absent) EXPECT_FALSE(fs::exists(expand(a))) << expand(a) << " was written";
+}
+
+// ---- the table ----------------------------------------------------------------------------------
+
+std::vector<Case> cases() {
+  std::vector<Case> v;
+  auto add = [&](Case c) { v.push_back(std::move(c)); };
+  const std::string csv = "@DIR@/out.csv";
+  const std::string E = "hcasim: error: ";
+
+  // ---- hcasim netperf flags
+  add({.name = "netperf_bad_m_size", .args = {"netperf", "--csv", csv, "--", "-m", "12Q"},
+       .line = E + "-m: bad size '12Q' \\(use a number .*\\)", .absent = {csv}});
+  add({.name = "netperf_unknown_flag", .args = {"netperf", "-Z", "--csv", csv}, .line = E + "unknown option -Z",
+       .absent = {csv}});
+  add({.name = "netperf_zero_length", .args = {"netperf", "-l", "0", "--csv", csv},
+       .line = E + "-l 0: the test length must be > 0 seconds", .absent = {csv}});
+  add({.name = "netperf_nan_length", .args = {"netperf", "-l", "nan"}, .line = E + "-l: 'nan' is not a number"});
+  // Accepted: a simulation of 10^30 s that never ended.
+  add({.name = "netperf_length_beyond_netperf", .args = {"netperf", "-l", "1e30", "--csv", csv},
+       .line = E + "-l 1e30: above netperf's limit of 2147483647 seconds", .absent = {csv}});
+  add({.name = "client_length_beyond_netperf", .prog = Prog::Client, .args = {"--device", "emu", "-l", "1e30"},
+       .line = "hcasim-sdp-client: -l 1e30: above netperf's limit of 2147483647 seconds"});
+  add({.name = "netperf_T_not_a_cpu", .args = {"netperf", "-T", "bad", "--csv", csv},
+       .line = E + "-T: 'bad' is not a CPU number", .absent = {csv}});
+  add({.name = "netperf_T_cpu_the_platform_lacks", .args = {"netperf", "-T", "0,99", "-l", "0.01", "--csv", csv},
+       .line = E + "-T: remote CPU 99 does not exist \\(connectx-ddr-pcie1x8 has 8 CPUs\\)", .absent = {csv}});
+  add({.name = "netperf_H_missing_value", .args = {"netperf", "-H"}, .line = E + "-H: missing value"});
+  add({.name = "netperf_m_above_netperf_limit", .args = {"netperf", "--", "-m", "3G"},
+       .line = E + "-m: 3221225472 B is above netperf's limit of 2147483647 B"});
+  add({.name = "netperf_P_not_0_or_1", .args = {"netperf", "-P", "2"}, .line = E + "-P: '2' is not 0 or 1"});
+  add({.name = "netperf_not_tcp_stream", .args = {"netperf", "-t", "UDP_STREAM"},
+       .line = E + "-t UDP_STREAM: hcasim simulates only TCP_STREAM"});
+  add({.name = "netperf_csv_in_missing_dir", .args = {"netperf", "-l", "0.01", "--csv", "@DIR@/no/such/dir/x.csv"},
+       .line = E + "--csv @DIR@/no/such/dir/x\\.csv: cannot write \\(no such directory\\)"});
+  add({.name = "unknown_command", .args = {"bogus"}, .line = E + "unknown command 'bogus' .*"});
+
+  // ---- perftest flags
+  add({.name = "ib_write_lat_size_zero", .args = {"ib_write_lat", "-s", "0", "--csv", csv},
+       .line = E + "-s: '0' is out of range \\(perftest: 1\\.\\.2147483647 B\\)", .absent = {csv}});
+  add({.name = "ib_write_lat_too_few_iterations", .args = {"ib_write_lat", "-n", "3"},
+       .line = E + "-n: 3 is out of range \\(perftest: 5\\.\\.100000000\\)"});
+  add({.name = "ib_write_bw_zero_qps", .args = {"ib_write_bw", "-q", "0"},
+       .line = E + "-q: 0 is out of range \\(perftest: 1\\.\\.16384\\)"});
+  add({.name = "ib_write_bw_tx_depth_not_a_number", .args = {"ib_write_bw", "-t", "abc"},
+       .line = E + "-t: 'abc' is not an integer"});
+  add({.name = "ib_write_lat_unsupported_flag", .args = {"ib_write_lat", "-Z"},
+       .line = E + "-Z \\(--server\\): perftest flag not supported by hcasim ib_write_lat"});
+  add({.name = "ib_write_lat_bad_columns", .args = {"ib_write_lat", "--columns", "wide", "--csv", csv},
+       .line = E + "--columns: 'wide' is not classic or extended", .absent = {csv}});
+
+  // ---- --set
+  add({.name = "set_unknown_key", .args = {"netperf", "--set", "sdp.nosuch=1", "--csv", csv},
+       .line = E + "--set sdp\\.nosuch: unknown platform parameter \\(platform connectx-ddr-pcie1x8\\)",
+       .absent = {csv}});
+  add({.name = "set_bad_value", .args = {"netperf", "--set", "sdp.zcopy_thresh=abc"},
+       .line = E + "--set sdp\\.zcopy_thresh: bad value 'abc' for an integer in B"});
+  add({.name = "set_negative_rate", .args = {"netperf", "-l", "0.01", "--set", "cpu.copy_tx_rate=-1", "--csv", csv},
+       .line = E + "--set cpu\\.copy_tx_rate: -1 B/ns must be > 0 \\(platform connectx-ddr-pcie1x8\\)",
+       .absent = {csv}});
+  add({.name = "set_not_an_assignment", .args = {"netperf", "--set", "=3"},
+       .line = E + "--set '=3': expected section\\.key=value"});
+  add({.name = "set_newline_in_value", .args = {"netperf", "--set", "cpu.syscall=1\n2"},
+       .line = E + "--set cpu\\.syscall: bad value '1 2' for an integer in ns"});
+
+  // ---- platform files: the shipped connectx-ddr-pcie1x8 with one line changed
+  auto platform_case = [&](const std::string& name, const std::string& section, const std::string& key,
+                           const std::string& replacement, const std::string& what) {
+    int line = 0;
+    const std::string text = edited_platform(section, key, replacement, line);
+    add({.name = name, .args = {"netperf", "-l", "0.01", "--platform", "@DIR@/p.toml", "--csv", csv},
+         .files = {{"p.toml", text}},
+         .line = E + "@DIR@/p\\.toml:" + std::to_string(line) + ":" + what, .absent = {csv}});
+  };
+  platform_case("platform_toml_syntax", "cpu", "syscall", "syscall = { value = 150 150, unit = \"ns\", source = \"x\" }",
+                "25: Error while parsing inline table: expected comma or closing '\\}', saw '1'");
+  platform_case("platform_missing_unit", "cpu", "syscall", "syscall = { value = 150, source = \"x\" }",
+                " cpu\\.syscall: missing 'unit' \\(use \"\" for counts and flags\\)");
+  platform_case("platform_missing_source", "cpu", "syscall", "syscall = { value = 150, unit = \"ns\" }",
+                " cpu\\.syscall: missing 'source'");
+  platform_case("platform_blank_source", "cpu", "syscall", "syscall = { value = 150, unit = \"ns\", source = \" \" }",
+                " cpu\\.syscall: empty source \\(say where the number comes from\\)");
+  platform_case("platform_wrong_unit", "cpu", "syscall", "syscall = { value = 150, unit = \"us\", source = \"x\" }",
+                " cpu\\.syscall: unit 'us', expected 'ns'");
+  platform_case("platform_negative_value", "cpu", "syscall", "syscall = { value = -3, unit = \"ns\", source = \"x\" }",
+                " cpu\\.syscall: -3 ns must be >= 0");
+  platform_case("platform_nan_value", "cpu", "syscall", "syscall = { value = nan, unit = \"ns\", source = \"x\" }",
+                " cpu\\.syscall: .*nan.*");
+  platform_case("platform_string_value", "cpu", "syscall",
+                "syscall = { value = \"fast\", unit = \"ns\", source = \"x\" }",
+                " cpu\\.syscall: expected a number, found a string \"fast\"");
+  platform_case("platform_unknown_field", "cpu", "syscall",
+                "syscall = { value = 150, unit = \"ns\", source = \"x\", error = 0.1 }",
+                " cpu\\.syscall: unknown field 'error' \\(a parameter has value, unit and source\\)");
+  platform_case("platform_unknown_key", "cpu", "syscall",
+                "syscall = { value = 150, unit = \"ns\", source = \"x\" }\n"
+                "sycsall = { value = 150, unit = \"ns\", source = \"a typo\" }",
+                "");  // the line after: fixed below
+  v.back().line = E + "@DIR@/p\\.toml:[0-9]+: cpu\\.sycsall: unknown parameter \\(hcasim does not use it\\)";
+  // A value that overflowed the simulated clock aborted SimGrid (exit 134, a backtrace).
+  platform_case("platform_infinite_cost", "cpu", "syscall", "syscall = { value = inf, unit = \"ns\", source = \"x\" }",
+                " cpu\\.syscall: expected a finite number, found inf");
+  platform_case("platform_rate_too_small", "cpu", "copy_tx_rate",
+                "copy_tx_rate = { value = 1e-308, unit = \"B/ns\", source = \"x\" }",
+                " cpu\\.copy_tx_rate: 1e-308 B/ns is out of range \\(1e-12\\.\\.1e12\\)");
+  add({.name = "set_rate_too_small", .args = {"netperf", "-l", "0.01", "--set", "cpu.copy_tx_rate=1e-308", "--csv", csv},
+       .line = E + "--set cpu\\.copy_tx_rate: 1e-308 B/ns is out of range \\(1e-12\\.\\.1e12\\) \\(platform "
+                   "connectx-ddr-pcie1x8\\)",
+       .absent = {csv}});
+  platform_case("platform_out_of_range", "host", "cpus", "cpus = { value = 100000, unit = \"\", source = \"x\" }",
+                " host\\.cpus: 100000 must be 1\\.\\.1024");
+  // The missing parameter named the platform, not the file to fix.
+  add({.name = "platform_missing_parameter", .args = {"netperf", "-l", "0.01", "--platform", "@DIR@/p.toml"},
+       .files = {{"p.toml", substitute(shipped_platform(), "\nsyscall = {", "\n# syscall = {")}},
+       .line = E + "@DIR@/p\\.toml: missing parameter cpu\\.syscall \\(platform connectx-ddr-pcie1x8\\)"});
+  add({.name = "platform_not_found", .args = {"netperf", "--platform", "nosuch", "--csv", csv},
+       .line = E + "--platform nosuch: no such platform file or name \\(looked in .*\\)", .absent = {csv}});
+  add({.name = "platform_not_utf8", .args = {"netperf", "--platform", "@DIR@/p.toml"},
+       .files = {{"p.toml", "\xff\xfe garbage\n"}},
+       .line = E + "@DIR@/p\\.toml:1:1: Encountered invalid utf-8 sequence"});
+
+  // ---- scenario files (hcasim run)
+  auto scenario_case = [&](const std::string& name, const std::string& text, const std::string& what,
+                           const std::string& csv_text = kGoodCsv) {
+    add({.name = name, .args = {"run", "@DIR@/s.toml", "-j", "1", "--csv", csv},
+         .files = {{"s.toml", text}, {"ref.csv", csv_text}}, .line = E + "@DIR@/s\\.toml:" + what, .absent = {csv}});
+  };
+  scenario_case("scenario_bad_size_in_command", scenario("", "netperf -l 1 -- -m 12Q"),
+                "10: point 1: command: -m: bad size '12Q' .*");
+  scenario_case("scenario_unknown_key", scenario("bogus = 3\n"), "17: point 1: unknown key 'bogus'");
+  scenario_case("scenario_point_without_table", scenario("\n[[point]]\n"), "18: point 2: missing key 'table'");
+  scenario_case("scenario_unterminated_quote", scenario("", "netperf -l 1 \\\"oops"),
+                "10: point 1: command: unterminated double quote in: netperf -l 1 \"oops");
+  scenario_case("scenario_not_a_netperf_command", scenario("", "rm -rf /"),
+                "10: point 1: command must start with \"netperf\".*");
+  scenario_case("scenario_negative_tolerance", substitute(scenario(""), "throughput = 0.15", "throughput = -1"),
+                "7: tolerance: 'throughput' must be > 0");
+  scenario_case("scenario_gated_not_a_boolean", substitute(scenario(""), "gated = true", "gated = \"yes\""),
+                "16: point 1: 'gated' must be true or false");
+  scenario_case("scenario_toml_syntax", substitute(scenario(""), "name = \"hostile\"", "name = "),
+                "1: Error while parsing key-value pair: expected value, saw '\\\\n'");
+  scenario_case("scenario_set_unknown_key", substitute(scenario(""), "sdp.zcopy_thresh=0", "sdp.nosuch=0"),
+                "10: point 1: --set sdp\\.nosuch: unknown platform parameter .*");
+  add({.name = "scenario_unknown_name", .args = {"run", "nosuch", "--csv", csv},
+       .line = E + "nosuch: no such scenario file or name \\(looked in .*\\)", .absent = {csv}});
+  add({.name = "run_zero_jobs", .args = {"run", "-j", "0", "--csv", csv}, .line = E + "-j: '0' must be 1\\.\\.4096",
+       .absent = {csv}});
+
+  // ---- reference CSVs (named by a scenario point)
+  const std::string header = "size,throughput_mbps,sd_local_us_per_kb,sd_remote_us_per_kb\n";
+  scenario_case("csv_cell_not_a_number", scenario(""),
+                "10: point 1: reference: @DIR@/ref\\.csv:2: column throughput_mbps: 'abc' is not a number",
+                header + "64K,abc,1.0,1.2\n");
+  scenario_case("csv_unterminated_quote", scenario(""), "10: point 1: reference: @DIR@/ref\\.csv:2: unterminated quote",
+                header + "\"64K,8000,1.0,1.2\n");
+  scenario_case("csv_match_selects_two_rows", scenario(""),
+                "10: point 1: reference: @DIR@/ref\\.csv: match \\{size=64K\\} selects 2 rows \\(must select exactly one\\)",
+                header + "64K,8000,1.0,1.2\n64K,9000,1.0,1.2\n");
+  // A short row read as unmeasured columns, and a bad cell did not say which line.
+  scenario_case("csv_row_too_short", scenario(""), "10: point 1: reference: @DIR@/ref\\.csv:3: 3 fields, the header has 4",
+                header + "32K,7000,1.0,1.2\n64K,8000,1.0\n");
+  // A negative measurement was compared as if measured (a relative error against -8000).
+  scenario_case("csv_negative_measurement", scenario(""),
+                "10: point 1: reference: @DIR@/ref\\.csv:2: column throughput_mbps: measured -8000 \\(a measurement "
+                "must be > 0; leave the cell empty when it was not measured\\)",
+                header + "64K,-8000,1.0,1.2\n");
+  scenario_case("csv_empty", scenario(""), "10: point 1: reference: @DIR@/ref\\.csv: empty file", "");
+  add({.name = "csv_missing", .args = {"run", "@DIR@/s.toml", "--csv", csv}, .files = {{"s.toml", scenario("")}},
+       .line = E + "@DIR@/s\\.toml:10: point 1: reference: @DIR@/ref\\.csv: cannot read \\(No such file or directory\\)",
+       .absent = {csv}});
+
+  // ---- run files (pasted netperf/perftest output), read by hcasim calibrate
+  const std::string fitted = "@DIR@/fitted.toml", errors = "@DIR@/errors.csv";
+  auto run_file_case = [&](const std::string& name, const std::string& text, const std::string& what) {
+    add({.name = name,
+         .args = {"calibrate", "--platform", "connectx-ddr-pcie1x8", "--fit", "cpu.copy_tx_rate", "@DIR@/runs.txt", "-o",
+                  fitted, "--csv", errors},
+         .files = {{"runs.txt", text}}, .line = E + "@DIR@/runs\\.txt" + what, .absent = {fitted, errors}});
+  };
+  const std::string cmd = "# netperf -C -c -P 0 -t TCP_STREAM -H 10.0.0.2 -l 60 -- -m 64K\n";
+  run_file_case("runfile_throughput_not_a_number", cmd + " 87380 16384 65536 60.00 7106.72x 13.32 14.87 1.228 1.370\n",
+                ":2: netperf result row: column 5 \\(Throughput\\) '7106\\.72x' is not a number");
+  run_file_case("runfile_row_too_short", cmd + " 87380 16384 65536 60.00 7106.72 13.32 14.87 1.228\n",
+                ":2: netperf result row has 8 fields, expected 9 .*");
+  run_file_case("runfile_truncated_paste", cmd, ":1: netperf output ends before its result row");
+  run_file_case("runfile_bad_size_in_command",
+                "# netperf -C -c -P 0 -l 60 -- -m 12Q\n 87380 16384 65536 60.00 7106.72 13.32 14.87 1.228 1.370\n",
+                ":1: netperf: -m: bad size '12Q' .*");
+  run_file_case("runfile_negative_measurement", cmd + " 87380 16384 65536 60.00 -7106.72 13.32 14.87 1.228 1.370\n",
+                ":1: measured throughput is -7106\\.72: calibrate compares relative errors and needs a measured value > 0");
+  run_file_case("runfile_zcopy_thresh_not_a_number",
+                "# echo abc > /sys/module/ib_sdp/sdp_zcopy_thresh\n" + cmd +
+                    " 87380 16384 65536 60.00 7106.72 13.32 14.87 1.228 1.370\n",
+                ":1: sdp_zcopy_thresh: 'abc' is not a whole number");
+  run_file_case("runfile_perftest_cell_not_a_number",
+                "# ib_write_lat -s 2 -n 1000\n #bytes #iterations    t_min[usec]    t_max[usec]  t_typical[usec]\n"
+                " 2 1000 1.0 abc 1.2\n",
+                ":3: perftest row: column 4 \\(t_max\\[usec\\]\\) 'abc' is not a number");
+  run_file_case("runfile_binary", std::string("\x00\x01\xff\n", 4), ": no netperf or perftest run in it");
+
+  // ---- calibrate flags
+  auto fit_case = [&](const std::string& name, const std::string& fit, const std::string& what) {
+    add({.name = name,
+         .args = {"calibrate", "--platform", "connectx-ddr-pcie1x8", "--fit", fit, "@DIR@/runs.txt", "-o", fitted},
+         .files = {{"runs.txt", cmd + " 87380 16384 65536 60.00 7106.72 13.32 14.87 1.228 1.370\n"}},
+         .line = E + "--fit " + regex_escape(fit) + ": " + what, .absent = {fitted}});
+  };
+  fit_case("calibrate_bounds_reversed", "cpu.copy_tx_rate=2:1", "the lower bound must be below the upper");
+  fit_case("calibrate_lower_bound_zero", "cpu.copy_tx_rate=0:1", "the lower bound must be > 0");
+  fit_case("calibrate_bound_nan", "cpu.copy_tx_rate=1:nan", "bounds must be LO:HI, two numbers");
+  fit_case("calibrate_bounds_exclude_start", "cpu.copy_tx_rate=2:3", "the start 0\\.96 is outside \\[2, 3\\]");
+  fit_case("calibrate_unknown_parameter", "cpu.nosuch", "platform connectx-ddr-pcie1x8 has no parameter cpu\\.nosuch");
+  add({.name = "calibrate_bad_regex",
+       .args = {"calibrate", "--platform", "connectx-ddr-pcie1x8", "--fit", "cpu.copy_tx_rate", "@DIR@/runs.txt:(", "-o",
+                fitted},
+       .files = {{"runs.txt", cmd + " 87380 16384 65536 60.00 7106.72 13.32 14.87 1.228 1.370\n"}},
+       .line = E + "@DIR@/runs\\.txt:\\(: '\\(' is not a regular expression \\(.*\\)", .absent = {fitted}});
+
+  // ---- validate
+  add({.name = "validate_unknown_scenario", .args = {"validate", "nosuch", "--report", "@DIR@/report"},
+       .line = E + "nosuch: no such scenario file or name \\(looked in .*\\)", .absent = {"@DIR@/report"}});
+  add({.name = "validate_zero_jobs", .args = {"validate", "-j", "0", "--report", "@DIR@/report"},
+       .line = E + "-j: '0' must be 1\\.\\.4096", .absent = {"@DIR@/report"}});
+
+  // ---- the real-time programs' flags
+  const std::string S = "hcasim-sdp-server: ", C = "hcasim-sdp-client: ";
+  add({.name = "server_port_out_of_range", .prog = Prog::Server, .args = {"--device", "emu", "-p", "70000"},
+       .line = S + "--port: '70000' is not a port \\(0-65535\\)"});
+  add({.name = "server_port_not_a_number", .prog = Prog::Server, .args = {"--device", "emu", "-p", "abc"},
+       .line = S + "--port: 'abc' is not a port \\(0-65535\\)"});
+  add({.name = "server_empty_device", .prog = Prog::Server, .args = {"--device", "", "-p", "0"},
+       .line = S + "--device: empty name"});
+  add({.name = "server_bad_listen_address", .prog = Prog::Server, .args = {"--device", "emu", "-L", "1.2.3"},
+       .line = S + "--local: '1\\.2\\.3' is not an IPv4 or IPv6 address"});
+  // An address this machine lacks exited 1, as a runtime failure (TEST-NET-3, RFC 5737).
+  add({.name = "server_listen_address_not_here", .prog = Prog::Server,
+       .args = {"--device", "emu", "-L", "203.0.113.7", "-p", "0"},
+       .line = S + "cannot listen on 203\\.0\\.113\\.7:0: .* \\(not an address of this machine\\)"});
+  add({.name = "server_unknown_flag", .prog = Prog::Server, .args = {"--device", "emu", "--bogus"},
+       .line = S + "The following argument was not expected: --bogus"});
+  add({.name = "server_no_such_device", .prog = Prog::Server, .args = {"--device", "nosuch", "-p", "0"}, .status = 1,
+       .line = S + ".*nosuch.*|" + S + "no RDMA device: .*"});
+  add({.name = "client_port_zero", .prog = Prog::Client, .args = {"--device", "emu", "-p", "0"},
+       .line = C + "-p: '0' is not a port \\(1-65535\\)"});
+  add({.name = "client_length_not_a_number", .prog = Prog::Client, .args = {"--device", "emu", "-l", "abc"},
+       .line = C + "-l: 'abc' is not a number"});
+  add({.name = "client_fractional_byte_count", .prog = Prog::Client, .args = {"--device", "emu", "-l", "-1.5"},
+       .line = C + "-l -1\\.5: a byte count must be a whole number"});
+  add({.name = "client_send_size_too_big", .prog = Prog::Client, .args = {"--device", "emu", "--", "-m", "32M"},
+       .line = C + "-m 33554432 / -M 33554432 bytes: at most 16777216 bytes per call"});
+  add({.name = "client_simulator_option", .prog = Prog::Client, .args = {"--device", "emu", "--csv", csv},
+       .line = C + "--csv: a simulator option; a real run uses the machine it runs on", .absent = {csv}});
+  add({.name = "client_set_platform_key", .prog = Prog::Client, .args = {"--device", "emu", "--set", "cpu.syscall=1"},
+       .line = C + "--set cpu\\.syscall=1: a real run sets only sdp\\.zcopy_thresh .*"});
+  // A CPU this machine lacks exited 1, as a runtime failure; hcasim netperf's -T says 2.
+  add({.name = "client_T_cpu_the_machine_lacks", .prog = Prog::Client, .args = {"--device", "emu", "-T", "4000"},
+       .line = C + "-T 4000: cannot bind to CPU 4000: Invalid argument"});
+  add({.name = "client_empty_device", .prog = Prog::Client, .args = {"--device", ""}, .line = C + "--device: empty name"});
+
+  // ---- packets to a running hcasim-sdp-server --device emu
+  const std::string peer = "hcasim-sdp-server: 127\\.0\\.0\\.1:[0-9]+: ";
+  auto packet_case = [&](const std::string& name, std::vector<uint8_t> bytes, const std::string& what,
+                         bool established = false) {
+    add({.name = name, .prog = Prog::Packet, .line = what, .packet = {established, std::move(bytes)}});
+  };
+  packet_case("packet_length_too_short", {0, 0, 0, 3, 0xC0, 0, 0},
+              peer + "malformed CM message: frame length 3 outside \\[12, [0-9]+\\]");
+  packet_case("packet_length_too_long", {0xFF, 0xFF, 0xFF, 0xFF},
+              peer + "malformed CM message: frame length 4294967295 outside \\[12, [0-9]+\\]");
+  packet_case("packet_unknown_op", frame(0x99), peer + "malformed CM message: unknown op 0x99");
+  packet_case("packet_reserved_bits", raw_frame(18, 0xC0, {0, 0, 0, 1, 0, 0}, 0x01000000),
+              peer + "malformed CM message: CM REQ: reserved bits set");
+  packet_case("packet_req_oversized_private_data", cm_req(std::vector<uint8_t>(200, 0)),
+              peer + "malformed CM message: CM REQ: 200 payload bytes, at most 92 allowed");
+  packet_case("packet_req_private_data_length_lies", cm_req(std::vector<uint8_t>(20, 0), 10),
+              peer + "malformed CM message: CM REQ: private data length 10 but 20 bytes follow");
+  packet_case("packet_req_garbage_hello", cm_req(std::vector<uint8_t>(92, 0xAB)),
+              "hcasim-sdp-server: rejected the connection from 127\\.0\\.0\\.1:[0-9]+: BSDH: unknown MID 0xAB");
+  packet_case("packet_rtu_instead_of_req", frame(0xC2), peer + "CM RTU where a CM REQ was expected");
+  packet_case("packet_truncated_then_close", {0, 0, 0, 100, 0xC0, 0, 0, 0, 0, 0},
+              peer + "connection closed during connection setup");
+  // After a good CM REQ / REP / RTU: the log named the test's failure but not the peer.
+  packet_case("packet_established_unknown_op", frame(0x99),
+              peer + "server: completion error .*\\(the QP went to ERROR: malformed packet from the peer: unknown op "
+                     "0x99\\)",
+              true);
+  packet_case("packet_established_length_too_long", {0x7F, 0xFF, 0xFF, 0xFF},
+              peer + "server: completion error .*\\(the QP went to ERROR: malformed packet from the peer: frame length "
+                     "2147483647 outside \\[12, [0-9]+\\]\\)",
+              true);
+  packet_case("packet_established_garbage_bsdh", frame(0x04, std::vector<uint8_t>(40, 0xEE)),
+              peer + "test aborted: server: BSDH: unknown MID 0xEE", true);
+  packet_case("packet_established_bad_test_request", frame(0x04, sdp_data("NOTMAGIC" + std::string(24, '\0'))),
+              peer + "test aborted: test request: bad magic \\(not an hcasim-sdp-client\\?\\)", true);
+  packet_case("packet_established_rdma_write_bad_rkey",
+              frame(0x0A, {0, 0, 0, 0, 0, 0, 0x10, 0, 0, 0, 0x12, 0x34, 0, 0, 0, 4, 'a', 'b', 'c', 'd'}),
+              peer + "server: completion error .*\\(the QP went to ERROR: RDMA WRITE to \\[0x1000, \\+4\\) with rkey "
+                     "0x1234: remote access violation\\)",
+              true);
+  packet_case("packet_established_second_req", cm_req(good_hello()),
+              peer + "server: completion error .*\\(the QP went to ERROR: CM REQ on an established connection\\)", true);
+  return v;
+}
+
+std::string case_name(const ::testing::TestParamInfo<Case>& i) { return i.param.name; }
+
+}  // namespace
+
+INSTANTIATE_TEST_SUITE_P(Inputs, Hostile, ::testing::ValuesIn(cases()), case_name);
