@@ -422,20 +422,7 @@ std::vector<std::string> observation_argv(const Observation& obs, const std::str
                                           const std::vector<std::string>& sets, std::optional<double> duration_s,
                                           std::optional<uint64_t> iterations) {
   std::vector<std::string> argv = {"hcasim", obs.tool};
-  std::vector<std::string> words = obs.words;
-  if (obs.tool == "netperf" && duration_s) {
-    // netperf's global options end at "--"; a later -l replaces an earlier one.
-    const auto dashes = std::find(words.begin(), words.end(), "--");
-    words.insert(dashes, {"-l", fmt::format("{}", *duration_s)});
-  }
-  if (obs.tool != "netperf" && iterations) {
-    // perftest takes the last -n; cap, never raise, the command's count.
-    uint64_t typed = obs.tool == "ib_write_bw" ? 5000 : 1000;
-    for (size_t i = 0; i + 1 < words.size(); ++i)
-      if (words[i] == "-n" || words[i] == "--iters")
-        if (const auto n = parse_number(words[i + 1])) typed = static_cast<uint64_t>(*n);
-    words.insert(words.end(), {"-n", fmt::format("{}", std::min(typed, *iterations))});
-  }
+  const std::vector<std::string> words = with_sim_length(obs.tool, obs.words, SimLength{duration_s, iterations});
   argv.insert(argv.end(), words.begin(), words.end());
   argv.insert(argv.end(), {"--platform", platform_file});
   for (const auto& s : sets) argv.insert(argv.end(), {"--set", s});

@@ -36,7 +36,7 @@ Usage:
   hcasim ib_write_lat|ib_write_bw|ib_send_bw [hcasim options and perftest flags]
   hcasim run [FILE|NAME] [-j N] [--csv PATH]
   hcasim calibrate --platform BASE --fit KEY[=LO:HI],... RUNS... [--holdout RUNS...] [-o FILE]
-  hcasim validate [NAME|FILE...] [-j N] [--report DIR]
+  hcasim validate [NAME|FILE...] [-j N] [--report DIR] [--duration S] [--iterations N]
   hcasim --help | --version
 
 hcasim netperf takes netperf 2.4's flags and prints netperf's output from a simulation:
@@ -79,7 +79,8 @@ cap, default 20000, 0 = as typed).
 hcasim validate runs every scenario file (default: all of scenarios/*.toml) in one sweep,
 prints each scenario's report and a summary (per table and metric: median and max |error|,
 tolerance, gated points within it, and the project's target for netperf tables); --report DIR
-also writes DIR/report.md, the results CSVs and gnuplot PNG plots. Same exit status as run.
+also writes DIR/report.md, the results CSVs and gnuplot PNG plots; --duration S and --iterations N
+shorten every point as calibrate's do (default: as typed) and say so. Same exit status as run.
 )";
 
 int netperf_main(const std::vector<std::string>& args) {

@@ -389,7 +389,8 @@ std::string size_label(uint64_t bytes) {
 }
 
 ReportFiles make_report_files(const std::vector<Scenario>& scenarios,
-                              const std::vector<std::vector<PointOutcome>>& outcomes) {
+                              const std::vector<std::vector<PointOutcome>>& outcomes,
+                              const std::string& length_note) {
   ReportFiles report;
   std::string gp =
       "# The plots of `hcasim validate --report`: run in this directory (gnuplot plots.gp).\n"
@@ -409,6 +410,7 @@ ReportFiles make_report_files(const std::vector<Scenario>& scenarios,
   std::string md_text = "# hcasim validation report\n\n";
   md_text += fmt::format("`hcasim validate` over {} scenario{} ({}): {} points, {} gated.\n\n", scenarios.size(),
                          scenarios.size() == 1 ? "" : "s", md(names), points, gated);
+  if (!length_note.empty()) md_text += length_note + ".\n\n";
   md_text += failed == 0 ? "**ok**: every gated point within its tolerance.\n\n"
                          : fmt::format("**FAIL**: {} of {} gated points out of tolerance.\n\n", failed, gated);
   md_text += fmt::format(
@@ -569,9 +571,9 @@ std::optional<std::string> find_in_path(const std::string& name) {
 
 void write_validation_report(const std::string& dir, const std::vector<Scenario>& scenarios,
                              const std::vector<std::vector<PointOutcome>>& outcomes,
-                             const std::string& gnuplot) {
+                             const std::string& gnuplot, const std::string& length_note) {
   check_report_dir(dir);
-  const ReportFiles report = make_report_files(scenarios, outcomes);
+  const ReportFiles report = make_report_files(scenarios, outcomes, length_note);
   const fs::path path = report_path(dir);
   const fs::path parent = path.has_parent_path() ? path.parent_path() : fs::path(".");
   const std::string stem = path.filename().string();

@@ -45,9 +45,10 @@ std::string size_label(uint64_t bytes);
 
 /// Everything of the report but the PNGs (report.h), for `scenarios` and their `outcomes`
 /// (outcomes[k] of scenarios[k], in point order). Deterministic: the same inputs give the same
-/// bytes.
+/// bytes. `length_note`: as write_validation_report's.
 ReportFiles make_report_files(const std::vector<Scenario>& scenarios,
-                              const std::vector<std::vector<PointOutcome>>& outcomes);
+                              const std::vector<std::vector<PointOutcome>>& outcomes,
+                              const std::string& length_note = "");
 
 /// Checks before a long run that `dir` can be made the report directory later: not empty, not
 /// an existing file, not an existing directory that is neither empty nor a previous report
@@ -64,9 +65,10 @@ std::optional<std::string> find_in_path(const std::string& name);
 /// any failure the new directory is removed and `dir` is left as it was: throws InputError
 /// "--report DIR: ..." (one line: gnuplot's exit status and first error line when gnuplot
 /// fails, "cannot run GNUPLOT (reason)" when it cannot start), or Interrupted on
-/// SIGINT/SIGTERM.
+/// SIGINT/SIGTERM. `length_note`, when not empty, is a paragraph put under the report's first
+/// line (validate's --duration / --iterations note: the points ran shorter than their commands).
 void write_validation_report(const std::string& dir, const std::vector<Scenario>& scenarios,
                              const std::vector<std::vector<PointOutcome>>& outcomes,
-                             const std::string& gnuplot);
+                             const std::string& gnuplot, const std::string& length_note = "");
 
 }  // namespace hcasim::scenarios

@@ -1017,8 +1017,24 @@ CheckedScenario check_scenario(const Scenario& s, const std::string& base) {
 
 }  // namespace
 
+std::vector<std::string> with_sim_length(const std::string& tool, std::vector<std::string> words,
+                                         const SimLength& length) {
+  if (tool == "netperf" && length.duration_s) {
+    const auto dashes = std::find(words.begin(), words.end(), "--");
+    words.insert(dashes, {"-l", fmt::format("{}", *length.duration_s)});
+  }
+  if (tool != "netperf" && length.iterations) {
+    uint64_t typed = tool == "ib_write_bw" ? 5000 : 1000;  // perftest's defaults
+    for (size_t i = 0; i + 1 < words.size(); ++i)
+      if (words[i] == "-n" || words[i] == "--iters")
+        if (const auto n = parse_number(words[i + 1])) typed = static_cast<uint64_t>(*n);
+    words.insert(words.end(), {"-n", fmt::format("{}", std::min(typed, *length.iterations))});
+  }
+  return words;
+}
+
 std::vector<std::vector<PointOutcome>> simulate_scenarios(const std::vector<Scenario>& scenarios,
-                                                          size_t parallel) {
+                                                          size_t parallel, const SimLength& length) {
   const std::string base = data_dir();
   std::vector<CheckedScenario> checked;
   for (const Scenario& s : scenarios) checked.push_back(check_scenario(s, base));
@@ -1032,7 +1048,8 @@ std::vector<std::vector<PointOutcome>> simulate_scenarios(const std::vector<Scen
     for (size_t i = 0; i < s.points.size(); ++i) {
       const auto& p = s.points[i];
       std::vector<std::string> argv = {"hcasim", p.tool};
-      argv.insert(argv.end(), p.words.begin(), p.words.end());
+      const std::vector<std::string> words = with_sim_length(p.tool, p.words, length);
+      argv.insert(argv.end(), words.begin(), words.end());
       argv.insert(argv.end(), {"--platform", checked[k].platform_files[p.platform]});
       for (const auto& set : p.set) argv.insert(argv.end(), {"--set", set});
       const auto same = std::find_if(runs.begin(), runs.end(), [&](const ChildRun& r) { return r.argv == argv; });

@@ -290,6 +290,19 @@ std::string format_run_csv(const Scenario& scenario, const std::vector<PointOutc
 /// ("seed000" stays, "../x y" becomes "scenario.._x_y").
 std::string safe_file_name(const std::string& name);
 
+/// A shorter simulation than the commands ask for (`hcasim validate` and `hcasim calibrate`
+/// --duration / --iterations): steady-state figures need far less than a real run's 60 s.
+struct SimLength {
+  std::optional<double> duration_s;     ///< netperf's -l replaced by this many seconds (> 0)
+  std::optional<uint64_t> iterations;   ///< perftest's -n capped (never raised) at this count (> 0)
+};
+
+/// `words` (a command's words after its tool, as ScenarioPoint::words) with `length` applied for
+/// `tool`: netperf gets `-l S` before its "--" (a later -l replaces an earlier one), perftest
+/// gets `-n min(typed -n or its default, N)` at the end; unchanged where `length` says nothing.
+std::vector<std::string> with_sim_length(const std::string& tool, std::vector<std::string> words,
+                                         const SimLength& length);
+
 /// Simulates every point of every scenario of `scenarios` in one sweep of child processes
 /// (children.h run_children, at most `parallel` at once, so that the last points of one
 /// scenario and the first of the next run side by side; identical command lines run once) and
@@ -301,9 +314,10 @@ std::string safe_file_name(const std::string& name);
 /// scenario lacks (check_reference_tolerances) or a bad platform or --set. Throws
 /// Interrupted on SIGINT/SIGTERM, and ChildFailure when a child fails or its CSV lacks what
 /// its point needs (what(): "[SCENARIO ]point N (LABEL) failed...", errors: its stderr; the
-/// scenario's name is in front only when `scenarios` has more than one).
+/// scenario's name is in front only when `scenarios` has more than one). `length` shortens
+/// every point's simulation (with_sim_length); by default each runs as its command says.
 std::vector<std::vector<PointOutcome>> simulate_scenarios(const std::vector<Scenario>& scenarios,
-                                                          size_t parallel);
+                                                          size_t parallel, const SimLength& length = {});
 
 /// simulate_scenarios() of one scenario: its outcomes in point order.
 std::vector<PointOutcome> simulate_scenario(const Scenario& scenario, size_t parallel);

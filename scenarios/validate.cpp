@@ -247,11 +247,14 @@ ValidateOptions parse_validate_args(const std::vector<std::string>& args) {
                "hcasim validate"};
   app.set_help_flag();
   ValidateOptions o;
-  std::string jobs, report;
+  std::string jobs, report, duration, iterations;
   app.add_option("scenario", o.scenarios, "scenario FILEs or NAMEs (default: every scenario file)");
   auto* opt_jobs = app.add_option("-j,--jobs", jobs, "points run at once");
   auto* opt_report = app.add_option("--report", report, "report directory");
-  for (auto* opt : {opt_jobs, opt_report}) opt->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  auto* opt_duration = app.add_option("--duration", duration, "netperf simulated seconds (0 = -l)");
+  auto* opt_iter = app.add_option("--iterations", iterations, "perftest iterations cap (0 = -n)");
+  for (auto* opt : {opt_jobs, opt_report, opt_duration, opt_iter})
+    opt->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   std::vector<std::string> reversed(args.rbegin(), args.rend());
   try {
     app.parse(reversed);
@@ -259,6 +262,18 @@ ValidateOptions parse_validate_args(const std::vector<std::string>& args) {
     throw InputError(e.what());
   }
   if (opt_jobs->count()) o.jobs = parse_jobs(jobs);
+  if (opt_duration->count()) {
+    const auto d = parse_number(duration);
+    if (!d || !std::isfinite(*d) || *d < 0 || *d > 3600)
+      throw InputError(fmt::format("--duration: '{}' must be 0..3600 seconds", duration));
+    o.duration_s = *d;
+  }
+  if (opt_iter->count()) {
+    const auto n = parse_number(iterations);
+    if (!n || *n != std::floor(*n) || *n < 0 || *n > 1e9)
+      throw InputError(fmt::format("--iterations: '{}' must be a whole number 0..1000000000", iterations));
+    o.iterations = static_cast<uint64_t>(*n);
+  }
   if (opt_report->count()) {
     if (report.empty()) throw InputError("--report: empty path");
     o.report_dir = report;
@@ -279,6 +294,16 @@ std::vector<std::string> default_scenario_files() {
     return fs::path(a).filename().string() < fs::path(b).filename().string();
   });
   return files;
+}
+
+std::string sim_length_note(const ValidateOptions& options) {
+  std::string note;
+  if (options.duration_s > 0)
+    note = fmt::format("netperf points are simulated for {} s (--duration), whatever their -l says", options.duration_s);
+  if (options.iterations > 0)
+    note += fmt::format("{}perftest points for at most {} iterations (--iterations)", note.empty() ? "" : "; ",
+                        options.iterations);
+  return note;
 }
 
 int validate(const ValidateOptions& options) {
@@ -310,9 +335,14 @@ int validate(const ValidateOptions& options) {
   }
 
   const size_t parallel = static_cast<size_t>(options.jobs > 0 ? options.jobs : online_cpus());
+  const std::string note = sim_length_note(options);
+  if (!note.empty()) std::cout << note << "\n\n" << std::flush;
   std::vector<std::vector<PointOutcome>> outcomes;
   try {
-    outcomes = simulate_scenarios(scenarios, parallel);
+    SimLength length;
+    if (options.duration_s > 0) length.duration_s = options.duration_s;
+    if (options.iterations > 0) length.iterations = options.iterations;
+    outcomes = simulate_scenarios(scenarios, parallel, length);
   } catch (const ChildFailure& e) {
     return print_child_failure(e);
   } catch (const Interrupted& e) {
@@ -329,7 +359,7 @@ int validate(const ValidateOptions& options) {
 
   if (options.report_dir) {
     try {
-      write_validation_report(*options.report_dir, scenarios, outcomes, gnuplot);
+      write_validation_report(*options.report_dir, scenarios, outcomes, gnuplot, note);
     } catch (const Interrupted& e) {
       return print_interrupted(e);
     }

@@ -13,10 +13,16 @@
 /// nothing: "target met", or "target missed (METRIC: median X %, max Y %, allowed A % / B %)"
 /// naming each metric that misses it (A: the allowed median, B: the allowed max).
 ///
+/// `--duration S` and `--iterations N` shorten every point as `hcasim calibrate`'s do (netperf's
+/// -l replaced by S seconds, perftest's -n capped at N; run.h SimLength), for quick or
+/// instrumented runs (the sanitizer build's tests); the output then says so first, and so does
+/// report.md. By default every point runs as its command says.
+///
 /// Exit status: 0 when every gated point is within its tolerance, 1 otherwise, 2 on bad input
 /// or a failed child, 128 + N when signal N (SIGINT, SIGTERM) stopped it; nothing on stdout or
 /// in files depends on -j.
 #include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <utility>
@@ -85,7 +91,14 @@ struct ValidateOptions {
   std::vector<std::string> scenarios;     ///< NAME or FILE each; empty = every DATA/scenarios/*.toml
   int jobs = 0;                           ///< -j N, >= 1; 0 = number of online CPUs
   std::optional<std::string> report_dir;  ///< --report DIR
+  double duration_s = 0;                  ///< --duration S: netperf's simulated -l, 0 = as typed
+  uint64_t iterations = 0;                ///< --iterations N: perftest's -n cap, 0 = as typed
 };
+
+/// What validate prints first, and report.md says, when --duration or --iterations shortens
+/// the points ("" when neither does): "netperf points are simulated for S s (--duration),
+/// whatever their -l says" and/or "perftest points for at most N iterations (--iterations)".
+std::string sim_length_note(const ValidateOptions& options);
 
 /// Parses the words after `hcasim validate` (CLI11). Throws InputError naming the flag
 /// ("-j: '0' must be 1..4096", "--report: empty path").

@@ -99,7 +99,7 @@ void EmulatedHca::raise_interrupt(SimQp* qp) {
 }
 
 void EmulatedHca::send_engine() {
-  std::unique_lock<s4u::Mutex> lock(*engine_wq_.mutex);
+  ActorLock lock(*engine_wq_.mutex);
   bool idle = true;
   size_t next = 0;
   for (;;) {
@@ -125,7 +125,7 @@ void EmulatedHca::send_engine() {
 }
 
 void EmulatedHca::interrupt_handler() {
-  std::unique_lock<s4u::Mutex> lock(*irq_wq_.mutex);
+  ActorLock lock(*irq_wq_.mutex);
   for (;;) {
     while (pending_irqs_.empty()) {
       ++counter_.count;

@@ -18,7 +18,7 @@ void Timer::at(double at_ns, std::function<void()> fn) {
 }
 
 void Timer::run() {
-  std::unique_lock<s4u::Mutex> lock(*mutex_);
+  ActorLock lock(*mutex_);
   for (;;) {
     if (queue_.empty()) {
       ++counter_.count;
@@ -149,7 +149,7 @@ bool SimHost::spin(sdp::WaitQueue& wq, const std::function<bool()>& ready, doubl
   const double ran0 = core_ran_ns_[static_cast<size_t>(c.core)];
   const double deadline_s = to_s(t0 + timeout_ns);  // in SimGrid's unit (see Timer::run)
   {
-    std::unique_lock<s4u::Mutex> lock(*q.mutex);
+    ActorLock lock(*q.mutex);
     while (!ready() && s4u::Engine::get_clock() < deadline_s) {
       ++counter_.count;
       if (std::isfinite(deadline_s))

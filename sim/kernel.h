@@ -9,8 +9,10 @@
 /// the number of activities near one per SDP message without changing any instant at which
 /// something becomes visible.
 #include <cstdint>
+#include <exception>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <queue>
 #include <string>
 #include <unordered_map>
@@ -42,6 +44,26 @@ class Failure {
 
  private:
   std::string message_;
+};
+
+/// A std::unique_lock on a SimGrid mutex, for actors: left by an exception (SimGrid's
+/// ForcefulKillException when the simulation ends and kills its daemons, or Failure::guard
+/// kills every actor) it does not unlock. Unlocking is a simcall, and an actor being killed
+/// must not make one: under SimGrid's thread contexts (the sanitizer build, HCASIM_SANITIZE)
+/// the actor would wait for ever to be scheduled again while the engine joins its thread.
+/// hcasim's actors hold their locks only to wait and to do bookkeeping that cannot throw, so
+/// the only exception that leaves one is a kill, after which nothing takes the mutex again.
+class ActorLock : public std::unique_lock<simgrid::s4u::Mutex> {
+ public:
+  explicit ActorLock(simgrid::s4u::Mutex& m) : std::unique_lock<simgrid::s4u::Mutex>(m) {}
+  ActorLock(const ActorLock&) = delete;
+  ActorLock& operator=(const ActorLock&) = delete;
+  ~ActorLock() {
+    if (std::uncaught_exceptions() > exceptions_) (void)release();
+  }
+
+ private:
+  int exceptions_ = std::uncaught_exceptions();  ///< in flight when the lock was taken
 };
 
 /// Seconds (SimGrid) from ns.

@@ -84,7 +84,7 @@ TcpStreamResult run_tcp_stream(const model::Platform& local, const model::Platfo
       qp_b.set_handlers([&] { sock_b->on_cqe(); }, [&] { sock_b->on_cq_event(); });
       qp_b.req_notify_cq();
       {  // listen, then wait for the active side's Hello (accept)
-        std::unique_lock<s4u::Mutex> lock(*rv.wq.mutex);
+        ActorLock lock(*rv.wq.mutex);
         rv.server = sock_b.get();
         rv.wq.cv->notify_all();
         while (!rv.connected) rv.wq.cv->wait(lock);
@@ -110,7 +110,7 @@ TcpStreamResult run_tcp_stream(const model::Platform& local, const model::Platfo
       qp_a.set_handlers([&] { sock_a->on_cqe(); }, [&] { sock_a->on_cq_event(); });
       qp_a.req_notify_cq();
       {
-        std::unique_lock<s4u::Mutex> lock(*rv.wq.mutex);
+        ActorLock lock(*rv.wq.mutex);
         while (rv.server == nullptr) rv.wq.cv->wait(lock);
       }
       // Hello / HelloAck travel in the CM REQ / REP private data.

@@ -321,7 +321,7 @@ PerftestResult run_perftest(const model::Platform& local, const model::Platform&
   int ready = 0;
   SimWaitQueue barrier;
   auto meet = [&](int round) {
-    std::unique_lock<s4u::Mutex> lock(*barrier.mutex);
+    ActorLock lock(*barrier.mutex);
     ++ready;
     barrier.cv->notify_all();
     while (ready < 2 * round) barrier.cv->wait(lock);

@@ -110,9 +110,18 @@ PathRates path_rates(const HostParams& tx, const HostParams& rx) {
 }
 
 TwoHostBed::TwoHostBed(const HostParams& a, const HostParams& b, uint64_t seed, sdp::DataMode mode) {
-  int argc = 1;
   char arg0[] = "hcasim";
+#ifdef HCASIM_SANITIZE
+  // AddressSanitizer loses track of the stack under SimGrid's raw and boost context switches:
+  // the sanitizer build (CMake HCASIM_SANITIZE) runs the actors on threads. The factory is
+  // chosen when the Engine is built, so it is a command-line --cfg, not a set_config below.
+  char arg1[] = "--cfg=contexts/factory:thread";
+  char* argv[] = {arg0, arg1, nullptr};
+  int argc = 2;
+#else
   char* argv[] = {arg0, nullptr};
+  int argc = 1;
+#endif
   // SimGrid's own messages (its deadlock report among them) would break hcasim's one-line
   // errors: they go nowhere; failures are reported through Failure.
   xbt_log_control_set("root.thres:critical");

@@ -17,6 +17,7 @@
 
 #include "model/platform.h"
 #include "scenarios/run.h"
+#include "tests/sim_length.h"
 
 namespace {
 
@@ -66,14 +67,17 @@ TEST(CalibrateE2E, RoundTripRecoversKnownParameters) {
   // bcopy with 1M sends is bound by the sender's copy (copy_tx_rate); bzcopy with 16 KB sends
   // pays the per-call setup (bzcopy_setup) on every send. Each run is simulated and printed as
   // netperf prints it, pasted into a run file after the sysfs line that chose the mode.
+  // The runs are 1 s long, or the build's shorter test length (tests/sim_length.h): the round
+  // trip compares simulations with simulations.
   Scratch s("calibrate-rt");
   const std::string runs = s.path("runs.txt");
+  const std::string l = test_netperf_seconds("1");
   {
     std::ofstream out(runs);
     const struct {
       int zcopy;
-      const char* flags;
-    } cases[] = {{0, "-C -c -P 0 -t TCP_STREAM -l 1 -- -m 1M"}, {1, "-C -c -t TCP_STREAM -l 1 -- -m 16K"}};
+      std::string flags;
+    } cases[] = {{0, "-C -c -P 0 -t TCP_STREAM -l " + l + " -- -m 1M"}, {1, "-C -c -t TCP_STREAM -l " + l + " -- -m 16K"}};
     for (const auto& c : cases) {
       out << "# echo " << c.zcopy << " > /sys/module/ib_sdp/sdp_zcopy_thresh\n# netperf " << c.flags << "\n";
       out.flush();
@@ -85,7 +89,7 @@ TEST(CalibrateE2E, RoundTripRecoversKnownParameters) {
     }
   }
   std::cout << slurp(runs);
-  // Start 20 % low and 30 % high; --duration 0 simulates the commands' own -l 1.
+  // Start 20 % low and 30 % high; --duration 0 simulates the commands' own -l.
   const int rc = hcasim("calibrate --platform connectx-ddr-pcie1x8 --fit cpu.copy_tx_rate,cpu.bzcopy_setup "
                         "--start cpu.copy_tx_rate=0.768 --start cpu.bzcopy_setup=2600 --duration 0 "
                         "--max-evals 90 -j 2 -o " + s.path("fitted.toml") + " " + runs,
@@ -106,7 +110,8 @@ void cross_validate(const std::string& name, const std::string& platform, const 
                     const std::string& starts, const std::string& train, const std::string& holdout,
                     size_t expected_holdout) {
   Scratch s(name);
-  const int rc = hcasim("calibrate --platform " + platform + " --fit " + fit + " " + starts + " -j 2 --max-evals 40 -o " +
+  const int rc = hcasim("calibrate --platform " + platform + " --fit " + fit + " " + starts + " -j 2 --max-evals 40" +
+                            test_calibrate_length_args() + " -o " +
                             s.path("fitted.toml") + " --csv " + s.path("errors.csv") + " '" + train + "' --holdout '" +
                             holdout + "'",
                         s.path("cal.out"), s.path("cal.err"));

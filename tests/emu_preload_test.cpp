@@ -24,9 +24,18 @@
 
 namespace {
 
+/// LD_PRELOAD for the verbs shim. In the sanitizer build (CMake HCASIM_SANITIZE) the shim is
+/// instrumented and ASan's runtime must be the first library of the process; LD_PRELOAD comes
+/// before the binary's own libraries, so the runtime (HCASIM_ASAN_RUNTIME) is named first.
+#ifdef HCASIM_ASAN_RUNTIME
+const std::string kShim = HCASIM_ASAN_RUNTIME ":" HCASIM_VERBS_SHIM;
+#else
+const std::string kShim = HCASIM_VERBS_SHIM;
+#endif
+
 /// A child with the verbs shim preloaded unless `preload` says otherwise ("" = none).
 struct Proc : hcasim::test::Proc {
-  Proc(const std::string& name, std::vector<std::string> args, const std::string& preload = HCASIM_VERBS_SHIM)
+  Proc(const std::string& name, std::vector<std::string> args, const std::string& preload = kShim)
       : hcasim::test::Proc(name, std::move(args), preload) {}
 };
 
@@ -221,11 +230,11 @@ TEST(VerbsShim, TheEmulatedDeviceAndTheShimSpeakTheSameWire) {
       cargs.insert(cargs.begin() + 1, {"--device", "emu"});
     else
       sargs.insert(sargs.begin() + 1, {"--device", "emu"});
-    Proc srv("wire-server", sargs, shim_server ? HCASIM_VERBS_SHIM : "");
+    Proc srv("wire-server", sargs, shim_server ? kShim : "");
     const int port = srv.port();
     ASSERT_GT(port, 0) << srv.err();
     cargs.insert(cargs.end(), {"-p", std::to_string(port)});
-    Proc cli("wire-client", cargs, shim_server ? "" : HCASIM_VERBS_SHIM);
+    Proc cli("wire-client", cargs, shim_server ? "" : kShim);
     EXPECT_EQ(cli.wait(std::chrono::seconds(60)), 0) << cli.err();
     EXPECT_EQ(srv.wait(std::chrono::seconds(10)), 0) << srv.err();
     EXPECT_NE(cli.err().find(": match"), std::string::npos) << cli.err();

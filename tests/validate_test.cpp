@@ -78,6 +78,35 @@ TEST(ValidateArgs, BadJobsAndReport) {
   EXPECT_NE(args_error({"--bogus"}).find("--bogus"), std::string::npos);
 }
 
+TEST(ValidateArgs, DurationAndIterationsShortenThePointsAndSaySo) {
+  ValidateOptions o = parse_validate_args({});
+  EXPECT_EQ(o.duration_s, 0);
+  EXPECT_EQ(o.iterations, 0u);
+  EXPECT_EQ(sim_length_note(o), "");
+  o = parse_validate_args({"--duration", "2.5", "--iterations", "20000"});
+  EXPECT_EQ(o.duration_s, 2.5);
+  EXPECT_EQ(o.iterations, 20000u);
+  EXPECT_EQ(sim_length_note(o),
+            "netperf points are simulated for 2.5 s (--duration), whatever their -l says; perftest points for at "
+            "most 20000 iterations (--iterations)");
+  EXPECT_EQ(sim_length_note(parse_validate_args({"--iterations", "500"})),
+            "perftest points for at most 500 iterations (--iterations)");
+  EXPECT_EQ(args_error({"--duration", "-1"}), "--duration: '-1' must be 0..3600 seconds");
+  EXPECT_EQ(args_error({"--duration", "long"}), "--duration: 'long' must be 0..3600 seconds");
+  EXPECT_EQ(args_error({"--iterations", "1.5"}), "--iterations: '1.5' must be a whole number 0..1000000000");
+}
+
+TEST(SimLength, NetperfLengthReplacedPerftestIterationsCapped) {
+  const std::vector<std::string> netperf = {"-P", "0", "-l", "60", "--", "-m", "64K"};
+  EXPECT_EQ(with_sim_length("netperf", netperf, {}), netperf);
+  EXPECT_EQ(with_sim_length("netperf", netperf, {2.0, 500}),
+            (std::vector<std::string>{"-P", "0", "-l", "60", "-l", "2", "--", "-m", "64K"}));
+  EXPECT_EQ(with_sim_length("ib_write_lat", {"-s", "2", "-n", "1000000"}, {2.0, 20000}),
+            (std::vector<std::string>{"-s", "2", "-n", "1000000", "-n", "20000"}));
+  EXPECT_EQ(with_sim_length("ib_write_lat", {"-s", "2"}, {std::nullopt, 20000}),
+            (std::vector<std::string>{"-s", "2", "-n", "1000"}));
+}
+
 std::string validate_error(const ValidateOptions& o) {
   try {
     validate(o);

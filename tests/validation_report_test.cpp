@@ -20,6 +20,7 @@
 #include <string>
 
 #include "scenarios/run.h"
+#include "tests/sim_length.h"
 
 namespace {
 
@@ -37,7 +38,8 @@ TEST(ValidationReport, ValidateWritesTheReportOfEveryScenario) {
   // Never let the ValidationSeed tests read a previous run's results.
   fs::remove_all(dir);
   const fs::path out = dir.string() + ".stdout", err = dir.string() + ".stderr";
-  const std::string cmd = std::string(HCASIM_BINARY) + " validate -j 2 --report " + dir.string() + " > " +
+  const std::string cmd = std::string(HCASIM_BINARY) + " validate -j 2" + test_validate_length_args() +
+                          " --report " + dir.string() + " > " +
                           out.string() + " 2> " + err.string();
   const int rc = std::system(cmd.c_str());
   const std::string text = slurp(out);

@@ -1,0 +1,39 @@
+#pragma once
+// The simulated length of the tests that simulate long runs (the ValidationReport fixture, the
+// calibrate cross-validations). A build may shorten them with the CMake cache variables
+// HCASIM_TEST_SIM_SECONDS (netperf's simulated seconds) and HCASIM_TEST_PERFTEST_ITERATIONS
+// (perftest's iteration cap), which reach the tests as compile definitions of the same names;
+// the asan preset sets them so that the sanitizer run fits in CI. Unset (the default and
+// release builds), every test simulates the lengths its commands say.
+#include <string>
+
+/// The words to add to `hcasim validate`: " --duration S --iterations N" for what the build
+/// shortens, "" when it shortens nothing.
+inline std::string test_validate_length_args() {
+  std::string args;
+#ifdef HCASIM_TEST_SIM_SECONDS
+  args += " --duration " HCASIM_TEST_SIM_SECONDS;
+#endif
+#ifdef HCASIM_TEST_PERFTEST_ITERATIONS
+  args += " --iterations " HCASIM_TEST_PERFTEST_ITERATIONS;
+#endif
+  return args;
+}
+
+/// netperf's -l for a test that simulates `own` seconds and compares only simulations with
+/// each other (the calibrate round trip): the build's HCASIM_TEST_SIM_SECONDS when shorter.
+inline std::string test_netperf_seconds(const std::string& own) {
+#ifdef HCASIM_TEST_SIM_SECONDS
+  if (std::stod(HCASIM_TEST_SIM_SECONDS) < std::stod(own)) return HCASIM_TEST_SIM_SECONDS;
+#endif
+  return own;
+}
+
+/// The words to add to `hcasim calibrate` that simulates netperf runs for its default 4 s:
+/// " --duration S" when the build shortens netperf runs below that, "" otherwise.
+inline std::string test_calibrate_length_args() {
+#ifdef HCASIM_TEST_SIM_SECONDS
+  if (std::stod(HCASIM_TEST_SIM_SECONDS) < 4) return " --duration " HCASIM_TEST_SIM_SECONDS;
+#endif
+  return "";
+}
