@@ -15,42 +15,16 @@
 #include <string>
 #include <vector>
 
+#include "tests/hcasim_run.h"
+
 namespace fs = std::filesystem;
+using hcasim::test::Outcome;
+using hcasim::test::slurp;
 
 namespace {
-struct Outcome {
-  int status = -1;
-  std::string out, err;
-};
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-class Cli : public ::testing::Test {
+class Cli : public hcasim::test::HcasimCommandTest {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("hcasim-cli-" + std::to_string(::getpid()) + "-" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-  Outcome run(const std::string& args) {
-    const std::string cmd = std::string(HCASIM_BINARY) + " " + args + " > " + (dir_ / "out").string() + " 2> " +
-                            (dir_ / "err").string();
-    const int rc = std::system(cmd.c_str());
-    Outcome r;
-    r.status = WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
-    r.out = slurp(dir_ / "out");
-    r.err = slurp(dir_ / "err");
-    return r;
-  }
-  fs::path dir_;
+  Cli() : HcasimCommandTest("cli") {}
 };
 }  // namespace
 

@@ -17,21 +17,13 @@
 #include <sstream>
 #include <string>
 
+#include "tests/hcasim_run.h"
+
 namespace fs = std::filesystem;
+using hcasim::test::Outcome;
+using hcasim::test::slurp;
 
 namespace {
-
-struct Outcome {
-  int status = -1;
-  std::string out, err;
-};
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 /// FaultStats::summary() as printed on a "hcasim: local  faults: ..." line.
 struct Faults {
@@ -62,26 +54,9 @@ double throughput_of(const std::string& out) {
   return tput;
 }
 
-class Faults_ : public ::testing::Test {
+class Faults_ : public hcasim::test::HcasimCommandTest {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("hcasim-fault-" + std::to_string(::getpid()) + "-" +
-                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-  Outcome run(const std::string& args) {
-    const std::string cmd = std::string(HCASIM_BINARY) + " " + args + " > " + (dir_ / "out").string() + " 2> " +
-                            (dir_ / "err").string();
-    const int rc = std::system(cmd.c_str());
-    Outcome r;
-    r.status = WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
-    r.out = slurp(dir_ / "out");
-    r.err = slurp(dir_ / "err");
-    return r;
-  }
-  fs::path dir_;
+  Faults_() : HcasimCommandTest("fault") {}
 };
 
 /// "hcasim: data: N B sent, crc32 X; M B received, crc32 Y" -> {N, X, M, Y}.
