@@ -561,12 +561,7 @@ CalibrateOptions parse_calibrate_args(const std::vector<std::string>& args) {
   if (opt_jobs->count()) o.jobs = parse_jobs(jobs);
   if (opt_evals->count()) o.max_evals = static_cast<int>(whole("--max-evals", evals, 1, 100000));
   if (opt_iter->count()) o.iterations = static_cast<uint64_t>(whole("--iterations", iterations, 0, 1e9));
-  if (opt_duration->count()) {
-    const auto d = parse_number(duration);
-    if (!d || !std::isfinite(*d) || *d < 0 || *d > 3600)
-      throw InputError(fmt::format("--duration: '{}' must be 0..3600 seconds", duration));
-    o.duration_s = *d;
-  }
+  if (opt_duration->count()) o.duration_s = parse_duration_flag(duration);
   if (opt_out->count()) {
     if (output.empty()) throw InputError("-o: empty path");
     o.output = output;

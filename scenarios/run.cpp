@@ -1017,6 +1017,13 @@ CheckedScenario check_scenario(const Scenario& s, const std::string& base) {
 
 }  // namespace
 
+double parse_duration_flag(const std::string& text) {
+  const auto d = parse_number(text);
+  if (!d || !std::isfinite(*d) || *d < 0 || *d > 3600)
+    throw InputError(fmt::format("--duration: '{}' must be 0..3600 seconds", text));
+  return *d;
+}
+
 std::vector<std::string> with_sim_length(const std::string& tool, std::vector<std::string> words,
                                          const SimLength& length) {
   if (tool == "netperf" && length.duration_s) {

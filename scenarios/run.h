@@ -297,6 +297,10 @@ struct SimLength {
   std::optional<uint64_t> iterations;   ///< perftest's -n capped (never raised) at this count (> 0)
 };
 
+/// The value of `--duration` (validate, calibrate): simulated seconds, 0..3600. Throws
+/// InputError "--duration: 'TEXT' must be 0..3600 seconds" otherwise.
+double parse_duration_flag(const std::string& text);
+
 /// `words` (a command's words after its tool, as ScenarioPoint::words) with `length` applied for
 /// `tool`: netperf gets `-l S` before its "--" (a later -l replaces an earlier one), perftest
 /// gets `-n min(typed -n or its default, N)` at the end; unchanged where `length` says nothing.

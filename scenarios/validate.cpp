@@ -262,12 +262,7 @@ ValidateOptions parse_validate_args(const std::vector<std::string>& args) {
     throw InputError(e.what());
   }
   if (opt_jobs->count()) o.jobs = parse_jobs(jobs);
-  if (opt_duration->count()) {
-    const auto d = parse_number(duration);
-    if (!d || !std::isfinite(*d) || *d < 0 || *d > 3600)
-      throw InputError(fmt::format("--duration: '{}' must be 0..3600 seconds", duration));
-    o.duration_s = *d;
-  }
+  if (opt_duration->count()) o.duration_s = parse_duration_flag(duration);
   if (opt_iter->count()) {
     const auto n = parse_number(iterations);
     if (!n || *n != std::floor(*n) || *n < 0 || *n > 1e9)
