@@ -32,6 +32,8 @@
 #include <thread>
 #include <vector>
 
+#include <zlib.h>
+
 #include "emu/wire.h"
 #include "sdp/bsdh.h"
 
@@ -128,20 +130,24 @@ void put16(std::vector<uint8_t>& v, uint16_t x) {
   v.push_back(static_cast<uint8_t>(x));
 }
 
-/// A frame of emu/wire.h with any length field: length, op, 3 reserved, dest_qpn, psn, rest.
+/// A frame of emu/wire.h with any length field: length, op, 3 reserved, dest_qpn, psn, rest,
+/// and a good ICRC (the CRC-32 of everything after the length field), so that the receiver gets
+/// past its ICRC check to the fault the case is about. `length` counts header and rest; the
+/// field says length + 4 (the ICRC).
 std::vector<uint8_t> raw_frame(uint32_t length, uint8_t op, const std::vector<uint8_t>& rest = {},
                                uint32_t dest_qpn = 0, uint32_t psn = 0) {
   std::vector<uint8_t> v;
-  put32(v, length);
+  put32(v, length + static_cast<uint32_t>(hcasim::emu::kIcrcSize));
   v.push_back(op);
   v.insert(v.end(), 3, 0);
   put32(v, dest_qpn);
   put32(v, psn);
   v.insert(v.end(), rest.begin(), rest.end());
+  put32(v, static_cast<uint32_t>(::crc32_z(0, v.data() + 4, v.size() - 4)));
   return v;
 }
 
-/// A frame whose length field is right: 12 + rest.
+/// A frame whose length field is right: 12 + rest + the ICRC.
 std::vector<uint8_t> frame(uint8_t op, const std::vector<uint8_t>& rest = {}, uint32_t dest_qpn = 0) {
   return raw_frame(static_cast<uint32_t>(12 + rest.size()), op, rest, dest_qpn);
 }
@@ -589,7 +595,7 @@ std::vector<Case> cases() {
   add({.name = "client_simulator_option", .prog = Prog::Client, .args = {"--device", "emu", "--csv", csv},
        .line = C + "--csv: a simulator option; a real run uses the machine it runs on", .absent = {csv}});
   add({.name = "client_set_platform_key", .prog = Prog::Client, .args = {"--device", "emu", "--set", "cpu.syscall=1"},
-       .line = C + "--set cpu\\.syscall=1: a real run sets only sdp\\.zcopy_thresh .*"});
+       .line = C + "--set cpu\\.syscall=1: a real run sets only sdp\\.zcopy_thresh, fault\\.\\* and qp\\.\\* .*"});
   // A CPU this machine lacks exited 1, as a runtime failure; hcasim netperf's -T says 2.
   add({.name = "client_T_cpu_the_machine_lacks", .prog = Prog::Client, .args = {"--device", "emu", "-T", "4000"},
        .line = C + "-T 4000: cannot bind to CPU 4000: Invalid argument"});
@@ -602,9 +608,9 @@ std::vector<Case> cases() {
     add({.name = name, .prog = Prog::Packet, .line = what, .packet = {established, std::move(bytes)}});
   };
   packet_case("packet_length_too_short", {0, 0, 0, 3, 0xC0, 0, 0},
-              peer + "malformed CM message: frame length 3 outside \\[12, [0-9]+\\]");
+              peer + "malformed CM message: frame length 3 outside \\[16, [0-9]+\\]");
   packet_case("packet_length_too_long", {0xFF, 0xFF, 0xFF, 0xFF},
-              peer + "malformed CM message: frame length 4294967295 outside \\[12, [0-9]+\\]");
+              peer + "malformed CM message: frame length 4294967295 outside \\[16, [0-9]+\\]");
   packet_case("packet_unknown_op", frame(0x99), peer + "malformed CM message: unknown op 0x99");
   packet_case("packet_reserved_bits", raw_frame(18, 0xC0, {0, 0, 0, 1, 0, 0}, 0x01000000),
               peer + "malformed CM message: CM REQ: reserved bits set");
@@ -615,6 +621,11 @@ std::vector<Case> cases() {
   packet_case("packet_req_garbage_hello", cm_req(std::vector<uint8_t>(92, 0xAB)),
               "hcasim-sdp-server: rejected the connection from 127\\.0\\.0\\.1:[0-9]+: BSDH: unknown MID 0xAB");
   packet_case("packet_rtu_instead_of_req", frame(0xC2), peer + "CM RTU where a CM REQ was expected");
+  {
+    std::vector<uint8_t> req = cm_req(good_hello());
+    req.back() ^= 0x01;  // one bit of the ICRC
+    packet_case("packet_req_bad_icrc", req, peer + "malformed CM message: bad ICRC");
+  }
   packet_case("packet_truncated_then_close", {0, 0, 0, 100, 0xC0, 0, 0, 0, 0, 0},
               peer + "connection closed during connection setup");
   // After a good CM REQ / REP / RTU: the log named the test's failure but not the peer.
@@ -624,7 +635,7 @@ std::vector<Case> cases() {
               true);
   packet_case("packet_established_length_too_long", {0x7F, 0xFF, 0xFF, 0xFF},
               peer + "server: completion error .*\\(the QP went to ERROR: malformed packet from the peer: frame length "
-                     "2147483647 outside \\[12, [0-9]+\\]\\)",
+                     "2147483647 outside \\[16, [0-9]+\\]\\)",
               true);
   packet_case("packet_established_garbage_bsdh", frame(0x04, std::vector<uint8_t>(40, 0xEE)),
               peer + "test aborted: server: BSDH: unknown MID 0xEE", true);
