@@ -305,6 +305,15 @@ void SimQp::fail_wr(const Wc& wc, double at_ns) {
   });
 }
 
+bool SimQp::recovered(Recovery r, const Wc& swc) {
+  switch (r) {
+    case Recovery::Delivered: return true;
+    case Recovery::Flushed: fail_now(swc, WcStatus::WrFlushErr); return false;
+    case Recovery::RetryExceeded: fail_now(swc, WcStatus::RetryExcErr); return false;
+  }
+  return false;
+}
+
 void SimQp::fail_now(Wc wc, WcStatus status) {
   // At once, not through the timer: the send engine must not start the next WR first.
   wc.status = status;
@@ -416,12 +425,7 @@ void SimQp::execute_send(const Posted& p) {
   if (!gather_and_transfer(p, swc)) return;
   const uint64_t bytes = wr.length();
   uint32_t retries = 0;  // NAKs and ACK timeouts of this WR (retry_cnt)
-  auto retry_exceeded = [&] { fail_now(swc, WcStatus::RetryExcErr); };
-  switch (recover_data(bytes, false, retries)) {
-    case Recovery::Flushed: fail_now(swc, WcStatus::WrFlushErr); return;
-    case Recovery::RetryExceeded: retry_exceeded(); return;
-    case Recovery::Delivered: break;
-  }
+  if (!recovered(recover_data(bytes, false, retries), swc)) return;
 
   // The last byte left the bottleneck (or, after RNR NAKs, the retry that found a receive
   // did): deliver the message to the responder's oldest receive. CQE times count from then.
@@ -470,11 +474,7 @@ void SimQp::execute_send(const Posted& p) {
   move_data(peer->hca_.host().memory(), rwr.sg, rwr.num_sge, hca_.host().memory(), wr.sg, wr.num_sge, bytes);
   const Wc rwc{rwr.wr_id, WcStatus::Success, WcOpcode::Recv, static_cast<uint32_t>(bytes), peer->qpn_};
   hca_.timer().at(recv_done(), [peer, rwc] { peer->push_cqe(rwc); });
-  switch (recover_ack(bytes, retries)) {
-    case Recovery::Flushed: fail_now(swc, WcStatus::WrFlushErr); return;
-    case Recovery::RetryExceeded: retry_exceeded(); return;
-    case Recovery::Delivered: break;
-  }
+  if (!recovered(recover_ack(bytes, retries), swc)) return;
   complete(wr, swc, send_done());
 }
 
@@ -486,15 +486,11 @@ void SimQp::execute_rdma_write(const Posted& p) {
   if (!gather_and_transfer(p, swc)) return;
   const uint64_t bytes = wr.length();
   uint32_t retries = 0;
-  auto retry_exceeded = [&] { fail_now(swc, WcStatus::RetryExcErr); };
-  switch (recover_data(bytes, false, retries)) {
-    case Recovery::Flushed: fail_now(swc, WcStatus::WrFlushErr); return;
-    case Recovery::RetryExceeded: retry_exceeded(); return;
-    case Recovery::Delivered: break;
-  }
+  if (!recovered(recover_data(bytes, false, retries), swc)) return;
   const double now = now_ns();
   const double landed = now + model::receive_completion_latency_ns(t, peer->hca_.timing(), wr.inline_data, bytes);
-  const double send_done = now + model::send_completion_latency_ns(t, peer->hca_.timing(), wr.inline_data, bytes);
+  const double send_latency = model::send_completion_latency_ns(t, peer->hca_.timing(), wr.inline_data, bytes);
+  const double send_done = now + send_latency;
   if (!peer->hca_.mr_allows(wr.rkey, peer->pd_, wr.remote_addr, bytes, sdp::kRemoteWrite)) {
     swc.status = WcStatus::RemAccessErr;  // the responder NAKs: remote access error
     fail_wr(swc, send_done);
@@ -507,15 +503,9 @@ void SimQp::execute_rdma_write(const Posted& p) {
     move_data(peer->hca_.host().memory(), target, 1, hca_.host().memory(), wr.sg, wr.num_sge, bytes);
     if (peer->on_write_) peer->on_write_(wr.remote_addr, bytes);
   });
-  switch (recover_ack(bytes, retries)) {
-    case Recovery::Flushed: fail_now(swc, WcStatus::WrFlushErr); return;
-    case Recovery::RetryExceeded: retry_exceeded(); return;
-    case Recovery::Delivered: break;
-  }
-  // After a lost ACK the completion waits for the retransmission's ACK.
-  complete(wr, swc, now_ns() == now ? send_done
-                                    : now_ns() + model::send_completion_latency_ns(t, peer->hca_.timing(),
-                                                                                   wr.inline_data, bytes));
+  if (!recovered(recover_ack(bytes, retries), swc)) return;
+  // After a lost ACK the completion waits for the retransmission's ACK (now_ns() is `now` else).
+  complete(wr, swc, now_ns() + send_latency);
 }
 
 void SimQp::execute_rdma_read(const sdp::SendWr& wr) {
@@ -531,12 +521,7 @@ void SimQp::execute_rdma_read(const sdp::SendWr& wr) {
     }
   const uint64_t bytes = wr.length();
   uint32_t retries = 0;
-  auto retry_exceeded = [&] { fail_now(swc, WcStatus::RetryExcErr); };
-  switch (recover_read_request(retries)) {
-    case Recovery::Flushed: fail_now(swc, WcStatus::WrFlushErr); return;
-    case Recovery::RetryExceeded: retry_exceeded(); return;
-    case Recovery::Delivered: break;
-  }
+  if (!recovered(recover_read_request(retries), swc)) return;
   // The read request travels to the responder, which starts its DMA read of the data.
   ++hca_.counter_.count;
   s4u::this_actor::sleep_for(to_s(t.tx_processing_ns + t.propagation_ns + pt.rx_processing_ns));
@@ -548,11 +533,7 @@ void SimQp::execute_rdma_read(const sdp::SendWr& wr) {
   // The response data flows responder -> requester over the reverse route.
   ++hca_.counter_.count;
   s4u::Comm::sendto_async(peer->hca_.node(), hca_.node(), std::max<uint64_t>(bytes, 1))->wait();
-  switch (recover_data(bytes, true, retries)) {
-    case Recovery::Flushed: fail_now(swc, WcStatus::WrFlushErr); return;
-    case Recovery::RetryExceeded: retry_exceeded(); return;
-    case Recovery::Delivered: break;
-  }
+  if (!recovered(recover_data(bytes, true, retries), swc)) return;
   const std::array<sdp::Sge, sdp::kMaxSge> source{sdp::Sge{wr.remote_addr, static_cast<uint32_t>(bytes), wr.rkey}};
   move_data(hca_.host().memory(), wr.sg, wr.num_sge, peer->hca_.host().memory(), source, 1, bytes);
   // Pipeline tail of the response: the responder's read round trip and packet build,
@@ -592,7 +573,7 @@ void SimQp::wait_ns(double ns) {
 
 bool SimQp::wait_next_wr(double ns) {
   const double deadline = now_ns() + (ns > 0 ? ns : 1e15);  // timeout 0: no timer
-  std::unique_lock<s4u::Mutex> lock(*hca_.engine_wq_.mutex);
+  ActorLock lock(*hca_.engine_wq_.mutex);
   while (sq_.empty() && state_ == State::Rts && now_ns() < deadline) {
     ++hca_.counter_.count;
     hca_.engine_wq_.cv->wait_until(lock, to_s(deadline));

@@ -211,6 +211,9 @@ class SimQp : public sdp::Verbs {
   Recovery recover_ack(uint64_t bytes, uint32_t& retries);
   /// The RDMA READ request packet: while it is lost, NAK or timeout, then sent again.
   Recovery recover_read_request(uint32_t& retries);
+  /// True when `r` is Delivered; else completes the WR `swc` at once (WR_FLUSH_ERR when
+  /// flushed, RETRY_EXC_ERR when retries ran out, the QP to ERROR) and returns false.
+  bool recovered(Recovery r, const sdp::Wc& swc);
   /// Draws one packet's fate from `src`'s stream and counts it in `src`'s HCA.
   static model::Fate draw_fate(SimQp& src, bool responder);
   /// One communication of `bytes` from `from`'s HCA to `to`'s over their route.
