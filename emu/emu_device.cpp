@@ -595,10 +595,16 @@ void Qp::on_ack_timeout() {
 
 void Qp::retry(const std::string& cause) {
   if (++retry_count_ > retry_.retry_cnt) {
+    // The emulated responder is a process: its ACKs wait until the OS runs it. Timeouts shorter
+    // than the machine's scheduling delays expire on a live peer (README "Faults", measured).
+    const bool short_timer = cause == "timeout" && retry_.timeout < model::RcRetry{}.timeout;
     fail_front(WcStatus::RetryExcErr,
                fmt::format("transport retry counter exceeded: a {} after {} retries without an ACK (retry_cnt {}, "
-                           "local ACK timeout {:.1f} us)",
-                           cause, retry_count_ - 1, retry_.retry_cnt, retry_.local_ack_timeout_ns() * 1e-3));
+                           "local ACK timeout {:.1f} us){}",
+                           cause, retry_count_ - 1, retry_.retry_cnt, retry_.local_ack_timeout_ns() * 1e-3,
+                           short_timer ? "; the emulated peer ACKs only when the OS runs it: on a loaded machine "
+                                         "use qp.timeout=14 or more"
+                                       : ""));
     return;
   }
   if (cause == "timeout")
