@@ -1,0 +1,223 @@
+/// \file PCI-X bus accounting and ceilings; every formula and constant is sourced in pcix.h.
+#include "model/pcix.h"
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+#include <string>
+
+#include "model/error.h"
+
+namespace hcasim::model::pcix {
+namespace {
+
+constexpr int kMaxIdleClocks = 1024;  // sanity bound of idle_clocks and arbitration_clocks
+
+bool is_pow2_in(uint64_t v, uint64_t lo, uint64_t hi) {
+  return v >= lo && v <= hi && (v & (v - 1)) == 0;
+}
+
+/// Number of `block`-aligned blocks that [a, b) touches (b > a).
+uint64_t blocks_touched(uint64_t a, uint64_t b, uint64_t block) {
+  return (b - 1) / block - a / block + 1;
+}
+
+uint64_t checked_end(uint64_t addr, uint64_t len) {
+  if (len > UINT64_MAX - addr) throw std::invalid_argument("pcix: addr + len overflows");
+  return addr + len;
+}
+
+void check_byte_count(uint64_t len) {
+  if (len == 0 || len > kMaxByteCount)
+    throw std::invalid_argument("pcix: byte count " + std::to_string(len) +
+                                " of one transaction is not in 1..4096");
+}
+
+void check_decode(const char* field, int clocks) {
+  if (clocks < 1 || clocks > 4)
+    throw InputError(std::string("pcix.") + field + ": " + std::to_string(clocks) +
+                     " is not 1..4 (decode speed A, B, C or subtractive)");
+}
+
+void check_range(const char* field, int v, int lo, int hi) {
+  if (v < lo || v > hi)
+    throw InputError(std::string("pcix.") + field + ": " + std::to_string(v) + " is not " +
+                     std::to_string(lo) + ".." + std::to_string(hi));
+}
+
+void check_size(const char* field, uint32_t v, uint32_t lo) {
+  if (!is_pow2_in(v, lo, kMaxByteCount))
+    throw InputError(std::string("pcix.") + field + ": " + std::to_string(v) +
+                     " is not a power of two in " + std::to_string(lo) + "..4096");
+}
+
+uint64_t address_clocks(const Config& c) { return c.dual_address_cycle ? 2 : 1; }
+
+/// Clocks of every transaction outside its address and data/response phases.
+uint64_t common_clocks(const Config& c, int decode) {
+  return kAttributeClocks + static_cast<uint64_t>(decode) +
+         static_cast<uint64_t>(c.target_wait_states) + static_cast<uint64_t>(c.idle_clocks) +
+         static_cast<uint64_t>(c.arbitration_clocks);
+}
+
+uint64_t write_overhead(const Config& c) {
+  return address_clocks(c) + common_clocks(c, c.host_decode_clocks);
+}
+
+uint64_t completion_overhead(const Config& c) {
+  return kSplitCompletionAddressClocks + common_clocks(c, c.device_decode_clocks);
+}
+
+uint64_t write_grid(const Config& c) {
+  return std::min(c.write_burst, c.write_disconnect_size);
+}
+
+uint64_t completion_grid(const Config& c) {
+  return std::min(c.split_completion_size, c.max_memory_read_byte_count);
+}
+
+void check_volume(const char* what, double v) {
+  if (!std::isfinite(v) || v < 0)
+    throw InputError(std::string("pcix.") + what + ": " + std::to_string(v) +
+                     " B is not a finite number >= 0");
+}
+
+}  // namespace
+
+void validate(const Config& c) {
+  if (c.clock_mhz != 66 && c.clock_mhz != 100 && c.clock_mhz != 133)
+    throw InputError("pcix.clock_mhz: " + std::to_string(c.clock_mhz) +
+                     " is not 66, 100 or 133");
+  if (c.width_bits != 32 && c.width_bits != 64)
+    throw InputError("pcix.width_bits: " + std::to_string(c.width_bits) + " is not 32 or 64");
+  check_size("max_memory_read_byte_count", c.max_memory_read_byte_count, 512);
+  switch (c.max_outstanding_split) {
+    case 1: case 2: case 3: case 4: case 8: case 12: case 16: case 32: break;
+    default:
+      throw InputError("pcix.max_outstanding_split: " +
+                       std::to_string(c.max_outstanding_split) +
+                       " is not one of 1, 2, 3, 4, 8, 12, 16, 32");
+  }
+  check_size("write_burst", c.write_burst, 8);
+  check_size("write_disconnect_size", c.write_disconnect_size, kAllowableDisconnectBoundary);
+  check_size("split_completion_size", c.split_completion_size, kAllowableDisconnectBoundary);
+  check_decode("host_decode_clocks", c.host_decode_clocks);
+  check_decode("device_decode_clocks", c.device_decode_clocks);
+  check_range("target_wait_states", c.target_wait_states, 0, 16);
+  check_range("idle_clocks", c.idle_clocks, 1, kMaxIdleClocks);
+  check_range("arbitration_clocks", c.arbitration_clocks, 0, kMaxIdleClocks);
+  if (!std::isfinite(c.split_completion_latency_ns) || c.split_completion_latency_ns < 0)
+    throw InputError("pcix.split_completion_latency_ns: " +
+                     std::to_string(c.split_completion_latency_ns) +
+                     " is not a finite number >= 0");
+}
+
+double clock_frequency_mhz(const Config& c) {
+  validate(c);
+  return c.clock_mhz == 66 ? 200.0 / 3.0 : c.clock_mhz == 100 ? 100.0 : 400.0 / 3.0;
+}
+
+double clock_period_ns(const Config& c) { return 1000.0 / clock_frequency_mhz(c); }
+
+uint32_t bus_width_bytes(const Config& c) {
+  validate(c);
+  return static_cast<uint32_t>(c.width_bits / 8);
+}
+
+double peak_data_rate_gbps(const Config& c) {
+  return bus_width_bytes(c) * 8.0 / clock_period_ns(c);
+}
+
+uint64_t data_phases(const Config& c, uint64_t addr, uint64_t len) {
+  const uint32_t w = bus_width_bytes(c);
+  if (len == 0) return 0;
+  return blocks_touched(addr, checked_end(addr, len), w);
+}
+
+uint64_t write_transaction_clocks(const Config& c, uint64_t addr, uint64_t len) {
+  validate(c);
+  check_byte_count(len);
+  return write_overhead(c) + data_phases(c, addr, len);
+}
+
+uint64_t read_request_clocks(const Config& c) {
+  validate(c);
+  return address_clocks(c) + common_clocks(c, c.host_decode_clocks) + kSplitResponseClocks;
+}
+
+uint64_t split_completion_clocks(const Config& c, uint64_t addr, uint64_t len) {
+  validate(c);
+  check_byte_count(len);
+  return completion_overhead(c) + data_phases(c, addr, len);
+}
+
+Traffic dma_write(const Config& c, uint64_t addr, uint64_t len) {
+  validate(c);
+  if (len == 0) return {};
+  const uint64_t end = checked_end(addr, len);
+  Traffic t;
+  t.data_bytes = len;
+  t.transactions = blocks_touched(addr, end, write_grid(c));
+  // Every cut point is a multiple of the grid (>= 8 B), hence of the bus width: the pieces'
+  // data phases add up to those of the whole range.
+  t.clocks = t.transactions * write_overhead(c) + data_phases(c, addr, len);
+  return t;
+}
+
+ReadTraffic dma_read(const Config& c, uint64_t addr, uint64_t len) {
+  validate(c);
+  if (len == 0) return {};
+  const uint64_t end = checked_end(addr, len);
+  ReadTraffic r;
+  r.requests.transactions = blocks_touched(addr, end, c.max_memory_read_byte_count);
+  r.requests.clocks = r.requests.transactions * read_request_clocks(c);
+  // Both sizes are powers of two: the finer grid contains the coarser one, so every split
+  // completion is one block of min(split_completion_size, MMRBC) touched by [addr, end).
+  r.completions.data_bytes = len;
+  r.completions.transactions = blocks_touched(addr, end, completion_grid(c));
+  r.completions.clocks =
+      r.completions.transactions * completion_overhead(c) + data_phases(c, addr, len);
+  return r;
+}
+
+double bus_time_ns(const Config& c, uint64_t clocks) {
+  return static_cast<double>(clocks) * clock_period_ns(c);
+}
+
+double dma_write_ceiling_gbps(const Config& c) {
+  validate(c);
+  const uint64_t burst = write_grid(c);
+  return static_cast<double>(burst) * 8.0 /
+         bus_time_ns(c, write_transaction_clocks(c, 0, burst));
+}
+
+double dma_read_ceiling_gbps(const Config& c) {
+  validate(c);
+  const uint64_t m = c.max_memory_read_byte_count;
+  return static_cast<double>(m) * 8.0 / bus_time_ns(c, dma_read(c, 0, m).clocks());
+}
+
+double mixed_bus_time_ns(const Config& c, double write_bytes, double read_bytes) {
+  check_volume("write_bytes", write_bytes);
+  check_volume("read_bytes", read_bytes);
+  return write_bytes * 8.0 / dma_write_ceiling_gbps(c) +
+         read_bytes * 8.0 / dma_read_ceiling_gbps(c);
+}
+
+double mixed_ceiling_gbps(const Config& c, double read_share) {
+  if (!(read_share >= 0.0 && read_share <= 1.0))
+    throw InputError("pcix.read_share: " + std::to_string(read_share) + " is not in 0..1");
+  return 1.0 / (read_share / dma_read_ceiling_gbps(c) +
+                (1.0 - read_share) / dma_write_ceiling_gbps(c));
+}
+
+double dma_read_latency_bound_gbps(const Config& c) {
+  validate(c);
+  if (!(c.split_completion_latency_ns > 0))
+    throw InputError("pcix.split_completion_latency_ns: " +
+                     std::to_string(c.split_completion_latency_ns) + " ns is not > 0");
+  return static_cast<double>(c.max_outstanding_split) * c.max_memory_read_byte_count * 8.0 /
+         c.split_completion_latency_ns;
+}
+
+}  // namespace hcasim::model::pcix
