@@ -311,9 +311,25 @@ void Platform::fail(const std::string& key, const std::string& what) const {
   throw InputError(fmt::format("{}: {}: {}", p.origin, key, what));
 }
 
-void Platform::check_all_used() const {
+namespace {
+bool in_sections(const std::string& key, std::initializer_list<std::string_view> sections) {
+  const std::string_view section = std::string_view(key).substr(0, key.find('.'));
+  for (std::string_view s : sections)
+    if (s == section || s == key) return true;
+  return false;
+}
+}  // namespace
+
+void Platform::check_all_used(std::initializer_list<std::string_view> skip) const {
   for (const auto& [key, p] : params_)
-    if (!used_.count(key)) throw InputError(fmt::format("{}: {}: unknown parameter (hcasim does not use it)", p.origin, key));
+    if (!used_.count(key) && !in_sections(key, skip))
+      throw InputError(fmt::format("{}: {}: unknown parameter (hcasim does not use it)", p.origin, key));
+}
+
+void Platform::check_used_in(std::initializer_list<std::string_view> sections) const {
+  for (const auto& [key, p] : params_)
+    if (!used_.count(key) && in_sections(key, sections))
+      throw InputError(fmt::format("{}: {}: unknown parameter (hcasim does not use it)", p.origin, key));
 }
 
 const Param& Platform::param(const std::string& key) const {

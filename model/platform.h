@@ -11,6 +11,7 @@
 /// from (spec section, datasheet, measurement, or "fitted to ..."). The top-level key `name`
 /// and `description` (plain strings) describe the platform.
 #include <cstdint>
+#include <initializer_list>
 #include <map>
 #include <set>
 #include <string>
@@ -76,8 +77,12 @@ class Platform {
 
   /// Throws InputError "FILE:LINE: KEY: unknown parameter" for the first parameter no accessor
   /// has read: call it after reading everything a simulation needs, so that a misspelt key in
-  /// a file is an error rather than a silently ignored line.
-  void check_all_used() const;
+  /// a file is an error rather than a silently ignored line. Keys in `skip` (a section name
+  /// or a whole key) are not checked: another simulation reads them (the SDP path skips
+  /// [netstack], [ipoib] and the IPoIB path's flags, which only sim/ipoib_sim.cpp reads).
+  void check_all_used(std::initializer_list<std::string_view> skip = {}) const;
+  /// As check_all_used, for the keys of `sections` (section names or whole keys) only.
+  void check_used_in(std::initializer_list<std::string_view> sections) const;
 
   /// Platform name (top-level `name`, else the file stem).
   const std::string& name() const { return name_; }

@@ -4,6 +4,7 @@
 // summarised).
 #include <algorithm>
 #include <exception>
+#include <optional>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -17,8 +18,10 @@
 #include "scenarios/netperf_cli.h"
 #include "scenarios/netperf_output.h"
 #include "scenarios/perftest_cli.h"
+#include "scenarios/qview_output.h"
 #include "scenarios/run.h"
 #include "scenarios/validate.h"
+#include "sim/ipoib_sim.h"
 #include "sim/netperf_sim.h"
 
 namespace {
@@ -90,8 +93,10 @@ int netperf_main(const std::vector<std::string>& args) {
 
   auto [local, remote] = load_host_platforms(opts.platform, opts.remote_platform, opts.sets);
 
+  std::optional<sim::IpoibStreamResult> ipoib;
+  if (opts.transport == "ipoib") ipoib = sim::run_ipoib_stream(local, remote, to_tcp_stream_config(opts));
   const sim::TcpStreamResult result =
-      sim::run_tcp_stream(local, remote, to_tcp_stream_config(opts));
+      ipoib ? ipoib->stream : sim::run_tcp_stream(local, remote, to_tcp_stream_config(opts));
   if (const std::string note = request_size_note(opts, result.send_size); !note.empty())
     std::cerr << note << "\n";
 
@@ -99,7 +104,8 @@ int netperf_main(const std::vector<std::string>& args) {
   if (opts.csv_path)
     write_file_atomically(*opts.csv_path, format_netperf_csv(opts, result, figures), "--csv");
   std::cout << format_netperf_output(opts, result, figures);
-  if (opts.profile) std::cout << format_netperf_profile(result);
+  if (opts.profile)
+    std::cout << (ipoib ? format_ipoib_profile(*ipoib, local.name(), remote.name()) : format_netperf_profile(result));
   // With faults, hcasim's own lines follow netperf's output (which stays netperf's).
   const std::string data_line =
       fmt::format("hcasim: data: {} B sent, crc32 {:08x}; {} B received, crc32 {:08x}\n", result.bytes_sent,

@@ -66,7 +66,7 @@ void add_note(NetperfOptions& o, const std::string& text) {
 
 // hcasim long options, split into the ones taking a value and the flags.
 const std::set<std::string, std::less<>> kLongWithValue = {"platform", "remote-platform", "set",
-                                                           "csv", "seed"};
+                                                           "csv", "seed", "transport"};
 const std::set<std::string, std::less<>> kLongFlags = {"stats", "verify-data", "profile"};
 
 // netperf 2.4.3 global options hcasim does not simulate (netsh.c GLOBAL_CMD_LINE_ARGS) and
@@ -350,7 +350,7 @@ void parse_long(const std::vector<std::string>& long_words, NetperfOptions& o) {
   if (long_words.empty()) return;
   CLI::App app{"hcasim netperf", "hcasim netperf"};
   app.set_help_flag();
-  std::string platform, remote_platform, csv, seed;
+  std::string platform, remote_platform, csv, seed, transport;
   std::vector<std::string> sets;
   bool stats = false, verify = false, profile = false;
   auto* opt_platform = app.add_option("--platform", platform);
@@ -358,10 +358,11 @@ void parse_long(const std::vector<std::string>& long_words, NetperfOptions& o) {
   app.add_option("--set", sets)->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)->expected(1);
   auto* opt_csv = app.add_option("--csv", csv);
   auto* opt_seed = app.add_option("--seed", seed);
+  auto* opt_transport = app.add_option("--transport", transport);
   app.add_flag("--stats", stats);
   app.add_flag("--verify-data", verify);
   app.add_flag("--profile", profile);
-  for (auto* opt : {opt_platform, opt_remote, opt_csv, opt_seed})
+  for (auto* opt : {opt_platform, opt_remote, opt_csv, opt_seed, opt_transport})
     opt->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   std::vector<std::string> reversed(long_words.rbegin(), long_words.rend());
   try {
@@ -385,6 +386,11 @@ void parse_long(const std::vector<std::string>& long_words, NetperfOptions& o) {
     if (seed.empty() || ec != std::errc() || ptr != seed.data() + seed.size())
       fail(fmt::format("--seed: '{}' is not a non-negative integer", seed));
     o.seed = v;
+  }
+  if (opt_transport->count()) {
+    if (transport != "sdp" && transport != "ipoib")
+      fail(fmt::format("--transport: '{}' is not sdp or ipoib", transport));
+    o.transport = transport;
   }
   o.stats = stats;
   o.verify_data = verify;

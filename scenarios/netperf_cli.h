@@ -54,6 +54,9 @@ struct NetperfOptions {
 
   // --- hcasim long options --------------------------------------------------------------
   std::string platform = kDefaultPlatform;     ///< --platform NAME|FILE (local host)
+  /// --transport sdp|ipoib: netperf over SDP (libsdp preloaded, the default) or over IPoIB
+  /// (the Linux TCP/IP stack on the ib0 interface, sim/ipoib_sim.h)
+  std::string transport = "sdp";
   std::optional<std::string> remote_platform;  ///< --remote-platform; empty = same as --platform
   std::vector<std::string> sets;        ///< --set section.key=value, in order, for both hosts
   bool stats = false;                   ///< --stats: one statistics line on stderr

@@ -85,4 +85,34 @@ std::string format_qview_profile(std::string_view title, std::vector<QviewRow> r
   return out;
 }
 
+std::string format_ipoib_profile(const sim::IpoibStreamResult& r, std::string_view local_name,
+                                 std::string_view remote_name) {
+  std::string out;
+  const double elapsed = r.stream.elapsed_s;
+  auto host = [&](const std::vector<sim::KernelProfile>& kernel, const std::vector<sim::CoreProfile>& cores,
+                  std::string_view platform, std::string_view program) {
+    for (size_t i = 0; i < kernel.size() && i < cores.size(); ++i) {
+      double busy_ns = 0, timer_ns = 0;
+      for (const auto& [name, ns] : cores[i].busy_ns) {
+        busy_ns += ns;
+        if (name == "timer") timer_ns = ns;
+      }
+      if (busy_ns <= timer_ns) continue;  // the CPU only took timer ticks
+      std::vector<QviewRow> rows;
+      for (size_t f = 0; f < model::kKernelFnCount; ++f) {
+        const double self = kernel[i].ns[f] * 1e-9;
+        rows.push_back({std::string(model::kernel_fn_name(static_cast<model::KernelFn>(f))), self, kernel[i].calls[f], self});
+      }
+      rows.push_back({"timer_interrupt", timer_ns * 1e-9, 0, std::nullopt});
+      rows.push_back({"default_idle", std::max(0.0, elapsed - busy_ns * 1e-9), 0, std::nullopt});
+      out += "\n" + format_qview_profile(fmt::format("Flat profile of CPU time on cpu{} of {} ({}), simulated, {:.2f} s:",
+                                                     kernel[i].core, platform, program, elapsed),
+                                         std::move(rows), elapsed);
+    }
+  };
+  host(r.local_kernel, r.stream.local_profile, local_name, "netperf");
+  host(r.remote_kernel, r.stream.remote_profile, remote_name, "netserver");
+  return out;
+}
+
 }  // namespace hcasim::scenarios

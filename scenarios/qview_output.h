@@ -19,6 +19,8 @@
 #include <string_view>
 #include <vector>
 
+#include "sim/ipoib_sim.h"
+
 namespace hcasim::scenarios {
 
 /// One function (or activity) of a flat profile.
@@ -53,5 +55,15 @@ std::string format_qview_row(const QviewRow& row, double pct, double cumul_s);
 /// > 0) and the running cumul; "\n" ends every line. Rows with no self time and no calls are
 /// left out.
 std::string format_qview_profile(std::string_view title, std::vector<QviewRow> rows, double profiled_s);
+
+/// --profile of an IPoIB run (sim::run_ipoib_stream): for each host (local = netperf, then
+/// remote = netserver) and each of its CPUs that did any work, a q-view flat profile of the
+/// measured interval: one row per kernel function of model/netstack.h with time and calls
+/// (tot/call = self/call: the simulation has no call graph), "timer_interrupt" for the timer
+/// ticks and "default_idle" for the rest of the interval (its calls are the times the CPU went
+/// idle, not counted: "-"). Each profile starts with a blank line and a title naming the CPU,
+/// the host's platform and the program. `local_name`/`remote_name`: the platform names.
+std::string format_ipoib_profile(const sim::IpoibStreamResult& result, std::string_view local_name,
+                                 std::string_view remote_name);
 
 }  // namespace hcasim::scenarios

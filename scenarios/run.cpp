@@ -129,13 +129,15 @@ ScenarioPoint parse_point(const toml::table& t, const Scenario& scenario, size_t
   ScenarioPoint p;
   p.line = line_of(t, array_line);
   const std::string where = fmt::format("point {}: ", index + 1);
-  check_keys(t, {"table", "mode", "set", "platform", "command", "reference", "gated"}, origin,
+  check_keys(t, {"table", "mode", "set", "platform", "remote_platform", "command", "reference", "gated"}, origin,
              p.line, where);
   p.table = required_string(t, "table", origin, p.line, where);
   p.mode = required_string(t, "mode", origin, p.line, where);
   p.command = required_string(t, "command", origin, p.line, where);
   p.platform = optional_string(t, "platform", origin, p.line, where);
   if (p.platform.empty()) p.platform = scenario.platform;
+  p.remote_platform = optional_string(t, "remote_platform", origin, p.line, where);
+  if (p.remote_platform.empty()) p.remote_platform = scenario.remote_platform;
 
   if (const toml::node* set = t.get("set")) {
     const auto* array = set->as_array();
@@ -363,11 +365,12 @@ Scenario parse_scenario(std::string_view toml_text, const std::string& origin) {
   }
   Scenario s;
   s.origin = origin;
-  check_keys(root, {"name", "description", "platform", "source", "tolerance", "spread", "point"},
+  check_keys(root, {"name", "description", "platform", "remote_platform", "source", "tolerance", "spread", "point"},
              origin, 1, "");
   s.name = required_string(root, "name", origin, 1, "");
   s.description = optional_string(root, "description", origin, 1, "");
   s.platform = required_string(root, "platform", origin, 1, "");
+  s.remote_platform = optional_string(root, "remote_platform", origin, 1, "");
   s.source = optional_string(root, "source", origin, 1, "");
 
   // The kinds of point the file has decide which tolerances it must declare. Without any
@@ -1002,12 +1005,15 @@ CheckedScenario check_scenario(const Scenario& s, const std::string& base) {
     if (p.kind == PointKind::Netperf) check_reference_tolerances(s, i, c.measured[i]);
     // The platform and its --set assignments, as the child will apply them.
     try {
-      if (!c.platform_files.count(p.platform)) {
-        c.platform_files[p.platform] = resolve_platform(p.platform);
-        platforms.emplace(p.platform, model::Platform::load_file(c.platform_files[p.platform]));
+      for (const std::string* name : {&p.platform, &p.remote_platform}) {
+        if (name->empty()) continue;
+        if (!c.platform_files.count(*name)) {
+          c.platform_files[*name] = resolve_platform(*name);
+          platforms.emplace(*name, model::Platform::load_file(c.platform_files[*name]));
+        }
+        model::Platform copy = platforms.at(*name);
+        for (const auto& assignment : platform_settings(p.set)) copy.set(assignment);
       }
-      model::Platform copy = platforms.at(p.platform);
-      for (const auto& assignment : platform_settings(p.set)) copy.set(assignment);
     } catch (const InputError& e) {
       fail_at(s.origin, p.line, fmt::format("point {}: {}", i + 1, e.what()));
     }
@@ -1058,6 +1064,8 @@ std::vector<std::vector<PointOutcome>> simulate_scenarios(const std::vector<Scen
       const std::vector<std::string> words = with_sim_length(p.tool, p.words, length);
       argv.insert(argv.end(), words.begin(), words.end());
       argv.insert(argv.end(), {"--platform", checked[k].platform_files[p.platform]});
+      if (!p.remote_platform.empty())
+        argv.insert(argv.end(), {"--remote-platform", checked[k].platform_files[p.remote_platform]});
       for (const auto& set : p.set) argv.insert(argv.end(), {"--set", set});
       const auto same = std::find_if(runs.begin(), runs.end(), [&](const ChildRun& r) { return r.argv == argv; });
       run_of[k].push_back(static_cast<size_t>(same - runs.begin()));

@@ -91,6 +91,7 @@ struct ScenarioPoint {
   std::string mode;                  ///< "SDP", "BZCOPY", "BF on, WC off", ...
   std::vector<std::string> set;      ///< --set assignments for both hosts
   std::string platform;              ///< the point's platform (the scenario's unless overridden)
+  std::string remote_platform;       ///< netserver's platform when it differs ("" = platform)
   std::string command;               ///< the literal command line
   PointKind kind = PointKind::Netperf;
   std::string tool;                  ///< the hcasim subcommand of its child: "netperf", "ib_write_lat"
@@ -130,6 +131,7 @@ struct Scenario {
   std::string name;
   std::string description;
   std::string platform;
+  std::string remote_platform;  ///< optional: the remote host's platform for every point ("" = platform)
   std::string source;
   std::string origin;  ///< file name used in messages
   Tolerance tolerance;

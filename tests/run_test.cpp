@@ -265,6 +265,32 @@ TEST(Seed000, ShippedScenarioResolves) {
   EXPECT_FALSE(fv.util_local);
 }
 
+// Seeds 003/004: two platforms (netperf on the rx2600, netserver on the rx4640), the scenario's
+// remote_platform for every point; the references are validation/seed003's CSV rows.
+TEST(Seed003, ShippedScenarioResolvesWithARemotePlatform) {
+  const std::string dir = HCASIM_SOURCE_DATA_DIR;
+  const Scenario s = load_scenario(dir + "/scenarios/seed003.toml");
+  EXPECT_EQ(s.platform, "zx1-rx2600-pcix");
+  EXPECT_EQ(s.remote_platform, "zx1-rx4640-pcix");
+  ASSERT_EQ(s.points.size(), 3u);
+  const double measured[] = {1588.33, 1720, 3500};
+  for (size_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(s.points[i].remote_platform, "zx1-rx4640-pcix");
+    EXPECT_DOUBLE_EQ(read_reference(s.points[i].reference, dir).throughput_mbps.value(), measured[i]);
+  }
+  EXPECT_EQ(s.points[2].set, (std::vector<std::string>{"host.netfilter=off", "hca.fmr=on"}));
+  // A point may name its own remote platform; the key is checked like the others.
+  const std::string text = std::string(kScenario);
+  const std::string with_remote = text.substr(0, text.find("command = \"netperf -v2")) +
+                                  "remote_platform = \"plat-c\"\n" + text.substr(text.find("command = \"netperf -v2"));
+  EXPECT_EQ(parse_scenario(with_remote, "s.toml").points[1].remote_platform, "plat-c");
+  EXPECT_EQ(parse_scenario(kScenario, "s.toml").points[1].remote_platform, "");
+  EXPECT_NE(scenario_error(text.substr(0, text.find("[tolerance]")) + "remote_plat = \"x\"\n" +
+                           text.substr(text.find("[tolerance]")))
+                .find("remote_plat"),
+            std::string::npos);
+}
+
 TEST(Compare, ErrorsAndStatus) {
   const Scenario s = parse_scenario(kScenario, "s.toml");
   const Tolerance tol{0.15, 0.25};

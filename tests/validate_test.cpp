@@ -172,7 +172,8 @@ TEST(ValidateArgs, DefaultIsEveryScenarioFileSortedByName) {
   ::setenv("HCASIM_DATA_DIR", HCASIM_SOURCE_DATA_DIR, 1);
   const std::string dir = std::string(HCASIM_SOURCE_DATA_DIR) + "/scenarios/";
   EXPECT_EQ(default_scenario_files(),
-            (std::vector<std::string>{dir + "seed000.toml", dir + "seed001.toml", dir + "seed002.toml"}));
+            (std::vector<std::string>{dir + "seed000.toml", dir + "seed001.toml", dir + "seed002.toml",
+                                      dir + "seed003.toml"}));
   TempDir tmp("empty-data");
   fs::create_directories(tmp.path() / "scenarios");
   ::setenv("HCASIM_DATA_DIR", tmp.path().c_str(), 1);

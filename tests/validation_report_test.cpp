@@ -1,5 +1,5 @@
-// The validation fixture (ctest FIXTURES_SETUP validation_report; ValidationSeed000, 001 and
-// 002 require it): runs every shipped scenario once, as a user does, with `hcasim validate -j 2
+// The validation fixture (ctest FIXTURES_SETUP validation_report; ValidationSeed000, 001, 002
+// and 003 require it): runs every shipped scenario once, as a user does, with `hcasim validate -j 2
 // --report HCASIM_VALIDATION_REPORT_DIR`, prints its output (each scenario's report, then the
 // summary), and checks the report directory: report.md, each scenario's results CSV and report
 // text, and every PNG report.md links to (a PNG by its magic bytes, not tiny). It passes when
@@ -53,7 +53,7 @@ TEST(ValidationReport, ValidateWritesTheReportOfEveryScenario) {
   ASSERT_TRUE(fs::is_regular_file(dir / "report.md")) << "no report.md";
   const std::string md = slurp(dir / "report.md");
   bool any_fail = false;
-  for (const char* name : {"seed000", "seed001", "seed002"}) {
+  for (const char* name : {"seed000", "seed001", "seed002", "seed003"}) {
     const fs::path csv = dir / (std::string(name) + "-results.csv");
     ASSERT_TRUE(fs::is_regular_file(csv)) << csv;
     EXPECT_TRUE(fs::is_regular_file(dir / (std::string(name) + "-report.txt"))) << name;
@@ -70,14 +70,14 @@ TEST(ValidationReport, ValidateWritesTheReportOfEveryScenario) {
   EXPECT_EQ(last.rfind(any_fail ? "FAIL: " : "ok: ", 0), 0u) << last;
 
   // Every PNG report.md shows: seed000 has 6 netperf tables, seed001 2 latency tables, seed002
-  // 2 netperf tables, and each scenario one error chart.
+  // 2 netperf tables, seed003 2 netperf tables, and each scenario one error chart.
   std::set<std::string> pngs;
   for (size_t at = md.find("]("); at != std::string::npos; at = md.find("](", at + 2)) {
     const size_t end = md.find(')', at);
     const std::string link = md.substr(at + 2, end - at - 2);
     if (link.size() > 4 && link.compare(link.size() - 4, 4, ".png") == 0) pngs.insert(link);
   }
-  EXPECT_EQ(pngs.size(), 6u + 1 + 2 + 1 + 2 + 1);
+  EXPECT_EQ(pngs.size(), 6u + 1 + 2 + 1 + 2 + 1 + 2 + 1);
   for (const auto& png : pngs) {
     const fs::path p = dir / png;
     ASSERT_TRUE(fs::is_regular_file(p)) << png;
@@ -88,6 +88,7 @@ TEST(ValidationReport, ValidateWritesTheReportOfEveryScenario) {
   EXPECT_TRUE(pngs.count("seed000-T3_m_flag-throughput.png"));
   EXPECT_TRUE(pngs.count("seed001-kvm_passthrough-t_typical.png"));
   EXPECT_TRUE(pngs.count("seed002-errors.png"));
+  EXPECT_TRUE(pngs.count("seed003-seed004-throughput.png"));
 }
 
 }  // namespace

@@ -1,0 +1,69 @@
+#pragma once
+/// \file netperf TCP_STREAM over IPoIB: the Linux TCP/IPv4 stack of two hosts, modelled per
+/// packet and per byte (model/netstack.h), over IPoIB in datagram (UD) or connected (RC) mode
+/// (model/ipoib.h), through each host's bus (PCIe, model/pcie.h, or PCI-X, model/pcix.h) and
+/// the IB link (model/ib.h).
+///
+/// What runs where, as in Linux 2.6.10-2.6.12 (the seeds' kernels):
+/// - netperf's send() copies and checksums the data into MSS-sized skbs (csum_and_copy_from_
+///   user), waiting while the socket's send buffer (-s, doubled and capped as Linux does) is
+///   full, and transmits what the peer's window allows; a segment out costs TCP/IP output,
+///   netfilter's two output hooks and conntrack when host.netfilter is on, the IP and TCP
+///   header checksums, the DMA mapping of the frame and IPoIB's post.
+/// - Every CQE (receive or send completion) is handled by the interrupt CPU (irq.affinity):
+///   an interrupt when the CQ was armed (hca.interrupt_latency after the CQE), then
+///   ipoib_ib_completion polls every CQE it finds before re-arming (interrupts amortise).
+///   A packet received passes the IP input path, netfilter's two input hooks and conntrack
+///   (which verifies the TCP checksum at PRE_ROUTING: a full do_csum pass over the segment),
+///   then TCP: if netserver holds the socket (in recv()), the segment goes to the socket's
+///   backlog and netserver processes it when it releases the socket; if netserver sleeps in
+///   recv() the segment goes to the prequeue and netserver processes it when woken; else
+///   softirq processes it. TCP's own checksum pass is part of that processing.
+/// - The receiver ACKs every second full segment when its window can advance (tcp_input.c
+///   __tcp_ack_snd_check) and when a recv() opens the window to at least twice what was left
+///   (tcp_cleanup_rbuf); a delayed-ACK timer (40 ms, Linux TCP_DELACK_MIN) covers the rest.
+/// - The wire: each packet reserves, in order, the sender's bus (WQE fetch and the frame's
+///   DMA read), the sender HCA's packet engine, the IB link, the receiver HCA's engine and the
+///   receiver's bus (frame and CQE DMA writes), each a FIFO server whose busy intervals are
+///   kept in a calendar (a later request may use an earlier gap: a PCI-X bus is shared by
+///   both directions' transfers). Not modelled: packet loss (IPoIB UD drops nothing here: the
+///   window, 3/4 of the receive buffer, stays below the receive ring), TCP's congestion window
+///   (no loss, and slow start opens it within a few round trips of ~30 us), receive ring
+///   exhaustion, and cache effects beyond "the first checksum pass over DMA-written data is cold".
+///
+/// One call builds one SimGrid engine (one per process).
+#include <array>
+#include <vector>
+
+#include "model/netstack.h"
+#include "model/platform.h"
+#include "sim/netperf_sim.h"
+
+namespace hcasim::sim {
+
+/// Calls and time per kernel function (model::KernelFn) on one core.
+struct KernelProfile {
+  int core = 0;
+  std::array<double, model::kKernelFnCount> ns{};     ///< ns of simulated time
+  std::array<double, model::kKernelFnCount> calls{};  ///< times the function ran
+};
+
+/// A run of netperf TCP_STREAM over IPoIB: netperf's figures and each host's per-function
+/// profile (one entry per CPU of the host).
+struct IpoibStreamResult {
+  TcpStreamResult stream;                     ///< as the SDP path reports it
+  std::vector<KernelProfile> local_kernel;    ///< sending host, every CPU
+  std::vector<KernelProfile> remote_kernel;   ///< receiving host, every CPU
+  uint32_t mss = 0;                           ///< TCP MSS of the interface, B
+  uint64_t segments = 0;                      ///< data segments sent
+  uint64_t acks = 0;                          ///< ACKs the receiver sent
+  uint64_t local_interrupts = 0, remote_interrupts = 0;
+};
+
+/// Runs netperf TCP_STREAM over IPoIB from `local` to `remote`. The platforms need [netstack],
+/// [ipoib] and a [pcie] or [pcix] section. Throws InputError naming the platform key on a
+/// missing or bad parameter, and for what this path does not model (--verify-data, fault.*).
+IpoibStreamResult run_ipoib_stream(const model::Platform& local, const model::Platform& remote,
+                                   const TcpStreamConfig& config);
+
+}  // namespace hcasim::sim

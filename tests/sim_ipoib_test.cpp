@@ -1,0 +1,183 @@
+// netperf TCP_STREAM over IPoIB (sim/ipoib_sim.h) against seeds 003 and 004
+// (shared/seeds/003_53dfb8b0c199e3c9.txt, 004_928f1b11ac85aec2.txt; the numbers are
+// validation/seed003/seed003_004_ipoib_zx1.csv and seed003_zx1_ipoib_profile.csv): throughput,
+// the profile shares and call rates of seed 003's run, the cost of leaving netserver on the
+// interrupt CPU, and connected vs datagram mode. Runs of 1 simulated second: the stream is in
+// its steady state within milliseconds (the window fills in ~100 segments; 0.2 s gives the same
+// throughputs to 0.1 %, which the sanitizer build uses: tests/sim_length.h). In-process runs build
+// one SimGrid engine each, so each test runs one; tests comparing runs start build/hcasim.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <iostream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "model/netstack.h"
+#include "model/platform.h"
+#include "sim/ipoib_sim.h"
+#include "tests/hcasim_run.h"
+#include "tests/sim_length.h"
+
+using namespace hcasim;
+using model::KernelFn;
+
+namespace {
+
+model::Platform platform(const std::string& name) {
+  return model::Platform::load_file(std::string(HCASIM_REFERENCE_DIR) + "/../scenarios/platforms/" + name + ".toml");
+}
+
+/// Seed 003's netperf flags: -- -m 8192 -s 262144 -S 262144.
+sim::TcpStreamConfig seed003_flags(double length_s) {
+  sim::TcpStreamConfig c;
+  c.length_s = length_s;
+  c.send_size = 8192;
+  c.local_send_socket = 262144;
+  c.remote_recv_socket = 262144;
+  return c;
+}
+
+/// `own` seconds, or the build's shorter HCASIM_TEST_SIM_SECONDS (the sanitizer build).
+double seconds(double own) {
+#ifdef HCASIM_TEST_SIM_SECONDS
+  return std::min(own, std::stod(HCASIM_TEST_SIM_SECONDS));
+#else
+  return own;
+#endif
+}
+std::string seconds_flag(double own) { return std::to_string(seconds(own)); }
+
+double pct(double ns, double elapsed_s) { return 100 * ns * 1e-9 / elapsed_s; }
+
+double busy_ns(const sim::CoreProfile& core) {
+  double t = 0;
+  for (const auto& [name, ns] : core.busy_ns) t += ns;
+  return t;
+}
+
+/// The throughput column (Mbit/s) of netperf's -P 0 row.
+double throughput_of(const std::string& out) {
+  std::istringstream in(out);
+  std::string line, last;
+  while (std::getline(in, line))
+    if (!line.empty()) last = line;
+  std::istringstream row(last);
+  double v = 0;
+  for (int i = 0; i < 5; ++i) row >> v;
+  return v;
+}
+
+class IpoibCommand : public test::HcasimCommandTest {
+ protected:
+  IpoibCommand() : HcasimCommandTest("ipoib") {}
+  /// `hcasim netperf` between the zx1 hosts with seed 003's flags, 1 simulated second.
+  double zx1(const std::string& extra) {
+    const test::Outcome o = run("netperf -l " + seconds_flag(1.0) + " -P 0 -t TCP_STREAM --transport ipoib --platform zx1-rx2600-pcix "
+                                "--remote-platform zx1-rx4640-pcix " + extra + " -- -m 8192 -s 262144 -S 262144");
+    EXPECT_EQ(o.status, 0) << o.err;
+    return throughput_of(o.out);
+  }
+};
+
+}  // namespace
+
+// Seed 003: 1588.33 Mbit/s; the receiver's CPU 3 spends 34.69 % in do_csum (16.6M calls in the
+// 60 s run, 277k/s) and the sender's CPU 1 is 25.09 % idle. Issue 5's tolerances: 10 %, 5
+// points, 5 points, 20 %.
+TEST(SimIpoib, Seed003ThroughputProfileSharesAndChecksumRate) {
+  const sim::IpoibStreamResult r =
+      sim::run_ipoib_stream(platform("zx1-rx2600-pcix"), platform("zx1-rx4640-pcix"), seed003_flags(seconds(1.0)));
+  const auto& s = r.stream;
+  // Linux doubles -s/-S and caps them at 2 x 131071: netperf prints 262142 (the seed's line).
+  EXPECT_EQ(s.local_send_socket, 262142u);
+  EXPECT_EQ(s.remote_recv_socket, 262142u);
+  EXPECT_EQ(r.mss, 1992u);  // 2048 - 4 (IPoIB) - 20 (IP) - 20 (TCP) - 12 (timestamps)
+  const double mbps = static_cast<double>(s.bytes_received) * 8 / s.elapsed_s / 1e6;
+  EXPECT_NEAR(mbps, 1588.33, 0.10 * 1588.33);
+
+  const sim::KernelProfile& rx3 = r.remote_kernel.at(3);
+  const double csum_pct = pct(rx3.ns[static_cast<size_t>(KernelFn::DoCsum)], s.elapsed_s);
+  EXPECT_NEAR(csum_pct, 34.69, 5.0);
+  const double csum_calls_per_s = rx3.calls[static_cast<size_t>(KernelFn::DoCsum)] / s.elapsed_s;
+  EXPECT_NEAR(csum_calls_per_s, 16.6e6 / 60, 0.20 * 16.6e6 / 60);
+
+  const double sender_idle = 100 - pct(busy_ns(s.local_profile.at(1)), s.elapsed_s);
+  EXPECT_NEAR(sender_idle, 25.09, 5.0);
+  // netserver and the interrupts share CPU 3 (seed 003's profile); the other CPUs idle.
+  EXPECT_GT(pct(busy_ns(s.remote_profile.at(3)), s.elapsed_s), 90.0);
+  EXPECT_LT(pct(busy_ns(s.remote_profile.at(0)), s.elapsed_s), 1.0);
+  // The receiver ACKs about once per 60 segments (its profile: ip_conntrack_in 5.60M vs
+  // tcp_v4_rcv 5.51M): its reader lags and ACKs from recv().
+  EXPECT_LT(static_cast<double>(r.acks), 0.05 * static_cast<double>(r.segments));
+}
+
+// Seed 004: "not pinning the netserver thread to the other CPU costs around 25% performance";
+// issue 5: with FMR, netserver on the interrupt CPU is 20-30 % below netserver pinned away.
+// host.netfilter off as scenarios/seed003.toml simulates seed 004.
+TEST_F(IpoibCommand, NetserverOnTheInterruptCpuCosts20To30Percent) {
+  const double pinned = zx1("--set hca.fmr=on --set host.netfilter=off -T ,2");
+  const double unpinned = zx1("--set hca.fmr=on --set host.netfilter=off");
+  std::cout << "FMR on: netserver pinned away " << pinned << " Mbit/s, on the interrupt CPU " << unpinned
+            << " Mbit/s (" << 100 * (unpinned / pinned - 1) << " %)\n";
+  EXPECT_GE(unpinned, 0.70 * pinned);
+  EXPECT_LE(unpinned, 0.80 * pinned);
+  EXPECT_NEAR(pinned, 3500, 350);
+}
+
+// Connected mode (RC, MTU 65520) carries a 64 KB segment per packet: the per-packet work is
+// spread over 33 times the bytes of datagram mode's 1992 B segments. Socket limits raised as
+// IPoIB-CM tuning guides do, so that the window holds more than a few 64 KB segments.
+TEST_F(IpoibCommand, ConnectedModeBeatsDatagramOnConnectX) {
+  auto mode = [&](const char* m) {
+    const test::Outcome o = run("netperf -l " + seconds_flag(0.5) + " -P 0 --transport ipoib --set ipoib.mode=" + m +
+                                " --set socket.wmem_max=4194304 --set socket.rmem_max=4194304 -- -m 64K -s 1M -S 1M");
+    EXPECT_EQ(o.status, 0) << o.err;
+    return throughput_of(o.out);
+  };
+  const double datagram = mode("datagram"), connected = mode("connected");
+  std::cout << "connectx-ddr-pcie1x8 IPoIB: datagram " << datagram << " Mbit/s, connected " << connected
+            << " Mbit/s\n";
+  EXPECT_GT(datagram, 1000);
+  EXPECT_GT(connected, 1.2 * datagram);
+  // Neither exceeds what the DDR 4x link carries of TCP payload (model/ipoib.h: 15.8 Gbit/s).
+  EXPECT_LT(connected, 15800);
+}
+
+// Same inputs, same output, byte for byte (the report and the per-function profile).
+TEST_F(IpoibCommand, SameInputsSameOutput) {
+  const std::string args = "netperf -l 0.2 -c -C --transport ipoib --profile --platform zx1-rx2600-pcix "
+                           "--remote-platform zx1-rx4640-pcix -- -m 8192 -s 262144 -S 262144";
+  const test::Outcome a = run(args), b = run(args);
+  ASSERT_EQ(a.status, 0) << a.err;
+  EXPECT_EQ(a.out, b.out);
+  // The profile is q-view's, one per busy CPU: the sender's CPU 1 and the receiver's CPU 3.
+  EXPECT_NE(a.out.find("Flat profile of CPU time on cpu1 of zx1-rx2600-pcix (netperf)"), std::string::npos);
+  EXPECT_NE(a.out.find("Flat profile of CPU time on cpu3 of zx1-rx4640-pcix (netserver)"), std::string::npos);
+  EXPECT_NE(a.out.find("% time      self     cumul     calls self/call  tot/call name"), std::string::npos);
+  EXPECT_EQ(a.out.find("cpu0 of"), std::string::npos);  // idle CPUs print no profile
+}
+
+// What the IPoIB path does not model is refused, not ignored.
+TEST_F(IpoibCommand, RefusesWhatItDoesNotModel) {
+  const test::Outcome v = run("netperf -l 0.1 --transport ipoib --verify-data");
+  EXPECT_EQ(v.status, 2);
+  EXPECT_NE(v.err.find("--verify-data: the IPoIB path"), std::string::npos) << v.err;
+  const test::Outcome f = run("netperf -l 0.1 --transport ipoib --set fault.loss=1e-3");
+  EXPECT_EQ(f.status, 2);
+  EXPECT_NE(f.err.find("fault.*"), std::string::npos) << f.err;
+  const test::Outcome t = run("netperf -l 0.1 --transport rds");
+  EXPECT_EQ(t.status, 2);
+  EXPECT_NE(t.err.find("--transport: 'rds' is not sdp or ipoib"), std::string::npos) << t.err;
+  // The zx1 hosts have a PCI-X bus, which the SDP path does not model yet.
+  const test::Outcome s = run("netperf -l 0.1 --platform zx1-rx2600-pcix");
+  EXPECT_EQ(s.status, 2);
+  EXPECT_NE(s.err.find("platform zx1-rx2600-pcix: its HCA sits on a PCI-X bus, which the SDP path does not model yet"),
+            std::string::npos) << s.err;
+  // A receive buffer too small for two segments of connected mode's 65468 B MSS.
+  const test::Outcome w = run("netperf -l 0.1 --transport ipoib --set ipoib.mode=connected -- -S 32K");
+  EXPECT_EQ(w.status, 2);
+  EXPECT_NE(w.err.find("-S: a receive buffer of 65536 B offers less than two segments"), std::string::npos) << w.err;
+}
