@@ -313,6 +313,9 @@ class Stream {
   void sender_ack(const Ctx& c, const Packet& p);
   /// Receiver: a data segment processed by TCP (tcp_rcv_established), in context c.
   void receiver_segment(const Ctx& c, const Packet& p, bool in_softirq);
+  /// Receiver: the ACK of everything received, with the window offered now (updates rcv_wup,
+  /// the advertised window and its right edge).
+  Packet make_ack();
   /// Receiver: send an ACK now from context c.
   void send_ack(const Ctx& c);
   uint64_t receive_window() const;
@@ -619,23 +622,14 @@ void Stream::receiver_segment(const Ctx& c, const Packet& p, bool in_softirq) {
       if (rcv_nxt_ > rcv_wup_) {
         // The timer's ACK (rare: only a stream's tail waits 40 ms) is sent without CPU cost:
         // a timer callback has no CPU context.
-        Packet a;
-        a.ack = true;
-        a.ack_seq = rcv_nxt_;
-        a.window = receive_window();
-        rcv_wup_ = rcv_nxt_;
-        rcv_wnd_ = a.window;
-        rcv_adv_right_ = a.ack_seq + a.window;
-        ++acks_;
-        transmit(1, a);
+        transmit(1, make_ack());
       }
     });
   }
   if (in_softirq) wake(s, c);
 }
 
-void Stream::send_ack(const Ctx& c) {
-  Side& s = side_[1];
+Packet Stream::make_ack() {
   Packet a;
   a.ack = true;
   a.ack_seq = rcv_nxt_;
@@ -644,6 +638,12 @@ void Stream::send_ack(const Ctx& c) {
   rcv_wnd_ = a.window;
   rcv_adv_right_ = std::max(rcv_adv_right_, a.ack_seq + a.window);
   ++acks_;
+  return a;
+}
+
+void Stream::send_ack(const Ctx& c) {
+  Side& s = side_[1];
+  const Packet a = make_ack();
   output_cost(s, c, a);
   s.host->flush();
   transmit(1, a);
