@@ -70,23 +70,27 @@ struct Bus {
 
 Bus read_bus(const model::Platform& p) {
   Bus b;
-  if (p.has("pcix.clock")) {
+  if (p.has("pcix.clock_mhz")) {
     b.is_pcix = true;
-    b.pcix.clock_mhz = static_cast<int>(p.integer("pcix.clock", "MHz"));
-    b.pcix.width_bits = static_cast<int>(p.integer("pcix.width", "bit"));
+    b.pcix.clock_mhz = static_cast<int>(p.integer("pcix.clock_mhz", "MHz"));
+    b.pcix.width_bits = static_cast<int>(p.integer("pcix.width_bits", "bit"));
     b.pcix.max_memory_read_byte_count = u32(p, "pcix.max_memory_read_byte_count", "B", 1, 4096);
     b.pcix.max_outstanding_split = static_cast<int>(u32(p, "pcix.max_outstanding_split", "", 1, 32));
     b.pcix.write_burst = u32(p, "pcix.write_burst", "B", 1, 4096);
     b.pcix.write_disconnect_size = u32(p, "pcix.write_disconnect_size", "B", 1, 4096);
     b.pcix.split_completion_size = u32(p, "pcix.split_completion_size", "B", 1, 4096);
     b.pcix.dual_address_cycle = p.flag("pcix.dual_address_cycle");
-    b.pcix.host_decode_clocks = static_cast<int>(u32(p, "pcix.host_decode", "clocks", 1, 4));
-    b.pcix.device_decode_clocks = static_cast<int>(u32(p, "pcix.device_decode", "clocks", 1, 4));
+    b.pcix.host_decode_clocks = static_cast<int>(u32(p, "pcix.host_decode_clocks", "clocks", 1, 4));
+    b.pcix.device_decode_clocks = static_cast<int>(u32(p, "pcix.device_decode_clocks", "clocks", 1, 4));
     b.pcix.target_wait_states = static_cast<int>(u32(p, "pcix.target_wait_states", "clocks", 0, 16));
-    b.pcix.idle_clocks = static_cast<int>(u32(p, "pcix.idle", "clocks", 1, 1024));
-    b.pcix.arbitration_clocks = static_cast<int>(u32(p, "pcix.arbitration", "clocks", 0, 1024));
-    b.pcix.split_completion_latency_ns = p.positive("pcix.split_completion_latency", "ns");
-    model::pcix::validate(b.pcix);
+    b.pcix.idle_clocks = static_cast<int>(u32(p, "pcix.idle_clocks", "clocks", 1, 1024));
+    b.pcix.arbitration_clocks = static_cast<int>(u32(p, "pcix.arbitration_clocks", "clocks", 0, 1024));
+    b.pcix.split_completion_latency_ns = p.positive("pcix.split_completion_latency_ns", "ns");
+    try {
+      model::pcix::validate(b.pcix);  // its messages name the field, which is the platform key
+    } catch (const InputError& e) {
+      throw InputError(fmt::format("platform {}: {}", p.name(), e.what()));
+    }
     b.read_latency_ns = b.pcix.split_completion_latency_ns;
     b.write_latency_ns = p.nonneg("pcix.posted_write_latency", "ns");
     return b;

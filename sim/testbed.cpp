@@ -33,7 +33,7 @@ void configure_simgrid() {
 }  // namespace
 
 HostParams read_host_params(const model::Platform& p) {
-  if (p.has("pcix.clock") && !p.has("pcie.gen"))
+  if (p.has("pcix.clock_mhz") && !p.has("pcie.gen"))
     throw InputError(fmt::format("platform {}: its HCA sits on a PCI-X bus, which the SDP path does not model yet "
                                  "(--transport ipoib does)", p.name()));
   HostParams s;
