@@ -11,7 +11,6 @@
 
 #include <fmt/format.h>
 #include <simgrid/s4u.hpp>
-#include <xbt/log.h>
 
 #include "model/cpu.h"
 #include "model/error.h"
@@ -33,11 +32,6 @@ namespace {
 
 // --- parameters -------------------------------------------------------------------------
 
-uint32_t u32(const model::Platform& p, const std::string& key, std::string_view unit, uint64_t lo, uint64_t hi) {
-  const int64_t v = p.integer(key, unit);
-  if (v < static_cast<int64_t>(lo) || v > static_cast<int64_t>(hi)) p.fail(key, fmt::format("{} is outside {}..{}", v, lo, hi));
-  return static_cast<uint32_t>(v);
-}
 
 /// The host's I/O bus as the HCA's DMA sees it: busy time per transfer and latencies.
 struct Bus {
@@ -74,17 +68,17 @@ Bus read_bus(const model::Platform& p) {
     b.is_pcix = true;
     b.pcix.clock_mhz = static_cast<int>(p.integer("pcix.clock_mhz", "MHz"));
     b.pcix.width_bits = static_cast<int>(p.integer("pcix.width_bits", "bit"));
-    b.pcix.max_memory_read_byte_count = u32(p, "pcix.max_memory_read_byte_count", "B", 1, 4096);
-    b.pcix.max_outstanding_split = static_cast<int>(u32(p, "pcix.max_outstanding_split", "", 1, 32));
-    b.pcix.write_burst = u32(p, "pcix.write_burst", "B", 1, 4096);
-    b.pcix.write_disconnect_size = u32(p, "pcix.write_disconnect_size", "B", 1, 4096);
-    b.pcix.split_completion_size = u32(p, "pcix.split_completion_size", "B", 1, 4096);
+    b.pcix.max_memory_read_byte_count = platform_u32(p, "pcix.max_memory_read_byte_count", "B", 1, 4096);
+    b.pcix.max_outstanding_split = static_cast<int>(platform_u32(p, "pcix.max_outstanding_split", "", 1, 32));
+    b.pcix.write_burst = platform_u32(p, "pcix.write_burst", "B", 1, 4096);
+    b.pcix.write_disconnect_size = platform_u32(p, "pcix.write_disconnect_size", "B", 1, 4096);
+    b.pcix.split_completion_size = platform_u32(p, "pcix.split_completion_size", "B", 1, 4096);
     b.pcix.dual_address_cycle = p.flag("pcix.dual_address_cycle");
-    b.pcix.host_decode_clocks = static_cast<int>(u32(p, "pcix.host_decode_clocks", "clocks", 1, 4));
-    b.pcix.device_decode_clocks = static_cast<int>(u32(p, "pcix.device_decode_clocks", "clocks", 1, 4));
-    b.pcix.target_wait_states = static_cast<int>(u32(p, "pcix.target_wait_states", "clocks", 0, 16));
-    b.pcix.idle_clocks = static_cast<int>(u32(p, "pcix.idle_clocks", "clocks", 1, 1024));
-    b.pcix.arbitration_clocks = static_cast<int>(u32(p, "pcix.arbitration_clocks", "clocks", 0, 1024));
+    b.pcix.host_decode_clocks = static_cast<int>(platform_u32(p, "pcix.host_decode_clocks", "clocks", 1, 4));
+    b.pcix.device_decode_clocks = static_cast<int>(platform_u32(p, "pcix.device_decode_clocks", "clocks", 1, 4));
+    b.pcix.target_wait_states = static_cast<int>(platform_u32(p, "pcix.target_wait_states", "clocks", 0, 16));
+    b.pcix.idle_clocks = static_cast<int>(platform_u32(p, "pcix.idle_clocks", "clocks", 1, 1024));
+    b.pcix.arbitration_clocks = static_cast<int>(platform_u32(p, "pcix.arbitration_clocks", "clocks", 0, 1024));
     b.pcix.split_completion_latency_ns = p.positive("pcix.split_completion_latency_ns", "ns");
     try {
       model::pcix::validate(b.pcix);  // its messages name the field, which is the platform key
@@ -97,10 +91,10 @@ Bus read_bus(const model::Platform& p) {
   }
   b.pcie.gen = static_cast<int>(p.integer("pcie.gen", ""));
   b.pcie.lanes = static_cast<int>(p.integer("pcie.lanes", ""));
-  b.pcie.max_payload = u32(p, "pcie.max_payload", "B", 1, 4096);
-  b.pcie.max_read_request = u32(p, "pcie.max_read_request", "B", 1, 4096);
-  b.pcie.read_completion_boundary = u32(p, "pcie.read_completion_boundary", "B", 1, 4096);
-  b.pcie.completion_size = u32(p, "pcie.completion_size", "B", 1, 4096);
+  b.pcie.max_payload = platform_u32(p, "pcie.max_payload", "B", 1, 4096);
+  b.pcie.max_read_request = platform_u32(p, "pcie.max_read_request", "B", 1, 4096);
+  b.pcie.read_completion_boundary = platform_u32(p, "pcie.read_completion_boundary", "B", 1, 4096);
+  b.pcie.completion_size = platform_u32(p, "pcie.completion_size", "B", 1, 4096);
   b.pcie.addr64 = p.flag("pcie.addr64");
   model::pcie::validate(b.pcie);
   b.read_latency_ns = p.nonneg("pcie.dma_read_rtt", "ns");
@@ -136,7 +130,7 @@ IpoibHost read_ipoib_host(const model::Platform& p) {
     throw InputError(fmt::format("platform {}: host.timer_hz x cpu.timer_tick leaves no time to run", p.name()));
   h.topology = model::CpuTopology::from_platform(p, h.costs.cpus);
   h.irq = model::IrqConfig::from_platform(p, h.costs.cpus);
-  h.app_cpu = static_cast<int>(u32(p, "host.default_app_cpu", "", 0, 1023));
+  h.app_cpu = static_cast<int>(platform_u32(p, "host.default_app_cpu", "", 0, 1023));
   if (h.app_cpu >= h.costs.cpus)
     p.fail("host.default_app_cpu", fmt::format("CPU {} does not exist (host.cpus = {})", h.app_cpu, h.costs.cpus));
   h.net = model::NetstackCosts::from_platform(p);
@@ -146,24 +140,24 @@ IpoibHost read_ipoib_host(const model::Platform& p) {
     p.fail("ib.speed", fmt::format("'{}' is not SDR, DDR, QDR, FDR10 or FDR", p.str("ib.speed")));
   }
   h.ib.width = static_cast<int>(p.integer("ib.width", ""));
-  h.ib.mtu = u32(p, "ib.mtu", "B", 256, 4096);
+  h.ib.mtu = platform_u32(p, "ib.mtu", "B", 256, 4096);
   model::ib::validate(h.ib);
   try {
     h.ipoib.mode = model::ipoib::parse_mode(p.str("ipoib.mode"));
   } catch (const InputError&) {
     p.fail("ipoib.mode", fmt::format("'{}' is not datagram or connected", p.str("ipoib.mode")));
   }
-  h.ipoib.connected_mtu = u32(p, "ipoib.connected_mtu", "B", 576, model::ipoib::kMaxConnectedMtu);
+  h.ipoib.connected_mtu = platform_u32(p, "ipoib.connected_mtu", "B", 576, model::ipoib::kMaxConnectedMtu);
   h.ipoib.tcp_timestamps = p.flag("socket.tcp_timestamps");
-  h.send_ring = u32(p, "ipoib.send_ring", "", 2, 65536);
-  h.recv_ring = u32(p, "ipoib.recv_ring", "", 2, 65536);
+  h.send_ring = platform_u32(p, "ipoib.send_ring", "", 2, 65536);
+  h.recv_ring = platform_u32(p, "ipoib.recv_ring", "", 2, 65536);
   h.bus = read_bus(p);
   h.hca_tx_ns = p.nonneg("hca.tx_processing", "ns");
   h.hca_rx_ns = p.nonneg("hca.rx_processing", "ns");
   h.interrupt_latency_ns = p.nonneg("hca.interrupt_latency", "ns");
   h.propagation_ns = p.nonneg("ib.propagation", "ns");
-  h.rmem_default = u32(p, "socket.tcp_rmem_default", "B", 1, 1u << 30);
-  h.wmem_default = u32(p, "socket.tcp_wmem_default", "B", 1, 1u << 30);
+  h.rmem_default = platform_u32(p, "socket.tcp_rmem_default", "B", 1, 1u << 30);
+  h.wmem_default = platform_u32(p, "socket.tcp_wmem_default", "B", 1, 1u << 30);
   p.check_used_in({"netstack", "ipoib", "pcix"});
   return h;
 }
@@ -358,18 +352,7 @@ class Stream {
 Stream::Stream(const IpoibHost& a, const IpoibHost& b, const TcpStreamConfig& cfg, uint64_t sndbuf, uint64_t rcvbuf,
                uint64_t send_size, uint64_t recv_size, int lcpu, int rcpu)
     : cfg_(cfg), sndbuf_(sndbuf), rcvbuf_(rcvbuf), send_size_(send_size), recv_size_(recv_size), lcpu_(lcpu), rcpu_(rcpu) {
-  char arg0[] = "hcasim";
-#ifdef HCASIM_SANITIZE
-  char arg1[] = "--cfg=contexts/factory:thread";  // see TwoHostBed
-  char* argv[] = {arg0, arg1, nullptr};
-  int argc = 2;
-#else
-  char* argv[] = {arg0, nullptr};
-  int argc = 1;
-#endif
-  xbt_log_control_set("root.thres:critical");
-  xbt_log_control_set("root.app:file:/dev/null");
-  engine_ = std::make_unique<s4u::Engine>(&argc, argv);
+  engine_ = make_engine();
   auto* zone = s4u::create_full_zone("hcasim-ipoib");
   node_ = zone->create_host("node", 1e9);
   zone->seal();

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include <fmt/format.h>
+#include <xbt/log.h>
 
 namespace hcasim::sim {
 
@@ -11,6 +12,36 @@ namespace s4u = simgrid::s4u;
 
 Timer::Timer(ActivityCounter& counter)
     : mutex_(s4u::Mutex::create()), cv_(s4u::ConditionVariable::create()), counter_(counter) {}
+
+std::unique_ptr<s4u::Engine> make_engine() {
+  char arg0[] = "hcasim";
+#ifdef HCASIM_SANITIZE
+  char arg1[] = "--cfg=contexts/factory:thread";
+  char* argv[] = {arg0, arg1, nullptr};
+  int argc = 2;
+#else
+  char* argv[] = {arg0, nullptr};
+  int argc = 1;
+#endif
+  xbt_log_control_set("root.thres:critical");
+  xbt_log_control_set("root.app:file:/dev/null");
+  auto engine = std::make_unique<s4u::Engine>(&argc, argv);
+  // Exact timing (DESIGN.md): a transfer takes latency + bytes/bandwidth, links shared max-min.
+  s4u::Engine::set_config("network/model:CM02");
+  s4u::Engine::set_config("network/crosstraffic:0");
+  s4u::Engine::set_config("network/TCP-gamma:0");
+  s4u::Engine::set_config("network/latency-factor:1");
+  s4u::Engine::set_config("network/bandwidth-factor:1");
+  s4u::Engine::set_config("network/weight-S:0");
+  return engine;
+}
+
+uint32_t platform_u32(const model::Platform& p, const std::string& key, std::string_view unit, uint64_t lo,
+                      uint64_t hi) {
+  const int64_t v = p.integer(key, unit);
+  if (v < static_cast<int64_t>(lo) || v > static_cast<int64_t>(hi)) p.fail(key, fmt::format("{} is outside {}..{}", v, lo, hi));
+  return static_cast<uint32_t>(v);
+}
 
 void Timer::at(double at_ns, std::function<void()> fn) {
   queue_.push({std::max(at_ns, sim::now_ns()), seq_++, std::move(fn)});

@@ -22,6 +22,7 @@
 
 #include "model/cache.h"
 #include "model/cpu.h"
+#include "model/platform.h"
 #include "model/topology.h"
 #include "sdp/host.h"
 
@@ -65,6 +66,19 @@ class ActorLock : public std::unique_lock<simgrid::s4u::Mutex> {
  private:
   int exceptions_ = std::uncaught_exceptions();  ///< in flight when the lock was taken
 };
+
+/// The SimGrid engine of a simulation, built as every hcasim simulation needs it: the thread
+/// context factory in the sanitizer build (HCASIM_SANITIZE: AddressSanitizer loses track of the
+/// stack under the raw and boost context switches; the factory is a command-line --cfg, chosen
+/// when the Engine is built), SimGrid's own log silenced (its messages, its deadlock report
+/// among them, would break hcasim's one-line errors; failures go through Failure), and the
+/// exact-timing network configuration of DESIGN.md. One per process.
+std::unique_ptr<simgrid::s4u::Engine> make_engine();
+
+/// Integer platform parameter `key` (in `unit`) within lo..hi; Platform::fail (one line naming
+/// the file:line or --set and the key) "V is outside LO..HI" otherwise.
+uint32_t platform_u32(const model::Platform& p, const std::string& key, std::string_view unit, uint64_t lo,
+                      uint64_t hi);
 
 /// Seconds (SimGrid) from ns.
 inline double to_s(double ns) { return ns * 1e-9; }

@@ -1,7 +1,6 @@
 #include "sim/testbed.h"
 
 #include <fmt/format.h>
-#include <xbt/log.h>
 
 #include <algorithm>
 #include <tuple>
@@ -13,22 +12,7 @@ namespace s4u = simgrid::s4u;
 namespace {
 
 
-uint32_t u32(const model::Platform& p, const std::string& key, std::string_view unit, uint64_t lo, uint64_t hi) {
-  const int64_t v = p.integer(key, unit);
-  if (v < static_cast<int64_t>(lo) || v > static_cast<int64_t>(hi))
-    p.fail(key, fmt::format("{} is outside {}..{}", v, lo, hi));
-  return static_cast<uint32_t>(v);
-}
 
-void configure_simgrid() {
-  // Exact timing (DESIGN.md): a transfer takes latency + bytes/bandwidth, links shared max-min.
-  s4u::Engine::set_config("network/model:CM02");
-  s4u::Engine::set_config("network/crosstraffic:0");
-  s4u::Engine::set_config("network/TCP-gamma:0");
-  s4u::Engine::set_config("network/latency-factor:1");
-  s4u::Engine::set_config("network/bandwidth-factor:1");
-  s4u::Engine::set_config("network/weight-S:0");
-}
 
 }  // namespace
 
@@ -40,10 +24,10 @@ HostParams read_host_params(const model::Platform& p) {
   s.costs = model::CpuCosts::from_platform(p);
   s.pcie.gen = static_cast<int>(p.integer("pcie.gen", ""));
   s.pcie.lanes = static_cast<int>(p.integer("pcie.lanes", ""));
-  s.pcie.max_payload = u32(p, "pcie.max_payload", "B", 1, 4096);
-  s.pcie.max_read_request = u32(p, "pcie.max_read_request", "B", 1, 4096);
-  s.pcie.read_completion_boundary = u32(p, "pcie.read_completion_boundary", "B", 1, 4096);
-  s.pcie.completion_size = u32(p, "pcie.completion_size", "B", 1, 4096);
+  s.pcie.max_payload = platform_u32(p, "pcie.max_payload", "B", 1, 4096);
+  s.pcie.max_read_request = platform_u32(p, "pcie.max_read_request", "B", 1, 4096);
+  s.pcie.read_completion_boundary = platform_u32(p, "pcie.read_completion_boundary", "B", 1, 4096);
+  s.pcie.completion_size = platform_u32(p, "pcie.completion_size", "B", 1, 4096);
   s.pcie.addr64 = p.flag("pcie.addr64");
   model::pcie::validate(s.pcie);
   try {
@@ -52,24 +36,24 @@ HostParams read_host_params(const model::Platform& p) {
     p.fail("ib.speed", fmt::format("'{}' is not SDR, DDR, QDR, FDR10 or FDR", p.str("ib.speed")));
   }
   s.ib.width = static_cast<int>(p.integer("ib.width", ""));
-  s.ib.mtu = u32(p, "ib.mtu", "B", 256, 4096);
+  s.ib.mtu = platform_u32(p, "ib.mtu", "B", 256, 4096);
   model::ib::validate(s.ib);
-  s.max_outstanding_reads = static_cast<int>(u32(p, "hca.max_outstanding_reads", "", 1, 256));
+  s.max_outstanding_reads = static_cast<int>(platform_u32(p, "hca.max_outstanding_reads", "", 1, 256));
   s.timing = model::HcaTiming::from_platform(p);
   if (!(s.timing.dma_read_rtt_ns > 0)) p.fail("pcie.dma_read_rtt", "must be > 0 (it bounds DMA reads in flight)");
   s.post = model::PostConfig::from_platform(p, s.pcie, s.timing.dma_read_rtt_ns);
   s.noise = model::NoiseConfig::from_platform(p, s.costs);
-  s.max_inline_data = u32(p, "hca.max_inline_data", "B", 0, 4096);
-  s.max_msg_size = u32(p, "hca.max_msg_size", "B", 1, 1u << 31);
-  s.qp_depth = u32(p, "hca.max_qp_wr", "", 1, 65536);
-  s.cq_entries = u32(p, "hca.cq_entries", "", 1, 4194304);
-  s.sdp.tx_ring = u32(p, "sdp.tx_ring", "", 1, 4096);
-  s.sdp.rx_ring = u32(p, "sdp.rx_ring", "", 1, 4096);
-  s.sdp.initial_recv_size = u32(p, "sdp.initial_recv_buffer", "B", 64, 1u << 20);
-  s.sdp.max_recv_size = u32(p, "sdp.max_recv_buffer", "B", 64, 1u << 20);
+  s.max_inline_data = platform_u32(p, "hca.max_inline_data", "B", 0, 4096);
+  s.max_msg_size = platform_u32(p, "hca.max_msg_size", "B", 1, 1u << 31);
+  s.qp_depth = platform_u32(p, "hca.max_qp_wr", "", 1, 65536);
+  s.cq_entries = platform_u32(p, "hca.cq_entries", "", 1, 4194304);
+  s.sdp.tx_ring = platform_u32(p, "sdp.tx_ring", "", 1, 4096);
+  s.sdp.rx_ring = platform_u32(p, "sdp.rx_ring", "", 1, 4096);
+  s.sdp.initial_recv_size = platform_u32(p, "sdp.initial_recv_buffer", "B", 64, 1u << 20);
+  s.sdp.max_recv_size = platform_u32(p, "sdp.max_recv_buffer", "B", 64, 1u << 20);
   if (s.sdp.max_recv_size < s.sdp.initial_recv_size)
     throw InputError(fmt::format("platform {}: sdp.max_recv_buffer is below sdp.initial_recv_buffer", p.name()));
-  s.sdp.min_credits = u32(p, "sdp.min_credits", "", 0, 1024);
+  s.sdp.min_credits = platform_u32(p, "sdp.min_credits", "", 0, 1024);
   // Below this the credit-update rule (peer view doubled above min_credits, compared with the
   // posted buffers) sends updates back and forth for ever, or no data can ever go.
   if (2 * (s.sdp.min_credits + 1) > s.sdp.rx_ring)
@@ -83,19 +67,19 @@ HostParams read_host_params(const model::Platform& p) {
   if (s.cq_entries < s.sdp.tx_ring + s.sdp.rx_ring)
     throw InputError(fmt::format("platform {}: hca.cq_entries = {} is below sdp.tx_ring + sdp.rx_ring = {} (the CQ "
                                  "would overrun)", p.name(), s.cq_entries, s.sdp.tx_ring + s.sdp.rx_ring));
-  s.sdp.page_size = u32(p, "host.page_size", "B", 512, 1u << 21);
+  s.sdp.page_size = platform_u32(p, "host.page_size", "B", 512, 1u << 21);
   if ((s.sdp.page_size & (s.sdp.page_size - 1)) != 0)
     p.fail("host.page_size", fmt::format("{} is not a power of two", s.sdp.page_size));
   if (!(p.num("host.clock", "GHz") > 0)) p.fail("host.clock", "must be > 0");
   s.sdp.recv_poll_ns = p.nonneg("sdp.recv_poll", "us") * 1e3;
   s.sdp.bzcopy_poll_ns = p.nonneg("sdp.bzcopy_poll", "us") * 1e3;
-  s.sdp.socket_lines = u32(p, "sdp.socket_lines", "lines", 0, 4096);
-  s.sdp.skb_lines = u32(p, "sdp.skb_lines", "lines", 0, 4096);
+  s.sdp.socket_lines = platform_u32(p, "sdp.socket_lines", "lines", 0, 4096);
+  s.sdp.skb_lines = platform_u32(p, "sdp.skb_lines", "lines", 0, 4096);
   s.topology = model::CpuTopology::from_platform(p, s.costs.cpus);
   s.irq = model::IrqConfig::from_platform(p, s.costs.cpus);
-  s.app_cpu = static_cast<int>(u32(p, "host.default_app_cpu", "", 0, 1023));
-  s.rmem_default = u32(p, "socket.tcp_rmem_default", "B", 1, 1u << 30);
-  s.wmem_default = u32(p, "socket.tcp_wmem_default", "B", 1, 1u << 30);
+  s.app_cpu = static_cast<int>(platform_u32(p, "host.default_app_cpu", "", 0, 1023));
+  s.rmem_default = platform_u32(p, "socket.tcp_rmem_default", "B", 1, 1u << 30);
+  s.wmem_default = platform_u32(p, "socket.tcp_wmem_default", "B", 1, 1u << 30);
   if (s.app_cpu >= s.costs.cpus)
     p.fail("host.default_app_cpu", fmt::format("CPU {} does not exist (host.cpus = {})", s.app_cpu, s.costs.cpus));
   // Read only by the IPoIB path (sim/ipoib_sim.cpp).
@@ -115,24 +99,7 @@ PathRates path_rates(const HostParams& tx, const HostParams& rx) {
 }
 
 TwoHostBed::TwoHostBed(const HostParams& a, const HostParams& b, uint64_t seed, sdp::DataMode mode) {
-  char arg0[] = "hcasim";
-#ifdef HCASIM_SANITIZE
-  // AddressSanitizer loses track of the stack under SimGrid's raw and boost context switches:
-  // the sanitizer build (CMake HCASIM_SANITIZE) runs the actors on threads. The factory is
-  // chosen when the Engine is built, so it is a command-line --cfg, not a set_config below.
-  char arg1[] = "--cfg=contexts/factory:thread";
-  char* argv[] = {arg0, arg1, nullptr};
-  int argc = 2;
-#else
-  char* argv[] = {arg0, nullptr};
-  int argc = 1;
-#endif
-  // SimGrid's own messages (its deadlock report among them) would break hcasim's one-line
-  // errors: they go nowhere; failures are reported through Failure.
-  xbt_log_control_set("root.thres:critical");
-  xbt_log_control_set("root.app:file:/dev/null");
-  engine_ = std::make_unique<s4u::Engine>(&argc, argv);
-  configure_simgrid();
+  engine_ = make_engine();
 
   auto* zone = s4u::create_full_zone("hcasim");
   cpu_ = {zone->create_host("A", 1e9), zone->create_host("B", 1e9)};
