@@ -8,8 +8,13 @@ namespace hcasim::model {
 
 HcaTiming HcaTiming::from_platform(const Platform& p) {
   HcaTiming t;
-  t.dma_read_rtt_ns = p.nonneg("pcie.dma_read_rtt", "ns");
-  t.posted_write_ns = p.nonneg("pcie.posted_write_latency", "ns");
+  if (HostBus::is_pcix_platform(p)) {
+    t.dma_read_rtt_ns = p.positive("pcix.split_completion_latency_ns", "ns");
+    t.posted_write_ns = p.nonneg("pcix.posted_write_latency", "ns");
+  } else {
+    t.dma_read_rtt_ns = p.nonneg("pcie.dma_read_rtt", "ns");
+    t.posted_write_ns = p.nonneg("pcie.posted_write_latency", "ns");
+  }
   t.tx_processing_ns = p.nonneg("hca.tx_processing", "ns");
   t.rx_processing_ns = p.nonneg("hca.rx_processing", "ns");
   t.interrupt_latency_ns = p.nonneg("hca.interrupt_latency", "ns");
@@ -32,12 +37,14 @@ double send_completion_latency_ns(const HcaTiming& rq, const HcaTiming& rs, bool
          rs.rx_processing_ns + rq.rx_processing_ns + rq.posted_write_ns;
 }
 
-PostConfig PostConfig::from_platform(const Platform& p, const pcie::Config& pcie, double dma_read_rtt_ns) {
+PostConfig PostConfig::from_platform(const Platform& p, const HostBus& bus, double dma_read_rtt_ns) {
   PostConfig c;
   c.mmio = mmio::Config::from_platform(p);
-  c.pcie = pcie;
+  c.bus = bus;
   c.dma_read_rtt_ns = dma_read_rtt_ns;
   c.blueflame = p.flag("hca.blueflame");
+  if (c.blueflame && bus.is_pcix())
+    p.fail("hca.blueflame", fmt::format("BlueFlame needs a PCIe slot; this HCA sits on {}", bus.describe()));
   const int64_t bf = p.integer("hca.bf_buf_size", "B");
   if (bf < 64 || bf > 4096 || bf % 64 != 0)
     p.fail("hca.bf_buf_size", fmt::format("{} B is not a multiple of 64 in 64..4096", bf));
@@ -46,37 +53,35 @@ PostConfig PostConfig::from_platform(const Platform& p, const pcie::Config& pcie
 }
 
 namespace {
-/// The CplDs of a doorbell's WQE read: whole 64 B basic blocks.
-uint64_t wqe_fetch_wire_bytes(const pcie::Config& link, uint32_t wqe_bytes) {
+/// Bus time of a doorbell's WQE read: whole 64 B basic blocks.
+double wqe_fetch_bus_ns(const HostBus& bus, uint32_t wqe_bytes) {
   const uint64_t blocks = (wqe_bytes + mlx4::kWqeBasicBlock - 1) / mlx4::kWqeBasicBlock;
-  return pcie::dma_read(link, 0, blocks * mlx4::kWqeBasicBlock).completions.wire_bytes;
+  return bus.dma_read_ns(blocks * mlx4::kWqeBasicBlock);
 }
 }  // namespace
 
-double wqe_fetch_ns(const pcie::Config& link, double rtt_ns, uint32_t wqe_bytes) {
-  return rtt_ns + mmio::link_ns(link, wqe_fetch_wire_bytes(link, wqe_bytes));
+double wqe_fetch_ns(const HostBus& bus, double rtt_ns, uint32_t wqe_bytes) {
+  return rtt_ns + wqe_fetch_bus_ns(bus, wqe_bytes);
 }
 
-MessageWire message_wire(const pcie::Config& tx, const ib::Config& ib, const pcie::Config& rx, const PostTiming& post,
+MessageWire message_wire(const HostBus& tx, const ib::Config& ib, const HostBus& rx, const PostTiming& post,
                          bool inline_data, uint64_t bytes, bool send, bool with_post) {
   constexpr uint32_t kCqeBytes = 32;  // mlx4 CQE (struct mlx4_cqe)
   MessageWire w;
   if (with_post) {
-    w.tx_h2d = post.mmio.wire_bytes;
-    if (!post.blueflame) w.tx_h2d += wqe_fetch_wire_bytes(tx, post.wqe_bytes);
+    w.tx_bus_ns = post.mmio.bus_ns;
+    if (!post.blueflame) w.tx_bus_ns += wqe_fetch_bus_ns(tx, post.wqe_bytes);
   }
-  if (!inline_data) w.tx_h2d += pcie::dma_read(tx, 0, bytes).completions.wire_bytes;
+  if (!inline_data) w.tx_bus_ns += tx.dma_read_ns(bytes);
   w.ib = send ? ib::send_wire_bytes(ib, bytes) : ib::rdma_write_wire_bytes(ib, bytes);
-  w.rx_d2h = pcie::dma_write(rx, 0, bytes).wire_bytes;
-  if (send) w.rx_d2h += pcie::tlp_wire_bytes(pcie::TlpType::MWr, kCqeBytes, rx);
+  w.rx_bus_ns = rx.dma_write_ns(bytes);
+  if (send) w.rx_bus_ns += rx.dma_write_ns(kCqeBytes);
   return w;
 }
 
-double message_link_time_ns(const pcie::Config& tx, const ib::Config& ib, const pcie::Config& rx, const MessageWire& w) {
-  const double h2d = mmio::link_ns(tx, w.tx_h2d);
+double message_link_time_ns(const ib::Config& ib, const MessageWire& w) {
   const double wire = static_cast<double>(w.ib) * 8.0 / ib::data_rate_gbps(ib);
-  const double d2h = mmio::link_ns(rx, w.rx_d2h);
-  return std::max({h2d, wire, d2h});
+  return std::max({w.tx_bus_ns, wire, w.rx_bus_ns});
 }
 
 PostTiming post_timing(const PostConfig& cfg, const mlx4::WqeShape& w) {
@@ -84,11 +89,12 @@ PostTiming post_timing(const PostConfig& cfg, const mlx4::WqeShape& w) {
   t.wqe_bytes = mlx4::wqe_bytes(w);
   t.blueflame = cfg.blueflame && mlx4::blueflame_eligible(1, w, cfg.bf_buf_size);
   if (t.blueflame) {
-    t.mmio = mmio::copy_to_device(cfg.mmio, cfg.pcie, mlx4::blueflame_copy_bytes(w), t.wqe_bytes, mlx4::kMmioStoreBytes);
+    t.mmio = mmio::copy_to_device(cfg.mmio, cfg.bus.pcie, mlx4::blueflame_copy_bytes(w), t.wqe_bytes,
+                                  mlx4::kMmioStoreBytes);
     t.wqe_at_hca_ns = t.mmio.ready_ns;
   } else {
-    t.mmio = mmio::doorbell(cfg.mmio, cfg.pcie);
-    t.wqe_at_hca_ns = t.mmio.ready_ns + wqe_fetch_ns(cfg.pcie, cfg.dma_read_rtt_ns, t.wqe_bytes);
+    t.mmio = mmio::doorbell(cfg.mmio, cfg.bus);
+    t.wqe_at_hca_ns = t.mmio.ready_ns + wqe_fetch_ns(cfg.bus, cfg.dma_read_rtt_ns, t.wqe_bytes);
   }
   t.cpu_ns = t.mmio.cpu_ns;
   return t;

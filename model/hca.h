@@ -10,15 +10,18 @@
 #include "model/ib.h"
 #include "model/mlx4.h"
 #include "model/mmio.h"
+#include "model/bus.h"
 #include "model/pcie.h"
 #include "model/platform.h"
 
 namespace hcasim::model {
 
-/// Fixed latencies of one HCA and its slot, ns (platform sections [pcie], [hca], [ib]).
+/// Fixed latencies of one HCA and its slot, ns (platform sections [pcie] or [pcix], [hca], [ib]).
 struct HcaTiming {
-  double dma_read_rtt_ns = 0;       ///< MRd issued -> first CplD back (WQE fetch, gather)
-  double posted_write_ns = 0;       ///< device MWr issued -> visible in host memory (payload, CQE)
+  /// MRd issued -> first CplD back (PCIe), split response -> first split completion (PCI-X):
+  /// the WQE fetch, the gather
+  double dma_read_rtt_ns = 0;
+  double posted_write_ns = 0;       ///< device write issued -> visible in host memory (payload, CQE)
   double tx_processing_ns = 0;      ///< WQE parsing and packet build in the HCA, pipelined
   double rx_processing_ns = 0;      ///< packet check and scatter set-up in the HCA, pipelined
   double propagation_ns = 0;        ///< one way on the IB link (cable, switch if any)
@@ -27,8 +30,8 @@ struct HcaTiming {
   /// (hca.inline_copy_rate). Latency only: it replaces the gather DMA read of a non-inline WR.
   double inline_copy_rate_Bpns = 1;
 
-  /// Reads pcie.dma_read_rtt, pcie.posted_write_latency,
-  /// hca.tx_processing, hca.rx_processing, hca.interrupt_latency, ib.propagation (all ns,
+  /// Reads pcie.dma_read_rtt and pcie.posted_write_latency (on a PCI-X platform
+  /// pcix.split_completion_latency_ns and pcix.posted_write_latency), hca.tx_processing, hca.rx_processing, hca.interrupt_latency, ib.propagation (all ns,
   /// >= 0) and hca.inline_copy_rate (B/ns, > 0). Throws InputError on a missing or bad value.
   static HcaTiming from_platform(const Platform& p);
 };
@@ -56,14 +59,15 @@ double send_completion_latency_ns(const HcaTiming& requester, const HcaTiming& r
 /// How a host hands send WQEs to its HCA (the libmlx4 / mlx4_ib send path).
 struct PostConfig {
   mmio::Config mmio;           ///< the CPU's stores to the UAR and BlueFlame pages
-  pcie::Config pcie;           ///< the HCA's slot (MWr serialisation, WQE fetch completions)
-  double dma_read_rtt_ns = 0;  ///< pcie.dma_read_rtt (the WQE fetch after a doorbell)
+  HostBus bus;                 ///< the HCA's slot (MMIO serialisation, WQE fetch completions)
+  double dma_read_rtt_ns = 0;  ///< HcaTiming's (the WQE fetch after a doorbell)
   bool blueflame = true;       ///< hca.blueflame: the driver maps BlueFlame registers
   uint32_t bf_buf_size = 256;  ///< hca.bf_buf_size: half a BlueFlame register, B
 
   /// Reads the mmio::Config keys, hca.blueflame and hca.bf_buf_size (64..4096 B, a multiple of
-  /// 64). `pcie` is the already validated slot, `dma_read_rtt_ns` HcaTiming's.
-  static PostConfig from_platform(const Platform& p, const pcie::Config& pcie, double dma_read_rtt_ns);
+  /// 64). `bus` is the already validated slot, `dma_read_rtt_ns` HcaTiming's. BlueFlame
+  /// (write-combined MMIO of whole WQEs, ConnectX) on a PCI-X bus is an InputError.
+  static PostConfig from_platform(const Platform& p, const HostBus& bus, double dma_read_rtt_ns);
 };
 
 /// What posting one WR costs and when the HCA holds its WQE.
@@ -82,30 +86,31 @@ struct PostTiming {
 /// Otherwise the doorbell (mmio::doorbell), then the WQE fetch (wqe_fetch_ns).
 PostTiming post_timing(const PostConfig& cfg, const mlx4::WqeShape& w);
 
-/// Link bytes one message puts on each link it crosses, every TLP, packet header and
-/// delimiter counted (model/pcie.h, model/ib.h).
+/// What one message puts on each link it crosses: bus busy time (every TLP or PCI-X
+/// transaction counted, model/bus.h) and IB link bytes (every packet header, model/ib.h).
 struct MessageWire {
-  uint64_t tx_h2d = 0;  ///< requester's PCIe, host -> device: the MMIO (doorbell or BlueFlame
-                        ///< copy), the WQE's CplDs after a doorbell, the payload's CplDs unless inline
-  uint64_t ib = 0;      ///< the IB link: SEND or RDMA WRITE packets
-  uint64_t rx_d2h = 0;  ///< responder's PCIe, device -> host: the payload's MWrs and, for a
-                        ///< SEND, the 32 B receive CQE
+  double tx_bus_ns = 0;  ///< requester's bus, host -> device (PCIe) or the shared PCI-X bus: the
+                         ///< MMIO (doorbell or BlueFlame copy), the WQE fetch after a doorbell,
+                         ///< the payload's DMA read unless inline
+  uint64_t ib = 0;       ///< the IB link: SEND or RDMA WRITE packets, bytes
+  double rx_bus_ns = 0;  ///< responder's bus, device -> host (PCIe) or the shared PCI-X bus: the
+                         ///< payload's DMA write and, for a SEND, the 32 B receive CQE
 };
 
 /// MessageWire of one SEND (`send`) or RDMA WRITE of `bytes` posted as `post` describes.
 /// `with_post` false leaves out the post's own MMIO and WQE-fetch bytes (they crossed the link
 /// before the HCA started the message: post_timing counts them).
-MessageWire message_wire(const pcie::Config& tx, const ib::Config& ib, const pcie::Config& rx, const PostTiming& post,
+MessageWire message_wire(const HostBus& tx, const ib::Config& ib, const HostBus& rx, const PostTiming& post,
                          bool inline_data, uint64_t bytes, bool send, bool with_post = true);
 
-/// Time the busiest link needs for one message, ns: max over the three links of wire bytes
-/// x 8 / the link's data rate (PCIe after SKP efficiency). What bounds the message rate of
-/// small messages; long messages are bounded by the links' stream ceilings instead.
-double message_link_time_ns(const pcie::Config& tx, const ib::Config& ib, const pcie::Config& rx, const MessageWire& w);
+/// Time the busiest link needs for one message, ns: the larger bus time and the IB link's
+/// bytes x 8 / its data rate. What bounds the message rate of small messages; long messages
+/// are bounded by the links' stream ceilings instead.
+double message_link_time_ns(const ib::Config& ib, const MessageWire& w);
 
-/// DMA read of a WQE of `wqe_bytes` after a doorbell, ns: rtt (MRd issued -> first CplD
-/// starts arriving) + the link time of all its CplDs (pcie::dma_read of the WQE's 64 B
-/// basic blocks; mmio::link_ns).
-double wqe_fetch_ns(const pcie::Config& link, double rtt_ns, uint32_t wqe_bytes);
+/// DMA read of a WQE of `wqe_bytes` after a doorbell, ns: rtt (request issued -> first
+/// completion starts arriving) + the bus time of the read of the WQE's 64 B basic blocks
+/// (HostBus::dma_read_ns).
+double wqe_fetch_ns(const HostBus& bus, double rtt_ns, uint32_t wqe_bytes);
 
 }  // namespace hcasim::model

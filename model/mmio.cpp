@@ -19,7 +19,7 @@ Config Config::from_platform(const Platform& p) {
   c.wc_store_ns = p.nonneg("cpu.wc_store", "ns");
   c.wc_flush_ns = p.nonneg("cpu.wc_flush", "ns");
   c.uc_store_ns = p.nonneg("cpu.uc_store", "ns");
-  c.latency_ns = p.nonneg("pcie.mmio_write_latency", "ns");
+  c.latency_ns = p.nonneg(HostBus::is_pcix_platform(p) ? "pcix.mmio_write_latency" : "pcie.mmio_write_latency", "ns");
   return c;
 }
 
@@ -50,12 +50,25 @@ CopyTiming copy_to_device(const Config& cfg, const pcie::Config& link, uint32_t 
   t.ready_ns = link_free + cfg.latency_ns;
   for (uint32_t j = 0; j < t.tlps; ++j)
     t.wire_bytes += pcie::tlp_wire_bytes(pcie::TlpType::MWr, std::min(t.tlp_payload, bytes - j * t.tlp_payload), link);
+  t.bus_ns = link_ns(link, t.wire_bytes);
   t.cpu_ns = static_cast<double>(t.stores) * per_store + (wc ? cfg.wc_flush_ns : 0.0);
   return t;
 }
 
 CopyTiming doorbell(const Config& cfg, const pcie::Config& link) {
   return copy_to_device(cfg, link, 4, 4, 4, /*uncached=*/true);
+}
+
+CopyTiming doorbell(const Config& cfg, const HostBus& bus) {
+  if (!bus.is_pcix()) return doorbell(cfg, bus.pcie);
+  CopyTiming t;
+  t.stores = 1;
+  t.tlps = 1;
+  t.tlp_payload = 4;
+  t.bus_ns = bus.mmio_store_ns(4);
+  t.cpu_ns = cfg.uc_store_ns;
+  t.ready_ns = cfg.uc_store_ns + t.bus_ns + cfg.latency_ns;
+  return t;
 }
 
 }  // namespace hcasim::model::mmio

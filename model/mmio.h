@@ -14,6 +14,7 @@
 /// device after the posted-write latency.
 #include <cstdint>
 
+#include "model/bus.h"
 #include "model/pcie.h"
 
 namespace hcasim::model {
@@ -28,10 +29,13 @@ struct Config {
   double wc_store_ns = 0;       ///< cpu.wc_store: one 8 B store into a WC buffer, ns
   double wc_flush_ns = 0;       ///< cpu.wc_flush: the sfence that drains the WC buffers, ns
   double uc_store_ns = 0;       ///< cpu.uc_store: one uncached store until it leaves the core, ns
-  double latency_ns = 0;        ///< pcie.mmio_write_latency: MWr leaves the CPU -> at the device, ns
+  /// pcie.mmio_write_latency (pcix.mmio_write_latency on a PCI-X platform): the store leaves
+  /// the CPU -> at the device, ns
+  double latency_ns = 0;
 
   /// Reads host.write_combining, cpu.wc_store, cpu.wc_flush, cpu.uc_store and
-  /// pcie.mmio_write_latency (ns, >= 0). Throws InputError on a missing or negative value.
+  /// pcie.mmio_write_latency or pcix.mmio_write_latency (ns, >= 0). Throws InputError on a
+  /// missing or negative value.
   static Config from_platform(const Platform& p);
 };
 
@@ -40,7 +44,8 @@ struct CopyTiming {
   uint32_t stores = 0;      ///< CPU stores of store_bytes each
   uint32_t tlps = 0;        ///< MWr TLPs on the link
   uint32_t tlp_payload = 0; ///< bytes per TLP: 64 (WC) or store_bytes (UC)
-  uint64_t wire_bytes = 0;  ///< link bytes of all the TLPs (pcie::tlp_wire_bytes)
+  uint64_t wire_bytes = 0;  ///< link bytes of all the TLPs (pcie::tlp_wire_bytes); 0 on PCI-X
+  double bus_ns = 0;        ///< bus busy time of all the TLPs (link_ns) or PCI-X write transactions
   double cpu_ns = 0;        ///< CPU busy from the first store until it may go on
   double ready_ns = 0;      ///< from the first store until the device holds the first `needed` bytes
 };
@@ -59,6 +64,9 @@ CopyTiming copy_to_device(const Config& cfg, const pcie::Config& link, uint32_t 
 /// The doorbell: one 4 B uncached store of the QPN to the UAR page (libmlx4
 /// mmio_write32_be(uar + MLX4_SEND_DOORBELL)).
 CopyTiming doorbell(const Config& cfg, const pcie::Config& link);
+/// The doorbell on either bus: as above on PCIe; on PCI-X one uncached 4 B store that the
+/// host bridge writes to the device in one transaction (HostBus::mmio_store_ns).
+CopyTiming doorbell(const Config& cfg, const HostBus& bus);
 
 /// Host -> device link time of `wire_bytes`, ns: wire_bytes x 8 / link data rate (Gbit/s)
 /// / skip_efficiency.

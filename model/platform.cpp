@@ -297,6 +297,12 @@ double Platform::nonneg(const std::string& key, std::string_view unit) const {
   return v;
 }
 
+uint32_t Platform::u32(const std::string& key, std::string_view unit, uint64_t lo, uint64_t hi) const {
+  const int64_t v = integer(key, unit);
+  if (v < static_cast<int64_t>(lo) || v > static_cast<int64_t>(hi)) fail(key, fmt::format("{} is outside {}..{}", v, lo, hi));
+  return static_cast<uint32_t>(v);
+}
+
 double Platform::positive(const std::string& key, std::string_view unit) const {
   const double v = num(key, unit);
   if (!(v > 0)) fail(key, fmt::format("{} {} must be > 0", v, unit));

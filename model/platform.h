@@ -69,6 +69,8 @@ class Platform {
   /// "V UNIT is out of range (1e-12..1e12)" outside 10^-12..10^12 (a rate so small that
   /// bytes / rate overflows to infinity crashed SimGrid).
   double positive(const std::string& key, std::string_view unit) const;
+  /// integer(key, unit) within lo..hi; fail() "V is outside LO..HI" otherwise.
+  uint32_t u32(const std::string& key, std::string_view unit, uint64_t lo, uint64_t hi) const;
 
   /// Throws InputError naming where `key` was given: "FILE:LINE: KEY: what", or
   /// "--set KEY: what (platform NAME)" for a value set on the command line. For a value that

@@ -398,11 +398,10 @@ bool SimQp::gather_and_transfer(const Posted& p, Wc& swc) {
   const uint64_t bytes = wr.length();
   // When the engine waited for the WQE, its MMIO and fetch bytes crossed the link before it
   // started (post_timing counts them).
-  const model::MessageWire w = model::message_wire(hca_.post_config().pcie, hca_.ib_, peer_->hca_.post_config().pcie,
+  const model::MessageWire w = model::message_wire(hca_.post_config().bus, hca_.ib_, peer_->hca_.post_config().bus,
                                                    p.post, wr.inline_data, bytes, wr.opcode == WrOpcode::Send,
                                                    !p.waited);
-  const double link_ns = model::message_link_time_ns(hca_.post_config().pcie, hca_.ib_,
-                                                     peer_->hca_.post_config().pcie, w);
+  const double link_ns = model::message_link_time_ns(hca_.ib_, w);
   const double size = std::max(static_cast<double>(std::max<uint64_t>(bytes, 1)), link_ns * 1e-9 * hca_.bottleneck_Bps_);
   ++hca_.counter_.count;
   s4u::Comm::sendto_async(hca_.node(), peer_->hca_.node(), static_cast<uint64_t>(std::ceil(size)))->wait();

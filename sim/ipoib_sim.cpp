@@ -14,6 +14,7 @@
 
 #include "model/cpu.h"
 #include "model/error.h"
+#include "model/hca.h"
 #include "model/ib.h"
 #include "model/interrupt.h"
 #include "model/ipoib.h"
@@ -33,74 +34,28 @@ namespace {
 // --- parameters -------------------------------------------------------------------------
 
 
-/// The host's I/O bus as the HCA's DMA sees it: busy time per transfer and latencies.
+/// The host's I/O bus as the HCA's DMA sees it: busy time per transfer (model/bus.h) and
+/// latencies.
 struct Bus {
-  bool is_pcix = false;
-  model::pcie::Config pcie;
-  model::pcix::Config pcix;
+  model::HostBus bus;
   double read_latency_ns = 0;   ///< PCIe: MRd -> first CplD; PCI-X: split response -> completion
   double write_latency_ns = 0;  ///< device write issued -> visible in memory
+  bool is_pcix() const { return bus.is_pcix(); }
   /// Busy time of a DMA read of n bytes on the bus (PCIe: the completions' direction).
-  double read_ns(uint64_t n) const {
-    if (is_pcix) return model::pcix::bus_time_ns(pcix, model::pcix::dma_read(pcix, 0, n).clocks());
-    return model::mmio::link_ns(pcie, model::pcie::dma_read(pcie, 0, n).completions.wire_bytes);
-  }
+  double read_ns(uint64_t n) const { return bus.dma_read_ns(n); }
   /// Busy time of a DMA write of n bytes (PCIe: the device-to-host direction).
-  double write_ns(uint64_t n) const {
-    if (is_pcix) return model::pcix::bus_time_ns(pcix, model::pcix::dma_write(pcix, 0, n).clocks);
-    return model::mmio::link_ns(pcie, model::pcie::dma_write(pcie, 0, n).wire_bytes);
-  }
+  double write_ns(uint64_t n) const { return bus.dma_write_ns(n); }
   /// Latency of a DMA read of n bytes beyond its bus time: PCI-X issues at most
   /// max_outstanding_split requests of MMRBC bytes per split-completion latency.
   double read_wait_ns(uint64_t n) const {
-    if (!is_pcix) return read_latency_ns;
-    const uint64_t m = pcix.max_memory_read_byte_count;
+    if (!is_pcix()) return read_latency_ns;
+    const uint64_t m = bus.pcix.max_memory_read_byte_count;
     const uint64_t requests = (n + m - 1) / m;
-    const uint64_t rounds = (requests + static_cast<uint64_t>(pcix.max_outstanding_split) - 1) /
-                            static_cast<uint64_t>(pcix.max_outstanding_split);
+    const uint64_t rounds = (requests + static_cast<uint64_t>(bus.pcix.max_outstanding_split) - 1) /
+                            static_cast<uint64_t>(bus.pcix.max_outstanding_split);
     return static_cast<double>(std::max<uint64_t>(rounds, 1)) * read_latency_ns;
   }
 };
-
-Bus read_bus(const model::Platform& p) {
-  Bus b;
-  if (p.has("pcix.clock_mhz")) {
-    b.is_pcix = true;
-    b.pcix.clock_mhz = static_cast<int>(p.integer("pcix.clock_mhz", "MHz"));
-    b.pcix.width_bits = static_cast<int>(p.integer("pcix.width_bits", "bit"));
-    b.pcix.max_memory_read_byte_count = platform_u32(p, "pcix.max_memory_read_byte_count", "B", 1, 4096);
-    b.pcix.max_outstanding_split = static_cast<int>(platform_u32(p, "pcix.max_outstanding_split", "", 1, 32));
-    b.pcix.write_burst = platform_u32(p, "pcix.write_burst", "B", 1, 4096);
-    b.pcix.write_disconnect_size = platform_u32(p, "pcix.write_disconnect_size", "B", 1, 4096);
-    b.pcix.split_completion_size = platform_u32(p, "pcix.split_completion_size", "B", 1, 4096);
-    b.pcix.dual_address_cycle = p.flag("pcix.dual_address_cycle");
-    b.pcix.host_decode_clocks = static_cast<int>(platform_u32(p, "pcix.host_decode_clocks", "clocks", 1, 4));
-    b.pcix.device_decode_clocks = static_cast<int>(platform_u32(p, "pcix.device_decode_clocks", "clocks", 1, 4));
-    b.pcix.target_wait_states = static_cast<int>(platform_u32(p, "pcix.target_wait_states", "clocks", 0, 16));
-    b.pcix.idle_clocks = static_cast<int>(platform_u32(p, "pcix.idle_clocks", "clocks", 1, 1024));
-    b.pcix.arbitration_clocks = static_cast<int>(platform_u32(p, "pcix.arbitration_clocks", "clocks", 0, 1024));
-    b.pcix.split_completion_latency_ns = p.positive("pcix.split_completion_latency_ns", "ns");
-    try {
-      model::pcix::validate(b.pcix);  // its messages name the field, which is the platform key
-    } catch (const InputError& e) {
-      throw InputError(fmt::format("platform {}: {}", p.name(), e.what()));
-    }
-    b.read_latency_ns = b.pcix.split_completion_latency_ns;
-    b.write_latency_ns = p.nonneg("pcix.posted_write_latency", "ns");
-    return b;
-  }
-  b.pcie.gen = static_cast<int>(p.integer("pcie.gen", ""));
-  b.pcie.lanes = static_cast<int>(p.integer("pcie.lanes", ""));
-  b.pcie.max_payload = platform_u32(p, "pcie.max_payload", "B", 1, 4096);
-  b.pcie.max_read_request = platform_u32(p, "pcie.max_read_request", "B", 1, 4096);
-  b.pcie.read_completion_boundary = platform_u32(p, "pcie.read_completion_boundary", "B", 1, 4096);
-  b.pcie.completion_size = platform_u32(p, "pcie.completion_size", "B", 1, 4096);
-  b.pcie.addr64 = p.flag("pcie.addr64");
-  model::pcie::validate(b.pcie);
-  b.read_latency_ns = p.nonneg("pcie.dma_read_rtt", "ns");
-  b.write_latency_ns = p.nonneg("pcie.posted_write_latency", "ns");
-  return b;
-}
 
 /// Everything the IPoIB path reads from one host's platform.
 struct IpoibHost {
@@ -151,14 +106,18 @@ IpoibHost read_ipoib_host(const model::Platform& p) {
   h.ipoib.tcp_timestamps = p.flag("socket.tcp_timestamps");
   h.send_ring = platform_u32(p, "ipoib.send_ring", "", 2, 65536);
   h.recv_ring = platform_u32(p, "ipoib.recv_ring", "", 2, 65536);
-  h.bus = read_bus(p);
-  h.hca_tx_ns = p.nonneg("hca.tx_processing", "ns");
-  h.hca_rx_ns = p.nonneg("hca.rx_processing", "ns");
-  h.interrupt_latency_ns = p.nonneg("hca.interrupt_latency", "ns");
-  h.propagation_ns = p.nonneg("ib.propagation", "ns");
+  h.bus.bus = model::HostBus::from_platform(p);
+  const model::HcaTiming t = model::HcaTiming::from_platform(p);
+  h.bus.read_latency_ns = t.dma_read_rtt_ns;
+  h.bus.write_latency_ns = t.posted_write_ns;
+  h.hca_tx_ns = t.tx_processing_ns;
+  h.hca_rx_ns = t.rx_processing_ns;
+  h.interrupt_latency_ns = t.interrupt_latency_ns;
+  h.propagation_ns = t.propagation_ns;
   h.rmem_default = platform_u32(p, "socket.tcp_rmem_default", "B", 1, 1u << 30);
   h.wmem_default = platform_u32(p, "socket.tcp_wmem_default", "B", 1, 1u << 30);
-  p.check_used_in({"netstack", "ipoib", "pcix"});
+  // [pcix]: HostBus and HcaTiming read every key but mmio_write_latency, the SDP post path's.
+  p.check_used_in({"netstack", "ipoib"});
   return h;
 }
 
@@ -409,7 +368,7 @@ void Stream::transmit(int from, const Packet& p) {
   if (s.p.ipoib.mode == model::ipoib::Mode::Connected) t_send += s.p.propagation_ns + r.p.hca_rx_ns;
   // Receiver HCA: check, scatter the frame and write the CQE (DMA writes, in order).
   t = r.hca_rx.reserve(t, r.p.hca_rx_ns) + r.p.hca_rx_ns;
-  Calendar& rwrite = r.p.bus.is_pcix ? r.bus_read : r.bus_write;
+  Calendar& rwrite = r.p.bus.is_pcix() ? r.bus_read : r.bus_write;
   const double w = r.p.bus.write_ns(frame) + r.p.bus.write_ns(32);
   t = rwrite.reserve(t, w) + w + r.p.bus.write_latency_ns;
   t = std::max(t, r.last_delivery_ns);
@@ -417,7 +376,7 @@ void Stream::transmit(int from, const Packet& p) {
   const int to = 1 - from;
   timer_->at(t, [this, to, frame, p] { deliver(to, make_cqe(false, frame, p)); });
   // The sender's CQE (32 B write on its own bus).
-  Calendar& swrite = s.p.bus.is_pcix ? s.bus_read : s.bus_write;
+  Calendar& swrite = s.p.bus.is_pcix() ? s.bus_read : s.bus_write;
   const double ws = s.p.bus.write_ns(32);
   t_send = swrite.reserve(t_send, ws) + ws + s.p.bus.write_latency_ns;
   ++s.tx_outstanding;

@@ -36,13 +36,6 @@ std::unique_ptr<s4u::Engine> make_engine() {
   return engine;
 }
 
-uint32_t platform_u32(const model::Platform& p, const std::string& key, std::string_view unit, uint64_t lo,
-                      uint64_t hi) {
-  const int64_t v = p.integer(key, unit);
-  if (v < static_cast<int64_t>(lo) || v > static_cast<int64_t>(hi)) p.fail(key, fmt::format("{} is outside {}..{}", v, lo, hi));
-  return static_cast<uint32_t>(v);
-}
-
 void Timer::at(double at_ns, std::function<void()> fn) {
   queue_.push({std::max(at_ns, sim::now_ns()), seq_++, std::move(fn)});
   cv_->notify_all();

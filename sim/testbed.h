@@ -17,6 +17,7 @@
 #include "model/interrupt.h"
 #include "model/topology.h"
 #include "model/noise.h"
+#include "model/bus.h"
 #include "model/pcie.h"
 #include "model/platform.h"
 #include "sdp/socket.h"
@@ -28,7 +29,7 @@ namespace hcasim::sim {
 /// One host's parameters, read and checked from its platform file.
 struct HostParams {
   model::CpuCosts costs;
-  model::pcie::Config pcie;
+  model::HostBus bus;             ///< the HCA's slot: [pcie] or [pcix]
   model::ib::Config ib;
   model::HcaTiming timing;
   model::PostConfig post;         ///< doorbell / BlueFlame path of the send queue
@@ -36,7 +37,8 @@ struct HostParams {
   uint32_t max_inline_data = 0;   ///< hca.max_inline_data, bytes
   uint64_t max_msg_size = 0;      ///< hca.max_msg_size, bytes
   sdp::SdpConfig sdp;
-  int max_outstanding_reads = 0;  ///< HCA's outstanding DMA reads (tags)
+  int max_outstanding_reads = 0;  ///< HCA's outstanding DMA reads (tags; PCIe only: PCI-X's are
+                                  ///< pcix.max_outstanding_split)
   uint32_t qp_depth = 0;          ///< hca.max_qp_wr
   uint32_t cq_entries = 0;        ///< hca.cq_entries
   model::CpuTopology topology;    ///< [topology]
@@ -51,11 +53,12 @@ struct HostParams {
 HostParams read_host_params(const model::Platform& p);
 
 /// Payload-rate bandwidths (bytes/s) of the links one direction's data crosses, from model/'s
-/// closed-form ceilings: the sender's PCIe host->device (DMA read completions), the sender's
-/// DMA-read tag limit, the IB link (SENDs of the receiver's largest buffer), the receiver's
-/// PCIe device->host (DMA writes).
+/// closed-form ceilings (model/bus.h): the sender's bus reading the data (PCIe host->device
+/// completions, or PCI-X requests and split completions), the sender's DMA-read latency
+/// bound (PCIe tags, PCI-X outstanding split transactions), the IB link (SENDs of the
+/// receiver's largest buffer), the receiver's bus writing it (PCIe device->host, PCI-X).
 struct PathRates {
-  double pcie_read_Bps = 0, dma_tags_Bps = 0, ib_Bps = 0, pcie_write_Bps = 0;
+  double bus_read_Bps = 0, dma_tags_Bps = 0, ib_Bps = 0, bus_write_Bps = 0;
 };
 PathRates path_rates(const HostParams& tx, const HostParams& rx);
 

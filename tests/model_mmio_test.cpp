@@ -4,11 +4,14 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <string>
 
+#include "model/error.h"
 #include "model/hca.h"
 #include "model/mlx4.h"
 #include "model/mmio.h"
 #include "model/noise.h"
+#include "model/platform.h"
 
 using namespace hcasim::model;
 
@@ -142,7 +145,7 @@ TEST(Mmio, UncachedStoresAreOneTlpEachAndStallTheCore) {
 
 TEST(PostPath, BlueFlameSkipsTheWqeFetchTheDoorbellNeeds) {
   PostConfig p;
-  p.pcie = gen3x8();
+  p.bus.pcie = gen3x8();
   p.mmio.write_combining = true;
   p.mmio.wc_store_ns = 0.5;
   p.mmio.wc_flush_ns = 20;
@@ -166,6 +169,63 @@ TEST(PostPath, BlueFlameSkipsTheWqeFetchTheDoorbellNeeds) {
   EXPECT_DOUBLE_EQ(db.cpu_ns, 50);
   // The doorbell path is slower by the fetch minus the copy: the seed's ~0.3 us on bare metal.
   EXPECT_NEAR(db.wqe_at_hca_ns - bf.wqe_at_hca_ns, 50 + 275 + (28 + 84 - 88) * 8 / kGen3x8Gbps - 4, 1e-9);
+}
+
+TEST(PostPath, PciXDoorbellAndWqeFetchTakeBusClocks) {
+  // The zx1 slot of model/pcix.h's defaults: 133 MHz (7.5 ns clocks), 64-bit, dual address
+  // cycle, decode A, one idle clock, MMRBC 512 B.
+  PostConfig p;
+  p.bus.kind = HostBus::Kind::Pcix;
+  p.mmio.uc_store_ns = 50;
+  p.mmio.latency_ns = 200;
+  p.dma_read_rtt_ns = 275;  // the split completion latency
+  p.blueflame = false;
+  // The doorbell: one 4 B write transaction by the bridge: address 2 (DAC) + attribute 1 +
+  // decode 1 + one data phase + idle 1 = 6 clocks = 45 ns. Then the WQE's 64 B block: a
+  // Memory Read Block request (2 + 1 + 1 + split response 1 + idle 1 = 6 clocks) and one
+  // split completion (address 1 + attribute 1 + decode 1 + 8 data phases + idle 1 = 12).
+  const PostTiming db = post_timing(p, inline_write(2));
+  EXPECT_DOUBLE_EQ(db.mmio.bus_ns, 45);
+  EXPECT_EQ(db.mmio.wire_bytes, 0u);
+  EXPECT_DOUBLE_EQ(db.cpu_ns, 50);
+  EXPECT_NEAR(db.wqe_at_hca_ns, 50 + 45 + 200 + 275 + 18 * 7.5, 1e-9);
+  // A 32 KB SEND between two such slots, posted with its doorbell: the sender's bus carries
+  // the doorbell, the fetch and 64 requests + 64 split completions of 512 B (64 x (6 + 68)
+  // clocks = 35520 ns); the receiver's carries 8 writes of 4 KB (517 clocks each) and the
+  // 32 B CQE (2 + 1 + 1 + 4 + 1 = 9 clocks). The SDR 4x link is faster than the sender's bus.
+  const ib::Config sdr{.speed = ib::Speed::SDR, .width = 4, .mtu = 2048};
+  const MessageWire w = message_wire(p.bus, sdr, p.bus, db, false, 32768, true);
+  EXPECT_NEAR(w.tx_bus_ns, 45 + 18 * 7.5 + 64 * 74 * 7.5, 1e-6);
+  EXPECT_NEAR(w.rx_bus_ns, (8 * 517 + 9) * 7.5, 1e-6);
+  EXPECT_NEAR(message_link_time_ns(sdr, w), w.tx_bus_ns, 1e-9);
+  EXPECT_LT(static_cast<double>(w.ib) * 8 / ib::data_rate_gbps(sdr), w.tx_bus_ns);
+}
+
+TEST(PostPath, BlueFlameOnPciXIsAnInputError) {
+  const Platform plat = Platform::parse(R"(
+[pcix]
+clock_mhz = { value = 133, unit = "MHz", source = "t" }
+mmio_write_latency = { value = 1, unit = "ns", source = "t" }
+[cpu]
+wc_store = { value = 1, unit = "ns", source = "t" }
+wc_flush = { value = 1, unit = "ns", source = "t" }
+uc_store = { value = 1, unit = "ns", source = "t" }
+[host]
+write_combining = { value = true, unit = "", source = "t" }
+[hca]
+blueflame = { value = true, unit = "", source = "t" }
+bf_buf_size = { value = 256, unit = "B", source = "t" }
+)", "bf.toml");
+  HostBus bus;
+  bus.kind = HostBus::Kind::Pcix;
+  try {
+    (void)PostConfig::from_platform(plat, bus, 100);
+    FAIL() << "BlueFlame on PCI-X accepted";
+  } catch (const hcasim::InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("hca.blueflame: BlueFlame needs a PCIe slot; this HCA sits on PCI-X 133 MHz 64-bit"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 TEST(Noise, SplitMix64MatchesItsPublishedSequence) {

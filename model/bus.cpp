@@ -1,0 +1,86 @@
+#include "model/bus.h"
+
+#include <fmt/format.h>
+
+#include "model/error.h"
+#include "model/mmio.h"
+#include "model/platform.h"
+
+namespace hcasim::model {
+
+bool HostBus::is_pcix_platform(const Platform& p) { return p.has("pcix.clock_mhz"); }
+
+HostBus HostBus::from_platform(const Platform& p) {
+  HostBus b;
+  if (is_pcix_platform(p)) {
+    if (p.has("pcie.gen"))
+      p.fail("pcix.clock_mhz", "the platform declares both a PCI-X bus and a PCIe link (pcie.gen); its HCA sits on one");
+    b.kind = Kind::Pcix;
+    pcix::Config& c = b.pcix;
+    c.clock_mhz = static_cast<int>(p.integer("pcix.clock_mhz", "MHz"));
+    c.width_bits = static_cast<int>(p.integer("pcix.width_bits", "bit"));
+    c.max_memory_read_byte_count = p.u32("pcix.max_memory_read_byte_count", "B", 1, 4096);
+    c.max_outstanding_split = static_cast<int>(p.u32("pcix.max_outstanding_split", "", 1, 32));
+    c.write_burst = p.u32("pcix.write_burst", "B", 1, 4096);
+    c.write_disconnect_size = p.u32("pcix.write_disconnect_size", "B", 1, 4096);
+    c.split_completion_size = p.u32("pcix.split_completion_size", "B", 1, 4096);
+    c.dual_address_cycle = p.flag("pcix.dual_address_cycle");
+    c.host_decode_clocks = static_cast<int>(p.u32("pcix.host_decode_clocks", "clocks", 1, 4));
+    c.device_decode_clocks = static_cast<int>(p.u32("pcix.device_decode_clocks", "clocks", 1, 4));
+    c.target_wait_states = static_cast<int>(p.u32("pcix.target_wait_states", "clocks", 0, 16));
+    c.idle_clocks = static_cast<int>(p.u32("pcix.idle_clocks", "clocks", 1, 1024));
+    c.arbitration_clocks = static_cast<int>(p.u32("pcix.arbitration_clocks", "clocks", 0, 1024));
+    c.split_completion_latency_ns = p.positive("pcix.split_completion_latency_ns", "ns");
+    try {
+      pcix::validate(c);  // its messages name the field, which is the platform key
+    } catch (const InputError& e) {
+      throw InputError(fmt::format("platform {}: {}", p.name(), e.what()));
+    }
+    return b;
+  }
+  pcie::Config& c = b.pcie;
+  c.gen = static_cast<int>(p.integer("pcie.gen", ""));
+  c.lanes = static_cast<int>(p.integer("pcie.lanes", ""));
+  c.max_payload = p.u32("pcie.max_payload", "B", 1, 4096);
+  c.max_read_request = p.u32("pcie.max_read_request", "B", 1, 4096);
+  c.read_completion_boundary = p.u32("pcie.read_completion_boundary", "B", 1, 4096);
+  c.completion_size = p.u32("pcie.completion_size", "B", 1, 4096);
+  c.addr64 = p.flag("pcie.addr64");
+  pcie::validate(c);
+  return b;
+}
+
+std::string HostBus::describe() const {
+  if (is_pcix()) return fmt::format("PCI-X {} MHz {}-bit", pcix.clock_mhz, pcix.width_bits);
+  return fmt::format("PCIe gen{} x{}", pcie.gen, pcie.lanes);
+}
+
+double HostBus::dma_read_ns(uint64_t bytes) const {
+  if (is_pcix()) return pcix::bus_time_ns(pcix, pcix::dma_read(pcix, 0, bytes).clocks());
+  return mmio::link_ns(pcie, pcie::dma_read(pcie, 0, bytes).completions.wire_bytes);
+}
+
+double HostBus::dma_write_ns(uint64_t bytes) const {
+  if (is_pcix()) return pcix::bus_time_ns(pcix, pcix::dma_write(pcix, 0, bytes).clocks);
+  return mmio::link_ns(pcie, pcie::dma_write(pcie, 0, bytes).wire_bytes);
+}
+
+double HostBus::mmio_store_ns(uint32_t bytes) const {
+  if (is_pcix()) return pcix::bus_time_ns(pcix, pcix::write_transaction_clocks(pcix, 0, bytes));
+  return mmio::link_ns(pcie, pcie::tlp_wire_bytes(pcie::TlpType::MWr, bytes, pcie));
+}
+
+double HostBus::dma_read_ceiling_gbps() const {
+  return is_pcix() ? pcix::dma_read_ceiling_gbps(pcix) : pcie::dma_read_ceiling_gbps(pcie);
+}
+
+double HostBus::dma_write_ceiling_gbps() const {
+  return is_pcix() ? pcix::dma_write_ceiling_gbps(pcix) : pcie::dma_write_ceiling_gbps(pcie);
+}
+
+double HostBus::dma_read_latency_bound_gbps(double rtt_ns, int max_outstanding_reads) const {
+  if (is_pcix()) return pcix::dma_read_latency_bound_gbps(pcix);
+  return pcie::dma_read_latency_bound_gbps(pcie, rtt_ns, max_outstanding_reads);
+}
+
+}  // namespace hcasim::model
