@@ -1,5 +1,7 @@
 #include "model/cpu.h"
 
+#include "model/netstack.h"
+
 #include <fmt/format.h>
 
 #include "model/error.h"
@@ -40,7 +42,15 @@ CpuCosts CpuCosts::from_platform(const Platform& p) {
   c.ipi_ns = p.nonneg("cpu.ipi", "ns");
   c.bzcopy_setup_ns = p.nonneg("cpu.bzcopy_setup", "ns");
   c.pin_ns_per_page = p.nonneg("cpu.pin_page", "ns/page");
-  c.dma_map_ns_per_page = p.nonneg("cpu.dma_map_page", "ns/page");
+  c.iommu = p.flag("host.iommu");
+  if (c.iommu) {
+    const NetstackCosts net = NetstackCosts::from_platform(p);
+    c.dma_map_ns_per_page = net.fmr ? net.fmr_map_ns : net.iommu_map_ns;
+    c.dma_map_page_bytes = net.iommu_page_bytes;
+  } else {
+    c.dma_map_ns_per_page = p.nonneg("cpu.dma_map_page", "ns/page");
+    c.dma_map_page_bytes = static_cast<double>(p.u32("host.page_size", "B", 512, 1u << 21));
+  }
   c.post_wr_ns = p.nonneg("cpu.post_wr", "ns");
   c.user_post_ns = p.nonneg("cpu.user_post", "ns");
   c.user_poll_cq_ns = p.nonneg("cpu.user_poll_cq", "ns");

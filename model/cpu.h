@@ -2,6 +2,7 @@
 /// \file CPU cost model: what each kernel/driver activity costs on a core, in ns, and the
 /// per-core accounting netperf's CPU utilisation and service demand are computed from.
 #include <array>
+#include <cmath>
 #include <cstdint>
 #include <string_view>
 #include <vector>
@@ -44,7 +45,15 @@ struct CpuCosts {
                                    ///< to the waker on top of wakeup_ns
   double bzcopy_setup_ns = 0;      ///< per bzcopy send call: sdp_bz_setup/sdp_bz_cleanup fixed work
   double pin_ns_per_page = 0;      ///< get_user_pages + put_page, per 4 KB page
-  double dma_map_ns_per_page = 0;  ///< dma_map_page + unmap, per page
+  /// dma_map_single/page + unmap, per dma_map_page_bytes page: what mapping a buffer for one
+  /// I/O costs (bzcopy's pinned pages; with an IOMMU also SDP's bcopy posts). Through the
+  /// IOMMU where the host has one (from_platform).
+  double dma_map_ns_per_page = 0;
+  double dma_map_page_bytes = 4096;  ///< the page the mapping cost is per, B
+  /// host.iommu: the host's DMA goes through an IOMMU, so every I/O's buffer is mapped and
+  /// unmapped in it (post_map_ns). Without one a mapping is an address translation, taken as
+  /// part of cpu.post_wr.
+  bool iommu = false;
   double post_wr_ns = 0;           ///< ib_post_send/ib_post_recv of one WR in the kernel (mlx4_ib), without
                                    ///< the doorbell/BlueFlame stores (model/mmio.h charges those)
   double user_post_ns = 0;         ///< ibv_post_send of one WR in user space (libmlx4), without the MMIO stores
@@ -57,8 +66,21 @@ struct CpuCosts {
   double timer_hz = 0;             ///< periodic timer ticks per second per core
   double timer_tick_ns = 0;        ///< cost of one timer tick
 
-  /// Reads the [cpu] and [host] sections. Throws InputError on a missing or invalid value.
+  /// Reads the [cpu] and [host] sections. The DMA mapping: with host.iommu on, through the
+  /// IOMMU ([netstack] iommu_map, fmr_map, iommu_page: model/netstack.h), at fmr_map per IOMMU
+  /// page with hca.fmr on and iommu_map without (the mechanism the IPoIB path charges too);
+  /// without, cpu.dma_map_page per host.page_size page. Throws InputError on a missing or
+  /// invalid value.
   static CpuCosts from_platform(const Platform& p);
+  /// ns to map and unmap a buffer of `bytes` for one I/O: whole pages of dma_map_page_bytes
+  /// x dma_map_ns_per_page (0 for 0 bytes).
+  double dma_map_ns(uint64_t bytes) const {
+    const double pages = std::ceil(static_cast<double>(bytes) / dma_map_page_bytes);
+    return pages * dma_map_ns_per_page;
+  }
+  /// ns to map and unmap a buffer of `bytes` that a post hands the HCA (sdp_post_send's and
+  /// sdp_post_recv's ib_dma_map_*): dma_map_ns with an IOMMU, 0 without.
+  double post_map_ns(uint64_t bytes) const { return iommu ? dma_map_ns(bytes) : 0.0; }
   /// ns to copy `bytes` into a kernel buffer (sender side) when a fraction `hot` (0..1) of
   /// the source is in the cache.
   double copy_tx_ns(uint64_t bytes, double hot = 0) const {

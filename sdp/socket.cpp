@@ -118,7 +118,10 @@ bool SdpSocket::can_post_data() const {
 }
 
 void SdpSocket::post_recv_buf(int buf) {
-  host_.charge(Activity::Post, host_.costs().post_wr_ns);
+  // sdp_post_recv maps a new receive buffer (header and pages) for this I/O.
+  const Buf& rb = rx_bufs_[static_cast<size_t>(buf)];
+  host_.charge(Activity::Post, host_.costs().post_wr_ns + host_.costs().post_map_ns(kHdr) +
+                                   host_.costs().post_map_ns(rb.capacity));
   host_.sync();  // then post at once: the RQ and rx_posted_ stay in the same order
   const Buf& b = rx_bufs_[static_cast<size_t>(buf)];
   RecvWr wr;
@@ -226,8 +229,11 @@ void SdpSocket::post_sends() {
   // sdp_post_sends, under the socket lock (every caller holds it, so one context posts at a
   // time). Each post is paid for first, then chosen and posted in one instant, so the mseq
   // order is the order on the wire.
-  while (next_to_post(false)) {
-    host_.charge(Activity::Post, host_.costs().post_wr_ns);
+  while (std::optional<Skb> next = next_to_post(false)) {
+    // sdp_post_send maps the header and a bcopy buffer's pages for this I/O (unmapped at its
+    // completion); bzcopy pages were mapped once in sdp_bz_setup.
+    const double map_ns = host_.costs().post_map_ns(kHdr) + (next->bz ? 0.0 : host_.costs().post_map_ns(next->len));
+    host_.charge(Activity::Post, host_.costs().post_wr_ns + map_ns);
     host_.sync();
     if (std::optional<Skb> skb = next_to_post(true)) post_now(*skb);
   }
@@ -490,8 +496,8 @@ uint64_t SdpSocket::send_bzcopy(Addr user, uint64_t len) {
   const uint64_t first = user / cfg_.page_size, last = (user + len - 1) / cfg_.page_size;
   const uint64_t pages = last - first + 1;
   stats_.pages_pinned += pages;
-  host_.charge(Activity::Pin,
-               k.bzcopy_setup_ns + static_cast<double>(pages) * (k.pin_ns_per_page + k.dma_map_ns_per_page));
+  host_.charge(Activity::Pin, k.bzcopy_setup_ns + static_cast<double>(pages) * k.pin_ns_per_page +
+                                 k.dma_map_ns(pages * cfg_.page_size));
   poll_cq();
   uint64_t done = 0;
   while (done < len) {

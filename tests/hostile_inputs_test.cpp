@@ -406,6 +406,15 @@ std::vector<Case> cases() {
        .line = E + "--set '=3': expected section\\.key=value"});
   add({.name = "set_newline_in_value", .args = {"netperf", "--set", "cpu.syscall=1\n2"},
        .line = E + "--set cpu\\.syscall: bad value '1 2' for an integer in ns"});
+  // The zx1 hosts' PCI-X bus in the SDP path (model/bus.h): no BlueFlame there, PCI-X clocks only.
+  add({.name = "set_blueflame_on_pcix",
+       .args = {"netperf", "-l", "0.01", "--platform", "zx1-rx2600-pcix", "--set", "hca.blueflame=on", "--csv", csv},
+       .line = E + "--set hca\\.blueflame: BlueFlame needs a PCIe slot; this HCA sits on PCI-X 133 MHz 64-bit "
+                   "\\(platform zx1-rx2600-pcix\\)",
+       .absent = {csv}});
+  add({.name = "set_pcix_clock_not_a_mode",
+       .args = {"netperf", "-l", "0.01", "--platform", "zx1-rx2600-pcix", "--set", "pcix.clock_mhz=120", "--csv", csv},
+       .line = E + "platform zx1-rx2600-pcix: pcix\\.clock_mhz: 120 is not 66, 100 or 133", .absent = {csv}});
 
   // ---- platform files: the shipped connectx-ddr-pcie1x8 with one line changed
   auto platform_case = [&](const std::string& name, const std::string& section, const std::string& key,

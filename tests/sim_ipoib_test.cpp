@@ -146,6 +146,30 @@ TEST_F(IpoibCommand, ConnectedModeBeatsDatagramOnConnectX) {
   EXPECT_LT(connected, 15800);
 }
 
+// Seed 004's SDP run between the zx1 hosts (FMR on, netserver pinned away from the interrupt
+// CPU) over the PCI-X buses. netserver's CPU does the receive copies alone, out of DMA-written
+// buffers at cpu.copy_rx_rate = 0.76 B/ns (zx1-rx4640-pcix: the receiver's cold read rate
+// fitted to seed 003's do_csum), so SDP cannot exceed 0.76 x 8 = 6.08 Gbit/s; the PCI-X read
+// stream (7.38 Gbit/s at MMRBC 512 B, model/pcix.h) and the SDR link (8 Gbit/s) are above it.
+// Without FMR each 32 KB receive buffer and its header map 8 + 1 IOMMU pages at 2070 ns
+// (netstack.iommu_map): 18630 ns per 32768 B = 0.569 ns/B on top of the copy's 1.316 ns/B,
+// so at most 8 / 1.885 = 4.24 Gbit/s. The seed's "a bit over 3500" is not met: the README's
+// IPoIB section says where the model and the seed part.
+TEST_F(IpoibCommand, SdpOverPciXIsBoundByTheReceiversCopyAndFmr) {
+  auto sdp = [&](const char* fmr) {
+    const test::Outcome o = run("netperf -l " + seconds_flag(1.0) + " -P 0 -T ,2 -t TCP_STREAM --platform zx1-rx2600-pcix "
+                                "--remote-platform zx1-rx4640-pcix --set hca.fmr=" + fmr +
+                                " -- -m 8192 -s 262144 -S 262144");
+    EXPECT_EQ(o.status, 0) << o.err;
+    return throughput_of(o.out);
+  };
+  const double on = sdp("on"), off = sdp("off");
+  std::cout << "zx1 SDP over PCI-X: FMR on " << on << " Mbit/s, off " << off << " Mbit/s\n";
+  EXPECT_LT(on, 6080);
+  EXPECT_GT(on, 0.8 * 6080);
+  EXPECT_LT(off, 4240);
+}
+
 // Same inputs, same output, byte for byte (the report and the per-function profile).
 TEST_F(IpoibCommand, SameInputsSameOutput) {
   const std::string args = "netperf -l 0.2 -c -C --transport ipoib --profile --platform zx1-rx2600-pcix "
@@ -171,11 +195,6 @@ TEST_F(IpoibCommand, RefusesWhatItDoesNotModel) {
   const test::Outcome t = run("netperf -l 0.1 --transport rds");
   EXPECT_EQ(t.status, 2);
   EXPECT_NE(t.err.find("--transport: 'rds' is not sdp or ipoib"), std::string::npos) << t.err;
-  // The zx1 hosts have a PCI-X bus, which the SDP path does not model yet.
-  const test::Outcome s = run("netperf -l 0.1 --platform zx1-rx2600-pcix");
-  EXPECT_EQ(s.status, 2);
-  EXPECT_NE(s.err.find("platform zx1-rx2600-pcix: its HCA sits on a PCI-X bus, which the SDP path does not model yet"),
-            std::string::npos) << s.err;
   // A receive buffer too small for two segments of connected mode's 65468 B MSS.
   const test::Outcome w = run("netperf -l 0.1 --transport ipoib --set ipoib.mode=connected -- -S 32K");
   EXPECT_EQ(w.status, 2);
