@@ -1,5 +1,7 @@
 #include "model/bus.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "model/error.h"
@@ -81,6 +83,15 @@ double HostBus::dma_write_ceiling_gbps() const {
 double HostBus::dma_read_latency_bound_gbps(double rtt_ns, int max_outstanding_reads) const {
   if (is_pcix()) return pcix::dma_read_latency_bound_gbps(pcix);
   return pcie::dma_read_latency_bound_gbps(pcie, rtt_ns, max_outstanding_reads);
+}
+
+double HostBus::dma_read_wait_ns(uint64_t bytes, double rtt_ns) const {
+  if (!is_pcix()) return rtt_ns;
+  const uint64_t m = pcix.max_memory_read_byte_count;
+  const uint64_t outstanding = static_cast<uint64_t>(pcix.max_outstanding_split);
+  const uint64_t requests = (bytes + m - 1) / m;
+  const uint64_t rounds = std::max<uint64_t>((requests + outstanding - 1) / outstanding, 1);
+  return static_cast<double>(rounds) * pcix.split_completion_latency_ns;
 }
 
 }  // namespace hcasim::model

@@ -52,6 +52,12 @@ struct HostBus {
   /// outstanding split transactions of MMRBC bytes per split latency
   /// (pcix::dma_read_latency_bound_gbps; the arguments are not used).
   double dma_read_latency_bound_gbps(double rtt_ns, int max_outstanding_reads) const;
+  /// Wait of one DMA read of `bytes` beyond its bus busy time, ns. PCIe: `rtt_ns`, the MRd ->
+  /// first CplD latency (the MRRS requests are issued back to back and their round trips
+  /// overlap). PCI-X: one pcix.split_completion_latency_ns per round of max_outstanding_split
+  /// Memory Read Block requests of MMRBC bytes (the Command register's limits, model/pcix.h
+  /// Config; `rtt_ns` is not used), at least one round.
+  double dma_read_wait_ns(uint64_t bytes, double rtt_ns) const;
 };
 
 }  // namespace hcasim::model

@@ -34,29 +34,6 @@ namespace {
 // --- parameters -------------------------------------------------------------------------
 
 
-/// The host's I/O bus as the HCA's DMA sees it: busy time per transfer (model/bus.h) and
-/// latencies.
-struct Bus {
-  model::HostBus bus;
-  double read_latency_ns = 0;   ///< PCIe: MRd -> first CplD; PCI-X: split response -> completion
-  double write_latency_ns = 0;  ///< device write issued -> visible in memory
-  bool is_pcix() const { return bus.is_pcix(); }
-  /// Busy time of a DMA read of n bytes on the bus (PCIe: the completions' direction).
-  double read_ns(uint64_t n) const { return bus.dma_read_ns(n); }
-  /// Busy time of a DMA write of n bytes (PCIe: the device-to-host direction).
-  double write_ns(uint64_t n) const { return bus.dma_write_ns(n); }
-  /// Latency of a DMA read of n bytes beyond its bus time: PCI-X issues at most
-  /// max_outstanding_split requests of MMRBC bytes per split-completion latency.
-  double read_wait_ns(uint64_t n) const {
-    if (!is_pcix()) return read_latency_ns;
-    const uint64_t m = bus.pcix.max_memory_read_byte_count;
-    const uint64_t requests = (n + m - 1) / m;
-    const uint64_t rounds = (requests + static_cast<uint64_t>(bus.pcix.max_outstanding_split) - 1) /
-                            static_cast<uint64_t>(bus.pcix.max_outstanding_split);
-    return static_cast<double>(std::max<uint64_t>(rounds, 1)) * read_latency_ns;
-  }
-};
-
 /// Everything the IPoIB path reads from one host's platform.
 struct IpoibHost {
   model::CpuCosts costs;  ///< only what SimHost uses: cpus, wakeup, context switch, IPI, timer
@@ -67,7 +44,9 @@ struct IpoibHost {
   model::ib::Config ib;
   model::ipoib::Config ipoib;
   uint32_t send_ring = 0, recv_ring = 0;
-  Bus bus;
+  model::HostBus bus;
+  double read_latency_ns = 0;   ///< PCIe: MRd -> first CplD (HcaTiming::dma_read_rtt_ns); PCI-X: the split latency
+  double write_latency_ns = 0;  ///< device write issued -> visible in memory (HcaTiming::posted_write_ns)
   double hca_tx_ns = 0, hca_rx_ns = 0, interrupt_latency_ns = 0, propagation_ns = 0;
   uint64_t rmem_default = 0, wmem_default = 0;
 };
@@ -85,7 +64,7 @@ IpoibHost read_ipoib_host(const model::Platform& p) {
     throw InputError(fmt::format("platform {}: host.timer_hz x cpu.timer_tick leaves no time to run", p.name()));
   h.topology = model::CpuTopology::from_platform(p, h.costs.cpus);
   h.irq = model::IrqConfig::from_platform(p, h.costs.cpus);
-  h.app_cpu = static_cast<int>(platform_u32(p, "host.default_app_cpu", "", 0, 1023));
+  h.app_cpu = static_cast<int>(p.u32("host.default_app_cpu", "", 0, 1023));
   if (h.app_cpu >= h.costs.cpus)
     p.fail("host.default_app_cpu", fmt::format("CPU {} does not exist (host.cpus = {})", h.app_cpu, h.costs.cpus));
   h.net = model::NetstackCosts::from_platform(p);
@@ -95,27 +74,27 @@ IpoibHost read_ipoib_host(const model::Platform& p) {
     p.fail("ib.speed", fmt::format("'{}' is not SDR, DDR, QDR, FDR10 or FDR", p.str("ib.speed")));
   }
   h.ib.width = static_cast<int>(p.integer("ib.width", ""));
-  h.ib.mtu = platform_u32(p, "ib.mtu", "B", 256, 4096);
+  h.ib.mtu = p.u32("ib.mtu", "B", 256, 4096);
   model::ib::validate(h.ib);
   try {
     h.ipoib.mode = model::ipoib::parse_mode(p.str("ipoib.mode"));
   } catch (const InputError&) {
     p.fail("ipoib.mode", fmt::format("'{}' is not datagram or connected", p.str("ipoib.mode")));
   }
-  h.ipoib.connected_mtu = platform_u32(p, "ipoib.connected_mtu", "B", 576, model::ipoib::kMaxConnectedMtu);
+  h.ipoib.connected_mtu = p.u32("ipoib.connected_mtu", "B", 576, model::ipoib::kMaxConnectedMtu);
   h.ipoib.tcp_timestamps = p.flag("socket.tcp_timestamps");
-  h.send_ring = platform_u32(p, "ipoib.send_ring", "", 2, 65536);
-  h.recv_ring = platform_u32(p, "ipoib.recv_ring", "", 2, 65536);
-  h.bus.bus = model::HostBus::from_platform(p);
+  h.send_ring = p.u32("ipoib.send_ring", "", 2, 65536);
+  h.recv_ring = p.u32("ipoib.recv_ring", "", 2, 65536);
+  h.bus = model::HostBus::from_platform(p);
   const model::HcaTiming t = model::HcaTiming::from_platform(p);
-  h.bus.read_latency_ns = t.dma_read_rtt_ns;
-  h.bus.write_latency_ns = t.posted_write_ns;
+  h.read_latency_ns = t.dma_read_rtt_ns;
+  h.write_latency_ns = t.posted_write_ns;
   h.hca_tx_ns = t.tx_processing_ns;
   h.hca_rx_ns = t.rx_processing_ns;
   h.interrupt_latency_ns = t.interrupt_latency_ns;
   h.propagation_ns = t.propagation_ns;
-  h.rmem_default = platform_u32(p, "socket.tcp_rmem_default", "B", 1, 1u << 30);
-  h.wmem_default = platform_u32(p, "socket.tcp_wmem_default", "B", 1, 1u << 30);
+  h.rmem_default = p.u32("socket.tcp_rmem_default", "B", 1, 1u << 30);
+  h.wmem_default = p.u32("socket.tcp_wmem_default", "B", 1, 1u << 30);
   // [pcix]: HostBus and HcaTiming read every key but mmio_write_latency, the SDP post path's.
   p.check_used_in({"netstack", "ipoib"});
   return h;
@@ -354,9 +333,9 @@ void Stream::transmit(int from, const Packet& p) {
   const double now = sim::now_ns();
   // Sender HCA: doorbell seen, WQE fetch (64 B) and the frame's gather, both DMA reads.
   Calendar& sread = s.bus_read;
-  double t = sread.reserve(now + s.p.bus.read_wait_ns(64), s.p.bus.read_ns(64));
-  t = sread.reserve(t + s.p.bus.read_ns(64) + s.p.bus.read_wait_ns(frame), s.p.bus.read_ns(frame));
-  t += s.p.bus.read_ns(frame);
+  double t = sread.reserve(now + s.p.bus.dma_read_wait_ns(64, s.p.read_latency_ns), s.p.bus.dma_read_ns(64));
+  t = sread.reserve(t + s.p.bus.dma_read_ns(64) + s.p.bus.dma_read_wait_ns(frame, s.p.read_latency_ns), s.p.bus.dma_read_ns(frame));
+  t += s.p.bus.dma_read_ns(frame);
   t = s.hca_tx.reserve(t, s.p.hca_tx_ns) + s.p.hca_tx_ns;
   // The IB link: the frame's wire bytes at the link's data rate.
   const double wire = static_cast<double>(model::ipoib::ip_packet_wire_bytes(s.p.ipoib, s.p.ib, ip_bytes(p)));
@@ -369,16 +348,16 @@ void Stream::transmit(int from, const Packet& p) {
   // Receiver HCA: check, scatter the frame and write the CQE (DMA writes, in order).
   t = r.hca_rx.reserve(t, r.p.hca_rx_ns) + r.p.hca_rx_ns;
   Calendar& rwrite = r.p.bus.is_pcix() ? r.bus_read : r.bus_write;
-  const double w = r.p.bus.write_ns(frame) + r.p.bus.write_ns(32);
-  t = rwrite.reserve(t, w) + w + r.p.bus.write_latency_ns;
+  const double w = r.p.bus.dma_write_ns(frame) + r.p.bus.dma_write_ns(32);
+  t = rwrite.reserve(t, w) + w + r.p.write_latency_ns;
   t = std::max(t, r.last_delivery_ns);
   r.last_delivery_ns = t;
   const int to = 1 - from;
   timer_->at(t, [this, to, frame, p] { deliver(to, make_cqe(false, frame, p)); });
   // The sender's CQE (32 B write on its own bus).
   Calendar& swrite = s.p.bus.is_pcix() ? s.bus_read : s.bus_write;
-  const double ws = s.p.bus.write_ns(32);
-  t_send = swrite.reserve(t_send, ws) + ws + s.p.bus.write_latency_ns;
+  const double ws = s.p.bus.dma_write_ns(32);
+  t_send = swrite.reserve(t_send, ws) + ws + s.p.write_latency_ns;
   ++s.tx_outstanding;
   timer_->at(t_send, [this, from, frame] { deliver(from, make_cqe(true, frame, Packet{})); });
 }

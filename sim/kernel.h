@@ -75,13 +75,6 @@ class ActorLock : public std::unique_lock<simgrid::s4u::Mutex> {
 /// exact-timing network configuration of DESIGN.md. One per process.
 std::unique_ptr<simgrid::s4u::Engine> make_engine();
 
-/// Integer platform parameter `key` (in `unit`) within lo..hi; Platform::fail (one line naming
-/// the file:line or --set and the key) "V is outside LO..HI" otherwise.
-inline uint32_t platform_u32(const model::Platform& p, const std::string& key, std::string_view unit, uint64_t lo,
-                             uint64_t hi) {
-  return p.u32(key, unit, lo, hi);
-}
-
 /// Seconds (SimGrid) from ns.
 inline double to_s(double ns) { return ns * 1e-9; }
 /// Current simulated time in ns.

@@ -26,24 +26,24 @@ HostParams read_host_params(const model::Platform& p) {
     p.fail("ib.speed", fmt::format("'{}' is not SDR, DDR, QDR, FDR10 or FDR", p.str("ib.speed")));
   }
   s.ib.width = static_cast<int>(p.integer("ib.width", ""));
-  s.ib.mtu = platform_u32(p, "ib.mtu", "B", 256, 4096);
+  s.ib.mtu = p.u32("ib.mtu", "B", 256, 4096);
   model::ib::validate(s.ib);
-  if (!s.bus.is_pcix()) s.max_outstanding_reads = static_cast<int>(platform_u32(p, "hca.max_outstanding_reads", "", 1, 256));
+  if (!s.bus.is_pcix()) s.max_outstanding_reads = static_cast<int>(p.u32("hca.max_outstanding_reads", "", 1, 256));
   s.timing = model::HcaTiming::from_platform(p);
   if (!(s.timing.dma_read_rtt_ns > 0)) p.fail("pcie.dma_read_rtt", "must be > 0 (it bounds DMA reads in flight)");
   s.post = model::PostConfig::from_platform(p, s.bus, s.timing.dma_read_rtt_ns);
   s.noise = model::NoiseConfig::from_platform(p, s.costs);
-  s.max_inline_data = platform_u32(p, "hca.max_inline_data", "B", 0, 4096);
-  s.max_msg_size = platform_u32(p, "hca.max_msg_size", "B", 1, 1u << 31);
-  s.qp_depth = platform_u32(p, "hca.max_qp_wr", "", 1, 65536);
-  s.cq_entries = platform_u32(p, "hca.cq_entries", "", 1, 4194304);
-  s.sdp.tx_ring = platform_u32(p, "sdp.tx_ring", "", 1, 4096);
-  s.sdp.rx_ring = platform_u32(p, "sdp.rx_ring", "", 1, 4096);
-  s.sdp.initial_recv_size = platform_u32(p, "sdp.initial_recv_buffer", "B", 64, 1u << 20);
-  s.sdp.max_recv_size = platform_u32(p, "sdp.max_recv_buffer", "B", 64, 1u << 20);
+  s.max_inline_data = p.u32("hca.max_inline_data", "B", 0, 4096);
+  s.max_msg_size = p.u32("hca.max_msg_size", "B", 1, 1u << 31);
+  s.qp_depth = p.u32("hca.max_qp_wr", "", 1, 65536);
+  s.cq_entries = p.u32("hca.cq_entries", "", 1, 4194304);
+  s.sdp.tx_ring = p.u32("sdp.tx_ring", "", 1, 4096);
+  s.sdp.rx_ring = p.u32("sdp.rx_ring", "", 1, 4096);
+  s.sdp.initial_recv_size = p.u32("sdp.initial_recv_buffer", "B", 64, 1u << 20);
+  s.sdp.max_recv_size = p.u32("sdp.max_recv_buffer", "B", 64, 1u << 20);
   if (s.sdp.max_recv_size < s.sdp.initial_recv_size)
     throw InputError(fmt::format("platform {}: sdp.max_recv_buffer is below sdp.initial_recv_buffer", p.name()));
-  s.sdp.min_credits = platform_u32(p, "sdp.min_credits", "", 0, 1024);
+  s.sdp.min_credits = p.u32("sdp.min_credits", "", 0, 1024);
   // Below this the credit-update rule (peer view doubled above min_credits, compared with the
   // posted buffers) sends updates back and forth for ever, or no data can ever go.
   if (2 * (s.sdp.min_credits + 1) > s.sdp.rx_ring)
@@ -57,19 +57,19 @@ HostParams read_host_params(const model::Platform& p) {
   if (s.cq_entries < s.sdp.tx_ring + s.sdp.rx_ring)
     throw InputError(fmt::format("platform {}: hca.cq_entries = {} is below sdp.tx_ring + sdp.rx_ring = {} (the CQ "
                                  "would overrun)", p.name(), s.cq_entries, s.sdp.tx_ring + s.sdp.rx_ring));
-  s.sdp.page_size = platform_u32(p, "host.page_size", "B", 512, 1u << 21);
+  s.sdp.page_size = p.u32("host.page_size", "B", 512, 1u << 21);
   if ((s.sdp.page_size & (s.sdp.page_size - 1)) != 0)
     p.fail("host.page_size", fmt::format("{} is not a power of two", s.sdp.page_size));
   if (!(p.num("host.clock", "GHz") > 0)) p.fail("host.clock", "must be > 0");
   s.sdp.recv_poll_ns = p.nonneg("sdp.recv_poll", "us") * 1e3;
   s.sdp.bzcopy_poll_ns = p.nonneg("sdp.bzcopy_poll", "us") * 1e3;
-  s.sdp.socket_lines = platform_u32(p, "sdp.socket_lines", "lines", 0, 4096);
-  s.sdp.skb_lines = platform_u32(p, "sdp.skb_lines", "lines", 0, 4096);
+  s.sdp.socket_lines = p.u32("sdp.socket_lines", "lines", 0, 4096);
+  s.sdp.skb_lines = p.u32("sdp.skb_lines", "lines", 0, 4096);
   s.topology = model::CpuTopology::from_platform(p, s.costs.cpus);
   s.irq = model::IrqConfig::from_platform(p, s.costs.cpus);
-  s.app_cpu = static_cast<int>(platform_u32(p, "host.default_app_cpu", "", 0, 1023));
-  s.rmem_default = platform_u32(p, "socket.tcp_rmem_default", "B", 1, 1u << 30);
-  s.wmem_default = platform_u32(p, "socket.tcp_wmem_default", "B", 1, 1u << 30);
+  s.app_cpu = static_cast<int>(p.u32("host.default_app_cpu", "", 0, 1023));
+  s.rmem_default = p.u32("socket.tcp_rmem_default", "B", 1, 1u << 30);
+  s.wmem_default = p.u32("socket.tcp_wmem_default", "B", 1, 1u << 30);
   if (s.app_cpu >= s.costs.cpus)
     p.fail("host.default_app_cpu", fmt::format("CPU {} does not exist (host.cpus = {})", s.app_cpu, s.costs.cpus));
   // Read only by the IPoIB path (sim/ipoib_sim.cpp).

@@ -201,6 +201,26 @@ TEST(PostPath, PciXDoorbellAndWqeFetchTakeBusClocks) {
   EXPECT_LT(static_cast<double>(w.ib) * 8 / ib::data_rate_gbps(sdr), w.tx_bus_ns);
 }
 
+TEST(PostPath, DmaReadWaitIsOneSplitLatencyPerRoundOfOutstandingRequests) {
+  HostBus pcie;  // PCIe: the requests' round trips overlap, one rtt whatever the size
+  EXPECT_DOUBLE_EQ(pcie.dma_read_wait_ns(64, 275), 275);
+  EXPECT_DOUBLE_EQ(pcie.dma_read_wait_ns(65536, 275), 275);
+  HostBus x;
+  x.kind = HostBus::Kind::Pcix;
+  x.pcix.split_completion_latency_ns = 400;
+  x.pcix.max_memory_read_byte_count = 512;
+  x.pcix.max_outstanding_split = 1;
+  // A 2044 B IPoIB frame with MMRBC 512 and one split outstanding: ceil(2044 / 512) = 4
+  // requests, 4 rounds of 400 ns; the rtt argument is the PCIe one and is not used.
+  EXPECT_DOUBLE_EQ(x.dma_read_wait_ns(2044, 275), 4 * 400);
+  EXPECT_DOUBLE_EQ(x.dma_read_wait_ns(64, 275), 400);
+  EXPECT_DOUBLE_EQ(x.dma_read_wait_ns(0, 275), 400);  // at least one round
+  // 4 outstanding: the 4 requests go in one round; 9 requests (4097..4608 B) in 3.
+  x.pcix.max_outstanding_split = 4;
+  EXPECT_DOUBLE_EQ(x.dma_read_wait_ns(2044, 275), 400);
+  EXPECT_DOUBLE_EQ(x.dma_read_wait_ns(4608, 275), 3 * 400);
+}
+
 TEST(PostPath, BlueFlameOnPciXIsAnInputError) {
   const Platform plat = Platform::parse(R"(
 [pcix]
