@@ -93,12 +93,21 @@ IpoibHost read_ipoib_host(const model::Platform& p) {
   h.hca_rx_ns = t.rx_processing_ns;
   h.interrupt_latency_ns = t.interrupt_latency_ns;
   h.propagation_ns = t.propagation_ns;
+  // IPoIB posts through the same UAR doorbell as SDP: the same keys and checks (BlueFlame needs
+  // a PCIe slot), though the frame timing below does not charge the doorbell's MMIO yet.
+  (void)model::PostConfig::from_platform(p, h.bus, t.dma_read_rtt_ns);
   h.rmem_default = p.u32("socket.tcp_rmem_default", "B", 1, 1u << 30);
   h.wmem_default = p.u32("socket.tcp_wmem_default", "B", 1, 1u << 30);
   // [pcix]: HostBus and HcaTiming read every key but mmio_write_latency, the SDP post path's.
   p.check_used_in({"netstack", "ipoib"});
   return h;
 }
+
+}  // namespace
+
+void check_ipoib_parameters(const model::Platform& p) { (void)read_ipoib_host(p); }
+
+namespace {
 
 // --- the wire -----------------------------------------------------------------------------
 

@@ -66,4 +66,9 @@ struct IpoibStreamResult {
 IpoibStreamResult run_ipoib_stream(const model::Platform& local, const model::Platform& remote,
                                    const TcpStreamConfig& config);
 
+/// Reads every parameter run_ipoib_stream reads of one host, and throws as it does on a missing
+/// or bad one. The SDP and perftest paths call it (sim/testbed.cpp) on platforms with a
+/// [netstack] section, so that a bad IPoIB parameter is an error whichever transport runs.
+void check_ipoib_parameters(const model::Platform& p);
+
 }  // namespace hcasim::sim

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <tuple>
 
+#include "sim/ipoib_sim.h"
+
 namespace hcasim::sim {
 
 namespace s4u = simgrid::s4u;
@@ -70,11 +72,18 @@ HostParams read_host_params(const model::Platform& p) {
   s.app_cpu = static_cast<int>(p.u32("host.default_app_cpu", "", 0, 1023));
   s.rmem_default = p.u32("socket.tcp_rmem_default", "B", 1, 1u << 30);
   s.wmem_default = p.u32("socket.tcp_wmem_default", "B", 1, 1u << 30);
+  s.rmem_max = p.u32("socket.rmem_max", "B", 1, 1u << 30);
+  s.wmem_max = p.u32("socket.wmem_max", "B", 1, 1u << 30);
   if (s.app_cpu >= s.costs.cpus)
     p.fail("host.default_app_cpu", fmt::format("CPU {} does not exist (host.cpus = {})", s.app_cpu, s.costs.cpus));
-  // Read only by the IPoIB path (sim/ipoib_sim.cpp).
-  p.check_all_used({"netstack", "ipoib", "host.netfilter", "hca.fmr", "hca.csum_offload", "socket.wmem_max",
-                    "socket.rmem_max", "socket.tcp_timestamps"});
+  // The IPoIB path's parameters (sim/ipoib_sim.cpp) are checked whichever transport runs, on a
+  // platform that has them; on one without a [netstack] section a --set of them changes nothing.
+  if (p.has("netstack.send_call")) {
+    check_ipoib_parameters(p);
+    p.check_all_used();
+  } else {
+    p.check_all_used({"netstack", "ipoib", "host.netfilter", "hca.fmr", "hca.csum_offload", "socket.tcp_timestamps"});
+  }
   return s;
 }
 

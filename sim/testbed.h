@@ -46,6 +46,8 @@ struct HostParams {
   int app_cpu = 0;                ///< host.default_app_cpu
   uint64_t rmem_default = 0;      ///< socket.tcp_rmem_default, bytes
   uint64_t wmem_default = 0;      ///< socket.tcp_wmem_default, bytes
+  uint64_t rmem_max = 0;          ///< socket.rmem_max (net.core.rmem_max), bytes: caps -S
+  uint64_t wmem_max = 0;          ///< socket.wmem_max (net.core.wmem_max), bytes: caps -s
 };
 
 /// Reads every parameter a simulated host needs. Throws InputError naming the platform and

@@ -46,6 +46,20 @@ TEST_F(Cli, VerifyDataMovesAndChecksRealBytes) {
   EXPECT_EQ(s.status, 0) << s.err;
 }
 
+TEST_F(Cli, SdpSocketBuffersAreDoubledAndCappedAsLinuxDoes) {
+  // Linux's sock_setsockopt (net/core/sock.c) sets min(request, net.core.wmem_max) x 2 and
+  // netperf prints what getsockopt returns. connectx-ddr-pcie1x8: wmem_max = rmem_max = 131071.
+  // -s 262144 -> min(262144, 131071) x 2 = 262142 (seed 003 printed the same over IPoIB);
+  // -S 65536 -> 65536 x 2 = 131072. Columns: Recv Socket, Send Socket, Send Message.
+  Outcome r = run("netperf -P 0 -l 0.01 -- -m 8192 -s 262144 -S 65536");
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out.rfind("131072 262142   8192 ", 0), 0u) << r.out;
+  // Without -m, netperf sends messages of the granted send socket size (nettest_bsd.c).
+  Outcome d = run("netperf -P 0 -l 0.01 -- -s 32768");
+  ASSERT_EQ(d.status, 0) << d.err;
+  EXPECT_EQ(d.out.rfind(" 87380  65536  65536 ", 0), 0u) << d.out;
+}
+
 TEST_F(Cli, BadInputIsOneLineExitTwoAndNoCsv) {
   const fs::path csv = dir_ / "never.csv";
   const std::string tail = " --csv " + csv.string();
