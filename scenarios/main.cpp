@@ -50,6 +50,8 @@ hcasim netperf takes netperf 2.4's flags and prints netperf's output from a simu
 hcasim options:
   --platform NAME|FILE         local host (default connectx-ddr-pcie1x8)
   --remote-platform NAME|FILE  remote host (default: same as --platform)
+  --transport sdp|ipoib        SDP (default) or TCP/IP over IPoIB (--set ipoib.mode=
+                               datagram|connected; README "netperf over IPoIB")
   --set section.key=value      change a platform parameter on both hosts (repeatable);
                                fault.loss|corrupt|dup|reorder=P, fault.seed=N and
                                qp.retry_cnt|rnr_retry|timeout=N inject faults on the wire

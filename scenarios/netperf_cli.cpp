@@ -186,7 +186,7 @@ void parse_global(const std::vector<std::string>& words, NetperfOptions& o,
         }
         case '4':
         case '6':
-          add_note(o, flag + " ignored: the simulated data connection is SDP over InfiniBand");
+          add_note(o, flag + " ignored: the simulated data connection is InfiniBand (SDP, or IPoIB with --transport ipoib), not chosen by address family");
           break;
         case 'f': {
           const std::string v = r.take_value(flag, rest);

@@ -104,7 +104,7 @@ TEST(NetperfCli, SeedVersionsLine) {
   EXPECT_EQ(o.send_size, 131072u);
   EXPECT_EQ(o.notes,
             (std::vector<std::string>{
-                "hcasim: note: -4 ignored: the simulated data connection is SDP over InfiniBand",
+                "hcasim: note: -4 ignored: the simulated data connection is InfiniBand (SDP, or IPoIB with --transport ipoib), not chosen by address family",
                 kHNote}));
 }
 
@@ -246,7 +246,7 @@ TEST(NetperfCli, IgnoredOptionsGiveOneNoteEach) {
             (std::vector<std::string>{
                 "hcasim: note: -i/-I ignored: the simulation is deterministic, one iteration "
                 "gives the interval",
-                "hcasim: note: -6 ignored: the simulated data connection is SDP over InfiniBand",
+                "hcasim: note: -6 ignored: the simulated data connection is InfiniBand (SDP, or IPoIB with --transport ipoib), not chosen by address family",
                 kHNote}));
 }
 

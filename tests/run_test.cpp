@@ -119,7 +119,12 @@ TEST(Scenario, ErrorsNameFileAndLine) {
             "s.toml:9: point 1: command: -m: bad size '12Q' (use a number with an optional "
             "K/M/G or k/m/g suffix)");
   EXPECT_EQ(scenario_error(replaced("command = \"netperf -C", "command = \"iperf -C")),
-            "s.toml:9: point 1: command must start with \"netperf\"");
+            "s.toml:9: point 1: command must start with netperf or ib_write_lat (or a path to one)");
+  // Seed 003's command as printed, with its path.
+  EXPECT_EQ(parse_scenario(replaced("command = \"netperf -C", "command = \"/opt/netperf/netperf -C"), "s.toml")
+                .points[0]
+                .tool,
+            "netperf");
   EXPECT_EQ(scenario_error(replaced("-- -m 64K\"", "-- -m 64K --csv x.csv\"")),
             "s.toml:9: point 1: command: --csv is set by the scenario (use the point's keys)");
   EXPECT_EQ(scenario_error(replaced("-H 'my host'", "-H 'my host")),
@@ -272,13 +277,16 @@ TEST(Seed003, ShippedScenarioResolvesWithARemotePlatform) {
   const Scenario s = load_scenario(dir + "/scenarios/seed003.toml");
   EXPECT_EQ(s.platform, "zx1-rx2600-pcix");
   EXPECT_EQ(s.remote_platform, "zx1-rx4640-pcix");
-  ASSERT_EQ(s.points.size(), 3u);
-  const double measured[] = {1588.33, 1720, 3500};
-  for (size_t i = 0; i < 3; ++i) {
+  ASSERT_EQ(s.points.size(), 4u);
+  // Seed 003's run, seed 004's IPoIB before and after FMR, seed 004's SDP after FMR.
+  const double measured[] = {1588.33, 1720, 3500, 3500};
+  for (size_t i = 0; i < 4; ++i) {
     EXPECT_EQ(s.points[i].remote_platform, "zx1-rx4640-pcix");
     EXPECT_DOUBLE_EQ(read_reference(s.points[i].reference, dir).throughput_mbps.value(), measured[i]);
+    EXPECT_EQ(s.points[i].gated, i < 3) << i;
   }
   EXPECT_EQ(s.points[2].set, (std::vector<std::string>{"host.netfilter=off", "hca.fmr=on"}));
+  EXPECT_EQ(s.points[3].set, (std::vector<std::string>{"hca.fmr=on"}));
   // A point may name its own remote platform; the key is checked like the others.
   const std::string text = std::string(kScenario);
   const std::string with_remote = text.substr(0, text.find("command = \"netperf -v2")) +
