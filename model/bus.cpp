@@ -36,7 +36,7 @@ HostBus HostBus::from_platform(const Platform& p) {
     try {
       pcix::validate(c);  // its messages name the field, which is the platform key
     } catch (const InputError& e) {
-      throw InputError(fmt::format("platform {}: {}", p.name(), e.what()));
+      p.fail_from(e);
     }
     return b;
   }
@@ -48,7 +48,11 @@ HostBus HostBus::from_platform(const Platform& p) {
   c.read_completion_boundary = p.u32("pcie.read_completion_boundary", "B", 1, 4096);
   c.completion_size = p.u32("pcie.completion_size", "B", 1, 4096);
   c.addr64 = p.flag("pcie.addr64");
-  pcie::validate(c);
+  try {
+    pcie::validate(c);  // as pcix::validate
+  } catch (const InputError& e) {
+    p.fail_from(e);
+  }
   return b;
 }
 

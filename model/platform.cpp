@@ -317,6 +317,16 @@ void Platform::fail(const std::string& key, const std::string& what) const {
   throw InputError(fmt::format("{}: {}: {}", p.origin, key, what));
 }
 
+void Platform::fail_from(const InputError& e) const {
+  const std::string_view msg = e.what();
+  const size_t colon = msg.find(": ");
+  if (colon != std::string_view::npos) {
+    const std::string key(msg.substr(0, colon));
+    if (has(key)) fail(key, std::string(msg.substr(colon + 2)));
+  }
+  throw InputError(fmt::format("platform {}: {}", name_, msg));
+}
+
 namespace {
 bool in_sections(const std::string& key, std::initializer_list<std::string_view> sections) {
   const std::string_view section = std::string_view(key).substr(0, key.find('.'));

@@ -76,6 +76,10 @@ class Platform {
   /// "--set KEY: what (platform NAME)" for a value set on the command line. For a value that
   /// parses but is out of range; `key` must exist.
   [[noreturn]] void fail(const std::string& key, const std::string& what) const;
+  /// Re-throws a model validator's error, "KEY: what" (pcie::validate, ib::validate, ...), as
+  /// fail(KEY, what) when KEY is one of this platform's parameters, so that it names the
+  /// FILE:LINE or --set; else as "platform NAME: KEY: what".
+  [[noreturn]] void fail_from(const InputError& e) const;
 
   /// Throws InputError "FILE:LINE: KEY: unknown parameter" for the first parameter no accessor
   /// has read: call it after reading everything a simulation needs, so that a misspelt key in

@@ -75,7 +75,11 @@ IpoibHost read_ipoib_host(const model::Platform& p) {
   }
   h.ib.width = static_cast<int>(p.integer("ib.width", ""));
   h.ib.mtu = p.u32("ib.mtu", "B", 256, 4096);
-  model::ib::validate(h.ib);
+  try {
+    model::ib::validate(h.ib);
+  } catch (const InputError& e) {
+    p.fail_from(e);
+  }
   try {
     h.ipoib.mode = model::ipoib::parse_mode(p.str("ipoib.mode"));
   } catch (const InputError&) {

@@ -29,7 +29,11 @@ HostParams read_host_params(const model::Platform& p) {
   }
   s.ib.width = static_cast<int>(p.integer("ib.width", ""));
   s.ib.mtu = p.u32("ib.mtu", "B", 256, 4096);
-  model::ib::validate(s.ib);
+  try {
+    model::ib::validate(s.ib);
+  } catch (const InputError& e) {
+    p.fail_from(e);
+  }
   if (!s.bus.is_pcix()) s.max_outstanding_reads = static_cast<int>(p.u32("hca.max_outstanding_reads", "", 1, 256));
   s.timing = model::HcaTiming::from_platform(p);
   if (!(s.timing.dma_read_rtt_ns > 0)) p.fail("pcie.dma_read_rtt", "must be > 0 (it bounds DMA reads in flight)");

@@ -414,7 +414,18 @@ std::vector<Case> cases() {
        .absent = {csv}});
   add({.name = "set_pcix_clock_not_a_mode",
        .args = {"netperf", "-l", "0.01", "--platform", "zx1-rx2600-pcix", "--set", "pcix.clock_mhz=120", "--csv", csv},
-       .line = E + "platform zx1-rx2600-pcix: pcix\\.clock_mhz: 120 is not 66, 100 or 133", .absent = {csv}});
+       .line = E + "--set pcix\\.clock_mhz: 120 is not 66, 100 or 133 \\(platform zx1-rx2600-pcix\\)", .absent = {csv}});
+  // A model validator's error names the --set or FILE:LINE of the key too (Platform::fail_from).
+  add({.name = "set_pcie_mrrs_not_a_power_of_two",
+       .args = {"netperf", "-l", "0.01", "--set", "pcie.max_read_request=3000", "--csv", csv},
+       .line = E + "--set pcie\\.max_read_request: 3000 is not a power of two in 128\\.\\.4096 "
+                   "\\(platform connectx-ddr-pcie1x8\\)",
+       .absent = {csv}});
+  add({.name = "platform_ib_mtu_not_an_ib_mtu",
+       .args = {"netperf", "-l", "0.01", "--platform", "@DIR@/p.toml", "--csv", csv},
+       .files = {{"p.toml", substitute(shipped_platform(), "mtu = { value = 2048", "mtu = { value = 3000")}},
+       .line = E + "@DIR@/p\\.toml:[0-9]+: ib\\.mtu: 3000 is not one of 256, 512, 1024, 2048, 4096",
+       .absent = {csv}});
 
   // ---- platform files: the shipped connectx-ddr-pcie1x8 with one line changed
   auto platform_case = [&](const std::string& name, const std::string& section, const std::string& key,
