@@ -33,9 +33,18 @@ CpuTopology CpuTopology::from_platform(const Platform& p, int cpus) {
   if (t.cores_per_socket % t.cores_per_cache != 0)
     p.fail("topology.cores_per_cache",
            fmt::format("{} does not divide topology.cores_per_socket = {}", t.cores_per_cache, t.cores_per_socket));
-  if (t.cpus() != cpus)
-    p.fail("topology.cores_per_socket", fmt::format("sockets x cores_per_socket = {} x {} = {} but host.cpus = {}",
+  if (t.cpus() != cpus) {
+    // Blame the key the user changed on the command line, if one of the three was: with
+    // `--set host.cpus=1`, host.cpus is the mistake, not the file's cores_per_socket line.
+    std::string blame = "topology.cores_per_socket";
+    for (const char* key : {"host.cpus", "topology.sockets", "topology.cores_per_socket"})
+      if (p.has(key) && p.param(key).origin == "--set") {
+        blame = key;
+        break;
+      }
+    p.fail(blame, fmt::format("sockets x cores_per_socket = {} x {} = {} but host.cpus = {}",
                                                     t.sockets, t.cores_per_socket, t.cpus(), cpus));
+  }
   t.line_shared_cache_ns = p.nonneg("topology.line_shared_cache", "ns");
   t.line_same_socket_ns = p.nonneg("topology.line_same_socket", "ns");
   t.line_cross_socket_ns = p.nonneg("topology.line_cross_socket", "ns");

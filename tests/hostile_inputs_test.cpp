@@ -415,6 +415,12 @@ std::vector<Case> cases() {
   add({.name = "set_pcix_clock_not_a_mode",
        .args = {"netperf", "-l", "0.01", "--platform", "zx1-rx2600-pcix", "--set", "pcix.clock_mhz=120", "--csv", csv},
        .line = E + "--set pcix\\.clock_mhz: 120 is not 66, 100 or 133 \\(platform zx1-rx2600-pcix\\)", .absent = {csv}});
+  // host.cpus disagreeing with [topology] names the key the user set, not the file's line.
+  add({.name = "set_host_cpus_against_topology",
+       .args = {"netperf", "-l", "0.01", "--platform", "zx1-rx2600-pcix", "--set", "host.cpus=1", "--csv", csv},
+       .line = E + "--set host\\.cpus: sockets x cores_per_socket = 2 x 1 = 2 but host\\.cpus = 1 "
+                   "\\(platform zx1-rx2600-pcix\\)",
+       .absent = {csv}});
   // A model validator's error names the --set or FILE:LINE of the key too (Platform::fail_from).
   add({.name = "set_pcie_mrrs_not_a_power_of_two",
        .args = {"netperf", "-l", "0.01", "--set", "pcie.max_read_request=3000", "--csv", csv},

@@ -101,6 +101,15 @@ TEST(Topology, FromPlatformChecksTheCounts) {
     EXPECT_NE(std::string(e.what()).find("topology.cores_per_socket"), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find("host.cpus = 4"), std::string::npos) << e.what();
   }
+  // A host.cpus changed with --set is the key named, not the file's cores_per_socket line.
+  Platform q = Platform::parse(kTopologyToml, "t.toml");
+  q.set("host.cpus=4");
+  try {
+    CpuTopology::from_platform(q, 4);
+    FAIL() << "--set host.cpus=4 accepted for 2 x 4 cores";
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()).rfind("--set host.cpus: ", 0), 0u) << e.what();
+  }
   p.set("topology.cores_per_cache=3");
   EXPECT_THROW(CpuTopology::from_platform(p, 8), InputError);  // 3 does not divide 4
 }
