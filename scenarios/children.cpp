@@ -13,6 +13,7 @@
 #include <iostream>
 #include <map>
 #include <sstream>
+#include <string_view>
 
 #include <fcntl.h>
 #include <spawn.h>
@@ -123,6 +124,14 @@ void draw_progress(size_t done, size_t total, const std::string& label) {
             << std::flush;
 }
 
+/// The error a child's stderr line reports, as first_error_line quotes it: the text after
+/// "hcasim: error: ", or "internal error: ..." of "hcasim: internal error: ..."; else empty.
+std::string_view error_text(std::string_view line) {
+  if (line.rfind("hcasim: error: ", 0) == 0) return line.substr(15);
+  if (line.rfind("hcasim: internal error: ", 0) == 0) return line.substr(8);
+  return {};
+}
+
 }  // namespace
 
 Interrupted::Interrupted(int signal_, size_t done_, size_t total_)
@@ -138,9 +147,17 @@ std::string describe_status(int status) {
 }
 
 int print_child_failure(const ChildFailure& failure) {
-  if (!failure.errors.empty())
-    std::cerr << failure.errors << (failure.errors.back() != '\n' ? "\n" : "");
-  std::cerr << "hcasim: error: " << failure.what() << "\n";
+  // The child's stderr, less the error line the parent's message already quotes: a child that
+  // failed on one bad value prints one line, not the same error twice.
+  const std::string what = failure.what();
+  std::istringstream in(failure.errors);
+  std::string line;
+  while (std::getline(in, line)) {
+    const std::string_view quoted = error_text(line);
+    if (!quoted.empty() && what.find(quoted) != std::string::npos) continue;
+    std::cerr << line << "\n";
+  }
+  std::cerr << "hcasim: error: " << what << "\n";
   return 2;
 }
 
@@ -201,8 +218,7 @@ std::string first_error_line(const std::string& errors) {
   std::istringstream in(errors);
   std::string line, first;
   while (std::getline(in, line)) {
-    if (line.rfind("hcasim: error: ", 0) == 0) return line.substr(15);
-    if (line.rfind("hcasim: internal error: ", 0) == 0) return line.substr(8);
+    if (const std::string_view text = error_text(line); !text.empty()) return std::string(text);
     if (first.empty() && !line.empty()) first = line;
   }
   return first.empty() ? "(no message)" : first;
