@@ -530,10 +530,12 @@ CalibrateOptions parse_calibrate_args(const std::vector<std::string>& args) {
   CalibrateOptions o;
   std::string jobs, evals, duration, iterations, output, csv;
   std::vector<std::string> fit;
-  app.add_option("--platform", o.platform, "base platform NAME|FILE")->required();
+  // --platform, --fit and RUNS are required, checked after the parse: CLI11 checks requirements
+  // before unknown options, and `calibrate --bogus` would say "--platform is required".
+  auto* opt_platform = app.add_option("--platform", o.platform, "base platform NAME|FILE");
   // One value per occurrence (a later positional is a RUNS item, not another value); --holdout
   // takes every word up to the next option.
-  app.add_option("--fit", fit, "KEY[=LO:HI],... parameters to fit")->required()->delimiter(',')->allow_extra_args(false);
+  auto* opt_fit = app.add_option("--fit", fit, "KEY[=LO:HI],... parameters to fit")->delimiter(',')->allow_extra_args(false);
   app.add_option("--start", o.starts, "KEY=VALUE starting value")->allow_extra_args(false);
   app.add_option("--set", o.sets, "KEY=VALUE platform change, not fitted")->allow_extra_args(false);
   app.add_option("--holdout", o.holdout, "RUNS predicted, not fitted");
@@ -543,7 +545,7 @@ CalibrateOptions parse_calibrate_args(const std::vector<std::string>& args) {
   auto* opt_evals = app.add_option("--max-evals", evals, "most objective evaluations");
   auto* opt_duration = app.add_option("--duration", duration, "netperf simulated seconds (0 = -l)");
   auto* opt_iter = app.add_option("--iterations", iterations, "perftest iterations cap (0 = -n)");
-  app.add_option("runs", o.runs, "RUNS to fit: run files or scenarios[:REGEX]")->required();
+  auto* opt_runs = app.add_option("runs", o.runs, "RUNS to fit: run files or scenarios[:REGEX]");
   for (auto* opt : {opt_out, opt_csv, opt_jobs, opt_evals, opt_duration, opt_iter})
     opt->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   try {
@@ -551,6 +553,8 @@ CalibrateOptions parse_calibrate_args(const std::vector<std::string>& args) {
   } catch (const CLI::ParseError& e) {
     throw InputError(e.what());
   }
+  for (auto* opt : {opt_platform, opt_fit, opt_runs})
+    if (!opt->count()) throw InputError(fmt::format("{} is required", opt->get_name()));
   o.fit = fit;
   auto whole = [](const std::string& flag, const std::string& text, double lo, double hi) {
     const auto n = parse_number(text);
