@@ -12,6 +12,16 @@ namespace hcasim::model {
 
 bool HostBus::is_pcix_platform(const Platform& p) { return p.has("pcix.clock_mhz"); }
 
+const char* HostBus::latency_key(const Platform& p, Latency which) {
+  const bool pcix = is_pcix_platform(p);
+  switch (which) {
+    case Latency::DmaRead: return pcix ? "pcix.split_completion_latency_ns" : "pcie.dma_read_rtt";
+    case Latency::PostedWrite: return pcix ? "pcix.posted_write_latency" : "pcie.posted_write_latency";
+    case Latency::MmioWrite: return pcix ? "pcix.mmio_write_latency" : "pcie.mmio_write_latency";
+  }
+  return "";
+}
+
 HostBus HostBus::from_platform(const Platform& p) {
   HostBus b;
   if (is_pcix_platform(p)) {

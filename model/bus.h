@@ -30,6 +30,17 @@ struct HostBus {
   /// True when the platform's HCA sits on PCI-X (pcix.clock_mhz present).
   static bool is_pcix_platform(const Platform& p);
 
+  /// A latency of the bus, ns, whose platform key depends on the bus type.
+  enum class Latency {
+    DmaRead,      ///< request -> first data: pcie.dma_read_rtt (MRd -> CplD) or
+                  ///< pcix.split_completion_latency_ns (Memory Read Block -> split completion)
+    PostedWrite,  ///< the HCA's write (CQE, EQE, data) -> in host memory:
+                  ///< pcie.posted_write_latency or pcix.posted_write_latency
+    MmioWrite,    ///< a CPU store -> at the device: pcie.mmio_write_latency or pcix.mmio_write_latency
+  };
+  /// The platform key of `which` on `p`'s bus (is_pcix_platform picks the section).
+  static const char* latency_key(const Platform& p, Latency which);
+
   bool is_pcix() const { return kind == Kind::Pcix; }
   /// "PCIe gen1 x8" or "PCI-X 133 MHz 64-bit", for messages.
   std::string describe() const;

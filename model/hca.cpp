@@ -8,13 +8,9 @@ namespace hcasim::model {
 
 HcaTiming HcaTiming::from_platform(const Platform& p) {
   HcaTiming t;
-  if (HostBus::is_pcix_platform(p)) {
-    t.dma_read_rtt_ns = p.positive("pcix.split_completion_latency_ns", "ns");
-    t.posted_write_ns = p.nonneg("pcix.posted_write_latency", "ns");
-  } else {
-    t.dma_read_rtt_ns = p.nonneg("pcie.dma_read_rtt", "ns");
-    t.posted_write_ns = p.nonneg("pcie.posted_write_latency", "ns");
-  }
+  // > 0: the read latency bounds the DMA reads in flight (HostBus::dma_read_latency_bound_gbps).
+  t.dma_read_rtt_ns = p.positive(HostBus::latency_key(p, HostBus::Latency::DmaRead), "ns");
+  t.posted_write_ns = p.nonneg(HostBus::latency_key(p, HostBus::Latency::PostedWrite), "ns");
   t.tx_processing_ns = p.nonneg("hca.tx_processing", "ns");
   t.rx_processing_ns = p.nonneg("hca.rx_processing", "ns");
   t.interrupt_latency_ns = p.nonneg("hca.interrupt_latency", "ns");

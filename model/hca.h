@@ -30,9 +30,10 @@ struct HcaTiming {
   /// (hca.inline_copy_rate). Latency only: it replaces the gather DMA read of a non-inline WR.
   double inline_copy_rate_Bpns = 1;
 
-  /// Reads pcie.dma_read_rtt and pcie.posted_write_latency (on a PCI-X platform
-  /// pcix.split_completion_latency_ns and pcix.posted_write_latency), hca.tx_processing, hca.rx_processing, hca.interrupt_latency, ib.propagation (all ns,
-  /// >= 0) and hca.inline_copy_rate (B/ns, > 0). Throws InputError on a missing or bad value.
+  /// Reads the bus's DmaRead latency (> 0) and PostedWrite latency (HostBus::latency_key:
+  /// pcie.* or pcix.*), hca.tx_processing, hca.rx_processing, hca.interrupt_latency,
+  /// ib.propagation (all ns, >= 0) and hca.inline_copy_rate (B/ns, > 0). Throws InputError on
+  /// a missing or bad value.
   static HcaTiming from_platform(const Platform& p);
 };
 

@@ -19,7 +19,7 @@ Config Config::from_platform(const Platform& p) {
   c.wc_store_ns = p.nonneg("cpu.wc_store", "ns");
   c.wc_flush_ns = p.nonneg("cpu.wc_flush", "ns");
   c.uc_store_ns = p.nonneg("cpu.uc_store", "ns");
-  c.latency_ns = p.nonneg(HostBus::is_pcix_platform(p) ? "pcix.mmio_write_latency" : "pcie.mmio_write_latency", "ns");
+  c.latency_ns = p.nonneg(HostBus::latency_key(p, HostBus::Latency::MmioWrite), "ns");
   return c;
 }
 

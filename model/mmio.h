@@ -33,9 +33,9 @@ struct Config {
   /// the CPU -> at the device, ns
   double latency_ns = 0;
 
-  /// Reads host.write_combining, cpu.wc_store, cpu.wc_flush, cpu.uc_store and
-  /// pcie.mmio_write_latency or pcix.mmio_write_latency (ns, >= 0). Throws InputError on a
-  /// missing or negative value.
+  /// Reads host.write_combining, cpu.wc_store, cpu.wc_flush, cpu.uc_store and the bus's
+  /// MmioWrite latency (HostBus::latency_key: pcie.* or pcix.*; ns, >= 0). Throws InputError
+  /// on a missing or negative value.
   static Config from_platform(const Platform& p);
 };
 

@@ -36,7 +36,6 @@ HostParams read_host_params(const model::Platform& p) {
   }
   if (!s.bus.is_pcix()) s.max_outstanding_reads = static_cast<int>(p.u32("hca.max_outstanding_reads", "", 1, 256));
   s.timing = model::HcaTiming::from_platform(p);
-  if (!(s.timing.dma_read_rtt_ns > 0)) p.fail("pcie.dma_read_rtt", "must be > 0 (it bounds DMA reads in flight)");
   s.post = model::PostConfig::from_platform(p, s.bus, s.timing.dma_read_rtt_ns);
   s.noise = model::NoiseConfig::from_platform(p, s.costs);
   s.max_inline_data = p.u32("hca.max_inline_data", "B", 0, 4096);

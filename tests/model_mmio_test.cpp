@@ -275,3 +275,54 @@ TEST(Noise, TimerTicksDelayAFractionTickTimesHz) {
   }
   EXPECT_NEAR(delayed, 2000, 2);
 }
+
+TEST(PostPath, BusLatenciesComeFromTheSectionOfTheHostBus) {
+  // The same three latencies under [pcie] and under [pcix] (HostBus::latency_key): the values
+  // differ so that a key read from the wrong section shows.
+  const std::string common = R"(
+[cpu]
+wc_store = { value = 1, unit = "ns", source = "t" }
+wc_flush = { value = 1, unit = "ns", source = "t" }
+uc_store = { value = 1, unit = "ns", source = "t" }
+[host]
+write_combining = { value = false, unit = "", source = "t" }
+[hca]
+tx_processing = { value = 1, unit = "ns", source = "t" }
+rx_processing = { value = 1, unit = "ns", source = "t" }
+interrupt_latency = { value = 1, unit = "ns", source = "t" }
+inline_copy_rate = { value = 1, unit = "B/ns", source = "t" }
+[ib]
+propagation = { value = 1, unit = "ns", source = "t" }
+)";
+  const Platform e = Platform::parse(common + R"(
+[pcie]
+dma_read_rtt = { value = 900, unit = "ns", source = "t" }
+posted_write_latency = { value = 300, unit = "ns", source = "t" }
+mmio_write_latency = { value = 250, unit = "ns", source = "t" }
+)", "e.toml");
+  const Platform x = Platform::parse(common + R"(
+[pcix]
+clock_mhz = { value = 133, unit = "MHz", source = "t" }
+split_completion_latency_ns = { value = 1000, unit = "ns", source = "t" }
+posted_write_latency = { value = 500, unit = "ns", source = "t" }
+mmio_write_latency = { value = 450, unit = "ns", source = "t" }
+)", "x.toml");
+  EXPECT_STREQ(HostBus::latency_key(x, HostBus::Latency::DmaRead), "pcix.split_completion_latency_ns");
+  EXPECT_STREQ(HostBus::latency_key(e, HostBus::Latency::MmioWrite), "pcie.mmio_write_latency");
+  const HcaTiming te = HcaTiming::from_platform(e), tx = HcaTiming::from_platform(x);
+  EXPECT_DOUBLE_EQ(te.dma_read_rtt_ns, 900);
+  EXPECT_DOUBLE_EQ(te.posted_write_ns, 300);
+  EXPECT_DOUBLE_EQ(tx.dma_read_rtt_ns, 1000);
+  EXPECT_DOUBLE_EQ(tx.posted_write_ns, 500);
+  EXPECT_DOUBLE_EQ(mmio::Config::from_platform(e).latency_ns, 250);
+  EXPECT_DOUBLE_EQ(mmio::Config::from_platform(x).latency_ns, 450);
+  // A zero read latency would allow unbounded DMA reads in flight: refused, naming the key.
+  Platform zero = e;
+  zero.set("pcie.dma_read_rtt=0");
+  try {
+    (void)HcaTiming::from_platform(zero);
+    FAIL() << "pcie.dma_read_rtt = 0 accepted";
+  } catch (const hcasim::InputError& err) {
+    EXPECT_EQ(std::string(err.what()), "--set pcie.dma_read_rtt: 0 ns must be > 0 (platform e)") << err.what();
+  }
+}
