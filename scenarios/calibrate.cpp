@@ -682,6 +682,13 @@ int run_calibrate(const CalibrateOptions& o) {
     // only piecewise smooth (a bottleneck moves from one resource to another), which can shrink
     // it early. So restart from the best point while a restart still improves it (each
     // restart rebuilds the quadratic model; already-simulated points come from the cache).
+    // The start first: BOBYQA moves a start within its first step of a bound inward and
+    // would never simulate it, and the report compares the fit with the start.
+    {
+      std::vector<double> no_gradient;
+      objective(x, no_gradient, &st);
+      if (st.error) std::rethrow_exception(st.error);
+    }
     double previous = HUGE_VAL;
     for (bool first = true; first || (!st.error && st.evals < o.max_evals && st.best < previous - 1e-5);
          first = false) {

@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <regex>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -159,6 +160,25 @@ TEST(CalibrateE2E, AMeasuredZeroIsRefusedBeforeAnySimulation) {
                                     "measured value > 0\n");
   EXPECT_EQ(slurp(s.path("o")), "");  // no evaluation line: nothing was simulated
   EXPECT_FALSE(fs::exists(s.path("f.toml")));
+}
+
+TEST(CalibrateE2E, TheFirstEvaluationIsTheStartEvenNextToABound) {
+  // cpu.copy_tx_rate starts at the platform's 0.96 B/ns; with bounds 0.2..1.2 the start sits
+  // within BOBYQA's first step (0.25 in log) of the upper bound, where NLopt moves its first
+  // point inward (to 0.934561): calibrate simulates the start itself first. It crashed with
+  // "internal error: map::at" when the start was never simulated.
+  Scratch s("calibrate-bound");
+  std::ofstream(s.path("run.txt")) << "# netperf -C -c -P 0 -t TCP_STREAM -l 1 -- -m 1M\n"
+                                      " 87380  16384 1048576    1.00    7000.00   12.65    13.34    0.500   1.175\n";
+  const int rc = hcasim("calibrate --platform connectx-ddr-pcie1x8 --fit cpu.copy_tx_rate=0.2:1.2 --duration 0.05 "
+                        "--max-evals 1 -j 1 -o " + s.path("f.toml") + " " + s.path("run.txt"),
+                        s.path("o"), s.path("e"));
+  ASSERT_EQ(rc, 0) << slurp(s.path("e"));
+  const std::string out = slurp(s.path("o"));
+  // One evaluation line, at the start value: "    1     R.RRR %           0.96".
+  EXPECT_TRUE(std::regex_search(out, std::regex("\n +1 +[0-9.]+ % +0\\.96\n"))) << out;
+  EXPECT_FALSE(std::regex_search(out, std::regex("\n +2 +[0-9.]+ %"))) << out;  // --max-evals 1
+  EXPECT_TRUE(fs::exists(s.path("f.toml")));
 }
 
 TEST(CalibrateE2E, BadInputIsOneLineExitTwoAndNoFile) {
