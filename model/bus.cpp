@@ -29,8 +29,8 @@ HostBus HostBus::from_platform(const Platform& p) {
       p.fail("pcix.clock_mhz", "the platform declares both a PCI-X bus and a PCIe link (pcie.gen); its HCA sits on one");
     b.kind = Kind::Pcix;
     pcix::Config& c = b.pcix;
-    c.clock_mhz = static_cast<int>(p.integer("pcix.clock_mhz", "MHz"));
-    c.width_bits = static_cast<int>(p.integer("pcix.width_bits", "bit"));
+    c.clock_mhz = static_cast<int>(p.u32("pcix.clock_mhz", "MHz", 1, 1000));
+    c.width_bits = static_cast<int>(p.u32("pcix.width_bits", "bit", 1, 1024));
     c.max_memory_read_byte_count = p.u32("pcix.max_memory_read_byte_count", "B", 1, 4096);
     c.max_outstanding_split = static_cast<int>(p.u32("pcix.max_outstanding_split", "", 1, 32));
     c.write_burst = p.u32("pcix.write_burst", "B", 1, 4096);
@@ -51,8 +51,8 @@ HostBus HostBus::from_platform(const Platform& p) {
     return b;
   }
   pcie::Config& c = b.pcie;
-  c.gen = static_cast<int>(p.integer("pcie.gen", ""));
-  c.lanes = static_cast<int>(p.integer("pcie.lanes", ""));
+  c.gen = static_cast<int>(p.u32("pcie.gen", "", 1, 64));
+  c.lanes = static_cast<int>(p.u32("pcie.lanes", "", 1, 1024));
   c.max_payload = p.u32("pcie.max_payload", "B", 1, 4096);
   c.max_read_request = p.u32("pcie.max_read_request", "B", 1, 4096);
   c.read_completion_boundary = p.u32("pcie.read_completion_boundary", "B", 1, 4096);

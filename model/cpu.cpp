@@ -29,9 +29,7 @@ std::string_view activity_name(Activity a) {
 
 CpuCosts CpuCosts::from_platform(const Platform& p) {
   CpuCosts c;
-  c.cpus = static_cast<int>(p.integer("host.cpus", ""));
-  if (c.cpus < 1 || c.cpus > 1024)
-    p.fail("host.cpus", fmt::format("{} must be 1..1024", c.cpus));
+  c.cpus = static_cast<int>(p.u32("host.cpus", "", 1, 1024));
   c.syscall_ns = p.nonneg("cpu.syscall", "ns");
   c.sendmsg_ns = p.nonneg("cpu.sendmsg", "ns");
   c.skb_ns = p.nonneg("cpu.skb", "ns");

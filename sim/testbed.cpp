@@ -27,7 +27,7 @@ HostParams read_host_params(const model::Platform& p) {
   } catch (const InputError&) {
     p.fail("ib.speed", fmt::format("'{}' is not SDR, DDR, QDR, FDR10 or FDR", p.str("ib.speed")));
   }
-  s.ib.width = static_cast<int>(p.integer("ib.width", ""));
+  s.ib.width = static_cast<int>(p.u32("ib.width", "", 1, 1024));
   s.ib.mtu = p.u32("ib.mtu", "B", 256, 4096);
   try {
     model::ib::validate(s.ib);

@@ -415,6 +415,11 @@ std::vector<Case> cases() {
   add({.name = "set_pcix_clock_not_a_mode",
        .args = {"netperf", "-l", "0.01", "--platform", "zx1-rx2600-pcix", "--set", "pcix.clock_mhz=120", "--csv", csv},
        .line = E + "--set pcix\\.clock_mhz: 120 is not 66, 100 or 133 \\(platform zx1-rx2600-pcix\\)", .absent = {csv}});
+  // 2^32 + 8 lanes wrapped to a valid x8 when the value was narrowed before its range check.
+  add({.name = "set_integer_past_2_to_the_32",
+       .args = {"netperf", "-l", "0.01", "--set", "pcie.lanes=4294967304", "--csv", csv},
+       .line = E + "--set pcie\\.lanes: 4294967304 is outside 1\\.\\.1024 \\(platform connectx-ddr-pcie1x8\\)",
+       .absent = {csv}});
   // host.cpus disagreeing with [topology] names the key the user set, not the file's line.
   add({.name = "set_host_cpus_against_topology",
        .args = {"netperf", "-l", "0.01", "--platform", "zx1-rx2600-pcix", "--set", "host.cpus=1", "--csv", csv},
@@ -478,7 +483,7 @@ std::vector<Case> cases() {
                    "connectx-ddr-pcie1x8\\)",
        .absent = {csv}});
   platform_case("platform_out_of_range", "host", "cpus", "cpus = { value = 100000, unit = \"\", source = \"x\" }",
-                " host\\.cpus: 100000 must be 1\\.\\.1024");
+                " host\\.cpus: 100000 is outside 1\\.\\.1024");
   // The missing parameter named the platform, not the file to fix.
   add({.name = "platform_missing_parameter", .args = {"netperf", "-l", "0.01", "--platform", "@DIR@/p.toml"},
        .files = {{"p.toml", substitute(shipped_platform(), "\nsyscall = {", "\n# syscall = {")}},
