@@ -276,6 +276,11 @@ SelectedRow select_row(std::string_view csv_text, const std::string& origin, con
   auto rows = parse_csv(csv_text, origin, &lines);
   if (rows.empty()) throw InputError(origin + ": empty file");
   const auto& header = rows.front();
+  // A column named twice: the match and the figures would read only the first.
+  for (size_t c = 0; c < header.size(); ++c)
+    if (std::find(header.begin(), header.begin() + static_cast<std::ptrdiff_t>(c), header[c]) !=
+        header.begin() + static_cast<std::ptrdiff_t>(c))
+      throw InputError(fmt::format("{}:{}: column '{}' twice", origin, lines[0], header[c]));
   // A row with fewer or more cells than the header is a damaged file, not unmeasured columns.
   for (size_t r = 1; r < rows.size(); ++r)
     if (rows[r].size() != header.size())
@@ -598,6 +603,13 @@ Figures reference_figures(std::string_view csv_text, const std::string& origin,
   check_measured(f.sd_remote, "sd_remote_us_per_kb", r.where);
   check_measured(f.util_local, "util_local_pct", r.where);
   check_measured(f.util_remote, "util_remote_pct", r.where);
+  // A header without throughput_mbps (a typo) or a row with every figure empty would make a
+  // gated point that compares nothing, and passes.
+  if (column(r.header, "throughput_mbps") < 0) throw InputError(fmt::format("{}: no column 'throughput_mbps'", origin));
+  if (!f.throughput_mbps && !f.sd_local && !f.sd_remote && !f.util_local && !f.util_remote)
+    throw InputError(fmt::format("{}: no figure measured (throughput_mbps, sd_*_us_per_kb and util_*_pct are all "
+                                 "empty): the point would compare nothing",
+                                 r.where));
   return f;
 }
 
@@ -621,6 +633,12 @@ LatencyFigures latency_reference_figures(std::string_view csv_text, const std::s
   check_measured(f.t_min_us, "t_min_us", r.where);
   check_measured(f.t_max_us, "t_max_us", r.where);
   check_measured(f.t_typical_us, "t_typical_us", r.where);
+  for (const char* name : {"t_min_us", "t_max_us", "t_typical_us"})
+    if (column(r.header, name) < 0) throw InputError(fmt::format("{}: no column '{}'", origin, name));
+  if (!f.t_min_us && !f.t_max_us && !f.t_typical_us)
+    throw InputError(fmt::format("{}: no figure measured (t_min_us, t_max_us and t_typical_us are all empty): the "
+                                 "point would compare nothing",
+                                 r.where));
   return f;
 }
 

@@ -547,6 +547,17 @@ std::vector<Case> cases() {
                 "10: point 1: reference: @DIR@/ref\\.csv:2: column throughput_mbps: measured -8000 \\(a measurement "
                 "must be > 0; leave the cell empty when it was not measured\\)",
                 header + "64K,-8000,1.0,1.2\n");
+  // A misspelt throughput column, or a row with every figure empty: a gated point that
+  // compared nothing passed.
+  scenario_case("csv_no_throughput_column", scenario(""),
+                "10: point 1: reference: @DIR@/ref\\.csv: no column 'throughput_mbps'",
+                "size,throughput_mbs,sd_local_us_per_kb,sd_remote_us_per_kb\n64K,8000,1.0,1.2\n");
+  scenario_case("csv_nothing_measured", scenario(""),
+                "10: point 1: reference: @DIR@/ref\\.csv:2: no figure measured \\(throughput_mbps, "
+                "sd_\\*_us_per_kb and util_\\*_pct are all empty\\): the point would compare nothing",
+                header + "64K,,,\n");
+  scenario_case("csv_column_twice", scenario(""), "10: point 1: reference: @DIR@/ref\\.csv:1: column 'size' twice",
+                "size,throughput_mbps,size,sd_remote_us_per_kb\n64K,8000,64K,1.2\n");
   scenario_case("csv_empty", scenario(""), "10: point 1: reference: @DIR@/ref\\.csv: empty file", "");
   add({.name = "csv_missing", .args = {"run", "@DIR@/s.toml", "--csv", csv}, .files = {{"s.toml", scenario("")}},
        .line = E + "@DIR@/s\\.toml:10: point 1: reference: @DIR@/ref\\.csv: cannot read \\(No such file or directory\\)",
