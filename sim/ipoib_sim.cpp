@@ -53,8 +53,7 @@ struct IpoibHost {
 
 IpoibHost read_ipoib_host(const model::Platform& p) {
   IpoibHost h;
-  h.costs.cpus = static_cast<int>(p.integer("host.cpus", ""));
-  if (h.costs.cpus < 1 || h.costs.cpus > 1024) p.fail("host.cpus", fmt::format("{} must be 1..1024", h.costs.cpus));
+  h.costs.cpus = static_cast<int>(p.u32("host.cpus", "", 1, 1024));
   h.costs.wakeup_ns = p.nonneg("cpu.wakeup", "ns");
   h.costs.context_switch_ns = p.nonneg("cpu.context_switch", "ns");
   h.costs.ipi_ns = p.nonneg("cpu.ipi", "ns");
@@ -73,7 +72,7 @@ IpoibHost read_ipoib_host(const model::Platform& p) {
   } catch (const InputError&) {
     p.fail("ib.speed", fmt::format("'{}' is not SDR, DDR, QDR, FDR10 or FDR", p.str("ib.speed")));
   }
-  h.ib.width = static_cast<int>(p.integer("ib.width", ""));
+  h.ib.width = static_cast<int>(p.u32("ib.width", "", 1, 1024));
   h.ib.mtu = p.u32("ib.mtu", "B", 256, 4096);
   try {
     model::ib::validate(h.ib);
