@@ -90,9 +90,9 @@ uint64_t NetstackCosts::iommu_pages(uint64_t bytes) const {
   return bytes == 0 ? 0 : (bytes + page - 1) / page;
 }
 
-uint64_t linux_socket_buffer(uint64_t request, uint64_t max, uint64_t dflt) {
+uint64_t linux_socket_buffer(uint64_t request, uint64_t max, uint64_t dflt, uint64_t floor) {
   if (request == 0) return dflt;
-  return std::min(request, max) * 2;
+  return std::max(std::min(request, max) * 2, floor);
 }
 
 uint64_t tcp_window_from_space(uint64_t rcvbuf, int adv_win_scale) {

@@ -105,11 +105,18 @@ struct NetstackCosts {
   }
 };
 
-/// Linux's socket buffer for a SO_SNDBUF/SO_RCVBUF request: min(request, max) x 2 (net/core/
-/// sock.c sock_setsockopt doubles the value to account for skb overhead; getsockopt returns
-/// the doubled value, which netperf prints): -s 262144 with wmem_max 131071 gives 262142, the
-/// seed's "262142 262142". 0 (no request) returns `dflt`.
-uint64_t linux_socket_buffer(uint64_t request, uint64_t max, uint64_t dflt);
+/// The smallest send and receive socket buffers Linux 2.6 grants, B (include/net/sock.h
+/// SOCK_MIN_SNDBUF, SOCK_MIN_RCVBUF; later kernels raised the receive floor to 2048 + the
+/// size of an sk_buff).
+inline constexpr uint64_t kSockMinSndbuf = 2048;
+inline constexpr uint64_t kSockMinRcvbuf = 256;
+
+/// Linux's socket buffer for a SO_SNDBUF/SO_RCVBUF request: max(min(request, max) x 2, floor)
+/// (net/core/sock.c sock_setsockopt doubles the value to account for skb overhead and keeps at
+/// least `floor`, kSockMinSndbuf or kSockMinRcvbuf; getsockopt returns the result, which
+/// netperf prints): -s 262144 with wmem_max 131071 gives 262142, the seed's "262142 262142";
+/// -s 1 gives 2048. 0 (no request) returns `dflt`.
+uint64_t linux_socket_buffer(uint64_t request, uint64_t max, uint64_t dflt, uint64_t floor);
 
 /// The receive window a Linux 2.6 socket can offer with `rcvbuf` bytes of buffer:
 /// rcvbuf - rcvbuf / 2^tcp_adv_win_scale (tcp_win_from_space, tcp_adv_win_scale = 2 by

@@ -782,9 +782,12 @@ IpoibStreamResult run_ipoib_stream(const model::Platform& local, const model::Pl
     throw InputError("ipoib.mode: both hosts must use the same IPoIB mode (datagram or connected)");
   if (a.ib.mtu != b.ib.mtu || (a.ipoib.mode == model::ipoib::Mode::Connected && a.ipoib.connected_mtu != b.ipoib.connected_mtu))
     throw InputError("ib.mtu / ipoib.connected_mtu: both hosts must have the same MTU");
-  // Linux doubles a SO_SNDBUF/SO_RCVBUF request and caps it at 2 x wmem_max/rmem_max.
-  const uint64_t sndbuf = model::linux_socket_buffer(cfg.local_send_socket, a.net.wmem_max, a.wmem_default);
-  const uint64_t rcvbuf = model::linux_socket_buffer(cfg.remote_recv_socket, b.net.rmem_max, b.rmem_default);
+  // Linux doubles a SO_SNDBUF/SO_RCVBUF request, caps it at 2 x wmem_max/rmem_max and keeps
+  // at least SOCK_MIN_SNDBUF/RCVBUF.
+  const uint64_t sndbuf =
+      model::linux_socket_buffer(cfg.local_send_socket, a.net.wmem_max, a.wmem_default, model::kSockMinSndbuf);
+  const uint64_t rcvbuf =
+      model::linux_socket_buffer(cfg.remote_recv_socket, b.net.rmem_max, b.rmem_default, model::kSockMinRcvbuf);
   const uint64_t send_size = cfg.send_size ? cfg.send_size : sndbuf;
   const uint64_t recv_size = cfg.recv_size ? cfg.recv_size : rcvbuf;
   const int lcpu = cfg.local_cpu.value_or(a.app_cpu);
@@ -795,7 +798,7 @@ IpoibStreamResult run_ipoib_stream(const model::Platform& local, const model::Pl
     throw InputError(fmt::format("-T: remote CPU {} does not exist ({} has {} CPUs)", rcpu, remote.name(), b.costs.cpus));
   if (model::tcp_window_from_space(rcvbuf) < 2 * static_cast<uint64_t>(model::ipoib::tcp_mss(b.ipoib, b.ib)))
     throw InputError(fmt::format("-S: a receive buffer of {} B offers less than two segments of {} B; Linux would "
-                                 "grow it (tcp_moderate_rcvbuf), which hcasim does not model: give -S (and raise "
+                                 "grow it (tcp_moderate_rcvbuf), which hcasim does not model: give a larger -S (and raise "
                                  "socket.rmem_max)", rcvbuf, model::ipoib::tcp_mss(b.ipoib, b.ib)));
   Stream stream(a, b, cfg, sndbuf, rcvbuf, send_size, recv_size, lcpu, rcpu);
   return stream.run();

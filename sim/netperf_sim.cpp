@@ -36,9 +36,12 @@ TcpStreamResult run_tcp_stream(const model::Platform& local, const model::Platfo
 
   TcpStreamResult res;
   // An SDP socket's SO_SNDBUF/SO_RCVBUF go through Linux's sock_setsockopt as a TCP socket's do
-  // (doubled, capped at 2 x wmem_max/rmem_max), and netperf prints what getsockopt returns.
-  res.local_send_socket = model::linux_socket_buffer(cfg.local_send_socket, A.wmem_max, A.wmem_default);
-  res.remote_recv_socket = model::linux_socket_buffer(cfg.remote_recv_socket, B.rmem_max, B.rmem_default);
+  // (doubled, capped at 2 x wmem_max/rmem_max, at least SOCK_MIN_SNDBUF/RCVBUF), and netperf
+  // prints what getsockopt returns.
+  res.local_send_socket =
+      model::linux_socket_buffer(cfg.local_send_socket, A.wmem_max, A.wmem_default, model::kSockMinSndbuf);
+  res.remote_recv_socket =
+      model::linux_socket_buffer(cfg.remote_recv_socket, B.rmem_max, B.rmem_default, model::kSockMinRcvbuf);
   // netperf: without -m the send size is the send socket size; without -M the receive size
   // is the receive socket size (nettest_bsd.c send_tcp_stream / recv_tcp_stream).
   res.send_size = cfg.send_size ? cfg.send_size : res.local_send_socket;
