@@ -108,27 +108,23 @@ int netperf_main(const std::vector<std::string>& args) {
   std::cout << format_netperf_output(opts, result, figures);
   if (opts.profile)
     std::cout << (ipoib ? format_ipoib_profile(*ipoib, local.name(), remote.name()) : format_netperf_profile(result));
-  // With faults, hcasim's own lines follow netperf's output (which stays netperf's).
-  const std::string data_line =
-      fmt::format("hcasim: data: {} B sent, crc32 {:08x}; {} B received, crc32 {:08x}\n", result.bytes_sent,
-                  result.sent_crc32, result.bytes_received, result.received_crc32);
-  if (result.faults_configured) {
-    std::cout << "hcasim: local  " << result.local_faults.summary() << "\n";
-    std::cout << "hcasim: remote " << result.remote_faults.summary() << "\n";
-    if (opts.verify_data) std::cout << data_line;
-  }
   std::cout << std::flush;
+  // hcasim's own lines go to stderr after netperf's output, which stays netperf's alone.
+  if (result.faults_configured) {
+    std::cerr << "hcasim: local  " << result.local_faults.summary() << "\n";
+    std::cerr << "hcasim: remote " << result.remote_faults.summary() << "\n";
+  }
+  if (opts.verify_data)
+    std::cerr << fmt::format("hcasim: data: {} B sent, crc32 {:08x}; {} B received, crc32 {:08x}\n",
+                             result.bytes_sent, result.sent_crc32, result.bytes_received, result.received_crc32);
   if (opts.stats) std::cerr << format_stats_line(result) << "\n";
   if (opts.verify_data && !result.data_verified) {
-    if (!result.faults_configured) std::cerr << data_line;
     std::cerr << "hcasim: error: --verify-data: the data received differ from the data sent\n";
     return 1;
   }
-  if (opts.verify_data) {
-    std::cerr << fmt::format("hcasim: note: --verify-data: {} bytes compared at the receiver, all equal\n",
-                             result.bytes_received);
-    if (!result.faults_configured) std::cerr << data_line;
-  }
+  if (opts.verify_data)
+    std::cerr << fmt::format("hcasim: note: --verify-data: {} {} compared at the receiver, all equal\n",
+                             result.bytes_received, result.bytes_received == 1 ? "byte" : "bytes");
   return 0;
 }
 

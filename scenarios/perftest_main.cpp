@@ -49,12 +49,11 @@ int perftest_main(sim::PerftestTest test, const std::vector<std::string>& args) 
   const sim::PerftestResult result = sim::run_perftest(local, remote, to_perftest_config(opts));
   if (opts.csv_path)
     write_file_atomically(*opts.csv_path, format_perftest_csv(opts, result, cpu_mhz), "--csv");
-  std::cout << format_perftest_output(opts, result, cpu_mhz);
-  if (result.faults_configured) {  // hcasim's own lines after perftest's report
-    std::cout << "hcasim: local  " << result.local_faults.summary() << "\n";
-    std::cout << "hcasim: remote " << result.remote_faults.summary() << "\n";
+  std::cout << format_perftest_output(opts, result, cpu_mhz) << std::flush;
+  if (result.faults_configured) {  // hcasim's own lines, on stderr: stdout stays perftest's
+    std::cerr << "hcasim: local  " << result.local_faults.summary() << "\n";
+    std::cerr << "hcasim: remote " << result.remote_faults.summary() << "\n";
   }
-  std::cout << std::flush;
   if (opts.stats) std::cerr << format_perftest_stats_line(result) << "\n";
   return 0;
 }

@@ -78,14 +78,16 @@ TEST_F(Faults_, GibStreamWithPacketLossArrivesWholeSlowerAndReportsItsRetransmis
   Outcome clean = run(base);
   ASSERT_EQ(clean.status, 0) << clean.err;
 
-  const std::smatch d = data_line(lossy.out);
-  ASSERT_FALSE(d.empty()) << lossy.out;
+  const std::smatch d = data_line(lossy.err);
+  ASSERT_FALSE(d.empty()) << lossy.err;
   EXPECT_EQ(d[1].str(), "1073741824");
   EXPECT_EQ(d[3].str(), "1073741824");
   EXPECT_EQ(d[2].str(), d[4].str()) << "crc32 of the sent and received streams";
 
-  const Faults a = faults_of(lossy.out, "local "), b = faults_of(lossy.out, "remote");
-  ASSERT_TRUE(a.found && b.found) << lossy.out;
+  const Faults a = faults_of(lossy.err, "local "), b = faults_of(lossy.err, "remote");
+  ASSERT_TRUE(a.found && b.found) << lossy.err;
+  // stdout is netperf's alone: the one data row.
+  EXPECT_EQ(lossy.out.find("hcasim:"), std::string::npos) << lossy.out;
   // By hand: 1 GiB in SDP messages of 32 KiB payload + 16 B BSDH = 32784 B, 17 packets at MTU
   // 2048 (16 full, one of 16 B): 32768 messages, 557056 data packets, at least 524288
   // (1 GiB / 2048), plus the retransmissions; the receiver puts one ACK per message on the wire.
@@ -112,13 +114,13 @@ TEST_F(Faults_, DuplicationReorderingAndBadIcrcStillDeliverEveryByte) {
   Outcome r = run("netperf -P 0 -l -268435456 --verify-data --set fault.dup=1e-3 --set fault.reorder=1e-3 "
                   "--set fault.corrupt=1e-3 --set fault.seed=7 -- -m 64K");
   ASSERT_EQ(r.status, 0) << r.err;
-  const std::smatch d = data_line(r.out);
-  ASSERT_FALSE(d.empty()) << r.out;
+  const std::smatch d = data_line(r.err);
+  ASSERT_FALSE(d.empty()) << r.err;
   EXPECT_EQ(d[1].str(), "268435456");
   EXPECT_EQ(d[3].str(), "268435456");
   EXPECT_EQ(d[2].str(), d[4].str());
-  const Faults a = faults_of(r.out, "local ");
-  ASSERT_TRUE(a.found) << r.out;
+  const Faults a = faults_of(r.err, "local ");
+  ASSERT_TRUE(a.found) << r.err;
   EXPECT_EQ(a.lost, 0u);
   EXPECT_GT(a.corrupted, 0u);
   EXPECT_GT(a.duplicated, 0u);
@@ -132,8 +134,8 @@ TEST_F(Faults_, SameSeedSameFatesOtherSeedOtherFates) {
   const std::string args = "netperf -P 0 -l -16777216 --set fault.loss=1e-3 -- -m 64K";
   Outcome a = run(args), b = run(args), c = run(args + " --set fault.seed=2");
   ASSERT_EQ(a.status, 0) << a.err;
-  EXPECT_EQ(a.out, b.out);
-  EXPECT_NE(a.out, c.out);
+  EXPECT_EQ(a.out + a.err, b.out + b.err);
+  EXPECT_NE(a.err, c.err);  // the fault counts
 }
 
 TEST_F(Faults_, NoFaultConfiguredLeavesTheOutputUntouched) {
@@ -153,11 +155,10 @@ TEST_F(Faults_, NoFaultConfiguredLeavesTheOutputUntouched) {
 TEST_F(Faults_, PerftestReportsFaultsAfterItsOwnOutput) {
   Outcome r = run("ib_write_lat -n 1000 --set fault.loss=1e-2");
   ASSERT_EQ(r.status, 0) << r.err;
-  const auto perftest_end = r.out.find("hcasim: local  faults:");
-  ASSERT_NE(perftest_end, std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("t_typical"), std::string::npos);
-  EXPECT_LT(r.out.find("t_typical"), perftest_end);
-  const Faults a = faults_of(r.out, "local "), b = faults_of(r.out, "remote");
+  // perftest's report on stdout, hcasim's fault lines on stderr.
+  EXPECT_NE(r.out.find("t_typical"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("hcasim:"), std::string::npos) << r.out;
+  const Faults a = faults_of(r.err, "local "), b = faults_of(r.err, "remote");
   EXPECT_GT(a.lost + b.lost, 0u);
   // A lost WRITE of the ping-pong has nothing behind it: the 67.1 ms local ACK timer.
   EXPECT_GT(a.timeouts + b.timeouts, 0u);
