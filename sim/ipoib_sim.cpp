@@ -33,6 +33,9 @@ namespace {
 
 // --- parameters -------------------------------------------------------------------------
 
+/// An InfiniHost UAR doorbell, send or receive: two 32-bit words written as one 64-bit
+/// store (mthca_doorbell.h mthca_write64 on a 64-bit host), B.
+constexpr uint32_t kDoorbellBytes = 8;
 
 /// Everything the IPoIB path reads from one host's platform.
 struct IpoibHost {
@@ -47,6 +50,7 @@ struct IpoibHost {
   model::HostBus bus;
   double read_latency_ns = 0;   ///< PCIe: MRd -> first CplD (HcaTiming::dma_read_rtt_ns); PCI-X: the split latency
   double write_latency_ns = 0;  ///< device write issued -> visible in memory (HcaTiming::posted_write_ns)
+  double doorbell_latency_ns = 0;  ///< CPU store -> at the HCA (mmio::Config::latency_ns)
   double hca_tx_ns = 0, hca_rx_ns = 0, interrupt_latency_ns = 0, propagation_ns = 0;
   uint64_t rmem_default = 0, wmem_default = 0;
 };
@@ -97,11 +101,11 @@ IpoibHost read_ipoib_host(const model::Platform& p) {
   h.interrupt_latency_ns = t.interrupt_latency_ns;
   h.propagation_ns = t.propagation_ns;
   // IPoIB posts through the same UAR doorbell as SDP: the same keys and checks (BlueFlame needs
-  // a PCIe slot), though the frame timing below does not charge the doorbell's MMIO yet.
-  (void)model::PostConfig::from_platform(p, h.bus, t.dma_read_rtt_ns);
+  // a PCIe slot). Its CPU cost is inside netstack.ipoib_post (the store with mthca_post_send)
+  // and the receive completion's repost; Stream::transmit charges its bus time and latency.
+  h.doorbell_latency_ns = model::PostConfig::from_platform(p, h.bus, t.dma_read_rtt_ns).mmio.latency_ns;
   h.rmem_default = p.u32("socket.tcp_rmem_default", "B", 1, 1u << 30);
   h.wmem_default = p.u32("socket.tcp_wmem_default", "B", 1, 1u << 30);
-  // [pcix]: HostBus and HcaTiming read every key but mmio_write_latency, the SDP post path's.
   p.check_used_in({"netstack", "ipoib"});
   return h;
 }
@@ -343,9 +347,15 @@ void Stream::transmit(int from, const Packet& p) {
   Side& r = side_[static_cast<size_t>(1 - from)];
   const uint32_t frame = frame_bytes(p);
   const double now = sim::now_ns();
-  // Sender HCA: doorbell seen, WQE fetch (64 B) and the frame's gather, both DMA reads.
+  // The send doorbell: mthca_tavor_post_send writes the UAR's 8-B send doorbell once per call,
+  // and ipoib_send posts one WR per skb. An uncached store: it takes the bus (the host->device
+  // direction of PCIe, the shared PCI-X segment) and reaches the HCA no sooner than the bus's
+  // MMIO write latency after the post.
   Calendar& sread = s.bus_read;
-  double t = sread.reserve(now + s.p.bus.dma_read_wait_ns(64, s.p.read_latency_ns), s.p.bus.dma_read_ns(64));
+  const double doorbell = s.p.bus.mmio_store_ns(kDoorbellBytes);
+  double t = std::max(sread.reserve(now, doorbell) + doorbell, now + s.p.doorbell_latency_ns);
+  // Sender HCA: the WQE fetch (64 B) and the frame's gather, both DMA reads.
+  t = sread.reserve(t + s.p.bus.dma_read_wait_ns(64, s.p.read_latency_ns), s.p.bus.dma_read_ns(64));
   t = sread.reserve(t + s.p.bus.dma_read_ns(64) + s.p.bus.dma_read_wait_ns(frame, s.p.read_latency_ns), s.p.bus.dma_read_ns(frame));
   t += s.p.bus.dma_read_ns(frame);
   t = s.hca_tx.reserve(t, s.p.hca_tx_ns) + s.p.hca_tx_ns;
@@ -357,8 +367,12 @@ void Stream::transmit(int from, const Packet& p) {
   // propagation later and back.
   double t_send = t;
   if (s.p.ipoib.mode == model::ipoib::Mode::Connected) t_send += s.p.propagation_ns + r.p.hca_rx_ns;
-  // Receiver HCA: check, scatter the frame and write the CQE (DMA writes, in order).
+  // Receiver HCA: check, fetch the receive WQE for the buffer's address (a 64-B DMA read: mthca's
+  // smallest WQE stride, mthca_qp.c wqe_shift >= 6), scatter the frame and write the CQE (DMA
+  // writes, in order).
   t = r.hca_rx.reserve(t, r.p.hca_rx_ns) + r.p.hca_rx_ns;
+  t = r.bus_read.reserve(t + r.p.bus.dma_read_wait_ns(64, r.p.read_latency_ns), r.p.bus.dma_read_ns(64)) +
+      r.p.bus.dma_read_ns(64);
   Calendar& rwrite = r.p.bus.is_pcix() ? r.bus_read : r.bus_write;
   const double w = r.p.bus.dma_write_ns(frame) + r.p.bus.dma_write_ns(32);
   t = rwrite.reserve(t, w) + w + r.p.write_latency_ns;
@@ -448,6 +462,10 @@ void Stream::hard_irq(int i, const Ctx& c) {
       --s.tx_outstanding;
     } else {
       charge(s, c, KernelFn::DmaMap, s.p.net.dma_map_ns(rx_buffer_bytes(s)));
+      // The new buffer's post: mthca_tavor_post_receive rings the receive doorbell once per
+      // call (ipoib_ib_post_receive posts one WR), an uncached store on the bus.
+      const double doorbell = s.p.bus.mmio_store_ns(kDoorbellBytes);
+      s.bus_read.reserve(sim::now_ns(), doorbell);
     }
     s.softirq.push_back(cqe);
   }
