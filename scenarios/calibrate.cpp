@@ -207,7 +207,7 @@ class Evaluator {
       runs.push_back({observation_argv(ob, platform_file_, all,
                                        o_.duration_s > 0 ? std::optional<double>(o_.duration_s) : std::nullopt,
                                        o_.iterations > 0 ? std::optional<uint64_t>(o_.iterations) : std::nullopt),
-                      ob.label});
+                      ob.label, ob.where});
     }
     const size_t parallel = static_cast<size_t>(o_.jobs > 0 ? o_.jobs : online_cpus());
     const std::vector<ChildResult> results = run_children(runs, parallel);

@@ -147,14 +147,15 @@ std::string describe_status(int status) {
 }
 
 int print_child_failure(const ChildFailure& failure) {
-  // The child's stderr, less the error line the parent's message already quotes: a child that
-  // failed on one bad value prints one line, not the same error twice.
+  // The child's stderr, less its notes and the error line the parent's message already quotes:
+  // a child that failed on one bad value gives one line, not the same error twice.
   const std::string what = failure.what();
   std::istringstream in(failure.errors);
   std::string line;
   while (std::getline(in, line)) {
     const std::string_view quoted = error_text(line);
     if (!quoted.empty() && what.find(quoted) != std::string::npos) continue;
+    if (line.rfind("hcasim: note: ", 0) == 0) continue;
     std::cerr << line << "\n";
   }
   std::cerr << "hcasim: error: " << what << "\n";
@@ -272,12 +273,13 @@ std::vector<ChildResult> run_children(const std::vector<ChildRun>& runs, size_t 
       ++done;
       if (progress) draw_progress(done, runs.size(), last_label);
       results[i].errors = slurp(err_path(i));
+      const std::string who = runs[i].where.empty() ? runs[i].label : runs[i].where + ": " + runs[i].label;
       if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
-        throw ChildFailure(i, fmt::format("{} failed ({}): {}", runs[i].label, describe_status(status),
+        throw ChildFailure(i, fmt::format("{} failed ({}): {}", who, describe_status(status),
                                           first_error_line(results[i].errors)),
                            results[i].errors);
       if (!fs::exists(csv_path(i)))
-        throw ChildFailure(i, fmt::format("{} failed: it wrote no CSV", runs[i].label), results[i].errors);
+        throw ChildFailure(i, fmt::format("{} failed: it wrote no CSV", who), results[i].errors);
       results[i].csv = slurp(csv_path(i));
     }
   } catch (...) {

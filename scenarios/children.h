@@ -14,6 +14,7 @@ namespace hcasim::scenarios {
 struct ChildRun {
   std::vector<std::string> argv;  ///< e.g. {"hcasim", "netperf", "-l", "10", ...}
   std::string label;              ///< what the progress bar and error messages call it
+  std::string where{};            ///< "FILE:LINE" that gave the run, before its failure message; or empty
 };
 
 /// What a child that exited with status 0 left.
@@ -41,13 +42,14 @@ struct Interrupted : std::runtime_error {
 /// afterwards. Standard input and output of each child are /dev/null; its stderr is kept.
 /// On a terminal (stderr is a tty) a progress bar on stderr shows runs done out of all and the
 /// last started, and is erased at the end. Returns the results in the order of `runs`.
-/// Throws ChildFailure for the first child that fails (message "LABEL failed (exit status
-/// N): FIRST ERROR LINE"), Interrupted on SIGINT/SIGTERM (which reach the children too), and
+/// Throws ChildFailure for the first child that fails (message "[WHERE: ]LABEL failed (exit
+/// status N): FIRST ERROR LINE"), Interrupted on SIGINT/SIGTERM (which reach the children too), and
 /// InputError when the temporary directory cannot be made.
 std::vector<ChildResult> run_children(const std::vector<ChildRun>& runs, size_t parallel);
 
-/// What `hcasim run`, `validate` and `calibrate` do with a ChildFailure: print the child's stderr (when it
-/// wrote any) and "hcasim: error: WHAT" on stderr. Returns 2, their exit status for it.
+/// What `hcasim run`, `validate` and `calibrate` do with a ChildFailure: print the child's stderr
+/// less its notes and the error line WHAT already quotes (a crash report stays), then
+/// "hcasim: error: WHAT", on stderr. Returns 2, their exit status for it.
 int print_child_failure(const ChildFailure& failure);
 
 /// What they do with an Interrupted: print "hcasim: error: interrupted by signal N (D of T runs

@@ -1089,8 +1089,10 @@ std::vector<std::vector<PointOutcome>> simulate_scenarios(const std::vector<Scen
       const auto same = std::find_if(runs.begin(), runs.end(), [&](const ChildRun& r) { return r.argv == argv; });
       run_of[k].push_back(static_cast<size_t>(same - runs.begin()));
       if (same == runs.end())
-        runs.push_back({std::move(argv), fmt::format("{}point {} ({})", prefix(s), i + 1,
-                                                     point_label(p, checked[k].measured_latency[i].bytes))});
+        runs.push_back({std::move(argv),
+                        fmt::format("{}point {} ({})", prefix(s), i + 1,
+                                    point_label(p, checked[k].measured_latency[i].bytes)),
+                        fmt::format("{}:{}", s.origin, p.line)});
     }
   }
 
