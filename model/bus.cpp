@@ -1,6 +1,7 @@
 #include "model/bus.h"
 
 #include <algorithm>
+#include <limits>
 
 #include <fmt/format.h>
 
@@ -24,24 +25,30 @@ const char* HostBus::latency_key(const Platform& p, Latency which) {
 
 HostBus HostBus::from_platform(const Platform& p) {
   HostBus b;
+  // Any non-negative int is read (range-checked before narrowing, so 2^32 + 8 does not wrap to
+  // 8); pcie::validate and pcix::validate then name each field's domain (a power of two in
+  // 128..4096, one of 66, 100 or 133, ...) with the key's FILE:LINE or --set.
+  auto count = [&](const char* key, const char* unit) {
+    return static_cast<int>(p.u32(key, unit, 0, std::numeric_limits<int32_t>::max()));
+  };
   if (is_pcix_platform(p)) {
     if (p.has("pcie.gen"))
       p.fail("pcix.clock_mhz", "the platform declares both a PCI-X bus and a PCIe link (pcie.gen); its HCA sits on one");
     b.kind = Kind::Pcix;
     pcix::Config& c = b.pcix;
-    c.clock_mhz = static_cast<int>(p.u32("pcix.clock_mhz", "MHz", 1, 1000));
-    c.width_bits = static_cast<int>(p.u32("pcix.width_bits", "bit", 1, 1024));
-    c.max_memory_read_byte_count = p.u32("pcix.max_memory_read_byte_count", "B", 1, 4096);
-    c.max_outstanding_split = static_cast<int>(p.u32("pcix.max_outstanding_split", "", 1, 32));
-    c.write_burst = p.u32("pcix.write_burst", "B", 1, 4096);
-    c.write_disconnect_size = p.u32("pcix.write_disconnect_size", "B", 1, 4096);
-    c.split_completion_size = p.u32("pcix.split_completion_size", "B", 1, 4096);
+    c.clock_mhz = count("pcix.clock_mhz", "MHz");
+    c.width_bits = count("pcix.width_bits", "bit");
+    c.max_memory_read_byte_count = count("pcix.max_memory_read_byte_count", "B");
+    c.max_outstanding_split = count("pcix.max_outstanding_split", "");
+    c.write_burst = count("pcix.write_burst", "B");
+    c.write_disconnect_size = count("pcix.write_disconnect_size", "B");
+    c.split_completion_size = count("pcix.split_completion_size", "B");
     c.dual_address_cycle = p.flag("pcix.dual_address_cycle");
-    c.host_decode_clocks = static_cast<int>(p.u32("pcix.host_decode_clocks", "clocks", 1, 4));
-    c.device_decode_clocks = static_cast<int>(p.u32("pcix.device_decode_clocks", "clocks", 1, 4));
-    c.target_wait_states = static_cast<int>(p.u32("pcix.target_wait_states", "clocks", 0, 16));
-    c.idle_clocks = static_cast<int>(p.u32("pcix.idle_clocks", "clocks", 1, 1024));
-    c.arbitration_clocks = static_cast<int>(p.u32("pcix.arbitration_clocks", "clocks", 0, 1024));
+    c.host_decode_clocks = count("pcix.host_decode_clocks", "clocks");
+    c.device_decode_clocks = count("pcix.device_decode_clocks", "clocks");
+    c.target_wait_states = count("pcix.target_wait_states", "clocks");
+    c.idle_clocks = count("pcix.idle_clocks", "clocks");
+    c.arbitration_clocks = count("pcix.arbitration_clocks", "clocks");
     c.split_completion_latency_ns = p.positive("pcix.split_completion_latency_ns", "ns");
     try {
       pcix::validate(c);  // its messages name the field, which is the platform key
@@ -51,12 +58,12 @@ HostBus HostBus::from_platform(const Platform& p) {
     return b;
   }
   pcie::Config& c = b.pcie;
-  c.gen = static_cast<int>(p.u32("pcie.gen", "", 1, 64));
-  c.lanes = static_cast<int>(p.u32("pcie.lanes", "", 1, 1024));
-  c.max_payload = p.u32("pcie.max_payload", "B", 1, 4096);
-  c.max_read_request = p.u32("pcie.max_read_request", "B", 1, 4096);
-  c.read_completion_boundary = p.u32("pcie.read_completion_boundary", "B", 1, 4096);
-  c.completion_size = p.u32("pcie.completion_size", "B", 1, 4096);
+  c.gen = count("pcie.gen", "");
+  c.lanes = count("pcie.lanes", "");
+  c.max_payload = count("pcie.max_payload", "B");
+  c.max_read_request = count("pcie.max_read_request", "B");
+  c.read_completion_boundary = count("pcie.read_completion_boundary", "B");
+  c.completion_size = count("pcie.completion_size", "B");
   c.addr64 = p.flag("pcie.addr64");
   try {
     pcie::validate(c);  // as pcix::validate
