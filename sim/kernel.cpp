@@ -67,7 +67,9 @@ void Failure::guard(const std::string& who, const std::function<void()>& body) {
   try {
     body();
   } catch (const std::exception& e) {
-    if (message_.empty()) message_ = fmt::format("{}: {}", who, e.what());
+    // The SDP socket names itself ("netperf: ..."): the actor's name is not repeated.
+    const std::string what = e.what();
+    if (message_.empty()) message_ = what.rfind(who + ": ", 0) == 0 ? what : fmt::format("{}: {}", who, what);
     s4u::Actor::kill_all();
   }
 }

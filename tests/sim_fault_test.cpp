@@ -176,3 +176,13 @@ TEST_F(Faults_, BadFaultSettingsAreOneLineErrorsWithStatus2) {
     EXPECT_TRUE(r.out.empty()) << args;
   }
 }
+
+TEST_F(Faults_, RetriesRunOutInOneLineNamingTheSideOnce) {
+  // 60 % of the packets lost: the 7 transport retries (qp.retry_cnt) run out and the QP goes
+  // to the error state; the failure is a line that names the netperf side once.
+  Outcome r = run("netperf -P 0 -l 0.05 --set fault.loss=0.6 -- -m 64K");
+  EXPECT_EQ(r.status, 3) << r.err;
+  EXPECT_EQ(r.err.rfind("hcasim: internal error: netperf: completion error transport retry counter exceeded", 0), 0u)
+      << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+}
