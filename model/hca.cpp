@@ -38,9 +38,14 @@ PostConfig PostConfig::from_platform(const Platform& p, const HostBus& bus, doub
   c.mmio = mmio::Config::from_platform(p);
   c.bus = bus;
   c.dma_read_rtt_ns = dma_read_rtt_ns;
+  c.device = p.str("hca.device");
+  if (c.device.empty()) p.fail("hca.device", "empty: the verbs device name, such as mlx4_0 or mthca0");
   c.blueflame = p.flag("hca.blueflame");
   if (c.blueflame && bus.is_pcix())
     p.fail("hca.blueflame", fmt::format("BlueFlame needs a PCIe slot; this HCA sits on {}", bus.describe()));
+  if (c.blueflame && c.device.rfind("mthca", 0) == 0)
+    p.fail("hca.blueflame",
+           fmt::format("BlueFlame needs a ConnectX HCA (mlx4 or later); {} is an InfiniHost (ib_mthca)", c.device));
   const int64_t bf = p.integer("hca.bf_buf_size", "B");
   if (bf < 64 || bf > 4096 || bf % 64 != 0)
     p.fail("hca.bf_buf_size", fmt::format("{} B is not a multiple of 64 in 64..4096", bf));

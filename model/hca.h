@@ -62,12 +62,15 @@ struct PostConfig {
   mmio::Config mmio;           ///< the CPU's stores to the UAR and BlueFlame pages
   HostBus bus;                 ///< the HCA's slot (MMIO serialisation, WQE fetch completions)
   double dma_read_rtt_ns = 0;  ///< HcaTiming's (the WQE fetch after a doorbell)
+  std::string device;          ///< hca.device: the verbs device name, "mlx4_0", "mthca0"
   bool blueflame = true;       ///< hca.blueflame: the driver maps BlueFlame registers
   uint32_t bf_buf_size = 256;  ///< hca.bf_buf_size: half a BlueFlame register, B
 
-  /// Reads the mmio::Config keys, hca.blueflame and hca.bf_buf_size (64..4096 B, a multiple of
-  /// 64). `bus` is the already validated slot, `dma_read_rtt_ns` HcaTiming's. BlueFlame
-  /// (write-combined MMIO of whole WQEs, ConnectX) on a PCI-X bus is an InputError.
+  /// Reads the mmio::Config keys, hca.device, hca.blueflame and hca.bf_buf_size (64..4096 B, a
+  /// multiple of 64). `bus` is the already validated slot, `dma_read_rtt_ns` HcaTiming's.
+  /// BlueFlame (write-combined MMIO of whole WQEs, ConnectX and later) on a PCI-X bus, or on an
+  /// InfiniHost (an mthca device: neither the HCA nor libmthca has BlueFlame registers), is an
+  /// InputError.
   static PostConfig from_platform(const Platform& p, const HostBus& bus, double dma_read_rtt_ns);
 };
 

@@ -80,7 +80,7 @@ struct PerftestOptions {
   bool size_given = false;            ///< -s was given
   uint64_t iterations = kPerftestDefIters;  ///< -n (default 1000; ib_write_bw 5000)
   bool cpu_freq_f = false;            ///< -F: no cpufreq warning (none is printed anyway)
-  std::string device = "mlx4_0";      ///< -d: only printed in the banner ("Device : ...")
+  std::string device;  ///< -d: only printed in the banner ("Device : ..."); empty: the local platform's hca.device, the first device as perftest picks it
   int ib_port = 1;                    ///< -i (the simulated HCA has one port)
   std::optional<uint32_t> inline_size;  ///< -I, bytes; empty = perftest's default for the tool
   uint32_t num_qps = 1;               ///< -q (bw tools)

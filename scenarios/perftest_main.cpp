@@ -19,7 +19,7 @@
 namespace hcasim::scenarios {
 
 int perftest_main(sim::PerftestTest test, const std::vector<std::string>& args) {
-  const PerftestOptions opts = parse_perftest_args(test, args);
+  PerftestOptions opts = parse_perftest_args(test, args);
   if (opts.help) {
     std::cout << perftest_usage(test);
     return 0;
@@ -33,6 +33,8 @@ int perftest_main(sim::PerftestTest test, const std::vector<std::string>& args) 
   for (const auto& note : opts.notes) std::cerr << note << "\n";
 
   auto [local, remote] = load_host_platforms(opts.platform, opts.remote_platform, opts.sets);
+  // Without -d perftest opens the first device: the platform's (mthca0 on an InfiniHost).
+  if (opts.device.empty()) opts.device = local.str("hca.device");
   // -m: the path MTU perftest picks (set_mtu) from the port's active MTU, ib.mtu of each host.
   if (opts.mtu) {
     std::string note;

@@ -412,6 +412,13 @@ std::vector<Case> cases() {
        .line = E + "--set hca\\.blueflame: BlueFlame needs a PCIe slot; this HCA sits on PCI-X 133 MHz 64-bit "
                    "\\(platform zx1-rx2600-pcix\\)",
        .absent = {csv}});
+  // InfiniHost III has no BlueFlame registers (nor libmthca a BlueFlame path): the device says so.
+  add({.name = "set_blueflame_on_infinihost",
+       .args = {"ib_write_lat", "-n", "200", "--platform", "infinihost3-pcie1x8", "--set", "hca.blueflame=on", "--csv",
+                csv},
+       .line = E + "--set hca\\.blueflame: BlueFlame needs a ConnectX HCA \\(mlx4 or later\\); mthca0 is an InfiniHost "
+                   "\\(ib_mthca\\) \\(platform infinihost3-pcie1x8\\)",
+       .absent = {csv}});
   add({.name = "set_pcix_clock_not_a_mode",
        .args = {"netperf", "-l", "0.01", "--platform", "zx1-rx2600-pcix", "--set", "pcix.clock_mhz=120", "--csv", csv},
        .line = E + "--set pcix\\.clock_mhz: 120 is not 66, 100 or 133 \\(platform zx1-rx2600-pcix\\)", .absent = {csv}});

@@ -233,6 +233,7 @@ uc_store = { value = 1, unit = "ns", source = "t" }
 [host]
 write_combining = { value = true, unit = "", source = "t" }
 [hca]
+device = { value = "mlx4_0", unit = "", source = "t" }
 blueflame = { value = true, unit = "", source = "t" }
 bf_buf_size = { value = 256, unit = "B", source = "t" }
 )", "bf.toml");
