@@ -372,6 +372,11 @@ TEST(OneLine, LineBreaksBecomeOneSpaceAndControlBytesAreEscaped) {
   EXPECT_EQ(hcasim::one_line("Error while parsing array:\n   expected ']'\n"), "Error while parsing array: expected ']'");
   EXPECT_EQ(hcasim::one_line("bell\x07 esc\x1b[1m"), "bell\\x07 esc\\x1B[1m");
   EXPECT_EQ(hcasim::one_line("plain"), "plain");
+  // UTF-8 passes whole (2, 3 and 4 byte sequences); a byte that is not UTF-8 is escaped, as is
+  // an overlong form (C0 AF) or a surrogate (ED A0 80), so a Latin-1 file cannot garble the line.
+  EXPECT_EQ(hcasim::one_line("caf\xC3\xA9 \xE2\x82\xAC \xF0\x9F\x98\x80"), "caf\xC3\xA9 \xE2\x82\xAC \xF0\x9F\x98\x80");
+  EXPECT_EQ(hcasim::one_line("'1.0\xFF" "4'"), "'1.0\\xFF4'");
+  EXPECT_EQ(hcasim::one_line("\xC0\xAF \xED\xA0\x80 \xC3"), "\\xC0\\xAF \\xED\\xA0\\x80 \\xC3");
 }
 
 TEST(OneLine, EveryInputErrorIsOneLine) {
