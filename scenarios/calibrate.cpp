@@ -22,6 +22,7 @@
 #include "scenarios/netperf_cli.h"
 #include "scenarios/netperf_output.h"
 #include "scenarios/run_file.h"
+#include "sim/testbed.h"
 
 namespace hcasim::scenarios {
 
@@ -585,6 +586,7 @@ int run_calibrate(const CalibrateOptions& o) {
   const model::Platform as_filed = model::Platform::parse(base_text, platform_file);
   model::Platform base = as_filed;  // with --set: the platform the runs are simulated on
   for (const auto& s : platform_settings(o.sets)) base.set(s);
+  (void)sim::read_host_params(base);  // the children's model checks (--set pcie.gen=9), now
   std::vector<FitParam> params;
   for (const auto& item : o.fit) {
     FitParam p = parse_fit_param(item, base, o.starts);
@@ -618,6 +620,7 @@ int run_calibrate(const CalibrateOptions& o) {
                                          *ob.platform, o.platform));
           model::Platform copy = base;
           for (const auto& s : platform_settings(ob.set)) copy.set(s);
+          (void)sim::read_host_params(copy);  // the child's model checks, before any simulation
         } catch (const InputError& e) {
           throw InputError(fmt::format("{}: {}", ob.where, e.what()));
         }

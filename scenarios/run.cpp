@@ -26,6 +26,7 @@
 #include "scenarios/netperf_cli.h"
 #include "scenarios/perftest_cli.h"
 #include "scenarios/netperf_output.h"
+#include "sim/testbed.h"
 
 
 namespace hcasim::scenarios {
@@ -1032,6 +1033,9 @@ CheckedScenario check_scenario(const Scenario& s, const std::string& base) {
         }
         model::Platform copy = platforms.at(*name);
         for (const auto& assignment : platform_settings(p.set)) copy.set(assignment);
+        // Every model check the child would make on the platform (ranges, validators,
+        // consistency, unused keys), so that a bad value is a FILE:LINE error before any run.
+        (void)sim::read_host_params(copy);
       }
     } catch (const InputError& e) {
       fail_at(s.origin, p.line, fmt::format("point {}: {}", i + 1, e.what()));

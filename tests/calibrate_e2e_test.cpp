@@ -209,6 +209,9 @@ TEST(CalibrateE2E, BadInputIsOneLineExitTwoAndNoFile) {
        "hcasim: error: --csv " + out + ": the same file as -o\n"},
       {"--platform connectx-ddr-pcie1x8 --fit cpu.copy_tx_rate missing/runs.txt",
        "hcasim: error: missing/runs.txt: no such run file\n"},
+      // A value only the model rejects: found before the header lines and the first simulation.
+      {"--platform connectx-ddr-pcie1x8 --fit cpu.copy_tx_rate --set pcie.gen=9 seed000",
+       "hcasim: error: --set pcie.gen: 9 is not 1, 2 or 3 (platform connectx-ddr-pcie1x8)\n"},
   };
   for (const auto& c : cases) {
     const int rc = hcasim("calibrate " + c.args + " -o " + out, s.path("o"), s.path("e"));

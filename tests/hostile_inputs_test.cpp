@@ -523,15 +523,19 @@ std::vector<Case> cases() {
                 "1: Error while parsing key-value pair: expected value, saw '\\\\n'");
   scenario_case("scenario_set_unknown_key", substitute(scenario(""), "sdp.zcopy_thresh=0", "sdp.nosuch=0"),
                 "10: point 1: --set sdp\\.nosuch: unknown platform parameter .*");
-  // A value only the child's model checks: one line naming the point's FILE:LINE, the child's
-  // error quoted once and its note (-H ignored) left out.
-  add({.name = "scenario_set_fails_in_the_child",
+  // A value the model rejects is found before any run (sim::read_host_params in the parent),
+  // at the point's FILE:LINE.
+  scenario_case("scenario_set_fails_the_model_check",
+                substitute(scenario(""), "sdp.zcopy_thresh=0", "pcie.max_read_request=3000"),
+                "10: point 1: --set pcie\\.max_read_request: 3000 is not a power of two in 128\\.\\.4096 "
+                "\\(platform connectx-ddr-pcie1x8\\)");
+  // What only the child checks (-T against the platform's CPUs): one line naming the point's
+  // FILE:LINE, the child's error quoted once and its note (-H ignored) left out.
+  add({.name = "scenario_command_fails_in_the_child",
        .args = {"run", "@DIR@/s.toml", "-j", "1", "--csv", csv},
-       .files = {{"s.toml", substitute(scenario("", "netperf -l 1 -H peer -- -m 64K"), "sdp.zcopy_thresh=0",
-                                       "pcie.max_read_request=3000")},
-                 {"ref.csv", kGoodCsv}},
-       .line = E + "@DIR@/s\\.toml:10: point 1 \\(T SDP -m 64K\\) failed \\(exit status 2\\): --set pcie\\.max_read_request: 3000 is "
-                   "not a power of two in 128\\.\\.4096 \\(platform connectx-ddr-pcie1x8\\)",
+       .files = {{"s.toml", scenario("", "netperf -l 1 -H peer -T 9,9 -- -m 64K")}, {"ref.csv", kGoodCsv}},
+       .line = E + "@DIR@/s\\.toml:10: point 1 \\(T SDP -m 64K\\) failed \\(exit status 2\\): -T: local CPU 9 does "
+                   "not exist \\(connectx-ddr-pcie1x8 has 8 CPUs\\)",
        .absent = {csv}});
   add({.name = "scenario_unknown_name", .args = {"run", "nosuch", "--csv", csv},
        .line = E + "nosuch: no such scenario file or name \\(looked in .*\\)", .absent = {csv}});
