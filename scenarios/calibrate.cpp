@@ -97,6 +97,7 @@ std::vector<Observation> scenario_observations(const std::string& name,
     obs.tool = p.tool;
     obs.where = fmt::format("{}:{}", s.origin, p.line);
     obs.platform = p.platform;
+    if (!p.remote_platform.empty()) obs.remote_platform = p.remote_platform;
     obs.words = p.words;
     obs.set = p.set;
     std::string label = fmt::format("{} {}", p.table, p.mode);
@@ -618,6 +619,13 @@ int run_calibrate(const CalibrateOptions& o) {
             throw InputError(fmt::format("the run is of platform {}, calibrate fits {} (--platform): give runs of "
                                          "one machine",
                                          *ob.platform, o.platform));
+          // calibrate simulates both ends as the fitted machine: a run between two different
+          // machines would be fitted as if it were not.
+          if (ob.remote_platform &&
+              fs::weakly_canonical(resolve_platform(*ob.remote_platform)) != fs::weakly_canonical(platform_file))
+            throw InputError(fmt::format("the run's remote host is platform {}; calibrate simulates both ends as {} "
+                                         "(--platform): give runs between two of the machine being fitted",
+                                         *ob.remote_platform, o.platform));
           model::Platform copy = base;
           for (const auto& s : platform_settings(ob.set)) copy.set(s);
           (void)sim::read_host_params(copy);  // the child's model checks, before any simulation

@@ -63,6 +63,7 @@ struct Observation {
   std::vector<std::string> set;    ///< the run's own --set assignments
   std::optional<std::string> platform;  ///< the machine it ran on: a run file's `# hcasim:
                                         ///< --platform`, a scenario point's platform
+  std::optional<std::string> remote_platform;  ///< a scenario point's remote_platform, when it has one
   /// The measured quantities: name ("throughput", "sd_local", "sd_remote", "t_typical 64 B",
   /// "bw_average 65536 B"), measured value (Mbit/s, us/KB, us, Gbit/s).
   std::vector<std::pair<std::string, double>> measured;

@@ -501,6 +501,8 @@ std::vector<std::string> split_command_line(std::string_view text) {
 
 std::vector<std::vector<std::string>> parse_csv(std::string_view text, const std::string& origin,
                                                 std::vector<size_t>* row_lines) {
+  // A UTF-8 byte order mark (spreadsheets write one) is not part of the first column's name.
+  if (text.substr(0, 3) == "\xEF\xBB\xBF") text.remove_prefix(3);
   std::vector<std::vector<std::string>> rows;
   std::vector<std::string> row;
   std::string cell;
@@ -1028,7 +1030,7 @@ CheckedScenario check_scenario(const Scenario& s, const std::string& base) {
       for (const std::string* name : {&p.platform, &p.remote_platform}) {
         if (name->empty()) continue;
         if (!c.platform_files.count(*name)) {
-          c.platform_files[*name] = resolve_platform(*name);
+          c.platform_files[*name] = resolve_platform(*name, name == &p.platform ? "platform" : "remote_platform");
           platforms.emplace(*name, model::Platform::load_file(c.platform_files[*name]));
         }
         model::Platform copy = platforms.at(*name);

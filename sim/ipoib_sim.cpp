@@ -794,6 +794,11 @@ IpoibStreamResult run_ipoib_stream(const model::Platform& local, const model::Pl
     throw InputError("--verify-data: the IPoIB path (--transport ipoib) moves byte counts, not bytes; use --transport sdp");
   if (cfg.faults.any())
     throw InputError("fault.*: faults on the wire are modelled for SDP only, not for --transport ipoib");
+  for (const model::Platform* p : {&local, &remote})
+    if (!p->has("netstack.send_call"))
+      throw InputError(fmt::format("--transport ipoib: platform {} has no [netstack] section (the Linux TCP/IP "
+                                   "path's costs; the zx1 and connectx-ddr-pcie1x8 platforms have one)",
+                                   p->name()));
   const IpoibHost a = read_ipoib_host(local);
   const IpoibHost b = read_ipoib_host(remote);
   if (a.ipoib.mode != b.ipoib.mode)

@@ -209,6 +209,10 @@ TEST(CalibrateE2E, BadInputIsOneLineExitTwoAndNoFile) {
        "hcasim: error: --csv " + out + ": the same file as -o\n"},
       {"--platform connectx-ddr-pcie1x8 --fit cpu.copy_tx_rate missing/runs.txt",
        "hcasim: error: missing/runs.txt: no such run file\n"},
+      // Seed 003's runs are between two zx1 models: calibrate simulates both ends as --platform.
+      {"--platform zx1-rx2600-pcix --fit cpu.copy_tx_rate seed003",
+       ": the run's remote host is platform zx1-rx4640-pcix; calibrate simulates both ends as zx1-rx2600-pcix "
+       "(--platform): give runs between two of the machine being fitted\n"},
       // A value only the model rejects: found before the header lines and the first simulation.
       {"--platform connectx-ddr-pcie1x8 --fit cpu.copy_tx_rate --set pcie.gen=9 seed000",
        "hcasim: error: --set pcie.gen: 9 is not 1, 2 or 3 (platform connectx-ddr-pcie1x8)\n"},

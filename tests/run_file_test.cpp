@@ -767,6 +767,17 @@ TEST(RunFileErrors, BadCommands) {
             "hcasim ib_write_lat");
   EXPECT_EQ(error_of("$ netperf -H 'host -P 0\n"),
             "runs.txt:1: netperf: unterminated single quote in: netperf -H 'host -P 0");
+  // hcasim's options naming the machine or its settings are directives, not command words (a
+  // --platform here was silently overridden by calibrate's).
+  EXPECT_EQ(error_of("# netperf -P 0 --platform infinihost3-pcie1x8 -- -m 1M\n"),
+            "runs.txt:1: netperf: --platform is hcasim's option, not netperf's: give it as a '# hcasim: "
+            "--platform ...' line before the command");
+  EXPECT_EQ(error_of("# ib_write_lat -s 2 --set=cpu.cqe=5\n"),
+            "runs.txt:1: ib_write_lat: --set is hcasim's option, not ib_write_lat's: give it as a '# hcasim: "
+            "--set ...' line before the command");
+  EXPECT_EQ(error_of("# netperf -P 0 --remote-platform zx1-rx4640-pcix\n"),
+            "runs.txt:1: netperf: --remote-platform: the runs of a run file are between two of the machine it "
+            "describes ('# hcasim: --platform')");
 }
 
 TEST(RunFileErrors, UnrecognisedTool) {

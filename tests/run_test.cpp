@@ -207,6 +207,8 @@ TEST(Reference, CsvQuoting) {
   EXPECT_EQ(rows[0], (std::vector<std::string>{"a", "b,c", "d\"e"}));
   EXPECT_EQ(rows[1], (std::vector<std::string>{"", "x"}));
   EXPECT_THROW(parse_csv("a,\"b\n", "q.csv"), InputError);
+  // A spreadsheet's UTF-8 byte order mark is not part of the first column's name.
+  EXPECT_EQ(parse_csv("\xEF\xBB\xBFsize,x\r\n64K,1\r\n", "bom.csv")[0][0], "size");
   EXPECT_EQ(csv_cell("plain -m 64K"), "plain -m 64K");
   EXPECT_EQ(csv_cell("a,b"), "\"a,b\"");
   EXPECT_EQ(csv_cell("say \"hi\""), "\"say \"\"hi\"\"\"");

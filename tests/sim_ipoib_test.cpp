@@ -199,4 +199,10 @@ TEST_F(IpoibCommand, RefusesWhatItDoesNotModel) {
   const test::Outcome w = run("netperf -l 0.1 --transport ipoib --set ipoib.mode=connected -- -S 32K");
   EXPECT_EQ(w.status, 2);
   EXPECT_NE(w.err.find("-S: a receive buffer of 65536 B offers less than two segments"), std::string::npos) << w.err;
+  // A platform without the TCP/IP path's costs says so, not "missing parameter".
+  const test::Outcome n = run("netperf -l 0.1 --transport ipoib --platform infinihost3-pcie1x8");
+  EXPECT_EQ(n.status, 2);
+  EXPECT_EQ(n.err.rfind("hcasim: error: --transport ipoib: platform infinihost3-pcie1x8 has no [netstack] section", 0),
+            0u)
+      << n.err;
 }
