@@ -604,10 +604,16 @@ int run_calibrate(const CalibrateOptions& o) {
   const std::vector<Observation> hold_obs = load_all(o.holdout);
   const std::string output = o.output.value_or(base.name() + "-fitted.toml");
   check_output_path(output, "-o");
+  // The inputs: the base platform, and the run or scenario file of every run ("FILE:LINE").
+  std::vector<std::string> inputs = {platform_file};
+  for (const auto* list : {&fit_obs, &hold_obs})
+    for (const auto& ob : *list) inputs.push_back(ob.where.substr(0, ob.where.rfind(':')));
+  check_not_an_input(output, inputs, "-o");
   if (o.csv_path) {
     check_output_path(*o.csv_path, "--csv");
     if (fs::weakly_canonical(*o.csv_path) == fs::weakly_canonical(output))
       throw InputError(fmt::format("--csv {}: the same file as -o", *o.csv_path));
+    check_not_an_input(*o.csv_path, inputs, "--csv");
   }
   {
     // Each run's own settings must apply to the base platform too, and a run that names its

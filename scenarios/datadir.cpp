@@ -89,6 +89,12 @@ std::pair<model::Platform, model::Platform> load_host_platforms(const std::strin
   return {std::move(local), std::move(remote)};
 }
 
+std::vector<std::string> platform_files(const std::string& platform, const std::optional<std::string>& remote_platform) {
+  std::vector<std::string> files = {resolve_platform(platform)};
+  if (remote_platform) files.push_back(resolve_platform(*remote_platform, "--remote-platform"));
+  return files;
+}
+
 std::string read_text(const std::string& path, const std::string& what) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw InputError(fmt::format("{}: cannot read ({})", what, std::strerror(errno)));

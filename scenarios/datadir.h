@@ -45,4 +45,7 @@ std::pair<model::Platform, model::Platform> load_host_platforms(const std::strin
                                                                 const std::optional<std::string>& remote_platform,
                                                                 const std::vector<std::string>& sets);
 
+/// The files load_host_platforms reads: --platform's and, when given, --remote-platform's.
+std::vector<std::string> platform_files(const std::string& platform, const std::optional<std::string>& remote_platform);
+
 }  // namespace hcasim::scenarios

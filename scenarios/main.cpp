@@ -94,6 +94,7 @@ int netperf_main(const std::vector<std::string>& args) {
   for (const auto& note : opts.notes) std::cerr << note << "\n";
 
   auto [local, remote] = load_host_platforms(opts.platform, opts.remote_platform, opts.sets);
+  if (opts.csv_path) check_not_an_input(*opts.csv_path, platform_files(opts.platform, opts.remote_platform), "--csv");
 
   std::optional<sim::IpoibStreamResult> ipoib;
   if (opts.transport == "ipoib") ipoib = sim::run_ipoib_stream(local, remote, to_tcp_stream_config(opts));

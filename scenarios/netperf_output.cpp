@@ -222,6 +222,15 @@ std::string format_stats_line(const sim::TcpStreamResult& r) {
       r.simgrid_activities, r.sdp_messages, r.elapsed_s, r.wall_s, speed);
 }
 
+void check_not_an_input(const std::string& path, const std::vector<std::string>& inputs, const std::string& what) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (!fs::exists(path, ec)) return;
+  for (const auto& input : inputs)
+    if (fs::equivalent(path, input, ec))
+      throw InputError(fmt::format("{} {}: it is an input of this run ({}), not overwritten", what, path, input));
+}
+
 void check_output_path(const std::string& path, const std::string& what) {
   namespace fs = std::filesystem;
   auto fail = [&](const char* reason) {

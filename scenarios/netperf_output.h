@@ -100,6 +100,11 @@ std::string format_stats_line(const sim::TcpStreamResult& result);
 /// (reason)" otherwise.
 void check_output_path(const std::string& path, const std::string& what);
 
+/// Throws InputError "WHAT PATH: it is an input of this run (INPUT), not overwritten" when
+/// `path` names the same existing file as one of `inputs` (a platform, scenario, reference or
+/// run file): `--csv` over the scenario it runs replaced the scenario.
+void check_not_an_input(const std::string& path, const std::vector<std::string>& inputs, const std::string& what);
+
 /// Writes `content` to `path` whole or not at all: into PATH.tmp.PID in the same directory,
 /// then rename(2). On any error removes the temporary file and throws InputError
 /// "WHAT PATH: cannot write (reason)" (`what` names the option, e.g. "--csv").

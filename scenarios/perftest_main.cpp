@@ -33,6 +33,7 @@ int perftest_main(sim::PerftestTest test, const std::vector<std::string>& args) 
   for (const auto& note : opts.notes) std::cerr << note << "\n";
 
   auto [local, remote] = load_host_platforms(opts.platform, opts.remote_platform, opts.sets);
+  if (opts.csv_path) check_not_an_input(*opts.csv_path, platform_files(opts.platform, opts.remote_platform), "--csv");
   // Without -d perftest opens the first device: the platform's (mthca0 on an InfiniHost).
   if (opts.device.empty()) opts.device = local.str("hca.device");
   // -m: the path MTU perftest picks (set_mtu) from the port's active MTU, ib.mtu of each host.

@@ -1146,6 +1146,9 @@ int run_scenario(const RunOptions& options) {
   // The default file lands in the working directory, whatever the name says.
   const std::string csv_path = options.csv_path.value_or(safe_file_name(s.name) + "-results.csv");
   check_output_path(csv_path, "--csv");
+  std::vector<std::string> inputs = {path};
+  for (const ScenarioPoint& p : s.points) inputs.push_back(reference_path(p.reference, data_dir()).string());
+  check_not_an_input(csv_path, inputs, "--csv");
 
   const size_t parallel = static_cast<size_t>(options.jobs > 0 ? options.jobs : online_cpus());
   std::vector<PointOutcome> outcomes;

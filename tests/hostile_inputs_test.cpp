@@ -537,6 +537,15 @@ std::vector<Case> cases() {
        .line = E + "@DIR@/s\\.toml:10: point 1 \\(T SDP -m 64K\\) failed \\(exit status 2\\): -T: local CPU 9 does "
                    "not exist \\(connectx-ddr-pcie1x8 has 8 CPUs\\)",
        .absent = {csv}});
+  // An output over an input replaced it: the scenario became its own results CSV.
+  add({.name = "run_csv_over_its_scenario",
+       .args = {"run", "@DIR@/s.toml", "--csv", "@DIR@/s.toml"},
+       .files = {{"s.toml", scenario("")}, {"ref.csv", kGoodCsv}},
+       .line = E + "--csv @DIR@/s\\.toml: it is an input of this run \\(@DIR@/s\\.toml\\), not overwritten"});
+  add({.name = "netperf_csv_over_its_platform",
+       .args = {"netperf", "-l", "0.01", "--platform", "@DIR@/p.toml", "--csv", "@DIR@/p.toml"},
+       .files = {{"p.toml", shipped_platform()}},
+       .line = E + "--csv @DIR@/p\\.toml: it is an input of this run \\(@DIR@/p\\.toml\\), not overwritten"});
   add({.name = "scenario_unknown_name", .args = {"run", "nosuch", "--csv", csv},
        .line = E + "nosuch: no such scenario file or name \\(looked in .*\\)", .absent = {csv}});
   add({.name = "run_zero_jobs", .args = {"run", "-j", "0", "--csv", csv}, .line = E + "-j: '0' must be 1\\.\\.4096",
