@@ -16,4 +16,18 @@ const char* wc_status_str(WcStatus s) {
   return "?";
 }
 
+int wc_status_code(WcStatus s) {
+  switch (s) {
+    case WcStatus::Success: return 0;
+    case WcStatus::LocLenErr: return 1;
+    case WcStatus::LocProtErr: return 4;
+    case WcStatus::WrFlushErr: return 5;
+    case WcStatus::RemInvReqErr: return 9;
+    case WcStatus::RemAccessErr: return 10;
+    case WcStatus::RetryExcErr: return 12;
+    case WcStatus::RnrRetryExcErr: return 13;
+  }
+  return -1;
+}
+
 }  // namespace hcasim::sdp

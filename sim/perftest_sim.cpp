@@ -59,7 +59,7 @@ void poll_one(Side& s, const char* who) {
   s.host->charge(model::Activity::Completion, s.host->costs().user_poll_cq_ns);
   if (wc[0].status != sdp::WcStatus::Success)
     throw std::runtime_error(fmt::format("{}: completion with error (status {}: {})", who,
-                                         static_cast<int>(wc[0].status), sdp::wc_status_str(wc[0].status)));
+                                         sdp::wc_status_code(wc[0].status), sdp::wc_status_str(wc[0].status)));
 }
 
 /// Waits for the peer's WRITE number `rcnt` to be visible at the last byte of the message in
@@ -146,7 +146,7 @@ std::vector<std::pair<size_t, sdp::Wc>> poll_batch(Side& s, const char* who) {
   for (const auto& [q, w] : out)
     if (w.status != sdp::WcStatus::Success)
       throw std::runtime_error(fmt::format("{}: completion with error (status {}: {})", who,
-                                           static_cast<int>(w.status), sdp::wc_status_str(w.status)));
+                                           sdp::wc_status_code(w.status), sdp::wc_status_str(w.status)));
   return out;
 }
 

@@ -70,6 +70,15 @@ TEST(HwRdmaVerbs, WcStatusMapping) {
   EXPECT_EQ(to_wc_status(IBV_WC_LOC_QP_OP_ERR, &exact), sdp::WcStatus::LocProtErr);
   EXPECT_FALSE(exact);
   EXPECT_STREQ(sdp::wc_status_str(sdp::WcStatus::RetryExcErr), "transport retry counter exceeded");  // ibv_wc_status_str
+  // The numbers perftest prints are libibverbs' own.
+  EXPECT_EQ(sdp::wc_status_code(sdp::WcStatus::Success), IBV_WC_SUCCESS);
+  EXPECT_EQ(sdp::wc_status_code(sdp::WcStatus::LocLenErr), IBV_WC_LOC_LEN_ERR);
+  EXPECT_EQ(sdp::wc_status_code(sdp::WcStatus::LocProtErr), IBV_WC_LOC_PROT_ERR);
+  EXPECT_EQ(sdp::wc_status_code(sdp::WcStatus::WrFlushErr), IBV_WC_WR_FLUSH_ERR);
+  EXPECT_EQ(sdp::wc_status_code(sdp::WcStatus::RemInvReqErr), IBV_WC_REM_INV_REQ_ERR);
+  EXPECT_EQ(sdp::wc_status_code(sdp::WcStatus::RemAccessErr), IBV_WC_REM_ACCESS_ERR);
+  EXPECT_EQ(sdp::wc_status_code(sdp::WcStatus::RetryExcErr), IBV_WC_RETRY_EXC_ERR);
+  EXPECT_EQ(sdp::wc_status_code(sdp::WcStatus::RnrRetryExcErr), IBV_WC_RNR_RETRY_EXC_ERR);
 }
 
 TEST(HwRdmaVerbs, WcFromIbvWc) {
