@@ -13,6 +13,7 @@
 
 #include "model/error.h"
 #include "model/platform.h"
+#include "scenarios/run_failure.h"
 #include "scenarios/calibrate.h"
 #include "scenarios/datadir.h"
 #include "scenarios/netperf_cli.h"
@@ -98,8 +99,9 @@ int netperf_main(const std::vector<std::string>& args) {
 
   std::optional<sim::IpoibStreamResult> ipoib;
   if (opts.transport == "ipoib") ipoib = sim::run_ipoib_stream(local, remote, to_tcp_stream_config(opts));
+  const sim::TcpStreamConfig config = to_tcp_stream_config(opts);
   const sim::TcpStreamResult result =
-      ipoib ? ipoib->stream : sim::run_tcp_stream(local, remote, to_tcp_stream_config(opts));
+      ipoib ? ipoib->stream : run_under_faults(config.faults.any(), [&] { return sim::run_tcp_stream(local, remote, config); });
   if (const std::string note = request_size_note(opts, result.send_size); !note.empty())
     std::cerr << note << "\n";
 
@@ -191,6 +193,9 @@ int main(int argc, char** argv) {
   } catch (const InputError& e) {
     std::cerr << "hcasim: error: " << e.what() << "\n";
     return 2;
+  } catch (const RunFailure& e) {
+    std::cerr << "hcasim: error: " << e.what() << "\n";
+    return 1;
   } catch (const std::exception& e) {
     std::cerr << "hcasim: internal error: " << e.what() << "\n";
     return 3;

@@ -10,6 +10,7 @@
 
 #include "model/error.h"
 #include "model/platform.h"
+#include "scenarios/run_failure.h"
 #include "scenarios/datadir.h"
 #include "scenarios/netperf_output.h"  // check_output_path, write_file_atomically
 #include "scenarios/perftest_cli.h"
@@ -49,7 +50,9 @@ int perftest_main(sim::PerftestTest test, const std::vector<std::string>& args) 
   // The client's cycle counter rate, perftest's get_cpu_mhz().
   const double cpu_mhz = perftest_cpu_mhz(local.num("host.clock", "GHz"));
 
-  const sim::PerftestResult result = sim::run_perftest(local, remote, to_perftest_config(opts));
+  const sim::PerftestConfig config = to_perftest_config(opts);
+  const sim::PerftestResult result =
+      run_under_faults(config.faults.any(), [&] { return sim::run_perftest(local, remote, config); });
   if (opts.csv_path)
     write_file_atomically(*opts.csv_path, format_perftest_csv(opts, result, cpu_mhz), "--csv");
   std::cout << format_perftest_output(opts, result, cpu_mhz) << std::flush;
