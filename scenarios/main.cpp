@@ -100,8 +100,9 @@ int netperf_main(const std::vector<std::string>& args) {
   std::optional<sim::IpoibStreamResult> ipoib;
   if (opts.transport == "ipoib") ipoib = sim::run_ipoib_stream(local, remote, to_tcp_stream_config(opts));
   const sim::TcpStreamConfig config = to_tcp_stream_config(opts);
-  const sim::TcpStreamResult result =
-      ipoib ? ipoib->stream : run_under_faults(config.faults.any(), [&] { return sim::run_tcp_stream(local, remote, config); });
+  // Init-captures: clang before 16 cannot capture a structured binding.
+  const auto simulate = [&l = local, &r = remote, &config] { return sim::run_tcp_stream(l, r, config); };
+  const sim::TcpStreamResult result = ipoib ? ipoib->stream : run_under_faults(config.faults.any(), simulate);
   if (const std::string note = request_size_note(opts, result.send_size); !note.empty())
     std::cerr << note << "\n";
 

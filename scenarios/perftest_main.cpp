@@ -52,7 +52,8 @@ int perftest_main(sim::PerftestTest test, const std::vector<std::string>& args) 
 
   const sim::PerftestConfig config = to_perftest_config(opts);
   const sim::PerftestResult result =
-      run_under_faults(config.faults.any(), [&] { return sim::run_perftest(local, remote, config); });
+      run_under_faults(config.faults.any(),  // init-captures: clang before 16 cannot capture a structured binding
+                       [&l = local, &r = remote, &config] { return sim::run_perftest(l, r, config); });
   if (opts.csv_path)
     write_file_atomically(*opts.csv_path, format_perftest_csv(opts, result, cpu_mhz), "--csv");
   std::cout << format_perftest_output(opts, result, cpu_mhz) << std::flush;
