@@ -651,9 +651,11 @@ int run_calibrate(const CalibrateOptions& o) {
 
   size_t quantities = 0;
   for (const auto& ob : fit_obs) quantities += ob.measured.size();
-  auto plural = [](size_t n, const char* word) { return fmt::format("{} {}{}", n, word, n == 1 ? "" : "s"); };
+  auto plural = [](size_t n, const char* word, const char* words = nullptr) {
+    return n == 1 ? fmt::format("1 {}", word) : words ? fmt::format("{} {}", n, words) : fmt::format("{} {}s", n, word);
+  };
   std::cout << fmt::format("hcasim calibrate: platform {} ({}), {} ({}) to fit, {} held out\n", base.name(),
-                           platform_file, plural(fit_obs.size(), "run"), (quantities == 1 ? "1 quantity" : fmt::format("{} quantities", quantities)),
+                           platform_file, plural(fit_obs.size(), "run"), plural(quantities, "quantity", "quantities"),
                            hold_obs.size());
   std::cout << fmt::format("fitting {} with NLopt BOBYQA on log values, at most {}\n",
                            plural(params.size(), "parameter"), plural(static_cast<size_t>(o.max_evals), "evaluation"));

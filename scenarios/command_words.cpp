@@ -23,4 +23,8 @@ size_t taskset_cpus_index(const std::vector<std::string>& words) {
   return i;
 }
 
+bool is_long_option(std::string_view word, std::string_view name) {
+  return word == name || (word.size() > name.size() && word.substr(0, name.size()) == name && word[name.size()] == '=');
+}
+
 }  // namespace hcasim::scenarios

@@ -21,4 +21,8 @@ std::string_view base_name(std::string_view word);
 /// Whether the CPU list and a command are there is the caller's to check.
 size_t taskset_cpus_index(const std::vector<std::string>& words);
 
+/// True when `word` is the long option `name` ("--set"), alone or with its value attached
+/// ("--set=k=v").
+bool is_long_option(std::string_view word, std::string_view name);
+
 }  // namespace hcasim::scenarios

@@ -97,9 +97,9 @@ int netperf_main(const std::vector<std::string>& args) {
   auto [local, remote] = load_host_platforms(opts.platform, opts.remote_platform, opts.sets);
   if (opts.csv_path) check_not_an_input(*opts.csv_path, platform_files(opts.platform, opts.remote_platform), "--csv");
 
-  std::optional<sim::IpoibStreamResult> ipoib;
-  if (opts.transport == "ipoib") ipoib = sim::run_ipoib_stream(local, remote, to_tcp_stream_config(opts));
   const sim::TcpStreamConfig config = to_tcp_stream_config(opts);
+  std::optional<sim::IpoibStreamResult> ipoib;
+  if (opts.transport == "ipoib") ipoib = sim::run_ipoib_stream(local, remote, config);
   // Init-captures: clang before 16 cannot capture a structured binding.
   const auto simulate = [&l = local, &r = remote, &config] { return sim::run_tcp_stream(l, r, config); };
   const sim::TcpStreamResult result = ipoib ? ipoib->stream : run_under_faults(config.faults.any(), simulate);

@@ -205,8 +205,7 @@ ScenarioPoint parse_point(const toml::table& t, const Scenario& scenario, size_t
   words.erase(words.begin());
   for (const auto& w : words) {
     for (const char* reserved : {"--platform", "--remote-platform", "--set", "--csv"}) {
-      const std::string_view r = reserved;
-      if (w == r || (w.size() > r.size() && w.compare(0, r.size(), r) == 0 && w[r.size()] == '='))
+      if (is_long_option(w, reserved))
         fail_at(origin, p.line,
                 fmt::format("{}command: {} is set by the scenario (use the point's keys)", where,
                             reserved));

@@ -343,19 +343,16 @@ Classified classify(const Line& line, const std::string& origin) {
   // hcasim's options that name the machine or its settings are `# hcasim:` directives, not part
   // of the command: a --platform here was silently overridden by calibrate's, a --set checked
   // only in the simulation. (--transport stays: it says how the run was made.)
-  auto is_option = [](const std::string& word, std::string_view r) {
-    return word == r || (word.size() > r.size() && word.compare(0, r.size(), r) == 0 && word[r.size()] == '=');
-  };
   for (const auto& word : c.words) {
     for (const char* reserved : {"--platform", "--set"})
-      if (is_option(word, reserved))
+      if (is_long_option(word, reserved))
         fail_at(origin, line.number,
                 fmt::format("{}: {} is hcasim's option, not {}'s: give it as a '# hcasim: {} ...' line before the "
                             "command",
                             tool, reserved, tool, reserved));
-    if (is_option(word, "--csv"))
+    if (is_long_option(word, "--csv"))
       fail_at(origin, line.number, fmt::format("{}: --csv is hcasim's option: calibrate writes its own (--csv)", tool));
-    if (is_option(word, "--remote-platform"))
+    if (is_long_option(word, "--remote-platform"))
       fail_at(origin, line.number,
               fmt::format("{}: --remote-platform: the runs of a run file are between two of the machine it "
                           "describes ('# hcasim: --platform')",
