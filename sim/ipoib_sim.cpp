@@ -310,7 +310,7 @@ Stream::Stream(const IpoibHost& a, const IpoibHost& b, const TcpStreamConfig& cf
   auto* zone = s4u::create_full_zone("hcasim-ipoib");
   node_ = zone->create_host("node", 1e9);
   zone->seal();
-  timer_ = std::make_unique<Timer>(counter_);
+  timer_ = std::make_unique<Timer>(counter_, failure_);
   const std::array<const IpoibHost*, 2> p{&a, &b};
   const char* names[] = {"A", "B"};
   for (size_t i = 0; i < 2; ++i) {
@@ -722,7 +722,6 @@ IpoibStreamResult Stream::run() {
   for (int i = 0; i < 2; ++i)
     s4u::Actor::create(i == 0 ? "irq-A" : "irq-B", node_, [this, i] { failure_.guard("irq", [this, i] { irq_loop(i); }); })
         ->daemonize();
-  s4u::Actor::create("timer", node_, [this] { failure_.guard("timer", [this] { timer_->run(); }); })->daemonize();
   const double limit_s =
       cfg_.length_bytes ? 60 + static_cast<double>(cfg_.length_bytes) * 8 / 1e7 : 2 * cfg_.length_s + 10;
   s4u::Actor::create("watchdog", node_, [this, limit_s] {

@@ -10,8 +10,7 @@ namespace hcasim::sim {
 
 namespace s4u = simgrid::s4u;
 
-Timer::Timer(ActivityCounter& counter)
-    : mutex_(s4u::Mutex::create()), cv_(s4u::ConditionVariable::create()), counter_(counter) {}
+Timer::Timer(ActivityCounter& counter, Failure& failure) : counter_(counter), failure_(failure) {}
 
 std::unique_ptr<s4u::Engine> make_engine() {
   char arg0[] = "hcasim";
@@ -36,42 +35,56 @@ std::unique_ptr<s4u::Engine> make_engine() {
   return engine;
 }
 
-void Timer::at(double at_ns, std::function<void()> fn) {
-  queue_.push({std::max(at_ns, sim::now_ns()), seq_++, std::move(fn)});
-  cv_->notify_all();
+Timer::~Timer() {
+  if (armed_ != nullptr) armed_->remove();
 }
 
-void Timer::run() {
-  ActorLock lock(*mutex_);
-  for (;;) {
-    if (queue_.empty()) {
-      ++counter_.count;
-      cv_->wait(lock);
-      continue;
-    }
-    // Compare in SimGrid's own unit: a time in ns converted to s and back may land a hair
-    // before the clock and make wait_until return at once, for ever.
-    const double t_s = to_s(queue_.top().t);
-    if (t_s > s4u::Engine::get_clock()) {
-      ++counter_.count;
-      cv_->wait_until(lock, t_s);
-      continue;
-    }
-    auto fn = queue_.top().fn;
-    queue_.pop();
-    fn();
+void Timer::at(double at_ns, std::function<void()> fn) {
+  queue_.push({std::max(at_ns, sim::now_ns()), seq_++, std::move(fn)});
+  arm();
+}
+
+void Timer::arm() {
+  if (queue_.empty()) return;
+  // Compare in SimGrid's own unit: a time in ns converted to s and back may land a hair
+  // before the clock.
+  const double t_s = std::max(to_s(queue_.top().t), s4u::Engine::get_clock());
+  if (armed_ != nullptr) {
+    if (armed_s_ <= t_s) return;  // armed for this instant or an earlier one
+    armed_->remove();
   }
+  ++counter_.count;
+  armed_s_ = t_s;
+  armed_ = simgrid::kernel::timer::Timer::set(t_s, [this] { fire(); });
+}
+
+void Timer::fire() {
+  armed_ = nullptr;  // SimGrid deletes a kernel timer once it has run
+  while (!queue_.empty() && to_s(queue_.top().t) <= s4u::Engine::get_clock()) {
+    auto fn = std::move(const_cast<Item&>(queue_.top()).fn);
+    queue_.pop();
+    try {
+      fn();
+    } catch (const std::exception& e) {
+      failure_.record("timer", e.what());
+      return;
+    }
+  }
+  arm();
 }
 
 void Failure::guard(const std::string& who, const std::function<void()>& body) {
   try {
     body();
   } catch (const std::exception& e) {
-    // The SDP socket names itself ("netperf: ..."): the actor's name is not repeated.
-    const std::string what = e.what();
-    if (message_.empty()) message_ = what.rfind(who + ": ", 0) == 0 ? what : fmt::format("{}: {}", who, what);
-    s4u::Actor::kill_all();
+    record(who, e.what());
   }
+}
+
+void Failure::record(const std::string& who, const std::string& what) {
+  // The SDP socket names itself ("netperf: ..."): the actor's name is not repeated.
+  if (message_.empty()) message_ = what.rfind(who + ": ", 0) == 0 ? what : fmt::format("{}: {}", who, what);
+  s4u::Actor::kill_all();
 }
 
 SimWaitQueue::SimWaitQueue() : mutex(s4u::Mutex::create()), cv(s4u::ConditionVariable::create()) {}

@@ -18,6 +18,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include <simgrid/kernel/Timer.hpp>
 #include <simgrid/s4u.hpp>
 
 #include "model/cache.h"
@@ -40,6 +41,9 @@ class Failure {
  public:
   /// Runs body; on an exception records "who: what" (the first one wins) and stops the run.
   void guard(const std::string& who, const std::function<void()>& body);
+  /// Records "who: what" (the first one wins) and stops the run: guard()'s catch, for code that
+  /// runs outside an actor (Timer's callbacks).
+  void record(const std::string& who, const std::string& what);
   bool failed() const { return !message_.empty(); }
   const std::string& message() const { return message_; }
 
@@ -80,15 +84,24 @@ inline double to_s(double ns) { return ns * 1e-9; }
 /// Current simulated time in ns.
 inline double now_ns() { return simgrid::s4u::Engine::get_clock() * 1e9; }
 
-/// Runs callbacks at simulated times, in (time, insertion) order, from one daemon actor.
-/// Callbacks must not block: they push CQEs, raise interrupts and notify.
+/// Runs callbacks at simulated times, in (time, insertion) order. Callbacks must not block and
+/// have no CPU context: they push CQEs, raise interrupts and notify.
+///
+/// The callbacks run in SimGrid's kernel (maestro) through one SimGrid kernel timer
+/// (simgrid::kernel::timer::Timer, armed at the earliest pending time), not in an actor: a
+/// callback costs no context switch and no activity, where a timer actor cost two switches and
+/// a re-armed wait per callback (issue 20). hcasim keeps its own queue so that callbacks due at
+/// the same instant run in the order they were scheduled (SimGrid's heap does not keep it).
+/// An exception leaving a callback is reported to `failure` (the first one wins), which ends
+/// the run, as it did from the timer actor.
 class Timer {
  public:
-  explicit Timer(ActivityCounter& counter);
+  Timer(ActivityCounter& counter, Failure& failure);
+  ~Timer();
+  Timer(const Timer&) = delete;
+  Timer& operator=(const Timer&) = delete;
   /// Schedules fn at simulated time at_ns (not earlier than now).
   void at(double at_ns, std::function<void()> fn);
-  /// Body of the timer actor (started by the simulation, daemonized).
-  void run();
 
  private:
   struct Item {
@@ -97,11 +110,16 @@ class Timer {
     std::function<void()> fn;
     bool operator>(const Item& o) const { return t > o.t || (t == o.t && seq > o.seq); }
   };
+  /// Arms the kernel timer for the earliest item, if it is not armed for it already.
+  void arm();
+  /// The kernel timer's callback: runs every item due now, then re-arms.
+  void fire();
   std::priority_queue<Item, std::vector<Item>, std::greater<>> queue_;
   uint64_t seq_ = 0;
-  simgrid::s4u::MutexPtr mutex_;
-  simgrid::s4u::ConditionVariablePtr cv_;
+  simgrid::kernel::timer::Timer* armed_ = nullptr;  ///< the pending kernel timer, if any
+  double armed_s_ = 0;                              ///< its date, s
   ActivityCounter& counter_;
+  Failure& failure_;
 };
 
 /// A wait queue on SimGrid: a condition variable and the number of sleepers.

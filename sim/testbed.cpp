@@ -134,7 +134,7 @@ TwoHostBed::TwoHostBed(const HostParams& a, const HostParams& b, uint64_t seed, 
   }
   zone->seal();
 
-  timer_ = std::make_unique<Timer>(counter_);
+  timer_ = std::make_unique<Timer>(counter_, failure_);
   for (size_t i = 0; i < 2; ++i) {
     host_[i] = std::make_unique<SimHost>(static_cast<int>(i), names[i], p[i]->costs, p[i]->topology, seed, mode,
                                          counter_);
@@ -167,7 +167,6 @@ TwoHostBed::~TwoHostBed() {
 
 void TwoHostBed::run(double limit_s) {
   for (auto& h : hca_) h->start();
-  s4u::Actor::create("timer", hca_node_[0], [this] { failure_.guard("timer", [this] { timer_->run(); }); })->daemonize();
   // Watchdog: a run still going long after its expected end is a protocol stall.
   s4u::Actor::create("watchdog", hca_node_[0], [this, limit_s] {
     failure_.guard("watchdog", [limit_s] {
