@@ -35,6 +35,13 @@ std::unique_ptr<s4u::Engine> make_engine() {
   return engine;
 }
 
+void sleep_until_s(double t_s) {
+  if (!(t_s > s4u::Engine::get_clock())) return;
+  s4u::ActorPtr self = s4u::Actor::self();
+  simgrid::kernel::timer::Timer::set(t_s, [self] { self->resume(); });
+  s4u::this_actor::suspend();
+}
+
 Timer::~Timer() {
   if (armed_ != nullptr) armed_->remove();
 }
@@ -150,7 +157,7 @@ void SimHost::flush() {
   core_ran_ns_[static_cast<size_t>(c.core)] += c.debt_ns;
   c.debt_ns = 0;
   ++counter_.count;
-  s4u::this_actor::sleep_until(to_s(free_at));
+  sleep_until_s(to_s(free_at));
 }
 
 void SimHost::reset_accounts() {

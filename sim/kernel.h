@@ -81,6 +81,13 @@ std::unique_ptr<simgrid::s4u::Engine> make_engine();
 
 /// Seconds (SimGrid) from ns.
 inline double to_s(double ns) { return ns * 1e-9; }
+/// Blocks the calling actor until simulated time t_s (seconds; at once if it has passed), as
+/// s4u::this_actor::sleep_until does, but through a SimGrid kernel timer that resumes the
+/// suspended actor: no CPU sleep action in SimGrid's max-min system, which a sleep costs
+/// (variable, constraint expansion, solve and extraction; issue 20's profile). The actor wakes
+/// at exactly t_s (a sleep ends at now + (t_s - now), within an ulp of it).
+void sleep_until_s(double t_s);
+
 /// Current simulated time in ns.
 inline double now_ns() { return simgrid::s4u::Engine::get_clock() * 1e9; }
 
