@@ -91,15 +91,14 @@ void EmulatedHca::start() {
   })->daemonize();
 }
 
-void EmulatedHca::ring_doorbell() { engine_wq_.cv->notify_all(); }
+void EmulatedHca::ring_doorbell() { engine_wq_.notify_all(); }
 
 void EmulatedHca::raise_interrupt(SimQp* qp) {
   pending_irqs_.push_back(qp);
-  irq_wq_.cv->notify_all();
+  irq_wq_.notify_all();
 }
 
 void EmulatedHca::send_engine() {
-  ActorLock lock(*engine_wq_.mutex);
   bool idle = true;
   size_t next = 0;
   for (;;) {
@@ -114,31 +113,29 @@ void EmulatedHca::send_engine() {
     if (qp == nullptr) {
       idle = true;
       ++counter_.count;
-      engine_wq_.cv->wait(lock);
+      engine_wq_.wait();
       continue;
     }
-    lock.unlock();
     qp->execute_one(idle);
-    lock.lock();
-    idle = false;
+      idle = false;
   }
 }
 
 void EmulatedHca::interrupt_handler() {
-  ActorLock lock(*irq_wq_.mutex);
+  yield_rounds(2);
   for (;;) {
     while (pending_irqs_.empty()) {
       ++counter_.count;
-      irq_wq_.cv->wait(lock);
+      irq_wq_.wait();
     }
     SimQp* qp = pending_irqs_.front();
     pending_irqs_.pop_front();
     ++interrupts_;
-    lock.unlock();
+    yield_rounds(1);
     host_.charge(model::Activity::Interrupt, irq_.handler_ns(host_.costs().interrupt_ns));
     if (qp->on_event_) qp->on_event_();
     host_.flush();
-    lock.lock();
+    yield_rounds(2);
   }
 }
 
@@ -572,10 +569,9 @@ void SimQp::wait_ns(double ns) {
 
 bool SimQp::wait_next_wr(double ns) {
   const double deadline = now_ns() + (ns > 0 ? ns : 1e15);  // timeout 0: no timer
-  ActorLock lock(*hca_.engine_wq_.mutex);
   while (sq_.empty() && state_ == State::Rts && now_ns() < deadline) {
     ++hca_.counter_.count;
-    hca_.engine_wq_.cv->wait_until(lock, to_s(deadline));
+    if (!hca_.engine_wq_.wait(to_s(deadline))) break;
   }
   return !sq_.empty() && state_ == State::Rts;
 }

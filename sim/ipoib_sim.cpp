@@ -395,7 +395,7 @@ void Stream::deliver(int to, const Cqe& cqe) {
     s.armed = false;
     timer_->at(sim::now_ns() + s.p.interrupt_latency_ns, [&s] {
       s.irq_pending = true;
-      s.irq_wq.cv->notify_all();
+      s.irq_wq.notify_all();
     });
   }
 }
@@ -405,13 +405,12 @@ void Stream::irq_loop(int i) {
   const Ctx& c = irq_ctx_[i];
   s.host->bind_current(c.core);
   for (;;) {
-    {
-      ActorLock lock(*s.irq_wq.mutex);
-      while (!s.irq_pending) {
-        ++counter_.count;
-        s.irq_wq.cv->wait(lock);
-      }
+    yield_rounds(2);
+    while (!s.irq_pending) {
+      ++counter_.count;
+      s.irq_wq.wait();
     }
+    yield_rounds(1);
     s.in_irq = true;
     hard_irq(i, c);
     // The NET_RX softirq on irq exit: the packets netif_rx queued, one at a time; an
@@ -432,18 +431,19 @@ void Stream::irq_loop(int i) {
     if (restart_tx && i == 0) push(c);
     s.host->flush();
     s.in_irq = false;
-    s.irq_idle.cv->notify_all();
+    s.irq_idle.notify_all();
   }
 }
 
 void Stream::yield_to_irq(Side& s, const Ctx& c) {
   if (c.core != s.p.irq.target_cpu()) return;
   s.host->flush();
-  ActorLock lock(*s.irq_idle.mutex);
+  yield_rounds(2);
   while (s.in_irq || s.irq_pending) {
     ++counter_.count;
-    s.irq_idle.cv->wait(lock);
+    s.irq_idle.wait();
   }
+  yield_rounds(1);
 }
 
 void Stream::hard_irq(int i, const Ctx& c) {
@@ -476,7 +476,7 @@ void Stream::hard_irq(int i, const Ctx& c) {
     s.armed = false;
     timer_->at(sim::now_ns() + s.p.interrupt_latency_ns, [&s] {
       s.irq_pending = true;
-      s.irq_wq.cv->notify_all();
+      s.irq_wq.notify_all();
     });
   }
 }

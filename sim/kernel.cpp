@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include <fmt/format.h>
+#include <simgrid/simix.hpp>
 #include <xbt/log.h>
 
 namespace hcasim::sim {
@@ -94,7 +95,58 @@ void Failure::record(const std::string& who, const std::string& what) {
   s4u::Actor::kill_all();
 }
 
-SimWaitQueue::SimWaitQueue() : mutex(s4u::Mutex::create()), cv(s4u::ConditionVariable::create()) {}
+struct SimWaitQueue::Waiter {
+  s4u::SemaphorePtr sem = s4u::Semaphore::create(0);
+  bool notified = false;
+  simgrid::kernel::timer::Timer* deadline = nullptr;  ///< pending kernel timer of a timed wait
+};
+
+bool SimWaitQueue::wait(double deadline_s) {
+  if (!(deadline_s > s4u::Engine::get_clock())) return false;
+  Waiter w;
+  waiters_.push_back(&w);
+  if (std::isfinite(deadline_s))
+    w.deadline = simgrid::kernel::timer::Timer::set(deadline_s, [this, &w] {
+      w.deadline = nullptr;  // SimGrid deletes the timer once it has run
+      waiters_.erase(std::find(waiters_.begin(), waiters_.end(), &w));
+      w.sem->release();
+    });
+  // Left by an exception (the actor killed at the end of the simulation or by Failure::guard):
+  // nothing may still point into this frame.
+  struct Leave {
+    SimWaitQueue& q;
+    Waiter& w;
+    ~Leave() {
+      if (w.deadline != nullptr) w.deadline->remove();
+      if (auto it = std::find(q.waiters_.begin(), q.waiters_.end(), &w); it != q.waiters_.end()) q.waiters_.erase(it);
+    }
+  } leave{*this, w};
+  w.sem->acquire();
+  return w.notified;
+}
+
+void yield_rounds(int n) {
+  for (int i = 0; i < n; ++i) s4u::this_actor::yield();
+}
+
+void SimWaitQueue::notify_all() {
+  if (waiters_.empty()) return;
+  if (!s4u::Actor::is_maestro()) {
+    simgrid::kernel::actor::simcall_answered([this] { notify_all(); });
+    return;
+  }
+  if (waiters_.empty()) return;
+  std::vector<Waiter*> woken;
+  woken.swap(waiters_);
+  for (Waiter* w : woken) {
+    w->notified = true;
+    if (w->deadline != nullptr) {
+      w->deadline->remove();
+      w->deadline = nullptr;
+    }
+    w->sem->release();
+  }
+}
 
 SimHost::SimHost(int id, std::string name, const model::CpuCosts& costs, const model::CpuTopology& topology,
                  uint64_t seed, sdp::DataMode data_mode, ActivityCounter& counter)
@@ -170,19 +222,24 @@ void SimHost::sleep(sdp::WaitQueue& wq, const std::function<bool()>& ready) {
   flush();
   if (ready()) return;
   auto& q = static_cast<SimWaitQueue&>(wq);
-  // No RAII lock: a daemon (the interrupt handler's work) may be killed here when the
-  // simulation ends, and unlocking a SimGrid mutex while an actor is being killed aborts.
   const int core = current().core;
-  q.mutex->lock();
   ++q.sleepers;
+  yield_rounds(2);
   q.sleeper_cores.push_back(core);
+  // Left by an exception when a daemon (the interrupt handler's work) is killed at the end.
+  struct Leave {
+    SimWaitQueue& q;
+    int core;
+    ~Leave() {
+      --q.sleepers;
+      q.sleeper_cores.erase(std::find(q.sleeper_cores.begin(), q.sleeper_cores.end(), core));
+    }
+  } leave{q, core};
   while (!ready()) {
     ++counter_.count;
-    q.cv->wait(q.mutex);
+    q.wait();
   }
-  --q.sleepers;
-  q.sleeper_cores.erase(std::find(q.sleeper_cores.begin(), q.sleeper_cores.end(), core));
-  q.mutex->unlock();
+  yield_rounds(1);
   charge(model::Activity::Wakeup, costs_.context_switch_ns);
 }
 
@@ -193,17 +250,13 @@ bool SimHost::spin(sdp::WaitQueue& wq, const std::function<bool()>& ready, doubl
   Context& c = current();
   const double t0 = sim::now_ns();
   const double ran0 = core_ran_ns_[static_cast<size_t>(c.core)];
-  const double deadline_s = to_s(t0 + timeout_ns);  // in SimGrid's unit (see Timer::run)
-  {
-    ActorLock lock(*q.mutex);
-    while (!ready() && s4u::Engine::get_clock() < deadline_s) {
-      ++counter_.count;
-      if (std::isfinite(deadline_s))
-        q.cv->wait_until(lock, deadline_s);
-      else
-        q.cv->wait(lock);
-    }
+  const double deadline_s = to_s(t0 + timeout_ns);  // in SimGrid's unit (see Timer::arm)
+  yield_rounds(2);
+  while (!ready() && s4u::Engine::get_clock() < deadline_s) {
+    ++counter_.count;
+    if (!q.wait(deadline_s)) break;
   }
+  yield_rounds(1);
   const double t1 = sim::now_ns();
   // The core was busy polling the whole time, except while other contexts ran on it.
   const double others = core_ran_ns_[static_cast<size_t>(c.core)] - ran0;
@@ -223,10 +276,10 @@ void SimHost::wake(sdp::WaitQueue& wq) {
     charge(model::Activity::Wakeup, costs_.wakeup_ns + (remote ? costs_.ipi_ns : 0));
     flush();
   }
-  q.cv->notify_all();
+  q.notify_all();
 }
 
-void SimHost::notify(sdp::WaitQueue& wq) { static_cast<SimWaitQueue&>(wq).cv->notify_all(); }
+void SimHost::notify(sdp::WaitQueue& wq) { static_cast<SimWaitQueue&>(wq).notify_all(); }
 
 double SimHost::now_ns() {
   flush();

@@ -90,10 +90,11 @@ TcpStreamResult run_tcp_stream(const model::Platform& local, const model::Platfo
       qp_b.set_handlers([&] { sock_b->on_cqe(); }, [&] { sock_b->on_cq_event(); });
       qp_b.req_notify_cq();
       {  // listen, then wait for the active side's Hello (accept)
-        ActorLock lock(*rv.wq.mutex);
+        yield_rounds(2);
         rv.server = sock_b.get();
-        rv.wq.cv->notify_all();
-        while (!rv.connected) rv.wq.cv->wait(lock);
+        rv.wq.notify_all();
+        while (!rv.connected) rv.wq.wait();
+        yield_rounds(1);
       }
       const sdp::Addr buf = host_b.memory().allocate(res.recv_size, mode);
       for (;;) {
@@ -116,15 +117,16 @@ TcpStreamResult run_tcp_stream(const model::Platform& local, const model::Platfo
       qp_a.set_handlers([&] { sock_a->on_cqe(); }, [&] { sock_a->on_cq_event(); });
       qp_a.req_notify_cq();
       {
-        ActorLock lock(*rv.wq.mutex);
-        while (rv.server == nullptr) rv.wq.cv->wait(lock);
+        yield_rounds(2);
+        while (rv.server == nullptr) rv.wq.wait();
+        yield_rounds(1);
       }
       // Hello / HelloAck travel in the CM REQ / REP private data.
       auto hello = sock_a->hello(12865);
       auto ack = rv.server->accept_hello(hello);
       sock_a->hello_ack(ack);
       rv.connected = true;
-      rv.wq.cv->notify_all();
+      rv.wq.notify_all();
       // netperf's send ring: send_width buffers of the send size (nettest_bsd.c:
       // send_width = lss_size / send_size + 1, at least 2).
       uint64_t width = res.local_send_socket / res.send_size + 1;

@@ -300,12 +300,12 @@ PerftestResult run_perftest(const model::Platform& local, const model::Platform&
       l.qp->set_rnr(cfg.retry.rnr_retry, 640e3);
       l.qp->set_handlers([sp] {
         ++sp->cqes_pending;
-        sp->wq.cv->notify_all();
+        sp->wq.notify_all();
       }, [] {});
       if (lat)
         l.qp->set_write_handler([sp](sdp::Addr, uint64_t) {
           sp->landed_ns.push_back(now_ns());
-          sp->wq.cv->notify_all();
+          sp->wq.notify_all();
         });
       s.lanes.push_back(l);
     }
@@ -321,10 +321,11 @@ PerftestResult run_perftest(const model::Platform& local, const model::Platform&
   int ready = 0;
   SimWaitQueue barrier;
   auto meet = [&](int round) {
-    ActorLock lock(*barrier.mutex);
+    yield_rounds(2);
     ++ready;
-    barrier.cv->notify_all();
-    while (ready < 2 * round) barrier.cv->wait(lock);
+    barrier.notify_all();
+    while (ready < 2 * round) barrier.wait();
+    yield_rounds(1);
   };
   const char* tool = cfg.test == PerftestTest::WriteLat ? "ib_write_lat"
                      : cfg.test == PerftestTest::WriteBw ? "ib_write_bw"
