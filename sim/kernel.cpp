@@ -96,7 +96,7 @@ void Failure::record(const std::string& who, const std::string& what) {
 }
 
 struct SimWaitQueue::Waiter {
-  s4u::SemaphorePtr sem = s4u::Semaphore::create(0);
+  s4u::ActorPtr actor = s4u::Actor::self();
   bool notified = false;
   simgrid::kernel::timer::Timer* deadline = nullptr;  ///< pending kernel timer of a timed wait
 };
@@ -109,7 +109,7 @@ bool SimWaitQueue::wait(double deadline_s) {
     w.deadline = simgrid::kernel::timer::Timer::set(deadline_s, [this, &w] {
       w.deadline = nullptr;  // SimGrid deletes the timer once it has run
       waiters_.erase(std::find(waiters_.begin(), waiters_.end(), &w));
-      w.sem->release();
+      w.actor->resume();
     });
   // Left by an exception (the actor killed at the end of the simulation or by Failure::guard):
   // nothing may still point into this frame.
@@ -121,7 +121,7 @@ bool SimWaitQueue::wait(double deadline_s) {
       if (auto it = std::find(q.waiters_.begin(), q.waiters_.end(), &w); it != q.waiters_.end()) q.waiters_.erase(it);
     }
   } leave{*this, w};
-  w.sem->acquire();
+  s4u::this_actor::suspend();
   return w.notified;
 }
 
@@ -144,7 +144,7 @@ void SimWaitQueue::notify_all() {
       w->deadline->remove();
       w->deadline = nullptr;
     }
-    w->sem->release();
+    w->actor->resume();
   }
 }
 

@@ -116,8 +116,8 @@ class Timer {
   Failure& failure_;
 };
 
-/// A wait queue of actors, without a SimGrid mutex or condition variable: each waiter blocks
-/// on a semaphore of its own, which notify_all() releases. SimGrid's actors run one at a time,
+/// A wait queue of actors, without a SimGrid mutex or condition variable: each waiter
+/// suspends itself, and notify_all() (or the waiter's deadline, a kernel timer) resumes it. SimGrid's actors run one at a time,
 /// so the queue needs no lock; a condition variable would cost a lock and an unlock (two
 /// simcalls, each a switch to maestro and back) around every wait, and notify_all a simcall
 /// even with nobody waiting. Here a wait is one simcall and a notify with no waiter none.
