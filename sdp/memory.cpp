@@ -35,24 +35,32 @@ Addr HostMemory::allocate(uint64_t len, DataMode mode, uint64_t align) {
   return base;
 }
 
-bool HostMemory::contains(Addr addr, uint64_t len) const {
+const HostMemory::Region* HostMemory::find(Addr addr, uint64_t len) const {
+  // addr - base < r.len and len <= r.len - (addr - base): inside, without overflowing addr + len.
+  auto inside = [&](const Region* r) { return addr >= r->base && addr - r->base <= r->len && len <= r->len - (addr - r->base); };
+  for (size_t i = 0; i < recent_.size() && recent_[i] != nullptr; ++i)
+    if (inside(recent_[i])) {
+      std::rotate(recent_.begin(), recent_.begin() + static_cast<std::ptrdiff_t>(i), recent_.begin() + static_cast<std::ptrdiff_t>(i) + 1);
+      return recent_[0];
+    }
   auto it = regions_.upper_bound(addr);
-  if (it == regions_.begin()) return false;
+  if (it == regions_.begin()) return nullptr;
   --it;
-  return addr >= it->second.base && addr + len <= it->second.base + it->second.len;
+  const Region* r = &it->second;
+  if (!inside(r)) return nullptr;
+  std::copy_backward(recent_.begin(), recent_.end() - 1, recent_.end());
+  recent_[0] = r;
+  return r;
 }
+
+bool HostMemory::contains(Addr addr, uint64_t len) const { return find(addr, len) != nullptr; }
 
 HostMemory::Region& HostMemory::region(Addr addr, uint64_t len) {
   return const_cast<Region&>(std::as_const(*this).region(addr, len));
 }
 
 const HostMemory::Region& HostMemory::region(Addr addr, uint64_t len) const {
-  auto it = regions_.upper_bound(addr);
-  if (it != regions_.begin()) {
-    --it;
-    const Region& r = it->second;
-    if (addr >= r.base && addr + len <= r.base + r.len) return r;
-  }
+  if (const Region* r = find(addr, len)) return *r;
   throw MemoryError(fmt::format("host {}: access [{:#x}, +{}) outside any region", host_id_, addr, len));
 }
 

@@ -8,6 +8,7 @@
 /// segments); copies and DMA move segments, and the receiver checks that the offsets it gets are
 /// the ones the sender wrote. In Bytes mode (--verify-data) real bytes of a seeded pattern move
 /// and are compared. Protocol headers (BSDH) always live in Bytes regions.
+#include <array>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -122,7 +123,12 @@ class HostMemory final : public Memory {
   uint64_t seed_;
   DataMode data_mode_;
   Addr next_;
-  std::map<Addr, Region> regions_;  // by base
+  std::map<Addr, Region> regions_;  // by base; never erased, so a Region's address is stable
+  /// The last regions looked up, most recent first: a stream touches a few buffers over and
+  /// over (the user buffer, an SDP buffer, its header), so most lookups skip the map.
+  mutable std::array<const Region*, 4> recent_{};
+  /// The region holding [addr, addr+len), or nullptr.
+  const Region* find(Addr addr, uint64_t len) const;
 };
 
 }  // namespace hcasim::sdp

@@ -182,14 +182,17 @@ double SimHost::copy_from_user_ns(sdp::Addr user, uint64_t bytes) {
 void SimHost::bind_current(int core) {
   if (core < 0 || core >= costs_.cpus)
     throw InputError(fmt::format("{}: CPU {} does not exist (the host has {} CPUs)", name_, core, costs_.cpus));
-  contexts_[s4u::this_actor::get_pid()].core = core;
+  const auto pid = static_cast<size_t>(s4u::this_actor::get_pid());
+  if (pid >= contexts_.size()) contexts_.resize(pid + 1);
+  if (!contexts_[pid]) contexts_[pid] = std::make_unique<Context>();
+  contexts_[pid]->core = core;
 }
 
 SimHost::Context& SimHost::current() {
-  auto it = contexts_.find(s4u::this_actor::get_pid());
-  if (it == contexts_.end())
+  const auto pid = static_cast<size_t>(s4u::this_actor::get_pid());
+  if (pid >= contexts_.size() || !contexts_[pid])
     throw std::logic_error(fmt::format("{}: actor {} has no CPU context", name_, s4u::this_actor::get_name()));
-  return it->second;
+  return *contexts_[pid];
 }
 
 void SimHost::charge(model::Activity a, double ns) {

@@ -192,7 +192,7 @@ class SimHost : public sdp::Host {
   std::vector<double> core_free_at_ns_;           // when each core finishes its queued work
   std::vector<double> core_ran_ns_;               // CPU time each core has run (flushed), ns
   std::vector<model::CoreAccount> accounts_;
-  std::unordered_map<long, Context> contexts_;    // by actor pid
+  std::vector<std::unique_ptr<Context>> contexts_;  // by actor pid (SimGrid's pids are small, sequential)
   std::unordered_map<const void*, int> last_writer_;  // kernel object -> core that wrote it last
   std::vector<model::ReuseCache> caches_;         // one per last-level cache
 };
