@@ -216,10 +216,14 @@ std::string format_netperf_csv(const NetperfOptions& o, const sim::TcpStreamResu
 std::string format_stats_line(const sim::TcpStreamResult& r) {
   const std::string speed =
       r.wall_s > 0 ? fmt::format("{:.2f}", r.elapsed_s / r.wall_s) : std::string("inf");
+  const std::string per_message =
+      r.sdp_messages > 0 ? fmt::format("{:.2f}", static_cast<double>(r.simgrid_activities) / static_cast<double>(r.sdp_messages))
+                         : std::string("-");
   return fmt::format(
-      "hcasim: stats: activities={} sdp_messages={} simulated_s={:.3f} wall_s={:.3f} speed={} "
-      "simulated s per wall s",
-      r.simgrid_activities, r.sdp_messages, r.elapsed_s, r.wall_s, speed);
+      "hcasim: stats: activities={} time_steps={} sdp_messages={} activities_per_message={} simulated_s={:.3f} "
+      "wall_s={:.3f} speed={} simulated s per wall s max_rss_mb={:.1f}",
+      r.simgrid_activities, r.simgrid_time_steps, r.sdp_messages, per_message, r.elapsed_s, r.wall_s, speed,
+      static_cast<double>(r.max_rss_kb) / 1024);
 }
 
 void check_not_an_input(const std::string& path, const std::vector<std::string>& inputs, const std::string& what) {

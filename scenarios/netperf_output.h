@@ -91,8 +91,9 @@ std::string netperf_csv_header();
 std::string format_netperf_csv(const NetperfOptions& options, const sim::TcpStreamResult& result,
                                const NetperfFigures& figures);
 
-/// --stats: "hcasim: stats: activities=N sdp_messages=N simulated_s=X wall_s=Y speed=Z
-/// simulated s per wall s" (no newline).
+/// --stats: "hcasim: stats: activities=N time_steps=N sdp_messages=N activities_per_message=R
+/// simulated_s=X wall_s=Y speed=Z simulated s per wall s max_rss_mb=M" (no newline): SimGrid's
+/// own counts (sim::SimGridStats), the SDP messages both sides sent, the peak RSS in MiB.
 std::string format_stats_line(const sim::TcpStreamResult& result);
 
 /// Checks before a long run that `path` can be written later: its directory exists and is

@@ -152,8 +152,9 @@ std::string perftest_csv_header(sim::PerftestTest test);
 std::string format_perftest_csv(const PerftestOptions& options, const sim::PerftestResult& result,
                                 double cpu_mhz);
 
-/// --stats: "hcasim: stats: activities=N blueflame_posts=N doorbell_posts=N simulated_s=X
-/// wall_s=Y speed=Z simulated s per wall s" (no newline).
+/// --stats: "hcasim: stats: activities=N time_steps=N blueflame_posts=N doorbell_posts=N
+/// simulated_s=X wall_s=Y speed=Z simulated s per wall s max_rss_mb=M" (no newline): SimGrid's
+/// own counts (sim::SimGridStats) and the peak RSS in MiB.
 std::string format_perftest_stats_line(const sim::PerftestResult& result);
 
 }  // namespace hcasim::scenarios

@@ -16,7 +16,7 @@ using sdp::WrOpcode;
 // ---- EmulatedHca -----------------------------------------------------------------------------
 
 EmulatedHca::EmulatedHca(SimHost& host, s4u::Host* node, const model::HcaTiming& timing, const model::PostConfig& post,
-                         uint32_t max_inline_data, Timer& timer, ActivityCounter& counter, Failure& failure,
+                         uint32_t max_inline_data, Timer& timer, Failure& failure,
                          const model::IrqConfig& irq)
     : host_(host),
       node_(node),
@@ -24,7 +24,6 @@ EmulatedHca::EmulatedHca(SimHost& host, s4u::Host* node, const model::HcaTiming&
       post_(post),
       max_inline_data_(max_inline_data),
       timer_(timer),
-      counter_(counter),
       failure_(failure),
       irq_(irq) {}
 
@@ -112,7 +111,6 @@ void EmulatedHca::send_engine() {
     }
     if (qp == nullptr) {
       idle = true;
-      ++counter_.count;
       engine_wq_.wait();
       continue;
     }
@@ -125,7 +123,6 @@ void EmulatedHca::interrupt_handler() {
   yield_rounds(2);
   for (;;) {
     while (pending_irqs_.empty()) {
-      ++counter_.count;
       irq_wq_.wait();
     }
     SimQp* qp = pending_irqs_.front();
@@ -350,7 +347,6 @@ void SimQp::execute_one(bool after_idle) {
   // the HCA waits for the doorbell, then fetches the WQE; a busy queue prefetches WQEs while
   // the previous message streams, which hides both.
   if ((p.blueflame || after_idle) && p.wqe_at_hca_ns > now_ns()) {
-    ++hca_.counter_.count;
     s4u::this_actor::sleep_until(to_s(p.wqe_at_hca_ns));
     p.waited = true;
   }
@@ -400,7 +396,6 @@ bool SimQp::gather_and_transfer(const Posted& p, Wc& swc) {
                                                    !p.waited);
   const double link_ns = model::message_link_time_ns(hca_.ib_, w);
   const double size = std::max(static_cast<double>(std::max<uint64_t>(bytes, 1)), link_ns * 1e-9 * hca_.bottleneck_Bps_);
-  ++hca_.counter_.count;
   s4u::Comm::sendto_async(hca_.node(), peer_->hca_.node(), static_cast<uint64_t>(std::ceil(size)))->wait();
   return true;
 }
@@ -441,7 +436,6 @@ void SimQp::execute_send(const Posted& p) {
       return;
     }
     ++hca_.fault_stats_.rnr_naks;
-    ++hca_.counter_.count;
     s4u::this_actor::sleep_for(to_s(peer->min_rnr_timer_ns_));
     if (state_ != State::Rts) return;  // flushed meanwhile
     if (peer->state_ != State::Rts && peer->state_ != State::Rtr) {
@@ -519,7 +513,6 @@ void SimQp::execute_rdma_read(const sdp::SendWr& wr) {
   uint32_t retries = 0;
   if (!recovered(recover_read_request(retries), swc)) return;
   // The read request travels to the responder, which starts its DMA read of the data.
-  ++hca_.counter_.count;
   s4u::this_actor::sleep_for(to_s(t.tx_processing_ns + t.propagation_ns + pt.rx_processing_ns));
   if (!peer->hca_.mr_allows(wr.rkey, peer->pd_, wr.remote_addr, bytes, sdp::kRemoteRead)) {
     swc.status = WcStatus::RemAccessErr;
@@ -527,7 +520,6 @@ void SimQp::execute_rdma_read(const sdp::SendWr& wr) {
     return;
   }
   // The response data flows responder -> requester over the reverse route.
-  ++hca_.counter_.count;
   s4u::Comm::sendto_async(peer->hca_.node(), hca_.node(), std::max<uint64_t>(bytes, 1))->wait();
   if (!recovered(recover_data(bytes, true, retries), swc)) return;
   const std::array<sdp::Sge, sdp::kMaxSge> source{sdp::Sge{wr.remote_addr, static_cast<uint32_t>(bytes), wr.rkey}};
@@ -556,12 +548,10 @@ model::Fate SimQp::draw_fate(SimQp& src, bool responder) {
 }
 
 void SimQp::wire(SimQp& from, SimQp& to, uint64_t bytes) {
-  ++hca_.counter_.count;
   s4u::Comm::sendto_async(from.hca_.node(), to.hca_.node(), std::max<uint64_t>(bytes, 1))->wait();
 }
 
 void SimQp::wait_ns(double ns) {
-  ++hca_.counter_.count;
   // qp.timeout = 0: no local ACK timer (IBA 9.7.6.1.3), the WR waits for ever; the run's
   // watchdog ends it.
   s4u::this_actor::sleep_for(to_s(ns > 0 ? ns : 1e15));
@@ -570,7 +560,6 @@ void SimQp::wait_ns(double ns) {
 bool SimQp::wait_next_wr(double ns) {
   const double deadline = now_ns() + (ns > 0 ? ns : 1e15);  // timeout 0: no timer
   while (sq_.empty() && state_ == State::Rts && now_ns() < deadline) {
-    ++hca_.counter_.count;
     if (!hca_.engine_wq_.wait(to_s(deadline))) break;
   }
   return !sq_.empty() && state_ == State::Rts;

@@ -40,7 +40,7 @@ class EmulatedHca {
   /// `post` is how the CPU hands WQEs over (doorbell / BlueFlame, model/hca.h) and
   /// `max_inline_data` the largest inline payload a QP accepts, bytes.
   EmulatedHca(SimHost& host, simgrid::s4u::Host* node, const model::HcaTiming& timing, const model::PostConfig& post,
-              uint32_t max_inline_data, Timer& timer, ActivityCounter& counter, Failure& failure,
+              uint32_t max_inline_data, Timer& timer, Failure& failure,
               const model::IrqConfig& irq);
   ~EmulatedHca();
 
@@ -112,7 +112,6 @@ class EmulatedHca {
   model::ib::Config ib_;
   double bottleneck_Bps_ = 0;
   Timer& timer_;
-  ActivityCounter& counter_;
   Failure& failure_;
   model::IrqConfig irq_;
   uint32_t next_pd_ = 1, next_key_ = 0x100, next_qpn_ = 0x48;

@@ -283,7 +283,7 @@ class Stream {
   const TcpStreamConfig& cfg_;
   std::array<Side, 2> side_;
   std::unique_ptr<s4u::Engine> engine_;
-  ActivityCounter counter_;
+  SimGridStats stats_;
   Failure failure_;
   std::unique_ptr<Timer> timer_;
   s4u::Host* node_ = nullptr;
@@ -310,14 +310,14 @@ Stream::Stream(const IpoibHost& a, const IpoibHost& b, const TcpStreamConfig& cf
   auto* zone = s4u::create_full_zone("hcasim-ipoib");
   node_ = zone->create_host("node", 1e9);
   zone->seal();
-  timer_ = std::make_unique<Timer>(counter_, failure_);
+  timer_ = std::make_unique<Timer>(failure_);
   const std::array<const IpoibHost*, 2> p{&a, &b};
   const char* names[] = {"A", "B"};
   for (size_t i = 0; i < 2; ++i) {
     Side& s = side_[i];
     s.p = *p[i];
     s.host = std::make_unique<SimHost>(static_cast<int>(i), names[i], s.p.costs, s.p.topology, cfg.seed,
-                                       sdp::DataMode::Reference, counter_);
+                                       sdp::DataMode::Reference);
     s.prof.resize(static_cast<size_t>(s.p.costs.cpus));
     for (int k = 0; k < s.p.costs.cpus; ++k) s.prof[static_cast<size_t>(k)].core = k;
     s.sock_wq = std::make_unique<SimWaitQueue>();
@@ -407,7 +407,6 @@ void Stream::irq_loop(int i) {
   for (;;) {
     yield_rounds(2);
     while (!s.irq_pending) {
-      ++counter_.count;
       s.irq_wq.wait();
     }
     yield_rounds(1);
@@ -440,7 +439,6 @@ void Stream::yield_to_irq(Side& s, const Ctx& c) {
   s.host->flush();
   yield_rounds(2);
   while (s.in_irq || s.irq_pending) {
-    ++counter_.count;
     s.irq_idle.wait();
   }
   yield_rounds(1);
@@ -779,7 +777,9 @@ IpoibStreamResult Stream::run() {
   out.acks = acks_;
   out.local_interrupts = side_[0].interrupts;
   out.remote_interrupts = side_[1].interrupts;
-  r.simgrid_activities = counter_.count;
+  r.simgrid_activities = stats_.activities();
+  r.simgrid_time_steps = stats_.time_steps;
+  r.max_rss_kb = max_rss_kb();
   r.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
   return out;
 }

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include <sys/resource.h>
+
 #include <fmt/format.h>
 #include <simgrid/simix.hpp>
 #include <xbt/log.h>
@@ -11,7 +13,32 @@ namespace hcasim::sim {
 
 namespace s4u = simgrid::s4u;
 
-Timer::Timer(ActivityCounter& counter, Failure& failure) : counter_(counter), failure_(failure) {}
+namespace {
+SimGridStats* g_stats = nullptr;  // the one counting now (SimGrid's signals are per process)
+}  // namespace
+
+SimGridStats::SimGridStats() {
+  if (g_stats != nullptr) throw std::logic_error("SimGridStats: another one is already counting");
+  g_stats = this;
+  static bool connected = false;  // xbt::signal has no disconnect: connect once, count into g_stats
+  if (!connected) {
+    connected = true;
+    s4u::Activity::on_completion_cb([](const s4u::Activity&) { if (g_stats) ++g_stats->comms; });
+    s4u::Actor::on_sleep_cb([](const s4u::Actor&) { if (g_stats) ++g_stats->sleeps; });
+    s4u::Actor::on_suspend_cb([](const s4u::Actor&) { if (g_stats) ++g_stats->suspends; });
+    s4u::Engine::on_time_advance_cb([](double) { if (g_stats) ++g_stats->time_steps; });
+  }
+}
+
+SimGridStats::~SimGridStats() { g_stats = nullptr; }
+
+uint64_t max_rss_kb() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return static_cast<uint64_t>(u.ru_maxrss);
+}
+
+Timer::Timer(Failure& failure) : failure_(failure) {}
 
 std::unique_ptr<s4u::Engine> make_engine() {
   char arg0[] = "hcasim";
@@ -61,7 +88,6 @@ void Timer::arm() {
     if (armed_s_ <= t_s) return;  // armed for this instant or an earlier one
     armed_->remove();
   }
-  ++counter_.count;
   armed_s_ = t_s;
   armed_ = simgrid::kernel::timer::Timer::set(t_s, [this] { fire(); });
 }
@@ -149,13 +175,12 @@ void SimWaitQueue::notify_all() {
 }
 
 SimHost::SimHost(int id, std::string name, const model::CpuCosts& costs, const model::CpuTopology& topology,
-                 uint64_t seed, sdp::DataMode data_mode, ActivityCounter& counter)
+                 uint64_t seed, sdp::DataMode data_mode)
     : id_(id),
       name_(std::move(name)),
       costs_(costs),
       topology_(topology),
       memory_(id, seed, data_mode),
-      counter_(counter),
       core_free_at_ns_(static_cast<size_t>(costs.cpus), 0.0),
       core_ran_ns_(static_cast<size_t>(costs.cpus), 0.0),
       accounts_(static_cast<size_t>(costs.cpus)) {
@@ -211,7 +236,6 @@ void SimHost::flush() {
   free_at = start + c.debt_ns;
   core_ran_ns_[static_cast<size_t>(c.core)] += c.debt_ns;
   c.debt_ns = 0;
-  ++counter_.count;
   sleep_until_s(to_s(free_at));
 }
 
@@ -239,7 +263,6 @@ void SimHost::sleep(sdp::WaitQueue& wq, const std::function<bool()>& ready) {
     }
   } leave{q, core};
   while (!ready()) {
-    ++counter_.count;
     q.wait();
   }
   yield_rounds(1);
@@ -256,7 +279,6 @@ bool SimHost::spin(sdp::WaitQueue& wq, const std::function<bool()>& ready, doubl
   const double deadline_s = to_s(t0 + timeout_ns);  // in SimGrid's unit (see Timer::arm)
   yield_rounds(2);
   while (!ready() && s4u::Engine::get_clock() < deadline_s) {
-    ++counter_.count;
     if (!q.wait(deadline_s)) break;
   }
   yield_rounds(1);

@@ -29,10 +29,27 @@
 
 namespace hcasim::sim {
 
-/// Counts the SimGrid activities hcasim starts (sleeps, communications, waits).
-struct ActivityCounter {
-  uint64_t count = 0;
+/// What a simulation cost SimGrid, counted from SimGrid's own signals (not by hcasim's code):
+/// communications and other s4u activities completed (s4u::Activity::on_completion: the HCAs'
+/// data transfers; Comm::on_start is not exported by Debian's libsimgrid 3.32), actor sleeps
+/// (s4u::Actor::on_sleep), actor suspensions (s4u::Actor::on_suspend: hcasim's waits and its
+/// CPU-time sleeps, SimWaitQueue and sleep_until_s) and the engine's time steps
+/// (s4u::Engine::on_time_advance: each distinct instant at which something happened).
+/// SimGrid's signals are per process, as its engine is: one SimGridStats counts at a time, from
+/// its construction (connect it before Engine::run()) to its destruction.
+class SimGridStats {
+ public:
+  SimGridStats();
+  ~SimGridStats();
+  SimGridStats(const SimGridStats&) = delete;
+  SimGridStats& operator=(const SimGridStats&) = delete;
+  uint64_t comms = 0, sleeps = 0, suspends = 0, time_steps = 0;
+  /// Activities: communications + sleeps + suspensions.
+  uint64_t activities() const { return comms + sleeps + suspends; }
 };
+
+/// The process's peak resident set size so far (getrusage ru_maxrss), KiB.
+uint64_t max_rss_kb();
 
 /// Where actors report an error. SimGrid aborts the process on an exception that leaves an
 /// actor; guard() catches it instead, keeps the first message and kills every other actor so
@@ -90,7 +107,7 @@ inline double now_ns() { return simgrid::s4u::Engine::get_clock() * 1e9; }
 /// the run, as it did from the timer actor.
 class Timer {
  public:
-  Timer(ActivityCounter& counter, Failure& failure);
+  explicit Timer(Failure& failure);
   ~Timer();
   Timer(const Timer&) = delete;
   Timer& operator=(const Timer&) = delete;
@@ -112,7 +129,6 @@ class Timer {
   uint64_t seq_ = 0;
   simgrid::kernel::timer::Timer* armed_ = nullptr;  ///< the pending kernel timer, if any
   double armed_s_ = 0;                              ///< its date, s
-  ActivityCounter& counter_;
   Failure& failure_;
 };
 
@@ -147,7 +163,7 @@ class SimWaitQueue : public sdp::WaitQueue {
 class SimHost : public sdp::Host {
  public:
   SimHost(int id, std::string name, const model::CpuCosts& costs, const model::CpuTopology& topology,
-          uint64_t seed, sdp::DataMode data_mode, ActivityCounter& counter);
+          uint64_t seed, sdp::DataMode data_mode);
 
   /// Binds the calling actor to core `core` (0-based) for the rest of its life.
   void bind_current(int core);
@@ -188,7 +204,6 @@ class SimHost : public sdp::Host {
   model::CpuCosts costs_;
   model::CpuTopology topology_;
   sdp::HostMemory memory_;
-  ActivityCounter& counter_;
   std::vector<double> core_free_at_ns_;           // when each core finishes its queued work
   std::vector<double> core_ran_ns_;               // CPU time each core has run (flushed), ns
   std::vector<model::CoreAccount> accounts_;

@@ -60,7 +60,9 @@ struct TcpStreamResult {
   model::FaultStats local_faults;   ///< the sending host's HCA (model/fault.h)
   model::FaultStats remote_faults;  ///< the receiving host's HCA
   // Simulator statistics (for --stats; never part of netperf's output).
-  uint64_t simgrid_activities = 0;  ///< activities started in the SimGrid engine
+  uint64_t simgrid_activities = 0;  ///< SimGridStats::activities(): comms, sleeps, suspensions
+  uint64_t simgrid_time_steps = 0;  ///< SimGridStats::time_steps: instants the engine stopped at
+  uint64_t max_rss_kb = 0;          ///< the process\'s peak resident set at the end (getrusage), KiB
   uint64_t sdp_messages = 0;        ///< SDP messages (BSDH) sent by both sides
   double wall_s = 0;                ///< wall-clock seconds spent in the simulation
   std::vector<CoreProfile> local_profile;   ///< per core of the sending host

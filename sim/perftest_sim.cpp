@@ -379,7 +379,9 @@ PerftestResult run_perftest(const model::Platform& local, const model::Platform&
 
   res.blueflame_posts = bed.hca(0).blueflame_posts();
   res.doorbell_posts = bed.hca(0).doorbell_posts();
-  res.simgrid_activities = bed.counter().count;
+  res.simgrid_activities = bed.stats().activities();
+  res.simgrid_time_steps = bed.stats().time_steps;
+  res.max_rss_kb = max_rss_kb();
   res.simulated_s = now_ns() * 1e-9;
   res.faults_configured = cfg.faults.any();
   res.local_faults = bed.hca(0).fault_stats();

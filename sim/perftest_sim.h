@@ -56,7 +56,9 @@ struct PerftestResult {
   bool write_combining = false;        ///< host.write_combining of the client host
   uint64_t blueflame_posts = 0;        ///< WRs the client posted through BlueFlame
   uint64_t doorbell_posts = 0;         ///< WRs the client posted with a doorbell
-  uint64_t simgrid_activities = 0;     ///< activities started in the SimGrid engine
+  uint64_t simgrid_activities = 0;     ///< SimGridStats::activities(): comms, sleeps, suspensions
+  uint64_t simgrid_time_steps = 0;  ///< SimGridStats::time_steps: instants the engine stopped at
+  uint64_t max_rss_kb = 0;          ///< the process\'s peak resident set at the end (getrusage), KiB
   double simulated_s = 0;              ///< simulated seconds, all sizes
   double wall_s = 0;                   ///< wall-clock seconds spent in the simulation
   bool faults_configured = false;      ///< any fault.* probability above 0

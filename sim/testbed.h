@@ -84,7 +84,7 @@ class TwoHostBed {
   /// (EmulatedHca::set_faults; A's fate streams are side 0, B's side 1). Call before run().
   void set_faults(const model::FaultConfig& faults, const model::RcRetry& retry);
   Failure& failure() { return failure_; }
-  ActivityCounter& counter() { return counter_; }
+  const SimGridStats& stats() const { return stats_; }
   Timer& timer() { return *timer_; }
 
   /// Starts the HCA, timer and watchdog actors, then runs the engine until the application
@@ -93,7 +93,7 @@ class TwoHostBed {
 
  private:
   std::unique_ptr<simgrid::s4u::Engine> engine_;
-  ActivityCounter counter_;
+  SimGridStats stats_;
   Failure failure_;
   std::unique_ptr<Timer> timer_;
   std::array<simgrid::s4u::Host*, 2> cpu_{}, hca_node_{};

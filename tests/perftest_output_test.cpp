@@ -523,17 +523,19 @@ TEST(PerftestCsv, BandwidthRows) {
 TEST(PerftestStats, Line) {
   sim::PerftestResult r;
   r.simgrid_activities = 123456;
+  r.simgrid_time_steps = 654;
   r.blueflame_posts = 1000;
   r.doorbell_posts = 2;
   r.simulated_s = 0.0125;
   r.wall_s = 0.5;
+  r.max_rss_kb = 1536;  // 1.5 MiB
   EXPECT_EQ(format_perftest_stats_line(r),
-            "hcasim: stats: activities=123456 blueflame_posts=1000 doorbell_posts=2 "
-            "simulated_s=0.012500 wall_s=0.500 speed=0.03 simulated s per wall s");
+            "hcasim: stats: activities=123456 time_steps=654 blueflame_posts=1000 doorbell_posts=2 "
+            "simulated_s=0.012500 wall_s=0.500 speed=0.03 simulated s per wall s max_rss_mb=1.5");
   r.wall_s = 0;
   EXPECT_EQ(format_perftest_stats_line(r),
-            "hcasim: stats: activities=123456 blueflame_posts=1000 doorbell_posts=2 "
-            "simulated_s=0.012500 wall_s=0.000 speed=inf simulated s per wall s");
+            "hcasim: stats: activities=123456 time_steps=654 blueflame_posts=1000 doorbell_posts=2 "
+            "simulated_s=0.012500 wall_s=0.000 speed=inf simulated s per wall s max_rss_mb=1.5");
 }
 
 }  // namespace
