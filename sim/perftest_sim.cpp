@@ -72,7 +72,7 @@ void wait_for_byte(Side& s, uint64_t size, uint64_t rcnt, const char* who) {
   s.landed_ns.pop_front();
   double seen = landed + s.noise->uniform() * s.host->costs().poll_miss_ns;
   seen = s.noise->available_at(std::max(seen, now_ns()));
-  if (seen > now_ns()) s4u::this_actor::sleep_until(to_s(seen));
+  if (seen > now_ns()) sleep_until_s(to_s(seen));
   if (!s.real_bytes) return;
   uint8_t byte = 0;
   s.host->memory().read_bytes(s.lanes[0].buf + s.half + size - 1, &byte, 1);
