@@ -65,8 +65,18 @@ std::unique_ptr<s4u::Engine> make_engine() {
 
 void sleep_until_s(double t_s) {
   if (!(t_s > s4u::Engine::get_clock())) return;
-  s4u::ActorPtr self = s4u::Actor::self();
-  simgrid::kernel::timer::Timer::set(t_s, [self] { self->resume(); });
+  // The timer is removed if the actor is killed meanwhile (the end of the simulation, or
+  // Failure::guard): SimGrid goes on running kernel timers after its last actor ended.
+  struct Sleep {
+    simgrid::kernel::timer::Timer* timer = nullptr;
+    ~Sleep() {
+      if (timer != nullptr) timer->remove();
+    }
+  } sleep;
+  sleep.timer = simgrid::kernel::timer::Timer::set(t_s, [&sleep, self = s4u::Actor::self()] {
+    sleep.timer = nullptr;  // SimGrid deletes the timer once it has run
+    self->resume();
+  });
   s4u::this_actor::suspend();
 }
 
@@ -157,11 +167,10 @@ void yield_rounds(int n) {
 
 void SimWaitQueue::notify_all() {
   if (waiters_.empty()) return;
-  if (!s4u::Actor::is_maestro()) {
+  if (!s4u::Actor::is_maestro()) {  // resume the waiters from maestro, in one simcall
     simgrid::kernel::actor::simcall_answered([this] { notify_all(); });
     return;
   }
-  if (waiters_.empty()) return;
   std::vector<Waiter*> woken;
   woken.swap(waiters_);
   for (Waiter* w : woken) {
