@@ -39,22 +39,24 @@ struct Side {
   int core = 0;
   std::vector<Lane> lanes;
   uint64_t half = 0;            ///< bytes per half (the largest message size)
-  SimWaitQueue wq;              ///< woken by CQEs and by the peer's RDMA WRITEs landing
+  SimWaitQueue cqe_wq;          ///< woken by CQEs (the CPU polls its CQs)
+  SimWaitQueue landed_wq;       ///< woken by the peer's RDMA WRITEs landing (the CPU polls its buffer)
   std::deque<double> landed_ns; ///< landing times of the peer's WRITEs not yet noticed
   bool real_bytes = true;       ///< buffers hold bytes: the poll byte is written and checked
   uint64_t cqes_pending = 0;    ///< CQEs written on this side's CQs and not yet polled
   std::unique_ptr<model::CpuNoise> noise;
 };
 
-/// Busy-polls until `ready` (the CPU spins: perftest never sleeps).
-void spin_until(Side& s, const std::function<bool()>& ready) { s.host->spin(s.wq, ready, kInf); }
+/// Busy-polls until `ready` (the CPU spins: perftest never sleeps), re-checking when `wq` (the
+/// side's CQE or landing queue) is notified.
+void spin_until(Side& s, SimWaitQueue& wq, const std::function<bool()>& ready) { s.host->spin(wq, ready, kInf); }
 
 /// Polls the send CQ for one completion (perftest's do { ibv_poll_cq } while (ne == 0)),
 /// and fails on an error status as perftest does ("Completion with error").
 void poll_one(Side& s, const char* who) {
   std::array<sdp::Wc, 1> wc{};
   bool got = false;  // the readiness test consumes the CQE, so it must run poll_cq only until it succeeds
-  spin_until(s, [&] { return got = got || s.lanes[0].qp->poll_cq(wc) > 0; });
+  spin_until(s, s.cqe_wq, [&] { return got = got || s.lanes[0].qp->poll_cq(wc) > 0; });
   --s.cqes_pending;
   s.host->charge(model::Activity::Completion, s.host->costs().user_poll_cq_ns);
   if (wc[0].status != sdp::WcStatus::Success)
@@ -67,7 +69,7 @@ void poll_one(Side& s, const char* who) {
 /// poll turn after it lands (a uniformly distributed phase of cpu.poll_miss), or when the
 /// CPU is back from a tick or an interference window.
 void wait_for_byte(Side& s, uint64_t size, uint64_t rcnt, const char* who) {
-  spin_until(s, [&] { return !s.landed_ns.empty(); });
+  spin_until(s, s.landed_wq, [&] { return !s.landed_ns.empty(); });
   const double landed = s.landed_ns.front();
   s.landed_ns.pop_front();
   double seen = landed + s.noise->uniform() * s.host->costs().poll_miss_ns;
@@ -134,7 +136,7 @@ void latency_loop(Side& s, const Side& peer, bool client, uint64_t size, uint64_
 /// until there is one. Returns (lane, Wc) pairs; an error status ends the test as in perftest.
 std::vector<std::pair<size_t, sdp::Wc>> poll_batch(Side& s, const char* who) {
   constexpr size_t kBatch = 16;
-  spin_until(s, [&] { return s.cqes_pending > 0; });
+  spin_until(s, s.cqe_wq, [&] { return s.cqes_pending > 0; });
   std::vector<std::pair<size_t, sdp::Wc>> out;
   std::array<sdp::Wc, kBatch> wc{};
   for (size_t q = 0; q < s.lanes.size() && out.size() < kBatch; ++q) {
@@ -300,12 +302,12 @@ PerftestResult run_perftest(const model::Platform& local, const model::Platform&
       l.qp->set_rnr(cfg.retry.rnr_retry, 640e3);
       l.qp->set_handlers([sp] {
         ++sp->cqes_pending;
-        sp->wq.notify_all();
+        sp->cqe_wq.notify_all();
       }, [] {});
       if (lat)
         l.qp->set_write_handler([sp](sdp::Addr, uint64_t) {
           sp->landed_ns.push_back(now_ns());
-          sp->wq.notify_all();
+          sp->landed_wq.notify_all();
         });
       s.lanes.push_back(l);
     }
