@@ -51,12 +51,15 @@ int perftest_main(sim::PerftestTest test, const std::vector<std::string>& args) 
   const double cpu_mhz = perftest_cpu_mhz(local.num("host.clock", "GHz"));
 
   const sim::PerftestConfig config = to_perftest_config(opts);
+  // perftest prints its banner, addresses and table header before it measures: so does hcasim,
+  // once every input is checked (sim::check_perftest), so that a long run does not look hung.
+  std::cout << format_perftest_head(opts, sim::check_perftest(local, remote, config)) << std::flush;
   const sim::PerftestResult result =
       run_under_faults(config.faults.any(),  // init-captures: clang before 16 cannot capture a structured binding
                        [&l = local, &r = remote, &config] { return sim::run_perftest(l, r, config); });
   if (opts.csv_path)
     write_file_atomically(*opts.csv_path, format_perftest_csv(opts, result, cpu_mhz), "--csv");
-  std::cout << format_perftest_output(opts, result, cpu_mhz) << std::flush;
+  std::cout << format_perftest_rows(opts, result, cpu_mhz) << std::flush;
   if (result.faults_configured) {  // hcasim's own lines, on stderr: stdout stays perftest's
     std::cerr << "hcasim: local  " << result.local_faults.summary() << "\n";
     std::cerr << "hcasim: remote " << result.remote_faults.summary() << "\n";
