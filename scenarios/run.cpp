@@ -1030,7 +1030,7 @@ CheckedScenario check_scenario(const Scenario& s, const std::string& base) {
         if (name->empty()) continue;
         if (!c.platform_files.count(*name)) {
           c.platform_files[*name] = resolve_platform(*name, name == &p.platform ? "platform" : "remote_platform");
-          platforms.emplace(*name, model::Platform::load_file(c.platform_files[*name]));
+          platforms.emplace(*name, load_platform(c.platform_files[*name]));
         }
         model::Platform copy = platforms.at(*name);
         for (const auto& assignment : platform_settings(p.set)) copy.set(assignment);

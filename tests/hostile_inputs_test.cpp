@@ -18,6 +18,7 @@
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <array>
@@ -64,6 +65,8 @@ struct Case {
                                     ///< @DIR@ = the scratch dir; packet cases: the server's line
   std::vector<std::string> absent{};///< files that must not exist afterwards (@DIR@ ...)
   Packet packet{};
+  std::vector<std::string> fifos{};  ///< FIFOs made in the scratch dir first (nobody writes them)
+  std::vector<std::pair<std::string, uint64_t>> sparse{};  ///< files of that many zero bytes (holes)
 };
 
 void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
@@ -321,6 +324,11 @@ void run_packet_case(const Case& c, const std::string& line_re) {
 TEST_P(Hostile, OneLineNamedExitStatusNothingHalfWritten) {
   const Case& c = GetParam();
   for (const auto& [name, content] : c.files) std::ofstream(dir_ / name, std::ios::binary) << expand(content);
+  for (const auto& name : c.fifos) ASSERT_EQ(::mkfifo((dir_ / name).c_str(), 0600), 0) << name;
+  for (const auto& [name, size] : c.sparse) {
+    std::ofstream(dir_ / name, std::ios::binary).flush();
+    fs::resize_file(dir_ / name, size);
+  }
   // The regex: @DIR@ stands for the scratch directory, matched literally.
   const std::string line_re = substitute(c.line, "@DIR@", regex_escape(dir_.string()));
   if (c.prog == Prog::Packet) {
@@ -497,6 +505,15 @@ std::vector<Case> cases() {
        .line = E + "@DIR@/p\\.toml: missing parameter cpu\\.syscall \\(platform connectx-ddr-pcie1x8\\)"});
   add({.name = "platform_not_found", .args = {"netperf", "--platform", "nosuch", "--csv", csv},
        .line = E + "--platform nosuch: no such platform file or name \\(looked in .*\\)", .absent = {csv}});
+  // A FIFO or a directory named no platform ("no such platform file or name"): now it says what it is.
+  add({.name = "platform_fifo", .args = {"netperf", "--platform", "@DIR@/p.fifo", "--csv", csv},
+       .line = E + "--platform @DIR@/p\\.fifo: a FIFO, not a regular file \\(hcasim reads its inputs only from regular "
+                   "files\\)",
+       .absent = {csv}});
+  v.back().fifos = {"p.fifo"};
+  add({.name = "scenario_directory", .args = {"run", "@DIR@", "--csv", csv},
+       .line = E + "@DIR@: a directory, not a regular file \\(hcasim reads its inputs only from regular files\\)",
+       .absent = {csv}});
   add({.name = "platform_not_utf8", .args = {"netperf", "--platform", "@DIR@/p.toml"},
        .files = {{"p.toml", "\xff\xfe garbage\n"}},
        .line = E + "@DIR@/p\\.toml:1:1: Encountered invalid utf-8 sequence"});
@@ -584,6 +601,20 @@ std::vector<Case> cases() {
   add({.name = "csv_missing", .args = {"run", "@DIR@/s.toml", "--csv", csv}, .files = {{"s.toml", scenario("")}},
        .line = E + "@DIR@/s\\.toml:10: point 1: reference: @DIR@/ref\\.csv: cannot read \\(No such file or directory\\)",
        .absent = {csv}});
+  // A reference that never ends filled memory (/dev/zero: 17.7 GB in 60 s), a FIFO blocked for
+  // ever: only a regular file is read, and at most 64 MiB of it.
+  const std::string not_file = ", not a regular file \\(hcasim reads its inputs only from regular files\\)";
+  auto reference_case = [&](const std::string& name, const std::string& file, const std::string& what) {
+    add({.name = name, .args = {"run", "@DIR@/s.toml", "-j", "1", "--csv", csv},
+         .files = {{"s.toml", scenario("", "netperf -l 1 -- -m 64K", file)}},
+         .line = E + "@DIR@/s\\.toml:10: point 1: reference: " + regex_escape(file) + ": " + what, .absent = {csv}});
+  };
+  reference_case("csv_reference_dev_zero", "/dev/zero", "a character device" + not_file);
+  reference_case("csv_reference_fifo", "@DIR@/ref.fifo", "a FIFO" + not_file);
+  v.back().fifos = {"ref.fifo"};
+  reference_case("csv_reference_directory", "@DIR@", "a directory" + not_file);
+  reference_case("csv_reference_too_large", "@DIR@/big.csv", "larger than 64 MiB, the most hcasim reads of an input file");
+  v.back().sparse = {{"big.csv", (uint64_t{64} << 20) + 1}};
 
   // ---- run files (pasted netperf/perftest output), read by hcasim calibrate
   const std::string fitted = "@DIR@/fitted.toml", errors = "@DIR@/errors.csv";
@@ -613,6 +644,19 @@ std::vector<Case> cases() {
                 " 2 1000 1.0 abc 1.2\n",
                 ":3: perftest row: column 4 \\(t_max\\[usec\\]\\) 'abc' is not a number");
   run_file_case("runfile_binary", std::string("\x00\x01\xff\n", 4), ": no netperf or perftest run in it");
+  // calibrate read /dev/zero as a run file until memory ran out; a FIFO blocked it.
+  auto run_path_case = [&](const std::string& name, const std::string& file, const std::string& what) {
+    add({.name = name,
+         .args = {"calibrate", "--platform", "connectx-ddr-pcie1x8", "--fit", "cpu.copy_tx_rate", file, "-o", fitted,
+                  "--csv", errors},
+         .line = E + regex_escape(file) + ": " + what, .absent = {fitted, errors}});
+  };
+  run_path_case("runfile_dev_zero", "/dev/zero", "a character device" + not_file);
+  run_path_case("runfile_fifo", "@DIR@/runs.fifo", "a FIFO" + not_file);
+  v.back().fifos = {"runs.fifo"};
+  run_path_case("runfile_directory", "@DIR@", "a directory" + not_file);
+  run_path_case("runfile_too_large", "@DIR@/runs.txt", "larger than 64 MiB, the most hcasim reads of an input file");
+  v.back().sparse = {{"runs.txt", (uint64_t{64} << 20) + 1}};
 
   // ---- calibrate flags
   auto fit_case = [&](const std::string& name, const std::string& fit, const std::string& what) {
