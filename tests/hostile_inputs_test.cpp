@@ -644,6 +644,27 @@ std::vector<Case> cases() {
                 " 2 1000 1.0 abc 1.2\n",
                 ":3: perftest row: column 4 \\(t_max\\[usec\\]\\) 'abc' is not a number");
   run_file_case("runfile_binary", std::string("\x00\x01\xff\n", 4), ": no netperf or perftest run in it");
+  // Contradictions between a command and its output were simulated (the 64K command compared
+  // with a 32768 B row), dropped (a second row) or found only after the simulation (a latency
+  // row of another size): each is refused at its line before any simulation.
+  run_file_case("runfile_row_size_differs_from_m", cmd + " 87380 16384 32768 60.00 7106.72 13.32 14.87 1.228 1.370\n",
+                ":2: netperf result row: Send Message Size 32768 differs from the command's -m 65536 \\(line 1\\)");
+  run_file_case("runfile_second_netperf_row",
+                cmd + " 87380 16384 65536 60.00 7106.72 13.32 14.87 1.228 1.370\n"
+                      " 87380 16384 65536 60.00 7206.72 13.32 14.87 1.228 1.370\n",
+                ":3: a second netperf result row under the command of line 1 \\(the first is line 2\\): repeat the "
+                "command line before each run");
+  const std::string lat_header = " #bytes #iterations    t_min[usec]    t_max[usec]  t_typical[usec]\n";
+  run_file_case("runfile_latency_row_size_differs_from_s",
+                "# ib_write_lat -s 2 -n 1000\n" + lat_header + " 4 1000 1.0 2.0 1.2\n",
+                ":3: perftest row: 4 B differs from the command's -s 2 \\(line 1\\)");
+  run_file_case("runfile_latency_row_not_an_a_size",
+                "# ib_write_lat -a -n 1000\n" + lat_header + " 2 1000 1.0 2.0 1.2\n 3 1000 1.0 2.0 1.2\n",
+                ":4: perftest row: 3 B is not a size of the command's -a \\(line 1: powers of two, 2\\.\\.8388608\\)");
+  run_file_case("runfile_second_latency_row_of_a_size",
+                "# ib_write_lat -s 2 -n 1000\n" + lat_header + " 2 1000 1.0 2.0 1.2\n 2 1000 1.1 2.0 1.3\n",
+                ":4: perftest row: a second row for 2 B \\(the first is line 3\\): repeat the command line before "
+                "each run");
   // calibrate read /dev/zero as a run file until memory ran out; a FIFO blocked it.
   auto run_path_case = [&](const std::string& name, const std::string& file, const std::string& what) {
     add({.name = name,
