@@ -91,6 +91,10 @@ shorten every point as calibrate's do (default: as typed) and say so. Same exit 
 
 int netperf_main(const std::vector<std::string>& args) {
   const NetperfOptions opts = parse_netperf_args(args, /*allow_byte_count=*/true);
+  if (opts.help) {
+    std::cout << kUsage;
+    return 0;
+  }
   if (opts.csv_path) check_output_path(*opts.csv_path, "--csv");
   for (const auto& note : opts.notes) std::cerr << note << "\n";
 
@@ -107,12 +111,15 @@ int netperf_main(const std::vector<std::string>& args) {
     std::cerr << note << "\n";
 
   const NetperfFigures figures = netperf_figures(opts, result);
-  if (opts.csv_path)
+  // A file first (a failure to write it leaves stdout empty); --csv /dev/stdout after the output.
+  const bool csv_to_stdout = opts.csv_path && is_stdout_path(*opts.csv_path);
+  if (opts.csv_path && !csv_to_stdout)
     write_file_atomically(*opts.csv_path, format_netperf_csv(opts, result, figures), "--csv");
   std::cout << format_netperf_output(opts, result, figures);
   if (opts.profile)
     std::cout << (ipoib ? format_ipoib_profile(*ipoib, local.name(), remote.name()) : format_netperf_profile(result));
   std::cout << std::flush;
+  if (csv_to_stdout) write_file_atomically(*opts.csv_path, format_netperf_csv(opts, result, figures), "--csv");
   // hcasim's own lines go to stderr after netperf's output, which stays netperf's alone.
   if (result.faults_configured) {
     std::cerr << "hcasim: local  " << result.local_faults.summary() << "\n";

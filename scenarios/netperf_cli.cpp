@@ -18,6 +18,7 @@
 
 #include "model/fault.h"
 #include "model/units.h"
+#include "scenarios/netperf_output.h"  // check_given_once
 
 namespace hcasim::scenarios {
 
@@ -71,8 +72,8 @@ const std::set<std::string, std::less<>> kLongFlags = {"stats", "verify-data", "
 
 // netperf 2.4.3 global options hcasim does not simulate (netsh.c GLOBAL_CMD_LINE_ARGS) and
 // TCP_STREAM test options it does not simulate (nettest_bsd.c scan_sockets_args).
-constexpr std::string_view kUnsupportedGlobal = "aAbBdDFhkKLnNoOpwW";
-constexpr std::string_view kUnsupportedTest = "bCDhHLnNpP46";
+constexpr std::string_view kUnsupportedGlobal = "aAbBdDFkKLnNoOpwW";
+constexpr std::string_view kUnsupportedTest = "bCDHLnNpP46";
 
 /// Walks a list of words getopt-style. `takes_value(c)` tells whether option char c has a
 /// value; the value is the rest of the word or else the next word of the same list.
@@ -268,6 +269,7 @@ void parse_global(const std::vector<std::string>& words, NetperfOptions& o,
           o.verbosity = integer_value("-v", v, 0, 1000, "a number");
           break;
         }
+        case 'h': o.help = true; break;  // netsh.c: -h prints the usage and exits
         default:
           if (kUnsupportedGlobal.find(c) != std::string_view::npos)
             fail(fmt::format("{}: netperf option not supported by hcasim", flag));
@@ -326,6 +328,7 @@ void parse_test(const std::vector<std::string>& words, NetperfOptions& o,
           if (!b.empty()) o.remote_recv_socket = size_value("-S", b);
           break;
         }
+        case 'h': o.help = true; break;  // nettest_bsd.c: print_sockets_usage
         case 'r': {  // -r req[,rsp]: request/response sizes, ignored by TCP_STREAM
           const std::string v = r.take_value(flag, rest);
           consumed = true;
@@ -379,7 +382,10 @@ void parse_long(const std::vector<std::string>& long_words, NetperfOptions& o) {
   model::RcRetry retry;
   for (const auto& s : sets) model::apply_fault_setting(s, faults, retry);
   o.sets = sets;
-  if (opt_csv->count()) o.csv_path = csv;
+  if (opt_csv->count()) {
+    check_given_once("--csv", opt_csv->results());
+    o.csv_path = csv;
+  }
   if (opt_seed->count()) {
     uint64_t v = 0;
     const auto [ptr, ec] = std::from_chars(seed.data(), seed.data() + seed.size(), v);

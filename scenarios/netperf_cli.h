@@ -43,6 +43,7 @@ struct NetperfOptions {
   int verbosity = 1;                    ///< -v N (netperf's default is 1)
   std::string host = "localhost";       ///< -H host (only printed in the banner)
   char format = 'm';                    ///< -f: k m g (10^3.. bits/s) or K M G (2^10.. bytes/s)
+  bool help = false;                    ///< -h (global or test option): print the usage, run nothing
 
   // --- netperf TCP_STREAM test options, after "--" (nettest_bsd.c) ----------------------
   uint64_t send_size = 0;               ///< -m: bytes per send(); 0 = local send socket size

@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <iostream>
 #include <string>
 #include <utility>
 #include <vector>
@@ -222,10 +223,17 @@ std::string format_stats_line(const sim::TcpStreamResult& r) {
       r.simgrid_activities, r.sdp_messages, r.elapsed_s, r.wall_s, speed);
 }
 
+bool is_stdout_path(const std::string& path) { return path == "/dev/stdout"; }
+
+void check_given_once(const std::string& what, const std::vector<std::string>& paths) {
+  if (paths.size() > 1)
+    throw InputError(fmt::format("{}: given twice ({}, then {}): one run writes one {}", what, paths[0], paths[1], what));
+}
+
 void check_not_an_input(const std::string& path, const std::vector<std::string>& inputs, const std::string& what) {
   namespace fs = std::filesystem;
   std::error_code ec;
-  if (!fs::exists(path, ec)) return;
+  if (is_stdout_path(path) || !fs::exists(path, ec)) return;
   for (const auto& input : inputs)
     if (fs::equivalent(path, input, ec))
       throw InputError(fmt::format("{} {}: it is an input of this run ({}), not overwritten", what, path, input));
@@ -238,6 +246,7 @@ void check_output_path(const std::string& path, const std::string& what) {
   };
   std::error_code ec;
   if (path.empty()) fail("empty path");
+  if (is_stdout_path(path)) return;
   if (fs::is_directory(path, ec)) fail("it is a directory");
   // The file is written beside the target and renamed over it: a device, FIFO or symlink
   // there would be replaced, so only a regular file (or nothing) is accepted.
@@ -251,6 +260,11 @@ void check_output_path(const std::string& path, const std::string& what) {
 
 void write_file_atomically(const std::string& path, const std::string& content,
                            const std::string& what) {
+  if (is_stdout_path(path)) {
+    std::cout << content << std::flush;
+    if (!std::cout) throw InputError(fmt::format("{} {}: cannot write (stdout is closed or full)", what, path));
+    return;
+  }
   const std::string tmp = fmt::format("{}.tmp.{}", path, static_cast<long>(::getpid()));
   auto failure = [&](int err) {
     std::remove(tmp.c_str());

@@ -57,9 +57,11 @@ int perftest_main(sim::PerftestTest test, const std::vector<std::string>& args) 
   const sim::PerftestResult result =
       run_under_faults(config.faults.any(),  // init-captures: clang before 16 cannot capture a structured binding
                        [&l = local, &r = remote, &config] { return sim::run_perftest(l, r, config); });
-  if (opts.csv_path)
+  const bool csv_to_stdout = opts.csv_path && is_stdout_path(*opts.csv_path);
+  if (opts.csv_path && !csv_to_stdout)
     write_file_atomically(*opts.csv_path, format_perftest_csv(opts, result, cpu_mhz), "--csv");
   std::cout << format_perftest_rows(opts, result, cpu_mhz) << std::flush;
+  if (csv_to_stdout) write_file_atomically(*opts.csv_path, format_perftest_csv(opts, result, cpu_mhz), "--csv");
   if (result.faults_configured) {  // hcasim's own lines, on stderr: stdout stays perftest's
     std::cerr << "hcasim: local  " << result.local_faults.summary() << "\n";
     std::cerr << "hcasim: remote " << result.remote_faults.summary() << "\n";

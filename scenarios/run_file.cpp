@@ -923,6 +923,8 @@ std::vector<RealRun> parse_run_file(std::string_view text, const std::string& or
         } catch (const InputError& e) {
           fail_at(origin, line.number, fmt::format("{}: {}", p.run.tool, e.what()));
         }
+        if (p.netperf.help || p.perftest.help || p.perftest.version)
+          fail_at(origin, line.number, fmt::format("{}: -h / -V print the usage or version; no run to read", p.run.tool));
         current = std::move(p);
         break;
       }

@@ -352,3 +352,46 @@ TEST_F(Cli, PerftestPrintsItsBannerBeforeTheSimulation) {
   EXPECT_EQ(out.substr(out.size() - header.size()), header) << "the table's header last, no row yet";
   EXPECT_EQ(p.wait(std::chrono::milliseconds(0)), -1) << "the run ended within seconds: " << p.err();
 }
+
+// netperf -h prints the usage, as ib_write_lat -h does (netperf's -h was "not supported"), also
+// as a test option after --.
+TEST_F(Cli, NetperfHelpPrintsTheUsage) {
+  for (const std::string args : {"netperf -h", "netperf -l 5 -- -h", "ib_write_lat -h"}) {
+    Outcome r = run(args);
+    EXPECT_EQ(r.status, 0) << args << ": " << r.err;
+    EXPECT_NE(r.out.find("Usage"), std::string::npos) << args << ": " << r.out;
+    EXPECT_EQ(r.err, "") << args;
+  }
+  EXPECT_NE(run("netperf -h").out.find("hcasim netperf [hcasim options]"), std::string::npos);
+}
+
+// --csv /dev/stdout: the CSV on stdout, whole, after the tool's own output (it was refused as
+// "not a regular file"); byte for byte what --csv FILE writes.
+TEST_F(Cli, CsvToStdoutFollowsTheOutput) {
+  for (const std::string args : {"netperf -P 0 -l 0.01 -c -C -- -m 64K", "ib_write_lat -n 200", "ib_write_bw -n 100"}) {
+    const fs::path file = dir_ / "x.csv";
+    Outcome to_file = run(args + " --csv " + file.string());
+    Outcome to_stdout = run(args + " --csv /dev/stdout");
+    ASSERT_EQ(to_file.status, 0) << args << ": " << to_file.err;
+    ASSERT_EQ(to_stdout.status, 0) << args << ": " << to_stdout.err;
+    const std::string csv = slurp(file);
+    ASSERT_NE(csv.find("\n"), std::string::npos) << args;
+    EXPECT_EQ(to_stdout.out, to_file.out + csv) << args;
+    EXPECT_EQ(to_stdout.err, to_file.err) << args;
+    fs::remove(file);
+  }
+}
+
+// A platform's socket.tcp_rmem_default below Linux's 256 B receive floor (SOCK_MIN_RCVBUF) is
+// raised to it, as -S 1 is; it printed a 5 B socket.
+TEST_F(Cli, DefaultSocketBufferKeepsLinuxsFloor) {
+  Outcome dflt = run("netperf -P 0 -l 0.01 --set socket.tcp_rmem_default=5 -- -m 64K");
+  Outcome asked = run("netperf -P 0 -l 0.01 -- -m 64K -S 1");
+  ASSERT_EQ(dflt.status, 0) << dflt.err;
+  ASSERT_EQ(asked.status, 0) << asked.err;
+  std::istringstream row(dflt.out);
+  std::string recv_socket;
+  row >> recv_socket;
+  EXPECT_EQ(recv_socket, "256") << dflt.out;
+  EXPECT_EQ(dflt.out, asked.out);
+}

@@ -386,6 +386,13 @@ std::vector<Case> cases() {
   add({.name = "netperf_csv_in_missing_dir", .args = {"netperf", "-l", "0.01", "--csv", "@DIR@/no/such/dir/x.csv"},
        .line = E + "--csv @DIR@/no/such/dir/x\\.csv: cannot write \\(no such directory\\)"});
   add({.name = "unknown_command", .args = {"bogus"}, .line = E + "unknown command 'bogus' .*"});
+  // A second --csv silently replaced the first: one of the two was never written.
+  add({.name = "netperf_csv_twice", .args = {"netperf", "-l", "0.01", "--csv", "@DIR@/a.csv", "--csv", "@DIR@/b.csv"},
+       .line = E + "--csv: given twice \\(@DIR@/a\\.csv, then @DIR@/b\\.csv\\): one run writes one --csv",
+       .absent = {"@DIR@/a.csv", "@DIR@/b.csv"}});
+  add({.name = "ib_write_lat_csv_twice", .args = {"ib_write_lat", "-n", "200", "--csv", "@DIR@/a.csv", "--csv=@DIR@/b.csv"},
+       .line = E + "--csv: given twice \\(@DIR@/a\\.csv, then @DIR@/b\\.csv\\): one run writes one --csv",
+       .absent = {"@DIR@/a.csv", "@DIR@/b.csv"}});
 
   // ---- perftest flags
   add({.name = "ib_write_lat_size_zero", .args = {"ib_write_lat", "-s", "0", "--csv", csv},
@@ -565,6 +572,13 @@ std::vector<Case> cases() {
        .line = E + "--csv @DIR@/p\\.toml: it is an input of this run \\(@DIR@/p\\.toml\\), not overwritten"});
   add({.name = "scenario_unknown_name", .args = {"run", "nosuch", "--csv", csv},
        .line = E + "nosuch: no such scenario file or name \\(looked in .*\\)", .absent = {csv}});
+  add({.name = "run_csv_twice", .args = {"run", "@DIR@/s.toml", "--csv", "@DIR@/a.csv", "--csv", "@DIR@/b.csv"},
+       .files = {{"s.toml", scenario("")}, {"ref.csv", kGoodCsv}},
+       .line = E + "--csv: given twice \\(@DIR@/a\\.csv, then @DIR@/b\\.csv\\): one run writes one --csv",
+       .absent = {"@DIR@/a.csv", "@DIR@/b.csv"}});
+  // -h in a point's command printed the usage in the child and left no results.
+  scenario_case("scenario_command_asks_for_help", scenario("", "netperf -h -l 1 -- -m 64K"),
+                "10: point 1: command: -h prints the usage and runs nothing");
   add({.name = "run_zero_jobs", .args = {"run", "-j", "0", "--csv", csv}, .line = E + "-j: '0' must be 1\\.\\.4096",
        .absent = {csv}});
 
@@ -665,6 +679,7 @@ std::vector<Case> cases() {
                 "# ib_write_lat -s 2 -n 1000\n" + lat_header + " 2 1000 1.0 2.0 1.2\n 2 1000 1.1 2.0 1.3\n",
                 ":4: perftest row: a second row for 2 B \\(the first is line 3\\): repeat the command line before "
                 "each run");
+  run_file_case("runfile_help", "# netperf -h\n", ":1: netperf: -h / -V print the usage or version; no run to read");
   // calibrate read /dev/zero as a run file until memory ran out; a FIFO blocked it.
   auto run_path_case = [&](const std::string& name, const std::string& file, const std::string& what) {
     add({.name = name,
@@ -691,6 +706,12 @@ std::vector<Case> cases() {
   fit_case("calibrate_bound_nan", "cpu.copy_tx_rate=1:nan", "bounds must be LO:HI, two numbers");
   fit_case("calibrate_bounds_exclude_start", "cpu.copy_tx_rate=2:3", "the start 0\\.96 is outside \\[2, 3\\]");
   fit_case("calibrate_unknown_parameter", "cpu.nosuch", "platform connectx-ddr-pcie1x8 has no parameter cpu\\.nosuch");
+  add({.name = "calibrate_output_twice",
+       .args = {"calibrate", "--platform", "connectx-ddr-pcie1x8", "--fit", "cpu.copy_tx_rate", "@DIR@/runs.txt", "-o",
+                "@DIR@/a.toml", "-o", fitted},
+       .files = {{"runs.txt", cmd + " 87380 16384 65536 60.00 7106.72 13.32 14.87 1.228 1.370\n"}},
+       .line = E + "-o: given twice \\(@DIR@/a\\.toml, then @DIR@/fitted\\.toml\\): one run writes one -o",
+       .absent = {"@DIR@/a.toml", fitted}});
   add({.name = "calibrate_bad_regex",
        .args = {"calibrate", "--platform", "connectx-ddr-pcie1x8", "--fit", "cpu.copy_tx_rate", "@DIR@/runs.txt:(", "-o",
                 fitted},
