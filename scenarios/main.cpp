@@ -21,6 +21,7 @@
 #include "scenarios/perftest_cli.h"
 #include "scenarios/qview_output.h"
 #include "scenarios/run.h"
+#include "scenarios/signals.h"
 #include "scenarios/validate.h"
 #include "sim/ipoib_sim.h"
 #include "sim/netperf_sim.h"
@@ -95,6 +96,7 @@ int netperf_main(const std::vector<std::string>& args) {
     std::cout << kUsage;
     return 0;
   }
+  const StopOnSignal stop_on_signal;  // before the Engine: SIGINT 130, SIGTERM 143, not SimGrid's exit 1
   if (opts.csv_path) check_output_path(*opts.csv_path, "--csv");
   for (const auto& note : opts.notes) std::cerr << note << "\n";
 
@@ -111,6 +113,7 @@ int netperf_main(const std::vector<std::string>& args) {
     std::cerr << note << "\n";
 
   const NetperfFigures figures = netperf_figures(opts, result);
+  const OutputSection writing;  // a signal now waits for the outputs to be whole
   // A file first (a failure to write it leaves stdout empty); --csv /dev/stdout after the output.
   const bool csv_to_stdout = opts.csv_path && is_stdout_path(*opts.csv_path);
   if (opts.csv_path && !csv_to_stdout)

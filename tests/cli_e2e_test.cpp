@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <filesystem>
@@ -16,6 +17,8 @@
 #include <string>
 #include <thread>
 #include <vector>
+
+#include <fmt/format.h>
 
 #include "tests/hcasim_run.h"
 
@@ -394,4 +397,46 @@ TEST_F(Cli, DefaultSocketBufferKeepsLinuxsFloor) {
   row >> recv_socket;
   EXPECT_EQ(recv_socket, "256") << dflt.out;
   EXPECT_EQ(dflt.out, asked.out);
+}
+
+// SIGINT and SIGTERM: 130 and 143 in every command, one line, nothing written. netperf and the
+// perftest tools simulate in-process, where SimGrid's own SIGINT handler made Ctrl-C exit 1
+// (hcasim's "the faults made the run fail") without a word; run already stopped its children.
+TEST_F(Cli, SignalsExit128PlusTheSignalWritingNothing) {
+  const std::string csv = (dir_ / "out.csv").string();
+  struct Command {
+    std::vector<std::string> args;
+    std::string stdout_until;  ///< what stdout has once the simulation runs ("" for nothing)
+  };
+  const std::vector<Command> commands = {
+      {{"netperf", "-l", "1000", "-c", "-C", "--csv", csv}, ""},
+      {{"netperf", "--transport", "ipoib", "-l", "1000", "--csv", csv}, ""},
+      {{"ib_write_bw", "-s", "64", "-q", "1000", "--csv", csv}, "MsgRate[Mpps]\n"},
+      {{"ib_write_lat", "-n", "100000000", "--csv", csv}, "t_typical[usec]\n"},
+      {{"run", "seed000", "-j", "1", "--csv", csv}, ""},
+  };
+  for (const Command& c : commands)
+    for (const auto& [sig, name] : {std::pair{SIGINT, "SIGINT"}, std::pair{SIGTERM, "SIGTERM"}}) {
+      std::vector<std::string> argv{HCASIM_BINARY};
+      argv.insert(argv.end(), c.args.begin(), c.args.end());
+      const std::string what = c.args[0] + " " + c.args[1] + " " + name;
+      hcasim::test::Proc p("signal", argv);
+      // Under way: the perftest banner is out, or a second has passed.
+      const auto until = hcasim::test::Clock::now() + std::chrono::seconds(c.stdout_until.empty() ? 1 : 10);
+      while (hcasim::test::Clock::now() < until &&
+             (c.stdout_until.empty() || p.out().find(c.stdout_until) == std::string::npos))
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      ASSERT_EQ(p.wait(std::chrono::milliseconds(0)), -1) << what << ": ended early: " << p.err();
+      const std::string out_before = p.out();
+      p.signal(sig);
+      EXPECT_EQ(p.wait(std::chrono::seconds(10)), 128 + sig) << what << ": " << p.err();
+      const std::string err = p.err();
+      const std::string line = c.args[0] == "run"
+                                   ? fmt::format("hcasim: error: interrupted by signal {} \\(0 of [0-9]+ runs done\\); nothing written\n", sig)
+                                   : fmt::format("hcasim: error: interrupted by signal {} \\({}\\); nothing written\n", sig, name);
+      EXPECT_TRUE(std::regex_match(err, std::regex(line))) << what << ": " << err;
+      EXPECT_EQ(p.out(), out_before) << what << ": no result after the signal";
+      EXPECT_FALSE(fs::exists(csv)) << what;
+      for (const auto& e : fs::directory_iterator(dir_)) ADD_FAILURE() << what << " left " << e.path();
+    }
 }
