@@ -223,6 +223,21 @@ std::string format_stats_line(const sim::TcpStreamResult& r) {
       r.simgrid_activities, r.sdp_messages, r.elapsed_s, r.wall_s, speed);
 }
 
+std::string format_progress_line(double simulated_s, double length_s, double wall_s) {
+  const double speed = wall_s > 0 ? simulated_s / wall_s : 0;
+  std::string left = "?";
+  if (speed > 0) {
+    const double s = std::max(0.0, length_s - simulated_s) / speed;
+    if (s < 120) left = fmt::format("{:.0f} s", s);
+    else if (s < 7200) left = fmt::format("{:.0f} min", s / 60);
+    else if (s < 48 * 3600.0) left = fmt::format("{:.1f} h", s / 3600);
+    else if (s < 730 * 86400.0) left = fmt::format("{:.1f} days", s / 86400);
+    else left = fmt::format("{:.3g} years", s / (365.25 * 86400));
+  }
+  return fmt::format("hcasim: simulated {:.1f} s of {} s ({:.1f} %) at {:.3g} simulated s per wall s, about {} to go",
+                     simulated_s, length_s, length_s > 0 ? 100 * simulated_s / length_s : 0.0, speed, left);
+}
+
 bool is_stdout_path(const std::string& path) { return path == "/dev/stdout"; }
 
 void check_given_once(const std::string& what, const std::vector<std::string>& paths) {

@@ -100,6 +100,12 @@ std::string format_stats_line(const sim::TcpStreamResult& result);
 /// silently, and the other was never written.
 void check_given_once(const std::string& what, const std::vector<std::string>& paths);
 
+/// The progress line of a long timed run on a terminal (no newline): "hcasim: simulated 12.3 s of
+/// 1e+09 s (0.0 %) at 4.1 simulated s per wall s, about 7.7 years to go"; the estimate is the
+/// simulated seconds left over the speed so far, in s, min, h, days or years, "?" before the
+/// speed is known (no wall time or no simulated time yet).
+std::string format_progress_line(double simulated_s, double length_s, double wall_s);
+
 /// True for "/dev/stdout": an output (--csv) written to the program's stdout, whole, after what
 /// the program prints there, rather than into a file (the only device an output may name).
 bool is_stdout_path(const std::string& path);

@@ -6,7 +6,11 @@
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
+#include <fcntl.h>
+#include <poll.h>
+#include <pty.h>
 #include <signal.h>
+#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <filesystem>
@@ -439,4 +443,45 @@ TEST_F(Cli, SignalsExit128PlusTheSignalWritingNothing) {
       EXPECT_FALSE(fs::exists(csv)) << what;
       for (const auto& e : fs::directory_iterator(dir_)) ADD_FAILURE() << what << " left " << e.path();
     }
+}
+
+// On a terminal, a long netperf run says how far it is and how long it will take; -l 1e9 ran
+// for ever without a word. (Off a terminal nothing is added: SignalsExit128... checks that
+// stderr has only its one line after a second of -l 1000.)
+TEST_F(Cli, LongNetperfRunShowsProgressOnATerminal) {
+  int master = -1, slave = -1;
+  ASSERT_EQ(::openpty(&master, &slave, nullptr, nullptr, nullptr), 0);
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+  posix_spawn_file_actions_adddup2(&fa, slave, 2);
+  posix_spawn_file_actions_addclose(&fa, master);
+  std::vector<std::string> args{HCASIM_BINARY, "netperf", "-l", "1e9"};
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  pid_t pid = -1;
+  ASSERT_EQ(posix_spawn(&pid, argv[0], &fa, nullptr, argv.data(), environ), 0);
+  posix_spawn_file_actions_destroy(&fa);
+  ::close(slave);
+  std::string seen;
+  static const std::regex line(
+      "hcasim: simulated [0-9.]+ s of 1000000000 s \\([0-9.]+ %\\) at [0-9.e+]+ simulated s per wall s, about "
+      "[0-9.e+]+ (years|days) to go");
+  for (auto until = hcasim::test::Clock::now() + std::chrono::seconds(15);
+       hcasim::test::Clock::now() < until && !std::regex_search(seen, line);) {
+    pollfd p{master, POLLIN, 0};
+    if (::poll(&p, 1, 100) <= 0) continue;
+    char buf[512];
+    const ssize_t n = ::read(master, buf, sizeof buf);
+    if (n <= 0) break;
+    seen.append(buf, static_cast<size_t>(n));
+  }
+  ::kill(pid, SIGINT);
+  int st = 0;
+  ::waitpid(pid, &st, 0);
+  ::close(master);
+  EXPECT_TRUE(std::regex_search(seen, line)) << seen;
+  EXPECT_NE(seen.find("\r\033[K"), std::string::npos) << "redrawn in place";
+  EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 130) << st;
 }

@@ -371,6 +371,14 @@ std::vector<Case> cases() {
   // Accepted: a simulation of 10^30 s that never ended.
   add({.name = "netperf_length_beyond_netperf", .args = {"netperf", "-l", "1e30", "--csv", csv},
        .line = E + "-l 1e30: above netperf's limit of 2147483647 seconds", .absent = {csv}});
+  add({.name = "netperf_length_just_beyond_netperf", .args = {"netperf", "-l", "2147483648", "--csv", csv},
+       .line = E + "-l 2147483648: above netperf's limit of 2147483647 seconds", .absent = {csv}});
+  // 0 bytes moved printed a throughput of 0, 17.59 % utilisation and a service demand of 0.000
+  // (0 / 0), exit 0.
+  add({.name = "netperf_too_short_to_move_a_message", .args = {"netperf", "-l", "1e-300", "-c", "-C", "--csv", csv},
+       .line = E + "-l 1e-300: too short to move one message \\(the receiver got 0 bytes in [0-9.e-]+ s simulated\\); "
+                   "give a longer -l",
+       .absent = {csv}});
   add({.name = "client_length_beyond_netperf", .prog = Prog::Client, .args = {"--device", "emu", "-l", "1e30"},
        .line = "hcasim-sdp-client: -l 1e30: above netperf's limit of 2147483647 seconds"});
   add({.name = "netperf_T_not_a_cpu", .args = {"netperf", "-T", "bad", "--csv", csv},
