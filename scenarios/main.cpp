@@ -101,6 +101,7 @@ int netperf_main(const std::vector<std::string>& args) {
   }
   const StopOnSignal stop_on_signal;  // before the Engine: SIGINT 130, SIGTERM 143, not SimGrid's exit 1
   if (opts.csv_path) check_output_path(*opts.csv_path, "--csv");
+  check_verify_data_memory(opts);
   for (const auto& note : opts.notes) std::cerr << note << "\n";
 
   auto [local, remote] = load_host_platforms(opts.platform, opts.remote_platform, opts.sets);

@@ -18,6 +18,7 @@
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <sys/socket.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -67,6 +68,7 @@ struct Case {
   Packet packet{};
   std::vector<std::string> fifos{};  ///< FIFOs made in the scratch dir first (nobody writes them)
   std::vector<std::pair<std::string, uint64_t>> sparse{};  ///< files of that many zero bytes (holes)
+  uint64_t address_space_kb = 0;  ///< the program's RLIMIT_AS (ulimit -v), when not 0
 };
 
 void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
@@ -339,7 +341,16 @@ TEST_P(Hostile, OneLineNamedExitStatusNothingHalfWritten) {
                                 : c.prog == Prog::Client ? HCASIM_SDP_CLIENT
                                                          : HCASIM_SDP_SERVER};
   for (const auto& a : c.args) argv.push_back(expand(a));
+  // ulimit -v for the child: this process's soft limit while it is spawned (inherited), then back.
+  rlimit before{};
+  ASSERT_EQ(::getrlimit(RLIMIT_AS, &before), 0);
+  if (c.address_space_kb) {
+    rlimit lower = before;
+    lower.rlim_cur = c.address_space_kb * 1024;
+    ASSERT_EQ(::setrlimit(RLIMIT_AS, &lower), 0);
+  }
   Proc p(c.name, argv);
+  if (c.address_space_kb) ASSERT_EQ(::setrlimit(RLIMIT_AS, &before), 0);
   const int status = p.wait(std::chrono::seconds(20));
   const std::string err = p.err();
   EXPECT_EQ(status, c.status) << err;
@@ -379,6 +390,13 @@ std::vector<Case> cases() {
        .line = E + "-l 1e-300: too short to move one message \\(the receiver got 0 bytes in [0-9.e-]+ s simulated\\); "
                    "give a longer -l",
        .absent = {csv}});
+  // Under ulimit -v 1500000 a 1 GB --verify-data run died by SIGABRT (exit 134) without a word.
+  add({.name = "netperf_verify_data_beyond_ulimit_v",
+       .args = {"netperf", "-P", "0", "-l", "0.05", "--verify-data", "--csv", csv, "--", "-m", "1G"},
+       .line = E + "--verify-data: -m 1073741824 needs about 2\\.0 GiB of real bytes \\(netperf's send ring and receive "
+                   "buffer\\), more than this process may still allocate: ulimit -v is 1\\.4 GiB, 0\\.[0-9] GiB in use",
+       .absent = {csv}});
+  v.back().address_space_kb = 1500000;
   add({.name = "client_length_beyond_netperf", .prog = Prog::Client, .args = {"--device", "emu", "-l", "1e30"},
        .line = "hcasim-sdp-client: -l 1e30: above netperf's limit of 2147483647 seconds"});
   add({.name = "netperf_T_not_a_cpu", .args = {"netperf", "-T", "bad", "--csv", csv},
