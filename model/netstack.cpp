@@ -91,7 +91,7 @@ uint64_t NetstackCosts::iommu_pages(uint64_t bytes) const {
 }
 
 uint64_t linux_socket_buffer(uint64_t request, uint64_t max, uint64_t dflt, uint64_t floor) {
-  if (request == 0) return dflt;
+  if (request == 0) return std::max(dflt, floor);
   return std::max(std::min(request, max) * 2, floor);
 }
 

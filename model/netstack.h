@@ -115,7 +115,8 @@ inline constexpr uint64_t kSockMinRcvbuf = 256;
 /// (net/core/sock.c sock_setsockopt doubles the value to account for skb overhead and keeps at
 /// least `floor`, kSockMinSndbuf or kSockMinRcvbuf; getsockopt returns the result, which
 /// netperf prints): -s 262144 with wmem_max 131071 gives 262142, the seed's "262142 262142";
-/// -s 1 gives 2048. 0 (no request) returns `dflt`.
+/// -s 1 gives 2048. 0 (no request) returns `dflt` (the tcp_rmem/tcp_wmem default), kept at
+/// least `floor` too: a platform's socket.tcp_rmem_default = 5 is a 256 B buffer, as -S 1 is.
 uint64_t linux_socket_buffer(uint64_t request, uint64_t max, uint64_t dflt, uint64_t floor);
 
 /// The receive window a Linux 2.6 socket can offer with `rcvbuf` bytes of buffer:

@@ -568,6 +568,8 @@ CalibrateOptions parse_calibrate_args(const std::vector<std::string>& args) {
   if (opt_evals->count()) o.max_evals = static_cast<int>(whole("--max-evals", evals, 1, 100000));
   if (opt_iter->count()) o.iterations = static_cast<uint64_t>(whole("--iterations", iterations, 0, 1e9));
   if (opt_duration->count()) o.duration_s = parse_duration_flag(duration);
+  check_given_once("-o", opt_out->results());
+  check_given_once("--csv", opt_csv->results());
   if (opt_out->count()) {
     if (output.empty()) throw InputError("-o: empty path");
     o.output = output;

@@ -1,5 +1,6 @@
 #pragma once
 /// \file Where hcasim finds its data: platform files, scenario files, reference CSVs.
+#include <cstddef>
 #include <optional>
 #include <string>
 #include <utility>
@@ -18,19 +19,31 @@ std::string data_dir();
 
 /// A platform given as NAME or FILE: `name_or_file` itself when it is an existing regular
 /// file; else DATA/scenarios/platforms/NAME.toml when that exists. Throws InputError
-/// "OPTION NAME: no such platform file or name (looked in DIR)" otherwise, DIR being
-/// DATA/scenarios/platforms and OPTION the option that named it.
+/// "OPTION NAME: a FIFO, not a regular file (...)" when it exists and is something else (a
+/// directory, a device ...), "OPTION NAME: no such platform file or name (looked in DIR)"
+/// otherwise, DIR being DATA/scenarios/platforms and OPTION the option that named it.
 std::string resolve_platform(const std::string& name_or_file,
                              const std::string& option = "--platform");
 
-/// A scenario given as NAME or FILE: the file itself when it exists; else
-/// DATA/scenarios/NAME.toml. Throws InputError "NAME: no such scenario file or name (looked in
-/// DIR)" otherwise.
+/// A scenario given as NAME or FILE: the file itself when it is a regular file; else
+/// DATA/scenarios/NAME.toml. Throws InputError "NAME: a FIFO, not a regular file (...)" when
+/// it exists and is no regular file, "NAME: no such scenario file or name (looked in DIR)"
+/// otherwise.
 std::string resolve_scenario(const std::string& name_or_file);
 
-/// The whole of file `path`, bytes as they are. Throws InputError "WHAT: cannot read (reason)"
-/// when it cannot be opened (`what` is usually the path itself).
+/// The most read_text reads of one file: 64 MiB. The largest input shipped (a scenario, a
+/// reference CSV, a run file of pasted output) is a few tens of KB.
+inline constexpr size_t kMaxInputBytes = size_t{64} << 20;
+
+/// The whole of file `path`, bytes as they are. Throws InputError (`what` is usually the path
+/// itself) "WHAT: cannot read (reason)" when it cannot be opened, "WHAT: a FIFO, not a regular
+/// file (...)" (a directory, a character device ...) for anything but a regular file (or a
+/// symlink to one), and "WHAT: larger than 64 MiB, ..." past kMaxInputBytes.
 std::string read_text(const std::string& path, const std::string& what);
+
+/// A platform file, read by read_text (so bounded, and only a regular file) and parsed by
+/// model::Platform::parse.
+model::Platform load_platform(const std::string& path);
 
 /// The platform assignments among `sets`: every fault.* and qp.* assignment goes through
 /// model::apply_fault_setting (into `faults` and `retry` when given, in order; InputError

@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include <unistd.h>
+
 #include <fmt/format.h>
 
 #include "model/error.h"
@@ -21,9 +23,11 @@
 #include "scenarios/perftest_cli.h"
 #include "scenarios/qview_output.h"
 #include "scenarios/run.h"
+#include "scenarios/signals.h"
 #include "scenarios/validate.h"
 #include "sim/ipoib_sim.h"
 #include "sim/netperf_sim.h"
+#include "sim/progress.h"
 
 namespace {
 
@@ -91,28 +95,53 @@ shorten every point as calibrate's do (default: as typed) and say so. Same exit 
 
 int netperf_main(const std::vector<std::string>& args) {
   const NetperfOptions opts = parse_netperf_args(args, /*allow_byte_count=*/true);
+  if (opts.help) {
+    std::cout << kUsage;
+    return 0;
+  }
+  const StopOnSignal stop_on_signal;  // before the Engine: SIGINT 130, SIGTERM 143, not SimGrid's exit 1
   if (opts.csv_path) check_output_path(*opts.csv_path, "--csv");
+  check_verify_data_memory(opts);
   for (const auto& note : opts.notes) std::cerr << note << "\n";
 
   auto [local, remote] = load_host_platforms(opts.platform, opts.remote_platform, opts.sets);
   if (opts.csv_path) check_not_an_input(*opts.csv_path, platform_files(opts.platform, opts.remote_platform), "--csv");
 
   const sim::TcpStreamConfig config = to_tcp_stream_config(opts);
+  // On a terminal, a timed run that takes more than a wall second says how far it is and how
+  // long it will take (stderr only; erased at the end). Elsewhere nothing is added.
+  bool progress_shown = false;
+  if (opts.length_bytes == 0 && ::isatty(STDERR_FILENO))
+    sim::report_progress([&progress_shown, length = opts.length_s](double simulated_s, double wall_s) {
+      std::cerr << "\r\033[K" << format_progress_line(simulated_s, length, wall_s) << std::flush;
+      progress_shown = true;
+    });
   std::optional<sim::IpoibStreamResult> ipoib;
   if (opts.transport == "ipoib") ipoib = sim::run_ipoib_stream(local, remote, config);
   // Init-captures: clang before 16 cannot capture a structured binding.
   const auto simulate = [&l = local, &r = remote, &config] { return sim::run_tcp_stream(l, r, config); };
   const sim::TcpStreamResult result = ipoib ? ipoib->stream : run_under_faults(config.faults.any(), simulate);
+  if (progress_shown) std::cerr << "\r\033[K" << std::flush;
+  // A run too short to deliver one message measured nothing: a throughput of 0 and a service
+  // demand of 0 / 0 (netperf's -l is whole seconds; 1e-300 s ends before the first send).
+  if (result.bytes_received == 0)
+    throw InputError(fmt::format("-l {}: too short to move one message (the receiver got 0 bytes in {:.3g} s "
+                                 "simulated); give a longer -l",
+                                 opts.length_s, result.elapsed_s));
   if (const std::string note = request_size_note(opts, result.send_size); !note.empty())
     std::cerr << note << "\n";
 
   const NetperfFigures figures = netperf_figures(opts, result);
-  if (opts.csv_path)
+  const OutputSection writing;  // a signal now waits for the outputs to be whole
+  // A file first (a failure to write it leaves stdout empty); --csv /dev/stdout after the output.
+  const bool csv_to_stdout = opts.csv_path && is_stdout_path(*opts.csv_path);
+  if (opts.csv_path && !csv_to_stdout)
     write_file_atomically(*opts.csv_path, format_netperf_csv(opts, result, figures), "--csv");
   std::cout << format_netperf_output(opts, result, figures);
   if (opts.profile)
     std::cout << (ipoib ? format_ipoib_profile(*ipoib, local.name(), remote.name()) : format_netperf_profile(result));
   std::cout << std::flush;
+  if (csv_to_stdout) write_file_atomically(*opts.csv_path, format_netperf_csv(opts, result, figures), "--csv");
   // hcasim's own lines go to stderr after netperf's output, which stays netperf's alone.
   if (result.faults_configured) {
     std::cerr << "hcasim: local  " << result.local_faults.summary() << "\n";

@@ -43,6 +43,7 @@ struct NetperfOptions {
   int verbosity = 1;                    ///< -v N (netperf's default is 1)
   std::string host = "localhost";       ///< -H host (only printed in the banner)
   char format = 'm';                    ///< -f: k m g (10^3.. bits/s) or K M G (2^10.. bytes/s)
+  bool help = false;                    ///< -h (global or test option): print the usage, run nothing
 
   // --- netperf TCP_STREAM test options, after "--" (nettest_bsd.c) ----------------------
   uint64_t send_size = 0;               ///< -m: bytes per send(); 0 = local send socket size
@@ -84,6 +85,20 @@ NetperfOptions parse_netperf_args(const std::vector<std::string>& args, bool all
 /// The simulation's view of the options (sim/netperf_sim.h): length (seconds or bytes), sizes,
 /// CPU binding, data verification, seed, and the --set fault.* / qp.* assignments.
 sim::TcpStreamConfig to_tcp_stream_config(const NetperfOptions& options);
+
+/// About how many bytes of real data --verify-data holds at once (0 without it): netperf's send
+/// ring (two -m buffers once -m is above the send socket, nettest_bsd.c send_width) and the
+/// receive buffer (-M): 2 x -m + -M, as measured (-m 1G: 2.0 GiB of RSS, and the run needs
+/// between 2.2 and 2.4 GB of ulimit -v; -m 1G -M 1G: 3.0 GiB). Sizes taken from the socket (no
+/// -m, no -M) are a few MB at most and not counted.
+uint64_t verify_data_bytes(const NetperfOptions& options);
+
+/// Throws InputError "--verify-data: -m M and -M N need about X GiB of real bytes (...), more
+/// than ..." when verify_data_bytes(options) is above the address space this process has left
+/// under RLIMIT_AS (ulimit -v) or above the machine's physical memory: found before the
+/// simulation, where an allocation that fails inside it aborted the process (SIGABRT, nothing
+/// printed).
+void check_verify_data_memory(const NetperfOptions& options);
 
 /// The note for a given -r, or an empty string when -r was not given: TCP_STREAM ignores -r and
 /// sends `send_size` bytes per call (netperf 2.4.3 nettest_bsd.c send_tcp_stream: when -m is

@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <iostream>
 #include <string>
 #include <utility>
 #include <vector>
@@ -226,10 +227,32 @@ std::string format_stats_line(const sim::TcpStreamResult& r) {
       static_cast<double>(r.max_rss_kb) / 1024);
 }
 
+std::string format_progress_line(double simulated_s, double length_s, double wall_s) {
+  const double speed = wall_s > 0 ? simulated_s / wall_s : 0;
+  std::string left = "?";
+  if (speed > 0) {
+    const double s = std::max(0.0, length_s - simulated_s) / speed;
+    if (s < 120) left = fmt::format("{:.0f} s", s);
+    else if (s < 7200) left = fmt::format("{:.0f} min", s / 60);
+    else if (s < 48 * 3600.0) left = fmt::format("{:.1f} h", s / 3600);
+    else if (s < 730 * 86400.0) left = fmt::format("{:.1f} days", s / 86400);
+    else left = fmt::format("{:.3g} years", s / (365.25 * 86400));
+  }
+  return fmt::format("hcasim: simulated {:.1f} s of {} s ({:.1f} %) at {:.3g} simulated s per wall s, about {} to go",
+                     simulated_s, length_s, length_s > 0 ? 100 * simulated_s / length_s : 0.0, speed, left);
+}
+
+bool is_stdout_path(const std::string& path) { return path == "/dev/stdout"; }
+
+void check_given_once(const std::string& what, const std::vector<std::string>& paths) {
+  if (paths.size() > 1)
+    throw InputError(fmt::format("{}: given twice ({}, then {}): one run writes one {}", what, paths[0], paths[1], what));
+}
+
 void check_not_an_input(const std::string& path, const std::vector<std::string>& inputs, const std::string& what) {
   namespace fs = std::filesystem;
   std::error_code ec;
-  if (!fs::exists(path, ec)) return;
+  if (is_stdout_path(path) || !fs::exists(path, ec)) return;
   for (const auto& input : inputs)
     if (fs::equivalent(path, input, ec))
       throw InputError(fmt::format("{} {}: it is an input of this run ({}), not overwritten", what, path, input));
@@ -242,6 +265,7 @@ void check_output_path(const std::string& path, const std::string& what) {
   };
   std::error_code ec;
   if (path.empty()) fail("empty path");
+  if (is_stdout_path(path)) return;
   if (fs::is_directory(path, ec)) fail("it is a directory");
   // The file is written beside the target and renamed over it: a device, FIFO or symlink
   // there would be replaced, so only a regular file (or nothing) is accepted.
@@ -255,6 +279,11 @@ void check_output_path(const std::string& path, const std::string& what) {
 
 void write_file_atomically(const std::string& path, const std::string& content,
                            const std::string& what) {
+  if (is_stdout_path(path)) {
+    std::cout << content << std::flush;
+    if (!std::cout) throw InputError(fmt::format("{} {}: cannot write (stdout is closed or full)", what, path));
+    return;
+  }
   const std::string tmp = fmt::format("{}.tmp.{}", path, static_cast<long>(::getpid()));
   auto failure = [&](int err) {
     std::remove(tmp.c_str());

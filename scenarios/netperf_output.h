@@ -96,9 +96,24 @@ std::string format_netperf_csv(const NetperfOptions& options, const sim::TcpStre
 /// own counts (sim::SimGridStats), the SDP messages both sides sent, the peak RSS in MiB.
 std::string format_stats_line(const sim::TcpStreamResult& result);
 
+/// Throws InputError "WHAT: given twice (A, then B): one run writes one WHAT" when an output
+/// option was given more than once (`paths` in command-line order); the last one used to win
+/// silently, and the other was never written.
+void check_given_once(const std::string& what, const std::vector<std::string>& paths);
+
+/// The progress line of a long timed run on a terminal (no newline): "hcasim: simulated 12.3 s of
+/// 1e+09 s (0.0 %) at 4.1 simulated s per wall s, about 7.7 years to go"; the estimate is the
+/// simulated seconds left over the speed so far, in s, min, h, days or years, "?" before the
+/// speed is known (no wall time or no simulated time yet).
+std::string format_progress_line(double simulated_s, double length_s, double wall_s);
+
+/// True for "/dev/stdout": an output (--csv) written to the program's stdout, whole, after what
+/// the program prints there, rather than into a file (the only device an output may name).
+bool is_stdout_path(const std::string& path);
+
 /// Checks before a long run that `path` can be written later: its directory exists and is
-/// writable, and `path` is not a directory. Throws InputError "WHAT PATH: cannot write
-/// (reason)" otherwise.
+/// writable, and `path` is not a directory, nor anything but a regular file (/dev/stdout is
+/// accepted: is_stdout_path). Throws InputError "WHAT PATH: cannot write (reason)" otherwise.
 void check_output_path(const std::string& path, const std::string& what);
 
 /// Throws InputError "WHAT PATH: it is an input of this run (INPUT), not overwritten" when
@@ -107,8 +122,9 @@ void check_output_path(const std::string& path, const std::string& what);
 void check_not_an_input(const std::string& path, const std::vector<std::string>& inputs, const std::string& what);
 
 /// Writes `content` to `path` whole or not at all: into PATH.tmp.PID in the same directory,
-/// then rename(2). On any error removes the temporary file and throws InputError
-/// "WHAT PATH: cannot write (reason)" (`what` names the option, e.g. "--csv").
+/// then rename(2); /dev/stdout (is_stdout_path) gets it on std::cout, flushed. On any error
+/// removes the temporary file and throws InputError "WHAT PATH: cannot write (reason)" (`what`
+/// names the option, e.g. "--csv").
 void write_file_atomically(const std::string& path, const std::string& content,
                            const std::string& what);
 

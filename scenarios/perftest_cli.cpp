@@ -20,6 +20,8 @@
 #include <utility>
 
 #include <fmt/format.h>
+
+#include "scenarios/netperf_output.h"  // check_given_once
 #include <fmt/ranges.h>
 
 #include "model/fault.h"
@@ -262,7 +264,10 @@ class Parser {
         o_.seed = v;
         break;
       }
-      case LongKind::Csv: o_.csv_path = non_empty(flag, value); break;
+      case LongKind::Csv:
+        if (o_.csv_path) check_given_once("--csv", {*o_.csv_path, value});
+        o_.csv_path = non_empty(flag, value);
+        break;
       case LongKind::Stats: o_.stats = true; break;
       case LongKind::Columns:
         if (value == "classic")

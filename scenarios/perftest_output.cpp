@@ -22,6 +22,11 @@ namespace hcasim::scenarios {
 
 namespace {
 
+/// Exact products of a 65-bit time difference and an index (perftest_peak_cycles); a GCC and
+/// Clang extension, hence __extension__ (-Wpedantic).
+__extension__ typedef __int128 i128;
+__extension__ typedef unsigned __int128 u128;
+
 /// perftest_parameters.h RESULT_LINE (87 dashes).
 constexpr const char* kResultLine =
     "---------------------------------------------------------------------------------------\n";
@@ -148,6 +153,62 @@ PerftestLatFigures perftest_lat_figures(const sim::PerftestPoint& p, double cpu_
   return f;
 }
 
+uint64_t perftest_peak_cycles(const std::vector<uint64_t>& posted, const std::vector<uint64_t>& completed,
+                              uint32_t cq_mod, uint64_t bytes) {
+  if (posted.empty() || posted.size() != completed.size())
+    throw std::invalid_argument(fmt::format(
+        "perftest peak: the {} B point has {} posted and {} completed WRs", bytes, posted.size(), completed.size()));
+  if (cq_mod == 0) throw std::invalid_argument("perftest peak: cq_mod must be >= 1");
+  const uint64_t n = posted.size();
+  // perftest's loop: for every first WR i and every j >= i where it has a completion time (j + 1
+  // a multiple of cq_mod, or j = N - 1), (completed[j] - posted[i]) / (j - i + 1). Seen as points
+  // L_i = (i, posted[i]) and R_j = (j + 1, completed[j]), that is the slope of L_i -> R_j, and
+  // floor is monotonic, so the smallest quotient is the floor of the smallest slope. For one j
+  // the smallest slope from the points left of R_j is the tangent from R_j to their upper convex
+  // hull: kept incrementally as j grows (each point pushed and popped once), found by binary
+  // search along the hull, whose slopes towards R_j fall and then rise. All products in 128 bits
+  // (a 65-bit difference times an index), so every comparison is exact.
+  std::vector<uint64_t> hull;  // indices i of the upper hull of the L_i, x increasing
+  hull.reserve(std::min<uint64_t>(n, 1u << 16));
+  uint64_t best = std::numeric_limits<uint64_t>::max();
+  uint64_t latest_post = 0;  // the largest posted[i] so far
+  for (uint64_t j = 0; j < n; ++j) {
+    // L_j joins the hull; b leaves when it lies on or below the segment from a to L_j.
+    while (hull.size() >= 2) {
+      const uint64_t a = hull[hull.size() - 2], b = hull.back();
+      const i128 lhs = (static_cast<i128>(posted[b]) - static_cast<i128>(posted[a])) * static_cast<i128>(j - a);
+      const i128 rhs = (static_cast<i128>(posted[j]) - static_cast<i128>(posted[a])) * static_cast<i128>(b - a);
+      if (lhs > rhs) break;
+      hull.pop_back();
+    }
+    hull.push_back(j);
+    latest_post = std::max(latest_post, posted[j]);
+    if ((j + 1) % cq_mod != 0 && j != n - 1) continue;  // perftest has no completion time at j
+    const uint64_t c = completed[j];
+    // A WR completes after it is posted, and the (j+1)-th completion follows the (j+1)-th post,
+    // so no completion time perftest reads precedes a post it is paired with: every difference
+    // below is >= 0 (perftest's unsigned arithmetic would wrap otherwise).
+    if (latest_post > c)
+      throw std::invalid_argument(fmt::format(
+          "perftest peak: the {} B point's completion {} ({} cycles) precedes a post before it ({} cycles)", bytes, j,
+          c, latest_post));
+    const uint64_t x = j + 1;
+    // below(k, l): slope(k) < slope(l), i.e. (c - P_k) / (x - k) < (c - P_l) / (x - l).
+    const auto below = [&](uint64_t k, uint64_t l) {
+      return static_cast<u128>(c - posted[k]) * (x - l) < static_cast<u128>(c - posted[l]) * (x - k);
+    };
+    size_t lo = 0, hi = hull.size() - 1;  // the first hull point whose successor is no better
+    while (lo < hi) {
+      const size_t mid = lo + (hi - lo) / 2;
+      if (below(hull[mid + 1], hull[mid])) lo = mid + 1;
+      else hi = mid;
+    }
+    const uint64_t i = hull[lo];
+    best = std::min(best, (c - posted[i]) / (x - i));
+  }
+  return best;
+}
+
 PerftestBwFigures perftest_bw_figures(const sim::PerftestPoint& p, double cpu_mhz, uint32_t cq_mod,
                                       bool no_peak) {
   if (p.tposted_ns.empty() || p.tposted_ns.size() != p.tcompleted_ns.size())
@@ -164,23 +225,11 @@ PerftestBwFigures perftest_bw_figures(const sim::PerftestPoint& p, double cpu_mh
   // opt_delta starts at tcompleted[0] - tposted[0]. Slot 0 holds a CQE time only with cq_mod 1;
   // otherwise it was never written (in practice 0 from a fresh allocation), and 0 minus a TSC
   // reading wraps to a value near 2^64 that every per-message time beats: the largest value here.
+  // With cq_mod 1 the starting pair (0, 0) is one of the pairs perftest_peak_cycles scans, so
+  // the minimum is the same either way.
   uint64_t opt_delta =
       cq_mod == 1 ? completed[0] - posted[0] : std::numeric_limits<uint64_t>::max();
-  if (!no_peak) {
-    const uint64_t mod = cq_mod;
-    for (uint64_t i = 0; i < n; ++i) {  // post_list is 1
-      const uint64_t first_j = (i + 1 + mod - 1) / mod * mod - 1;  // ROUND_UP(i + 1, cq_mod) - 1
-      for (uint64_t j = first_j; j < n; j += mod) {
-        const uint64_t t = (completed[j] - posted[i]) / (j - i + 1);
-        if (t < opt_delta) opt_delta = t;
-      }
-      if (n % mod) {  // the last WR is signaled too
-        const uint64_t j = n - 1;
-        const uint64_t t = (completed[j] - posted[i]) / (j - i + 1);
-        if (t < opt_delta) opt_delta = t;
-      }
-    }
-  }
+  if (!no_peak) opt_delta = std::min(opt_delta, perftest_peak_cycles(posted, completed, cq_mod, p.bytes));
   const double hz = cycles_per_s(cpu_mhz);
   // location_arr is N-1 with a peak; without one perftest keeps the end time in slot 0. Both are
   // the last completion.
@@ -290,13 +339,11 @@ std::string perftest_banner(const PerftestOptions& o, const sim::PerftestConfig&
   return out;
 }
 
-std::string format_perftest_output(const PerftestOptions& o, const sim::PerftestResult& r,
-                                   double cpu_mhz) {
+std::string format_perftest_head(const PerftestOptions& o, const sim::PerftestResult& r) {
   const sim::PerftestConfig c = to_perftest_config(o);
-  const bool bw = perftest_is_bw(o.test);
   std::string out;
   // force_dependecies: -Q above 1 kept for a message above MSG_SIZE_CQ_MOD_LIMIT.
-  if (bw && o.cq_mod && *o.cq_mod > 1 && o.size > kPerftestCqModSizeLimit && !o.all) {
+  if (perftest_is_bw(o.test) && o.cq_mod && *o.cq_mod > 1 && o.size > kPerftestCqModSizeLimit && !o.all) {
     out += kResultLine;
     out += "Warning: Large message requested and CQ moderation enabled\n";
     out += "Warning: It can lead to inaccurate results\n";
@@ -306,16 +353,26 @@ std::string format_perftest_output(const PerftestOptions& o, const sim::Perftest
   out += address_lines(o, c, true);
   out += kResultLine;
   out += perftest_results_header(o);
+  return out;
+}
+
+std::string format_perftest_rows(const PerftestOptions& o, const sim::PerftestResult& r, double cpu_mhz) {
+  const uint32_t cq_mod = to_perftest_config(o).cq_mod;
   const bool no_peak = perftest_no_peak(o);
+  std::string out;
   for (const sim::PerftestPoint& p : r.points) {
-    if (bw)
-      out += perftest_bw_row(perftest_bw_figures(p, cpu_mhz, c.cq_mod, no_peak), o.columns,
-                             o.report_gbits);
+    if (perftest_is_bw(o.test))
+      out += perftest_bw_row(perftest_bw_figures(p, cpu_mhz, cq_mod, no_peak), o.columns, o.report_gbits);
     else
       out += perftest_lat_row(perftest_lat_figures(p, cpu_mhz), o.columns);
   }
   out += kResultLine;
   return out;
+}
+
+std::string format_perftest_output(const PerftestOptions& o, const sim::PerftestResult& r,
+                                   double cpu_mhz) {
+  return format_perftest_head(o, r) + format_perftest_rows(o, r, cpu_mhz);
 }
 
 std::string perftest_csv_header(sim::PerftestTest test) {

@@ -53,6 +53,17 @@ struct PerftestLatFigures {
 /// std::invalid_argument when the point has fewer than 4 timestamps (perftest needs -n >= 5).
 PerftestLatFigures perftest_lat_figures(const sim::PerftestPoint& point, double cpu_mhz);
 
+/// The peak's per-message time in cycles: the smallest (completed[j] - posted[i]) / (j - i + 1),
+/// integer division, over every i <= j where perftest has a completion time (j + 1 a multiple
+/// of `cq_mod`, or j = N - 1): print_report_bw's opt_delta loop, in O(N log N) instead of its
+/// O(N^2 / cq_mod). `posted` in posting order, `completed` sorted (the k-th completion in
+/// time); `bytes` only names the point in errors. Throws std::invalid_argument when the sizes
+/// differ or are 0, when cq_mod is 0, or when a completion time it reads precedes a post paired
+/// with it (perftest's unsigned difference would wrap; a simulated WR never completes before it
+/// is posted).
+uint64_t perftest_peak_cycles(const std::vector<uint64_t>& posted, const std::vector<uint64_t>& completed,
+                              uint32_t cq_mod, uint64_t bytes = 0);
+
 /// One row of ib_write_bw / ib_send_bw, as print_report_bw computes it.
 struct PerftestBwFigures {
   uint64_t bytes = 0;
@@ -75,6 +86,7 @@ struct PerftestBwFigures {
 ///   so tcompleted is used sorted (with one QP it is already in order). The slot 0 is written
 ///   only when cq_mod is 1; otherwise perftest's starting value (tcompleted[0] - tposted[0]
 ///   with tcompleted[0] never written, 0) wraps to a huge number and never wins.
+///   The minimum is perftest_peak_cycles's (O(N log N)).
 /// - with `no_peak` (-N, or more than 20000 iterations) the peak is 0.
 /// Throws std::invalid_argument when tposted and tcompleted differ in size or are empty.
 PerftestBwFigures perftest_bw_figures(const sim::PerftestPoint& point, double cpu_mhz,
@@ -134,10 +146,20 @@ uint64_t perftest_srand48(uint64_t seed);
 std::string perftest_banner(const PerftestOptions& options, const sim::PerftestConfig& config,
                             const sim::PerftestResult& result);
 
+/// What perftest prints before it measures anything: the CQ moderation warning when it applies,
+/// the banner, the address lines, the 87-dash line and the table header. Needs only the
+/// result's banner facts (sim::check_perftest's), so it can be printed before the simulation.
+std::string format_perftest_head(const PerftestOptions& options, const sim::PerftestResult& result);
+
+/// What perftest prints once it measured: one row per size (from `result`'s points) and the
+/// closing 87-dash line.
+std::string format_perftest_rows(const PerftestOptions& options, const sim::PerftestResult& result, double cpu_mhz);
+
 /// The whole stdout of the perftest client: perftest's parse-time CQ moderation warning when it
 /// applies (-Q above 1 with a size above 8192 B), the banner, the address lines (local then
 /// remote, one per QP, with GID lines after -x), the 87-dash line, the table header, one row per
-/// size, and the closing 87-dash line. `cpu_mhz` is the client's cycle rate (perftest_cpu_mhz).
+/// size, and the closing 87-dash line (format_perftest_head, then format_perftest_rows). `cpu_mhz`
+/// is the client's cycle rate (perftest_cpu_mhz).
 std::string format_perftest_output(const PerftestOptions& options, const sim::PerftestResult& result,
                                    double cpu_mhz);
 

@@ -212,11 +212,14 @@ ScenarioPoint parse_point(const toml::table& t, const Scenario& scenario, size_t
     }
   }
   if (p.kind == PointKind::Latency) {
+    PerftestOptions lat;
     try {
-      (void)parse_perftest_args(sim::PerftestTest::WriteLat, words);
+      lat = parse_perftest_args(sim::PerftestTest::WriteLat, words);
     } catch (const InputError& e) {
       fail_at(origin, p.line, where + "command: " + e.what());
     }
+    if (lat.help || lat.version)
+      fail_at(origin, p.line, where + "command: -h / -V print the usage or version and run nothing");
     p.words = std::move(words);
     return p;
   }
@@ -226,6 +229,7 @@ ScenarioPoint parse_point(const toml::table& t, const Scenario& scenario, size_t
   } catch (const InputError& e) {
     fail_at(origin, p.line, where + "command: " + e.what());
   }
+  if (parsed.help) fail_at(origin, p.line, where + "command: -h prints the usage and runs nothing");
   p.words = std::move(words);
   for (const auto& w : parsed.test_words) p.size_flag += (p.size_flag.empty() ? "" : " ") + w;
   return p;
@@ -981,6 +985,7 @@ RunOptions parse_run_args(const std::vector<std::string>& args) {
   }
   if (opt_jobs->count()) o.jobs = parse_jobs(jobs);
   if (opt_csv->count()) {
+    check_given_once("--csv", opt_csv->results());
     if (csv.empty()) throw InputError("--csv: empty path");
     o.csv_path = csv;
   }
@@ -1030,7 +1035,7 @@ CheckedScenario check_scenario(const Scenario& s, const std::string& base) {
         if (name->empty()) continue;
         if (!c.platform_files.count(*name)) {
           c.platform_files[*name] = resolve_platform(*name, name == &p.platform ? "platform" : "remote_platform");
-          platforms.emplace(*name, model::Platform::load_file(c.platform_files[*name]));
+          platforms.emplace(*name, load_platform(c.platform_files[*name]));
         }
         model::Platform copy = platforms.at(*name);
         for (const auto& assignment : platform_settings(p.set)) copy.set(assignment);
@@ -1160,8 +1165,10 @@ int run_scenario(const RunOptions& options) {
   }
   const bool all_ok = std::none_of(outcomes.begin(), outcomes.end(),
                                    [](const PointOutcome& o) { return o.status == "FAIL"; });
-  write_file_atomically(csv_path, format_run_csv(s, outcomes), "--csv");
+  // A file first (a failure to write it leaves stdout empty); --csv /dev/stdout after the report.
+  if (!is_stdout_path(csv_path)) write_file_atomically(csv_path, format_run_csv(s, outcomes), "--csv");
   std::cout << format_run_report(s, outcomes) << std::flush;
+  if (is_stdout_path(csv_path)) write_file_atomically(csv_path, format_run_csv(s, outcomes), "--csv");
   return all_ok ? 0 : 1;
 }
 

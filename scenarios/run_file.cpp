@@ -13,6 +13,7 @@
 #include <cstring>
 #include <fstream>
 #include <iterator>
+#include <map>
 #include <sstream>
 #include <utility>
 
@@ -464,7 +465,9 @@ class NetperfOutputReader {
     for (; k < out.size(); ++k) {
       const std::string_view t = trim(out[k].text);
       if (t.empty() || banner_or_warning(t)) continue;
-      row(fields(t), out[k].number, cpu);
+      const auto f = fields(t);
+      row(f, out[k].number, cpu);
+      no_second_row(out, k + 1, f.size());
       return r_;
     }
     fail_at(origin_, command_line_,
@@ -485,6 +488,22 @@ class NetperfOutputReader {
       return true;
     }
     return false;
+  }
+
+  /// After the row at index `from` - 1: a line of as many numbers is a second result row (two
+  /// runs pasted under one command line), which would be dropped. At -v 2 the alignment block
+  /// that follows the row has such a line, so the search stops at its titles.
+  void no_second_row(const std::vector<Line>& out, size_t from, size_t row_fields) const {
+    for (size_t k = from; k < out.size(); ++k) {
+      const auto f = fields(trim(out[k].text));
+      if (!f.empty() && f.front() == "Alignment") return;
+      if (f.size() != row_fields) continue;
+      if (std::all_of(f.begin(), f.end(), [](std::string_view w) { return parse_number(w).has_value(); }))
+        fail_at(origin_, out[k].number,
+                fmt::format("a second netperf result row under the command of line {} (the first is line {}): "
+                            "repeat the command line before each run",
+                            command_line_, r_.line));
+    }
   }
 
   void row(const std::vector<std::string_view>& f, uint32_t line, bool cpu) {
@@ -515,6 +534,12 @@ class NetperfOutputReader {
     r_.recv_socket_bytes = v[0];
     r_.send_socket_bytes = v[1];
     r_.send_message_bytes = v[2];
+    // netperf prints the -m it was given: another size is a row pasted under the wrong command,
+    // which would be compared with a simulation of the command's size.
+    if (o_.send_size != 0 && v[2] != static_cast<double>(o_.send_size))
+      fail_at(origin_, line,
+              fmt::format("netperf result row: Send Message Size {} differs from the command's -m {} (line {})",
+                          f[2], o_.send_size, command_line_));
     r_.elapsed_s = v[3];
     r_.throughput = v[4];
     r_.throughput_mbps = netperf_to_mbps(v[4], r_.format);
@@ -613,9 +638,11 @@ std::pair<std::string_view, std::string_view> name_and_unit(std::string_view wor
 
 class PerftestOutputReader {
  public:
-  PerftestOutputReader(sim::PerftestTest test, bool cycles_flag, const std::string& origin,
+  /// `options`: the command's, whose sizes (-s, or -a's sweep) every row must have.
+  PerftestOutputReader(const PerftestOptions& options, bool cycles_flag, const std::string& origin,
                        uint32_t command_line)
-      : test_(test), cycles_flag_(cycles_flag), origin_(origin), command_line_(command_line) {}
+      : test_(options.test), cycles_flag_(cycles_flag), origin_(origin), command_line_(command_line),
+        options_(options), sizes_(to_perftest_config(options).sizes) {}
 
   PerftestReading read(const std::vector<Line>& out) {
     size_t k = 0;
@@ -744,6 +771,21 @@ class PerftestOutputReader {
                           f.size(), columns_.size() + 2, r_.header_line));
     const uint64_t bytes = whole(f[0], line, 1, "#bytes");
     const uint64_t iterations = whole(f[1], line, 2, "#iterations");
+    // A row of a size the command does not run (or a size twice) would be compared with a
+    // simulation of another size, or dropped, after the simulation: refused here, before it.
+    if (std::find(sizes_.begin(), sizes_.end(), bytes) == sizes_.end())
+      fail_at(origin_, line,
+              options_.all ? fmt::format("perftest row: {} B is not a size of the command's -a (line {}: powers of "
+                                         "two, 2..8388608)",
+                                         bytes, command_line_)
+                           : fmt::format("perftest row: {} B differs from the command's -s {} (line {})", bytes,
+                                         options_.size, command_line_));
+    if (const auto it = first_row_of_.find(bytes); it != first_row_of_.end())
+      fail_at(origin_, line,
+              fmt::format("perftest row: a second row for {} B (the first is line {}): repeat the command line "
+                          "before each run",
+                          bytes, it->second));
+    first_row_of_.emplace(bytes, line);
     if (perftest_is_bw(test_)) {
       BandwidthRow b;
       b.bytes = bytes;
@@ -806,6 +848,9 @@ class PerftestOutputReader {
   bool cycles_flag_;
   const std::string& origin_;
   uint32_t command_line_;
+  PerftestOptions options_;
+  std::vector<uint64_t> sizes_;              ///< the sizes the command runs
+  std::map<uint64_t, uint32_t> first_row_of_;  ///< size -> line of its row
   std::vector<HeaderColumn> columns_;
   PerftestReading r_;
 };
@@ -820,6 +865,7 @@ sim::PerftestTest perftest_test_of(std::string_view tool) {
 struct Pending {
   RealRun run;
   NetperfOptions netperf;
+  PerftestOptions perftest;
   bool cycles_flag = false;  ///< perftest -C / --report-cycles
   std::vector<Line> output;
 };
@@ -838,8 +884,7 @@ std::vector<RealRun> parse_run_file(std::string_view text, const std::string& or
     if (run.tool == "netperf")
       run.output = NetperfOutputReader(current->netperf, origin, run.line).read(current->output);
     else
-      run.output = PerftestOutputReader(perftest_test_of(run.tool), current->cycles_flag, origin,
-                                        run.line)
+      run.output = PerftestOutputReader(current->perftest, current->cycles_flag, origin, run.line)
                        .read(current->output);
     runs.push_back(std::move(run));
     current.reset();
@@ -873,11 +918,13 @@ std::vector<RealRun> parse_run_file(std::string_view text, const std::string& or
           } else {
             p.run.words = std::move(c.words);
             p.cycles_flag = strip_report_cycles(p.run.words);
-            parse_perftest_args(perftest_test_of(p.run.tool), p.run.words);
+            p.perftest = parse_perftest_args(perftest_test_of(p.run.tool), p.run.words);
           }
         } catch (const InputError& e) {
           fail_at(origin, line.number, fmt::format("{}: {}", p.run.tool, e.what()));
         }
+        if (p.netperf.help || p.perftest.help || p.perftest.version)
+          fail_at(origin, line.number, fmt::format("{}: -h / -V print the usage or version; no run to read", p.run.tool));
         current = std::move(p);
         break;
       }

@@ -80,6 +80,12 @@
 /// seed 000's mail-mangled `---m 64K` / `---r 64K` (a lost space of `-- -m 64K`) is read as `--`,
 /// `-m`, `64K`, as parse_netperf_args reads it.
 ///
+/// Contradictions between a command and its output are errors too: a netperf row whose Send
+/// Message Size is not the command's -m (when it has one), a second netperf result row under one
+/// command (a line of as many numbers after the row; at -v 2 only before the alignment block), a
+/// perftest row whose #bytes is not a size the command runs (-s, or -a's 2..2^23) and a second
+/// row of one size.
+///
 /// Errors are InputError "ORIGIN:LINE: what is wrong", LINE being the command's line for a bad
 /// command or a missing result, the offending line for a bad row or header.
 #include <cstdint>
@@ -180,7 +186,8 @@ struct RealRun {
 /// bad command (unknown flag, unterminated quote, a tool hcasim cannot read such as ib_read_lat),
 /// a bad directive or zcopy value, output without a result ("netperf output ends before its
 /// result row"), a row with the wrong number of fields or a field that is not a number (naming
-/// the column), an unrecognised table header, and a second table under one perftest command.
+/// the column), an unrecognised table header, a second table under one perftest command, and a
+/// row that contradicts its command (another -m or -s, a second row).
 std::vector<RealRun> parse_run_file(std::string_view text, const std::string& origin);
 
 /// Reads the file at `path` and returns parse_run_file(text, path); InputError "PATH: cannot

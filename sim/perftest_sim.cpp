@@ -233,11 +233,8 @@ class SendBwServer {
   std::vector<uint64_t> posted_;
 };
 
-}  // namespace
-
-PerftestResult run_perftest(const model::Platform& local, const model::Platform& remote, const PerftestConfig& cfg) {
-  const HostParams A = read_host_params(local);
-  const HostParams B = read_host_params(remote);
+/// check_perftest's checks on the hosts' parameters, then the banner's facts.
+PerftestResult check_config(const HostParams& A, const HostParams& B, const PerftestConfig& cfg) {
   if (cfg.sizes.empty()) throw InputError("perftest: no message size");
   uint64_t max_size = 0;
   for (uint64_t size : cfg.sizes) {
@@ -270,6 +267,22 @@ PerftestResult run_perftest(const model::Platform& local, const model::Platform&
   res.mtu = A.ib.mtu;
   res.blueflame = A.post.blueflame;
   res.write_combining = A.post.mmio.write_combining;
+  return res;
+}
+
+}  // namespace
+
+PerftestResult check_perftest(const model::Platform& local, const model::Platform& remote, const PerftestConfig& cfg) {
+  return check_config(read_host_params(local), read_host_params(remote), cfg);
+}
+
+PerftestResult run_perftest(const model::Platform& local, const model::Platform& remote, const PerftestConfig& cfg) {
+  const HostParams A = read_host_params(local);
+  const HostParams B = read_host_params(remote);
+  PerftestResult res = check_config(A, B, cfg);
+  const bool lat = cfg.test == PerftestTest::WriteLat;
+  uint64_t max_size = 0;
+  for (uint64_t size : cfg.sizes) max_size = std::max(max_size, size);
 
   const auto wall0 = std::chrono::steady_clock::now();
   // The latency loop polls a byte, so its buffers hold real bytes, up to 64 MB per buffer half

@@ -3,8 +3,14 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
+#include <fcntl.h>
+#include <poll.h>
+#include <pty.h>
+#include <signal.h>
+#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <filesystem>
@@ -13,7 +19,10 @@
 #include <regex>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
+
+#include <fmt/format.h>
 
 #include "tests/hcasim_run.h"
 
@@ -328,4 +337,151 @@ TEST_F(Cli, IntxCostsMoreAndModerationLessInterruptTime) {
   ASSERT_GT(irq_msix, 1.0) << msix.out;
   EXPECT_NEAR(irq_intx / irq_msix, 2500.0 / 1500.0, 0.01) << intx.out;
   EXPECT_LT(irq_mod, 0.75 * irq_msix) << moderated.out;
+}
+
+// perftest prints its banner, addresses and table header before it measures; so does hcasim,
+// before the simulation: 64 B over 1000 QPs (5 million WRs) simulates for about a minute, and
+// printed nothing at all before issue 21 (the peak's quadratic scan came after it).
+TEST_F(Cli, PerftestPrintsItsBannerBeforeTheSimulation) {
+  hcasim::test::Proc p("banner-first", {HCASIM_BINARY, "ib_write_bw", "-s", "64", "-q", "1000"});
+  std::string out;
+  for (auto until = hcasim::test::Clock::now() + std::chrono::seconds(10); hcasim::test::Clock::now() < until;) {
+    out = p.out();
+    if (out.find("#bytes") != std::string::npos) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_NE(out.find("RDMA_Write BW Test"), std::string::npos) << out;
+  EXPECT_NE(out.find(" Number of qps   : 1000"), std::string::npos) << out;
+  // The banner (15 lines), 1000 local and 1000 remote address lines, the dash line and the header.
+  EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), 15 + 2000 + 2) << out.substr(0, 2000);
+  const std::string header = " #bytes     #iterations    BW peak[MB/sec]    BW average[MB/sec]   MsgRate[Mpps]\n";
+  ASSERT_GE(out.size(), header.size());
+  EXPECT_EQ(out.substr(out.size() - header.size()), header) << "the table's header last, no row yet";
+  EXPECT_EQ(p.wait(std::chrono::milliseconds(0)), -1) << "the run ended within seconds: " << p.err();
+}
+
+// netperf -h prints the usage, as ib_write_lat -h does (netperf's -h was "not supported"), also
+// as a test option after --.
+TEST_F(Cli, NetperfHelpPrintsTheUsage) {
+  for (const std::string args : {"netperf -h", "netperf -l 5 -- -h", "ib_write_lat -h"}) {
+    Outcome r = run(args);
+    EXPECT_EQ(r.status, 0) << args << ": " << r.err;
+    EXPECT_NE(r.out.find("Usage"), std::string::npos) << args << ": " << r.out;
+    EXPECT_EQ(r.err, "") << args;
+  }
+  EXPECT_NE(run("netperf -h").out.find("hcasim netperf [hcasim options]"), std::string::npos);
+}
+
+// --csv /dev/stdout: the CSV on stdout, whole, after the tool's own output (it was refused as
+// "not a regular file"); byte for byte what --csv FILE writes.
+TEST_F(Cli, CsvToStdoutFollowsTheOutput) {
+  for (const std::string args : {"netperf -P 0 -l 0.01 -c -C -- -m 64K", "ib_write_lat -n 200", "ib_write_bw -n 100"}) {
+    const fs::path file = dir_ / "x.csv";
+    Outcome to_file = run(args + " --csv " + file.string());
+    Outcome to_stdout = run(args + " --csv /dev/stdout");
+    ASSERT_EQ(to_file.status, 0) << args << ": " << to_file.err;
+    ASSERT_EQ(to_stdout.status, 0) << args << ": " << to_stdout.err;
+    const std::string csv = slurp(file);
+    ASSERT_NE(csv.find("\n"), std::string::npos) << args;
+    EXPECT_EQ(to_stdout.out, to_file.out + csv) << args;
+    EXPECT_EQ(to_stdout.err, to_file.err) << args;
+    fs::remove(file);
+  }
+}
+
+// A platform's socket.tcp_rmem_default below Linux's 256 B receive floor (SOCK_MIN_RCVBUF) is
+// raised to it, as -S 1 is; it printed a 5 B socket.
+TEST_F(Cli, DefaultSocketBufferKeepsLinuxsFloor) {
+  Outcome dflt = run("netperf -P 0 -l 0.01 --set socket.tcp_rmem_default=5 -- -m 64K");
+  Outcome asked = run("netperf -P 0 -l 0.01 -- -m 64K -S 1");
+  ASSERT_EQ(dflt.status, 0) << dflt.err;
+  ASSERT_EQ(asked.status, 0) << asked.err;
+  std::istringstream row(dflt.out);
+  std::string recv_socket;
+  row >> recv_socket;
+  EXPECT_EQ(recv_socket, "256") << dflt.out;
+  EXPECT_EQ(dflt.out, asked.out);
+}
+
+// SIGINT and SIGTERM: 130 and 143 in every command, one line, nothing written. netperf and the
+// perftest tools simulate in-process, where SimGrid's own SIGINT handler made Ctrl-C exit 1
+// (hcasim's "the faults made the run fail") without a word; run already stopped its children.
+TEST_F(Cli, SignalsExit128PlusTheSignalWritingNothing) {
+  const std::string csv = (dir_ / "out.csv").string();
+  struct Command {
+    std::vector<std::string> args;
+    std::string stdout_until;  ///< what stdout has once the simulation runs ("" for nothing)
+  };
+  const std::vector<Command> commands = {
+      {{"netperf", "-l", "1000", "-c", "-C", "--csv", csv}, ""},
+      {{"netperf", "--transport", "ipoib", "-l", "1000", "--csv", csv}, ""},
+      {{"ib_write_bw", "-s", "64", "-q", "1000", "--csv", csv}, "MsgRate[Mpps]\n"},
+      {{"ib_write_lat", "-n", "100000000", "--csv", csv}, "t_typical[usec]\n"},
+      {{"run", "seed000", "-j", "1", "--csv", csv}, ""},
+  };
+  for (const Command& c : commands)
+    for (const auto& [sig, name] : {std::pair{SIGINT, "SIGINT"}, std::pair{SIGTERM, "SIGTERM"}}) {
+      std::vector<std::string> argv{HCASIM_BINARY};
+      argv.insert(argv.end(), c.args.begin(), c.args.end());
+      const std::string what = c.args[0] + " " + c.args[1] + " " + name;
+      hcasim::test::Proc p("signal", argv);
+      // Under way: the perftest banner is out, or a second has passed.
+      const auto until = hcasim::test::Clock::now() + std::chrono::seconds(c.stdout_until.empty() ? 1 : 10);
+      while (hcasim::test::Clock::now() < until &&
+             (c.stdout_until.empty() || p.out().find(c.stdout_until) == std::string::npos))
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      ASSERT_EQ(p.wait(std::chrono::milliseconds(0)), -1) << what << ": ended early: " << p.err();
+      const std::string out_before = p.out();
+      p.signal(sig);
+      EXPECT_EQ(p.wait(std::chrono::seconds(10)), 128 + sig) << what << ": " << p.err();
+      const std::string err = p.err();
+      const std::string line = c.args[0] == "run"
+                                   ? fmt::format("hcasim: error: interrupted by signal {} \\(0 of [0-9]+ runs done\\); nothing written\n", sig)
+                                   : fmt::format("hcasim: error: interrupted by signal {} \\({}\\); nothing written\n", sig, name);
+      EXPECT_TRUE(std::regex_match(err, std::regex(line))) << what << ": " << err;
+      EXPECT_EQ(p.out(), out_before) << what << ": no result after the signal";
+      EXPECT_FALSE(fs::exists(csv)) << what;
+      for (const auto& e : fs::directory_iterator(dir_)) ADD_FAILURE() << what << " left " << e.path();
+    }
+}
+
+// On a terminal, a long netperf run says how far it is and how long it will take; -l 1e9 ran
+// for ever without a word. (Off a terminal nothing is added: SignalsExit128... checks that
+// stderr has only its one line after a second of -l 1000.)
+TEST_F(Cli, LongNetperfRunShowsProgressOnATerminal) {
+  int master = -1, slave = -1;
+  ASSERT_EQ(::openpty(&master, &slave, nullptr, nullptr, nullptr), 0);
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+  posix_spawn_file_actions_adddup2(&fa, slave, 2);
+  posix_spawn_file_actions_addclose(&fa, master);
+  std::vector<std::string> args{HCASIM_BINARY, "netperf", "-l", "1e9"};
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  pid_t pid = -1;
+  ASSERT_EQ(posix_spawn(&pid, argv[0], &fa, nullptr, argv.data(), environ), 0);
+  posix_spawn_file_actions_destroy(&fa);
+  ::close(slave);
+  std::string seen;
+  static const std::regex line(
+      "hcasim: simulated [0-9.]+ s of 1000000000 s \\([0-9.]+ %\\) at [0-9.e+]+ simulated s per wall s, about "
+      "[0-9.e+]+ (years|days) to go");
+  for (auto until = hcasim::test::Clock::now() + std::chrono::seconds(15);
+       hcasim::test::Clock::now() < until && !std::regex_search(seen, line);) {
+    pollfd p{master, POLLIN, 0};
+    if (::poll(&p, 1, 100) <= 0) continue;
+    char buf[512];
+    const ssize_t n = ::read(master, buf, sizeof buf);
+    if (n <= 0) break;
+    seen.append(buf, static_cast<size_t>(n));
+  }
+  ::kill(pid, SIGINT);
+  int st = 0;
+  ::waitpid(pid, &st, 0);
+  ::close(master);
+  EXPECT_TRUE(std::regex_search(seen, line)) << seen;
+  EXPECT_NE(seen.find("\r\033[K"), std::string::npos) << "redrawn in place";
+  EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 130) << st;
 }

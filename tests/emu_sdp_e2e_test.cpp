@@ -5,7 +5,10 @@
 
 #include "tests/proc.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -254,4 +257,60 @@ TEST(SdpStream, ARemoteCpuTheServerLacksIsANoteAndTheTestRuns) {
       << cli.err();
   EXPECT_EQ(srv.wait(std::chrono::seconds(10)), 0) << srv.err();
   EXPECT_NE(srv.err().find("(unbound: -T 1023: cannot bind to CPU 1023"), std::string::npos) << srv.err();
+}
+
+namespace {
+
+/// A TCP connection to 127.0.0.1:port that sends nothing; -1 when it could not connect.
+int idle_peer(int port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(static_cast<uint16_t>(port));
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (fd >= 0 && ::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0) return fd;
+  if (fd >= 0) ::close(fd);
+  return -1;
+}
+
+}  // namespace
+
+// One TCP connection that says nothing blocked hcasim-sdp-server for the CM timeout (10 s), N of
+// them N x 10 s, and a real client connecting meanwhile failed with "no answer within 10000 ms
+// during connection setup" (issue 21). Three idle peers, then a real client: it streams at once,
+// with equal CRCs; each idle peer times out on its own (a line naming it) and the server goes on.
+TEST(SdpStream, IdlePeersDoNotBlockTheServer) {
+  Proc srv("idle-server", {HCASIM_SDP_SERVER, "--device", "emu", "-p", "0"});
+  const int port = srv.port();
+  ASSERT_GT(port, 0) << srv.err();
+  std::vector<int> idle;
+  for (int i = 0; i < 3; ++i) idle.push_back(idle_peer(port));
+  for (int fd : idle) ASSERT_GE(fd, 0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));  // the server has accepted them
+  const auto t0 = Clock::now();
+  Proc cli("idle-client", {HCASIM_SDP_CLIENT, "--device", "emu", "-p", std::to_string(port), "-P", "0", "-l", "-983040"});
+  ASSERT_EQ(cli.wait(std::chrono::seconds(20)), 0) << cli.err() << srv.err();
+  EXPECT_LT(Clock::now() - t0, std::chrono::seconds(5)) << "the client waited for the idle peers";
+  for (auto until = Clock::now() + std::chrono::seconds(5);  // the server logs its test after the client ends
+       Clock::now() < until && srv.err().find("received 983040 bytes") == std::string::npos;)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  hcasim::test::expect_verified_stream(cli, srv, "emu", 983040, true);  // 15 sends of 64 KiB: all bzcopy
+  // The idle peers time out 10 s after their connect, one line each, and the server serves on.
+  std::string err;
+  for (auto until = Clock::now() + std::chrono::seconds(20); Clock::now() < until;) {
+    err = srv.err();
+    size_t n = 0;
+    for (size_t at = err.find("no answer within 10000 ms during connection setup"); at != std::string::npos;
+         at = err.find("no answer within 10000 ms during connection setup", at + 1))
+      ++n;
+    if (n == 3) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_TRUE(std::regex_search(err, std::regex("hcasim-sdp-server: 127\\.0\\.0\\.1:[0-9]+: no answer within 10000 ms "
+                                                "during connection setup\n(.*\n)*.*no answer.*\n(.*\n)*.*no answer")))
+      << err;
+  for (int fd : idle) ::close(fd);
+  Proc again("idle-client2", {HCASIM_SDP_CLIENT, "--device", "emu", "-p", std::to_string(port), "-P", "0", "-l", "-1000"});
+  EXPECT_EQ(again.wait(std::chrono::seconds(20)), 0) << again.err() << srv.err();
+  EXPECT_EQ(srv.wait(std::chrono::milliseconds(50)), -1) << "the server ended: " << srv.err();
 }

@@ -18,6 +18,8 @@
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <sys/socket.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <array>
@@ -64,6 +66,9 @@ struct Case {
                                     ///< @DIR@ = the scratch dir; packet cases: the server's line
   std::vector<std::string> absent{};///< files that must not exist afterwards (@DIR@ ...)
   Packet packet{};
+  std::vector<std::string> fifos{};  ///< FIFOs made in the scratch dir first (nobody writes them)
+  std::vector<std::pair<std::string, uint64_t>> sparse{};  ///< files of that many zero bytes (holes)
+  uint64_t address_space_kb = 0;  ///< the program's RLIMIT_AS (ulimit -v), when not 0
 };
 
 void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
@@ -321,6 +326,11 @@ void run_packet_case(const Case& c, const std::string& line_re) {
 TEST_P(Hostile, OneLineNamedExitStatusNothingHalfWritten) {
   const Case& c = GetParam();
   for (const auto& [name, content] : c.files) std::ofstream(dir_ / name, std::ios::binary) << expand(content);
+  for (const auto& name : c.fifos) ASSERT_EQ(::mkfifo((dir_ / name).c_str(), 0600), 0) << name;
+  for (const auto& [name, size] : c.sparse) {
+    std::ofstream(dir_ / name, std::ios::binary).flush();
+    fs::resize_file(dir_ / name, size);
+  }
   // The regex: @DIR@ stands for the scratch directory, matched literally.
   const std::string line_re = substitute(c.line, "@DIR@", regex_escape(dir_.string()));
   if (c.prog == Prog::Packet) {
@@ -331,7 +341,16 @@ TEST_P(Hostile, OneLineNamedExitStatusNothingHalfWritten) {
                                 : c.prog == Prog::Client ? HCASIM_SDP_CLIENT
                                                          : HCASIM_SDP_SERVER};
   for (const auto& a : c.args) argv.push_back(expand(a));
+  // ulimit -v for the child: this process's soft limit while it is spawned (inherited), then back.
+  rlimit before{};
+  ASSERT_EQ(::getrlimit(RLIMIT_AS, &before), 0);
+  if (c.address_space_kb) {
+    rlimit lower = before;
+    lower.rlim_cur = c.address_space_kb * 1024;
+    ASSERT_EQ(::setrlimit(RLIMIT_AS, &lower), 0);
+  }
   Proc p(c.name, argv);
+  if (c.address_space_kb) ASSERT_EQ(::setrlimit(RLIMIT_AS, &before), 0);
   const int status = p.wait(std::chrono::seconds(20));
   const std::string err = p.err();
   EXPECT_EQ(status, c.status) << err;
@@ -363,6 +382,21 @@ std::vector<Case> cases() {
   // Accepted: a simulation of 10^30 s that never ended.
   add({.name = "netperf_length_beyond_netperf", .args = {"netperf", "-l", "1e30", "--csv", csv},
        .line = E + "-l 1e30: above netperf's limit of 2147483647 seconds", .absent = {csv}});
+  add({.name = "netperf_length_just_beyond_netperf", .args = {"netperf", "-l", "2147483648", "--csv", csv},
+       .line = E + "-l 2147483648: above netperf's limit of 2147483647 seconds", .absent = {csv}});
+  // 0 bytes moved printed a throughput of 0, 17.59 % utilisation and a service demand of 0.000
+  // (0 / 0), exit 0.
+  add({.name = "netperf_too_short_to_move_a_message", .args = {"netperf", "-l", "1e-300", "-c", "-C", "--csv", csv},
+       .line = E + "-l 1e-300: too short to move one message \\(the receiver got 0 bytes in [0-9.e-]+ s simulated\\); "
+                   "give a longer -l",
+       .absent = {csv}});
+  // Under ulimit -v 1500000 a 1 GB --verify-data run died by SIGABRT (exit 134) without a word.
+  add({.name = "netperf_verify_data_beyond_ulimit_v",
+       .args = {"netperf", "-P", "0", "-l", "0.05", "--verify-data", "--csv", csv, "--", "-m", "1G"},
+       .line = E + "--verify-data: -m 1073741824 needs about 2\\.0 GiB of real bytes \\(netperf's send ring and receive "
+                   "buffer\\), more than this process may still allocate: ulimit -v is 1\\.4 GiB, 0\\.[0-9] GiB in use",
+       .absent = {csv}});
+  v.back().address_space_kb = 1500000;
   add({.name = "client_length_beyond_netperf", .prog = Prog::Client, .args = {"--device", "emu", "-l", "1e30"},
        .line = "hcasim-sdp-client: -l 1e30: above netperf's limit of 2147483647 seconds"});
   add({.name = "netperf_T_not_a_cpu", .args = {"netperf", "-T", "bad", "--csv", csv},
@@ -378,6 +412,13 @@ std::vector<Case> cases() {
   add({.name = "netperf_csv_in_missing_dir", .args = {"netperf", "-l", "0.01", "--csv", "@DIR@/no/such/dir/x.csv"},
        .line = E + "--csv @DIR@/no/such/dir/x\\.csv: cannot write \\(no such directory\\)"});
   add({.name = "unknown_command", .args = {"bogus"}, .line = E + "unknown command 'bogus' .*"});
+  // A second --csv silently replaced the first: one of the two was never written.
+  add({.name = "netperf_csv_twice", .args = {"netperf", "-l", "0.01", "--csv", "@DIR@/a.csv", "--csv", "@DIR@/b.csv"},
+       .line = E + "--csv: given twice \\(@DIR@/a\\.csv, then @DIR@/b\\.csv\\): one run writes one --csv",
+       .absent = {"@DIR@/a.csv", "@DIR@/b.csv"}});
+  add({.name = "ib_write_lat_csv_twice", .args = {"ib_write_lat", "-n", "200", "--csv", "@DIR@/a.csv", "--csv=@DIR@/b.csv"},
+       .line = E + "--csv: given twice \\(@DIR@/a\\.csv, then @DIR@/b\\.csv\\): one run writes one --csv",
+       .absent = {"@DIR@/a.csv", "@DIR@/b.csv"}});
 
   // ---- perftest flags
   add({.name = "ib_write_lat_size_zero", .args = {"ib_write_lat", "-s", "0", "--csv", csv},
@@ -497,6 +538,15 @@ std::vector<Case> cases() {
        .line = E + "@DIR@/p\\.toml: missing parameter cpu\\.syscall \\(platform connectx-ddr-pcie1x8\\)"});
   add({.name = "platform_not_found", .args = {"netperf", "--platform", "nosuch", "--csv", csv},
        .line = E + "--platform nosuch: no such platform file or name \\(looked in .*\\)", .absent = {csv}});
+  // A FIFO or a directory named no platform ("no such platform file or name"): now it says what it is.
+  add({.name = "platform_fifo", .args = {"netperf", "--platform", "@DIR@/p.fifo", "--csv", csv},
+       .line = E + "--platform @DIR@/p\\.fifo: a FIFO, not a regular file \\(hcasim reads its inputs only from regular "
+                   "files\\)",
+       .absent = {csv}});
+  v.back().fifos = {"p.fifo"};
+  add({.name = "scenario_directory", .args = {"run", "@DIR@", "--csv", csv},
+       .line = E + "@DIR@: a directory, not a regular file \\(hcasim reads its inputs only from regular files\\)",
+       .absent = {csv}});
   add({.name = "platform_not_utf8", .args = {"netperf", "--platform", "@DIR@/p.toml"},
        .files = {{"p.toml", "\xff\xfe garbage\n"}},
        .line = E + "@DIR@/p\\.toml:1:1: Encountered invalid utf-8 sequence"});
@@ -548,6 +598,13 @@ std::vector<Case> cases() {
        .line = E + "--csv @DIR@/p\\.toml: it is an input of this run \\(@DIR@/p\\.toml\\), not overwritten"});
   add({.name = "scenario_unknown_name", .args = {"run", "nosuch", "--csv", csv},
        .line = E + "nosuch: no such scenario file or name \\(looked in .*\\)", .absent = {csv}});
+  add({.name = "run_csv_twice", .args = {"run", "@DIR@/s.toml", "--csv", "@DIR@/a.csv", "--csv", "@DIR@/b.csv"},
+       .files = {{"s.toml", scenario("")}, {"ref.csv", kGoodCsv}},
+       .line = E + "--csv: given twice \\(@DIR@/a\\.csv, then @DIR@/b\\.csv\\): one run writes one --csv",
+       .absent = {"@DIR@/a.csv", "@DIR@/b.csv"}});
+  // -h in a point's command printed the usage in the child and left no results.
+  scenario_case("scenario_command_asks_for_help", scenario("", "netperf -h -l 1 -- -m 64K"),
+                "10: point 1: command: -h prints the usage and runs nothing");
   add({.name = "run_zero_jobs", .args = {"run", "-j", "0", "--csv", csv}, .line = E + "-j: '0' must be 1\\.\\.4096",
        .absent = {csv}});
 
@@ -584,6 +641,20 @@ std::vector<Case> cases() {
   add({.name = "csv_missing", .args = {"run", "@DIR@/s.toml", "--csv", csv}, .files = {{"s.toml", scenario("")}},
        .line = E + "@DIR@/s\\.toml:10: point 1: reference: @DIR@/ref\\.csv: cannot read \\(No such file or directory\\)",
        .absent = {csv}});
+  // A reference that never ends filled memory (/dev/zero: 17.7 GB in 60 s), a FIFO blocked for
+  // ever: only a regular file is read, and at most 64 MiB of it.
+  const std::string not_file = ", not a regular file \\(hcasim reads its inputs only from regular files\\)";
+  auto reference_case = [&](const std::string& name, const std::string& file, const std::string& what) {
+    add({.name = name, .args = {"run", "@DIR@/s.toml", "-j", "1", "--csv", csv},
+         .files = {{"s.toml", scenario("", "netperf -l 1 -- -m 64K", file)}},
+         .line = E + "@DIR@/s\\.toml:10: point 1: reference: " + regex_escape(file) + ": " + what, .absent = {csv}});
+  };
+  reference_case("csv_reference_dev_zero", "/dev/zero", "a character device" + not_file);
+  reference_case("csv_reference_fifo", "@DIR@/ref.fifo", "a FIFO" + not_file);
+  v.back().fifos = {"ref.fifo"};
+  reference_case("csv_reference_directory", "@DIR@", "a directory" + not_file);
+  reference_case("csv_reference_too_large", "@DIR@/big.csv", "larger than 64 MiB, the most hcasim reads of an input file");
+  v.back().sparse = {{"big.csv", (uint64_t{64} << 20) + 1}};
 
   // ---- run files (pasted netperf/perftest output), read by hcasim calibrate
   const std::string fitted = "@DIR@/fitted.toml", errors = "@DIR@/errors.csv";
@@ -613,6 +684,41 @@ std::vector<Case> cases() {
                 " 2 1000 1.0 abc 1.2\n",
                 ":3: perftest row: column 4 \\(t_max\\[usec\\]\\) 'abc' is not a number");
   run_file_case("runfile_binary", std::string("\x00\x01\xff\n", 4), ": no netperf or perftest run in it");
+  // Contradictions between a command and its output were simulated (the 64K command compared
+  // with a 32768 B row), dropped (a second row) or found only after the simulation (a latency
+  // row of another size): each is refused at its line before any simulation.
+  run_file_case("runfile_row_size_differs_from_m", cmd + " 87380 16384 32768 60.00 7106.72 13.32 14.87 1.228 1.370\n",
+                ":2: netperf result row: Send Message Size 32768 differs from the command's -m 65536 \\(line 1\\)");
+  run_file_case("runfile_second_netperf_row",
+                cmd + " 87380 16384 65536 60.00 7106.72 13.32 14.87 1.228 1.370\n"
+                      " 87380 16384 65536 60.00 7206.72 13.32 14.87 1.228 1.370\n",
+                ":3: a second netperf result row under the command of line 1 \\(the first is line 2\\): repeat the "
+                "command line before each run");
+  const std::string lat_header = " #bytes #iterations    t_min[usec]    t_max[usec]  t_typical[usec]\n";
+  run_file_case("runfile_latency_row_size_differs_from_s",
+                "# ib_write_lat -s 2 -n 1000\n" + lat_header + " 4 1000 1.0 2.0 1.2\n",
+                ":3: perftest row: 4 B differs from the command's -s 2 \\(line 1\\)");
+  run_file_case("runfile_latency_row_not_an_a_size",
+                "# ib_write_lat -a -n 1000\n" + lat_header + " 2 1000 1.0 2.0 1.2\n 3 1000 1.0 2.0 1.2\n",
+                ":4: perftest row: 3 B is not a size of the command's -a \\(line 1: powers of two, 2\\.\\.8388608\\)");
+  run_file_case("runfile_second_latency_row_of_a_size",
+                "# ib_write_lat -s 2 -n 1000\n" + lat_header + " 2 1000 1.0 2.0 1.2\n 2 1000 1.1 2.0 1.3\n",
+                ":4: perftest row: a second row for 2 B \\(the first is line 3\\): repeat the command line before "
+                "each run");
+  run_file_case("runfile_help", "# netperf -h\n", ":1: netperf: -h / -V print the usage or version; no run to read");
+  // calibrate read /dev/zero as a run file until memory ran out; a FIFO blocked it.
+  auto run_path_case = [&](const std::string& name, const std::string& file, const std::string& what) {
+    add({.name = name,
+         .args = {"calibrate", "--platform", "connectx-ddr-pcie1x8", "--fit", "cpu.copy_tx_rate", file, "-o", fitted,
+                  "--csv", errors},
+         .line = E + regex_escape(file) + ": " + what, .absent = {fitted, errors}});
+  };
+  run_path_case("runfile_dev_zero", "/dev/zero", "a character device" + not_file);
+  run_path_case("runfile_fifo", "@DIR@/runs.fifo", "a FIFO" + not_file);
+  v.back().fifos = {"runs.fifo"};
+  run_path_case("runfile_directory", "@DIR@", "a directory" + not_file);
+  run_path_case("runfile_too_large", "@DIR@/runs.txt", "larger than 64 MiB, the most hcasim reads of an input file");
+  v.back().sparse = {{"runs.txt", (uint64_t{64} << 20) + 1}};
 
   // ---- calibrate flags
   auto fit_case = [&](const std::string& name, const std::string& fit, const std::string& what) {
@@ -626,6 +732,12 @@ std::vector<Case> cases() {
   fit_case("calibrate_bound_nan", "cpu.copy_tx_rate=1:nan", "bounds must be LO:HI, two numbers");
   fit_case("calibrate_bounds_exclude_start", "cpu.copy_tx_rate=2:3", "the start 0\\.96 is outside \\[2, 3\\]");
   fit_case("calibrate_unknown_parameter", "cpu.nosuch", "platform connectx-ddr-pcie1x8 has no parameter cpu\\.nosuch");
+  add({.name = "calibrate_output_twice",
+       .args = {"calibrate", "--platform", "connectx-ddr-pcie1x8", "--fit", "cpu.copy_tx_rate", "@DIR@/runs.txt", "-o",
+                "@DIR@/a.toml", "-o", fitted},
+       .files = {{"runs.txt", cmd + " 87380 16384 65536 60.00 7106.72 13.32 14.87 1.228 1.370\n"}},
+       .line = E + "-o: given twice \\(@DIR@/a\\.toml, then @DIR@/fitted\\.toml\\): one run writes one -o",
+       .absent = {"@DIR@/a.toml", fitted}});
   add({.name = "calibrate_bad_regex",
        .args = {"calibrate", "--platform", "connectx-ddr-pcie1x8", "--fit", "cpu.copy_tx_rate", "@DIR@/runs.txt:(", "-o",
                 fitted},

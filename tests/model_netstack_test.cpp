@@ -18,6 +18,8 @@ TEST(ModelNetstack, LinuxDoublesAndCapsSocketBuffers) {
   EXPECT_EQ(linux_socket_buffer(262144, 131071, 16384, kSockMinSndbuf), 262142u);
   EXPECT_EQ(linux_socket_buffer(32768, 131071, 16384, kSockMinSndbuf), 65536u);  // below the cap: doubled
   EXPECT_EQ(linux_socket_buffer(0, 131071, 87380, kSockMinRcvbuf), 87380u);      // no request: the default
+  EXPECT_EQ(linux_socket_buffer(0, 131071, 5, kSockMinRcvbuf), 256u);            // ... at least the floor
+  EXPECT_EQ(linux_socket_buffer(0, 131071, 5, kSockMinSndbuf), 2048u);
   // Below the floor: 1 x 2 = 2 is raised to SOCK_MIN_SNDBUF 2048 (send), SOCK_MIN_RCVBUF 256
   // (receive); 200 x 2 = 400 is above the receive floor.
   EXPECT_EQ(linux_socket_buffer(1, 131071, 16384, kSockMinSndbuf), 2048u);

@@ -357,6 +357,13 @@ TEST(NetperfCli, ParseNumber) {
   EXPECT_FALSE(parse_number("1 "));
 }
 
+TEST(NetperfCli, VerifyDataMemoryIsTwiceTheSendSizePlusTheReceiveSize) {
+  EXPECT_EQ(verify_data_bytes(parse("--verify-data -- -m 1G")), uint64_t{2} << 30);
+  EXPECT_EQ(verify_data_bytes(parse("--verify-data -- -m 1G -M 1M")), (uint64_t{2} << 30) + (1u << 20));
+  EXPECT_EQ(verify_data_bytes(parse("-- -m 1G")), 0u);  // byte counts, no real bytes
+  EXPECT_NO_THROW(check_verify_data_memory(parse("--verify-data -- -m 64K")));
+}
+
 }  // namespace
 }  // namespace hcasim::scenarios
 

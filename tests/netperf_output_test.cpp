@@ -418,3 +418,24 @@ TEST(NetperfProfile, BothHostsAndTheCsvIsUnchanged) {
 
 }  // namespace
 }  // namespace hcasim::scenarios
+
+namespace hcasim::scenarios {
+namespace {
+
+TEST(NetperfProgress, SaysHowFarAndHowLong) {
+  EXPECT_EQ(format_progress_line(12.3, 1e9, 3),
+            "hcasim: simulated 12.3 s of 1000000000 s (0.0 %) at 4.1 simulated s per wall s, about 7.73 years to go");
+  EXPECT_EQ(format_progress_line(30, 60, 10), "hcasim: simulated 30.0 s of 60 s (50.0 %) at 3 simulated s per wall s, "
+                                              "about 10 s to go");
+  EXPECT_EQ(format_progress_line(10, 3610, 1), "hcasim: simulated 10.0 s of 3610 s (0.3 %) at 10 simulated s per wall "
+                                               "s, about 6 min to go");
+  EXPECT_EQ(format_progress_line(1, 86401, 1), "hcasim: simulated 1.0 s of 86401 s (0.0 %) at 1 simulated s per wall s, "
+                                               "about 24.0 h to go");
+  EXPECT_EQ(format_progress_line(1, 259201, 1), "hcasim: simulated 1.0 s of 259201 s (0.0 %) at 1 simulated s per wall "
+                                                "s, about 3.0 days to go");
+  EXPECT_EQ(format_progress_line(0, 100, 1), "hcasim: simulated 0.0 s of 100 s (0.0 %) at 0 simulated s per wall s, "
+                                             "about ? to go");
+}
+
+}  // namespace
+}  // namespace hcasim::scenarios

@@ -5,7 +5,10 @@
 // the banner and address lines, the whole stdout, the CSV and the --stats line.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <limits>
+#include <random>
 #include <cstdio>
 #include <cstdlib>
 #include <sstream>
@@ -281,6 +284,132 @@ TEST(PerftestBwFigures, CqModOneReadsEverySlot) {
   EXPECT_DOUBLE_EQ(f.bw_avg_mib_s, 5.0 * 4096 * 1e9 / (180.0 * 1048576));
   EXPECT_THROW(perftest_bw_figures(bw_point(2, {0, 1}, {5}), 1000, 1, false), std::invalid_argument);
   EXPECT_THROW(perftest_bw_figures(bw_point(2, {}, {}), 1000, 1, false), std::invalid_argument);
+}
+
+/// print_report_bw's opt_delta loop as scenarios/perftest_output.cpp ran it until issue 21
+/// (perftest 4.5's loop, O(N^2 / cq_mod)): the reference perftest_peak_cycles must equal.
+uint64_t reference_peak_cycles(const std::vector<uint64_t>& posted, const std::vector<uint64_t>& completed,
+                               uint32_t cq_mod) {
+  const uint64_t n = posted.size();
+  uint64_t opt_delta = cq_mod == 1 ? completed[0] - posted[0] : std::numeric_limits<uint64_t>::max();
+  const uint64_t mod = cq_mod;
+  for (uint64_t i = 0; i < n; ++i) {
+    const uint64_t first_j = (i + 1 + mod - 1) / mod * mod - 1;
+    for (uint64_t j = first_j; j < n; j += mod) {
+      const uint64_t t = (completed[j] - posted[i]) / (j - i + 1);
+      if (t < opt_delta) opt_delta = t;
+    }
+    if (n % mod) {
+      const uint64_t j = n - 1;
+      const uint64_t t = (completed[j] - posted[i]) / (j - i + 1);
+      if (t < opt_delta) opt_delta = t;
+    }
+  }
+  return opt_delta;
+}
+
+struct Stamps {
+  std::vector<uint64_t> posted, completed;  ///< cycles; posted in posting order, completed sorted
+};
+
+/// Timestamps shaped like the simulation's bandwidth loop: `qps` QPs posted round robin (a burst
+/// of one WR per QP, then a gap; now and then a stall), each group of cq_mod WRs completed by one
+/// CQE some latency after its last post, polled in batches; `base` is added to every time. A WR
+/// never completes before it is posted, so the k-th completion never precedes the k-th post.
+Stamps random_stamps(std::mt19937_64& rng, uint64_t n, uint32_t qps, uint32_t cq_mod, uint64_t base) {
+  Stamps s;
+  uint64_t t = base;
+  const uint64_t round_gap = 1 + rng() % 3000;
+  for (uint64_t k = 0; k < n; ++k) {
+    if (k % qps != 0) t += rng() % 4;                                    // within a burst
+    else if (rng() % 50 == 0) t += 10000 + rng() % 200000;              // a stall
+    else t += rng() % (2 * round_gap);                                   // between bursts
+    s.posted.push_back(t);
+  }
+  std::vector<uint64_t> done(n);
+  const uint64_t poll = 1 + rng() % 500;
+  for (uint64_t k = 0; k < n; k += cq_mod) {
+    const uint64_t last = std::min(n, k + cq_mod) - 1;
+    const uint64_t cqe = s.posted[last] + 200 + rng() % 5000;
+    const uint64_t polled = (cqe - base + poll - 1) / poll * poll + base;  // the next poll after it
+    for (uint64_t w = k; w <= last; ++w) done[w] = polled;
+  }
+  std::sort(done.begin(), done.end());
+  s.completed = std::move(done);
+  return s;
+}
+
+TEST(PerftestBwPeak, EqualsPerftestsLoopOnRandomRuns) {
+  std::mt19937_64 rng(21);
+  int cases = 0, ragged = 0, nontrivial = 0;
+  for (uint32_t qps : {1u, 2u, 4u, 16u, 1000u})
+    for (uint32_t cq_mod : {1u, 2u, 3u, 7u, 100u})
+      for (uint64_t iterations : {1u, 2u, 5u, 37u, 101u, 250u}) {
+        const uint64_t n = iterations * qps;
+        if (n > 20000) continue;  // the reference is quadratic
+        for (uint64_t base : {uint64_t{0}, uint64_t{123456789}, uint64_t{1} << 62}) {
+          const Stamps s = random_stamps(rng, n, qps, cq_mod, base);
+          const uint64_t want = reference_peak_cycles(s.posted, s.completed, cq_mod);
+          ASSERT_EQ(perftest_peak_cycles(s.posted, s.completed, cq_mod), want)
+              << "-q " << qps << " -Q " << cq_mod << " N " << n << " base " << base;
+          ++cases;
+          if (cq_mod > 1 && n % cq_mod != 0) ++ragged;
+          // Not the trivial pair (first post, last completion), which a wrong scan could still find.
+          if (want != (s.completed[n - 1] - s.posted[0]) / n) ++nontrivial;
+        }
+      }
+  EXPECT_GE(cases, 300);
+  EXPECT_GE(ragged, 100) << "cq_mod > 1 with N not a multiple of it";
+  EXPECT_GE(nontrivial, cases / 2);
+}
+
+TEST(PerftestBwPeak, EqualsPerftestsLoopOnHullShapes) {
+  // Posts on a convex, a concave and a zigzag curve (hulls of every point, of two, of many
+  // alternating), completions a fixed or a varying latency after them.
+  for (uint32_t cq_mod : {1u, 3u, 10u})
+    for (int shape = 0; shape < 3; ++shape) {
+      Stamps s;
+      const uint64_t n = 2003;
+      for (uint64_t k = 0; k < n; ++k) {
+        const double x = static_cast<double>(k);
+        const double y = shape == 0 ? x * x / 10 : shape == 1 ? 4000 * std::sqrt(x) : 50 * x + (k % 2 ? 400 : 0);
+        s.posted.push_back(static_cast<uint64_t>(y));
+      }
+      for (uint64_t k = 0; k < n; ++k) s.completed.push_back(s.posted[k] + 1000 + (shape == 2 ? 0 : (k * 7919) % 3000));
+      std::sort(s.completed.begin(), s.completed.end());
+      EXPECT_EQ(perftest_peak_cycles(s.posted, s.completed, cq_mod), reference_peak_cycles(s.posted, s.completed, cq_mod))
+          << "shape " << shape << " -Q " << cq_mod;
+    }
+}
+
+TEST(PerftestBwPeak, FiguresUseIt) {
+  // The whole bw row on ns timestamps: the peak is size x Hz / (reference opt_delta x 2^20).
+  std::mt19937_64 rng(4);
+  for (uint32_t cq_mod : {1u, 4u, 100u}) {
+    const Stamps s = random_stamps(rng, 1003, 8, cq_mod, 0);
+    sim::PerftestPoint p;
+    p.bytes = 65536;
+    p.iterations = 1003;
+    for (uint64_t c : s.posted) p.tposted_ns.push_back(static_cast<double>(c) + 0.25);
+    for (uint64_t c : s.completed) p.tcompleted_ns.push_back(static_cast<double>(c) + 0.75);
+    const auto f = perftest_bw_figures(p, 1000, cq_mod, false);  // 1 cycle per ns
+    const uint64_t opt = reference_peak_cycles(s.posted, s.completed, cq_mod);
+    EXPECT_EQ(f.bw_peak_mib_s, static_cast<double>(65536ull * 1000000000ull) / static_cast<double>(opt * 1048576))
+        << "-Q " << cq_mod;
+    EXPECT_EQ(f.bw_peak_gbit_s, static_cast<double>(65536ull * 1000000000ull) / static_cast<double>(opt * 125000000))
+        << "-Q " << cq_mod;
+  }
+}
+
+TEST(PerftestBwPeak, RefusesACompletionBeforeItsPost) {
+  // The second completion time (j = 1) precedes the second post: perftest's difference wraps.
+  EXPECT_THROW(perftest_peak_cycles({0, 100}, {50, 60}, 1), std::invalid_argument);
+  EXPECT_THROW(perftest_peak_cycles({0, 100}, {50, 60}, 2), std::invalid_argument);
+  EXPECT_THROW(perftest_peak_cycles({0}, {}, 1), std::invalid_argument);
+  EXPECT_THROW(perftest_peak_cycles({0}, {1}, 0), std::invalid_argument);
+  // (0,0): 150/1, (0,1): 160/2 = 80, (1,1): 60/1 -> 60; with cq_mod 2 only j = 1: min(80, 60).
+  EXPECT_EQ(perftest_peak_cycles({0, 100}, {150, 160}, 1), 60u);
+  EXPECT_EQ(perftest_peak_cycles({0, 100}, {150, 170}, 2), 70u);
 }
 
 TEST(PerftestAddresses, LineFormatIsPerftests) {

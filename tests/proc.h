@@ -88,6 +88,8 @@ class Proc {
     return -1;
   }
   void kill9() { ::kill(pid_, SIGKILL); }
+  /// Sends `sig` (SIGINT, SIGTERM ...) to the process.
+  void signal(int sig) { ::kill(pid_, sig); }
   std::string out() const { return slurp(dir_ / "out"); }
   std::string err() const { return slurp(dir_ / "err"); }
   /// A server's port, from its "listening on port N" line on stderr (waits at most 5 s; -1).
