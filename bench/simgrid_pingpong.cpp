@@ -7,6 +7,7 @@
 // to be compared with (bench/CMakeLists.txt, bench_vs_simgrid).
 //
 // Usage: simgrid_pingpong [ROUND_TRIPS]  (default 200000)
+#include <cerrno>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -20,10 +21,19 @@
 namespace s4u = simgrid::s4u;
 
 int main(int argc, char** argv) {
-  const long rounds = argc > 1 ? std::strtol(argv[1], nullptr, 10) : 200000;
-  if (rounds <= 0) {
-    std::fprintf(stderr, "simgrid_pingpong: ROUND_TRIPS must be a positive integer, not '%s'\n", argv[1]);
+  long rounds = 200000;
+  if (argc > 2) {
+    std::fprintf(stderr, "simgrid_pingpong: usage: simgrid_pingpong [ROUND_TRIPS]\n");
     return 2;
+  }
+  if (argc == 2) {
+    char* end = nullptr;
+    errno = 0;
+    rounds = std::strtol(argv[1], &end, 10);
+    if (errno != 0 || end == argv[1] || *end != '\0' || rounds <= 0 || rounds > 1000000000L) {
+      std::fprintf(stderr, "simgrid_pingpong: ROUND_TRIPS must be an integer in 1..1000000000, not '%s'\n", argv[1]);
+      return 2;
+    }
   }
   auto engine = hcasim::sim::make_engine();
   auto* zone = s4u::create_full_zone("pingpong");
