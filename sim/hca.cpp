@@ -436,7 +436,7 @@ void SimQp::execute_send(const Posted& p) {
       return;
     }
     ++hca_.fault_stats_.rnr_naks;
-    sleep_until_s(s4u::Engine::get_clock() + to_s(peer->min_rnr_timer_ns_));
+    sleep_for_ns(peer->min_rnr_timer_ns_);
     if (state_ != State::Rts) return;  // flushed meanwhile
     if (peer->state_ != State::Rts && peer->state_ != State::Rtr) {
       swc.status = WcStatus::RemAccessErr;
@@ -513,7 +513,7 @@ void SimQp::execute_rdma_read(const sdp::SendWr& wr) {
   uint32_t retries = 0;
   if (!recovered(recover_read_request(retries), swc)) return;
   // The read request travels to the responder, which starts its DMA read of the data.
-  sleep_until_s(s4u::Engine::get_clock() + to_s(t.tx_processing_ns + t.propagation_ns + pt.rx_processing_ns));
+  sleep_for_ns(t.tx_processing_ns + t.propagation_ns + pt.rx_processing_ns);
   if (!peer->hca_.mr_allows(wr.rkey, peer->pd_, wr.remote_addr, bytes, sdp::kRemoteRead)) {
     swc.status = WcStatus::RemAccessErr;
     fail_wr(swc, now_ns() + pt.tx_processing_ns + t.propagation_ns + t.rx_processing_ns);
@@ -554,7 +554,7 @@ void SimQp::wire(SimQp& from, SimQp& to, uint64_t bytes) {
 void SimQp::wait_ns(double ns) {
   // qp.timeout = 0: no local ACK timer (IBA 9.7.6.1.3), the WR waits for ever; the run's
   // watchdog ends it.
-  sleep_until_s(s4u::Engine::get_clock() + to_s(ns > 0 ? ns : 1e15));
+  sleep_for_ns(ns > 0 ? ns : 1e15);
 }
 
 bool SimQp::wait_next_wr(double ns) {

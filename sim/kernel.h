@@ -84,6 +84,8 @@ inline double to_s(double ns) { return ns * 1e-9; }
 /// (variable, constraint expansion, solve and extraction; issue 20's profile). The actor wakes
 /// at exactly t_s (a sleep ends at now + (t_s - now), within an ulp of it).
 void sleep_until_s(double t_s);
+/// sleep_until_s(now + ns): blocks the calling actor for `ns` of simulated time.
+void sleep_for_ns(double ns);
 
 /// Lets every other actor runnable at this instant run `n` scheduling rounds before the caller
 /// goes on (n simcalls). Kept where hcasim's waits used to take a SimGrid mutex (two rounds to
