@@ -64,10 +64,21 @@ std::unique_ptr<s4u::Engine> make_engine() {
 }
 
 void sleep_until_s(double t_s) {
-  // A timed wait on a queue nobody notifies: its deadline's kernel timer resumes the actor (and
-  // is removed if the actor is killed meanwhile).
-  SimWaitQueue alone;
-  alone.wait(t_s);
+  if (!(t_s > s4u::Engine::get_clock())) return;
+  // SimWaitQueue::wait(t_s) on a queue of its own would do the same, but its waiter list costs
+  // an allocation per sleep on the hot path (bcopy 4-7 % slower). The timer is removed if the
+  // actor is killed meanwhile: SimGrid goes on running kernel timers after its last actor ended.
+  struct Sleep {
+    simgrid::kernel::timer::Timer* timer = nullptr;
+    ~Sleep() {
+      if (timer != nullptr) timer->remove();
+    }
+  } sleep;
+  sleep.timer = simgrid::kernel::timer::Timer::set(t_s, [&sleep, self = s4u::Actor::self()] {
+    sleep.timer = nullptr;  // SimGrid deletes the timer once it has run
+    self->resume();
+  });
+  s4u::this_actor::suspend();
 }
 
 void sleep_for_ns(double ns) { sleep_until_s(s4u::Engine::get_clock() + to_s(ns)); }
