@@ -155,7 +155,6 @@ class SimWaitQueue : public sdp::WaitQueue {
   bool wait(double deadline_s = std::numeric_limits<double>::infinity());
   /// Wakes every actor waiting now. Callable from an actor or from a Timer callback.
   void notify_all();
-  bool empty() const { return waiters_.empty(); }
 
   int sleepers = 0;
   std::vector<int> sleeper_cores;  ///< the core of each sleeper (a wake from another core sends an IPI)
