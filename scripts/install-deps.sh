@@ -3,7 +3,7 @@
 # Runs as root (or through sudo when available). Safe to run again.
 set -euo pipefail
 pkgs=(build-essential cmake ninja-build pkg-config git
-      libsimgrid-dev libboost-dev googletest libgtest-dev libbenchmark-dev
+      libsimgrid-dev libboost-dev libboost-context-dev googletest libgtest-dev libbenchmark-dev
       libcli11-dev libtomlplusplus-dev libfmt-dev libnlopt-dev libnlopt-cxx-dev gnuplot-nox
       zlib1g-dev libibverbs-dev librdmacm-dev
       clang libclang-rt-14-dev)

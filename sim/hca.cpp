@@ -62,9 +62,10 @@ SimQp& EmulatedHca::create_qp(uint32_t pd, uint32_t max_send_wr, uint32_t max_re
   return *qps_.back();
 }
 
-void EmulatedHca::set_route(const model::ib::Config& ib, double bottleneck_Bps) {
+void EmulatedHca::set_route(const model::ib::Config& ib, double bottleneck_Bps, const Route& route) {
   ib_ = ib;
   bottleneck_Bps_ = bottleneck_Bps;
+  route_ = &route;
 }
 
 void EmulatedHca::set_faults(const model::FaultConfig& faults, const model::RcRetry& retry, uint64_t side) {
@@ -79,15 +80,15 @@ void EmulatedHca::set_faults(const model::FaultConfig& faults, const model::RcRe
 }
 
 void EmulatedHca::start() {
-  s4u::Actor::create(host_.name() + "-hca-send", node_, [this] {
+  spawn(host_.name() + "-hca-send", [this] {
     failure_.guard(host_.name() + " HCA send engine", [this] { send_engine(); });
-  })->daemonize();
-  s4u::Actor::create(host_.name() + "-irq", node_, [this] {
+  }, true);
+  spawn(host_.name() + "-irq", [this] {
     failure_.guard(host_.name() + " interrupt handler", [this] {
       host_.bind_current(irq_.target_cpu());
       interrupt_handler();
     });
-  })->daemonize();
+  }, true);
 }
 
 void EmulatedHca::ring_doorbell() { engine_wq_.notify_all(); }
@@ -396,7 +397,7 @@ bool SimQp::gather_and_transfer(const Posted& p, Wc& swc) {
                                                    !p.waited);
   const double link_ns = model::message_link_time_ns(hca_.ib_, w);
   const double size = std::max(static_cast<double>(std::max<uint64_t>(bytes, 1)), link_ns * 1e-9 * hca_.bottleneck_Bps_);
-  s4u::Comm::sendto_async(hca_.node(), peer_->hca_.node(), static_cast<uint64_t>(std::ceil(size)))->wait();
+  Scheduler::current().transfer(hca_.route(), static_cast<uint64_t>(std::ceil(size)));
   return true;
 }
 
@@ -520,7 +521,7 @@ void SimQp::execute_rdma_read(const sdp::SendWr& wr) {
     return;
   }
   // The response data flows responder -> requester over the reverse route.
-  s4u::Comm::sendto_async(peer->hca_.node(), hca_.node(), std::max<uint64_t>(bytes, 1))->wait();
+  Scheduler::current().transfer(peer->hca_.route(), std::max<uint64_t>(bytes, 1));
   if (!recovered(recover_data(bytes, true, retries), swc)) return;
   const std::array<sdp::Sge, sdp::kMaxSge> source{sdp::Sge{wr.remote_addr, static_cast<uint32_t>(bytes), wr.rkey}};
   move_data(hca_.host().memory(), wr.sg, wr.num_sge, peer->hca_.host().memory(), source, 1, bytes);
@@ -548,7 +549,7 @@ model::Fate SimQp::draw_fate(SimQp& src, bool responder) {
 }
 
 void SimQp::wire(SimQp& from, SimQp& to, uint64_t bytes) {
-  s4u::Comm::sendto_async(from.hca_.node(), to.hca_.node(), std::max<uint64_t>(bytes, 1))->wait();
+  Scheduler::current().transfer(from.hca_.route(), std::max<uint64_t>(bytes, 1));
 }
 
 void SimQp::wait_ns(double ns) {

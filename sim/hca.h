@@ -53,10 +53,12 @@ class EmulatedHca {
   uint32_t dma_mr(uint32_t pd);
   /// Creates an RC QP in `pd` with its own CQ (send and receive completions), in RESET.
   SimQp& create_qp(uint32_t pd, uint32_t max_send_wr, uint32_t max_recv_wr, uint32_t cq_entries);
-  /// The route to the peer: its IB link and the payload rate of the route's bottleneck
-  /// (bytes/s, TwoHostBed's path_rates). A message occupies the route for the longer of
-  /// bytes / bottleneck and model::message_link_time_ns (per-message headers and WQE traffic).
-  void set_route(const model::ib::Config& ib, double bottleneck_Bps);
+  /// The route to the peer: its IB link, the payload rate of the route's bottleneck
+  /// (bytes/s, TwoHostBed's path_rates) and its SimGrid links (`route`, which must outlive the
+  /// HCA). A message occupies the route for the longer of bytes / bottleneck and
+  /// model::message_link_time_ns (per-message headers and WQE traffic).
+  void set_route(const model::ib::Config& ib, double bottleneck_Bps, const Route& route);
+  const Route& route() const { return *route_; }
   /// Faults on the packets of this HCA's QPs (model/fault.h) and the RC retry attributes of
   /// its QPs (retry_cnt, the local ACK timeout, rnr_retry: applied to every QP, existing and
   /// new). `side` (0 or 1) separates the fate streams of the two HCAs of a bed, whose QPNs
@@ -111,6 +113,7 @@ class EmulatedHca {
   uint64_t blueflame_posts_ = 0, doorbell_posts_ = 0;
   model::ib::Config ib_;
   double bottleneck_Bps_ = 0;
+  const Route* route_ = nullptr;
   Timer& timer_;
   Failure& failure_;
   model::IrqConfig irq_;

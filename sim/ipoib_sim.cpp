@@ -285,6 +285,7 @@ class Stream {
   std::unique_ptr<s4u::Engine> engine_;
   SimGridStats stats_;
   Failure failure_;
+  std::unique_ptr<Scheduler> scheduler_;
   std::unique_ptr<Timer> timer_;
   s4u::Host* node_ = nullptr;
   uint32_t mss_ = 0, header_bytes_ = 0;
@@ -310,6 +311,7 @@ Stream::Stream(const IpoibHost& a, const IpoibHost& b, const TcpStreamConfig& cf
   auto* zone = s4u::create_full_zone("hcasim-ipoib");
   node_ = zone->create_host("node", 1e9);
   zone->seal();
+  scheduler_ = std::make_unique<Scheduler>(failure_);
   timer_ = std::make_unique<Timer>(failure_);
   const std::array<const IpoibHost*, 2> p{&a, &b};
   const char* names[] = {"A", "B"};
@@ -334,6 +336,7 @@ Stream::~Stream() {
     s.host.reset();
   }
   timer_.reset();
+  scheduler_.reset();
 }
 
 uint64_t Stream::receive_window() const {
@@ -715,20 +718,20 @@ void Stream::netserver() {
 
 IpoibStreamResult Stream::run() {
   const auto wall0 = std::chrono::steady_clock::now();
-  s4u::Actor::create("netserver", node_, [this] { failure_.guard("netserver", [this] { netserver(); }); });
-  s4u::Actor::create("netperf", node_, [this] { failure_.guard("netperf", [this] { netperf(); }); });
+  Scheduler& s = *scheduler_;
+  s.spawn("netserver", [this] { failure_.guard("netserver", [this] { netserver(); }); });
+  s.spawn("netperf", [this] { failure_.guard("netperf", [this] { netperf(); }); });
   for (int i = 0; i < 2; ++i)
-    s4u::Actor::create(i == 0 ? "irq-A" : "irq-B", node_, [this, i] { failure_.guard("irq", [this, i] { irq_loop(i); }); })
-        ->daemonize();
+    s.spawn(i == 0 ? "irq-A" : "irq-B", [this, i] { failure_.guard("irq", [this, i] { irq_loop(i); }); }, true);
   const double limit_s =
       cfg_.length_bytes ? 60 + static_cast<double>(cfg_.length_bytes) * 8 / 1e7 : 2 * cfg_.length_s + 10;
-  s4u::Actor::create("watchdog", node_, [this, limit_s] {
+  s.spawn("watchdog", [this, limit_s] {
     failure_.guard("watchdog", [limit_s] {
-      s4u::this_actor::sleep_until(limit_s);
+      sleep_until_s(limit_s);
       throw std::runtime_error(fmt::format("the run did not finish within {} s of simulated time", limit_s));
     });
-  })->daemonize();
-  engine_->run();
+  }, true);
+  s.run(node_);
   if (failure_.failed()) throw std::runtime_error(failure_.message());
   if (t_end_ <= t_start_) throw std::runtime_error("simulation ended before the test finished");
 

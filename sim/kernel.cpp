@@ -5,6 +5,9 @@
 
 #include <sys/resource.h>
 
+#include <boost/context/fiber.hpp>
+#include <boost/context/protected_fixedsize_stack.hpp>
+
 #include <fmt/format.h>
 #include <simgrid/simix.hpp>
 #include <xbt/log.h>
@@ -38,8 +41,6 @@ uint64_t max_rss_kb() {
   return static_cast<uint64_t>(u.ru_maxrss);
 }
 
-Timer::Timer(Failure& failure) : failure_(failure) {}
-
 std::unique_ptr<s4u::Engine> make_engine() {
   char arg0[] = "hcasim";
 #ifdef HCASIM_SANITIZE
@@ -63,62 +64,312 @@ std::unique_ptr<s4u::Engine> make_engine() {
   return engine;
 }
 
-void sleep_until_s(double t_s) {
-  if (!(t_s > s4u::Engine::get_clock())) return;
-  // SimWaitQueue::wait(t_s) on a queue of its own would do the same, but its waiter list costs
-  // an allocation per sleep on the hot path (bcopy 4-7 % slower). The timer is removed if the
-  // actor is killed meanwhile: SimGrid goes on running kernel timers after its last actor ended.
-  struct Sleep {
-    simgrid::kernel::timer::Timer* timer = nullptr;
-    ~Sleep() {
-      if (timer != nullptr) timer->remove();
+// ---- Scheduler -------------------------------------------------------------------------------
+
+namespace {
+Scheduler* g_scheduler = nullptr;  // the one that exists now
+std::vector<std::function<void(double)>>& time_advance_hooks() {
+  static std::vector<std::function<void(double)>> hooks;
+  return hooks;
+}
+/// A context's stack. Large enough for the SDP engine and fmt's formatting with room to spare;
+/// the sanitizer build's frames are several times larger. The guard page below it turns an
+/// overflow into a segmentation fault, not a silent overwrite.
+#ifdef HCASIM_SANITIZE
+constexpr size_t kStackBytes = 4u << 20;
+#else
+constexpr size_t kStackBytes = 512u << 10;
+#endif
+}  // namespace
+
+void on_time_advance(std::function<void(double)> fn) { time_advance_hooks().push_back(std::move(fn)); }
+
+struct Scheduler::Fiber {
+  int id = 0;
+  std::string name;
+  std::function<void()> body;
+  boost::context::fiber ctx;
+  bool daemon = false;
+  bool done = false;
+  uint64_t gen = 0;  ///< incremented each time the fiber is made runnable
+};
+
+struct Scheduler::Event {
+  double t;
+  uint64_t seq;
+  Fiber* fiber;  ///< the context to resume (fn empty) or whose suspension a callback is for
+  uint64_t gen;  ///< that suspension: the event is void once the context was resumed otherwise
+  std::function<void()> fn;
+  bool operator>(const Event& o) const { return t > o.t || (t == o.t && seq > o.seq); }
+};
+
+struct Scheduler::Transfer {
+  uint64_t id;
+  const Route* route;
+  Fiber* fiber;
+  double start_s;     ///< when it started (alone: its bytes flow at route->rate_Bps from then)
+  double bytes;
+  s4u::CommPtr comm;  ///< its SimGrid communication, or null while it is timed alone
+  bool shares(const Route& r) const {
+    for (const s4u::Link* l : r.links)
+      if (std::find(route->links.begin(), route->links.end(), l) != route->links.end()) return true;
+    return false;
+  }
+};
+
+struct Scheduler::Impl {
+  std::vector<std::unique_ptr<Fiber>> fibers;
+  boost::context::fiber main;  ///< the scheduler's own continuation while a context runs
+  std::vector<Fiber*> next, round;
+  std::priority_queue<Event, std::vector<Event>, std::greater<>> events;
+  uint64_t seq = 0;
+  int live = 0;  ///< non-daemon contexts that have not returned
+  std::vector<std::unique_ptr<Transfer>> in_flight;  ///< alone and in SimGrid, in order of start
+  uint64_t next_transfer = 0;
+  int in_simgrid = 0;                ///< transfers of in_flight that are SimGrid communications
+  std::vector<s4u::CommPtr> comms;   ///< scratch: their comms, for wait_any_for
+  std::vector<Transfer*> comm_of;    ///< scratch: the transfer of each of comms
+  /// Brings SimGrid's clock to the calendar's (only while nothing is in flight in SimGrid).
+  void sync_simgrid() {
+    if (in_simgrid == 0 && s4u::Engine::get_clock() < detail::clock_s) s4u::this_actor::sleep_until(detail::clock_s);
+  }
+  void finish(Transfer* t) {
+    auto it = std::find_if(in_flight.begin(), in_flight.end(), [t](const auto& p) { return p.get() == t; });
+    in_flight.erase(it);
+  }
+};
+
+Scheduler::Scheduler(Failure& failure) : impl_(std::make_unique<Impl>()), failure_(failure) {
+  if (g_scheduler != nullptr) throw std::logic_error("Scheduler: another one exists");
+  g_scheduler = this;
+  detail::clock_s = 0;
+}
+
+Scheduler::~Scheduler() {
+  impl_->fibers.clear();  // unwinds what is left (a run that never ran)
+  g_scheduler = nullptr;
+}
+
+Scheduler& Scheduler::current() {
+  if (g_scheduler == nullptr) throw std::logic_error("no Scheduler exists");
+  return *g_scheduler;
+}
+
+void Scheduler::spawn(std::string name, std::function<void()> body, bool daemon) {
+  auto f = std::make_unique<Fiber>();
+  Fiber* fp = f.get();
+  fp->id = static_cast<int>(impl_->fibers.size());
+  fp->name = std::move(name);
+  fp->body = std::move(body);
+  fp->daemon = daemon;
+  fp->ctx = boost::context::fiber(std::allocator_arg, boost::context::protected_fixedsize_stack(kStackBytes),
+                                  [this, fp](boost::context::fiber&& sink) {
+                                    impl_->main = std::move(sink);
+                                    try {
+                                      fp->body();
+                                    } catch (const std::exception& e) {
+                                      failure_.record(fp->name, e.what());
+                                    }
+                                    fp->done = true;
+                                    if (!fp->daemon) --impl_->live;
+                                    return std::move(impl_->main);
+                                  });
+  if (!daemon) ++impl_->live;
+  impl_->fibers.push_back(std::move(f));
+  impl_->next.push_back(fp);
+  if (running_ != nullptr) yield();  // as an actor's Actor::create: the creator follows the new one
+}
+
+int Scheduler::current_id() const {
+  if (running_ == nullptr) throw std::logic_error("not called from a simulated context");
+  return running_->id;
+}
+
+const std::string& Scheduler::current_name() const {
+  static const std::string none = "the scheduler";
+  return running_ != nullptr ? running_->name : none;
+}
+
+uint64_t Scheduler::generation(const Fiber* f) { return f->gen; }
+
+void Scheduler::switch_to(Fiber* f) {
+  running_ = f;
+  ++stats_.switches;
+  f->ctx = std::move(f->ctx).resume();
+  running_ = nullptr;
+}
+
+void Scheduler::suspend() {
+  if (running_ == nullptr) throw std::logic_error("Scheduler::suspend outside a context");
+  impl_->main = std::move(impl_->main).resume();
+}
+
+void Scheduler::make_ready(Fiber* f) {
+  ++f->gen;
+  impl_->next.push_back(f);
+}
+
+void Scheduler::yield() {
+  make_ready(running_);
+  suspend();
+}
+
+void Scheduler::stop() { stopped_ = true; }
+
+void Scheduler::sleep_until(double t_s) {
+  if (!(t_s > detail::clock_s)) return;
+  Fiber* f = running_;
+  impl_->events.push({t_s, impl_->seq++, f, f->gen, {}});
+  suspend();
+}
+
+void Scheduler::call_at(double t_s, std::function<void()> fn) {
+  impl_->events.push({std::max(t_s, detail::clock_s), impl_->seq++, nullptr, 0, std::move(fn)});
+}
+
+void Scheduler::call_at_if(double t_s, Fiber* f, uint64_t gen, std::function<void()> fn) {
+  impl_->events.push({std::max(t_s, detail::clock_s), impl_->seq++, f, gen, std::move(fn)});
+}
+
+void Scheduler::to_simgrid(Transfer& t) {
+  // Alone it moved route->rate_Bps bytes per second since it started; SimGrid takes whole bytes.
+  const double left = t.bytes - (detail::clock_s - t.start_s) * t.route->rate_Bps;
+  t.comm = s4u::Comm::sendto_async(t.route->from, t.route->to, static_cast<uint64_t>(std::llround(std::max(0.0, left))));
+  ++impl_->in_simgrid;
+  ++stats_.transfers_simgrid;
+}
+
+void Scheduler::transfer(const Route& route, uint64_t bytes) {
+  Fiber* f = running_;
+  if (f == nullptr) throw std::logic_error("Scheduler::transfer outside a context");
+  Impl& m = *impl_;
+  auto t = std::make_unique<Transfer>(Transfer{m.next_transfer++, &route, f, detail::clock_s, static_cast<double>(bytes), {}});
+  Transfer* tp = t.get();
+  bool shared = false;
+  for (const auto& o : m.in_flight) shared = shared || o->shares(route);
+  if (!shared) {
+    // Alone on its links: its end is known now. The event is void if it moved to SimGrid.
+    ++stats_.transfers_alone;
+    m.in_flight.push_back(std::move(t));
+    call_at(detail::clock_s + static_cast<double>(bytes) / route.rate_Bps, [this, tp, id = tp->id] {
+      Impl& im = *impl_;
+      auto it = std::find_if(im.in_flight.begin(), im.in_flight.end(), [id](const auto& p) { return p->id == id; });
+      if (it == im.in_flight.end() || (*it)->comm) return;
+      make_ready(tp->fiber);
+      im.in_flight.erase(it);
+    });
+    suspend();
+    return;
+  }
+  m.sync_simgrid();
+  for (const auto& o : m.in_flight)
+    if (!o->comm && o->shares(route)) to_simgrid(*o);
+  m.in_flight.push_back(std::move(t));
+  tp->comm = s4u::Comm::sendto_async(route.from, route.to, bytes);
+  ++m.in_simgrid;
+  ++stats_.transfers_simgrid;
+  suspend();
+}
+
+void Scheduler::fire_due() {
+  auto& ev = impl_->events;
+  while (!ev.empty() && ev.top().t <= detail::clock_s && !stopped_) {
+    Event e = std::move(const_cast<Event&>(ev.top()));
+    ev.pop();
+    ++stats_.events;
+    if (e.fiber != nullptr && e.fiber->gen != e.gen) continue;  // resumed otherwise meanwhile
+    if (e.fn) {
+      try {
+        e.fn();
+      } catch (const std::exception& ex) {
+        failure_.record("timer", ex.what());
+      }
+    } else {
+      make_ready(e.fiber);
     }
-  } sleep;
-  sleep.timer = simgrid::kernel::timer::Timer::set(t_s, [&sleep, self = s4u::Actor::self()] {
-    sleep.timer = nullptr;  // SimGrid deletes the timer once it has run
-    self->resume();
+  }
+}
+
+void Scheduler::advance_to(double t_s) {
+  detail::clock_s = std::max(detail::clock_s, t_s);
+  ++stats_.time_advances;
+  for (auto& hook : time_advance_hooks()) hook(detail::clock_s);
+  fire_due();
+}
+
+void Scheduler::loop() {
+  Impl& m = *impl_;
+  for (;;) {
+    while (!m.next.empty() && !stopped_) {  // rounds at this instant
+      m.round.swap(m.next);
+      for (Fiber* f : m.round) {
+        if (stopped_) break;
+        switch_to(f);
+      }
+      m.round.clear();
+    }
+    if (stopped_ || m.live == 0) return;
+    const double t = m.events.empty() ? std::numeric_limits<double>::infinity() : m.events.top().t;
+    if (m.in_simgrid == 0) {
+      if (!std::isfinite(t)) return;  // nothing runnable or pending: the run is over
+      advance_to(t);
+      continue;
+    }
+    m.comms.clear();
+    m.comm_of.clear();
+    for (const auto& x : m.in_flight)
+      if (x->comm) {
+        m.comms.push_back(x->comm);
+        m.comm_of.push_back(x.get());
+      }
+    const double now_sg = s4u::Engine::get_clock();
+    const ssize_t first = s4u::Comm::wait_any_for(m.comms, std::isfinite(t) ? std::max(0.0, t - now_sg) : -1.0);
+    if (first < 0) {  // the next event came first
+      advance_to(t);
+      continue;
+    }
+    // A transfer ended before the next event: its context runs at its completion time, after
+    // whatever else is due then, with every other transfer that ended at that instant.
+    advance_to(s4u::Engine::get_clock());
+    for (size_t i = 0; i < m.comms.size(); ++i) {
+      if (static_cast<ssize_t>(i) != first && !m.comms[i]->test()) continue;
+      make_ready(m.comm_of[i]->fiber);
+      --m.in_simgrid;
+      m.finish(m.comm_of[i]);
+    }
+  }
+}
+
+void Scheduler::run(s4u::Host* host) {
+  s4u::Actor::create("hcasim-scheduler", host, [this] {
+    loop();
+    // Unwind every context that has not returned (daemons, and all of them after stop()):
+    // destroying a suspended fiber runs its destructors.
+    for (auto& f : impl_->fibers) f->ctx = boost::context::fiber();
+    impl_->in_flight.clear();
+    impl_->in_simgrid = 0;
   });
-  s4u::this_actor::suspend();
+  s4u::Engine::get_instance()->run();
 }
 
-void sleep_for_ns(double ns) { sleep_until_s(s4u::Engine::get_clock() + to_s(ns)); }
-
-Timer::~Timer() {
-  if (armed_ != nullptr) armed_->remove();
+void spawn(std::string name, std::function<void()> body, bool daemon) {
+  Scheduler::current().spawn(std::move(name), std::move(body), daemon);
 }
 
-void Timer::at(double at_ns, std::function<void()> fn) {
-  queue_.push({std::max(at_ns, sim::now_ns()), seq_++, std::move(fn)});
-  arm();
+void sleep_until_s(double t_s) { Scheduler::current().sleep_until(t_s); }
+
+void sleep_for_ns(double ns) { sleep_until_s(detail::clock_s + to_s(ns)); }
+
+void yield_rounds(int n) {
+  Scheduler& s = Scheduler::current();
+  for (int i = 0; i < n; ++i) s.yield();
 }
 
-void Timer::arm() {
-  if (queue_.empty()) return;
-  // Compare in SimGrid's own unit: a time in ns converted to s and back may land a hair
-  // before the clock.
-  const double t_s = std::max(to_s(queue_.top().t), s4u::Engine::get_clock());
-  if (armed_ != nullptr) {
-    if (armed_s_ <= t_s) return;  // armed for this instant or an earlier one
-    armed_->remove();
-  }
-  armed_s_ = t_s;
-  armed_ = simgrid::kernel::timer::Timer::set(t_s, [this] { fire(); });
-}
+// ---- Timer, Failure, SimWaitQueue ------------------------------------------------------------
 
-void Timer::fire() {
-  armed_ = nullptr;  // SimGrid deletes a kernel timer once it has run
-  while (!queue_.empty() && to_s(queue_.top().t) <= s4u::Engine::get_clock()) {
-    auto fn = std::move(const_cast<Item&>(queue_.top()).fn);
-    queue_.pop();
-    try {
-      fn();
-    } catch (const std::exception& e) {
-      failure_.record("timer", e.what());
-      return;
-    }
-  }
-  arm();
-}
+Timer::Timer(Failure& failure) : failure_(failure) {}
+
+void Timer::at(double at_ns, std::function<void()> fn) { Scheduler::current().call_at(to_s(at_ns), std::move(fn)); }
 
 void Failure::guard(const std::string& who, const std::function<void()>& body) {
   try {
@@ -129,61 +380,53 @@ void Failure::guard(const std::string& who, const std::function<void()>& body) {
 }
 
 void Failure::record(const std::string& who, const std::string& what) {
-  // The SDP socket names itself ("netperf: ..."): the actor's name is not repeated.
+  // The SDP socket names itself ("netperf: ..."): the context's name is not repeated.
   if (message_.empty()) message_ = what.rfind(who + ": ", 0) == 0 ? what : fmt::format("{}: {}", who, what);
-  s4u::Actor::kill_all();
+  if (g_scheduler != nullptr) g_scheduler->stop();
 }
 
 struct SimWaitQueue::Waiter {
-  s4u::ActorPtr actor = s4u::Actor::self();
+  Scheduler::Fiber* fiber = nullptr;
   bool notified = false;
-  simgrid::kernel::timer::Timer* deadline = nullptr;  ///< pending kernel timer of a timed wait
 };
 
 bool SimWaitQueue::wait(double deadline_s) {
-  if (!(deadline_s > s4u::Engine::get_clock())) return false;
-  Waiter w;
+  if (!(deadline_s > detail::clock_s)) return false;
+  Scheduler& s = Scheduler::current();
+  Waiter w{s.running(), false};
+  if (w.fiber == nullptr) throw std::logic_error("SimWaitQueue::wait outside a context");
   waiters_.push_back(&w);
-  if (std::isfinite(deadline_s))
-    w.deadline = simgrid::kernel::timer::Timer::set(deadline_s, [this, &w] {
-      w.deadline = nullptr;  // SimGrid deletes the timer once it has run
+  if (std::isfinite(deadline_s)) {
+    // Void once the context is resumed otherwise (notified): `w` is gone by then.
+    s.call_at_if(deadline_s, w.fiber, Scheduler::generation(w.fiber), [this, &w, &s] {
       waiters_.erase(std::find(waiters_.begin(), waiters_.end(), &w));
-      w.actor->resume();
+      s.make_ready(w.fiber);
     });
-  // Left by an exception (the actor killed at the end of the simulation or by Failure::guard):
-  // nothing may still point into this frame.
+  }
+  // Left by an exception (the context unwound at the end of the simulation): nothing may
+  // still point into this frame.
   struct Leave {
     SimWaitQueue& q;
     Waiter& w;
     ~Leave() {
-      if (w.deadline != nullptr) w.deadline->remove();
       if (auto it = std::find(q.waiters_.begin(), q.waiters_.end(), &w); it != q.waiters_.end()) q.waiters_.erase(it);
     }
   } leave{*this, w};
-  s4u::this_actor::suspend();
+  s.suspend();
   return w.notified;
-}
-
-void yield_rounds(int n) {
-  for (int i = 0; i < n; ++i) s4u::this_actor::yield();
 }
 
 void SimWaitQueue::notify_all() {
   if (waiters_.empty()) return;
-  if (!s4u::Actor::is_maestro()) {  // resume the waiters from maestro, in one simcall
-    simgrid::kernel::actor::simcall_answered([this] { notify_all(); });
-    return;
-  }
-  std::vector<Waiter*> woken;
-  woken.swap(waiters_);
-  for (Waiter* w : woken) {
+  Scheduler& s = Scheduler::current();
+  woken_.swap(waiters_);
+  for (Waiter* w : woken_) {
     w->notified = true;
-    if (w->deadline != nullptr) {
-      w->deadline->remove();
-      w->deadline = nullptr;
-    }
-    w->actor->resume();
+    s.make_ready(w->fiber);
   }
+  woken_.clear();
+  // A context notifying goes on after the woken ones, as an actor whose simcall resumed them.
+  if (s.in_context()) s.yield();
 }
 
 SimHost::SimHost(int id, std::string name, const model::CpuCosts& costs, const model::CpuTopology& topology,
@@ -219,16 +462,17 @@ double SimHost::copy_from_user_ns(sdp::Addr user, uint64_t bytes) {
 void SimHost::bind_current(int core) {
   if (core < 0 || core >= costs_.cpus)
     throw InputError(fmt::format("{}: CPU {} does not exist (the host has {} CPUs)", name_, core, costs_.cpus));
-  const auto pid = static_cast<size_t>(s4u::this_actor::get_pid());
+  const auto pid = static_cast<size_t>(Scheduler::current().current_id());
   if (pid >= contexts_.size()) contexts_.resize(pid + 1);
   if (!contexts_[pid]) contexts_[pid] = std::make_unique<Context>();
   contexts_[pid]->core = core;
 }
 
 SimHost::Context& SimHost::current() {
-  const auto pid = static_cast<size_t>(s4u::this_actor::get_pid());
+  const Scheduler& s = Scheduler::current();
+  const auto pid = static_cast<size_t>(s.current_id());
   if (pid >= contexts_.size() || !contexts_[pid])
-    throw std::logic_error(fmt::format("{}: actor {} has no CPU context", name_, s4u::this_actor::get_name()));
+    throw std::logic_error(fmt::format("{}: context {} has no CPU context", name_, s.current_name()));
   return *contexts_[pid];
 }
 
@@ -290,7 +534,7 @@ bool SimHost::spin(sdp::WaitQueue& wq, const std::function<bool()>& ready, doubl
   const double ran0 = core_ran_ns_[static_cast<size_t>(c.core)];
   const double deadline_s = to_s(t0 + timeout_ns);  // in SimGrid's unit (see Timer::arm)
   yield_rounds(2);
-  while (!ready() && s4u::Engine::get_clock() < deadline_s) {
+  while (!ready() && detail::clock_s < deadline_s) {
     if (!q.wait(deadline_s)) break;
   }
   yield_rounds(1);

@@ -1,12 +1,13 @@
 #pragma once
-/// \file The SimGrid side of a simulated host: cores that accumulate busy time, execution
-/// contexts (threads, interrupt handlers) bound to cores, wait queues, and a timer that runs
-/// callbacks at given simulated times.
+/// \file The kernel of a simulation: hcasim's scheduler (contexts on a calendar of timed
+/// events, SimGrid for the links), cores that accumulate busy time, execution contexts
+/// (threads, interrupt handlers) bound to cores, wait queues, and a timer that runs callbacks
+/// at given simulated times.
 ///
-/// Time is in ns inside hcasim and in seconds inside SimGrid. A context charges CPU time
-/// lazily: charge() adds to a debt that is slept off (one SimGrid activity) only before the
-/// context does something another actor can observe (a verbs call, a wait, a wake). This keeps
-/// the number of activities near one per SDP message without changing any instant at which
+/// Time is in ns inside hcasim and in seconds on the calendar and in SimGrid. A context charges
+/// CPU time lazily: charge() adds to a debt that is slept off (one calendar event) only before
+/// the context does something another context can observe (a verbs call, a wait, a wake). This
+/// keeps the number of events near ten per SDP message without changing any instant at which
 /// something becomes visible.
 #include <cstdint>
 #include <exception>
@@ -18,7 +19,6 @@
 #include <unordered_map>
 #include <vector>
 
-#include <simgrid/kernel/Timer.hpp>
 #include <simgrid/s4u.hpp>
 
 #include "model/cache.h"
@@ -51,15 +51,15 @@ class SimGridStats {
 /// The process's peak resident set size so far (getrusage ru_maxrss), KiB.
 uint64_t max_rss_kb();
 
-/// Where actors report an error. SimGrid aborts the process on an exception that leaves an
-/// actor; guard() catches it instead, keeps the first message and kills every other actor so
-/// that Engine::run() returns and the caller can report it.
+/// Where contexts report an error. guard() catches an exception that would leave a context,
+/// keeps the first message and stops the Scheduler, so that its run() returns and the caller
+/// can report it.
 class Failure {
  public:
   /// Runs body; on an exception records "who: what" (the first one wins) and stops the run.
   void guard(const std::string& who, const std::function<void()>& body);
   /// Records "who: what" (the first one wins) and stops the run: guard()'s catch, for code that
-  /// runs outside an actor (Timer's callbacks).
+  /// runs outside a context (Timer's callbacks).
   void record(const std::string& who, const std::string& what);
   bool failed() const { return !message_.empty(); }
   const std::string& message() const { return message_; }
@@ -76,19 +76,139 @@ class Failure {
 /// exact-timing network configuration of DESIGN.md. One per process.
 std::unique_ptr<simgrid::s4u::Engine> make_engine();
 
-/// Seconds (SimGrid) from ns.
+/// Seconds from ns.
 inline double to_s(double ns) { return ns * 1e-9; }
-/// Blocks the calling actor until simulated time t_s (seconds; at once if it has passed), as
-/// s4u::this_actor::sleep_until does, but through a SimGrid kernel timer that resumes the
-/// suspended actor: no CPU sleep action in SimGrid's max-min system, which a sleep costs
-/// (variable, constraint expansion, solve and extraction; issue 20's profile). The actor wakes
-/// at exactly t_s (a sleep ends at now + (t_s - now), within an ulp of it).
+
+namespace detail {
+/// The simulated clock, s: the running Scheduler's (it stays at the last run's end time after).
+inline double clock_s = 0;
+}  // namespace detail
+
+/// A SimGrid route between two nodes and the links it crosses, for Scheduler::transfer to know
+/// which transfers share a link. `rate_Bps` is the least bandwidth of `links` (bytes/s): what a
+/// transfer alone on the route gets under the exact-timing configuration (make_engine: latency
+/// 0, max-min sharing, no TCP factors).
+struct Route {
+  simgrid::s4u::Host* from = nullptr;
+  simgrid::s4u::Host* to = nullptr;
+  std::vector<const simgrid::s4u::Link*> links;
+  double rate_Bps = 0;
+};
+
+/// hcasim's own discrete-event kernel (issue 20): the execution contexts of a simulation
+/// (application threads, interrupt handlers, the HCAs' engines) are fibers (Boost.Context) on
+/// one calendar of timed events, run inside a single SimGrid actor. SimGrid is spent only on
+/// what contends: the links of the route, through transfer(). A context switch costs ~20 ns
+/// here, where a SimGrid simcall cost ~0.4 us and a SimGrid time step ~0.7 us (this machine;
+/// issue 20's note), and a simulated SDP message takes about ten of them.
+///
+/// Order of events, as SimGrid's engine orders its actors and kernel timers (the fitted
+/// figures depend on the order of what happens at one instant, yield_rounds()):
+/// - Contexts that can run at the current instant run in rounds. Each runs until it blocks or
+///   yields; what becomes runnable meanwhile runs in the next round, in the order it became so.
+///   A context that wakes waiters (SimWaitQueue::notify_all) yields behind them, as an actor's
+///   simcall was answered after its code had resumed them.
+/// - When no context can run, the clock moves to the earliest event (time, then the order of
+///   scheduling) and every event due then fires: timed callbacks run, sleepers and timed-out
+///   waiters become runnable.
+/// - A transfer on links no other transfer in flight uses takes bytes / rate exactly, as SimGrid
+///   would give it alone: it is an event on the calendar and costs SimGrid nothing. A transfer
+///   that shares a link with one in flight is a SimGrid communication, and so is from then on
+///   every transfer it shares a link with: those in flight continue in SimGrid with the bytes
+///   they have left (SimGrid's max-min sharing then applies), until none is left in flight.
+/// - While a SimGrid transfer is in flight, the clock moves through SimGrid (Comm::wait_any_for
+///   up to the next event): a transfer that completes first makes its context runnable at its
+///   completion time, after the events due then. Between SimGrid transfers SimGrid's clock stays
+///   behind and is brought up to date (one SimGrid sleep) before the next one starts.
+/// The run ends when every non-daemon context has returned, when stop() is called (Failure), or
+/// when nothing is runnable or pending; daemon contexts are then unwound (their destructors
+/// run), as SimGrid kills its daemon actors. One Scheduler at a time per process.
+class Scheduler {
+ public:
+  explicit Scheduler(Failure& failure);
+  ~Scheduler();
+  Scheduler(const Scheduler&) = delete;
+  Scheduler& operator=(const Scheduler&) = delete;
+
+  /// The Scheduler that exists now; throws std::logic_error when none does.
+  static Scheduler& current();
+  /// Creates a context running `body`; it first runs in the first round of run(). A daemon
+  /// does not keep the run going. `body` should catch its own errors (Failure::guard); an
+  /// exception leaving it is recorded in the Failure and stops the run.
+  void spawn(std::string name, std::function<void()> body, bool daemon = false);
+  /// Runs the simulation to its end inside one SimGrid actor on `host` (the engine's run()).
+  void run(simgrid::s4u::Host* host);
+  /// Ends the run: no context runs again. Callable from a context or a callback.
+  void stop();
+
+  /// Id of the calling context (0-based, in order of spawn()); throws std::logic_error outside one.
+  int current_id() const;
+  /// Name of the calling context (or "the scheduler" outside one).
+  const std::string& current_name() const;
+  bool in_context() const { return running_ != nullptr; }
+
+  /// Blocks the calling context until simulated time t_s (at once when it has passed).
+  void sleep_until(double t_s);
+  /// Lets every context runnable now run one round before the caller goes on.
+  void yield();
+  /// Runs fn at simulated time t_s (s; now if earlier) from the scheduler, not from a context.
+  void call_at(double t_s, std::function<void()> fn);
+  /// Moves `bytes` over `route`, blocking the calling context until the last byte arrives:
+  /// alone on its links, in bytes / route.rate_Bps; sharing one, as a SimGrid communication.
+  /// `route` must outlive the transfer.
+  void transfer(const Route& route, uint64_t bytes);
+
+  /// What the run cost hcasim's own kernel: events fired, context switches, clock advances,
+  /// transfers timed alone (closed form) and through SimGrid (started there or moved there when
+  /// another came to share a link).
+  struct Stats {
+    uint64_t events = 0, switches = 0, time_advances = 0, transfers_alone = 0, transfers_simgrid = 0;
+  };
+  const Stats& stats() const { return stats_; }
+
+  // Used by SimWaitQueue.
+  struct Fiber;
+  Fiber* running() const { return running_; }
+  /// Blocks the calling context until make_ready() is called on it.
+  void suspend();
+  /// Makes a suspended context runnable in the next round (no effect on a stale `gen`).
+  void make_ready(Fiber* f);
+  /// Generation of a context's current suspension: an event that resumes it checks it.
+  static uint64_t generation(const Fiber* f);
+  /// Runs fn at t_s if `f` is still in the suspension of generation `gen` then.
+  void call_at_if(double t_s, Fiber* f, uint64_t gen, std::function<void()> fn);
+
+ private:
+  struct Event;
+  struct Transfer;
+  struct Impl;
+  /// Moves a transfer timed alone into SimGrid with the bytes it has left.
+  void to_simgrid(Transfer& t);
+  void loop();
+  void switch_to(Fiber* f);
+  void fire_due();
+  void advance_to(double t_s);
+  std::unique_ptr<Impl> impl_;
+  Fiber* running_ = nullptr;
+  Failure& failure_;
+  Stats stats_;
+  bool stopped_ = false;
+};
+
+/// Calls fn(clock_s) each time a Scheduler's clock advances (progress reports, sim/progress.h).
+/// For the life of the process, for every Scheduler.
+void on_time_advance(std::function<void(double)> fn);
+
+/// Scheduler::current().spawn(...).
+void spawn(std::string name, std::function<void()> body, bool daemon = false);
+/// Blocks the calling context until simulated time t_s (seconds; at once if it has passed):
+/// an event on hcasim's calendar, no SimGrid activity.
 void sleep_until_s(double t_s);
-/// sleep_until_s(now + ns): blocks the calling actor for `ns` of simulated time.
+/// sleep_until_s(now + ns): blocks the calling context for `ns` of simulated time.
 void sleep_for_ns(double ns);
 
-/// Lets every other actor runnable at this instant run `n` scheduling rounds before the caller
-/// goes on (n simcalls). Kept where hcasim's waits used to take a SimGrid mutex (two rounds to
+/// Lets every other context runnable at this instant run `n` scheduling rounds before the
+/// caller goes on. Kept where hcasim's waits used to take a SimGrid mutex (two rounds to
 /// lock, one to unlock) and the fitted figures depend on that same-instant order: entering and
 /// leaving SimHost::sleep and SimHost::spin, and the interrupt handler's loop. Without any of
 /// them a 16 KB SDP stream moves 20 % less (6381 -> 5103 Mbit/s, 1 s); without the interrupt
@@ -97,63 +217,39 @@ void sleep_for_ns(double ns);
 /// fitted with, not a mechanism (issue 20's note).
 void yield_rounds(int n);
 /// Current simulated time in ns.
-inline double now_ns() { return simgrid::s4u::Engine::get_clock() * 1e9; }
+inline double now_ns() { return detail::clock_s * 1e9; }
 
-/// Runs callbacks at simulated times, in (time, insertion) order. Callbacks must not block and
-/// have no CPU context: they push CQEs, raise interrupts and notify.
-///
-/// The callbacks run in SimGrid's kernel (maestro) through one SimGrid kernel timer
-/// (simgrid::kernel::timer::Timer, armed at the earliest pending time), not in an actor: a
-/// callback costs no context switch and no activity, where a timer actor cost two switches and
-/// a re-armed wait per callback (issue 20). hcasim keeps its own queue so that callbacks due at
-/// the same instant run in the order they were scheduled (SimGrid's heap does not keep it).
-/// An exception leaving a callback is reported to `failure` (the first one wins), which ends
-/// the run, as it did from the timer actor.
+/// Runs callbacks at simulated times, in (time, insertion) order, on the Scheduler's calendar.
+/// Callbacks must not block and have no CPU context: they push CQEs, raise interrupts and
+/// notify. An exception leaving a callback is reported to `failure` (the first one wins),
+/// which ends the run.
 class Timer {
  public:
   explicit Timer(Failure& failure);
-  ~Timer();
   Timer(const Timer&) = delete;
   Timer& operator=(const Timer&) = delete;
   /// Schedules fn at simulated time at_ns (not earlier than now).
   void at(double at_ns, std::function<void()> fn);
 
  private:
-  struct Item {
-    double t;
-    uint64_t seq;
-    std::function<void()> fn;
-    bool operator>(const Item& o) const { return t > o.t || (t == o.t && seq > o.seq); }
-  };
-  /// Arms the kernel timer for the earliest item, if it is not armed for it already.
-  void arm();
-  /// The kernel timer's callback: runs every item due now, then re-arms.
-  void fire();
-  std::priority_queue<Item, std::vector<Item>, std::greater<>> queue_;
-  uint64_t seq_ = 0;
-  simgrid::kernel::timer::Timer* armed_ = nullptr;  ///< the pending kernel timer, if any
-  double armed_s_ = 0;                              ///< its date, s
   Failure& failure_;
 };
 
-/// A wait queue of actors, without a SimGrid mutex or condition variable: each waiter
-/// suspends itself, and notify_all() (or the waiter's deadline, a kernel timer) resumes it.
-/// SimGrid's actors run one at a time, so the queue needs no lock; a condition variable costs
-/// a lock and an unlock (three simcalls, each a switch to maestro and back) around every wait,
-/// and notify_all a simcall even with nobody waiting. Here a wait is one simcall and a notify
-/// with no waiter none. Notified actors run later at the same instant, in the order they began
-/// to wait. An actor killed while it waits (the end of the simulation) leaves the queue
-/// without a simcall.
+/// A wait queue of contexts. Each waiter suspends itself; notify_all() (or the waiter's
+/// deadline, an event on the calendar) makes it runnable. Contexts run one at a time, so the
+/// queue needs no lock. Notified contexts run later at the same instant, in the order they
+/// began to wait, and a notifying context yields behind them (Scheduler's order). A context
+/// unwound while it waits (the end of the simulation) leaves the queue.
 class SimWaitQueue : public sdp::WaitQueue {
  public:
   SimWaitQueue() = default;
   SimWaitQueue(const SimWaitQueue&) = delete;
   SimWaitQueue& operator=(const SimWaitQueue&) = delete;
-  /// Blocks the calling actor until notify_all() or until simulated time `deadline_s`
+  /// Blocks the calling context until notify_all() or until simulated time `deadline_s`
   /// (seconds; infinite: no deadline). Returns true when notified, false at the deadline
   /// (at once when it has passed). Callers re-check their condition in a loop.
   bool wait(double deadline_s = std::numeric_limits<double>::infinity());
-  /// Wakes every actor waiting now. Callable from an actor or from a Timer callback.
+  /// Wakes every context waiting now. Callable from a context or from a Timer callback.
   void notify_all();
 
   int sleepers = 0;
@@ -161,7 +257,7 @@ class SimWaitQueue : public sdp::WaitQueue {
 
  private:
   struct Waiter;
-  std::vector<Waiter*> waiters_;
+  std::vector<Waiter*> waiters_, woken_;
 };
 
 /// A simulated host: its memory, its cores and the execution contexts running on them.
@@ -212,7 +308,7 @@ class SimHost : public sdp::Host {
   std::vector<double> core_free_at_ns_;           // when each core finishes its queued work
   std::vector<double> core_ran_ns_;               // CPU time each core has run (flushed), ns
   std::vector<model::CoreAccount> accounts_;
-  std::vector<std::unique_ptr<Context>> contexts_;  // by actor pid (SimGrid's pids are small, sequential)
+  std::vector<std::unique_ptr<Context>> contexts_;  // by context id (Scheduler::current_id: small, sequential)
   std::unordered_map<const void*, int> last_writer_;  // kernel object -> core that wrote it last
   std::vector<model::ReuseCache> caches_;         // one per last-level cache
 };

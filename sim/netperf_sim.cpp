@@ -6,7 +6,6 @@
 
 #include <fmt/format.h>
 #include <zlib.h>
-#include <simgrid/s4u.hpp>
 
 #include "model/cpu.h"
 #include "model/netstack.h"
@@ -14,8 +13,6 @@
 #include "sim/testbed.h"
 
 namespace hcasim::sim {
-
-namespace s4u = simgrid::s4u;
 
 namespace {
 
@@ -64,8 +61,6 @@ TcpStreamResult run_tcp_stream(const model::Platform& local, const model::Platfo
   SimQp& qp_a = bed.qp(0);
   SimQp& qp_b = bed.qp(1);
   Failure& failure = bed.failure();
-  s4u::Host* a_cpu = bed.cpu_node(0);
-  s4u::Host* b_cpu = bed.cpu_node(1);
 
   Rendezvous rv;
   double t_start = 0, t_end = 0;
@@ -83,7 +78,7 @@ TcpStreamResult run_tcp_stream(const model::Platform& local, const model::Platfo
   uint64_t received = 0, recv_calls = 0, sent = 0, send_calls = 0;
 
   // netserver: accept, then recv() until the end of the stream, checking every byte range.
-  s4u::Actor::create("netserver", b_cpu, [&] {
+  bed.scheduler().spawn("netserver", [&] {
     failure.guard("netserver", [&] {
       host_b.bind_current(rcpu);
       sock_b = std::make_unique<sdp::SdpSocket>(host_b, qp_b, B.sdp, "netserver");
@@ -110,7 +105,7 @@ TcpStreamResult run_tcp_stream(const model::Platform& local, const model::Platfo
   });
 
   // netperf: connect, send for the test length, shutdown, wait for the remote close.
-  s4u::Actor::create("netperf", a_cpu, [&] {
+  bed.scheduler().spawn("netperf", [&] {
     failure.guard("netperf", [&] {
       host_a.bind_current(lcpu);
       sock_a = std::make_unique<sdp::SdpSocket>(host_a, qp_a, A.sdp, "netperf");

@@ -10,14 +10,11 @@
 #include <memory>
 
 #include <fmt/format.h>
-#include <simgrid/s4u.hpp>
 
 #include "model/noise.h"
 #include "sim/testbed.h"
 
 namespace hcasim::sim {
-
-namespace s4u = simgrid::s4u;
 
 namespace {
 
@@ -348,7 +345,7 @@ PerftestResult run_perftest(const model::Platform& local, const model::Platform&
   const std::array<std::string, 2> who{std::string(tool) + " client", std::string(tool) + " server"};
   for (int i = 0; i < 2; ++i) {
     const bool client = i == 0;
-    s4u::Actor::create(who[static_cast<size_t>(i)], bed.cpu_node(i), [&, i, client] {
+    bed.scheduler().spawn(who[static_cast<size_t>(i)], [&, i, client] {
       const char* me = who[static_cast<size_t>(i)].c_str();
       bed.failure().guard(me, [&] {
         Side& s = side[static_cast<size_t>(i)];

@@ -6,7 +6,7 @@
 #include <memory>
 #include <utility>
 
-#include <simgrid/s4u/Engine.hpp>
+#include "sim/kernel.h"
 
 namespace hcasim::sim {
 
@@ -23,12 +23,12 @@ void report_progress(std::function<void(double, double)> report, double every_wa
   state->report = std::move(report);
   state->every = std::chrono::duration<double>(every_wall_s);
   state->next = state->start + std::chrono::duration_cast<Clock::duration>(state->every);
-  simgrid::s4u::Engine::on_time_advance_cb([state](double) {
+  on_time_advance([state](double clock_s) {
     if (++state->steps % 1024 != 0) return;  // the wall clock is read once per 1024 clock steps
     const Clock::time_point now = Clock::now();
     if (now < state->next) return;
     state->next = now + std::chrono::duration_cast<Clock::duration>(state->every);
-    state->report(simgrid::s4u::Engine::get_clock(), std::chrono::duration<double>(now - state->start).count());
+    state->report(clock_s, std::chrono::duration<double>(now - state->start).count());
   });
 }
 

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <limits>
 #include <tuple>
 
 #include "sim/ipoib_sim.h"
@@ -103,7 +104,6 @@ TwoHostBed::TwoHostBed(const HostParams& a, const HostParams& b, uint64_t seed, 
   engine_ = make_engine();
 
   auto* zone = s4u::create_full_zone("hcasim");
-  cpu_ = {zone->create_host("A", 1e9), zone->create_host("B", 1e9)};
   hca_node_ = {zone->create_host("A-hca", 1e9), zone->create_host("B-hca", 1e9)};
   auto link = [&](const std::string& name, double Bps) { return zone->create_link(name, Bps)->set_latency(0)->seal(); };
   using LR = s4u::LinkInRoute;
@@ -131,15 +131,24 @@ TwoHostBed::TwoHostBed(const HostParams& a, const HostParams& b, uint64_t seed, 
     route.emplace_back(pcix_bus[ti] ? pcix_bus[ti] : link(t + "-pcie-d2h", r.bus_write_Bps));
     zone->add_route(hca_node_[fi]->get_netpoint(), hca_node_[ti]->get_netpoint(), nullptr, nullptr, route, false);
     bottleneck[fi] = std::min({r.bus_read_Bps, r.dma_tags_Bps, r.ib_Bps, r.bus_write_Bps});
+    Route& rt = routes_[fi];
+    rt.from = hca_node_[fi];
+    rt.to = hca_node_[ti];
+    rt.rate_Bps = std::numeric_limits<double>::infinity();
+    for (const LR& l : route) {
+      rt.links.push_back(l.get_link());
+      rt.rate_Bps = std::min(rt.rate_Bps, l.get_link()->get_bandwidth());
+    }
   }
   zone->seal();
 
+  scheduler_ = std::make_unique<Scheduler>(failure_);
   timer_ = std::make_unique<Timer>(failure_);
   for (size_t i = 0; i < 2; ++i) {
     host_[i] = std::make_unique<SimHost>(static_cast<int>(i), names[i], p[i]->costs, p[i]->topology, seed, mode);
     hca_[i] = std::make_unique<EmulatedHca>(*host_[i], hca_node_[i], p[i]->timing, p[i]->post, p[i]->max_inline_data,
                                            *timer_, failure_, p[i]->irq);
-    hca_[i]->set_route(p[i]->ib, bottleneck[i]);
+    hca_[i]->set_route(p[i]->ib, bottleneck[i], routes_[i]);
   }
   params_ = p;
   std::tie(qp_[0], qp_[1]) = add_qp_pair();
@@ -162,18 +171,19 @@ TwoHostBed::~TwoHostBed() {
   for (auto& h : hca_) h.reset();
   for (auto& h : host_) h.reset();
   timer_.reset();
+  scheduler_.reset();
 }
 
 void TwoHostBed::run(double limit_s) {
   for (auto& h : hca_) h->start();
   // Watchdog: a run still going long after its expected end is a protocol stall.
-  s4u::Actor::create("watchdog", hca_node_[0], [this, limit_s] {
+  scheduler_->spawn("watchdog", [this, limit_s] {
     failure_.guard("watchdog", [limit_s] {
-      s4u::this_actor::sleep_until(limit_s);
+      sleep_until_s(limit_s);
       throw std::runtime_error(fmt::format("the run did not finish within {} s of simulated time", limit_s));
     });
-  })->daemonize();
-  engine_->run();
+  }, true);
+  scheduler_->run(hca_node_[0]);
 }
 
 }  // namespace hcasim::sim

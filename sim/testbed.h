@@ -72,7 +72,6 @@ class TwoHostBed {
   TwoHostBed(const HostParams& a, const HostParams& b, uint64_t seed, sdp::DataMode mode);
   ~TwoHostBed();
 
-  simgrid::s4u::Host* cpu_node(int i) { return cpu_[static_cast<size_t>(i)]; }
   simgrid::s4u::Host* hca_node(int i) { return hca_node_[static_cast<size_t>(i)]; }
   SimHost& host(int i) { return *host_[static_cast<size_t>(i)]; }
   EmulatedHca& hca(int i) { return *hca_[static_cast<size_t>(i)]; }
@@ -86,17 +85,20 @@ class TwoHostBed {
   Failure& failure() { return failure_; }
   const SimGridStats& stats() const { return stats_; }
   Timer& timer() { return *timer_; }
+  Scheduler& scheduler() { return *scheduler_; }
 
-  /// Starts the HCA, timer and watchdog actors, then runs the engine until the application
-  /// actors end. A run still going at `limit_s` of simulated time fails with a message.
+  /// Starts the HCAs' contexts and the watchdog, then runs the Scheduler until the application
+  /// contexts end. A run still going at `limit_s` of simulated time fails with a message.
   void run(double limit_s);
 
  private:
   std::unique_ptr<simgrid::s4u::Engine> engine_;
   SimGridStats stats_;
   Failure failure_;
+  std::unique_ptr<Scheduler> scheduler_;
   std::unique_ptr<Timer> timer_;
-  std::array<simgrid::s4u::Host*, 2> cpu_{}, hca_node_{};
+  std::array<simgrid::s4u::Host*, 2> hca_node_{};
+  std::array<Route, 2> routes_;  ///< A to B, B to A
   std::array<std::unique_ptr<SimHost>, 2> host_;
   std::array<std::unique_ptr<EmulatedHca>, 2> hca_;
   std::array<SimQp*, 2> qp_{};

@@ -13,7 +13,6 @@
 
 using namespace hcasim;
 using namespace hcasim::sim;
-namespace s4u = simgrid::s4u;
 
 namespace {
 
@@ -23,7 +22,7 @@ HostParams params() {
   return read_host_params(p);
 }
 
-/// Runs `body` as an actor on host A's core 1 and B's memory set up by `setup_b`.
+/// Runs `body` as a context on host A's core 1 and B's memory set up by `setup_b`.
 struct Bed {
   HostParams p = params();
   TwoHostBed bed{p, p, 3, sdp::DataMode::Bytes};
@@ -32,7 +31,7 @@ struct Bed {
   template <class F>
   void run(F body) {
     bed.qp(0).set_handlers([this] { cqe_at = now_ns(); }, nullptr);
-    s4u::Actor::create("test", bed.cpu_node(0), [this, body] {
+    bed.scheduler().spawn("test", [this, body] {
       bed.failure().guard("test", [&] {
         bed.host(0).bind_current(1);
         body();
@@ -44,7 +43,7 @@ struct Bed {
   /// Polls A's CQ until one completion is there.
   sdp::Wc wait_one() {
     std::array<sdp::Wc, 1> wc;
-    while (bed.qp(0).poll_cq(wc) == 0) s4u::this_actor::sleep_for(1e-7);
+    while (bed.qp(0).poll_cq(wc) == 0) sleep_for_ns(100);
     return wc[0];
   }
 };
@@ -193,13 +192,13 @@ TEST(SimHca, QpStateMachineRefusesIllegalTransitions) {
 
 namespace {
 
-/// Posts `r` on B's QP from an actor of B's (a verbs call needs its host's CPU context).
+/// Posts `r` on B's QP from a context of B's (a verbs call needs its host's CPU context).
 void post_recv_b(Bed& t, const sdp::RecvWr& r) {
-  s4u::Actor::create("b-recv", t.bed.cpu_node(1), [&t, r] {
+  t.bed.scheduler().spawn("b-recv", [&t, r] {
     t.bed.host(1).bind_current(1);
     t.bed.qp(1).post_recv(r);
   });
-  s4u::this_actor::sleep_for(1e-9);
+  sleep_for_ns(1);
 }
 
 /// A signaled SEND of `len` bytes from A's buffer into a receive B posts first; returns the
@@ -267,7 +266,7 @@ TEST(SimHcaFaults, LostPacketOfA64KSendCostsTheNakAndTheGoBackNRetransmission) {
     auto [wc2, d2] = send_once(t, src, lkey, dst + kLen, rkey, kLen, 2);
     EXPECT_EQ(wc2.status, sdp::WcStatus::Success);
     faulty_ns = d2;
-    s4u::this_actor::sleep_for(1e-4);  // the receive CQE
+    sleep_for_ns(100000);  // the receive CQE
     EXPECT_TRUE(mb.check_stream(dst + kLen, kLen, 77));  // the data arrived whole, once
   });
   const model::FaultStats& a = t.bed.hca(0).fault_stats();
@@ -321,7 +320,7 @@ TEST(SimHcaFaults, RetriesExhaustedCompleteWithRetryExcErrAndFlushTheRest) {
     t.bed.qp(0).post_send(s);
     sdp::SendWr s2 = s;
     s2.wr_id = 2;
-    s4u::this_actor::sleep_for(2e-5);
+    sleep_for_ns(20000);
     t.bed.qp(0).post_send(s2);
     const sdp::Wc first = t.wait_one();
     EXPECT_EQ(first.wr_id, 1u);
