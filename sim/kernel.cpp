@@ -94,14 +94,22 @@ struct Scheduler::Fiber {
   uint64_t gen = 0;  ///< incremented each time the fiber is made runnable
 };
 
+/// An entry of the calendar's heap: small and trivially copied (the heap moves entries on
+/// every push and pop); what the event does is in the payload slot it names.
 struct Scheduler::Event {
   double t;
   uint64_t seq;
-  Fiber* fiber;  ///< the context to resume (fn empty) or whose suspension a callback is for
-  uint64_t gen;  ///< that suspension: the event is void once the context was resumed otherwise
-  std::function<void()> fn;
+  uint32_t slot;
   bool operator>(const Event& o) const { return t > o.t || (t == o.t && seq > o.seq); }
 };
+
+namespace {
+struct Payload {
+  Scheduler::Fiber* fiber = nullptr;  ///< the context to resume (fn empty) or whose suspension fn is for
+  uint64_t gen = 0;                   ///< that suspension: the event is void once it was resumed otherwise
+  std::function<void()> fn;
+};
+}  // namespace
 
 struct Scheduler::Transfer {
   uint64_t id;
@@ -122,6 +130,23 @@ struct Scheduler::Impl {
   boost::context::fiber main;  ///< the scheduler's own continuation while a context runs
   std::vector<Fiber*> next, round;
   std::priority_queue<Event, std::vector<Event>, std::greater<>> events;
+  std::vector<Payload> payloads;  ///< by slot; free slots are reused (no allocation per event)
+  std::vector<uint32_t> free_slots;
+  void push(double t, Fiber* f, uint64_t gen, std::function<void()>&& fn) {
+    uint32_t slot;
+    if (free_slots.empty()) {
+      slot = static_cast<uint32_t>(payloads.size());
+      payloads.emplace_back();
+    } else {
+      slot = free_slots.back();
+      free_slots.pop_back();
+    }
+    Payload& p = payloads[slot];
+    p.fiber = f;
+    p.gen = gen;
+    p.fn = std::move(fn);
+    events.push({t, seq++, slot});
+  }
   uint64_t seq = 0;
   int live = 0;  ///< non-daemon contexts that have not returned
   std::vector<std::unique_ptr<Transfer>> in_flight;  ///< alone and in SimGrid, in order of start
@@ -219,16 +244,16 @@ void Scheduler::stop() { stopped_ = true; }
 void Scheduler::sleep_until(double t_s) {
   if (!(t_s > detail::clock_s)) return;
   Fiber* f = running_;
-  impl_->events.push({t_s, impl_->seq++, f, f->gen, {}});
+  impl_->push(t_s, f, f->gen, {});
   suspend();
 }
 
 void Scheduler::call_at(double t_s, std::function<void()> fn) {
-  impl_->events.push({std::max(t_s, detail::clock_s), impl_->seq++, nullptr, 0, std::move(fn)});
+  impl_->push(std::max(t_s, detail::clock_s), nullptr, 0, std::move(fn));
 }
 
 void Scheduler::call_at_if(double t_s, Fiber* f, uint64_t gen, std::function<void()> fn) {
-  impl_->events.push({std::max(t_s, detail::clock_s), impl_->seq++, f, gen, std::move(fn)});
+  impl_->push(std::max(t_s, detail::clock_s), f, gen, std::move(fn));
 }
 
 void Scheduler::to_simgrid(Transfer& t) {
@@ -274,18 +299,24 @@ void Scheduler::transfer(const Route& route, uint64_t bytes) {
 void Scheduler::fire_due() {
   auto& ev = impl_->events;
   while (!ev.empty() && ev.top().t <= detail::clock_s && !stopped_) {
-    Event e = std::move(const_cast<Event&>(ev.top()));
+    const uint32_t slot = ev.top().slot;
     ev.pop();
     ++stats_.events;
-    if (e.fiber != nullptr && e.fiber->gen != e.gen) continue;  // resumed otherwise meanwhile
-    if (e.fn) {
+    Payload& p = impl_->payloads[slot];
+    Fiber* f = p.fiber;
+    const bool live = f == nullptr || f->gen == p.gen;  // else resumed otherwise meanwhile
+    std::function<void()> fn = std::move(p.fn);
+    p.fn = nullptr;
+    impl_->free_slots.push_back(slot);  // free before fn runs: fn may schedule events
+    if (!live) continue;
+    if (fn) {
       try {
-        e.fn();
+        fn();
       } catch (const std::exception& ex) {
         failure_.record("timer", ex.what());
       }
     } else {
-      make_ready(e.fiber);
+      make_ready(f);
     }
   }
 }
