@@ -221,9 +221,11 @@ std::string format_stats_line(const sim::TcpStreamResult& r) {
       r.sdp_messages > 0 ? fmt::format("{:.2f}", static_cast<double>(r.simgrid_activities) / static_cast<double>(r.sdp_messages))
                          : std::string("-");
   return fmt::format(
-      "hcasim: stats: activities={} time_steps={} sdp_messages={} activities_per_message={} simulated_s={:.3f} "
-      "wall_s={:.3f} speed={} simulated s per wall s max_rss_mb={:.1f}",
-      r.simgrid_activities, r.simgrid_time_steps, r.sdp_messages, per_message, r.elapsed_s, r.wall_s, speed,
+      "hcasim: stats: activities={} time_steps={} events={} switches={} transfers_simgrid={} transfers_alone={} "
+      "sdp_messages={} activities_per_message={} simulated_s={:.3f} wall_s={:.3f} speed={} simulated s per wall s "
+      "max_rss_mb={:.1f}",
+      r.simgrid_activities, r.simgrid_time_steps, r.kernel_events, r.context_switches, r.transfers_simgrid,
+      r.transfers_alone, r.sdp_messages, per_message, r.elapsed_s, r.wall_s, speed,
       static_cast<double>(r.max_rss_kb) / 1024);
 }
 

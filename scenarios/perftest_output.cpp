@@ -409,9 +409,11 @@ std::string format_perftest_stats_line(const sim::PerftestResult& r) {
   const std::string speed =
       r.wall_s > 0 ? fmt::format("{:.2f}", r.simulated_s / r.wall_s) : std::string("inf");
   return fmt::format(
-      "hcasim: stats: activities={} time_steps={} blueflame_posts={} doorbell_posts={} simulated_s={:.6f} "
-      "wall_s={:.3f} speed={} simulated s per wall s max_rss_mb={:.1f}",
-      r.simgrid_activities, r.simgrid_time_steps, r.blueflame_posts, r.doorbell_posts, r.simulated_s, r.wall_s, speed,
+      "hcasim: stats: activities={} time_steps={} events={} switches={} transfers_simgrid={} transfers_alone={} "
+      "blueflame_posts={} doorbell_posts={} simulated_s={:.6f} wall_s={:.3f} speed={} simulated s per wall s "
+      "max_rss_mb={:.1f}",
+      r.simgrid_activities, r.simgrid_time_steps, r.kernel_events, r.context_switches, r.transfers_simgrid,
+      r.transfers_alone, r.blueflame_posts, r.doorbell_posts, r.simulated_s, r.wall_s, speed,
       static_cast<double>(r.max_rss_kb) / 1024);
 }
 

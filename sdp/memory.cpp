@@ -31,7 +31,8 @@ Addr HostMemory::allocate(uint64_t len, DataMode mode, uint64_t align) {
   r.len = len;
   r.mode = mode;
   // Bytes mode: zeros, allocated on the first write (Region::writable).
-  regions_.emplace(base, std::move(r));
+  bases_.push_back(base);
+  regions_.push_back(std::move(r));
   return base;
 }
 
@@ -43,10 +44,9 @@ const HostMemory::Region* HostMemory::find(Addr addr, uint64_t len) const {
       std::rotate(recent_.begin(), recent_.begin() + static_cast<std::ptrdiff_t>(i), recent_.begin() + static_cast<std::ptrdiff_t>(i) + 1);
       return recent_[0];
     }
-  auto it = regions_.upper_bound(addr);
-  if (it == regions_.begin()) return nullptr;
-  --it;
-  const Region* r = &it->second;
+  auto it = std::upper_bound(bases_.begin(), bases_.end(), addr);
+  if (it == bases_.begin()) return nullptr;
+  const Region* r = &regions_[static_cast<size_t>(it - bases_.begin()) - 1];
   if (!inside(r)) return nullptr;
   std::copy_backward(recent_.begin(), recent_.end() - 1, recent_.end());
   recent_[0] = r;

@@ -10,6 +10,7 @@
 /// and are compared. Protocol headers (BSDH) always live in Bytes regions.
 #include <array>
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <string>
 #include <vector>
@@ -123,7 +124,11 @@ class HostMemory final : public Memory {
   uint64_t seed_;
   DataMode data_mode_;
   Addr next_;
-  std::map<Addr, Region> regions_;  // by base; never erased, so a Region's address is stable
+  // allocate() bumps an address, so regions come in increasing order of base: bases_ stays
+  // sorted by appending, and a lookup is a binary search over contiguous addresses. A deque
+  // keeps each Region's address stable (regions are never erased).
+  std::vector<Addr> bases_;
+  std::deque<Region> regions_;
   /// The last regions looked up, most recent first: a stream touches a few buffers over and
   /// over (the user buffer, an SDP buffer, its header), so most lookups skip the map.
   mutable std::array<const Region*, 4> recent_{};

@@ -782,6 +782,7 @@ IpoibStreamResult Stream::run() {
   out.remote_interrupts = side_[1].interrupts;
   r.simgrid_activities = stats_.activities();
   r.simgrid_time_steps = stats_.time_steps;
+  scheduler_->stats().copy_to(r);
   r.max_rss_kb = max_rss_kb();
   r.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
   return out;

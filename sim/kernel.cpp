@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
+#include <string_view>
 
 #include <sys/resource.h>
 
@@ -168,6 +170,8 @@ Scheduler::Scheduler(Failure& failure) : impl_(std::make_unique<Impl>()), failur
   if (g_scheduler != nullptr) throw std::logic_error("Scheduler: another one exists");
   g_scheduler = this;
   detail::clock_s = 0;
+  const char* env = std::getenv("HCASIM_SIMGRID_TRANSFERS");
+  all_in_simgrid_ = env != nullptr && std::string_view(env) == "all";
 }
 
 Scheduler::~Scheduler() {
@@ -272,7 +276,7 @@ void Scheduler::transfer(const Route& route, uint64_t bytes) {
   Transfer* tp = t.get();
   bool shared = false;
   for (const auto& o : m.in_flight) shared = shared || o->shares(route);
-  if (!shared) {
+  if (!shared && !all_in_simgrid_) {
     // Alone on its links: its end is known now. The event is void if it moved to SimGrid.
     ++stats_.transfers_alone;
     m.in_flight.push_back(std::move(t));

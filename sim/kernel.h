@@ -120,6 +120,9 @@ struct Route {
 ///   up to the next event): a transfer that completes first makes its context runnable at its
 ///   completion time, after the events due then. Between SimGrid transfers SimGrid's clock stays
 ///   behind and is brought up to date (one SimGrid sleep) before the next one starts.
+/// With HCASIM_SIMGRID_TRANSFERS=all in the environment every transfer is a SimGrid
+/// communication, as before the closed form: the check that the closed form changes nothing
+/// (tests/cli_e2e_test.cpp compares the two).
 /// The run ends when every non-daemon context has returned, when stop() is called (Failure), or
 /// when nothing is runnable or pending; daemon contexts are then unwound (their destructors
 /// run), as SimGrid kills its daemon actors. One Scheduler at a time per process.
@@ -163,6 +166,14 @@ class Scheduler {
   /// another came to share a link).
   struct Stats {
     uint64_t events = 0, switches = 0, time_advances = 0, transfers_alone = 0, transfers_simgrid = 0;
+    /// Fills a result's kernel_events, context_switches, transfers_simgrid and transfers_alone.
+    template <class Result>
+    void copy_to(Result& r) const {
+      r.kernel_events = events;
+      r.context_switches = switches;
+      r.transfers_simgrid = transfers_simgrid;
+      r.transfers_alone = transfers_alone;
+    }
   };
   const Stats& stats() const { return stats_; }
 
@@ -193,6 +204,7 @@ class Scheduler {
   Failure& failure_;
   Stats stats_;
   bool stopped_ = false;
+  bool all_in_simgrid_ = false;  ///< HCASIM_SIMGRID_TRANSFERS=all
 };
 
 /// Calls fn(clock_s) each time a Scheduler's clock advances (progress reports, sim/progress.h).

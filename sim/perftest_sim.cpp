@@ -393,6 +393,7 @@ PerftestResult run_perftest(const model::Platform& local, const model::Platform&
   res.doorbell_posts = bed.hca(0).doorbell_posts();
   res.simgrid_activities = bed.stats().activities();
   res.simgrid_time_steps = bed.stats().time_steps;
+  bed.scheduler().stats().copy_to(res);
   res.max_rss_kb = max_rss_kb();
   res.simulated_s = now_ns() * 1e-9;
   res.faults_configured = cfg.faults.any();

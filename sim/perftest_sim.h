@@ -58,6 +58,10 @@ struct PerftestResult {
   uint64_t doorbell_posts = 0;         ///< WRs the client posted with a doorbell
   uint64_t simgrid_activities = 0;     ///< SimGridStats::activities(): comms, sleeps, suspensions
   uint64_t simgrid_time_steps = 0;  ///< SimGridStats::time_steps: instants the engine stopped at
+  uint64_t kernel_events = 0;       ///< Scheduler::Stats::events: events fired on hcasim's calendar
+  uint64_t context_switches = 0;    ///< Scheduler::Stats::switches: switches into a context
+  uint64_t transfers_simgrid = 0;   ///< Scheduler::Stats::transfers_simgrid: transfers timed by SimGrid (sharing a link)
+  uint64_t transfers_alone = 0;     ///< Scheduler::Stats::transfers_alone: transfers timed alone (closed form)
   uint64_t max_rss_kb = 0;          ///< the process\'s peak resident set at the end (getrusage), KiB
   double simulated_s = 0;              ///< simulated seconds, all sizes
   double wall_s = 0;                   ///< wall-clock seconds spent in the simulation

@@ -485,3 +485,45 @@ TEST_F(Cli, LongNetperfRunShowsProgressOnATerminal) {
   EXPECT_NE(seen.find("\r\033[K"), std::string::npos) << "redrawn in place";
   EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 130) << st;
 }
+
+TEST_F(Cli, TransfersTimedAloneGiveWhatSimGridGives) {
+  // sim/kernel.h Scheduler::transfer: a transfer alone on its links is timed in closed form
+  // (bytes / least bandwidth); one sharing a link goes through SimGrid. Every case that could
+  // split the closed form, run both ways (HCASIM_SIMGRID_TRANSFERS=all puts every transfer
+  // through SimGrid, as before): netperf's printed figures must be identical. The data and the
+  // credit updates of an SDP stream flow in opposite directions on every SDP case.
+  const struct {
+    std::string args;
+    bool shares;  // some transfer shares a link: the zx1 PCI-X bus is in both directions' routes
+  } cases[] = {
+      {"netperf -c -C -P 0 -l 0.2 --set sdp.zcopy_thresh=0 -- -m 1M", false},
+      {"netperf -c -C -P 0 -l 0.2 --set sdp.zcopy_thresh=1 -- -m 64K", false},
+      // Retransmissions (go-back-N) and duplicates cross the route again, from the same engine.
+      {"netperf -c -C -P 0 -l 0.2 --set fault.loss=0.001 --set fault.dup=0.001 --set fault.seed=7 -- -m 64K",
+       false},
+      {"netperf -c -C -P 0 -l 0.2 --platform zx1-rx2600-pcix --remote-platform zx1-rx4640-pcix -T ,2 -- -m 8192 "
+       "-s 262144 -S 262144",
+       true},
+      // One send engine serves the four QPs' send queues in turn.
+      {"ib_write_bw --platform connectx3-pcie3x8 -s 65536 -n 500 -q 4", false},
+      // The latency tool's interference events (the KVM guest's platform).
+      {"ib_write_lat --platform connectx3-pcie3x8-kvm -d mlx4_0 -i 1 -F -s 64 -n 2000", false},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.args);
+    const Outcome alone = run(c.args + " --stats");
+    ASSERT_EQ(alone.status, 0) << alone.err;
+    ::setenv("HCASIM_SIMGRID_TRANSFERS", "all", 1);
+    const Outcome simgrid = run(c.args + " --stats");
+    ::unsetenv("HCASIM_SIMGRID_TRANSFERS");
+    ASSERT_EQ(simgrid.status, 0) << simgrid.err;
+    EXPECT_EQ(alone.out, simgrid.out);
+    std::smatch m;
+    ASSERT_TRUE(std::regex_search(alone.err, m, std::regex("transfers_simgrid=([0-9]+) transfers_alone=([0-9]+)")))
+        << alone.err;
+    EXPECT_EQ(std::stoull(m[1]) > 0, c.shares) << m[0];
+    EXPECT_GT(std::stoull(m[2]), 0u) << m[0];
+    ASSERT_TRUE(std::regex_search(simgrid.err, m, std::regex("transfers_simgrid=([0-9]+) transfers_alone=0")))
+        << simgrid.err;
+  }
+}

@@ -259,17 +259,23 @@ TEST(NetperfOutput, StatsLine) {
   sim::TcpStreamResult r = t3_result();
   r.simgrid_activities = 123456;
   r.simgrid_time_steps = 4321;
+  r.kernel_events = 98765;
+  r.context_switches = 87654;
+  r.transfers_simgrid = 12;
+  r.transfers_alone = 3456;
   r.sdp_messages = 7890;
   r.wall_s = 12.0;
   r.max_rss_kb = 40960;
   // 123456 / 7890 = 15.647 activities per message; 60 s / 12 s = 5; 40960 KiB = 40.0 MiB.
   EXPECT_EQ(format_stats_line(r),
-            "hcasim: stats: activities=123456 time_steps=4321 sdp_messages=7890 activities_per_message=15.65 "
+            "hcasim: stats: activities=123456 time_steps=4321 events=98765 switches=87654 transfers_simgrid=12 "
+            "transfers_alone=3456 sdp_messages=7890 activities_per_message=15.65 "
             "simulated_s=60.000 wall_s=12.000 speed=5.00 simulated s per wall s max_rss_mb=40.0");
   r.wall_s = 0;
   r.sdp_messages = 0;
   EXPECT_EQ(format_stats_line(r),
-            "hcasim: stats: activities=123456 time_steps=4321 sdp_messages=0 activities_per_message=- "
+            "hcasim: stats: activities=123456 time_steps=4321 events=98765 switches=87654 transfers_simgrid=12 "
+            "transfers_alone=3456 sdp_messages=0 activities_per_message=- "
             "simulated_s=60.000 wall_s=0.000 speed=inf simulated s per wall s max_rss_mb=40.0");
 }
 

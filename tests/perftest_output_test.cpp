@@ -653,17 +653,23 @@ TEST(PerftestStats, Line) {
   sim::PerftestResult r;
   r.simgrid_activities = 123456;
   r.simgrid_time_steps = 654;
+  r.kernel_events = 5000;
+  r.context_switches = 4000;
+  r.transfers_simgrid = 0;
+  r.transfers_alone = 1000;
   r.blueflame_posts = 1000;
   r.doorbell_posts = 2;
   r.simulated_s = 0.0125;
   r.wall_s = 0.5;
   r.max_rss_kb = 1536;  // 1.5 MiB
   EXPECT_EQ(format_perftest_stats_line(r),
-            "hcasim: stats: activities=123456 time_steps=654 blueflame_posts=1000 doorbell_posts=2 "
+            "hcasim: stats: activities=123456 time_steps=654 events=5000 switches=4000 transfers_simgrid=0 "
+            "transfers_alone=1000 blueflame_posts=1000 doorbell_posts=2 "
             "simulated_s=0.012500 wall_s=0.500 speed=0.03 simulated s per wall s max_rss_mb=1.5");
   r.wall_s = 0;
   EXPECT_EQ(format_perftest_stats_line(r),
-            "hcasim: stats: activities=123456 time_steps=654 blueflame_posts=1000 doorbell_posts=2 "
+            "hcasim: stats: activities=123456 time_steps=654 events=5000 switches=4000 transfers_simgrid=0 "
+            "transfers_alone=1000 blueflame_posts=1000 doorbell_posts=2 "
             "simulated_s=0.012500 wall_s=0.000 speed=inf simulated s per wall s max_rss_mb=1.5");
 }
 
