@@ -235,6 +235,12 @@ void parse_global(const std::vector<std::string>& words, NetperfOptions& o,
             fail(fmt::format("-l {}: a negative -l is netperf's byte/transaction count; hcasim "
                              "runs timed tests only (give seconds > 0)", v));
           if (*len == 0) fail(fmt::format("-l {}: the test length must be > 0 seconds", v));
+          // Below the simulated clock's nanosecond a timed run moves nothing or one message
+          // depending on float rounding at its start time (SDP nothing, IPoIB one): refused.
+          if (*len < 1e-9)
+            fail(fmt::format("-l {}: too short to move one message (below the simulation's 1 ns resolution); give a "
+                             "longer -l",
+                             v));
           // netperf's test_time is an int (netsh.c: atoi); beyond it a simulation never ends.
           if (*len > 2147483647.0) fail(fmt::format("-l {}: above netperf's limit of 2147483647 seconds", v));
           o.length_s = *len;
