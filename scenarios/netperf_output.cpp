@@ -242,7 +242,10 @@ std::string format_progress_line(double simulated_s, double length_s, double wal
                      simulated_s, length_s, length_s > 0 ? 100 * simulated_s / length_s : 0.0, speed, left);
 }
 
-bool is_stdout_path(const std::string& path) { return path == "/dev/stdout"; }
+bool is_stdout_path(const std::string& path) {
+  const std::string p = std::filesystem::path(path).lexically_normal().string();
+  return p == "/dev/stdout" || p == "/dev/fd/1" || p == "/proc/self/fd/1" || p == "/proc/thread-self/fd/1";
+}
 
 void check_given_once(const std::string& what, const std::vector<std::string>& paths) {
   if (paths.size() > 1)

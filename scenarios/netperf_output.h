@@ -107,8 +107,10 @@ void check_given_once(const std::string& what, const std::vector<std::string>& p
 /// speed is known (no wall time or no simulated time yet).
 std::string format_progress_line(double simulated_s, double length_s, double wall_s);
 
-/// True for "/dev/stdout": an output (--csv) written to the program's stdout, whole, after what
-/// the program prints there, rather than into a file (the only device an output may name).
+/// True for "/dev/stdout", "/dev/fd/1", "/proc/self/fd/1" or "/proc/thread-self/fd/1" (after
+/// lexical normalisation: "//dev/./stdout" too): an output (--csv) written to the program's
+/// stdout, whole, after what the program prints there, rather than into a file (the only device
+/// an output may name).
 bool is_stdout_path(const std::string& path);
 
 /// Checks before a long run that `path` can be written later: its directory exists and is
