@@ -18,6 +18,7 @@
 
 #include "rt/sdp_connection.h"
 #include "rt/stream.h"
+#include "scenarios/netperf_output.h"  // check_single_value
 
 using namespace hcasim;
 
@@ -150,6 +151,16 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
+    std::fprintf(stderr, "%s: %s\n", kProg, e.what());
+    return 2;
+  }
+  try {  // a second --device, -p or -L is an error, not the last one winning
+    for (const char* flag : {"--device", "--port", "--local"}) {
+      const CLI::Option* opt = app.get_option(flag);
+      const std::string shown = opt->get_name() == "--port" ? "-p" : opt->get_name() == "--local" ? "-L" : "--device";
+      scenarios::check_single_value(shown, opt->results());
+    }
+  } catch (const InputError& e) {
     std::fprintf(stderr, "%s: %s\n", kProg, e.what());
     return 2;
   }

@@ -382,6 +382,7 @@ void parse_long(const std::vector<std::string>& long_words, NetperfOptions& o) {
   } catch (const CLI::ParseError& e) {
     fail(e.what());
   }
+  for (auto* opt : {opt_platform, opt_remote, opt_seed, opt_transport}) check_single_value(opt->get_name(), opt->results());
   if (opt_platform->count()) o.platform = platform;
   if (opt_remote->count()) o.remote_platform = remote_platform;
   for (const auto& s : sets)

@@ -252,6 +252,10 @@ void check_given_once(const std::string& what, const std::vector<std::string>& p
     throw InputError(fmt::format("{}: given twice ({}, then {}): one run writes one {}", what, paths[0], paths[1], what));
 }
 
+void check_single_value(const std::string& what, const std::vector<std::string>& values) {
+  if (values.size() > 1) throw InputError(fmt::format("{}: given twice ({}, then {}); give it once", what, values[0], values[1]));
+}
+
 void check_not_an_input(const std::string& path, const std::vector<std::string>& inputs, const std::string& what) {
   namespace fs = std::filesystem;
   std::error_code ec;

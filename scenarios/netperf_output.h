@@ -121,6 +121,11 @@ void check_output_path(const std::string& path, const std::string& what);
 /// Throws InputError "WHAT PATH: it is an input of this run (INPUT), not overwritten" when
 /// `path` names the same existing file as one of `inputs` (a platform, scenario, reference or
 /// run file): `--csv` over the scenario it runs replaced the scenario.
+/// Throws InputError "WHAT: given twice (A, then B); give it once" when `values` (every value a
+/// single-valued option was given, in order) has more than one: the last no longer wins
+/// silently.
+void check_single_value(const std::string& what, const std::vector<std::string>& values);
+
 void check_not_an_input(const std::string& path, const std::vector<std::string>& inputs, const std::string& what);
 
 /// Writes `content` to `path` whole or not at all: into PATH.tmp.PID in the same directory,
