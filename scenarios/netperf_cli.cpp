@@ -236,11 +236,10 @@ void parse_global(const std::vector<std::string>& words, NetperfOptions& o,
                              "runs timed tests only (give seconds > 0)", v));
           if (*len == 0) fail(fmt::format("-l {}: the test length must be > 0 seconds", v));
           // Below the simulated clock's nanosecond a timed run moves nothing or one message
-          // depending on float rounding at its start time (SDP nothing, IPoIB one): refused.
+          // depending on float rounding at its start time (SDP nothing, IPoIB one): refused, in
+          // the simulator and in hcasim-sdp-client alike.
           if (*len < 1e-9)
-            fail(fmt::format("-l {}: too short to move one message (below the simulation's 1 ns resolution); give a "
-                             "longer -l",
-                             v));
+            fail(fmt::format("-l {}: too short to move one message (under 1 ns); give a longer -l", v));
           // netperf's test_time is an int (netsh.c: atoi); beyond it a simulation never ends.
           if (*len > 2147483647.0) fail(fmt::format("-l {}: above netperf's limit of 2147483647 seconds", v));
           o.length_s = *len;

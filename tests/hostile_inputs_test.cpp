@@ -392,14 +392,12 @@ std::vector<Case> cases() {
   // 0 bytes moved printed a throughput of 0, 17.59 % utilisation and a service demand of 0.000
   // (0 / 0), exit 0.
   add({.name = "netperf_too_short_to_move_a_message", .args = {"netperf", "-l", "1e-300", "-c", "-C", "--csv", csv},
-       .line = E + "-l 1e-300: too short to move one message \\(below the simulation's 1 ns resolution\\); give a "
-                   "longer -l",
+       .line = E + "-l 1e-300: too short to move one message \\(under 1 ns\\); give a longer -l",
        .absent = {csv}});
   // Over IPoIB, the same -l printed a result row of one message (2146.76 10^6bits/s in 0.00 s), exit 0.
   add({.name = "netperf_ipoib_too_short_to_move_a_message",
        .args = {"netperf", "--transport", "ipoib", "-l", "1e-300", "-c", "-C", "--csv", csv},
-       .line = E + "-l 1e-300: too short to move one message \\(below the simulation's 1 ns resolution\\); give a "
-                   "longer -l",
+       .line = E + "-l 1e-300: too short to move one message \\(under 1 ns\\); give a longer -l",
        .absent = {csv}});
   // Under ulimit -v 1500000 a 1 GB --verify-data run died by SIGABRT (exit 134) without a word.
   add({.name = "netperf_verify_data_beyond_ulimit_v",
@@ -840,6 +838,8 @@ std::vector<Case> cases() {
   // A CPU this machine lacks exited 1, as a runtime failure; hcasim netperf's -T says 2.
   add({.name = "client_T_cpu_the_machine_lacks", .prog = Prog::Client, .args = {"--device", "emu", "-T", "4000"},
        .line = C + "-T 4000: cannot bind to CPU 4000: Invalid argument"});
+  add({.name = "client_too_short_to_move_a_message", .prog = Prog::Client, .args = {"--device", "emu", "-l", "1e-300"},
+       .line = C + "-l 1e-300: too short to move one message \\(under 1 ns\\); give a longer -l"});
   add({.name = "client_empty_device", .prog = Prog::Client, .args = {"--device", ""}, .line = C + "--device: empty name"});
   // A second --device, -p or -L kept the last silently.
   add({.name = "server_port_twice", .prog = Prog::Server, .args = {"--device", "emu", "-p", "0", "-p", "1"},
