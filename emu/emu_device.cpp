@@ -326,31 +326,35 @@ class EmuConnection final : public rt::Connection {
   std::string peer_;
 };
 
-/// The passive side. A TCP connection whose peer has not yet sent anything waits in `pending_`
-/// while accept() keeps accepting: a peer that connects and says nothing no longer holds up the
-/// peers after it (it used to block the listener for the whole CM timeout, and a real client
-/// connecting meanwhile timed out). The handshake itself starts once the peer's first bytes are
-/// there, and each pending connection keeps its own kCmTimeoutMs from its TCP accept.
+/// The passive side: next() takes TCP connections as they come and hands each over at once;
+/// its CM handshake runs in EmuIncoming::accept, on the caller's thread, with its own
+/// kCmTimeoutMs from the TCP accept. A peer that connects and says nothing, or starts a frame
+/// and stalls, holds up only its own request (it used to block the listener for the whole CM
+/// timeout, and a real client connecting meanwhile timed out).
 class EmuListener final : public rt::Listener {
  public:
   EmuListener(EmuDevice& dev, tcp::acceptor acceptor) : dev_(dev), acceptor_(std::move(acceptor)) {}
   uint16_t port() const override { return acceptor_.local_endpoint().port(); }
+  std::unique_ptr<rt::Incoming> next() override;
+
+ private:
+  EmuDevice& dev_;
+  tcp::acceptor acceptor_;
+};
+
+/// An accepted TCP connection whose CM REQ has not been read yet.
+class EmuIncoming final : public rt::Incoming {
+ public:
+  EmuIncoming(EmuDevice& dev, tcp::socket socket, std::string peer, std::chrono::steady_clock::time_point deadline)
+      : dev_(dev), socket_(std::move(socket)), peer_(std::move(peer)), deadline_(deadline) {}
+  std::string peer() const override { return peer_; }
   std::unique_ptr<rt::Connection> accept(const rt::QpCaps& caps, const rt::AnswerRequest& answer) override;
 
  private:
-  /// An accepted TCP connection waiting for its CM REQ.
-  struct Pending {
-    tcp::socket socket;
-    std::string peer;
-    std::chrono::steady_clock::time_point deadline;
-  };
-  /// The next accepted connection whose peer has sent something (or closed), in accept order;
-  /// throws rt::Error for one whose deadline passed in silence (the others stay pending).
-  Pending next_talking();
-
   EmuDevice& dev_;
-  tcp::acceptor acceptor_;
-  std::deque<Pending> pending_;
+  tcp::socket socket_;
+  std::string peer_;
+  std::chrono::steady_clock::time_point deadline_;
 };
 
 // ---- Qp: verbs -------------------------------------------------------------------------------
@@ -950,78 +954,48 @@ std::unique_ptr<rt::Listener> EmuDevice::listen(const std::string& bind_addr, ui
   return std::make_unique<EmuListener>(*this, std::move(acceptor));
 }
 
-EmuListener::Pending EmuListener::next_talking() {
-  using Clock = std::chrono::steady_clock;
-  for (;;) {
-    const Clock::time_point now = Clock::now();
-    for (auto it = pending_.begin(); it != pending_.end(); ++it)
-      if (it->deadline <= now) {
-        const std::string peer = it->peer;
-        pending_.erase(it);
-        throw rt::Error(fmt::format("{}: no answer within {} ms during connection setup", peer, kCmTimeoutMs));
-      }
-    std::vector<pollfd> fds{{acceptor_.native_handle(), POLLIN, 0}};
-    int timeout_ms = -1;
-    for (Pending& p : pending_) {
-      fds.push_back({p.socket.native_handle(), POLLIN, 0});
-      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(p.deadline - now).count() + 1;
-      timeout_ms = timeout_ms < 0 ? static_cast<int>(left) : std::min(timeout_ms, static_cast<int>(left));
-    }
-    if (::poll(fds.data(), fds.size(), timeout_ms) <= 0) continue;  // a deadline, or EINTR
-    for (size_t i = 1; i < fds.size(); ++i)
-      if (fds[i].revents != 0) {  // data, EOF or an error: the handshake reads which
-        Pending p = std::move(pending_[i - 1]);
-        pending_.erase(pending_.begin() + static_cast<std::ptrdiff_t>(i - 1));
-        return p;
-      }
-    if (fds[0].revents != 0) {
-      tcp::socket socket(dev_.io());
-      boost::system::error_code ec;
-      acceptor_.accept(socket, ec);
-      if (ec) throw rt::Error(fmt::format("accept on port {}: {}", port(), ec.message()));
-      socket.set_option(tcp::no_delay(true), ec);
-      std::string peer = endpoint_text(socket);
-      pending_.push_back({std::move(socket), std::move(peer), Clock::now() + std::chrono::milliseconds(kCmTimeoutMs)});
-    }
-  }
+std::unique_ptr<rt::Incoming> EmuListener::next() {
+  tcp::socket socket(dev_.io());
+  boost::system::error_code ec;
+  acceptor_.accept(socket, ec);
+  if (ec) throw rt::Error(fmt::format("accept on port {}: {}", port(), ec.message()));
+  socket.set_option(tcp::no_delay(true), ec);
+  std::string peer = endpoint_text(socket);
+  return std::make_unique<EmuIncoming>(dev_, std::move(socket), std::move(peer),
+                                       std::chrono::steady_clock::now() + std::chrono::milliseconds(kCmTimeoutMs));
 }
 
-std::unique_ptr<rt::Connection> EmuListener::accept(const rt::QpCaps& caps, const rt::AnswerRequest& answer) {
-  for (;;) {
-    Pending talking = next_talking();
-    tcp::socket& socket = talking.socket;
-    const std::string peer = talking.peer;
-    const auto deadline = talking.deadline;
-    const Packet req = read_frame_until(socket, deadline, peer);
-    if (req.op != Op::CmReq) throw rt::Error(fmt::format("{}: {} where a CM REQ was expected", peer, op_name(req.op)));
-    auto qp = dev_.hca().create_qp(caps);
-    qp->attach(std::move(socket));
-    qp->to_init();
-    std::vector<uint8_t> rep;
-    try {
-      // The IB CM REQ's private data field is 92 bytes, zero-filled past what the sender put
-      // there (an rdma-core peer sends at most 56 with RDMA_PS_TCP): the answer sees all 92.
-      std::vector<uint8_t> request = req.payload;
-      if (request.size() < kReqPrivateData) request.resize(kReqPrivateData, 0);
-      rep = answer(*qp, request);
-      if (rep.size() > kRepPrivateData)
-        throw rt::Error(fmt::format("{} B of REP private data, the CM carries {}", rep.size(), kRepPrivateData));
-    } catch (const std::exception& e) {
-      std::string why = e.what();
-      Packet rej{.op = Op::CmRej};
-      rej.payload.assign(why.begin(), why.begin() + static_cast<long>(std::min(why.size(), kRejReason)));
-      boost::system::error_code ignored;
-      asio::write(qp->socket(), asio::buffer(encode(rej)), ignored);
-      qp->close();
-      throw rt::Error(fmt::format("rejected the connection from {}: {}", peer, why));
-    }
-    write_frame(qp->socket(), Packet{.op = Op::CmRep, .dest_qpn = req.local_qpn, .local_qpn = qp->qp_num(), .payload = rep},
-                peer);
-    const Packet rtu = read_frame_until(qp->socket(), deadline, peer);
-    if (rtu.op != Op::CmRtu) throw rt::Error(fmt::format("{}: {} where a CM RTU was expected", peer, op_name(rtu.op)));
-    qp->to_rts(req.local_qpn);
-    return std::make_unique<EmuConnection>(std::move(qp), peer);
+std::unique_ptr<rt::Connection> EmuIncoming::accept(const rt::QpCaps& caps, const rt::AnswerRequest& answer) {
+  const std::string& peer = peer_;
+  const Packet req = read_frame_until(socket_, deadline_, peer);
+  if (req.op != Op::CmReq) throw rt::Error(fmt::format("{}: {} where a CM REQ was expected", peer, op_name(req.op)));
+  auto qp = dev_.hca().create_qp(caps);
+  qp->attach(std::move(socket_));
+  qp->to_init();
+  std::vector<uint8_t> rep;
+  try {
+    // The IB CM REQ's private data field is 92 bytes, zero-filled past what the sender put
+    // there (an rdma-core peer sends at most 56 with RDMA_PS_TCP): the answer sees all 92.
+    std::vector<uint8_t> request = req.payload;
+    if (request.size() < kReqPrivateData) request.resize(kReqPrivateData, 0);
+    rep = answer(*qp, request);
+    if (rep.size() > kRepPrivateData)
+      throw rt::Error(fmt::format("{} B of REP private data, the CM carries {}", rep.size(), kRepPrivateData));
+  } catch (const std::exception& e) {
+    std::string why = e.what();
+    Packet rej{.op = Op::CmRej};
+    rej.payload.assign(why.begin(), why.begin() + static_cast<long>(std::min(why.size(), kRejReason)));
+    boost::system::error_code ignored;
+    asio::write(qp->socket(), asio::buffer(encode(rej)), ignored);
+    qp->close();
+    throw rt::Error(fmt::format("rejected the connection from {}: {}", peer, why));
   }
+  write_frame(qp->socket(), Packet{.op = Op::CmRep, .dest_qpn = req.local_qpn, .local_qpn = qp->qp_num(), .payload = rep},
+              peer);
+  const Packet rtu = read_frame_until(qp->socket(), deadline_, peer);
+  if (rtu.op != Op::CmRtu) throw rt::Error(fmt::format("{}: {} where a CM RTU was expected", peer, op_name(rtu.op)));
+  qp->to_rts(req.local_qpn);
+  return std::make_unique<EmuConnection>(std::move(qp), peer);
 }
 
 // ---- public ----------------------------------------------------------------------------------

@@ -473,7 +473,7 @@ class RdmaListener final : public rt::Listener {
   RdmaListener& operator=(const RdmaListener&) = delete;
 
   uint16_t port() const override { return ntohs(::rdma_get_src_port(id_)); }
-  std::unique_ptr<rt::Connection> accept(const rt::QpCaps& caps, const rt::AnswerRequest& answer) override;
+  std::unique_ptr<rt::Incoming> next() override;
 
  private:
   std::shared_ptr<DeviceState> dev_;
@@ -518,7 +518,32 @@ RdmaListener::~RdmaListener() {
   ::rdma_destroy_event_channel(ch_);
 }
 
-std::unique_ptr<rt::Connection> RdmaListener::accept(const rt::QpCaps& caps, const rt::AnswerRequest& answer) {
+/// A CONNECT_REQUEST taken off the listener, its cm_id already on a channel of its own (so the
+/// listener's channel carries no more of its events): accept() builds the QP, answers and
+/// waits for ESTABLISHED on the caller's thread.
+class RdmaIncoming final : public rt::Incoming {
+ public:
+  RdmaIncoming(std::shared_ptr<DeviceState> dev, std::unique_ptr<RdmaConnection> conn, std::vector<uint8_t> request,
+               int peer_initiator_depth, int peer_responder_resources)
+      : dev_(std::move(dev)),
+        conn_(std::move(conn)),
+        request_(std::move(request)),
+        peer_initiator_depth_(peer_initiator_depth),
+        peer_responder_resources_(peer_responder_resources) {}
+  ~RdmaIncoming() override {
+    if (conn_) conn_->reject("the server dropped the request");
+  }
+  std::string peer() const override { return conn_ ? conn_->peer() : std::string(); }
+  std::unique_ptr<rt::Connection> accept(const rt::QpCaps& caps, const rt::AnswerRequest& answer) override;
+
+ private:
+  std::shared_ptr<DeviceState> dev_;
+  std::unique_ptr<RdmaConnection> conn_;
+  std::vector<uint8_t> request_;
+  int peer_initiator_depth_ = 0, peer_responder_resources_ = 0;
+};
+
+std::unique_ptr<rt::Incoming> RdmaListener::next() {
   CmEvent req;
   for (;;) {
     req = next_cm_event(ch_, -1);
@@ -542,6 +567,18 @@ std::unique_ptr<rt::Connection> RdmaListener::accept(const rt::QpCaps& caps, con
   try {
     conn->create_channel();
     conn->migrate_id();
+  } catch (const std::exception& e) {
+    conn->reject(e.what());
+    throw;
+  }
+  return std::make_unique<RdmaIncoming>(dev_, std::move(conn), std::move(request), peer_initiator_depth,
+                                        peer_responder_resources);
+}
+
+std::unique_ptr<rt::Connection> RdmaIncoming::accept(const rt::QpCaps& caps, const rt::AnswerRequest& answer) {
+  if (!conn_) throw rt::Error("the connection request was already answered");
+  std::unique_ptr<RdmaConnection> conn = std::move(conn_);
+  try {
     conn->check_device(true);
     conn->create_qp(caps);
   } catch (const std::exception& e) {
@@ -551,7 +588,7 @@ std::unique_ptr<rt::Connection> RdmaListener::accept(const rt::QpCaps& caps, con
 
   std::vector<uint8_t> reply;
   try {
-    reply = answer(conn->verbs(), request);
+    reply = answer(conn->verbs(), request_);
   } catch (const std::exception& e) {
     conn->reject(e.what());
     throw rt::Error(fmt::format("rejected connection from {}: {}", conn->peer(), e.what()));
@@ -570,8 +607,8 @@ std::unique_ptr<rt::Connection> RdmaListener::accept(const rt::QpCaps& caps, con
   // The RDMA reads the peer may have outstanding toward us cannot exceed what it asked
   // (its initiator depth), nor ours what it offers (its responder resources).
   param.responder_resources =
-      static_cast<uint8_t>(std::min({kRdAtomic, a.max_qp_rd_atom, peer_initiator_depth}));
-  param.initiator_depth = static_cast<uint8_t>(std::min({kRdAtomic, a.max_qp_init_rd_atom, peer_responder_resources}));
+      static_cast<uint8_t>(std::min({kRdAtomic, a.max_qp_rd_atom, peer_initiator_depth_}));
+  param.initiator_depth = static_cast<uint8_t>(std::min({kRdAtomic, a.max_qp_init_rd_atom, peer_responder_resources_}));
   param.rnr_retry_count = kRnrRetryCount;
   if (::rdma_accept(conn->id(), &param) != 0)
     throw rt::Error(fmt::format("accepting the connection from {}: rdma_accept: {}", conn->peer(), errstr(errno)));

@@ -66,15 +66,31 @@ using MakeRequest = std::function<std::vector<uint8_t>(sdp::Verbs&)>;
 /// throws (any std::exception) to reject the connection with that message.
 using AnswerRequest = std::function<std::vector<uint8_t>(sdp::Verbs&, std::span<const uint8_t>)>;
 
+/// A connection request taken off a Listener and not answered yet. Its setup (the CM's REQ,
+/// REP and RTU, the QP) runs in accept(), on whatever thread calls it, so that a peer that is
+/// slow or silent during setup holds up only its own request, not the listener. Destroying it
+/// without accept() drops the request (the peer sees its connection close or a REJ).
+class Incoming {
+ public:
+  virtual ~Incoming() = default;
+  /// The requesting peer, "ADDRESS:PORT" ("" when the backend cannot tell), for messages.
+  virtual std::string peer() const = 0;
+  /// Completes the setup and answers the request with `answer`. Once only. Throws Error when
+  /// the peer was silent past the CM timeout, sent something else than the setup, was
+  /// rejected by `answer` (the peer gets the REJ), or the setup failed.
+  virtual std::unique_ptr<Connection> accept(const QpCaps& caps, const AnswerRequest& answer) = 0;
+};
+
 /// A listening endpoint (rdma_listen).
 class Listener {
  public:
   virtual ~Listener() = default;
   /// The port it listens on (the one chosen by the system when 0 was asked).
   virtual uint16_t port() const = 0;
-  /// Waits for the next connection request and answers it. Throws Error when the request
-  /// was rejected by `answer` (the peer gets the REJ) or the setup failed.
-  virtual std::unique_ptr<Connection> accept(const QpCaps& caps, const AnswerRequest& answer) = 0;
+  /// Waits for the next connection request and returns it unanswered (Incoming::accept sets
+  /// it up). Thread-safe against Incoming::accept of earlier requests on other threads, not
+  /// against itself. Throws Error when listening failed.
+  virtual std::unique_ptr<Incoming> next() = 0;
 };
 
 /// An opened HCA.

@@ -50,6 +50,7 @@ struct ClientArgs {
 ClientArgs split_args(const std::vector<std::string>& words) {
   ClientArgs a;
   bool test = false;
+  std::optional<std::string> device_seen, port_seen;
   for (size_t i = 0; i < words.size(); ++i) {
     const std::string& w = words[i];
     if (test || w == "--") {
@@ -61,12 +62,18 @@ ClientArgs split_args(const std::vector<std::string>& words) {
       if (i + 1 >= words.size()) throw InputError(flag + ": missing value");
       return words[++i];
     };
+    // A second --device or -p is an error, as every single-valued option of hcasim's is.
+    auto once = [&](const std::string& flag, std::optional<std::string>& seen, const std::string& v) {
+      if (seen) scenarios::check_single_value(flag, {*seen, v});
+      seen = v;
+      return v;
+    };
     if (w == "--device") {
-      a.device = value("--device");
+      a.device = once("--device", device_seen, value("--device"));
     } else if (w.rfind("--device=", 0) == 0) {
-      a.device = w.substr(9);
+      a.device = once("--device", device_seen, w.substr(9));
     } else if (w == "-p" || (w.rfind("-p", 0) == 0 && w.size() > 2 && w[2] != '-')) {
-      const std::string v = w == "-p" ? value("-p") : w.substr(2);
+      const std::string v = once("-p", port_seen, w == "-p" ? value("-p") : w.substr(2));
       const bool digits = !v.empty() && v.size() <= 5 && v.find_first_not_of("0123456789") == std::string::npos;
       const int n = digits ? std::stoi(v) : 0;
       if (n < 1 || n > 65535) throw InputError(fmt::format("-p: '{}' is not a port (1-65535)", v));

@@ -36,10 +36,10 @@ std::unique_ptr<SdpConnection> SdpConnection::connect(Device& device, WallHost& 
   return c;
 }
 
-std::unique_ptr<SdpConnection> SdpConnection::accept(WallHost& host, Listener& listener,
+std::unique_ptr<SdpConnection> SdpConnection::accept(WallHost& host, Incoming& request,
                                                      const sdp::SdpConfig& config) {
   std::unique_ptr<SdpConnection> c(new SdpConnection(host, config));
-  c->conn_ = listener.accept(sdp_qp_caps(config), [&](sdp::Verbs& verbs, std::span<const uint8_t> hello) {
+  c->conn_ = request.accept(sdp_qp_caps(config), [&](sdp::Verbs& verbs, std::span<const uint8_t> hello) {
     std::lock_guard g(host.engine_lock());
     c->socket_.reset();
     c->socket_ = std::make_unique<sdp::SdpSocket>(host, verbs, config, "server");

@@ -27,9 +27,10 @@ class SdpConnection {
   /// Throws Error (refused, rejected, unreachable) or sdp::ProtocolError (a bad HelloAck).
   static std::unique_ptr<SdpConnection> connect(Device& device, WallHost& host, const std::string& peer_host,
                                                 uint16_t port, const sdp::SdpConfig& config);
-  /// Passive open: waits on `listener` for the next REQ, answers its Hello with a HelloAck
-  /// (a malformed Hello is rejected with the decoder's message and throws Error).
-  static std::unique_ptr<SdpConnection> accept(WallHost& host, Listener& listener, const sdp::SdpConfig& config);
+  /// Passive open of a request taken off a Listener: completes its setup and answers its Hello
+  /// with a HelloAck (a malformed Hello is rejected with the decoder's message and throws
+  /// Error).
+  static std::unique_ptr<SdpConnection> accept(WallHost& host, Incoming& request, const sdp::SdpConfig& config);
   /// Stops the completion thread and disconnects (the QP goes to ERROR).
   ~SdpConnection();
   SdpConnection(const SdpConnection&) = delete;

@@ -1,10 +1,14 @@
 // hcasim-sdp-server: netserver's side of TCP_STREAM over the real SDP engine, on an RDMA
-// device or the emulated HCA (--device emu). Serves one test at a time, for ever or --once.
+// device or the emulated HCA (--device emu). Serves each test on a thread of its own, as
+// netserver serves each in a process of its own: for ever, or one test with --once.
+#include <atomic>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <optional>
 #include <string>
+#include <system_error>
+#include <thread>
 #include <vector>
 
 #include <arpa/inet.h>
@@ -14,6 +18,7 @@
 
 #include "rt/sdp_connection.h"
 #include "rt/stream.h"
+#include "scenarios/netperf_output.h"  // check_single_value
 
 using namespace hcasim;
 
@@ -21,14 +26,13 @@ namespace {
 
 constexpr const char* kProg = "hcasim-sdp-server";
 
-/// One test: the request, the stream until the client's DisConn, the report, our DisConn.
-/// Returns what to log; `faults` gets the connection's fault counters and `peer` the client's
-/// address once the connection is set up (an error after that is the peer's to hear about:
-/// the log names it).
-std::string serve(rt::Device& device, rt::WallHost& host, rt::Listener& listener, model::FaultStats& faults,
+/// One test: the connection's setup, the request, the stream until the client's DisConn, the
+/// report, our DisConn. Returns what to log; `faults` gets the connection's fault counters and
+/// `peer` the client's address once the connection is set up (an error after that is the
+/// peer's to hear about: the log names it). `mem` is this test's share of the device's arena.
+std::string serve(sdp::ArenaScope& mem, rt::WallHost& host, rt::Incoming& incoming, model::FaultStats& faults,
                   std::string& peer) {
-  sdp::ProcessMemory& mem = device.memory();
-  auto conn = rt::SdpConnection::accept(host, listener, sdp::SdpConfig{});
+  auto conn = rt::SdpConnection::accept(host, incoming, sdp::SdpConfig{});
   peer = conn->peer();
   const sdp::Addr head = mem.allocate(rt::StreamReport::kSize, sdp::DataMode::Bytes);
   std::array<uint8_t, rt::StreamRequest::kSize> raw{};
@@ -58,7 +62,7 @@ std::string serve(rt::Device& device, rt::WallHost& host, rt::Listener& listener
     }
     ++report.recv_calls;
     if (n == 0) break;
-    report.crc32 = rt::crc32_update(report.crc32, mem.bytes(buf, n), n);
+    report.crc32 = rt::crc32_update(report.crc32, mem.arena().bytes(buf, n), n);
     report.bytes += n;
   }
   report.elapsed_ns = static_cast<uint64_t>(
@@ -73,6 +77,37 @@ std::string serve(rt::Device& device, rt::WallHost& host, rt::Listener& listener
   faults = conn->fault_stats();
   return fmt::format("received {} bytes in {} calls, crc32 {:08x}, {:.3f} s{}", report.bytes, report.recv_calls,
                      report.crc32, static_cast<double>(report.elapsed_ns) * 1e-9, note);
+}
+
+/// Tests served at once; a connection beyond them is closed at once, with a line.
+constexpr int kMaxTests = 64;
+
+/// Serves one test on its own host and share of the arena, logs its outcome in one line (and
+/// the fault counters when faults are injected), and returns its exit status (0 or 1).
+int serve_test(rt::Device& device, std::unique_ptr<rt::Incoming> incoming, bool report_faults) {
+  int status = 0;
+  model::FaultStats stats;
+  std::string peer;  // "" until the connection is set up (setup errors name the peer)
+  const auto from = [&] { return peer.empty() ? std::string() : peer + ": "; };
+  try {
+    // Declared first, so destroyed last: the connection (in serve) is gone before its memory.
+    sdp::ArenaScope mem(device.memory());
+    rt::WallHost host(mem, rt::online_cpus());
+    const std::string done = serve(mem, host, *incoming, stats, peer);
+    std::fprintf(stderr, "%s: %s%s\n", kProg, from().c_str(), done.c_str());
+    if (report_faults) std::fprintf(stderr, "%s: %s\n", kProg, stats.summary().c_str());
+  } catch (const rt::Error& e) {
+    std::fprintf(stderr, "%s: %s%s\n", kProg, from().c_str(), e.what());
+    status = 1;
+  } catch (const sdp::MemoryError& e) {  // too many tests at once for the arena
+    std::fprintf(stderr, "%s: %stest refused: %s\n", kProg, from().c_str(), e.what());
+    status = 1;
+  } catch (const std::runtime_error& e) {  // the engine: the peer aborted or vanished
+    std::fprintf(stderr, "%s: %stest aborted: %s\n", kProg, from().c_str(), e.what());
+    status = 1;
+  }
+  std::fflush(stderr);
+  return status;
 }
 
 }  // namespace
@@ -119,6 +154,16 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "%s: %s\n", kProg, e.what());
     return 2;
   }
+  try {  // a second --device, -p or -L is an error, not the last one winning
+    for (const char* flag : {"--device", "--port", "--local"}) {
+      const CLI::Option* opt = app.get_option(flag);
+      const std::string shown = opt->get_name() == "--port" ? "-p" : opt->get_name() == "--local" ? "-L" : "--device";
+      scenarios::check_single_value(shown, opt->results());
+    }
+  } catch (const InputError& e) {
+    std::fprintf(stderr, "%s: %s\n", kProg, e.what());
+    return 2;
+  }
   if (device_flag && device_flag->empty()) {
     std::fprintf(stderr, "%s: --device: empty name\n", kProg);
     return 2;
@@ -136,29 +181,42 @@ int main(int argc, char** argv) {
   std::signal(SIGPIPE, SIG_IGN);
   try {
     auto device = rt::open_device(rt::device_name(device_flag), 64u << 20, faults, retry);
-    rt::WallHost host(device->memory(), rt::online_cpus());
     auto listener = device->listen(bind_addr, static_cast<uint16_t>(port));
     std::fprintf(stderr, "%s: listening on port %u (device %s)\n", kProg, listener->port(), device->name().c_str());
     std::fflush(stderr);
-    const uint64_t mark = device->memory().used();
+    if (once) return serve_test(*device, listener->next(), faults.any());
+    // Each test on a thread of its own: a client that stalls during its setup, or streams for
+    // an hour, holds up no other. The device, its listener and memory outlive every test
+    // thread (the loop never ends; a signal ends the process).
+    std::atomic<int> running{0};
     for (;;) {
-      int status = 0;
-      model::FaultStats stats;
-      std::string peer;  // "" until the connection is set up (setup errors name the peer)
-      const auto from = [&] { return peer.empty() ? std::string() : peer + ": "; };
+      std::unique_ptr<rt::Incoming> incoming;
       try {
-        std::fprintf(stderr, "%s: %s\n", kProg, serve(*device, host, *listener, stats, peer).c_str());
-        if (faults.any()) std::fprintf(stderr, "%s: %s\n", kProg, stats.summary().c_str());
-      } catch (const rt::Error& e) {
-        std::fprintf(stderr, "%s: %s%s\n", kProg, from().c_str(), e.what());
-        status = 1;
-      } catch (const std::runtime_error& e) {  // the engine: the peer aborted or vanished
-        std::fprintf(stderr, "%s: %stest aborted: %s\n", kProg, from().c_str(), e.what());
-        status = 1;
+        incoming = listener->next();
+      } catch (const rt::Error& e) {  // EMFILE and the like: say so, breathe, listen on
+        std::fprintf(stderr, "%s: %s\n", kProg, e.what());
+        std::fflush(stderr);
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        continue;
       }
-      std::fflush(stderr);
-      device->memory().release_to(mark);
-      if (once) return status;
+      if (running.load() >= kMaxTests) {
+        std::fprintf(stderr, "%s: %s: refused: %d tests are running already\n", kProg, incoming->peer().c_str(),
+                     kMaxTests);
+        std::fflush(stderr);
+        continue;  // the request is dropped: the peer sees its connection close
+      }
+      const std::string who = incoming->peer();
+      ++running;
+      try {
+        std::thread([&device, &running, report = faults.any(), in = std::move(incoming)]() mutable {
+          serve_test(*device, std::move(in), report);
+          --running;
+        }).detach();
+      } catch (const std::system_error& e) {  // no thread to be had: this request only is dropped
+        --running;
+        std::fprintf(stderr, "%s: %s: refused: no thread for its test: %s\n", kProg, who.c_str(), e.what());
+        std::fflush(stderr);
+      }
     }
   } catch (const InputError& e) {  // --set fault.* on a real HCA, an -L address this machine lacks
     std::fprintf(stderr, "%s: %s\n", kProg, e.what());

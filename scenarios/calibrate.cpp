@@ -548,13 +548,20 @@ CalibrateOptions parse_calibrate_args(const std::vector<std::string>& args) {
   auto* opt_duration = app.add_option("--duration", duration, "netperf simulated seconds (0 = -l)");
   auto* opt_iter = app.add_option("--iterations", iterations, "perftest iterations cap (0 = -n)");
   auto* opt_runs = app.add_option("runs", o.runs, "RUNS to fit: run files or scenarios[:REGEX]");
-  for (auto* opt : {opt_out, opt_csv, opt_jobs, opt_evals, opt_duration, opt_iter})
+  for (auto* opt : {opt_platform, opt_out, opt_csv, opt_jobs, opt_evals, opt_duration, opt_iter})
     opt->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   try {
     app.parse(std::vector<std::string>(args.rbegin(), args.rend()));
   } catch (const CLI::ParseError& e) {
     throw InputError(e.what());
   }
+  check_given_once("-o", opt_out->results());
+  check_given_once("--csv", opt_csv->results());
+  check_single_value("--platform", opt_platform->results());
+  check_single_value("-j", opt_jobs->results());
+  check_single_value("--max-evals", opt_evals->results());
+  check_single_value("--duration", opt_duration->results());
+  check_single_value("--iterations", opt_iter->results());
   for (auto* opt : {opt_platform, opt_fit, opt_runs})
     if (!opt->count()) throw InputError(fmt::format("{} is required", opt->get_name()));
   o.fit = fit;
@@ -568,8 +575,6 @@ CalibrateOptions parse_calibrate_args(const std::vector<std::string>& args) {
   if (opt_evals->count()) o.max_evals = static_cast<int>(whole("--max-evals", evals, 1, 100000));
   if (opt_iter->count()) o.iterations = static_cast<uint64_t>(whole("--iterations", iterations, 0, 1e9));
   if (opt_duration->count()) o.duration_s = parse_duration_flag(duration);
-  check_given_once("-o", opt_out->results());
-  check_given_once("--csv", opt_csv->results());
   if (opt_out->count()) {
     if (output.empty()) throw InputError("-o: empty path");
     o.output = output;

@@ -235,6 +235,11 @@ void parse_global(const std::vector<std::string>& words, NetperfOptions& o,
             fail(fmt::format("-l {}: a negative -l is netperf's byte/transaction count; hcasim "
                              "runs timed tests only (give seconds > 0)", v));
           if (*len == 0) fail(fmt::format("-l {}: the test length must be > 0 seconds", v));
+          // Below the simulated clock's nanosecond a timed run moves nothing or one message
+          // depending on float rounding at its start time (SDP nothing, IPoIB one): refused, in
+          // the simulator and in hcasim-sdp-client alike.
+          if (*len < 1e-9)
+            fail(fmt::format("-l {}: too short to move one message (under 1 ns); give a longer -l", v));
           // netperf's test_time is an int (netsh.c: atoi); beyond it a simulation never ends.
           if (*len > 2147483647.0) fail(fmt::format("-l {}: above netperf's limit of 2147483647 seconds", v));
           o.length_s = *len;
@@ -376,6 +381,7 @@ void parse_long(const std::vector<std::string>& long_words, NetperfOptions& o) {
   } catch (const CLI::ParseError& e) {
     fail(e.what());
   }
+  for (auto* opt : {opt_platform, opt_remote, opt_seed, opt_transport}) check_single_value(opt->get_name(), opt->results());
   if (opt_platform->count()) o.platform = platform;
   if (opt_remote->count()) o.remote_platform = remote_platform;
   for (const auto& s : sets)

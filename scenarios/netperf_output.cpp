@@ -244,11 +244,18 @@ std::string format_progress_line(double simulated_s, double length_s, double wal
                      simulated_s, length_s, length_s > 0 ? 100 * simulated_s / length_s : 0.0, speed, left);
 }
 
-bool is_stdout_path(const std::string& path) { return path == "/dev/stdout"; }
+bool is_stdout_path(const std::string& path) {
+  const std::string p = std::filesystem::path(path).lexically_normal().string();
+  return p == "/dev/stdout" || p == "/dev/fd/1" || p == "/proc/self/fd/1" || p == "/proc/thread-self/fd/1";
+}
 
 void check_given_once(const std::string& what, const std::vector<std::string>& paths) {
   if (paths.size() > 1)
     throw InputError(fmt::format("{}: given twice ({}, then {}): one run writes one {}", what, paths[0], paths[1], what));
+}
+
+void check_single_value(const std::string& what, const std::vector<std::string>& values) {
+  if (values.size() > 1) throw InputError(fmt::format("{}: given twice ({}, then {}); give it once", what, values[0], values[1]));
 }
 
 void check_not_an_input(const std::string& path, const std::vector<std::string>& inputs, const std::string& what) {

@@ -107,8 +107,10 @@ void check_given_once(const std::string& what, const std::vector<std::string>& p
 /// speed is known (no wall time or no simulated time yet).
 std::string format_progress_line(double simulated_s, double length_s, double wall_s);
 
-/// True for "/dev/stdout": an output (--csv) written to the program's stdout, whole, after what
-/// the program prints there, rather than into a file (the only device an output may name).
+/// True for "/dev/stdout", "/dev/fd/1", "/proc/self/fd/1" or "/proc/thread-self/fd/1" (after
+/// lexical normalisation: "//dev/./stdout" too): an output (--csv) written to the program's
+/// stdout, whole, after what the program prints there, rather than into a file (the only device
+/// an output may name).
 bool is_stdout_path(const std::string& path);
 
 /// Checks before a long run that `path` can be written later: its directory exists and is
@@ -119,6 +121,11 @@ void check_output_path(const std::string& path, const std::string& what);
 /// Throws InputError "WHAT PATH: it is an input of this run (INPUT), not overwritten" when
 /// `path` names the same existing file as one of `inputs` (a platform, scenario, reference or
 /// run file): `--csv` over the scenario it runs replaced the scenario.
+/// Throws InputError "WHAT: given twice (A, then B); give it once" when `values` (every value a
+/// single-valued option was given, in order) has more than one: the last no longer wins
+/// silently.
+void check_single_value(const std::string& what, const std::vector<std::string>& values);
+
 void check_not_an_input(const std::string& path, const std::vector<std::string>& inputs, const std::string& what);
 
 /// Writes `content` to `path` whole or not at all: into PATH.tmp.PID in the same directory,

@@ -12,6 +12,7 @@
 #include "scenarios/perftest_cli.h"
 
 #include <algorithm>
+#include <map>
 #include <cerrno>
 #include <charconv>
 #include <climits>
@@ -233,6 +234,12 @@ class Parser {
       }
     } else if (eq != std::string::npos) {
       fail(flag + ": takes no value");
+    }
+    // hcasim's own single-valued options: a second one is an error, not the last winning.
+    if (opt.kind == LongKind::Platform || opt.kind == LongKind::RemotePlatform || opt.kind == LongKind::Seed ||
+        opt.kind == LongKind::Columns) {
+      const auto [it, first] = hcasim_values_.emplace(flag, value);
+      if (!first) check_single_value(flag, {it->second, value});
     }
     switch (opt.kind) {
       case LongKind::Short: apply(opt.letter, value, flag); break;
@@ -473,6 +480,7 @@ class Parser {
 
   sim::PerftestTest test_;
   PerftestOptions& o_;
+  std::map<std::string, std::string> hcasim_values_;  // hcasim's single-valued options seen: the first value
 };
 
 }  // namespace

@@ -983,6 +983,7 @@ RunOptions parse_run_args(const std::vector<std::string>& args) {
   } catch (const CLI::ParseError& e) {
     throw InputError(e.what());
   }
+  check_single_value("-j", opt_jobs->results());
   if (opt_jobs->count()) o.jobs = parse_jobs(jobs);
   if (opt_csv->count()) {
     check_given_once("--csv", opt_csv->results());

@@ -2,6 +2,8 @@
 // the project's target, and the report directory (report.h).
 #include "scenarios/validate.h"
 
+#include "scenarios/netperf_output.h"  // check_given_once, check_single_value
+
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
@@ -261,6 +263,10 @@ ValidateOptions parse_validate_args(const std::vector<std::string>& args) {
   } catch (const CLI::ParseError& e) {
     throw InputError(e.what());
   }
+  check_single_value("-j", opt_jobs->results());
+  check_given_once("--report", opt_report->results());
+  check_single_value("--duration", opt_duration->results());
+  check_single_value("--iterations", opt_iter->results());
   if (opt_jobs->count()) o.jobs = parse_jobs(jobs);
   if (opt_duration->count()) o.duration_s = parse_duration_flag(duration);
   if (opt_iter->count()) {

@@ -2,6 +2,7 @@
 
 #include <sys/mman.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <mutex>
@@ -23,13 +24,37 @@ Addr ProcessMemory::allocate(uint64_t len, DataMode, uint64_t align) {
   if (len == 0) len = 1;
   std::unique_lock lock(regions_lock_);
   const Addr base0 = reinterpret_cast<Addr>(arena_);
-  const Addr base = (base0 + used_ + align - 1) & ~(align - 1);
+  const auto up = [align](Addr a) { return (a + align - 1) & ~(align - 1); };
+  Addr from = base0;  // first fit: the lowest gap between regions that holds len aligned
+  for (const auto& [b, l] : regions_) {
+    if (up(from) + len <= b) break;
+    from = b + l;
+  }
+  const Addr base = up(from);
   if (base + len > base0 + capacity_)
     throw MemoryError(fmt::format("memory arena of {} bytes exhausted allocating {} bytes ({} in use)", capacity_,
                                   len, used_));
-  used_ = base + len - base0;
+  used_ = std::max<uint64_t>(used_, base + len - base0);
   regions_.emplace(base, len);
   return base;
+}
+
+void ProcessMemory::free(Addr base) {
+  std::unique_lock lock(regions_lock_);
+  if (regions_.erase(base) == 0) return;
+  const Addr base0 = reinterpret_cast<Addr>(arena_);
+  used_ = regions_.empty() ? 0 : regions_.rbegin()->first + regions_.rbegin()->second - base0;
+}
+
+ArenaScope::~ArenaScope() {
+  for (Addr a : mine_) arena_.free(a);
+}
+
+Addr ArenaScope::allocate(uint64_t len, DataMode mode, uint64_t align) {
+  const Addr a = arena_.allocate(len, mode, align);
+  std::lock_guard g(lock_);
+  mine_.push_back(a);
+  return a;
 }
 
 void ProcessMemory::release_to(uint64_t used) {

@@ -373,18 +373,22 @@ TEST_F(Cli, NetperfHelpPrintsTheUsage) {
 }
 
 // --csv /dev/stdout: the CSV on stdout, whole, after the tool's own output (it was refused as
-// "not a regular file"); byte for byte what --csv FILE writes.
+// "not a regular file"); byte for byte what --csv FILE writes. /dev/fd/1 and /proc/self/fd/1
+// (and the same paths spelt with extra slashes) are stdout too: they were refused as "it exists
+// and is not a regular file".
 TEST_F(Cli, CsvToStdoutFollowsTheOutput) {
   for (const std::string args : {"netperf -P 0 -l 0.01 -c -C -- -m 64K", "ib_write_lat -n 200", "ib_write_bw -n 100"}) {
     const fs::path file = dir_ / "x.csv";
     Outcome to_file = run(args + " --csv " + file.string());
-    Outcome to_stdout = run(args + " --csv /dev/stdout");
     ASSERT_EQ(to_file.status, 0) << args << ": " << to_file.err;
-    ASSERT_EQ(to_stdout.status, 0) << args << ": " << to_stdout.err;
     const std::string csv = slurp(file);
     ASSERT_NE(csv.find("\n"), std::string::npos) << args;
-    EXPECT_EQ(to_stdout.out, to_file.out + csv) << args;
-    EXPECT_EQ(to_stdout.err, to_file.err) << args;
+    for (const char* out : {"/dev/stdout", "/dev/fd/1", "/proc/self/fd/1", "//dev//fd/1"}) {
+      Outcome to_stdout = run(args + " --csv " + out);
+      ASSERT_EQ(to_stdout.status, 0) << args << " --csv " << out << ": " << to_stdout.err;
+      EXPECT_EQ(to_stdout.out, to_file.out + csv) << args << " --csv " << out;
+      EXPECT_EQ(to_stdout.err, to_file.err) << args << " --csv " << out;
+    }
     fs::remove(file);
   }
 }

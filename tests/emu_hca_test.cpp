@@ -45,7 +45,7 @@ struct Pair {
     auto listener = b->listen("127.0.0.1", 0);
     const uint16_t port = listener->port();
     std::thread server([&] {
-      cb = listener->accept(caps, [&](sdp::Verbs& v, std::span<const uint8_t>) {
+      cb = listener->next()->accept(caps, [&](sdp::Verbs& v, std::span<const uint8_t>) {
         b_rkey = v.reg_mr(b_buf, kBuf, sdp::kLocalWrite | sdp::kRemoteWrite | sdp::kRemoteRead);
         b_ro_rkey = v.reg_mr(b_buf, kBuf, sdp::kRemoteRead);
         std::vector<uint8_t> rep(16);
@@ -203,7 +203,7 @@ TEST(EmuHca, ARejectedRequestTellsTheActiveSideWhy) {
   std::string server_error;
   std::thread server([&] {
     try {
-      listener->accept({}, [](sdp::Verbs&, std::span<const uint8_t>) -> std::vector<uint8_t> {
+      listener->next()->accept({}, [](sdp::Verbs&, std::span<const uint8_t>) -> std::vector<uint8_t> {
         throw std::runtime_error("HH: bad version");
       });
     } catch (const rt::Error& e) {

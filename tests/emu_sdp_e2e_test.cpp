@@ -314,3 +314,99 @@ TEST(SdpStream, IdlePeersDoNotBlockTheServer) {
   EXPECT_EQ(again.wait(std::chrono::seconds(20)), 0) << again.err() << srv.err();
   EXPECT_EQ(srv.wait(std::chrono::milliseconds(50)), -1) << "the server ended: " << srv.err();
 }
+
+namespace {
+
+/// netperf's data row of a -P 0 run: its elapsed seconds and throughput (10^6 bits/s).
+std::pair<double, double> data_row(const std::string& out) {
+  std::smatch m;
+  if (!std::regex_search(out, m, std::regex(R"((\d+) +(\d+) +(\d+) +([0-9.]+) +([0-9.]+) *\n)"))) return {0, 0};
+  return {std::stod(m[4]), std::stod(m[5])};
+}
+
+/// The client's CRC line: bytes sent, bytes the server received, equal CRCs.
+void expect_matching_crcs(const Proc& cli, uint64_t* bytes) {
+  std::smatch m;
+  const std::string err = cli.err();
+  ASSERT_TRUE(std::regex_search(err, m, std::regex("device emu: sent ([0-9]+) bytes crc32 ([0-9a-f]{8}), the server received "
+                                                   "([0-9]+) bytes crc32 ([0-9a-f]{8}): match")))
+      << err;
+  EXPECT_EQ(m[1], m[3]);
+  EXPECT_EQ(m[2], m[4]);
+  *bytes = std::stoull(m[1]);
+}
+
+}  // namespace
+
+// hcasim-sdp-server served one test at a time: a second client waited, without a word, until
+// the first test ended, and a peer that started a CM frame and stalled held the server for its
+// 10 s (issue 21). Now each test has a thread of its own: with an idle peer and a stalled one
+// connected, a 3 s timed stream and a 256 MiB stream started 0.3 s after it both run at once
+// (the second ends while the first still streams), with equal CRCs; the stalled peer's close
+// is its own line, and the server serves on.
+TEST(SdpStream, ConcurrentClientsAndAStalledPeerAreServedSideBySide) {
+  Proc srv("concurrent-server", {HCASIM_SDP_SERVER, "--device", "emu", "-p", "0"});
+  const int port = srv.port();
+  ASSERT_GT(port, 0) << srv.err();
+  const int idle = idle_peer(port);
+  const int stalled = idle_peer(port);
+  ASSERT_GE(idle, 0);
+  ASSERT_GE(stalled, 0);
+  const uint8_t start[] = {0, 0, 0, 100, 0xC0, 0, 0};  // a 100-byte CM REQ frame's first 7 bytes
+  ASSERT_EQ(::write(stalled, start, sizeof start), static_cast<ssize_t>(sizeof start));
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));  // the server has accepted both
+
+  const auto t0 = Clock::now();
+  Proc a("concurrent-a", {HCASIM_SDP_CLIENT, "--device", "emu", "-p", std::to_string(port), "-P", "0", "-l", "3"});
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  const auto tb = Clock::now();
+  Proc b("concurrent-b", {HCASIM_SDP_CLIENT, "--device", "emu", "-p", std::to_string(port), "-P", "0", "-l",
+                          "-268435456"});
+  ASSERT_EQ(b.wait(std::chrono::seconds(60)), 0) << b.err() << srv.err();
+  const auto b_end = Clock::now();
+  EXPECT_EQ(a.wait(std::chrono::milliseconds(0)), -1) << "the 3 s stream ended before the 256 MiB one: not side by side\n"
+                                                       << a.err() << srv.err();
+  ASSERT_EQ(a.wait(std::chrono::seconds(60)), 0) << a.err() << srv.err();
+  const auto a_end = Clock::now();
+  uint64_t a_bytes = 0, b_bytes = 0;
+  expect_matching_crcs(a, &a_bytes);
+  expect_matching_crcs(b, &b_bytes);
+  EXPECT_EQ(b_bytes, 268435456u);
+  EXPECT_GT(a_bytes, 0u);
+  const auto [a_s, a_mbps] = data_row(a.out());
+  const auto [b_s, b_mbps] = data_row(b.out());
+  EXPECT_GT(a_s, 2.9) << a.out();
+  EXPECT_LT(a_s, 4.0) << a.out();
+  EXPECT_GT(a_mbps, 0.0) << a.out();
+  EXPECT_GT(b_mbps, 0.0) << b.out();
+  const auto ms = [](auto d) { return std::chrono::duration_cast<std::chrono::milliseconds>(d).count(); };
+  std::printf("side by side: A (-l 3) %llu bytes, %.2f s, %.2f 10^6bits/s, ended at %lld ms; B (256 MiB) %.2f s, "
+              "%.2f 10^6bits/s, started at %lld ms, ended at %lld ms\n",
+              static_cast<unsigned long long>(a_bytes), a_s, a_mbps, static_cast<long long>(ms(a_end - t0)), b_s, b_mbps,
+              static_cast<long long>(ms(tb - t0)), static_cast<long long>(ms(b_end - t0)));
+  // The server logged both tests, each naming its client.
+  std::string err;
+  for (auto until = Clock::now() + std::chrono::seconds(5); Clock::now() < until; std::this_thread::sleep_for(std::chrono::milliseconds(20))) {
+    err = srv.err();
+    if (err.find("received 268435456 bytes") != std::string::npos &&
+        err.find("received " + std::to_string(a_bytes) + " bytes") != std::string::npos)
+      break;
+  }
+  EXPECT_TRUE(std::regex_search(err, std::regex("hcasim-sdp-server: 127\\.0\\.0\\.1:[0-9]+: received 268435456 bytes")))
+      << err;
+  EXPECT_NE(err.find("received " + std::to_string(a_bytes) + " bytes"), std::string::npos) << err;
+  EXPECT_EQ(err.find("no answer within"), std::string::npos) << "less than 10 s went by: " << err;
+  // The stalled peer closing mid-frame is one line naming it; the server serves on.
+  ::close(stalled);
+  for (auto until = Clock::now() + std::chrono::seconds(5);
+       Clock::now() < until && srv.err().find("connection closed during connection setup") == std::string::npos;)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_TRUE(std::regex_search(srv.err(), std::regex("hcasim-sdp-server: 127\\.0\\.0\\.1:[0-9]+: connection closed during "
+                                                      "connection setup\n")))
+      << srv.err();
+  ::close(idle);
+  Proc again("concurrent-again", {HCASIM_SDP_CLIENT, "--device", "emu", "-p", std::to_string(port), "-P", "0", "-l",
+                                  "-1000"});
+  EXPECT_EQ(again.wait(std::chrono::seconds(20)), 0) << again.err() << srv.err();
+  EXPECT_EQ(srv.wait(std::chrono::milliseconds(50)), -1) << "the server ended: " << srv.err();
+}

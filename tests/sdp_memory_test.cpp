@@ -106,3 +106,31 @@ TEST(ProcessMemory, ReleaseToFreesEverythingAfterTheMark) {
   EXPECT_FALSE(m.contains(gone, 1));
   EXPECT_EQ(m.allocate(4096, DataMode::Bytes), gone);  // the same page again
 }
+
+// A server running tests side by side frees each test's regions when it ends (ArenaScope); a
+// later allocation takes the first gap that fits, and the other test's regions stay.
+TEST(ProcessMemory, AScopeFreesItsRegionsAndTheGapIsReused) {
+  ProcessMemory m(8 * 4096);
+  const Addr base = reinterpret_cast<Addr>(m.arena());
+  Addr first = 0, second = 0;
+  {
+    ArenaScope a(m);
+    first = a.allocate(4096, DataMode::Bytes);
+    {
+      ArenaScope b(m);
+      second = b.allocate(2 * 4096, DataMode::Bytes);
+      EXPECT_EQ(second, base + 4096);
+      const Addr third = a.allocate(100, DataMode::Bytes);
+      EXPECT_EQ(third, base + 3 * 4096);
+      EXPECT_EQ(m.used(), 3u * 4096 + 100);
+    }  // b's 8 KiB are free again; a's regions stay
+    EXPECT_TRUE(m.contains(first, 4096));
+    EXPECT_FALSE(m.contains(second, 1));
+    EXPECT_TRUE(m.contains(base + 3 * 4096, 100));
+    EXPECT_EQ(a.allocate(4096, DataMode::Bytes), base + 4096);  // the first gap that fits
+    EXPECT_EQ(a.allocate(8192, DataMode::Bytes), base + 4 * 4096);  // the 4 KiB gap left is too small
+  }
+  EXPECT_EQ(m.used(), 0u);
+  EXPECT_FALSE(m.contains(first, 1));
+  EXPECT_EQ(m.allocate(8 * 4096, DataMode::Bytes), base);  // the whole arena again
+}
