@@ -223,7 +223,7 @@ void SimQp::post_send(const sdp::SendWr& wr) {
                                       wr.length(), hca_.max_inline_data()));
   // The WQE is in the send queue; the MMIO that hands it to the HCA costs the CPU its stores
   // (charged now, slept off at the caller's next visible step) and reaches the HCA later.
-  const model::PostTiming t = model::post_timing(hca_.post_config(), wqe_shape(wr));
+  const model::PostTiming& t = post_timing_of(wqe_shape(wr));
   hca_.host().charge(model::Activity::Post, t.cpu_ns);
   ++(t.blueflame ? hca_.blueflame_posts_ : hca_.doorbell_posts_);
   sq_.push_back({wr, t.blueflame, now_ns() + t.wqe_at_hca_ns, t});
@@ -380,6 +380,17 @@ void move_data(sdp::HostMemory& to, const Sges& scatter, uint8_t n_scatter, cons
 }
 }  // namespace
 
+const model::PostTiming& SimQp::post_timing_of(const model::mlx4::WqeShape& s) {
+  PostMemo& m = post_memo_;
+  if (!m.valid || m.shape.opcode != s.opcode || m.shape.num_sge != s.num_sge || m.shape.inline_data != s.inline_data ||
+      m.shape.inline_bytes != s.inline_bytes) {
+    m.timing = model::post_timing(hca_.post_config(), s);
+    m.shape = s;
+    m.valid = true;
+  }
+  return m.timing;
+}
+
 bool SimQp::gather_and_transfer(const Posted& p, Wc& swc) {
   const sdp::SendWr& wr = p.wr;
   if (!gather_ok(wr)) {
@@ -392,12 +403,18 @@ bool SimQp::gather_and_transfer(const Posted& p, Wc& swc) {
   const uint64_t bytes = wr.length();
   // When the engine waited for the WQE, its MMIO and fetch bytes crossed the link before it
   // started (post_timing counts them).
-  const model::MessageWire w = model::message_wire(hca_.post_config().bus, hca_.ib_, peer_->hca_.post_config().bus,
-                                                   p.post, wr.inline_data, bytes, wr.opcode == WrOpcode::Send,
-                                                   !p.waited);
-  const double link_ns = model::message_link_time_ns(hca_.ib_, w);
-  const double size = std::max(static_cast<double>(std::max<uint64_t>(bytes, 1)), link_ns * 1e-9 * hca_.bottleneck_Bps_);
-  Scheduler::current().transfer(hca_.route(), static_cast<uint64_t>(std::ceil(size)));
+  const bool send = wr.opcode == WrOpcode::Send, with_post = !p.waited;
+  WireMemo& m = wire_memo_;
+  if (!m.valid || m.bytes != bytes || m.inline_data != wr.inline_data || m.send != send || m.with_post != with_post ||
+      m.blueflame != p.post.blueflame || m.wqe_bytes != p.post.wqe_bytes || m.mmio_bus_ns != p.post.mmio.bus_ns) {
+    const model::MessageWire w = model::message_wire(hca_.post_config().bus, hca_.ib_, peer_->hca_.post_config().bus,
+                                                     p.post, wr.inline_data, bytes, send, with_post);
+    const double link_ns = model::message_link_time_ns(hca_.ib_, w);
+    const double size = std::max(static_cast<double>(std::max<uint64_t>(bytes, 1)), link_ns * 1e-9 * hca_.bottleneck_Bps_);
+    m = {true, wr.inline_data, send, with_post, p.post.blueflame, bytes, p.post.wqe_bytes, p.post.mmio.bus_ns,
+         static_cast<uint64_t>(std::ceil(size))};
+  }
+  Scheduler::current().transfer(hca_.route(), m.size);
   return true;
 }
 

@@ -178,6 +178,23 @@ class SimQp : public sdp::Verbs {
     bool waited = false;       ///< the engine waited for the WQE: its MMIO/fetch bytes already crossed the link
   };
   bool gather_ok(const sdp::SendWr& wr) const;
+  /// model::post_timing for `shape`, remembered for the last shape posted: a stream posts the
+  /// same shape over and over, and the result depends on nothing else (the HCA's PostConfig).
+  const model::PostTiming& post_timing_of(const model::mlx4::WqeShape& shape);
+  struct PostMemo {
+    bool valid = false;
+    model::mlx4::WqeShape shape;
+    model::PostTiming timing;
+  } post_memo_;
+  /// The bytes of the one transfer a message of this shape occupies the route with
+  /// (gather_and_transfer), remembered for the last shape: every input of the computation.
+  struct WireMemo {
+    bool valid = false, inline_data = false, send = false, with_post = false, blueflame = false;
+    uint64_t bytes = 0;
+    uint32_t wqe_bytes = 0;
+    double mmio_bus_ns = 0;
+    uint64_t size = 0;
+  } wire_memo_;
   /// Checks the gather list (LocProtErr completion if bad) and moves the data across the
   /// path (one SimGrid communication). Returns false when the WR failed.
   bool gather_and_transfer(const Posted& p, sdp::Wc& swc);

@@ -113,8 +113,8 @@ struct Payload {
 };
 }  // namespace
 
+/// A transfer in flight: on the stack of the context that waits for it.
 struct Scheduler::Transfer {
-  uint64_t id;
   const Route* route;
   Fiber* fiber;
   double start_s;     ///< when it started (alone: its bytes flow at route->rate_Bps from then)
@@ -151,8 +151,7 @@ struct Scheduler::Impl {
   }
   uint64_t seq = 0;
   int live = 0;  ///< non-daemon contexts that have not returned
-  std::vector<std::unique_ptr<Transfer>> in_flight;  ///< alone and in SimGrid, in order of start
-  uint64_t next_transfer = 0;
+  std::vector<Transfer*> in_flight;  ///< alone and in SimGrid, in order of start
   int in_simgrid = 0;                ///< transfers of in_flight that are SimGrid communications
   std::vector<s4u::CommPtr> comms;   ///< scratch: their comms, for wait_any_for
   std::vector<Transfer*> comm_of;    ///< scratch: the transfer of each of comms
@@ -160,8 +159,11 @@ struct Scheduler::Impl {
   void sync_simgrid() {
     if (in_simgrid == 0 && s4u::Engine::get_clock() < detail::clock_s) s4u::this_actor::sleep_until(detail::clock_s);
   }
+  /// Takes `t` out of in_flight (when its context goes on, or is unwound).
   void finish(Transfer* t) {
-    auto it = std::find_if(in_flight.begin(), in_flight.end(), [t](const auto& p) { return p.get() == t; });
+    auto it = std::find(in_flight.begin(), in_flight.end(), t);
+    if (it == in_flight.end()) return;
+    if ((*it)->comm) --in_simgrid;
     in_flight.erase(it);
   }
 };
@@ -264,6 +266,7 @@ void Scheduler::to_simgrid(Transfer& t) {
   // Alone it moved route->rate_Bps bytes per second since it started; SimGrid takes whole bytes.
   const double left = t.bytes - (detail::clock_s - t.start_s) * t.route->rate_Bps;
   t.comm = s4u::Comm::sendto_async(t.route->from, t.route->to, static_cast<uint64_t>(std::llround(std::max(0.0, left))));
+  ++t.fiber->gen;  // its end on the calendar is void now: SimGrid's completion resumes it
   ++impl_->in_simgrid;
   ++stats_.transfers_simgrid;
 }
@@ -272,29 +275,29 @@ void Scheduler::transfer(const Route& route, uint64_t bytes) {
   Fiber* f = running_;
   if (f == nullptr) throw std::logic_error("Scheduler::transfer outside a context");
   Impl& m = *impl_;
-  auto t = std::make_unique<Transfer>(Transfer{m.next_transfer++, &route, f, detail::clock_s, static_cast<double>(bytes), {}});
-  Transfer* tp = t.get();
+  Transfer t{&route, f, detail::clock_s, static_cast<double>(bytes), {}};
   bool shared = false;
-  for (const auto& o : m.in_flight) shared = shared || o->shares(route);
+  for (const Transfer* o : m.in_flight) shared = shared || o->shares(route);
+  // Out of in_flight when the context goes on, or when it is unwound at the end of the run.
+  struct Leave {
+    Impl& m;
+    Transfer& t;
+    ~Leave() { m.finish(&t); }
+  } leave{m, t};
   if (!shared && !all_in_simgrid_) {
-    // Alone on its links: its end is known now. The event is void if it moved to SimGrid.
+    // Alone on its links: its end is known now, a plain resumption on the calendar (void if
+    // the transfer moves to SimGrid meanwhile, to_simgrid).
     ++stats_.transfers_alone;
-    m.in_flight.push_back(std::move(t));
-    call_at(detail::clock_s + static_cast<double>(bytes) / route.rate_Bps, [this, tp, id = tp->id] {
-      Impl& im = *impl_;
-      auto it = std::find_if(im.in_flight.begin(), im.in_flight.end(), [id](const auto& p) { return p->id == id; });
-      if (it == im.in_flight.end() || (*it)->comm) return;
-      make_ready(tp->fiber);
-      im.in_flight.erase(it);
-    });
+    m.in_flight.push_back(&t);
+    m.push(detail::clock_s + static_cast<double>(bytes) / route.rate_Bps, f, f->gen, {});
     suspend();
     return;
   }
   m.sync_simgrid();
-  for (const auto& o : m.in_flight)
+  for (Transfer* o : m.in_flight)
     if (!o->comm && o->shares(route)) to_simgrid(*o);
-  m.in_flight.push_back(std::move(t));
-  tp->comm = s4u::Comm::sendto_async(route.from, route.to, bytes);
+  m.in_flight.push_back(&t);
+  t.comm = s4u::Comm::sendto_async(route.from, route.to, bytes);
   ++m.in_simgrid;
   ++stats_.transfers_simgrid;
   suspend();
@@ -352,10 +355,10 @@ void Scheduler::loop() {
     }
     m.comms.clear();
     m.comm_of.clear();
-    for (const auto& x : m.in_flight)
+    for (Transfer* x : m.in_flight)
       if (x->comm) {
         m.comms.push_back(x->comm);
-        m.comm_of.push_back(x.get());
+        m.comm_of.push_back(x);
       }
     const double now_sg = s4u::Engine::get_clock();
     const ssize_t first = s4u::Comm::wait_any_for(m.comms, std::isfinite(t) ? std::max(0.0, t - now_sg) : -1.0);
@@ -368,9 +371,9 @@ void Scheduler::loop() {
     advance_to(s4u::Engine::get_clock());
     for (size_t i = 0; i < m.comms.size(); ++i) {
       if (static_cast<ssize_t>(i) != first && !m.comms[i]->test()) continue;
-      make_ready(m.comm_of[i]->fiber);
-      --m.in_simgrid;
-      m.finish(m.comm_of[i]);
+      Transfer* done = m.comm_of[i];
+      make_ready(done->fiber);
+      m.finish(done);  // its context takes it from here
     }
   }
 }
@@ -433,9 +436,10 @@ bool SimWaitQueue::wait(double deadline_s) {
   waiters_.push_back(&w);
   if (std::isfinite(deadline_s)) {
     // Void once the context is resumed otherwise (notified): `w` is gone by then.
-    s.call_at_if(deadline_s, w.fiber, Scheduler::generation(w.fiber), [this, &w, &s] {
+    // Two pointers: std::function keeps them without allocating.
+    s.call_at_if(deadline_s, w.fiber, Scheduler::generation(w.fiber), [this, &w] {
       waiters_.erase(std::find(waiters_.begin(), waiters_.end(), &w));
-      s.make_ready(w.fiber);
+      Scheduler::current().make_ready(w.fiber);
     });
   }
   // Left by an exception (the context unwound at the end of the simulation): nothing may
