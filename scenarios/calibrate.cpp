@@ -537,7 +537,9 @@ CalibrateOptions parse_calibrate_args(const std::vector<std::string>& args) {
   auto* opt_platform = app.add_option("--platform", o.platform, "base platform NAME|FILE");
   // One value per occurrence (a later positional is a RUNS item, not another value); --holdout
   // takes every word up to the next option.
-  auto* opt_fit = app.add_option("--fit", fit, "KEY[=LO:HI],... parameters to fit")->delimiter(',')->allow_extra_args(false);
+  // Split here, not by CLI11's delimiter, which drops empty items (`--fit a,,b`, `--fit ,`).
+  std::vector<std::string> fit_lists;
+  auto* opt_fit = app.add_option("--fit", fit_lists, "KEY[=LO:HI],... parameters to fit")->allow_extra_args(false);
   app.add_option("--start", o.starts, "KEY=VALUE starting value")->allow_extra_args(false);
   app.add_option("--set", o.sets, "KEY=VALUE platform change, not fitted")->allow_extra_args(false);
   app.add_option("--holdout", o.holdout, "RUNS predicted, not fitted");
@@ -564,6 +566,17 @@ CalibrateOptions parse_calibrate_args(const std::vector<std::string>& args) {
   check_single_value("--iterations", opt_iter->results());
   for (auto* opt : {opt_platform, opt_fit, opt_runs})
     if (!opt->count()) throw InputError(fmt::format("{} is required", opt->get_name()));
+  for (const std::string& list : fit_lists) {
+    size_t from = 0;
+    for (;;) {
+      const size_t comma = list.find(',', from);
+      const std::string item = list.substr(from, comma == std::string::npos ? std::string::npos : comma - from);
+      if (item.empty()) throw InputError(fmt::format("--fit {}: an empty parameter name (KEY[=LO:HI],...)", list));
+      fit.push_back(item);
+      if (comma == std::string::npos) break;
+      from = comma + 1;
+    }
+  }
   o.fit = fit;
   auto whole = [](const std::string& flag, const std::string& text, double lo, double hi) {
     const auto n = parse_number(text);

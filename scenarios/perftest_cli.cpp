@@ -362,6 +362,8 @@ class Parser {
     char* end = nullptr;
     const long v = std::strtol(digits.c_str(), &end, 0);
     const uint64_t size = static_cast<uint64_t>(v) * factor;  // perftest's unsigned arithmetic
+    if (end == digits.c_str())  // no leading number at all (perftest would read 0)
+      fail(fmt::format("{}: '{}' is not a size (bytes, or a number with K or M)", flag, text));
     if (size < 1 || size > kPerftestMaxSizeArg)
       fail(fmt::format("{}: '{}' is out of range (perftest: 1..{} B)", flag, text,
                        kPerftestMaxSizeArg));

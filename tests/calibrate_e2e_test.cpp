@@ -196,6 +196,10 @@ TEST(CalibrateE2E, BadInputIsOneLineExitTwoAndNoFile) {
       {"--platform connectx-ddr-pcie1x8 --fit cpu.copy_tx_rate 'seed002:(('",
        "is not a regular expression"},
       {"--platform nowhere --fit cpu.copy_tx_rate seed002", "--platform nowhere: no such platform file or name"},
+      {"--platform connectx-ddr-pcie1x8 --fit , seed002",
+       "hcasim: error: --fit ,: an empty parameter name (KEY[=LO:HI],...)\n"},
+      {"--platform connectx-ddr-pcie1x8 --fit cpu.copy_tx_rate,,cpu.bzcopy_setup seed002",
+       "hcasim: error: --fit cpu.copy_tx_rate,,cpu.bzcopy_setup: an empty parameter name (KEY[=LO:HI],...)\n"},
       {"--platform connectx-ddr-pcie1x8 --fit cpu.copy_tx_rate,cpu.copy_tx_rate seed002",
        "hcasim: error: --fit cpu.copy_tx_rate: given twice\n"},
       // seed002's points ran on infinihost3-pcie1x8 (scenarios/seed002.toml).

@@ -173,7 +173,7 @@ TEST(PerftestCli, ValueFormsAsGetoptLongReadsThem) {
   // A later flag overrides an earlier one (perftest 4.5 has no duplicate check).
   EXPECT_EQ(lat("-s 8 -s 16").size, 16u);
   // The word after a value option is its value even when it starts with '-'.
-  EXPECT_EQ(lat_error("-s -a"), "-s: '-a' is out of range (perftest: 1..2147483647 B)");
+  EXPECT_EQ(lat_error("-s -a"), "-s: '-a' is not a size (bytes, or a number with K or M)");
   EXPECT_EQ(lat_error("-n -a"), "-n: '-a' is not an integer");
 }
 
@@ -199,14 +199,15 @@ TEST(PerftestCli, SizesAsPerftestReadsThem) {
   EXPECT_TRUE(lat("-s 64").size_given);
 
   EXPECT_EQ(lat_error("-s 0"), "-s: '0' is out of range (perftest: 1..2147483647 B)");
+  EXPECT_EQ(lat_error("-s K"), "-s: 'K' is not a size (bytes, or a number with K or M)");
+  EXPECT_EQ(lat_error("-s abc"), "-s: 'abc' is not a size (bytes, or a number with K or M)");
   EXPECT_EQ(lat_error("-s 2048M"), "-s: '2048M' is out of range (perftest: 1..2147483647 B)");
   EXPECT_EQ(lat_error("-s 2147483648"), "-s: '2147483648' is out of range (perftest: 1..2147483647 B)");
   EXPECT_EQ(lat_error("-s -5"), "-s: '-5' is out of range (perftest: 1..2147483647 B)");
-  EXPECT_EQ(lat_error("-s abc"), "-s: 'abc' is out of range (perftest: 1..2147483647 B)");
   EXPECT_EQ(lat_error("-s"), "-s: missing value");
   EXPECT_EQ(lat_error("--size"), "--size: missing value");
   EXPECT_EQ(error_of(PerftestTest::WriteLat, {"-s", ""}),
-            "-s: '' is out of range (perftest: 1..2147483647 B)");
+            "-s: '' is not a size (bytes, or a number with K or M)");
 }
 
 TEST(PerftestCli, AllIgnoresSizeWithANote) {
