@@ -447,8 +447,8 @@ void SimQp::execute_send(const Posted& p) {
   }
   // Receiver not ready: the responder answers RNR NAK and the requester retries after the
   // responder's min_rnr_timer, rnr_retry times (7 = for ever; IBA 9.7.5.2.8, 10.2.4.3).
-  for (uint8_t retries = 0; peer->rq_.empty(); ++retries) {
-    if (rnr_retry_ != kRnrRetryForever && retries >= rnr_retry_) {
+  for (uint8_t rnr_tries = 0; peer->rq_.empty(); ++rnr_tries) {
+    if (rnr_retry_ != kRnrRetryForever && rnr_tries >= rnr_retry_) {
       swc.status = WcStatus::RnrRetryExcErr;
       fail_wr(swc, send_done());
       return;
@@ -565,7 +565,7 @@ model::Fate SimQp::draw_fate(SimQp& src, bool responder) {
   return f;
 }
 
-void SimQp::wire(SimQp& from, SimQp& to, uint64_t bytes) {
+void SimQp::wire(SimQp& from, uint64_t bytes) {
   Scheduler::current().transfer(from.hca_.route(), std::max<uint64_t>(bytes, 1));
 }
 
@@ -621,7 +621,7 @@ SimQp::Recovery SimQp::recover_data(uint64_t bytes, bool read_response, uint32_t
     }
     if (dups > 0) {
       // Each duplicate crosses the wire once more; the responder re-ACKs it (IBA 9.7.5.1.2).
-      wire(src, dst, static_cast<uint64_t>(dups) * std::min<uint64_t>(mtu, std::max<uint64_t>(bytes, 1)));
+      wire(src, static_cast<uint64_t>(dups) * std::min<uint64_t>(mtu, std::max<uint64_t>(bytes, 1)));
       if (!read_response) dst.hca_.fault_stats_.packets += dups;
     }
     if (first == n) return Recovery::Delivered;
@@ -642,7 +642,7 @@ SimQp::Recovery SimQp::recover_data(uint64_t bytes, bool read_response, uint32_t
     if (++retries > hca_.retry_.retry_cnt) return Recovery::RetryExceeded;
     // Go-back-N: packets first..n-1 again, through the same route.
     st.retransmitted += n - first;
-    wire(src, dst, bytes - std::min<uint64_t>(bytes, static_cast<uint64_t>(first) * mtu));
+    wire(src, bytes - std::min<uint64_t>(bytes, static_cast<uint64_t>(first) * mtu));
     from = first;
   }
 }
@@ -662,7 +662,7 @@ SimQp::Recovery SimQp::recover_ack(uint64_t bytes, uint32_t& retries) {
     // The whole message again; the responder has it, discards the duplicates and re-ACKs.
     hca_.fault_stats_.retransmitted += n;
     for (uint32_t k = 0; k < n; ++k) draw_fate(*this, false);
-    wire(*this, *peer_, bytes);
+    wire(*this, bytes);
   }
 }
 

@@ -235,8 +235,8 @@ class SimQp : public sdp::Verbs {
   bool recovered(Recovery r, const sdp::Wc& swc);
   /// Draws one packet's fate from `src`'s stream and counts it in `src`'s HCA.
   static model::Fate draw_fate(SimQp& src, bool responder);
-  /// One communication of `bytes` from `from`'s HCA to `to`'s over their route.
-  void wire(SimQp& from, SimQp& to, uint64_t bytes);
+  /// One transfer of `bytes` from `from`'s HCA to its peer's over its route.
+  static void wire(SimQp& from, uint64_t bytes);
   /// Waits `ns` of simulated time.
   void wait_ns(double ns);
   /// Waits until a WR is queued on this send queue behind the one in flight, or `ns` pass (the

@@ -8,7 +8,11 @@
 #include <sys/resource.h>
 
 #include <boost/context/fiber.hpp>
+#include <boost/context/preallocated.hpp>
 #include <boost/context/protected_fixedsize_stack.hpp>
+#ifdef HCASIM_SANITIZE
+#include <sanitizer/common_interface_defs.h>
+#endif
 
 #include <fmt/format.h>
 #include <simgrid/simix.hpp>
@@ -93,8 +97,32 @@ struct Scheduler::Fiber {
   boost::context::fiber ctx;
   bool daemon = false;
   bool done = false;
-  uint64_t gen = 0;  ///< incremented each time the fiber is made runnable
+  bool killed = false;  ///< unwinding: suspend() throws Unwind
+  uint64_t gen = 0;     ///< incremented each time the fiber is made runnable
+  const void* stack_bottom = nullptr;  ///< its stack, for AddressSanitizer's switch annotations
+  size_t stack_size = 0;
+  void* fake_stack = nullptr;  ///< ASan's fake stack of this fiber while it is switched out
 };
+
+namespace {
+/// Thrown in a context that is being unwound (the end of a run) from the point where it waits,
+/// as SimGrid unwound a killed actor. Not a std::exception: Failure::guard lets it through.
+struct Unwind {};
+
+// AddressSanitizer follows a stack switch only when told (sanitizer/common_interface_defs.h);
+// Boost.Context's fcontext switches do not tell it. The sanitizer build annotates each switch.
+#ifdef HCASIM_SANITIZE
+void asan_start_switch(void** fake_stack_save, const void* bottom, size_t size) {
+  __sanitizer_start_switch_fiber(fake_stack_save, bottom, size);
+}
+void asan_finish_switch(void* fake_stack_save, const void** bottom_old, size_t* size_old) {
+  __sanitizer_finish_switch_fiber(fake_stack_save, bottom_old, size_old);
+}
+#else
+void asan_start_switch(void**, const void*, size_t) {}
+void asan_finish_switch(void*, const void**, size_t*) {}
+#endif
+}  // namespace
 
 /// An entry of the calendar's heap: small and trivially copied (the heap moves entries on
 /// every push and pop); what the event does is in the payload slot it names.
@@ -130,6 +158,18 @@ struct Scheduler::Transfer {
 struct Scheduler::Impl {
   std::vector<std::unique_ptr<Fiber>> fibers;
   boost::context::fiber main;  ///< the scheduler's own continuation while a context runs
+  const void* main_bottom = nullptr;  ///< the scheduler's stack (ASan annotations)
+  size_t main_size = 0;
+  void* main_fake = nullptr;
+  /// Unwinds every context that has not returned: each is resumed once more and throws Unwind
+  /// from where it waits (a context never started returns at once).
+  void unwind_all(Scheduler& s) {
+    for (auto& f : fibers) {
+      if (f->done || !f->ctx) continue;
+      f->killed = true;
+      s.switch_to(f.get());
+    }
+  }
   std::vector<Fiber*> next, round;
   std::priority_queue<Event, std::vector<Event>, std::greater<>> events;
   std::vector<Payload> payloads;  ///< by slot; free slots are reused (no allocation per event)
@@ -177,7 +217,8 @@ Scheduler::Scheduler(Failure& failure) : impl_(std::make_unique<Impl>()), failur
 }
 
 Scheduler::~Scheduler() {
-  impl_->fibers.clear();  // unwinds what is left (a run that never ran)
+  impl_->unwind_all(*this);  // what is left of a run that never ran or never ended
+  impl_->fibers.clear();
   g_scheduler = nullptr;
 }
 
@@ -193,18 +234,29 @@ void Scheduler::spawn(std::string name, std::function<void()> body, bool daemon)
   fp->name = std::move(name);
   fp->body = std::move(body);
   fp->daemon = daemon;
-  fp->ctx = boost::context::fiber(std::allocator_arg, boost::context::protected_fixedsize_stack(kStackBytes),
-                                  [this, fp](boost::context::fiber&& sink) {
-                                    impl_->main = std::move(sink);
-                                    try {
-                                      fp->body();
-                                    } catch (const std::exception& e) {
-                                      failure_.record(fp->name, e.what());
-                                    }
-                                    fp->done = true;
-                                    if (!fp->daemon) --impl_->live;
-                                    return std::move(impl_->main);
-                                  });
+  boost::context::protected_fixedsize_stack stacks(kStackBytes);
+  const boost::context::stack_context stack = stacks.allocate();
+  fp->stack_bottom = static_cast<const char*>(stack.sp) - stack.size;
+  fp->stack_size = stack.size;
+  fp->ctx = boost::context::fiber(
+      std::allocator_arg, boost::context::preallocated(stack.sp, stack.size, stack), stacks,
+      [this, fp](boost::context::fiber&& sink) {
+        Impl& m = *impl_;
+        asan_finish_switch(nullptr, &m.main_bottom, &m.main_size);
+        m.main = std::move(sink);
+        if (!fp->killed) {
+          try {
+            fp->body();
+          } catch (const Unwind&) {
+          } catch (const std::exception& e) {
+            failure_.record(fp->name, e.what());
+          }
+        }
+        fp->done = true;
+        if (!fp->daemon) --m.live;
+        asan_start_switch(nullptr, m.main_bottom, m.main_size);  // this stack is done with
+        return std::move(m.main);
+      });
   if (!daemon) ++impl_->live;
   impl_->fibers.push_back(std::move(f));
   impl_->next.push_back(fp);
@@ -224,15 +276,24 @@ const std::string& Scheduler::current_name() const {
 uint64_t Scheduler::generation(const Fiber* f) { return f->gen; }
 
 void Scheduler::switch_to(Fiber* f) {
+  Impl& m = *impl_;
   running_ = f;
   ++stats_.switches;
+  asan_start_switch(&m.main_fake, f->stack_bottom, f->stack_size);
   f->ctx = std::move(f->ctx).resume();
+  asan_finish_switch(m.main_fake, nullptr, nullptr);
   running_ = nullptr;
 }
 
 void Scheduler::suspend() {
-  if (running_ == nullptr) throw std::logic_error("Scheduler::suspend outside a context");
-  impl_->main = std::move(impl_->main).resume();
+  Fiber* f = running_;
+  if (f == nullptr) throw std::logic_error("Scheduler::suspend outside a context");
+  Impl& m = *impl_;
+  asan_start_switch(&f->fake_stack, m.main_bottom, m.main_size);
+  m.main = std::move(m.main).resume();
+  asan_finish_switch(f->fake_stack, &m.main_bottom, &m.main_size);
+  // Resumed to be unwound: leave from here, unless already unwinding (a destructor that waits).
+  if (f->killed && std::uncaught_exceptions() == 0) throw Unwind{};
 }
 
 void Scheduler::make_ready(Fiber* f) {
@@ -381,9 +442,8 @@ void Scheduler::loop() {
 void Scheduler::run(s4u::Host* host) {
   s4u::Actor::create("hcasim-scheduler", host, [this] {
     loop();
-    // Unwind every context that has not returned (daemons, and all of them after stop()):
-    // destroying a suspended fiber runs its destructors.
-    for (auto& f : impl_->fibers) f->ctx = boost::context::fiber();
+    // Unwind every context that has not returned (daemons, and all of them after stop()).
+    impl_->unwind_all(*this);
     impl_->in_flight.clear();
     impl_->in_simgrid = 0;
   });

@@ -193,6 +193,7 @@ class Scheduler {
   struct Event;
   struct Transfer;
   struct Impl;
+  friend struct Impl;
   /// Moves a transfer timed alone into SimGrid with the bytes it has left.
   void to_simgrid(Transfer& t);
   void loop();
