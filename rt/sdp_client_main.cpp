@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "model/error.h"
+#include "rt/interrupt.h"
 #include "rt/sdp_connection.h"
 #include "rt/stream.h"
 #include "scenarios/netperf_cli.h"
@@ -245,6 +246,7 @@ int main(int argc, char** argv) {
       std::fputs(kUsage, stdout);
       return 0;
     }
+  rt::exit_on_interrupt(kProg);
   try {
     return run(words);
   } catch (const InputError& e) {

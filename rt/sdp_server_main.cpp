@@ -16,6 +16,7 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include "rt/interrupt.h"
 #include "rt/sdp_connection.h"
 #include "rt/stream.h"
 #include "scenarios/netperf_output.h"  // check_single_value
@@ -179,6 +180,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   std::signal(SIGPIPE, SIG_IGN);
+  rt::exit_on_interrupt(kProg);
   try {
     auto device = rt::open_device(rt::device_name(device_flag), 64u << 20, faults, retry);
     auto listener = device->listen(bind_addr, static_cast<uint16_t>(port));

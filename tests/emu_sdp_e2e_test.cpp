@@ -8,6 +8,8 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <signal.h>
+
+#include <fmt/format.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -410,3 +412,24 @@ TEST(SdpStream, ConcurrentClientsAndAStalledPeerAreServedSideBySide) {
   EXPECT_EQ(again.wait(std::chrono::seconds(20)), 0) << again.err() << srv.err();
   EXPECT_EQ(srv.wait(std::chrono::milliseconds(50)), -1) << "the server ended: " << srv.err();
 }
+
+TEST(SdpStream, SignalsEndTheProgramsWithOneLineAnd128PlusTheSignal) {
+  // As every hcasim command (Cli.SignalsExit128PlusTheSignalWritingNothing): the server while it
+  // waits for a client, the client in the middle of a stream.
+  for (const auto& [sig, name] : {std::pair{SIGINT, "SIGINT"}, std::pair{SIGTERM, "SIGTERM"}}) {
+    Proc srv("signal-server", {HCASIM_SDP_SERVER, "--device", "emu", "-p", "0"});
+    const int port = srv.port();
+    ASSERT_GT(port, 0) << srv.err();
+    Proc cli("signal-client", {HCASIM_SDP_CLIENT, "--device", "emu", "-p", std::to_string(port), "-P", "0", "-l", "30"});
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    ASSERT_EQ(cli.wait(std::chrono::milliseconds(0)), -1) << "the client ended early: " << cli.err();
+    cli.signal(sig);
+    EXPECT_EQ(cli.wait(std::chrono::seconds(10)), 128 + sig) << cli.err();
+    EXPECT_EQ(cli.err(), fmt::format("hcasim-sdp-client: interrupted by signal {} ({})\n", sig, name));
+    EXPECT_EQ(cli.out(), "");
+    srv.signal(sig);
+    EXPECT_EQ(srv.wait(std::chrono::seconds(10)), 128 + sig) << srv.err();
+    EXPECT_EQ(lines_with(srv.err(), "interrupted"), fmt::format("hcasim-sdp-server: interrupted by signal {} ({})\n", sig, name));
+  }
+}
+
