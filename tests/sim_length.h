@@ -3,8 +3,8 @@
 // calibrate fits). A build may shorten them with the CMake cache variables
 // HCASIM_TEST_SIM_SECONDS (netperf's simulated seconds), HCASIM_TEST_PERFTEST_ITERATIONS
 // (perftest's iteration cap) and HCASIM_TEST_FIT_SECONDS (the fits' netperf seconds), which
-// reach the tests as compile definitions of the same names; the default preset sets them (10 s,
-// 100000, 1 s) and the asan preset shorter (0.2 s, 2000, 0.05 s) so that the test command fits
+// reach the tests as compile definitions of the same names; the default preset sets only the
+// fits' (1 s) and the asan preset all three (0.2 s, 2000, 0.05 s) so that the test command fits
 // in CI (README "Test lengths"). Unset, every test simulates the lengths its commands say.
 #include <string>
 
