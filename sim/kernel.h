@@ -30,13 +30,14 @@
 namespace hcasim::sim {
 
 /// What a simulation cost SimGrid, counted from SimGrid's own signals (not by hcasim's code):
-/// communications and other s4u activities completed (s4u::Activity::on_completion: the HCAs'
-/// data transfers; Comm::on_start is not exported by Debian's libsimgrid 3.32), actor sleeps
-/// (s4u::Actor::on_sleep), actor suspensions (s4u::Actor::on_suspend: hcasim's waits and its
-/// CPU-time sleeps, SimWaitQueue and sleep_until_s) and the engine's time steps
-/// (s4u::Engine::on_time_advance: each distinct instant at which something happened).
-/// SimGrid's signals are per process, as its engine is: one SimGridStats counts at a time, from
-/// its construction (connect it before Engine::run()) to its destruction.
+/// communications and other s4u activities completed (s4u::Activity::on_completion: the
+/// transfers that shared a link, Scheduler::transfer; Comm::on_start is not exported by Debian's
+/// libsimgrid 3.32), actor sleeps (s4u::Actor::on_sleep: the scheduler bringing SimGrid's clock
+/// up to date before such a transfer), actor suspensions (s4u::Actor::on_suspend) and the
+/// engine's time steps (s4u::Engine::on_time_advance). Everything else happens on hcasim's own
+/// calendar (Scheduler::Stats). SimGrid's signals are per process, as its engine is: one
+/// SimGridStats counts at a time, from its construction (connect it before Engine::run()) to its
+/// destruction.
 class SimGridStats {
  public:
   SimGridStats();
