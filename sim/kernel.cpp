@@ -137,7 +137,7 @@ namespace {
 struct Payload {
   Scheduler::Fiber* fiber = nullptr;  ///< the context to resume (fn empty) or whose suspension fn is for
   uint64_t gen = 0;                   ///< that suspension: the event is void once it was resumed otherwise
-  std::function<void()> fn;
+  Callback fn;
 };
 }  // namespace
 
@@ -171,10 +171,17 @@ struct Scheduler::Impl {
     }
   }
   std::vector<Fiber*> next, round;
+  size_t round_pos = 0;  ///< the index in `round` of the context running now
+  /// Another context can run at this instant (later in this round, or in the next).
+  bool others_runnable() const { return round_pos + 1 < round.size() || !next.empty(); }
+  /// Nothing at all can happen before `t_s` but the calling context's own resumption there:
+  /// nothing else runnable, no transfer in SimGrid, every event later (an event at t_s itself
+  /// was scheduled earlier and would fire first).
+  bool alone_until(double t_s) const { return !others_runnable() && in_simgrid == 0 && (events.empty() || events.top().t > t_s); }
   std::priority_queue<Event, std::vector<Event>, std::greater<>> events;
   std::vector<Payload> payloads;  ///< by slot; free slots are reused (no allocation per event)
   std::vector<uint32_t> free_slots;
-  void push(double t, Fiber* f, uint64_t gen, std::function<void()>&& fn) {
+  void push(double t, Fiber* f, uint64_t gen, Callback&& fn) {
     uint32_t slot;
     if (free_slots.empty()) {
       slot = static_cast<uint32_t>(payloads.size());
@@ -302,6 +309,8 @@ void Scheduler::make_ready(Fiber* f) {
 }
 
 void Scheduler::yield() {
+  // Alone at this instant, the next round would hold this context only: no switch needed.
+  if (!impl_->others_runnable()) return;
   make_ready(running_);
   suspend();
 }
@@ -310,16 +319,22 @@ void Scheduler::stop() { stopped_ = true; }
 
 void Scheduler::sleep_until(double t_s) {
   if (!(t_s > detail::clock_s)) return;
+  // When its own wake-up is the next thing to happen, the clock moves there and the context
+  // goes on: the same instants and order as through the calendar, without it.
+  if (impl_->alone_until(t_s)) {
+    advance_to(t_s);
+    return;
+  }
   Fiber* f = running_;
   impl_->push(t_s, f, f->gen, {});
   suspend();
 }
 
-void Scheduler::call_at(double t_s, std::function<void()> fn) {
+void Scheduler::call_at(double t_s, Callback fn) {
   impl_->push(std::max(t_s, detail::clock_s), nullptr, 0, std::move(fn));
 }
 
-void Scheduler::call_at_if(double t_s, Fiber* f, uint64_t gen, std::function<void()> fn) {
+void Scheduler::call_at_if(double t_s, Fiber* f, uint64_t gen, Callback fn) {
   impl_->push(std::max(t_s, detail::clock_s), f, gen, std::move(fn));
 }
 
@@ -349,8 +364,13 @@ void Scheduler::transfer(const Route& route, uint64_t bytes) {
     // Alone on its links: its end is known now, a plain resumption on the calendar (void if
     // the transfer moves to SimGrid meanwhile, to_simgrid).
     ++stats_.transfers_alone;
+    const double end = detail::clock_s + static_cast<double>(bytes) / route.rate_Bps;
+    if (m.alone_until(end)) {  // nothing else happens before it ends, nothing can join it
+      advance_to(end);
+      return;
+    }
     m.in_flight.push_back(&t);
-    m.push(detail::clock_s + static_cast<double>(bytes) / route.rate_Bps, f, f->gen, {});
+    m.push(end, f, f->gen, {});
     suspend();
     return;
   }
@@ -373,8 +393,7 @@ void Scheduler::fire_due() {
     Payload& p = impl_->payloads[slot];
     Fiber* f = p.fiber;
     const bool live = f == nullptr || f->gen == p.gen;  // else resumed otherwise meanwhile
-    std::function<void()> fn = std::move(p.fn);
-    p.fn = nullptr;
+    Callback fn = std::move(p.fn);  // out of the slot: fn may schedule events (the slots may move)
     impl_->free_slots.push_back(slot);  // free before fn runs: fn may schedule events
     if (!live) continue;
     if (fn) {
@@ -401,11 +420,9 @@ void Scheduler::loop() {
   for (;;) {
     while (!m.next.empty() && !stopped_) {  // rounds at this instant
       m.round.swap(m.next);
-      for (Fiber* f : m.round) {
-        if (stopped_) break;
-        switch_to(f);
-      }
+      for (m.round_pos = 0; m.round_pos < m.round.size() && !stopped_; ++m.round_pos) switch_to(m.round[m.round_pos]);
       m.round.clear();
+      m.round_pos = 0;
     }
     if (stopped_ || m.live == 0) return;
     const double t = m.events.empty() ? std::numeric_limits<double>::infinity() : m.events.top().t;
@@ -467,7 +484,7 @@ void yield_rounds(int n) {
 
 Timer::Timer(Failure& failure) : failure_(failure) {}
 
-void Timer::at(double at_ns, std::function<void()> fn) { Scheduler::current().call_at(to_s(at_ns), std::move(fn)); }
+void Timer::at(double at_ns, Callback fn) { Scheduler::current().call_at(to_s(at_ns), std::move(fn)); }
 
 void Failure::guard(const std::string& who, const std::function<void()>& body) {
   try {

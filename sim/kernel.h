@@ -14,6 +14,9 @@
 #include <functional>
 #include <limits>
 #include <memory>
+#include <new>
+#include <type_traits>
+#include <cstddef>
 #include <queue>
 #include <string>
 #include <unordered_map>
@@ -84,6 +87,75 @@ namespace detail {
 /// The simulated clock, s: the running Scheduler's (it stays at the last run's end time after).
 inline double clock_s = 0;
 }  // namespace detail
+
+/// A callable of signature void() for the calendar, stored in place when it fits (kInline bytes:
+/// the HCA's callbacks carry a work request or a completion by value), else on the heap; move
+/// only. std::function keeps only 16 bytes in place, and the calendar made one allocation per
+/// CQE, interrupt and RDMA WRITE landing with it.
+class Callback {
+ public:
+  static constexpr size_t kInline = 176;
+  Callback() = default;
+  template <class F, class D = std::decay_t<F>, class = std::enable_if_t<!std::is_same_v<D, Callback>>>
+  Callback(F&& f) {  // NOLINT: implicit, as std::function's
+    if constexpr (sizeof(D) <= kInline && alignof(D) <= alignof(std::max_align_t) &&
+                  std::is_nothrow_move_constructible_v<D>) {
+      new (buf_) D(std::forward<F>(f));
+      ops_ = &kOps<D, true>;
+    } else {
+      *reinterpret_cast<D**>(buf_) = new D(std::forward<F>(f));
+      ops_ = &kOps<D, false>;
+    }
+  }
+  Callback(Callback&& o) noexcept { take(o); }
+  Callback& operator=(Callback&& o) noexcept {
+    if (this != &o) {
+      reset();
+      take(o);
+    }
+    return *this;
+  }
+  Callback(const Callback&) = delete;
+  Callback& operator=(const Callback&) = delete;
+  ~Callback() { reset(); }
+  explicit operator bool() const { return ops_ != nullptr; }
+  void operator()() { ops_->call(buf_); }
+  void reset() {
+    if (ops_ != nullptr) ops_->destroy(buf_);
+    ops_ = nullptr;
+  }
+
+ private:
+  struct Ops {
+    void (*call)(void*);
+    void (*move)(void* to, void* from);  ///< move-constructs at `to`, destroys `from`
+    void (*destroy)(void*);
+  };
+  template <class D, bool Inline>
+  static constexpr Ops kOps = {
+      [](void* p) { Inline ? (*static_cast<D*>(p))() : (**static_cast<D**>(p))(); },
+      [](void* to, void* from) {
+        if constexpr (Inline) {
+          new (to) D(std::move(*static_cast<D*>(from)));
+          static_cast<D*>(from)->~D();
+        } else {
+          *static_cast<D**>(to) = *static_cast<D**>(from);
+        }
+      },
+      [](void* p) {
+        if constexpr (Inline)
+          static_cast<D*>(p)->~D();
+        else
+          delete *static_cast<D**>(p);
+      }};
+  void take(Callback& o) {
+    if (o.ops_ != nullptr) o.ops_->move(buf_, o.buf_);
+    ops_ = o.ops_;
+    o.ops_ = nullptr;
+  }
+  alignas(std::max_align_t) unsigned char buf_[kInline];
+  const Ops* ops_ = nullptr;
+};
 
 /// A SimGrid route between two nodes and the links it crosses, for Scheduler::transfer to know
 /// which transfers share a link. `rate_Bps` is the least bandwidth of `links` (bytes/s): what a
@@ -156,7 +228,7 @@ class Scheduler {
   /// Lets every context runnable now run one round before the caller goes on.
   void yield();
   /// Runs fn at simulated time t_s (s; now if earlier) from the scheduler, not from a context.
-  void call_at(double t_s, std::function<void()> fn);
+  void call_at(double t_s, Callback fn);
   /// Moves `bytes` over `route`, blocking the calling context until the last byte arrives:
   /// alone on its links, in bytes / route.rate_Bps; sharing one, as a SimGrid communication.
   /// `route` must outlive the transfer.
@@ -188,7 +260,7 @@ class Scheduler {
   /// Generation of a context's current suspension: an event that resumes it checks it.
   static uint64_t generation(const Fiber* f);
   /// Runs fn at t_s if `f` is still in the suspension of generation `gen` then.
-  void call_at_if(double t_s, Fiber* f, uint64_t gen, std::function<void()> fn);
+  void call_at_if(double t_s, Fiber* f, uint64_t gen, Callback fn);
 
  private:
   struct Event;
@@ -243,7 +315,7 @@ class Timer {
   Timer(const Timer&) = delete;
   Timer& operator=(const Timer&) = delete;
   /// Schedules fn at simulated time at_ns (not earlier than now).
-  void at(double at_ns, std::function<void()> fn);
+  void at(double at_ns, Callback fn);
 
  private:
   Failure& failure_;
