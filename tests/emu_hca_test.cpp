@@ -39,15 +39,15 @@ struct Pair {
       : a(emu::open_emu_device(8u << 20, sa.faults, sa.retry)),
         b(emu::open_emu_device(8u << 20, sb.faults, sb.retry)),
         size(buf) {
-    const uint64_t kBuf = size;  // the buffers' size below
-    a_buf = a->memory().allocate(kBuf, sdp::DataMode::Bytes);
-    b_buf = b->memory().allocate(kBuf, sdp::DataMode::Bytes);
+    const uint64_t bytes = size;  // the buffers' size below
+    a_buf = a->memory().allocate(bytes, sdp::DataMode::Bytes);
+    b_buf = b->memory().allocate(bytes, sdp::DataMode::Bytes);
     auto listener = b->listen("127.0.0.1", 0);
     const uint16_t port = listener->port();
     std::thread server([&] {
       cb = listener->next()->accept(caps, [&](sdp::Verbs& v, std::span<const uint8_t>) {
-        b_rkey = v.reg_mr(b_buf, kBuf, sdp::kLocalWrite | sdp::kRemoteWrite | sdp::kRemoteRead);
-        b_ro_rkey = v.reg_mr(b_buf, kBuf, sdp::kRemoteRead);
+        b_rkey = v.reg_mr(b_buf, bytes, sdp::kLocalWrite | sdp::kRemoteWrite | sdp::kRemoteRead);
+        b_ro_rkey = v.reg_mr(b_buf, bytes, sdp::kRemoteRead);
         std::vector<uint8_t> rep(16);
         sdp::be::put64(rep.data(), b_buf);
         sdp::be::put32(rep.data() + 8, b_rkey);
@@ -57,7 +57,7 @@ struct Pair {
     });
     std::vector<uint8_t> reply;
     ca = a->connect("127.0.0.1", port, caps, [&](sdp::Verbs& v) {
-      a_key = v.reg_mr(a_buf, kBuf, sdp::kLocalWrite);
+      a_key = v.reg_mr(a_buf, bytes, sdp::kLocalWrite);
       return std::vector<uint8_t>{};
     }, reply);
     server.join();

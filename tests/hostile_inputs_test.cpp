@@ -355,7 +355,9 @@ TEST_P(Hostile, OneLineNamedExitStatusNothingHalfWritten) {
     ASSERT_EQ(::setrlimit(RLIMIT_AS, &lower), 0);
   }
   Proc p(c.name, argv);
-  if (c.address_space_kb) ASSERT_EQ(::setrlimit(RLIMIT_AS, &before), 0);
+  if (c.address_space_kb) {
+    ASSERT_EQ(::setrlimit(RLIMIT_AS, &before), 0);
+  }
   const int status = p.wait(std::chrono::seconds(20));
   const std::string err = p.err();
   EXPECT_EQ(status, c.status) << err;
