@@ -84,8 +84,10 @@ void HostMemory::put_segments(Region& r, uint64_t off, uint64_t len, const std::
   uint64_t end = off + len;
   if (!r.raw.empty())
     std::erase_if(r.raw, [&](const auto& kv) { return kv.first < end && kv.first + kv.second.size() > off; });
-  std::vector<Segment> kept;
-  kept.reserve(r.segments.size() + segs.size() + 1);
+  // Scratch lists kept between calls (per thread: emulate mode has several): a stream rewrites
+  // the same buffers' segments on every message, and fresh vectors cost two allocations a copy.
+  thread_local std::vector<Segment> kept, merged;
+  kept.clear();
   for (const Segment& s : r.segments) {
     uint64_t s_end = s.off + s.len;
     if (s_end <= off || s.off >= end) {
@@ -106,8 +108,7 @@ void HostMemory::put_segments(Region& r, uint64_t off, uint64_t len, const std::
   }
   std::sort(kept.begin(), kept.end(), [](const Segment& a, const Segment& b) { return a.off < b.off; });
   // merge neighbours that continue each other
-  std::vector<Segment> merged;
-  merged.reserve(kept.size());
+  merged.clear();
   for (const Segment& s : kept) {
     if (!merged.empty() && merged.back().off + merged.back().len == s.off &&
         merged.back().stream_off + merged.back().len == s.stream_off)
@@ -115,7 +116,9 @@ void HostMemory::put_segments(Region& r, uint64_t off, uint64_t len, const std::
     else
       merged.push_back(s);
   }
-  r.segments = std::move(merged);
+  r.segments.swap(merged);  // the old list's storage is the next call's scratch
+  // A long list once seen elsewhere must not leave every region holding its capacity.
+  if (r.segments.capacity() > 2 * r.segments.size() + 16) r.segments.shrink_to_fit();
 }
 
 void HostMemory::write_stream(Addr addr, uint64_t len, uint64_t stream_off) {
