@@ -826,6 +826,13 @@ IpoibStreamResult run_ipoib_stream(const model::Platform& local, const model::Pl
     throw InputError(fmt::format("-S: a receive buffer of {} B offers less than two segments of {} B; Linux would "
                                  "grow it (tcp_moderate_rcvbuf), which hcasim does not model: give a larger -S (and raise "
                                  "socket.rmem_max)", rcvbuf, model::ipoib::tcp_mss(b.ipoib, b.ib)));
+  // A send buffer below one segment stalls the modelled send path (the watchdog ended such a run
+  // with an internal error: connected mode's 65468 B segments over the 16 KB default); Linux
+  // would send sub-MSS segments, which hcasim does not model.
+  if (sndbuf < model::ipoib::tcp_mss(a.ipoib, a.ib))
+    throw InputError(fmt::format("-s: a send buffer of {} B holds less than one segment of {} B, which hcasim does "
+                                 "not model: give a larger -s (and raise socket.wmem_max)",
+                                 sndbuf, model::ipoib::tcp_mss(a.ipoib, a.ib)));
   Stream stream(a, b, cfg, sndbuf, rcvbuf, send_size, recv_size, lcpu, rcpu);
   return stream.run();
 }

@@ -220,6 +220,9 @@ Scheduler::Scheduler(Failure& failure) : impl_(std::make_unique<Impl>()), failur
   g_scheduler = this;
   detail::clock_s = 0;
   const char* env = std::getenv("HCASIM_SIMGRID_TRANSFERS");
+  if (env != nullptr && *env != '\0' && std::string_view(env) != "all")
+    throw InputError(fmt::format("HCASIM_SIMGRID_TRANSFERS={}: the only value is 'all' (every transfer through "
+                                 "SimGrid)", env));
   all_in_simgrid_ = env != nullptr && std::string_view(env) == "all";
 }
 

@@ -530,4 +530,12 @@ TEST_F(Cli, TransfersTimedAloneGiveWhatSimGridGives) {
     ASSERT_TRUE(std::regex_search(simgrid.err, m, std::regex("transfers_simgrid=([0-9]+) transfers_alone=0")))
         << simgrid.err;
   }
+  // Any other value is a mistake, not the default.
+  ::setenv("HCASIM_SIMGRID_TRANSFERS", "some", 1);
+  const Outcome bad = run("netperf -P 0 -l 0.01");
+  ::unsetenv("HCASIM_SIMGRID_TRANSFERS");
+  EXPECT_EQ(bad.status, 2);
+  EXPECT_EQ(bad.err, "hcasim: error: HCASIM_SIMGRID_TRANSFERS=some: the only value is 'all' (every transfer through "
+                     "SimGrid)\n");
+  EXPECT_EQ(bad.out, "");
 }
