@@ -15,11 +15,10 @@ using sdp::WrOpcode;
 
 // ---- EmulatedHca -----------------------------------------------------------------------------
 
-EmulatedHca::EmulatedHca(SimHost& host, s4u::Host* node, const model::HcaTiming& timing, const model::PostConfig& post,
+EmulatedHca::EmulatedHca(SimHost& host, const model::HcaTiming& timing, const model::PostConfig& post,
                          uint32_t max_inline_data, Timer& timer, Failure& failure,
                          const model::IrqConfig& irq)
     : host_(host),
-      node_(node),
       timing_(timing),
       post_(post),
       max_inline_data_(max_inline_data),

@@ -31,15 +31,15 @@ namespace hcasim::sim {
 
 class SimQp;
 
-/// One host's HCA: owns the PDs, MRs and QPs, the send engine and interrupt actors.
+/// One host's HCA: owns the PDs, MRs and QPs, the send engine and interrupt contexts.
 class EmulatedHca {
  public:
-  /// `node` is the SimGrid host standing for this HCA (routes start and end at it);
   /// `irq` says which core takes the interrupt of every CQ (its affinity), MSI-X or INTx, and
-  /// the CQs' event moderation. Errors inside the HCA's actors are reported to `failure`.
+  /// the CQs' event moderation. Errors inside the HCA's contexts are reported to `failure`.
+  /// Its route to the peer (SimGrid's links) comes with set_route().
   /// `post` is how the CPU hands WQEs over (doorbell / BlueFlame, model/hca.h) and
   /// `max_inline_data` the largest inline payload a QP accepts, bytes.
-  EmulatedHca(SimHost& host, simgrid::s4u::Host* node, const model::HcaTiming& timing, const model::PostConfig& post,
+  EmulatedHca(SimHost& host, const model::HcaTiming& timing, const model::PostConfig& post,
               uint32_t max_inline_data, Timer& timer, Failure& failure,
               const model::IrqConfig& irq);
   ~EmulatedHca();
@@ -75,11 +75,10 @@ class EmulatedHca {
   uint64_t fault_stream(uint32_t qpn, bool responder) const {
     return (side_ << 40) | (static_cast<uint64_t>(qpn) << 1) | (responder ? 1u : 0u);
   }
-  /// Starts the send-engine and interrupt actors (daemons) on this HCA's node.
+  /// Spawns the send-engine and interrupt contexts (daemons) on the Scheduler.
   void start();
 
   SimHost& host() { return host_; }
-  simgrid::s4u::Host* node() { return node_; }
   const model::HcaTiming& timing() const { return timing_; }
   const model::PostConfig& post_config() const { return post_; }
   uint32_t max_inline_data() const { return max_inline_data_; }
@@ -106,7 +105,6 @@ class EmulatedHca {
   void interrupt_handler();
 
   SimHost& host_;
-  simgrid::s4u::Host* node_;
   model::HcaTiming timing_;
   model::PostConfig post_;
   uint32_t max_inline_data_;

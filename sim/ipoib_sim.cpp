@@ -312,7 +312,7 @@ Stream::Stream(const IpoibHost& a, const IpoibHost& b, const TcpStreamConfig& cf
   node_ = zone->create_host("node", 1e9);
   zone->seal();
   scheduler_ = std::make_unique<Scheduler>(failure_);
-  timer_ = std::make_unique<Timer>(failure_);
+  timer_ = std::make_unique<Timer>();
   const std::array<const IpoibHost*, 2> p{&a, &b};
   const char* names[] = {"A", "B"};
   for (size_t i = 0; i < 2; ++i) {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <queue>
 #include <string_view>
 
 #include <sys/resource.h>
@@ -96,7 +97,6 @@ struct Scheduler::Fiber {
   std::function<void()> body;
   boost::context::fiber ctx;
   bool daemon = false;
-  bool done = false;
   bool killed = false;  ///< unwinding: suspend() throws Unwind
   uint64_t gen = 0;     ///< incremented each time the fiber is made runnable
   const void* stack_bottom = nullptr;  ///< its stack, for AddressSanitizer's switch annotations
@@ -165,7 +165,7 @@ struct Scheduler::Impl {
   /// from where it waits (a context never started returns at once).
   void unwind_all(Scheduler& s) {
     for (auto& f : fibers) {
-      if (f->done || !f->ctx) continue;
+      if (!f->ctx) continue;  // returned (a fiber that returned has no continuation)
       f->killed = true;
       s.switch_to(f.get());
     }
@@ -262,7 +262,6 @@ void Scheduler::spawn(std::string name, std::function<void()> body, bool daemon)
             failure_.record(fp->name, e.what());
           }
         }
-        fp->done = true;
         if (!fp->daemon) --m.live;
         asan_start_switch(nullptr, m.main_bottom, m.main_size);  // this stack is done with
         return std::move(m.main);
@@ -413,7 +412,6 @@ void Scheduler::fire_due() {
 
 void Scheduler::advance_to(double t_s) {
   detail::clock_s = std::max(detail::clock_s, t_s);
-  ++stats_.time_advances;
   for (auto& hook : time_advance_hooks()) hook(detail::clock_s);
   fire_due();
 }
@@ -484,8 +482,6 @@ void yield_rounds(int n) {
 }
 
 // ---- Timer, Failure, SimWaitQueue ------------------------------------------------------------
-
-Timer::Timer(Failure& failure) : failure_(failure) {}
 
 void Timer::at(double at_ns, Callback fn) { Scheduler::current().call_at(to_s(at_ns), std::move(fn)); }
 

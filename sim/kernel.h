@@ -17,7 +17,6 @@
 #include <new>
 #include <type_traits>
 #include <cstddef>
-#include <queue>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -234,11 +233,10 @@ class Scheduler {
   /// `route` must outlive the transfer.
   void transfer(const Route& route, uint64_t bytes);
 
-  /// What the run cost hcasim's own kernel: events fired, context switches, clock advances,
-  /// transfers timed alone (closed form) and through SimGrid (started there or moved there when
+  /// What the run cost hcasim's own kernel: events fired, context switches, transfers timed alone (closed form) and through SimGrid (started there or moved there when
   /// another came to share a link).
   struct Stats {
-    uint64_t events = 0, switches = 0, time_advances = 0, transfers_alone = 0, transfers_simgrid = 0;
+    uint64_t events = 0, switches = 0, transfers_alone = 0, transfers_simgrid = 0;
     /// Fills a result's kernel_events, context_switches, transfers_simgrid and transfers_alone.
     template <class Result>
     void copy_to(Result& r) const {
@@ -307,18 +305,12 @@ inline double now_ns() { return detail::clock_s * 1e9; }
 
 /// Runs callbacks at simulated times, in (time, insertion) order, on the Scheduler's calendar.
 /// Callbacks must not block and have no CPU context: they push CQEs, raise interrupts and
-/// notify. An exception leaving a callback is reported to `failure` (the first one wins),
-/// which ends the run.
+/// notify. An exception leaving a callback is reported to the Scheduler's Failure (the first
+/// one wins), which ends the run.
 class Timer {
  public:
-  explicit Timer(Failure& failure);
-  Timer(const Timer&) = delete;
-  Timer& operator=(const Timer&) = delete;
   /// Schedules fn at simulated time at_ns (not earlier than now).
   void at(double at_ns, Callback fn);
-
- private:
-  Failure& failure_;
 };
 
 /// A wait queue of contexts. Each waiter suspends itself; notify_all() (or the waiter's

@@ -143,10 +143,10 @@ TwoHostBed::TwoHostBed(const HostParams& a, const HostParams& b, uint64_t seed, 
   zone->seal();
 
   scheduler_ = std::make_unique<Scheduler>(failure_);
-  timer_ = std::make_unique<Timer>(failure_);
+  timer_ = std::make_unique<Timer>();
   for (size_t i = 0; i < 2; ++i) {
     host_[i] = std::make_unique<SimHost>(static_cast<int>(i), names[i], p[i]->costs, p[i]->topology, seed, mode);
-    hca_[i] = std::make_unique<EmulatedHca>(*host_[i], hca_node_[i], p[i]->timing, p[i]->post, p[i]->max_inline_data,
+    hca_[i] = std::make_unique<EmulatedHca>(*host_[i], p[i]->timing, p[i]->post, p[i]->max_inline_data,
                                            *timer_, failure_, p[i]->irq);
     hca_[i]->set_route(p[i]->ib, bottleneck[i], routes_[i]);
   }

@@ -91,7 +91,7 @@ TEST(SimKernel, ContextsAtOneInstantRunInRoundsAndANotifierFollowsTheWoken) {
 TEST(SimKernel, SleepsAndCallbacksFireInTimeThenSchedulingOrder) {
   Platform p;
   std::vector<std::string> order;
-  Timer timer(p.failure);
+  Timer timer;
   p.sched->spawn("s", [&] {
     timer.at(2000, [&] { order.push_back("callback at 2 us"); });
     timer.at(1000, [&] { order.push_back("callback at 1 us"); });
