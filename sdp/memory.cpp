@@ -37,19 +37,15 @@ Addr HostMemory::allocate(uint64_t len, DataMode mode, uint64_t align) {
 }
 
 const HostMemory::Region* HostMemory::find(Addr addr, uint64_t len) const {
-  // addr - base < r.len and len <= r.len - (addr - base): inside, without overflowing addr + len.
+  // addr - base <= r.len and len <= r.len - (addr - base): inside, without overflowing addr + len.
   auto inside = [&](const Region* r) { return addr >= r->base && addr - r->base <= r->len && len <= r->len - (addr - r->base); };
-  for (size_t i = 0; i < recent_.size() && recent_[i] != nullptr; ++i)
-    if (inside(recent_[i])) {
-      std::rotate(recent_.begin(), recent_.begin() + static_cast<std::ptrdiff_t>(i), recent_.begin() + static_cast<std::ptrdiff_t>(i) + 1);
-      return recent_[0];
-    }
+  const Region*& cached = by_page_[(addr >> 12) % kPageSlots];
+  if (cached != nullptr && inside(cached)) return cached;
   auto it = std::upper_bound(bases_.begin(), bases_.end(), addr);
   if (it == bases_.begin()) return nullptr;
   const Region* r = &regions_[static_cast<size_t>(it - bases_.begin()) - 1];
   if (!inside(r)) return nullptr;
-  std::copy_backward(recent_.begin(), recent_.end() - 1, recent_.end());
-  recent_[0] = r;
+  cached = r;
   return r;
 }
 
@@ -68,8 +64,8 @@ uint8_t HostMemory::pattern_byte(uint64_t off) const {
   return static_cast<uint8_t>(splitmix64(seed_ ^ (off >> 3)) >> ((off & 7) * 8));
 }
 
-std::vector<HostMemory::Segment> HostMemory::get_segments(const Region& r, uint64_t off, uint64_t len) {
-  std::vector<Segment> out;
+void HostMemory::get_segments(const Region& r, uint64_t off, uint64_t len, std::vector<Segment>& out) {
+  out.clear();
   uint64_t end = off + len;
   for (const Segment& s : r.segments) {
     uint64_t s_end = s.off + s.len;
@@ -77,10 +73,9 @@ std::vector<HostMemory::Segment> HostMemory::get_segments(const Region& r, uint6
     uint64_t a = std::max(s.off, off), b = std::min(s_end, end);
     out.push_back({a - off, b - a, s.stream_off + (a - s.off)});
   }
-  return out;  // offsets relative to `off`; holes are bytes never written
 }
 
-void HostMemory::put_segments(Region& r, uint64_t off, uint64_t len, const std::vector<Segment>& segs) {
+void HostMemory::put_segments(Region& r, uint64_t off, uint64_t len, std::span<const Segment> segs) {
   uint64_t end = off + len;
   if (!r.raw.empty())
     std::erase_if(r.raw, [&](const auto& kv) { return kv.first < end && kv.first + kv.second.size() > off; });
@@ -128,7 +123,8 @@ void HostMemory::write_stream(Addr addr, uint64_t len, uint64_t stream_off) {
     uint8_t* b = r.writable();
     for (uint64_t i = 0; i < len; ++i) b[off + i] = pattern_byte(stream_off + i);
   } else {
-    put_segments(r, off, len, {{0, len, stream_off}});
+    const Segment whole{0, len, stream_off};
+    put_segments(r, off, len, {&whole, 1});
   }
 }
 
@@ -141,7 +137,8 @@ bool HostMemory::check_stream(Addr addr, uint64_t len, uint64_t stream_off) cons
       if ((b ? b[off + i] : 0) != pattern_byte(stream_off + i)) return false;
     return true;
   }
-  auto segs = get_segments(r, off, len);
+  thread_local std::vector<Segment> segs;  // scratch, as put_segments' (emulate mode has several threads)
+  get_segments(r, off, len, segs);
   uint64_t at = 0;
   for (const Segment& s : segs) {
     if (s.off != at || s.stream_off != stream_off + at) return false;
@@ -187,11 +184,15 @@ void HostMemory::copy(HostMemory& dst_mem, Addr dst, const HostMemory& src_mem, 
     else if (d.readable())
       std::fill_n(d.writable() + doff, len, uint8_t{0});
   } else if (s.mode == DataMode::Reference && d.mode == DataMode::Reference) {
-    put_segments(d, doff, len, get_segments(s, so, len));
+    thread_local std::vector<Segment> segs;  // scratch, as put_segments'
+    get_segments(s, so, len, segs);
+    put_segments(d, doff, len, segs);
   } else if (s.mode == DataMode::Reference) {  // materialise the pattern
     uint8_t* db = d.writable();
     std::fill_n(db + doff, len, uint8_t{0});
-    for (const Segment& seg : get_segments(s, so, len))
+    thread_local std::vector<Segment> segs;
+    get_segments(s, so, len, segs);
+    for (const Segment& seg : segs)
       for (uint64_t i = 0; i < seg.len; ++i) db[doff + seg.off + i] = src_mem.pattern_byte(seg.stream_off + i);
   } else {
     constexpr uint64_t kMaxRaw = 64;

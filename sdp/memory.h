@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <deque>
 #include <map>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -117,8 +118,12 @@ class HostMemory final : public Memory {
   };
   Region& region(Addr addr, uint64_t len);
   const Region& region(Addr addr, uint64_t len) const;
-  static void put_segments(Region& r, uint64_t off, uint64_t len, const std::vector<Segment>& segs);
-  static std::vector<Segment> get_segments(const Region& r, uint64_t off, uint64_t len);
+  /// Region bytes [off, off+len) now hold `segs` (offsets relative to `off`; holes are bytes
+  /// never written). `segs` may not point into r.segments.
+  static void put_segments(Region& r, uint64_t off, uint64_t len, std::span<const Segment> segs);
+  /// The segments of region bytes [off, off+len), offsets relative to `off`, into `out` (cleared
+  /// first; a caller's scratch list, so that a copy allocates nothing once it has grown).
+  static void get_segments(const Region& r, uint64_t off, uint64_t len, std::vector<Segment>& out);
 
   int host_id_;
   uint64_t seed_;
@@ -129,9 +134,13 @@ class HostMemory final : public Memory {
   // keeps each Region's address stable (regions are never erased).
   std::vector<Addr> bases_;
   std::deque<Region> regions_;
-  /// The last regions looked up, most recent first: a stream touches a few buffers over and
-  /// over (the user buffer, an SDP buffer, its header), so most lookups skip the map.
-  mutable std::array<const Region*, 4> recent_{};
+  /// A direct-mapped cache of lookups: slot (addr / 4096) mod kPageSlots holds the region last
+  /// found at an address of that page. A stream touches the same buffers over and over (user
+  /// buffers, SDP buffers and their headers, about 25 lookups per SDP message), and a buffer
+  /// spans whole pages, so nearly every lookup is one compare; a miss (a page shared by two small
+  /// regions, or two pages kPageSlots apart) falls back to the binary search.
+  static constexpr size_t kPageSlots = 1024;
+  mutable std::array<const Region*, kPageSlots> by_page_{};
   /// The region holding [addr, addr+len), or nullptr.
   const Region* find(Addr addr, uint64_t len) const;
 };
