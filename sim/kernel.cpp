@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
-#include <queue>
 #include <string_view>
 
 #include <sys/resource.h>
@@ -99,6 +98,11 @@ struct Scheduler::Fiber {
   bool daemon = false;
   bool killed = false;  ///< unwinding: suspend() throws Unwind
   uint64_t gen = 0;     ///< incremented each time the fiber is made runnable
+  /// The calendar slot of the one event that can resume it in its current suspension (its
+  /// sleep's end, its transfer's end, its wait's deadline), or kNoSlot. A fiber resumed
+  /// otherwise (notified, its transfer moved to SimGrid) takes that event off the calendar.
+  uint32_t pending = kNoSlot;
+  static constexpr uint32_t kNoSlot = ~0u;
   const void* stack_bottom = nullptr;  ///< its stack, for AddressSanitizer's switch annotations
   size_t stack_size = 0;
   void* fake_stack = nullptr;  ///< ASan's fake stack of this fiber while it is switched out
@@ -130,16 +134,105 @@ struct Scheduler::Event {
   double t;
   uint64_t seq;
   uint32_t slot;
-  bool operator>(const Event& o) const { return t > o.t || (t == o.t && seq > o.seq); }
+  /// Earlier time first; at one instant, the order of scheduling.
+  bool before(const Event& o) const { return t < o.t || (t == o.t && seq < o.seq); }
 };
 
 namespace {
 struct Payload {
   Scheduler::Fiber* fiber = nullptr;  ///< the context to resume (fn empty) or whose suspension fn is for
   uint64_t gen = 0;                   ///< that suspension: the event is void once it was resumed otherwise
+  uint32_t pos = 0;                   ///< its entry's index in the heap
   Callback fn;
 };
 }  // namespace
+
+/// The calendar: a binary heap of events in (time, order of scheduling) order whose entries know
+/// their place (Payload::pos), so that an event can be taken off before it is due: the deadline
+/// of a wait that was notified, the end of a transfer that moved to SimGrid. Without that the
+/// calendar kept such void events until their time (recv's busy-poll arms a 700 us deadline per
+/// SDP message: about twenty void events in the heap at any time in a bulk stream, and each
+/// one popped and discarded when due).
+struct Scheduler::Calendar {
+  std::vector<Event> heap;
+  std::vector<Payload> payloads;  ///< by slot; free slots are reused (no allocation per event)
+  std::vector<uint32_t> free_slots;
+  uint64_t seq = 0;
+
+  bool empty() const { return heap.empty(); }
+  const Event& top() const { return heap.front(); }
+  /// Schedules an event; returns its slot.
+  uint32_t push(double t, Fiber* f, uint64_t gen, Callback&& fn) {
+    uint32_t slot;
+    if (free_slots.empty()) {
+      slot = static_cast<uint32_t>(payloads.size());
+      payloads.emplace_back();
+    } else {
+      slot = free_slots.back();
+      free_slots.pop_back();
+    }
+    Payload& p = payloads[slot];
+    p.fiber = f;
+    p.gen = gen;
+    if (fn) p.fn = std::move(fn);
+    heap.emplace_back();
+    sift_up(heap.size() - 1, Event{t, seq++, slot});
+    return slot;
+  }
+  /// Takes the earliest event off the heap; its payload slot stays taken until release().
+  uint32_t pop() {
+    const uint32_t slot = heap.front().slot;
+    remove_at(0);
+    return slot;
+  }
+  /// Takes the event in `slot` off the heap, before it is due, and frees its slot.
+  void cancel(uint32_t slot) {
+    remove_at(payloads[slot].pos);
+    release(slot);
+  }
+  void release(uint32_t slot) {
+    payloads[slot].fn.reset();
+    free_slots.push_back(slot);
+  }
+
+ private:
+  void place(size_t i, const Event& e) {
+    heap[i] = e;
+    payloads[e.slot].pos = static_cast<uint32_t>(i);
+  }
+  /// Puts `e` at hole `i` or above it.
+  void sift_up(size_t i, const Event& e) {
+    while (i > 0) {
+      const size_t parent = (i - 1) / 2;
+      if (!e.before(heap[parent])) break;
+      place(i, heap[parent]);
+      i = parent;
+    }
+    place(i, e);
+  }
+  /// Puts `e` at hole `i` or below it.
+  void sift_down(size_t i, const Event& e) {
+    const size_t n = heap.size();
+    for (;;) {
+      size_t child = 2 * i + 1;
+      if (child >= n) break;
+      if (child + 1 < n && heap[child + 1].before(heap[child])) ++child;
+      if (!heap[child].before(e)) break;
+      place(i, heap[child]);
+      i = child;
+    }
+    place(i, e);
+  }
+  void remove_at(size_t i) {
+    const Event last = heap.back();
+    heap.pop_back();
+    if (i == heap.size()) return;
+    if (i > 0 && last.before(heap[(i - 1) / 2]))
+      sift_up(i, last);
+    else
+      sift_down(i, last);
+  }
+};
 
 /// A transfer in flight: on the stack of the context that waits for it.
 struct Scheduler::Transfer {
@@ -178,25 +271,19 @@ struct Scheduler::Impl {
   /// nothing else runnable, no transfer in SimGrid, every event later (an event at t_s itself
   /// was scheduled earlier and would fire first).
   bool alone_until(double t_s) const { return !others_runnable() && in_simgrid == 0 && (events.empty() || events.top().t > t_s); }
-  std::priority_queue<Event, std::vector<Event>, std::greater<>> events;
-  std::vector<Payload> payloads;  ///< by slot; free slots are reused (no allocation per event)
-  std::vector<uint32_t> free_slots;
+  Calendar events;
+  /// Schedules an event that resumes `f` (fn empty) or runs fn if `f` is still in suspension
+  /// `gen` then; an event for a context is its pending one (Fiber::pending).
   void push(double t, Fiber* f, uint64_t gen, Callback&& fn) {
-    uint32_t slot;
-    if (free_slots.empty()) {
-      slot = static_cast<uint32_t>(payloads.size());
-      payloads.emplace_back();
-    } else {
-      slot = free_slots.back();
-      free_slots.pop_back();
-    }
-    Payload& p = payloads[slot];
-    p.fiber = f;
-    p.gen = gen;
-    p.fn = std::move(fn);
-    events.push({t, seq++, slot});
+    const uint32_t slot = events.push(t, f, gen, std::move(fn));
+    if (f != nullptr) f->pending = slot;
   }
-  uint64_t seq = 0;
+  /// `f` is resumed otherwise than by its pending event: that event is void, off the calendar.
+  void cancel_pending(Fiber* f) {
+    if (f->pending == Fiber::kNoSlot) return;
+    events.cancel(f->pending);
+    f->pending = Fiber::kNoSlot;
+  }
   int live = 0;  ///< non-daemon contexts that have not returned
   std::vector<Transfer*> in_flight;  ///< alone and in SimGrid, in order of start
   int in_simgrid = 0;                ///< transfers of in_flight that are SimGrid communications
@@ -307,6 +394,7 @@ void Scheduler::suspend() {
 
 void Scheduler::make_ready(Fiber* f) {
   ++f->gen;
+  impl_->cancel_pending(f);
   impl_->next.push_back(f);
 }
 
@@ -345,6 +433,7 @@ void Scheduler::to_simgrid(Transfer& t) {
   const double left = t.bytes - (detail::clock_s - t.start_s) * t.route->rate_Bps;
   t.comm = s4u::Comm::sendto_async(t.route->from, t.route->to, static_cast<uint64_t>(std::llround(std::max(0.0, left))));
   ++t.fiber->gen;  // its end on the calendar is void now: SimGrid's completion resumes it
+  impl_->cancel_pending(t.fiber);
   ++impl_->in_simgrid;
   ++stats_.transfers_simgrid;
 }
@@ -387,25 +476,30 @@ void Scheduler::transfer(const Route& route, uint64_t bytes) {
 }
 
 void Scheduler::fire_due() {
-  auto& ev = impl_->events;
+  Calendar& ev = impl_->events;
   while (!ev.empty() && ev.top().t <= detail::clock_s && !stopped_) {
-    const uint32_t slot = ev.top().slot;
-    ev.pop();
+    const uint32_t slot = ev.pop();
     ++stats_.events;
-    Payload& p = impl_->payloads[slot];
+    Payload& p = ev.payloads[slot];
     Fiber* f = p.fiber;
-    const bool live = f == nullptr || f->gen == p.gen;  // else resumed otherwise meanwhile
-    Callback fn = std::move(p.fn);  // out of the slot: fn may schedule events (the slots may move)
-    impl_->free_slots.push_back(slot);  // free before fn runs: fn may schedule events
-    if (!live) continue;
-    if (fn) {
-      try {
-        fn();
-      } catch (const std::exception& ex) {
-        failure_.record("timer", ex.what());
+    if (f != nullptr) {
+      if (f->gen != p.gen) {  // cannot happen: a context resumed otherwise takes its event off
+        ev.release(slot);
+        continue;
       }
-    } else {
+      f->pending = Fiber::kNoSlot;  // this is its pending event, now firing
+    }
+    if (!p.fn) {  // a context's resumption (void events were taken off: Calendar::cancel)
+      ev.release(slot);
       make_ready(f);
+      continue;
+    }
+    Callback fn = std::move(p.fn);  // out of the slot: fn may schedule events (the slots may move)
+    ev.release(slot);               // free before fn runs: fn may schedule events
+    try {
+      fn();
+    } catch (const std::exception& ex) {
+      failure_.record("timer", ex.what());
     }
   }
 }

@@ -262,6 +262,7 @@ class Scheduler {
 
  private:
   struct Event;
+  struct Calendar;
   struct Transfer;
   struct Impl;
   friend struct Impl;
