@@ -13,7 +13,6 @@ namespace hcasim::sdp {
 using model::Activity;
 
 namespace {
-constexpr int kPollBatch = 16;  // CQEs per ib_poll_cq call (SDP_NUM_WC in OFED 1.3 sdp.h)
 constexpr uint32_t kHdr = static_cast<uint32_t>(Bsdh::kSize);
 constexpr uint32_t kCtlHdr = static_cast<uint32_t>(ChRcvBufHeader::kSize);
 }  // namespace
@@ -244,7 +243,7 @@ void SdpSocket::post_sends() {
 void SdpSocket::poll_cq() {
   // Under the socket lock (every caller holds it): one context processes completions at a
   // time, in CQ order, as the kernel's socket lock serialises them.
-  std::array<Wc, kPollBatch> wc;
+  std::array<Wc, kPollBatch>& wc = wc_batch_;
   bool rx_woke = false, tx_woke = false;
   for (;;) {
     const int n = verbs_.poll_cq(wc);

@@ -7,6 +7,7 @@
 /// and headers through a Verbs object and asks a Host for memory, CPU time and sleeping.
 /// Methods named after system calls (send, recv, close) run in process context (the
 /// application's thread); on_cq_event() runs in interrupt/work-queue context.
+#include <array>
 #include <cstdint>
 #include <deque>
 #include <memory>
@@ -172,6 +173,10 @@ class SdpSocket {
 
   bool owned_ = false;                    // lock_sock held (by a system call or the completion work)
   bool verbs_has_cqe_ = false;            // a CQE landed since the spinner last looked
+  // poll_cq's batch (SDP_NUM_WC entries), kept rather than built (zeroed) on every call: poll_cq
+  // runs under the socket lock, so one context at a time uses it, even across its sleeps.
+  static constexpr int kPollBatch = 16;   // CQEs per ib_poll_cq call (SDP_NUM_WC in OFED 1.3 sdp.h)
+  std::array<Wc, kPollBatch> wc_batch_;
   std::string error_;                     // why the socket aborted
   std::unique_ptr<WaitQueue> tx_wq_, rx_wq_, cq_wq_, lock_wq_;
   SdpStats stats_;

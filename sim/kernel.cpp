@@ -73,7 +73,6 @@ std::unique_ptr<s4u::Engine> make_engine() {
 // ---- Scheduler -------------------------------------------------------------------------------
 
 namespace {
-Scheduler* g_scheduler = nullptr;  // the one that exists now
 std::vector<std::function<void(double)>>& time_advance_hooks() {
   static std::vector<std::function<void(double)>> hooks;
   return hooks;
@@ -162,7 +161,7 @@ struct Scheduler::Calendar {
   bool empty() const { return heap.empty(); }
   const Event& top() const { return heap.front(); }
   /// Schedules an event; returns its slot.
-  uint32_t push(double t, Fiber* f, uint64_t gen, Callback&& fn) {
+  uint32_t push(double t, Fiber* f, uint64_t gen, Callback* fn) {
     uint32_t slot;
     if (free_slots.empty()) {
       slot = static_cast<uint32_t>(payloads.size());
@@ -174,7 +173,7 @@ struct Scheduler::Calendar {
     Payload& p = payloads[slot];
     p.fiber = f;
     p.gen = gen;
-    if (fn) p.fn = std::move(fn);
+    if (fn != nullptr) p.fn = std::move(*fn);  // else a resumption of f (a released slot's fn is empty)
     heap.emplace_back();
     sift_up(heap.size() - 1, Event{t, seq++, slot});
     return slot;
@@ -274,8 +273,8 @@ struct Scheduler::Impl {
   Calendar events;
   /// Schedules an event that resumes `f` (fn empty) or runs fn if `f` is still in suspension
   /// `gen` then; an event for a context is its pending one (Fiber::pending).
-  void push(double t, Fiber* f, uint64_t gen, Callback&& fn) {
-    const uint32_t slot = events.push(t, f, gen, std::move(fn));
+  void push(double t, Fiber* f, uint64_t gen, Callback* fn = nullptr) {
+    const uint32_t slot = events.push(t, f, gen, fn);
     if (f != nullptr) f->pending = slot;
   }
   /// `f` is resumed otherwise than by its pending event: that event is void, off the calendar.
@@ -303,8 +302,8 @@ struct Scheduler::Impl {
 };
 
 Scheduler::Scheduler(Failure& failure) : impl_(std::make_unique<Impl>()), failure_(failure) {
-  if (g_scheduler != nullptr) throw std::logic_error("Scheduler: another one exists");
-  g_scheduler = this;
+  if (current_ != nullptr) throw std::logic_error("Scheduler: another one exists");
+  current_ = this;
   detail::clock_s = 0;
   const char* env = std::getenv("HCASIM_SIMGRID_TRANSFERS");
   if (env != nullptr && *env != '\0' && std::string_view(env) != "all")
@@ -316,13 +315,12 @@ Scheduler::Scheduler(Failure& failure) : impl_(std::make_unique<Impl>()), failur
 Scheduler::~Scheduler() {
   impl_->unwind_all(*this);  // what is left of a run that never ran or never ended
   impl_->fibers.clear();
-  g_scheduler = nullptr;
+  current_ = nullptr;
 }
 
-Scheduler& Scheduler::current() {
-  if (g_scheduler == nullptr) throw std::logic_error("no Scheduler exists");
-  return *g_scheduler;
-}
+void Scheduler::no_scheduler() { throw std::logic_error("no Scheduler exists"); }
+
+void Scheduler::not_in_context() { throw std::logic_error("not called from a simulated context"); }
 
 void Scheduler::spawn(std::string name, std::function<void()> body, bool daemon) {
   auto f = std::make_unique<Fiber>();
@@ -359,11 +357,6 @@ void Scheduler::spawn(std::string name, std::function<void()> body, bool daemon)
   if (running_ != nullptr) yield();  // as an actor's Actor::create: the creator follows the new one
 }
 
-int Scheduler::current_id() const {
-  if (running_ == nullptr) throw std::logic_error("not called from a simulated context");
-  return running_->id;
-}
-
 const std::string& Scheduler::current_name() const {
   static const std::string none = "the scheduler";
   return running_ != nullptr ? running_->name : none;
@@ -374,6 +367,7 @@ uint64_t Scheduler::generation(const Fiber* f) { return f->gen; }
 void Scheduler::switch_to(Fiber* f) {
   Impl& m = *impl_;
   running_ = f;
+  running_id_ = f->id;
   ++stats_.switches;
   asan_start_switch(&m.main_fake, f->stack_bottom, f->stack_size);
   f->ctx = std::move(f->ctx).resume();
@@ -416,16 +410,16 @@ void Scheduler::sleep_until(double t_s) {
     return;
   }
   Fiber* f = running_;
-  impl_->push(t_s, f, f->gen, {});
+  impl_->push(t_s, f, f->gen);
   suspend();
 }
 
 void Scheduler::call_at(double t_s, Callback fn) {
-  impl_->push(std::max(t_s, detail::clock_s), nullptr, 0, std::move(fn));
+  impl_->push(std::max(t_s, detail::clock_s), nullptr, 0, &fn);
 }
 
 void Scheduler::call_at_if(double t_s, Fiber* f, uint64_t gen, Callback fn) {
-  impl_->push(std::max(t_s, detail::clock_s), f, gen, std::move(fn));
+  impl_->push(std::max(t_s, detail::clock_s), f, gen, &fn);
 }
 
 void Scheduler::to_simgrid(Transfer& t) {
@@ -461,7 +455,7 @@ void Scheduler::transfer(const Route& route, uint64_t bytes) {
       return;
     }
     m.in_flight.push_back(&t);
-    m.push(end, f, f->gen, {});
+    m.push(end, f, f->gen);
     suspend();
     return;
   }
@@ -590,7 +584,7 @@ void Failure::guard(const std::string& who, const std::function<void()>& body) {
 void Failure::record(const std::string& who, const std::string& what) {
   // The SDP socket names itself ("netperf: ..."): the context's name is not repeated.
   if (message_.empty()) message_ = what.rfind(who + ": ", 0) == 0 ? what : fmt::format("{}: {}", who, what);
-  if (g_scheduler != nullptr) g_scheduler->stop();
+  if (Scheduler* s = Scheduler::current_if_any()) s->stop();
 }
 
 struct SimWaitQueue::Waiter {

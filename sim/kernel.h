@@ -206,7 +206,13 @@ class Scheduler {
   Scheduler& operator=(const Scheduler&) = delete;
 
   /// The Scheduler that exists now; throws std::logic_error when none does.
-  static Scheduler& current();
+  static Scheduler& current() {
+    if (current_ == nullptr) [[unlikely]]
+      no_scheduler();
+    return *current_;
+  }
+  /// The Scheduler that exists now, or nullptr.
+  static Scheduler* current_if_any() { return current_; }
   /// Creates a context running `body`; it first runs in the first round of run(). A daemon
   /// does not keep the run going. `body` should catch its own errors (Failure::guard); an
   /// exception leaving it is recorded in the Failure and stops the run.
@@ -217,7 +223,11 @@ class Scheduler {
   void stop();
 
   /// Id of the calling context (0-based, in order of spawn()); throws std::logic_error outside one.
-  int current_id() const;
+  int current_id() const {
+    if (running_ == nullptr) [[unlikely]]
+      not_in_context();
+    return running_id_;
+  }
   /// Name of the calling context (or "the scheduler" outside one).
   const std::string& current_name() const;
   bool in_context() const { return running_ != nullptr; }
@@ -272,8 +282,12 @@ class Scheduler {
   void switch_to(Fiber* f);
   void fire_due();
   void advance_to(double t_s);
+  [[noreturn]] static void no_scheduler();
+  [[noreturn]] static void not_in_context();
+  inline static Scheduler* current_ = nullptr;  ///< the one that exists now
   std::unique_ptr<Impl> impl_;
   Fiber* running_ = nullptr;
+  int running_id_ = -1;  ///< running_'s id
   Failure& failure_;
   Stats stats_;
   bool stopped_ = false;
