@@ -76,6 +76,56 @@ uint64_t completion_grid(const Config& c) {
   return std::min(c.split_completion_size, c.max_memory_read_byte_count);
 }
 
+// The formulas below the public functions, on a Config already validated: each public function
+// validates once and then uses these (validate runs about a dozen checks; re-running it in every
+// helper made it most of an IPoIB simulation's time).
+double frequency_mhz_of(const Config& c) {
+  return c.clock_mhz == 66 ? 200.0 / 3.0 : c.clock_mhz == 100 ? 100.0 : 400.0 / 3.0;
+}
+
+double period_ns_of(const Config& c) { return 1000.0 / frequency_mhz_of(c); }
+
+uint32_t width_bytes_of(const Config& c) { return static_cast<uint32_t>(c.width_bits / 8); }
+
+uint64_t data_phases_of(const Config& c, uint64_t addr, uint64_t len) {
+  if (len == 0) return 0;
+  return blocks_touched(addr, checked_end(addr, len), width_bytes_of(c));
+}
+
+uint64_t read_request_clocks_of(const Config& c) {
+  return address_clocks(c) + common_clocks(c, c.host_decode_clocks) + kSplitResponseClocks;
+}
+
+uint64_t write_transaction_clocks_of(const Config& c, uint64_t addr, uint64_t len) {
+  check_byte_count(len);
+  return write_overhead(c) + data_phases_of(c, addr, len);
+}
+
+ReadTraffic dma_read_of(const Config& c, uint64_t addr, uint64_t len) {
+  if (len == 0) return {};
+  const uint64_t end = checked_end(addr, len);
+  ReadTraffic r;
+  r.requests.transactions = blocks_touched(addr, end, c.max_memory_read_byte_count);
+  r.requests.clocks = r.requests.transactions * read_request_clocks_of(c);
+  // Both sizes are powers of two: the finer grid contains the coarser one, so every split
+  // completion is one block of min(split_completion_size, MMRBC) touched by [addr, end).
+  r.completions.data_bytes = len;
+  r.completions.transactions = blocks_touched(addr, end, completion_grid(c));
+  r.completions.clocks = r.completions.transactions * completion_overhead(c) + data_phases_of(c, addr, len);
+  return r;
+}
+
+double write_ceiling_gbps_of(const Config& c) {
+  const uint64_t burst = write_grid(c);
+  return static_cast<double>(burst) * 8.0 /
+         (static_cast<double>(write_transaction_clocks_of(c, 0, burst)) * period_ns_of(c));
+}
+
+double read_ceiling_gbps_of(const Config& c) {
+  const uint64_t m = c.max_memory_read_byte_count;
+  return static_cast<double>(m) * 8.0 / (static_cast<double>(dma_read_of(c, 0, m).clocks()) * period_ns_of(c));
+}
+
 void check_volume(const char* what, double v) {
   if (!std::isfinite(v) || v < 0)
     throw InputError(std::string("pcix.") + what + ": " + std::to_string(v) +
@@ -114,41 +164,43 @@ void validate(const Config& c) {
 
 double clock_frequency_mhz(const Config& c) {
   validate(c);
-  return c.clock_mhz == 66 ? 200.0 / 3.0 : c.clock_mhz == 100 ? 100.0 : 400.0 / 3.0;
+  return frequency_mhz_of(c);
 }
 
-double clock_period_ns(const Config& c) { return 1000.0 / clock_frequency_mhz(c); }
+double clock_period_ns(const Config& c) {
+  validate(c);
+  return period_ns_of(c);
+}
 
 uint32_t bus_width_bytes(const Config& c) {
   validate(c);
-  return static_cast<uint32_t>(c.width_bits / 8);
+  return width_bytes_of(c);
 }
 
 double peak_data_rate_gbps(const Config& c) {
-  return bus_width_bytes(c) * 8.0 / clock_period_ns(c);
+  validate(c);
+  return width_bytes_of(c) * 8.0 / period_ns_of(c);
 }
 
 uint64_t data_phases(const Config& c, uint64_t addr, uint64_t len) {
-  const uint32_t w = bus_width_bytes(c);
-  if (len == 0) return 0;
-  return blocks_touched(addr, checked_end(addr, len), w);
+  validate(c);
+  return data_phases_of(c, addr, len);
 }
 
 uint64_t write_transaction_clocks(const Config& c, uint64_t addr, uint64_t len) {
   validate(c);
-  check_byte_count(len);
-  return write_overhead(c) + data_phases(c, addr, len);
+  return write_transaction_clocks_of(c, addr, len);
 }
 
 uint64_t read_request_clocks(const Config& c) {
   validate(c);
-  return address_clocks(c) + common_clocks(c, c.host_decode_clocks) + kSplitResponseClocks;
+  return read_request_clocks_of(c);
 }
 
 uint64_t split_completion_clocks(const Config& c, uint64_t addr, uint64_t len) {
   validate(c);
   check_byte_count(len);
-  return completion_overhead(c) + data_phases(c, addr, len);
+  return completion_overhead(c) + data_phases_of(c, addr, len);
 }
 
 Traffic dma_write(const Config& c, uint64_t addr, uint64_t len) {
@@ -160,55 +212,42 @@ Traffic dma_write(const Config& c, uint64_t addr, uint64_t len) {
   t.transactions = blocks_touched(addr, end, write_grid(c));
   // Every cut point is a multiple of the grid (>= 8 B), hence of the bus width: the pieces'
   // data phases add up to those of the whole range.
-  t.clocks = t.transactions * write_overhead(c) + data_phases(c, addr, len);
+  t.clocks = t.transactions * write_overhead(c) + data_phases_of(c, addr, len);
   return t;
 }
 
 ReadTraffic dma_read(const Config& c, uint64_t addr, uint64_t len) {
   validate(c);
-  if (len == 0) return {};
-  const uint64_t end = checked_end(addr, len);
-  ReadTraffic r;
-  r.requests.transactions = blocks_touched(addr, end, c.max_memory_read_byte_count);
-  r.requests.clocks = r.requests.transactions * read_request_clocks(c);
-  // Both sizes are powers of two: the finer grid contains the coarser one, so every split
-  // completion is one block of min(split_completion_size, MMRBC) touched by [addr, end).
-  r.completions.data_bytes = len;
-  r.completions.transactions = blocks_touched(addr, end, completion_grid(c));
-  r.completions.clocks =
-      r.completions.transactions * completion_overhead(c) + data_phases(c, addr, len);
-  return r;
+  return dma_read_of(c, addr, len);
 }
 
 double bus_time_ns(const Config& c, uint64_t clocks) {
-  return static_cast<double>(clocks) * clock_period_ns(c);
+  validate(c);
+  return static_cast<double>(clocks) * period_ns_of(c);
 }
 
 double dma_write_ceiling_gbps(const Config& c) {
   validate(c);
-  const uint64_t burst = write_grid(c);
-  return static_cast<double>(burst) * 8.0 /
-         bus_time_ns(c, write_transaction_clocks(c, 0, burst));
+  return write_ceiling_gbps_of(c);
 }
 
 double dma_read_ceiling_gbps(const Config& c) {
   validate(c);
-  const uint64_t m = c.max_memory_read_byte_count;
-  return static_cast<double>(m) * 8.0 / bus_time_ns(c, dma_read(c, 0, m).clocks());
+  return read_ceiling_gbps_of(c);
 }
 
 double mixed_bus_time_ns(const Config& c, double write_bytes, double read_bytes) {
   check_volume("write_bytes", write_bytes);
   check_volume("read_bytes", read_bytes);
-  return write_bytes * 8.0 / dma_write_ceiling_gbps(c) +
-         read_bytes * 8.0 / dma_read_ceiling_gbps(c);
+  validate(c);
+  return write_bytes * 8.0 / write_ceiling_gbps_of(c) + read_bytes * 8.0 / read_ceiling_gbps_of(c);
 }
 
 double mixed_ceiling_gbps(const Config& c, double read_share) {
   if (!(read_share >= 0.0 && read_share <= 1.0))
     throw InputError("pcix.read_share: " + std::to_string(read_share) + " is not in 0..1");
-  return 1.0 / (read_share / dma_read_ceiling_gbps(c) +
-                (1.0 - read_share) / dma_write_ceiling_gbps(c));
+  validate(c);
+  return 1.0 / (read_share / read_ceiling_gbps_of(c) + (1.0 - read_share) / write_ceiling_gbps_of(c));
 }
 
 double dma_read_latency_bound_gbps(const Config& c) {

@@ -164,8 +164,43 @@ struct Ctx {
   int core = 0;
 };
 
+/// The bus times of one host that transmit() needs per frame: for the fixed sizes (the send
+/// doorbell, 64-B WQE fetches, 32-B CQE writes) computed once, and for the last frame size
+/// remembered (a stream's frames come in one or two sizes). HostBus counts the transactions anew
+/// on every call, a dozen calls per frame.
+struct BusTimes {
+  explicit BusTimes(const IpoibHost& h)
+      : bus(h.bus),
+        read_latency_ns(h.read_latency_ns),
+        doorbell_ns(h.bus.mmio_store_ns(kDoorbellBytes)),
+        read64_ns(h.bus.dma_read_ns(64)),
+        read64_wait_ns(h.bus.dma_read_wait_ns(64, h.read_latency_ns)),
+        write32_ns(h.bus.dma_write_ns(32)) {}
+  model::HostBus bus;
+  double read_latency_ns;
+  double doorbell_ns, read64_ns, read64_wait_ns, write32_ns;
+  /// The frame's DMA read (its gather), the wait before that read's data flows, its DMA write
+  /// (the receiver's scatter), for `frame` bytes.
+  struct Frame {
+    uint32_t bytes = 0;
+    double read_ns = 0, read_wait_ns = 0, write_ns = 0;
+  };
+  const Frame& frame(uint32_t bytes) {
+    if (last.bytes != bytes || !valid) {
+      last = {bytes, bus.dma_read_ns(bytes), bus.dma_read_wait_ns(bytes, read_latency_ns), bus.dma_write_ns(bytes)};
+      valid = true;
+    }
+    return last;
+  }
+
+ private:
+  Frame last;
+  bool valid = false;
+};
+
 struct Side {
   IpoibHost p;
+  std::unique_ptr<BusTimes> bus;  ///< p's bus times (made when p is set)
   std::unique_ptr<SimHost> host;
   std::vector<KernelProfile> prof;
   Calendar bus_read, bus_write;  ///< PCIe: two directions; PCI-X uses bus_read for both
@@ -318,6 +353,7 @@ Stream::Stream(const IpoibHost& a, const IpoibHost& b, const TcpStreamConfig& cf
   for (size_t i = 0; i < 2; ++i) {
     Side& s = side_[i];
     s.p = *p[i];
+    s.bus = std::make_unique<BusTimes>(s.p);
     s.host = std::make_unique<SimHost>(static_cast<int>(i), names[i], s.p.costs, s.p.topology, cfg.seed,
                                        sdp::DataMode::Reference);
     s.prof.resize(static_cast<size_t>(s.p.costs.cpus));
@@ -355,12 +391,13 @@ void Stream::transmit(int from, const Packet& p) {
   // direction of PCIe, the shared PCI-X segment) and reaches the HCA no sooner than the bus's
   // MMIO write latency after the post.
   Calendar& sread = s.bus_read;
-  const double doorbell = s.p.bus.mmio_store_ns(kDoorbellBytes);
+  const double doorbell = s.bus->doorbell_ns;
   double t = std::max(sread.reserve(now, doorbell) + doorbell, now + s.p.doorbell_latency_ns);
   // Sender HCA: the WQE fetch (64 B) and the frame's gather, both DMA reads.
-  t = sread.reserve(t + s.p.bus.dma_read_wait_ns(64, s.p.read_latency_ns), s.p.bus.dma_read_ns(64));
-  t = sread.reserve(t + s.p.bus.dma_read_ns(64) + s.p.bus.dma_read_wait_ns(frame, s.p.read_latency_ns), s.p.bus.dma_read_ns(frame));
-  t += s.p.bus.dma_read_ns(frame);
+  const BusTimes::Frame& sf = s.bus->frame(frame);
+  t = sread.reserve(t + s.bus->read64_wait_ns, s.bus->read64_ns);
+  t = sread.reserve(t + s.bus->read64_ns + sf.read_wait_ns, sf.read_ns);
+  t += sf.read_ns;
   t = s.hca_tx.reserve(t, s.p.hca_tx_ns) + s.p.hca_tx_ns;
   // The IB link: the frame's wire bytes at the link's data rate.
   const double wire = static_cast<double>(model::ipoib::ip_packet_wire_bytes(s.p.ipoib, s.p.ib, ip_bytes(p)));
@@ -374,10 +411,9 @@ void Stream::transmit(int from, const Packet& p) {
   // smallest WQE stride, mthca_qp.c wqe_shift >= 6), scatter the frame and write the CQE (DMA
   // writes, in order).
   t = r.hca_rx.reserve(t, r.p.hca_rx_ns) + r.p.hca_rx_ns;
-  t = r.bus_read.reserve(t + r.p.bus.dma_read_wait_ns(64, r.p.read_latency_ns), r.p.bus.dma_read_ns(64)) +
-      r.p.bus.dma_read_ns(64);
+  t = r.bus_read.reserve(t + r.bus->read64_wait_ns, r.bus->read64_ns) + r.bus->read64_ns;
   Calendar& rwrite = r.p.bus.is_pcix() ? r.bus_read : r.bus_write;
-  const double w = r.p.bus.dma_write_ns(frame) + r.p.bus.dma_write_ns(32);
+  const double w = r.bus->frame(frame).write_ns + r.bus->write32_ns;
   t = rwrite.reserve(t, w) + w + r.p.write_latency_ns;
   t = std::max(t, r.last_delivery_ns);
   r.last_delivery_ns = t;
@@ -385,7 +421,7 @@ void Stream::transmit(int from, const Packet& p) {
   timer_->at(t, [this, to, frame, p] { deliver(to, make_cqe(false, frame, p)); });
   // The sender's CQE (32 B write on its own bus).
   Calendar& swrite = s.p.bus.is_pcix() ? s.bus_read : s.bus_write;
-  const double ws = s.p.bus.dma_write_ns(32);
+  const double ws = s.bus->write32_ns;
   t_send = swrite.reserve(t_send, ws) + ws + s.p.write_latency_ns;
   ++s.tx_outstanding;
   timer_->at(t_send, [this, from, frame] { deliver(from, make_cqe(true, frame, Packet{})); });
@@ -465,8 +501,7 @@ void Stream::hard_irq(int i, const Ctx& c) {
       charge(s, c, KernelFn::DmaMap, s.p.net.dma_map_ns(rx_buffer_bytes(s)));
       // The new buffer's post: mthca_tavor_post_receive rings the receive doorbell once per
       // call (ipoib_ib_post_receive posts one WR), an uncached store on the bus.
-      const double doorbell = s.p.bus.mmio_store_ns(kDoorbellBytes);
-      s.bus_read.reserve(sim::now_ns(), doorbell);
+      s.bus_read.reserve(sim::now_ns(), s.bus->doorbell_ns);
     }
     s.softirq.push_back(cqe);
   }
