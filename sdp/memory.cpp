@@ -36,27 +36,18 @@ Addr HostMemory::allocate(uint64_t len, DataMode mode, uint64_t align) {
   return base;
 }
 
-const HostMemory::Region* HostMemory::find(Addr addr, uint64_t len) const {
-  // addr - base <= r.len and len <= r.len - (addr - base): inside, without overflowing addr + len.
-  auto inside = [&](const Region* r) { return addr >= r->base && addr - r->base <= r->len && len <= r->len - (addr - r->base); };
-  const Region*& cached = by_page_[(addr >> 12) % kPageSlots];
-  if (cached != nullptr && inside(cached)) return cached;
+const HostMemory::Region* HostMemory::find_slow(Addr addr, uint64_t len) const {
   auto it = std::upper_bound(bases_.begin(), bases_.end(), addr);
   if (it == bases_.begin()) return nullptr;
   const Region* r = &regions_[static_cast<size_t>(it - bases_.begin()) - 1];
-  if (!inside(r)) return nullptr;
-  cached = r;
+  if (!inside(*r, addr, len)) return nullptr;
+  by_page_[(addr >> 12) % kPageSlots] = r;
   return r;
 }
 
 bool HostMemory::contains(Addr addr, uint64_t len) const { return find(addr, len) != nullptr; }
 
-HostMemory::Region& HostMemory::region(Addr addr, uint64_t len) {
-  return const_cast<Region&>(std::as_const(*this).region(addr, len));
-}
-
-const HostMemory::Region& HostMemory::region(Addr addr, uint64_t len) const {
-  if (const Region* r = find(addr, len)) return *r;
+void HostMemory::outside(Addr addr, uint64_t len) const {
   throw MemoryError(fmt::format("host {}: access [{:#x}, +{}) outside any region", host_id_, addr, len));
 }
 
@@ -82,6 +73,16 @@ void HostMemory::put_segments(Region& r, uint64_t off, uint64_t len, std::span<c
   // Scratch lists kept between calls (per thread: emulate mode has several): a stream rewrites
   // the same buffers' segments on every message, and fresh vectors cost two allocations a copy.
   thread_local std::vector<Segment> kept, merged;
+  // The usual case: the write covers every segment the region holds (a buffer rewritten whole,
+  // or first written), and the new ones come in order: the region's list is theirs, merged.
+  const bool covers_all = r.segments.empty() ||
+                          (r.segments.front().off >= off && r.segments.back().off + r.segments.back().len <= end);
+  if (covers_all && std::is_sorted(segs.begin(), segs.end(), by_offset)) {
+    merged.clear();
+    for (const Segment& s : segs) append_merged(merged, {off + s.off, s.len, s.stream_off});
+    install(r, merged);
+    return;
+  }
   kept.clear();
   for (const Segment& s : r.segments) {
     uint64_t s_end = s.off + s.len;
@@ -92,26 +93,24 @@ void HostMemory::put_segments(Region& r, uint64_t off, uint64_t len, std::span<c
     if (s.off < off) kept.push_back({s.off, off - s.off, s.stream_off});
     if (s_end > end) kept.push_back({end, s_end - end, s.stream_off + (end - s.off)});
   }
-  for (const Segment& s : segs) {
-    // merge with a contiguous predecessor from the same call to keep ropes short
-    if (!kept.empty() && kept.back().off + kept.back().len == off + s.off &&
-        kept.back().stream_off + kept.back().len == s.stream_off) {
-      kept.back().len += s.len;
-    } else {
-      kept.push_back({off + s.off, s.len, s.stream_off});
-    }
-  }
-  std::sort(kept.begin(), kept.end(), [](const Segment& a, const Segment& b) { return a.off < b.off; });
-  // merge neighbours that continue each other
+  // merged with a contiguous predecessor from the same call to keep ropes short
+  for (const Segment& s : segs) append_merged(kept, {off + s.off, s.len, s.stream_off});
+  std::sort(kept.begin(), kept.end(), by_offset);
   merged.clear();
-  for (const Segment& s : kept) {
-    if (!merged.empty() && merged.back().off + merged.back().len == s.off &&
-        merged.back().stream_off + merged.back().len == s.stream_off)
-      merged.back().len += s.len;
-    else
-      merged.push_back(s);
-  }
-  r.segments.swap(merged);  // the old list's storage is the next call's scratch
+  for (const Segment& s : kept) append_merged(merged, s);
+  install(r, merged);
+}
+
+void HostMemory::append_merged(std::vector<Segment>& list, const Segment& s) {
+  // A segment that continues the last one (in the region and in the stream) extends it.
+  if (!list.empty() && list.back().off + list.back().len == s.off && list.back().stream_off + list.back().len == s.stream_off)
+    list.back().len += s.len;
+  else
+    list.push_back(s);
+}
+
+void HostMemory::install(Region& r, std::vector<Segment>& list) {
+  r.segments.swap(list);  // the old list's storage is the next call's scratch
   // A long list once seen elsewhere must not leave every region holding its capacity.
   if (r.segments.capacity() > 2 * r.segments.size() + 16) r.segments.shrink_to_fit();
 }

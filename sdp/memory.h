@@ -14,6 +14,7 @@
 #include <map>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "model/error.h"
@@ -116,14 +117,25 @@ class HostMemory final : public Memory {
     // scattered into a data buffer), by offset; cleared where stream data is written.
     std::map<uint64_t, std::vector<uint8_t>> raw;
   };
-  Region& region(Addr addr, uint64_t len);
-  const Region& region(Addr addr, uint64_t len) const;
+  /// The region holding [addr, addr+len); throws MemoryError when none does.
+  Region& region(Addr addr, uint64_t len) { return const_cast<Region&>(std::as_const(*this).region(addr, len)); }
+  const Region& region(Addr addr, uint64_t len) const {
+    if (const Region* r = find(addr, len)) [[likely]]
+      return *r;
+    outside(addr, len);
+  }
+  [[noreturn]] void outside(Addr addr, uint64_t len) const;
   /// Region bytes [off, off+len) now hold `segs` (offsets relative to `off`; holes are bytes
   /// never written). `segs` may not point into r.segments.
   static void put_segments(Region& r, uint64_t off, uint64_t len, std::span<const Segment> segs);
   /// The segments of region bytes [off, off+len), offsets relative to `off`, into `out` (cleared
   /// first; a caller's scratch list, so that a copy allocates nothing once it has grown).
   static void get_segments(const Region& r, uint64_t off, uint64_t len, std::vector<Segment>& out);
+  /// Appends s to a list sorted by offset, merging it into the last segment when it continues it.
+  static void append_merged(std::vector<Segment>& list, const Segment& s);
+  /// r's segments become `list`; `list` gets r's old storage (the next call's scratch).
+  static void install(Region& r, std::vector<Segment>& list);
+  static bool by_offset(const Segment& a, const Segment& b) { return a.off < b.off; }
 
   int host_id_;
   uint64_t seed_;
@@ -141,8 +153,20 @@ class HostMemory final : public Memory {
   /// regions, or two pages kPageSlots apart) falls back to the binary search.
   static constexpr size_t kPageSlots = 1024;
   mutable std::array<const Region*, kPageSlots> by_page_{};
-  /// The region holding [addr, addr+len), or nullptr.
-  const Region* find(Addr addr, uint64_t len) const;
+  /// True when [addr, addr+len) lies inside r (addr - base <= r.len and len <= r.len - (addr -
+  /// base): without overflowing addr + len).
+  static bool inside(const Region& r, Addr addr, uint64_t len) {
+    return addr >= r.base && addr - r.base <= r.len && len <= r.len - (addr - r.base);
+  }
+  /// The region holding [addr, addr+len), or nullptr: the page cache's region, else find_slow.
+  const Region* find(Addr addr, uint64_t len) const {
+    const Region* cached = by_page_[(addr >> 12) % kPageSlots];
+    if (cached != nullptr && inside(*cached, addr, len)) [[likely]]
+      return cached;
+    return find_slow(addr, len);
+  }
+  /// find() past the cache: a binary search over the bases, whose result the cache keeps.
+  const Region* find_slow(Addr addr, uint64_t len) const;
 };
 
 }  // namespace hcasim::sdp

@@ -671,12 +671,8 @@ void SimHost::bind_current(int core) {
   contexts_[pid]->core = core;
 }
 
-SimHost::Context& SimHost::current() {
-  const Scheduler& s = Scheduler::current();
-  const auto pid = static_cast<size_t>(s.current_id());
-  if (pid >= contexts_.size() || !contexts_[pid])
-    throw std::logic_error(fmt::format("{}: context {} has no CPU context", name_, s.current_name()));
-  return *contexts_[pid];
+void SimHost::unbound() const {
+  throw std::logic_error(fmt::format("{}: context {} has no CPU context", name_, Scheduler::current().current_name()));
 }
 
 void SimHost::charge(model::Activity a, double ns) {

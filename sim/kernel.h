@@ -391,7 +391,14 @@ class SimHost : public sdp::Host {
     int core = 0;
     double debt_ns = 0;
   };
-  Context& current();
+  /// The calling context's CPU context (bind_current); throws std::logic_error when it has none.
+  Context& current() {
+    const auto pid = static_cast<size_t>(Scheduler::current().current_id());
+    if (pid < contexts_.size() && contexts_[pid]) [[likely]]
+      return *contexts_[pid];
+    unbound();
+  }
+  [[noreturn]] void unbound() const;
 
   int id_;
   std::string name_;
