@@ -41,7 +41,7 @@ class FuzzHost : public Host {
   void wake(WaitQueue&) override {}
   void notify(WaitQueue&) override {}
   double now_ns() override { return now_ += 1000; }
-  void share(const void*, uint32_t) override {}
+  void share(LineOwner&, uint32_t) override {}
   double copy_from_user_ns(Addr, uint64_t) override { return 0; }
 
  private:

@@ -38,7 +38,7 @@ class WallHost final : public sdp::Host {
   void notify(sdp::WaitQueue& q) override;
   /// std::chrono::steady_clock, ns.
   double now_ns() override;
-  void share(const void*, uint32_t) override {}
+  void share(sdp::LineOwner&, uint32_t) override {}
   double copy_from_user_ns(sdp::Addr, uint64_t) override { return 0; }
 
  private:

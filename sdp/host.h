@@ -17,6 +17,12 @@ class WaitQueue {
   virtual ~WaitQueue() = default;
 };
 
+/// Which core wrote a kernel object's cache lines last (Host::share), kept with the object: -1
+/// until a core first touches it.
+struct LineOwner {
+  int core = -1;
+};
+
 /// What the engine needs of the host it runs in.
 class Host {
  public:
@@ -45,11 +51,12 @@ class Host {
   virtual void notify(WaitQueue& q) = 0;
   /// Current time of the calling context, ns.
   virtual double now_ns() = 0;
-  /// The calling context reads and writes `lines` 64 B cache lines of kernel object `object`
-  /// (socket state, an skb and its pages' struct page) that another context may have written
-  /// last. In simulate mode it stalls for the coherence transfers from the last writer's core
-  /// (model/topology.h), charged to Activity::Coherence, and becomes the last writer.
-  virtual void share(const void* object, uint32_t lines) = 0;
+  /// The calling context reads and writes `lines` 64 B cache lines of the kernel object whose
+  /// last writer `owner` records (socket state, an skb and its pages' struct page), which
+  /// another context may have written last. In simulate mode it stalls for the coherence
+  /// transfers from the last writer's core (model/topology.h), charged to Activity::Coherence,
+  /// and becomes the last writer.
+  virtual void share(LineOwner& owner, uint32_t lines) = 0;
   /// CPU time to copy `bytes` from the user buffer at `user` into a kernel buffer
   /// (copy_from_user), ns: in simulate mode at cpu.copy_tx_hot_rate for the part of the
   /// source still in the cache (model/cache.h) and cpu.copy_tx_rate for the rest.

@@ -39,6 +39,8 @@ SdpSocket::SdpSocket(Host& host, Verbs& verbs, const SdpConfig& config, std::str
     tx_free_.push_back(static_cast<int>(cfg_.tx_ring - 1 - i));
   }
   tx_ring_.resize(cfg_.tx_ring);
+  tx_owner_.resize(cfg_.tx_ring);
+  rx_owner_.resize(cfg_.rx_ring);
   rx_size_ = cfg_.initial_recv_size;
   for (uint32_t i = 0; i < cfg_.rx_ring; ++i) {
     rx_bufs_.push_back(make_buf(rx_size_));
@@ -283,7 +285,7 @@ void SdpSocket::handle_send_done(const Wc& wc) {
   }
   Skb& s = tx_ring_[tx_tail_ % cfg_.tx_ring];
   if (s.mid == Mid::Data && s.len > 0 && !s.bz) {  // kfree_skb: the sender's skb and pages
-    host_.share(&tx_bufs_[static_cast<size_t>(s.buf)], skb_lines(s.len, true));
+    host_.share(tx_owner_[static_cast<size_t>(s.buf)], skb_lines(s.len, true));
     tx_free_.push_back(s.buf);
   }
   if (s.bz && --bz_busy_ == 0) host_.notify(*cq_wq_);
@@ -321,7 +323,7 @@ void SdpSocket::handle_recv(const Wc& wc) {
   switch (h.mid) {
     case Mid::Data:
       if (h.len > kHdr) {  // the skb goes on the socket's receive queue
-        host_.share(&rx_bufs_[static_cast<size_t>(buf)], skb_lines(0, false));
+        host_.share(rx_owner_[static_cast<size_t>(buf)], skb_lines(0, false));
         rx_queue_.push_back({buf, 0, h.len - kHdr});
         stats_.bytes_received += h.len - kHdr;
       } else {
@@ -378,7 +380,7 @@ class SdpSocket::Lock {
 void SdpSocket::lock_sock() {
   while (owned_) host_.sleep(*lock_wq_, [&] { return !owned_; });
   owned_ = true;
-  host_.share(this, cfg_.socket_lines);
+  host_.share(sock_owner_, cfg_.socket_lines);
 }
 
 void SdpSocket::release_sock() {
@@ -465,7 +467,7 @@ uint64_t SdpSocket::send(Addr user, uint64_t len) {
       tx_free_.pop_back();
       cur_len_ = 0;
       host_.charge(Activity::Syscall, k.skb_ns);
-      host_.share(&tx_bufs_[static_cast<size_t>(cur_)], skb_lines(tx_bufs_[static_cast<size_t>(cur_)].capacity, true));
+      host_.share(tx_owner_[static_cast<size_t>(cur_)], skb_lines(tx_bufs_[static_cast<size_t>(cur_)].capacity, true));
     }
     const uint32_t goal = std::max<uint32_t>(xmit_goal_, 1);
     const uint64_t chunk = std::min<uint64_t>(len - done, goal - std::min(cur_len_, goal));
@@ -560,7 +562,7 @@ uint64_t SdpSocket::recv(Addr user, uint64_t len) {
   while (copied < len && !rx_queue_.empty()) {
     RxData& d = rx_queue_.front();
     const uint64_t n = std::min<uint64_t>(len - copied, d.len);
-    host_.share(&rx_bufs_[static_cast<size_t>(d.buf)], skb_lines(0, false));
+    host_.share(rx_owner_[static_cast<size_t>(d.buf)], skb_lines(0, false));
     host_.memory().copy_local(user + copied, rx_bufs_[static_cast<size_t>(d.buf)].payload + d.off, n);
     host_.charge(Activity::Copy, k.copy_rx_ns(n));
     d.off += static_cast<uint32_t>(n);

@@ -179,6 +179,10 @@ class SdpSocket {
   std::array<Wc, kPollBatch> wc_batch_;
   std::string error_;                     // why the socket aborted
   std::unique_ptr<WaitQueue> tx_wq_, rx_wq_, cq_wq_, lock_wq_;
+  // The last writers of the socket's state and of each buffer's skb (Host::share). A buffer
+  // regrown by ChRcvBuf (repost_or_grow) is the same skb slot: it keeps its owner.
+  LineOwner sock_owner_;
+  std::vector<LineOwner> tx_owner_, rx_owner_;  // by buffer index
   SdpStats stats_;
 };
 

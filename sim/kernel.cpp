@@ -648,12 +648,12 @@ SimHost::SimHost(int id, std::string name, const model::CpuCosts& costs, const m
                  model::ReuseCache(costs_.copy_src_cache_bytes));
 }
 
-void SimHost::share(const void* object, uint32_t lines) {
+void SimHost::share(sdp::LineOwner& owner, uint32_t lines) {
   Context& c = current();
-  auto [it, first] = last_writer_.try_emplace(object, c.core);
-  if (first || it->second == c.core) return;
-  charge(model::Activity::Coherence, lines * topology_.line_transfer_ns(it->second, c.core));
-  it->second = c.core;
+  const int last = owner.core;
+  owner.core = c.core;
+  if (last < 0 || last == c.core) return;
+  charge(model::Activity::Coherence, lines * topology_.line_transfer_ns(last, c.core));
 }
 
 double SimHost::copy_from_user_ns(sdp::Addr user, uint64_t bytes) {

@@ -18,7 +18,6 @@
 #include <type_traits>
 #include <cstddef>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 #include <simgrid/s4u.hpp>
@@ -381,7 +380,7 @@ class SimHost : public sdp::Host {
   void wake(sdp::WaitQueue& q) override;
   void notify(sdp::WaitQueue& q) override;
   double now_ns() override;
-  void share(const void* object, uint32_t lines) override;
+  void share(sdp::LineOwner& owner, uint32_t lines) override;
   double copy_from_user_ns(sdp::Addr user, uint64_t bytes) override;
 
   const model::CpuTopology& topology() const { return topology_; }
@@ -409,7 +408,6 @@ class SimHost : public sdp::Host {
   std::vector<double> core_ran_ns_;               // CPU time each core has run (flushed), ns
   std::vector<model::CoreAccount> accounts_;
   std::vector<std::unique_ptr<Context>> contexts_;  // by context id (Scheduler::current_id: small, sequential)
-  std::unordered_map<const void*, int> last_writer_;  // kernel object -> core that wrote it last
   std::vector<model::ReuseCache> caches_;         // one per last-level cache
 };
 

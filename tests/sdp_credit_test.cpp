@@ -35,7 +35,7 @@ class FakeHost : public Host {
   void wake(WaitQueue&) override {}
   void notify(WaitQueue&) override {}
   double now_ns() override { return 0; }
-  void share(const void*, uint32_t) override {}
+  void share(LineOwner&, uint32_t) override {}
   double copy_from_user_ns(Addr, uint64_t) override { return 0; }
 
  private:
