@@ -70,34 +70,28 @@ void HostMemory::put_segments(Region& r, uint64_t off, uint64_t len, std::span<c
   uint64_t end = off + len;
   if (!r.raw.empty())
     std::erase_if(r.raw, [&](const auto& kv) { return kv.first < end && kv.first + kv.second.size() > off; });
-  // Scratch lists kept between calls (per thread: emulate mode has several): a stream rewrites
-  // the same buffers' segments on every message, and fresh vectors cost two allocations a copy.
-  thread_local std::vector<Segment> kept, merged;
-  // The usual case: the write covers every segment the region holds (a buffer rewritten whole,
-  // or first written), and the new ones come in order: the region's list is theirs, merged.
-  const bool covers_all = r.segments.empty() ||
-                          (r.segments.front().off >= off && r.segments.back().off + r.segments.back().len <= end);
-  if (covers_all && std::is_sorted(segs.begin(), segs.end(), by_offset)) {
-    merged.clear();
-    for (const Segment& s : segs) append_merged(merged, {off + s.off, s.len, s.stream_off});
-    install(r, merged);
-    return;
-  }
-  kept.clear();
-  for (const Segment& s : r.segments) {
-    uint64_t s_end = s.off + s.len;
-    if (s_end <= off || s.off >= end) {
-      kept.push_back(s);
-      continue;
-    }
-    if (s.off < off) kept.push_back({s.off, off - s.off, s.stream_off});
-    if (s_end > end) kept.push_back({end, s_end - end, s.stream_off + (end - s.off)});
-  }
-  // merged with a contiguous predecessor from the same call to keep ropes short
-  for (const Segment& s : segs) append_merged(kept, {off + s.off, s.len, s.stream_off});
-  std::sort(kept.begin(), kept.end(), by_offset);
+  // The region's list is sorted and merged; the new list is spliced in one pass: the segments
+  // before `off` (the head of one straddling it), the new ones, the segments after `end` (the
+  // tail of one straddling it). A scratch list kept between calls (per thread: emulate mode has
+  // several) becomes the region's, and the old one the next call's scratch: a stream rewrites
+  // the same buffers' segments on every message, with no allocation.
+  thread_local std::vector<Segment> merged;
   merged.clear();
-  for (const Segment& s : kept) append_merged(merged, s);
+  const std::vector<Segment>& old = r.segments;
+  size_t i = 0;
+  for (; i < old.size() && old[i].off + old[i].len <= off; ++i) append_merged(merged, old[i]);
+  if (i < old.size() && old[i].off < off) append_merged(merged, {old[i].off, off - old[i].off, old[i].stream_off});
+  for (const Segment& s : segs)
+    if (s.len > 0) append_merged(merged, {off + s.off, s.len, s.stream_off});
+  for (; i < old.size(); ++i) {
+    const Segment& s = old[i];
+    const uint64_t s_end = s.off + s.len;
+    if (s_end <= end) continue;  // inside the new range (or its head kept above)
+    if (s.off < end)
+      append_merged(merged, {end, s_end - end, s.stream_off + (end - s.off)});
+    else
+      append_merged(merged, s);
+  }
   install(r, merged);
 }
 

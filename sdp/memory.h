@@ -125,8 +125,9 @@ class HostMemory final : public Memory {
     outside(addr, len);
   }
   [[noreturn]] void outside(Addr addr, uint64_t len) const;
-  /// Region bytes [off, off+len) now hold `segs` (offsets relative to `off`; holes are bytes
-  /// never written). `segs` may not point into r.segments.
+  /// Region bytes [off, off+len) now hold `segs` (offsets relative to `off`, in order of offset
+  /// and not overlapping, as get_segments gives them; holes are bytes never written). `segs`
+  /// may not point into r.segments.
   static void put_segments(Region& r, uint64_t off, uint64_t len, std::span<const Segment> segs);
   /// The segments of region bytes [off, off+len), offsets relative to `off`, into `out` (cleared
   /// first; a caller's scratch list, so that a copy allocates nothing once it has grown).
@@ -135,7 +136,6 @@ class HostMemory final : public Memory {
   static void append_merged(std::vector<Segment>& list, const Segment& s);
   /// r's segments become `list`; `list` gets r's old storage (the next call's scratch).
   static void install(Region& r, std::vector<Segment>& list);
-  static bool by_offset(const Segment& a, const Segment& b) { return a.off < b.off; }
 
   int host_id_;
   uint64_t seed_;
