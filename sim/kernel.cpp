@@ -414,11 +414,11 @@ void Scheduler::sleep_until(double t_s) {
   suspend();
 }
 
-void Scheduler::call_at(double t_s, Callback fn) {
+void Scheduler::call_at(double t_s, Callback&& fn) {
   impl_->push(std::max(t_s, detail::clock_s), nullptr, 0, &fn);
 }
 
-void Scheduler::call_at_if(double t_s, Fiber* f, uint64_t gen, Callback fn) {
+void Scheduler::call_at_if(double t_s, Fiber* f, uint64_t gen, Callback&& fn) {
   impl_->push(std::max(t_s, detail::clock_s), f, gen, &fn);
 }
 
@@ -571,7 +571,7 @@ void yield_rounds(int n) {
 
 // ---- Timer, Failure, SimWaitQueue ------------------------------------------------------------
 
-void Timer::at(double at_ns, Callback fn) { Scheduler::current().call_at(to_s(at_ns), std::move(fn)); }
+void Timer::at(double at_ns, Callback&& fn) { Scheduler::current().call_at(to_s(at_ns), std::move(fn)); }
 
 void Failure::guard(const std::string& who, const std::function<void()>& body) {
   try {

@@ -236,7 +236,7 @@ class Scheduler {
   /// Lets every context runnable now run one round before the caller goes on.
   void yield();
   /// Runs fn at simulated time t_s (s; now if earlier) from the scheduler, not from a context.
-  void call_at(double t_s, Callback fn);
+  void call_at(double t_s, Callback&& fn);
   /// Moves `bytes` over `route`, blocking the calling context until the last byte arrives:
   /// alone on its links, in bytes / route.rate_Bps; sharing one, as a SimGrid communication.
   /// `route` must outlive the transfer.
@@ -267,7 +267,7 @@ class Scheduler {
   /// Generation of a context's current suspension: an event that resumes it checks it.
   static uint64_t generation(const Fiber* f);
   /// Runs fn at t_s if `f` is still in the suspension of generation `gen` then.
-  void call_at_if(double t_s, Fiber* f, uint64_t gen, Callback fn);
+  void call_at_if(double t_s, Fiber* f, uint64_t gen, Callback&& fn);
 
  private:
   struct Event;
@@ -324,7 +324,7 @@ inline double now_ns() { return detail::clock_s * 1e9; }
 class Timer {
  public:
   /// Schedules fn at simulated time at_ns (not earlier than now).
-  void at(double at_ns, Callback fn);
+  void at(double at_ns, Callback&& fn);
 };
 
 /// A wait queue of contexts. Each waiter suspends itself; notify_all() (or the waiter's
