@@ -9,13 +9,13 @@
 /// application's thread); on_cq_event() runs in interrupt/work-queue context.
 #include <array>
 #include <cstdint>
-#include <deque>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "sdp/bsdh.h"
+#include "sdp/fifo.h"
 #include "sdp/host.h"
 #include "sdp/verbs.h"
 
@@ -147,7 +147,7 @@ class SdpSocket {
   // transmit side
   std::vector<Buf> tx_bufs_;
   std::vector<int> tx_free_;              // free tx buffers
-  std::deque<Skb> tx_queue_;              // written, not yet posted
+  Fifo<Skb> tx_queue_;                     // written, not yet posted
   std::vector<Skb> tx_ring_;              // posted, by mseq % tx_ring
   int cur_ = -1;                          // tx buffer being filled by send()
   uint32_t cur_len_ = 0;
@@ -162,8 +162,8 @@ class SdpSocket {
 
   // receive side
   std::vector<Buf> rx_bufs_;
-  std::deque<int> rx_posted_;             // posted receive buffers in posting order
-  std::deque<RxData> rx_queue_;           // received data not yet read
+  Fifo<int> rx_posted_;                   // posted receive buffers in posting order
+  Fifo<RxData> rx_queue_;                 // received data not yet read
   uint32_t rx_size_ = 0;                  // payload size of receive buffers being posted
   uint32_t rx_last_mseq_ = 0;             // mseq of the last message received
   bool rx_any_ = false;

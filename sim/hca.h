@@ -11,7 +11,6 @@
 /// pipeline latencies (model/hca.h) are added when the CQEs are written, so they overlap with
 /// the next message's data as they do in a pipelined HCA.
 #include <cstdint>
-#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -24,6 +23,7 @@
 #include "model/fault.h"
 #include "model/hca.h"
 #include "model/interrupt.h"
+#include "sdp/fifo.h"
 #include "sdp/verbs.h"
 #include "sim/kernel.h"
 
@@ -119,7 +119,7 @@ class EmulatedHca {
   std::map<uint32_t, Mr> mrs_;
   std::vector<std::unique_ptr<SimQp>> qps_;
   SimWaitQueue engine_wq_, irq_wq_;
-  std::deque<SimQp*> pending_irqs_;
+  sdp::Fifo<SimQp*> pending_irqs_;
   uint64_t interrupts_ = 0;
   model::FaultConfig faults_;
   model::RcRetry retry_;
@@ -247,10 +247,10 @@ class SimQp : public sdp::Verbs {
   uint32_t max_send_wr_, max_recv_wr_, cq_entries_;
   State state_ = State::Reset;
   SimQp* peer_ = nullptr;
-  std::deque<Posted> sq_;
+  sdp::Fifo<Posted> sq_;
   uint32_t sq_outstanding_ = 0;   // posted, completion not yet written
-  std::deque<sdp::RecvWr> rq_;
-  std::deque<sdp::Wc> cq_;
+  sdp::Fifo<sdp::RecvWr> rq_;
+  sdp::Fifo<sdp::Wc> cq_;
   bool armed_ = false;
   model::EventModerator moderator_{0, 0};  // set from the HCA's IrqConfig
   uint8_t rnr_retry_ = 0;
