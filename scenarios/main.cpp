@@ -150,7 +150,10 @@ int netperf_main(const std::vector<std::string>& args) {
   if (opts.verify_data)
     std::cerr << fmt::format("hcasim: data: {} B sent, crc32 {:08x}; {} B received, crc32 {:08x}\n",
                              result.bytes_sent, result.sent_crc32, result.bytes_received, result.received_crc32);
-  if (opts.stats) std::cerr << format_stats_line(result) << "\n";
+  if (opts.stats) {
+    std::cerr << format_stats_line(result) << "\n";
+    if (!result.link_busy_s.empty()) std::cerr << format_link_busy_line(result.link_busy_s, result.elapsed_s) << "\n";
+  }
   if (opts.verify_data && !result.data_verified) {
     std::cerr << "hcasim: error: --verify-data: the data received differ from the data sent\n";
     return 1;

@@ -229,6 +229,15 @@ std::string format_stats_line(const sim::TcpStreamResult& r) {
       static_cast<double>(r.max_rss_kb) / 1024);
 }
 
+std::string format_link_busy_line(const std::vector<std::pair<std::string, double>>& links, double interval_s) {
+  std::string out = "hcasim: link busy:";
+  for (const auto& [name, busy] : links) {
+    out += fmt::format(" {}={:.6f}s", name, busy);
+    if (interval_s > 0) out += fmt::format("({:.1f}%)", 100.0 * busy / interval_s);
+  }
+  return out;
+}
+
 std::string format_progress_line(double simulated_s, double length_s, double wall_s) {
   const double speed = wall_s > 0 ? simulated_s / wall_s : 0;
   std::string left = "?";

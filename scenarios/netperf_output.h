@@ -6,6 +6,7 @@
 /// banner; src/netlib.c calc_thruput, format_units, calc_service_demand, format_cpu_method).
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <string_view>
 #include <vector>
 
@@ -95,6 +96,11 @@ std::string format_netperf_csv(const NetperfOptions& options, const sim::TcpStre
 /// simulated_s=X wall_s=Y speed=Z simulated s per wall s max_rss_mb=M" (no newline): SimGrid's
 /// own counts (sim::SimGridStats), the SDP messages both sides sent, the peak RSS in MiB.
 std::string format_stats_line(const sim::TcpStreamResult& result);
+/// --stats, second line: "hcasim: link busy: NAME=Ss(U%) ..." (no newline): each SimGrid link's
+/// busy time over the measured interval, seconds to 1 us, and its utilisation, busy /
+/// `interval_s` (omitted when the interval is 0). sim::TwoHostBed::link_busy_s says what is
+/// counted.
+std::string format_link_busy_line(const std::vector<std::pair<std::string, double>>& links, double interval_s);
 
 /// Throws InputError "WHAT: given twice (A, then B): one run writes one WHAT" when an output
 /// option was given more than once (`paths` in command-line order); the last one used to win

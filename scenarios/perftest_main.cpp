@@ -12,7 +12,7 @@
 #include "model/platform.h"
 #include "scenarios/run_failure.h"
 #include "scenarios/datadir.h"
-#include "scenarios/netperf_output.h"  // check_output_path, write_file_atomically
+#include "scenarios/netperf_output.h"  // check_output_path, write_file_atomically, format_link_busy_line
 #include "scenarios/perftest_cli.h"
 #include "scenarios/perftest_output.h"
 #include "scenarios/signals.h"
@@ -69,7 +69,10 @@ int perftest_main(sim::PerftestTest test, const std::vector<std::string>& args) 
     std::cerr << "hcasim: local  " << result.local_faults.summary() << "\n";
     std::cerr << "hcasim: remote " << result.remote_faults.summary() << "\n";
   }
-  if (opts.stats) std::cerr << format_perftest_stats_line(result) << "\n";
+  if (opts.stats) {
+    std::cerr << format_perftest_stats_line(result) << "\n";
+    std::cerr << format_link_busy_line(result.link_busy_s, result.simulated_s) << "\n";
+  }
   return 0;
 }
 

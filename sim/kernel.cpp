@@ -432,9 +432,16 @@ void Scheduler::to_simgrid(Transfer& t) {
   ++stats_.transfers_simgrid;
 }
 
+void Route::add_link(const s4u::Link* link) {
+  links.push_back(link);
+  link_s_per_byte.push_back(1.0 / link->get_bandwidth());
+  busy_s.push_back(0.0);
+}
+
 void Scheduler::transfer(const Route& route, uint64_t bytes) {
   Fiber* f = running_;
   if (f == nullptr) throw std::logic_error("Scheduler::transfer outside a context");
+  for (size_t i = 0; i < route.busy_s.size(); ++i) route.busy_s[i] += static_cast<double>(bytes) * route.link_s_per_byte[i];
   Impl& m = *impl_;
   Transfer t{&route, f, detail::clock_s, static_cast<double>(bytes), {}};
   bool shared = false;

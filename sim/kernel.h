@@ -164,6 +164,15 @@ struct Route {
   simgrid::s4u::Host* to = nullptr;
   std::vector<const simgrid::s4u::Link*> links;
   double rate_Bps = 0;
+  /// Seconds per byte of each of `links` (1 / its bandwidth), in the same order.
+  std::vector<double> link_s_per_byte;
+  /// Busy time of each of `links` from this route's transfers since the last reset, s: every
+  /// transfer adds bytes / the link's bandwidth, timed alone or in SimGrid (a link's utilisation
+  /// over an interval is its busy time over the interval's length; a link in two routes, the
+  /// PCI-X bus, is busy with both). Scheduler::transfer adds to it through a const Route.
+  mutable std::vector<double> busy_s;
+  /// Appends `link` (seals nothing: the link is SimGrid's) and its bandwidth.
+  void add_link(const simgrid::s4u::Link* link);
 };
 
 /// hcasim's own discrete-event kernel (issue 20): the execution contexts of a simulation

@@ -130,6 +130,7 @@ TcpStreamResult run_tcp_stream(const model::Platform& local, const model::Platfo
       for (uint64_t i = 0; i < width; ++i) ring.push_back(host_a.memory().allocate(res.send_size, mode, 8));
       host_a.reset_accounts();
       host_b.reset_accounts();
+      bed.reset_link_busy();
       t_start = now_ns();
       const double stop = t_start + cfg.length_s * 1e9;
       size_t k = 0;
@@ -214,6 +215,7 @@ TcpStreamResult run_tcp_stream(const model::Platform& local, const model::Platfo
   res.simgrid_activities = bed.stats().activities();
   res.simgrid_time_steps = bed.stats().time_steps;
   bed.scheduler().stats().copy_to(res);
+  res.link_busy_s = bed.link_busy_s();
   res.max_rss_kb = max_rss_kb();
   res.sdp_messages = sock_a->stats().msgs_sent + sock_b->stats().msgs_sent;
   res.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();

@@ -394,6 +394,7 @@ PerftestResult run_perftest(const model::Platform& local, const model::Platform&
   res.simgrid_activities = bed.stats().activities();
   res.simgrid_time_steps = bed.stats().time_steps;
   bed.scheduler().stats().copy_to(res);
+  res.link_busy_s = bed.link_busy_s();
   res.max_rss_kb = max_rss_kb();
   res.simulated_s = now_ns() * 1e-9;
   res.faults_configured = cfg.faults.any();

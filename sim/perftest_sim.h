@@ -7,6 +7,8 @@
 /// (scenarios/perftest_output.h) turns the raw timestamps of a PerftestPoint into perftest's
 /// figures exactly as perftest computes them from its cycle counters.
 #include <cstdint>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "model/fault.h"
@@ -62,6 +64,8 @@ struct PerftestResult {
   uint64_t context_switches = 0;    ///< Scheduler::Stats::switches: switches into a context
   uint64_t transfers_simgrid = 0;   ///< Scheduler::Stats::transfers_simgrid: transfers timed by SimGrid (sharing a link)
   uint64_t transfers_alone = 0;     ///< Scheduler::Stats::transfers_alone: transfers timed alone (closed form)
+  /// Busy time of each SimGrid link of the route over the measured interval, s (TwoHostBed::link_busy_s).
+  std::vector<std::pair<std::string, double>> link_busy_s;
   uint64_t max_rss_kb = 0;          ///< the process\'s peak resident set at the end (getrusage), KiB
   double simulated_s = 0;              ///< simulated seconds, all sizes
   double wall_s = 0;                   ///< wall-clock seconds spent in the simulation

@@ -136,7 +136,7 @@ TwoHostBed::TwoHostBed(const HostParams& a, const HostParams& b, uint64_t seed, 
     rt.to = hca_node_[ti];
     rt.rate_Bps = std::numeric_limits<double>::infinity();
     for (const LR& l : route) {
-      rt.links.push_back(l.get_link());
+      rt.add_link(l.get_link());
       rt.rate_Bps = std::min(rt.rate_Bps, l.get_link()->get_bandwidth());
     }
   }
@@ -172,6 +172,24 @@ TwoHostBed::~TwoHostBed() {
   for (auto& h : host_) h.reset();
   timer_.reset();
   scheduler_.reset();
+}
+
+std::vector<std::pair<std::string, double>> TwoHostBed::link_busy_s() const {
+  std::vector<std::pair<std::string, double>> out;
+  for (const Route& r : routes_)
+    for (size_t i = 0; i < r.links.size(); ++i) {
+      const std::string name = r.links[i]->get_name();
+      auto it = std::find_if(out.begin(), out.end(), [&](const auto& e) { return e.first == name; });
+      if (it == out.end())
+        out.emplace_back(name, r.busy_s[i]);
+      else
+        it->second += r.busy_s[i];
+    }
+  return out;
+}
+
+void TwoHostBed::reset_link_busy() {
+  for (Route& r : routes_) std::fill(r.busy_s.begin(), r.busy_s.end(), 0.0);
 }
 
 void TwoHostBed::run(double limit_s) {

@@ -7,6 +7,9 @@
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include <simgrid/s4u.hpp>
 
@@ -86,6 +89,13 @@ class TwoHostBed {
   const SimGridStats& stats() const { return stats_; }
   Timer& timer() { return *timer_; }
   Scheduler& scheduler() { return *scheduler_; }
+  /// Busy time of every SimGrid link of the two routes since the last reset_link_busy(), s, in
+  /// route order (A to B, then B's links A's route does not cross): the bytes every transfer
+  /// moved over it / its bandwidth (Route::busy_s). Each PCIe direction, the DMA-read tag limit,
+  /// each IB direction; a PCI-X bus once, busy with both directions.
+  std::vector<std::pair<std::string, double>> link_busy_s() const;
+  /// Zeroes the links' busy time (the start of the measured interval).
+  void reset_link_busy();
 
   /// Starts the HCAs' contexts and the watchdog, then runs the Scheduler until the application
   /// contexts end. A run still going at `limit_s` of simulated time fails with a message.

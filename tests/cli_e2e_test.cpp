@@ -490,6 +490,26 @@ TEST_F(Cli, LongNetperfRunShowsProgressOnATerminal) {
   EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 130) << st;
 }
 
+TEST_F(Cli, StatsGiveEachLinksBusyTime) {
+  // --stats' second line: each SimGrid link's busy time (bytes moved / its bandwidth) and its
+  // share of the run (sim::TwoHostBed::link_busy_s). ib_write_bw streams 64 KB WRITEs from four
+  // QPs back to back through A's one send engine, so the route's least-bandwidth link, A's PCIe
+  // host->device direction (the payload's DMA reads; connectx3-pcie3x8), is busy the whole run,
+  // every other link of A's route less, and B's route, which RDMA WRITE does not use (the ACKs
+  // are not transfers), not at all.
+  const Outcome o = run("ib_write_bw --stats --platform connectx3-pcie3x8 -s 65536 -n 5000 -q 4");
+  ASSERT_EQ(o.status, 0) << o.err;
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(o.err, m, std::regex("\nhcasim: link busy: (.*)\n"))) << o.err;
+  const std::string line = m[1];
+  EXPECT_TRUE(std::regex_search(line, std::regex("^A-pcie-h2d=[0-9.]+s\\(100\\.0%\\) "))) << line;
+  for (const char* link : {"A-dma-read-tags", "ib-A-to-B", "B-pcie-d2h"})
+    EXPECT_TRUE(std::regex_search(line, std::regex(std::string(link) + "=[0-9.]+s\\(([1-9]|[1-9][0-9])\\.[0-9]%\\)")))
+        << link << ": " << line;
+  for (const char* link : {"B-pcie-h2d", "B-dma-read-tags", "ib-B-to-A", "A-pcie-d2h"})
+    EXPECT_NE(line.find(std::string(link) + "=0.000000s(0.0%)"), std::string::npos) << link << ": " << line;
+}
+
 TEST_F(Cli, TransfersTimedAloneGiveWhatSimGridGives) {
   // sim/kernel.h Scheduler::transfer: a transfer alone on its links is timed in closed form
   // (bytes / least bandwidth); one sharing a link goes through SimGrid. Every case that could

@@ -279,6 +279,15 @@ TEST(NetperfOutput, StatsLine) {
             "simulated_s=60.000 wall_s=0.000 speed=inf simulated s per wall s max_rss_mb=40.0");
 }
 
+TEST(NetperfOutput, LinkBusyLine) {
+  // Busy seconds to 1 us and the share of the interval: 6.2747551 of 10 s = 62.7 %; 0.3 of
+  // 0.3 s = 100.0 %; a zero interval prints no share.
+  const std::vector<std::pair<std::string, double>> links{{"A-pcie-h2d", 6.2747551}, {"ib-A-to-B", 0.0}};
+  EXPECT_EQ(format_link_busy_line(links, 10.0), "hcasim: link busy: A-pcie-h2d=6.274755s(62.7%) ib-A-to-B=0.000000s(0.0%)");
+  EXPECT_EQ(format_link_busy_line({{"A-pcix", 0.3}}, 0.3), "hcasim: link busy: A-pcix=0.300000s(100.0%)");
+  EXPECT_EQ(format_link_busy_line({{"A-pcix", 0.3}}, 0.0), "hcasim: link busy: A-pcix=0.300000s");
+}
+
 TEST(NetperfOutput, AtomicWrite) {
   namespace fs = std::filesystem;
   const fs::path dir = fs::temp_directory_path() / ("hcasim-output-test-" + std::to_string(::getpid()));

@@ -3,9 +3,9 @@
 // calibrate fits). A build may shorten them with the CMake cache variables
 // HCASIM_TEST_SIM_SECONDS (netperf's simulated seconds), HCASIM_TEST_PERFTEST_ITERATIONS
 // (perftest's iteration cap) and HCASIM_TEST_FIT_SECONDS (the fits' netperf seconds), which
-// reach the tests as compile definitions of the same names; the default preset sets only the
-// fits' (1 s) and the asan preset all three (0.2 s, 2000, 0.05 s) so that the test command fits
-// in CI (README "Test lengths"). Unset, every test simulates the lengths its commands say.
+// reach the tests as compile definitions of the same names; the default preset sets none of them
+// and the asan preset all three (0.2 s, 2000, 0.05 s) so that the test command fits in CI
+// (README "Test lengths"). Unset, every test simulates the lengths its commands say.
 #include <string>
 
 /// The words to add to `hcasim validate`: " --duration S --iterations N" for what the build
