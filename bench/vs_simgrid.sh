@@ -8,6 +8,7 @@
 # Usage: vs_simgrid.sh HCASIM SIMGRID_PINGPONG SECONDS ROUND_TRIPS [RUNS]
 set -euo pipefail
 hcasim=$1 pingpong=$2 seconds=$3 rounds=$4 runs=${5:-3}
+[[ $runs =~ ^[1-9][0-9]*$ ]] || { echo "vs_simgrid.sh: RUNS must be a positive integer, not '$runs'" >&2; exit 2; }
 field() { sed -n "s/.*[ :]$1=\([0-9.]*\).*/\1/p" <<<"$2"; }
 best_pp=0 best_h=0
 for ((i = 1; i <= runs; ++i)); do

@@ -72,9 +72,10 @@ void HostMemory::put_segments(Region& r, uint64_t off, uint64_t len, std::span<c
     std::erase_if(r.raw, [&](const auto& kv) { return kv.first < end && kv.first + kv.second.size() > off; });
   // The region's list is sorted and merged; the new list is spliced in one pass: the segments
   // before `off` (the head of one straddling it), the new ones, the segments after `end` (the
-  // tail of one straddling it). A scratch list kept between calls (per thread: emulate mode has
-  // several) becomes the region's, and the old one the next call's scratch: a stream rewrites
-  // the same buffers' segments on every message, with no allocation.
+  // tail of one straddling it). A scratch list kept between calls becomes the region's, and the
+  // old one the next call's scratch: a stream rewrites the same buffers' segments on every
+  // message, with no allocation. thread_local: HostMemory objects on different threads (tests)
+  // never share it.
   thread_local std::vector<Segment> merged;
   merged.clear();
   const std::vector<Segment>& old = r.segments;
@@ -130,7 +131,7 @@ bool HostMemory::check_stream(Addr addr, uint64_t len, uint64_t stream_off) cons
       if ((b ? b[off + i] : 0) != pattern_byte(stream_off + i)) return false;
     return true;
   }
-  thread_local std::vector<Segment> segs;  // scratch, as put_segments' (emulate mode has several threads)
+  thread_local std::vector<Segment> segs;  // scratch, as put_segments'
   get_segments(r, off, len, segs);
   uint64_t at = 0;
   for (const Segment& s : segs) {

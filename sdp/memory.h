@@ -63,6 +63,9 @@ class HostMemory final : public Memory {
   /// `seed` selects the byte pattern of the data stream (Bytes mode); `data_mode` is how
   /// data buffers (application and SDP payload buffers) hold their content.
   HostMemory(int host_id, uint64_t seed, DataMode data_mode = DataMode::Reference);
+  /// Not copyable: the page cache points into this object's regions.
+  HostMemory(const HostMemory&) = delete;
+  HostMemory& operator=(const HostMemory&) = delete;
   /// How data buffers of this host hold their content (Reference, or Bytes with --verify-data).
   DataMode data_mode() const override { return data_mode_; }
 

@@ -1,5 +1,7 @@
 #include "sim/kernel.h"
 
+#include "sim/calendar.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
@@ -126,112 +128,6 @@ void asan_start_switch(void**, const void*, size_t) {}
 void asan_finish_switch(void*, const void**, size_t*) {}
 #endif
 }  // namespace
-
-/// An entry of the calendar's heap: small and trivially copied (the heap moves entries on
-/// every push and pop); what the event does is in the payload slot it names.
-struct Scheduler::Event {
-  double t;
-  uint64_t seq;
-  uint32_t slot;
-  /// Earlier time first; at one instant, the order of scheduling.
-  bool before(const Event& o) const { return t < o.t || (t == o.t && seq < o.seq); }
-};
-
-namespace {
-struct Payload {
-  Scheduler::Fiber* fiber = nullptr;  ///< the context to resume (fn empty) or whose suspension fn is for
-  uint64_t gen = 0;                   ///< that suspension: the event is void once it was resumed otherwise
-  uint32_t pos = 0;                   ///< its entry's index in the heap
-  Callback fn;
-};
-}  // namespace
-
-/// The calendar: a binary heap of events in (time, order of scheduling) order whose entries know
-/// their place (Payload::pos), so that an event can be taken off before it is due: the deadline
-/// of a wait that was notified, the end of a transfer that moved to SimGrid. Without that the
-/// calendar kept such void events until their time (recv's busy-poll arms a 700 us deadline per
-/// SDP message: about twenty void events in the heap at any time in a bulk stream, and each
-/// one popped and discarded when due).
-struct Scheduler::Calendar {
-  std::vector<Event> heap;
-  std::vector<Payload> payloads;  ///< by slot; free slots are reused (no allocation per event)
-  std::vector<uint32_t> free_slots;
-  uint64_t seq = 0;
-
-  bool empty() const { return heap.empty(); }
-  const Event& top() const { return heap.front(); }
-  /// Schedules an event; returns its slot.
-  uint32_t push(double t, Fiber* f, uint64_t gen, Callback* fn) {
-    uint32_t slot;
-    if (free_slots.empty()) {
-      slot = static_cast<uint32_t>(payloads.size());
-      payloads.emplace_back();
-    } else {
-      slot = free_slots.back();
-      free_slots.pop_back();
-    }
-    Payload& p = payloads[slot];
-    p.fiber = f;
-    p.gen = gen;
-    if (fn != nullptr) p.fn = std::move(*fn);  // else a resumption of f (a released slot's fn is empty)
-    heap.emplace_back();
-    sift_up(heap.size() - 1, Event{t, seq++, slot});
-    return slot;
-  }
-  /// Takes the earliest event off the heap; its payload slot stays taken until release().
-  uint32_t pop() {
-    const uint32_t slot = heap.front().slot;
-    remove_at(0);
-    return slot;
-  }
-  /// Takes the event in `slot` off the heap, before it is due, and frees its slot.
-  void cancel(uint32_t slot) {
-    remove_at(payloads[slot].pos);
-    release(slot);
-  }
-  void release(uint32_t slot) {
-    payloads[slot].fn.reset();
-    free_slots.push_back(slot);
-  }
-
- private:
-  void place(size_t i, const Event& e) {
-    heap[i] = e;
-    payloads[e.slot].pos = static_cast<uint32_t>(i);
-  }
-  /// Puts `e` at hole `i` or above it.
-  void sift_up(size_t i, const Event& e) {
-    while (i > 0) {
-      const size_t parent = (i - 1) / 2;
-      if (!e.before(heap[parent])) break;
-      place(i, heap[parent]);
-      i = parent;
-    }
-    place(i, e);
-  }
-  /// Puts `e` at hole `i` or below it.
-  void sift_down(size_t i, const Event& e) {
-    const size_t n = heap.size();
-    for (;;) {
-      size_t child = 2 * i + 1;
-      if (child >= n) break;
-      if (child + 1 < n && heap[child + 1].before(heap[child])) ++child;
-      if (!heap[child].before(e)) break;
-      place(i, heap[child]);
-      i = child;
-    }
-    place(i, e);
-  }
-  void remove_at(size_t i) {
-    const Event last = heap.back();
-    heap.pop_back();
-    if (i == heap.size()) return;
-    if (i > 0 && last.before(heap[(i - 1) / 2]))
-      sift_up(i, last);
-    else
-      sift_down(i, last);
-  }
-};
 
 /// A transfer in flight: on the stack of the context that waits for it.
 struct Scheduler::Transfer {
@@ -481,14 +377,14 @@ void Scheduler::fire_due() {
   while (!ev.empty() && ev.top().t <= detail::clock_s && !stopped_) {
     const uint32_t slot = ev.pop();
     ++stats_.events;
-    Payload& p = ev.payloads[slot];
+    Calendar::Payload& p = ev.payload(slot);
     Fiber* f = p.fiber;
     if (f != nullptr) {
-      if (f->gen != p.gen) {  // cannot happen: a context resumed otherwise takes its event off
+      if (f->pending == slot) f->pending = Fiber::kNoSlot;  // its pending event, firing now
+      if (f->gen != p.gen) {  // void; cannot happen: a context resumed otherwise takes its event off
         ev.release(slot);
         continue;
       }
-      f->pending = Fiber::kNoSlot;  // this is its pending event, now firing
     }
     if (!p.fn) {  // a context's resumption (void events were taken off: Calendar::cancel)
       ev.release(slot);

@@ -271,16 +271,19 @@ class Scheduler {
   Fiber* running() const { return running_; }
   /// Blocks the calling context until make_ready() is called on it.
   void suspend();
-  /// Makes a suspended context runnable in the next round (no effect on a stale `gen`).
+  /// Makes a suspended context runnable in the next round and starts its next suspension
+  /// (generation). Its pending event (the one timed event that could have resumed it: a sleep's
+  /// end, a transfer's end, a wait's deadline), if any, is void now and taken off the calendar.
   void make_ready(Fiber* f);
   /// Generation of a context's current suspension: an event that resumes it checks it.
   static uint64_t generation(const Fiber* f);
-  /// Runs fn at t_s if `f` is still in the suspension of generation `gen` then.
+  /// Runs fn at t_s if `f` is still in the suspension of generation `gen` then. The event is
+  /// f's pending one: call it from f itself, with generation(f), at most once per suspension
+  /// (a second would leave the first one on the calendar; SimWaitQueue::wait's deadline is
+  /// the one user).
   void call_at_if(double t_s, Fiber* f, uint64_t gen, Callback&& fn);
 
  private:
-  struct Event;
-  struct Calendar;
   struct Transfer;
   struct Impl;
   friend struct Impl;

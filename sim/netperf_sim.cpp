@@ -150,6 +150,7 @@ TcpStreamResult run_tcp_stream(const model::Platform& local, const model::Platfo
       }
       host_a.flush();
       t_end = now_ns();
+      res.link_busy_s = bed.link_busy_s();
     });
   });
 
@@ -215,7 +216,6 @@ TcpStreamResult run_tcp_stream(const model::Platform& local, const model::Platfo
   res.simgrid_activities = bed.stats().activities();
   res.simgrid_time_steps = bed.stats().time_steps;
   bed.scheduler().stats().copy_to(res);
-  res.link_busy_s = bed.link_busy_s();
   res.max_rss_kb = max_rss_kb();
   res.sdp_messages = sock_a->stats().msgs_sent + sock_b->stats().msgs_sent;
   res.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();

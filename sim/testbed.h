@@ -91,8 +91,9 @@ class TwoHostBed {
   Scheduler& scheduler() { return *scheduler_; }
   /// Busy time of every SimGrid link of the two routes since the last reset_link_busy(), s, in
   /// route order (A to B, then B's links A's route does not cross): the bytes every transfer
-  /// moved over it / its bandwidth (Route::busy_s). Each PCIe direction, the DMA-read tag limit,
-  /// each IB direction; a PCI-X bus once, busy with both directions.
+  /// moved over it / its bandwidth (Route::busy_s), counted when the transfer starts. Each PCIe
+  /// direction, the DMA-read tag limit, each IB direction; a PCI-X bus once, busy with both
+  /// directions at its write ceiling (the reads' own limit is the route's -pcix-read link).
   std::vector<std::pair<std::string, double>> link_busy_s() const;
   /// Zeroes the links' busy time (the start of the measured interval).
   void reset_link_busy();

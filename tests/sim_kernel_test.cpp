@@ -3,18 +3,83 @@
 // share a link. Expected times are hand calculations on round numbers shown with each case.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <iterator>
+#include <map>
 #include <memory>
+#include <random>
 #include <string>
 #include <vector>
 
 #include <simgrid/s4u.hpp>
 
+#include "sim/calendar.h"
 #include "sim/kernel.h"
 
 namespace hcasim::sim {
 namespace {
 
 namespace s4u = simgrid::s4u;
+
+TEST(SimCalendar, PushPopAndCancelFollowASortedReference) {
+  // 20000 seeded operations against a std::map keyed by (time, order of scheduling): times from
+  // 50 values, so that many events share an instant and the order of scheduling decides; a
+  // cancel takes a random pending event off (the heap's middle as often as its top or a leaf).
+  // Every pop must give the reference's first event; slots are reused, never more of them than
+  // events ever pending at once.
+  Calendar cal;
+  std::map<std::pair<double, uint64_t>, uint32_t> ref;  // (t, seq) -> slot
+  std::map<uint32_t, std::pair<double, uint64_t>> by_slot;
+  std::mt19937_64 rng(22);
+  uint64_t seq = 0;
+  size_t most_pending = 0;
+  for (int step = 0; step < 20000; ++step) {
+    const uint64_t op = rng() % 4;
+    if (op <= 1 || ref.empty()) {
+      const double t = static_cast<double>(rng() % 50) * 1e-6;
+      const uint32_t slot = cal.push(t, nullptr, 0, nullptr);
+      ASSERT_EQ(by_slot.count(slot), 0u) << "step " << step << ": slot " << slot << " is in use";
+      ref[{t, seq}] = slot;
+      by_slot[slot] = {t, seq};
+      ++seq;
+      most_pending = std::max(most_pending, ref.size());
+      ASSERT_LT(slot, most_pending) << "step " << step;
+    } else if (op == 2) {
+      const auto first = ref.begin();
+      ASSERT_EQ(cal.top().t, first->first.first) << "step " << step;
+      const uint32_t slot = cal.pop();
+      ASSERT_EQ(slot, first->second) << "step " << step;
+      cal.release(slot);
+      by_slot.erase(slot);
+      ref.erase(first);
+    } else {
+      auto victim = by_slot.begin();
+      std::advance(victim, static_cast<long>(rng() % by_slot.size()));
+      cal.cancel(victim->first);
+      ref.erase(victim->second);
+      by_slot.erase(victim);
+    }
+    ASSERT_EQ(cal.size(), ref.size()) << "step " << step;
+  }
+}
+
+TEST(SimCalendar, ACallbackStaysWithItsEventThroughOtherCancels) {
+  // Three events at one instant, the middle one cancelled: the first and the third fire in the
+  // order they were scheduled, each with its own callback.
+  Calendar cal;
+  std::vector<int> fired;
+  Callback a([&] { fired.push_back(1); }), b([&] { fired.push_back(2); }), c([&] { fired.push_back(3); });
+  cal.push(1e-6, nullptr, 0, &a);
+  const uint32_t middle = cal.push(1e-6, nullptr, 0, &b);
+  cal.push(1e-6, nullptr, 0, &c);
+  cal.cancel(middle);
+  while (!cal.empty()) {
+    const uint32_t slot = cal.pop();
+    cal.payload(slot).fn();
+    cal.release(slot);
+  }
+  EXPECT_EQ(fired, (std::vector<int>{1, 3}));
+}
 
 /// A SimGrid platform of three nodes X, Y, Z. Links (bytes/s): xy 1e9 (X to Y only), yx 1e9
 /// (Y to X only), shared 1e9 (in both the route X->Z and Y->Z), zx 2e9 (Z to X).
