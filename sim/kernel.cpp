@@ -1,7 +1,5 @@
 #include "sim/kernel.h"
 
-#include "sim/calendar.h"
-
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
@@ -19,6 +17,8 @@
 #include <fmt/format.h>
 #include <simgrid/simix.hpp>
 #include <xbt/log.h>
+
+#include "sim/calendar.h"
 
 namespace hcasim::sim {
 
