@@ -343,9 +343,18 @@ void expect_matching_crcs(const Proc& cli, uint64_t* bytes) {
 // hcasim-sdp-server served one test at a time: a second client waited, without a word, until
 // the first test ended, and a peer that started a CM frame and stalled held the server for its
 // 10 s (issue 21). Now each test has a thread of its own: with an idle peer and a stalled one
-// connected, a 3 s timed stream and a 256 MiB stream started 0.3 s after it both run at once
-// (the second ends while the first still streams), with equal CRCs; the stalled peer's close
+// connected, a 3 s timed stream and a byte-count stream (kSideBySideBytes) started 0.3 s after it
+// both run at once (the second ends while the first still streams), with equal CRCs; the stalled peer's close
 // is its own line, and the server serves on.
+// The second stream's byte count: it must end within the stalled peer's 10 s setup timeout and
+// before the 3 s stream does. 256 MiB takes about 1.3 s in a Release build; the sanitizer build
+// moves about 210 Mbit/s, where 256 MiB took 10.1 s once (the timeout fired), so it sends 32 MiB.
+#ifdef HCASIM_SANITIZE
+constexpr uint64_t kSideBySideBytes = 32u << 20;
+#else
+constexpr uint64_t kSideBySideBytes = 256u << 20;
+#endif
+
 TEST(SdpStream, ConcurrentClientsAndAStalledPeerAreServedSideBySide) {
   Proc srv("concurrent-server", {HCASIM_SDP_SERVER, "--device", "emu", "-p", "0"});
   const int port = srv.port();
@@ -363,17 +372,17 @@ TEST(SdpStream, ConcurrentClientsAndAStalledPeerAreServedSideBySide) {
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   const auto tb = Clock::now();
   Proc b("concurrent-b", {HCASIM_SDP_CLIENT, "--device", "emu", "-p", std::to_string(port), "-P", "0", "-l",
-                          "-268435456"});
+                          "-" + std::to_string(kSideBySideBytes)});
   ASSERT_EQ(b.wait(std::chrono::seconds(60)), 0) << b.err() << srv.err();
   const auto b_end = Clock::now();
-  EXPECT_EQ(a.wait(std::chrono::milliseconds(0)), -1) << "the 3 s stream ended before the 256 MiB one: not side by side\n"
+  EXPECT_EQ(a.wait(std::chrono::milliseconds(0)), -1) << "the 3 s stream ended before the byte-count one: not side by side\n"
                                                        << a.err() << srv.err();
   ASSERT_EQ(a.wait(std::chrono::seconds(60)), 0) << a.err() << srv.err();
   const auto a_end = Clock::now();
   uint64_t a_bytes = 0, b_bytes = 0;
   expect_matching_crcs(a, &a_bytes);
   expect_matching_crcs(b, &b_bytes);
-  EXPECT_EQ(b_bytes, 268435456u);
+  EXPECT_EQ(b_bytes, kSideBySideBytes);
   EXPECT_GT(a_bytes, 0u);
   const auto [a_s, a_mbps] = data_row(a.out());
   const auto [b_s, b_mbps] = data_row(b.out());
@@ -382,19 +391,21 @@ TEST(SdpStream, ConcurrentClientsAndAStalledPeerAreServedSideBySide) {
   EXPECT_GT(a_mbps, 0.0) << a.out();
   EXPECT_GT(b_mbps, 0.0) << b.out();
   const auto ms = [](auto d) { return std::chrono::duration_cast<std::chrono::milliseconds>(d).count(); };
-  std::printf("side by side: A (-l 3) %llu bytes, %.2f s, %.2f 10^6bits/s, ended at %lld ms; B (256 MiB) %.2f s, "
+  std::printf("side by side: A (-l 3) %llu bytes, %.2f s, %.2f 10^6bits/s, ended at %lld ms; B (%llu B) %.2f s, "
               "%.2f 10^6bits/s, started at %lld ms, ended at %lld ms\n",
-              static_cast<unsigned long long>(a_bytes), a_s, a_mbps, static_cast<long long>(ms(a_end - t0)), b_s, b_mbps,
+              static_cast<unsigned long long>(a_bytes), a_s, a_mbps, static_cast<long long>(ms(a_end - t0)),
+              static_cast<unsigned long long>(kSideBySideBytes), b_s, b_mbps,
               static_cast<long long>(ms(tb - t0)), static_cast<long long>(ms(b_end - t0)));
   // The server logged both tests, each naming its client.
   std::string err;
   for (auto until = Clock::now() + std::chrono::seconds(5); Clock::now() < until; std::this_thread::sleep_for(std::chrono::milliseconds(20))) {
     err = srv.err();
-    if (err.find("received 268435456 bytes") != std::string::npos &&
+    if (err.find("received " + std::to_string(kSideBySideBytes) + " bytes") != std::string::npos &&
         err.find("received " + std::to_string(a_bytes) + " bytes") != std::string::npos)
       break;
   }
-  EXPECT_TRUE(std::regex_search(err, std::regex("hcasim-sdp-server: 127\\.0\\.0\\.1:[0-9]+: received 268435456 bytes")))
+  EXPECT_TRUE(std::regex_search(err, std::regex("hcasim-sdp-server: 127\\.0\\.0\\.1:[0-9]+: received " +
+                                                std::to_string(kSideBySideBytes) + " bytes")))
       << err;
   EXPECT_NE(err.find("received " + std::to_string(a_bytes) + " bytes"), std::string::npos) << err;
   EXPECT_EQ(err.find("no answer within"), std::string::npos) << "less than 10 s went by: " << err;
