@@ -186,16 +186,13 @@ struct BusTimes {
     double read_ns = 0, read_wait_ns = 0, write_ns = 0;
   };
   const Frame& frame(uint32_t bytes) {
-    if (last.bytes != bytes || !valid) {
+    if (last.bytes != bytes)  // bytes 0: nothing remembered yet (a frame has headers)
       last = {bytes, bus.dma_read_ns(bytes), bus.dma_read_wait_ns(bytes, read_latency_ns), bus.dma_write_ns(bytes)};
-      valid = true;
-    }
     return last;
   }
 
  private:
   Frame last;
-  bool valid = false;
 };
 
 struct Side {
