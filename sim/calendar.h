@@ -3,6 +3,7 @@
 /// scheduling) order, any of which can be taken off before it is due.
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <utility>
 #include <vector>
 
@@ -17,8 +18,10 @@ namespace hcasim::sim {
 /// message, about twenty void events in a bulk stream's heap, each popped and discarded when
 /// due. With it the heap holds 2-3 events at a push (bcopy -m 1M, ib_write_lat).
 ///
-/// Each event has a payload slot (what it does) that stays valid from push() until release();
-/// free slots are reused, so that scheduling allocates nothing once the calendar has grown.
+/// Each event has a payload slot (what it does) that stays valid from push() until release(),
+/// at a fixed address (slots live in blocks that never move), so that an event's callback can
+/// run in place while it schedules others; free slots are reused, so that scheduling allocates
+/// nothing once the calendar has grown.
 class Calendar {
  public:
   /// A heap entry: small and trivially copied (the heap moves entries on every push and pop);
@@ -35,7 +38,6 @@ class Calendar {
   struct Payload {
     Scheduler::Fiber* fiber = nullptr;
     uint64_t gen = 0;
-    uint32_t pos = 0;  ///< its entry's index in the heap
     Callback fn;
   };
 
@@ -43,20 +45,16 @@ class Calendar {
   std::size_t size() const { return heap_.size(); }
   /// The earliest event (the calendar must not be empty).
   const Event& top() const { return heap_.front(); }
-  Payload& payload(uint32_t slot) { return payloads_[slot]; }
+  /// The payload of `slot`; its address does not change while the slot is taken.
+  Payload& payload(uint32_t slot) { return blocks_[slot >> kBlockShift][slot & (kBlock - 1)]; }
 
   /// Schedules an event at t_s for `f` and `gen`, running *fn if given (moved from) or else
   /// resuming f; returns its slot.
   uint32_t push(double t_s, Scheduler::Fiber* f, uint64_t gen, Callback* fn) {
-    uint32_t slot;
-    if (free_slots_.empty()) {
-      slot = static_cast<uint32_t>(payloads_.size());
-      payloads_.emplace_back();
-    } else {
-      slot = free_slots_.back();
-      free_slots_.pop_back();
-    }
-    Payload& p = payloads_[slot];
+    if (free_slots_.empty()) grow();
+    const uint32_t slot = free_slots_.back();
+    free_slots_.pop_back();
+    Payload& p = payload(slot);
     p.fiber = f;
     p.gen = gen;
     if (fn != nullptr) p.fn = std::move(*fn);  // else a resumption (a released slot's fn is empty)
@@ -73,19 +71,27 @@ class Calendar {
   }
   /// Takes the event of `slot`, still on the heap, off before it is due and frees its slot.
   void cancel(uint32_t slot) {
-    remove_at(payloads_[slot].pos);
+    remove_at(pos_[slot]);
     release(slot);
   }
   /// Frees the slot of a popped event (its callback destroyed) for reuse.
   void release(uint32_t slot) {
-    payloads_[slot].fn.reset();
+    payload(slot).fn.reset();
     free_slots_.push_back(slot);
   }
 
  private:
+  static constexpr uint32_t kBlockShift = 6, kBlock = 1u << kBlockShift;  ///< slots per block
+  /// One more block of free slots, taken lowest first.
+  void grow() {
+    const auto first = static_cast<uint32_t>(blocks_.size()) << kBlockShift;
+    blocks_.push_back(std::make_unique<Payload[]>(kBlock));
+    pos_.resize(pos_.size() + kBlock);
+    for (uint32_t i = kBlock; i-- > 0;) free_slots_.push_back(first + i);
+  }
   void place(std::size_t i, const Event& e) {
     heap_[i] = e;
-    payloads_[e.slot].pos = static_cast<uint32_t>(i);
+    pos_[e.slot] = static_cast<uint32_t>(i);
   }
   /// Puts `e` at hole `i` or above it.
   void sift_up(std::size_t i, const Event& e) {
@@ -122,7 +128,8 @@ class Calendar {
   }
 
   std::vector<Event> heap_;
-  std::vector<Payload> payloads_;  ///< by slot
+  std::vector<std::unique_ptr<Payload[]>> blocks_;  ///< payloads by slot, kBlock per block
+  std::vector<uint32_t> pos_;  ///< by slot: its entry's index in the heap
   std::vector<uint32_t> free_slots_;
   uint64_t seq_ = 0;
 };

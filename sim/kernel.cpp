@@ -75,10 +75,9 @@ std::unique_ptr<s4u::Engine> make_engine() {
 // ---- Scheduler -------------------------------------------------------------------------------
 
 namespace {
-std::vector<std::function<void(double)>>& time_advance_hooks() {
-  static std::vector<std::function<void(double)>> hooks;
-  return hooks;
-}
+/// on_time_advance's hooks (progress reports), for the life of the process: a plain global, read
+/// on every clock step (a function-local static costs its guard's check there).
+std::vector<std::function<void(double)>> g_time_advance_hooks;
 /// A context's stack. Large enough for the SDP engine and fmt's formatting with room to spare;
 /// the sanitizer build's frames are several times larger. The guard page below it turns an
 /// overflow into a segmentation fault, not a silent overwrite.
@@ -89,7 +88,7 @@ constexpr size_t kStackBytes = 512u << 10;
 #endif
 }  // namespace
 
-void on_time_advance(std::function<void(double)> fn) { time_advance_hooks().push_back(std::move(fn)); }
+void on_time_advance(std::function<void(double)> fn) { g_time_advance_hooks.push_back(std::move(fn)); }
 
 struct Scheduler::Fiber {
   int id = 0;
@@ -271,7 +270,8 @@ void Scheduler::switch_to(Fiber* f) {
   running_ = nullptr;
 }
 
-void Scheduler::suspend() {
+// Inline: only this file calls suspend() and make_ready() (several times per SDP message).
+inline void Scheduler::suspend() {
   Fiber* f = running_;
   if (f == nullptr) throw std::logic_error("Scheduler::suspend outside a context");
   Impl& m = *impl_;
@@ -282,7 +282,7 @@ void Scheduler::suspend() {
   if (f->killed && std::uncaught_exceptions() == 0) throw Unwind{};
 }
 
-void Scheduler::make_ready(Fiber* f) {
+inline void Scheduler::make_ready(Fiber* f) {
   ++f->gen;
   impl_->cancel_pending(f);
   impl_->next.push_back(f);
@@ -391,19 +391,21 @@ void Scheduler::fire_due() {
       make_ready(f);
       continue;
     }
-    Callback fn = std::move(p.fn);  // out of the slot: fn may schedule events (the slots may move)
-    ev.release(slot);               // free before fn runs: fn may schedule events
+    // In place: a slot's payload does not move while it is taken, and this one stays taken
+    // (not reused by the events fn schedules) until fn has returned.
     try {
-      fn();
+      p.fn();
     } catch (const std::exception& ex) {
       failure_.record("timer", ex.what());
     }
+    ev.release(slot);
   }
 }
 
 void Scheduler::advance_to(double t_s) {
   detail::clock_s = std::max(detail::clock_s, t_s);
-  for (auto& hook : time_advance_hooks()) hook(detail::clock_s);
+  if (!g_time_advance_hooks.empty()) [[unlikely]]
+    for (auto& hook : g_time_advance_hooks) hook(detail::clock_s);
   fire_due();
 }
 
