@@ -8,7 +8,6 @@ plus two lines tesh does not have (`2> ` and `! sanitizer skip`). One case per f
     ! setenv NAME=VALUE        environment of the command (tesh)
     ! timeout SECONDS          the run is killed and fails after that long (default 300; tesh)
     ! sanitizer skip REASON    not run in a sanitizer build (HCASIM_SANITIZE): printed, ctest SKIPPED
-    ! stderr ignore            stderr is not compared (it is compared by default)
     $ hcasim netperf ...       the command, exactly once, split into words as a POSIX shell would
                                (quotes, backslashes; no pipes, redirections or variables); the
                                word `hcasim` is the binary under test, other programs are looked
@@ -25,13 +24,22 @@ HCASIM_DATA_DIR) is written `${HCASIM_DATA_DIR}` in the output, so that a messag
 platform directory does not depend on where the tree was cloned. The command runs in an empty
 temporary directory, stdin from /dev/null, LC_ALL=C, every other HCASIM_* variable removed.
 
+Examples in the documentation (`golden.py readme`, ctest golden.readme: README.md and docs/*.md).
+In a fenced code block, a line `build/hcasim ARGS` (or `hcasim ARGS`, either after an optional
+`$ `; a trailing backslash continues it) is a command, and the lines after it, up to the next
+command or the end of the block, are what it printed; a line starting with `...` marks lines
+left out. A command shown with output must be the command of a case (the same words, `hcasim
+ARGS`), and every line shown (trailing blanks aside) must be in that case's expected stdout,
+then stderr, in the order shown. So a figure in the documentation that no longer matches the
+binary fails golden.NAME (the case) or golden.readme (the text).
+
 Subcommands (python3 only, no packages):
     golden.py run     --hcasim BIN --data-dir DIR [--sanitizer] CASE      one case; exit 0 pass,
                       1 fail (with a unified diff, expected vs actual), 77 skipped
     golden.py update  --hcasim BIN --data-dir DIR [CASE...]               rerun the cases (default:
                       all of tests/golden/), rewrite their expectations in place, print the diff
-    golden.py readme  --cases DIR README.md                               every README example that
-                      shows output is a case, and its shown lines are in that case's output
+    golden.py readme  [--cases DIR] README.md [DOC.md...]                 every example of the files
+                      that shows output is a case, and its shown lines are in that case's output
     golden.py selftest --hcasim BIN --data-dir DIR CASE                   a case passes, fails when
                       one digit of its expectation changes, and `update` restores it
 """
@@ -67,7 +75,6 @@ class Case:
         self.env = {}
         self.timeout = DEFAULT_TIMEOUT
         self.sanitizer_skip = None
-        self.stderr_ignore = False
         self.expect_return = 0
         self.stdout = []
         self.stderr = []
@@ -132,8 +139,6 @@ class Case:
             if not reason:
                 raise CaseError(f"{where}: sanitizer skip needs a reason")
             self.sanitizer_skip = reason
-        elif d == "stderr ignore":
-            self.stderr_ignore = True
         else:
             raise CaseError(f"{where}: unknown directive {d!r}")
         self.kept.append(line)
@@ -153,8 +158,6 @@ class Case:
         if status != 0:
             lines.append(f"! expect return {status}")
         for stream, text in (("stdout", out), ("stderr", err)):
-            if stream == "stderr" and self.stderr_ignore:
-                text = self.expected("stderr")
             prefix = "> " if stream == "stdout" else "2> "
             if text == "":
                 continue
@@ -221,8 +224,6 @@ def cmd_run(args):
     if status != case.expect_return:
         failed.append(f"exit status {show_status(status)}, expected {case.expect_return}")
     for stream, actual in (("stdout", out), ("stderr", err)):
-        if stream == "stderr" and case.stderr_ignore:
-            continue
         expected = case.expected(stream)
         if actual != expected:
             failed.append(f"{stream} differs:\n" + udiff(expected, actual, f"{case.path} (expected {stream})",
@@ -265,6 +266,8 @@ def cmd_update(args):
         case = Case(path)
         status, out, err, seconds = run_command(case, args.hcasim, args.data_dir)
         total += seconds
+        if status < 0:
+            raise CaseError(f"{path}: {case.command}: killed by signal {-status}; not recorded as its output")
         with open(path, newline="", **ENCODING) as f:
             old = f.read()
         new = case.render(status, out, err)
@@ -337,43 +340,44 @@ def cmd_readme(args):
         by_words.setdefault(tuple(shlex.split(c.command)), c)
     failures = []
     checked = 0
-    for number, words, shown in readme_examples(args.readme):
-        where = f"{args.readme}:{number}"
-        case = by_words.get(tuple(words))
-        output = [(n, l) for n, l in shown if l.strip() != "" and not l.lstrip().startswith("...")]
-        if not output:
-            print(f"{where}: {' '.join(words)}: no output shown"
-                  + (f" (golden case {case.name})" if case else " (no golden case; not checked)"))
-            continue
-        if case is None:
-            failures.append(f"{where}: `{' '.join(words)}` shows its output but no case of {args.cases} "
-                            "has this command: add one (tests/golden/golden.py says how)")
-            continue
-        actual = [l.rstrip() for l in case.stdout + case.stderr]
-        pos = 0
-        bad = None
-        for n, l in output:
-            want = l.rstrip()
-            try:
-                pos = actual.index(want, pos) + 1
-            except ValueError:
-                bad = (n, want)
-                break
-        if bad:
-            near = difflib.get_close_matches(bad[1], actual, n=1, cutoff=0.0)
-            failures.append(f"{args.readme}:{bad[0]}: this line of the example at line {number} is not in "
-                            f"the output of golden case {case.name} (in order):\n  README: {bad[1]}\n"
-                            f"  case:   {near[0] if near else '(nothing)'}")
-            continue
-        checked += 1
-        print(f"{where}: {' '.join(words)}: {len(output)} shown lines match golden case {case.name}")
+    for doc in args.docs:
+        for number, words, shown in readme_examples(doc):
+            where = f"{doc}:{number}"
+            case = by_words.get(tuple(words))
+            output = [(n, l) for n, l in shown if l.strip() != "" and not l.lstrip().startswith("...")]
+            if not output:
+                print(f"{where}: {' '.join(words)}: no output shown"
+                      + (f" (golden case {case.name})" if case else " (no golden case; not checked)"))
+                continue
+            if case is None:
+                failures.append(f"{where}: `{' '.join(words)}` shows its output but no case of {args.cases} "
+                                "has this command: add one (tests/golden/golden.py says how)")
+                continue
+            actual = [l.rstrip() for l in case.stdout + case.stderr]
+            pos = 0
+            bad = None
+            for n, l in output:
+                want = l.rstrip()
+                try:
+                    pos = actual.index(want, pos) + 1
+                except ValueError:
+                    bad = (n, want)
+                    break
+            if bad:
+                near = difflib.get_close_matches(bad[1], actual, n=1, cutoff=0.0)
+                failures.append(f"{doc}:{bad[0]}: this line of the example at line {number} is not in the "
+                                f"output of golden case {case.name} (in order):\n  {os.path.basename(doc)}: "
+                                f"{bad[1]}\n  case: {near[0] if near else '(nothing)'}")
+                continue
+            checked += 1
+            print(f"{where}: {' '.join(words)}: {len(output)} shown lines match golden case {case.name}")
     for f in failures:
         print(f"FAILED: {f}")
     if checked == 0 and not failures:
-        print(f"FAILED: {args.readme}: no example with its output found (a fenced block with a line "
-              "'build/hcasim ...' and the lines it printed): the README check checks nothing")
+        print(f"FAILED: {', '.join(args.docs)}: no example with its output found (a fenced block with a line "
+              "'build/hcasim ...' and the lines it printed): the check checks nothing")
         return 1
-    print(f"{checked} README examples checked against their golden cases, {len(failures)} failed")
+    print(f"{checked} examples checked against their golden cases, {len(failures)} failed")
     return 1 if failures else 0
 
 
@@ -447,7 +451,7 @@ def main():
             s.add_argument("case")
     s = sub.add_parser("readme")
     s.add_argument("--cases", default=here)
-    s.add_argument("readme")
+    s.add_argument("docs", nargs="+", help="README.md and other markdown files with examples")
     args = p.parse_args()
     args.root = root
     try:
