@@ -1,8 +1,11 @@
 #!/usr/bin/env python3
 """Golden-output tests of hcasim: one command per case file, its whole stdout, stderr and exit status.
 
-The case files (tests/golden/*.tesh) use a subset of SimGrid's tesh syntax (tools/tesh, `man tesh`),
-plus two lines tesh does not have (`2> ` and `! sanitizer skip`). One case per file:
+The case files (tests/golden/*.tesh) use a subset of SimGrid's tesh syntax (tools/tesh, `man tesh`)
+and three lines of their own (`2> `, `! sanitizer skip`, `! no newline at end of`). Unlike tesh,
+which merges stderr into stdout and drops empty lines at the end, stdout and stderr are compared
+separately and exactly: hcasim's tools print their output on stdout and hcasim's own lines (notes,
+fault counts, errors) on stderr. One case per file, NAME.tesh, ctest test golden.NAME:
 
     # comment (any line starting with '#'; kept by `update`, which writes the expectations last)
     ! setenv NAME=VALUE        environment of the command (tesh)
@@ -23,6 +26,11 @@ the absolute path of the data directory (the source tree, given to the command a
 HCASIM_DATA_DIR) is written `${HCASIM_DATA_DIR}` in the output, so that a message naming a
 platform directory does not depend on where the tree was cloned. The command runs in an empty
 temporary directory, stdin from /dev/null, LC_ALL=C, every other HCASIM_* variable removed.
+
+A new case: write its comment and `$ ` line in tests/golden/NAME.tesh, run
+`scripts/golden-update NAME` (it fills in the expectations), read the output it wrote, commit.
+A case should take at most a few seconds in the Release build; one that takes longer (a
+README example at full length) says `! sanitizer skip REASON` and starts first under ctest -j.
 
 Examples in the documentation (`golden.py readme`, ctest golden.readme: README.md and docs/*.md).
 In a fenced code block, a line `build/hcasim ARGS` (or `hcasim ARGS`, either after an optional
