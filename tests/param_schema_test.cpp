@@ -1,4 +1,5 @@
-// The parameter schema (model/params.h) against the shipped platforms and the readers.
+// The parameter schema (model/params.h) against the shipped platforms and the readers, and
+// `hcasim params` (scenarios/params.cpp).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -13,7 +14,9 @@
 #include "model/params.h"
 #include "model/platform.h"
 #include "scenarios/datadir.h"
+#include "scenarios/params.h"
 #include "sim/testbed.h"
+#include "tests/hcasim_run.h"
 
 namespace hcasim {
 namespace {
@@ -162,6 +165,102 @@ TEST(ParamSchema, RangeTexts) {
   EXPECT_EQ(model::range_text(*model::find_param("ib.speed")), "SDR|DDR|QDR|FDR10|FDR");
   EXPECT_EQ(model::range_text(*model::find_param("hca.blueflame")), "on|off");
   EXPECT_EQ(model::range_text(*model::find_param("hca.cq_moderation_period")), "0..65535");
+}
+
+// ---- hcasim params ----
+
+class ParamsCommand : public test::HcasimCommandTest {
+ protected:
+  ParamsCommand() : HcasimCommandTest("params") {}
+};
+
+/// The lines of `text`.
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) out.push_back(line);
+  return out;
+}
+
+TEST_F(ParamsCommand, ListsEveryDeclaredKeyOnce) {
+  const test::Outcome r = run("params");
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.err, "");
+  const auto lines = lines_of(r.out);
+  ASSERT_FALSE(lines.empty());
+  EXPECT_EQ(lines[0], "127 platform parameters; no key has a default (a platform file gives each value its source)");
+  size_t keys = 0, sections = 0;
+  for (const std::string& line : lines) {
+    if (line.size() > 1 && line.front() == '[' && line.back() == ']') ++sections;
+    const std::string first = line.substr(0, line.find(' '));
+    if (model::find_param(first)) ++keys;
+  }
+  EXPECT_EQ(keys, model::param_schema().size());
+  EXPECT_EQ(sections, 12u);  // cpu hca host ib ipoib irq netstack pcie pcix sdp socket topology
+  // One whole line, its columns aligned to the longest key (pcix.split_completion_latency_ns,
+  // 32), type ("integer", 7), unit ("ns/page", 7) and range ("512..1073741824, power of two",
+  // 29), two spaces apart.
+  EXPECT_NE(std::find(lines.begin(), lines.end(),
+                      "ib.speed" + std::string(32 - 8 + 2, ' ') + "text" + std::string(7 - 4 + 2, ' ') +
+                          std::string(7 + 2, ' ') + "SDR|DDR|QDR|FDR10|FDR" + std::string(29 - 21 + 2, ' ') +
+                          "lane signalling rate: 2.5, 5, 10, 10.3125, 14.0625 Gbit/s"),
+            lines.end())
+      << r.out;
+}
+
+TEST_F(ParamsCommand, WithAPlatformShowsValueOriginAndSource) {
+  const test::Outcome r = run("params --platform connectx-ddr-pcie1x8 --set pcie.max_payload=256");
+  ASSERT_EQ(r.status, 0) << r.err;
+  const auto lines = lines_of(r.out);
+  EXPECT_EQ(lines.at(0), "127 platform parameters, with platform connectx-ddr-pcie1x8; no key has a default (a "
+                         "platform file gives each value its source)");
+  const auto at = std::find_if(lines.begin(), lines.end(),
+                               [](const std::string& l) { return l.rfind("pcie.max_payload ", 0) == 0; });
+  ASSERT_NE(at, lines.end());
+  ASSERT_NE(at + 1, lines.end());
+  EXPECT_EQ(*(at + 1), std::string(32, ' ') + "  = 256 B  (--set) seed 000 lspci -vv: Device MaxPayload 128 bytes");
+  const auto rtt = std::find_if(lines.begin(), lines.end(),
+                                [](const std::string& l) { return l.rfind("pcie.dma_read_rtt ", 0) == 0; });
+  ASSERT_NE(rtt + 1, lines.end());
+  EXPECT_TRUE(std::regex_match(*(rtt + 1), std::regex(" +  = 900 ns  \\(.*/connectx-ddr-pcie1x8\\.toml:[0-9]+\\) .+")))
+      << *(rtt + 1);
+  // A PCI-X key: declared, not on this platform.
+  const auto clock = std::find_if(lines.begin(), lines.end(),
+                                  [](const std::string& l) { return l.rfind("pcix.clock_mhz ", 0) == 0; });
+  ASSERT_NE(clock + 1, lines.end());
+  EXPECT_EQ(*(clock + 1), std::string(32, ' ') + "  (not on this platform)");
+}
+
+TEST_F(ParamsCommand, JsonHasEveryKey) {
+  const test::Outcome r = run("params --json --platform zx1-rx4640-pcix");
+  ASSERT_EQ(r.status, 0) << r.err;
+  size_t keys = 0, values = 0;
+  for (size_t pos = 0; (pos = r.out.find("\"key\" : ", pos)) != std::string::npos; ++pos) ++keys;
+  for (size_t pos = 0; (pos = r.out.find("\"value\" : ", pos)) != std::string::npos; ++pos) ++values;
+  EXPECT_EQ(keys, 127u);
+  EXPECT_EQ(values, shipped_platforms().at("zx1-rx4640-pcix").params().size());
+  EXPECT_NE(r.out.find("\"count\" : 127"), std::string::npos);
+  EXPECT_EQ(r.out.front(), '{');
+}
+
+TEST_F(ParamsCommand, HelpAndBadInput) {
+  test::Outcome r = run("params --help");
+  EXPECT_EQ(r.status, 0);
+  EXPECT_EQ(r.out.rfind("Usage: hcasim params [--platform NAME|FILE]", 0), 0u) << r.out;
+  r = run("params --bogus");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(r.err, "hcasim: error: The following argument was not expected: --bogus\n");
+  r = run("params --set cpu.syscall=1");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_EQ(r.err, "hcasim: error: --set needs --platform (a platform to change)\n");
+  r = run("params --platform connectx-ddr-pcie1x8 --set cpu.syscall=-1");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(r.err, "hcasim: error: --set cpu.syscall: -1 ns must be >= 0 (platform connectx-ddr-pcie1x8)\n");
+  r = run("params --platform nosuch");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_EQ(r.err.rfind("hcasim: error: --platform nosuch: no such platform file or name", 0), 0u) << r.err;
 }
 
 }  // namespace
