@@ -1,7 +1,6 @@
 #include "model/bus.h"
 
 #include <algorithm>
-#include <limits>
 
 #include <fmt/format.h>
 
@@ -25,31 +24,30 @@ const char* HostBus::latency_key(const Platform& p, Latency which) {
 
 HostBus HostBus::from_platform(const Platform& p) {
   HostBus b;
-  // Any non-negative int is read (range-checked before narrowing, so 2^32 + 8 does not wrap to
-  // 8); pcie::validate and pcix::validate then name each field's domain (a power of two in
-  // 128..4096, one of 66, 100 or 133, ...) with the key's FILE:LINE or --set.
-  auto count = [&](const char* key, const char* unit) {
-    return static_cast<int>(p.u32(key, unit, 0, std::numeric_limits<int32_t>::max()));
-  };
+  // Each key's domain (a power of two in 128..4096, one of 66, 100 or 133, ...) is its schema
+  // entry's (model/pcie.cpp, model/pcix.cpp), checked on the read before narrowing; pcie::validate
+  // and pcix::validate then check the fields against each other (completion_size within
+  // read_completion_boundary..max_payload) and name the key's FILE:LINE or --set.
+  auto count = [&](const char* key) { return static_cast<int>(p.u32(key)); };
   if (is_pcix_platform(p)) {
     if (p.has("pcie.gen"))
       p.fail("pcix.clock_mhz", "the platform declares both a PCI-X bus and a PCIe link (pcie.gen); its HCA sits on one");
     b.kind = Kind::Pcix;
     pcix::Config& c = b.pcix;
-    c.clock_mhz = count("pcix.clock_mhz", "MHz");
-    c.width_bits = count("pcix.width_bits", "bit");
-    c.max_memory_read_byte_count = count("pcix.max_memory_read_byte_count", "B");
-    c.max_outstanding_split = count("pcix.max_outstanding_split", "");
-    c.write_burst = count("pcix.write_burst", "B");
-    c.write_disconnect_size = count("pcix.write_disconnect_size", "B");
-    c.split_completion_size = count("pcix.split_completion_size", "B");
+    c.clock_mhz = count("pcix.clock_mhz");
+    c.width_bits = count("pcix.width_bits");
+    c.max_memory_read_byte_count = count("pcix.max_memory_read_byte_count");
+    c.max_outstanding_split = count("pcix.max_outstanding_split");
+    c.write_burst = count("pcix.write_burst");
+    c.write_disconnect_size = count("pcix.write_disconnect_size");
+    c.split_completion_size = count("pcix.split_completion_size");
     c.dual_address_cycle = p.flag("pcix.dual_address_cycle");
-    c.host_decode_clocks = count("pcix.host_decode_clocks", "clocks");
-    c.device_decode_clocks = count("pcix.device_decode_clocks", "clocks");
-    c.target_wait_states = count("pcix.target_wait_states", "clocks");
-    c.idle_clocks = count("pcix.idle_clocks", "clocks");
-    c.arbitration_clocks = count("pcix.arbitration_clocks", "clocks");
-    c.split_completion_latency_ns = p.positive("pcix.split_completion_latency_ns", "ns");
+    c.host_decode_clocks = count("pcix.host_decode_clocks");
+    c.device_decode_clocks = count("pcix.device_decode_clocks");
+    c.target_wait_states = count("pcix.target_wait_states");
+    c.idle_clocks = count("pcix.idle_clocks");
+    c.arbitration_clocks = count("pcix.arbitration_clocks");
+    c.split_completion_latency_ns = p.num("pcix.split_completion_latency_ns");
     try {
       pcix::validate(c);  // its messages name the field, which is the platform key
     } catch (const InputError& e) {
@@ -58,12 +56,12 @@ HostBus HostBus::from_platform(const Platform& p) {
     return b;
   }
   pcie::Config& c = b.pcie;
-  c.gen = count("pcie.gen", "");
-  c.lanes = count("pcie.lanes", "");
-  c.max_payload = count("pcie.max_payload", "B");
-  c.max_read_request = count("pcie.max_read_request", "B");
-  c.read_completion_boundary = count("pcie.read_completion_boundary", "B");
-  c.completion_size = count("pcie.completion_size", "B");
+  c.gen = count("pcie.gen");
+  c.lanes = count("pcie.lanes");
+  c.max_payload = count("pcie.max_payload");
+  c.max_read_request = count("pcie.max_read_request");
+  c.read_completion_boundary = count("pcie.read_completion_boundary");
+  c.completion_size = count("pcie.completion_size");
   c.addr64 = p.flag("pcie.addr64");
   try {
     pcie::validate(c);  // as pcix::validate

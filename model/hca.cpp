@@ -9,13 +9,13 @@ namespace hcasim::model {
 HcaTiming HcaTiming::from_platform(const Platform& p) {
   HcaTiming t;
   // > 0: the read latency bounds the DMA reads in flight (HostBus::dma_read_latency_bound_gbps).
-  t.dma_read_rtt_ns = p.positive(HostBus::latency_key(p, HostBus::Latency::DmaRead), "ns");
-  t.posted_write_ns = p.nonneg(HostBus::latency_key(p, HostBus::Latency::PostedWrite), "ns");
-  t.tx_processing_ns = p.nonneg("hca.tx_processing", "ns");
-  t.rx_processing_ns = p.nonneg("hca.rx_processing", "ns");
-  t.interrupt_latency_ns = p.nonneg("hca.interrupt_latency", "ns");
-  t.propagation_ns = p.nonneg("ib.propagation", "ns");
-  t.inline_copy_rate_Bpns = p.positive("hca.inline_copy_rate", "B/ns");
+  t.dma_read_rtt_ns = p.num(HostBus::latency_key(p, HostBus::Latency::DmaRead));
+  t.posted_write_ns = p.num(HostBus::latency_key(p, HostBus::Latency::PostedWrite));
+  t.tx_processing_ns = p.num("hca.tx_processing");
+  t.rx_processing_ns = p.num("hca.rx_processing");
+  t.interrupt_latency_ns = p.num("hca.interrupt_latency");
+  t.propagation_ns = p.num("ib.propagation");
+  t.inline_copy_rate_Bpns = p.num("hca.inline_copy_rate");
   return t;
 }
 
@@ -46,10 +46,7 @@ PostConfig PostConfig::from_platform(const Platform& p, const HostBus& bus, doub
   if (c.blueflame && c.device.rfind("mthca", 0) == 0)
     p.fail("hca.blueflame",
            fmt::format("BlueFlame needs a ConnectX HCA (mlx4 or later); {} is an InfiniHost (ib_mthca)", c.device));
-  const int64_t bf = p.integer("hca.bf_buf_size", "B");
-  if (bf < 64 || bf > 4096 || bf % 64 != 0)
-    p.fail("hca.bf_buf_size", fmt::format("{} B is not a multiple of 64 in 64..4096", bf));
-  c.bf_buf_size = static_cast<uint32_t>(bf);
+  c.bf_buf_size = p.u32("hca.bf_buf_size");
   return c;
 }
 
@@ -102,3 +99,29 @@ PostTiming post_timing(const PostConfig& cfg, const mlx4::WqeShape& w) {
 }
 
 }  // namespace hcasim::model
+
+namespace hcasim::model::schema {
+namespace {
+using namespace decl;
+constexpr ParamSpec kHca[] = {
+    text("hca.device", "verbs device name (mlx4_0, mthca0): mthca has no BlueFlame; perftest prints it"),
+    flag("hca.blueflame", "posts write the WQE through the BlueFlame page (ConnectX on PCIe only)"),
+    {.key = "hca.bf_buf_size", .unit = "B", .type = ParamType::Integer, .lo = 64, .hi = 4096, .step = 64,
+     .doc = "BlueFlame buffer: the largest WQE a post writes through it (whole 64 B WQE basic blocks)"},
+    nonneg("hca.tx_processing", "ns", "the HCA's work from a WQE to its first packet on the wire (pipelined)"),
+    nonneg("hca.rx_processing", "ns", "the HCA's work from a packet to its scatter (pipelined)"),
+    nonneg("hca.interrupt_latency", "ns", "CQE written to the interrupt handler's entry (EQE, MSI-X)"),
+    positive("hca.inline_copy_rate", "B/ns", "the HCA taking inline data out of the WQE"),
+    integer("hca.max_outstanding_reads", "", 1, 256,
+            "DMA reads in flight (PCIe tags: 32 without, 256 with extended tags, PCIe 2.2.6.2)", ParamWhen::Pcie),
+    integer("hca.max_inline_data", "B", 0, 4096, "largest inline send (perftest -I); 4096: above any HCA's WQE"),
+    integer("hca.max_msg_size", "B", 1, 2147483648.0,
+            "largest message (device cap max_msg_sz; 2^31: the IBA message size limit)"),
+    integer("hca.max_qp_wr", "", 1, 65536,
+            "largest QP depth (device cap max_qp_wr); 65536: above any modelled HCA's (ConnectX 16351)"),
+    integer("hca.cq_entries", "", 1, 4194304,
+            "SDP's CQ depth; >= sdp.tx_ring + sdp.rx_ring; 4194304 = 2^22, the order of mlx4's largest CQ"),
+};
+}  // namespace
+std::span<const ParamSpec> hca() { return kHca; }
+}  // namespace hcasim::model::schema

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "model/error.h"
+#include "model/params.h"
 
 namespace hcasim::model::ib {
 namespace {
@@ -136,3 +137,17 @@ double send_goodput_ceiling_gbps(const Config& c, uint64_t message_bytes) {
 }
 
 }  // namespace hcasim::model::ib
+
+namespace hcasim::model::schema {
+namespace {
+using namespace decl;
+constexpr ParamSpec kIb[] = {
+    one_of("ib.speed", "", ParamType::Text, "SDR|DDR|QDR|FDR10|FDR",
+           "lane signalling rate: 2.5, 5, 10, 10.3125, 14.0625 Gbit/s"),
+    one_of("ib.width", "", ParamType::Integer, "1|4|8|12", "lanes of the port (1x, 4x, 8x, 12x)"),
+    one_of("ib.mtu", "B", ParamType::Integer, "256|512|1024|2048|4096", "path MTU, the five IBA values"),
+    nonneg("ib.propagation", "ns", "one-way cable and switch latency between the two HCAs"),
+};
+}  // namespace
+std::span<const ParamSpec> ib() { return kIb; }
+}  // namespace hcasim::model::schema

@@ -10,7 +10,7 @@ namespace hcasim::model {
 
 IrqConfig IrqConfig::from_platform(const Platform& p, int cpus) {
   IrqConfig c;
-  const Param& a = p.param("irq.affinity");
+  const Param& a = p.read("irq.affinity");
   const auto* i = std::get_if<int64_t>(&a.value);
   const std::string list = i ? std::to_string(*i) : p.str("irq.affinity");
   try {
@@ -19,14 +19,9 @@ IrqConfig IrqConfig::from_platform(const Platform& p, int cpus) {
     p.fail("irq.affinity", e.what());
   }
   c.msi_x = p.flag("hca.msi_x");
-  c.intx_ack_ns = p.nonneg("cpu.intx_ack", "ns");
-  const int64_t n = p.integer("hca.cq_moderation_count", "");
-  if (n < 0 || n > 65535) p.fail("hca.cq_moderation_count", fmt::format("{} must be 0..65535", n));
-  c.moderation_count = static_cast<uint32_t>(n);
-  const double period_us = p.nonneg("hca.cq_moderation_period", "us");
-  // mlx4's CQ context holds cq_period as a 16-bit count of us (Mellanox PRM, CQ context).
-  if (period_us > 65535) p.fail("hca.cq_moderation_period", fmt::format("{} us must be 0..65535", period_us));
-  c.moderation_period_ns = period_us * 1e3;
+  c.intx_ack_ns = p.num("cpu.intx_ack");
+  c.moderation_count = p.u32("hca.cq_moderation_count");
+  c.moderation_period_ns = p.num("hca.cq_moderation_period") * 1e3;
   return c;
 }
 
@@ -54,3 +49,19 @@ bool EventModerator::on_deadline(uint64_t w) {
 }
 
 }  // namespace hcasim::model
+
+namespace hcasim::model::schema {
+namespace {
+using namespace decl;
+constexpr ParamSpec kInterrupt[] = {
+    text("irq.affinity", "CPUs the HCA's interrupt goes to, a Linux CPU list (\"0\", \"0-3,6\"; an integer too)"),
+    flag("hca.msi_x", "the HCA signals by MSI-X; off: a legacy line interrupt, acknowledged with cpu.intx_ack"),
+    nonneg("cpu.intx_ack", "ns", "acknowledging a line interrupt by MMIO (a clear write and a flushing read)"),
+    integer("hca.cq_moderation_count", "", 0, 65535,
+            "CQEs per event under CQ moderation, 0 or 1: none (a 16-bit field of the mlx4 CQ context)"),
+    {.key = "hca.cq_moderation_period", .unit = "us", .type = ParamType::Number, .lo = 0, .hi = 65535,
+     .doc = "longest wait for cq_moderation_count CQEs, 0: none (mlx4 CQ context cq_period, a 16-bit count of us)"},
+};
+}  // namespace
+std::span<const ParamSpec> interrupt() { return kInterrupt; }
+}  // namespace hcasim::model::schema

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "model/error.h"
+#include "model/params.h"
 
 namespace hcasim::model::ipoib {
 
@@ -60,3 +61,22 @@ double tcp_goodput_ceiling_gbps(const Config& c, const ib::Config& link) {
 }
 
 }  // namespace hcasim::model::ipoib
+
+namespace hcasim::model::schema {
+namespace {
+using namespace decl;
+constexpr ParamSpec kIpoib[] = {
+    one_of("ipoib.mode", "", ParamType::Text, "datagram|connected", "IPoIB mode (/sys/class/net/ibN/mode)",
+           ParamWhen::Ipoib),
+    integer("ipoib.connected_mtu", "B", 576, ipoib::kMaxConnectedMtu,
+            "interface MTU in connected mode (576: the IPv4 minimum, RFC 791; 65520: Linux IPOIB_CM_MTU)",
+            ParamWhen::Ipoib),
+    integer("ipoib.send_ring", "", 2, 65536,
+            "IPoIB send queue (send_queue_size; 2: Linux IPOIB_MIN_QUEUE_SIZE; 65536: the largest HCA queue)",
+            ParamWhen::Ipoib),
+    integer("ipoib.recv_ring", "", 2, 65536, "IPoIB receive queue (recv_queue_size)", ParamWhen::Ipoib),
+    flag("socket.tcp_timestamps", "TCP timestamps option on every segment (net.ipv4.tcp_timestamps)", ParamWhen::Ipoib),
+};
+}  // namespace
+std::span<const ParamSpec> ipoib() { return kIpoib; }
+}  // namespace hcasim::model::schema

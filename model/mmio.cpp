@@ -16,10 +16,10 @@ constexpr uint32_t kWcLineBytes = 64;  // WC buffer = one cache line (Intel SDM 
 Config Config::from_platform(const Platform& p) {
   Config c;
   c.write_combining = p.flag("host.write_combining");
-  c.wc_store_ns = p.nonneg("cpu.wc_store", "ns");
-  c.wc_flush_ns = p.nonneg("cpu.wc_flush", "ns");
-  c.uc_store_ns = p.nonneg("cpu.uc_store", "ns");
-  c.latency_ns = p.nonneg(HostBus::latency_key(p, HostBus::Latency::MmioWrite), "ns");
+  c.wc_store_ns = p.num("cpu.wc_store");
+  c.wc_flush_ns = p.num("cpu.wc_flush");
+  c.uc_store_ns = p.num("cpu.uc_store");
+  c.latency_ns = p.num(HostBus::latency_key(p, HostBus::Latency::MmioWrite));
   return c;
 }
 
@@ -72,3 +72,16 @@ CopyTiming doorbell(const Config& cfg, const HostBus& bus) {
 }
 
 }  // namespace hcasim::model::mmio
+
+namespace hcasim::model::schema {
+namespace {
+using namespace decl;
+constexpr ParamSpec kMmio[] = {
+    flag("host.write_combining", "the BlueFlame page is mapped write-combining (x86 PAT); off: uncached stores"),
+    nonneg("cpu.wc_store", "ns", "one 8 B store into a write-combining buffer"),
+    nonneg("cpu.wc_flush", "ns", "sfence draining the write-combining buffers"),
+    nonneg("cpu.uc_store", "ns", "the core's stall on one uncached MMIO store (a UAR doorbell)"),
+};
+}  // namespace
+std::span<const ParamSpec> mmio() { return kMmio; }
+}  // namespace hcasim::model::schema

@@ -11,12 +11,6 @@
 namespace hcasim::model {
 
 namespace {
-/// Platform::nonneg, and finite: an infinite mean or rate has no windows to draw.
-double finite_nonneg(const Platform& p, const std::string& key, std::string_view unit) {
-  const double v = p.nonneg(key, unit);
-  if (!std::isfinite(v)) p.fail(key, fmt::format("{} {} must be >= 0", v, unit));
-  return v;
-}
 constexpr double kNever = std::numeric_limits<double>::infinity();
 }  // namespace
 
@@ -24,8 +18,8 @@ NoiseConfig NoiseConfig::from_platform(const Platform& p, const CpuCosts& costs)
   NoiseConfig c;
   c.timer_hz = costs.timer_hz;
   c.timer_tick_ns = costs.timer_tick_ns;
-  c.interference_rate_hz = finite_nonneg(p, "host.interference_rate", "1/s");
-  c.interference_mean_ns = finite_nonneg(p, "host.interference_mean", "us") * 1e3;
+  c.interference_rate_hz = p.num("host.interference_rate");
+  c.interference_mean_ns = p.num("host.interference_mean") * 1e3;
   return c;
 }
 
@@ -82,3 +76,15 @@ double CpuNoise::available_at(double query) {
 }
 
 }  // namespace hcasim::model
+
+namespace hcasim::model::schema {
+namespace {
+using namespace decl;
+constexpr ParamSpec kNoise[] = {
+    nonneg("host.interference_rate", "1/s",
+           "rate of rare stalls of a CPU (other interrupts, SMIs, preemption); 0: none"),
+    nonneg("host.interference_mean", "us", "mean length of such a stall (exponential)"),
+};
+}  // namespace
+std::span<const ParamSpec> noise() { return kNoise; }
+}  // namespace hcasim::model::schema

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "model/error.h"
+#include "model/params.h"
 
 namespace hcasim::model::pcie {
 namespace {
@@ -236,3 +237,30 @@ double dma_read_latency_bound_gbps(const Config& c, double rtt_ns, int max_outst
 }
 
 }  // namespace hcasim::model::pcie
+
+namespace hcasim::model::schema {
+namespace {
+using namespace decl;
+using W = ParamWhen;
+constexpr ParamSpec kPcie[] = {
+    one_of("pcie.gen", "", ParamType::Integer, "1|2|3",
+           "link generation: 2.5, 5 or 8 GT/s per lane (8b/10b, 8b/10b, 128b/130b)",
+           W::Pcie),
+    one_of("pcie.lanes", "", ParamType::Integer, "1|2|4|8|12|16|32",
+           "negotiated link width, lanes (x1..x32, the widths PCIe defines)", W::Pcie),
+    power_of_two("pcie.max_payload", "B", 128, 4096, "Max_Payload_Size (Device Control, PCIe 3.0 7.8.4)", W::Pcie),
+    power_of_two("pcie.max_read_request", "B", 128, 4096, "Max_Read_Request_Size (Device Control, PCIe 3.0 7.8.4)",
+                 W::Pcie),
+    one_of("pcie.read_completion_boundary", "B", ParamType::Integer, "64|128",
+           "Read Completion Boundary of the root complex (PCIe 3.0 2.3.1.1)", W::Pcie),
+    power_of_two("pcie.completion_size", "B", 64, 4096,
+                 "CplD payload the root complex returns; read_completion_boundary..max_payload", W::Pcie),
+    flag("pcie.addr64", "64-bit addresses: 4 DW TLP headers for MWr/MRd, else 3 DW (PCIe 3.0 2.2.4.1)", W::Pcie),
+    positive("pcie.dma_read_rtt", "ns", "MRd sent to its first CplD back (> 0: it bounds the reads in flight)",
+             W::Pcie),
+    nonneg("pcie.posted_write_latency", "ns", "an HCA's MWr to the data being visible in memory", W::Pcie),
+    nonneg("pcie.mmio_write_latency", "ns", "a CPU store (doorbell) to its arrival at the HCA", W::Pcie),
+};
+}  // namespace
+std::span<const ParamSpec> pcie() { return kPcie; }
+}  // namespace hcasim::model::schema

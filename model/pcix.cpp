@@ -7,6 +7,7 @@
 #include <string>
 
 #include "model/error.h"
+#include "model/params.h"
 
 namespace hcasim::model::pcix {
 namespace {
@@ -260,3 +261,38 @@ double dma_read_latency_bound_gbps(const Config& c) {
 }
 
 }  // namespace hcasim::model::pcix
+
+namespace hcasim::model::schema {
+namespace {
+using namespace decl;
+using W = ParamWhen;
+constexpr ParamSpec kPcix[] = {
+    one_of("pcix.clock_mhz", "MHz", ParamType::Integer, "66|100|133", "bus clock (PCI-X 1.0 modes); its presence "
+           "makes the platform PCI-X", W::Pcix),
+    one_of("pcix.width_bits", "bit", ParamType::Integer, "32|64", "bus width", W::Pcix),
+    power_of_two("pcix.max_memory_read_byte_count", "B", 512, 4096,
+                 "PCI-X Command register Maximum Memory Read Byte Count: largest read request", W::Pcix),
+    one_of("pcix.max_outstanding_split", "", ParamType::Integer, "1|2|3|4|8|12|16|32",
+           "PCI-X Command register Maximum Outstanding Split Transactions (its 8 encodings)", W::Pcix),
+    power_of_two("pcix.write_burst", "B", 8, 4096, "largest memory-write burst the HCA issues", W::Pcix),
+    power_of_two("pcix.write_disconnect_size", "B", 128, 4096,
+                 "the target's disconnect boundary for writes (128: the Allowable Disconnect Boundary)", W::Pcix),
+    power_of_two("pcix.split_completion_size", "B", 128, 4096, "bytes per split completion the bridge returns",
+                 W::Pcix),
+    flag("pcix.dual_address_cycle", "64-bit addresses by dual address cycles (one more clock per transaction)",
+         W::Pcix),
+    integer("pcix.host_decode_clocks", "clocks", 1, 4, "the bridge's decode: speed A, B, C or subtractive", W::Pcix),
+    integer("pcix.device_decode_clocks", "clocks", 1, 4, "the HCA's decode: speed A, B, C or subtractive", W::Pcix),
+    integer("pcix.target_wait_states", "clocks", 0, 16, "target initial wait states (16: model/pcix.h bound)", W::Pcix),
+    integer("pcix.idle_clocks", "clocks", 1, pcix::kMaxIdleClocks,
+            "turnaround between transactions (1024: a sanity bound)", W::Pcix),
+    integer("pcix.arbitration_clocks", "clocks", 0, pcix::kMaxIdleClocks, "arbitration per transaction (0: hidden)",
+            W::Pcix),
+    positive("pcix.split_completion_latency_ns", "ns", "a read request to its split completion (> 0: it bounds reads)",
+             W::Pcix),
+    nonneg("pcix.posted_write_latency", "ns", "an HCA's memory write to the data being visible in memory", W::Pcix),
+    nonneg("pcix.mmio_write_latency", "ns", "a CPU store (doorbell) to its arrival at the HCA", W::Pcix),
+};
+}  // namespace
+std::span<const ParamSpec> pcix() { return kPcix; }
+}  // namespace hcasim::model::schema

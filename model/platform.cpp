@@ -240,8 +240,14 @@ void Platform::set(const std::string& assignment) {
   const std::string_view text = trim(all.substr(eq + 1));
 
   auto it = params_.find(key);
-  if (it == params_.end())
-    throw InputError(fmt::format("--set {}: unknown platform parameter (platform {})", key, name_));
+  if (it == params_.end()) {
+    const ParamSpec* spec = find_param(key);
+    if (!spec) throw InputError(fmt::format("--set {}: unknown platform parameter (platform {})", key, name_));
+    if (spec->when == ParamWhen::Always)
+      throw InputError(fmt::format("--set {}: missing from platform {} (every platform must have it)", key, name_));
+    throw InputError(
+        fmt::format("--set {}: not in platform {} (a parameter of {})", key, name_, when_text(spec->when)));
+  }
   Param& p = it->second;
   const bool bytes = p.unit == "B";
 
@@ -286,31 +292,6 @@ void Platform::set(const std::string& assignment) {
   p.origin = "--set";
 }
 
-// A cost, rate or size beyond these is no machine's, and the times computed from it (bytes /
-// rate, a sum of costs) would overflow to infinity, which SimGrid aborts on.
-constexpr double kLargest = 1e12, kSmallestPositive = 1e-12;
-
-double Platform::nonneg(const std::string& key, std::string_view unit) const {
-  const double v = num(key, unit);
-  if (!(v >= 0)) fail(key, fmt::format("{} {} must be >= 0", v, unit));
-  if (v > kLargest) fail(key, fmt::format("{} {} is out of range (0..1e12)", v, unit));
-  return v;
-}
-
-uint32_t Platform::u32(const std::string& key, std::string_view unit, uint64_t lo, uint64_t hi) const {
-  const int64_t v = integer(key, unit);
-  if (v < static_cast<int64_t>(lo) || v > static_cast<int64_t>(hi)) fail(key, fmt::format("{} is outside {}..{}", v, lo, hi));
-  return static_cast<uint32_t>(v);
-}
-
-double Platform::positive(const std::string& key, std::string_view unit) const {
-  const double v = num(key, unit);
-  if (!(v > 0)) fail(key, fmt::format("{} {} must be > 0", v, unit));
-  if (v < kSmallestPositive || v > kLargest)
-    fail(key, fmt::format("{} {} is out of range (1e-12..1e12)", v, unit));
-  return v;
-}
-
 void Platform::fail(const std::string& key, const std::string& what) const {
   const Param& p = param(key);
   if (p.origin == "--set") throw InputError(fmt::format("--set {}: {} (platform {})", key, what, name_));
@@ -327,75 +308,116 @@ void Platform::fail_from(const InputError& e) const {
   throw InputError(fmt::format("platform {}: {}", name_, msg));
 }
 
-namespace {
-bool in_sections(const std::string& key, std::initializer_list<std::string_view> sections) {
-  const std::string_view section = std::string_view(key).substr(0, key.find('.'));
-  for (std::string_view s : sections)
-    if (s == section || s == key) return true;
-  return false;
-}
-}  // namespace
-
-void Platform::check_all_used(std::initializer_list<std::string_view> skip) const {
-  for (const auto& [key, p] : params_)
-    if (!used_.count(key) && !in_sections(key, skip))
-      throw InputError(fmt::format("{}: {}: unknown parameter (hcasim does not use it)", p.origin, key));
+void Platform::check_all_used(std::optional<ParamWhen> skip) const {
+  for (const auto& [key, p] : params_) {
+    if (used_.count(key)) continue;
+    const ParamSpec* spec = find_param(key);
+    if (!spec) throw InputError(fmt::format("{}: {}: unknown parameter (hcasim does not use it)", p.origin, key));
+    if (skip && spec->when == *skip) continue;
+    if (spec->when == ParamWhen::Always)
+      throw InputError(fmt::format("{}: {}: not used on this platform", p.origin, key));
+    throw InputError(fmt::format("{}: {}: not used on this platform (a parameter of {})", p.origin, key,
+                                 when_text(spec->when)));
+  }
 }
 
-void Platform::check_used_in(std::initializer_list<std::string_view> sections) const {
-  for (const auto& [key, p] : params_)
-    if (!used_.count(key) && in_sections(key, sections))
-      throw InputError(fmt::format("{}: {}: unknown parameter (hcasim does not use it)", p.origin, key));
+void Platform::check_used_in(ParamWhen only) const {
+  for (const auto& [key, p] : params_) {
+    if (used_.count(key)) continue;
+    const ParamSpec* spec = find_param(key);
+    if (!spec) throw InputError(fmt::format("{}: {}: unknown parameter (hcasim does not use it)", p.origin, key));
+    if (spec->when == only)
+      throw InputError(fmt::format("{}: {}: not used on this platform (a parameter of {})", p.origin, key,
+                                   when_text(spec->when)));
+  }
 }
 
 const Param& Platform::param(const std::string& key) const {
   auto it = params_.find(key);
   if (it == params_.end())
     throw InputError(fmt::format("{}: missing parameter {} (platform {})", origin_, key, name_));
-  used_.insert(key);
   return it->second;
 }
 
 bool Platform::has(const std::string& key) const { return params_.count(key) != 0; }
 
-double Platform::num(const std::string& key, std::string_view unit) const {
+namespace {
+/// The entry of `key`, which a reader reads as `type` (Number readers read Integers too).
+const ParamSpec& entry_for(const std::string& key, ParamType type) {
+  const ParamSpec& s = declared_param(key);
+  const bool ok = s.type == type || (type == ParamType::Number && s.type == ParamType::Integer);
+  if (!ok)
+    throw std::logic_error(fmt::format("internal error: platform parameter {} is declared {}, read as {}", key,
+                                       type_name(s.type), type_name(type)));
+  return s;
+}
+}  // namespace
+
+const Param& Platform::read(const std::string& key) const {
+  (void)declared_param(key);
   const Param& p = param(key);
-  if (p.unit != unit)  // the file is the user's: a wrong unit is bad input
-    throw InputError(fmt::format("{}: {}: unit '{}', expected '{}'", p.origin, key, p.unit, unit));
+  used_.insert(key);
+  return p;
+}
+
+double Platform::num(const std::string& key) const {
+  const ParamSpec& s = entry_for(key, ParamType::Number);
+  const Param& p = read(key);
+  if (p.unit != s.unit)  // the file is the user's: a wrong unit is bad input
+    throw InputError(fmt::format("{}: {}: unit '{}', expected '{}'", p.origin, key, p.unit, s.unit));
+  double v = 0;
   if (const auto* d = std::get_if<double>(&p.value)) {
     if (!std::isfinite(*d))  // TOML has inf and nan; --set refuses them already
       throw InputError(fmt::format("{}: {}: expected a finite number, found {}", p.origin, key, *d));
-    return *d;
+    v = *d;
+    // 2^63 is exact in a double; an integral double in [-2^63, 2^63) converts exactly.
+    constexpr double kTwo63 = 9223372036854775808.0;
+    if (s.type == ParamType::Integer && (std::trunc(v) != v || v < -kTwo63 || v >= kTwo63))
+      throw InputError(fmt::format("{}: {}: expected an integer, found {}", p.origin, key, value_text(p)));
+  } else if (const auto* i = std::get_if<int64_t>(&p.value)) {
+    v = static_cast<double>(*i);
+  } else {
+    throw InputError(fmt::format("{}: {}: expected {}, found {} {}", p.origin, key,
+                                 s.type == ParamType::Integer ? "an integer" : "a number", kind_of(p), value_text(p)));
   }
-  if (const auto* i = std::get_if<int64_t>(&p.value)) return static_cast<double>(*i);
-  throw InputError(fmt::format("{}: {}: expected a number, found {} {}", p.origin, key,
-                               kind_of(p), value_text(p)));
+  if (auto why = range_error(s, v)) fail(key, *why);
+  return v;
 }
 
-int64_t Platform::integer(const std::string& key, std::string_view unit) const {
-  const double v = num(key, unit);  // checks presence, unit and numeric type
-  const Param& p = param(key);
-  if (const auto* i = std::get_if<int64_t>(&p.value)) return *i;
-  // 2^63 is exact in a double; an integral double in [-2^63, 2^63) converts exactly.
-  constexpr double kTwo63 = 9223372036854775808.0;
-  if (std::trunc(v) != v || v < -kTwo63 || v >= kTwo63)
-    throw InputError(fmt::format("{}: {}: expected an integer, found {}", p.origin, key,
-                                 value_text(p)));
+int64_t Platform::integer(const std::string& key) const {
+  (void)entry_for(key, ParamType::Integer);
+  const double v = num(key);  // checks presence, unit, integrality and range
+  if (const auto* i = std::get_if<int64_t>(&param(key).value)) return *i;
   return static_cast<int64_t>(v);
 }
 
+uint32_t Platform::u32(const std::string& key) const {
+  const ParamSpec& s = entry_for(key, ParamType::Integer);
+  const bool fits = s.choices.empty() ? s.lo >= 0 && s.hi <= 4294967295.0 : true;
+  if (!fits) throw std::logic_error(fmt::format("internal error: platform parameter {} is read as a 32-bit count, "
+                                                "but its range {} exceeds one", key, range_text(s)));
+  const int64_t v = integer(key);
+  if (v < 0 || v > 4294967295)  // the range check above keeps it inside
+    throw std::logic_error(fmt::format("internal error: {} = {} read as a 32-bit count", key, v));
+  return static_cast<uint32_t>(v);
+}
+
 bool Platform::flag(const std::string& key) const {
-  const Param& p = param(key);
+  (void)entry_for(key, ParamType::Flag);
+  const Param& p = read(key);
   if (const auto* b = std::get_if<bool>(&p.value)) return *b;
   throw InputError(fmt::format("{}: {}: expected a boolean, found {} {}", p.origin, key,
                                kind_of(p), value_text(p)));
 }
 
 std::string Platform::str(const std::string& key) const {
-  const Param& p = param(key);
-  if (const auto* s = std::get_if<std::string>(&p.value)) return *s;
-  throw InputError(fmt::format("{}: {}: expected a string, found {} {}", p.origin, key,
-                               kind_of(p), value_text(p)));
+  const ParamSpec& s = entry_for(key, ParamType::Text);
+  const Param& p = read(key);
+  const auto* v = std::get_if<std::string>(&p.value);
+  if (!v)
+    throw InputError(fmt::format("{}: {}: expected a string, found {} {}", p.origin, key, kind_of(p), value_text(p)));
+  if (auto why = range_error(s, *v)) fail(key, *why);
+  return *v;
 }
 
 }  // namespace hcasim::model

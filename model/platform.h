@@ -6,13 +6,14 @@
 ///     [pcie]
 ///     max_payload = { value = 128, unit = "B", source = "lspci -vv, seed 000" }
 ///
-/// `value` is a number, a boolean or a string; `unit` is a free unit string ("B", "ns",
-/// "ns/page", "B/ns", "Gbit/s", "" for counts and flags); `source` says where the number comes
-/// from (spec section, datasheet, measurement, or "fitted to ..."). The top-level key `name`
-/// and `description` (plain strings) describe the platform.
+/// `value` is a number, a boolean or a string; `unit` is the unit string the key's schema entry
+/// declares ("B", "ns", "ns/page", "B/ns", "" for counts and flags; model/params.h, listed by
+/// `hcasim params`); `source` says where the number comes from (spec section, datasheet,
+/// measurement, or "fitted to ..."). The top-level key `name` and `description` (plain strings)
+/// describe the platform. Parsing accepts any key; the readers check each against the schema.
 #include <cstdint>
-#include <initializer_list>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <string_view>
@@ -20,6 +21,7 @@
 #include <vector>
 
 #include "model/error.h"
+#include "model/params.h"
 
 namespace hcasim::model {
 
@@ -47,30 +49,37 @@ class Platform {
   /// Throws InputError naming the key when it is unknown or the value does not parse.
   void set(const std::string& assignment);
 
-  /// Numeric value of `key` (int or double) in `unit`. Throws InputError
-  /// "FILE: missing parameter KEY (platform NAME)" when absent, and "FILE:LINE: KEY: unit 'u',
-  /// expected 'v'" when the file declares another unit.
-  double num(const std::string& key, std::string_view unit) const;
-  /// Integer value of `key`; as num() and throws InputError when the value is not integral.
-  int64_t integer(const std::string& key, std::string_view unit) const;
-  /// Boolean value of `key`.
-  bool flag(const std::string& key) const;
-  /// String value of `key`.
-  std::string str(const std::string& key) const;
-  /// True when the platform declares `key`.
-  bool has(const std::string& key) const;
-  /// The parameter record, or InputError when missing.
-  const Param& param(const std::string& key) const;
+  /// The typed readers below read a parameter through its schema entry (model/params.h): the
+  /// file's unit must be the entry's ("FILE:LINE: KEY: unit 'u', expected 'v'"), the value of
+  /// its type ("FILE:LINE: KEY: expected an integer, found 2.5") and inside its range (fail():
+  /// "FILE:LINE: KEY: -3 ns must be >= 0", "--set KEY: 3000 is not a power of two in
+  /// 128..4096 (platform NAME)"). A key the platform lacks is InputError "FILE: missing
+  /// parameter KEY (platform NAME)". A key no schema table declares, or read as another type
+  /// than its entry's, is std::logic_error "internal error: ..." (a reader's bug). Each marks
+  /// the key read (check_all_used).
 
-  /// num(key, unit), which must be >= 0; fail() "V UNIT must be >= 0" otherwise (NaN too),
-  /// "V UNIT is out of range (0..1e12)" above 10^12 (no machine's; times would overflow).
-  double nonneg(const std::string& key, std::string_view unit) const;
-  /// num(key, unit), which must be > 0; fail() "V UNIT must be > 0" otherwise (NaN too),
-  /// "V UNIT is out of range (1e-12..1e12)" outside 10^-12..10^12 (a rate so small that
-  /// bytes / rate overflows to infinity crashed SimGrid).
-  double positive(const std::string& key, std::string_view unit) const;
-  /// integer(key, unit) within lo..hi; fail() "V is outside LO..HI" otherwise.
-  uint32_t u32(const std::string& key, std::string_view unit, uint64_t lo, uint64_t hi) const;
+  /// Value of a Number or Integer parameter, in its entry's unit.
+  double num(const std::string& key) const;
+  /// Value of an Integer parameter (an integral float such as 4096.0 is accepted).
+  int64_t integer(const std::string& key) const;
+  /// integer(key) of an entry whose range lies within 0..2^32-1.
+  uint32_t u32(const std::string& key) const;
+  /// Value of a Flag parameter.
+  bool flag(const std::string& key) const;
+  /// Value of a Text parameter, one of its entry's choices when it has them.
+  std::string str(const std::string& key) const;
+  /// The record of a declared parameter, for a reader that checks the value itself (irq.affinity
+  /// takes a CPU list or an integer); as the typed readers for a missing or undeclared key.
+  const Param& read(const std::string& key) const;
+
+  /// True when the platform has `key`.
+  bool has(const std::string& key) const;
+  /// The record of any key of the file, declared or not, without a check and without marking
+  /// it read: for tools that show or rewrite platform files (calibrate, `hcasim params`).
+  /// InputError "FILE: missing parameter KEY (platform NAME)" when absent.
+  const Param& param(const std::string& key) const;
+  /// True once a reader has read `key`.
+  bool was_read(const std::string& key) const { return used_.count(key) != 0; }
 
   /// Throws InputError naming where `key` was given: "FILE:LINE: KEY: what", or
   /// "--set KEY: what (platform NAME)" for a value set on the command line. For a value that
@@ -81,14 +90,17 @@ class Platform {
   /// FILE:LINE or --set; else as "platform NAME: KEY: what".
   [[noreturn]] void fail_from(const InputError& e) const;
 
-  /// Throws InputError "FILE:LINE: KEY: unknown parameter" for the first parameter no accessor
-  /// has read: call it after reading everything a simulation needs, so that a misspelt key in
-  /// a file is an error rather than a silently ignored line. Keys in `skip` (a section name
-  /// or a whole key) are not checked: another simulation reads them (the SDP path skips
-  /// [netstack], [ipoib] and the IPoIB path's flags, which only sim/ipoib_sim.cpp reads).
-  void check_all_used(std::initializer_list<std::string_view> skip = {}) const;
-  /// As check_all_used, for the keys of `sections` (section names or whole keys) only.
-  void check_used_in(std::initializer_list<std::string_view> sections) const;
+  /// Throws InputError for the first parameter no reader has read: call it after reading
+  /// everything a simulation needs, so that a misspelt key in a file is an error rather than a
+  /// silently ignored line. "FILE:LINE: KEY: unknown parameter (hcasim does not use it)" for a
+  /// key the schema does not declare; "FILE:LINE: KEY: not used on this platform (a parameter
+  /// of PCI-X platforms, ...)" for a declared key this platform does not read. Keys whose entry
+  /// is needed `when` = `skip` are not checked (the SDP path skips the IPoIB path's, which only
+  /// sim/ipoib_sim.cpp reads).
+  void check_all_used(std::optional<ParamWhen> skip = std::nullopt) const;
+  /// As check_all_used, for the keys the schema does not declare and those whose entry is
+  /// needed `when` = `only`.
+  void check_used_in(ParamWhen only) const;
 
   /// Platform name (top-level `name`, else the file stem).
   const std::string& name() const { return name_; }

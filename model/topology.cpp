@@ -22,11 +22,7 @@ std::string_view distance_name(CoreDistance d) {
 
 CpuTopology CpuTopology::from_platform(const Platform& p, int cpus) {
   CpuTopology t;
-  auto count = [&](const std::string& key) {
-    const int64_t v = p.integer(key, "");
-    if (v < 1 || v > 1024) p.fail(key, fmt::format("{} must be 1..1024", v));
-    return static_cast<int>(v);
-  };
+  auto count = [&](const std::string& key) { return static_cast<int>(p.u32(key)); };
   t.sockets = count("topology.sockets");
   t.cores_per_socket = count("topology.cores_per_socket");
   t.cores_per_cache = count("topology.cores_per_cache");
@@ -45,9 +41,9 @@ CpuTopology CpuTopology::from_platform(const Platform& p, int cpus) {
     p.fail(blame, fmt::format("sockets x cores_per_socket = {} x {} = {} but host.cpus = {}",
                                                     t.sockets, t.cores_per_socket, t.cpus(), cpus));
   }
-  t.line_shared_cache_ns = p.nonneg("topology.line_shared_cache", "ns");
-  t.line_same_socket_ns = p.nonneg("topology.line_same_socket", "ns");
-  t.line_cross_socket_ns = p.nonneg("topology.line_cross_socket", "ns");
+  t.line_shared_cache_ns = p.num("topology.line_shared_cache");
+  t.line_same_socket_ns = p.num("topology.line_same_socket");
+  t.line_cross_socket_ns = p.num("topology.line_cross_socket");
   return t;
 }
 
@@ -103,3 +99,18 @@ std::vector<int> parse_cpu_list(std::string_view text, int cpus) {
 }
 
 }  // namespace hcasim::model
+
+namespace hcasim::model::schema {
+namespace {
+using namespace decl;
+constexpr ParamSpec kTopology[] = {
+    integer("topology.sockets", "", 1, 1024, "CPU packages; sockets x cores_per_socket = host.cpus"),
+    integer("topology.cores_per_socket", "", 1, 1024, "CPUs per package"),
+    integer("topology.cores_per_cache", "", 1, 1024, "CPUs sharing one last-level cache; divides cores_per_socket"),
+    nonneg("topology.line_shared_cache", "ns", "a cache line moving between two CPUs behind one shared cache"),
+    nonneg("topology.line_same_socket", "ns", "a cache line moving between two caches of one package"),
+    nonneg("topology.line_cross_socket", "ns", "a cache line moving between two packages"),
+};
+}  // namespace
+std::span<const ParamSpec> topology() { return kTopology; }
+}  // namespace hcasim::model::schema

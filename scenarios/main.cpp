@@ -1,7 +1,7 @@
 // hcasim command line: `hcasim netperf ...` (a simulated netperf 2.4 TCP_STREAM),
 // `hcasim ib_write_lat|ib_write_bw|ib_send_bw ...` (simulated perftest) and `hcasim run ...`
 // (a scenario of such runs compared with measurements) and `hcasim validate` (every scenario,
-// summarised).
+// summarised), `hcasim params` (the platform parameters, scenarios/params.cpp).
 #include <algorithm>
 #include <exception>
 #include <optional>
@@ -20,6 +20,7 @@
 #include "scenarios/datadir.h"
 #include "scenarios/netperf_cli.h"
 #include "scenarios/netperf_output.h"
+#include "scenarios/params.h"
 #include "scenarios/perftest_cli.h"
 #include "scenarios/qview_output.h"
 #include "scenarios/run.h"
@@ -45,6 +46,7 @@ Usage:
   hcasim run [FILE|NAME] [-j N] [--csv PATH]
   hcasim calibrate --platform BASE --fit KEY[=LO:HI],... RUNS... [--holdout RUNS...] [-o FILE]
   hcasim validate [NAME|FILE...] [-j N] [--report DIR] [--duration S] [--iterations N]
+  hcasim params [--platform NAME|FILE] [--set KEY=V]... [--json]
   hcasim --help | --version
 
 hcasim netperf takes netperf 2.4's flags and prints netperf's output from a simulation:
@@ -91,6 +93,9 @@ prints each scenario's report and a summary (per table and metric: median and ma
 tolerance, gated points within it, and the project's target for netperf tables); --report DIR
 also writes DIR/report.md, the results CSVs and gnuplot PNG plots; --duration S and --iterations N
 shorten every point as calibrate's do (default: as typed) and say so. Same exit status as run.
+
+hcasim params lists every platform parameter (key, type, unit, range, doc); with --platform
+also each one's value, where it was given and its source (hcasim params --help).
 )";
 
 int netperf_main(const std::vector<std::string>& args) {
@@ -212,6 +217,7 @@ int main(int argc, char** argv) {
       }
       return run_calibrate(parse_calibrate_args(rest));
     }
+    if (command == "params") return params_main(rest);
     if (command == "validate") {
       if (wants_help) {
         std::cout << kUsage;
@@ -220,7 +226,7 @@ int main(int argc, char** argv) {
       return validate(parse_validate_args(rest));
     }
     throw InputError(fmt::format("unknown command '{}' (use netperf, ib_write_lat, ib_write_bw, ib_send_bw, run, "
-                                 "validate or calibrate; "
+                                 "validate, calibrate or params; "
                                  "see hcasim --help)",
                                  command));
   } catch (const InputError& e) {

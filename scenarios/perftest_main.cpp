@@ -42,7 +42,7 @@ int perftest_main(sim::PerftestTest test, const std::vector<std::string>& args) 
   // -m: the path MTU perftest picks (set_mtu) from the port's active MTU, ib.mtu of each host.
   if (opts.mtu) {
     std::string note;
-    const auto active = static_cast<int>(local.integer("ib.mtu", "B"));
+    const auto active = static_cast<int>(local.integer("ib.mtu"));
     const int mtu = perftest_path_mtu(opts, active, &note);
     if (!note.empty()) std::cerr << note << "\n";
     const std::string assignment = fmt::format("ib.mtu={}", mtu);
@@ -50,7 +50,7 @@ int perftest_main(sim::PerftestTest test, const std::vector<std::string>& args) 
     remote.set(assignment);
   }
   // The client's cycle counter rate, perftest's get_cpu_mhz().
-  const double cpu_mhz = perftest_cpu_mhz(local.num("host.clock", "GHz"));
+  const double cpu_mhz = perftest_cpu_mhz(local.num("host.clock"));
 
   const sim::PerftestConfig config = to_perftest_config(opts);
   // perftest prints its banner, addresses and table header before it measures: so does hcasim,

@@ -57,41 +57,33 @@ struct IpoibHost {
 
 IpoibHost read_ipoib_host(const model::Platform& p) {
   IpoibHost h;
-  h.costs.cpus = static_cast<int>(p.u32("host.cpus", "", 1, 1024));
-  h.costs.wakeup_ns = p.nonneg("cpu.wakeup", "ns");
-  h.costs.context_switch_ns = p.nonneg("cpu.context_switch", "ns");
-  h.costs.ipi_ns = p.nonneg("cpu.ipi", "ns");
-  h.costs.timer_hz = p.nonneg("host.timer_hz", "Hz");
-  h.costs.timer_tick_ns = p.nonneg("cpu.timer_tick", "ns");
+  h.costs.cpus = static_cast<int>(p.u32("host.cpus"));
+  h.costs.wakeup_ns = p.num("cpu.wakeup");
+  h.costs.context_switch_ns = p.num("cpu.context_switch");
+  h.costs.ipi_ns = p.num("cpu.ipi");
+  h.costs.timer_hz = p.num("host.timer_hz");
+  h.costs.timer_tick_ns = p.num("cpu.timer_tick");
   if (h.costs.timer_hz * h.costs.timer_tick_ns >= 1e9)
     throw InputError(fmt::format("platform {}: host.timer_hz x cpu.timer_tick leaves no time to run", p.name()));
   h.topology = model::CpuTopology::from_platform(p, h.costs.cpus);
   h.irq = model::IrqConfig::from_platform(p, h.costs.cpus);
-  h.app_cpu = static_cast<int>(p.u32("host.default_app_cpu", "", 0, 1023));
+  h.app_cpu = static_cast<int>(p.u32("host.default_app_cpu"));
   if (h.app_cpu >= h.costs.cpus)
     p.fail("host.default_app_cpu", fmt::format("CPU {} does not exist (host.cpus = {})", h.app_cpu, h.costs.cpus));
   h.net = model::NetstackCosts::from_platform(p);
-  try {
-    h.ib.speed = model::ib::parse_speed(p.str("ib.speed"));
-  } catch (const InputError&) {
-    p.fail("ib.speed", fmt::format("'{}' is not SDR, DDR, QDR, FDR10 or FDR", p.str("ib.speed")));
-  }
-  h.ib.width = static_cast<int>(p.u32("ib.width", "", 1, 1024));
-  h.ib.mtu = p.u32("ib.mtu", "B", 256, 4096);
+  h.ib.speed = model::ib::parse_speed(p.str("ib.speed"));  // one of the schema's choices
+  h.ib.width = static_cast<int>(p.u32("ib.width"));
+  h.ib.mtu = p.u32("ib.mtu");
   try {
     model::ib::validate(h.ib);
   } catch (const InputError& e) {
     p.fail_from(e);
   }
-  try {
-    h.ipoib.mode = model::ipoib::parse_mode(p.str("ipoib.mode"));
-  } catch (const InputError&) {
-    p.fail("ipoib.mode", fmt::format("'{}' is not datagram or connected", p.str("ipoib.mode")));
-  }
-  h.ipoib.connected_mtu = p.u32("ipoib.connected_mtu", "B", 576, model::ipoib::kMaxConnectedMtu);
+  h.ipoib.mode = model::ipoib::parse_mode(p.str("ipoib.mode"));  // one of the schema's choices
+  h.ipoib.connected_mtu = p.u32("ipoib.connected_mtu");
   h.ipoib.tcp_timestamps = p.flag("socket.tcp_timestamps");
-  h.send_ring = p.u32("ipoib.send_ring", "", 2, 65536);
-  h.recv_ring = p.u32("ipoib.recv_ring", "", 2, 65536);
+  h.send_ring = p.u32("ipoib.send_ring");
+  h.recv_ring = p.u32("ipoib.recv_ring");
   h.bus = model::HostBus::from_platform(p);
   const model::HcaTiming t = model::HcaTiming::from_platform(p);
   h.read_latency_ns = t.dma_read_rtt_ns;
@@ -104,9 +96,9 @@ IpoibHost read_ipoib_host(const model::Platform& p) {
   // a PCIe slot). Its CPU cost is inside netstack.ipoib_post (the store with mthca_post_send)
   // and the receive completion's repost; Stream::transmit charges its bus time and latency.
   h.doorbell_latency_ns = model::PostConfig::from_platform(p, h.bus, t.dma_read_rtt_ns).mmio.latency_ns;
-  h.rmem_default = p.u32("socket.tcp_rmem_default", "B", 1, 1u << 30);
-  h.wmem_default = p.u32("socket.tcp_wmem_default", "B", 1, 1u << 30);
-  p.check_used_in({"netstack", "ipoib"});
+  h.rmem_default = p.u32("socket.tcp_rmem_default");
+  h.wmem_default = p.u32("socket.tcp_wmem_default");
+  p.check_used_in(model::ParamWhen::Ipoib);
   return h;
 }
 

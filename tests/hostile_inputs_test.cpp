@@ -513,10 +513,11 @@ std::vector<Case> cases() {
   add({.name = "set_pcix_clock_not_a_mode",
        .args = {"netperf", "-l", "0.01", "--platform", "zx1-rx2600-pcix", "--set", "pcix.clock_mhz=120", "--csv", csv},
        .line = E + "--set pcix\\.clock_mhz: 120 is not 66, 100 or 133 \\(platform zx1-rx2600-pcix\\)", .absent = {csv}});
-  // 2^32 + 8 lanes wrapped to a valid x8 when the value was narrowed before its range check.
+  // 2^32 + 8 lanes wrapped to a valid x8 when the value was narrowed before its range check
+  // (the schema's choices, model/pcie.cpp, are checked on the int64 value).
   add({.name = "set_integer_past_2_to_the_32",
        .args = {"netperf", "-l", "0.01", "--set", "pcie.lanes=4294967304", "--csv", csv},
-       .line = E + "--set pcie\\.lanes: 4294967304 is outside 0\\.\\.2147483647 \\(platform connectx-ddr-pcie1x8\\)",
+       .line = E + "--set pcie\\.lanes: 4294967304 is not 1, 2, 4, 8, 12, 16 or 32 \\(platform connectx-ddr-pcie1x8\\)",
        .absent = {csv}});
   // host.cpus disagreeing with [topology] names the key the user set, not the file's line.
   add({.name = "set_host_cpus_against_topology",
@@ -533,7 +534,7 @@ std::vector<Case> cases() {
   add({.name = "platform_ib_mtu_not_an_ib_mtu",
        .args = {"netperf", "-l", "0.01", "--platform", "@DIR@/p.toml", "--csv", csv},
        .files = {{"p.toml", substitute(shipped_platform(), "mtu = { value = 2048", "mtu = { value = 3000")}},
-       .line = E + "@DIR@/p\\.toml:[0-9]+: ib\\.mtu: 3000 is not one of 256, 512, 1024, 2048, 4096",
+       .line = E + "@DIR@/p\\.toml:[0-9]+: ib\\.mtu: 3000 is not 256, 512, 1024, 2048 or 4096",
        .absent = {csv}});
 
   // ---- platform files: the shipped connectx-ddr-pcie1x8 with one line changed

@@ -81,7 +81,7 @@ TEST(ModelNetstack, ShippedPlatformsReadAndBadValuesNameTheirKey) {
     NetstackCosts::from_platform(p);
     FAIL();
   } catch (const InputError& e) {
-    EXPECT_EQ(std::string(e.what()), "--set netstack.iommu_page: 3000 B is not a power of two in 512..2^30 "
+    EXPECT_EQ(std::string(e.what()), "--set netstack.iommu_page: 3000 is not a power of two in 512..1073741824 "
                                      "(platform zx1-rx4640-pcix)");
   }
   p.set("netstack.iommu_page=4096");

@@ -8,6 +8,9 @@
 #include <string>
 #include <unistd.h>
 
+#include <fmt/format.h>
+
+#include "model/params.h"
 #include "model/platform.h"
 #include "model/units.h"
 
@@ -42,6 +45,13 @@ void expect_input_error(Fn fn, const std::string& message) {
   }
 }
 
+/// The value of `key` as the file or --set wrote it (the raw record: kValid's keys are not in
+/// the schema, which only the typed readers consult).
+int64_t int_of(const Platform& p, const std::string& key) { return std::get<int64_t>(p.param(key).value); }
+double double_of(const Platform& p, const std::string& key) { return std::get<double>(p.param(key).value); }
+bool bool_of(const Platform& p, const std::string& key) { return std::get<bool>(p.param(key).value); }
+std::string string_of(const Platform& p, const std::string& key) { return std::get<std::string>(p.param(key).value); }
+
 /// Expects `fn` to throw InputError whose what() starts with `prefix`.
 template <class Fn>
 void expect_input_error_prefix(Fn fn, const std::string& prefix) {
@@ -58,13 +68,12 @@ TEST(Platform, ParsesValidFile) {
   EXPECT_EQ(p.name(), "tiny");
   ASSERT_EQ(p.params().size(), 6u);
 
-  EXPECT_EQ(p.integer("pcie.max_payload", "B"), 128);
-  EXPECT_DOUBLE_EQ(p.num("pcie.max_payload", "B"), 128.0);
-  EXPECT_DOUBLE_EQ(p.num("pcie.lane_rate", "GT/s"), 2.5);
-  EXPECT_FALSE(p.flag("pcie.ecrc"));
-  EXPECT_EQ(p.str("host.cpu"), "Xeon 5160");
-  EXPECT_EQ(p.integer("host.copy_cost", "ns/page"), 3);
-  EXPECT_TRUE(p.flag("hca.mmio.wc"));  // nested section: key "section.sub.name"
+  EXPECT_EQ(int_of(p, "pcie.max_payload"), 128);
+  EXPECT_DOUBLE_EQ(double_of(p, "pcie.lane_rate"), 2.5);
+  EXPECT_FALSE(bool_of(p, "pcie.ecrc"));
+  EXPECT_EQ(string_of(p, "host.cpu"), "Xeon 5160");
+  EXPECT_EQ(int_of(p, "host.copy_cost"), 3);
+  EXPECT_TRUE(bool_of(p, "hca.mmio.wc"));  // nested section: key "section.sub.name"
   EXPECT_TRUE(p.has("pcie.ecrc"));
   EXPECT_FALSE(p.has("pcie.nothing"));
 
@@ -87,47 +96,158 @@ TEST(Platform, NameDefaultsToFileStem) {
   EXPECT_EQ(p.name(), "woodcrest");
 }
 
+// Declared keys (model/params.h), one per type, for the typed readers. Line 1 is "[pcie]".
+constexpr const char* kDeclared = R"([pcie]
+max_payload = { value = 128, unit = "B", source = "lspci -vv" }
+dma_read_rtt = { value = 2.5, unit = "ns", source = "s" }
+addr64 = { value = false, unit = "", source = "s" }
+[hca]
+device = { value = "mlx4_0", unit = "", source = "s" }
+cq_entries = { value = 4096.0, unit = "", source = "s" }
+[ib]
+speed = { value = "DDR", unit = "", source = "s" }
+)";
+
+TEST(Platform, TypedReadersReadThroughTheSchema) {
+  const Platform p = Platform::parse(kDeclared, "d.toml");
+  EXPECT_EQ(p.integer("pcie.max_payload"), 128);
+  EXPECT_EQ(p.u32("pcie.max_payload"), 128u);
+  EXPECT_DOUBLE_EQ(p.num("pcie.max_payload"), 128.0);  // an Integer reads as a number too
+  EXPECT_DOUBLE_EQ(p.num("pcie.dma_read_rtt"), 2.5);
+  EXPECT_FALSE(p.flag("pcie.addr64"));
+  EXPECT_EQ(p.str("hca.device"), "mlx4_0");
+  EXPECT_EQ(p.str("ib.speed"), "DDR");
+  EXPECT_EQ(p.integer("hca.cq_entries"), 4096);  // an integral float is an integer
+  EXPECT_TRUE(p.was_read("pcie.addr64"));
+}
+
 TEST(Platform, MissingParameterIsInputError) {
   const Platform p = Platform::parse(kValid, "t.toml");
-  expect_input_error([&] { p.num("pcie.nothing", "B"); }, "t.toml: missing parameter pcie.nothing (platform tiny)");
+  expect_input_error([&] { p.num("pcie.dma_read_rtt"); }, "t.toml: missing parameter pcie.dma_read_rtt (platform tiny)");
   expect_input_error([&] { p.param("x.y"); }, "t.toml: missing parameter x.y (platform tiny)");
 }
 
-TEST(Platform, UnitMismatchIsInputErrorNamingFileAndLine) {
+TEST(Platform, UndeclaredReadOrWrongTypeIsAnInternalError) {
   const Platform p = Platform::parse(kValid, "t.toml");
-  EXPECT_THROW(p.num("pcie.max_payload", "KB"), InputError);
-  EXPECT_THROW(p.integer("pcie.max_payload", "ns"), InputError);
+  // pcie.lane_rate is in the file but in no schema table: a reader's bug, not the user's.
   try {
-    p.num("pcie.max_payload", "KB");
-  } catch (const InputError& e) {
-    EXPECT_NE(std::string(e.what()).find("t.toml:"), std::string::npos) << e.what();
-    EXPECT_NE(std::string(e.what()).find("unit 'B', expected 'KB'"), std::string::npos) << e.what();
+    (void)p.num("pcie.lane_rate");
+    ADD_FAILURE() << "no logic_error";
+  } catch (const std::logic_error& e) {
+    EXPECT_EQ(std::string(e.what()), "internal error: platform parameter pcie.lane_rate is read but not declared in "
+                                     "the parameter schema (model/params.h)");
   }
+  const Platform d = Platform::parse(kDeclared, "d.toml");
+  try {
+    (void)d.integer("pcie.dma_read_rtt");  // declared a number
+    ADD_FAILURE() << "no logic_error";
+  } catch (const std::logic_error& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "internal error: platform parameter pcie.dma_read_rtt is declared number, read as integer");
+  }
+  EXPECT_THROW((void)d.flag("hca.device"), std::logic_error);
+  EXPECT_FALSE(d.was_read("hca.device"));
+}
+
+TEST(Platform, UnitMismatchIsInputErrorNamingFileAndLine) {
+  const Platform p = Platform::parse("[pcie]\nmax_payload = { value = 128, unit = \"KB\", source = \"s\" }\n", "t.toml");
+  expect_input_error([&] { p.integer("pcie.max_payload"); }, "t.toml:2: pcie.max_payload: unit 'KB', expected 'B'");
+  expect_input_error([&] { p.num("pcie.max_payload"); }, "t.toml:2: pcie.max_payload: unit 'KB', expected 'B'");
+}
+
+TEST(Platform, RangeErrorsComeFromTheSchema) {
+  auto one = [](const std::string& section, const std::string& name, const std::string& value,
+                const std::string& unit) {
+    return Platform::parse(fmt::format("[{}]\n{} = {{ value = {}, unit = \"{}\", source = \"s\" }}\n", section, name,
+                                       value, unit),
+                           "r.toml");
+  };
+  // Numbers: >= 0, > 0 and the 1e-12..1e12 envelope (model/params.h kLargest, kSmallestPositive).
+  expect_input_error([&] { one("cpu", "syscall", "-3", "ns").num("cpu.syscall"); },
+                     "r.toml:2: cpu.syscall: -3 ns must be >= 0");
+  expect_input_error([&] { one("cpu", "syscall", "2e12", "ns").num("cpu.syscall"); },
+                     "r.toml:2: cpu.syscall: 2000000000000 ns is out of range (0..1e12)");
+  expect_input_error([&] { one("cpu", "copy_tx_rate", "0.0", "B/ns").num("cpu.copy_tx_rate"); },
+                     "r.toml:2: cpu.copy_tx_rate: 0 B/ns must be > 0");
+  expect_input_error([&] { one("cpu", "copy_tx_rate", "1e-13", "B/ns").num("cpu.copy_tx_rate"); },
+                     "r.toml:2: cpu.copy_tx_rate: 1e-13 B/ns is out of range (1e-12..1e12)");
+  expect_input_error([&] { one("hca", "cq_moderation_period", "65536", "us").num("hca.cq_moderation_period"); },
+                     "r.toml:2: hca.cq_moderation_period: 65536 us is out of range (0..65535)");
+  // Integers: bounds, powers of two, steps, choices.
+  expect_input_error([&] { one("host", "cpus", "100000", "").u32("host.cpus"); },
+                     "r.toml:2: host.cpus: 100000 is outside 1..1024");
+  expect_input_error([&] { one("pcie", "max_payload", "3000", "B").u32("pcie.max_payload"); },
+                     "r.toml:2: pcie.max_payload: 3000 is not a power of two in 128..4096");
+  expect_input_error([&] { one("pcie", "max_payload", "8192", "B").u32("pcie.max_payload"); },
+                     "r.toml:2: pcie.max_payload: 8192 is not a power of two in 128..4096");
+  expect_input_error([&] { one("hca", "bf_buf_size", "100", "B").u32("hca.bf_buf_size"); },
+                     "r.toml:2: hca.bf_buf_size: 100 is not a multiple of 64 in 64..4096");
+  expect_input_error([&] { one("pcie", "gen", "4", "").u32("pcie.gen"); }, "r.toml:2: pcie.gen: 4 is not 1, 2 or 3");
+  expect_input_error([&] { one("ib", "mtu", "3000", "B").u32("ib.mtu"); },
+                     "r.toml:2: ib.mtu: 3000 is not 256, 512, 1024, 2048 or 4096");
+  // Texts: choices.
+  expect_input_error([&] { one("ib", "speed", "\"EDR\"", "").str("ib.speed"); },
+                     "r.toml:2: ib.speed: 'EDR' is not SDR, DDR, QDR, FDR10 or FDR");
+  // Inside: the bounds themselves.
+  EXPECT_EQ(one("host", "cpus", "1024", "").u32("host.cpus"), 1024u);
+  EXPECT_EQ(one("pcie", "max_payload", "4096", "B").u32("pcie.max_payload"), 4096u);
+  EXPECT_DOUBLE_EQ(one("cpu", "syscall", "0", "ns").num("cpu.syscall"), 0.0);
+  // A --set value names the option and the platform.
+  Platform p = one("cpu", "syscall", "150", "ns");
+  p.set("cpu.syscall=-1");
+  expect_input_error([&] { p.num("cpu.syscall"); }, "--set cpu.syscall: -1 ns must be >= 0 (platform r)");
 }
 
 TEST(Platform, CheckAllUsedNamesTheFirstUnreadParameter) {
+  const Platform d = Platform::parse(kDeclared, "d.toml");
+  expect_input_error([&] { d.check_all_used(); },
+                     "d.toml:7: hca.cq_entries: not used on this platform");
+  expect_input_error([&] { d.check_used_in(ParamWhen::Pcie); },
+                     "d.toml:4: pcie.addr64: not used on this platform (a parameter of PCIe platforms, those "
+                     "without pcix.clock_mhz)");
+  (void)d.integer("pcie.max_payload");
+  (void)d.num("pcie.dma_read_rtt");
+  (void)d.flag("pcie.addr64");
+  EXPECT_NO_THROW(d.check_used_in(ParamWhen::Pcie));
+  (void)d.str("hca.device");
+  (void)d.integer("hca.cq_entries");
+  expect_input_error([&] { d.check_all_used(); }, "d.toml:9: ib.speed: not used on this platform");
+  (void)d.str("ib.speed");
+  EXPECT_NO_THROW(d.check_all_used());
+  // A key no table declares is unknown, whatever is skipped.
   const Platform p = Platform::parse(kValid, "t.toml");
-  EXPECT_THROW(p.check_all_used(), InputError);
-  for (const auto& [key, param] : p.params()) (void)p.param(key);
-  EXPECT_NO_THROW(p.check_all_used());
+  expect_input_error([&] { p.check_all_used(ParamWhen::Ipoib); },
+                     "t.toml:14: hca.mmio.wc: unknown parameter (hcasim does not use it)");
+  expect_input_error([&] { p.check_used_in(ParamWhen::Ipoib); },
+                     "t.toml:14: hca.mmio.wc: unknown parameter (hcasim does not use it)");
+  // The keys of the skipped `when` are not checked.
+  const Platform i = Platform::parse("[ipoib]\nmode = { value = \"datagram\", unit = \"\", source = \"s\" }\n", "i.toml");
+  EXPECT_NO_THROW(i.check_all_used(ParamWhen::Ipoib));
+  expect_input_error([&] { i.check_all_used(); },
+                     "i.toml:2: ipoib.mode: not used on this platform (a parameter of platforms with the IPoIB "
+                     "path, those with a [netstack] section)");
 }
 
 TEST(Platform, WrongValueTypeForAccessor) {
-  const Platform p = Platform::parse(kValid, "t.toml");
-  expect_input_error([&] { p.integer("pcie.lane_rate", "GT/s"); },
-                     "t.toml:6: pcie.lane_rate: expected an integer, found 2.5");
-  expect_input_error([&] { p.num("host.cpu", ""); },
-                     "t.toml:10: host.cpu: expected a number, found a string \"Xeon 5160\"");
-  expect_input_error([&] { p.flag("host.copy_cost"); },
-                     "t.toml:11: host.copy_cost: expected a boolean, found an integer 3");
-  expect_input_error([&] { p.str("pcie.ecrc"); },
-                     "t.toml:7: pcie.ecrc: expected a string, found a boolean false");
-}
-
-TEST(Platform, IntegralDoubleIsAnInteger) {
-  const Platform p =
-      Platform::parse("[a]\nx = { value = 4096.0, unit = \"B\", source = \"s\" }\n", "t.toml");
-  EXPECT_EQ(p.integer("a.x", "B"), 4096);
+  const Platform p = Platform::parse(R"([pcie]
+max_payload = { value = 2.5, unit = "B", source = "s" }
+addr64 = { value = 3, unit = "", source = "s" }
+[cpu]
+pin_page = { value = "Xeon 5160", unit = "ns/page", source = "s" }
+[hca]
+device = { value = false, unit = "", source = "s" }
+max_qp_wr = { value = "many", unit = "", source = "s" }
+)", "t.toml");
+  expect_input_error([&] { p.integer("pcie.max_payload"); },
+                     "t.toml:2: pcie.max_payload: expected an integer, found 2.5");
+  expect_input_error([&] { p.num("cpu.pin_page"); },
+                     "t.toml:5: cpu.pin_page: expected a number, found a string \"Xeon 5160\"");
+  expect_input_error([&] { p.flag("pcie.addr64"); },
+                     "t.toml:3: pcie.addr64: expected a boolean, found an integer 3");
+  expect_input_error([&] { p.str("hca.device"); },
+                     "t.toml:7: hca.device: expected a string, found a boolean false");
+  expect_input_error([&] { p.u32("hca.max_qp_wr"); },
+                     "t.toml:8: hca.max_qp_wr: expected an integer, found a string \"many\"");
 }
 
 // ---- parse errors: exact "PATH:LINE: key: what" ----
@@ -247,11 +367,11 @@ TEST(Platform, LoadFile) {
 TEST(PlatformSet, Integer) {
   Platform p = Platform::parse(kValid, "t.toml");
   p.set("host.copy_cost=7");
-  EXPECT_EQ(p.integer("host.copy_cost", "ns/page"), 7);
+  EXPECT_EQ(int_of(p, "host.copy_cost"), 7);
   EXPECT_EQ(p.param("host.copy_cost").origin, "--set");
   EXPECT_EQ(p.param("host.copy_cost").source, "fitted to seed 000");
   p.set("host.copy_cost = -2");
-  EXPECT_EQ(p.integer("host.copy_cost", "ns/page"), -2);
+  EXPECT_EQ(int_of(p, "host.copy_cost"), -2);
   expect_input_error([&] { p.set("host.copy_cost=2.5"); },
                      "--set host.copy_cost: bad value '2.5' for an integer in ns/page");
   // Size suffixes only for bytes.
@@ -262,19 +382,19 @@ TEST(PlatformSet, Integer) {
 TEST(PlatformSet, SizeSuffixesInBytes) {
   Platform p = Platform::parse(kValid, "t.toml");
   p.set("pcie.max_payload=256");
-  EXPECT_EQ(p.integer("pcie.max_payload", "B"), 256);
+  EXPECT_EQ(int_of(p, "pcie.max_payload"), 256);
   p.set("pcie.max_payload=4K");
-  EXPECT_EQ(p.integer("pcie.max_payload", "B"), 4096);
+  EXPECT_EQ(int_of(p, "pcie.max_payload"), 4096);
   p.set("pcie.max_payload=2M");
-  EXPECT_EQ(p.integer("pcie.max_payload", "B"), 2097152);
+  EXPECT_EQ(int_of(p, "pcie.max_payload"), 2097152);
   p.set("pcie.max_payload=3k");
-  EXPECT_EQ(p.integer("pcie.max_payload", "B"), 3000);
+  EXPECT_EQ(int_of(p, "pcie.max_payload"), 3000);
   EXPECT_TRUE(std::holds_alternative<int64_t>(p.param("pcie.max_payload").value));
   expect_input_error([&] { p.set("pcie.max_payload=12Q"); },
                      "--set pcie.max_payload: bad value '12Q' for an integer in B");
   // 16G fits; 2^63 does not fit an int64.
   p.set("pcie.max_payload=16G");
-  EXPECT_EQ(p.integer("pcie.max_payload", "B"), 17179869184);
+  EXPECT_EQ(int_of(p, "pcie.max_payload"), 17179869184);
   expect_input_error([&] { p.set("pcie.max_payload=9223372036854775808"); },
                      "--set pcie.max_payload: bad value '9223372036854775808' for an integer in B");
 }
@@ -282,12 +402,12 @@ TEST(PlatformSet, SizeSuffixesInBytes) {
 TEST(PlatformSet, Double) {
   Platform p = Platform::parse(kValid, "t.toml");
   p.set("pcie.lane_rate=5.0");
-  EXPECT_DOUBLE_EQ(p.num("pcie.lane_rate", "GT/s"), 5.0);
+  EXPECT_DOUBLE_EQ(double_of(p, "pcie.lane_rate"), 5.0);
   p.set("pcie.lane_rate=8");  // an integer text stays a double parameter
-  EXPECT_DOUBLE_EQ(p.num("pcie.lane_rate", "GT/s"), 8.0);
+  EXPECT_DOUBLE_EQ(double_of(p, "pcie.lane_rate"), 8.0);
   EXPECT_TRUE(std::holds_alternative<double>(p.param("pcie.lane_rate").value));
   p.set("pcie.lane_rate=1e1");
-  EXPECT_DOUBLE_EQ(p.num("pcie.lane_rate", "GT/s"), 10.0);
+  EXPECT_DOUBLE_EQ(double_of(p, "pcie.lane_rate"), 10.0);
   expect_input_error([&] { p.set("pcie.lane_rate=fast"); },
                      "--set pcie.lane_rate: bad value 'fast' for a number in GT/s");
   expect_input_error([&] { p.set("pcie.lane_rate=inf"); },
@@ -297,21 +417,21 @@ TEST(PlatformSet, Double) {
   // A double in bytes takes size suffixes.
   Platform q = Platform::parse("[a]\nbuf = { value = 0.5, unit = \"B\", source = \"s\" }\n", "q.toml");
   q.set("a.buf=64K");
-  EXPECT_DOUBLE_EQ(q.num("a.buf", "B"), 65536.0);
+  EXPECT_DOUBLE_EQ(double_of(q, "a.buf"), 65536.0);
 }
 
 TEST(PlatformSet, Bool) {
   Platform p = Platform::parse(kValid, "t.toml");
   for (const char* on : {"on", "true", "1", "ON"}) {
     p.set(std::string("pcie.ecrc=") + on);
-    EXPECT_TRUE(p.flag("pcie.ecrc")) << on;
+    EXPECT_TRUE(bool_of(p, "pcie.ecrc")) << on;
     p.set("pcie.ecrc=off");
-    EXPECT_FALSE(p.flag("pcie.ecrc"));
+    EXPECT_FALSE(bool_of(p, "pcie.ecrc"));
   }
   p.set("pcie.ecrc=true");
   for (const char* off : {"off", "false", "0"}) {
     p.set(std::string("pcie.ecrc=") + off);
-    EXPECT_FALSE(p.flag("pcie.ecrc")) << off;
+    EXPECT_FALSE(bool_of(p, "pcie.ecrc")) << off;
     p.set("pcie.ecrc=on");
   }
   expect_input_error([&] { p.set("pcie.ecrc=yes"); },
@@ -322,9 +442,9 @@ TEST(PlatformSet, Bool) {
 TEST(PlatformSet, String) {
   Platform p = Platform::parse(kValid, "t.toml");
   p.set("host.cpu=Opteron 2218");
-  EXPECT_EQ(p.str("host.cpu"), "Opteron 2218");
+  EXPECT_EQ(string_of(p, "host.cpu"), "Opteron 2218");
   p.set("host.cpu=a=b");  // only the first '=' separates key and value
-  EXPECT_EQ(p.str("host.cpu"), "a=b");
+  EXPECT_EQ(string_of(p, "host.cpu"), "a=b");
 }
 
 TEST(PlatformSet, Errors) {
@@ -336,7 +456,7 @@ TEST(PlatformSet, Errors) {
   expect_input_error([&] { p.set("=5"); }, "--set '=5': expected section.key=value");
   expect_input_error([&] { p.set(""); }, "--set '': expected section.key=value");
   // A failed set leaves the parameter untouched.
-  EXPECT_EQ(p.integer("pcie.max_payload", "B"), 128);
+  EXPECT_EQ(int_of(p, "pcie.max_payload"), 128);
   EXPECT_EQ(p.param("pcie.max_payload").origin, "t.toml:5");
 }
 

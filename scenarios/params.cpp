@@ -1,0 +1,195 @@
+// `hcasim params`: the parameter schema (model/params.h) listed, with a platform's values.
+#include "scenarios/params.h"
+
+#include <algorithm>
+#include <iostream>
+#include <sstream>
+#include <type_traits>
+#include <variant>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <toml++/toml.h>
+
+#include "model/error.h"
+#include "model/params.h"
+#include "scenarios/datadir.h"
+#include "sim/testbed.h"
+
+namespace hcasim::scenarios {
+
+namespace {
+
+using model::ParamSpec;
+using model::ParamWhen;
+
+std::string_view section_of(std::string_view key) { return key.substr(0, key.find('.')); }
+
+/// Where a key is needed, as a short tag after its doc; empty for every platform.
+std::string_view when_tag(ParamWhen w) {
+  switch (w) {
+    case ParamWhen::Always: return "";
+    case ParamWhen::Pcie: return "[PCIe only]";
+    case ParamWhen::Pcix: return "[PCI-X only]";
+    case ParamWhen::Ipoib: return "[IPoIB path only]";
+    case ParamWhen::NoIommu: return "[host.iommu = off only]";
+  }
+  return "";
+}
+
+/// A value as a platform file writes it (strings without their quotes).
+std::string value_text(const model::Param& p) {
+  return std::visit(
+      [](const auto& v) -> std::string {
+        using T = std::decay_t<decltype(v)>;
+        if constexpr (std::is_same_v<T, bool>) {
+          return v ? "true" : "false";
+        } else if constexpr (std::is_same_v<T, std::string>) {
+          return v;
+        } else {
+          return fmt::format("{}", v);
+        }
+      },
+      p.value);
+}
+
+}  // namespace
+
+std::string params_help() {
+  return R"(Usage: hcasim params [--platform NAME|FILE] [--set section.key=value]... [--json]
+
+Lists every platform parameter hcasim reads (the schema of model/params.h), grouped by section:
+key, type, unit, range and a one-line doc; a tag says when a key is needed on some platforms
+only (PCIe, PCI-X, the IPoIB path, host.iommu = off). No key has a default: every value of a
+platform file says where it comes from.
+
+Options:
+  --platform NAME|FILE   also each key's value in that platform, where it was given
+                         (FILE:LINE or --set) and its source; the platform is checked as a
+                         simulation would check it
+  --set section.key=value  change a parameter first (repeatable; needs --platform)
+  --json                 the same as JSON
+  -h, --help             this text
+)";
+}
+
+ParamsOptions parse_params_args(const std::vector<std::string>& args) {
+  CLI::App app{"Lists the platform parameters.", "hcasim params"};
+  app.set_help_flag();
+  ParamsOptions o;
+  std::string platform;
+  auto* opt_platform = app.add_option("--platform", platform, "platform NAME or FILE");
+  app.add_option("--set", o.sets, "section.key=value");
+  app.add_flag("--json", o.json, "JSON output");
+  app.add_flag("-h,--help", o.help, "usage");
+  opt_platform->multi_option_policy(CLI::MultiOptionPolicy::Throw);
+  std::vector<std::string> reversed(args.rbegin(), args.rend());
+  try {
+    app.parse(reversed);
+  } catch (const CLI::ParseError& e) {
+    throw InputError(e.what());
+  }
+  if (opt_platform->count()) {
+    if (platform.empty()) throw InputError("--platform: empty name");
+    o.platform = platform;
+  }
+  if (!o.sets.empty() && !o.platform) throw InputError("--set needs --platform (a platform to change)");
+  return o;
+}
+
+std::string format_params_text(const model::Platform* platform) {
+  const auto& all = model::param_schema();
+  size_t wk = 0, wt = 0, wu = 0, wr = 0;
+  for (const ParamSpec& s : all) {
+    wk = std::max(wk, s.key.size());
+    wt = std::max(wt, model::type_name(s.type).size());
+    wu = std::max(wu, s.unit.size());
+    wr = std::max(wr, model::range_text(s).size());
+  }
+  std::string out = fmt::format("{} platform parameters{}; no key has a default (a platform file gives each value "
+                                "its source)\n",
+                                all.size(), platform ? fmt::format(", with platform {}", platform->name()) : "");
+  out += fmt::format("{:<{}}  {:<{}}  {:<{}}  {:<{}}  {}\n", "key", wk, "type", wt, "unit", wu, "range", wr, "doc");
+  std::string_view section;
+  for (const ParamSpec& s : all) {
+    if (section_of(s.key) != section) {
+      section = section_of(s.key);
+      out += fmt::format("\n[{}]\n", section);
+    }
+    const std::string_view tag = when_tag(s.when);
+    out += fmt::format("{:<{}}  {:<{}}  {:<{}}  {:<{}}  {}{}{}\n", s.key, wk, model::type_name(s.type), wt, s.unit,
+                       wu, model::range_text(s), wr, s.doc, tag.empty() ? "" : " ", tag);
+    if (!platform) continue;
+    const std::string key(s.key);
+    if (!platform->has(key)) {
+      out += fmt::format("{:<{}}  (not on this platform)\n", "", wk);
+      continue;
+    }
+    const model::Param& p = platform->param(key);
+    std::string value = value_text(p);
+    if (!p.unit.empty()) value += " " + p.unit;
+    out += fmt::format("{:<{}}  = {}  ({}) {}\n", "", wk, value, p.origin, p.source);
+  }
+  return out;
+}
+
+std::string format_params_json(const model::Platform* platform) {
+  toml::array params;
+  for (const ParamSpec& s : model::param_schema()) {
+    toml::table t;
+    t.insert("key", std::string(s.key));
+    t.insert("section", std::string(section_of(s.key)));
+    t.insert("type", std::string(model::type_name(s.type)));
+    t.insert("unit", std::string(s.unit));
+    t.insert("range", model::range_text(s));
+    if (!s.choices.empty()) {
+      toml::array choices;
+      std::string_view rest = s.choices;
+      for (size_t bar; (bar = rest.find('|')) != std::string_view::npos; rest.remove_prefix(bar + 1))
+        choices.push_back(std::string(rest.substr(0, bar)));
+      choices.push_back(std::string(rest));
+      t.insert("choices", std::move(choices));
+    } else if (s.type == model::ParamType::Number || s.type == model::ParamType::Integer) {
+      t.insert("min", s.lo);
+      t.insert("min_exclusive", s.lo_open);
+      t.insert("max", s.hi);
+      if (s.pow2) t.insert("power_of_two", true);
+      if (s.step != 0) t.insert("multiple_of", static_cast<int64_t>(s.step));
+    }
+    t.insert("needed_on", std::string(model::when_text(s.when)));
+    t.insert("doc", std::string(s.doc));
+    if (platform && platform->has(std::string(s.key))) {
+      const model::Param& p = platform->param(std::string(s.key));
+      std::visit([&](const auto& v) { t.insert("value", v); }, p.value);
+      t.insert("value_unit", p.unit);
+      t.insert("origin", p.origin);
+      t.insert("source", p.source);
+    }
+    params.push_back(std::move(t));
+  }
+  toml::table root;
+  root.insert("count", static_cast<int64_t>(model::param_schema().size()));
+  if (platform) root.insert("platform", platform->name());
+  root.insert("parameters", std::move(params));
+  std::ostringstream out;
+  out << toml::json_formatter{root} << "\n";
+  return out.str();
+}
+
+int params_main(const std::vector<std::string>& args) {
+  const ParamsOptions o = parse_params_args(args);
+  if (o.help) {
+    std::cout << params_help();
+    return 0;
+  }
+  std::optional<model::Platform> platform;
+  if (o.platform) {
+    platform = load_host_platforms(*o.platform, std::nullopt, o.sets).first;
+    (void)sim::read_host_params(*platform);  // the checks of a run: ranges, units, unknown keys
+  }
+  const model::Platform* p = platform ? &*platform : nullptr;
+  std::cout << (o.json ? format_params_json(p) : format_params_text(p)) << std::flush;
+  return 0;
+}
+
+}  // namespace hcasim::scenarios
