@@ -90,8 +90,8 @@ double rnr_timer_ns(uint8_t code) {
   return 10.0 * k10ns[code & 0x1F];
 }
 
-RnrCounter::RnrCounter(uint8_t limit) : limit_(limit) {
-  if (limit > kRnrRetryForever) throw sdp::VerbsError(fmt::format("modify_qp: rnr_retry {} > 7", limit));
+void RnrCounter::bad_limit(uint8_t limit) {
+  throw sdp::VerbsError(fmt::format("modify_qp: rnr_retry {} > 7", limit));
 }
 
 }  // namespace hcasim::hca

@@ -55,22 +55,21 @@ class MrTable {
     return it == mrs_.end() ? nullptr : &it->second;
   }
   /// Why `key` does not allow [addr, addr + len) in `pd` with every bit of `need`
-  /// (MrRefusal::None when it does). An all-memory MR asks `memory->contains(addr, len)`
-  /// (sdp::Memory or sdp::ProcessMemory; nullptr: refused as out of bounds). PD 0 matches
-  /// every PD (the emulated HCA between processes has one PD and passes 0).
-  template <class Memory>
-  MrRefusal check(uint32_t key, uint32_t pd, sdp::Addr addr, uint64_t len, unsigned need, const Memory* memory) const {
+  /// (MrRefusal::None when it does). An all-memory MR asks `contains(addr, len)` (the host's
+  /// memory: called for such MRs only, so that the common path makes no call through it).
+  template <class Contains>
+  MrRefusal check(uint32_t key, uint32_t pd, sdp::Addr addr, uint64_t len, unsigned need, Contains&& contains) const {
     const Mr* m = find(key);
     if (m == nullptr) return MrRefusal::UnknownKey;
-    if (pd != 0 && m->pd != pd) return MrRefusal::OtherPd;
+    if (m->pd != pd) return MrRefusal::OtherPd;
     if ((m->access & need) != need) return MrRefusal::Access;
-    if (m->all_memory) return memory != nullptr && memory->contains(addr, len) ? MrRefusal::None : MrRefusal::Bounds;
+    if (m->all_memory) [[unlikely]] return contains(addr, len) ? MrRefusal::None : MrRefusal::Bounds;
     return mr_covers(*m, addr, len) ? MrRefusal::None : MrRefusal::Bounds;
   }
   /// check() == MrRefusal::None.
-  template <class Memory>
-  bool allows(uint32_t key, uint32_t pd, sdp::Addr addr, uint64_t len, unsigned need, const Memory* memory) const {
-    return check(key, pd, addr, len, need, memory) == MrRefusal::None;
+  template <class Contains>
+  bool allows(uint32_t key, uint32_t pd, sdp::Addr addr, uint64_t len, unsigned need, Contains&& contains) const {
+    return check(key, pd, addr, len, need, contains) == MrRefusal::None;
   }
   /// Number of MRs registered.
   size_t size() const { return mrs_.size(); }

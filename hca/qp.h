@@ -73,7 +73,7 @@ inline PostCheck check_post_send(QpState state, uint32_t outstanding, const Send
     if (wr.opcode == sdp::WrOpcode::RdmaRead) return {Post::Refuse, PostError::InlineRead};
     if (wr.length() > lim.max_inline_data) return {Post::Refuse, PostError::InlineTooLong};
   }
-  if (wr.length() > lim.max_message) return {Post::Refuse, PostError::MessageTooLong};
+  if (lim.max_message != UINT64_MAX && wr.length() > lim.max_message) return {Post::Refuse, PostError::MessageTooLong};
   return {};
 }
 /// The verdict of ibv_post_recv for `wr` on a QP in `state` with `posted` receive WRs waiting

@@ -101,7 +101,9 @@ class RetryCounter {
 class RnrCounter {
  public:
   /// Throws sdp::VerbsError "modify_qp: rnr_retry N > 7" when limit > 7.
-  explicit RnrCounter(uint8_t limit);
+  explicit RnrCounter(uint8_t limit) : limit_(limit) {
+    if (limit > kRnrRetryForever) [[unlikely]] bad_limit(limit);
+  }
   /// An RNR NAK came: true when the requester retries after the timer, false when exhausted.
   bool retry() {
     if (limit_ != kRnrRetryForever && count_ >= limit_) return false;
@@ -113,6 +115,7 @@ class RnrCounter {
   uint8_t limit() const { return limit_; }
 
  private:
+  [[noreturn]] static void bad_limit(uint8_t limit);
   uint8_t limit_;
   uint32_t count_ = 0;
 };

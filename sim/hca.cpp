@@ -196,9 +196,7 @@ void SimQp::post_send(const sdp::SendWr& wr) {
   const hca::SendLimits lim{max_send_wr_, hca_.max_inline_data(), UINT64_MAX};
   const hca::PostCheck c = hca::check_post_send(state_, sq_outstanding_, lim, wr);
   if (c.post != hca::Post::Accept) [[unlikely]] {
-    if (c.post == hca::Post::Refuse)
-      throw sdp::VerbsError(hca::post_error_text("post_send", qpn_, state_, c.error, &wr, &lim));
-    flush_posted(hca::send_wc(wr, WcStatus::WrFlushErr, qpn_));
+    refuse_or_flush(c, wr, lim);
     return;
   }
   // The WQE is in the send queue; the MMIO that hands it to the HCA costs the CPU its stores
@@ -215,9 +213,7 @@ void SimQp::post_recv(const sdp::RecvWr& wr) {
   hca_.host().flush();
   const hca::PostCheck c = hca::check_post_recv(state_, rq_.size(), max_recv_wr_, wr);
   if (c.post != hca::Post::Accept) [[unlikely]] {
-    if (c.post == hca::Post::Refuse)
-      throw sdp::VerbsError(hca::post_error_text("post_recv", qpn_, state_, c.error, nullptr, nullptr));
-    flush_posted(hca::recv_error_wc(wr, WcStatus::WrFlushErr, qpn_));
+    refuse_or_flush(c, wr);
     return;
   }
   rq_.push_back(wr);
@@ -302,6 +298,18 @@ void SimQp::to_error() {
                     [this](const Wc& wc) { cq_.push(wc); });
   if (on_cqe_) on_cqe_();
   if (armed_) fire_event(0);
+}
+
+void SimQp::refuse_or_flush(const hca::PostCheck& c, const sdp::SendWr& wr, const hca::SendLimits& lim) {
+  if (c.post == hca::Post::Refuse)
+    throw sdp::VerbsError(hca::post_error_text("post_send", qpn_, state_, c.error, &wr, &lim));
+  flush_posted(hca::send_wc(wr, WcStatus::WrFlushErr, qpn_));
+}
+
+void SimQp::refuse_or_flush(const hca::PostCheck& c, const sdp::RecvWr& wr) {
+  if (c.post == hca::Post::Refuse)
+    throw sdp::VerbsError(hca::post_error_text("post_recv", qpn_, state_, c.error, nullptr, nullptr));
+  flush_posted(hca::recv_error_wc(wr, WcStatus::WrFlushErr, qpn_));
 }
 
 void SimQp::flush_posted(const Wc& wc) {

@@ -99,7 +99,7 @@ class EmulatedHca {
   /// `need` (local read needs none): hca::MrTable::allows, an all-memory MR asking the host's
   /// memory.
   bool mr_allows(uint32_t key, uint32_t pd, sdp::Addr addr, uint64_t len, unsigned need) const {
-    return mrs_.allows(key, pd, addr, len, need, &host_.memory());
+    return mrs_.allows(key, pd, addr, len, need, [this](sdp::Addr a, uint64_t n) { return host_.memory().contains(a, n); });
   }
   void ring_doorbell();
   void raise_interrupt(SimQp* qp);
@@ -219,6 +219,11 @@ class SimQp : public sdp::Verbs {
   void to_error();
   /// A WR posted in ERROR: its WR_FLUSH_ERR completion now.
   void flush_posted(const sdp::Wc& wc);
+  /// A post the core did not accept: throws VerbsError when refused, else flushes the WR
+  /// (out of line and cold: the post path stays short).
+  [[gnu::cold, gnu::noinline]] void refuse_or_flush(const hca::PostCheck& c, const sdp::SendWr& wr,
+                                                    const hca::SendLimits& lim);
+  [[gnu::cold, gnu::noinline]] void refuse_or_flush(const hca::PostCheck& c, const sdp::RecvWr& wr);
   /// Outcome of the fault recovery of one message.
   enum class Recovery { Delivered, RetryExceeded, Flushed };
   /// Go-back-N over a message of `bytes` that has just crossed the wire once: from this QP to
