@@ -276,7 +276,7 @@ void SimQp::fail_wr(const Wc& wc, double at_ns) {
 bool SimQp::recovered(Recovery r, const Wc& swc) {
   switch (r) {
     case Recovery::Delivered: return true;
-    case Recovery::Flushed: fail_now(swc, WcStatus::WrFlushErr); return false;
+    case Recovery::Flushed: return false;  // to_error flushed it (executing_)
     case Recovery::RetryExceeded: fail_now(swc, WcStatus::RetryExcErr); return false;
   }
   return false;
@@ -285,6 +285,7 @@ bool SimQp::recovered(Recovery r, const Wc& swc) {
 void SimQp::fail_now(Wc wc, WcStatus status) {
   // At once, not through the timer: the send engine must not start the next WR first.
   wc.status = status;
+  executing_ = nullptr;  // completed here, not by the flush
   const bool was_error = state_ == State::Error;
   push_cqe(wc);
   if (!was_error) to_error();
@@ -293,7 +294,12 @@ void SimQp::fail_now(Wc wc, WcStatus status) {
 void SimQp::to_error() {
   if (state_ == State::Error) return;
   state_ = State::Error;
-  // Outstanding work completes with WR_FLUSH_ERR (hca::flush_queues), as far as the CQ holds it.
+  // Outstanding work completes with WR_FLUSH_ERR (hca::flush_queues), as far as the CQ holds it:
+  // the WQE in execution first, then the send queue, then the receive queue.
+  if (executing_ != nullptr) {
+    cq_.push(hca::send_wc(executing_->wr, WcStatus::WrFlushErr, qpn_));
+    executing_ = nullptr;
+  }
   hca::flush_queues(qpn_, sq_, [](const Posted& p) -> const sdp::SendWr& { return p.wr; }, rq_,
                     [this](const Wc& wc) { cq_.push(wc); });
   if (on_cqe_) on_cqe_();
@@ -329,6 +335,7 @@ bool SimQp::gather_ok(const sdp::SendWr& wr) const {
 void SimQp::execute_one(bool after_idle) {
   Posted p = sq_.front();
   sq_.pop_front();
+  executing_ = &p;
   const sdp::SendWr& wr = p.wr;
   // A BlueFlame WQE is usable when its stores have arrived. After a doorbell on an idle queue
   // the HCA waits for the doorbell, then fetches the WQE; a busy queue prefetches WQEs while
@@ -337,12 +344,14 @@ void SimQp::execute_one(bool after_idle) {
     sleep_until_s(to_s(p.wqe_at_hca_ns));
     p.waited = true;
   }
-  if (state_ != State::Rts) return;  // flushed meanwhile
-  switch (wr.opcode) {
-    case WrOpcode::Send: execute_send(p); break;
-    case WrOpcode::RdmaWrite: execute_rdma_write(p); break;
-    case WrOpcode::RdmaRead: execute_rdma_read(wr); break;
+  if (state_ == State::Rts) {  // else flushed meanwhile (to_error completed it)
+    switch (wr.opcode) {
+      case WrOpcode::Send: execute_send(p); break;
+      case WrOpcode::RdmaWrite: execute_rdma_write(p); break;
+      case WrOpcode::RdmaRead: execute_rdma_read(wr); break;
+    }
   }
+  executing_ = nullptr;  // its completion is written or scheduled
 }
 
 namespace {

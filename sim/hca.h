@@ -239,8 +239,9 @@ class SimQp : public sdp::Verbs {
   Recovery recover_ack(uint64_t bytes, hca::RetryCounter& retries);
   /// The RDMA READ request packet: while it is lost, NAK or timeout, then sent again.
   Recovery recover_read_request(hca::RetryCounter& retries);
-  /// True when `r` is Delivered; else completes the WR `swc` at once (WR_FLUSH_ERR when
-  /// flushed, RETRY_EXC_ERR when retries ran out, the QP to ERROR) and returns false.
+  /// True when `r` is Delivered; else returns false, having completed the WR `swc` with
+  /// RETRY_EXC_ERR (the QP to ERROR) when retries ran out; a flushed WR has its WR_FLUSH_ERR
+  /// from to_error already.
   bool recovered(Recovery r, const sdp::Wc& swc);
   /// Draws one packet's fate from `src`'s stream and counts it in `src`'s HCA.
   static model::Fate draw_fate(SimQp& src, bool responder);
@@ -267,6 +268,9 @@ class SimQp : public sdp::Verbs {
   uint8_t rnr_retry_ = 0;
   double min_rnr_timer_ns_ = hca::rnr_timer_ns(hca::kDefaultMinRnrTimer);
   std::optional<model::FaultDraw> draw_requester_, draw_responder_;
+  /// The WQE the send engine is executing (taken off sq_), while its completion is undecided:
+  /// to_error flushes it first, in send-queue order (IBA 10.3.1), and its execution then stops.
+  const Posted* executing_ = nullptr;
   std::function<void()> on_cqe_, on_event_;
   std::function<void(sdp::Addr, uint64_t)> on_write_;
 };
