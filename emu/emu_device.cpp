@@ -29,26 +29,10 @@ using sdp::WcStatus;
 using sdp::WrOpcode;
 
 namespace {
-/// The RNR NAK timer: the requester waits this long before retransmitting (IBA 9.7.5.2.8;
-/// table 45's code 0x01 is 0.01 ms, 0x0E 1.28 ms; ib_sdp leaves the CM's default, and 1 ms
-/// keeps a starved stream responsive).
-constexpr auto kRnrDelay = std::chrono::milliseconds(1);
-constexpr uint32_t kPsnMask = 0xFFFFFF;
+using hca::psn_before;
 /// How long a frame drawn "reordered" waits for a next frame to overtake it before it goes out
 /// anyway (well under the smallest useful local ACK timeout, 4.096 us x 2^4 = 65.5 us).
 constexpr auto kReorderHold = std::chrono::microseconds(20);
-/// True when PSN a comes before b in 24-bit serial arithmetic (IBA 9.7.1).
-bool psn_before(uint32_t a, uint32_t b) { return a != b && ((b - a) & kPsnMask) < 0x800000; }
-
-WcOpcode wc_opcode(WrOpcode op) {
-  switch (op) {
-    case WrOpcode::Send: return WcOpcode::Send;
-    case WrOpcode::RdmaWrite: return WcOpcode::RdmaWrite;
-    case WrOpcode::RdmaRead: return WcOpcode::RdmaRead;
-  }
-  return WcOpcode::Send;
-}
-
 Frame frame(const Packet& p) { return std::make_shared<const std::vector<uint8_t>>(encode(p)); }
 
 std::string endpoint_text(const tcp::socket& s) {
@@ -95,6 +79,7 @@ void write_frame(tcp::socket& s, const Packet& p, const std::string& peer) {
 
 Hca::Hca(const sdp::ProcessMemory* memory, const model::FaultConfig& faults, const model::RcRetry& retry)
     : memory_(memory), faults_(faults), retry_(retry), guard_(asio::make_work_guard(io_)) {
+  pd_ = mrs_.alloc_pd();
   thread_ = std::thread([this] { io_.run(); });
 }
 
@@ -112,32 +97,24 @@ uint32_t Hca::reg_mr(sdp::Addr addr, uint64_t len, unsigned access) {
   if (memory_ != nullptr && !memory_->contains(addr, len))
     throw sdp::VerbsError(fmt::format("reg_mr: [{:#x}, +{}) is not allocated memory", addr, len));
   std::lock_guard g(mr_lock_);
-  const uint32_t key = next_key_++;
-  mrs_[key] = {addr, len, access, false};
-  return key;
+  return mrs_.reg(pd_, addr, len, access);
 }
 
 bool Hca::dereg_mr(uint32_t key) {
   std::lock_guard g(mr_lock_);
-  return mrs_.erase(key) == 1;
+  return mrs_.dereg(key);
 }
 
 uint32_t Hca::dma_mr() {
   if (memory_ == nullptr) throw sdp::VerbsError("dma_mr: this emulated HCA has no memory arena");
   std::lock_guard g(mr_lock_);
-  const uint32_t key = next_key_++;
-  mrs_[key] = {0, 0, sdp::kLocalWrite, true};
-  return key;
+  return mrs_.reg_all_memory(pd_, sdp::kLocalWrite);
 }
 
 bool Hca::mr_allows(uint32_t key, sdp::Addr addr, uint64_t len, unsigned need) {
   std::lock_guard g(mr_lock_);
-  auto it = mrs_.find(key);
-  if (it == mrs_.end()) return false;
-  const Mr& m = it->second;
-  if ((m.access & need) != need) return false;
-  if (m.all_memory) return memory_ != nullptr && memory_->contains(addr, len);
-  return addr >= m.addr && len <= m.len && addr - m.addr <= m.len - len;
+  return mrs_.allows(key, pd_, addr, len, need,
+                     [this](sdp::Addr a, uint64_t n) { return memory_ != nullptr && memory_->contains(a, n); });
 }
 
 std::shared_ptr<Qp> Hca::create_qp(const rt::QpCaps& caps) {
@@ -158,10 +135,12 @@ Qp::Qp(Hca& hca, uint32_t qpn, const rt::QpCaps& caps, const model::FaultConfig&
       rnr_timer_(hca.io()),
       ack_timer_(hca.io()),
       reorder_timer_(hca.io()),
-      rnr_retry_(retry.rnr_retry),
+      rnr_(retry.rnr_retry),
       retry_(retry),
+      retries_(retry.retry_cnt),
       faults_(faults),
-      draw_(faults, qpn) {}
+      draw_(faults, qpn),
+      cq_(caps.cq_entries) {}
 
 void Qp::attach(tcp::socket socket) { socket_ = std::move(socket); }
 
@@ -170,11 +149,45 @@ void Qp::to_init() {
   if (state_ == State::Reset) state_ = State::Init;
 }
 
+void Qp::modify(State next) {
+  std::lock_guard g(m_);
+  hca::check_transition(qpn_, state_, next);
+  switch (next) {
+    case State::Reset:  // IBA 10.3.1: RESET empties the queues and the CQ
+      sq_.clear();
+      unacked_.clear();
+      rq_.clear();
+      cq_.clear();
+      sq_outstanding_ = 0;
+      state_ = State::Reset;
+      break;
+    case State::Init: state_ = State::Init; break;
+    case State::Error: to_error("modify_qp to ERROR", std::nullopt); break;
+    case State::Rtr:
+    case State::Rts:
+      throw sdp::VerbsError(fmt::format("modify_qp: QP {:#x} goes to {} with the CM exchange (to_rts)", qpn_,
+                                        hca::qp_state_name(next)));
+  }
+}
+
+void Qp::set_max_inline_data(uint32_t bytes) {
+  std::lock_guard g(m_);
+  max_inline_data_ = bytes;
+}
+
+void Qp::set_min_rnr_timer(uint8_t code) {
+  if (code > 31) throw sdp::VerbsError(fmt::format("modify_qp: min_rnr_timer {} > 31", code));
+  std::lock_guard g(m_);
+  min_rnr_timer_ = code;
+}
+
 void Qp::to_rts(uint32_t remote_qpn) {
   {
     std::lock_guard g(m_);
     if (state_ != State::Init) return;  // already in ERROR
     remote_qpn_ = remote_qpn;
+    hca::check_transition(qpn_, State::Init, State::Rtr);  // the REP gives the remote QPN
+    hca::check_transition(qpn_, State::Rtr, State::Rts);   // the RTU
     state_ = State::Rts;
   }
   asio::post(socket_.get_executor(), [self = shared_from_this()] {
@@ -258,9 +271,9 @@ void Qp::close() {
 }
 
 void Qp::set_rnr_retry(uint8_t n) {
-  if (n > 7) throw sdp::VerbsError(fmt::format("modify_qp: rnr_retry {} > 7", n));
+  const hca::RnrCounter c(n);  // throws when > 7
   std::lock_guard g(m_);
-  rnr_retry_ = n;
+  rnr_ = c;
 }
 
 std::string Qp::reason() {
@@ -365,19 +378,18 @@ uint32_t Qp::dma_mr() { return hca_.dma_mr(); }
 
 void Qp::post_send(const sdp::SendWr& wr) {
   std::lock_guard g(m_);
-  // A WR posted while the QP is in ERROR completes at once with WR_FLUSH_ERR, as an HCA does
-  // (IBA 10.3.1; mlx4/mlx5 accept the post): the peer going away must not make a post fail.
-  if (state_ == State::Error && wr.num_sge <= sdp::kMaxSge) {
+  // hca::check_post_send: a WR posted while the QP is in ERROR completes at once with
+  // WR_FLUSH_ERR, as an HCA does (IBA 10.3.1; mlx4/mlx5 accept the post): the peer going away
+  // must not make a post fail.
+  const hca::SendLimits lim{caps_.max_send_wr, max_inline_data_, kMaxMessage};
+  const hca::PostCheck c = hca::check_post_send(state_, sq_outstanding_, lim, wr);
+  if (c.post == hca::Post::Refuse)
+    throw sdp::VerbsError(hca::post_error_text("post_send", qpn_, state_, c.error, &wr, &lim));
+  if (c.post == hca::Post::Flush) {
     ++sq_outstanding_;  // push_cqe counts it back
-    push_cqe({wr.wr_id, WcStatus::WrFlushErr, wc_opcode(wr.opcode), 0, qpn_});
+    push_cqe(hca::send_wc(wr, WcStatus::WrFlushErr, qpn_));
     return;
   }
-  if (state_ != State::Rts) throw sdp::VerbsError(fmt::format("post_send: QP {:#x} is not in RTS", qpn_));
-  if (sq_outstanding_ >= caps_.max_send_wr)
-    throw sdp::VerbsError(fmt::format("post_send: QP {:#x} send queue full", qpn_));
-  if (wr.num_sge > sdp::kMaxSge) throw sdp::VerbsError(fmt::format("post_send: {} SGEs", wr.num_sge));
-  if (wr.length() > kMaxMessage)
-    throw sdp::VerbsError(fmt::format("post_send: {} B message over the emulator's {} B", wr.length(), kMaxMessage));
   sq_.push_back(wr);
   ++sq_outstanding_;
   if (sq_.size() == 1)
@@ -389,24 +401,19 @@ void Qp::post_send(const sdp::SendWr& wr) {
 
 void Qp::post_recv(const sdp::RecvWr& wr) {
   std::lock_guard g(m_);
-  if (state_ == State::Error && wr.num_sge <= sdp::kMaxSge) {  // as post_send
-    push_cqe({wr.wr_id, WcStatus::WrFlushErr, WcOpcode::Recv, 0, qpn_});
+  const hca::PostCheck c = hca::check_post_recv(state_, rq_.size(), caps_.max_recv_wr, wr);
+  if (c.post == hca::Post::Refuse)
+    throw sdp::VerbsError(hca::post_error_text("post_recv", qpn_, state_, c.error, nullptr, nullptr));
+  if (c.post == hca::Post::Flush) {  // as post_send
+    push_cqe(hca::recv_error_wc(wr, WcStatus::WrFlushErr, qpn_));
     return;
   }
-  if (state_ == State::Reset) throw sdp::VerbsError(fmt::format("post_recv: QP {:#x} is in RESET", qpn_));
-  if (rq_.size() >= caps_.max_recv_wr) throw sdp::VerbsError(fmt::format("post_recv: QP {:#x} receive queue full", qpn_));
-  if (wr.num_sge > sdp::kMaxSge) throw sdp::VerbsError(fmt::format("post_recv: {} SGEs", wr.num_sge));
   rq_.push_back(wr);
 }
 
 int Qp::poll_cq(std::span<Wc> out) {
   std::lock_guard g(m_);
-  int n = 0;
-  while (n < static_cast<int>(out.size()) && !cq_.empty()) {
-    out[static_cast<size_t>(n++)] = cq_.front();
-    cq_.pop_front();
-  }
-  return n;
+  return cq_.poll(out);
 }
 
 bool Qp::req_notify_cq() {
@@ -419,19 +426,22 @@ bool Qp::req_notify_cq() {
 
 void Qp::push_cqe(const Wc& wc) {
   if (wc.opcode != WcOpcode::Recv && sq_outstanding_ > 0) --sq_outstanding_;
-  cq_.push_back(wc);
+  if (!cq_.push(wc)) {  // CQ overrun (hca/cq.h): nothing written, the QP goes to ERROR
+    to_error(fmt::format("CQ overrun ({} entries)", cq_.depth()), std::nullopt);
+    cv_.notify_all();
+    return;
+  }
   if (armed_) {  // one completion event per arming (ibv_req_notify_cq(3))
     armed_ = false;
     event_ = true;
     if (on_event_) on_event_();
   }
   cv_.notify_all();
-  if (cq_.size() > caps_.cq_entries) to_error(fmt::format("CQ overrun ({} entries)", caps_.cq_entries), std::nullopt);
 }
 
 void Qp::complete_send(const sdp::SendWr& wr, WcStatus status) {
   if (wr.signaled || status != WcStatus::Success)
-    push_cqe({wr.wr_id, status, wc_opcode(wr.opcode), 0, qpn_});
+    push_cqe(hca::send_wc(wr, status, qpn_));
   else if (sq_outstanding_ > 0)
     --sq_outstanding_;
 }
@@ -455,15 +465,17 @@ void Qp::to_error(const std::string& why, std::optional<WcStatus> first) {
     self->reorder_timer_.cancel();
     self->held_.reset();
   });
-  for (Outstanding& o : unacked_) {
-    push_cqe({o.wr.wr_id, first.value_or(WcStatus::WrFlushErr), wc_opcode(o.wr.opcode), 0, qpn_});
-    first.reset();
+  // The oldest WR on the wire completes with `first` when given; the rest flush in order (the
+  // transmitted ones, the queued ones, the receives: hca::flush_queues).
+  if (first && !unacked_.empty()) {
+    push_cqe(hca::send_wc(unacked_.front().wr, *first, qpn_));
+    unacked_.pop_front();
   }
-  unacked_.clear();
-  for (const sdp::SendWr& w : sq_) push_cqe({w.wr_id, WcStatus::WrFlushErr, wc_opcode(w.opcode), 0, qpn_});
-  sq_.clear();
-  for (const sdp::RecvWr& r : rq_) push_cqe({r.wr_id, WcStatus::WrFlushErr, WcOpcode::Recv, 0, qpn_});
-  rq_.clear();
+  std::deque<sdp::RecvWr> none;
+  hca::flush_queues(qpn_, unacked_, [](const Outstanding& o) -> const sdp::SendWr& { return o.wr; }, none,
+                    [this](const Wc& wc) { push_cqe(wc); });
+  hca::flush_queues(qpn_, sq_, [](const sdp::SendWr& w) -> const sdp::SendWr& { return w; }, rq_,
+                    [this](const Wc& wc) { push_cqe(wc); });
   cv_.notify_all();
 }
 
@@ -502,7 +514,7 @@ void Qp::pump() {
     sdp::SendWr wr = sq_.front();
     sq_.pop_front();
     Outstanding o{next_psn_, wr, nullptr, std::nullopt};
-    next_psn_ = (next_psn_ + 1) & kPsnMask;
+    next_psn_ = hca::psn_add(next_psn_, 1);
     Packet p{.dest_qpn = remote_qpn_, .psn = o.psn};
     if (wr.opcode == WrOpcode::RdmaRead) {
       p.op = Op::RdmaReadRequest;
@@ -614,14 +626,14 @@ void Qp::on_ack_timeout() {
 }
 
 void Qp::retry(const std::string& cause) {
-  if (++retry_count_ > retry_.retry_cnt) {
+  if (!retries_.retry()) {
     // The emulated responder is a process: its ACKs wait until the OS runs it. Timeouts shorter
     // than the machine's scheduling delays expire on a live peer (README, hcasim-sdp-client faults: measured).
     const bool short_timer = cause == "timeout" && retry_.timeout < model::RcRetry{}.timeout;
     fail_front(WcStatus::RetryExcErr,
                fmt::format("transport retry counter exceeded: a {} after {} retries without an ACK (retry_cnt {}, "
                            "local ACK timeout {:.1f} us){}",
-                           cause, retry_count_ - 1, retry_.retry_cnt, retry_.local_ack_timeout_ns() * 1e-3,
+                           cause, retries_.count() - 1, retry_.retry_cnt, retry_.local_ack_timeout_ns() * 1e-3,
                            short_timer ? "; the emulated peer ACKs only when the OS runs it: on a loaded machine "
                                          "use qp.timeout=14 or more"
                                        : ""));
@@ -636,7 +648,7 @@ void Qp::retry(const std::string& cause) {
 }
 
 void Qp::progress() {
-  retry_count_ = 0;
+  retries_.progress();
   naked_psn_.reset();
   restart_ack_timer();
 }
@@ -739,34 +751,33 @@ void Qp::on_packet(const Packet& p) {
 
 void Qp::as_responder(const Packet& p) {
   if (state_ != State::Rts && state_ != State::Rtr) return;  // ERROR: silently dropped
-  if (p.psn != epsn_) {
-    if (psn_before(p.psn, epsn_)) {
+  const hca::RcResponder::Verdict v = responder_.on_request(p.psn);
+  if (v != hca::RcResponder::Verdict::Execute) {
+    if (v == hca::RcResponder::Verdict::Duplicate) {
       // A duplicate (its ACK was lost, or go-back-N resent it, or the wire doubled it): a SEND
       // or RDMA WRITE is acknowledged again and not executed again; an RDMA READ is executed
       // again, reads being idempotent (IBA 9.7.5.1.2).
       if (p.op != Op::RdmaReadRequest) {
-        ack((epsn_ - 1) & kPsnMask, aeth::kAck);
+        ack(responder_.last_executed(), aeth::kAck);
       } else if (hca_.mr_allows(p.rkey, p.va, p.dma_len, sdp::kRemoteRead)) {
         Packet r{.op = Op::RdmaReadResponseOnly, .dest_qpn = remote_qpn_, .psn = p.psn, .syndrome = aeth::kAck, .msn = p.psn};
         const auto* src = reinterpret_cast<const uint8_t*>(p.va);
         r.payload.assign(src, src + p.dma_len);
         transmit(frame(r));
       }
-    } else if (!nak_sent_) {
+    } else if (v == hca::RcResponder::Verdict::NakSequence) {
       // A PSN beyond the expected one: a packet went missing. One NAK (PSN sequence error,
       // carrying the expected PSN), then everything is dropped until that PSN comes again
-      // (IBA 9.7.5.1.1). After an RNR NAK (nak_sent_ too) the requester goes back by itself.
-      ack(epsn_, aeth::kNakPsnSeq);
-      nak_sent_ = true;
+      // (IBA 9.7.5.1.1). After an RNR NAK the requester goes back by itself.
+      ack(responder_.epsn(), aeth::kNakPsnSeq);
     }
     return;
   }
-  nak_sent_ = false;
   switch (p.op) {
     case Op::SendOnly: {
-      if (rq_.empty()) {  // receiver not ready: RNR NAK, the requester retries later
-        ack(p.psn, aeth::kRnrNak | 0x01);
-        nak_sent_ = true;
+      if (rq_.empty()) {  // receiver not ready: RNR NAK with our RNR timer, the requester retries then
+        ack(p.psn, static_cast<uint8_t>(aeth::kRnrNak | min_rnr_timer_));
+        responder_.rnr_naked();
         return;
       }
       const sdp::RecvWr r = rq_.front();
@@ -807,13 +818,13 @@ void Qp::as_responder(const Packet& p) {
       const auto* src = reinterpret_cast<const uint8_t*>(p.va);
       r.payload.assign(src, src + p.dma_len);
       transmit(frame(r));
-      epsn_ = (epsn_ + 1) & kPsnMask;
+      responder_.executed();
       return;
     }
     default:
       return;
   }
-  epsn_ = (epsn_ + 1) & kPsnMask;
+  responder_.executed();
   ack(p.psn, aeth::kAck);
 }
 
@@ -827,7 +838,7 @@ void Qp::retire_acked(uint32_t psn) {
     const sdp::SendWr wr = o.wr;
     unacked_.pop_front();
     complete_send(wr, WcStatus::Success);
-    rnr_count_ = 0;
+    rnr_.progress();
     retired = true;
   }
   if (unacked_.empty()) acked_psn_.reset();
@@ -852,7 +863,7 @@ void Qp::as_requester(const Packet& p) {
   if (p.op == Op::RdmaReadResponseOnly) {
     // A READ response acknowledges every request before it (IBA 9.7.5.1.1); one for a later
     // READ than the oldest outstanding (whose response was lost) is dropped, the timer resends.
-    retire_acked((p.psn - 1) & kPsnMask);
+    retire_acked(hca::psn_prev(p.psn));
     if (unacked_.empty() || unacked_.front().psn != p.psn) return;
     Outstanding& o = unacked_.front();
     if (o.wr.opcode != WrOpcode::RdmaRead || p.payload.size() != o.wr.length()) {
@@ -871,38 +882,39 @@ void Qp::as_requester(const Packet& p) {
     retire_acked(acked_psn_ && psn_before(p.psn, *acked_psn_) ? *acked_psn_ : p.psn);
     return;
   }
-  const uint8_t kind = p.syndrome & 0x60;
-  if (kind == 0x00) {
+  const hca::AckKind kind = hca::ack_kind(p.syndrome);
+  if (kind == hca::AckKind::Ack) {
     if (!acked_psn_ || psn_before(*acked_psn_, p.psn)) acked_psn_ = p.psn;
     retire_acked(p.psn);
-  } else if (kind == 0x20) {  // RNR NAK: everything before it is done; retry it later
-    retire_acked((p.psn - 1) & kPsnMask);
+  } else if (kind == hca::AckKind::RnrNak) {  // RNR NAK: everything before it is done; retry it later
+    retire_acked(hca::psn_prev(p.psn));
     if (unacked_.empty() || unacked_.front().psn != p.psn || rnr_waiting_) return;  // stale, or a duplicate
     ++stats_.rnr_naks;
     stop_ack_timer();  // the RNR timer runs instead
-    if (rnr_retry_ != 7 && rnr_count_ >= rnr_retry_) {
-      fail_front(WcStatus::RnrRetryExcErr, fmt::format("receiver not ready after {} retries", rnr_count_));
+    if (!rnr_.retry()) {
+      fail_front(WcStatus::RnrRetryExcErr, fmt::format("receiver not ready after {} retries", rnr_.count()));
       return;
     }
-    ++rnr_count_;
     rnr_waiting_ = true;
-    rnr_timer_.expires_after(kRnrDelay);
+    // The responder's RNR timer, from the NAK's code (IBA table 45).
+    rnr_timer_.expires_after(
+        std::chrono::nanoseconds(static_cast<int64_t>(hca::rnr_timer_ns(hca::rnr_code(p.syndrome)))));
     rnr_timer_.async_wait([self = shared_from_this(), psn = p.psn](boost::system::error_code ec) {
       if (ec) return;
       std::lock_guard g(self->m_);
       self->rnr_waiting_ = false;
       if (self->state_ == State::Rts && !self->closed_) self->retransmit_from(psn);
     });
-  } else if (p.syndrome == aeth::kNakPsnSeq) {
-    retire_acked((p.psn - 1) & kPsnMask);
+  } else if (kind == hca::AckKind::NakPsnSeq) {
+    retire_acked(hca::psn_prev(p.psn));
     // The responder NAKs a sequence error once; the same NAK again is a duplicate frame.
     if (unacked_.empty() || unacked_.front().psn != p.psn || naked_psn_ == p.psn || rnr_waiting_) return;
     naked_psn_ = p.psn;
     retry("NAK (PSN sequence error)");
   } else {
-    retire_acked((p.psn - 1) & kPsnMask);
+    retire_acked(hca::psn_prev(p.psn));
     if (unacked_.empty() || unacked_.front().psn != p.psn) return;
-    const WcStatus s = p.syndrome == aeth::kNakRemAccess ? WcStatus::RemAccessErr : WcStatus::RemInvReqErr;
+    const WcStatus s = hca::nak_status(kind);
     fail_front(s, fmt::format("the responder answered NAK ({})", sdp::wc_status_str(s)));
   }
 }

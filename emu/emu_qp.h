@@ -25,6 +25,10 @@
 #include <boost/asio.hpp>
 
 #include "emu/wire.h"
+#include "hca/cq.h"
+#include "hca/mr.h"
+#include "hca/qp.h"
+#include "hca/rc.h"
 #include "model/fault.h"
 #include "rt/device.h"
 #include "sdp/process_memory.h"
@@ -49,7 +53,8 @@ void write_frame(boost::asio::ip::tcp::socket& s, const Packet& p, const std::st
 class Qp;
 
 /// The adapter: the I/O thread every QP's socket runs on, the MR table of its one PD (lkey =
-/// rkey) and the QP numbers. Destroying it closes every QP still open and joins the thread.
+/// rkey; hca::MrTable, under a lock) and the QP numbers. Destroying it closes every QP still
+/// open and joins the thread.
 class Hca {
  public:
   /// `memory`: the arena rt::Device's MRs must lie in and dma_mr() covers; nullptr (the verbs
@@ -63,7 +68,8 @@ class Hca {
   Hca& operator=(const Hca&) = delete;
 
   /// Registers [addr, addr+len) with `access` (sdp::Access bits) and returns its key (ibv_reg_mr(3)).
-  /// Throws sdp::VerbsError when the range is outside the arena (when there is one).
+  /// Throws sdp::VerbsError when the range is outside the arena (when there is one) or wraps
+  /// past 2^64.
   uint32_t reg_mr(sdp::Addr addr, uint64_t len, unsigned access);
   /// Deregisters `key` (ibv_dereg_mr(3)); false when no MR has it.
   bool dereg_mr(uint32_t key);
@@ -77,12 +83,6 @@ class Hca {
   boost::asio::io_context& io() { return io_; }
 
  private:
-  struct Mr {
-    sdp::Addr addr;
-    uint64_t len;
-    unsigned access;
-    bool all_memory;
-  };
   const sdp::ProcessMemory* memory_;
   model::FaultConfig faults_;
   model::RcRetry retry_;
@@ -90,8 +90,8 @@ class Hca {
   boost::asio::executor_work_guard<boost::asio::io_context::executor_type> guard_;
   std::thread thread_;
   std::mutex mr_lock_, qps_lock_;
-  std::map<uint32_t, Mr> mrs_;
-  uint32_t next_key_ = 0x100;
+  hca::MrTable mrs_;  // under mr_lock_
+  uint32_t pd_ = 0;   // the one PD
   uint32_t next_qpn_ = 0x48;  // under qps_lock_
   std::vector<std::weak_ptr<Qp>> qps_;
 };
@@ -100,8 +100,9 @@ class Hca {
 /// the QP state machine of ibv_modify_qp(3), driven by the CM as librdmacm does).
 class Qp final : public sdp::Verbs, public std::enable_shared_from_this<Qp> {
  public:
-  /// The QP states the emulation goes through (ibv_qp_state; SQD and SQE are not emulated).
-  enum class State { Reset, Init, Rtr, Rts, Error };
+  /// The QP states the emulation goes through (ibv_qp_state; SQD and SQE are not emulated):
+  /// the core's, with its transitions (hca::transition_allowed).
+  using State = hca::QpState;
 
   /// Called (with the QP's lock held, on any thread) when a completion arrives on an armed CQ:
   /// a completion event (ibv_get_cq_event(3)). Must not call back into the QP.
@@ -132,6 +133,20 @@ class Qp final : public sdp::Verbs, public std::enable_shared_from_this<Qp> {
   boost::asio::ip::tcp::socket& socket() { return socket_; }
   /// RESET -> INIT (receives may be posted).
   void to_init();
+  /// ibv_modify_qp(3) without the CM: to RESET (the queues and the CQ empty), INIT or ERROR
+  /// (as to_error_state). RTR and RTS come with the CM exchange (to_rts). Throws
+  /// sdp::VerbsError for a transition hca::transition_allowed refuses, and for RTR / RTS.
+  /// For a QP that has not been given a stream (tests, the verbs shim before rdma_connect).
+  void modify(State next);
+  /// The largest inline payload a post may carry, bytes (ibv_qp_init_attr.cap.max_inline_data;
+  /// default kMaxInlineData).
+  void set_max_inline_data(uint32_t bytes);
+  /// mlx4's max_inline_data as perftest uses it (912 B, MAX_INLINE; the platforms'
+  /// hca.max_inline_data).
+  static constexpr uint32_t kMaxInlineData = 912;
+  /// The min_rnr_timer code (IBA table 45) this QP's RNR NAKs carry as responder; default
+  /// hca::kDefaultMinRnrTimer (0.64 ms). Throws sdp::VerbsError when > 31.
+  void set_min_rnr_timer(uint8_t code);
   /// INIT -> RTR -> RTS with the peer's QPN, and the I/O starts (read loop on the I/O thread).
   /// Does nothing when the QP is in ERROR already.
   void to_rts(uint32_t remote_qpn);
@@ -153,7 +168,7 @@ class Qp final : public sdp::Verbs, public std::enable_shared_from_this<Qp> {
   void disconnect();
   /// The owner is done: the socket closes (on the I/O thread) and waiters return.
   void close();
-  /// ibv_modify_qp's rnr_retry (0-7, 7 = for ever). Throws sdp::VerbsError when > 7.
+  /// ibv_modify_qp's rnr_retry (0-7, 7 = for ever; hca::RnrCounter). Throws sdp::VerbsError when > 7.
   void set_rnr_retry(uint8_t n);
   /// Why the QP went to ERROR ("" while it has not).
   std::string reason();
@@ -230,10 +245,12 @@ class Qp final : public sdp::Verbs, public std::enable_shared_from_this<Qp> {
   std::deque<Outstanding> unacked_;     // transmitted, not yet completed
   uint32_t sq_outstanding_ = 0;         // posted, not yet completed
   uint32_t next_psn_ = 0;
-  uint8_t rnr_retry_ = 7, rnr_count_ = 0;
+  hca::RnrCounter rnr_;                 // qp.rnr_retry
   bool rnr_waiting_ = false;
   model::RcRetry retry_;
-  uint8_t retry_count_ = 0;             // consecutive retries without progress
+  hca::RetryCounter retries_;           // qp.retry_cnt: consecutive retries without progress
+  uint32_t max_inline_data_ = kMaxInlineData;
+  uint8_t min_rnr_timer_ = hca::kDefaultMinRnrTimer;
   bool ack_timer_running_ = false;
   uint64_t ack_timer_gen_ = 0;          // the timer's current arming; older handlers do nothing
   std::optional<uint32_t> naked_psn_;   // the NAK PSN sequence error being recovered
@@ -246,10 +263,9 @@ class Qp final : public sdp::Verbs, public std::enable_shared_from_this<Qp> {
   Frame held_;                          // a frame reordered behind the next one
   // responder
   std::deque<sdp::RecvWr> rq_;
-  uint32_t epsn_ = 0;                   // expected PSN
-  bool nak_sent_ = false;               // discarding until epsn_ comes again
+  hca::RcResponder responder_;          // expected PSN, one NAK per gap
   // CQ
-  std::deque<sdp::Wc> cq_;
+  hca::Cq cq_;
   bool armed_ = false, event_ = false;
   // wire
   std::deque<Frame> wq_;

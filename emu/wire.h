@@ -31,6 +31,8 @@
 #include <string>
 #include <vector>
 
+#include "hca/rc.h"
+
 namespace hcasim::emu {
 
 /// A frame that cannot be decoded: the message names the field and the values.
@@ -54,15 +56,8 @@ enum class Op : uint8_t {
 };
 const char* op_name(Op op);
 
-/// AETH syndrome (IBA 9.3.5): bits 6-5 say ACK (00), RNR NAK (01) or NAK (11).
-namespace aeth {
-inline constexpr uint8_t kAck = 0x1F;           ///< ACK with "invalid credit count" (credits unused)
-inline constexpr uint8_t kRnrNak = 0x20;        ///< | the RNR timer code, 5 bits
-inline constexpr uint8_t kNakPsnSeq = 0x60;     ///< NAK: PSN sequence error
-inline constexpr uint8_t kNakInvReq = 0x61;     ///< NAK: invalid request
-inline constexpr uint8_t kNakRemAccess = 0x62;  ///< NAK: remote access error
-inline constexpr uint8_t kNakRemOp = 0x63;      ///< NAK: remote operational error
-}  // namespace aeth
+/// AETH syndromes (IBA 9.3.5, 9.7.5.2.1): the HCA core's (hca/rc.h).
+namespace aeth = hca::aeth;
 
 /// Private data limits of the IB CM messages (IBA 12.6: REQ 92 B, REP 196 B, REJ 148 B).
 inline constexpr size_t kReqPrivateData = 92;

@@ -28,35 +28,19 @@ EmulatedHca::EmulatedHca(SimHost& host, const model::HcaTiming& timing, const mo
 
 EmulatedHca::~EmulatedHca() = default;
 
-uint32_t EmulatedHca::alloc_pd() { return next_pd_++; }
+uint32_t EmulatedHca::alloc_pd() { return mrs_.alloc_pd(); }
 
 uint32_t EmulatedHca::reg_mr(uint32_t pd, sdp::Addr addr, uint64_t len, unsigned access) {
-  if (pd == 0 || pd >= next_pd_) throw sdp::VerbsError(fmt::format("reg_mr: no PD {}", pd));
+  if (!mrs_.has_pd(pd)) throw sdp::VerbsError(fmt::format("reg_mr: no PD {}", pd));
   if (!host_.memory().contains(addr, len))
     throw sdp::VerbsError(fmt::format("reg_mr: [{:#x}, +{}) is not allocated memory", addr, len));
-  const uint32_t key = next_key_++;
-  mrs_[key] = {pd, addr, len, access, false};
-  return key;
+  return mrs_.reg(pd, addr, len, access);
 }
 
-uint32_t EmulatedHca::dma_mr(uint32_t pd) {
-  if (pd == 0 || pd >= next_pd_) throw sdp::VerbsError(fmt::format("dma_mr: no PD {}", pd));
-  const uint32_t key = next_key_++;
-  mrs_[key] = {pd, 0, 0, sdp::kLocalWrite, true};
-  return key;
-}
-
-bool EmulatedHca::mr_allows(uint32_t key, uint32_t pd, sdp::Addr addr, uint64_t len, unsigned need) const {
-  auto it = mrs_.find(key);
-  if (it == mrs_.end() || it->second.pd != pd) return false;
-  const Mr& m = it->second;
-  if ((m.access & need) != need) return false;
-  if (m.all_memory) return host_.memory().contains(addr, len);
-  return addr >= m.addr && addr + len <= m.addr + m.len;
-}
+uint32_t EmulatedHca::dma_mr(uint32_t pd) { return mrs_.reg_all_memory(pd, sdp::kLocalWrite); }
 
 SimQp& EmulatedHca::create_qp(uint32_t pd, uint32_t max_send_wr, uint32_t max_recv_wr, uint32_t cq_entries) {
-  if (pd == 0 || pd >= next_pd_) throw sdp::VerbsError(fmt::format("create_qp: no PD {}", pd));
+  if (!mrs_.has_pd(pd)) throw sdp::VerbsError(fmt::format("create_qp: no PD {}", pd));
   qps_.push_back(std::make_unique<SimQp>(*this, pd, next_qpn_++, max_send_wr, max_recv_wr, cq_entries));
   return *qps_.back();
 }
@@ -145,17 +129,14 @@ SimQp::SimQp(EmulatedHca& hca, uint32_t pd, uint32_t qpn, uint32_t max_send_wr, 
       qpn_(qpn),
       max_send_wr_(max_send_wr),
       max_recv_wr_(max_recv_wr),
-      cq_entries_(cq_entries),
+      cq_(cq_entries),
       moderator_(hca.irq_.moderation_count, hca.irq_.moderation_period_ns),
       rnr_retry_(hca.retry_.rnr_retry) {}
 
 void SimQp::modify(State next) {
-  const bool ok = next == State::Error || next == State::Reset || (state_ == State::Reset && next == State::Init) ||
-                  (state_ == State::Init && next == State::Rtr && peer_ != nullptr) ||
-                  (state_ == State::Rtr && next == State::Rts);
-  if (!ok)
-    throw sdp::VerbsError(fmt::format("modify_qp: QP {:#x} cannot go from state {} to {}", qpn_,
-                                      static_cast<int>(state_), static_cast<int>(next)));
+  hca::check_transition(qpn_, state_, next);
+  if (next == State::Rtr && peer_ == nullptr)  // RTR needs the remote QP (the CM's REP)
+    throw sdp::VerbsError(fmt::format("modify_qp: QP {:#x} to RTR without a remote QP", qpn_));
   if (next == State::Error) {
     to_error();
     return;
@@ -186,7 +167,7 @@ void SimQp::set_handlers(std::function<void()> on_cqe, std::function<void()> on_
 }
 
 void SimQp::set_rnr(uint8_t rnr_retry, double min_rnr_timer_ns) {
-  if (rnr_retry > kRnrRetryForever) throw sdp::VerbsError(fmt::format("modify_qp: rnr_retry {} > 7", rnr_retry));
+  (void)hca::RnrCounter(rnr_retry);  // throws VerbsError when > 7
   rnr_retry_ = rnr_retry;
   min_rnr_timer_ns_ = min_rnr_timer_ns;
 }
@@ -212,14 +193,12 @@ uint32_t SimQp::dma_mr() { return hca_.dma_mr(pd_); }
 
 void SimQp::post_send(const sdp::SendWr& wr) {
   hca_.host().flush();  // the WQE is posted when the CPU gets here
-  if (state_ != State::Rts) throw sdp::VerbsError(fmt::format("post_send: QP {:#x} is not in RTS", qpn_));
-  if (sq_outstanding_ >= max_send_wr_) throw sdp::VerbsError(fmt::format("post_send: QP {:#x} send queue full", qpn_));
-  if (wr.num_sge > sdp::kMaxSge) throw sdp::VerbsError(fmt::format("post_send: {} SGEs", wr.num_sge));
-  if (wr.inline_data && wr.opcode == WrOpcode::RdmaRead)
-    throw sdp::VerbsError(fmt::format("post_send: QP {:#x}: an RDMA READ cannot be inline", qpn_));
-  if (wr.inline_data && wr.length() > hca_.max_inline_data())  // libmlx4: ENOMEM
-    throw sdp::VerbsError(fmt::format("post_send: QP {:#x}: {} B inline exceeds max_inline_data {} B", qpn_,
-                                      wr.length(), hca_.max_inline_data()));
+  const hca::SendLimits lim{max_send_wr_, hca_.max_inline_data(), UINT64_MAX};
+  const hca::PostCheck c = hca::check_post_send(state_, sq_outstanding_, lim, wr);
+  if (c.post != hca::Post::Accept) [[unlikely]] {
+    refuse_or_flush(c, wr, lim);
+    return;
+  }
   // The WQE is in the send queue; the MMIO that hands it to the HCA costs the CPU its stores
   // (charged now, slept off at the caller's next visible step) and reaches the HCA later.
   const model::PostTiming& t = post_timing_of(wqe_shape(wr));
@@ -232,21 +211,17 @@ void SimQp::post_send(const sdp::SendWr& wr) {
 
 void SimQp::post_recv(const sdp::RecvWr& wr) {
   hca_.host().flush();
-  if (state_ == State::Reset || state_ == State::Error)
-    throw sdp::VerbsError(fmt::format("post_recv: QP {:#x} is in RESET or ERROR", qpn_));
-  if (rq_.size() >= max_recv_wr_) throw sdp::VerbsError(fmt::format("post_recv: QP {:#x} receive queue full", qpn_));
-  if (wr.num_sge > sdp::kMaxSge) throw sdp::VerbsError(fmt::format("post_recv: {} SGEs", wr.num_sge));
+  const hca::PostCheck c = hca::check_post_recv(state_, rq_.size(), max_recv_wr_, wr);
+  if (c.post != hca::Post::Accept) [[unlikely]] {
+    refuse_or_flush(c, wr);
+    return;
+  }
   rq_.push_back(wr);
 }
 
 int SimQp::poll_cq(std::span<Wc> out) {
   hca_.host().flush();
-  int n = 0;
-  while (n < static_cast<int>(out.size()) && !cq_.empty()) {
-    out[static_cast<size_t>(n++)] = cq_.front();
-    cq_.pop_front();
-  }
-  return n;
+  return cq_.poll(out);
 }
 
 bool SimQp::req_notify_cq() {
@@ -259,11 +234,10 @@ bool SimQp::req_notify_cq() {
 
 void SimQp::push_cqe(const Wc& wc) {
   if (wc.opcode != WcOpcode::Recv) --sq_outstanding_;
-  if (cq_.size() >= cq_entries_) {  // CQ overrun: the QP goes to the error state (IBA 11.4.2.1)
+  if (!cq_.push(wc)) [[unlikely]] {  // CQ overrun (hca/cq.h): nothing written, the QP goes to ERROR
     to_error();
     return;
   }
-  cq_.push_back(wc);
   if (on_cqe_) on_cqe_();
   if (armed_) moderate_event();
 }
@@ -302,7 +276,7 @@ void SimQp::fail_wr(const Wc& wc, double at_ns) {
 bool SimQp::recovered(Recovery r, const Wc& swc) {
   switch (r) {
     case Recovery::Delivered: return true;
-    case Recovery::Flushed: fail_now(swc, WcStatus::WrFlushErr); return false;
+    case Recovery::Flushed: return false;  // to_error flushed it (executing_)
     case Recovery::RetryExceeded: fail_now(swc, WcStatus::RetryExcErr); return false;
   }
   return false;
@@ -311,6 +285,7 @@ bool SimQp::recovered(Recovery r, const Wc& swc) {
 void SimQp::fail_now(Wc wc, WcStatus status) {
   // At once, not through the timer: the send engine must not start the next WR first.
   wc.status = status;
+  executing_ = nullptr;  // completed here, not by the flush
   const bool was_error = state_ == State::Error;
   push_cqe(wc);
   if (!was_error) to_error();
@@ -319,16 +294,34 @@ void SimQp::fail_now(Wc wc, WcStatus status) {
 void SimQp::to_error() {
   if (state_ == State::Error) return;
   state_ = State::Error;
-  while (!sq_.empty()) {  // flush outstanding work with WR_FLUSH_ERR (IBA 10.3.1)
-    cq_.push_back({sq_.front().wr.wr_id, WcStatus::WrFlushErr, WcOpcode::Send, 0, qpn_});
-    sq_.pop_front();
+  // Outstanding work completes with WR_FLUSH_ERR (hca::flush_queues), as far as the CQ holds it:
+  // the WQE in execution first, then the send queue, then the receive queue.
+  if (executing_ != nullptr) {
+    cq_.push(hca::send_wc(executing_->wr, WcStatus::WrFlushErr, qpn_));
+    executing_ = nullptr;
   }
-  while (!rq_.empty()) {
-    cq_.push_back({rq_.front().wr_id, WcStatus::WrFlushErr, WcOpcode::Recv, 0, qpn_});
-    rq_.pop_front();
-  }
+  hca::flush_queues(qpn_, sq_, [](const Posted& p) -> const sdp::SendWr& { return p.wr; }, rq_,
+                    [this](const Wc& wc) { cq_.push(wc); });
   if (on_cqe_) on_cqe_();
   if (armed_) fire_event(0);
+}
+
+void SimQp::refuse_or_flush(const hca::PostCheck& c, const sdp::SendWr& wr, const hca::SendLimits& lim) {
+  if (c.post == hca::Post::Refuse)
+    throw sdp::VerbsError(hca::post_error_text("post_send", qpn_, state_, c.error, &wr, &lim));
+  flush_posted(hca::send_wc(wr, WcStatus::WrFlushErr, qpn_));
+}
+
+void SimQp::refuse_or_flush(const hca::PostCheck& c, const sdp::RecvWr& wr) {
+  if (c.post == hca::Post::Refuse)
+    throw sdp::VerbsError(hca::post_error_text("post_recv", qpn_, state_, c.error, nullptr, nullptr));
+  flush_posted(hca::recv_error_wc(wr, WcStatus::WrFlushErr, qpn_));
+}
+
+void SimQp::flush_posted(const Wc& wc) {
+  if (!cq_.push(wc)) return;  // an overrun CQ takes nothing more
+  if (on_cqe_) on_cqe_();
+  if (armed_) moderate_event();
 }
 
 // ---- SimQp: the send engine ------------------------------------------------------------------
@@ -342,6 +335,7 @@ bool SimQp::gather_ok(const sdp::SendWr& wr) const {
 void SimQp::execute_one(bool after_idle) {
   Posted p = sq_.front();
   sq_.pop_front();
+  executing_ = &p;
   const sdp::SendWr& wr = p.wr;
   // A BlueFlame WQE is usable when its stores have arrived. After a doorbell on an idle queue
   // the HCA waits for the doorbell, then fetches the WQE; a busy queue prefetches WQEs while
@@ -350,12 +344,14 @@ void SimQp::execute_one(bool after_idle) {
     sleep_until_s(to_s(p.wqe_at_hca_ns));
     p.waited = true;
   }
-  if (state_ != State::Rts) return;  // flushed meanwhile
-  switch (wr.opcode) {
-    case WrOpcode::Send: execute_send(p); break;
-    case WrOpcode::RdmaWrite: execute_rdma_write(p); break;
-    case WrOpcode::RdmaRead: execute_rdma_read(wr); break;
+  if (state_ == State::Rts) {  // else flushed meanwhile (to_error completed it)
+    switch (wr.opcode) {
+      case WrOpcode::Send: execute_send(p); break;
+      case WrOpcode::RdmaWrite: execute_rdma_write(p); break;
+      case WrOpcode::RdmaRead: execute_rdma_read(wr); break;
+    }
   }
+  executing_ = nullptr;  // its completion is written or scheduled
 }
 
 namespace {
@@ -432,7 +428,7 @@ void SimQp::execute_send(const Posted& p) {
   Wc swc{wr.wr_id, WcStatus::Success, WcOpcode::Send, 0, qpn_};
   if (!gather_and_transfer(p, swc)) return;
   const uint64_t bytes = wr.length();
-  uint32_t retries = 0;  // NAKs and ACK timeouts of this WR (retry_cnt)
+  hca::RetryCounter retries(hca_.retry_.retry_cnt);  // NAKs and ACK timeouts of this WR (retry_cnt)
   if (!recovered(recover_data(bytes, false, retries), swc)) return;
 
   // The last byte left the bottleneck (or, after RNR NAKs, the retry that found a receive
@@ -446,8 +442,8 @@ void SimQp::execute_send(const Posted& p) {
   }
   // Receiver not ready: the responder answers RNR NAK and the requester retries after the
   // responder's min_rnr_timer, rnr_retry times (7 = for ever; IBA 9.7.5.2.8, 10.2.4.3).
-  for (uint8_t rnr_tries = 0; peer->rq_.empty(); ++rnr_tries) {
-    if (rnr_retry_ != kRnrRetryForever && rnr_tries >= rnr_retry_) {
+  for (hca::RnrCounter rnr(rnr_retry_); peer->rq_.empty();) {
+    if (!rnr.retry()) {
       swc.status = WcStatus::RnrRetryExcErr;
       fail_wr(swc, send_done());
       return;
@@ -492,7 +488,7 @@ void SimQp::execute_rdma_write(const Posted& p) {
   Wc swc{wr.wr_id, WcStatus::Success, WcOpcode::RdmaWrite, 0, qpn_};
   if (!gather_and_transfer(p, swc)) return;
   const uint64_t bytes = wr.length();
-  uint32_t retries = 0;
+  hca::RetryCounter retries(hca_.retry_.retry_cnt);
   if (!recovered(recover_data(bytes, false, retries), swc)) return;
   const double now = now_ns();
   const double landed = now + model::receive_completion_latency_ns(t, peer->hca_.timing(), wr.inline_data, bytes);
@@ -527,7 +523,7 @@ void SimQp::execute_rdma_read(const sdp::SendWr& wr) {
       return;
     }
   const uint64_t bytes = wr.length();
-  uint32_t retries = 0;
+  hca::RetryCounter retries(hca_.retry_.retry_cnt);
   if (!recovered(recover_read_request(retries), swc)) return;
   // The read request travels to the responder, which starts its DMA read of the data.
   sleep_for_ns(t.tx_processing_ns + t.propagation_ns + pt.rx_processing_ns);
@@ -586,7 +582,7 @@ namespace {
 bool dropped(model::Fate f) { return f == model::Fate::Lose || f == model::Fate::Corrupt; }
 }  // namespace
 
-SimQp::Recovery SimQp::recover_data(uint64_t bytes, bool read_response, uint32_t& retries) {
+SimQp::Recovery SimQp::recover_data(uint64_t bytes, bool read_response, hca::RetryCounter& retries) {
   if (!hca_.faults_.any()) return Recovery::Delivered;
   const uint32_t mtu = hca_.ib_.mtu;
   const uint32_t n = model::ib::packets_for(bytes, mtu);
@@ -638,7 +634,7 @@ SimQp::Recovery SimQp::recover_data(uint64_t bytes, bool read_response, uint32_t
       ++hca_.fault_stats_.timeouts;
     }
     if (state_ != State::Rts) return Recovery::Flushed;
-    if (++retries > hca_.retry_.retry_cnt) return Recovery::RetryExceeded;
+    if (!retries.retry()) return Recovery::RetryExceeded;
     // Go-back-N: packets first..n-1 again, through the same route.
     st.retransmitted += n - first;
     wire(src, bytes - std::min<uint64_t>(bytes, static_cast<uint64_t>(first) * mtu));
@@ -646,7 +642,7 @@ SimQp::Recovery SimQp::recover_data(uint64_t bytes, bool read_response, uint32_t
   }
 }
 
-SimQp::Recovery SimQp::recover_ack(uint64_t bytes, uint32_t& retries) {
+SimQp::Recovery SimQp::recover_ack(uint64_t bytes, hca::RetryCounter& retries) {
   if (!hca_.faults_.any()) return Recovery::Delivered;
   const uint32_t n = model::ib::packets_for(bytes, hca_.ib_.mtu);
   for (;;) {
@@ -657,7 +653,7 @@ SimQp::Recovery SimQp::recover_ack(uint64_t bytes, uint32_t& retries) {
     if (wait_next_wr(hca_.retry_.local_ack_timeout_ns())) return Recovery::Delivered;
     if (state_ != State::Rts) return Recovery::Flushed;
     ++hca_.fault_stats_.timeouts;
-    if (++retries > hca_.retry_.retry_cnt) return Recovery::RetryExceeded;
+    if (!retries.retry()) return Recovery::RetryExceeded;
     // The whole message again; the responder has it, discards the duplicates and re-ACKs.
     hca_.fault_stats_.retransmitted += n;
     for (uint32_t k = 0; k < n; ++k) draw_fate(*this, false);
@@ -665,7 +661,7 @@ SimQp::Recovery SimQp::recover_ack(uint64_t bytes, uint32_t& retries) {
   }
 }
 
-SimQp::Recovery SimQp::recover_read_request(uint32_t& retries) {
+SimQp::Recovery SimQp::recover_read_request(hca::RetryCounter& retries) {
   if (!hca_.faults_.any()) return Recovery::Delivered;
   const model::HcaTiming& t = hca_.timing();
   const model::HcaTiming& pt = peer_->hca_.timing();
@@ -680,7 +676,7 @@ SimQp::Recovery SimQp::recover_read_request(uint32_t& retries) {
       ++hca_.fault_stats_.timeouts;
     }
     if (state_ != State::Rts) return Recovery::Flushed;
-    if (++retries > hca_.retry_.retry_cnt) return Recovery::RetryExceeded;
+    if (!retries.retry()) return Recovery::RetryExceeded;
     ++hca_.fault_stats_.retransmitted;
   }
 }

@@ -12,7 +12,6 @@
 /// the next message's data as they do in a pipelined HCA.
 #include <cstdint>
 #include <functional>
-#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -23,6 +22,10 @@
 #include "model/fault.h"
 #include "model/hca.h"
 #include "model/interrupt.h"
+#include "hca/cq.h"
+#include "hca/mr.h"
+#include "hca/qp.h"
+#include "hca/rc.h"
 #include "sdp/fifo.h"
 #include "sdp/verbs.h"
 #include "sim/kernel.h"
@@ -31,7 +34,9 @@ namespace hcasim::sim {
 
 class SimQp;
 
-/// One host's HCA: owns the PDs, MRs and QPs, the send engine and interrupt contexts.
+/// One host's HCA: owns the PDs, MRs (hca::MrTable) and QPs, the send engine and interrupt
+/// contexts. What is not time (keys, bounds, states, post checks, CQ depth, flush, retry
+/// counting) is the HCA core's (hca/); this adds the timing and SimGrid's transfers.
 class EmulatedHca {
  public:
   /// `irq` says which core takes the interrupt of every CQ (its affinity), MSI-X or INTx, and
@@ -47,7 +52,8 @@ class EmulatedHca {
   /// ibv_alloc_pd: a new protection domain's handle.
   uint32_t alloc_pd();
   /// ibv_reg_mr in `pd`: [addr, addr+len) with the given access (sdp::Access). Returns the key
-  /// (lkey = rkey, as mlx4). Throws VerbsError for an unknown PD or unallocated memory.
+  /// (lkey = rkey, as mlx4). Throws VerbsError for an unknown PD, unallocated memory or a
+  /// range wrapping past 2^64 (hca::MrTable::reg).
   uint32_t reg_mr(uint32_t pd, sdp::Addr addr, uint64_t len, unsigned access);
   /// A key covering all host memory for local access (ib_get_dma_mr) in `pd`.
   uint32_t dma_mr(uint32_t pd);
@@ -89,16 +95,12 @@ class EmulatedHca {
 
  private:
   friend class SimQp;
-  struct Mr {
-    uint32_t pd;
-    sdp::Addr addr;
-    uint64_t len;
-    unsigned access;
-    bool all_memory;
-  };
   /// True when key names an MR of `pd` covering [addr, addr+len) with every access bit of
-  /// `need` (local read needs none).
-  bool mr_allows(uint32_t key, uint32_t pd, sdp::Addr addr, uint64_t len, unsigned need) const;
+  /// `need` (local read needs none): hca::MrTable::allows, an all-memory MR asking the host's
+  /// memory.
+  bool mr_allows(uint32_t key, uint32_t pd, sdp::Addr addr, uint64_t len, unsigned need) const {
+    return mrs_.allows(key, pd, addr, len, need, [this](sdp::Addr a, uint64_t n) { return host_.memory().contains(a, n); });
+  }
   void ring_doorbell();
   void raise_interrupt(SimQp* qp);
   void send_engine();
@@ -115,8 +117,8 @@ class EmulatedHca {
   Timer& timer_;
   Failure& failure_;
   model::IrqConfig irq_;
-  uint32_t next_pd_ = 1, next_key_ = 0x100, next_qpn_ = 0x48;
-  std::map<uint32_t, Mr> mrs_;
+  uint32_t next_qpn_ = 0x48;
+  hca::MrTable mrs_;
   std::vector<std::unique_ptr<SimQp>> qps_;
   SimWaitQueue engine_wq_, irq_wq_;
   sdp::Fifo<SimQp*> pending_irqs_;
@@ -130,12 +132,12 @@ class EmulatedHca {
 /// An RC queue pair with its CQ, implementing the verbs interface over the emulated HCA.
 class SimQp : public sdp::Verbs {
  public:
-  /// ibv_qp_state, the RC subset (IBA 10.3.1).
-  enum class State { Reset, Init, Rtr, Rts, Error };
+  /// ibv_qp_state, the RC subset (IBA 10.3.1): the core's.
+  using State = hca::QpState;
 
   SimQp(EmulatedHca& hca, uint32_t pd, uint32_t qpn, uint32_t max_send_wr, uint32_t max_recv_wr, uint32_t cq_entries);
-  /// ibv_modify_qp to `next`. Legal: RESET->INIT, INIT->RTR (needs a peer), RTR->RTS, and
-  /// any state -> ERROR or RESET. Throws VerbsError on any other transition.
+  /// ibv_modify_qp to `next`: hca::transition_allowed, and INIT->RTR needs a peer. Throws
+  /// VerbsError on any other transition.
   void modify(State next);
   /// Connects two QPs as the CM does: RESET -> INIT -> RTR -> RTS on both.
   static void connect(SimQp& a, SimQp& b);
@@ -147,14 +149,16 @@ class SimQp : public sdp::Verbs {
   /// Default: the HCA's RcRetry::rnr_retry (7, for ever, unless set_faults said otherwise)
   /// and 0.64 ms (min_rnr_timer 12, IBA table 45, what perftest and the RDMA CM set).
   void set_rnr(uint8_t rnr_retry, double min_rnr_timer_ns);
-  static constexpr uint8_t kRnrRetryForever = 7;
+  static constexpr uint8_t kRnrRetryForever = hca::kRnrRetryForever;
   /// Called when an RDMA WRITE from the peer has landed in this host's memory (its last byte
   /// visible to the CPU), with the target range: what a CPU polling that memory watches.
   void set_write_handler(std::function<void(sdp::Addr, uint64_t)> on_write);
 
   State state() const { return state_; }
 
-  // sdp::Verbs
+  // sdp::Verbs. A post is checked by hca::check_post_send / check_post_recv: refused with
+  // VerbsError (too many SGEs, not RTS, queue full, inline rules), or, in ERROR, completed at
+  // once with WR_FLUSH_ERR.
   uint32_t reg_mr(sdp::Addr addr, uint64_t len, unsigned access) override;
   uint32_t dma_mr() override;
   void post_send(const sdp::SendWr& wr) override;
@@ -213,6 +217,13 @@ class SimQp : public sdp::Verbs {
   void execute_rdma_write(const Posted& p);
   void execute_rdma_read(const sdp::SendWr& wr);
   void to_error();
+  /// A WR posted in ERROR: its WR_FLUSH_ERR completion now.
+  void flush_posted(const sdp::Wc& wc);
+  /// A post the core did not accept: throws VerbsError when refused, else flushes the WR
+  /// (out of line and cold: the post path stays short).
+  [[gnu::cold, gnu::noinline]] void refuse_or_flush(const hca::PostCheck& c, const sdp::SendWr& wr,
+                                                    const hca::SendLimits& lim);
+  [[gnu::cold, gnu::noinline]] void refuse_or_flush(const hca::PostCheck& c, const sdp::RecvWr& wr);
   /// Outcome of the fault recovery of one message.
   enum class Recovery { Delivered, RetryExceeded, Flushed };
   /// Go-back-N over a message of `bytes` that has just crossed the wire once: from this QP to
@@ -221,15 +232,16 @@ class SimQp : public sdp::Verbs {
   /// ICRC, or overtaken), waits for the NAK (a later packet showed the gap) or the local ACK
   /// timeout (nothing came after it), then sends the packets from the first dropped one again.
   /// Every NAK or timeout counts one retry of the WR (`retries`).
-  Recovery recover_data(uint64_t bytes, bool read_response, uint32_t& retries);
+  Recovery recover_data(uint64_t bytes, bool read_response, hca::RetryCounter& retries);
   /// The ACK ending a SEND / RDMA WRITE of `bytes`: when it is lost and no WR is posted behind
   /// it before the local ACK timer expires (whose ACK would cover it), sends the whole message
   /// again (duplicates the responder re-ACKs), and so on.
-  Recovery recover_ack(uint64_t bytes, uint32_t& retries);
+  Recovery recover_ack(uint64_t bytes, hca::RetryCounter& retries);
   /// The RDMA READ request packet: while it is lost, NAK or timeout, then sent again.
-  Recovery recover_read_request(uint32_t& retries);
-  /// True when `r` is Delivered; else completes the WR `swc` at once (WR_FLUSH_ERR when
-  /// flushed, RETRY_EXC_ERR when retries ran out, the QP to ERROR) and returns false.
+  Recovery recover_read_request(hca::RetryCounter& retries);
+  /// True when `r` is Delivered; else returns false, having completed the WR `swc` with
+  /// RETRY_EXC_ERR (the QP to ERROR) when retries ran out; a flushed WR has its WR_FLUSH_ERR
+  /// from to_error already.
   bool recovered(Recovery r, const sdp::Wc& swc);
   /// Draws one packet's fate from `src`'s stream and counts it in `src`'s HCA.
   static model::Fate draw_fate(SimQp& src, bool responder);
@@ -244,18 +256,21 @@ class SimQp : public sdp::Verbs {
   EmulatedHca& hca_;
   uint32_t pd_;
   uint32_t qpn_;
-  uint32_t max_send_wr_, max_recv_wr_, cq_entries_;
+  uint32_t max_send_wr_, max_recv_wr_;
   State state_ = State::Reset;
   SimQp* peer_ = nullptr;
   sdp::Fifo<Posted> sq_;
   uint32_t sq_outstanding_ = 0;   // posted, completion not yet written
   sdp::Fifo<sdp::RecvWr> rq_;
-  sdp::Fifo<sdp::Wc> cq_;
+  hca::Cq cq_;
   bool armed_ = false;
   model::EventModerator moderator_{0, 0};  // set from the HCA's IrqConfig
   uint8_t rnr_retry_ = 0;
-  double min_rnr_timer_ns_ = 640e3;
+  double min_rnr_timer_ns_ = hca::rnr_timer_ns(hca::kDefaultMinRnrTimer);
   std::optional<model::FaultDraw> draw_requester_, draw_responder_;
+  /// The WQE the send engine is executing (taken off sq_), while its completion is undecided:
+  /// to_error flushes it first, in send-queue order (IBA 10.3.1), and its execution then stops.
+  const Posted* executing_ = nullptr;
   std::function<void()> on_cqe_, on_event_;
   std::function<void(sdp::Addr, uint64_t)> on_write_;
 };

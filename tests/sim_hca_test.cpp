@@ -139,7 +139,13 @@ TEST(SimHca, BadRkeyCompletesWithRemoteAccessErrorAndErrorsTheQp) {
     t.bed.qp(0).post_send(w);
     EXPECT_EQ(t.wait_one().status, sdp::WcStatus::RemAccessErr);
     EXPECT_EQ(t.bed.qp(0).state(), SimQp::State::Error);
-    EXPECT_THROW(t.bed.qp(0).post_send(w), sdp::VerbsError);
+    // A WR posted in ERROR completes at once with WR_FLUSH_ERR (hca::check_post_send, IBA 10.3.1).
+    w.wr_id = 8;
+    t.bed.qp(0).post_send(w);
+    const sdp::Wc flushed = t.wait_one();
+    EXPECT_EQ(flushed.wr_id, 8u);
+    EXPECT_EQ(flushed.status, sdp::WcStatus::WrFlushErr);
+    EXPECT_EQ(flushed.opcode, sdp::WcOpcode::RdmaWrite);
   });
 }
 
@@ -330,6 +336,8 @@ TEST(SimHcaFaults, RetriesExhaustedCompleteWithRetryExcErrAndFlushTheRest) {
     const sdp::Wc second = t.wait_one();
     EXPECT_EQ(second.wr_id, 2u);
     EXPECT_EQ(second.status, sdp::WcStatus::WrFlushErr);
+    EXPECT_EQ(second.opcode, sdp::WcOpcode::Send);  // the flushed WR's own opcode (hca/qp.h)
+    s.num_sge = 3;  // a post that is refused even in ERROR
     EXPECT_THROW(t.bed.qp(0).post_send(s), sdp::VerbsError);
   });
   const model::FaultStats& a = t.bed.hca(0).fault_stats();

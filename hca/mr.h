@@ -1,0 +1,88 @@
+#pragma once
+/// \file The HCA core's protection domains and memory-region table (IBA 1.2.1 10.6; ibv_alloc_pd(3),
+/// ibv_reg_mr(3)): keys, bounds and access flags, without time. sim/ and emu/ keep one MrTable
+/// each and ask it on every gather, scatter and remote access.
+///
+/// Keys: one key per MR, lkey = rkey (as mlx4 hands them out), from 0x100 upwards. A key names
+/// an MR of one PD; an SGE or an RDMA naming a key of another PD fails like an unknown key.
+/// Bounds: [addr, addr + len) must lie inside the MR, computed so that no sum can wrap past
+/// 2^64 (an RDMA WRITE to remote_addr 2^64 - 8 with 16 bytes is outside every MR).
+#include <cstdint>
+#include <map>
+
+#include "sdp/verbs.h"
+
+namespace hcasim::hca {
+
+/// One registered memory region.
+struct Mr {
+  uint32_t pd = 0;
+  sdp::Addr addr = 0;
+  uint64_t len = 0;
+  unsigned access = 0;      ///< sdp::Access bits (local read is always allowed)
+  bool all_memory = false;  ///< ib_get_dma_mr: covers every allocated byte of the host
+};
+
+/// True when [addr, addr + len) lies inside [m.addr, m.addr + m.len). No term can overflow:
+/// `len <= m.len` bounds the subtraction `m.len - len`, and `addr - m.addr` follows
+/// `addr >= m.addr` (the check addr + len <= m.addr + m.len wraps for addr near 2^64).
+inline bool mr_covers(const Mr& m, sdp::Addr addr, uint64_t len) {
+  return addr >= m.addr && len <= m.len && addr - m.addr <= m.len - len;
+}
+
+/// Why an access was refused (for messages and tests; the verbs status is the caller's:
+/// LOC_PROT_ERR for a local SGE, REM_ACCESS_ERR at a responder).
+enum class MrRefusal : uint8_t { None, UnknownKey, OtherPd, Access, Bounds };
+
+/// The PDs and MRs of one HCA.
+class MrTable {
+ public:
+  /// ibv_alloc_pd: a new PD handle (1, 2, ...).
+  uint32_t alloc_pd() { return next_pd_++; }
+  /// True when `pd` was allocated.
+  bool has_pd(uint32_t pd) const { return pd != 0 && pd < next_pd_; }
+  /// ibv_reg_mr: registers [addr, addr + len) in `pd` with `access` and returns the key.
+  /// Throws sdp::VerbsError for an unknown PD or a range that wraps past 2^64 (ibv_reg_mr
+  /// fails with EINVAL); whether the memory exists is the backend's check, made before.
+  uint32_t reg(uint32_t pd, sdp::Addr addr, uint64_t len, unsigned access);
+  /// ib_get_dma_mr: a key of `pd` covering all of the host's allocated memory with `access`.
+  uint32_t reg_all_memory(uint32_t pd, unsigned access);
+  /// ibv_dereg_mr: false when no MR has `key`.
+  bool dereg(uint32_t key) { return mrs_.erase(key) == 1; }
+  /// The MR of `key`, or nullptr.
+  const Mr* find(uint32_t key) const {
+    auto it = mrs_.find(key);
+    return it == mrs_.end() ? nullptr : &it->second;
+  }
+  /// Why `key` does not allow [addr, addr + len) in `pd` with every bit of `need`
+  /// (MrRefusal::None when it does). An all-memory MR asks `contains(addr, len)` (the host's
+  /// memory: called for such MRs only, so that the common path makes no call through it).
+  template <class Contains>
+  MrRefusal check(uint32_t key, uint32_t pd, sdp::Addr addr, uint64_t len, unsigned need, Contains&& contains) const {
+    const Mr* m = find(key);
+    if (m == nullptr) return MrRefusal::UnknownKey;
+    if (m->pd != pd) return MrRefusal::OtherPd;
+    if ((m->access & need) != need) return MrRefusal::Access;
+    if (m->all_memory) [[unlikely]] return contains(addr, len) ? MrRefusal::None : MrRefusal::Bounds;
+    return mr_covers(*m, addr, len) ? MrRefusal::None : MrRefusal::Bounds;
+  }
+  /// check() == MrRefusal::None.
+  template <class Contains>
+  bool allows(uint32_t key, uint32_t pd, sdp::Addr addr, uint64_t len, unsigned need, Contains&& contains) const {
+    return check(key, pd, addr, len, need, contains) == MrRefusal::None;
+  }
+  /// Number of MRs registered.
+  size_t size() const { return mrs_.size(); }
+
+  /// The first key handed out (mlx4's keys are opaque; the emulators start here).
+  static constexpr uint32_t kFirstKey = 0x100;
+
+ private:
+  uint32_t next_pd_ = 1, next_key_ = kFirstKey;
+  std::map<uint32_t, Mr> mrs_;
+};
+
+/// "unknown key", "key of another PD", "access flags", "out of bounds", "" for None.
+const char* mr_refusal_str(MrRefusal r);
+
+}  // namespace hcasim::hca

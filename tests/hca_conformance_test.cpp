@@ -1,0 +1,649 @@
+// One verbs contract, three HCAs: the same cases run on the simulated HCA (sim/, on the
+// Scheduler), the emulated HCA between processes (emu/, two devices over loopback TCP in this
+// process) and a real RDMA device through rdma-core (hw/) when the machine has one. Both
+// emulators build on the HCA core (hca/); these cases are what they must agree on, the three
+// divergences they had included (CQ overrun depth, the opcode of flushed send WRs, MR bounds
+// that wrap past 2^64).
+//
+// The real device runs when HCASIM_RDMA_ADDR names an IP address of one of its ports (the RDMA
+// CM connects to it); without a device, or without the address, its cases skip and say why.
+// Cases that need a backend's insides (a QP not yet connected, the QP state, rnr_retry) skip on
+// it too: rt::Device does not expose them.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <memory>
+#include <numeric>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "emu/emu_device.h"
+#include "emu/emu_qp.h"
+#include "hca/qp.h"
+#include "model/platform.h"
+#include "sim/testbed.h"
+
+#if __has_include(<infiniband/verbs.h>)
+#include "hw/rdma_device.h"
+#define HCASIM_CONFORMANCE_HW 1
+#endif
+
+using namespace hcasim;
+using hca::QpState;
+using sdp::WcOpcode;
+using sdp::WcStatus;
+using sdp::WrOpcode;
+
+namespace hcasim::hca {
+/// gtest prints a QP state by its name.
+inline void PrintTo(QpState s, std::ostream* os) { *os << qp_state_name(s); }
+}  // namespace hcasim::hca
+
+namespace {
+
+/// The QP pair's sizes.
+struct Caps {
+  uint32_t max_send_wr = 16;
+  uint32_t max_recv_wr = 16;
+  uint32_t cq_entries = 64;
+};
+
+// ---- backends --------------------------------------------------------------------------------
+
+/// The simulated HCA: a TwoHostBed (the ConnectX DDR platform) with one more QP pair of the
+/// asked sizes; the case body runs as a context bound to both hosts, time is simulated.
+class SimBackend {
+ public:
+  static constexpr bool kInternals = true;      // fresh QPs, state, rnr_retry
+  static constexpr bool kOwnErrorOpcode = true;  // error completions carry the WR's opcode (hca/qp.h)
+
+  std::string open(const Caps& c) {
+    params_ = sim::read_host_params(model::Platform::load_file(
+        std::string(HCASIM_REFERENCE_DIR) + "/../scenarios/platforms/connectx-ddr-pcie1x8.toml"));
+    bed_ = std::make_unique<sim::TwoHostBed>(params_, params_, 3, sdp::DataMode::Bytes);
+    for (int i = 0; i < 2; ++i) {
+      sim::EmulatedHca& h = bed_->hca(i);
+      qp_[static_cast<size_t>(i)] = &h.create_qp(h.alloc_pd(), c.max_send_wr, c.max_recv_wr, c.cq_entries);
+    }
+    sim::SimQp::connect(*qp_[0], *qp_[1]);
+    fresh_ = &bed_->hca(0).create_qp(bed_->hca(0).alloc_pd(), 4, 4, 8);
+    return "";
+  }
+  template <class F>
+  void run(F body) {
+    bed_->scheduler().spawn("case", [this, body] {
+      bed_->failure().guard("case", [&] {
+        bed_->host(0).bind_current(1);
+        bed_->host(1).bind_current(1);
+        body();
+      });
+    });
+    bed_->run(30);
+    ASSERT_FALSE(bed_->failure().failed()) << bed_->failure().message();
+  }
+  sdp::Verbs& qp(int i) { return *qp_[static_cast<size_t>(i)]; }
+  sdp::Memory& mem(int i) { return bed_->host(i).memory(); }
+  /// One completion of side i within 1 s of simulated time.
+  bool poll(int i, sdp::Wc& out) {
+    const double until = sim::now_ns() + 1e9;
+    while (qp(i).poll_cq(std::span<sdp::Wc>(&out, 1)) == 0) {
+      if (sim::now_ns() > until) return false;
+      sim::sleep_for_ns(1000);
+    }
+    return true;
+  }
+  /// Long enough for every WR posted to complete (5 ms of simulated time: a 4 KiB WRITE takes
+  /// about 10 us, an RNR NAK round 0.64 ms).
+  void pause() { sim::sleep_for_ns(5e6); }
+  QpState state(int i) { return qp_[static_cast<size_t>(i)]->state(); }
+  void to_error(int i) { qp_[static_cast<size_t>(i)]->modify(QpState::Error); }
+  void set_rnr_retry(int i, uint8_t n) { qp_[static_cast<size_t>(i)]->set_rnr(n, hca::rnr_timer_ns(12)); }
+  sdp::Verbs& fresh() { return *fresh_; }
+  void modify_fresh(QpState s) { fresh_->modify(s); }
+  QpState fresh_state() { return fresh_->state(); }
+  uint32_t max_inline() { return bed_->hca(0).max_inline_data(); }
+
+ private:
+  sim::HostParams params_;
+  std::unique_ptr<sim::TwoHostBed> bed_;
+  std::array<sim::SimQp*, 2> qp_{};
+  sim::SimQp* fresh_ = nullptr;
+};
+
+/// Two rt::Devices connected by one RC connection through their CM (listen / connect on
+/// `address`), the case body on the test's thread, wall-clock time.
+class DeviceBackend {
+ public:
+  template <class F>
+  void run(F body) {
+    body();
+  }
+  sdp::Verbs& qp(int i) { return conn_[static_cast<size_t>(i)]->verbs(); }
+  sdp::Memory& mem(int i) { return dev_[static_cast<size_t>(i)]->memory(); }
+  /// One completion of side i within 5 s.
+  bool poll(int i, sdp::Wc& out) {
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    while (qp(i).poll_cq(std::span<sdp::Wc>(&out, 1)) == 0) {
+      if (std::chrono::steady_clock::now() > until) return false;
+      std::this_thread::sleep_for(std::chrono::microseconds(100));
+    }
+    return true;
+  }
+  /// Long enough for the posted WRs to complete on loopback (an RNR round is 0.64 ms).
+  void pause() { std::this_thread::sleep_for(std::chrono::milliseconds(100)); }
+
+ protected:
+  /// Connects dev_[1] (passive) and dev_[0] (active) over `address`.
+  void connect(const std::string& address, const Caps& c) {
+    const rt::QpCaps caps{c.max_send_wr, c.max_recv_wr, c.cq_entries};
+    auto listener = dev_[1]->listen(address, 0);
+    const uint16_t port = listener->port();
+    std::thread server([&] {
+      conn_[1] = listener->next()->accept(caps, [](sdp::Verbs&, std::span<const uint8_t>) { return std::vector<uint8_t>{}; });
+    });
+    std::vector<uint8_t> reply;
+    conn_[0] = dev_[0]->connect(address, port, caps, [](sdp::Verbs&) { return std::vector<uint8_t>{}; }, reply);
+    server.join();
+  }
+  std::array<std::unique_ptr<rt::Device>, 2> dev_;
+  std::array<std::unique_ptr<rt::Connection>, 2> conn_;
+};
+
+/// The emulated HCA (emu/): two devices in this process over 127.0.0.1, and a QP of a third
+/// adapter that is never connected (the state-machine case).
+class EmuBackend : public DeviceBackend {
+ public:
+  static constexpr bool kInternals = true;
+  static constexpr bool kOwnErrorOpcode = true;
+
+  std::string open(const Caps& c) {
+    for (auto& d : dev_) d = emu::open_emu_device(8u << 20);
+    connect("127.0.0.1", c);
+    fresh_hca_ = std::make_unique<emu::Hca>(&fresh_memory_);
+    fresh_ = fresh_hca_->create_qp(rt::QpCaps{4, 4, 8});
+    return "";
+  }
+  QpState state(int i) { return emu_qp(i).state(); }
+  void to_error(int i) { emu_qp(i).to_error_state("the test moved it to ERROR"); }
+  void set_rnr_retry(int i, uint8_t n) { emu::set_rnr_retry(qp(i), n); }
+  sdp::Verbs& fresh() { return *fresh_; }
+  void modify_fresh(QpState s) { fresh_->modify(s); }
+  QpState fresh_state() { return fresh_->state(); }
+  uint32_t max_inline() { return emu::Qp::kMaxInlineData; }
+  ~EmuBackend() {
+    if (fresh_) fresh_->close();
+    fresh_.reset();
+    fresh_hca_.reset();
+    for (auto& c : conn_) c.reset();
+  }
+
+ private:
+  emu::Qp& emu_qp(int i) { return dynamic_cast<emu::Qp&>(qp(i)); }
+  sdp::ProcessMemory fresh_memory_{1u << 20};
+  std::unique_ptr<emu::Hca> fresh_hca_;
+  std::shared_ptr<emu::Qp> fresh_;
+};
+
+/// A real RDMA device (hw/, rdma-core), when there is one and HCASIM_RDMA_ADDR names the IP
+/// address of its port.
+class RdmaBackend : public DeviceBackend {
+ public:
+  static constexpr bool kInternals = false;
+  static constexpr bool kOwnErrorOpcode = false;  // ibv_poll_cq(3): undefined on an error
+
+  std::string open(const Caps& c) {
+#ifdef HCASIM_CONFORMANCE_HW
+    try {
+      for (auto& d : dev_) d = hw::open_rdma_device("", 8u << 20);
+    } catch (const std::exception& e) {
+      return std::string("no RDMA device here (") + e.what() + ")";
+    }
+    const char* addr = std::getenv("HCASIM_RDMA_ADDR");
+    if (addr == nullptr || *addr == 0)
+      return "an RDMA device is present, but HCASIM_RDMA_ADDR does not name the IP address of its port";
+    connect(addr, c);
+    return "";
+#else
+    (void)c;
+    return "built without rdma-core (libibverbs-dev, librdmacm-dev)";
+#endif
+  }
+  // Not reachable through rt::Device: the cases that need them skip first.
+  QpState state(int) { return QpState::Error; }
+  void to_error(int) {}
+  void set_rnr_retry(int, uint8_t) {}
+  sdp::Verbs& fresh() { return qp(0); }
+  void modify_fresh(QpState) {}
+  QpState fresh_state() { return QpState::Error; }
+  uint32_t max_inline() { return 0; }
+};
+
+// ---- the fixture -----------------------------------------------------------------------------
+
+template <class B>
+class HcaConformance : public ::testing::Test {
+ protected:
+  /// Opens the backend with `caps` (skipping the case when it has no device).
+  bool open(const Caps& caps = {}) {
+    const std::string why = b.open(caps);
+    if (!why.empty()) {
+      skipped = why;
+      return false;
+    }
+    return true;
+  }
+  B b;
+  std::string skipped;
+
+  /// `n` bytes of side i's memory, registered with `access` on its QP.
+  struct Buf {
+    sdp::Addr addr = 0;
+    uint32_t key = 0;
+    uint32_t len = 0;
+  };
+  Buf buf(int i, uint32_t n, unsigned access) {
+    Buf r;
+    r.addr = b.mem(i).allocate(n, sdp::DataMode::Bytes);
+    r.len = n;
+    r.key = b.qp(i).reg_mr(r.addr, n, access);
+    return r;
+  }
+  void fill(int i, sdp::Addr a, uint32_t n, uint8_t first) {
+    std::vector<uint8_t> v(n);
+    std::iota(v.begin(), v.end(), first);
+    b.mem(i).write_bytes(a, v.data(), n);
+  }
+  std::vector<uint8_t> read(int i, sdp::Addr a, uint32_t n) {
+    std::vector<uint8_t> v(n);
+    b.mem(i).read_bytes(a, v.data(), n);
+    return v;
+  }
+  static std::vector<uint8_t> ramp(uint32_t n, uint8_t first) {
+    std::vector<uint8_t> v(n);
+    std::iota(v.begin(), v.end(), first);
+    return v;
+  }
+  static sdp::SendWr wr(WrOpcode op, uint64_t id, const Buf& local, uint32_t len, sdp::Addr remote = 0,
+                        uint32_t rkey = 0) {
+    sdp::SendWr w;
+    w.wr_id = id;
+    w.opcode = op;
+    w.sg[0] = {local.addr, len, local.key};
+    w.num_sge = 1;
+    w.remote_addr = remote;
+    w.rkey = rkey;
+    return w;
+  }
+  static sdp::RecvWr recv(uint64_t id, const Buf& local, uint32_t len) {
+    sdp::RecvWr r;
+    r.wr_id = id;
+    r.sg[0] = {local.addr, len, local.key};
+    r.num_sge = 1;
+    return r;
+  }
+  /// The next completion of side i (a failure when none comes).
+  sdp::Wc next(int i) {
+    sdp::Wc wc;
+    if (!b.poll(i, wc)) ADD_FAILURE() << "no completion on side " << i;
+    return wc;
+  }
+  /// Everything side i's CQ holds now.
+  std::vector<sdp::Wc> drain(int i) {
+    std::vector<sdp::Wc> all;
+    std::array<sdp::Wc, 16> batch;
+    for (int n; (n = b.qp(i).poll_cq(batch)) > 0;) all.insert(all.end(), batch.begin(), batch.begin() + n);
+    return all;
+  }
+};
+
+struct BackendNames {
+  template <class T>
+  static std::string GetName(int) {
+    if (std::is_same_v<T, SimBackend>) return "sim";
+    if (std::is_same_v<T, EmuBackend>) return "emu";
+    return "rdma";
+  }
+};
+using Backends = ::testing::Types<SimBackend, EmuBackend, RdmaBackend>;
+TYPED_TEST_SUITE(HcaConformance, Backends, BackendNames);
+
+constexpr unsigned kAll = sdp::kLocalWrite | sdp::kRemoteWrite | sdp::kRemoteRead;
+
+#define OPEN_OR_SKIP(...)                                                  \
+  do {                                                                     \
+    if (!this->open(__VA_ARGS__)) GTEST_SKIP() << this->skipped;           \
+  } while (0)
+#define NEEDS_INTERNALS()                                                                      \
+  do {                                                                                         \
+    if (!TypeParam::kInternals) GTEST_SKIP() << "needs the backend's insides (QP state, fresh QPs)"; \
+  } while (0)
+
+}  // namespace
+
+// ---- success paths ---------------------------------------------------------------------------
+
+TYPED_TEST(HcaConformance, SendRdmaWriteAndRdmaReadMoveTheBytes) {
+  OPEN_OR_SKIP();
+  this->b.run([&] {
+    auto a = this->buf(0, 4096, kAll), back = this->buf(0, 4096, kAll);
+    auto r = this->buf(1, 4096, kAll);
+    this->fill(0, a.addr, 4096, 7);
+    // SEND of 1000 B from two SGEs (600 + 400) into a receive of two SGEs (300 + 3796).
+    sdp::RecvWr rw = this->recv(50, r, 300);
+    rw.sg[1] = {r.addr + 300, 3796, r.key};
+    rw.num_sge = 2;
+    this->b.qp(1).post_recv(rw);
+    sdp::SendWr s = this->wr(WrOpcode::Send, 1, a, 600);
+    s.sg[1] = {a.addr + 600, 400, a.key};
+    s.num_sge = 2;
+    this->b.qp(0).post_send(s);
+    sdp::Wc wc = this->next(0);
+    EXPECT_EQ(wc.wr_id, 1u);
+    EXPECT_EQ(wc.status, WcStatus::Success);
+    EXPECT_EQ(wc.opcode, WcOpcode::Send);
+    EXPECT_EQ(wc.qp_num, this->b.qp(0).qp_num());
+    wc = this->next(1);
+    EXPECT_EQ(wc.wr_id, 50u);
+    EXPECT_EQ(wc.status, WcStatus::Success);
+    EXPECT_EQ(wc.opcode, WcOpcode::Recv);
+    EXPECT_EQ(wc.byte_len, 1000u);
+    EXPECT_EQ(wc.qp_num, this->b.qp(1).qp_num());
+    EXPECT_EQ(this->read(1, r.addr, 1000), this->ramp(1000, 7));
+
+    // RDMA WRITE of 2048 B at offset 1024 of the responder's buffer.
+    this->fill(0, a.addr, 2048, 100);
+    this->b.qp(0).post_send(this->wr(WrOpcode::RdmaWrite, 2, a, 2048, r.addr + 1024, r.key));
+    wc = this->next(0);
+    EXPECT_EQ(wc.wr_id, 2u);
+    EXPECT_EQ(wc.status, WcStatus::Success);
+    EXPECT_EQ(wc.opcode, WcOpcode::RdmaWrite);
+    EXPECT_EQ(this->read(1, r.addr + 1024, 2048), this->ramp(2048, 100));
+    EXPECT_EQ(this->read(1, r.addr + 1000, 24), std::vector<uint8_t>(24, 0));  // between the SEND's bytes and the WRITE's
+
+    // RDMA READ of those 2048 B back.
+    this->b.qp(0).post_send(this->wr(WrOpcode::RdmaRead, 3, back, 2048, r.addr + 1024, r.key));
+    wc = this->next(0);
+    EXPECT_EQ(wc.wr_id, 3u);
+    EXPECT_EQ(wc.status, WcStatus::Success);
+    EXPECT_EQ(wc.opcode, WcOpcode::RdmaRead);
+    EXPECT_EQ(this->read(0, back.addr, 2048), this->ramp(2048, 100));
+  });
+}
+
+TYPED_TEST(HcaConformance, InlineSendUpToMaxInlineData) {
+  OPEN_OR_SKIP();
+  NEEDS_INTERNALS();
+  this->b.run([&] {
+    const uint32_t n = this->b.max_inline();
+    EXPECT_EQ(n, 912u);  // both emulators: mlx4's 912 B (perftest MAX_INLINE)
+    auto a = this->buf(0, 4096, kAll);
+    auto r = this->buf(1, 4096, kAll);
+    this->fill(0, a.addr, n, 3);
+    this->b.qp(1).post_recv(this->recv(9, r, 4096));
+    sdp::SendWr s = this->wr(WrOpcode::Send, 4, a, n);
+    s.inline_data = true;
+    this->b.qp(0).post_send(s);
+    EXPECT_EQ(this->next(0).status, WcStatus::Success);
+    const sdp::Wc wc = this->next(1);
+    EXPECT_EQ(wc.status, WcStatus::Success);
+    EXPECT_EQ(wc.byte_len, n);
+    EXPECT_EQ(this->read(1, r.addr, n), this->ramp(n, 3));
+  });
+}
+
+// ---- memory regions --------------------------------------------------------------------------
+
+TYPED_TEST(HcaConformance, MrBoundsAreExact) {
+  OPEN_OR_SKIP();
+  this->b.run([&] {
+    auto a = this->buf(0, 4096, kAll);
+    auto r = this->buf(1, 4096, kAll);
+    auto r2 = this->buf(1, 4096, kAll);
+    EXPECT_NE(r.key, r2.key);  // one key per MR
+    this->fill(0, a.addr, 16, 1);
+    // The MR's last 8 bytes: allowed.
+    this->b.qp(0).post_send(this->wr(WrOpcode::RdmaWrite, 1, a, 8, r.addr + 4096 - 8, r.key));
+    EXPECT_EQ(this->next(0).status, WcStatus::Success);
+    EXPECT_EQ(this->read(1, r.addr + 4088, 8), this->ramp(8, 1));
+    // 9 bytes from there: one past the end, the responder refuses and writes nothing.
+    this->fill(0, a.addr, 16, 0xA0);
+    this->b.qp(0).post_send(this->wr(WrOpcode::RdmaWrite, 2, a, 9, r.addr + 4096 - 8, r.key));
+    const sdp::Wc wc = this->next(0);
+    EXPECT_EQ(wc.wr_id, 2u);
+    EXPECT_EQ(wc.status, WcStatus::RemAccessErr);
+    EXPECT_EQ(this->read(1, r.addr + 4088, 8), this->ramp(8, 1));
+  });
+}
+
+// Divergence 3: sim's check was addr + len <= mr.addr + mr.len, which wraps.
+TYPED_TEST(HcaConformance, MrBoundsDoNotWrapPast2To64) {
+  OPEN_OR_SKIP();
+  this->b.run([&] {
+    auto a = this->buf(0, 4096, kAll);
+    auto r = this->buf(1, 4096, kAll);
+    this->fill(0, a.addr, 16, 0x55);
+    // remote_addr 2^64 - 8 with 16 bytes: addr + len wraps to 8, "inside" by the naive check.
+    this->b.qp(0).post_send(this->wr(WrOpcode::RdmaWrite, 7, a, 16, UINT64_MAX - 7, r.key));
+    const sdp::Wc wc = this->next(0);
+    EXPECT_EQ(wc.wr_id, 7u);
+    EXPECT_EQ(wc.status, WcStatus::RemAccessErr);
+    EXPECT_EQ(this->read(1, r.addr, 16), std::vector<uint8_t>(16, 0));
+    // Registering a range that wraps is refused.
+    EXPECT_THROW(this->b.qp(0).reg_mr(UINT64_MAX - 7, 16, sdp::kLocalWrite), sdp::VerbsError);
+  });
+}
+
+TYPED_TEST(HcaConformance, LocalSgeOutsideItsMrIsLocalProtectionError) {
+  OPEN_OR_SKIP();
+  this->b.run([&] {
+    auto a = this->buf(0, 4096, kAll);
+    auto r = this->buf(1, 4096, kAll);
+    sdp::SendWr w = this->wr(WrOpcode::RdmaWrite, 5, a, 4097, r.addr, r.key);  // one byte past the lkey's MR
+    this->b.qp(0).post_send(w);
+    const sdp::Wc wc = this->next(0);
+    EXPECT_EQ(wc.wr_id, 5u);
+    EXPECT_EQ(wc.status, WcStatus::LocProtErr);
+    EXPECT_EQ(sdp::wc_status_code(wc.status), 4);  // IBV_WC_LOC_PROT_ERR
+  });
+}
+
+TYPED_TEST(HcaConformance, RemoteWriteNeedsRemoteWriteAccess) {
+  OPEN_OR_SKIP();
+  this->b.run([&] {
+    auto a = this->buf(0, 4096, kAll);
+    auto ro = this->buf(1, 4096, sdp::kLocalWrite | sdp::kRemoteRead);  // no kRemoteWrite
+    this->fill(0, a.addr, 64, 9);
+    this->b.qp(0).post_send(this->wr(WrOpcode::RdmaWrite, 11, a, 64, ro.addr, ro.key));
+    const sdp::Wc wc = this->next(0);
+    EXPECT_EQ(wc.wr_id, 11u);
+    EXPECT_EQ(wc.status, WcStatus::RemAccessErr);
+    EXPECT_EQ(sdp::wc_status_code(wc.status), 10);  // IBV_WC_REM_ACCESS_ERR
+    EXPECT_EQ(this->read(1, ro.addr, 64), std::vector<uint8_t>(64, 0));
+  });
+}
+
+TYPED_TEST(HcaConformance, RemoteReadNeedsRemoteReadAccess) {
+  OPEN_OR_SKIP();
+  this->b.run([&] {
+    auto a = this->buf(0, 4096, kAll);
+    auto wo = this->buf(1, 4096, sdp::kLocalWrite | sdp::kRemoteWrite);  // no kRemoteRead
+    this->b.qp(0).post_send(this->wr(WrOpcode::RdmaRead, 12, a, 64, wo.addr, wo.key));
+    const sdp::Wc wc = this->next(0);
+    EXPECT_EQ(wc.wr_id, 12u);
+    EXPECT_EQ(wc.status, WcStatus::RemAccessErr);
+  });
+}
+
+// ---- QP state machine and WR checks ----------------------------------------------------------
+
+TYPED_TEST(HcaConformance, QpStateTransitionsAndPostsInTheWrongState) {
+  OPEN_OR_SKIP();
+  NEEDS_INTERNALS();
+  this->b.run([&] {
+    sdp::Verbs& q = this->b.fresh();
+    auto a = this->buf(0, 4096, kAll);
+    const sdp::RecvWr r = this->recv(21, a, 64);
+    const sdp::SendWr s = this->wr(WrOpcode::RdmaWrite, 22, a, 64, a.addr, a.key);
+    EXPECT_EQ(this->b.fresh_state(), QpState::Reset);
+    EXPECT_THROW(q.post_send(s), sdp::VerbsError);  // RESET: no posts
+    EXPECT_THROW(q.post_recv(r), sdp::VerbsError);
+    EXPECT_THROW(this->b.modify_fresh(QpState::Rts), sdp::VerbsError);  // RESET -> RTS skips INIT, RTR
+    EXPECT_THROW(this->b.modify_fresh(QpState::Rtr), sdp::VerbsError);
+    this->b.modify_fresh(QpState::Init);
+    EXPECT_EQ(this->b.fresh_state(), QpState::Init);
+    EXPECT_NO_THROW(q.post_recv(r));                // INIT: receives may be posted
+    EXPECT_THROW(q.post_send(s), sdp::VerbsError);  // sends need RTS
+    this->b.modify_fresh(QpState::Error);
+    EXPECT_EQ(this->b.fresh_state(), QpState::Error);
+    std::array<sdp::Wc, 4> wc{};
+    ASSERT_EQ(q.poll_cq(wc), 1);  // the receive posted in INIT flushed
+    EXPECT_EQ(wc[0].wr_id, 21u);
+    EXPECT_EQ(wc[0].status, WcStatus::WrFlushErr);
+    EXPECT_EQ(wc[0].opcode, WcOpcode::Recv);
+    q.post_send(s);  // ERROR: accepted, completes at once with WR_FLUSH_ERR
+    ASSERT_EQ(q.poll_cq(wc), 1);
+    EXPECT_EQ(wc[0].wr_id, 22u);
+    EXPECT_EQ(wc[0].status, WcStatus::WrFlushErr);
+    EXPECT_EQ(wc[0].opcode, WcOpcode::RdmaWrite);
+    EXPECT_THROW(this->b.modify_fresh(QpState::Init), sdp::VerbsError);  // ERROR -> INIT: via RESET only
+    q.post_recv(r);  // flushed into the CQ, then RESET empties it
+    this->b.modify_fresh(QpState::Reset);
+    EXPECT_EQ(q.poll_cq(wc), 0);
+    this->b.modify_fresh(QpState::Init);
+    EXPECT_EQ(this->b.fresh_state(), QpState::Init);
+  });
+}
+
+TYPED_TEST(HcaConformance, WrChecksRefuseTooManySgesAndTooLongInline) {
+  OPEN_OR_SKIP();
+  NEEDS_INTERNALS();
+  this->b.run([&] {
+    auto a = this->buf(0, 4096, kAll);
+    auto r = this->buf(1, 4096, kAll);
+    sdp::SendWr s = this->wr(WrOpcode::Send, 1, a, 8);
+    s.num_sge = sdp::kMaxSge + 1;
+    EXPECT_THROW(this->b.qp(0).post_send(s), sdp::VerbsError);
+    sdp::RecvWr rw = this->recv(2, r, 8);
+    rw.num_sge = sdp::kMaxSge + 1;
+    EXPECT_THROW(this->b.qp(1).post_recv(rw), sdp::VerbsError);
+    sdp::SendWr in = this->wr(WrOpcode::Send, 3, a, this->b.max_inline() + 1);
+    in.inline_data = true;
+    EXPECT_THROW(this->b.qp(0).post_send(in), sdp::VerbsError);  // libmlx4: ENOMEM
+    sdp::SendWr rd = this->wr(WrOpcode::RdmaRead, 4, a, 8, r.addr, r.key);
+    rd.inline_data = true;
+    EXPECT_THROW(this->b.qp(0).post_send(rd), sdp::VerbsError);  // nothing to gather inline
+    // None of them reached the QP: it is still RTS, nothing completed.
+    EXPECT_EQ(this->b.state(0), QpState::Rts);
+    EXPECT_EQ(this->b.state(1), QpState::Rts);
+    this->b.pause();
+    EXPECT_TRUE(this->drain(0).empty());
+    EXPECT_TRUE(this->drain(1).empty());
+  });
+}
+
+// ---- CQ --------------------------------------------------------------------------------------
+
+// Divergence 1: sim overran when a completion found cq_entries waiting, emu only after writing
+// one more. The core: a CQ of depth N holds N; the (N+1)-th unpolled completion is the overrun.
+TYPED_TEST(HcaConformance, CqOfDepthFourHoldsFourAndTheFifthOverruns) {
+  Caps c;
+  c.cq_entries = 4;
+  c.max_send_wr = 8;
+  OPEN_OR_SKIP(c);
+  this->b.run([&] {
+    auto a = this->buf(0, 4096, kAll);
+    auto r = this->buf(1, 4096, kAll);
+    for (uint64_t i = 0; i < 4; ++i) this->b.qp(0).post_send(this->wr(WrOpcode::RdmaWrite, i, a, 64, r.addr, r.key));
+    this->b.pause();  // all four completed, none polled: the CQ is full, not overrun
+    if (TypeParam::kInternals) { EXPECT_EQ(this->b.state(0), QpState::Rts); }
+    this->b.qp(0).post_send(this->wr(WrOpcode::RdmaWrite, 4, a, 64, r.addr, r.key));
+    this->b.pause();
+    if (TypeParam::kInternals) { EXPECT_EQ(this->b.state(0), QpState::Error); }  // the overrun
+    const std::vector<sdp::Wc> all = this->drain(0);
+    ASSERT_EQ(all.size(), 4u);  // the four; the fifth's CQE is lost, nothing is written after it
+    for (uint64_t i = 0; i < 4; ++i) {
+      EXPECT_EQ(all[i].wr_id, i);
+      EXPECT_EQ(all[i].status, WcStatus::Success);
+    }
+  });
+}
+
+// ---- flush -----------------------------------------------------------------------------------
+
+// Divergence 2: sim flushed every send WR as IBV_WC_SEND, emu with its own opcode. The core:
+// the WR's own opcode (hca/qp.h; ibv_poll_cq(3) leaves it undefined on an error, so a real
+// device is not held to it).
+TYPED_TEST(HcaConformance, FlushCompletesOutstandingSendsThenReceivesInOrder) {
+  OPEN_OR_SKIP();
+  NEEDS_INTERNALS();
+  this->b.run([&] {
+    auto a = this->buf(0, 4096, kAll), back = this->buf(0, 4096, kAll);
+    auto r = this->buf(1, 4096, kAll);
+    this->b.qp(0).post_recv(this->recv(100, back, 64));
+    this->b.qp(0).post_recv(this->recv(101, back, 64));
+    // B has no receive: the SEND is RNR NAKed for ever (rnr_retry 7), the WRs behind it wait.
+    this->b.set_rnr_retry(0, hca::kRnrRetryForever);
+    this->b.qp(0).post_send(this->wr(WrOpcode::Send, 1, a, 64));
+    this->b.qp(0).post_send(this->wr(WrOpcode::RdmaWrite, 2, a, 64, r.addr, r.key));
+    this->b.qp(0).post_send(this->wr(WrOpcode::RdmaRead, 3, a, 64, r.addr, r.key));
+    this->b.pause();
+    EXPECT_TRUE(this->drain(0).empty());
+    this->b.to_error(0);
+    this->b.pause();
+    const std::vector<sdp::Wc> all = this->drain(0);
+    ASSERT_EQ(all.size(), 5u);
+    const uint64_t ids[] = {1, 2, 3, 100, 101};
+    const WcOpcode ops[] = {WcOpcode::Send, WcOpcode::RdmaWrite, WcOpcode::RdmaRead, WcOpcode::Recv, WcOpcode::Recv};
+    for (size_t i = 0; i < 5; ++i) {
+      EXPECT_EQ(all[i].wr_id, ids[i]) << i;
+      EXPECT_EQ(all[i].status, WcStatus::WrFlushErr) << i;
+      EXPECT_EQ(sdp::wc_status_code(all[i].status), 5);  // IBV_WC_WR_FLUSH_ERR
+      EXPECT_EQ(all[i].qp_num, this->b.qp(0).qp_num()) << i;
+      if (TypeParam::kOwnErrorOpcode) { EXPECT_EQ(all[i].opcode, ops[i]) << i; }
+    }
+    EXPECT_EQ(this->read(1, r.addr, 64), std::vector<uint8_t>(64, 0));  // the WRITE never ran
+  });
+}
+
+// ---- RNR -------------------------------------------------------------------------------------
+
+TYPED_TEST(HcaConformance, SendWithoutAReceiveEndsInRnrRetryExceeded) {
+  OPEN_OR_SKIP();
+  NEEDS_INTERNALS();
+  this->b.run([&] {
+    auto a = this->buf(0, 4096, kAll);
+    this->b.set_rnr_retry(0, 2);  // the first try and two retries, all RNR NAKed
+    this->b.qp(0).post_send(this->wr(WrOpcode::Send, 31, a, 64));
+    const sdp::Wc wc = this->next(0);
+    EXPECT_EQ(wc.wr_id, 31u);
+    EXPECT_EQ(wc.status, WcStatus::RnrRetryExcErr);
+    EXPECT_EQ(sdp::wc_status_code(wc.status), 13);  // IBV_WC_RNR_RETRY_EXC_ERR
+    EXPECT_EQ(this->b.state(0), QpState::Error);
+    EXPECT_TRUE(this->drain(1).empty());  // the responder completed nothing
+  });
+}
+
+TYPED_TEST(HcaConformance, SendWaitsThroughRnrNaksForAReceivePostedLater) {
+  OPEN_OR_SKIP();
+  NEEDS_INTERNALS();
+  this->b.run([&] {
+    auto a = this->buf(0, 4096, kAll);
+    auto r = this->buf(1, 4096, kAll);
+    this->fill(0, a.addr, 256, 40);
+    this->b.set_rnr_retry(0, hca::kRnrRetryForever);
+    this->b.qp(0).post_send(this->wr(WrOpcode::Send, 41, a, 256));
+    this->b.pause();  // several RNR NAK rounds (0.64 ms each)
+    EXPECT_TRUE(this->drain(0).empty());
+    this->b.qp(1).post_recv(this->recv(42, r, 4096));
+    sdp::Wc wc = this->next(0);
+    EXPECT_EQ(wc.wr_id, 41u);
+    EXPECT_EQ(wc.status, WcStatus::Success);
+    wc = this->next(1);
+    EXPECT_EQ(wc.wr_id, 42u);
+    EXPECT_EQ(wc.byte_len, 256u);
+    EXPECT_EQ(this->read(1, r.addr, 256), this->ramp(256, 40));
+  });
+}

@@ -1,0 +1,273 @@
+// The HCA core (hca/) alone, without time: MR keys and bounds (the overflow case), the CQ's
+// depth and overrun, the QP state machine, the post checks, the flush, PSN arithmetic, AETH
+// syndromes, the retry counters and the RNR timer table. Values from the IBA 1.2.1 and the
+// libibverbs man pages named at each case.
+#include <gtest/gtest.h>
+
+#include <deque>
+#include <vector>
+
+#include "hca/cq.h"
+#include "hca/mr.h"
+#include "hca/qp.h"
+#include "hca/rc.h"
+
+using namespace hcasim;
+using namespace hcasim::hca;
+using sdp::WcStatus;
+
+namespace {
+/// A host memory of one region [0x10000, 0x20000), for all-memory MRs.
+bool one_region(sdp::Addr a, uint64_t len) { return a >= 0x10000 && len <= 0x10000 && a - 0x10000 <= 0x10000 - len; }
+/// No host memory: an all-memory MR covers nothing (and a test fails when it is asked).
+bool none(sdp::Addr, uint64_t) {
+  ADD_FAILURE() << "asked the memory for an MR that is not all-memory";
+  return false;
+}
+}  // namespace
+
+TEST(HcaCoreMr, KeysArePerMrFrom0x100AndBelongToTheirPd) {
+  MrTable t;
+  const uint32_t pd1 = t.alloc_pd(), pd2 = t.alloc_pd();
+  EXPECT_EQ(pd1, 1u);
+  EXPECT_EQ(pd2, 2u);
+  const uint32_t k1 = t.reg(pd1, 0x1000, 4096, sdp::kLocalWrite);
+  const uint32_t k2 = t.reg(pd2, 0x1000, 4096, sdp::kLocalWrite);
+  EXPECT_EQ(k1, 0x100u);
+  EXPECT_EQ(k2, 0x101u);
+  EXPECT_EQ(t.check(k1, pd1, 0x1000, 4096, 0, none), MrRefusal::None);
+  EXPECT_EQ(t.check(k1, pd2, 0x1000, 4096, 0, none), MrRefusal::OtherPd);
+  EXPECT_EQ(t.check(0x999, pd1, 0x1000, 1, 0, none), MrRefusal::UnknownKey);
+  EXPECT_THROW(t.reg(3, 0x1000, 1, 0), sdp::VerbsError);          // no PD 3
+  EXPECT_TRUE(t.dereg(k1));
+  EXPECT_FALSE(t.dereg(k1));
+  EXPECT_EQ(t.check(k1, pd1, 0x1000, 1, 0, none), MrRefusal::UnknownKey);
+}
+
+TEST(HcaCoreMr, BoundsAreExactAndCannotOverflow) {
+  MrTable t;
+  const uint32_t pd = t.alloc_pd();
+  const uint32_t k = t.reg(pd, 0x1000, 4096, sdp::kRemoteWrite);
+  EXPECT_TRUE(t.allows(k, pd, 0x1000, 4096, 0, none));   // the whole MR
+  EXPECT_TRUE(t.allows(k, pd, 0x1FF8, 8, 0, none));      // its last 8 bytes
+  EXPECT_FALSE(t.allows(k, pd, 0x1FF8, 9, 0, none));     // one past its end
+  EXPECT_FALSE(t.allows(k, pd, 0x0FFF, 1, 0, none));     // one before its start
+  EXPECT_TRUE(t.allows(k, pd, 0x2000, 0, 0, none));      // an empty range at its end
+  // addr + len wraps to 0x1008, inside the MR by the naive check addr + len <= end.
+  EXPECT_EQ(t.check(k, pd, UINT64_MAX - 7, 16, 0, none), MrRefusal::Bounds);
+  EXPECT_EQ(t.check(k, pd, 0x1008, UINT64_MAX - 0x1000, 0, none), MrRefusal::Bounds);
+  // Registering a range that wraps fails (ibv_reg_mr: EINVAL).
+  EXPECT_THROW(t.reg(pd, UINT64_MAX - 7, 16, 0), sdp::VerbsError);
+  EXPECT_NO_THROW(t.reg(pd, UINT64_MAX - 15, 16, 0));  // ends exactly at 2^64
+}
+
+TEST(HcaCoreMr, AccessFlagsAreRequiredBitByBit) {
+  MrTable t;
+  const uint32_t pd = t.alloc_pd();
+  const uint32_t ro = t.reg(pd, 0x1000, 4096, sdp::kRemoteRead);
+  EXPECT_EQ(t.check(ro, pd, 0x1000, 8, sdp::kRemoteRead, none), MrRefusal::None);
+  EXPECT_EQ(t.check(ro, pd, 0x1000, 8, sdp::kRemoteWrite, none), MrRefusal::Access);
+  EXPECT_EQ(t.check(ro, pd, 0x1000, 8, sdp::kLocalWrite, none), MrRefusal::Access);
+  EXPECT_EQ(t.check(ro, pd, 0x1000, 8, 0, none), MrRefusal::None);  // local read needs no bit
+  EXPECT_STREQ(mr_refusal_str(MrRefusal::Access), "access flags");
+}
+
+TEST(HcaCoreMr, AnAllMemoryMrAsksTheHostMemory) {
+  MrTable t;
+  const uint32_t pd = t.alloc_pd();
+  const uint32_t k = t.reg_all_memory(pd, sdp::kLocalWrite);
+  EXPECT_TRUE(t.allows(k, pd, 0x10000, 0x10000, sdp::kLocalWrite, one_region));
+  EXPECT_EQ(t.check(k, pd, 0x1FFFF, 2, 0, one_region), MrRefusal::Bounds);
+  EXPECT_EQ(t.check(k, pd, 0x10000, 1, 0, [](sdp::Addr, uint64_t) { return false; }), MrRefusal::Bounds);
+  EXPECT_EQ(t.check(k, pd, 0x10000, 1, sdp::kRemoteWrite, one_region), MrRefusal::Access);
+}
+
+TEST(HcaCoreCq, HoldsExactlyItsDepthAndTheNextCompletionIsTheOverrun) {
+  Cq cq(3);
+  for (uint64_t i = 0; i < 3; ++i) EXPECT_TRUE(cq.push({i, WcStatus::Success, sdp::WcOpcode::Send, 0, 0x48}));
+  EXPECT_FALSE(cq.overrun());
+  EXPECT_FALSE(cq.push({3, WcStatus::Success, sdp::WcOpcode::Send, 0, 0x48}));  // the 4th: overrun
+  EXPECT_TRUE(cq.overrun());
+  std::array<sdp::Wc, 8> out{};
+  ASSERT_EQ(cq.poll(out), 3);  // the three written stay, oldest first
+  EXPECT_EQ(out[0].wr_id, 0u);
+  EXPECT_EQ(out[2].wr_id, 2u);
+  // In error: nothing more is written, even with room again.
+  EXPECT_FALSE(cq.push({4, WcStatus::WrFlushErr, sdp::WcOpcode::Send, 0, 0x48}));
+  EXPECT_EQ(cq.poll(out), 0);
+}
+
+TEST(HcaCoreCq, PollingMakesRoom) {
+  Cq cq(2);
+  std::array<sdp::Wc, 1> one{};
+  for (uint64_t i = 0; i < 10; ++i) {
+    ASSERT_TRUE(cq.push({i, WcStatus::Success, sdp::WcOpcode::Recv, 1, 0x48}));
+    ASSERT_EQ(cq.poll(one), 1);
+    EXPECT_EQ(one[0].wr_id, i);
+  }
+  EXPECT_FALSE(cq.overrun());
+}
+
+TEST(HcaCoreQp, TransitionsFollowIbaFigure124) {
+  using S = QpState;
+  EXPECT_TRUE(transition_allowed(S::Reset, S::Init));
+  EXPECT_TRUE(transition_allowed(S::Init, S::Rtr));
+  EXPECT_TRUE(transition_allowed(S::Rtr, S::Rts));
+  EXPECT_TRUE(transition_allowed(S::Rts, S::Error));
+  EXPECT_TRUE(transition_allowed(S::Error, S::Reset));
+  EXPECT_FALSE(transition_allowed(S::Reset, S::Rtr));
+  EXPECT_FALSE(transition_allowed(S::Reset, S::Rts));
+  EXPECT_FALSE(transition_allowed(S::Init, S::Rts));
+  EXPECT_FALSE(transition_allowed(S::Rts, S::Rtr));
+  EXPECT_FALSE(transition_allowed(S::Error, S::Init));
+  EXPECT_FALSE(transition_allowed(S::Error, S::Rts));
+  try {
+    check_transition(0x48, S::Reset, S::Rts);
+    ADD_FAILURE() << "no throw";
+  } catch (const sdp::VerbsError& e) {
+    EXPECT_STREQ(e.what(), "modify_qp: QP 0x48 cannot go from RESET to RTS");
+  }
+}
+
+TEST(HcaCoreQp, PostSendChecksInOrder) {
+  const SendLimits lim{4, 64, 1u << 20};
+  sdp::SendWr wr;
+  wr.num_sge = 1;
+  wr.sg[0] = {0x1000, 100, 0x100};
+  EXPECT_EQ(check_post_send(QpState::Rts, 0, lim, wr).post, Post::Accept);
+  EXPECT_EQ(check_post_send(QpState::Rtr, 0, lim, wr).error, PostError::WrongState);
+  EXPECT_EQ(check_post_send(QpState::Init, 0, lim, wr).error, PostError::WrongState);
+  EXPECT_EQ(check_post_send(QpState::Reset, 0, lim, wr).error, PostError::WrongState);
+  EXPECT_EQ(check_post_send(QpState::Error, 0, lim, wr).post, Post::Flush);
+  EXPECT_EQ(check_post_send(QpState::Rts, 4, lim, wr).error, PostError::QueueFull);
+  EXPECT_EQ(check_post_send(QpState::Rts, 3, lim, wr).post, Post::Accept);
+  wr.inline_data = true;  // 100 B > 64 B
+  EXPECT_EQ(check_post_send(QpState::Rts, 0, lim, wr).error, PostError::InlineTooLong);
+  wr.sg[0].length = 64;
+  EXPECT_EQ(check_post_send(QpState::Rts, 0, lim, wr).post, Post::Accept);
+  wr.opcode = sdp::WrOpcode::RdmaRead;
+  EXPECT_EQ(check_post_send(QpState::Rts, 0, lim, wr).error, PostError::InlineRead);
+  wr.inline_data = false;
+  wr.sg[0].length = (1u << 20) + 1;
+  EXPECT_EQ(check_post_send(QpState::Rts, 0, lim, wr).error, PostError::MessageTooLong);
+  wr.num_sge = 3;  // first check, even in ERROR
+  EXPECT_EQ(check_post_send(QpState::Error, 0, lim, wr).error, PostError::TooManySge);
+  EXPECT_EQ(post_error_text("post_send", 0x48, QpState::Rts, PostError::TooManySge, &wr, &lim),
+            "post_send: QP 0x48: 3 SGEs, max 2");
+  EXPECT_EQ(post_error_text("post_send", 0x48, QpState::Init, PostError::WrongState, &wr, &lim),
+            "post_send: QP 0x48 is in INIT, not RTS");
+}
+
+TEST(HcaCoreQp, PostRecvFromInitOn) {
+  sdp::RecvWr r;
+  r.num_sge = 1;
+  EXPECT_EQ(check_post_recv(QpState::Reset, 0, 2, r).error, PostError::WrongState);
+  EXPECT_EQ(check_post_recv(QpState::Init, 0, 2, r).post, Post::Accept);
+  EXPECT_EQ(check_post_recv(QpState::Rtr, 1, 2, r).post, Post::Accept);
+  EXPECT_EQ(check_post_recv(QpState::Rts, 2, 2, r).error, PostError::QueueFull);
+  EXPECT_EQ(check_post_recv(QpState::Error, 2, 2, r).post, Post::Flush);
+  r.num_sge = 3;
+  EXPECT_EQ(check_post_recv(QpState::Rts, 0, 2, r).error, PostError::TooManySge);
+}
+
+TEST(HcaCoreQp, FlushCompletesSendsThenReceivesWithTheirOwnOpcodes) {
+  std::deque<sdp::SendWr> sq(3);
+  sq[0].wr_id = 1;
+  sq[0].opcode = sdp::WrOpcode::Send;
+  sq[1].wr_id = 2;
+  sq[1].opcode = sdp::WrOpcode::RdmaWrite;
+  sq[2].wr_id = 3;
+  sq[2].opcode = sdp::WrOpcode::RdmaRead;
+  std::deque<sdp::RecvWr> rq(1);
+  rq[0].wr_id = 9;
+  std::vector<sdp::Wc> out;
+  flush_queues(0x4A, sq, [](const sdp::SendWr& w) -> const sdp::SendWr& { return w; }, rq,
+               [&](const sdp::Wc& wc) { out.push_back(wc); });
+  ASSERT_EQ(out.size(), 4u);
+  EXPECT_TRUE(sq.empty() && rq.empty());
+  const sdp::WcOpcode want[] = {sdp::WcOpcode::Send, sdp::WcOpcode::RdmaWrite, sdp::WcOpcode::RdmaRead,
+                                sdp::WcOpcode::Recv};
+  const uint64_t ids[] = {1, 2, 3, 9};
+  for (size_t i = 0; i < 4; ++i) {
+    EXPECT_EQ(out[i].wr_id, ids[i]);
+    EXPECT_EQ(out[i].status, WcStatus::WrFlushErr);
+    EXPECT_EQ(out[i].opcode, want[i]);
+    EXPECT_EQ(out[i].qp_num, 0x4Au);
+    EXPECT_EQ(out[i].byte_len, 0u);
+  }
+  EXPECT_EQ(sdp::wc_status_code(WcStatus::WrFlushErr), 5);  // IBV_WC_WR_FLUSH_ERR
+}
+
+TEST(HcaCoreRc, PsnArithmeticWrapsAt2To24) {
+  EXPECT_EQ(psn_add(0xFFFFFF, 1), 0u);
+  EXPECT_EQ(psn_prev(0), 0xFFFFFFu);
+  EXPECT_TRUE(psn_before(0xFFFFFF, 0));       // across the wrap
+  EXPECT_FALSE(psn_before(0, 0xFFFFFF));
+  EXPECT_TRUE(psn_before(0, 0x7FFFFF));       // half the space ahead: still after
+  EXPECT_FALSE(psn_before(0, 0x800000));      // 2^23 ahead: counted as behind
+  EXPECT_FALSE(psn_before(5, 5));
+}
+
+TEST(HcaCoreRc, AethSyndromes) {
+  EXPECT_EQ(ack_kind(aeth::kAck), AckKind::Ack);
+  EXPECT_EQ(ack_kind(0x00), AckKind::Ack);
+  EXPECT_EQ(ack_kind(aeth::kRnrNak | 12), AckKind::RnrNak);
+  EXPECT_EQ(rnr_code(aeth::kRnrNak | 12), 12);
+  EXPECT_EQ(ack_kind(aeth::kNakPsnSeq), AckKind::NakPsnSeq);
+  EXPECT_EQ(ack_kind(aeth::kNakInvReq), AckKind::NakInvReq);
+  EXPECT_EQ(ack_kind(aeth::kNakRemAccess), AckKind::NakRemAccess);
+  EXPECT_EQ(ack_kind(aeth::kNakRemOp), AckKind::NakRemOp);
+  EXPECT_EQ(ack_kind(0x64), AckKind::Reserved);
+  EXPECT_EQ(ack_kind(0x40), AckKind::Reserved);
+  EXPECT_EQ(nak_status(AckKind::NakRemAccess), WcStatus::RemAccessErr);
+  EXPECT_EQ(nak_status(AckKind::NakInvReq), WcStatus::RemInvReqErr);
+}
+
+TEST(HcaCoreRc, TimersFromIbaTable45AndTheLocalAckTimeout) {
+  EXPECT_DOUBLE_EQ(rnr_timer_ns(1), 10e3);      // 0.01 ms
+  EXPECT_DOUBLE_EQ(rnr_timer_ns(12), 640e3);    // 0.64 ms
+  EXPECT_DOUBLE_EQ(rnr_timer_ns(14), 1.28e6);   // 1.28 ms
+  EXPECT_DOUBLE_EQ(rnr_timer_ns(31), 491.52e6); // 491.52 ms
+  EXPECT_DOUBLE_EQ(rnr_timer_ns(0), 655.36e6);  // 655.36 ms
+  EXPECT_DOUBLE_EQ(local_ack_timeout_ns(14), 4096.0 * 16384);  // 67.108864 ms
+  EXPECT_DOUBLE_EQ(local_ack_timeout_ns(1), 8192.0);
+  EXPECT_DOUBLE_EQ(local_ack_timeout_ns(0), 0.0);  // no timer
+}
+
+TEST(HcaCoreRc, RetryCntCountsRetriesWithoutProgress) {
+  RetryCounter r(2);
+  EXPECT_TRUE(r.retry());
+  EXPECT_TRUE(r.retry());
+  EXPECT_FALSE(r.retry());  // the third without progress: RETRY_EXC_ERR
+  r.progress();
+  EXPECT_TRUE(r.retry());
+  RetryCounter zero(0);
+  EXPECT_FALSE(zero.retry());  // retry_cnt 0: the first timeout ends the WR
+}
+
+TEST(HcaCoreRc, RnrRetrySevenIsForEver) {
+  RnrCounter r(1);
+  EXPECT_TRUE(r.retry());
+  EXPECT_FALSE(r.retry());
+  RnrCounter zero(0);
+  EXPECT_FALSE(zero.retry());
+  RnrCounter ever(kRnrRetryForever);
+  for (int i = 0; i < 1000; ++i) ASSERT_TRUE(ever.retry());
+  EXPECT_THROW(RnrCounter(8), sdp::VerbsError);
+}
+
+TEST(HcaCoreRc, ResponderNaksAGapOnceAndReAcksDuplicates) {
+  RcResponder r;
+  using V = RcResponder::Verdict;
+  EXPECT_EQ(r.on_request(0), V::Execute);
+  r.executed();
+  EXPECT_EQ(r.epsn(), 1u);
+  EXPECT_EQ(r.on_request(0), V::Duplicate);
+  EXPECT_EQ(r.last_executed(), 0u);
+  EXPECT_EQ(r.on_request(3), V::NakSequence);  // PSN 1 and 2 missing
+  EXPECT_EQ(r.on_request(4), V::Discard);      // one NAK per gap
+  EXPECT_EQ(r.on_request(1), V::Execute);      // the go-back-N retransmission
+  r.rnr_naked();
+  EXPECT_EQ(r.on_request(2), V::Discard);      // behind the RNR NAK
+  EXPECT_EQ(r.on_request(1), V::Execute);
+}
