@@ -3,7 +3,7 @@
 /// how many PCIe MWr TLPs a copy becomes, how long the CPU is busy, and when the device holds
 /// the bytes it needs. Plain C++, no SimGrid.
 ///
-/// Mechanism (DESIGN.md "Facts"; Intel SDM vol. 3 ch. 11.3 memory types; seed 001, the mlx4
+/// Mechanism (docs/design.md "Facts"; Intel SDM vol. 3 ch. 11.3 memory types; seed 001, the mlx4
 /// "disable BF when write combining is not available" thread):
 ///  - write-combining (WC) mapping: stores fill a 64 B WC buffer at core speed; a full buffer
 ///    leaves as one 64 B MWr; the sfence after the copy (mmio_flush_writes) drains the rest.

@@ -28,7 +28,7 @@ struct Config {
   uint32_t max_read_request = 512;          ///< Max_Read_Request_Size, B (spec 7.8.4)
   uint32_t read_completion_boundary = 64;   ///< RCB, B: 64 or 128 (spec 2.3.1.1, 7.8.7)
   /// Size, B, of the CplD pieces the completer (root complex) returns: a power of two from the
-  /// RCB to max_payload (so a multiple of the RCB). 64 B for the seed machine (DESIGN.md).
+  /// RCB to max_payload (so a multiple of the RCB). 64 B for the seed machine (docs/design.md).
   uint32_t completion_size = 64;
   /// True when the DMA buffers lie above 4 GB, so MRd/MWr use the 4 DW header (spec
   /// 2.2.4.1: below 4 GB a requester must use the 3 DW form). Addresses passed to dma_write
@@ -199,7 +199,7 @@ ReadStreamBytes dma_read_stream_bytes(const Config&);
 double dma_read_ceiling_gbps(const Config&);
 
 /// Latency bound of DMA reads, Gbit/s: max_outstanding_reads * max_read_request * 8 / rtt_ns
-/// (each outstanding request fetches at most MRRS bytes per round trip; DESIGN.md). Throws
+/// (each outstanding request fetches at most MRRS bytes per round trip; docs/design.md). Throws
 /// InputError unless rtt_ns > 0 and max_outstanding_reads >= 1.
 double dma_read_latency_bound_gbps(const Config&, double rtt_ns, int max_outstanding_reads);
 

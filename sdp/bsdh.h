@@ -13,7 +13,7 @@
 ///  - Wireshark epan/dissectors/packet-infiniband_sdp.c (Mellanox, 2010): MID names, flag 0x04
 ///    "REQ_PIPE", the majv/minv and ipv/cap nibbles.
 ///
-/// No SimGrid and no rdma-core here (DESIGN.md, layers).
+/// No SimGrid and no rdma-core here (docs/design.md, layers).
 #include <array>
 #include <cstddef>
 #include <cstdint>

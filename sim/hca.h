@@ -4,7 +4,7 @@
 /// moves each WQE's data over SimGrid links (PCIe read at the sender, the IB link, PCIe write
 /// at the receiver), then writes CQEs and raises MSI-X interrupts.
 ///
-/// Timing (DESIGN.md "Granularity"): one SimGrid communication per message over the route
+/// Timing (docs/design.md "Granularity"): one SimGrid communication per message over the route
 /// [sender PCIe host->device, sender DMA-read tag limit, IB link, receiver PCIe device->host],
 /// each link's bandwidth being the payload rate model/ computes for bulk DMA/IB traffic, so a
 /// message takes bytes / bottleneck and concurrent traffic shares links max-min. The fixed

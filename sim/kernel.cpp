@@ -62,7 +62,7 @@ std::unique_ptr<s4u::Engine> make_engine() {
   xbt_log_control_set("root.thres:critical");
   xbt_log_control_set("root.app:file:/dev/null");
   auto engine = std::make_unique<s4u::Engine>(&argc, argv);
-  // Exact timing (DESIGN.md): a transfer takes latency + bytes/bandwidth, links shared max-min.
+  // Exact timing (docs/design.md): a transfer takes latency + bytes/bandwidth, links shared max-min.
   s4u::Engine::set_config("network/model:CM02");
   s4u::Engine::set_config("network/crosstraffic:0");
   s4u::Engine::set_config("network/TCP-gamma:0");

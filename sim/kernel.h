@@ -75,7 +75,7 @@ class Failure {
 /// stack under the raw and boost context switches; the factory is a command-line --cfg, chosen
 /// when the Engine is built), SimGrid's own log silenced (its messages, its deadlock report
 /// among them, would break hcasim's one-line errors; failures go through Failure), and the
-/// exact-timing network configuration of DESIGN.md. One per process.
+/// exact-timing network configuration of docs/design.md. One per process.
 std::unique_ptr<simgrid::s4u::Engine> make_engine();
 
 /// Seconds from ns.

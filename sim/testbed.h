@@ -70,7 +70,7 @@ PathRates path_rates(const HostParams& tx, const HostParams& rx);
 /// Two hosts, A (index 0) and B (index 1), with their HCAs and a connected RC QP pair.
 class TwoHostBed {
  public:
-  /// Builds the SimGrid engine (exact-timing configuration of DESIGN.md) and platform.
+  /// Builds the SimGrid engine (exact-timing configuration of docs/design.md) and platform.
   /// `a` and `b` must outlive the bed (add_qp_pair reads them).
   TwoHostBed(const HostParams& a, const HostParams& b, uint64_t seed, sdp::DataMode mode);
   ~TwoHostBed();

@@ -259,7 +259,7 @@ TEST(PcieCeiling, ReadSmallRequestsCoalesce) {
 }
 
 TEST(PcieCeiling, SeedMeasurementsBelowCeilings) {
-  // DESIGN.md: seed runs reach 10.3 (SDP receive = DMA write) and 11.1 Gbit/s (SDP send =
+  // docs/design.md: seed runs reach 10.3 (SDP receive = DMA write) and 11.1 Gbit/s (SDP send =
   // DMA read) of payload; a ceiling must not be below a measurement.
   EXPECT_GT(pcie::dma_write_ceiling_gbps(seed()), 10.3);
   EXPECT_GT(pcie::dma_read_ceiling_gbps(seed()), 11.1);

@@ -32,7 +32,7 @@ void expect_protocol_error(Fn fn, const std::string& message) {
 // ---- MIDs ----
 
 TEST(Mid, ValuesAndNames) {
-  // Annex A4 / OpenIB sdp_msgs.h / DESIGN.md values, written out.
+  // Annex A4 / OpenIB sdp_msgs.h / docs/design.md values, written out.
   const std::vector<std::pair<unsigned, std::string>> expected = {
       {0x00, "Hello"},          {0x01, "HelloAck"},        {0x02, "DisConn"},
       {0x03, "AbortConn"},      {0x04, "SendSM"},          {0x05, "RdmaWrCompl"},

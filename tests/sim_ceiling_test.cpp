@@ -24,7 +24,7 @@ model::Platform default_platform() {
 }  // namespace
 
 TEST(Ceiling, HandCalculatedGen1x8Mps128Mrrs512) {
-  // Worked by hand (PCIe 1.1; DESIGN.md): gen1 x8 moves 16 Gbit/s per direction after 8b/10b.
+  // Worked by hand (PCIe 1.1; docs/design.md): gen1 x8 moves 16 Gbit/s per direction after 8b/10b.
   // A 512 B read returns 8 CplD of 64 B, each 20 B header+framing: 8 x 84 = 672 B, plus one
   // Ack and one UpdateFC DLLP (8 B each) for the MRd that flows the other way: 688 B per
   // 512 B. SKP ordered sets take 4 of every 1180 symbol times. Read ceiling:
