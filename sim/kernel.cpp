@@ -157,10 +157,14 @@ struct Scheduler::Impl {
       s.switch_to(f.get());
     }
   }
-  std::vector<Fiber*> next, round;
-  size_t round_pos = 0;  ///< the index in `round` of the context running now
+  /// The contexts runnable at this instant, in the order they became so; `ready_head` is the
+  /// next to run. One FIFO gives the rounds' order (docs/design.md, "Rounds"): a round is the
+  /// queue's contents when it starts, and what becomes runnable meanwhile queues behind it.
+  /// Emptied (head back to 0) each time it drains, so its storage stays that of one instant.
+  std::vector<Fiber*> ready;
+  size_t ready_head = 0;
   /// Another context can run at this instant (later in this round, or in the next).
-  bool others_runnable() const { return round_pos + 1 < round.size() || !next.empty(); }
+  bool others_runnable() const { return ready_head < ready.size(); }
   /// Nothing at all can happen before `t_s` but the calling context's own resumption there:
   /// nothing else runnable, no transfer in SimGrid, every event later (an event at t_s itself
   /// was scheduled earlier and would fire first).
@@ -248,7 +252,7 @@ void Scheduler::spawn(std::string name, std::function<void()> body, bool daemon)
       });
   if (!daemon) ++impl_->live;
   impl_->fibers.push_back(std::move(f));
-  impl_->next.push_back(fp);
+  impl_->ready.push_back(fp);
   if (running_ != nullptr) yield();  // as an actor's Actor::create: the creator follows the new one
 }
 
@@ -285,7 +289,7 @@ inline void Scheduler::suspend() {
 inline void Scheduler::make_ready(Fiber* f) {
   ++f->gen;
   impl_->cancel_pending(f);
-  impl_->next.push_back(f);
+  impl_->ready.push_back(f);
 }
 
 void Scheduler::yield() {
@@ -412,12 +416,9 @@ void Scheduler::advance_to(double t_s) {
 void Scheduler::loop() {
   Impl& m = *impl_;
   for (;;) {
-    while (!m.next.empty() && !stopped_) {  // rounds at this instant
-      m.round.swap(m.next);
-      for (m.round_pos = 0; m.round_pos < m.round.size() && !stopped_; ++m.round_pos) switch_to(m.round[m.round_pos]);
-      m.round.clear();
-      m.round_pos = 0;
-    }
+    while (m.ready_head < m.ready.size() && !stopped_) switch_to(m.ready[m.ready_head++]);  // rounds at this instant
+    m.ready.clear();
+    m.ready_head = 0;
     if (stopped_ || m.live == 0) return;
     const double t = m.events.empty() ? std::numeric_limits<double>::infinity() : m.events.top().t;
     if (m.in_simgrid == 0) {
