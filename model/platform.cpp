@@ -61,20 +61,7 @@ const char* kind_of(const Param& p) {
 }
 
 /// The value as the user would write it, for messages.
-std::string value_text(const Param& p) {
-  return std::visit(
-      [](const auto& v) -> std::string {
-        using T = std::decay_t<decltype(v)>;
-        if constexpr (std::is_same_v<T, bool>) {
-          return v ? "true" : "false";
-        } else if constexpr (std::is_same_v<T, std::string>) {
-          return "\"" + v + "\"";
-        } else {
-          return fmt::format("{}", v);
-        }
-      },
-      p.value);
-}
+std::string value_text(const Param& p) { return param_value_text(p, true); }
 
 /// Reads one parameter `{ value = ..., unit = "...", source = "..." }` named `full_key`.
 Param read_param(const toml::table& tbl, const std::string& full_key, uint32_t line,
@@ -418,6 +405,21 @@ std::string Platform::str(const std::string& key) const {
     throw InputError(fmt::format("{}: {}: expected a string, found {} {}", p.origin, key, kind_of(p), value_text(p)));
   if (auto why = range_error(s, *v)) fail(key, *why);
   return *v;
+}
+
+std::string param_value_text(const Param& p, bool quote_strings) {
+  return std::visit(
+      [quote_strings](const auto& v) -> std::string {
+        using T = std::decay_t<decltype(v)>;
+        if constexpr (std::is_same_v<T, bool>) {
+          return v ? "true" : "false";
+        } else if constexpr (std::is_same_v<T, std::string>) {
+          return quote_strings ? fmt::format("\"{}\"", v) : v;
+        } else {
+          return fmt::format("{}", v);
+        }
+      },
+      p.value);
 }
 
 }  // namespace hcasim::model

@@ -34,6 +34,11 @@ struct Param {
   std::string origin;                                         ///< "file:line" or "--set"
 };
 
+/// A parameter's value as a platform file writes it: numbers with fmt's shortest round-trip
+/// form, booleans as true/false, strings in double quotes when `quote_strings` (error
+/// messages) and bare otherwise (`hcasim params`' table).
+std::string param_value_text(const Param& p, bool quote_strings);
+
 /// A parsed platform: the parameters of one host, its HCA, its PCIe slot and its IB link.
 class Platform {
  public:

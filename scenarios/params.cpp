@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <iostream>
 #include <sstream>
-#include <type_traits>
 #include <variant>
 
 #include <CLI/CLI.hpp>
@@ -35,22 +34,6 @@ std::string_view when_tag(ParamWhen w) {
     case ParamWhen::NoIommu: return "[host.iommu = off only]";
   }
   return "";
-}
-
-/// A value as a platform file writes it (strings without their quotes).
-std::string value_text(const model::Param& p) {
-  return std::visit(
-      [](const auto& v) -> std::string {
-        using T = std::decay_t<decltype(v)>;
-        if constexpr (std::is_same_v<T, bool>) {
-          return v ? "true" : "false";
-        } else if constexpr (std::is_same_v<T, std::string>) {
-          return v;
-        } else {
-          return fmt::format("{}", v);
-        }
-      },
-      p.value);
 }
 
 }  // namespace
@@ -126,7 +109,7 @@ std::string format_params_text(const model::Platform* platform) {
       continue;
     }
     const model::Param& p = platform->param(key);
-    std::string value = value_text(p);
+    std::string value = model::param_value_text(p, false);
     if (!p.unit.empty()) value += " " + p.unit;
     out += fmt::format("{:<{}}  = {}  ({}) {}\n", "", wk, value, p.origin, p.source);
   }
