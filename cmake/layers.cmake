@@ -1,0 +1,77 @@
+# The layering (docs/design.md, "Layers"), stated once for the build and for the check.
+#
+# HCASIM_LAYERS: one entry per source folder, "FOLDER=USES" with USES a comma-separated list of
+# the folders FOLDER may #include directly ("-" for none). What a folder may use is the closure:
+# a folder that may use sim/ also sees what sim/ uses, since sim/'s headers include them.
+# HCASIM_LAYER_BANS: "FOLDER=PREFIX,..." system headers a folder must not include (SimGrid in
+# model/, sdp/, hca/ and frontends/; rdma-core and Asio in model/, sdp/ and hca/).
+#
+# Two users:
+#  - hcasim_layer(TARGET FOLDER): the target compiles with an include tree of its own that holds
+#    only the folders FOLDER may use (symbolic links in build/layers/FOLDER/), so an #include
+#    across the layering fails to compile, naming the header it could not find.
+#  - tests/check_layers.cmake (ctest Layers.Includes): reads every source file and names each
+#    #include that crosses the table, FILE:LINE, including the banned system headers, which an
+#    include tree cannot stop.
+set(HCASIM_LAYERS
+  "model=-"
+  "util=-"
+  "sdp=model"
+  "hca=model,sdp"
+  "frontends=model,util"
+  "sim=model,sdp,hca,frontends"
+  "emu=model,sdp,hca"
+  "hw=model,sdp"
+  "rt=model,sdp,emu,hw,frontends,util"
+  "scenarios=model,sdp,hca,sim,frontends,util")
+set(HCASIM_LAYER_BANS
+  "model=simgrid/,simgrid.h,infiniband/,rdma/,boost/asio"
+  "util=simgrid/,simgrid.h,infiniband/,rdma/,boost/asio"
+  "sdp=simgrid/,simgrid.h,infiniband/,rdma/,boost/asio"
+  "hca=simgrid/,simgrid.h,infiniband/,rdma/,boost/asio"
+  "frontends=simgrid/,simgrid.h,infiniband/,rdma/,boost/asio")
+
+# hcasim_layer_uses(FOLDER OUT): the folders FOLDER may include, itself first, then the closure
+# of the table in a fixed order. A folder not in the table is a configuration error.
+function(hcasim_layer_uses folder out)
+  set(result ${folder})
+  set(todo ${folder})
+  while(todo)
+    list(POP_FRONT todo f)
+    set(found OFF)
+    foreach(entry ${HCASIM_LAYERS})
+      string(REPLACE "=" ";" kv "${entry}")
+      list(GET kv 0 k)
+      if(k STREQUAL f)
+        set(found ON)
+        list(GET kv 1 uses)
+        if(NOT uses STREQUAL "-")
+          string(REPLACE "," ";" uses "${uses}")
+          foreach(u ${uses})
+            if(NOT u IN_LIST result)
+              list(APPEND result ${u})
+              list(APPEND todo ${u})
+            endif()
+          endforeach()
+        endif()
+      endif()
+    endforeach()
+    if(NOT found)
+      message(FATAL_ERROR "cmake/layers.cmake: folder '${f}' is not in HCASIM_LAYERS")
+    endif()
+  endwhile()
+  set(${out} ${result} PARENT_SCOPE)
+endfunction()
+
+# hcasim_layer(TARGET FOLDER): TARGET's sources (in FOLDER) see FOLDER and what it may use,
+# and nothing else of the tree: build/layers/FOLDER/<used> -> the source folder <used>.
+function(hcasim_layer target folder)
+  hcasim_layer_uses(${folder} uses)
+  set(root ${CMAKE_BINARY_DIR}/layers/${folder})
+  file(REMOVE_RECURSE ${root})  # made anew: a folder taken off the table loses its link
+  file(MAKE_DIRECTORY ${root})
+  foreach(u ${uses})
+    file(CREATE_LINK ${CMAKE_SOURCE_DIR}/${u} ${root}/${u} SYMBOLIC)
+  endforeach()
+  target_include_directories(${target} PRIVATE ${root})
+endfunction()
