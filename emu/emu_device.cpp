@@ -628,7 +628,7 @@ void Qp::on_ack_timeout() {
 void Qp::retry(const std::string& cause) {
   if (!retries_.retry()) {
     // The emulated responder is a process: its ACKs wait until the OS runs it. Timeouts shorter
-    // than the machine's scheduling delays expire on a live peer (README, hcasim-sdp-client faults: measured).
+    // than the machine's scheduling delays expire on a live peer (docs/emulate.md, faults: measured).
     const bool short_timer = cause == "timeout" && retry_.timeout < model::RcRetry{}.timeout;
     fail_front(WcStatus::RetryExcErr,
                fmt::format("transport retry counter exceeded: a {} after {} retries without an ACK (retry_cnt {}, "

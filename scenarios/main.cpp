@@ -58,11 +58,11 @@ hcasim options:
   --platform NAME|FILE         local host (default connectx-ddr-pcie1x8)
   --remote-platform NAME|FILE  remote host (default: same as --platform)
   --transport sdp|ipoib        SDP (default) or TCP/IP over IPoIB (--set ipoib.mode=
-                               datagram|connected; README "netperf over IPoIB")
+                               datagram|connected; docs/cli.md, IPoIB)
   --set section.key=value      change a platform parameter on both hosts (repeatable);
                                fault.loss|corrupt|dup|reorder=P, fault.seed=N and
                                qp.retry_cnt|rnr_retry|timeout=N inject faults on the wire
-                               (README "Faults")
+                               (docs/cli.md "Faults on the simulated wire")
   --stats                      simulator statistics on stderr
   --profile                    per-CPU flat profile (time by activity) of both hosts, after
                                netperf's output

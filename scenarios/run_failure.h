@@ -12,7 +12,7 @@ namespace hcasim::scenarios {
 /// A run that failed because of the faults injected on the wire (fault.*, qp.*): the transport
 /// retries ran out, or the watchdog stopped a stream that could no longer finish. A runtime
 /// failure, as a real netperf or perftest run that fails: "hcasim: error: ..." and exit status
-/// 1 (README "Exit status"). Without faults the same failure is the simulator's own (exit 3).
+/// 1 (docs/cli.md "Errors and exit status"). Without faults the same failure is the simulator's own (exit 3).
 struct RunFailure : std::runtime_error {
   using std::runtime_error::runtime_error;
 };

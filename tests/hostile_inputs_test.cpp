@@ -4,7 +4,7 @@
 // one line matching the case's regex (naming what and where: FILE:LINE, the flag, the peer),
 // and that no output file it asked for (-o, --csv, --report) exists afterwards.
 //
-// Exit status convention (README "Hostile inputs"): 2 for bad input (a flag, a size, a file),
+// Exit status convention (docs/testing.md "Hostile inputs"): 2 for bad input (a flag, a size, a file),
 // 1 for a runtime failure (no device, a refused connection, a test that failed), 3 for an
 // internal error of the simulator. A packet case is a server that keeps serving: the server
 // logs one line naming the problem and the peer, and a following good client completes a
