@@ -153,8 +153,8 @@ TEST_F(IpoibCommand, ConnectedModeBeatsDatagramOnConnectX) {
 // stream (7.38 Gbit/s at MMRBC 512 B, model/pcix.h) and the SDR link (8 Gbit/s) are above it.
 // Without FMR each 32 KB receive buffer and its header map 8 + 1 IOMMU pages at 2070 ns
 // (netstack.iommu_map): 18630 ns per 32768 B = 0.569 ns/B on top of the copy's 1.316 ns/B,
-// so at most 8 / 1.885 = 4.24 Gbit/s. The seed's "a bit over 3500" is not met: the README's
-// IPoIB section says where the model and the seed part.
+// so at most 8 / 1.885 = 4.24 Gbit/s. The seed's "a bit over 3500" is not met: docs/seeds/seed003.md
+// ("The missed point") says where the model and the seed part.
 TEST_F(IpoibCommand, SdpOverPciXIsBoundByTheReceiversCopyAndFmr) {
   auto sdp = [&](const char* fmr) {
     const test::Outcome o = run("netperf -l " + seconds_flag(1.0) + " -P 0 -T ,2 -t TCP_STREAM --platform zx1-rx2600-pcix "

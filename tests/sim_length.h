@@ -5,7 +5,7 @@
 // (perftest's iteration cap) and HCASIM_TEST_FIT_SECONDS (the fits' netperf seconds), which
 // reach the tests as compile definitions of the same names; the default preset sets none of them
 // and the asan preset all three (0.2 s, 2000, 0.05 s) so that the test command fits in CI
-// (README "Test lengths"). Unset, every test simulates the lengths its commands say.
+// (docs/testing.md "Test lengths"). Unset, every test simulates the lengths its commands say.
 #include <string>
 
 /// The words to add to `hcasim validate`: " --duration S --iterations N" for what the build

@@ -4,7 +4,7 @@
 // seed 003's profiled IPoIB run (1588.33 Mbit/s), seed 004's before-FMR (1720) and after-FMR
 // (3500) runs with netserver pinned away from the interrupt CPU, and the FMR doubling itself
 // (seed 004: 3500 / 1720 = 2.03; at least 1.8 here). The fourth point, seed 004's SDP after FMR
-// (3500), is not gated (the model misses it: README, seeds 003 and 004): checked here is what the
+// (3500), is not gated (the model misses it: docs/seeds/seed003.md): checked here is what the
 // model says of it, that SDP is not held to IPoIB's figure on these hosts (at least 1.3 times
 // IPoIB with FMR: the receive copy bounds it, not the sender's per-segment work). Sources:
 // shared/seeds/003_53dfb8b0c199e3c9.txt and 004_928f1b11ac85aec2.txt (Grant Grundler, 2005).
