@@ -58,7 +58,7 @@ hcasim options:
   --platform NAME|FILE         local host (default connectx-ddr-pcie1x8)
   --remote-platform NAME|FILE  remote host (default: same as --platform)
   --transport sdp|ipoib        SDP (default) or TCP/IP over IPoIB (--set ipoib.mode=
-                               datagram|connected; docs/cli.md, IPoIB)
+                               datagram|connected; see docs/cli.md)
   --set section.key=value      change a platform parameter on both hosts (repeatable);
                                fault.loss|corrupt|dup|reorder=P, fault.seed=N and
                                qp.retry_cnt|rnr_retry|timeout=N inject faults on the wire
