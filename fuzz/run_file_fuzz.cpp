@@ -8,11 +8,12 @@
 #include "model/error.h"
 #include "scenarios/netperf_cli.h"
 #include "scenarios/perftest_cli.h"
-#include "scenarios/run.h"
+#include "util/command_words.h"
 #include "scenarios/run_file.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace hcasim::scenarios;
+  using namespace hcasim::util;
   const std::string_view text(reinterpret_cast<const char*>(data), size);
   try {
     parse_run_file(text, "fuzz.txt");

@@ -21,10 +21,16 @@
 #include "scenarios/datadir.h"
 #include "scenarios/netperf_cli.h"
 #include "scenarios/netperf_output.h"
+#include "scenarios/reference.h"
 #include "scenarios/run_file.h"
+#include "util/csv.h"
 #include "sim/testbed.h"
 
 namespace hcasim::scenarios {
+
+using util::csv_cell;
+using util::parse_csv;
+
 
 namespace {
 

@@ -33,7 +33,8 @@
 #include <vector>
 
 #include "model/platform.h"
-#include "scenarios/run.h"
+#include "scenarios/scenario.h"
+#include "scenarios/simulate.h"
 
 namespace hcasim::scenarios {
 

@@ -27,9 +27,13 @@
 
 #include "model/fault.h"
 
-#include "scenarios/command_words.h"
+#include "util/command_words.h"
 
 namespace hcasim::scenarios {
+
+using util::base_name;
+using util::taskset_cpus_index;
+
 
 namespace {
 

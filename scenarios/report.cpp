@@ -23,8 +23,12 @@
 #include "scenarios/children.h"
 #include "scenarios/netperf_cli.h"
 #include "scenarios/validate.h"
+#include "util/statistics.h"
 
 namespace hcasim::scenarios {
+
+using util::median;
+
 
 namespace {
 

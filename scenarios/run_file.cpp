@@ -19,13 +19,18 @@
 
 #include <fmt/format.h>
 
-#include "scenarios/command_words.h"
 #include "scenarios/datadir.h"
 #include "scenarios/netperf_cli.h"
 #include "scenarios/perftest_cli.h"
-#include "scenarios/run.h"
+#include "util/command_words.h"
 
 namespace hcasim::scenarios {
+
+using util::base_name;
+using util::is_long_option;
+using util::split_command_line;
+using util::taskset_cpus_index;
+
 
 namespace {
 

@@ -18,8 +18,12 @@
 #include "scenarios/datadir.h"
 #include "scenarios/netperf_cli.h"
 #include "scenarios/report.h"
+#include "util/statistics.h"
 
 namespace hcasim::scenarios {
+
+using util::median;
+
 
 namespace {
 

@@ -13,11 +13,14 @@
 #include "scenarios/netperf_output.h"
 #include "scenarios/perftest_cli.h"
 #include "scenarios/perftest_output.h"
-#include "scenarios/run.h"
+#include "util/command_words.h"
 #include "scenarios/run_file.h"
 
 namespace hcasim::scenarios {
 namespace {
+
+using namespace ::hcasim::util;
+
 
 const NetperfReading& netperf_of(const RealRun& run) { return std::get<NetperfReading>(run.output); }
 const PerftestReading& perftest_of(const RealRun& run) {

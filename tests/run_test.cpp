@@ -11,10 +11,20 @@
 #include <vector>
 
 #include "scenarios/datadir.h"
+#include "scenarios/compare.h"
+#include "scenarios/reference.h"
 #include "scenarios/run.h"
+#include "scenarios/run_report.h"
+#include "scenarios/scenario.h"
+#include "util/command_words.h"
+#include "util/csv.h"
+#include "util/statistics.h"
 
 namespace hcasim::scenarios {
 namespace {
+
+using namespace ::hcasim::util;
+
 
 std::string scenario_error(const std::string& text) {
   try {
