@@ -4,12 +4,12 @@
 #include <cstdlib>
 #include <string>
 
+#include "frontends/netperf_cli.h"
+#include "frontends/perftest_cli.h"
 #include "fuzz/one_line.h"
 #include "model/error.h"
-#include "scenarios/netperf_cli.h"
-#include "scenarios/perftest_cli.h"
-#include "util/command_words.h"
 #include "scenarios/run_file.h"
+#include "util/command_words.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace hcasim::scenarios;

@@ -7,8 +7,8 @@
 
 #include <fmt/format.h>
 
+#include "frontends/netperf_cli.h"  // parse_number
 #include "scenarios/datadir.h"
-#include "scenarios/netperf_cli.h"  // parse_number
 #include "util/csv.h"
 
 namespace hcasim::scenarios {

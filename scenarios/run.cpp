@@ -6,10 +6,10 @@
 #include <algorithm>
 #include <iostream>
 
+#include "frontends/netperf_cli.h"
+#include "frontends/netperf_output.h"
 #include "scenarios/children.h"
 #include "scenarios/datadir.h"
-#include "scenarios/netperf_cli.h"
-#include "scenarios/netperf_output.h"
 #include "scenarios/reference.h"
 #include "scenarios/run_report.h"
 #include "scenarios/scenario.h"

@@ -8,9 +8,9 @@
 
 #include <fmt/format.h>
 
+#include "frontends/netperf_cli.h"
+#include "frontends/perftest_cli.h"
 #include "scenarios/datadir.h"
-#include "scenarios/netperf_cli.h"
-#include "scenarios/perftest_cli.h"
 #include "util/command_words.h"
 
 namespace hcasim::scenarios {

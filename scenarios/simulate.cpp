@@ -7,10 +7,10 @@
 
 #include <fmt/format.h>
 
+#include "frontends/netperf_cli.h"  // parse_number
 #include "model/platform.h"
 #include "scenarios/children.h"
 #include "scenarios/datadir.h"
-#include "scenarios/netperf_cli.h"  // parse_number
 #include "scenarios/reference.h"
 #include "sim/testbed.h"
 

@@ -9,12 +9,12 @@
 #include <string>
 #include <vector>
 
-#include "scenarios/netperf_cli.h"
-#include "scenarios/netperf_output.h"
-#include "scenarios/perftest_cli.h"
-#include "scenarios/perftest_output.h"
-#include "util/command_words.h"
+#include "frontends/netperf_cli.h"
+#include "frontends/netperf_output.h"
+#include "frontends/perftest_cli.h"
+#include "frontends/perftest_output.h"
 #include "scenarios/run_file.h"
+#include "util/command_words.h"
 
 namespace hcasim::scenarios {
 namespace {
