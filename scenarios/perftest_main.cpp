@@ -1,4 +1,4 @@
-// `hcasim ib_write_lat|ib_write_bw|ib_send_bw ...` (perftest_cli.h perftest_main), modelled on
+// `hcasim ib_write_lat|ib_write_bw|ib_send_bw ...` (perftest_main.h), modelled on
 // netperf_main in scenarios/main.cpp. Kept in its own file: it is the only part of the perftest
 // command line that needs sim::run_perftest, so the parser and the output stay testable without
 // linking the simulation.

@@ -32,7 +32,7 @@ Figures reference_figures(std::string_view csv_text, const std::string& origin,
 Figures read_reference(const ReferenceSpec& spec, const std::string& base_dir);
 
 
-/// The simulated figures from the CSV `hcasim netperf --csv` writes (netperf_output.h; its
+/// The simulated figures from the CSV `hcasim netperf --csv` writes (frontends/netperf_output.h; its
 /// util_* and sd_* cells are empty for a side netperf did not measure, -c / -C).
 Figures netperf_csv_figures(std::string_view csv_text, const std::string& origin);
 

@@ -1,5 +1,6 @@
-// `hcasim run` without simulations (scenarios/run.h): scenario files and their errors,
-// shell-like splitting, reference CSV rows, comparison, report and CSV text, options.
+// `hcasim run` without simulations (scenarios/scenario.h, reference.h, compare.h, run_report.h,
+// run.h; util/): scenario files and their errors, shell-like splitting, reference CSV rows,
+// comparison, report and CSV text, options.
 #include <gtest/gtest.h>
 
 #include <unistd.h>
