@@ -15,7 +15,7 @@
 #    include tree cannot stop.
 set(HCASIM_LAYERS
   "model=-"
-  "util=-"
+  "util=model"
   "sdp=model"
   "hca=model,sdp"
   "frontends=model,util"

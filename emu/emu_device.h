@@ -28,7 +28,7 @@
 #include <string>
 
 #include "model/fault.h"
-#include "rt/device.h"
+#include "sdp/device.h"
 
 namespace hcasim::emu {
 

@@ -30,7 +30,7 @@
 #include "hca/qp.h"
 #include "hca/rc.h"
 #include "model/fault.h"
-#include "rt/device.h"
+#include "sdp/device.h"
 #include "sdp/process_memory.h"
 #include "sdp/verbs.h"
 

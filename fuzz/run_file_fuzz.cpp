@@ -4,15 +4,16 @@
 #include <cstdlib>
 #include <string>
 
+#include "frontends/netperf_cli.h"
+#include "frontends/perftest_cli.h"
 #include "fuzz/one_line.h"
 #include "model/error.h"
-#include "scenarios/netperf_cli.h"
-#include "scenarios/perftest_cli.h"
-#include "scenarios/run.h"
 #include "scenarios/run_file.h"
+#include "util/command_words.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace hcasim::scenarios;
+  using namespace hcasim::util;
   const std::string_view text(reinterpret_cast<const char*>(data), size);
   try {
     parse_run_file(text, "fuzz.txt");

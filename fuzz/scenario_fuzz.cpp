@@ -1,4 +1,4 @@
-// libFuzzer target: a scenario file (scenarios/run.h parse_scenario) and the CSV readers of
+// libFuzzer target: a scenario file (scenarios/scenario.h parse_scenario) and the CSV readers of
 // reference data. Bad input is an InputError with one line, never a crash.
 #include <cstdio>
 #include <cstdlib>
@@ -6,7 +6,8 @@
 
 #include "fuzz/one_line.h"
 #include "model/error.h"
-#include "scenarios/run.h"
+#include "scenarios/reference.h"
+#include "scenarios/scenario.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view text(reinterpret_cast<const char*>(data), size);

@@ -19,7 +19,7 @@
 
 #include <infiniband/verbs.h>
 
-#include "rt/device.h"
+#include "sdp/device.h"
 #include "sdp/verbs.h"
 
 namespace hcasim::hw {

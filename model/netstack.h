@@ -3,7 +3,7 @@
 /// a recv(), a segment out, a segment in, an ACK, an interrupt and a DMA mapping cost on one
 /// core, in ns. Plain C++, no SimGrid; sim/ipoib_sim.cpp charges these as the events happen and
 /// counts calls per function, so that a run prints a flat profile in the form of seed 003's
-/// q-view output (scenarios/qview_output.h).
+/// q-view output (frontends/qview_output.h).
 ///
 /// Every value comes from the platform file's [netstack] section (unit and source there;
 /// zx1-rx2600-pcix.toml and zx1-rx4640-pcix.toml derive theirs from seed 003's profiles).

@@ -8,12 +8,12 @@
 
 #include <fmt/format.h>
 
+#include "frontends/netperf_cli.h"
+#include "frontends/netperf_output.h"
 #include "model/error.h"
 #include "rt/interrupt.h"
 #include "rt/sdp_connection.h"
 #include "rt/stream.h"
-#include "scenarios/netperf_cli.h"
-#include "scenarios/netperf_output.h"
 
 using namespace hcasim;
 

@@ -8,7 +8,7 @@
 #include <string>
 #include <thread>
 
-#include "rt/device.h"
+#include "sdp/device.h"
 #include "rt/wall_host.h"
 #include "sdp/socket.h"
 

@@ -16,10 +16,10 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include "frontends/netperf_output.h"  // check_single_value
 #include "rt/interrupt.h"
 #include "rt/sdp_connection.h"
 #include "rt/stream.h"
-#include "scenarios/netperf_output.h"  // check_single_value
 
 using namespace hcasim;
 

@@ -9,7 +9,7 @@
 #include <span>
 #include <string>
 
-#include "rt/device.h"
+#include "sdp/device.h"
 
 namespace hcasim::rt {
 

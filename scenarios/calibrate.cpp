@@ -17,14 +17,20 @@
 
 #include <fmt/format.h>
 
+#include "frontends/netperf_cli.h"
+#include "frontends/netperf_output.h"
 #include "scenarios/children.h"
 #include "scenarios/datadir.h"
-#include "scenarios/netperf_cli.h"
-#include "scenarios/netperf_output.h"
+#include "scenarios/reference.h"
 #include "scenarios/run_file.h"
 #include "sim/testbed.h"
+#include "util/csv.h"
 
 namespace hcasim::scenarios {
+
+using util::csv_cell;
+using util::parse_csv;
+
 
 namespace {
 

@@ -6,7 +6,7 @@
 ///                      [--duration S] [--iterations N]
 ///
 /// A RUNS item is a run file (a pasted terminal session: commands and their real output,
-/// scenarios/run_file.h) or a scenario (NAME or FILE.toml, scenarios/run.h), optionally
+/// scenarios/run_file.h) or a scenario (NAME or FILE.toml, scenarios/scenario.h), optionally
 /// followed by `:REGEX` to keep only the runs whose label matches (ECMAScript, anywhere in the
 /// label). A scenario point's label is "SCENARIO TABLE MODE SIZE" (e.g. "seed002 T0_0 SDP -m
 /// 64K"); a run file's is "FILE:LINE COMMAND [SETTINGS]" (e.g. "runs.txt:5 netperf -C -c ...
@@ -33,7 +33,8 @@
 #include <vector>
 
 #include "model/platform.h"
-#include "scenarios/run.h"
+#include "scenarios/scenario.h"
+#include "scenarios/simulate.h"
 
 namespace hcasim::scenarios {
 

@@ -22,8 +22,8 @@
 
 #include <fmt/format.h>
 
+#include "frontends/netperf_cli.h"
 #include "model/error.h"
-#include "scenarios/netperf_cli.h"
 
 extern char** environ;
 

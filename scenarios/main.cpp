@@ -13,17 +13,18 @@
 
 #include <fmt/format.h>
 
+#include "frontends/netperf_cli.h"
+#include "frontends/netperf_output.h"
+#include "frontends/perftest_cli.h"
+#include "frontends/qview_output.h"
 #include "model/error.h"
 #include "model/platform.h"
-#include "scenarios/run_failure.h"
 #include "scenarios/calibrate.h"
 #include "scenarios/datadir.h"
-#include "scenarios/netperf_cli.h"
-#include "scenarios/netperf_output.h"
 #include "scenarios/params.h"
-#include "scenarios/perftest_cli.h"
-#include "scenarios/qview_output.h"
+#include "scenarios/perftest_main.h"
 #include "scenarios/run.h"
+#include "scenarios/run_failure.h"
 #include "scenarios/signals.h"
 #include "scenarios/validate.h"
 #include "sim/ipoib_sim.h"

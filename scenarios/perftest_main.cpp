@@ -1,4 +1,4 @@
-// `hcasim ib_write_lat|ib_write_bw|ib_send_bw ...` (perftest_cli.h perftest_main), modelled on
+// `hcasim ib_write_lat|ib_write_bw|ib_send_bw ...` (perftest_main.h), modelled on
 // netperf_main in scenarios/main.cpp. Kept in its own file: it is the only part of the perftest
 // command line that needs sim::run_perftest, so the parser and the output stay testable without
 // linking the simulation.
@@ -8,13 +8,14 @@
 
 #include <fmt/format.h>
 
+#include "frontends/netperf_output.h"  // check_output_path, write_file_atomically, format_link_busy_line
+#include "frontends/perftest_cli.h"
+#include "frontends/perftest_output.h"
 #include "model/error.h"
 #include "model/platform.h"
-#include "scenarios/run_failure.h"
 #include "scenarios/datadir.h"
-#include "scenarios/netperf_output.h"  // check_output_path, write_file_atomically, format_link_busy_line
-#include "scenarios/perftest_cli.h"
-#include "scenarios/perftest_output.h"
+#include "scenarios/perftest_main.h"
+#include "scenarios/run_failure.h"
 #include "scenarios/signals.h"
 #include "sim/perftest_sim.h"
 

@@ -19,12 +19,16 @@
 
 #include <fmt/format.h>
 
+#include "frontends/netperf_cli.h"
 #include "model/units.h"
 #include "scenarios/children.h"
-#include "scenarios/netperf_cli.h"
 #include "scenarios/validate.h"
+#include "util/statistics.h"
 
 namespace hcasim::scenarios {
+
+using util::median;
+
 
 namespace {
 

@@ -24,7 +24,9 @@
 #include <utility>
 #include <vector>
 
-#include "scenarios/run.h"
+#include "scenarios/compare.h"
+#include "scenarios/run_report.h"
+#include "scenarios/scenario.h"
 
 namespace hcasim::scenarios {
 

@@ -1,6 +1,6 @@
 // Readers of real netperf and perftest runs (run_file.h). The command lines are interpreted with
 // the project's own parsers (parse_netperf_args, parse_perftest_args); the outputs are read in
-// the layouts scenarios/netperf_output.cpp and scenarios/perftest_output.cpp print, which are
+// the layouts frontends/netperf_output.cpp and frontends/perftest_output.cpp print, which are
 // netperf 2.4.3's and perftest 2.x / 4.5's.
 #include "scenarios/run_file.h"
 
@@ -19,13 +19,18 @@
 
 #include <fmt/format.h>
 
-#include "scenarios/command_words.h"
+#include "frontends/netperf_cli.h"
+#include "frontends/perftest_cli.h"
 #include "scenarios/datadir.h"
-#include "scenarios/netperf_cli.h"
-#include "scenarios/perftest_cli.h"
-#include "scenarios/run.h"
+#include "util/command_words.h"
 
 namespace hcasim::scenarios {
+
+using util::base_name;
+using util::is_long_option;
+using util::split_command_line;
+using util::taskset_cpus_index;
+
 
 namespace {
 
@@ -569,7 +574,7 @@ class NetperfOutputReader {
 // --- perftest ----------------------------------------------------------------------------------
 
 /// perftest 4.5's short options that take a value: the letters followed by ':' in its getopt
-/// string (perftest_parameters.c parser(), as scenarios/perftest_cli.cpp reads it).
+/// string (perftest_parameters.c parser(), as frontends/perftest_cli.cpp reads it).
 constexpr std::string_view kPerftestValueLetters = "wypdimsntuSxcqIoMrQAlDfBTLEJjKkXW";
 
 /// Removes -C / --report-cycles (alone or in a group such as -aC) from perftest words; true when

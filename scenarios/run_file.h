@@ -34,7 +34,7 @@
 ///   001's two machines). A run file is the only place these can be said, since a real command
 ///   line has no hcasim options.
 ///
-/// netperf TCP_STREAM output (netperf 2.3 to 2.4; what scenarios/netperf_output.h prints reads
+/// netperf TCP_STREAM output (netperf 2.3 to 2.4; what frontends/netperf_output.h prints reads
 /// back exactly). The command's own flags, read with parse_netperf_args (-H, -i, -I, -4, -6
 /// accepted), tell the layout: -P, -c/-C, -f and -v.
 /// - `-v 1` or `-v 2` (default 1) with `-P 0`: the first non-blank line of the output is the result
@@ -58,7 +58,7 @@
 ///   block, prose) is ignored.
 ///
 /// perftest output (perftest 2.x's five latency columns as in seed 001, perftest 4.5's nine, and
-/// the bw tables; what scenarios/perftest_output.h prints reads back exactly). The command is
+/// the bw tables; what frontends/perftest_output.h prints reads back exactly). The command is
 /// read with parse_perftest_args. Everything up to the table header (banner, address lines,
 /// dashed separators, labels such as `[1] BF on, WC available`) is skipped. The header is a line
 /// whose first word is `#bytes`; its columns are recognised by name:

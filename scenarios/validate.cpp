@@ -2,7 +2,7 @@
 // the project's target, and the report directory (report.h).
 #include "scenarios/validate.h"
 
-#include "scenarios/netperf_output.h"  // check_given_once, check_single_value
+#include "frontends/netperf_output.h"  // check_given_once, check_single_value
 
 #include <CLI/CLI.hpp>
 
@@ -14,12 +14,16 @@
 
 #include <fmt/format.h>
 
+#include "frontends/netperf_cli.h"
 #include "scenarios/children.h"
 #include "scenarios/datadir.h"
-#include "scenarios/netperf_cli.h"
 #include "scenarios/report.h"
+#include "util/statistics.h"
 
 namespace hcasim::scenarios {
+
+using util::median;
+
 
 namespace {
 

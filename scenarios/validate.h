@@ -14,7 +14,7 @@
 /// naming each metric that misses it (A: the allowed median, B: the allowed max).
 ///
 /// `--duration S` and `--iterations N` shorten every point as `hcasim calibrate`'s do (netperf's
-/// -l replaced by S seconds, perftest's -n capped at N; run.h SimLength), for quick or
+/// -l replaced by S seconds, perftest's -n capped at N; simulate.h SimLength), for quick or
 /// instrumented runs (the sanitizer build's tests); the output then says so first, and so does
 /// report.md. By default every point runs as its command says.
 ///
@@ -28,13 +28,15 @@
 #include <utility>
 #include <vector>
 
-#include "scenarios/run.h"
+#include "scenarios/compare.h"
+#include "scenarios/scenario.h"
+#include "scenarios/simulate.h"
 
 namespace hcasim::scenarios {
 
 /// The project's target for a netperf table (issue 6): median |error| <= 5 % ...
 inline constexpr double kTargetMedian = 0.05;
-/// ... and max |error| <= 10 %, per metric; or the seed's measured spread ([spread], run.h)
+/// ... and max |error| <= 10 %, per metric; or the seed's measured spread ([spread], scenario.h)
 /// where it is larger (target_allowance).
 inline constexpr double kTargetMax = 0.10;
 

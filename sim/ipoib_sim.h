@@ -35,30 +35,12 @@
 #include <array>
 #include <vector>
 
+#include "frontends/netperf_config.h"
 #include "model/netstack.h"
 #include "model/platform.h"
 #include "sim/netperf_sim.h"
 
 namespace hcasim::sim {
-
-/// Calls and time per kernel function (model::KernelFn) on one core.
-struct KernelProfile {
-  int core = 0;
-  std::array<double, model::kKernelFnCount> ns{};     ///< ns of simulated time
-  std::array<double, model::kKernelFnCount> calls{};  ///< times the function ran
-};
-
-/// A run of netperf TCP_STREAM over IPoIB: netperf's figures and each host's per-function
-/// profile (one entry per CPU of the host).
-struct IpoibStreamResult {
-  TcpStreamResult stream;                     ///< as the SDP path reports it
-  std::vector<KernelProfile> local_kernel;    ///< sending host, every CPU
-  std::vector<KernelProfile> remote_kernel;   ///< receiving host, every CPU
-  uint32_t mss = 0;                           ///< TCP MSS of the interface, B
-  uint64_t segments = 0;                      ///< data segments sent
-  uint64_t acks = 0;                          ///< ACKs the receiver sent
-  uint64_t local_interrupts = 0, remote_interrupts = 0;
-};
 
 /// Runs netperf TCP_STREAM over IPoIB from `local` to `remote`. The platforms need [netstack],
 /// [ipoib] and a [pcie] or [pcix] section. Throws InputError naming the platform key on a

@@ -27,7 +27,8 @@ struct Rendezvous {
 
 TcpStreamResult run_tcp_stream(const model::Platform& local, const model::Platform& remote,
                                const TcpStreamConfig& cfg) {
-  if (cfg.length_bytes == 0 && !(cfg.length_s > 0)) throw InputError(fmt::format("-l: test length {} s must be > 0", cfg.length_s));
+  // A precondition on the config: the front end rejects -l 0 in its own words (frontends/netperf_cli.cpp).
+  if (cfg.length_bytes == 0 && !(cfg.length_s > 0)) throw InputError(fmt::format("TcpStreamConfig: length_s {} must be > 0 when length_bytes is 0", cfg.length_s));
   const HostParams A = read_host_params(local);
   const HostParams B = read_host_params(remote);
 

@@ -232,10 +232,13 @@ class SendBwServer {
 
 /// check_perftest's checks on the hosts' parameters, then the banner's facts.
 PerftestResult check_config(const HostParams& A, const HostParams& B, const PerftestConfig& cfg) {
+  // The config's own preconditions (PerftestConfig: sizes, iterations, num_qps, cq_mod) are the
+  // front end's to check in its flags' words (frontends/perftest_cli.cpp); the rest checks the
+  // config against the hosts' HCAs.
   if (cfg.sizes.empty()) throw InputError("perftest: no message size");
   uint64_t max_size = 0;
   for (uint64_t size : cfg.sizes) {
-    if (size == 0) throw InputError("-s: message size must be > 0");
+    if (size == 0) throw InputError("PerftestConfig: a message size of 0 B");
     const uint64_t limit = std::min(A.max_msg_size, B.max_msg_size);
     if (size > limit)
       throw InputError(fmt::format("-s: {} B is above the HCA's max message size {} B (hca.max_msg_size)", size, limit));
@@ -243,15 +246,15 @@ PerftestResult check_config(const HostParams& A, const HostParams& B, const Perf
   }
   const bool lat = cfg.test == PerftestTest::WriteLat;
   if (lat && cfg.iterations < 2)
-    throw InputError(fmt::format("-n: {} iterations; ib_write_lat needs at least 2", cfg.iterations));
-  if (cfg.iterations < 1) throw InputError("-n: the number of iterations must be >= 1");
-  if (cfg.num_qps < 1) throw InputError("-q: the number of QPs must be >= 1");
+    throw InputError(fmt::format("PerftestConfig: {} iterations; ib_write_lat needs at least 2", cfg.iterations));
+  if (cfg.iterations < 1) throw InputError("PerftestConfig: iterations must be >= 1");
+  if (cfg.num_qps < 1) throw InputError("PerftestConfig: num_qps must be >= 1");
   if (cfg.tx_depth < 1 || cfg.tx_depth > std::min(A.qp_depth, B.qp_depth))
     throw InputError(fmt::format("-t: tx depth {} is outside 1..{} (hca.max_qp_wr)", cfg.tx_depth,
                                  std::min(A.qp_depth, B.qp_depth)));
   if (cfg.test == PerftestTest::SendBw && (cfg.rx_depth < 1 || cfg.rx_depth > B.qp_depth))
     throw InputError(fmt::format("-r: rx depth {} is outside 1..{} (hca.max_qp_wr)", cfg.rx_depth, B.qp_depth));
-  if (cfg.cq_mod < 1) throw InputError("-Q: cq moderation must be >= 1");
+  if (cfg.cq_mod < 1) throw InputError("PerftestConfig: cq_mod must be >= 1");
   if (std::min(A.cq_entries, B.cq_entries) < std::max(cfg.tx_depth, cfg.rx_depth))
     throw InputError(fmt::format("-t/-r: depth above hca.cq_entries {}", std::min(A.cq_entries, B.cq_entries)));
   const uint32_t max_inline = std::min(A.max_inline_data, B.max_inline_data);

@@ -3,76 +3,19 @@
 /// between two hosts, each with its emulated HCA.
 ///
 /// One call builds one SimGrid engine, so it may run once per process. The command line
-/// (scenarios/perftest_cli.h) turns perftest's flags into a PerftestConfig; the report
-/// (scenarios/perftest_output.h) turns the raw timestamps of a PerftestPoint into perftest's
+/// (frontends/perftest_cli.h) turns perftest's flags into a PerftestConfig; the report
+/// (frontends/perftest_output.h) turns the raw timestamps of a PerftestPoint into perftest's
 /// figures exactly as perftest computes them from its cycle counters.
 #include <cstdint>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "frontends/perftest_config.h"
 #include "model/fault.h"
 #include "model/platform.h"
 
 namespace hcasim::sim {
-
-/// The perftest program being simulated.
-enum class PerftestTest {
-  WriteLat,  ///< ib_write_lat: RDMA WRITE ping-pong polling the last byte of the buffer
-  WriteBw,   ///< ib_write_bw: a stream of RDMA WRITEs
-  SendBw,    ///< ib_send_bw: a stream of SENDs into posted receives
-};
-
-/// What perftest was asked for, in perftest's own terms (already defaulted by the CLI).
-struct PerftestConfig {
-  PerftestTest test = PerftestTest::WriteLat;
-  std::vector<uint64_t> sizes;   ///< message sizes in bytes, run in this order (-s, or -a's sweep)
-  uint64_t iterations = 1000;    ///< -n: exchanges (lat) or messages per QP (bw) per size, >= 2 for lat
-  uint32_t inline_size = 0;      ///< -I: largest message posted with IBV_SEND_INLINE, bytes
-  uint32_t tx_depth = 1;         ///< -t: send WRs outstanding per QP (1 for ib_write_lat)
-  uint32_t rx_depth = 512;       ///< -r: receives posted per QP (ib_send_bw)
-  uint32_t cq_mod = 1;           ///< -Q: one signaled WR per cq_mod (bw tests; 1 for lat)
-  uint32_t num_qps = 1;          ///< -q: QPs (bw tests), messages spread round robin
-  uint64_t seed = 1;             ///< seed of the host noise model (--seed)
-  model::FaultConfig faults;     ///< --set fault.*: faults on the wire (none by default)
-  model::RcRetry retry;          ///< --set qp.*: retry_cnt, timeout, rnr_retry (perftest's defaults)
-};
-
-/// Raw timestamps of one message size, ns of simulated time, as perftest records them in
-/// its tposted[] / tcompleted[] arrays (client side).
-struct PerftestPoint {
-  uint64_t bytes = 0;                  ///< message size
-  uint64_t iterations = 0;             ///< as perftest prints it (#iterations column)
-  std::vector<double> tposted_ns;      ///< lat: one per iteration, when the client posts its WRITE;
-                                       ///< bw: one per WR posted (all QPs, in posting order)
-  std::vector<double> tcompleted_ns;   ///< bw: one per WR completed (the signaled CQE's time for
-                                       ///< each WR it covers); empty for lat
-};
-
-/// What the simulated perftest run reports, plus simulator statistics.
-struct PerftestResult {
-  std::vector<PerftestPoint> points;   ///< one per entry of PerftestConfig::sizes, same order
-  uint32_t max_inline_data = 0;        ///< the QP's max inline data, bytes (perftest's banner)
-  uint32_t mtu = 0;                    ///< path MTU, bytes (perftest's banner "Mtu : 2048[B]")
-  bool blueflame = false;              ///< hca.blueflame of the client host
-  bool write_combining = false;        ///< host.write_combining of the client host
-  uint64_t blueflame_posts = 0;        ///< WRs the client posted through BlueFlame
-  uint64_t doorbell_posts = 0;         ///< WRs the client posted with a doorbell
-  uint64_t simgrid_activities = 0;     ///< SimGridStats::activities(): comms, sleeps, suspensions
-  uint64_t simgrid_time_steps = 0;  ///< SimGridStats::time_steps: instants the engine stopped at
-  uint64_t kernel_events = 0;       ///< Scheduler::Stats::events: events fired on hcasim's calendar
-  uint64_t context_switches = 0;    ///< Scheduler::Stats::switches: switches into a context
-  uint64_t transfers_simgrid = 0;   ///< Scheduler::Stats::transfers_simgrid: transfers timed by SimGrid (sharing a link)
-  uint64_t transfers_alone = 0;     ///< Scheduler::Stats::transfers_alone: transfers timed alone (closed form)
-  /// Busy time of each SimGrid link of the routes over the whole run, s (TwoHostBed::link_busy_s).
-  std::vector<std::pair<std::string, double>> link_busy_s;
-  uint64_t max_rss_kb = 0;          ///< the process\'s peak resident set at the end (getrusage), KiB
-  double simulated_s = 0;              ///< simulated seconds, all sizes
-  double wall_s = 0;                   ///< wall-clock seconds spent in the simulation
-  bool faults_configured = false;      ///< any fault.* probability above 0
-  model::FaultStats local_faults;      ///< the client's HCA (model/fault.h)
-  model::FaultStats remote_faults;     ///< the server's HCA
-};
 
 /// What run_perftest checks before it simulates anything: the platforms' parameters
 /// (read_host_params) and the config against the HCAs (the errors run_perftest throws, as

@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "model/platform.h"
-#include "scenarios/run.h"
+#include "util/csv.h"
 #include "tests/sim_length.h"
 
 namespace {
@@ -56,7 +56,7 @@ struct ErrorRow {
 
 /// The rows of calibrate's --csv.
 std::vector<ErrorRow> error_rows(const std::string& path) {
-  const auto rows = hcasim::scenarios::parse_csv(slurp(path), path);
+  const auto rows = hcasim::util::parse_csv(slurp(path), path);
   std::vector<ErrorRow> out;
   for (size_t r = 1; r < rows.size(); ++r)
     out.push_back({rows[r][0], rows[r][1], rows[r][2], std::stod(rows[r][3]), std::stod(rows[r][7])});

@@ -10,11 +10,11 @@
 #include <string>
 #include <vector>
 
+#include "frontends/netperf_output.h"
+#include "frontends/perftest_output.h"
 #include "model/error.h"
 #include "model/platform.h"
 #include "scenarios/calibrate.h"
-#include "scenarios/netperf_output.h"
-#include "scenarios/perftest_output.h"
 
 namespace {
 

@@ -94,7 +94,7 @@ TEST_F(Cli, BadInputIsOneLineExitTwoAndNoCsv) {
 }
 
 namespace {
-// --profile's text (scenarios/netperf_output.h format_cpu_profile), read back line by line.
+// --profile's text (frontends/netperf_output.h format_cpu_profile), read back line by line.
 struct ProfiledCpu {
   int rows = 0;              // activity and idle rows
   double pct_sum = 0;        // of their % time

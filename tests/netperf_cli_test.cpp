@@ -1,4 +1,4 @@
-// `hcasim netperf` command line (scenarios/netperf_cli.h): netperf 2.4 flags as netperf reads
+// `hcasim netperf` command line (frontends/netperf_cli.h): netperf 2.4 flags as netperf reads
 // them, the seed's exact command lines, hcasim's long options and every error message.
 #include <gtest/gtest.h>
 
@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "scenarios/netperf_cli.h"
+#include "frontends/netperf_cli.h"
 
 namespace hcasim::scenarios {
 namespace {

@@ -1,4 +1,4 @@
-// netperf 2.4.3 TCP_STREAM output (scenarios/netperf_output.h): the seed's -P 0 rows rebuilt
+// netperf 2.4.3 TCP_STREAM output (frontends/netperf_output.h): the seed's -P 0 rows rebuilt
 // from hand-made results, the -P 1 header block, -f, -v 0 / -v 2, the CSV and --stats.
 #include <gtest/gtest.h>
 
@@ -10,7 +10,7 @@
 
 #include <unistd.h>
 
-#include "scenarios/netperf_output.h"
+#include "frontends/netperf_output.h"
 
 namespace hcasim::scenarios {
 namespace {

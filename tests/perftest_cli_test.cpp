@@ -1,4 +1,4 @@
-// `hcasim ib_write_lat|ib_write_bw|ib_send_bw` command line (scenarios/perftest_cli.h): perftest
+// `hcasim ib_write_lat|ib_write_bw|ib_send_bw` command line (frontends/perftest_cli.h): perftest
 // 4.5's flags as its getopt_long reads them, the values perftest derives (force_dependecies,
 // ctx_set_max_inline), hcasim's long options and every error message. The limits and the
 // lenient readings asserted here were checked against Debian's perftest 4.5+0.17 binary
@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "scenarios/perftest_cli.h"
+#include "frontends/perftest_cli.h"
 
 namespace hcasim::scenarios {
 namespace {

@@ -1,4 +1,4 @@
-// perftest output (scenarios/perftest_output.h): the figures of print_report_lat and
+// perftest output (frontends/perftest_output.h): the figures of print_report_lat and
 // print_report_bw computed from hand-made timestamps (the expected values worked by hand in the
 // comments), the row and header layouts against real perftest output (the 2014 seed rows of
 // shared/seeds/001, a perftest 4.5-era ib_write_bw run quoted in linux-rdma/perftest issue #132),
@@ -17,7 +17,7 @@
 
 #include <fmt/format.h>
 
-#include "scenarios/perftest_output.h"
+#include "frontends/perftest_output.h"
 
 namespace hcasim::scenarios {
 namespace {
@@ -286,7 +286,7 @@ TEST(PerftestBwFigures, CqModOneReadsEverySlot) {
   EXPECT_THROW(perftest_bw_figures(bw_point(2, {}, {}), 1000, 1, false), std::invalid_argument);
 }
 
-/// print_report_bw's opt_delta loop as scenarios/perftest_output.cpp ran it until issue 21
+/// print_report_bw's opt_delta loop as frontends/perftest_output.cpp ran it until issue 21
 /// (perftest 4.5's loop, O(N^2 / cq_mod)): the reference perftest_peak_cycles must equal.
 uint64_t reference_peak_cycles(const std::vector<uint64_t>& posted, const std::vector<uint64_t>& completed,
                                uint32_t cq_mod) {

@@ -1,7 +1,7 @@
-// q-view's flat profile form (scenarios/qview_output.h), checked against the text of seed 003's
+// q-view's flat profile form (frontends/qview_output.h), checked against the text of seed 003's
 // profiles (shared/seeds/003_53dfb8b0c199e3c9.txt) and their transcription in
 // validation/seed003/seed003_zx1_ipoib_profile.csv.
-#include "scenarios/qview_output.h"
+#include "frontends/qview_output.h"
 
 #include <fstream>
 #include <sstream>

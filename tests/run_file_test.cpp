@@ -9,15 +9,18 @@
 #include <string>
 #include <vector>
 
-#include "scenarios/netperf_cli.h"
-#include "scenarios/netperf_output.h"
-#include "scenarios/perftest_cli.h"
-#include "scenarios/perftest_output.h"
-#include "scenarios/run.h"
+#include "frontends/netperf_cli.h"
+#include "frontends/netperf_output.h"
+#include "frontends/perftest_cli.h"
+#include "frontends/perftest_output.h"
 #include "scenarios/run_file.h"
+#include "util/command_words.h"
 
 namespace hcasim::scenarios {
 namespace {
+
+using namespace ::hcasim::util;
+
 
 const NetperfReading& netperf_of(const RealRun& run) { return std::get<NetperfReading>(run.output); }
 const PerftestReading& perftest_of(const RealRun& run) {

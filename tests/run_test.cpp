@@ -1,5 +1,6 @@
-// `hcasim run` without simulations (scenarios/run.h): scenario files and their errors,
-// shell-like splitting, reference CSV rows, comparison, report and CSV text, options.
+// `hcasim run` without simulations (scenarios/scenario.h, reference.h, compare.h, run_report.h,
+// run.h; util/): scenario files and their errors, shell-like splitting, reference CSV rows,
+// comparison, report and CSV text, options.
 #include <gtest/gtest.h>
 
 #include <unistd.h>
@@ -11,10 +12,20 @@
 #include <vector>
 
 #include "scenarios/datadir.h"
+#include "scenarios/compare.h"
+#include "scenarios/reference.h"
 #include "scenarios/run.h"
+#include "scenarios/run_report.h"
+#include "scenarios/scenario.h"
+#include "util/command_words.h"
+#include "util/csv.h"
+#include "util/statistics.h"
 
 namespace hcasim::scenarios {
 namespace {
+
+using namespace ::hcasim::util;
+
 
 std::string scenario_error(const std::string& text) {
   try {

@@ -14,7 +14,9 @@
 #include <string>
 #include <vector>
 
-#include "scenarios/run.h"
+#include "scenarios/run_report.h"
+#include "scenarios/scenario.h"
+#include "util/csv.h"
 
 struct ScenarioRun {
   int exit_status = -1;  ///< from the report's verdict line: 0 "ok: ...", 1 "FAIL: ...", -1 no report
@@ -47,7 +49,7 @@ inline ScenarioRun validated_scenario(const std::string& name) {
   if (out.csv_found) {
     std::stringstream ss;
     ss << in.rdbuf();
-    out.rows = hcasim::scenarios::parse_csv(ss.str(), csv.string());
+    out.rows = hcasim::util::parse_csv(ss.str(), csv.string());
     if (!out.rows.empty())
       for (size_t i = 0; i < out.rows[0].size(); ++i) out.col[out.rows[0][i]] = i;
   }

@@ -16,11 +16,18 @@
 #include <vector>
 
 #include "scenarios/report.h"
-#include "scenarios/run.h"
+#include "scenarios/compare.h"
+#include "scenarios/run_report.h"
+#include "scenarios/scenario.h"
+#include "scenarios/simulate.h"
+#include "util/statistics.h"
 #include "scenarios/validate.h"
 
 namespace hcasim::scenarios {
 namespace {
+
+using namespace ::hcasim::util;
+
 
 namespace fs = std::filesystem;
 

@@ -19,7 +19,7 @@
 #include <sstream>
 #include <string>
 
-#include "scenarios/run.h"
+#include "util/csv.h"
 #include "tests/sim_length.h"
 
 namespace {
@@ -58,7 +58,7 @@ TEST(ValidationReport, ValidateWritesTheReportOfEveryScenario) {
     ASSERT_TRUE(fs::is_regular_file(csv)) << csv;
     EXPECT_TRUE(fs::is_regular_file(dir / (std::string(name) + "-report.txt"))) << name;
     EXPECT_NE(md.find(std::string("\n## ") + name + "\n"), std::string::npos) << name;
-    const auto rows = hcasim::scenarios::parse_csv(slurp(csv), csv.string());
+    const auto rows = hcasim::util::parse_csv(slurp(csv), csv.string());
     ASSERT_FALSE(rows.empty());
     const auto status_col = std::find(rows[0].begin(), rows[0].end(), "status") - rows[0].begin();
     ASSERT_LT(static_cast<size_t>(status_col), rows[0].size()) << csv << ": no status column";

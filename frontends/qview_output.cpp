@@ -1,4 +1,4 @@
-#include "scenarios/qview_output.h"
+#include "frontends/qview_output.h"
 
 #include <algorithm>
 #include <cmath>

@@ -19,7 +19,7 @@
 #include <string_view>
 #include <vector>
 
-#include "sim/ipoib_sim.h"
+#include "frontends/netperf_config.h"
 
 namespace hcasim::scenarios {
 

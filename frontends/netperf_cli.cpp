@@ -2,7 +2,7 @@
 // 2.4.3 reads them (netsh.c scan_cmd_line: getopt with the global option string, -c/-C look at
 // the next word for an optional rate, break_args() for "a,b" values; nettest_bsd.c
 // scan_sockets_args for the test options after "--"); the hcasim long options go through CLI11.
-#include "scenarios/netperf_cli.h"
+#include "frontends/netperf_cli.h"
 
 #include <CLI/CLI.hpp>
 
@@ -19,9 +19,9 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include "frontends/netperf_output.h"  // check_given_once
 #include "model/fault.h"
 #include "model/units.h"
-#include "scenarios/netperf_output.h"  // check_given_once
 
 namespace hcasim::scenarios {
 

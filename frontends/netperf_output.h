@@ -10,8 +10,8 @@
 #include <string_view>
 #include <vector>
 
-#include "scenarios/netperf_cli.h"
-#include "sim/netperf_sim.h"
+#include "frontends/netperf_cli.h"
+#include "frontends/netperf_config.h"
 
 namespace hcasim::scenarios {
 

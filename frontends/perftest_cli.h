@@ -27,9 +27,9 @@
 #include <string_view>
 #include <vector>
 
+#include "frontends/netperf_cli.h"  // kDefaultPlatform
+#include "frontends/perftest_config.h"
 #include "model/error.h"
-#include "scenarios/netperf_cli.h"  // kDefaultPlatform
-#include "sim/perftest_sim.h"
 
 namespace hcasim::scenarios {
 
@@ -157,13 +157,5 @@ int perftest_path_mtu(const PerftestOptions& options, int active_mtu, std::strin
 
 /// hcasim's help for the perftest tools (-h / --help).
 std::string perftest_usage(sim::PerftestTest test);
-
-/// Runs `hcasim TOOL ARGS...` (modelled on netperf_main in scenarios/main.cpp): parses, checks
-/// the --csv path, prints the notes on stderr, loads both platforms (scenarios/datadir.h
-/// resolve_platform), applies every --set and then -m (as ib.mtu) to both hosts, runs
-/// sim::run_perftest, writes the CSV whole or not at all, prints perftest's output on stdout
-/// and, with --stats, the statistics line on stderr. Returns 0; throws InputError on bad input
-/// (the caller prints it and exits 2).
-int perftest_main(sim::PerftestTest test, const std::vector<std::string>& args);
 
 }  // namespace hcasim::scenarios

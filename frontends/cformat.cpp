@@ -1,4 +1,4 @@
-#include "scenarios/cformat.h"
+#include "frontends/cformat.h"
 
 #include <cstdarg>
 #include <cstdio>

@@ -2,7 +2,7 @@
 // netperf 2.4.3 src/nettest_bsd.c send_tcp_stream and print_top_test_header; the numbers pass
 // through C float where netperf keeps them in float (elapsed_time, utilisations, service
 // demands), so rounding at the printed precision is netperf's.
-#include "scenarios/netperf_output.h"
+#include "frontends/netperf_output.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -18,7 +18,8 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
-#include "scenarios/cformat.h"
+#include "frontends/cformat.h"
+#include "model/cpu.h"
 
 namespace hcasim::scenarios {
 
@@ -81,11 +82,11 @@ NetperfFigures netperf_figures(const NetperfOptions& o, const sim::TcpStreamResu
   if (o.local_cpu) {
     f.local_util_pct = r.local_util_pct;
     f.local_sd_us_per_kb =
-        sim::service_demand_us_per_kb(r.local_util_pct, r.local_cpus, r.bytes_received, r.elapsed_s);
+        model::service_demand_us_per_kb(r.local_util_pct, r.local_cpus, r.bytes_received, r.elapsed_s);
   }
   if (o.remote_cpu) {
     f.remote_util_pct = r.remote_util_pct;
-    f.remote_sd_us_per_kb = sim::service_demand_us_per_kb(r.remote_util_pct, r.remote_cpus,
+    f.remote_sd_us_per_kb = model::service_demand_us_per_kb(r.remote_util_pct, r.remote_cpus,
                                                           r.bytes_received, r.elapsed_s);
   }
   return f;

@@ -1,7 +1,7 @@
 #pragma once
-/// \file Words of a pasted command line that come before the tool itself: a path on the
-/// program name, and util-linux taskset's command form, which hcasim reads and drops (it does
-/// not pin processes).
+/// \file Words of a pasted command line: a shell's word splitting, and the words that come
+/// before the tool itself: a path on the program name, and util-linux taskset's command form,
+/// which hcasim reads and drops (it does not pin processes).
 #include <cstddef>
 #include <string>
 #include <string_view>
@@ -9,7 +9,13 @@
 
 #include "model/error.h"
 
-namespace hcasim::scenarios {
+namespace hcasim::util {
+
+/// Splits a command line as a POSIX shell splits words: blanks separate, single quotes keep
+/// everything literally, double quotes keep all but \" \\ \$ \` escapes, a backslash outside
+/// quotes escapes the next character. No expansion. Throws InputError on an unterminated quote
+/// or a trailing backslash.
+std::vector<std::string> split_command_line(std::string_view text);
 
 /// The last path component of `word` ("/usr/bin/taskset" -> "taskset").
 std::string_view base_name(std::string_view word);
@@ -25,4 +31,4 @@ size_t taskset_cpus_index(const std::vector<std::string>& words);
 /// ("--set=k=v").
 bool is_long_option(std::string_view word, std::string_view name);
 
-}  // namespace hcasim::scenarios
+}  // namespace hcasim::util

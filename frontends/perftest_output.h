@@ -18,8 +18,8 @@
 #include <string>
 #include <vector>
 
-#include "scenarios/perftest_cli.h"
-#include "sim/perftest_sim.h"
+#include "frontends/perftest_cli.h"
+#include "frontends/perftest_config.h"
 
 namespace hcasim::scenarios {
 

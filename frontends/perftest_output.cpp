@@ -3,7 +3,7 @@
 // perftest's types (cycles_t = unsigned 64-bit, int where perftest uses int), so that rounding at
 // the printed precision is perftest's; the formats are perftest's printf strings, printed with C
 // printf semantics.
-#include "scenarios/perftest_output.h"
+#include "frontends/perftest_output.h"
 
 #include <algorithm>
 #include <cinttypes>
@@ -16,7 +16,7 @@
 
 #include <fmt/format.h>
 
-#include "scenarios/cformat.h"
+#include "frontends/cformat.h"
 
 namespace hcasim::scenarios {
 

@@ -16,8 +16,8 @@
 #include <string_view>
 #include <vector>
 
+#include "frontends/netperf_config.h"
 #include "model/error.h"
-#include "sim/netperf_sim.h"
 
 namespace hcasim::scenarios {
 

@@ -9,7 +9,7 @@
 // perftest's table of about a hundred long options of which hcasim supports a few: a flag it
 // does not support must fail with its own name, not as "unknown". hcasim's long options live in
 // the same table, so one pass reads the whole line in order.
-#include "scenarios/perftest_cli.h"
+#include "frontends/perftest_cli.h"
 
 #include <algorithm>
 #include <map>
@@ -22,14 +22,18 @@
 
 #include <fmt/format.h>
 
-#include "scenarios/netperf_output.h"  // check_given_once
+#include "frontends/netperf_output.h"  // check_given_once
 #include <fmt/ranges.h>
 
 #include "model/fault.h"
 
-#include "scenarios/command_words.h"
+#include "util/command_words.h"
 
 namespace hcasim::scenarios {
+
+using util::base_name;
+using util::taskset_cpus_index;
+
 
 namespace {
 

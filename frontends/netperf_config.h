@@ -1,0 +1,99 @@
+#pragma once
+/// \file What a netperf front end (frontends/netperf_cli.h) hands the simulator and gets back:
+/// plain structs, no SimGrid. sim/netperf_sim.h run_tcp_stream and sim/ipoib_sim.h
+/// run_ipoib_stream take a TcpStreamConfig, already checked by the front end, and never see a
+/// flag; frontends/netperf_output.h and qview_output.h print the results. (Namespace hcasim::sim
+/// kept from where they were declared before, sim/netperf_sim.h and sim/ipoib_sim.h.)
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "model/fault.h"
+#include "model/netstack.h"
+
+namespace hcasim::sim {
+
+/// What netperf's TCP_STREAM asks for, in netperf's own terms.
+struct TcpStreamConfig {
+  double length_s = 10.0;               ///< -l: test length in simulated seconds (> 0)
+  uint64_t length_bytes = 0;            ///< -l -N: send exactly N bytes instead (0 = timed by length_s)
+  uint64_t send_size = 0;               ///< -m: bytes per send() call; 0 = local send socket size
+  uint64_t recv_size = 0;               ///< -M: bytes per recv() call; 0 = remote recv socket size
+  uint64_t local_send_socket = 0;       ///< -s: local socket buffer; 0 = platform default (tcp_wmem)
+  uint64_t remote_recv_socket = 0;      ///< -S: remote socket buffer; 0 = platform default (tcp_rmem)
+  std::optional<int> local_cpu;         ///< -T lcpu: core of netperf; empty = scheduler's choice
+  std::optional<int> remote_cpu;        ///< -T ,rcpu: core of netserver
+  bool verify_data = false;             ///< move real bytes and compare them at the receiver
+  uint64_t seed = 1;                    ///< seed of the data pattern (and of any noise)
+  model::FaultConfig faults;            ///< --set fault.*: faults on the wire (none by default)
+  model::RcRetry retry;                 ///< --set qp.*: RC retry attributes of the SDP QPs
+};
+
+/// Time spent by one CPU core, by activity, in ns of simulated time.
+struct CoreProfile {
+  int core = 0;
+  std::vector<std::pair<std::string, double>> busy_ns;  ///< activity -> ns, in a fixed order
+};
+
+/// What a netperf TCP_STREAM run reports, plus simulator statistics.
+struct TcpStreamResult {
+  uint64_t remote_recv_socket = 0;  ///< bytes, as netperf prints (first column)
+  uint64_t local_send_socket = 0;   ///< bytes
+  uint64_t send_size = 0;           ///< bytes per send() call
+  uint64_t recv_size = 0;           ///< bytes per recv() call
+  double elapsed_s = 0;             ///< from the first send to the end of the close, simulated s
+  uint64_t bytes_sent = 0;          ///< by the sender's send() calls
+  uint64_t bytes_received = 0;      ///< by the receiver's recv() calls (netperf's throughput uses this)
+  uint64_t send_calls = 0;
+  uint64_t recv_calls = 0;
+  int local_cpus = 0;               ///< number of CPUs of the sending host
+  int remote_cpus = 0;
+  double local_util_pct = 0;        ///< system-wide CPU utilisation of the sending host, %
+  double remote_util_pct = 0;       ///< of the receiving host, %
+  bool data_verified = false;       ///< every byte (or every descriptor) checked at the receiver
+  bool crc_computed = false;        ///< verify_data: the CRCs below were computed
+  uint32_t sent_crc32 = 0;          ///< zlib crc32 of the bytes the sender's send() calls passed
+  uint32_t received_crc32 = 0;      ///< zlib crc32 of the bytes the receiver's recv() calls returned
+  bool faults_configured = false;   ///< any fault.* probability above 0
+  model::FaultStats local_faults;   ///< the sending host's HCA (model/fault.h)
+  model::FaultStats remote_faults;  ///< the receiving host's HCA
+  // Simulator statistics (for --stats; never part of netperf's output).
+  uint64_t simgrid_activities = 0;  ///< SimGridStats::activities(): comms, sleeps, suspensions
+  uint64_t simgrid_time_steps = 0;  ///< SimGridStats::time_steps: instants the engine stopped at
+  uint64_t kernel_events = 0;       ///< Scheduler::Stats::events: events fired on hcasim's calendar
+  uint64_t context_switches = 0;    ///< Scheduler::Stats::switches: switches into a context
+  uint64_t transfers_simgrid = 0;   ///< Scheduler::Stats::transfers_simgrid: transfers timed by SimGrid (sharing a link)
+  uint64_t transfers_alone = 0;     ///< Scheduler::Stats::transfers_alone: transfers timed alone (closed form)
+  /// Busy time of each SimGrid link of the routes over the measured interval (from the start of
+  /// the stream to the remote close, netperf's elapsed time), s (TwoHostBed::link_busy_s).
+  std::vector<std::pair<std::string, double>> link_busy_s;
+  uint64_t max_rss_kb = 0;          ///< the process\'s peak resident set at the end (getrusage), KiB
+  uint64_t sdp_messages = 0;        ///< SDP messages (BSDH) sent by both sides
+  double wall_s = 0;                ///< wall-clock seconds spent in the simulation
+  std::vector<CoreProfile> local_profile;   ///< per core of the sending host
+  std::vector<CoreProfile> remote_profile;  ///< per core of the receiving host
+};
+
+/// Calls and time per kernel function (model::KernelFn) on one core.
+struct KernelProfile {
+  int core = 0;
+  std::array<double, model::kKernelFnCount> ns{};     ///< ns of simulated time
+  std::array<double, model::kKernelFnCount> calls{};  ///< times the function ran
+};
+
+/// A run of netperf TCP_STREAM over IPoIB: netperf's figures and each host's per-function
+/// profile (one entry per CPU of the host).
+struct IpoibStreamResult {
+  TcpStreamResult stream;                     ///< as the SDP path reports it
+  std::vector<KernelProfile> local_kernel;    ///< sending host, every CPU
+  std::vector<KernelProfile> remote_kernel;   ///< receiving host, every CPU
+  uint32_t mss = 0;                           ///< TCP MSS of the interface, B
+  uint64_t segments = 0;                      ///< data segments sent
+  uint64_t acks = 0;                          ///< ACKs the receiver sent
+  uint64_t local_interrupts = 0, remote_interrupts = 0;
+};
+
+}  // namespace hcasim::sim

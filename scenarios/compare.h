@@ -1,0 +1,55 @@
+#pragma once
+/// \file Tolerances and gates: measured against simulated figures of one point.
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "model/error.h"
+#include "scenarios/reference.h"
+#include "scenarios/scenario.h"
+
+namespace hcasim::scenarios {
+
+/// Checks that `scenario` declares the tolerances its netperf point number `index` (from 0)
+/// needs for what its reference row `measured` holds: throws InputError
+/// "ORIGIN:LINE: tolerance: missing key 'utilisation' (point N's reference measures
+/// utilisation)", LINE that of [tolerance], when the row has a utilisation value and
+/// tolerance.utilisation is 0.
+void check_reference_tolerances(const Scenario& scenario, size_t index, const Figures& measured);
+/// One compared quantity.
+struct Metric {
+  std::optional<double> measured;
+  std::optional<double> simulated;
+  std::optional<double> error;  ///< when both are known: netperf, (simulated - measured) /
+                                ///< measured; latency, simulated - measured in us
+  bool within = true;           ///< |error| <= tolerance (true when not compared or not gated)
+};
+
+/// A point's comparison. A netperf point fills throughput, sd_local, sd_remote, util_local and
+/// util_remote; a latency point fills bytes, t_typical, t_min and t_max (t_max is never gated).
+struct PointOutcome {
+  Metric throughput, sd_local, sd_remote;
+  Metric util_local, util_remote;  ///< netperf: CPU utilisation, %; errors relative
+  std::string status;  ///< "ok", "FAIL" (gated, some |error| beyond tolerance) or "not gated"
+  PointKind kind = PointKind::Netperf;
+  uint64_t bytes = 0;  ///< latency: the message size, B
+  Metric t_typical, t_min, t_max;
+};
+
+/// Compares measured with simulated for a netperf `point`: relative errors of throughput
+/// (tolerance.throughput), both service demands (tolerance.service_demand) and both CPU
+/// utilisations (tolerance.utilisation). A gated point FAILs when a measured quantity's |error|
+/// exceeds its tolerance, or when it has no simulated value.
+PointOutcome evaluate_point(const ScenarioPoint& point, const Tolerance& tolerance,
+                            const Figures& measured, const Figures& simulated);
+
+/// Compares measured with simulated for a latency `point`: errors simulated - measured in us;
+/// a gated point FAILs when |error| of t_typical or t_min exceeds tolerance.t_typical_us or
+/// tolerance.t_min_us (plus 1e-9 us, so that decimal inputs exactly at the limit pass), or
+/// when a measured one has no simulated value. bytes is measured.bytes.
+PointOutcome evaluate_latency_point(const ScenarioPoint& point, const Tolerance& tolerance,
+                                    const LatencyFigures& measured,
+                                    const LatencyFigures& simulated);
+
+}  // namespace hcasim::scenarios

@@ -1,0 +1,73 @@
+#pragma once
+/// \file The reference CSVs a scenario's points reproduce (validation/, the ../shared seeds
+/// in CSV form) and the CSVs the children write: selecting a point's row and reading its figures.
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "model/error.h"
+#include "scenarios/scenario.h"
+
+namespace hcasim::scenarios {
+
+/// Measured (or simulated) values of one point; empty = not measured.
+struct Figures {
+  std::optional<double> throughput_mbps;  ///< 10^6 bits/s
+  std::optional<double> sd_local;         ///< us/KB
+  std::optional<double> sd_remote;        ///< us/KB
+  std::optional<double> util_local;       ///< CPU utilisation of the sender, % (0..100)
+  std::optional<double> util_remote;      ///< CPU utilisation of the receiver, % (0..100)
+};
+
+/// The reference row of `spec` in CSV text `csv_text` (named `origin` in messages). Throws
+/// InputError "ORIGIN: ..." when a match column is missing, the match selects no row or more
+/// than one, or a measured cell is not a number.
+Figures reference_figures(std::string_view csv_text, const std::string& origin,
+                          const ReferenceSpec& spec);
+
+/// Reads spec.file (relative to `base_dir` unless absolute) and returns reference_figures().
+Figures read_reference(const ReferenceSpec& spec, const std::string& base_dir);
+
+
+/// The simulated figures from the CSV `hcasim netperf --csv` writes (frontends/netperf_output.h; its
+/// util_* and sd_* cells are empty for a side netperf did not measure, -c / -C).
+Figures netperf_csv_figures(std::string_view csv_text, const std::string& origin);
+
+/// Measured (or simulated) latency of one message size, as perftest reports it (half the
+/// round trip); empty = not measured.
+struct LatencyFigures {
+  uint64_t bytes = 0;                  ///< message size, B
+  std::optional<double> t_min_us;      ///< us
+  std::optional<double> t_max_us;      ///< us
+  std::optional<double> t_typical_us;  ///< us (perftest's t_typical: the median)
+};
+
+/// The reference row of a latency point: selected as reference_figures() selects it (same
+/// errors), its `bytes` cell (required: InputError "ORIGIN: no column 'bytes'" or "ORIGIN:
+/// column bytes: 'X' is not a whole number") and its t_min_us, t_max_us, t_typical_us cells.
+LatencyFigures latency_reference_figures(std::string_view csv_text, const std::string& origin,
+                                         const ReferenceSpec& spec);
+
+/// Reads spec.file (relative to `base_dir` unless absolute) and returns
+/// latency_reference_figures().
+LatencyFigures read_latency_reference(const ReferenceSpec& spec, const std::string& base_dir);
+
+/// Every row of the CSV `hcasim ib_write_lat --csv` writes (header
+/// `tool,bytes,iterations,t_min_us,t_max_us,t_typical_us,t_avg_us,t_stdev_us,t_p99_us,t_p999_us`,
+/// one row per message size), in file order. Throws InputError "ORIGIN: ..." when a column
+/// bytes, t_min_us, t_max_us or t_typical_us is missing, there is no data row, or a cell is
+/// not a number (bytes: not a whole number).
+std::vector<LatencyFigures> latency_csv_rows(std::string_view csv_text, const std::string& origin);
+
+/// The first of `rows` whose bytes equals `bytes`, or nullopt.
+std::optional<LatencyFigures> latency_row_for_bytes(const std::vector<LatencyFigures>& rows,
+                                                    uint64_t bytes);
+
+
+/// Where spec.file is: itself when absolute, else relative to `base_dir` (the data directory).
+std::filesystem::path reference_path(const ReferenceSpec& spec, const std::string& base_dir);
+
+}  // namespace hcasim::scenarios

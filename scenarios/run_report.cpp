@@ -1,0 +1,286 @@
+// The run report and CSV (run_report.h).
+#include "scenarios/run_report.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <string>
+
+#include <fmt/format.h>
+
+#include "util/csv.h"
+#include "util/statistics.h"
+
+namespace hcasim::scenarios {
+
+namespace {
+
+using util::csv_cell;
+using util::median;
+
+// --- report formatting ------------------------------------------------------------------
+
+std::string num(const std::optional<double>& v, int decimals) {
+  return v ? fmt::format("{:.{}f}", *v, decimals) : "-";
+}
+
+std::string pct(const std::optional<double>& e) {
+  return e ? fmt::format("{:+.1f}%", *e * 100.0) : "-";
+}
+
+std::string full(const std::optional<double>& v) { return v ? fmt::format("{}", *v) : ""; }
+
+std::string median_max(const std::vector<double>& abs_errors) {
+  if (abs_errors.empty()) return "-";
+  return fmt::format("{:.1f}% / {:.1f}%", median(abs_errors) * 100.0,
+                     *std::max_element(abs_errors.begin(), abs_errors.end()) * 100.0);
+}
+
+/// Whether some point of `s` is of `kind`.
+bool has_kind(const Scenario& s, PointKind kind) {
+  return std::any_of(s.points.begin(), s.points.end(),
+                     [&](const ScenarioPoint& p) { return p.kind == kind; });
+}
+
+/// The tables of the points of `kind`, in order of first appearance.
+std::vector<std::string> tables_of(const Scenario& s, PointKind kind) {
+  std::vector<std::string> tables;
+  for (const auto& p : s.points)
+    if (p.kind == kind && std::find(tables.begin(), tables.end(), p.table) == tables.end())
+      tables.push_back(p.table);
+  return tables;
+}
+
+}  // namespace
+
+namespace {
+
+/// The netperf part of the report: a row per netperf point, then per table the median and max
+/// |error| (run_report.h format_run_report).
+std::string format_netperf_rows(const Scenario& s, const std::vector<PointOutcome>& outcomes) {
+  std::string out;
+  constexpr const char* row =
+      "{:<16} {:<7} {:<8} {:>9} {:>9} {:>7}  {:>6} {:>6} {:>7}  {:>6} {:>6} {:>7}  "
+      "{:>6} {:>6} {:>7}  {:>6} {:>6} {:>7}  {}\n";
+  std::string groups =
+      fmt::format("{:<16} {:<7} {:<8} {:^27}  {:^21}  {:^21}  {:^21}  {:^21}", "", "", "",
+                  "throughput, Mbit/s", "SD local, us/KB", "SD remote, us/KB", "util local, %",
+                  "util remote, %");
+  out += groups.erase(groups.find_last_not_of(' ') + 1) + "\n";
+  out += fmt::format(row, "table", "mode", "size", "measured", "simulated", "error", "meas",
+                     "sim", "error", "meas", "sim", "error", "meas", "sim", "error", "meas", "sim",
+                     "error", "status");
+  for (size_t i = 0; i < s.points.size(); ++i) {
+    const auto& p = s.points[i];
+    const auto& o = outcomes[i];
+    if (p.kind != PointKind::Netperf) continue;
+    out += fmt::format(row, p.table, p.mode, p.size_flag.empty() ? "-" : p.size_flag,
+                       num(o.throughput.measured, 2), num(o.throughput.simulated, 2),
+                       pct(o.throughput.error), num(o.sd_local.measured, 3),
+                       num(o.sd_local.simulated, 3), pct(o.sd_local.error),
+                       num(o.sd_remote.measured, 3), num(o.sd_remote.simulated, 3),
+                       pct(o.sd_remote.error), num(o.util_local.measured, 2),
+                       num(o.util_local.simulated, 2), pct(o.util_local.error),
+                       num(o.util_remote.measured, 2), num(o.util_remote.simulated, 2),
+                       pct(o.util_remote.error), o.status);
+  }
+
+  // Per table, in order of first appearance.
+  constexpr const char* summary = "{:<16} {:>6}  {:<22} {:<26} {}\n";
+  out += "\n" + fmt::format(summary, "per table", "points", "|error| throughput",
+                            "|error| service demand", "|error| utilisation");
+  out += fmt::format(summary, "", "", "median / max", "median / max", "median / max");
+  for (const auto& table : tables_of(s, PointKind::Netperf)) {
+    std::vector<double> tput, sd, util;
+    size_t n = 0;
+    for (size_t i = 0; i < s.points.size(); ++i) {
+      if (s.points[i].table != table || s.points[i].kind != PointKind::Netperf) continue;
+      ++n;
+      const auto& o = outcomes[i];
+      if (o.throughput.error) tput.push_back(std::fabs(*o.throughput.error));
+      if (o.sd_local.error) sd.push_back(std::fabs(*o.sd_local.error));
+      if (o.sd_remote.error) sd.push_back(std::fabs(*o.sd_remote.error));
+      if (o.util_local.error) util.push_back(std::fabs(*o.util_local.error));
+      if (o.util_remote.error) util.push_back(std::fabs(*o.util_remote.error));
+    }
+    out += fmt::format(summary, table, n, median_max(tput), median_max(sd), median_max(util));
+  }
+  return out;
+}
+
+/// The latency part of the report: its title, a row per latency point, then per table the max
+/// |error| of t_typical and t_min and the platforms (run_report.h format_run_report).
+std::string format_latency_rows(const Scenario& s, const std::vector<PointOutcome>& outcomes) {
+  std::string out =
+      "ib_write_lat latency: half the round trip, in us; error = simulated - measured\n";
+  constexpr const char* row =
+      "{:<16} {:<15} {:>7}  {:>6} {:>6} {:>7}  {:>6} {:>6} {:>7}  {:>8} {:>8}  {}\n";
+  std::string groups = fmt::format("{:<16} {:<15} {:>7}  {:^21}  {:^21}  {:^17}", "", "", "",
+                                   "t_typical", "t_min", "t_max (not gated)");
+  out += groups.erase(groups.find_last_not_of(' ') + 1) + "\n";
+  out += fmt::format(row, "table", "mode", "bytes", "meas", "sim", "error", "meas", "sim", "error",
+                     "meas", "sim", "status");
+  auto err = [](const Metric& m) {
+    if (!m.error) return std::string("-");
+    // An error that rounds to zero prints as +0.000, never -0.000.
+    const double e = std::fabs(*m.error) < 0.0005 ? 0.0 : *m.error;
+    return fmt::format("{:+.3f}", e);
+  };
+  for (size_t i = 0; i < s.points.size(); ++i) {
+    const auto& p = s.points[i];
+    const auto& o = outcomes[i];
+    if (p.kind != PointKind::Latency) continue;
+    out += fmt::format(row, p.table, p.mode, o.bytes, num(o.t_typical.measured, 3),
+                       num(o.t_typical.simulated, 3), err(o.t_typical), num(o.t_min.measured, 3),
+                       num(o.t_min.simulated, 3), err(o.t_min), num(o.t_max.measured, 2),
+                       num(o.t_max.simulated, 2), o.status);
+  }
+
+  constexpr const char* summary = "{:<16} {:>6}  {:<21}  {:<17}  {}\n";
+  out += "\n" + fmt::format(summary, "per table", "points", "max |error| t_typical",
+                            "max |error| t_min", "platform");
+  auto max_abs = [](const std::vector<double>& v) {
+    return v.empty() ? std::string("-")
+                     : fmt::format("{:.3f} us", *std::max_element(v.begin(), v.end()));
+  };
+  for (const auto& table : tables_of(s, PointKind::Latency)) {
+    std::vector<double> typical, minimum;
+    std::vector<std::string> platforms;
+    size_t n = 0;
+    for (size_t i = 0; i < s.points.size(); ++i) {
+      const auto& p = s.points[i];
+      if (p.table != table || p.kind != PointKind::Latency) continue;
+      ++n;
+      const auto& o = outcomes[i];
+      if (o.t_typical.error) typical.push_back(std::fabs(*o.t_typical.error));
+      if (o.t_min.error) minimum.push_back(std::fabs(*o.t_min.error));
+      if (std::find(platforms.begin(), platforms.end(), p.platform) == platforms.end())
+        platforms.push_back(p.platform);
+    }
+    std::string joined;
+    for (const auto& name : platforms) joined += (joined.empty() ? "" : ", ") + name;
+    out += fmt::format(summary, table, n, max_abs(typical), max_abs(minimum), joined);
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string format_run_report(const Scenario& s, const std::vector<PointOutcome>& outcomes) {
+  const bool latency = has_kind(s, PointKind::Latency);
+  const bool netperf = has_kind(s, PointKind::Netperf) || !latency;
+  std::string tolerances;
+  if (netperf)
+    tolerances = fmt::format("throughput {:.0f}%, service demand {:.0f}%",
+                             s.tolerance.throughput * 100.0, s.tolerance.service_demand * 100.0);
+  if (netperf && s.tolerance.utilisation > 0)
+    tolerances += fmt::format(", utilisation {:.0f}%", s.tolerance.utilisation * 100.0);
+  if (latency)
+    tolerances += fmt::format("{}t_typical {} us, t_min {} us", netperf ? ", " : "",
+                              s.tolerance.t_typical_us, s.tolerance.t_min_us);
+  std::string out =
+      fmt::format("scenario {}: platform {}; tolerance: {}\n", s.name, s.platform, tolerances);
+  if (!s.source.empty()) out += fmt::format("measured: {}\n", s.source);
+  if (netperf) out += "\n" + format_netperf_rows(s, outcomes);
+  if (latency) out += "\n" + format_latency_rows(s, outcomes);
+
+  // Verdict.
+  size_t gated = 0;
+  std::vector<std::string> failures;
+  for (size_t i = 0; i < s.points.size(); ++i) {
+    const auto& p = s.points[i];
+    const auto& o = outcomes[i];
+    if (!p.gated) continue;
+    ++gated;
+    if (o.status != "FAIL") continue;
+    std::vector<std::string> why;
+    auto explain = [&](const Metric& m, const char* name, double tol) {
+      if (m.within) return;
+      why.push_back(m.error ? fmt::format("{} {} beyond {:.0f}%", name, pct(m.error), tol * 100.0)
+                            : fmt::format("{} not simulated", name));
+    };
+    auto explain_us = [&](const Metric& m, const char* name, double tol) {
+      if (m.within) return;
+      why.push_back(m.error ? fmt::format("{} {:+.3f} us beyond {} us", name, *m.error, tol)
+                            : fmt::format("{} not simulated", name));
+    };
+    if (p.kind == PointKind::Latency) {
+      explain_us(o.t_typical, "t_typical", s.tolerance.t_typical_us);
+      explain_us(o.t_min, "t_min", s.tolerance.t_min_us);
+    } else {
+      explain(o.throughput, "throughput", s.tolerance.throughput);
+      explain(o.sd_local, "SD local", s.tolerance.service_demand);
+      explain(o.sd_remote, "SD remote", s.tolerance.service_demand);
+      explain(o.util_local, "util local", s.tolerance.utilisation);
+      explain(o.util_remote, "util remote", s.tolerance.utilisation);
+    }
+    std::string joined;
+    for (const auto& w : why) joined += (joined.empty() ? "" : ", ") + w;
+    failures.push_back(fmt::format("  {} ({})", point_label(p, o.bytes), joined));
+  }
+  out += "\n";
+  if (failures.empty()) {
+    out += fmt::format("ok: all {} gated points within tolerance\n", gated);
+  } else {
+    out += fmt::format("FAIL: {} of {} gated points out of tolerance:\n", failures.size(), gated);
+    for (const auto& f : failures) out += f + "\n";
+  }
+  return out;
+}
+
+std::string run_csv_header(bool latency_columns) {
+  std::string header =
+      "scenario,table,mode,size_flag,command,gated,meas_throughput_mbps,sim_throughput_mbps,"
+      "err_throughput_pct,meas_sd_local,sim_sd_local,err_sd_local_pct,meas_sd_remote,"
+      "sim_sd_remote,err_sd_remote_pct,meas_util_local_pct,sim_util_local_pct,err_util_local_pct,"
+      "meas_util_remote_pct,sim_util_remote_pct,err_util_remote_pct,status";
+  if (latency_columns)
+    header += ",bytes,meas_t_typical_us,sim_t_typical_us,err_t_typical_us,meas_t_min_us,"
+              "sim_t_min_us,err_t_min_us,meas_t_max_us,sim_t_max_us";
+  return header;
+}
+
+std::string format_run_csv(const Scenario& s, const std::vector<PointOutcome>& outcomes) {
+  const bool latency = has_kind(s, PointKind::Latency);
+  std::string out = run_csv_header(latency) + "\n";
+  auto err_pct = [](const Metric& m) {
+    return m.error ? fmt::format("{:.4f}", *m.error * 100.0) : std::string();
+  };
+  auto err_us = [](const Metric& m) {
+    return m.error ? fmt::format("{:.4f}", *m.error) : std::string();
+  };
+  for (size_t i = 0; i < s.points.size(); ++i) {
+    const auto& p = s.points[i];
+    const auto& o = outcomes[i];
+    out += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
+                       csv_cell(s.name), csv_cell(p.table), csv_cell(p.mode),
+                       csv_cell(p.size_flag), csv_cell(p.command), p.gated ? "true" : "false",
+                       full(o.throughput.measured), full(o.throughput.simulated),
+                       err_pct(o.throughput), full(o.sd_local.measured),
+                       full(o.sd_local.simulated), err_pct(o.sd_local),
+                       full(o.sd_remote.measured), full(o.sd_remote.simulated),
+                       err_pct(o.sd_remote), full(o.util_local.measured),
+                       full(o.util_local.simulated), err_pct(o.util_local),
+                       full(o.util_remote.measured), full(o.util_remote.simulated),
+                       err_pct(o.util_remote), csv_cell(o.status));
+    if (latency) {
+      out += fmt::format(",{},{},{},{},{},{},{},{},{}",
+                         p.kind == PointKind::Latency ? std::to_string(o.bytes) : "",
+                         full(o.t_typical.measured), full(o.t_typical.simulated),
+                         err_us(o.t_typical), full(o.t_min.measured), full(o.t_min.simulated),
+                         err_us(o.t_min), full(o.t_max.measured), full(o.t_max.simulated));
+    }
+    out += "\n";
+  }
+  return out;
+}
+
+std::string safe_file_name(const std::string& name) {
+  std::string safe = name;
+  for (char& ch : safe)
+    if (!std::isalnum(static_cast<unsigned char>(ch)) && ch != '-' && ch != '_' && ch != '.') ch = '_';
+  if (safe.empty() || safe[0] == '.') safe.insert(0, "scenario");
+  return safe;
+}
+
+}  // namespace hcasim::scenarios

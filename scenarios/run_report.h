@@ -1,0 +1,42 @@
+#pragma once
+/// \file What `hcasim run` writes: the printed report and the run CSV.
+#include <string>
+#include <vector>
+
+#include "scenarios/compare.h"
+#include "scenarios/scenario.h"
+
+namespace hcasim::scenarios {
+
+/// The printed report: a title line (scenario, platform, the tolerances of the kinds of point
+/// it has; utilisation only when declared). When there are netperf points: a row per netperf
+/// point in scenario order (table, mode, size flag; measured, simulated and signed error % of
+/// the throughput in Mbit/s, of both service demands in us/KB and of both CPU utilisations in
+/// %, "-" where not measured; status), then per table the median and max |error| of
+/// throughput, of service demand and of utilisation (local and remote together). When there
+/// are latency points: a title line "ib_write_lat latency, ...", a row per latency point
+/// (table, mode, bytes; measured, simulated and signed error in us of t_typical and t_min, 3
+/// decimals; measured and simulated t_max, 2 decimals; status), then per table the max |error|
+/// of t_typical and of t_min and the tables' platforms. Last, a verdict line over all gated
+/// points naming the failing ones.
+std::string format_run_report(const Scenario& scenario, const std::vector<PointOutcome>& outcomes);
+
+/// Header of the run CSV, without newline: the netperf columns (throughput, SD local, SD remote,
+/// then meas_/sim_/err_util_local_pct and meas_/sim_/err_util_remote_pct), ending in `status`;
+/// with `latency_columns`, followed by bytes, meas_/sim_/err_t_typical_us,
+/// meas_/sim_/err_t_min_us, meas_/sim_t_max_us.
+std::string run_csv_header(bool latency_columns = false);
+
+/// The run CSV: header and one row per point, in scenario order. Values in full precision,
+/// netperf errors in % with 4 decimals (utilisation errors too: relative, in % of the measured
+/// utilisation, not percentage points), latency errors in us with 4 decimals, empty cells
+/// where not measured or not of the point's kind. The latency columns are there only when the
+/// scenario has a latency point, so a netperf scenario's CSV has none.
+std::string format_run_csv(const Scenario& scenario, const std::vector<PointOutcome>& outcomes);
+
+/// `name` made safe as a file name: every character but letters, digits, '-', '_' and '.'
+/// becomes '_', and "scenario" is put in front of an empty name or one starting with '.'
+/// ("seed000" stays, "../x y" becomes "scenario.._x_y").
+std::string safe_file_name(const std::string& name);
+
+}  // namespace hcasim::scenarios

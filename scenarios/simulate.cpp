@@ -1,0 +1,168 @@
+// Simulated points in child processes (simulate.h).
+#include "scenarios/simulate.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include <fmt/format.h>
+
+#include "frontends/netperf_cli.h"  // parse_number
+#include "model/platform.h"
+#include "scenarios/children.h"
+#include "scenarios/datadir.h"
+#include "scenarios/reference.h"
+#include "sim/testbed.h"
+
+namespace hcasim::scenarios {
+
+namespace {
+
+[[noreturn]] void fail_at(const std::string& origin, uint32_t line, const std::string& what) {
+  throw InputError(fmt::format("{}:{}: {}", origin, line, what));
+}
+
+
+/// What a scenario's points need before its children start: the measured figures and the
+/// resolved platform files (simulate_scenarios checks them all first).
+struct CheckedScenario {
+  std::vector<Figures> measured;                    // netperf points
+  std::vector<LatencyFigures> measured_latency;     // latency points
+  std::map<std::string, std::string> platform_files;  // point platform -> file
+};
+
+/// Reads every reference of `s` and applies every point's --set to its platform, as the child
+/// will (simulate_scenarios).
+CheckedScenario check_scenario(const Scenario& s, const std::string& base) {
+  CheckedScenario c;
+  c.measured.resize(s.points.size());
+  c.measured_latency.resize(s.points.size());
+  std::map<std::string, model::Platform> platforms;
+  for (size_t i = 0; i < s.points.size(); ++i) {
+    const ScenarioPoint& p = s.points[i];
+    try {
+      if (p.kind == PointKind::Latency)
+        c.measured_latency[i] = read_latency_reference(p.reference, base);
+      else
+        c.measured[i] = read_reference(p.reference, base);
+    } catch (const InputError& e) {
+      fail_at(s.origin, p.line, fmt::format("point {}: reference: {}", i + 1, e.what()));
+    }
+    if (p.kind == PointKind::Netperf) check_reference_tolerances(s, i, c.measured[i]);
+    // The platform and its --set assignments, as the child will apply them.
+    try {
+      for (const std::string* name : {&p.platform, &p.remote_platform}) {
+        if (name->empty()) continue;
+        if (!c.platform_files.count(*name)) {
+          c.platform_files[*name] = resolve_platform(*name, name == &p.platform ? "platform" : "remote_platform");
+          platforms.emplace(*name, load_platform(c.platform_files[*name]));
+        }
+        model::Platform copy = platforms.at(*name);
+        for (const auto& assignment : platform_settings(p.set)) copy.set(assignment);
+        // Every model check the child would make on the platform (ranges, validators,
+        // consistency, unused keys), so that a bad value is a FILE:LINE error before any run.
+        (void)sim::read_host_params(copy);
+      }
+    } catch (const InputError& e) {
+      fail_at(s.origin, p.line, fmt::format("point {}: {}", i + 1, e.what()));
+    }
+  }
+  return c;
+}
+
+
+}  // namespace
+
+double parse_duration_flag(const std::string& text) {
+  const auto d = parse_number(text);
+  if (!d || !std::isfinite(*d) || *d < 0 || *d > 3600)
+    throw InputError(fmt::format("--duration: '{}' must be 0..3600 seconds", text));
+  return *d;
+}
+
+std::vector<std::string> with_sim_length(const std::string& tool, std::vector<std::string> words,
+                                         const SimLength& length) {
+  if (tool == "netperf" && length.duration_s) {
+    const auto dashes = std::find(words.begin(), words.end(), "--");
+    words.insert(dashes, {"-l", fmt::format("{}", *length.duration_s)});
+  }
+  if (tool != "netperf" && length.iterations) {
+    uint64_t typed = tool == "ib_write_bw" ? 5000 : 1000;  // perftest's defaults
+    for (size_t i = 0; i + 1 < words.size(); ++i)
+      if (words[i] == "-n" || words[i] == "--iters")
+        if (const auto n = parse_number(words[i + 1])) typed = static_cast<uint64_t>(*n);
+    words.insert(words.end(), {"-n", fmt::format("{}", std::min(typed, *length.iterations))});
+  }
+  return words;
+}
+
+std::vector<std::vector<PointOutcome>> simulate_scenarios(const std::vector<Scenario>& scenarios,
+                                                          size_t parallel, const SimLength& length) {
+  const std::string base = data_dir();
+  std::vector<CheckedScenario> checked;
+  for (const Scenario& s : scenarios) checked.push_back(check_scenario(s, base));
+
+  // One child per distinct command line; every point that has it shares its figures.
+  std::vector<ChildRun> runs;
+  std::vector<std::vector<size_t>> run_of(scenarios.size());
+  auto prefix = [&](const Scenario& s) { return scenarios.size() > 1 ? s.name + " " : std::string(); };
+  for (size_t k = 0; k < scenarios.size(); ++k) {
+    const Scenario& s = scenarios[k];
+    for (size_t i = 0; i < s.points.size(); ++i) {
+      const auto& p = s.points[i];
+      std::vector<std::string> argv = {"hcasim", p.tool};
+      const std::vector<std::string> words = with_sim_length(p.tool, p.words, length);
+      argv.insert(argv.end(), words.begin(), words.end());
+      argv.insert(argv.end(), {"--platform", checked[k].platform_files[p.platform]});
+      if (!p.remote_platform.empty())
+        argv.insert(argv.end(), {"--remote-platform", checked[k].platform_files[p.remote_platform]});
+      for (const auto& set : p.set) argv.insert(argv.end(), {"--set", set});
+      const auto same = std::find_if(runs.begin(), runs.end(), [&](const ChildRun& r) { return r.argv == argv; });
+      run_of[k].push_back(static_cast<size_t>(same - runs.begin()));
+      if (same == runs.end())
+        runs.push_back({std::move(argv),
+                        fmt::format("{}point {} ({})", prefix(s), i + 1,
+                                    point_label(p, checked[k].measured_latency[i].bytes)),
+                        fmt::format("{}:{}", s.origin, p.line)});
+    }
+  }
+
+  const std::vector<ChildResult> results = run_children(runs, parallel);
+
+  std::vector<std::vector<PointOutcome>> outcomes(scenarios.size());
+  for (size_t k = 0; k < scenarios.size(); ++k) {
+    const Scenario& s = scenarios[k];
+    const CheckedScenario& c = checked[k];
+    for (size_t i = 0; i < s.points.size(); ++i) {
+      const ScenarioPoint& p = s.points[i];
+      const size_t run = run_of[k][i];
+      const ChildResult& r = results[run];
+      const std::string origin = fmt::format("{} CSV", runs[run].label);
+      try {
+        if (p.kind == PointKind::Netperf) {
+          outcomes[k].push_back(
+              evaluate_point(p, s.tolerance, c.measured[i], netperf_csv_figures(r.csv, origin)));
+          continue;
+        }
+        // Every latency point takes the row of its reference's message size.
+        const auto row = latency_row_for_bytes(latency_csv_rows(r.csv, origin), c.measured_latency[i].bytes);
+        if (!row)
+          throw InputError(fmt::format("its {} CSV has no row for {} bytes (does the command run that size?)",
+                                       p.tool, c.measured_latency[i].bytes));
+        outcomes[k].push_back(evaluate_latency_point(p, s.tolerance, c.measured_latency[i], *row));
+      } catch (const InputError& e) {
+        throw ChildFailure(run,
+                           fmt::format("{}point {} ({}) failed: {}", prefix(s), i + 1,
+                                       point_label(p, c.measured_latency[i].bytes), e.what()),
+                           r.errors);
+      }
+    }
+  }
+  return outcomes;
+}
+
+std::vector<PointOutcome> simulate_scenario(const Scenario& scenario, size_t parallel) {
+  return simulate_scenarios({scenario}, parallel).front();
+}
+
+}  // namespace hcasim::scenarios

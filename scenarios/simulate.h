@@ -1,0 +1,54 @@
+#pragma once
+/// \file Simulating a scenario's points, each in a child process, and comparing them with their
+/// measurements (`hcasim run`, `validate`, `calibrate`).
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "model/error.h"
+#include "scenarios/compare.h"
+#include "scenarios/scenario.h"
+
+namespace hcasim::scenarios {
+
+
+/// A shorter simulation than the commands ask for (`hcasim validate` and `hcasim calibrate`
+/// --duration / --iterations): steady-state figures need far less than a real run's 60 s.
+struct SimLength {
+  std::optional<double> duration_s;     ///< netperf's -l replaced by this many seconds (> 0)
+  std::optional<uint64_t> iterations;   ///< perftest's -n capped (never raised) at this count (> 0)
+};
+
+/// The value of `--duration` (validate, calibrate): simulated seconds, 0..3600. Throws
+/// InputError "--duration: 'TEXT' must be 0..3600 seconds" otherwise.
+double parse_duration_flag(const std::string& text);
+
+/// `words` (a command's words after its tool, as ScenarioPoint::words) with `length` applied for
+/// `tool`: netperf gets `-l S` before its "--" (a later -l replaces an earlier one), perftest
+/// gets `-n min(typed -n or its default, N)` at the end; unchanged where `length` says nothing.
+std::vector<std::string> with_sim_length(const std::string& tool, std::vector<std::string> words,
+                                         const SimLength& length);
+
+/// Simulates every point of every scenario of `scenarios` in one sweep of child processes
+/// (children.h run_children, at most `parallel` at once, so that the last points of one
+/// scenario and the first of the next run side by side; identical command lines run once) and
+/// compares each with its measurement. Returns, per scenario, its outcomes in point order;
+/// they do not depend on `parallel`.
+///
+/// Everything the children need is checked before any starts: throws InputError for a bad
+/// reference ("ORIGIN:LINE: point N: reference: ..."), a tolerance a reference needs and the
+/// scenario lacks (check_reference_tolerances) or a bad platform or --set. Throws
+/// Interrupted on SIGINT/SIGTERM, and ChildFailure when a child fails or its CSV lacks what
+/// its point needs (what(): "[SCENARIO ]point N (LABEL) failed...", errors: its stderr; the
+/// scenario's name is in front only when `scenarios` has more than one). `length` shortens
+/// every point's simulation (with_sim_length); by default each runs as its command says.
+std::vector<std::vector<PointOutcome>> simulate_scenarios(const std::vector<Scenario>& scenarios,
+                                                          size_t parallel, const SimLength& length = {});
+
+/// simulate_scenarios() of one scenario: its outcomes in point order.
+std::vector<PointOutcome> simulate_scenario(const Scenario& scenario, size_t parallel);
+
+
+}  // namespace hcasim::scenarios
