@@ -47,13 +47,13 @@ Packet read_frame_until(tcp::socket& s, std::chrono::steady_clock::time_point de
     size_t got = 0;
     while (got < n) {
       const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
-      if (left.count() <= 0) throw rt::Error(fmt::format("{}: no answer within {} ms during connection setup", peer, kCmTimeoutMs));
+      if (left.count() <= 0) throw sdp::DeviceError(fmt::format("{}: no answer within {} ms during connection setup", peer, kCmTimeoutMs));
       pollfd pfd{s.native_handle(), POLLIN, 0};
       if (::poll(&pfd, 1, static_cast<int>(left.count())) <= 0) continue;
       boost::system::error_code ec;
       const size_t k = s.read_some(asio::buffer(out + got, n - got), ec);
-      if (ec == asio::error::eof) throw rt::Error(fmt::format("{}: connection closed during connection setup", peer));
-      if (ec) throw rt::Error(fmt::format("{}: {} during connection setup", peer, ec.message()));
+      if (ec == asio::error::eof) throw sdp::DeviceError(fmt::format("{}: connection closed during connection setup", peer));
+      if (ec) throw sdp::DeviceError(fmt::format("{}: {} during connection setup", peer, ec.message()));
       got += k;
     }
   };
@@ -65,14 +65,14 @@ Packet read_frame_until(tcp::socket& s, std::chrono::steady_clock::time_point de
     if (!icrc_ok(body)) throw WireError("bad ICRC");  // the CM's frames are not fault-injected
     return decode(body);
   } catch (const WireError& e) {
-    throw rt::Error(fmt::format("{}: malformed CM message: {}", peer, e.what()));
+    throw sdp::DeviceError(fmt::format("{}: malformed CM message: {}", peer, e.what()));
   }
 }
 
 void write_frame(tcp::socket& s, const Packet& p, const std::string& peer) {
   boost::system::error_code ec;
   asio::write(s, asio::buffer(encode(p)), ec);
-  if (ec) throw rt::Error(fmt::format("{}: {} during connection setup", peer, ec.message()));
+  if (ec) throw sdp::DeviceError(fmt::format("{}: {} during connection setup", peer, ec.message()));
 }
 
 // ---- the adapter -----------------------------------------------------------------------------
@@ -117,7 +117,7 @@ bool Hca::mr_allows(uint32_t key, sdp::Addr addr, uint64_t len, unsigned need) {
                      [this](sdp::Addr a, uint64_t n) { return memory_ != nullptr && memory_->contains(a, n); });
 }
 
-std::shared_ptr<Qp> Hca::create_qp(const rt::QpCaps& caps) {
+std::shared_ptr<Qp> Hca::create_qp(const sdp::QpCaps& caps) {
   std::lock_guard g(qps_lock_);
   auto qp = std::make_shared<Qp>(*this, next_qpn_++, caps, faults_, retry_);
   std::erase_if(qps_, [](const std::weak_ptr<Qp>& w) { return w.expired(); });
@@ -127,7 +127,7 @@ std::shared_ptr<Qp> Hca::create_qp(const rt::QpCaps& caps) {
 
 // ---- the QP: state ---------------------------------------------------------------------------
 
-Qp::Qp(Hca& hca, uint32_t qpn, const rt::QpCaps& caps, const model::FaultConfig& faults, const model::RcRetry& retry)
+Qp::Qp(Hca& hca, uint32_t qpn, const sdp::QpCaps& caps, const model::FaultConfig& faults, const model::RcRetry& retry)
     : hca_(hca),
       qpn_(qpn),
       caps_(caps),
@@ -305,15 +305,15 @@ void Qp::link_down(const std::string& why, bool orderly) {
 
 // ---- the device ------------------------------------------------------------------------------
 
-class EmuDevice final : public rt::Device {
+class EmuDevice final : public sdp::Device {
  public:
   EmuDevice(uint64_t memory_bytes, const model::FaultConfig& faults, const model::RcRetry& retry)
       : memory_(memory_bytes), hca_(&memory_, faults, retry) {}
   std::string name() const override { return "emu"; }
   sdp::ProcessMemory& memory() override { return memory_; }
-  std::unique_ptr<rt::Connection> connect(const std::string& host, uint16_t port, const rt::QpCaps& caps,
-                                          const rt::MakeRequest& request, std::vector<uint8_t>& reply) override;
-  std::unique_ptr<rt::Listener> listen(const std::string& bind_addr, uint16_t port) override;
+  std::unique_ptr<sdp::Connection> connect(const std::string& host, uint16_t port, const sdp::QpCaps& caps,
+                                          const sdp::MakeRequest& request, std::vector<uint8_t>& reply) override;
+  std::unique_ptr<sdp::Listener> listen(const std::string& bind_addr, uint16_t port) override;
   Hca& hca() { return hca_; }
   asio::io_context& io() { return hca_.io(); }
 
@@ -321,8 +321,8 @@ class EmuDevice final : public rt::Device {
   sdp::ProcessMemory memory_;
   Hca hca_;  // after memory_: its QPs close before the arena goes
 };
-/// rt::Connection over a Qp: closing it closes the QP's socket.
-class EmuConnection final : public rt::Connection {
+/// sdp::Connection over a Qp: closing it closes the QP's socket.
+class EmuConnection final : public sdp::Connection {
  public:
   EmuConnection(std::shared_ptr<Qp> qp, std::string peer) : qp_(std::move(qp)), peer_(std::move(peer)) {}
   ~EmuConnection() override { qp_->close(); }
@@ -344,11 +344,11 @@ class EmuConnection final : public rt::Connection {
 /// kCmTimeoutMs from the TCP accept. A peer that connects and says nothing, or starts a frame
 /// and stalls, holds up only its own request (it used to block the listener for the whole CM
 /// timeout, and a real client connecting meanwhile timed out).
-class EmuListener final : public rt::Listener {
+class EmuListener final : public sdp::Listener {
  public:
   EmuListener(EmuDevice& dev, tcp::acceptor acceptor) : dev_(dev), acceptor_(std::move(acceptor)) {}
   uint16_t port() const override { return acceptor_.local_endpoint().port(); }
-  std::unique_ptr<rt::Incoming> next() override;
+  std::unique_ptr<sdp::Incoming> next() override;
 
  private:
   EmuDevice& dev_;
@@ -356,12 +356,12 @@ class EmuListener final : public rt::Listener {
 };
 
 /// An accepted TCP connection whose CM REQ has not been read yet.
-class EmuIncoming final : public rt::Incoming {
+class EmuIncoming final : public sdp::Incoming {
  public:
   EmuIncoming(EmuDevice& dev, tcp::socket socket, std::string peer, std::chrono::steady_clock::time_point deadline)
       : dev_(dev), socket_(std::move(socket)), peer_(std::move(peer)), deadline_(deadline) {}
   std::string peer() const override { return peer_; }
-  std::unique_ptr<rt::Connection> accept(const rt::QpCaps& caps, const rt::AnswerRequest& answer) override;
+  std::unique_ptr<sdp::Connection> accept(const sdp::QpCaps& caps, const sdp::AnswerRequest& answer) override;
 
  private:
   EmuDevice& dev_;
@@ -921,38 +921,38 @@ void Qp::as_requester(const Packet& p) {
 
 // ---- connection setup ------------------------------------------------------------------------
 
-std::unique_ptr<rt::Connection> EmuDevice::connect(const std::string& host, uint16_t port, const rt::QpCaps& caps,
-                                                   const rt::MakeRequest& request, std::vector<uint8_t>& reply) {
+std::unique_ptr<sdp::Connection> EmuDevice::connect(const std::string& host, uint16_t port, const sdp::QpCaps& caps,
+                                                   const sdp::MakeRequest& request, std::vector<uint8_t>& reply) {
   const std::string peer = fmt::format("{}:{}", host, port);
   tcp::socket socket(io());
   boost::system::error_code ec;
   tcp::resolver resolver(io());
   const auto endpoints = resolver.resolve(host, std::to_string(port), ec);
-  if (ec) throw rt::Error(fmt::format("cannot resolve {}: {}", host, ec.message()));
+  if (ec) throw sdp::DeviceError(fmt::format("cannot resolve {}: {}", host, ec.message()));
   asio::connect(socket, endpoints, ec);
-  if (ec) throw rt::Error(fmt::format("cannot connect to {}: {}", peer, ec.message()));
+  if (ec) throw sdp::DeviceError(fmt::format("cannot connect to {}: {}", peer, ec.message()));
   socket.set_option(tcp::no_delay(true), ec);
   auto qp = hca_.create_qp(caps);
   qp->attach(std::move(socket));
   qp->to_init();
   const std::vector<uint8_t> private_data = request(*qp);
   if (private_data.size() > kReqPrivateData)
-    throw rt::Error(fmt::format("{}: {} B of REQ private data, the CM carries {}", peer, private_data.size(), kReqPrivateData));
+    throw sdp::DeviceError(fmt::format("{}: {} B of REQ private data, the CM carries {}", peer, private_data.size(), kReqPrivateData));
   write_frame(qp->socket(), Packet{.op = Op::CmReq, .local_qpn = qp->qp_num(), .payload = private_data}, peer);
   const Packet rep = read_frame_until(qp->socket(), std::chrono::steady_clock::now() + std::chrono::milliseconds(kCmTimeoutMs), peer);
   if (rep.op == Op::CmRej)
-    throw rt::Error(fmt::format("{} rejected the connection: {}", peer, std::string(rep.payload.begin(), rep.payload.end())));
-  if (rep.op != Op::CmRep) throw rt::Error(fmt::format("{}: {} where a CM REP was expected", peer, op_name(rep.op)));
+    throw sdp::DeviceError(fmt::format("{} rejected the connection: {}", peer, std::string(rep.payload.begin(), rep.payload.end())));
+  if (rep.op != Op::CmRep) throw sdp::DeviceError(fmt::format("{}: {} where a CM REP was expected", peer, op_name(rep.op)));
   reply = rep.payload;
   write_frame(qp->socket(), Packet{.op = Op::CmRtu, .dest_qpn = rep.local_qpn}, peer);
   qp->to_rts(rep.local_qpn);
   return std::make_unique<EmuConnection>(std::move(qp), peer);
 }
 
-std::unique_ptr<rt::Listener> EmuDevice::listen(const std::string& bind_addr, uint16_t port) {
+std::unique_ptr<sdp::Listener> EmuDevice::listen(const std::string& bind_addr, uint16_t port) {
   boost::system::error_code ec;
   const auto addr = asio::ip::make_address(bind_addr.empty() ? "0.0.0.0" : bind_addr, ec);
-  if (ec) throw rt::Error(fmt::format("cannot listen on '{}': not an IP address", bind_addr));
+  if (ec) throw sdp::DeviceError(fmt::format("cannot listen on '{}': not an IP address", bind_addr));
   tcp::acceptor acceptor(io());
   const tcp::endpoint ep(addr, port);
   acceptor.open(ep.protocol(), ec);
@@ -962,25 +962,25 @@ std::unique_ptr<rt::Listener> EmuDevice::listen(const std::string& bind_addr, ui
   if (ec == boost::system::errc::address_not_available)  // -L names an address this machine lacks: bad input
     throw InputError(fmt::format("cannot listen on {}:{}: {} (not an address of this machine)", addr.to_string(), port,
                                  ec.message()));
-  if (ec) throw rt::Error(fmt::format("cannot listen on {}:{}: {}", addr.to_string(), port, ec.message()));
+  if (ec) throw sdp::DeviceError(fmt::format("cannot listen on {}:{}: {}", addr.to_string(), port, ec.message()));
   return std::make_unique<EmuListener>(*this, std::move(acceptor));
 }
 
-std::unique_ptr<rt::Incoming> EmuListener::next() {
+std::unique_ptr<sdp::Incoming> EmuListener::next() {
   tcp::socket socket(dev_.io());
   boost::system::error_code ec;
   acceptor_.accept(socket, ec);
-  if (ec) throw rt::Error(fmt::format("accept on port {}: {}", port(), ec.message()));
+  if (ec) throw sdp::DeviceError(fmt::format("accept on port {}: {}", port(), ec.message()));
   socket.set_option(tcp::no_delay(true), ec);
   std::string peer = endpoint_text(socket);
   return std::make_unique<EmuIncoming>(dev_, std::move(socket), std::move(peer),
                                        std::chrono::steady_clock::now() + std::chrono::milliseconds(kCmTimeoutMs));
 }
 
-std::unique_ptr<rt::Connection> EmuIncoming::accept(const rt::QpCaps& caps, const rt::AnswerRequest& answer) {
+std::unique_ptr<sdp::Connection> EmuIncoming::accept(const sdp::QpCaps& caps, const sdp::AnswerRequest& answer) {
   const std::string& peer = peer_;
   const Packet req = read_frame_until(socket_, deadline_, peer);
-  if (req.op != Op::CmReq) throw rt::Error(fmt::format("{}: {} where a CM REQ was expected", peer, op_name(req.op)));
+  if (req.op != Op::CmReq) throw sdp::DeviceError(fmt::format("{}: {} where a CM REQ was expected", peer, op_name(req.op)));
   auto qp = dev_.hca().create_qp(caps);
   qp->attach(std::move(socket_));
   qp->to_init();
@@ -992,7 +992,7 @@ std::unique_ptr<rt::Connection> EmuIncoming::accept(const rt::QpCaps& caps, cons
     if (request.size() < kReqPrivateData) request.resize(kReqPrivateData, 0);
     rep = answer(*qp, request);
     if (rep.size() > kRepPrivateData)
-      throw rt::Error(fmt::format("{} B of REP private data, the CM carries {}", rep.size(), kRepPrivateData));
+      throw sdp::DeviceError(fmt::format("{} B of REP private data, the CM carries {}", rep.size(), kRepPrivateData));
   } catch (const std::exception& e) {
     std::string why = e.what();
     Packet rej{.op = Op::CmRej};
@@ -1000,24 +1000,24 @@ std::unique_ptr<rt::Connection> EmuIncoming::accept(const rt::QpCaps& caps, cons
     boost::system::error_code ignored;
     asio::write(qp->socket(), asio::buffer(encode(rej)), ignored);
     qp->close();
-    throw rt::Error(fmt::format("rejected the connection from {}: {}", peer, why));
+    throw sdp::DeviceError(fmt::format("rejected the connection from {}: {}", peer, why));
   }
   write_frame(qp->socket(), Packet{.op = Op::CmRep, .dest_qpn = req.local_qpn, .local_qpn = qp->qp_num(), .payload = rep},
               peer);
   const Packet rtu = read_frame_until(qp->socket(), deadline_, peer);
-  if (rtu.op != Op::CmRtu) throw rt::Error(fmt::format("{}: {} where a CM RTU was expected", peer, op_name(rtu.op)));
+  if (rtu.op != Op::CmRtu) throw sdp::DeviceError(fmt::format("{}: {} where a CM RTU was expected", peer, op_name(rtu.op)));
   qp->to_rts(req.local_qpn);
   return std::make_unique<EmuConnection>(std::move(qp), peer);
 }
 
 // ---- public ----------------------------------------------------------------------------------
 
-std::unique_ptr<rt::Device> open_emu_device(uint64_t memory_bytes, const model::FaultConfig& faults,
+std::unique_ptr<sdp::Device> open_emu_device(uint64_t memory_bytes, const model::FaultConfig& faults,
                                             const model::RcRetry& retry) {
   try {
     return std::make_unique<EmuDevice>(memory_bytes, faults, retry);
   } catch (const sdp::MemoryError& e) {
-    throw rt::Error(fmt::format("emulated HCA: {}", e.what()));
+    throw sdp::DeviceError(fmt::format("emulated HCA: {}", e.what()));
   }
 }
 

@@ -33,9 +33,9 @@
 namespace hcasim::emu {
 
 /// Opens an emulated HCA with a memory arena of `memory_bytes` and its own I/O thread; its QPs
-/// inject `faults` on what they send and recover with `retry`. Throws rt::Error when the memory
+/// inject `faults` on what they send and recover with `retry`. Throws sdp::DeviceError when the memory
 /// cannot be reserved.
-std::unique_ptr<rt::Device> open_emu_device(uint64_t memory_bytes, const model::FaultConfig& faults = {},
+std::unique_ptr<sdp::Device> open_emu_device(uint64_t memory_bytes, const model::FaultConfig& faults = {},
                                             const model::RcRetry& retry = {});
 
 /// Extra verbs of an emulated QP, for tests: the QP's rnr_retry (0-7, 7 = for ever;

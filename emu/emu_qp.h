@@ -1,5 +1,5 @@
 #pragma once
-/// \file The emulated HCA's parts, shared by its two faces: rt::Device (emu/emu_device.cpp, the
+/// \file The emulated HCA's parts, shared by its two faces: sdp::Device (emu/emu_device.cpp, the
 /// `--device emu` mode) and the libibverbs / librdmacm look-alike (emu/verbs_shim/, preloaded in
 /// front of rdma-core). An Hca is the adapter (one I/O thread, one PD's MR table, QP numbers);
 /// a Qp is an RC QP with its own CQ, created in RESET without a peer and given its TCP stream
@@ -43,11 +43,11 @@ inline constexpr int kCmTimeoutMs = 10000;
 using Frame = std::shared_ptr<const std::vector<uint8_t>>;
 
 /// Reads one whole frame from `s` (blocking, not on the I/O thread) within `deadline`: the CM
-/// messages, before the QP's I/O runs. Throws rt::Error naming `peer` on timeout, EOF, a socket
+/// messages, before the QP's I/O runs. Throws sdp::DeviceError naming `peer` on timeout, EOF, a socket
 /// error or a malformed frame.
 Packet read_frame_until(boost::asio::ip::tcp::socket& s, std::chrono::steady_clock::time_point deadline,
                         const std::string& peer);
-/// Writes one whole frame to `s` (blocking). Throws rt::Error naming `peer` on a socket error.
+/// Writes one whole frame to `s` (blocking). Throws sdp::DeviceError naming `peer` on a socket error.
 void write_frame(boost::asio::ip::tcp::socket& s, const Packet& p, const std::string& peer);
 
 class Qp;
@@ -57,7 +57,7 @@ class Qp;
 /// open and joins the thread.
 class Hca {
  public:
-  /// `memory`: the arena rt::Device's MRs must lie in and dma_mr() covers; nullptr (the verbs
+  /// `memory`: the arena sdp::Device's MRs must lie in and dma_mr() covers; nullptr (the verbs
   /// shim) lets an MR cover any address range of the process and has no dma_mr().
   /// `faults` and `retry` apply to every QP of the adapter (each QP draws its own fates,
   /// seeded with its QPN).
@@ -78,7 +78,7 @@ class Hca {
   /// True when `key` names an MR covering [addr, addr+len) with every access bit of `need`.
   bool mr_allows(uint32_t key, sdp::Addr addr, uint64_t len, unsigned need);
   /// A new RC QP in RESET with its CQ sized by `caps`, not yet attached to a peer.
-  std::shared_ptr<Qp> create_qp(const rt::QpCaps& caps);
+  std::shared_ptr<Qp> create_qp(const sdp::QpCaps& caps);
   /// The I/O context of the adapter's thread (sockets of QPs and CM streams live on it).
   boost::asio::io_context& io() { return io_; }
 
@@ -113,7 +113,7 @@ class Qp final : public sdp::Verbs, public std::enable_shared_from_this<Qp> {
 
   /// Use Hca::create_qp. `faults`: what the QP's sending side does to its frames (seeded with
   /// the QPN); `retry`: its retry_cnt, local ACK timeout and rnr_retry.
-  Qp(Hca& hca, uint32_t qpn, const rt::QpCaps& caps, const model::FaultConfig& faults = {},
+  Qp(Hca& hca, uint32_t qpn, const sdp::QpCaps& caps, const model::FaultConfig& faults = {},
      const model::RcRetry& retry = {});
 
   // sdp::Verbs
@@ -228,7 +228,7 @@ class Qp final : public sdp::Verbs, public std::enable_shared_from_this<Qp> {
 
   Hca& hca_;
   uint32_t qpn_, remote_qpn_ = 0;
-  rt::QpCaps caps_;
+  sdp::QpCaps caps_;
   boost::asio::ip::tcp::socket socket_;
   boost::asio::steady_timer rnr_timer_;
   boost::asio::steady_timer ack_timer_;      // local ACK timeout (I/O thread)

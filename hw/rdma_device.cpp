@@ -58,7 +58,7 @@ int remaining_ms(Clock::time_point deadline) {
 void set_nonblocking(int fd, const std::string& what) {
   const int flags = ::fcntl(fd, F_GETFL);
   if (flags < 0 || ::fcntl(fd, F_SETFL, flags | O_NONBLOCK) < 0)
-    throw rt::Error(fmt::format("cannot make the {} non-blocking: {}", what, errstr(errno)));
+    throw sdp::DeviceError(fmt::format("cannot make the {} non-blocking: {}", what, errstr(errno)));
 }
 
 void move_qp_to_error(ibv_qp* qp) {
@@ -100,7 +100,7 @@ std::vector<uint8_t> reject_text(const std::string& why, std::size_t max) {
 class AddrInfo {
  public:
   /// Resolves host:port (stream sockets). An empty host: INADDR_ANY when `passive`, else the
-  /// loopback address. Throws rt::Error naming the host.
+  /// loopback address. Throws sdp::DeviceError naming the host.
   AddrInfo(const std::string& host, uint16_t port, bool passive) {
     addrinfo hints{};
     hints.ai_socktype = SOCK_STREAM;
@@ -109,7 +109,7 @@ class AddrInfo {
     const std::string service = std::to_string(port);
     const int rc = ::getaddrinfo(host.empty() ? nullptr : host.c_str(), service.c_str(), &hints, &ai_);
     if (rc != 0)
-      throw rt::Error(fmt::format("cannot resolve '{}': {}", host, rc == EAI_SYSTEM ? errstr(errno) : ::gai_strerror(rc)));
+      throw sdp::DeviceError(fmt::format("cannot resolve '{}': {}", host, rc == EAI_SYSTEM ? errstr(errno) : ::gai_strerror(rc)));
   }
   ~AddrInfo() {
     if (ai_ != nullptr) ::freeaddrinfo(ai_);
@@ -130,14 +130,14 @@ struct AckCmEvent {
 using CmEvent = std::unique_ptr<rdma_cm_event, AckCmEvent>;
 
 /// The next event on `ch` (whose fd is non-blocking), or null once timeout_ms passed
-/// (timeout_ms < 0: no limit). Throws rt::Error when rdma_get_cm_event(3) fails.
+/// (timeout_ms < 0: no limit). Throws sdp::DeviceError when rdma_get_cm_event(3) fails.
 CmEvent next_cm_event(rdma_event_channel* ch, int timeout_ms) {
   const auto deadline = Clock::now() + std::chrono::milliseconds(std::max(timeout_ms, 0));
   for (;;) {
     rdma_cm_event* ev = nullptr;
     if (::rdma_get_cm_event(ch, &ev) == 0) return CmEvent(ev);
     if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
-      throw rt::Error(fmt::format("rdma_get_cm_event: {}", errstr(errno)));
+      throw sdp::DeviceError(fmt::format("rdma_get_cm_event: {}", errstr(errno)));
     int wait_ms = -1;
     if (timeout_ms >= 0) {
       wait_ms = remaining_ms(deadline);
@@ -145,7 +145,7 @@ CmEvent next_cm_event(rdma_event_channel* ch, int timeout_ms) {
     }
     pollfd p{ch->fd, POLLIN, 0};
     if (::poll(&p, 1, wait_ms) < 0 && errno != EINTR)
-      throw rt::Error(fmt::format("poll on the RDMA CM event channel: {}", errstr(errno)));
+      throw sdp::DeviceError(fmt::format("poll on the RDMA CM event channel: {}", errstr(errno)));
   }
 }
 
@@ -185,13 +185,13 @@ std::string describe_cm_failure(const rdma_cm_event& ev, const std::string& wher
   }
 }
 
-/// Waits for `want` on `ch`; throws rt::Error describing the event that came instead, or
+/// Waits for `want` on `ch`; throws sdp::DeviceError describing the event that came instead, or
 /// the timeout.
 CmEvent expect_cm_event(rdma_event_channel* ch, rdma_cm_event_type want, int timeout_ms, const std::string& where) {
   CmEvent ev = next_cm_event(ch, timeout_ms);
   if (!ev)
-    throw rt::Error(fmt::format("{}: no {} within {} ms", where, ::rdma_event_str(want), timeout_ms));
-  if (ev->event != want || ev->status != 0) throw rt::Error(describe_cm_failure(*ev, where));
+    throw sdp::DeviceError(fmt::format("{}: no {} within {} ms", where, ::rdma_event_str(want), timeout_ms));
+  if (ev->event != want || ev->status != 0) throw sdp::DeviceError(describe_cm_failure(*ev, where));
   return ev;
 }
 
@@ -221,7 +221,7 @@ struct DeviceState {
 /// One RC connection: its own CM event channel and cm_id, the completion channel, the CQ,
 /// the QP (rdma_create_qp on the cm_id) and the thread watching the CM events. Built step by
 /// step by connect() and accept(); the destructor releases whatever was built, in order.
-class RdmaConnection final : public rt::Connection {
+class RdmaConnection final : public sdp::Connection {
  public:
   RdmaConnection(std::shared_ptr<DeviceState> dev, std::string peer) : dev_(std::move(dev)), peer_(std::move(peer)) {}
   ~RdmaConnection() override;
@@ -242,11 +242,11 @@ class RdmaConnection final : public rt::Connection {
   /// Moves the adopted cm_id to this connection's channel (rdma_migrate_id(3); its events so
   /// far must have been acknowledged), so each connection has its own CM event stream.
   void migrate_id();
-  /// Throws rt::Error unless the cm_id is bound to the opened device's context (`passive`:
+  /// Throws sdp::DeviceError unless the cm_id is bound to the opened device's context (`passive`:
   /// the request came in through another device; else the peer is reached through one).
   void check_device(bool passive) const;
   /// The completion channel, the CQ and the RC QP in INIT (rdma_create_qp(3)).
-  void create_qp(const rt::QpCaps& caps);
+  void create_qp(const sdp::QpCaps& caps);
   /// rdma_reject(3) with `why` as private data (one line, truncated to a REJ's 148 bytes).
   void reject(const std::string& why);
   /// The connection is up: from now on disconnect() sends a DREQ, and a thread moves the QP
@@ -296,7 +296,7 @@ RdmaConnection::~RdmaConnection() {
 void RdmaConnection::create_channel() {
   ch_ = ::rdma_create_event_channel();
   if (ch_ == nullptr)
-    throw rt::Error(fmt::format("cannot create an RDMA CM event channel: {} (is the rdma_ucm module loaded?)",
+    throw sdp::DeviceError(fmt::format("cannot create an RDMA CM event channel: {} (is the rdma_ucm module loaded?)",
                                 errstr(errno)));
   set_nonblocking(ch_->fd, "RDMA CM event channel");
 }
@@ -305,7 +305,7 @@ void RdmaConnection::create_id() {
   // rdma-core 44 has no RDMA_PS_SDP (the kernel dropped the SDP port space with ib_sdp):
   // RDMA_PS_TCP, whose CM header leaves 56 bytes of REQ private data (rdma_connect(3)).
   if (::rdma_create_id(ch_, &id_, this, RDMA_PS_TCP) != 0)
-    throw rt::Error(fmt::format("rdma_create_id: {}", errstr(errno)));
+    throw sdp::DeviceError(fmt::format("rdma_create_id: {}", errstr(errno)));
 }
 
 void RdmaConnection::adopt_id(rdma_cm_id* id) {
@@ -315,38 +315,38 @@ void RdmaConnection::adopt_id(rdma_cm_id* id) {
 
 void RdmaConnection::migrate_id() {
   if (::rdma_migrate_id(id_, ch_) != 0)
-    throw rt::Error(fmt::format("connection from {}: rdma_migrate_id: {}", peer_, errstr(errno)));
+    throw sdp::DeviceError(fmt::format("connection from {}: rdma_migrate_id: {}", peer_, errstr(errno)));
 }
 
 void RdmaConnection::check_device(bool passive) const {
   if (id_->verbs == dev_->ctx) return;
   const std::string other = device_name(id_->verbs);
   if (passive)
-    throw rt::Error(fmt::format("connection request from {} came in through RDMA device '{}', not the opened '{}'",
+    throw sdp::DeviceError(fmt::format("connection request from {} came in through RDMA device '{}', not the opened '{}'",
                                 peer_, other, dev_->name));
-  throw rt::Error(fmt::format("{} is reached through RDMA device '{}', not the opened '{}' (open '{}' instead)", peer_,
+  throw sdp::DeviceError(fmt::format("{} is reached through RDMA device '{}', not the opened '{}' (open '{}' instead)", peer_,
                               other, dev_->name, other));
 }
 
-void RdmaConnection::create_qp(const rt::QpCaps& caps) {
+void RdmaConnection::create_qp(const sdp::QpCaps& caps) {
   const ibv_device_attr& a = dev_->attr;
   comp_ = ::ibv_create_comp_channel(dev_->ctx);
   if (comp_ == nullptr)
-    throw rt::Error(fmt::format("cannot create a completion channel on '{}': {}", dev_->name, errstr(errno)));
+    throw sdp::DeviceError(fmt::format("cannot create a completion channel on '{}': {}", dev_->name, errstr(errno)));
   set_nonblocking(comp_->fd, "completion channel");
 
   // Every outstanding WR can produce a CQE (all of them when the QP flushes): a CQ smaller
   // than both queues could overrun, which is fatal to the CQ.
   const uint64_t cqe = std::max<uint64_t>(caps.cq_entries, uint64_t{caps.max_send_wr} + caps.max_recv_wr);
   if (cqe > static_cast<uint64_t>(a.max_cqe))
-    throw rt::Error(fmt::format("a CQ of {} entries exceeds the {} entries '{}' allows (max_cqe)", cqe, a.max_cqe,
+    throw sdp::DeviceError(fmt::format("a CQ of {} entries exceeds the {} entries '{}' allows (max_cqe)", cqe, a.max_cqe,
                                 dev_->name));
   if (caps.max_send_wr > static_cast<uint32_t>(a.max_qp_wr) || caps.max_recv_wr > static_cast<uint32_t>(a.max_qp_wr))
-    throw rt::Error(fmt::format("a QP of {} send and {} receive WRs exceeds the {} '{}' allows (max_qp_wr)",
+    throw sdp::DeviceError(fmt::format("a QP of {} send and {} receive WRs exceeds the {} '{}' allows (max_qp_wr)",
                                 caps.max_send_wr, caps.max_recv_wr, a.max_qp_wr, dev_->name));
   cq_ = ::ibv_create_cq(dev_->ctx, static_cast<int>(cqe), nullptr, comp_, 0);
   if (cq_ == nullptr)
-    throw rt::Error(fmt::format("cannot create a CQ of {} entries on '{}': ibv_create_cq: {}", cqe, dev_->name,
+    throw sdp::DeviceError(fmt::format("cannot create a CQ of {} entries on '{}': ibv_create_cq: {}", cqe, dev_->name,
                                 errstr(errno)));
 
   auto init_attr = [&](uint32_t max_inline) {
@@ -369,7 +369,7 @@ void RdmaConnection::create_qp(const rt::QpCaps& caps) {
     rc = ::rdma_create_qp(id_, dev_->pd, &qa);
   }
   if (rc != 0)
-    throw rt::Error(fmt::format("cannot create an RC QP of {} send and {} receive WRs, {} SGEs on '{}': "
+    throw sdp::DeviceError(fmt::format("cannot create an RC QP of {} send and {} receive WRs, {} SGEs on '{}': "
                                 "rdma_create_qp: {}",
                                 caps.max_send_wr, caps.max_recv_wr, sdp::kMaxSge, dev_->name, errstr(errno)));
   verbs_ = std::make_unique<RdmaVerbs>(dev_->pd, id_->qp, cq_, dev_->mr->lkey, caps.max_send_wr, caps.max_recv_wr,
@@ -384,7 +384,7 @@ void RdmaConnection::reject(const std::string& why) {
 void RdmaConnection::established() {
   established_ = true;
   stop_fd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-  if (stop_fd_ < 0) throw rt::Error(fmt::format("eventfd: {}", errstr(errno)));
+  if (stop_fd_ < 0) throw sdp::DeviceError(fmt::format("eventfd: {}", errstr(errno)));
   cm_thread_ = std::thread([this] { watch_cm_events(); });
 }
 
@@ -437,7 +437,7 @@ bool RdmaConnection::wait_cq_event(int timeout_ms) {
     pollfd p{comp_->fd, POLLIN, 0};
     const int n = ::poll(&p, 1, wait_ms);
     if (n < 0 && errno != EINTR)
-      throw rt::Error(fmt::format("poll on the completion channel: {}", errstr(errno)));
+      throw sdp::DeviceError(fmt::format("poll on the completion channel: {}", errstr(errno)));
     if (n > 0) {
       ibv_cq* ev_cq = nullptr;
       void* ev_ctx = nullptr;
@@ -446,7 +446,7 @@ bool RdmaConnection::wait_cq_event(int timeout_ms) {
         return true;
       }
       if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
-        throw rt::Error(fmt::format("ibv_get_cq_event: {}", errstr(errno)));
+        throw sdp::DeviceError(fmt::format("ibv_get_cq_event: {}", errstr(errno)));
     }
     if (timeout_ms >= 0 && remaining_ms(deadline) == 0) return false;
   }
@@ -465,7 +465,7 @@ bool RdmaConnection::drain(int timeout_ms) {
 }
 
 /// A listening cm_id on its own event channel.
-class RdmaListener final : public rt::Listener {
+class RdmaListener final : public sdp::Listener {
  public:
   RdmaListener(std::shared_ptr<DeviceState> dev, const std::string& bind_addr, uint16_t port);
   ~RdmaListener() override;
@@ -473,7 +473,7 @@ class RdmaListener final : public rt::Listener {
   RdmaListener& operator=(const RdmaListener&) = delete;
 
   uint16_t port() const override { return ntohs(::rdma_get_src_port(id_)); }
-  std::unique_ptr<rt::Incoming> next() override;
+  std::unique_ptr<sdp::Incoming> next() override;
 
  private:
   std::shared_ptr<DeviceState> dev_;
@@ -487,11 +487,11 @@ RdmaListener::RdmaListener(std::shared_ptr<DeviceState> dev, const std::string& 
   try {
     ch_ = ::rdma_create_event_channel();
     if (ch_ == nullptr)
-      throw rt::Error(fmt::format("cannot create an RDMA CM event channel: {} (is the rdma_ucm module loaded?)",
+      throw sdp::DeviceError(fmt::format("cannot create an RDMA CM event channel: {} (is the rdma_ucm module loaded?)",
                                   errstr(errno)));
     set_nonblocking(ch_->fd, "RDMA CM event channel");
     if (::rdma_create_id(ch_, &id_, nullptr, RDMA_PS_TCP) != 0)  // no RDMA_PS_SDP: see create_id()
-      throw rt::Error(fmt::format("rdma_create_id: {}", errstr(errno)));
+      throw sdp::DeviceError(fmt::format("rdma_create_id: {}", errstr(errno)));
     const AddrInfo ai(bind_addr, port, true);
     if (::rdma_bind_addr(id_, ai.addr()) != 0) {
       const int e = errno;
@@ -499,13 +499,13 @@ RdmaListener::RdmaListener(std::shared_ptr<DeviceState> dev, const std::string& 
         throw InputError(fmt::format("cannot listen on {}: rdma_bind_addr: {} (is it the address of an IPoIB or "
                                      "RoCE interface?)",
                                      where_, errstr(e)));
-      throw rt::Error(fmt::format("cannot listen on {}: rdma_bind_addr: {}", where_, errstr(e)));
+      throw sdp::DeviceError(fmt::format("cannot listen on {}: rdma_bind_addr: {}", where_, errstr(e)));
     }
     if (id_->verbs != nullptr && id_->verbs != dev_->ctx)
-      throw rt::Error(fmt::format("{} belongs to RDMA device '{}', not the opened '{}'", where_,
+      throw sdp::DeviceError(fmt::format("{} belongs to RDMA device '{}', not the opened '{}'", where_,
                                   device_name(id_->verbs), dev_->name));
     if (::rdma_listen(id_, kListenBacklog) != 0)
-      throw rt::Error(fmt::format("cannot listen on {}: rdma_listen: {}", where_, errstr(errno)));
+      throw sdp::DeviceError(fmt::format("cannot listen on {}: rdma_listen: {}", where_, errstr(errno)));
   } catch (...) {
     if (id_ != nullptr) ::rdma_destroy_id(id_);
     if (ch_ != nullptr) ::rdma_destroy_event_channel(ch_);
@@ -521,7 +521,7 @@ RdmaListener::~RdmaListener() {
 /// A CONNECT_REQUEST taken off the listener, its cm_id already on a channel of its own (so the
 /// listener's channel carries no more of its events): accept() builds the QP, answers and
 /// waits for ESTABLISHED on the caller's thread.
-class RdmaIncoming final : public rt::Incoming {
+class RdmaIncoming final : public sdp::Incoming {
  public:
   RdmaIncoming(std::shared_ptr<DeviceState> dev, std::unique_ptr<RdmaConnection> conn, std::vector<uint8_t> request,
                int peer_initiator_depth, int peer_responder_resources)
@@ -534,7 +534,7 @@ class RdmaIncoming final : public rt::Incoming {
     if (conn_) conn_->reject("the server dropped the request");
   }
   std::string peer() const override { return conn_ ? conn_->peer() : std::string(); }
-  std::unique_ptr<rt::Connection> accept(const rt::QpCaps& caps, const rt::AnswerRequest& answer) override;
+  std::unique_ptr<sdp::Connection> accept(const sdp::QpCaps& caps, const sdp::AnswerRequest& answer) override;
 
  private:
   std::shared_ptr<DeviceState> dev_;
@@ -543,13 +543,13 @@ class RdmaIncoming final : public rt::Incoming {
   int peer_initiator_depth_ = 0, peer_responder_resources_ = 0;
 };
 
-std::unique_ptr<rt::Incoming> RdmaListener::next() {
+std::unique_ptr<sdp::Incoming> RdmaListener::next() {
   CmEvent req;
   for (;;) {
     req = next_cm_event(ch_, -1);
     if (req->event == RDMA_CM_EVENT_CONNECT_REQUEST) break;
     if (req->event == RDMA_CM_EVENT_DEVICE_REMOVAL)
-      throw rt::Error(fmt::format("RDMA device '{}' removed while listening on {}", dev_->name, where_));
+      throw sdp::DeviceError(fmt::format("RDMA device '{}' removed while listening on {}", dev_->name, where_));
     // ADDR_CHANGE and the like: keep listening.
   }
   rdma_cm_id* child = req->id;
@@ -575,8 +575,8 @@ std::unique_ptr<rt::Incoming> RdmaListener::next() {
                                         peer_responder_resources);
 }
 
-std::unique_ptr<rt::Connection> RdmaIncoming::accept(const rt::QpCaps& caps, const rt::AnswerRequest& answer) {
-  if (!conn_) throw rt::Error("the connection request was already answered");
+std::unique_ptr<sdp::Connection> RdmaIncoming::accept(const sdp::QpCaps& caps, const sdp::AnswerRequest& answer) {
+  if (!conn_) throw sdp::DeviceError("the connection request was already answered");
   std::unique_ptr<RdmaConnection> conn = std::move(conn_);
   try {
     conn->check_device(true);
@@ -591,13 +591,13 @@ std::unique_ptr<rt::Connection> RdmaIncoming::accept(const rt::QpCaps& caps, con
     reply = answer(conn->verbs(), request_);
   } catch (const std::exception& e) {
     conn->reject(e.what());
-    throw rt::Error(fmt::format("rejected connection from {}: {}", conn->peer(), e.what()));
+    throw sdp::DeviceError(fmt::format("rejected connection from {}: {}", conn->peer(), e.what()));
   }
   if (reply.size() > kRepPrivateDataMax) {
     const std::string why = fmt::format("the {}-byte reply private data exceeds the {} bytes of a CM REP",
                                         reply.size(), kRepPrivateDataMax);
     conn->reject(why);
-    throw rt::Error(fmt::format("rejected connection from {}: {}", conn->peer(), why));
+    throw sdp::DeviceError(fmt::format("rejected connection from {}: {}", conn->peer(), why));
   }
 
   const ibv_device_attr& a = dev_->attr;
@@ -611,22 +611,22 @@ std::unique_ptr<rt::Connection> RdmaIncoming::accept(const rt::QpCaps& caps, con
   param.initiator_depth = static_cast<uint8_t>(std::min({kRdAtomic, a.max_qp_init_rd_atom, peer_responder_resources_}));
   param.rnr_retry_count = kRnrRetryCount;
   if (::rdma_accept(conn->id(), &param) != 0)
-    throw rt::Error(fmt::format("accepting the connection from {}: rdma_accept: {}", conn->peer(), errstr(errno)));
+    throw sdp::DeviceError(fmt::format("accepting the connection from {}: rdma_accept: {}", conn->peer(), errstr(errno)));
   expect_cm_event(conn->channel(), RDMA_CM_EVENT_ESTABLISHED, kEstablishTimeoutMs, conn->peer());
   conn->established();
   return conn;
 }
 
 /// The opened HCA.
-class RdmaDevice final : public rt::Device {
+class RdmaDevice final : public sdp::Device {
  public:
   explicit RdmaDevice(std::shared_ptr<DeviceState> state) : state_(std::move(state)) {}
 
   std::string name() const override { return state_->name; }
   sdp::ProcessMemory& memory() override { return *state_->memory; }
-  std::unique_ptr<rt::Connection> connect(const std::string& host, uint16_t port, const rt::QpCaps& caps,
-                                          const rt::MakeRequest& request, std::vector<uint8_t>& reply) override;
-  std::unique_ptr<rt::Listener> listen(const std::string& bind_addr, uint16_t port) override {
+  std::unique_ptr<sdp::Connection> connect(const std::string& host, uint16_t port, const sdp::QpCaps& caps,
+                                          const sdp::MakeRequest& request, std::vector<uint8_t>& reply) override;
+  std::unique_ptr<sdp::Listener> listen(const std::string& bind_addr, uint16_t port) override {
     return std::make_unique<RdmaListener>(state_, bind_addr, port);
   }
 
@@ -634,8 +634,8 @@ class RdmaDevice final : public rt::Device {
   std::shared_ptr<DeviceState> state_;
 };
 
-std::unique_ptr<rt::Connection> RdmaDevice::connect(const std::string& host, uint16_t port, const rt::QpCaps& caps,
-                                                    const rt::MakeRequest& request, std::vector<uint8_t>& reply) {
+std::unique_ptr<sdp::Connection> RdmaDevice::connect(const std::string& host, uint16_t port, const sdp::QpCaps& caps,
+                                                    const sdp::MakeRequest& request, std::vector<uint8_t>& reply) {
   const std::string where = fmt::format("{}:{}", host, port);
   auto conn = std::make_unique<RdmaConnection>(state_, where);
   conn->create_channel();
@@ -643,13 +643,13 @@ std::unique_ptr<rt::Connection> RdmaDevice::connect(const std::string& host, uin
   {
     const AddrInfo ai(host, port, false);
     if (::rdma_resolve_addr(conn->id(), nullptr, ai.addr(), kResolveTimeoutMs) != 0)
-      throw rt::Error(fmt::format("cannot resolve {}: rdma_resolve_addr: {}", where, errstr(errno)));
+      throw sdp::DeviceError(fmt::format("cannot resolve {}: rdma_resolve_addr: {}", where, errstr(errno)));
   }
   // The CM reports a resolution error itself after kResolveTimeoutMs; a second is slack.
   expect_cm_event(conn->channel(), RDMA_CM_EVENT_ADDR_RESOLVED, kResolveTimeoutMs + 1000, where);
   conn->check_device(false);
   if (::rdma_resolve_route(conn->id(), kResolveTimeoutMs) != 0)
-    throw rt::Error(fmt::format("no route to {}: rdma_resolve_route: {}", where, errstr(errno)));
+    throw sdp::DeviceError(fmt::format("no route to {}: rdma_resolve_route: {}", where, errstr(errno)));
   expect_cm_event(conn->channel(), RDMA_CM_EVENT_ROUTE_RESOLVED, kResolveTimeoutMs + 1000, where);
   conn->create_qp(caps);
 
@@ -662,7 +662,7 @@ std::unique_ptr<rt::Connection> RdmaDevice::connect(const std::string& host, uin
       std::all_of(req.begin() + kReqPrivateDataMax, req.end(), [](uint8_t b) { return b == 0; }))
     req.resize(kReqPrivateDataMax);
   if (req.size() > kReqPrivateDataMax)
-    throw rt::Error(fmt::format("connection to {}: the {}-byte request private data exceeds the {} bytes a CM REQ "
+    throw sdp::DeviceError(fmt::format("connection to {}: the {}-byte request private data exceeds the {} bytes a CM REQ "
                                 "carries for RDMA_PS_TCP",
                                 where, req.size(), kReqPrivateDataMax));
   const ibv_device_attr& a = state_->attr;
@@ -674,7 +674,7 @@ std::unique_ptr<rt::Connection> RdmaDevice::connect(const std::string& host, uin
   param.retry_count = kRetryCount;
   param.rnr_retry_count = kRnrRetryCount;
   if (::rdma_connect(conn->id(), &param) != 0)
-    throw rt::Error(fmt::format("connection to {}: rdma_connect: {}", where, errstr(errno)));
+    throw sdp::DeviceError(fmt::format("connection to {}: rdma_connect: {}", where, errstr(errno)));
   {
     // librdmacm turns the REP into ESTABLISHED (QP to RTR and RTS, RTU sent) itself.
     CmEvent ev = expect_cm_event(conn->channel(), RDMA_CM_EVENT_ESTABLISHED, kConnectTimeoutMs, where);
@@ -956,13 +956,13 @@ std::string RdmaVerbs::last_wc_error() const {
 
 // ---- opening ---------------------------------------------------------------------------------
 
-std::unique_ptr<rt::Device> open_rdma_device(const std::string& name, uint64_t memory_bytes) {
+std::unique_ptr<sdp::Device> open_rdma_device(const std::string& name, uint64_t memory_bytes) {
   errno = 0;
   int n = 0;
   ibv_device** list = ::ibv_get_device_list(&n);
   if (list == nullptr) {
     const int e = errno;
-    throw rt::Error(fmt::format("no RDMA device: ibv_get_device_list: {} ({}use --device emu for the emulated HCA)",
+    throw sdp::DeviceError(fmt::format("no RDMA device: ibv_get_device_list: {} ({}use --device emu for the emulated HCA)",
                                 errstr(e),
                                 e == ENOSYS ? "this kernel has no InfiniBand/RDMA support; " : ""));
   }
@@ -970,7 +970,7 @@ std::unique_ptr<rt::Device> open_rdma_device(const std::string& name, uint64_t m
   for (int i = 0; i < n; ++i) names.emplace_back(::ibv_get_device_name(list[i]));
   ::ibv_free_device_list(list);
   if (names.empty())
-    throw rt::Error("no RDMA device found (ibv_get_device_list returned 0 devices; use --device emu for the "
+    throw sdp::DeviceError("no RDMA device found (ibv_get_device_list returned 0 devices; use --device emu for the "
                     "emulated HCA)");
   auto join = [](const std::vector<std::string>& v) {
     std::string s;
@@ -978,7 +978,7 @@ std::unique_ptr<rt::Device> open_rdma_device(const std::string& name, uint64_t m
     return s;
   };
   if (!name.empty() && std::find(names.begin(), names.end(), name) == names.end())
-    throw rt::Error(fmt::format("RDMA device '{}' not found (have: {})", name, join(names)));
+    throw sdp::DeviceError(fmt::format("RDMA device '{}' not found (have: {})", name, join(names)));
 
   auto st = std::make_shared<DeviceState>();
   st->name = name.empty() ? names.front() : name;
@@ -986,21 +986,21 @@ std::unique_ptr<rt::Device> open_rdma_device(const std::string& name, uint64_t m
   int m = 0;
   st->cm_devices = ::rdma_get_devices(&m);
   if (st->cm_devices == nullptr)
-    throw rt::Error(fmt::format("cannot open RDMA device '{}': rdma_get_devices: {}", st->name, errstr(errno)));
+    throw sdp::DeviceError(fmt::format("cannot open RDMA device '{}': rdma_get_devices: {}", st->name, errstr(errno)));
   std::vector<std::string> cm_names;
   for (int i = 0; i < m; ++i) {
     cm_names.push_back(device_name(st->cm_devices[i]));
     if (cm_names.back() == st->name) st->ctx = st->cm_devices[i];
   }
   if (st->ctx == nullptr)
-    throw rt::Error(fmt::format("RDMA device '{}' is not available to librdmacm (rdma_get_devices has: {})", st->name,
+    throw sdp::DeviceError(fmt::format("RDMA device '{}' is not available to librdmacm (rdma_get_devices has: {})", st->name,
                                 join(cm_names)));
   if (const int rc = ::ibv_query_device(st->ctx, &st->attr); rc != 0)
-    throw rt::Error(fmt::format("cannot query RDMA device '{}': ibv_query_device: {}", st->name,
+    throw sdp::DeviceError(fmt::format("cannot query RDMA device '{}': ibv_query_device: {}", st->name,
                                 errstr(rc < 0 ? errno : rc)));
   st->pd = ::ibv_alloc_pd(st->ctx);
   if (st->pd == nullptr)
-    throw rt::Error(fmt::format("cannot allocate a PD on RDMA device '{}': ibv_alloc_pd: {}", st->name, errstr(errno)));
+    throw sdp::DeviceError(fmt::format("cannot allocate a PD on RDMA device '{}': ibv_alloc_pd: {}", st->name, errstr(errno)));
 
   st->memory = std::make_unique<sdp::ProcessMemory>(memory_bytes);
   st->mr = ::ibv_reg_mr(st->pd, st->memory->arena(), st->memory->capacity(),
@@ -1013,7 +1013,7 @@ std::unique_ptr<rt::Device> open_rdma_device(const std::string& name, uint64_t m
         lim.rlim_cur != RLIM_INFINITY)
       hint = fmt::format(" (it pins the whole arena: the locked-memory limit, ulimit -l, is {} KiB)",
                          lim.rlim_cur / 1024);
-    throw rt::Error(fmt::format("cannot register the {}-byte memory arena on RDMA device '{}': ibv_reg_mr: {}{}",
+    throw sdp::DeviceError(fmt::format("cannot register the {}-byte memory arena on RDMA device '{}': ibv_reg_mr: {}{}",
                                 memory_bytes, st->name, errstr(e), hint));
   }
   return std::make_unique<RdmaDevice>(std::move(st));

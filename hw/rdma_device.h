@@ -1,5 +1,5 @@
 #pragma once
-/// \file The hardware backend of rt::Device: a real HCA (mlx4, mlx5, ...) through libibverbs
+/// \file The hardware backend of sdp::Device: a real HCA (mlx4, mlx5, ...) through libibverbs
 /// and librdmacm (rdma-core). One device = one PD and one MR over the process's memory arena;
 /// one connection = one RC QP, one CQ shared by its send and receive queues, one completion
 /// channel and its own RDMA CM event channel, as the OFED 1.3 SDP driver sets a socket up.
@@ -46,13 +46,13 @@ inline constexpr uint32_t kMaxInlineRequest = 236;
 /// (ibv_alloc_pd(3)) on the ibv_context librdmacm binds cm_ids of that device to
 /// (rdma_get_devices(3)).
 ///
-/// Throws rt::Error, one line: "no RDMA device: ibv_get_device_list: <strerror> (...; use
+/// Throws sdp::DeviceError, one line: "no RDMA device: ibv_get_device_list: <strerror> (...; use
 /// --device emu ...)" when libibverbs finds no RDMA support, "no RDMA device found (...)" when
 /// it lists none, "RDMA device 'x' not found (have: a, b)" when `name` matches none, and a
 /// message naming the device and the failing call when the PD or the MR cannot be had
 /// (registering pins the whole arena: it needs `ulimit -l` >= memory_bytes). Throws
 /// sdp::MemoryError when the arena cannot be reserved.
-std::unique_ptr<rt::Device> open_rdma_device(const std::string& name, uint64_t memory_bytes);
+std::unique_ptr<sdp::Device> open_rdma_device(const std::string& name, uint64_t memory_bytes);
 
 /// The sdp::WcStatus nearest to an ibv_wc_status (ibv_poll_cq(3); IBA vol. 1 ch. 11, Poll for
 /// Completion). Exact for the statuses sdp has; the others map to the nearest

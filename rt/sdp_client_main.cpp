@@ -140,7 +140,7 @@ int run(const std::vector<std::string>& words) {
   if (o.local_cpu_bind) {
     try {
       rt::bind_to_cpu(*o.local_cpu_bind);
-    } catch (const rt::Error& e) {  // a CPU this machine lacks: the flag is wrong, as in hcasim netperf
+    } catch (const sdp::DeviceError& e) {  // a CPU this machine lacks: the flag is wrong, as in hcasim netperf
       throw InputError(e.what());
     }
   }
@@ -194,7 +194,7 @@ int run(const std::vector<std::string>& words) {
   conn->close();
   // The report, then the server's end of stream.
   std::array<uint8_t, rt::StreamReport::kSize> rep{};
-  if (!conn->recv_exact(inbox, rep.size())) throw rt::Error("the server closed the connection without its report");
+  if (!conn->recv_exact(inbox, rep.size())) throw sdp::DeviceError("the server closed the connection without its report");
   mem.read_bytes(inbox, rep.data(), rep.size());
   while (conn->recv(inbox, recv_size) > 0) {
   }

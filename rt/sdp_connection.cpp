@@ -8,15 +8,15 @@
 
 namespace hcasim::rt {
 
-QpCaps sdp_qp_caps(const sdp::SdpConfig& config) {
-  QpCaps c;
+sdp::QpCaps sdp_qp_caps(const sdp::SdpConfig& config) {
+  sdp::QpCaps c;
   c.max_send_wr = config.tx_ring;
   c.max_recv_wr = config.rx_ring;
   c.cq_entries = config.tx_ring + config.rx_ring;
   return c;
 }
 
-std::unique_ptr<SdpConnection> SdpConnection::connect(Device& device, WallHost& host, const std::string& peer_host,
+std::unique_ptr<SdpConnection> SdpConnection::connect(sdp::Device& device, WallHost& host, const std::string& peer_host,
                                                       uint16_t port, const sdp::SdpConfig& config) {
   std::unique_ptr<SdpConnection> c(new SdpConnection(host, config));
   std::vector<uint8_t> reply;
@@ -36,7 +36,7 @@ std::unique_ptr<SdpConnection> SdpConnection::connect(Device& device, WallHost& 
   return c;
 }
 
-std::unique_ptr<SdpConnection> SdpConnection::accept(WallHost& host, Incoming& request,
+std::unique_ptr<SdpConnection> SdpConnection::accept(WallHost& host, sdp::Incoming& request,
                                                      const sdp::SdpConfig& config) {
   std::unique_ptr<SdpConnection> c(new SdpConnection(host, config));
   c->conn_ = request.accept(sdp_qp_caps(config), [&](sdp::Verbs& verbs, std::span<const uint8_t> hello) {
@@ -85,7 +85,7 @@ auto SdpConnection::explained(F&& f) {
   } catch (const sdp::ProtocolError& e) {
     const std::string why = conn_->error_reason();
     if (why.empty()) throw;
-    throw Error(fmt::format("{} (the QP went to ERROR: {})", e.what(), why));
+    throw sdp::DeviceError(fmt::format("{} (the QP went to ERROR: {})", e.what(), why));
   }
 }
 

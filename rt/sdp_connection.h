@@ -1,6 +1,6 @@
 #pragma once
 /// \file One SDP connection in wall-clock time: the engine's socket (sdp::SdpSocket) on an
-/// rt::Device's connection, set up as SDP specifies (Hello in the CM REQ, HelloAck in the
+/// sdp::Device's connection, set up as SDP specifies (Hello in the CM REQ, HelloAck in the
 /// REP; IBTA Annex A4), with the thread that takes the CQ's completion events and runs the
 /// engine's completion work (sdp_work) the way the interrupt does in the kernel.
 #include <atomic>
@@ -16,7 +16,7 @@ namespace hcasim::rt {
 
 /// QP sizes for an SDP socket with `config`'s rings: the send queue holds the tx ring, the
 /// receive queue the rx ring, the CQ both.
-QpCaps sdp_qp_caps(const sdp::SdpConfig& config);
+sdp::QpCaps sdp_qp_caps(const sdp::SdpConfig& config);
 
 /// A connected SDP socket. Every method takes the host's engine lock. Errors of the engine (the
 /// peer aborted, a completion error) come out as Error with the QP's reason when the backend
@@ -25,12 +25,12 @@ class SdpConnection {
  public:
   /// Active open to host:port: creates the socket, sends its Hello, takes the HelloAck.
   /// Throws Error (refused, rejected, unreachable) or sdp::ProtocolError (a bad HelloAck).
-  static std::unique_ptr<SdpConnection> connect(Device& device, WallHost& host, const std::string& peer_host,
+  static std::unique_ptr<SdpConnection> connect(sdp::Device& device, WallHost& host, const std::string& peer_host,
                                                 uint16_t port, const sdp::SdpConfig& config);
   /// Passive open of a request taken off a Listener: completes its setup and answers its Hello
   /// with a HelloAck (a malformed Hello is rejected with the decoder's message and throws
   /// Error).
-  static std::unique_ptr<SdpConnection> accept(WallHost& host, Incoming& request, const sdp::SdpConfig& config);
+  static std::unique_ptr<SdpConnection> accept(WallHost& host, sdp::Incoming& request, const sdp::SdpConfig& config);
   /// Stops the completion thread and disconnects (the QP goes to ERROR).
   ~SdpConnection();
   SdpConnection(const SdpConnection&) = delete;
@@ -63,7 +63,7 @@ class SdpConnection {
 
   WallHost& host_;
   sdp::SdpConfig config_;
-  std::unique_ptr<Connection> conn_;
+  std::unique_ptr<sdp::Connection> conn_;
   std::unique_ptr<sdp::SdpSocket> socket_;
   std::thread completion_;
   std::atomic<bool> stop_{false};

@@ -31,13 +31,13 @@ constexpr const char* kProg = "hcasim-sdp-server";
 /// report, our DisConn. Returns what to log; `faults` gets the connection's fault counters and
 /// `peer` the client's address once the connection is set up (an error after that is the
 /// peer's to hear about: the log names it). `mem` is this test's share of the device's arena.
-std::string serve(sdp::ArenaScope& mem, rt::WallHost& host, rt::Incoming& incoming, model::FaultStats& faults,
+std::string serve(sdp::ArenaScope& mem, rt::WallHost& host, sdp::Incoming& incoming, model::FaultStats& faults,
                   std::string& peer) {
   auto conn = rt::SdpConnection::accept(host, incoming, sdp::SdpConfig{});
   peer = conn->peer();
   const sdp::Addr head = mem.allocate(rt::StreamReport::kSize, sdp::DataMode::Bytes);
   std::array<uint8_t, rt::StreamRequest::kSize> raw{};
-  if (!conn->recv_exact(head, raw.size())) throw rt::Error("the client closed the connection before its test request");
+  if (!conn->recv_exact(head, raw.size())) throw sdp::DeviceError("the client closed the connection before its test request");
   mem.read_bytes(head, raw.data(), raw.size());
   const rt::StreamRequest req = rt::StreamRequest::decode(raw);
   rt::StreamReport report;
@@ -46,7 +46,7 @@ std::string serve(sdp::ArenaScope& mem, rt::WallHost& host, rt::Incoming& incomi
   if (req.remote_cpu >= 0) {
     try {
       rt::bind_to_cpu(req.remote_cpu);
-    } catch (const rt::Error& e) {  // netserver warns and runs unbound; the client is told
+    } catch (const sdp::DeviceError& e) {  // netserver warns and runs unbound; the client is told
       report.flags |= rt::StreamReport::kUnbound;
       note = fmt::format(" (unbound: {})", e.what());
     }
@@ -85,7 +85,7 @@ constexpr int kMaxTests = 64;
 
 /// Serves one test on its own host and share of the arena, logs its outcome in one line (and
 /// the fault counters when faults are injected), and returns its exit status (0 or 1).
-int serve_test(rt::Device& device, std::unique_ptr<rt::Incoming> incoming, bool report_faults) {
+int serve_test(sdp::Device& device, std::unique_ptr<sdp::Incoming> incoming, bool report_faults) {
   int status = 0;
   model::FaultStats stats;
   std::string peer;  // "" until the connection is set up (setup errors name the peer)
@@ -97,7 +97,7 @@ int serve_test(rt::Device& device, std::unique_ptr<rt::Incoming> incoming, bool 
     const std::string done = serve(mem, host, *incoming, stats, peer);
     std::fprintf(stderr, "%s: %s%s\n", kProg, from().c_str(), done.c_str());
     if (report_faults) std::fprintf(stderr, "%s: %s\n", kProg, stats.summary().c_str());
-  } catch (const rt::Error& e) {
+  } catch (const sdp::DeviceError& e) {
     std::fprintf(stderr, "%s: %s%s\n", kProg, from().c_str(), e.what());
     status = 1;
   } catch (const sdp::MemoryError& e) {  // too many tests at once for the arena
@@ -192,10 +192,10 @@ int main(int argc, char** argv) {
     // thread (the loop never ends; a signal ends the process).
     std::atomic<int> running{0};
     for (;;) {
-      std::unique_ptr<rt::Incoming> incoming;
+      std::unique_ptr<sdp::Incoming> incoming;
       try {
         incoming = listener->next();
-      } catch (const rt::Error& e) {  // EMFILE and the like: say so, breathe, listen on
+      } catch (const sdp::DeviceError& e) {  // EMFILE and the like: say so, breathe, listen on
         std::fprintf(stderr, "%s: %s\n", kProg, e.what());
         std::fflush(stderr);
         std::this_thread::sleep_for(std::chrono::milliseconds(100));

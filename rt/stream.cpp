@@ -35,7 +35,7 @@ std::string device_name(const std::optional<std::string>& flag) {
   return "";
 }
 
-std::unique_ptr<Device> open_device(const std::string& name, uint64_t memory_bytes, const model::FaultConfig& faults,
+std::unique_ptr<sdp::Device> open_device(const std::string& name, uint64_t memory_bytes, const model::FaultConfig& faults,
                                     const model::RcRetry& retry) {
   if (name == "emu") return emu::open_emu_device(memory_bytes, faults, retry);
   const model::RcRetry defaults;
@@ -45,7 +45,7 @@ std::unique_ptr<Device> open_device(const std::string& name, uint64_t memory_byt
 #ifdef HCASIM_HAVE_RDMA
   return hw::open_rdma_device(name, memory_bytes);
 #else
-  throw Error(fmt::format("RDMA device '{}': this build has no rdma-core backend (libibverbs-dev and librdmacm-dev "
+  throw sdp::DeviceError(fmt::format("RDMA device '{}': this build has no rdma-core backend (libibverbs-dev and librdmacm-dev "
                           "were missing when it was configured); use --device emu for the emulated HCA",
                           name.empty() ? "(first)" : name));
 #endif
@@ -126,7 +126,7 @@ void bind_to_cpu(int cpu) {
   CPU_ZERO(&set);
   CPU_SET(cpu, &set);
   if (::sched_setaffinity(0, sizeof set, &set) != 0)
-    throw Error(fmt::format("-T {}: cannot bind to CPU {}: {}", cpu, cpu, std::strerror(errno)));
+    throw sdp::DeviceError(fmt::format("-T {}: cannot bind to CPU {}: {}", cpu, cpu, std::strerror(errno)));
 }
 
 AffinityGuard::AffinityGuard() {

@@ -25,7 +25,7 @@ std::string device_name(const std::optional<std::string>& flag);
 /// no device, no such device, or a build without the rdma-core backend. `faults` and `retry`
 /// (--set fault.* / qp.*) configure the emulated HCA; a real one takes neither: Throws
 /// InputError when they differ from the defaults for a device other than "emu".
-std::unique_ptr<Device> open_device(const std::string& name, uint64_t memory_bytes,
+std::unique_ptr<sdp::Device> open_device(const std::string& name, uint64_t memory_bytes,
                                     const model::FaultConfig& faults = {}, const model::RcRetry& retry = {});
 
 /// Largest recv size a test may ask of the server, bytes (its memory arena is 64 MiB).

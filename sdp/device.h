@@ -17,13 +17,13 @@
 #include "sdp/process_memory.h"
 #include "sdp/verbs.h"
 
-namespace hcasim::rt {
+namespace hcasim::sdp {
 
 /// A failure the user must hear about in one line (no device, connection refused, rejected,
 /// the peer went away): the message names what and where.
-class Error : public std::runtime_error {
+class DeviceError : public std::runtime_error {
  public:
-  explicit Error(const std::string& what) : std::runtime_error(one_line(what)) {}
+  explicit DeviceError(const std::string& what) : std::runtime_error(one_line(what)) {}
 };
 
 /// Sizes of a connection's QP and CQ (ibv_qp_cap, ibv_create_cq's cqe).
@@ -39,7 +39,7 @@ class Connection {
   virtual ~Connection() = default;
   /// The QP and CQ (the engine's verbs interface). Thread-safe: the engine calls it from the
   /// application's thread and the completion thread, one at a time.
-  virtual sdp::Verbs& verbs() = 0;
+  virtual Verbs& verbs() = 0;
   /// Blocks for at most timeout_ms until the CQ's next completion event (ibv_get_cq_event,
   /// acknowledged with ibv_ack_cq_events). Returns true when one came; the CQ is disarmed
   /// until req_notify_cq() again.
@@ -61,10 +61,10 @@ class Connection {
 };
 
 /// Builds the REQ private data once the QP exists (its receives may be posted by then).
-using MakeRequest = std::function<std::vector<uint8_t>(sdp::Verbs&)>;
+using MakeRequest = std::function<std::vector<uint8_t>(Verbs&)>;
 /// Takes a REQ's private data on the passive side, once the QP exists, and returns the REP's;
 /// throws (any std::exception) to reject the connection with that message.
-using AnswerRequest = std::function<std::vector<uint8_t>(sdp::Verbs&, std::span<const uint8_t>)>;
+using AnswerRequest = std::function<std::vector<uint8_t>(Verbs&, std::span<const uint8_t>)>;
 
 /// A connection request taken off a Listener and not answered yet. Its setup (the CM's REQ,
 /// REP and RTU, the QP) runs in accept(), on whatever thread calls it, so that a peer that is
@@ -75,7 +75,7 @@ class Incoming {
   virtual ~Incoming() = default;
   /// The requesting peer, "ADDRESS:PORT" ("" when the backend cannot tell), for messages.
   virtual std::string peer() const = 0;
-  /// Completes the setup and answers the request with `answer`. Once only. Throws Error when
+  /// Completes the setup and answers the request with `answer`. Once only. Throws DeviceError when
   /// the peer was silent past the CM timeout, sent something else than the setup, was
   /// rejected by `answer` (the peer gets the REJ), or the setup failed.
   virtual std::unique_ptr<Connection> accept(const QpCaps& caps, const AnswerRequest& answer) = 0;
@@ -89,7 +89,7 @@ class Listener {
   virtual uint16_t port() const = 0;
   /// Waits for the next connection request and returns it unanswered (Incoming::accept sets
   /// it up). Thread-safe against Incoming::accept of earlier requests on other threads, not
-  /// against itself. Throws Error when listening failed.
+  /// against itself. Throws DeviceError when listening failed.
   virtual std::unique_ptr<Incoming> next() = 0;
 };
 
@@ -100,15 +100,15 @@ class Device {
   /// What was opened ("emu", or the rdma-core device's name).
   virtual std::string name() const = 0;
   /// The process memory the QPs may access (one arena; the engine's dma_mr covers it).
-  virtual sdp::ProcessMemory& memory() = 0;
+  virtual ProcessMemory& memory() = 0;
   /// Active open to host:port (rdma_resolve_addr, rdma_resolve_route, rdma_connect). Calls
   /// `request` once the QP exists; returns the connection, with the REP's private data in
-  /// `reply`. Throws Error when the peer refuses, rejects (with its reason) or is unreachable.
+  /// `reply`. Throws DeviceError when the peer refuses, rejects (with its reason) or is unreachable.
   virtual std::unique_ptr<Connection> connect(const std::string& host, uint16_t port, const QpCaps& caps,
                                               const MakeRequest& request, std::vector<uint8_t>& reply) = 0;
-  /// Listens on bind_addr:port (port 0: any free port). Throws Error when the address is in
+  /// Listens on bind_addr:port (port 0: any free port). Throws DeviceError when the address is in
   /// use or cannot be bound.
   virtual std::unique_ptr<Listener> listen(const std::string& bind_addr, uint16_t port) = 0;
 };
 
-}  // namespace hcasim::rt
+}  // namespace hcasim::sdp

@@ -29,13 +29,13 @@ struct Side {
 };
 
 struct Pair {
-  std::unique_ptr<rt::Device> a, b;
-  std::unique_ptr<rt::Connection> ca, cb;
+  std::unique_ptr<sdp::Device> a, b;
+  std::unique_ptr<sdp::Connection> ca, cb;
   uint64_t size = kBuf;                  // bytes of each buffer
   sdp::Addr a_buf = 0, b_buf = 0;        // a's local buffer; b's remotely accessible one
   uint32_t a_key = 0, b_rkey = 0, b_ro_rkey = 0;  // b_ro_rkey: the same buffer, remote read only
 
-  explicit Pair(const rt::QpCaps& caps = {}, const Side& sa = {}, const Side& sb = {}, uint64_t buf = kBuf)
+  explicit Pair(const sdp::QpCaps& caps = {}, const Side& sa = {}, const Side& sb = {}, uint64_t buf = kBuf)
       : a(emu::open_emu_device(8u << 20, sa.faults, sa.retry)),
         b(emu::open_emu_device(8u << 20, sb.faults, sb.retry)),
         size(buf) {
@@ -192,7 +192,7 @@ TEST(EmuHca, ConnectingToAPortWithoutListenerIsRefused) {
   try {
     a->connect("127.0.0.1", port, {}, [](sdp::Verbs&) { return std::vector<uint8_t>{}; }, reply);
     FAIL() << "connected";
-  } catch (const rt::Error& e) {
+  } catch (const sdp::DeviceError& e) {
     EXPECT_EQ(std::string(e.what()), "cannot connect to 127.0.0.1:" + std::to_string(port) + ": Connection refused");
   }
 }
@@ -206,7 +206,7 @@ TEST(EmuHca, ARejectedRequestTellsTheActiveSideWhy) {
       listener->next()->accept({}, [](sdp::Verbs&, std::span<const uint8_t>) -> std::vector<uint8_t> {
         throw std::runtime_error("HH: bad version");
       });
-    } catch (const rt::Error& e) {
+    } catch (const sdp::DeviceError& e) {
       server_error = e.what();
     }
   });
@@ -214,7 +214,7 @@ TEST(EmuHca, ARejectedRequestTellsTheActiveSideWhy) {
   try {
     a->connect("127.0.0.1", listener->port(), {}, [](sdp::Verbs&) { return std::vector<uint8_t>{1}; }, reply);
     ADD_FAILURE() << "connected";
-  } catch (const rt::Error& e) {
+  } catch (const sdp::DeviceError& e) {
     EXPECT_EQ(std::string(e.what()), "127.0.0.1:" + std::to_string(listener->port()) +
                                          " rejected the connection: HH: bad version");
   }
@@ -244,7 +244,7 @@ TEST(EmuHcaFaults, EveryMessageArrivesOnceInOrderThroughLossCorruptionDuplicatio
   // The default local ACK timeout (qp.timeout=14, 67.1 ms): with 4.2 ms x 8 tries, a loaded
   // 2-core machine (load 6-9) sometimes kept an I/O thread from running long enough to exhaust
   // retry_cnt without any fault to blame.
-  rt::QpCaps caps;
+  sdp::QpCaps caps;
   caps.max_send_wr = 64;
   caps.max_recv_wr = 64;
   caps.cq_entries = 256;

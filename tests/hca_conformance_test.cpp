@@ -8,7 +8,7 @@
 // The real device runs when HCASIM_RDMA_ADDR names an IP address of one of its ports (the RDMA
 // CM connects to it); without a device, or without the address, its cases skip and say why.
 // Cases that need a backend's insides (a QP not yet connected, the QP state, rnr_retry) skip on
-// it too: rt::Device does not expose them.
+// it too: sdp::Device does not expose them.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -138,7 +138,7 @@ class DeviceBackend {
  protected:
   /// Connects dev_[1] (passive) and dev_[0] (active) over `address`.
   void connect(const std::string& address, const Caps& c) {
-    const rt::QpCaps caps{c.max_send_wr, c.max_recv_wr, c.cq_entries};
+    const sdp::QpCaps caps{c.max_send_wr, c.max_recv_wr, c.cq_entries};
     auto listener = dev_[1]->listen(address, 0);
     const uint16_t port = listener->port();
     std::thread server([&] {
@@ -148,8 +148,8 @@ class DeviceBackend {
     conn_[0] = dev_[0]->connect(address, port, caps, [](sdp::Verbs&) { return std::vector<uint8_t>{}; }, reply);
     server.join();
   }
-  std::array<std::unique_ptr<rt::Device>, 2> dev_;
-  std::array<std::unique_ptr<rt::Connection>, 2> conn_;
+  std::array<std::unique_ptr<sdp::Device>, 2> dev_;
+  std::array<std::unique_ptr<sdp::Connection>, 2> conn_;
 };
 
 /// The emulated HCA (emu/): two devices in this process over 127.0.0.1, and a QP of a third
@@ -163,7 +163,7 @@ class EmuBackend : public DeviceBackend {
     for (auto& d : dev_) d = emu::open_emu_device(8u << 20);
     connect("127.0.0.1", c);
     fresh_hca_ = std::make_unique<emu::Hca>(&fresh_memory_);
-    fresh_ = fresh_hca_->create_qp(rt::QpCaps{4, 4, 8});
+    fresh_ = fresh_hca_->create_qp(sdp::QpCaps{4, 4, 8});
     return "";
   }
   QpState state(int i) { return emu_qp(i).state(); }
@@ -211,7 +211,7 @@ class RdmaBackend : public DeviceBackend {
     return "built without rdma-core (libibverbs-dev, librdmacm-dev)";
 #endif
   }
-  // Not reachable through rt::Device: the cases that need them skip first.
+  // Not reachable through sdp::Device: the cases that need them skip first.
   QpState state(int) { return QpState::Error; }
   void to_error(int) {}
   void set_rnr_retry(int, uint8_t) {}

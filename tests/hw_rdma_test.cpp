@@ -23,11 +23,11 @@ std::vector<std::string> device_names() {
   return names;
 }
 
-/// The message of the rt::Error open_rdma_device(name) throws ("" when it opened).
+/// The message of the sdp::DeviceError open_rdma_device(name) throws ("" when it opened).
 std::string open_error(const std::string& name) {
   try {
     open_rdma_device(name, 1 << 20);
-  } catch (const rt::Error& e) {
+  } catch (const sdp::DeviceError& e) {
     return e.what();
   }
   return "";

@@ -63,7 +63,7 @@ TEST(OpenDevice, EmuOpensAndAnUnknownNameIsOneLine) {
   try {
     rt::open_device("no_such_hca9", 1 << 20);
     FAIL() << "opened";
-  } catch (const rt::Error& e) {
+  } catch (const sdp::DeviceError& e) {
     EXPECT_EQ(std::string(e.what()).find('\n'), std::string::npos);
     EXPECT_NE(std::string(e.what()).find("--device emu"), std::string::npos) << e.what();
   }

@@ -253,7 +253,7 @@ QpObj* create_qp(ibv_pd* pd, ibv_qp_init_attr* attr) {
     return nullptr;
   }
   auto* q = new QpObj;
-  const rt::QpCaps caps{cap.max_send_wr, cap.max_recv_wr, static_cast<uint32_t>(cq->cq.cqe)};
+  const sdp::QpCaps caps{cap.max_send_wr, cap.max_recv_wr, static_cast<uint32_t>(cq->cq.cqe)};
   q->emu = device().hca->create_qp(caps);
   q->emu->set_max_inline_data(cap.max_inline_data);  // what the caller asked for (libmlx4 takes up to it)
   q->cq = cq;

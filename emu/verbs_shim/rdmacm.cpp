@@ -142,7 +142,7 @@ void listen_loop(CmId* l) {
     Packet req;
     try {
       req = read_frame_until(s, std::chrono::steady_clock::now() + std::chrono::milliseconds(kCmTimeoutMs), peer);
-    } catch (const rt::Error&) {
+    } catch (const sdp::DeviceError&) {
       continue;  // no REQ: the stream closes, the peer sees its connection setup fail
     }
     if (req.op != Op::CmReq) continue;
@@ -443,7 +443,7 @@ int rdma_connect(rdma_cm_id* id, rdma_conn_param* conn_param) {
     const uint8_t depth = conn_param != nullptr ? conn_param->initiator_depth : 0;
     const uint8_t res = conn_param != nullptr ? conn_param->responder_resources : 0;
     shim::post_event(id, RDMA_CM_EVENT_ESTABLISHED, 0, rep.payload, nullptr, depth, res);
-  } catch (const hcasim::rt::Error&) {
+  } catch (const hcasim::sdp::DeviceError&) {
     // No REP in time, or the stream closed: the IB CM's unanswered REQ.
     shim::post_event(id, RDMA_CM_EVENT_UNREACHABLE, -ETIMEDOUT);
   }
@@ -479,7 +479,7 @@ int rdma_accept(rdma_cm_id* id, rdma_conn_param* conn_param) {
       shim::post_event(id, RDMA_CM_EVENT_CONNECT_ERROR, -EPROTO);
       return 0;
     }
-  } catch (const hcasim::rt::Error&) {
+  } catch (const hcasim::sdp::DeviceError&) {
     shim::post_event(id, RDMA_CM_EVENT_CONNECT_ERROR, -ETIMEDOUT);
     return 0;
   }
