@@ -87,8 +87,9 @@ std::string format_netperf_rows(const Scenario& s, const std::vector<PointOutcom
 
   // Per table, in order of first appearance.
   constexpr const char* summary = "{:<16} {:>6}  {:<22} {:<26} {}\n";
-  out += "\n" + fmt::format(summary, "per table", "points", "|error| throughput",
-                            "|error| service demand", "|error| utilisation");
+  out += '\n';
+  out += fmt::format(summary, "per table", "points", "|error| throughput", "|error| service demand",
+                     "|error| utilisation");
   out += fmt::format(summary, "", "", "median / max", "median / max", "median / max");
   for (const auto& table : tables_of(s, PointKind::Netperf)) {
     std::vector<double> tput, sd, util;
@@ -137,8 +138,8 @@ std::string format_latency_rows(const Scenario& s, const std::vector<PointOutcom
   }
 
   constexpr const char* summary = "{:<16} {:>6}  {:<21}  {:<17}  {}\n";
-  out += "\n" + fmt::format(summary, "per table", "points", "max |error| t_typical",
-                            "max |error| t_min", "platform");
+  out += '\n';
+  out += fmt::format(summary, "per table", "points", "max |error| t_typical", "max |error| t_min", "platform");
   auto max_abs = [](const std::vector<double>& v) {
     return v.empty() ? std::string("-")
                      : fmt::format("{:.3f} us", *std::max_element(v.begin(), v.end()));
@@ -181,8 +182,8 @@ std::string format_run_report(const Scenario& s, const std::vector<PointOutcome>
   std::string out =
       fmt::format("scenario {}: platform {}; tolerance: {}\n", s.name, s.platform, tolerances);
   if (!s.source.empty()) out += fmt::format("measured: {}\n", s.source);
-  if (netperf) out += "\n" + format_netperf_rows(s, outcomes);
-  if (latency) out += "\n" + format_latency_rows(s, outcomes);
+  if (netperf) out += '\n' + format_netperf_rows(s, outcomes);
+  if (latency) out += '\n' + format_latency_rows(s, outcomes);
 
   // Verdict.
   size_t gated = 0;
