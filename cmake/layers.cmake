@@ -24,12 +24,14 @@ set(HCASIM_LAYERS
   "hw=model,sdp"
   "rt=model,sdp,emu,hw,frontends,util"
   "scenarios=model,sdp,hca,sim,frontends,util")
+# The engines and devices a folder below sim/, emu/ and hw/ must not see.
+set(hcasim_no_engines "simgrid/,simgrid.h,infiniband/,rdma/,boost/asio")
 set(HCASIM_LAYER_BANS
-  "model=simgrid/,simgrid.h,infiniband/,rdma/,boost/asio"
-  "util=simgrid/,simgrid.h,infiniband/,rdma/,boost/asio"
-  "sdp=simgrid/,simgrid.h,infiniband/,rdma/,boost/asio"
-  "hca=simgrid/,simgrid.h,infiniband/,rdma/,boost/asio"
-  "frontends=simgrid/,simgrid.h,infiniband/,rdma/,boost/asio")
+  "model=${hcasim_no_engines}"
+  "util=${hcasim_no_engines}"
+  "sdp=${hcasim_no_engines}"
+  "hca=${hcasim_no_engines}"
+  "frontends=${hcasim_no_engines}")
 
 # hcasim_layer_uses(FOLDER OUT): the folders FOLDER may include, itself first, then the closure
 # of the table in a fixed order. A folder not in the table is a configuration error.
