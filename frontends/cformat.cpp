@@ -3,7 +3,7 @@
 #include <cstdarg>
 #include <cstdio>
 
-namespace hcasim::scenarios {
+namespace hcasim::frontends {
 
 std::string cformat(const char* format, ...) {
   va_list args;
@@ -18,4 +18,4 @@ std::string cformat(const char* format, ...) {
   return out;
 }
 
-}  // namespace hcasim::scenarios
+}  // namespace hcasim::frontends

@@ -22,8 +22,10 @@
 #include "frontends/netperf_output.h"  // check_given_once
 #include "model/fault.h"
 #include "model/units.h"
+#include "util/number.h"
+#include "util/output_file.h"
 
-namespace hcasim::scenarios {
+namespace hcasim::frontends {
 
 namespace {
 
@@ -177,7 +179,7 @@ void parse_global(const std::vector<std::string>& words, NetperfOptions& o,
           if (pos + 1 == w.size()) {
             const std::string* next = r.peek_next();
             if (next && !next->empty() && std::isdigit(static_cast<unsigned char>((*next)[0]))) {
-              if (const auto rate = parse_number(*next)) {
+              if (const auto rate = util::parse_number(*next)) {
                 (c == 'c' ? o.local_cpu_rate : o.remote_cpu_rate) = *rate;
                 add_note(o, flag + " RATE ignored: simulated CPU time needs no calibration");
                 r.skip_word();  // the option word
@@ -223,7 +225,7 @@ void parse_global(const std::vector<std::string>& words, NetperfOptions& o,
         case 'l': {
           const std::string v = r.take_value(flag, rest);
           consumed = true;
-          const auto len = parse_number(v);
+          const auto len = util::parse_number(v);
           if (!len) fail(fmt::format("-l: '{}' is not a number", v));
           if (*len < 0 && allow_byte_count) {
             if (*len != std::floor(*len)) fail(fmt::format("-l {}: a byte count must be a whole number", v));
@@ -381,7 +383,7 @@ void parse_long(const std::vector<std::string>& long_words, NetperfOptions& o) {
   } catch (const CLI::ParseError& e) {
     fail(e.what());
   }
-  for (auto* opt : {opt_platform, opt_remote, opt_seed, opt_transport}) check_single_value(opt->get_name(), opt->results());
+  for (auto* opt : {opt_platform, opt_remote, opt_seed, opt_transport}) util::check_single_value(opt->get_name(), opt->results());
   if (opt_platform->count()) o.platform = platform;
   if (opt_remote->count()) o.remote_platform = remote_platform;
   for (const auto& s : sets)
@@ -392,7 +394,7 @@ void parse_long(const std::vector<std::string>& long_words, NetperfOptions& o) {
   for (const auto& s : sets) model::apply_fault_setting(s, faults, retry);
   o.sets = sets;
   if (opt_csv->count()) {
-    check_given_once("--csv", opt_csv->results());
+    util::check_given_once("--csv", opt_csv->results());
     o.csv_path = csv;
   }
   if (opt_seed->count()) {
@@ -413,19 +415,6 @@ void parse_long(const std::vector<std::string>& long_words, NetperfOptions& o) {
 }
 
 }  // namespace
-
-std::optional<double> parse_number(std::string_view text) {
-  if (text.empty()) return std::nullopt;
-  // from_chars also reads "inf", "nan" and hex floats: accept only decimal notation.
-  if (text.find_first_not_of("0123456789+-.eE") != std::string_view::npos) return std::nullopt;
-  const char* first = text.data();
-  const char* last = text.data() + text.size();
-  if (*first == '+') ++first;
-  double value = 0;
-  const auto [ptr, ec] = std::from_chars(first, last, value);
-  if (ec != std::errc() || ptr != last) return std::nullopt;
-  return value;
-}
 
 NetperfOptions parse_netperf_args(const std::vector<std::string>& args, bool allow_byte_count) {
   NetperfOptions o;
@@ -488,8 +477,8 @@ void check_verify_data_memory(const NetperfOptions& o) {
                      gib(limit), gib(in_use)));
 }
 
-sim::TcpStreamConfig to_tcp_stream_config(const NetperfOptions& o) {
-  sim::TcpStreamConfig c;
+TcpStreamConfig to_tcp_stream_config(const NetperfOptions& o) {
+  TcpStreamConfig c;
   c.length_s = o.length_s;
   c.length_bytes = o.length_bytes;
   for (const auto& s : o.sets) model::apply_fault_setting(s, c.faults, c.retry);
@@ -513,4 +502,4 @@ std::string request_size_note(const NetperfOptions& o, uint64_t send_size) {
                      send_size);
 }
 
-}  // namespace hcasim::scenarios
+}  // namespace hcasim::frontends

@@ -19,7 +19,7 @@
 #include "frontends/netperf_config.h"
 #include "model/error.h"
 
-namespace hcasim::scenarios {
+namespace hcasim::frontends {
 
 /// Platform used when --platform is not given (scenarios/platforms/NAME.toml).
 inline constexpr const char* kDefaultPlatform = "connectx-ddr-pcie1x8";
@@ -84,7 +84,7 @@ NetperfOptions parse_netperf_args(const std::vector<std::string>& args, bool all
 
 /// The simulation's view of the options (sim/netperf_sim.h): length (seconds or bytes), sizes,
 /// CPU binding, data verification, seed, and the --set fault.* / qp.* assignments.
-sim::TcpStreamConfig to_tcp_stream_config(const NetperfOptions& options);
+TcpStreamConfig to_tcp_stream_config(const NetperfOptions& options);
 
 /// About how many bytes of real data --verify-data holds at once (0 without it): netperf's send
 /// ring (two -m buffers once -m is above the send socket, nettest_bsd.c send_width) and the
@@ -105,8 +105,4 @@ void check_verify_data_memory(const NetperfOptions& options);
 /// absent, send_size = the local send socket size). `send_size` is the simulated one.
 std::string request_size_note(const NetperfOptions& options, uint64_t send_size);
 
-/// Parses a whole decimal number (optional sign, digits, optional fraction and exponent), as
-/// the entire text; returns nothing on anything else (no suffixes, no spaces, no "inf"/"nan").
-std::optional<double> parse_number(std::string_view text);
-
-}  // namespace hcasim::scenarios
+}  // namespace hcasim::frontends

@@ -2,8 +2,7 @@
 /// \file What a netperf front end (frontends/netperf_cli.h) hands the simulator and gets back:
 /// plain structs, no SimGrid. sim/netperf_sim.h run_tcp_stream and sim/ipoib_sim.h
 /// run_ipoib_stream take a TcpStreamConfig, already checked by the front end, and never see a
-/// flag; frontends/netperf_output.h and qview_output.h print the results. (Namespace hcasim::sim
-/// kept from where they were declared before, sim/netperf_sim.h and sim/ipoib_sim.h.)
+/// flag; frontends/netperf_output.h and qview_output.h print the results.
 #include <array>
 #include <cstdint>
 #include <optional>
@@ -14,7 +13,7 @@
 #include "model/fault.h"
 #include "model/netstack.h"
 
-namespace hcasim::sim {
+namespace hcasim::frontends {
 
 /// What netperf's TCP_STREAM asks for, in netperf's own terms.
 struct TcpStreamConfig {
@@ -96,4 +95,4 @@ struct IpoibStreamResult {
   uint64_t local_interrupts = 0, remote_interrupts = 0;
 };
 
-}  // namespace hcasim::sim
+}  // namespace hcasim::frontends

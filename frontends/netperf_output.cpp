@@ -21,7 +21,7 @@
 #include "frontends/cformat.h"
 #include "model/cpu.h"
 
-namespace hcasim::scenarios {
+namespace hcasim::frontends {
 
 namespace {
 
@@ -72,7 +72,7 @@ std::string netperf_units(char format) {
   }
 }
 
-NetperfFigures netperf_figures(const NetperfOptions& o, const sim::TcpStreamResult& r) {
+NetperfFigures netperf_figures(const NetperfOptions& o, const TcpStreamResult& r) {
   NetperfFigures f;
   f.elapsed_s = r.elapsed_s;
   const auto bytes = static_cast<double>(r.bytes_received);
@@ -92,7 +92,7 @@ NetperfFigures netperf_figures(const NetperfOptions& o, const sim::TcpStreamResu
   return f;
 }
 
-std::string format_netperf_output(const NetperfOptions& o, const sim::TcpStreamResult& r,
+std::string format_netperf_output(const NetperfOptions& o, const TcpStreamResult& r,
                                   const NetperfFigures& f) {
   std::string out;
   if (o.print_headers) out += banner(o);
@@ -158,7 +158,7 @@ std::string format_netperf_output(const NetperfOptions& o, const sim::TcpStreamR
   return out;
 }
 
-std::string format_cpu_profile(std::string_view host, const std::vector<sim::CoreProfile>& cores,
+std::string format_cpu_profile(std::string_view host, const std::vector<CoreProfile>& cores,
                                double elapsed_s) {
   const double elapsed_ns = elapsed_s * 1e9;
   auto pct = [&](double ns) { return elapsed_ns > 0 ? 100.0 * ns / elapsed_ns : 0.0; };
@@ -193,7 +193,7 @@ std::string format_cpu_profile(std::string_view host, const std::vector<sim::Cor
          body;
 }
 
-std::string format_netperf_profile(const sim::TcpStreamResult& r) {
+std::string format_netperf_profile(const TcpStreamResult& r) {
   return "\n" + format_cpu_profile("local host (netperf)", r.local_profile, r.elapsed_s) + "\n" +
          format_cpu_profile("remote host (netserver)", r.remote_profile, r.elapsed_s);
 }
@@ -204,7 +204,7 @@ std::string netperf_csv_header() {
          "sd_remote_us_per_kb,bytes_received,send_calls,recv_calls";
 }
 
-std::string format_netperf_csv(const NetperfOptions& o, const sim::TcpStreamResult& r,
+std::string format_netperf_csv(const NetperfOptions& o, const TcpStreamResult& r,
                                const NetperfFigures& f) {
   return fmt::format("{}\n{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", netperf_csv_header(),
                      o.test, r.send_size, r.recv_size, r.remote_recv_socket, r.local_send_socket,
@@ -215,7 +215,7 @@ std::string format_netperf_csv(const NetperfOptions& o, const sim::TcpStreamResu
                      r.recv_calls);
 }
 
-std::string format_stats_line(const sim::TcpStreamResult& r) {
+std::string format_stats_line(const TcpStreamResult& r) {
   const std::string speed =
       r.wall_s > 0 ? fmt::format("{:.2f}", r.elapsed_s / r.wall_s) : std::string("inf");
   const std::string per_message =
@@ -254,70 +254,4 @@ std::string format_progress_line(double simulated_s, double length_s, double wal
                      simulated_s, length_s, length_s > 0 ? 100 * simulated_s / length_s : 0.0, speed, left);
 }
 
-bool is_stdout_path(const std::string& path) {
-  const std::string p = std::filesystem::path(path).lexically_normal().string();
-  return p == "/dev/stdout" || p == "/dev/fd/1" || p == "/proc/self/fd/1" || p == "/proc/thread-self/fd/1";
-}
-
-void check_given_once(const std::string& what, const std::vector<std::string>& paths) {
-  if (paths.size() > 1)
-    throw InputError(fmt::format("{}: given twice ({}, then {}): one run writes one {}", what, paths[0], paths[1], what));
-}
-
-void check_single_value(const std::string& what, const std::vector<std::string>& values) {
-  if (values.size() > 1) throw InputError(fmt::format("{}: given twice ({}, then {}); give it once", what, values[0], values[1]));
-}
-
-void check_not_an_input(const std::string& path, const std::vector<std::string>& inputs, const std::string& what) {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  if (is_stdout_path(path) || !fs::exists(path, ec)) return;
-  for (const auto& input : inputs)
-    if (fs::equivalent(path, input, ec))
-      throw InputError(fmt::format("{} {}: it is an input of this run ({}), not overwritten", what, path, input));
-}
-
-void check_output_path(const std::string& path, const std::string& what) {
-  namespace fs = std::filesystem;
-  auto fail = [&](const char* reason) {
-    throw InputError(fmt::format("{} {}: cannot write ({})", what, path, reason));
-  };
-  std::error_code ec;
-  if (path.empty()) fail("empty path");
-  if (is_stdout_path(path)) return;
-  if (fs::is_directory(path, ec)) fail("it is a directory");
-  // The file is written beside the target and renamed over it: a device, FIFO or symlink
-  // there would be replaced, so only a regular file (or nothing) is accepted.
-  const fs::file_status st = fs::symlink_status(path, ec);
-  if (!ec && fs::exists(st) && !fs::is_regular_file(st)) fail("it exists and is not a regular file");
-  const fs::path parent = fs::path(path).parent_path();
-  const fs::path dir = parent.empty() ? fs::path(".") : parent;
-  if (!fs::is_directory(dir, ec)) fail("no such directory");
-  if (::access(dir.c_str(), W_OK) != 0) fail(std::strerror(errno));
-}
-
-void write_file_atomically(const std::string& path, const std::string& content,
-                           const std::string& what) {
-  if (is_stdout_path(path)) {
-    std::cout << content << std::flush;
-    if (!std::cout) throw InputError(fmt::format("{} {}: cannot write (stdout is closed or full)", what, path));
-    return;
-  }
-  const std::string tmp = fmt::format("{}.tmp.{}", path, static_cast<long>(::getpid()));
-  auto failure = [&](int err) {
-    std::remove(tmp.c_str());
-    return InputError(fmt::format("{} {}: cannot write ({})", what, path, std::strerror(err)));
-  };
-  std::FILE* file = std::fopen(tmp.c_str(), "wb");
-  if (!file) throw failure(errno);
-  const bool wrote = std::fwrite(content.data(), 1, content.size(), file) == content.size();
-  int err = errno;
-  const bool flushed = std::fflush(file) == 0;
-  if (wrote && !flushed) err = errno;
-  const bool closed = std::fclose(file) == 0;
-  if (wrote && flushed && !closed) err = errno;
-  if (!wrote || !flushed || !closed) throw failure(err ? err : EIO);
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) throw failure(errno);
-}
-
-}  // namespace hcasim::scenarios
+}  // namespace hcasim::frontends

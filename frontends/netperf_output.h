@@ -13,7 +13,7 @@
 #include "frontends/netperf_cli.h"
 #include "frontends/netperf_config.h"
 
-namespace hcasim::scenarios {
+namespace hcasim::frontends {
 
 /// The numbers netperf derives from a run. Unmeasured utilisation and service demand are -1,
 /// as netperf sets them (send_tcp_stream) and prints them ("-1.00", "-1.000").
@@ -38,7 +38,7 @@ std::string netperf_units(char format);
 /// Throughput, utilisations and service demands of `result` as netperf computes them: the
 /// throughput and both service demands use the remote's bytes received; service demand comes
 /// from sim::service_demand_us_per_kb (netlib.c calc_service_demand).
-NetperfFigures netperf_figures(const NetperfOptions& options, const sim::TcpStreamResult& result);
+NetperfFigures netperf_figures(const NetperfOptions& options, const TcpStreamResult& result);
 
 /// The whole stdout of a netperf 2.4.3 TCP_STREAM run: with -P 1 the banner ("TCP STREAM TEST
 /// from 0.0.0.0 (0.0.0.0) port 0 AF_INET to HOST (HOST) port 0 AF_INET", plus " : cpu bind"
@@ -46,14 +46,14 @@ NetperfFigures netperf_figures(const NetperfOptions& options, const sim::TcpStre
 /// demand when -c or -C was given; at -v 0 only the terse number; at -v 2 (or more) also the
 /// alignment/bytes/sends/recvs block and the TCP MSS block (-1: getsockopt(TCP_MAXSEG) has no
 /// answer on an SDP socket). Sizes and counts come from `result`, numbers from `figures`.
-std::string format_netperf_output(const NetperfOptions& options, const sim::TcpStreamResult& result,
+std::string format_netperf_output(const NetperfOptions& options, const TcpStreamResult& result,
                                   const NetperfFigures& figures);
 
 /// --profile: the flat CPU profile of one host, like a gprof/oprofile flat profile per CPU.
 ///
 /// `cores`: one entry per CPU of the host, printed in the given order; each has its CPU number
 /// and busy time by activity in ns of simulated time (any activity names, any number, as
-/// sim::TcpStreamResult::local_profile gives them). `elapsed_s`: the measured interval in
+/// TcpStreamResult::local_profile gives them). `elapsed_s`: the measured interval in
 /// seconds (netperf's elapsed time); every share is of that interval. `host`: the host's name
 /// in the summary line, e.g. "local host (netperf)".
 ///
@@ -76,36 +76,31 @@ std::string format_netperf_output(const NetperfOptions& options, const sim::TcpS
 /// time / elapsed. The utilisation is the mean over the CPUs of their total busy %, i.e.
 /// netperf's system-wide figure (model::utilisation_pct). With `elapsed_s` <= 0 every share
 /// is 0.00 and idle is 0; with no CPUs only the summary line is printed ("no CPUs").
-std::string format_cpu_profile(std::string_view host, const std::vector<sim::CoreProfile>& cores,
+std::string format_cpu_profile(std::string_view host, const std::vector<CoreProfile>& cores,
                                double elapsed_s);
 
 /// --profile's whole text, printed on stdout after format_netperf_output: a blank line, the
 /// local host's profile ("local host (netperf)"), a blank line, the remote host's ("remote
 /// host (netserver)"), both over `result.elapsed_s`.
-std::string format_netperf_profile(const sim::TcpStreamResult& result);
+std::string format_netperf_profile(const TcpStreamResult& result);
 
 /// Header of hcasim's netperf CSV (--csv), without newline.
 std::string netperf_csv_header();
 
 /// The --csv file: netperf_csv_header() and one data row, each ending in "\n". Numbers in full
 /// precision (shortest round-trip form); unmeasured utilisation/service demand cells are empty.
-std::string format_netperf_csv(const NetperfOptions& options, const sim::TcpStreamResult& result,
+std::string format_netperf_csv(const NetperfOptions& options, const TcpStreamResult& result,
                                const NetperfFigures& figures);
 
 /// --stats: "hcasim: stats: activities=N time_steps=N sdp_messages=N activities_per_message=R
 /// simulated_s=X wall_s=Y speed=Z simulated s per wall s max_rss_mb=M" (no newline): SimGrid's
 /// own counts (sim::SimGridStats), the SDP messages both sides sent, the peak RSS in MiB.
-std::string format_stats_line(const sim::TcpStreamResult& result);
+std::string format_stats_line(const TcpStreamResult& result);
 /// --stats, second line: "hcasim: link busy: NAME=Ss(U%) ..." (no newline): each SimGrid link's
 /// busy time over the measured interval, seconds to 1 us, and its utilisation, busy /
 /// `interval_s` (omitted when the interval is 0). sim::TwoHostBed::link_busy_s says what is
 /// counted.
 std::string format_link_busy_line(const std::vector<std::pair<std::string, double>>& links, double interval_s);
-
-/// Throws InputError "WHAT: given twice (A, then B): one run writes one WHAT" when an output
-/// option was given more than once (`paths` in command-line order); the last one used to win
-/// silently, and the other was never written.
-void check_given_once(const std::string& what, const std::vector<std::string>& paths);
 
 /// The progress line of a long timed run on a terminal (no newline): "hcasim: simulated 12.3 s of
 /// 1e+09 s (0.0 %) at 4.1 simulated s per wall s, about 7.7 years to go"; the estimate is the
@@ -113,32 +108,4 @@ void check_given_once(const std::string& what, const std::vector<std::string>& p
 /// speed is known (no wall time or no simulated time yet).
 std::string format_progress_line(double simulated_s, double length_s, double wall_s);
 
-/// True for "/dev/stdout", "/dev/fd/1", "/proc/self/fd/1" or "/proc/thread-self/fd/1" (after
-/// lexical normalisation: "//dev/./stdout" too): an output (--csv) written to the program's
-/// stdout, whole, after what the program prints there, rather than into a file (the only device
-/// an output may name).
-bool is_stdout_path(const std::string& path);
-
-/// Checks before a long run that `path` can be written later: its directory exists and is
-/// writable, and `path` is not a directory, nor anything but a regular file (/dev/stdout is
-/// accepted: is_stdout_path). Throws InputError "WHAT PATH: cannot write (reason)" otherwise.
-void check_output_path(const std::string& path, const std::string& what);
-
-/// Throws InputError "WHAT PATH: it is an input of this run (INPUT), not overwritten" when
-/// `path` names the same existing file as one of `inputs` (a platform, scenario, reference or
-/// run file): `--csv` over the scenario it runs replaced the scenario.
-/// Throws InputError "WHAT: given twice (A, then B); give it once" when `values` (every value a
-/// single-valued option was given, in order) has more than one: the last no longer wins
-/// silently.
-void check_single_value(const std::string& what, const std::vector<std::string>& values);
-
-void check_not_an_input(const std::string& path, const std::vector<std::string>& inputs, const std::string& what);
-
-/// Writes `content` to `path` whole or not at all: into PATH.tmp.PID in the same directory,
-/// then rename(2); /dev/stdout (is_stdout_path) gets it on std::cout, flushed. On any error
-/// removes the temporary file and throws InputError "WHAT PATH: cannot write (reason)" (`what`
-/// names the option, e.g. "--csv").
-void write_file_atomically(const std::string& path, const std::string& content,
-                           const std::string& what);
-
-}  // namespace hcasim::scenarios
+}  // namespace hcasim::frontends

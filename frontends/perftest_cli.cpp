@@ -28,8 +28,9 @@
 #include "model/fault.h"
 
 #include "util/command_words.h"
+#include "util/output_file.h"
 
-namespace hcasim::scenarios {
+namespace hcasim::frontends {
 
 using util::base_name;
 using util::taskset_cpus_index;
@@ -159,7 +160,7 @@ bool looks_like_perftest_tool(std::string_view name) {
 
 class Parser {
  public:
-  Parser(sim::PerftestTest test, PerftestOptions& o) : test_(test), o_(o) {}
+  Parser(PerftestTest test, PerftestOptions& o) : test_(test), o_(o) {}
 
   void run(const std::vector<std::string>& args) {
     size_t i = skip_prefix(args);
@@ -243,7 +244,7 @@ class Parser {
     if (opt.kind == LongKind::Platform || opt.kind == LongKind::RemotePlatform || opt.kind == LongKind::Seed ||
         opt.kind == LongKind::Columns) {
       const auto [it, first] = hcasim_values_.emplace(flag, value);
-      if (!first) check_single_value(flag, {it->second, value});
+      if (!first) util::check_single_value(flag, {it->second, value});
     }
     switch (opt.kind) {
       case LongKind::Short: apply(opt.letter, value, flag); break;
@@ -276,7 +277,7 @@ class Parser {
         break;
       }
       case LongKind::Csv:
-        if (o_.csv_path) check_given_once("--csv", {*o_.csv_path, value});
+        if (o_.csv_path) util::check_given_once("--csv", {*o_.csv_path, value});
         o_.csv_path = non_empty(flag, value);
         break;
       case LongKind::Stats: o_.stats = true; break;
@@ -428,7 +429,7 @@ class Parser {
         break;
       case 'r': {
         const auto depth = in_range<uint32_t>(flag, value, 1, kPerftestMaxRx);
-        if (test_ != sim::PerftestTest::SendBw && depth > kPerftestDefRxRdma)
+        if (test_ != PerftestTest::SendBw && depth > kPerftestDefRxRdma)
           fail(fmt::format("{}: on RDMA WRITE tests perftest allows only an rx depth of 1", flag));
         o_.rx_depth = depth;
         break;
@@ -484,31 +485,31 @@ class Parser {
     }
   }
 
-  sim::PerftestTest test_;
+  PerftestTest test_;
   PerftestOptions& o_;
   std::map<std::string, std::string> hcasim_values_;  // hcasim's single-valued options seen: the first value
 };
 
 }  // namespace
 
-std::string_view perftest_tool_name(sim::PerftestTest test) {
+std::string_view perftest_tool_name(PerftestTest test) {
   switch (test) {
-    case sim::PerftestTest::WriteLat: return "ib_write_lat";
-    case sim::PerftestTest::WriteBw: return "ib_write_bw";
-    case sim::PerftestTest::SendBw: return "ib_send_bw";
+    case PerftestTest::WriteLat: return "ib_write_lat";
+    case PerftestTest::WriteBw: return "ib_write_bw";
+    case PerftestTest::SendBw: return "ib_send_bw";
   }
   return "ib_write_lat";
 }
 
-bool perftest_is_bw(sim::PerftestTest test) { return test != sim::PerftestTest::WriteLat; }
+bool perftest_is_bw(PerftestTest test) { return test != PerftestTest::WriteLat; }
 
-PerftestOptions parse_perftest_args(sim::PerftestTest test, const std::vector<std::string>& args) {
+PerftestOptions parse_perftest_args(PerftestTest test, const std::vector<std::string>& args) {
   PerftestOptions o;
   o.test = test;
   // init_perftest_params(): size DEF_SIZE_BW for bw tests, DEF_SIZE_LAT otherwise; iterations
   // DEF_ITERS_WB for ib_write_bw, DEF_ITERS otherwise.
   o.size = perftest_is_bw(test) ? kPerftestDefSizeBw : kPerftestDefSizeLat;
-  o.iterations = test == sim::PerftestTest::WriteBw ? kPerftestDefItersWriteBw : kPerftestDefIters;
+  o.iterations = test == PerftestTest::WriteBw ? kPerftestDefItersWriteBw : kPerftestDefIters;
   Parser(test, o).run(args);
   if (o.all && o.size_given)
     o.notes.push_back(fmt::format("hcasim: note: -s ignored with -a: perftest sweeps 2..{} B",
@@ -522,8 +523,8 @@ std::vector<uint64_t> perftest_all_sizes() {
   return sizes;
 }
 
-sim::PerftestConfig to_perftest_config(const PerftestOptions& o) {
-  sim::PerftestConfig c;
+PerftestConfig to_perftest_config(const PerftestOptions& o) {
+  PerftestConfig c;
   c.test = o.test;
   c.sizes = o.all ? perftest_all_sizes() : std::vector<uint64_t>{o.size};
   c.iterations = o.iterations;
@@ -531,7 +532,7 @@ sim::PerftestConfig to_perftest_config(const PerftestOptions& o) {
   // force_dependecies(): in iteration mode the tx depth is at most the iterations.
   c.tx_depth = o.tx_depth.value_or(bw ? kPerftestDefTxBw : kPerftestDefTxLat);
   if (c.tx_depth > o.iterations) c.tx_depth = static_cast<uint32_t>(o.iterations);
-  if (o.test == sim::PerftestTest::SendBw) {
+  if (o.test == PerftestTest::SendBw) {
     c.rx_depth = o.rx_depth.value_or(kPerftestDefRxSend);
     if (c.rx_depth > o.iterations) c.rx_depth = static_cast<uint32_t>(o.iterations);
     if (c.rx_depth % 2 == 1 && !o.all) c.rx_depth += 1;  // "WA for a bug when rx_depth is odd"
@@ -576,7 +577,7 @@ int perftest_path_mtu(const PerftestOptions& o, int active_mtu, std::string* not
   return m;
 }
 
-std::string perftest_usage(sim::PerftestTest test) {
+std::string perftest_usage(PerftestTest test) {
   const std::string_view t = perftest_tool_name(test);
   const bool bw = perftest_is_bw(test);
   std::string u = fmt::format(
@@ -591,14 +592,14 @@ std::string perftest_usage(sim::PerftestTest test) {
       "  -I, --inline_size=N       largest inline message, 0..{5} B (default {6})\n"
       "  -t, --tx-depth=N          send queue depth (default {7})\n",
       t, bw ? kPerftestDefSizeBw : kPerftestDefSizeLat, kPerftestMinIters, kPerftestMaxIters,
-      test == sim::PerftestTest::WriteBw ? kPerftestDefItersWriteBw : kPerftestDefIters,
+      test == PerftestTest::WriteBw ? kPerftestDefItersWriteBw : kPerftestDefIters,
       kPerftestMaxInline, bw ? 0u : kPerftestDefInlineWrite, bw ? kPerftestDefTxBw : kPerftestDefTxLat);
   if (bw) {
     u += "  -q, --qp=N                QPs (default 1)\n"
          "  -Q, --cq-mod=N            one CQE per N WRs (default 100; 1 above 8192 B)\n"
          "  -N, --noPeak              no peak bandwidth (also above 20000 iterations)\n"
          "      --report_gbits        Gb/s instead of MB/s (MB = 2^20 B)\n";
-    if (test == sim::PerftestTest::SendBw) u += "  -r, --rx-depth=N          receive queue depth (default 512)\n";
+    if (test == PerftestTest::SendBw) u += "  -r, --rx-depth=N          receive queue depth (default 512)\n";
   }
   u += "  -m, --mtu=N               path MTU: 256 512 1024 2048 4096\n"
        "  -F, -d DEV, -i PORT, -R, -z, -x GID, -p PORT, -c RC: accepted (printed or noted)\n"
@@ -614,4 +615,4 @@ std::string perftest_usage(sim::PerftestTest test) {
   return u;
 }
 
-}  // namespace hcasim::scenarios
+}  // namespace hcasim::frontends

@@ -31,7 +31,7 @@
 #include "frontends/perftest_config.h"
 #include "model/error.h"
 
-namespace hcasim::scenarios {
+namespace hcasim::frontends {
 
 // --- perftest 4.5 constants (src/perftest_parameters.h) -----------------------------------------
 inline constexpr uint64_t kPerftestDefSizeLat = 2;       ///< DEF_SIZE_LAT, bytes
@@ -72,7 +72,7 @@ enum class PerftestColumns {
 /// perftest's for the tool (parse_perftest_args fills them); the values perftest derives from
 /// them (depths capped by -n, CQ moderation, inline size) come from to_perftest_config.
 struct PerftestOptions {
-  sim::PerftestTest test = sim::PerftestTest::WriteLat;
+  PerftestTest test = PerftestTest::WriteLat;
 
   // --- perftest flags -------------------------------------------------------------------
   bool all = false;                   ///< -a: sizes 2..2^23 B (ignores -s)
@@ -113,16 +113,16 @@ struct PerftestOptions {
 };
 
 /// The program name of `test`: "ib_write_lat", "ib_write_bw" or "ib_send_bw".
-std::string_view perftest_tool_name(sim::PerftestTest test);
+std::string_view perftest_tool_name(PerftestTest test);
 
 /// True for the bandwidth tools (perftest's tst == BW).
-bool perftest_is_bw(sim::PerftestTest test);
+bool perftest_is_bw(PerftestTest test);
 
 /// Parses the words after `hcasim TOOL`. Throws InputError with one line naming the flag at
 /// fault, e.g. "-n: 4 is out of range (perftest: 5..100000000)", "-z: ...", "-D: hcasim
 /// simulates perftest's iteration mode only (-n), not -D duration runs", "unknown option
 /// --frobnicate", "--si: ambiguous option (--sig_before, --size)", "-s: missing value".
-PerftestOptions parse_perftest_args(sim::PerftestTest test, const std::vector<std::string>& args);
+PerftestOptions parse_perftest_args(PerftestTest test, const std::vector<std::string>& args);
 
 /// The sizes of -a: 2^1 .. 2^23 bytes (perftest's RUN_ALL loop `for (i = 1; i < 24; ++i)`
 /// size = 1 << i, in write_lat.c, write_bw.c and send_bw.c main()).
@@ -140,7 +140,7 @@ std::vector<uint64_t> perftest_all_sizes();
 /// - inline_size: -I, else 220 B (DEF_INLINE_WRITE) for ib_write_lat and 0 for the bw tools
 ///   (a recognised Mellanox device, RC);
 /// - num_qps: -q (1 for the latency tools); iterations: -n; seed: --seed.
-sim::PerftestConfig to_perftest_config(const PerftestOptions& options);
+PerftestConfig to_perftest_config(const PerftestOptions& options);
 
 /// Whether perftest skips the peak bandwidth: -N, or more than 20000 iterations in a bw test
 /// (perftest 4.5 force_dependecies sets noPeak silently; its -h says "default with peak up to
@@ -156,6 +156,6 @@ bool perftest_no_peak(const PerftestOptions& options);
 int perftest_path_mtu(const PerftestOptions& options, int active_mtu, std::string* note);
 
 /// hcasim's help for the perftest tools (-h / --help).
-std::string perftest_usage(sim::PerftestTest test);
+std::string perftest_usage(PerftestTest test);
 
-}  // namespace hcasim::scenarios
+}  // namespace hcasim::frontends

@@ -1,8 +1,7 @@
 #pragma once
 /// \file What a perftest front end (frontends/perftest_cli.h) hands the simulator and gets back:
 /// plain structs, no SimGrid. sim/perftest_sim.h run_perftest takes a PerftestConfig;
-/// frontends/perftest_output.h turns a PerftestResult into perftest's figures. (Namespace
-/// hcasim::sim kept from where they were declared before, sim/perftest_sim.h.)
+/// frontends/perftest_output.h turns a PerftestResult into perftest's figures.
 #include <cstdint>
 #include <string>
 #include <utility>
@@ -10,7 +9,7 @@
 
 #include "model/fault.h"
 
-namespace hcasim::sim {
+namespace hcasim::frontends {
 
 /// The perftest program being simulated.
 enum class PerftestTest {
@@ -70,4 +69,4 @@ struct PerftestResult {
   model::FaultStats remote_faults;     ///< the server's HCA
 };
 
-}  // namespace hcasim::sim
+}  // namespace hcasim::frontends

@@ -18,7 +18,7 @@
 
 #include "frontends/cformat.h"
 
-namespace hcasim::scenarios {
+namespace hcasim::frontends {
 
 namespace {
 
@@ -40,8 +40,8 @@ constexpr uint64_t kMiB = 0x100000;
 constexpr uint64_t kGbitBytes = 125000000;
 
 /// perftest_parameters.c connStr / testsStr (perftest 4.5: Send, RDMA_Write, RDMA_Read, Atomic).
-const char* verb_name(sim::PerftestTest t) {
-  return t == sim::PerftestTest::SendBw ? "Send" : "RDMA_Write";
+const char* verb_name(PerftestTest t) {
+  return t == PerftestTest::SendBw ? "Send" : "RDMA_Write";
 }
 
 std::vector<uint64_t> cycles_of(const std::vector<double>& ns, double cpu_mhz) {
@@ -81,10 +81,10 @@ uint64_t buffer_size(const PerftestOptions& o) {
   return std::max<uint64_t>(size, 4096);
 }
 
-std::string address_lines(const PerftestOptions& o, const sim::PerftestConfig& c, bool remote) {
+std::string address_lines(const PerftestOptions& o, const PerftestConfig& c, bool remote) {
   std::string out;
   for (const PerftestAddress& a : perftest_addresses(remote, c.num_qps, buffer_size(o), o.seed))
-    out += perftest_address_line(a, remote, o.test != sim::PerftestTest::SendBw,
+    out += perftest_address_line(a, remote, o.test != PerftestTest::SendBw,
                                  o.gid_index.has_value());
   return out;
 }
@@ -110,7 +110,7 @@ uint64_t perftest_cycles(double t_ns, double cpu_mhz) {
   return static_cast<uint64_t>(std::floor(t_ns * cpu_mhz / 1000.0));
 }
 
-PerftestLatFigures perftest_lat_figures(const sim::PerftestPoint& p, double cpu_mhz) {
+PerftestLatFigures perftest_lat_figures(const PerftestPoint& p, double cpu_mhz) {
   if (p.tposted_ns.size() < 4)
     throw std::invalid_argument(fmt::format(
         "perftest latency figures need at least 4 timestamps, the {} B point has {}", p.bytes,
@@ -209,7 +209,7 @@ uint64_t perftest_peak_cycles(const std::vector<uint64_t>& posted, const std::ve
   return best;
 }
 
-PerftestBwFigures perftest_bw_figures(const sim::PerftestPoint& p, double cpu_mhz, uint32_t cq_mod,
+PerftestBwFigures perftest_bw_figures(const PerftestPoint& p, double cpu_mhz, uint32_t cq_mod,
                                       bool no_peak) {
   if (p.tposted_ns.empty() || p.tposted_ns.size() != p.tcompleted_ns.size())
     throw std::invalid_argument(fmt::format(
@@ -313,8 +313,8 @@ std::vector<PerftestAddress> perftest_addresses(bool remote, uint32_t num_qps, u
   return out;
 }
 
-std::string perftest_banner(const PerftestOptions& o, const sim::PerftestConfig& c,
-                            const sim::PerftestResult& r) {
+std::string perftest_banner(const PerftestOptions& o, const PerftestConfig& c,
+                            const PerftestResult& r) {
   const bool bw = perftest_is_bw(o.test);
   // ctx_qp_create: when the QP offers less inline data than asked, perftest uses what it got.
   uint32_t inline_size = c.inline_size;
@@ -339,8 +339,8 @@ std::string perftest_banner(const PerftestOptions& o, const sim::PerftestConfig&
   return out;
 }
 
-std::string format_perftest_head(const PerftestOptions& o, const sim::PerftestResult& r) {
-  const sim::PerftestConfig c = to_perftest_config(o);
+std::string format_perftest_head(const PerftestOptions& o, const PerftestResult& r) {
+  const PerftestConfig c = to_perftest_config(o);
   std::string out;
   // force_dependecies: -Q above 1 kept for a message above MSG_SIZE_CQ_MOD_LIMIT.
   if (perftest_is_bw(o.test) && o.cq_mod && *o.cq_mod > 1 && o.size > kPerftestCqModSizeLimit && !o.all) {
@@ -356,11 +356,11 @@ std::string format_perftest_head(const PerftestOptions& o, const sim::PerftestRe
   return out;
 }
 
-std::string format_perftest_rows(const PerftestOptions& o, const sim::PerftestResult& r, double cpu_mhz) {
+std::string format_perftest_rows(const PerftestOptions& o, const PerftestResult& r, double cpu_mhz) {
   const uint32_t cq_mod = to_perftest_config(o).cq_mod;
   const bool no_peak = perftest_no_peak(o);
   std::string out;
-  for (const sim::PerftestPoint& p : r.points) {
+  for (const PerftestPoint& p : r.points) {
     if (perftest_is_bw(o.test))
       out += perftest_bw_row(perftest_bw_figures(p, cpu_mhz, cq_mod, no_peak), o.columns, o.report_gbits);
     else
@@ -370,12 +370,12 @@ std::string format_perftest_rows(const PerftestOptions& o, const sim::PerftestRe
   return out;
 }
 
-std::string format_perftest_output(const PerftestOptions& o, const sim::PerftestResult& r,
+std::string format_perftest_output(const PerftestOptions& o, const PerftestResult& r,
                                    double cpu_mhz) {
   return format_perftest_head(o, r) + format_perftest_rows(o, r, cpu_mhz);
 }
 
-std::string perftest_csv_header(sim::PerftestTest test) {
+std::string perftest_csv_header(PerftestTest test) {
   if (perftest_is_bw(test))
     return "test,blueflame,write_combining,bytes,iterations,num_qps,bw_peak_mib_s,bw_avg_mib_s,"
            "bw_peak_gbit_s,bw_avg_gbit_s,msg_rate_mpps";
@@ -383,12 +383,12 @@ std::string perftest_csv_header(sim::PerftestTest test) {
          "t_stdev_us,t_p99_us,t_p99_9_us";
 }
 
-std::string format_perftest_csv(const PerftestOptions& o, const sim::PerftestResult& r,
+std::string format_perftest_csv(const PerftestOptions& o, const PerftestResult& r,
                                 double cpu_mhz) {
-  const sim::PerftestConfig c = to_perftest_config(o);
+  const PerftestConfig c = to_perftest_config(o);
   const std::string_view tool = perftest_tool_name(o.test);
   std::string out = perftest_csv_header(o.test) + "\n";
-  for (const sim::PerftestPoint& p : r.points) {
+  for (const PerftestPoint& p : r.points) {
     if (perftest_is_bw(o.test)) {
       const PerftestBwFigures f = perftest_bw_figures(p, cpu_mhz, c.cq_mod, perftest_no_peak(o));
       out += fmt::format("{},{},{},{},{},{},{},{},{},{},{}\n", tool, on_off(r.blueflame),
@@ -405,7 +405,7 @@ std::string format_perftest_csv(const PerftestOptions& o, const sim::PerftestRes
   return out;
 }
 
-std::string format_perftest_stats_line(const sim::PerftestResult& r) {
+std::string format_perftest_stats_line(const PerftestResult& r) {
   const std::string speed =
       r.wall_s > 0 ? fmt::format("{:.2f}", r.simulated_s / r.wall_s) : std::string("inf");
   return fmt::format(
@@ -417,4 +417,4 @@ std::string format_perftest_stats_line(const sim::PerftestResult& r) {
       static_cast<double>(r.max_rss_kb) / 1024);
 }
 
-}  // namespace hcasim::scenarios
+}  // namespace hcasim::frontends

@@ -21,7 +21,7 @@
 #include "frontends/perftest_cli.h"
 #include "frontends/perftest_config.h"
 
-namespace hcasim::scenarios {
+namespace hcasim::frontends {
 
 /// The client's cycle-counter rate perftest divides by (get_cpu_mhz: /proc/cpuinfo's "cpu MHz",
 /// three decimals), in MHz = cycles per us, from a clock in GHz (the platform's host.clock):
@@ -51,7 +51,7 @@ struct PerftestLatFigures {
 /// delta when measure_cnt is odd, else (delta[n/2] + delta[n/2-1]) / 2 in integer cycles; every
 /// time is cycles / (MHz x 2), the 2 being ib_write_lat's rtt_factor. Throws
 /// std::invalid_argument when the point has fewer than 4 timestamps (perftest needs -n >= 5).
-PerftestLatFigures perftest_lat_figures(const sim::PerftestPoint& point, double cpu_mhz);
+PerftestLatFigures perftest_lat_figures(const PerftestPoint& point, double cpu_mhz);
 
 /// The peak's per-message time in cycles: the smallest (completed[j] - posted[i]) / (j - i + 1),
 /// integer division, over every i <= j where perftest has a completion time (j + 1 a multiple
@@ -89,7 +89,7 @@ struct PerftestBwFigures {
 ///   The minimum is perftest_peak_cycles's (O(N log N)).
 /// - with `no_peak` (-N, or more than 20000 iterations) the peak is 0.
 /// Throws std::invalid_argument when tposted and tcompleted differ in size or are empty.
-PerftestBwFigures perftest_bw_figures(const sim::PerftestPoint& point, double cpu_mhz,
+PerftestBwFigures perftest_bw_figures(const PerftestPoint& point, double cpu_mhz,
                                       uint32_t cq_mod, bool no_peak);
 
 /// A results row as perftest prints it (with its "\n"): ib_write_lat in classic (2.x
@@ -105,7 +105,7 @@ std::string perftest_bw_row(const PerftestBwFigures& f, PerftestColumns columns,
 std::string perftest_results_header(const PerftestOptions& options);
 
 /// The values of one "local address" / "remote address" line. The simulation does not report
-/// them (sim::PerftestResult has no QPN, PSN, key or address), so they are fixed, plausible
+/// them (PerftestResult has no QPN, PSN, key or address), so they are fixed, plausible
 /// values: LID 0x01 for the client's port and 0x02 for the server's; QPN 0x48 + QP index (the
 /// emulated HCA numbers QPs from 0x48, sim/hca.h); PSN lrand48() & 0xffffff as perftest draws it
 /// (perftest_resources.c set_up_connection) after srand48(seed x 2 + side); RKey 0x100 (the
@@ -143,40 +143,40 @@ uint64_t perftest_srand48(uint64_t seed);
 /// ON", "ibv_wr* API : OFF" (perftest 4.5 falls back to ibv_post_send on ConnectX/ConnectX-2/3),
 /// TX depth, CQ Moderation (bw), Mtu (`result.mtu`), link IB, GID index (-x), Max inline data,
 /// rdma_cm QPs (-R) and the data exchange method (-R or -z: rdma_cm, else Ethernet).
-std::string perftest_banner(const PerftestOptions& options, const sim::PerftestConfig& config,
-                            const sim::PerftestResult& result);
+std::string perftest_banner(const PerftestOptions& options, const PerftestConfig& config,
+                            const PerftestResult& result);
 
 /// What perftest prints before it measures anything: the CQ moderation warning when it applies,
 /// the banner, the address lines, the 87-dash line and the table header. Needs only the
 /// result's banner facts (sim::check_perftest's), so it can be printed before the simulation.
-std::string format_perftest_head(const PerftestOptions& options, const sim::PerftestResult& result);
+std::string format_perftest_head(const PerftestOptions& options, const PerftestResult& result);
 
 /// What perftest prints once it measured: one row per size (from `result`'s points) and the
 /// closing 87-dash line.
-std::string format_perftest_rows(const PerftestOptions& options, const sim::PerftestResult& result, double cpu_mhz);
+std::string format_perftest_rows(const PerftestOptions& options, const PerftestResult& result, double cpu_mhz);
 
 /// The whole stdout of the perftest client: perftest's parse-time CQ moderation warning when it
 /// applies (-Q above 1 with a size above 8192 B), the banner, the address lines (local then
 /// remote, one per QP, with GID lines after -x), the 87-dash line, the table header, one row per
 /// size, and the closing 87-dash line (format_perftest_head, then format_perftest_rows). `cpu_mhz`
 /// is the client's cycle rate (perftest_cpu_mhz).
-std::string format_perftest_output(const PerftestOptions& options, const sim::PerftestResult& result,
+std::string format_perftest_output(const PerftestOptions& options, const PerftestResult& result,
                                    double cpu_mhz);
 
 /// Header of hcasim's perftest CSV (--csv) for `test`, without newline. Latency:
 /// test,blueflame,write_combining,bytes,iterations,t_min_us,t_max_us,t_typical_us,t_avg_us,
 /// t_stdev_us,t_p99_us,t_p99_9_us. Bandwidth: test,blueflame,write_combining,bytes,iterations,
 /// num_qps,bw_peak_mib_s,bw_avg_mib_s,bw_peak_gbit_s,bw_avg_gbit_s,msg_rate_mpps.
-std::string perftest_csv_header(sim::PerftestTest test);
+std::string perftest_csv_header(PerftestTest test);
 
 /// The --csv file: perftest_csv_header and one row per size, each ending in "\n"; numbers in
 /// full precision (shortest round-trip form), blueflame/write_combining as on/off.
-std::string format_perftest_csv(const PerftestOptions& options, const sim::PerftestResult& result,
+std::string format_perftest_csv(const PerftestOptions& options, const PerftestResult& result,
                                 double cpu_mhz);
 
 /// --stats: "hcasim: stats: activities=N time_steps=N blueflame_posts=N doorbell_posts=N
 /// simulated_s=X wall_s=Y speed=Z simulated s per wall s max_rss_mb=M" (no newline): SimGrid's
 /// own counts (sim::SimGridStats) and the peak RSS in MiB.
-std::string format_perftest_stats_line(const sim::PerftestResult& result);
+std::string format_perftest_stats_line(const PerftestResult& result);
 
-}  // namespace hcasim::scenarios
+}  // namespace hcasim::frontends

@@ -6,7 +6,7 @@
 
 #include <fmt/format.h>
 
-namespace hcasim::scenarios {
+namespace hcasim::frontends {
 
 namespace {
 
@@ -85,11 +85,11 @@ std::string format_qview_profile(std::string_view title, std::vector<QviewRow> r
   return out;
 }
 
-std::string format_ipoib_profile(const sim::IpoibStreamResult& r, std::string_view local_name,
+std::string format_ipoib_profile(const IpoibStreamResult& r, std::string_view local_name,
                                  std::string_view remote_name) {
   std::string out;
   const double elapsed = r.stream.elapsed_s;
-  auto host = [&](const std::vector<sim::KernelProfile>& kernel, const std::vector<sim::CoreProfile>& cores,
+  auto host = [&](const std::vector<KernelProfile>& kernel, const std::vector<CoreProfile>& cores,
                   std::string_view platform, std::string_view program) {
     for (size_t i = 0; i < kernel.size() && i < cores.size(); ++i) {
       double busy_ns = 0, timer_ns = 0;
@@ -115,4 +115,4 @@ std::string format_ipoib_profile(const sim::IpoibStreamResult& r, std::string_vi
   return out;
 }
 
-}  // namespace hcasim::scenarios
+}  // namespace hcasim::frontends

@@ -21,7 +21,7 @@
 
 #include "frontends/netperf_config.h"
 
-namespace hcasim::scenarios {
+namespace hcasim::frontends {
 
 /// One function (or activity) of a flat profile.
 struct QviewRow {
@@ -63,7 +63,7 @@ std::string format_qview_profile(std::string_view title, std::vector<QviewRow> r
 /// ticks and "default_idle" for the rest of the interval (its calls are the times the CPU went
 /// idle, not counted: "-"). Each profile starts with a blank line and a title naming the CPU,
 /// the host's platform and the program. `local_name`/`remote_name`: the platform names.
-std::string format_ipoib_profile(const sim::IpoibStreamResult& result, std::string_view local_name,
+std::string format_ipoib_profile(const IpoibStreamResult& result, std::string_view local_name,
                                  std::string_view remote_name);
 
-}  // namespace hcasim::scenarios
+}  // namespace hcasim::frontends

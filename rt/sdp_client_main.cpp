@@ -14,6 +14,8 @@
 #include "rt/interrupt.h"
 #include "rt/sdp_connection.h"
 #include "rt/stream.h"
+#include "util/number.h"
+#include "util/output_file.h"
 
 using namespace hcasim;
 
@@ -65,7 +67,7 @@ ClientArgs split_args(const std::vector<std::string>& words) {
     };
     // A second --device or -p is an error, as every single-valued option of hcasim's is.
     auto once = [&](const std::string& flag, std::optional<std::string>& seen, const std::string& v) {
-      if (seen) scenarios::check_single_value(flag, {*seen, v});
+      if (seen) util::check_single_value(flag, {*seen, v});
       seen = v;
       return v;
     };
@@ -96,7 +98,7 @@ struct Settings {
 };
 
 /// ib_sdp's defaults and the model's, with the --set assignments applied.
-Settings settings(const scenarios::NetperfOptions& o) {
+Settings settings(const frontends::NetperfOptions& o) {
   Settings st;
   sdp::SdpConfig& c = st.engine;
   for (const std::string& s : o.sets) {
@@ -106,7 +108,7 @@ Settings settings(const scenarios::NetperfOptions& o) {
     if (key != "sdp.zcopy_thresh")
       throw InputError(fmt::format("--set {}: a real run sets only sdp.zcopy_thresh, fault.* and qp.* (the "
                                    "platform parameters are the machine's own)", s));
-    const auto n = scenarios::parse_number(v);
+    const auto n = util::parse_number(v);
     if (!n || *n < 0 || *n != static_cast<double>(static_cast<uint64_t>(*n)))
       throw InputError(fmt::format("--set {}: '{}' is not a byte count", s, v));
     c.zcopy_thresh = static_cast<uint64_t>(*n);
@@ -114,11 +116,11 @@ Settings settings(const scenarios::NetperfOptions& o) {
   return st;
 }
 
-void refuse_simulator_options(const scenarios::NetperfOptions& o) {
+void refuse_simulator_options(const frontends::NetperfOptions& o) {
   auto no = [](const char* flag) {
     throw InputError(fmt::format("{}: a simulator option; a real run uses the machine it runs on", flag));
   };
-  if (o.platform != scenarios::kDefaultPlatform) no("--platform");
+  if (o.platform != frontends::kDefaultPlatform) no("--platform");
   if (o.remote_platform) no("--remote-platform");
   if (o.profile) no("--profile");
   if (o.stats) no("--stats");
@@ -128,7 +130,7 @@ void refuse_simulator_options(const scenarios::NetperfOptions& o) {
 
 int run(const std::vector<std::string>& words) {
   const ClientArgs args = split_args(words);
-  scenarios::NetperfOptions o = scenarios::parse_netperf_args(args.netperf_words, /*allow_byte_count=*/true);
+  frontends::NetperfOptions o = frontends::parse_netperf_args(args.netperf_words, /*allow_byte_count=*/true);
   refuse_simulator_options(o);
   const Settings st = settings(o);
   const sdp::SdpConfig& config = st.engine;
@@ -205,7 +207,7 @@ int run(const std::vector<std::string>& words) {
   const model::FaultStats faults = conn->fault_stats();
   const rt::StreamReport report = rt::StreamReport::decode(rep);
 
-  sim::TcpStreamResult r;
+  frontends::TcpStreamResult r;
   r.local_send_socket = o.local_send_socket ? o.local_send_socket : uint64_t{config.tx_ring} * config.max_recv_size;
   r.remote_recv_socket = o.remote_recv_socket ? o.remote_recv_socket : uint64_t{config.rx_ring} * config.max_recv_size;
   r.send_size = send_size;
@@ -220,7 +222,7 @@ int run(const std::vector<std::string>& words) {
   r.local_util_pct = rt::utilisation_pct(cpu0, cpu1);
   r.remote_util_pct = report.util_pct;
   r.data_verified = report.bytes == sent && report.crc32 == crc;
-  std::fputs(scenarios::format_netperf_output(o, r, scenarios::netperf_figures(o, r)).c_str(), stdout);
+  std::fputs(frontends::format_netperf_output(o, r, frontends::netperf_figures(o, r)).c_str(), stdout);
   std::fflush(stdout);
   const bool ok = report.bytes == sent && report.crc32 == crc;
   std::fprintf(stderr, "%s: device %s: sent %llu bytes crc32 %08x, the server received %llu bytes crc32 %08x: %s\n",

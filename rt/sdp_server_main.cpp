@@ -16,7 +16,7 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
-#include "frontends/netperf_output.h"  // check_single_value
+#include "util/output_file.h"
 #include "rt/interrupt.h"
 #include "rt/sdp_connection.h"
 #include "rt/stream.h"
@@ -159,7 +159,7 @@ int main(int argc, char** argv) {
     for (const char* flag : {"--device", "--port", "--local"}) {
       const CLI::Option* opt = app.get_option(flag);
       const std::string shown = opt->get_name() == "--port" ? "-p" : opt->get_name() == "--local" ? "-L" : "--device";
-      scenarios::check_single_value(shown, opt->results());
+      util::check_single_value(shown, opt->results());
     }
   } catch (const InputError& e) {
     std::fprintf(stderr, "%s: %s\n", kProg, e.what());

@@ -25,6 +25,8 @@
 #include "scenarios/run_file.h"
 #include "sim/testbed.h"
 #include "util/csv.h"
+#include "util/number.h"
+#include "util/output_file.h"
 
 namespace hcasim::scenarios {
 
@@ -359,7 +361,7 @@ FitParam parse_fit_param(const std::string& item, const model::Platform& platfor
   for (const auto& s : starts) {
     const auto seq = s.find('=');
     if (s.substr(0, seq) != p.key) continue;
-    const auto v = seq == std::string::npos ? std::nullopt : parse_number(s.substr(seq + 1));
+    const auto v = seq == std::string::npos ? std::nullopt : util::parse_number(s.substr(seq + 1));
     if (!v || !std::isfinite(*v)) throw InputError(fmt::format("--start {}: not KEY=NUMBER", s));
     p.start = *v;
   }
@@ -369,8 +371,8 @@ FitParam parse_fit_param(const std::string& item, const model::Platform& platfor
   if (eq != std::string::npos) {
     const std::string bounds = item.substr(eq + 1);
     const auto colon = bounds.find(':');
-    const auto lo = colon == std::string::npos ? std::nullopt : parse_number(bounds.substr(0, colon));
-    const auto hi = colon == std::string::npos ? std::nullopt : parse_number(bounds.substr(colon + 1));
+    const auto lo = colon == std::string::npos ? std::nullopt : util::parse_number(bounds.substr(0, colon));
+    const auto hi = colon == std::string::npos ? std::nullopt : util::parse_number(bounds.substr(colon + 1));
     if (!lo || !hi || !std::isfinite(*lo) || !std::isfinite(*hi)) fail("bounds must be LO:HI, two numbers");
     if (*lo <= 0) fail("the lower bound must be > 0");
     if (*lo >= *hi) fail("the lower bound must be below the upper");
@@ -419,7 +421,7 @@ std::vector<double> simulated_quantities(const Observation& obs, const std::stri
     std::optional<double> v;
     for (size_t r = 1; r < rows.size() && !v; ++r)
       if (rows[r].size() > static_cast<size_t>(std::max(b, c)) && rows[r][static_cast<size_t>(b)] == bytes)
-        v = parse_number(rows[r][static_cast<size_t>(c)]);
+        v = util::parse_number(rows[r][static_cast<size_t>(c)]);
     if (!v) throw InputError(fmt::format("{}: no simulated row for {} bytes", origin, bytes));
     out.push_back(*v);
   }
@@ -563,13 +565,13 @@ CalibrateOptions parse_calibrate_args(const std::vector<std::string>& args) {
   } catch (const CLI::ParseError& e) {
     throw InputError(e.what());
   }
-  check_given_once("-o", opt_out->results());
-  check_given_once("--csv", opt_csv->results());
-  check_single_value("--platform", opt_platform->results());
-  check_single_value("-j", opt_jobs->results());
-  check_single_value("--max-evals", opt_evals->results());
-  check_single_value("--duration", opt_duration->results());
-  check_single_value("--iterations", opt_iter->results());
+  util::check_given_once("-o", opt_out->results());
+  util::check_given_once("--csv", opt_csv->results());
+  util::check_single_value("--platform", opt_platform->results());
+  util::check_single_value("-j", opt_jobs->results());
+  util::check_single_value("--max-evals", opt_evals->results());
+  util::check_single_value("--duration", opt_duration->results());
+  util::check_single_value("--iterations", opt_iter->results());
   for (auto* opt : {opt_platform, opt_fit, opt_runs})
     if (!opt->count()) throw InputError(fmt::format("{} is required", opt->get_name()));
   for (const std::string& list : fit_lists) {
@@ -585,7 +587,7 @@ CalibrateOptions parse_calibrate_args(const std::vector<std::string>& args) {
   }
   o.fit = fit;
   auto whole = [](const std::string& flag, const std::string& text, double lo, double hi) {
-    const auto n = parse_number(text);
+    const auto n = util::parse_number(text);
     if (!n || *n != std::floor(*n)) throw InputError(fmt::format("{}: '{}' is not a whole number", flag, text));
     if (*n < lo || *n > hi) throw InputError(fmt::format("{}: '{}' must be {}..{}", flag, text, lo, hi));
     return *n;
@@ -629,17 +631,17 @@ int run_calibrate(const CalibrateOptions& o) {
   const std::vector<Observation> fit_obs = load_all(o.runs);
   const std::vector<Observation> hold_obs = load_all(o.holdout);
   const std::string output = o.output.value_or(base.name() + "-fitted.toml");
-  check_output_path(output, "-o");
+  util::check_output_path(output, "-o");
   // The inputs: the base platform, and the run or scenario file of every run ("FILE:LINE").
   std::vector<std::string> inputs = {platform_file};
   for (const auto* list : {&fit_obs, &hold_obs})
     for (const auto& ob : *list) inputs.push_back(ob.where.substr(0, ob.where.rfind(':')));
-  check_not_an_input(output, inputs, "-o");
+  util::check_not_an_input(output, inputs, "-o");
   if (o.csv_path) {
-    check_output_path(*o.csv_path, "--csv");
+    util::check_output_path(*o.csv_path, "--csv");
     if (fs::weakly_canonical(*o.csv_path) == fs::weakly_canonical(output))
       throw InputError(fmt::format("--csv {}: the same file as -o", *o.csv_path));
-    check_not_an_input(*o.csv_path, inputs, "--csv");
+    util::check_not_an_input(*o.csv_path, inputs, "--csv");
   }
   {
     // Each run's own settings must apply to the base platform too, and a run that names its
@@ -823,8 +825,8 @@ int run_calibrate(const CalibrateOptions& o) {
       changes.emplace_back(key, literal, fmt::format("set by hcasim calibrate --set {} (fitted with it)", s));
     }
     const std::string fitted_text = rewrite_platform(base_text, platform_file, changes);
-    if (o.csv_path) write_file_atomically(*o.csv_path, csv, "--csv");
-    write_file_atomically(output, fitted_text, "-o");
+    if (o.csv_path) util::write_file_atomically(*o.csv_path, csv, "--csv");
+    util::write_file_atomically(output, fitted_text, "-o");
     std::cout << fmt::format("\nwrote {}{}\n", output, o.csv_path ? " and " + *o.csv_path : "");
   } catch (const ChildFailure& e) {
     return print_child_failure(e);

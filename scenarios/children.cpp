@@ -24,6 +24,7 @@
 
 #include "frontends/netperf_cli.h"
 #include "model/error.h"
+#include "util/number.h"
 
 extern char** environ;
 
@@ -209,7 +210,7 @@ int online_cpus() {
 }
 
 int parse_jobs(const std::string& text) {
-  const auto n = parse_number(text);
+  const auto n = util::parse_number(text);
   if (!n || *n != std::floor(*n)) throw InputError(fmt::format("-j: '{}' is not a number", text));
   if (*n < 1 || *n > 4096) throw InputError(fmt::format("-j: '{}' must be 1..4096", text));
   return static_cast<int>(*n);

@@ -30,6 +30,7 @@
 #include "sim/ipoib_sim.h"
 #include "sim/netperf_sim.h"
 #include "sim/progress.h"
+#include "util/output_file.h"
 
 namespace {
 
@@ -100,33 +101,33 @@ also each one's value, where it was given and its source (hcasim params --help).
 )";
 
 int netperf_main(const std::vector<std::string>& args) {
-  const NetperfOptions opts = parse_netperf_args(args, /*allow_byte_count=*/true);
+  const frontends::NetperfOptions opts = frontends::parse_netperf_args(args, /*allow_byte_count=*/true);
   if (opts.help) {
     std::cout << kUsage;
     return 0;
   }
   const StopOnSignal stop_on_signal;  // before the Engine: SIGINT 130, SIGTERM 143, not SimGrid's exit 1
-  if (opts.csv_path) check_output_path(*opts.csv_path, "--csv");
-  check_verify_data_memory(opts);
+  if (opts.csv_path) util::check_output_path(*opts.csv_path, "--csv");
+  frontends::check_verify_data_memory(opts);
   for (const auto& note : opts.notes) std::cerr << note << "\n";
 
   auto [local, remote] = load_host_platforms(opts.platform, opts.remote_platform, opts.sets);
-  if (opts.csv_path) check_not_an_input(*opts.csv_path, platform_files(opts.platform, opts.remote_platform), "--csv");
+  if (opts.csv_path) util::check_not_an_input(*opts.csv_path, platform_files(opts.platform, opts.remote_platform), "--csv");
 
-  const sim::TcpStreamConfig config = to_tcp_stream_config(opts);
+  const frontends::TcpStreamConfig config = frontends::to_tcp_stream_config(opts);
   // On a terminal, a timed run that takes more than a wall second says how far it is and how
   // long it will take (stderr only; erased at the end). Elsewhere nothing is added.
   bool progress_shown = false;
   if (opts.length_bytes == 0 && ::isatty(STDERR_FILENO))
     sim::report_progress([&progress_shown, length = opts.length_s](double simulated_s, double wall_s) {
-      std::cerr << "\r\033[K" << format_progress_line(simulated_s, length, wall_s) << std::flush;
+      std::cerr << "\r\033[K" << frontends::format_progress_line(simulated_s, length, wall_s) << std::flush;
       progress_shown = true;
     });
-  std::optional<sim::IpoibStreamResult> ipoib;
+  std::optional<frontends::IpoibStreamResult> ipoib;
   if (opts.transport == "ipoib") ipoib = sim::run_ipoib_stream(local, remote, config);
   // Init-captures: clang before 16 cannot capture a structured binding.
   const auto simulate = [&l = local, &r = remote, &config] { return sim::run_tcp_stream(l, r, config); };
-  const sim::TcpStreamResult result = ipoib ? ipoib->stream : run_under_faults(config.faults.any(), simulate);
+  const frontends::TcpStreamResult result = ipoib ? ipoib->stream : run_under_faults(config.faults.any(), simulate);
   if (progress_shown) std::cerr << "\r\033[K" << std::flush;
   // A run too short to deliver one message measured nothing: a throughput of 0 and a service
   // demand of 0 / 0 (netperf's -l is whole seconds; 1e-300 s ends before the first send).
@@ -134,20 +135,20 @@ int netperf_main(const std::vector<std::string>& args) {
     throw InputError(fmt::format("-l {}: too short to move one message (the receiver got 0 bytes in {:.3g} s "
                                  "simulated); give a longer -l",
                                  opts.length_s, result.elapsed_s));
-  if (const std::string note = request_size_note(opts, result.send_size); !note.empty())
+  if (const std::string note = frontends::request_size_note(opts, result.send_size); !note.empty())
     std::cerr << note << "\n";
 
-  const NetperfFigures figures = netperf_figures(opts, result);
+  const frontends::NetperfFigures figures = frontends::netperf_figures(opts, result);
   const OutputSection writing;  // a signal now waits for the outputs to be whole
   // A file first (a failure to write it leaves stdout empty); --csv /dev/stdout after the output.
-  const bool csv_to_stdout = opts.csv_path && is_stdout_path(*opts.csv_path);
+  const bool csv_to_stdout = opts.csv_path && util::is_stdout_path(*opts.csv_path);
   if (opts.csv_path && !csv_to_stdout)
-    write_file_atomically(*opts.csv_path, format_netperf_csv(opts, result, figures), "--csv");
-  std::cout << format_netperf_output(opts, result, figures);
+    util::write_file_atomically(*opts.csv_path, frontends::format_netperf_csv(opts, result, figures), "--csv");
+  std::cout << frontends::format_netperf_output(opts, result, figures);
   if (opts.profile)
-    std::cout << (ipoib ? format_ipoib_profile(*ipoib, local.name(), remote.name()) : format_netperf_profile(result));
+    std::cout << (ipoib ? frontends::format_ipoib_profile(*ipoib, local.name(), remote.name()) : frontends::format_netperf_profile(result));
   std::cout << std::flush;
-  if (csv_to_stdout) write_file_atomically(*opts.csv_path, format_netperf_csv(opts, result, figures), "--csv");
+  if (csv_to_stdout) util::write_file_atomically(*opts.csv_path, frontends::format_netperf_csv(opts, result, figures), "--csv");
   // hcasim's own lines go to stderr after netperf's output, which stays netperf's alone.
   if (result.faults_configured) {
     std::cerr << "hcasim: local  " << result.local_faults.summary() << "\n";
@@ -157,8 +158,8 @@ int netperf_main(const std::vector<std::string>& args) {
     std::cerr << fmt::format("hcasim: data: {} B sent, crc32 {:08x}; {} B received, crc32 {:08x}\n",
                              result.bytes_sent, result.sent_crc32, result.bytes_received, result.received_crc32);
   if (opts.stats) {
-    std::cerr << format_stats_line(result) << "\n";
-    if (!result.link_busy_s.empty()) std::cerr << format_link_busy_line(result.link_busy_s, result.elapsed_s) << "\n";
+    std::cerr << frontends::format_stats_line(result) << "\n";
+    if (!result.link_busy_s.empty()) std::cerr << frontends::format_link_busy_line(result.link_busy_s, result.elapsed_s) << "\n";
   }
   if (opts.verify_data && !result.data_verified) {
     std::cerr << "hcasim: error: --verify-data: the data received differ from the data sent\n";
@@ -199,9 +200,9 @@ int main(int argc, char** argv) {
       }
       return netperf_main(rest);
     }
-    if (command == "ib_write_lat") return perftest_main(sim::PerftestTest::WriteLat, rest);
-    if (command == "ib_write_bw") return perftest_main(sim::PerftestTest::WriteBw, rest);
-    if (command == "ib_send_bw") return perftest_main(sim::PerftestTest::SendBw, rest);
+    if (command == "ib_write_lat") return perftest_main(frontends::PerftestTest::WriteLat, rest);
+    if (command == "ib_write_bw") return perftest_main(frontends::PerftestTest::WriteBw, rest);
+    if (command == "ib_send_bw") return perftest_main(frontends::PerftestTest::SendBw, rest);
     if (command == "run") {
       for (const auto& w : rest)
         if (w == "--help" || w == "-h") {

@@ -18,61 +18,62 @@
 #include "scenarios/run_failure.h"
 #include "scenarios/signals.h"
 #include "sim/perftest_sim.h"
+#include "util/output_file.h"
 
 namespace hcasim::scenarios {
 
-int perftest_main(sim::PerftestTest test, const std::vector<std::string>& args) {
-  PerftestOptions opts = parse_perftest_args(test, args);
+int perftest_main(frontends::PerftestTest test, const std::vector<std::string>& args) {
+  frontends::PerftestOptions opts = frontends::parse_perftest_args(test, args);
   if (opts.help) {
-    std::cout << perftest_usage(test);
+    std::cout << frontends::perftest_usage(test);
     return 0;
   }
   if (opts.version) {  // perftest -V prints "Version: 6.06" for 4.5+0.17
     std::cout << fmt::format("Version: 6.06 (perftest 4.5, simulated by hcasim {})\n",
-                             perftest_tool_name(test));
+                             frontends::perftest_tool_name(test));
     return 0;
   }
   const StopOnSignal stop_on_signal;  // before the Engine: SIGINT 130, SIGTERM 143, not SimGrid's exit 1
-  if (opts.csv_path) check_output_path(*opts.csv_path, "--csv");
+  if (opts.csv_path) util::check_output_path(*opts.csv_path, "--csv");
   for (const auto& note : opts.notes) std::cerr << note << "\n";
 
   auto [local, remote] = load_host_platforms(opts.platform, opts.remote_platform, opts.sets);
-  if (opts.csv_path) check_not_an_input(*opts.csv_path, platform_files(opts.platform, opts.remote_platform), "--csv");
+  if (opts.csv_path) util::check_not_an_input(*opts.csv_path, platform_files(opts.platform, opts.remote_platform), "--csv");
   // Without -d perftest opens the first device: the platform's (mthca0 on an InfiniHost).
   if (opts.device.empty()) opts.device = local.str("hca.device");
   // -m: the path MTU perftest picks (set_mtu) from the port's active MTU, ib.mtu of each host.
   if (opts.mtu) {
     std::string note;
     const auto active = static_cast<int>(local.integer("ib.mtu"));
-    const int mtu = perftest_path_mtu(opts, active, &note);
+    const int mtu = frontends::perftest_path_mtu(opts, active, &note);
     if (!note.empty()) std::cerr << note << "\n";
     const std::string assignment = fmt::format("ib.mtu={}", mtu);
     local.set(assignment);
     remote.set(assignment);
   }
   // The client's cycle counter rate, perftest's get_cpu_mhz().
-  const double cpu_mhz = perftest_cpu_mhz(local.num("host.clock"));
+  const double cpu_mhz = frontends::perftest_cpu_mhz(local.num("host.clock"));
 
-  const sim::PerftestConfig config = to_perftest_config(opts);
+  const frontends::PerftestConfig config = frontends::to_perftest_config(opts);
   // perftest prints its banner, addresses and table header before it measures: so does hcasim,
   // once every input is checked (sim::check_perftest), so that a long run does not look hung.
-  std::cout << format_perftest_head(opts, sim::check_perftest(local, remote, config)) << std::flush;
-  const sim::PerftestResult result =
+  std::cout << frontends::format_perftest_head(opts, sim::check_perftest(local, remote, config)) << std::flush;
+  const frontends::PerftestResult result =
       run_under_faults(config.faults.any(),  // init-captures: clang before 16 cannot capture a structured binding
                        [&l = local, &r = remote, &config] { return sim::run_perftest(l, r, config); });
   const OutputSection writing;  // a signal now waits for the outputs to be whole
-  const bool csv_to_stdout = opts.csv_path && is_stdout_path(*opts.csv_path);
+  const bool csv_to_stdout = opts.csv_path && util::is_stdout_path(*opts.csv_path);
   if (opts.csv_path && !csv_to_stdout)
-    write_file_atomically(*opts.csv_path, format_perftest_csv(opts, result, cpu_mhz), "--csv");
-  std::cout << format_perftest_rows(opts, result, cpu_mhz) << std::flush;
-  if (csv_to_stdout) write_file_atomically(*opts.csv_path, format_perftest_csv(opts, result, cpu_mhz), "--csv");
+    util::write_file_atomically(*opts.csv_path, frontends::format_perftest_csv(opts, result, cpu_mhz), "--csv");
+  std::cout << frontends::format_perftest_rows(opts, result, cpu_mhz) << std::flush;
+  if (csv_to_stdout) util::write_file_atomically(*opts.csv_path, frontends::format_perftest_csv(opts, result, cpu_mhz), "--csv");
   if (result.faults_configured) {  // hcasim's own lines, on stderr: stdout stays perftest's
     std::cerr << "hcasim: local  " << result.local_faults.summary() << "\n";
     std::cerr << "hcasim: remote " << result.remote_faults.summary() << "\n";
   }
   if (opts.stats) {
-    std::cerr << format_perftest_stats_line(result) << "\n";
-    std::cerr << format_link_busy_line(result.link_busy_s, result.simulated_s) << "\n";
+    std::cerr << frontends::format_perftest_stats_line(result) << "\n";
+    std::cerr << frontends::format_link_busy_line(result.link_busy_s, result.simulated_s) << "\n";
   }
   return 0;
 }

@@ -14,6 +14,6 @@ namespace hcasim::scenarios {
 /// sim::run_perftest, writes the CSV whole or not at all, prints perftest's output on stdout
 /// and, with --stats, the statistics line on stderr. Returns 0; throws InputError on bad input
 /// (the caller prints it and exits 2).
-int perftest_main(sim::PerftestTest test, const std::vector<std::string>& args);
+int perftest_main(frontends::PerftestTest test, const std::vector<std::string>& args);
 
 }  // namespace hcasim::scenarios

@@ -10,6 +10,7 @@
 #include "frontends/netperf_cli.h"  // parse_number
 #include "scenarios/datadir.h"
 #include "util/csv.h"
+#include "util/number.h"
 
 namespace hcasim::scenarios {
 
@@ -32,7 +33,7 @@ std::optional<double> number_cell(const std::vector<std::string>& header,
   if (c < 0 || static_cast<size_t>(c) >= row.size() || row[static_cast<size_t>(c)].empty())
     return std::nullopt;
   const std::string& text = row[static_cast<size_t>(c)];
-  const auto v = parse_number(text);
+  const auto v = util::parse_number(text);
   if (!v) throw InputError(fmt::format("{}: column {}: '{}' is not a number", origin, name, text));
   return v;
 }
@@ -45,7 +46,7 @@ uint64_t whole_number_cell(const std::vector<std::string>& header,
   const int c = column(header, name);
   if (c < 0) throw InputError(fmt::format("{}: no column '{}'", origin, name));
   const std::string text = static_cast<size_t>(c) < row.size() ? row[static_cast<size_t>(c)] : "";
-  const auto v = parse_number(text);
+  const auto v = util::parse_number(text);
   if (!v || *v < 0 || *v != std::floor(*v) || *v > 9007199254740992.0)  // 2^53
     throw InputError(fmt::format("{}: column {}: '{}' is not a whole number", origin, name, text));
   return static_cast<uint64_t>(*v);

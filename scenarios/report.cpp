@@ -370,7 +370,7 @@ std::string last_line(const std::string& text) {
 std::optional<uint64_t> netperf_message_size(const ScenarioPoint& point, bool* from_request) {
   if (point.kind != PointKind::Netperf) return std::nullopt;
   try {
-    const NetperfOptions o = parse_netperf_args(point.words);
+    const frontends::NetperfOptions o = frontends::parse_netperf_args(point.words);
     if (o.send_size > 0) return o.send_size;
     if (o.request_size) {
       const std::string first = o.request_size->substr(0, o.request_size->find(','));

@@ -14,6 +14,7 @@
 #include "scenarios/run_report.h"
 #include "scenarios/scenario.h"
 #include "scenarios/simulate.h"
+#include "util/output_file.h"
 
 namespace hcasim::scenarios {
 
@@ -37,10 +38,10 @@ RunOptions parse_run_args(const std::vector<std::string>& args) {
   } catch (const CLI::ParseError& e) {
     throw InputError(e.what());
   }
-  check_single_value("-j", opt_jobs->results());
+  util::check_single_value("-j", opt_jobs->results());
   if (opt_jobs->count()) o.jobs = parse_jobs(jobs);
   if (opt_csv->count()) {
-    check_given_once("--csv", opt_csv->results());
+    util::check_given_once("--csv", opt_csv->results());
     if (csv.empty()) throw InputError("--csv: empty path");
     o.csv_path = csv;
   }
@@ -53,10 +54,10 @@ int run_scenario(const RunOptions& options) {
   const Scenario s = load_scenario(path);
   // The default file lands in the working directory, whatever the name says.
   const std::string csv_path = options.csv_path.value_or(safe_file_name(s.name) + "-results.csv");
-  check_output_path(csv_path, "--csv");
+  util::check_output_path(csv_path, "--csv");
   std::vector<std::string> inputs = {path};
   for (const ScenarioPoint& p : s.points) inputs.push_back(reference_path(p.reference, data_dir()).string());
-  check_not_an_input(csv_path, inputs, "--csv");
+  util::check_not_an_input(csv_path, inputs, "--csv");
 
   const size_t parallel = static_cast<size_t>(options.jobs > 0 ? options.jobs : online_cpus());
   std::vector<PointOutcome> outcomes;
@@ -70,9 +71,9 @@ int run_scenario(const RunOptions& options) {
   const bool all_ok = std::none_of(outcomes.begin(), outcomes.end(),
                                    [](const PointOutcome& o) { return o.status == "FAIL"; });
   // A file first (a failure to write it leaves stdout empty); --csv /dev/stdout after the report.
-  if (!is_stdout_path(csv_path)) write_file_atomically(csv_path, format_run_csv(s, outcomes), "--csv");
+  if (!util::is_stdout_path(csv_path)) util::write_file_atomically(csv_path, format_run_csv(s, outcomes), "--csv");
   std::cout << format_run_report(s, outcomes) << std::flush;
-  if (is_stdout_path(csv_path)) write_file_atomically(csv_path, format_run_csv(s, outcomes), "--csv");
+  if (util::is_stdout_path(csv_path)) util::write_file_atomically(csv_path, format_run_csv(s, outcomes), "--csv");
   return all_ok ? 0 : 1;
 }
 

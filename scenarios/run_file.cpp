@@ -23,6 +23,7 @@
 #include "frontends/perftest_cli.h"
 #include "scenarios/datadir.h"
 #include "util/command_words.h"
+#include "util/number.h"
 
 namespace hcasim::scenarios {
 
@@ -427,7 +428,7 @@ std::optional<std::string> banner_confidence(std::string_view banner) {
 
 class NetperfOutputReader {
  public:
-  NetperfOutputReader(const NetperfOptions& o, const std::string& origin, uint32_t command_line)
+  NetperfOutputReader(const frontends::NetperfOptions& o, const std::string& origin, uint32_t command_line)
       : o_(o), origin_(origin), command_line_(command_line) {}
 
   NetperfReading read(const std::vector<Line>& out) {
@@ -503,7 +504,7 @@ class NetperfOutputReader {
       const auto f = fields(trim(out[k].text));
       if (!f.empty() && f.front() == "Alignment") return;
       if (f.size() != row_fields) continue;
-      if (std::all_of(f.begin(), f.end(), [](std::string_view w) { return parse_number(w).has_value(); }))
+      if (std::all_of(f.begin(), f.end(), [](std::string_view w) { return util::parse_number(w).has_value(); }))
         fail_at(origin_, out[k].number,
                 fmt::format("a second netperf result row under the command of line {} (the first is line {}): "
                             "repeat the command line before each run",
@@ -557,7 +558,7 @@ class NetperfOutputReader {
   }
 
   double number(std::string_view text, uint32_t line, size_t column, const char* name) const {
-    const std::optional<double> v = parse_number(text);
+    const std::optional<double> v = util::parse_number(text);
     if (!v)
       fail_at(origin_, line,
               fmt::format("netperf result row: column {} ({}) '{}' is not a number", column + 1,
@@ -565,7 +566,7 @@ class NetperfOutputReader {
     return *v;
   }
 
-  const NetperfOptions& o_;
+  const frontends::NetperfOptions& o_;
   const std::string& origin_;
   uint32_t command_line_;
   NetperfReading r_;
@@ -644,10 +645,10 @@ std::pair<std::string_view, std::string_view> name_and_unit(std::string_view wor
 class PerftestOutputReader {
  public:
   /// `options`: the command's, whose sizes (-s, or -a's sweep) every row must have.
-  PerftestOutputReader(const PerftestOptions& options, bool cycles_flag, const std::string& origin,
+  PerftestOutputReader(const frontends::PerftestOptions& options, bool cycles_flag, const std::string& origin,
                        uint32_t command_line)
       : test_(options.test), cycles_flag_(cycles_flag), origin_(origin), command_line_(command_line),
-        options_(options), sizes_(to_perftest_config(options).sizes) {}
+        options_(options), sizes_(frontends::to_perftest_config(options).sizes) {}
 
   PerftestReading read(const std::vector<Line>& out) {
     size_t k = 0;
@@ -676,7 +677,7 @@ class PerftestOutputReader {
   }
 
  private:
-  std::string_view tool() const { return perftest_tool_name(test_); }
+  std::string_view tool() const { return frontends::perftest_tool_name(test_); }
 
   static bool is_header(const Line& line) {
     const auto f = fields(line.text);
@@ -730,7 +731,7 @@ class PerftestOutputReader {
   }
 
   void check_columns() {
-    const bool bw = perftest_is_bw(test_);
+    const bool bw = frontends::perftest_is_bw(test_);
     for (const HeaderColumn& h : columns_) {
       if (is_latency_column(h.column) == bw)
         header_error(fmt::format("column '{}' belongs to a {} table, not {}'s", h.label,
@@ -791,7 +792,7 @@ class PerftestOutputReader {
                           "before each run",
                           bytes, it->second));
     first_row_of_.emplace(bytes, line);
-    if (perftest_is_bw(test_)) {
+    if (frontends::perftest_is_bw(test_)) {
       BandwidthRow b;
       b.bytes = bytes;
       b.iterations = iterations;
@@ -842,35 +843,35 @@ class PerftestOutputReader {
 
   double number(std::string_view text, uint32_t line, size_t column,
                 const std::string& name) const {
-    const std::optional<double> v = parse_number(text);
+    const std::optional<double> v = util::parse_number(text);
     if (!v)
       fail_at(origin_, line,
               fmt::format("perftest row: column {} ({}) '{}' is not a number", column, name, text));
     return *v;
   }
 
-  sim::PerftestTest test_;
+  frontends::PerftestTest test_;
   bool cycles_flag_;
   const std::string& origin_;
   uint32_t command_line_;
-  PerftestOptions options_;
+  frontends::PerftestOptions options_;
   std::vector<uint64_t> sizes_;              ///< the sizes the command runs
   std::map<uint64_t, uint32_t> first_row_of_;  ///< size -> line of its row
   std::vector<HeaderColumn> columns_;
   PerftestReading r_;
 };
 
-sim::PerftestTest perftest_test_of(std::string_view tool) {
-  if (tool == "ib_write_bw") return sim::PerftestTest::WriteBw;
-  if (tool == "ib_send_bw") return sim::PerftestTest::SendBw;
-  return sim::PerftestTest::WriteLat;
+frontends::PerftestTest perftest_test_of(std::string_view tool) {
+  if (tool == "ib_write_bw") return frontends::PerftestTest::WriteBw;
+  if (tool == "ib_send_bw") return frontends::PerftestTest::SendBw;
+  return frontends::PerftestTest::WriteLat;
 }
 
 /// A command whose output is being collected.
 struct Pending {
   RealRun run;
-  NetperfOptions netperf;
-  PerftestOptions perftest;
+  frontends::NetperfOptions netperf;
+  frontends::PerftestOptions perftest;
   bool cycles_flag = false;  ///< perftest -C / --report-cycles
   std::vector<Line> output;
 };
@@ -919,11 +920,11 @@ std::vector<RealRun> parse_run_file(std::string_view text, const std::string& or
         try {
           if (p.run.tool == "netperf") {
             p.run.words = unmangle_netperf_words(c.words);
-            p.netperf = parse_netperf_args(p.run.words);
+            p.netperf = frontends::parse_netperf_args(p.run.words);
           } else {
             p.run.words = std::move(c.words);
             p.cycles_flag = strip_report_cycles(p.run.words);
-            p.perftest = parse_perftest_args(perftest_test_of(p.run.tool), p.run.words);
+            p.perftest = frontends::parse_perftest_args(perftest_test_of(p.run.tool), p.run.words);
           }
         } catch (const InputError& e) {
           fail_at(origin, line.number, fmt::format("{}: {}", p.run.tool, e.what()));

@@ -199,9 +199,9 @@ ScenarioPoint parse_point(const toml::table& t, const Scenario& scenario, size_t
     }
   }
   if (p.kind == PointKind::Latency) {
-    PerftestOptions lat;
+    frontends::PerftestOptions lat;
     try {
-      lat = parse_perftest_args(sim::PerftestTest::WriteLat, words);
+      lat = frontends::parse_perftest_args(frontends::PerftestTest::WriteLat, words);
     } catch (const InputError& e) {
       fail_at(origin, p.line, where + "command: " + e.what());
     }
@@ -210,9 +210,9 @@ ScenarioPoint parse_point(const toml::table& t, const Scenario& scenario, size_t
     p.words = std::move(words);
     return p;
   }
-  NetperfOptions parsed;
+  frontends::NetperfOptions parsed;
   try {
-    parsed = parse_netperf_args(words);
+    parsed = frontends::parse_netperf_args(words);
   } catch (const InputError& e) {
     fail_at(origin, p.line, where + "command: " + e.what());
   }

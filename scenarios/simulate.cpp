@@ -13,6 +13,7 @@
 #include "scenarios/datadir.h"
 #include "scenarios/reference.h"
 #include "sim/testbed.h"
+#include "util/number.h"
 
 namespace hcasim::scenarios {
 
@@ -74,7 +75,7 @@ CheckedScenario check_scenario(const Scenario& s, const std::string& base) {
 }  // namespace
 
 double parse_duration_flag(const std::string& text) {
-  const auto d = parse_number(text);
+  const auto d = util::parse_number(text);
   if (!d || !std::isfinite(*d) || *d < 0 || *d > 3600)
     throw InputError(fmt::format("--duration: '{}' must be 0..3600 seconds", text));
   return *d;
@@ -90,7 +91,7 @@ std::vector<std::string> with_sim_length(const std::string& tool, std::vector<st
     uint64_t typed = tool == "ib_write_bw" ? 5000 : 1000;  // perftest's defaults
     for (size_t i = 0; i + 1 < words.size(); ++i)
       if (words[i] == "-n" || words[i] == "--iters")
-        if (const auto n = parse_number(words[i + 1])) typed = static_cast<uint64_t>(*n);
+        if (const auto n = util::parse_number(words[i + 1])) typed = static_cast<uint64_t>(*n);
     words.insert(words.end(), {"-n", fmt::format("{}", std::min(typed, *length.iterations))});
   }
   return words;

@@ -18,6 +18,8 @@
 #include "scenarios/children.h"
 #include "scenarios/datadir.h"
 #include "scenarios/report.h"
+#include "util/number.h"
+#include "util/output_file.h"
 #include "util/statistics.h"
 
 namespace hcasim::scenarios {
@@ -267,14 +269,14 @@ ValidateOptions parse_validate_args(const std::vector<std::string>& args) {
   } catch (const CLI::ParseError& e) {
     throw InputError(e.what());
   }
-  check_single_value("-j", opt_jobs->results());
-  check_given_once("--report", opt_report->results());
-  check_single_value("--duration", opt_duration->results());
-  check_single_value("--iterations", opt_iter->results());
+  util::check_single_value("-j", opt_jobs->results());
+  util::check_given_once("--report", opt_report->results());
+  util::check_single_value("--duration", opt_duration->results());
+  util::check_single_value("--iterations", opt_iter->results());
   if (opt_jobs->count()) o.jobs = parse_jobs(jobs);
   if (opt_duration->count()) o.duration_s = parse_duration_flag(duration);
   if (opt_iter->count()) {
-    const auto n = parse_number(iterations);
+    const auto n = util::parse_number(iterations);
     if (!n || *n != std::floor(*n) || *n < 0 || *n > 1e9)
       throw InputError(fmt::format("--iterations: '{}' must be a whole number 0..1000000000", iterations));
     o.iterations = static_cast<uint64_t>(*n);

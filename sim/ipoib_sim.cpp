@@ -191,7 +191,7 @@ struct Side {
   IpoibHost p;
   std::unique_ptr<BusTimes> bus;  ///< p's bus times (made when p is set)
   std::unique_ptr<SimHost> host;
-  std::vector<KernelProfile> prof;
+  std::vector<frontends::KernelProfile> prof;
   Calendar bus_read, bus_write;  ///< PCIe: two directions; PCI-X uses bus_read for both
   Calendar hca_tx, hca_rx, link_out;
   double last_delivery_ns = 0;   ///< CQEs of one direction arrive in order
@@ -217,10 +217,10 @@ Cqe make_cqe(bool send, uint32_t frame, const Packet& p) { return Cqe{send, fram
 
 class Stream {
  public:
-  Stream(const IpoibHost& a, const IpoibHost& b, const TcpStreamConfig& cfg, uint64_t sndbuf, uint64_t rcvbuf,
+  Stream(const IpoibHost& a, const IpoibHost& b, const frontends::TcpStreamConfig& cfg, uint64_t sndbuf, uint64_t rcvbuf,
          uint64_t send_size, uint64_t recv_size, int lcpu, int rcpu);
   ~Stream();
-  IpoibStreamResult run();
+  frontends::IpoibStreamResult run();
 
  private:
   // CPU accounting: time and a call of `fn` on the calling context's core.
@@ -304,7 +304,7 @@ class Stream {
   void netperf();
   void netserver();
 
-  const TcpStreamConfig& cfg_;
+  const frontends::TcpStreamConfig& cfg_;
   std::array<Side, 2> side_;
   std::unique_ptr<s4u::Engine> engine_;
   SimGridStats stats_;
@@ -328,7 +328,7 @@ class Stream {
   uint64_t sent_ = 0, send_calls_ = 0, recv_calls_ = 0;
 };
 
-Stream::Stream(const IpoibHost& a, const IpoibHost& b, const TcpStreamConfig& cfg, uint64_t sndbuf, uint64_t rcvbuf,
+Stream::Stream(const IpoibHost& a, const IpoibHost& b, const frontends::TcpStreamConfig& cfg, uint64_t sndbuf, uint64_t rcvbuf,
                uint64_t send_size, uint64_t recv_size, int lcpu, int rcpu)
     : cfg_(cfg), sndbuf_(sndbuf), rcvbuf_(rcvbuf), send_size_(send_size), recv_size_(recv_size), lcpu_(lcpu), rcpu_(rcpu) {
   engine_ = make_engine();
@@ -740,7 +740,7 @@ void Stream::netserver() {
   t_end_ = sim::now_ns();
 }
 
-IpoibStreamResult Stream::run() {
+frontends::IpoibStreamResult Stream::run() {
   const auto wall0 = std::chrono::steady_clock::now();
   Scheduler& s = *scheduler_;
   s.spawn("netserver", [this] { failure_.guard("netserver", [this] { netserver(); }); });
@@ -759,8 +759,8 @@ IpoibStreamResult Stream::run() {
   if (failure_.failed()) throw std::runtime_error(failure_.message());
   if (t_end_ <= t_start_) throw std::runtime_error("simulation ended before the test finished");
 
-  IpoibStreamResult out;
-  TcpStreamResult& r = out.stream;
+  frontends::IpoibStreamResult out;
+  frontends::TcpStreamResult& r = out.stream;
   r.local_send_socket = sndbuf_;
   r.remote_recv_socket = rcvbuf_;
   r.send_size = send_size_;
@@ -787,9 +787,9 @@ IpoibStreamResult Stream::run() {
       prof[k].ns[static_cast<size_t>(KernelFn::Schedule)] = acc[k].busy_ns[static_cast<size_t>(model::Activity::Wakeup)];
     }
     (i == 0 ? r.local_util_pct : r.remote_util_pct) = model::utilisation_pct(acc, elapsed_ns);
-    std::vector<CoreProfile> cp;
+    std::vector<frontends::CoreProfile> cp;
     for (size_t k = 0; k < acc.size(); ++k) {
-      CoreProfile p;
+      frontends::CoreProfile p;
       p.core = static_cast<int>(k);
       for (size_t a = 0; a < model::kActivityCount; ++a)
         p.busy_ns.emplace_back(std::string(model::activity_name(static_cast<model::Activity>(a))), acc[k].busy_ns[a]);
@@ -814,10 +814,10 @@ IpoibStreamResult Stream::run() {
 
 }  // namespace
 
-IpoibStreamResult run_ipoib_stream(const model::Platform& local, const model::Platform& remote,
-                                   const TcpStreamConfig& cfg) {
+frontends::IpoibStreamResult run_ipoib_stream(const model::Platform& local, const model::Platform& remote,
+                                   const frontends::TcpStreamConfig& cfg) {
   // A precondition on the config: the front end rejects -l 0 in its own words (frontends/netperf_cli.cpp).
-  if (cfg.length_bytes == 0 && !(cfg.length_s > 0)) throw InputError(fmt::format("TcpStreamConfig: length_s {} must be > 0 when length_bytes is 0", cfg.length_s));
+  if (cfg.length_bytes == 0 && !(cfg.length_s > 0)) throw InputError(fmt::format("frontends::TcpStreamConfig: length_s {} must be > 0 when length_bytes is 0", cfg.length_s));
   if (cfg.verify_data)
     throw InputError("--verify-data: the IPoIB path (--transport ipoib) moves byte counts, not bytes; use --transport sdp");
   if (cfg.faults.any())

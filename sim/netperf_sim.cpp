@@ -25,14 +25,14 @@ struct Rendezvous {
 
 }  // namespace
 
-TcpStreamResult run_tcp_stream(const model::Platform& local, const model::Platform& remote,
-                               const TcpStreamConfig& cfg) {
+frontends::TcpStreamResult run_tcp_stream(const model::Platform& local, const model::Platform& remote,
+                               const frontends::TcpStreamConfig& cfg) {
   // A precondition on the config: the front end rejects -l 0 in its own words (frontends/netperf_cli.cpp).
-  if (cfg.length_bytes == 0 && !(cfg.length_s > 0)) throw InputError(fmt::format("TcpStreamConfig: length_s {} must be > 0 when length_bytes is 0", cfg.length_s));
+  if (cfg.length_bytes == 0 && !(cfg.length_s > 0)) throw InputError(fmt::format("frontends::TcpStreamConfig: length_s {} must be > 0 when length_bytes is 0", cfg.length_s));
   const HostParams A = read_host_params(local);
   const HostParams B = read_host_params(remote);
 
-  TcpStreamResult res;
+  frontends::TcpStreamResult res;
   // An SDP socket's SO_SNDBUF/SO_RCVBUF go through Linux's sock_setsockopt as a TCP socket's do
   // (doubled, capped at 2 x wmem_max/rmem_max, at least SOCK_MIN_SNDBUF/RCVBUF), and netperf
   // prints what getsockopt returns.
@@ -202,9 +202,9 @@ TcpStreamResult run_tcp_stream(const model::Platform& local, const model::Platfo
   res.local_util_pct = model::utilisation_pct(acc_a, elapsed_ns);
   res.remote_util_pct = model::utilisation_pct(acc_b, elapsed_ns);
   auto profile = [](const std::vector<model::CoreAccount>& acc) {
-    std::vector<CoreProfile> out;
+    std::vector<frontends::CoreProfile> out;
     for (size_t i = 0; i < acc.size(); ++i) {
-      CoreProfile p;
+      frontends::CoreProfile p;
       p.core = static_cast<int>(i);
       for (size_t a = 0; a < model::kActivityCount; ++a)
         p.busy_ns.emplace_back(std::string(model::activity_name(static_cast<model::Activity>(a))), acc[i].busy_ns[a]);

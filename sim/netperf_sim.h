@@ -19,8 +19,8 @@ namespace hcasim::sim {
 
 /// Runs netperf TCP_STREAM over SDP from a host described by `local` to one described by
 /// `remote`. Throws InputError when a platform parameter is missing or out of range.
-TcpStreamResult run_tcp_stream(const model::Platform& local, const model::Platform& remote,
-                               const TcpStreamConfig& config);
+frontends::TcpStreamResult run_tcp_stream(const model::Platform& local, const model::Platform& remote,
+                               const frontends::TcpStreamConfig& config);
 
 /// netperf's service demand formula (model/cpu.h).
 using model::service_demand_us_per_kb;

@@ -152,8 +152,8 @@ std::vector<std::pair<size_t, sdp::Wc>> poll_batch(Side& s, const char* who) {
 /// perftest's run_iter_bw for one size on the client: keep up to tx_depth WRs outstanding
 /// per QP, signal one in cq_mod (and the last), poll completions in batches. tposted[] in
 /// posting order; tcompleted[] of every WR a signaled CQE covers, at the time it is polled.
-void bandwidth_client(Side& s, const Side& peer, const PerftestConfig& cfg, uint64_t size, bool send,
-                      PerftestPoint& point, const char* who) {
+void bandwidth_client(Side& s, const Side& peer, const frontends::PerftestConfig& cfg, uint64_t size, bool send,
+                      frontends::PerftestPoint& point, const char* who) {
   const size_t nq = s.lanes.size();
   const uint64_t tot = cfg.iterations * nq;
   std::vector<uint64_t> scnt(nq, 0), ccnt(nq, 0);
@@ -191,7 +191,7 @@ void bandwidth_client(Side& s, const Side& peer, const PerftestConfig& cfg, uint
 /// completion while more messages are to come.
 class SendBwServer {
  public:
-  SendBwServer(Side& s, const PerftestConfig& cfg, uint64_t size)
+  SendBwServer(Side& s, const frontends::PerftestConfig& cfg, uint64_t size)
       : s_(s), cfg_(cfg), size_(size), posted_(s.lanes.size(), 0) {}
 
   /// Posts the first min(rx_depth, iterations) receives on every QP.
@@ -225,36 +225,36 @@ class SendBwServer {
   }
 
   Side& s_;
-  const PerftestConfig& cfg_;
+  const frontends::PerftestConfig& cfg_;
   uint64_t size_;
   std::vector<uint64_t> posted_;
 };
 
 /// check_perftest's checks on the hosts' parameters, then the banner's facts.
-PerftestResult check_config(const HostParams& A, const HostParams& B, const PerftestConfig& cfg) {
+frontends::PerftestResult check_config(const HostParams& A, const HostParams& B, const frontends::PerftestConfig& cfg) {
   // The config's own preconditions (PerftestConfig: sizes, iterations, num_qps, cq_mod) are the
   // front end's to check in its flags' words (frontends/perftest_cli.cpp); the rest checks the
   // config against the hosts' HCAs.
   if (cfg.sizes.empty()) throw InputError("perftest: no message size");
   uint64_t max_size = 0;
   for (uint64_t size : cfg.sizes) {
-    if (size == 0) throw InputError("PerftestConfig: a message size of 0 B");
+    if (size == 0) throw InputError("frontends::PerftestConfig: a message size of 0 B");
     const uint64_t limit = std::min(A.max_msg_size, B.max_msg_size);
     if (size > limit)
       throw InputError(fmt::format("-s: {} B is above the HCA's max message size {} B (hca.max_msg_size)", size, limit));
     max_size = std::max(max_size, size);
   }
-  const bool lat = cfg.test == PerftestTest::WriteLat;
+  const bool lat = cfg.test == frontends::PerftestTest::WriteLat;
   if (lat && cfg.iterations < 2)
-    throw InputError(fmt::format("PerftestConfig: {} iterations; ib_write_lat needs at least 2", cfg.iterations));
-  if (cfg.iterations < 1) throw InputError("PerftestConfig: iterations must be >= 1");
-  if (cfg.num_qps < 1) throw InputError("PerftestConfig: num_qps must be >= 1");
+    throw InputError(fmt::format("frontends::PerftestConfig: {} iterations; ib_write_lat needs at least 2", cfg.iterations));
+  if (cfg.iterations < 1) throw InputError("frontends::PerftestConfig: iterations must be >= 1");
+  if (cfg.num_qps < 1) throw InputError("frontends::PerftestConfig: num_qps must be >= 1");
   if (cfg.tx_depth < 1 || cfg.tx_depth > std::min(A.qp_depth, B.qp_depth))
     throw InputError(fmt::format("-t: tx depth {} is outside 1..{} (hca.max_qp_wr)", cfg.tx_depth,
                                  std::min(A.qp_depth, B.qp_depth)));
-  if (cfg.test == PerftestTest::SendBw && (cfg.rx_depth < 1 || cfg.rx_depth > B.qp_depth))
+  if (cfg.test == frontends::PerftestTest::SendBw && (cfg.rx_depth < 1 || cfg.rx_depth > B.qp_depth))
     throw InputError(fmt::format("-r: rx depth {} is outside 1..{} (hca.max_qp_wr)", cfg.rx_depth, B.qp_depth));
-  if (cfg.cq_mod < 1) throw InputError("PerftestConfig: cq_mod must be >= 1");
+  if (cfg.cq_mod < 1) throw InputError("frontends::PerftestConfig: cq_mod must be >= 1");
   if (std::min(A.cq_entries, B.cq_entries) < std::max(cfg.tx_depth, cfg.rx_depth))
     throw InputError(fmt::format("-t/-r: depth above hca.cq_entries {}", std::min(A.cq_entries, B.cq_entries)));
   const uint32_t max_inline = std::min(A.max_inline_data, B.max_inline_data);
@@ -262,7 +262,7 @@ PerftestResult check_config(const HostParams& A, const HostParams& B, const Perf
     throw InputError(fmt::format("-I: inline size {} B is above the HCA's max_inline_data {} B (hca.max_inline_data)",
                                  cfg.inline_size, max_inline));
 
-  PerftestResult res;
+  frontends::PerftestResult res;
   res.max_inline_data = cfg.inline_size;
   res.mtu = A.ib.mtu;
   res.blueflame = A.post.blueflame;
@@ -272,15 +272,15 @@ PerftestResult check_config(const HostParams& A, const HostParams& B, const Perf
 
 }  // namespace
 
-PerftestResult check_perftest(const model::Platform& local, const model::Platform& remote, const PerftestConfig& cfg) {
+frontends::PerftestResult check_perftest(const model::Platform& local, const model::Platform& remote, const frontends::PerftestConfig& cfg) {
   return check_config(read_host_params(local), read_host_params(remote), cfg);
 }
 
-PerftestResult run_perftest(const model::Platform& local, const model::Platform& remote, const PerftestConfig& cfg) {
+frontends::PerftestResult run_perftest(const model::Platform& local, const model::Platform& remote, const frontends::PerftestConfig& cfg) {
   const HostParams A = read_host_params(local);
   const HostParams B = read_host_params(remote);
-  PerftestResult res = check_config(A, B, cfg);
-  const bool lat = cfg.test == PerftestTest::WriteLat;
+  frontends::PerftestResult res = check_config(A, B, cfg);
+  const bool lat = cfg.test == frontends::PerftestTest::WriteLat;
   uint64_t max_size = 0;
   for (uint64_t size : cfg.sizes) max_size = std::max(max_size, size);
 
@@ -342,8 +342,8 @@ PerftestResult run_perftest(const model::Platform& local, const model::Platform&
     while (ready < 2 * round) barrier.wait();
     yield_rounds(1);
   };
-  const char* tool = cfg.test == PerftestTest::WriteLat ? "ib_write_lat"
-                     : cfg.test == PerftestTest::WriteBw ? "ib_write_bw"
+  const char* tool = cfg.test == frontends::PerftestTest::WriteLat ? "ib_write_lat"
+                     : cfg.test == frontends::PerftestTest::WriteBw ? "ib_write_bw"
                                                          : "ib_send_bw";
   const std::array<std::string, 2> who{std::string(tool) + " client", std::string(tool) + " server"};
   for (int i = 0; i < 2; ++i) {
@@ -357,18 +357,18 @@ PerftestResult run_perftest(const model::Platform& local, const model::Platform&
         for (size_t k = 0; k < cfg.sizes.size(); ++k) {
           const uint64_t size = cfg.sizes[k];
           SendBwServer receiver(s, cfg, size);
-          if (cfg.test == PerftestTest::SendBw && !client) receiver.post_initial();
+          if (cfg.test == frontends::PerftestTest::SendBw && !client) receiver.post_initial();
           meet(static_cast<int>(k) + 1);
-          PerftestPoint& point = res.points[k];
+          frontends::PerftestPoint& point = res.points[k];
           switch (cfg.test) {
-            case PerftestTest::WriteLat:
+            case frontends::PerftestTest::WriteLat:
               latency_loop(s, peer, client, size, cfg.iterations, size <= cfg.inline_size,
                            client ? &point.tposted_ns : nullptr, me);
               break;
-            case PerftestTest::WriteBw:  // the server only waits for the end (perftest's final handshake)
+            case frontends::PerftestTest::WriteBw:  // the server only waits for the end (perftest's final handshake)
               if (client) bandwidth_client(s, peer, cfg, size, false, point, me);
               break;
-            case PerftestTest::SendBw:
+            case frontends::PerftestTest::SendBw:
               if (client)
                 bandwidth_client(s, peer, cfg, size, true, point, me);
               else

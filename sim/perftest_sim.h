@@ -21,14 +21,14 @@ namespace hcasim::sim {
 /// (read_host_params) and the config against the HCAs (the errors run_perftest throws, as
 /// InputError). Returns the result's banner facts (max_inline_data, mtu, blueflame,
 /// write_combining), no points, so that the banner can be printed before the simulation runs.
-PerftestResult check_perftest(const model::Platform& local, const model::Platform& remote,
-                              const PerftestConfig& config);
+frontends::PerftestResult check_perftest(const model::Platform& local, const model::Platform& remote,
+                              const frontends::PerftestConfig& config);
 
 /// Runs `config` between a client host described by `local` and a server described by
 /// `remote`. Throws InputError when a platform parameter is missing or out of range, or when
 /// the config asks for something the HCA cannot do (an inline size above its limit, a message
 /// larger than the HCA's maximum message size).
-PerftestResult run_perftest(const model::Platform& local, const model::Platform& remote,
-                            const PerftestConfig& config);
+frontends::PerftestResult run_perftest(const model::Platform& local, const model::Platform& remote,
+                            const frontends::PerftestConfig& config);
 
 }  // namespace hcasim::sim

@@ -131,11 +131,11 @@ TEST(CalibrateQuantities, NetperfCsvGivesThroughputAndServiceDemands) {
   Observation o;
   o.tool = "netperf";
   o.measured = {{"throughput", 8323.2}, {"sd_local", 1.02}, {"sd_remote", 1.074}};
-  const std::string csv = netperf_csv_header() +
+  const std::string csv = frontends::netperf_csv_header() +
                           "\nTCP_STREAM,65536,87380,87380,16384,60,8400.5,13,13.5,1.01,1.05,1,2,3\n";
   EXPECT_EQ(simulated_quantities(o, csv, "c.csv"), (std::vector<double>{8400.5, 1.01, 1.05}));
   const std::string no_cpu =
-      netperf_csv_header() + "\nTCP_STREAM,65536,87380,87380,16384,60,8400.5,,,,,1,2,3\n";
+      frontends::netperf_csv_header() + "\nTCP_STREAM,65536,87380,87380,16384,60,8400.5,,,,,1,2,3\n";
   EXPECT_EQ(error_of([&] { simulated_quantities(o, no_cpu, "c.csv"); }),
             "c.csv: the simulation did not measure sd_local (add -c/-C?)");
 }
@@ -144,7 +144,7 @@ TEST(CalibrateQuantities, PerftestCsvRowsAreFoundBySize) {
   Observation o;
   o.tool = "ib_write_lat";
   o.measured = {{"t_typical 64 B", 0.85}, {"t_typical 2 B", 0.79}};
-  const std::string csv = perftest_csv_header(sim::PerftestTest::WriteLat) +
+  const std::string csv = frontends::perftest_csv_header(frontends::PerftestTest::WriteLat) +
                           "\nib_write_lat,on,on,2,1000,0.7,3,0.8,0.8,0.1,1,2\n"
                           "ib_write_lat,on,on,64,1000,0.8,3,0.86,0.9,0.1,1,2\n";
   EXPECT_EQ(simulated_quantities(o, csv, "l.csv"), (std::vector<double>{0.86, 0.8}));
@@ -153,7 +153,7 @@ TEST(CalibrateQuantities, PerftestCsvRowsAreFoundBySize) {
   Observation bw;
   bw.tool = "ib_write_bw";
   bw.measured = {{"bw_average 65536 B", 12.5}};
-  const std::string bw_csv = perftest_csv_header(sim::PerftestTest::WriteBw) +
+  const std::string bw_csv = frontends::perftest_csv_header(frontends::PerftestTest::WriteBw) +
                              "\nib_write_bw,off,on,65536,5000,1,1500,1490,12.58,12.49,0.0238\n";
   EXPECT_EQ(simulated_quantities(bw, bw_csv, "b.csv"), (std::vector<double>{12.49}));
 }

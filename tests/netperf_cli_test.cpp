@@ -7,8 +7,9 @@
 #include <vector>
 
 #include "frontends/netperf_cli.h"
+#include "util/number.h"
 
-namespace hcasim::scenarios {
+namespace hcasim::frontends {
 namespace {
 
 /// Splits on blanks (the command lines below have no quotes).
@@ -157,7 +158,7 @@ TEST(NetperfCli, CpuBindingForms) {
   EXPECT_EQ(o.local_cpu_bind, 3);
   EXPECT_EQ(o.remote_cpu_bind, 3);
 
-  const sim::TcpStreamConfig c = to_tcp_stream_config(parse("-T ,1"));
+  const TcpStreamConfig c = to_tcp_stream_config(parse("-T ,1"));
   EXPECT_FALSE(c.local_cpu);
   EXPECT_EQ(c.remote_cpu, 1);
 }
@@ -267,7 +268,7 @@ TEST(NetperfCli, HcasimLongOptionsInAnyOrder) {
   EXPECT_EQ(o.send_size, 65536u);
   EXPECT_EQ(o.test_words, (std::vector<std::string>{"-m", "64K"}));
 
-  const sim::TcpStreamConfig c = to_tcp_stream_config(o);
+  const TcpStreamConfig c = to_tcp_stream_config(o);
   EXPECT_DOUBLE_EQ(c.length_s, 5.0);
   EXPECT_EQ(c.send_size, 65536u);
   EXPECT_EQ(c.recv_size, 0u);
@@ -347,14 +348,14 @@ TEST(NetperfCli, ProfileIsAFlagWithoutValue) {
 }
 
 TEST(NetperfCli, ParseNumber) {
-  EXPECT_DOUBLE_EQ(parse_number("60").value(), 60.0);
-  EXPECT_DOUBLE_EQ(parse_number("+2.5").value(), 2.5);
-  EXPECT_DOUBLE_EQ(parse_number("-1e3").value(), -1000.0);
-  EXPECT_FALSE(parse_number(""));
-  EXPECT_FALSE(parse_number("1,5"));
-  EXPECT_FALSE(parse_number("nan"));
-  EXPECT_FALSE(parse_number("0x10"));
-  EXPECT_FALSE(parse_number("1 "));
+  EXPECT_DOUBLE_EQ(util::parse_number("60").value(), 60.0);
+  EXPECT_DOUBLE_EQ(util::parse_number("+2.5").value(), 2.5);
+  EXPECT_DOUBLE_EQ(util::parse_number("-1e3").value(), -1000.0);
+  EXPECT_FALSE(util::parse_number(""));
+  EXPECT_FALSE(util::parse_number("1,5"));
+  EXPECT_FALSE(util::parse_number("nan"));
+  EXPECT_FALSE(util::parse_number("0x10"));
+  EXPECT_FALSE(util::parse_number("1 "));
 }
 
 TEST(NetperfCli, VerifyDataMemoryIsTwiceTheSendSizePlusTheReceiveSize) {
@@ -365,12 +366,12 @@ TEST(NetperfCli, VerifyDataMemoryIsTwiceTheSendSizePlusTheReceiveSize) {
 }
 
 }  // namespace
-}  // namespace hcasim::scenarios
+}  // namespace hcasim::frontends
 
 TEST(NetperfCli, NegativeLengthIsAByteCountOnlyWhereAllowed) {
   // netperf: "-l testlen: ... (<0 bytes|trans)"; hcasim-sdp-client allows it, the simulator not.
-  const auto o = hcasim::scenarios::parse_netperf_args({"-l", "-1073741824", "--", "-m", "64K"}, /*allow_byte_count=*/true);
+  const auto o = hcasim::frontends::parse_netperf_args({"-l", "-1073741824", "--", "-m", "64K"}, /*allow_byte_count=*/true);
   EXPECT_EQ(o.length_bytes, 1073741824u);
-  EXPECT_THROW(hcasim::scenarios::parse_netperf_args({"-l", "-1073741824"}), hcasim::InputError);
-  EXPECT_THROW(hcasim::scenarios::parse_netperf_args({"-l", "-1.5"}, true), hcasim::InputError);
+  EXPECT_THROW(hcasim::frontends::parse_netperf_args({"-l", "-1073741824"}), hcasim::InputError);
+  EXPECT_THROW(hcasim::frontends::parse_netperf_args({"-l", "-1.5"}, true), hcasim::InputError);
 }

@@ -11,8 +11,9 @@
 #include <unistd.h>
 
 #include "frontends/netperf_output.h"
+#include "util/output_file.h"
 
-namespace hcasim::scenarios {
+namespace hcasim::frontends {
 namespace {
 
 /// netperf's service demand (netlib.c calc_service_demand), by hand: us of CPU per KB.
@@ -23,8 +24,8 @@ double hand_service_demand(double util_pct, int cpus, double bytes, double elaps
 
 /// Seed 000, T3 SDP -m 64K: "87380 16384 65536 60.00 8323.20 12.96 13.64 1.020 1.074".
 /// 8323.20 Mbit/s over 60 s is 62 424 000 000 bytes; both hosts have 8 CPUs.
-sim::TcpStreamResult t3_result() {
-  sim::TcpStreamResult r;
+TcpStreamResult t3_result() {
+  TcpStreamResult r;
   r.remote_recv_socket = 87380;
   r.local_send_socket = 16384;
   r.send_size = 65536;
@@ -41,7 +42,7 @@ sim::TcpStreamResult t3_result() {
   return r;
 }
 
-NetperfFigures hand_figures(const NetperfOptions& o, const sim::TcpStreamResult& r) {
+NetperfFigures hand_figures(const NetperfOptions& o, const TcpStreamResult& r) {
   NetperfFigures f;
   f.elapsed_s = r.elapsed_s;
   f.throughput = netperf_throughput(static_cast<double>(r.bytes_received), r.elapsed_s, o.format);
@@ -92,7 +93,7 @@ TEST(NetperfOutput, SeedT3RowWithCpu) {
 // hand here.
 TEST(NetperfOutput, SeedT2RowWithCpu) {
   const NetperfOptions o = options(std::string(kSeedFlags) + " -- -r 64K");
-  sim::TcpStreamResult r = t3_result();
+  TcpStreamResult r = t3_result();
   r.send_size = 16384;
   r.bytes_received = 53300400000;
   r.local_util_pct = 13.32;
@@ -109,7 +110,7 @@ TEST(NetperfOutput, SeedT2RowWithCpu) {
 
 TEST(NetperfOutput, SevenDigitSendSizeWidensTheColumn) {
   const NetperfOptions o = options(std::string(kSeedFlags) + " -- -m 1M");
-  sim::TcpStreamResult r = t3_result();
+  TcpStreamResult r = t3_result();
   r.send_size = 1048576;
   EXPECT_EQ(format_netperf_output(o, r, hand_figures(o, r)),
             " 87380  16384 1048576    60.00      8323.20   12.96    13.64    1.020   1.074  \n");
@@ -256,7 +257,7 @@ TEST(NetperfOutput, Csv) {
 }
 
 TEST(NetperfOutput, StatsLine) {
-  sim::TcpStreamResult r = t3_result();
+  TcpStreamResult r = t3_result();
   r.simgrid_activities = 123456;
   r.simgrid_time_steps = 4321;
   r.kernel_events = 98765;
@@ -293,7 +294,7 @@ TEST(NetperfOutput, AtomicWrite) {
   const fs::path dir = fs::temp_directory_path() / ("hcasim-output-test-" + std::to_string(::getpid()));
   fs::create_directories(dir);
   const std::string path = (dir / "out.csv").string();
-  write_file_atomically(path, "a,b\n1,2\n", "--csv");
+  util::write_file_atomically(path, "a,b\n1,2\n", "--csv");
   std::ifstream in(path);
   std::stringstream text;
   text << in.rdbuf();
@@ -302,29 +303,29 @@ TEST(NetperfOutput, AtomicWrite) {
 
   const std::string bad = (dir / "missing" / "out.csv").string();
   try {
-    write_file_atomically(bad, "x", "--csv");
+    util::write_file_atomically(bad, "x", "--csv");
     ADD_FAILURE() << "no error";
   } catch (const InputError& e) {
     EXPECT_EQ(std::string(e.what()), "--csv " + bad + ": cannot write (No such file or directory)");
   }
   // Renaming onto a directory fails: the temporary file is removed, the target untouched.
   fs::create_directories(dir / "sub");
-  EXPECT_THROW(write_file_atomically((dir / "sub").string(), "x", "--csv"), InputError);
+  EXPECT_THROW(util::write_file_atomically((dir / "sub").string(), "x", "--csv"), InputError);
   EXPECT_EQ(std::distance(fs::directory_iterator(dir), fs::directory_iterator()), 2);
   fs::remove_all(dir);
 }
 
 TEST(NetperfOutput, CheckOutputPathBeforeARun) {
-  EXPECT_NO_THROW(check_output_path("relative.csv", "--csv"));
-  EXPECT_NO_THROW(check_output_path("/tmp/x.csv", "--csv"));
+  EXPECT_NO_THROW(util::check_output_path("relative.csv", "--csv"));
+  EXPECT_NO_THROW(util::check_output_path("/tmp/x.csv", "--csv"));
   try {
-    check_output_path("/nonexistent-dir/x.csv", "--csv");
+    util::check_output_path("/nonexistent-dir/x.csv", "--csv");
     ADD_FAILURE();
   } catch (const InputError& e) {
     EXPECT_STREQ(e.what(), "--csv /nonexistent-dir/x.csv: cannot write (no such directory)");
   }
   try {
-    check_output_path("/tmp", "--csv");
+    util::check_output_path("/tmp", "--csv");
     ADD_FAILURE();
   } catch (const InputError& e) {
     EXPECT_STREQ(e.what(), "--csv /tmp: cannot write (it is a directory)");
@@ -334,8 +335,8 @@ TEST(NetperfOutput, CheckOutputPathBeforeARun) {
 // --profile (format_cpu_profile): one CPU's time by activity over the measured interval.
 
 /// A core with the given (activity, seconds) rows, in ns as the simulation gives them.
-sim::CoreProfile core(int n, const std::vector<std::pair<std::string, double>>& seconds) {
-  sim::CoreProfile c;
+CoreProfile core(int n, const std::vector<std::pair<std::string, double>>& seconds) {
+  CoreProfile c;
   c.core = n;
   for (const auto& [name, s] : seconds) c.busy_ns.emplace_back(name, s * 1e9);
   return c;
@@ -345,7 +346,7 @@ sim::CoreProfile core(int n, const std::vector<std::pair<std::string, double>>& 
 // sorted by share, not in the given activity order; the 25 % tie keeps the activity before
 // idle; syscall (exactly 0) has no row. CPU 1 does nothing: only idle.
 TEST(NetperfProfile, SharesOfTheIntervalSortedWithIdle) {
-  const std::vector<sim::CoreProfile> cores = {
+  const std::vector<CoreProfile> cores = {
       core(0, {{"syscall", 0.0}, {"interrupt", 0.5}, {"copy", 1.0}, {"timer", 0.0}}),
       core(1, {{"syscall", 0.0}, {"interrupt", 0.0}, {"copy", 0.0}, {"timer", 0.0}}),
   };
@@ -365,7 +366,7 @@ TEST(NetperfProfile, SharesOfTheIntervalSortedWithIdle) {
 // the interval has no idle row; a tiny but non-zero time (1 ns) still gets its row; a CPU
 // number is printed as given.
 TEST(NetperfProfile, GenericActivitiesFullyBusyAndTinyRows) {
-  const std::vector<sim::CoreProfile> cores = {
+  const std::vector<CoreProfile> cores = {
       core(7, {{"coherence", 0.25}, {"poll", 0.75}, {"timer", 1e-9}}),
   };
   EXPECT_EQ(format_cpu_profile("remote host (netserver)", cores, 1.0),
@@ -399,7 +400,7 @@ TEST(NetperfProfile, DegenerateIntervalAndNoCpus) {
 // The utilisation line is netperf's system-wide figure: the mean of the CPUs' busy shares, the
 // same arithmetic as model::utilisation_pct (which fills TcpStreamResult::local_util_pct).
 TEST(NetperfProfile, UtilisationIsTheMeanOverCpus) {
-  const std::vector<sim::CoreProfile> cores = {
+  const std::vector<CoreProfile> cores = {
       core(0, {{"interrupt", 0.3}}), core(1, {{"copy", 0.1}, {"syscall", 0.05}}),
       core(2, {}), core(3, {{"timer", 0.01}})};
   const std::string out = format_cpu_profile("h", cores, 1.0);
@@ -432,9 +433,9 @@ TEST(NetperfProfile, BothHostsAndTheCsvIsUnchanged) {
 }
 
 }  // namespace
-}  // namespace hcasim::scenarios
+}  // namespace hcasim::frontends
 
-namespace hcasim::scenarios {
+namespace hcasim::frontends {
 namespace {
 
 TEST(NetperfProgress, SaysHowFarAndHowLong) {
@@ -453,4 +454,4 @@ TEST(NetperfProgress, SaysHowFarAndHowLong) {
 }
 
 }  // namespace
-}  // namespace hcasim::scenarios
+}  // namespace hcasim::frontends

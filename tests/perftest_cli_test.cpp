@@ -14,10 +14,9 @@
 
 #include "frontends/perftest_cli.h"
 
-namespace hcasim::scenarios {
+namespace hcasim::frontends {
 namespace {
 
-using sim::PerftestTest;
 
 std::vector<std::string> words(const std::string& line) {
   std::istringstream in(line);
@@ -74,7 +73,7 @@ TEST(PerftestCli, WriteLatDefaultsArePerftests) {
   EXPECT_EQ(o.columns, PerftestColumns::Classic);
   EXPECT_TRUE(o.notes.empty());
 
-  const sim::PerftestConfig c = to_perftest_config(o);
+  const PerftestConfig c = to_perftest_config(o);
   EXPECT_EQ(c.test, PerftestTest::WriteLat);
   EXPECT_EQ(c.sizes, std::vector<uint64_t>{2});
   EXPECT_EQ(c.iterations, 1000u);
@@ -91,7 +90,7 @@ TEST(PerftestCli, WriteBwDefaultsArePerftests) {
   const PerftestOptions o = wbw("");
   EXPECT_EQ(o.size, 65536u);        // DEF_SIZE_BW
   EXPECT_EQ(o.iterations, 5000u);   // DEF_ITERS_WB
-  const sim::PerftestConfig c = to_perftest_config(o);
+  const PerftestConfig c = to_perftest_config(o);
   EXPECT_EQ(c.sizes, std::vector<uint64_t>{65536});
   EXPECT_EQ(c.inline_size, 0u);     // ctx_set_max_inline: 0 for bw tests
   EXPECT_EQ(c.tx_depth, 128u);      // DEF_TX_BW
@@ -107,7 +106,7 @@ TEST(PerftestCli, SendBwDefaultsArePerftests) {
   const PerftestOptions o = sbw("");
   EXPECT_EQ(o.size, 65536u);
   EXPECT_EQ(o.iterations, 1000u);  // DEF_ITERS: DEF_ITERS_WB is for ib_write_bw only
-  const sim::PerftestConfig c = to_perftest_config(o);
+  const PerftestConfig c = to_perftest_config(o);
   EXPECT_EQ(c.test, PerftestTest::SendBw);
   EXPECT_EQ(c.inline_size, 0u);
   EXPECT_EQ(c.tx_depth, 128u);
@@ -126,7 +125,7 @@ TEST(PerftestCli, SeedCommandLine) {
   EXPECT_EQ(o.notes, std::vector<std::string>{
                          "hcasim: note: taskset ignored: hcasim does not pin processes (the "
                          "simulated ib_write_lat runs where the platform puts it)"});
-  const sim::PerftestConfig c = to_perftest_config(o);
+  const PerftestConfig c = to_perftest_config(o);
   EXPECT_EQ(c.sizes, powers_of_two(1, 23));  // 2 .. 8388608: write_lat.c `for (i = 1; i < 24; ++i)`
   EXPECT_EQ(c.sizes.size(), 23u);
   EXPECT_EQ(c.iterations, 1000000u);
@@ -442,4 +441,4 @@ TEST(PerftestCli, ToolNamesAndUsage) {
 }
 
 }  // namespace
-}  // namespace hcasim::scenarios
+}  // namespace hcasim::frontends

@@ -19,10 +19,9 @@
 
 #include "frontends/perftest_output.h"
 
-namespace hcasim::scenarios {
+namespace hcasim::frontends {
 namespace {
 
-using sim::PerftestTest;
 
 std::vector<std::string> words(const std::string& line) {
   std::istringstream in(line);
@@ -37,8 +36,8 @@ PerftestOptions options(PerftestTest t, const std::string& line) {
 
 /// A latency point from the round-trip times (ns) in the order they were measured, the first
 /// post at `start_ns`.
-sim::PerftestPoint lat_point(uint64_t bytes, const std::vector<double>& rtt_ns, double start_ns = 0) {
-  sim::PerftestPoint p;
+PerftestPoint lat_point(uint64_t bytes, const std::vector<double>& rtt_ns, double start_ns = 0) {
+  PerftestPoint p;
   p.bytes = bytes;
   p.tposted_ns.push_back(start_ns);
   for (double d : rtt_ns) p.tposted_ns.push_back(p.tposted_ns.back() + d);
@@ -100,7 +99,7 @@ TEST(PerftestLatFigures, TimestampsBecomeWholeCycles) {
   // Posts at 0, 1000, 2000.4, 3000.9, 4001 ns at 2330 MHz: cycles 0 2330 4660 6992 9322, so the
   // deltas are 2330 2330 2332 2330 cycles: sorted 2330 2330 2330 | 2332; measure_cnt = 2: median
   // (2330 + 2330) / 2; t_max = delta[2] = 2330.
-  sim::PerftestPoint p;
+  PerftestPoint p;
   p.bytes = 2;
   p.iterations = 5;
   p.tposted_ns = {0, 1000, 2000.4, 3000.9, 4001};
@@ -122,7 +121,7 @@ TEST(PerftestLatFigures, TooFewTimestamps) {
 /// 3160 / 4000 = 0.79, t_max delta[7] = 744640 / 4000 = 186.16, average 22120 / 7 / 4000 = 0.79,
 /// stdev 0 (all deviations below 1 us), percentiles delta[ceil(6.93) = 7] = delta[ceil(6.993) =
 /// 7] = 186.16.
-sim::PerftestPoint seed_like_point() {
+PerftestPoint seed_like_point() {
   return lat_point(2, {500000, 1480, 1600, 372320, 1500, 1580, 1700, 1550, 1650}, 1000);
 }
 
@@ -215,8 +214,8 @@ TEST(PerftestRows, BandwidthRowsAreRealPerftestOutput) {
 }
 
 /// A bw point: WRs posted at `posted` ns, each completed at its covering CQE's time.
-sim::PerftestPoint bw_point(uint64_t bytes, std::vector<double> posted, std::vector<double> completed) {
-  sim::PerftestPoint p;
+PerftestPoint bw_point(uint64_t bytes, std::vector<double> posted, std::vector<double> completed) {
+  PerftestPoint p;
   p.bytes = bytes;
   p.iterations = posted.size();
   p.tposted_ns = std::move(posted);
@@ -387,7 +386,7 @@ TEST(PerftestBwPeak, FiguresUseIt) {
   std::mt19937_64 rng(4);
   for (uint32_t cq_mod : {1u, 4u, 100u}) {
     const Stamps s = random_stamps(rng, 1003, 8, cq_mod, 0);
-    sim::PerftestPoint p;
+    PerftestPoint p;
     p.bytes = 65536;
     p.iterations = 1003;
     for (uint64_t c : s.posted) p.tposted_ns.push_back(static_cast<double>(c) + 0.25);
@@ -465,8 +464,8 @@ TEST(PerftestAddresses, FixedPlausibleValues) {
   EXPECT_EQ(remote[0].gid[15], 2);
 }
 
-sim::PerftestResult lat_result() {
-  sim::PerftestResult r;
+PerftestResult lat_result() {
+  PerftestResult r;
   r.points = {seed_like_point()};
   r.max_inline_data = 220;
   r.mtu = 2048;
@@ -531,7 +530,7 @@ TEST(PerftestOutput, BannerIsPerftest45sForABwTest) {
                                " Data ex. method : Ethernet\n" +
                                kDashes;
   const PerftestOptions o = options(PerftestTest::WriteBw, "ib_write_bw -a -d mlx5_0 --report_gbits node1");
-  sim::PerftestResult r;
+  PerftestResult r;
   r.mtu = 4096;
   std::string banner = perftest_banner(o, to_perftest_config(o), r);
   const std::string ours = " ibv_wr* API     : OFF\n";
@@ -541,7 +540,7 @@ TEST(PerftestOutput, BannerIsPerftest45sForABwTest) {
 }
 
 TEST(PerftestOutput, BannerVariants) {
-  sim::PerftestResult r;
+  PerftestResult r;
   r.mtu = 2048;
   // ib_send_bw: "Send BW Test", CQ moderation 1 above 8192 B; -R: rdma_cm QPs and exchange.
   PerftestOptions o = options(PerftestTest::SendBw, "-R -q 2");
@@ -575,7 +574,7 @@ TEST(PerftestOutput, ExtendedColumnsAndGidLines) {
 
 TEST(PerftestOutput, WriteBwWholeTable) {
   const PerftestOptions o = options(PerftestTest::WriteBw, "-s 1000 -n 5 -Q 2 --columns extended");
-  sim::PerftestResult r;
+  PerftestResult r;
   r.mtu = 2048;
   r.points = {bw_point(1000, {0, 100, 110, 120, 130}, {200, 200, 300, 300, 310})};
   const std::string out = format_perftest_output(o, r, 1000);
@@ -592,7 +591,7 @@ TEST(PerftestOutput, WriteBwWholeTable) {
 }
 
 TEST(PerftestOutput, LargeMessageCqModerationWarning) {
-  sim::PerftestResult r;
+  PerftestResult r;
   r.mtu = 2048;
   r.points = {bw_point(65536, {0, 100, 110, 120, 130}, {200, 200, 300, 300, 310})};
   const std::string out =
@@ -609,7 +608,7 @@ TEST(PerftestOutput, LargeMessageCqModerationWarning) {
 
 TEST(PerftestOutput, SendBwAddressLinesHaveNoKeys) {
   const PerftestOptions o = options(PerftestTest::SendBw, "-n 5 -s 2");
-  sim::PerftestResult r;
+  PerftestResult r;
   r.mtu = 2048;
   r.points = {bw_point(2, {0, 100, 110, 120, 130}, {200, 200, 300, 300, 310})};
   const std::string out = format_perftest_output(o, r, 1000);
@@ -620,7 +619,7 @@ TEST(PerftestOutput, SendBwAddressLinesHaveNoKeys) {
 
 TEST(PerftestCsv, LatencyRows) {
   const PerftestOptions o = options(PerftestTest::WriteLat, "-n 10");
-  sim::PerftestResult r = lat_result();
+  PerftestResult r = lat_result();
   r.points.push_back(lat_point(4, {2000, 1600, 1800, 9000, 1700, 2200, 5000}));
   const std::string csv = format_perftest_csv(o, r, 2000);
   // The second point is OddCountMedianAndDroppedTail's: the same times at any clock rate (its
@@ -638,7 +637,7 @@ TEST(PerftestCsv, LatencyRows) {
 
 TEST(PerftestCsv, BandwidthRows) {
   const PerftestOptions o = options(PerftestTest::WriteBw, "-s 1000 -n 5 -Q 2");
-  sim::PerftestResult r;
+  PerftestResult r;
   r.points = {bw_point(1000, {0, 100, 200, 300}, {1000, 1000, 2300, 2300})};
   EXPECT_EQ(format_perftest_csv(o, r, 1000),
             "test,blueflame,write_combining,bytes,iterations,num_qps,bw_peak_mib_s,bw_avg_mib_s,"
@@ -650,7 +649,7 @@ TEST(PerftestCsv, BandwidthRows) {
 }
 
 TEST(PerftestStats, Line) {
-  sim::PerftestResult r;
+  PerftestResult r;
   r.simgrid_activities = 123456;
   r.simgrid_time_steps = 654;
   r.kernel_events = 5000;
@@ -674,4 +673,4 @@ TEST(PerftestStats, Line) {
 }
 
 }  // namespace
-}  // namespace hcasim::scenarios
+}  // namespace hcasim::frontends

@@ -10,7 +10,7 @@
 
 #include <gtest/gtest.h>
 
-namespace hs = hcasim::scenarios;
+namespace hs = hcasim::frontends;
 
 namespace {
 

@@ -341,8 +341,8 @@ TEST(RunFile, Seed003BareCommandWithConfidenceBanner) {
 
 /// Seed 000 T3 SDP -m 64K as the simulation would report it: 62 424 000 000 B in 60 s (8323.20
 /// Mbit/s), 8 CPUs per host, 12.96 % and 13.64 % busy.
-sim::TcpStreamResult t3_result() {
-  sim::TcpStreamResult r;
+frontends::TcpStreamResult t3_result() {
+  frontends::TcpStreamResult r;
   r.remote_recv_socket = 87380;
   r.local_send_socket = 16384;
   r.send_size = 65536;
@@ -363,9 +363,9 @@ std::vector<std::string> words_of(const std::string& line) {
 
 /// `hcasim netperf WORDS` output for t3_result(), as a run file: "$ netperf WORDS" and the output.
 std::string printed_netperf(const std::string& words) {
-  const NetperfOptions o = parse_netperf_args(words_of(words));
+  const frontends::NetperfOptions o = frontends::parse_netperf_args(words_of(words));
   const auto r = t3_result();
-  return "$ netperf " + words + "\n" + format_netperf_output(o, r, netperf_figures(o, r));
+  return "$ netperf " + words + "\n" + frontends::format_netperf_output(o, r, frontends::netperf_figures(o, r));
 }
 
 TEST(RunFile, PrinterHeadersAndCpuColumns) {
@@ -508,8 +508,8 @@ constexpr double kMhz = 1000.0;  // one cycle per ns
 
 /// A latency point: posts at the given gaps (ns; at 1000 MHz also cycles, so each gap is a round
 /// trip of gap/2000 us one way).
-sim::PerftestPoint lat_point(uint64_t bytes, const std::vector<double>& gaps_ns) {
-  sim::PerftestPoint p;
+frontends::PerftestPoint lat_point(uint64_t bytes, const std::vector<double>& gaps_ns) {
+  frontends::PerftestPoint p;
   p.bytes = bytes;
   p.iterations = gaps_ns.size() + 1;
   double t = 1000;
@@ -519,8 +519,8 @@ sim::PerftestPoint lat_point(uint64_t bytes, const std::vector<double>& gaps_ns)
 }
 
 /// A bw point: `n` WRs posted every `post_ns`, each completing `latency_ns` after its post.
-sim::PerftestPoint bw_point(uint64_t bytes, size_t n, double post_ns, double latency_ns) {
-  sim::PerftestPoint p;
+frontends::PerftestPoint bw_point(uint64_t bytes, size_t n, double post_ns, double latency_ns) {
+  frontends::PerftestPoint p;
   p.bytes = bytes;
   p.iterations = n;
   for (size_t i = 0; i < n; ++i) {
@@ -530,17 +530,17 @@ sim::PerftestPoint bw_point(uint64_t bytes, size_t n, double post_ns, double lat
   return p;
 }
 
-std::string printed_perftest(sim::PerftestTest test, const std::string& words,
-                             const sim::PerftestResult& result) {
-  const PerftestOptions o = parse_perftest_args(test, words_of(words));
-  return "# " + std::string(perftest_tool_name(test)) + " " + words + "\n" +
-         format_perftest_output(o, result, kMhz);
+std::string printed_perftest(frontends::PerftestTest test, const std::string& words,
+                             const frontends::PerftestResult& result) {
+  const frontends::PerftestOptions o = frontends::parse_perftest_args(test, words_of(words));
+  return "# " + std::string(frontends::perftest_tool_name(test)) + " " + words + "\n" +
+         frontends::format_perftest_output(o, result, kMhz);
 }
 
 const std::vector<double> kGaps = {2000, 2200, 2000, 2400, 2060, 2000, 9000, 2100, 3000, 2240};
 
 TEST(RunFile, PrinterLatencyClassicAndExtended) {
-  sim::PerftestResult result;
+  frontends::PerftestResult result;
   result.points = {lat_point(2, kGaps), lat_point(64, kGaps)};
   // Sorted round trips (cycles): 2000 2000 2000 2060 2100 2200 2240 2400 3000 9000. perftest
   // keeps the first 8: t_min 2000/2000 = 1.00 us; t_max is delta[8], 3000/2000 = 1.50; the
@@ -548,7 +548,7 @@ TEST(RunFile, PrinterLatencyClassicAndExtended) {
   for (const char* columns : {"classic", "extended"}) {
     SCOPED_TRACE(columns);
     const std::string words = std::string("-a -n 11 --columns ") + columns;
-    const std::string text = printed_perftest(sim::PerftestTest::WriteLat, words, result);
+    const std::string text = printed_perftest(frontends::PerftestTest::WriteLat, words, result);
     const auto runs = parse_run_file(text, "p.txt");
     ASSERT_EQ(runs.size(), 1u);
     const PerftestReading& r = perftest_of(runs[0]);
@@ -557,7 +557,7 @@ TEST(RunFile, PrinterLatencyClassicAndExtended) {
     EXPECT_FALSE(r.cycles);
     for (size_t i = 0; i < 2; ++i) {
       const LatencyRow& l = r.latency[i];
-      const PerftestLatFigures f = perftest_lat_figures(result.points[i], kMhz);
+      const frontends::PerftestLatFigures f = frontends::perftest_lat_figures(result.points[i], kMhz);
       EXPECT_EQ(l.bytes, i == 0 ? 2u : 64u);
       EXPECT_EQ(l.iterations, 11u);
       EXPECT_DOUBLE_EQ(l.t_min, 1.00);
@@ -580,18 +580,18 @@ TEST(RunFile, PrinterLatencyClassicAndExtended) {
 }
 
 TEST(RunFile, PrinterBandwidthMegabytesAndGigabits) {
-  sim::PerftestResult result;
+  frontends::PerftestResult result;
   // 20 WRs of 64 KB, one every 500 ns, each done 1000 ns later: the last completion is at
   // 19 x 500 + 1000 = 10500 cycles after the first post.
   result.points = {bw_point(65536, 20, 500, 1000)};
-  const PerftestBwFigures f = perftest_bw_figures(result.points[0], kMhz, 1, false);
+  const frontends::PerftestBwFigures f = frontends::perftest_bw_figures(result.points[0], kMhz, 1, false);
   // Average: 65536 x 20 B / 10.5 us = 124.83 GB/s = 119047.62 MB/s (2^20 B).
   ASSERT_NEAR(f.bw_avg_mib_s, 65536.0 * 20 / 10.5e-6 / 1048576, 1e-6);
   for (bool gbits : {false, true}) {
     SCOPED_TRACE(gbits);
     const std::string words = std::string("-s 65536 -n 20 -Q 1") + (gbits ? " --report_gbits" : "");
     const auto runs =
-        parse_run_file(printed_perftest(sim::PerftestTest::WriteBw, words, result), "p.txt");
+        parse_run_file(printed_perftest(frontends::PerftestTest::WriteBw, words, result), "p.txt");
     const PerftestReading& r = perftest_of(runs.at(0));
     ASSERT_EQ(r.bandwidth.size(), 1u);
     EXPECT_TRUE(r.latency.empty());
@@ -610,9 +610,9 @@ TEST(RunFile, PrinterBandwidthMegabytesAndGigabits) {
 TEST(RunFile, PrinterSmallGigabitsSixDecimals) {
   // Below 0.1 Gb/s perftest 4.5 prints six decimals (REPORT_FMT_EXT): 2 B x 20 / 10.5 us =
   // 0.030476 Gbit/s.
-  sim::PerftestResult result;
+  frontends::PerftestResult result;
   result.points = {bw_point(2, 20, 500, 1000)};
-  const std::string text = printed_perftest(sim::PerftestTest::SendBw,
+  const std::string text = printed_perftest(frontends::PerftestTest::SendBw,
                                             "-s 2 -n 20 -Q 1 --report_gbits --columns extended",
                                             result);
   const BandwidthRow b = perftest_of(parse_run_file(text, "p.txt").at(0)).bandwidth.at(0);

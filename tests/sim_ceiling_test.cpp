@@ -53,7 +53,7 @@ TEST_P(CeilingSweep, SimulatedGoodputStaysUnderTheModelCeiling) {
   p.set("cpu.pin_page=0");
   p.set("cpu.dma_map_page=0");
   p.set("cpu.bzcopy_setup=0");
-  sim::TcpStreamConfig c;
+  frontends::TcpStreamConfig c;
   c.length_s = 0.02;
   c.send_size = 1 << 20;
   const auto r = sim::run_tcp_stream(p, p, c);

@@ -31,8 +31,8 @@ model::Platform platform(const std::string& name) {
 }
 
 /// Seed 003's netperf flags: -- -m 8192 -s 262144 -S 262144.
-sim::TcpStreamConfig seed003_flags(double length_s) {
-  sim::TcpStreamConfig c;
+frontends::TcpStreamConfig seed003_flags(double length_s) {
+  frontends::TcpStreamConfig c;
   c.length_s = length_s;
   c.send_size = 8192;
   c.local_send_socket = 262144;
@@ -52,7 +52,7 @@ std::string seconds_flag(double own) { return std::to_string(seconds(own)); }
 
 double pct(double ns, double elapsed_s) { return 100 * ns * 1e-9 / elapsed_s; }
 
-double busy_ns(const sim::CoreProfile& core) {
+double busy_ns(const frontends::CoreProfile& core) {
   double t = 0;
   for (const auto& [name, ns] : core.busy_ns) t += ns;
   return t;
@@ -88,7 +88,7 @@ class IpoibCommand : public test::HcasimCommandTest {
 // 60 s run, 277k/s) and the sender's CPU 1 is 25.09 % idle. Issue 5's tolerances: 10 %, 5
 // points, 5 points, 20 %.
 TEST(SimIpoib, Seed003ThroughputProfileSharesAndChecksumRate) {
-  const sim::IpoibStreamResult r =
+  const frontends::IpoibStreamResult r =
       sim::run_ipoib_stream(platform("zx1-rx2600-pcix"), platform("zx1-rx4640-pcix"), seed003_flags(seconds(1.0)));
   const auto& s = r.stream;
   // Linux doubles -s/-S and caps them at 2 x 131071: netperf prints 262142 (the seed's line).
@@ -98,7 +98,7 @@ TEST(SimIpoib, Seed003ThroughputProfileSharesAndChecksumRate) {
   const double mbps = static_cast<double>(s.bytes_received) * 8 / s.elapsed_s / 1e6;
   EXPECT_NEAR(mbps, 1588.33, 0.10 * 1588.33);
 
-  const sim::KernelProfile& rx3 = r.remote_kernel.at(3);
+  const frontends::KernelProfile& rx3 = r.remote_kernel.at(3);
   const double csum_pct = pct(rx3.ns[static_cast<size_t>(KernelFn::DoCsum)], s.elapsed_s);
   EXPECT_NEAR(csum_pct, 34.69, 5.0);
   const double csum_calls_per_s = rx3.calls[static_cast<size_t>(KernelFn::DoCsum)] / s.elapsed_s;

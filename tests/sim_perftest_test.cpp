@@ -22,7 +22,7 @@ model::Platform platform(const std::string& name) {
 }
 
 /// Half the sorted round trips, ns: what perftest reports for ib_write_lat.
-std::vector<double> half_rtts(const sim::PerftestPoint& p) {
+std::vector<double> half_rtts(const frontends::PerftestPoint& p) {
   std::vector<double> d;
   for (size_t i = 0; i + 1 < p.tposted_ns.size(); ++i) d.push_back((p.tposted_ns[i + 1] - p.tposted_ns[i]) / 2);
   std::sort(d.begin(), d.end());
@@ -31,9 +31,9 @@ std::vector<double> half_rtts(const sim::PerftestPoint& p) {
 
 double median(const std::vector<double>& sorted) { return sorted[sorted.size() / 2]; }
 
-sim::PerftestConfig lat(std::vector<uint64_t> sizes, uint64_t iters) {
-  sim::PerftestConfig c;
-  c.test = sim::PerftestTest::WriteLat;
+frontends::PerftestConfig lat(std::vector<uint64_t> sizes, uint64_t iters) {
+  frontends::PerftestConfig c;
+  c.test = frontends::PerftestTest::WriteLat;
   c.sizes = std::move(sizes);
   c.iterations = iters;
   c.inline_size = 220;
@@ -103,8 +103,8 @@ TEST(SimPerftest, BadConfigurationsAreInputErrors) {
 TEST(SimPerftest, WriteBandwidthRisesToAPlateauBelowTheModelsCeilings) {
   // ib_write_bw -a on connectx-ddr-pcie1x8 (tx depth 128, one CQE per 100 WRs, no inline).
   auto p = platform("connectx-ddr-pcie1x8");
-  sim::PerftestConfig c;
-  c.test = sim::PerftestTest::WriteBw;
+  frontends::PerftestConfig c;
+  c.test = frontends::PerftestTest::WriteBw;
   for (uint64_t s = 2; s <= (uint64_t{1} << 23); s *= 2) c.sizes.push_back(s);
   c.iterations = 1000;
   c.tx_depth = 128;
@@ -135,8 +135,8 @@ TEST(SimPerftest, WriteBandwidthRisesToAPlateauBelowTheModelsCeilings) {
 
 TEST(SimPerftest, SendBandwidthCompletesEveryMessageIntoPostedReceives) {
   auto p = platform("connectx-ddr-pcie1x8");
-  sim::PerftestConfig c;
-  c.test = sim::PerftestTest::SendBw;
+  frontends::PerftestConfig c;
+  c.test = frontends::PerftestTest::SendBw;
   c.sizes = {64, 65536};
   c.iterations = 2000;
   c.tx_depth = 128;

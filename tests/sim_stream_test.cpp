@@ -32,7 +32,7 @@ TEST_P(Stream, EveryByteArrivesInOrder) {
   model::Platform p = model::Platform::load_file(std::string(HCASIM_REFERENCE_DIR) +
                                                  "/../scenarios/platforms/connectx-ddr-pcie1x8.toml");
   for (const auto& s : GetParam().sets) p.set(s);
-  sim::TcpStreamConfig c;
+  frontends::TcpStreamConfig c;
   c.length_s = 0.02;
   c.send_size = GetParam().send_size;
   c.verify_data = true;
