@@ -19,7 +19,6 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
-#include "frontends/netperf_output.h"  // check_given_once
 #include "model/fault.h"
 #include "model/units.h"
 #include "util/number.h"
@@ -478,6 +477,8 @@ void check_verify_data_memory(const NetperfOptions& o) {
 }
 
 TcpStreamConfig to_tcp_stream_config(const NetperfOptions& o) {
+  if (o.transport == "ipoib" && o.verify_data)
+    fail("--verify-data: the IPoIB path (--transport ipoib) moves byte counts, not bytes; use --transport sdp");
   TcpStreamConfig c;
   c.length_s = o.length_s;
   c.length_bytes = o.length_bytes;
@@ -490,7 +491,17 @@ TcpStreamConfig to_tcp_stream_config(const NetperfOptions& o) {
   c.remote_cpu = o.remote_cpu_bind;
   c.verify_data = o.verify_data;
   c.seed = o.seed;
+  if (o.transport == "ipoib" && c.faults.any())
+    fail("fault.*: faults on the wire are modelled for SDP only, not for --transport ipoib");
   return c;
+}
+
+std::string netperf_option(const std::string& field) {
+  if (field == "local_cpu" || field == "remote_cpu") return "-T";
+  if (field == "local_send_socket") return "-s";
+  if (field == "remote_recv_socket") return "-S";
+  if (field == "transport") return "--transport ipoib";
+  return field;
 }
 
 std::string request_size_note(const NetperfOptions& o, uint64_t send_size) {

@@ -86,6 +86,11 @@ NetperfOptions parse_netperf_args(const std::vector<std::string>& args, bool all
 /// CPU binding, data verification, seed, and the --set fault.* / qp.* assignments.
 TcpStreamConfig to_tcp_stream_config(const NetperfOptions& options);
 
+/// The netperf option that sets TcpStreamConfig field `field` (frontends/config_error.h):
+/// local_cpu and remote_cpu "-T", local_send_socket "-s", remote_recv_socket "-S", transport
+/// "--transport ipoib"; another field keeps its own name.
+std::string netperf_option(const std::string& field);
+
 /// About how many bytes of real data --verify-data holds at once (0 without it): netperf's send
 /// ring (two -m buffers once -m is above the send socket, nettest_bsd.c send_width) and the
 /// receive buffer (-M): 2 x -m + -M, as measured (-m 1G: 2.0 GiB of RSS, and the run needs

@@ -22,7 +22,6 @@
 
 #include <fmt/format.h>
 
-#include "frontends/netperf_output.h"  // check_given_once
 #include <fmt/ranges.h>
 
 #include "model/fault.h"
@@ -554,6 +553,17 @@ PerftestConfig to_perftest_config(const PerftestOptions& o) {
   c.seed = o.seed;
   for (const auto& s : o.sets) model::apply_fault_setting(s, c.faults, c.retry);
   return c;
+}
+
+std::string perftest_option(const std::string& field) {
+  if (field == "sizes") return "-s";
+  if (field == "tx_depth") return "-t";
+  if (field == "rx_depth") return "-r";
+  if (field == "inline_size") return "-I";
+  if (field == "iterations") return "-n";
+  if (field == "num_qps") return "-q";
+  if (field == "cq_mod") return "-Q";
+  return field;
 }
 
 bool perftest_no_peak(const PerftestOptions& o) {

@@ -142,6 +142,11 @@ std::vector<uint64_t> perftest_all_sizes();
 /// - num_qps: -q (1 for the latency tools); iterations: -n; seed: --seed.
 PerftestConfig to_perftest_config(const PerftestOptions& options);
 
+/// The perftest option that sets PerftestConfig field `field` (frontends/config_error.h):
+/// sizes "-s", tx_depth "-t", rx_depth "-r", inline_size "-I", iterations "-n", num_qps "-q",
+/// cq_mod "-Q"; another field keeps its own name.
+std::string perftest_option(const std::string& field);
+
 /// Whether perftest skips the peak bandwidth: -N, or more than 20000 iterations in a bw test
 /// (perftest 4.5 force_dependecies sets noPeak silently; its -h says "default with peak up to
 /// iters=20000"). Always false for the latency tools.

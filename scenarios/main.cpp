@@ -13,6 +13,7 @@
 
 #include <fmt/format.h>
 
+#include "frontends/config_error.h"
 #include "frontends/netperf_cli.h"
 #include "frontends/netperf_output.h"
 #include "frontends/perftest_cli.h"
@@ -124,10 +125,17 @@ int netperf_main(const std::vector<std::string>& args) {
       progress_shown = true;
     });
   std::optional<frontends::IpoibStreamResult> ipoib;
-  if (opts.transport == "ipoib") ipoib = sim::run_ipoib_stream(local, remote, config);
-  // Init-captures: clang before 16 cannot capture a structured binding.
-  const auto simulate = [&l = local, &r = remote, &config] { return sim::run_tcp_stream(l, r, config); };
-  const frontends::TcpStreamResult result = ipoib ? ipoib->stream : run_under_faults(config.faults.any(), simulate);
+  // Init-captures: clang before 16 cannot capture a structured binding. sim/ names a config
+  // field the platforms refuse; netperf's option names it to the user.
+  const auto simulate = [&l = local, &r = remote, &config, &ipoib, &opts]() -> frontends::TcpStreamResult {
+    try {
+      if (opts.transport == "ipoib") return (ipoib = sim::run_ipoib_stream(l, r, config))->stream;
+      return sim::run_tcp_stream(l, r, config);
+    } catch (const frontends::ConfigError& e) {
+      throw frontends::worded(e, frontends::netperf_option);
+    }
+  };
+  const frontends::TcpStreamResult result = run_under_faults(config.faults.any(), simulate);
   if (progress_shown) std::cerr << "\r\033[K" << std::flush;
   // A run too short to deliver one message measured nothing: a throughput of 0 and a service
   // demand of 0 / 0 (netperf's -l is whole seconds; 1e-300 s ends before the first send).

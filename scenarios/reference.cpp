@@ -7,7 +7,6 @@
 
 #include <fmt/format.h>
 
-#include "frontends/netperf_cli.h"  // parse_number
 #include "scenarios/datadir.h"
 #include "util/csv.h"
 #include "util/number.h"

@@ -7,7 +7,6 @@
 
 #include <fmt/format.h>
 
-#include "frontends/netperf_cli.h"  // parse_number
 #include "model/platform.h"
 #include "scenarios/children.h"
 #include "scenarios/datadir.h"

@@ -2,7 +2,6 @@
 // the project's target, and the report directory (report.h).
 #include "scenarios/validate.h"
 
-#include "frontends/netperf_output.h"  // check_given_once, check_single_value
 
 #include <CLI/CLI.hpp>
 

@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 #include <simgrid/s4u.hpp>
 
+#include "frontends/config_error.h"
 #include "model/cpu.h"
 #include "model/error.h"
 #include "model/hca.h"
@@ -817,14 +818,14 @@ frontends::IpoibStreamResult Stream::run() {
 frontends::IpoibStreamResult run_ipoib_stream(const model::Platform& local, const model::Platform& remote,
                                    const frontends::TcpStreamConfig& cfg) {
   // A precondition on the config: the front end rejects -l 0 in its own words (frontends/netperf_cli.cpp).
-  if (cfg.length_bytes == 0 && !(cfg.length_s > 0)) throw InputError(fmt::format("frontends::TcpStreamConfig: length_s {} must be > 0 when length_bytes is 0", cfg.length_s));
+  if (cfg.length_bytes == 0 && !(cfg.length_s > 0)) throw InputError(fmt::format("TcpStreamConfig: length_s {} must be > 0 when length_bytes is 0", cfg.length_s));
   if (cfg.verify_data)
-    throw InputError("--verify-data: the IPoIB path (--transport ipoib) moves byte counts, not bytes; use --transport sdp");
+    throw InputError("TcpStreamConfig: verify_data is set, but the IPoIB path moves byte counts, not bytes");
   if (cfg.faults.any())
-    throw InputError("fault.*: faults on the wire are modelled for SDP only, not for --transport ipoib");
+    throw InputError("TcpStreamConfig: faults are set, but faults on the wire are modelled for SDP only");
   for (const model::Platform* p : {&local, &remote})
     if (!p->has("netstack.send_call"))
-      throw InputError(fmt::format("--transport ipoib: platform {} has no [netstack] section (the Linux TCP/IP "
+      throw frontends::ConfigError("transport", fmt::format("platform {} has no [netstack] section (the Linux TCP/IP "
                                    "path's costs; the zx1 and connectx-ddr-pcie1x8 platforms have one)",
                                    p->name()));
   const IpoibHost a = read_ipoib_host(local);
@@ -844,20 +845,22 @@ frontends::IpoibStreamResult run_ipoib_stream(const model::Platform& local, cons
   const int lcpu = cfg.local_cpu.value_or(a.app_cpu);
   const int rcpu = cfg.remote_cpu.value_or(b.app_cpu);
   if (lcpu < 0 || lcpu >= a.costs.cpus)
-    throw InputError(fmt::format("-T: local CPU {} does not exist ({} has {} CPUs)", lcpu, local.name(), a.costs.cpus));
+    throw frontends::ConfigError("local_cpu", fmt::format("local CPU {} does not exist ({} has {} CPUs)", lcpu, local.name(), a.costs.cpus));
   if (rcpu < 0 || rcpu >= b.costs.cpus)
-    throw InputError(fmt::format("-T: remote CPU {} does not exist ({} has {} CPUs)", rcpu, remote.name(), b.costs.cpus));
+    throw frontends::ConfigError("remote_cpu", fmt::format("remote CPU {} does not exist ({} has {} CPUs)", rcpu, remote.name(), b.costs.cpus));
   if (model::tcp_window_from_space(rcvbuf) < 2 * static_cast<uint64_t>(model::ipoib::tcp_mss(b.ipoib, b.ib)))
-    throw InputError(fmt::format("-S: a receive buffer of {} B offers less than two segments of {} B; Linux would "
-                                 "grow it (tcp_moderate_rcvbuf), which hcasim does not model: give a larger -S (and raise "
-                                 "socket.rmem_max)", rcvbuf, model::ipoib::tcp_mss(b.ipoib, b.ib)));
+    throw frontends::ConfigError("remote_recv_socket",
+                                 fmt::format("a receive buffer of {} B offers less than two segments of {} B; Linux would "
+                                             "grow it (tcp_moderate_rcvbuf), which hcasim does not model: give a larger "
+                                             "buffer (and raise socket.rmem_max)", rcvbuf, model::ipoib::tcp_mss(b.ipoib, b.ib)));
   // A send buffer below one segment stalls the modelled send path (the watchdog ended such a run
   // with an internal error: connected mode's 65468 B segments over the 16 KB default); Linux
   // would send sub-MSS segments, which hcasim does not model.
   if (sndbuf < model::ipoib::tcp_mss(a.ipoib, a.ib))
-    throw InputError(fmt::format("-s: a send buffer of {} B holds less than one segment of {} B, which hcasim does "
-                                 "not model: give a larger -s (and raise socket.wmem_max)",
-                                 sndbuf, model::ipoib::tcp_mss(a.ipoib, a.ib)));
+    throw frontends::ConfigError("local_send_socket",
+                                 fmt::format("a send buffer of {} B holds less than one segment of {} B, which hcasim does "
+                                             "not model: give a larger buffer (and raise socket.wmem_max)",
+                                             sndbuf, model::ipoib::tcp_mss(a.ipoib, a.ib)));
   Stream stream(a, b, cfg, sndbuf, rcvbuf, send_size, recv_size, lcpu, rcpu);
   return stream.run();
 }

@@ -44,9 +44,13 @@ namespace hcasim::sim {
 
 /// Runs netperf TCP_STREAM over IPoIB from `local` to `remote`. The platforms need [netstack],
 /// [ipoib] and a [pcie] or [pcix] section. Throws InputError naming the platform key on a
-/// missing or bad parameter, and for what this path does not model (--verify-data, fault.*).
+/// missing or bad parameter, and for what this path does not model (verify_data, faults: the
+/// front end refuses both first, in its own words). Throws frontends::ConfigError naming the
+/// field for a CPU the host lacks (local_cpu, remote_cpu), a socket buffer below what the
+/// segment size needs (local_send_socket, remote_recv_socket), and "transport" for a platform
+/// without [netstack].
 frontends::IpoibStreamResult run_ipoib_stream(const model::Platform& local, const model::Platform& remote,
-                                   const frontends::TcpStreamConfig& config);
+                                              const frontends::TcpStreamConfig& config);
 
 /// Reads every parameter run_ipoib_stream reads of one host, and throws as it does on a missing
 /// or bad one. The SDP and perftest paths call it (sim/testbed.cpp) on platforms with a

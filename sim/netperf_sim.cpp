@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 #include <zlib.h>
 
+#include "frontends/config_error.h"
 #include "model/cpu.h"
 #include "model/netstack.h"
 #include "sdp/socket.h"
@@ -28,7 +29,7 @@ struct Rendezvous {
 frontends::TcpStreamResult run_tcp_stream(const model::Platform& local, const model::Platform& remote,
                                const frontends::TcpStreamConfig& cfg) {
   // A precondition on the config: the front end rejects -l 0 in its own words (frontends/netperf_cli.cpp).
-  if (cfg.length_bytes == 0 && !(cfg.length_s > 0)) throw InputError(fmt::format("frontends::TcpStreamConfig: length_s {} must be > 0 when length_bytes is 0", cfg.length_s));
+  if (cfg.length_bytes == 0 && !(cfg.length_s > 0)) throw InputError(fmt::format("TcpStreamConfig: length_s {} must be > 0 when length_bytes is 0", cfg.length_s));
   const HostParams A = read_host_params(local);
   const HostParams B = read_host_params(remote);
 
@@ -49,9 +50,9 @@ frontends::TcpStreamResult run_tcp_stream(const model::Platform& local, const mo
   const int lcpu = cfg.local_cpu.value_or(A.app_cpu);
   const int rcpu = cfg.remote_cpu.value_or(B.app_cpu);
   if (lcpu < 0 || lcpu >= A.costs.cpus)
-    throw InputError(fmt::format("-T: local CPU {} does not exist ({} has {} CPUs)", lcpu, local.name(), A.costs.cpus));
+    throw frontends::ConfigError("local_cpu", fmt::format("local CPU {} does not exist ({} has {} CPUs)", lcpu, local.name(), A.costs.cpus));
   if (rcpu < 0 || rcpu >= B.costs.cpus)
-    throw InputError(fmt::format("-T: remote CPU {} does not exist ({} has {} CPUs)", rcpu, remote.name(), B.costs.cpus));
+    throw frontends::ConfigError("remote_cpu", fmt::format("remote CPU {} does not exist ({} has {} CPUs)", rcpu, remote.name(), B.costs.cpus));
 
   const auto wall0 = std::chrono::steady_clock::now();
   const sdp::DataMode mode = cfg.verify_data ? sdp::DataMode::Bytes : sdp::DataMode::Reference;

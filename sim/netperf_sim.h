@@ -18,9 +18,10 @@
 namespace hcasim::sim {
 
 /// Runs netperf TCP_STREAM over SDP from a host described by `local` to one described by
-/// `remote`. Throws InputError when a platform parameter is missing or out of range.
+/// `remote`. Throws InputError when a platform parameter is missing or out of range, and
+/// frontends::ConfigError naming the field (local_cpu, remote_cpu) for a CPU the host lacks.
 frontends::TcpStreamResult run_tcp_stream(const model::Platform& local, const model::Platform& remote,
-                               const frontends::TcpStreamConfig& config);
+                                          const frontends::TcpStreamConfig& config);
 
 /// netperf's service demand formula (model/cpu.h).
 using model::service_demand_us_per_kb;

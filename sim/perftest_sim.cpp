@@ -11,6 +11,7 @@
 
 #include <fmt/format.h>
 
+#include "frontends/config_error.h"
 #include "model/noise.h"
 #include "sim/testbed.h"
 
@@ -238,29 +239,31 @@ frontends::PerftestResult check_config(const HostParams& A, const HostParams& B,
   if (cfg.sizes.empty()) throw InputError("perftest: no message size");
   uint64_t max_size = 0;
   for (uint64_t size : cfg.sizes) {
-    if (size == 0) throw InputError("frontends::PerftestConfig: a message size of 0 B");
+    if (size == 0) throw InputError("PerftestConfig: a message size of 0 B");
     const uint64_t limit = std::min(A.max_msg_size, B.max_msg_size);
     if (size > limit)
-      throw InputError(fmt::format("-s: {} B is above the HCA's max message size {} B (hca.max_msg_size)", size, limit));
+      throw frontends::ConfigError("sizes", fmt::format("{} B is above the HCA's max message size {} B (hca.max_msg_size)", size, limit));
     max_size = std::max(max_size, size);
   }
   const bool lat = cfg.test == frontends::PerftestTest::WriteLat;
   if (lat && cfg.iterations < 2)
-    throw InputError(fmt::format("frontends::PerftestConfig: {} iterations; ib_write_lat needs at least 2", cfg.iterations));
-  if (cfg.iterations < 1) throw InputError("frontends::PerftestConfig: iterations must be >= 1");
-  if (cfg.num_qps < 1) throw InputError("frontends::PerftestConfig: num_qps must be >= 1");
+    throw InputError(fmt::format("PerftestConfig: {} iterations; ib_write_lat needs at least 2", cfg.iterations));
+  if (cfg.iterations < 1) throw InputError("PerftestConfig: iterations must be >= 1");
+  if (cfg.num_qps < 1) throw InputError("PerftestConfig: num_qps must be >= 1");
   if (cfg.tx_depth < 1 || cfg.tx_depth > std::min(A.qp_depth, B.qp_depth))
-    throw InputError(fmt::format("-t: tx depth {} is outside 1..{} (hca.max_qp_wr)", cfg.tx_depth,
-                                 std::min(A.qp_depth, B.qp_depth)));
+    throw frontends::ConfigError("tx_depth", fmt::format("tx depth {} is outside 1..{} (hca.max_qp_wr)", cfg.tx_depth,
+                                                         std::min(A.qp_depth, B.qp_depth)));
   if (cfg.test == frontends::PerftestTest::SendBw && (cfg.rx_depth < 1 || cfg.rx_depth > B.qp_depth))
-    throw InputError(fmt::format("-r: rx depth {} is outside 1..{} (hca.max_qp_wr)", cfg.rx_depth, B.qp_depth));
-  if (cfg.cq_mod < 1) throw InputError("frontends::PerftestConfig: cq_mod must be >= 1");
+    throw frontends::ConfigError("rx_depth", fmt::format("rx depth {} is outside 1..{} (hca.max_qp_wr)", cfg.rx_depth, B.qp_depth));
+  if (cfg.cq_mod < 1) throw InputError("PerftestConfig: cq_mod must be >= 1");
   if (std::min(A.cq_entries, B.cq_entries) < std::max(cfg.tx_depth, cfg.rx_depth))
-    throw InputError(fmt::format("-t/-r: depth above hca.cq_entries {}", std::min(A.cq_entries, B.cq_entries)));
+    throw frontends::ConfigError("tx_depth/rx_depth",
+                                 fmt::format("depth above hca.cq_entries {}", std::min(A.cq_entries, B.cq_entries)));
   const uint32_t max_inline = std::min(A.max_inline_data, B.max_inline_data);
   if (cfg.inline_size > max_inline)
-    throw InputError(fmt::format("-I: inline size {} B is above the HCA's max_inline_data {} B (hca.max_inline_data)",
-                                 cfg.inline_size, max_inline));
+    throw frontends::ConfigError("inline_size",
+                                 fmt::format("inline size {} B is above the HCA's max_inline_data {} B (hca.max_inline_data)",
+                                             cfg.inline_size, max_inline));
 
   frontends::PerftestResult res;
   res.max_inline_data = cfg.inline_size;

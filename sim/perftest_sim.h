@@ -19,16 +19,18 @@ namespace hcasim::sim {
 
 /// What run_perftest checks before it simulates anything: the platforms' parameters
 /// (read_host_params) and the config against the HCAs (the errors run_perftest throws, as
-/// InputError). Returns the result's banner facts (max_inline_data, mtu, blueflame,
-/// write_combining), no points, so that the banner can be printed before the simulation runs.
+/// InputError and frontends::ConfigError). Returns the result's banner facts (max_inline_data,
+/// mtu, blueflame, write_combining), no points, so that the banner can be printed before the
+/// simulation runs.
 frontends::PerftestResult check_perftest(const model::Platform& local, const model::Platform& remote,
-                              const frontends::PerftestConfig& config);
+                                         const frontends::PerftestConfig& config);
 
 /// Runs `config` between a client host described by `local` and a server described by
-/// `remote`. Throws InputError when a platform parameter is missing or out of range, or when
-/// the config asks for something the HCA cannot do (an inline size above its limit, a message
-/// larger than the HCA's maximum message size).
+/// `remote`. Throws InputError when a platform parameter is missing or out of range, and
+/// frontends::ConfigError naming the field when the config asks for something the HCA cannot
+/// do: a message above hca.max_msg_size (sizes), a depth above hca.max_qp_wr or
+/// hca.cq_entries (tx_depth, rx_depth), an inline size above hca.max_inline_data (inline_size).
 frontends::PerftestResult run_perftest(const model::Platform& local, const model::Platform& remote,
-                            const frontends::PerftestConfig& config);
+                                       const frontends::PerftestConfig& config);
 
 }  // namespace hcasim::sim

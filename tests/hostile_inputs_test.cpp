@@ -407,7 +407,7 @@ std::vector<Case> cases() {
        .args = {"netperf", "-l", "1", "--transport", "ipoib", "--set", "ipoib.mode=connected", "--set",
                 "socket.rmem_max=4194304", "--csv", csv, "--", "-m", "64K", "-S", "1M"},
        .line = E + "-s: a send buffer of [0-9]+ B holds less than one segment of 65468 B, which hcasim does not "
-                   "model: give a larger -s \\(and raise socket.wmem_max\\)",
+                   "model: give a larger buffer \\(and raise socket.wmem_max\\)",
        .absent = {csv}});
   // Under ulimit -v 1500000 a 1 GB --verify-data run died by SIGABRT (exit 134) without a word.
   add({.name = "netperf_verify_data_beyond_ulimit_v",

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "frontends/config_error.h"
 #include "frontends/netperf_cli.h"
 #include "util/number.h"
 
@@ -363,6 +364,31 @@ TEST(NetperfCli, VerifyDataMemoryIsTwiceTheSendSizePlusTheReceiveSize) {
   EXPECT_EQ(verify_data_bytes(parse("--verify-data -- -m 1G -M 1M")), (uint64_t{2} << 30) + (1u << 20));
   EXPECT_EQ(verify_data_bytes(parse("-- -m 1G")), 0u);  // byte counts, no real bytes
   EXPECT_NO_THROW(check_verify_data_memory(parse("--verify-data -- -m 64K")));
+}
+
+TEST(NetperfCli, ConfigFieldsAreWordedAsNetperfsOptions) {
+  EXPECT_STREQ(worded(ConfigError("remote_cpu", "remote CPU 9 does not exist"), netperf_option).what(),
+               "-T: remote CPU 9 does not exist");
+  EXPECT_EQ(netperf_option("local_send_socket"), "-s");
+  EXPECT_EQ(netperf_option("remote_recv_socket"), "-S");
+  EXPECT_EQ(netperf_option("transport"), "--transport ipoib");
+}
+
+TEST(NetperfCli, TheIpoibPathRefusesVerifyDataAndFaultsInFlagWords) {
+  // sim/ipoib_sim.cpp keeps only a precondition in TcpStreamConfig's words.
+  const auto refusal = [](const std::string& line) -> std::string {
+    try {
+      to_tcp_stream_config(parse(line));
+    } catch (const InputError& e) {
+      return e.what();
+    }
+    return "(accepted)";
+  };
+  EXPECT_EQ(refusal("--transport ipoib --verify-data"),
+            "--verify-data: the IPoIB path (--transport ipoib) moves byte counts, not bytes; use --transport sdp");
+  EXPECT_EQ(refusal("--transport ipoib --set fault.loss=1e-3"),
+            "fault.*: faults on the wire are modelled for SDP only, not for --transport ipoib");
+  EXPECT_EQ(refusal("--transport sdp --set fault.loss=1e-3"), "(accepted)");
 }
 
 }  // namespace

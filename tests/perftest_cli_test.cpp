@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "frontends/config_error.h"
 #include "frontends/perftest_cli.h"
 
 namespace hcasim::frontends {
@@ -438,6 +439,16 @@ TEST(PerftestCli, ToolNamesAndUsage) {
   EXPECT_NE(u.find("--report_gbits"), std::string::npos);
   EXPECT_EQ(perftest_usage(PerftestTest::WriteLat).find("--report_gbits"), std::string::npos);
   EXPECT_NE(perftest_usage(PerftestTest::SendBw).find("-r, --rx-depth"), std::string::npos);
+}
+
+TEST(PerftestCli, ConfigFieldsAreWordedAsPerftestsOptions) {
+  // sim/ refuses "tx_depth/rx_depth" when the depths overrun hca.cq_entries (sim/perftest_sim.cpp).
+  const ConfigError e("tx_depth/rx_depth", "depth above hca.cq_entries 150");
+  EXPECT_STREQ(e.what(), "tx_depth/rx_depth: depth above hca.cq_entries 150");
+  EXPECT_STREQ(worded(e, perftest_option).what(), "-t/-r: depth above hca.cq_entries 150");
+  EXPECT_STREQ(worded(ConfigError("inline_size", "x"), perftest_option).what(), "-I: x");
+  EXPECT_STREQ(worded(ConfigError("sizes", "x"), perftest_option).what(), "-s: x");
+  EXPECT_STREQ(worded(ConfigError("seed", "x"), perftest_option).what(), "seed: x");  // no option: the field
 }
 
 }  // namespace
