@@ -235,6 +235,12 @@ Scenario parse_scenario(std::string_view toml_text, const std::string& origin) {
   }
   Scenario s;
   s.origin = origin;
+  // A platform file given where a scenario is expected (hcasim run PLATFORM.toml): say so,
+  // rather than name its first section an unknown key.
+  if (!root.contains("point") && (root.contains("hca") || root.contains("host") || root.contains("cpu")))
+    throw InputError(fmt::format("{}: a platform file, not a scenario file (a scenario names its platform in "
+                                 "platform = \"NAME\"; docs/scenarios.md); give a platform as --platform",
+                                 origin));
   check_keys(root, {"name", "description", "platform", "remote_platform", "source", "tolerance", "spread", "point"},
              origin, 1, "");
   s.name = required_string(root, "name", origin, 1, "");

@@ -110,6 +110,10 @@ TEST(Scenario, ErrorsNameFileAndLine) {
             "s.toml:1: unknown key 'nom'");
   EXPECT_EQ(scenario_error(replaced("platform = \"plat-a\"\n", "")),
             "s.toml:1: missing key 'platform'");
+  // A platform file where a scenario is expected (hcasim run scenarios/platforms/zx1-rx2600-pcix.toml).
+  EXPECT_EQ(scenario_error("name = \"zx1\"\n[hca]\nmax_qp_wr = { value = 1, unit = \"\", source = \"x\" }\n"),
+            "s.toml: a platform file, not a scenario file (a scenario names its platform in platform = \"NAME\"; "
+            "docs/scenarios.md); give a platform as --platform");
   EXPECT_EQ(scenario_error(replaced("name = \"tiny\"", "name = 3")),
             "s.toml:1: 'name' must be a string");
   EXPECT_EQ(scenario_error(replaced("throughput = 0.15", "throughput = -0.15")),
