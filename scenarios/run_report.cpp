@@ -59,23 +59,33 @@ namespace {
 /// |error| (run_report.h format_run_report).
 std::string format_netperf_rows(const Scenario& s, const std::vector<PointOutcome>& outcomes) {
   std::string out;
-  constexpr const char* row =
-      "{:<16} {:<7} {:<8} {:>9} {:>9} {:>7}  {:>6} {:>6} {:>7}  {:>6} {:>6} {:>7}  "
+  // The mode and size columns are as wide as their longest entry (seed 003's modes, "IPoIB, no
+  // FMR, netfilter", are longer than the 7 characters that fit seed 000's "BZCOPY").
+  size_t mode_w = 7, size_w = 8;
+  for (const auto& p : s.points)
+    if (p.kind == PointKind::Netperf) {
+      mode_w = std::max(mode_w, p.mode.size());
+      size_w = std::max(size_w, p.size_flag.size());
+    }
+  const auto lead = [&](std::string_view table, std::string_view mode, std::string_view size) {
+    return fmt::format("{:<16} {:<{}} {:<{}} ", table, mode, mode_w, size, size_w);
+  };
+  constexpr const char* figures =
+      "{:>9} {:>9} {:>7}  {:>6} {:>6} {:>7}  {:>6} {:>6} {:>7}  "
       "{:>6} {:>6} {:>7}  {:>6} {:>6} {:>7}  {}\n";
   std::string groups =
-      fmt::format("{:<16} {:<7} {:<8} {:^27}  {:^21}  {:^21}  {:^21}  {:^21}", "", "", "",
-                  "throughput, Mbit/s", "SD local, us/KB", "SD remote, us/KB", "util local, %",
-                  "util remote, %");
+      lead("", "", "") + fmt::format("{:^27}  {:^21}  {:^21}  {:^21}  {:^21}", "throughput, Mbit/s",
+                                     "SD local, us/KB", "SD remote, us/KB", "util local, %", "util remote, %");
   out += groups.erase(groups.find_last_not_of(' ') + 1) + "\n";
-  out += fmt::format(row, "table", "mode", "size", "measured", "simulated", "error", "meas",
-                     "sim", "error", "meas", "sim", "error", "meas", "sim", "error", "meas", "sim",
-                     "error", "status");
+  out += lead("table", "mode", "size") +
+         fmt::format(figures, "measured", "simulated", "error", "meas", "sim", "error", "meas", "sim", "error", "meas",
+                     "sim", "error", "meas", "sim", "error", "status");
   for (size_t i = 0; i < s.points.size(); ++i) {
     const auto& p = s.points[i];
     const auto& o = outcomes[i];
     if (p.kind != PointKind::Netperf) continue;
-    out += fmt::format(row, p.table, p.mode, p.size_flag.empty() ? "-" : p.size_flag,
-                       num(o.throughput.measured, 2), num(o.throughput.simulated, 2),
+    out += lead(p.table, p.mode, p.size_flag.empty() ? "-" : p.size_flag) +
+           fmt::format(figures, num(o.throughput.measured, 2), num(o.throughput.simulated, 2),
                        pct(o.throughput.error), num(o.sd_local.measured, 3),
                        num(o.sd_local.simulated, 3), pct(o.sd_local.error),
                        num(o.sd_remote.measured, 3), num(o.sd_remote.simulated, 3),
