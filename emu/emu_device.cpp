@@ -118,16 +118,83 @@ bool Hca::mr_allows(uint32_t key, sdp::Addr addr, uint64_t len, unsigned need) {
 }
 
 std::shared_ptr<Qp> Hca::create_qp(const sdp::QpCaps& caps) {
+  auto cq = std::make_shared<CompQueue>(caps.cq_entries);
+  auto qp = create_qp(caps, cq, cq);
+  qp->own_cq_ = true;
+  return qp;
+}
+
+std::shared_ptr<Qp> Hca::create_qp(const sdp::QpCaps& caps, std::shared_ptr<CompQueue> send_cq,
+                                   std::shared_ptr<CompQueue> recv_cq) {
   std::lock_guard g(qps_lock_);
-  auto qp = std::make_shared<Qp>(*this, next_qpn_++, caps, faults_, retry_);
+  auto qp = std::make_shared<Qp>(*this, next_qpn_++, caps, std::move(send_cq), std::move(recv_cq), faults_, retry_);
   std::erase_if(qps_, [](const std::weak_ptr<Qp>& w) { return w.expired(); });
   qps_.push_back(qp);
   return qp;
 }
 
+std::shared_ptr<Qp> Hca::find_qp(uint32_t qpn) {
+  std::lock_guard g(qps_lock_);
+  for (auto& w : qps_)
+    if (auto q = w.lock(); q && q->qp_num() == qpn) return q;
+  return nullptr;
+}
+
+uint16_t Hca::lid() {
+  std::lock_guard g(port_lock_);
+  if (port_) return port_->lid();
+  auto a = std::make_unique<tcp::acceptor>(io_);
+  boost::system::error_code ec;
+  const tcp::endpoint ep(asio::ip::address_v4::loopback(), 0);
+  a->open(ep.protocol(), ec);
+  if (!ec) a->bind(ep, ec);
+  if (!ec) a->listen(64, ec);
+  if (ec) throw sdp::DeviceError(fmt::format("emulated port: cannot listen on 127.0.0.1: {}", ec.message()));
+  port_ = std::make_unique<SubnetPort>(a->local_endpoint().port());
+  acceptor_ = std::move(a);
+  asio::post(io_, [this] { accept_next(); });
+  return port_->lid();
+}
+
+void Hca::accept_next() {
+  // Each accepted stream's first frame is a CM REQ naming the QP it is for (Qp::to_rtr).
+  acceptor_->async_accept([this](boost::system::error_code ec, tcp::socket s) {
+    if (ec == asio::error::operation_aborted) return;
+    if (!ec) {
+      s.set_option(tcp::no_delay(true), ec);
+      auto sock = std::make_shared<tcp::socket>(std::move(s));
+      auto len = std::make_shared<std::array<uint8_t, kLengthSize>>();
+      asio::async_read(*sock, asio::buffer(*len), [this, sock, len](boost::system::error_code e1, size_t) {
+        if (e1) return;
+        uint32_t n = 0;
+        try {
+          n = decode_length(*len);
+        } catch (const WireError&) {
+          return;
+        }
+        auto body = std::make_shared<std::vector<uint8_t>>(n);
+        asio::async_read(*sock, asio::buffer(*body), [this, sock, body](boost::system::error_code e2, size_t) {
+          if (e2 || !icrc_ok(*body)) return;
+          Packet req;
+          try {
+            req = decode(*body);
+          } catch (const WireError&) {
+            return;
+          }
+          if (req.op != Op::CmReq) return;
+          if (auto qp = find_qp(req.dest_qpn)) qp->take_stream(std::move(*sock), req.local_qpn);
+          // No such QP: the stream closes; the peer's requests time out (RETRY_EXC_ERR).
+        });
+      });
+    }
+    accept_next();
+  });
+}
+
 // ---- the QP: state ---------------------------------------------------------------------------
 
-Qp::Qp(Hca& hca, uint32_t qpn, const sdp::QpCaps& caps, const model::FaultConfig& faults, const model::RcRetry& retry)
+Qp::Qp(Hca& hca, uint32_t qpn, const sdp::QpCaps& caps, std::shared_ptr<CompQueue> send_cq,
+       std::shared_ptr<CompQueue> recv_cq, const model::FaultConfig& faults, const model::RcRetry& retry)
     : hca_(hca),
       qpn_(qpn),
       caps_(caps),
@@ -140,7 +207,63 @@ Qp::Qp(Hca& hca, uint32_t qpn, const sdp::QpCaps& caps, const model::FaultConfig
       retries_(retry.retry_cnt),
       faults_(faults),
       draw_(faults, qpn),
-      cq_(caps.cq_entries) {}
+      scq_(std::move(send_cq)),
+      rcq_(std::move(recv_cq)) {}
+
+// ---- the CQ ----------------------------------------------------------------------------------
+
+bool CompQueue::push(const Wc& wc) {
+  std::lock_guard g(m_);
+  if (!cq_.push(wc)) return false;
+  if (armed_) {  // one completion event per arming (ibv_req_notify_cq(3))
+    armed_ = false;
+    event_ = true;
+    if (on_event_) on_event_();
+    cv_.notify_all();
+  }
+  return true;
+}
+
+int CompQueue::poll(std::span<Wc> out) {
+  std::lock_guard g(m_);
+  return cq_.poll(out);
+}
+
+bool CompQueue::arm() {
+  std::lock_guard g(m_);
+  armed_ = true;
+  return !cq_.empty();
+}
+
+void CompQueue::set_event_handler(EventHandler h) {
+  std::lock_guard g(m_);
+  on_event_ = std::move(h);
+}
+
+bool CompQueue::wait_event(int timeout_ms) {
+  std::unique_lock g(m_);
+  const uint64_t w = wakes_;
+  if (!cv_.wait_for(g, std::chrono::milliseconds(timeout_ms), [&] { return event_ || wakes_ != w; })) return false;
+  const bool e = event_;
+  event_ = false;
+  return e;
+}
+
+void CompQueue::wake() {
+  std::lock_guard g(m_);
+  ++wakes_;
+  cv_.notify_all();
+}
+
+void CompQueue::remove_qp(uint32_t qpn) {
+  std::lock_guard g(m_);
+  std::vector<Wc> keep;
+  std::array<Wc, 64> buf;
+  for (int n; (n = cq_.poll(buf)) > 0;)
+    for (int i = 0; i < n; ++i)
+      if (buf[static_cast<size_t>(i)].qp_num != qpn) keep.push_back(buf[static_cast<size_t>(i)]);
+  for (const Wc& w : keep) cq_.push(w);
+}
 
 void Qp::attach(tcp::socket socket) { socket_ = std::move(socket); }
 
@@ -157,7 +280,8 @@ void Qp::modify(State next) {
       sq_.clear();
       unacked_.clear();
       rq_.clear();
-      cq_.clear();
+      scq_->remove_qp(qpn_);
+      if (rcq_ != scq_) rcq_->remove_qp(qpn_);
       sq_outstanding_ = 0;
       state_ = State::Reset;
       break;
@@ -189,12 +313,111 @@ void Qp::to_rts(uint32_t remote_qpn) {
     hca::check_transition(qpn_, State::Init, State::Rtr);  // the REP gives the remote QPN
     hca::check_transition(qpn_, State::Rtr, State::Rts);   // the RTU
     state_ = State::Rts;
+    linked_ = true;
   }
   asio::post(socket_.get_executor(), [self = shared_from_this()] {
     self->read_length();
     std::lock_guard g(self->m_);
     self->pump();
   });
+}
+
+void Qp::to_rtr(const RtrAttr& a) {
+  if (a.min_rnr_timer > 31) throw sdp::VerbsError(fmt::format("modify_qp: min_rnr_timer {} > 31", a.min_rnr_timer));
+  const uint16_t my_lid = hca_.lid();
+  bool connect = false;
+  {
+    std::lock_guard g(m_);
+    hca::check_transition(qpn_, state_, State::Rtr);
+    remote_qpn_ = a.dest_qpn & hca::kPsnMask;
+    dlid_ = a.dlid;
+    responder_.reset(a.rq_psn);
+    min_rnr_timer_ = a.min_rnr_timer;
+    state_ = State::Rtr;
+    // The smaller (LID, QPN) opens the stream; the other waits for it (or has it already).
+    connect = std::pair(my_lid, qpn_) < std::pair(a.dlid, remote_qpn_);
+    if (!connect) {
+      if (pending_ && pending_from_ == remote_qpn_) {
+        socket_ = std::move(*pending_);
+        pending_.reset();
+        start_io();
+      } else {
+        pending_.reset();
+      }
+      return;
+    }
+  }
+  const std::optional<uint16_t> port = find_port(a.dlid);
+  tcp::socket s(hca_.io());
+  boost::system::error_code ec;
+  if (port) s.connect(tcp::endpoint(asio::ip::address_v4::loopback(), *port), ec);
+  const std::string peer = fmt::format("LID {:#x} QP {:#x}", a.dlid, remote_qpn_);
+  if (!port || ec) {
+    std::lock_guard g(m_);
+    to_error(port ? fmt::format("{}: {}", peer, ec.message())
+                  : fmt::format("{}: no port with that LID on the emulated subnet {}", peer, subnet_dir()),
+             std::nullopt);
+    return;
+  }
+  s.set_option(tcp::no_delay(true), ec);
+  try {
+    write_frame(s, Packet{.op = Op::CmReq, .dest_qpn = remote_qpn_, .psn = a.rq_psn, .local_qpn = qpn_}, peer);
+  } catch (const sdp::DeviceError& e) {
+    std::lock_guard g(m_);
+    to_error(e.what(), std::nullopt);
+    return;
+  }
+  std::lock_guard g(m_);
+  if (state_ == State::Error || closed_) return;
+  socket_ = std::move(s);
+  start_io();
+}
+
+void Qp::take_stream(tcp::socket s, uint32_t from_qpn) {
+  std::lock_guard g(m_);
+  if (closed_ || linked_ || state_ == State::Error) return;  // s closes
+  if (state_ == State::Rtr || state_ == State::Rts) {
+    if (from_qpn != remote_qpn_) return;
+    socket_ = std::move(s);
+    start_io();
+    return;
+  }
+  pending_.emplace(std::move(s));  // RESET / INIT: kept for the RTR
+  pending_from_ = from_qpn;
+}
+
+void Qp::start_io() {
+  linked_ = true;
+  asio::post(socket_.get_executor(), [self = shared_from_this()] {
+    self->read_length();
+    std::lock_guard g(self->m_);
+    self->pump();
+  });
+}
+
+void Qp::to_rts(const RtsAttr& a) {
+  if (a.retry_cnt > 7 || a.rnr_retry > 7 || a.timeout > 31)
+    throw sdp::VerbsError(fmt::format("modify_qp: retry_cnt {} / rnr_retry {} / timeout {} out of range", a.retry_cnt,
+                                      a.rnr_retry, a.timeout));
+  std::lock_guard g(m_);
+  hca::check_transition(qpn_, state_, State::Rts);
+  next_psn_ = a.sq_psn & hca::kPsnMask;
+  retry_.timeout = a.timeout;
+  retry_.retry_cnt = a.retry_cnt;
+  retry_.rnr_retry = a.rnr_retry;
+  retries_ = hca::RetryCounter(a.retry_cnt);
+  rnr_ = hca::RnrCounter(a.rnr_retry);
+  state_ = State::Rts;
+  if (linked_)
+    asio::post(socket_.get_executor(), [self = shared_from_this()] {
+      std::lock_guard g2(self->m_);
+      self->pump();
+    });
+}
+
+uint32_t Qp::remote_qpn() {
+  std::lock_guard g(m_);
+  return remote_qpn_;
 }
 
 void Qp::to_error_state(const std::string& why) {
@@ -207,10 +430,7 @@ Qp::State Qp::state() {
   return state_;
 }
 
-void Qp::set_event_handler(EventHandler h) {
-  std::lock_guard g(m_);
-  on_event_ = std::move(h);
-}
+void Qp::set_event_handler(EventHandler h) { scq_->set_event_handler(std::move(h)); }
 
 void Qp::set_link_handler(LinkHandler h) {
   std::lock_guard g(m_);
@@ -218,11 +438,11 @@ void Qp::set_link_handler(LinkHandler h) {
 }
 
 bool Qp::wait_cq_event(int timeout_ms) {
-  std::unique_lock g(m_);
-  if (!cv_.wait_for(g, std::chrono::milliseconds(timeout_ms), [&] { return event_ || closed_; })) return false;
-  const bool e = event_;
-  event_ = false;
-  return e;
+  {
+    std::lock_guard g(m_);
+    if (closed_) return false;
+  }
+  return scq_->wait_event(timeout_ms);
 }
 
 bool Qp::drain(int timeout_ms) {
@@ -235,7 +455,7 @@ bool Qp::drain(int timeout_ms) {
 void Qp::disconnect() {
   std::lock_guard g(m_);
   if (state_ == State::Error) return;
-  const bool connected = state_ == State::Rts;
+  const bool connected = (state_ == State::Rts || state_ == State::Rtr) && linked_;
   // The QP goes to ERROR now (rdma_disconnect(3)); the DREQ leaves on the I/O thread.
   to_error("disconnected", std::nullopt);
   if (!connected) return;
@@ -251,10 +471,13 @@ void Qp::close() {
   {
     std::lock_guard g(m_);
     closed_ = true;
-    on_event_ = nullptr;
     on_link_ = nullptr;
+    pending_.reset();
     cv_.notify_all();
   }
+  if (own_cq_) scq_->set_event_handler(nullptr);
+  scq_->wake();
+  if (rcq_ != scq_) rcq_->wake();
   asio::post(socket_.get_executor(), [self = shared_from_this()] {
     std::lock_guard g(self->m_);
     boost::system::error_code ec;
@@ -411,30 +634,19 @@ void Qp::post_recv(const sdp::RecvWr& wr) {
   rq_.push_back(wr);
 }
 
-int Qp::poll_cq(std::span<Wc> out) {
-  std::lock_guard g(m_);
-  return cq_.poll(out);
-}
+int Qp::poll_cq(std::span<Wc> out) { return scq_->poll(out); }
 
-bool Qp::req_notify_cq() {
-  std::lock_guard g(m_);
-  armed_ = true;
-  return !cq_.empty();
-}
+bool Qp::req_notify_cq() { return scq_->arm(); }
 
 // ---- Qp: completions -------------------------------------------------------------------------
 
 void Qp::push_cqe(const Wc& wc) {
   if (wc.opcode != WcOpcode::Recv && sq_outstanding_ > 0) --sq_outstanding_;
-  if (!cq_.push(wc)) {  // CQ overrun (hca/cq.h): nothing written, the QP goes to ERROR
-    to_error(fmt::format("CQ overrun ({} entries)", cq_.depth()), std::nullopt);
+  CompQueue& cq = wc.opcode == WcOpcode::Recv ? *rcq_ : *scq_;
+  if (!cq.push(wc)) {  // CQ overrun (hca/cq.h): nothing written, the QP goes to ERROR
+    to_error(fmt::format("CQ overrun ({} entries)", cq.depth()), std::nullopt);
     cv_.notify_all();
     return;
-  }
-  if (armed_) {  // one completion event per arming (ibv_req_notify_cq(3))
-    armed_ = false;
-    event_ = true;
-    if (on_event_) on_event_();
   }
   cv_.notify_all();
 }
@@ -510,7 +722,7 @@ bool Qp::scatter(const std::array<sdp::Sge, sdp::kMaxSge>& sg, uint8_t n, const 
 }
 
 void Qp::pump() {
-  while (state_ == State::Rts && !sq_.empty()) {
+  while (state_ == State::Rts && linked_ && !sq_.empty()) {
     sdp::SendWr wr = sq_.front();
     sq_.pop_front();
     Outstanding o{next_psn_, wr, nullptr, std::nullopt};

@@ -2,9 +2,11 @@
 /// \file The emulated HCA's parts, shared by its two faces: sdp::Device (emu/emu_device.cpp, the
 /// `--device emu` mode) and the libibverbs / librdmacm look-alike (emu/verbs_shim/, preloaded in
 /// front of rdma-core). An Hca is the adapter (one I/O thread, one PD's MR table, QP numbers);
-/// a Qp is an RC QP with its own CQ, created in RESET without a peer and given its TCP stream
-/// when the CM exchange (REQ / REP / RTU, emu/wire.h) starts, as ibv_create_qp(3) comes before
-/// rdma_connect(3) / rdma_accept(3). emu/emu_device.h describes what is emulated.
+/// a CompQueue is a CQ any number of QPs complete into; a Qp is an RC QP, created in RESET
+/// without a peer and given its TCP stream either when the CM exchange (REQ / REP / RTU,
+/// emu/wire.h) starts, as ibv_create_qp(3) comes before rdma_connect(3) / rdma_accept(3), or
+/// at RTR from out-of-band addressing (to_rtr: the peer's LID on the emulated subnet,
+/// emu/subnet.h). emu/emu_device.h describes what is emulated.
 #include <array>
 #include <chrono>
 #include <condition_variable>
@@ -24,6 +26,7 @@
 
 #include <boost/asio.hpp>
 
+#include "emu/subnet.h"
 #include "emu/wire.h"
 #include "hca/cq.h"
 #include "hca/mr.h"
@@ -52,6 +55,57 @@ void write_frame(boost::asio::ip::tcp::socket& s, const Packet& p, const std::st
 
 class Qp;
 
+/// A completion queue (ibv_create_cq(3)): hca::Cq's depth and overrun under a lock of its
+/// own, the arming of ibv_req_notify_cq(3) and the completion event. Any number of QPs complete
+/// into it, each its send or receive side or both; completions are polled in the order they
+/// were written. Lock order: a Qp's lock, then its CQs'.
+class CompQueue {
+ public:
+  /// Called (with the CQ's lock held) for the completion event of an armed CQ. Must not call
+  /// back into the CQ or a QP.
+  using EventHandler = std::function<void()>;
+  explicit CompQueue(uint32_t depth) : cq_(depth) {}
+  /// Writes `wc`; an armed CQ disarms and raises its event. False on overrun (hca::Cq::push).
+  bool push(const sdp::Wc& wc);
+  /// ibv_poll_cq(3): up to out.size() completions, oldest first; how many.
+  int poll(std::span<sdp::Wc> out);
+  /// ibv_req_notify_cq(3): the next completion raises one event. True when completions wait
+  /// already (the caller polls again before it sleeps).
+  bool arm();
+  /// Sets the event handler (nullptr: none; wait_event still sees events).
+  void set_event_handler(EventHandler h);
+  /// Blocks at most timeout_ms for a completion event (taking it); false on timeout or wake().
+  bool wait_event(int timeout_ms);
+  /// Makes every wait_event return (a QP closed).
+  void wake();
+  /// Removes the completions of QP `qpn` (it went to RESET, IBA 10.3.1).
+  void remove_qp(uint32_t qpn);
+  uint32_t depth() const { return cq_.depth(); }
+
+ private:
+  std::mutex m_;
+  std::condition_variable cv_;
+  hca::Cq cq_;
+  bool armed_ = false, event_ = false;
+  uint64_t wakes_ = 0;
+  EventHandler on_event_;
+};
+
+/// What ibv_modify_qp(3) gives at INIT -> RTR without the CM (IBA 11.2.4.2, the RC attributes).
+struct RtrAttr {
+  uint16_t dlid = 0;           ///< the peer port's LID on the emulated subnet (emu/subnet.h)
+  uint32_t dest_qpn = 0;       ///< the peer QP
+  uint32_t rq_psn = 0;         ///< the first PSN expected from it (24 bits)
+  uint8_t min_rnr_timer = hca::kDefaultMinRnrTimer;  ///< IBA table 45 code, 0-31
+};
+/// What ibv_modify_qp(3) gives at RTR -> RTS.
+struct RtsAttr {
+  uint32_t sq_psn = 0;         ///< the first PSN sent (24 bits)
+  uint8_t timeout = 14;        ///< local ACK timeout code: 4.096 us x 2^timeout, 0 = none
+  uint8_t retry_cnt = 7;       ///< 0-7
+  uint8_t rnr_retry = 7;       ///< 0-7, 7 = for ever
+};
+
 /// The adapter: the I/O thread every QP's socket runs on, the MR table of its one PD (lkey =
 /// rkey; hca::MrTable, under a lock) and the QP numbers. Destroying it closes every QP still
 /// open and joins the thread.
@@ -77,8 +131,18 @@ class Hca {
   uint32_t dma_mr();
   /// True when `key` names an MR covering [addr, addr+len) with every access bit of `need`.
   bool mr_allows(uint32_t key, sdp::Addr addr, uint64_t len, unsigned need);
-  /// A new RC QP in RESET with its CQ sized by `caps`, not yet attached to a peer.
+  /// A new RC QP in RESET with a CQ of its own for both queues, sized by `caps`, not yet
+  /// attached to a peer (the sdp::Verbs face).
   std::shared_ptr<Qp> create_qp(const sdp::QpCaps& caps);
+  /// A new RC QP in RESET completing into `send_cq` and `recv_cq` (may be one CQ; ibv_create_qp(3)).
+  std::shared_ptr<Qp> create_qp(const sdp::QpCaps& caps, std::shared_ptr<CompQueue> send_cq,
+                                std::shared_ptr<CompQueue> recv_cq);
+  /// The LID of the adapter's port on the emulated subnet (emu/subnet.h). The first call
+  /// claims it and starts accepting QP streams on a 127.0.0.1 TCP port; throws
+  /// sdp::DeviceError when the subnet directory cannot be used.
+  uint16_t lid();
+  /// The port GUID (guid_of_lid(lid())).
+  uint64_t guid() { return guid_of_lid(lid()); }
   /// The I/O context of the adapter's thread (sockets of QPs and CM streams live on it).
   boost::asio::io_context& io() { return io_; }
 
@@ -94,6 +158,13 @@ class Hca {
   uint32_t pd_ = 0;   // the one PD
   uint32_t next_qpn_ = 0x48;  // under qps_lock_
   std::vector<std::weak_ptr<Qp>> qps_;
+  // the subnet port (lid()): its acceptor of QP streams on the I/O thread
+  std::mutex port_lock_;
+  std::unique_ptr<boost::asio::ip::tcp::acceptor> acceptor_;
+  std::unique_ptr<SubnetPort> port_;
+  void accept_next();
+  /// The QP with `qpn`, or null.
+  std::shared_ptr<Qp> find_qp(uint32_t qpn);
 };
 
 /// An RC QP with its own CQ, connected to one peer over one TCP stream (IBA 1.2.1 ch. 9-10;
@@ -111,10 +182,11 @@ class Qp final : public sdp::Verbs, public std::enable_shared_from_this<Qp> {
   /// when it sent a CM DREQ, false when the stream broke. Must not call back into the QP.
   using LinkHandler = std::function<void(bool orderly, const std::string& why)>;
 
+  friend class Hca;
   /// Use Hca::create_qp. `faults`: what the QP's sending side does to its frames (seeded with
   /// the QPN); `retry`: its retry_cnt, local ACK timeout and rnr_retry.
-  Qp(Hca& hca, uint32_t qpn, const sdp::QpCaps& caps, const model::FaultConfig& faults = {},
-     const model::RcRetry& retry = {});
+  Qp(Hca& hca, uint32_t qpn, const sdp::QpCaps& caps, std::shared_ptr<CompQueue> send_cq,
+     std::shared_ptr<CompQueue> recv_cq, const model::FaultConfig& faults = {}, const model::RcRetry& retry = {});
 
   // sdp::Verbs
   uint32_t reg_mr(sdp::Addr addr, uint64_t len, unsigned access) override;
@@ -150,6 +222,22 @@ class Qp final : public sdp::Verbs, public std::enable_shared_from_this<Qp> {
   /// INIT -> RTR -> RTS with the peer's QPN, and the I/O starts (read loop on the I/O thread).
   /// Does nothing when the QP is in ERROR already.
   void to_rts(uint32_t remote_qpn);
+  /// INIT -> RTR without the CM (ibv_modify_qp(3)): the peer is QP a.dest_qpn on the port with
+  /// LID a.dlid. The side whose (LID, QPN) is the smaller of the two opens the stream (a TCP
+  /// connection to the peer port's 127.0.0.1 port, then a CM REQ frame naming the peer QP in
+  /// dest_qpn and itself in local_qpn); the other side takes it when its port accepts it, before
+  /// or after its own RTR. Either way both may go to RTR at once. Requests arriving before the
+  /// stream is read wait in it (the QP reads from RTR on). A peer port that is not on the
+  /// subnet puts the QP in ERROR (reason()). Throws sdp::VerbsError when not in INIT.
+  void to_rtr(const RtrAttr& a);
+  /// RTR -> RTS (ibv_modify_qp(3)): the first PSN sent and the requester's retry settings.
+  /// Throws sdp::VerbsError when not in RTR or for a count out of range.
+  void to_rts(const RtsAttr& a);
+  /// A stream the port accepted for this QP from peer QP `from_qpn` (Hca's acceptor, on the
+  /// I/O thread). Closed when the QP has another peer already.
+  void take_stream(boost::asio::ip::tcp::socket s, uint32_t from_qpn);
+  /// The peer QP's number (0 before RTR).
+  uint32_t remote_qpn();
   /// Moves the QP to ERROR (ibv_modify_qp(3) to IBV_QPS_ERR): its WRs flush; the peer is not
   /// told (no DREQ). `why` is kept for error_reason().
   void to_error_state(const std::string& why);
@@ -210,6 +298,8 @@ class Qp final : public sdp::Verbs, public std::enable_shared_from_this<Qp> {
   void read_length();
   void read_body(uint32_t n);
   void on_packet(const Packet& p);
+  /// The stream is there and the QP at RTR or later: reading starts, and sending at RTS.
+  void start_io();
   void as_responder(const Packet& p);
   void as_requester(const Packet& p);
   void retire_acked(uint32_t psn);
@@ -238,7 +328,6 @@ class Qp final : public sdp::Verbs, public std::enable_shared_from_this<Qp> {
   State state_ = State::Reset;
   std::string reason_;
   bool closed_ = false;
-  EventHandler on_event_;
   LinkHandler on_link_;
   // requester
   std::deque<sdp::SendWr> sq_;          // posted, not yet transmitted
@@ -264,9 +353,14 @@ class Qp final : public sdp::Verbs, public std::enable_shared_from_this<Qp> {
   // responder
   std::deque<sdp::RecvWr> rq_;
   hca::RcResponder responder_;          // expected PSN, one NAK per gap
-  // CQ
-  hca::Cq cq_;
-  bool armed_ = false, event_ = false;
+  // CQs
+  std::shared_ptr<CompQueue> scq_, rcq_;
+  bool own_cq_ = false;                 // Hca::create_qp(caps): the CQ is this QP's alone
+  // out-of-band connection (to_rtr)
+  bool linked_ = false;                 // the stream is read (CM: from to_rts; else from RTR)
+  uint16_t dlid_ = 0;
+  std::optional<boost::asio::ip::tcp::socket> pending_;  // accepted before RTR
+  uint32_t pending_from_ = 0;
   // wire
   std::deque<Frame> wq_;
   bool writing_ = false, shutdown_after_write_ = false, close_after_write_ = false;

@@ -143,13 +143,12 @@ int post_recv(ibv_qp* ibqp, ibv_recv_wr* wr, ibv_recv_wr** bad_wr) {
 /// num_entries < 0.
 int poll_cq(ibv_cq* ibcq, int num_entries, ibv_wc* wc) {
   if (num_entries < 0) return -1;
-  Qp* qp = reinterpret_cast<Cq*>(ibcq)->qp.load();
-  if (qp == nullptr) return 0;
+  CompQueue& cq = *reinterpret_cast<Cq*>(ibcq)->emu;
   std::array<sdp::Wc, 32> buf;
   int total = 0;
   while (total < num_entries) {
     const size_t want = std::min<size_t>(buf.size(), static_cast<size_t>(num_entries - total));
-    const int n = qp->poll_cq(std::span<sdp::Wc>(buf.data(), want));
+    const int n = cq.poll(std::span<sdp::Wc>(buf.data(), want));
     for (int i = 0; i < n; ++i) {
       const sdp::Wc& c = buf[static_cast<size_t>(i)];
       ibv_wc& w = wc[total++];
@@ -168,7 +167,7 @@ int poll_cq(ibv_cq* ibcq, int num_entries, ibv_wc* wc) {
 /// ops.req_notify_cq (ibv_req_notify_cq(3)): arms the CQ for its next completion (solicited or
 /// not: the emulation has no solicited events). Returns 0.
 int req_notify_cq(ibv_cq* ibcq, int /*solicited_only*/) {
-  if (Qp* qp = reinterpret_cast<Cq*>(ibcq)->qp.load()) qp->req_notify_cq();
+  reinterpret_cast<Cq*>(ibcq)->emu->arm();
   return 0;
 }
 
@@ -236,7 +235,7 @@ void CompChannel::notify(ibv_cq* cq) {
 
 QpObj* create_qp(ibv_pd* pd, ibv_qp_init_attr* attr) {
   if (pd == nullptr || attr == nullptr || attr->qp_type != IBV_QPT_RC || attr->srq != nullptr ||
-      attr->send_cq == nullptr || attr->send_cq != attr->recv_cq) {
+      attr->send_cq == nullptr || attr->recv_cq == nullptr) {
     errno = attr != nullptr && attr->qp_type != IBV_QPT_RC ? EOPNOTSUPP : EINVAL;
     return nullptr;
   }
@@ -247,16 +246,14 @@ QpObj* create_qp(ibv_pd* pd, ibv_qp_init_attr* attr) {
     errno = EINVAL;
     return nullptr;
   }
-  auto* cq = reinterpret_cast<Cq*>(attr->send_cq);
-  if (cq->qp.load() != nullptr) {  // one QP per CQ: the emulated QP owns its CQ
-    errno = EINVAL;
-    return nullptr;
-  }
+  auto* scq = reinterpret_cast<Cq*>(attr->send_cq);
+  auto* rcq = reinterpret_cast<Cq*>(attr->recv_cq);
   auto* q = new QpObj;
-  const sdp::QpCaps caps{cap.max_send_wr, cap.max_recv_wr, static_cast<uint32_t>(cq->cq.cqe)};
-  q->emu = device().hca->create_qp(caps);
+  const sdp::QpCaps caps{cap.max_send_wr, cap.max_recv_wr, scq->emu->depth()};
+  q->emu = device().hca->create_qp(caps, scq->emu, rcq->emu);
   q->emu->set_max_inline_data(cap.max_inline_data);  // what the caller asked for (libmlx4 takes up to it)
-  q->cq = cq;
+  q->send_cq = scq;
+  q->recv_cq = rcq;
   q->sq_sig_all = attr->sq_sig_all != 0;
   q->qp.context = pd->context;
   q->qp.qp_context = attr->qp_context;
@@ -269,22 +266,41 @@ QpObj* create_qp(ibv_pd* pd, ibv_qp_init_attr* attr) {
   pthread_mutex_init(&q->qp.mutex, nullptr);
   pthread_cond_init(&q->qp.cond, nullptr);
   cap.max_send_sge = cap.max_recv_sge = sdp::kMaxSge;
-  if (ibv_comp_channel* ch = cq->cq.channel) {
-    auto* channel = reinterpret_cast<CompChannel*>(ch);
-    ibv_cq* ibcq = &cq->cq;
-    q->emu->set_event_handler([channel, ibcq] { channel->notify(ibcq); });
-  }
+  q->init = *attr;
+  q->attr.cap = cap;
+  q->attr.port_num = 1;
+  q->attr.path_mtu = IBV_MTU_1024;
+  q->attr.path_mig_state = IBV_MIG_MIGRATED;
   q->emu->to_init();  // rdma_create_qp(3): ready for receives
-  cq->qp.store(q->emu.get());
+  ++scq->qps;
+  ++rcq->qps;
   return q;
 }
 
 void destroy_qp(QpObj* q) {
   q->emu->close();
-  q->cq->qp.store(nullptr);
+  --q->send_cq->qps;
+  --q->recv_cq->qps;
   pthread_cond_destroy(&q->qp.cond);
   pthread_mutex_destroy(&q->qp.mutex);
   delete q;
+}
+
+uint16_t port_lid() {
+  static const uint16_t lid = [] {
+    try {
+      return device().hca->lid();
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "hcasim-verbs-emu: %s\n", e.what());
+      return uint16_t{0};
+    }
+  }();
+  return lid;
+}
+
+uint64_t port_guid() {
+  const uint16_t lid = port_lid();
+  return lid == 0 ? 0 : guid_of_lid(lid);
 }
 
 }  // namespace hcasim::emu::shim
@@ -406,7 +422,7 @@ int ibv_destroy_comp_channel(ibv_comp_channel* channel) {
 }
 
 /// ibv_create_cq(3): a CQ of `cqe` entries (at most kMaxCqe; null with errno EINVAL beyond)
-/// whose events go to `channel` (may be null). One QP may be created on it.
+/// whose events go to `channel` (may be null). Any number of QPs may complete into it.
 ibv_cq* ibv_create_cq(ibv_context* context, int cqe, void* cq_context, ibv_comp_channel* channel, int /*comp_vector*/) {
   if (cqe < 1 || cqe > hcasim::emu::shim::kMaxCqe) {
     errno = EINVAL;
@@ -417,6 +433,12 @@ ibv_cq* ibv_create_cq(ibv_context* context, int cqe, void* cq_context, ibv_comp_
   cq->cq.channel = channel;
   cq->cq.cq_context = cq_context;
   cq->cq.cqe = cqe;
+  cq->emu = std::make_shared<hcasim::emu::CompQueue>(static_cast<uint32_t>(cqe));
+  if (channel != nullptr) {
+    auto* ch = reinterpret_cast<CompChannel*>(channel);
+    ibv_cq* ibcq = &cq->cq;
+    cq->emu->set_event_handler([ch, ibcq] { ch->notify(ibcq); });
+  }
   pthread_mutex_init(&cq->cq.mutex, nullptr);
   pthread_cond_init(&cq->cq.cond, nullptr);
   return &cq->cq;
@@ -425,7 +447,7 @@ ibv_cq* ibv_create_cq(ibv_context* context, int cqe, void* cq_context, ibv_comp_
 /// ibv_destroy_cq(3). Returns 0, or EBUSY while a QP is still on it.
 int ibv_destroy_cq(ibv_cq* ibcq) {
   auto* cq = reinterpret_cast<Cq*>(ibcq);
-  if (cq->qp.load() != nullptr) return EBUSY;
+  if (cq->qps.load() != 0) return EBUSY;
   pthread_cond_destroy(&cq->cq.cond);
   pthread_mutex_destroy(&cq->cq.mutex);
   delete cq;
@@ -453,26 +475,6 @@ int ibv_get_cq_event(ibv_comp_channel* channel, ibv_cq** cq, void** cq_context) 
 /// ibv_ack_cq_events(3): counted, nothing to wait for.
 void ibv_ack_cq_events(ibv_cq* cq, unsigned int nevents) {
   if (cq != nullptr) cq->comp_events_completed += nevents;
-}
-
-/// ibv_modify_qp(3), IBV_QP_STATE only: to IBV_QPS_ERR (the WRs flush; the peer is not told)
-/// or IBV_QPS_INIT from RESET; the CM (rdma_connect / rdma_accept) makes RTR and RTS. Other
-/// attributes are ignored. Returns 0, or EINVAL for another transition.
-int ibv_modify_qp(ibv_qp* qp, ibv_qp_attr* attr, int attr_mask) {
-  if (qp == nullptr || attr == nullptr) return EINVAL;
-  if ((attr_mask & IBV_QP_STATE) == 0) return 0;
-  auto* q = hcasim::emu::shim::qp_of(qp);
-  switch (attr->qp_state) {
-    case IBV_QPS_ERR:
-      q->emu->to_error_state("moved to the error state by ibv_modify_qp");
-      qp->state = IBV_QPS_ERR;
-      return 0;
-    case IBV_QPS_INIT:
-      q->emu->to_init();
-      return q->emu->state() == hcasim::emu::Qp::State::Init ? 0 : EINVAL;
-    default:
-      return EINVAL;
-  }
 }
 
 /// ibv_wc_status_str(3): rdma-core's text for each status.
