@@ -1,0 +1,325 @@
+// The verbs shim's QPs and CQs without the CM, in one process (the test links
+// libhcasim-verbs-emu.so itself, so ibv_* are the shim's): ibv_modify_qp(3)'s RC transitions
+// and attr_mask checks (EINVAL for a missing or a foreign attribute, the QP unchanged),
+// ibv_query_qp(3), two QPs of one process connected through the emulated subnet (one port,
+// so the QPN decides which side connects) with the given PSNs, and CQs shared by several QPs,
+// a send CQ apart from the receive CQ, and completion events through a channel's fd polled
+// with poll(2).
+#include <gtest/gtest.h>
+
+#include <infiniband/verbs.h>
+#include <poll.h>
+#include <rdma/rdma_cma.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace {
+
+/// A fresh emulated subnet per test process: this process's port is alone on it, LID 1.
+class Env : public ::testing::Environment {
+ public:
+  void SetUp() override {
+    char tmpl[] = "/tmp/hcasim-qp-test-XXXXXX";
+    ASSERT_NE(::mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+    ::setenv("HCASIM_SUBNET", dir_.c_str(), 1);
+  }
+  void TearDown() override {
+    const std::string cmd = "rm -rf '" + dir_ + "'";
+    if (std::system(cmd.c_str()) != 0) {
+    }
+  }
+
+ private:
+  std::string dir_;
+};
+const auto* const kEnv = ::testing::AddGlobalTestEnvironment(new Env);
+constexpr uint16_t kLid = 1;
+
+ibv_context* context() {
+  int n = 0;
+  ibv_context** list = rdma_get_devices(&n);
+  EXPECT_EQ(n, 1);
+  ibv_context* c = list[0];
+  rdma_free_devices(list);
+  return c;
+}
+
+struct VerbsQp : ::testing::Test {
+  ibv_context* ctx = context();
+  ibv_pd* pd = ibv_alloc_pd(ctx);
+  std::vector<char> buf = std::vector<char>(1 << 16);
+  ibv_mr* mr = ibv_reg_mr(pd, buf.data(), buf.size(), IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
+
+  ibv_qp* make_qp(ibv_cq* scq, ibv_cq* rcq) {
+    ibv_qp_init_attr a{};
+    a.send_cq = scq;
+    a.recv_cq = rcq;
+    a.qp_type = IBV_QPT_RC;
+    a.cap.max_send_wr = 64;
+    a.cap.max_recv_wr = 64;
+    a.cap.max_send_sge = a.cap.max_recv_sge = 1;
+    return ibv_create_qp(pd, &a);
+  }
+  static int to_init(ibv_qp* qp) {
+    ibv_qp_attr a{};
+    a.qp_state = IBV_QPS_INIT;
+    a.port_num = 1;
+    a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
+    return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
+  }
+  static constexpr int kRtrMask = IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+                                  IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
+  static constexpr int kRtsMask = IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
+                                  IBV_QP_MAX_QP_RD_ATOMIC;
+  static int to_rtr(ibv_qp* qp, uint32_t dest, uint32_t rq_psn, int mask = kRtrMask) {
+    ibv_qp_attr a{};
+    a.qp_state = IBV_QPS_RTR;
+    a.path_mtu = IBV_MTU_1024;
+    a.dest_qp_num = dest;
+    a.rq_psn = rq_psn;
+    a.max_dest_rd_atomic = 1;
+    a.min_rnr_timer = 12;
+    a.ah_attr.dlid = kLid;
+    a.ah_attr.port_num = 1;
+    return ibv_modify_qp(qp, &a, mask);
+  }
+  static int to_rts(ibv_qp* qp, uint32_t sq_psn, int mask = kRtsMask) {
+    ibv_qp_attr a{};
+    a.qp_state = IBV_QPS_RTS;
+    a.timeout = 14;
+    a.retry_cnt = 7;
+    a.rnr_retry = 7;
+    a.sq_psn = sq_psn;
+    a.max_rd_atomic = 1;
+    return ibv_modify_qp(qp, &a, mask);
+  }
+  /// Connects a and b (both in RESET) through the subnet: a sends from PSN psn_a, b from psn_b.
+  static void connect(ibv_qp* a, ibv_qp* b, uint32_t psn_a, uint32_t psn_b) {
+    ASSERT_EQ(to_init(a), 0);
+    ASSERT_EQ(to_init(b), 0);
+    ASSERT_EQ(to_rtr(a, b->qp_num, psn_b), 0);
+    ASSERT_EQ(to_rtr(b, a->qp_num, psn_a), 0);
+    ASSERT_EQ(to_rts(a, psn_a), 0);
+    ASSERT_EQ(to_rts(b, psn_b), 0);
+  }
+  void post_recv(ibv_qp* qp, uint64_t id, size_t off, uint32_t len) {
+    ibv_sge s{reinterpret_cast<uintptr_t>(buf.data() + off), len, mr->lkey};
+    ibv_recv_wr wr{};
+    wr.wr_id = id;
+    wr.sg_list = &s;
+    wr.num_sge = 1;
+    ibv_recv_wr* bad = nullptr;
+    ASSERT_EQ(ibv_post_recv(qp, &wr, &bad), 0);
+  }
+  void post_send(ibv_qp* qp, uint64_t id, size_t off, uint32_t len) {
+    ibv_sge s{reinterpret_cast<uintptr_t>(buf.data() + off), len, mr->lkey};
+    ibv_send_wr wr{};
+    wr.wr_id = id;
+    wr.sg_list = &s;
+    wr.num_sge = 1;
+    wr.opcode = IBV_WR_SEND;
+    wr.send_flags = IBV_SEND_SIGNALED;
+    ibv_send_wr* bad = nullptr;
+    ASSERT_EQ(ibv_post_send(qp, &wr, &bad), 0);
+  }
+  /// Polls `cq` until n completions came (at most 10 s).
+  static std::vector<ibv_wc> poll_n(ibv_cq* cq, size_t n) {
+    std::vector<ibv_wc> out;
+    const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (out.size() < n && std::chrono::steady_clock::now() < end) {
+      ibv_wc wc[8];
+      const int k = ibv_poll_cq(cq, 8, wc);
+      for (int i = 0; i < k; ++i) out.push_back(wc[i]);
+      if (k == 0) std::this_thread::sleep_for(std::chrono::microseconds(100));
+    }
+    return out;
+  }
+};
+
+TEST_F(VerbsQp, CreatedInResetAndQueriedBack) {
+  ibv_cq* cq = ibv_create_cq(ctx, 16, nullptr, nullptr, 0);
+  ibv_qp* qp = make_qp(cq, cq);
+  ASSERT_NE(qp, nullptr);
+  ibv_qp_attr a{};
+  ibv_qp_init_attr init{};
+  ASSERT_EQ(ibv_query_qp(qp, &a, IBV_QP_STATE, &init), 0);
+  EXPECT_EQ(a.qp_state, IBV_QPS_RESET);
+  EXPECT_EQ(init.cap.max_send_wr, 64u);
+  EXPECT_EQ(init.send_cq, cq);
+  EXPECT_EQ(ibv_destroy_cq(cq), EBUSY);  // a QP is on it
+  EXPECT_EQ(ibv_destroy_qp(qp), 0);
+  EXPECT_EQ(ibv_destroy_cq(cq), 0);
+}
+
+TEST_F(VerbsQp, ModifyQpRefusesMissingAndForeignAttributes) {
+  ibv_cq* cq = ibv_create_cq(ctx, 16, nullptr, nullptr, 0);
+  ibv_qp* qp = make_qp(cq, cq);
+  ibv_qp* peer = make_qp(cq, cq);
+  ibv_qp_attr a{};
+  a.qp_state = IBV_QPS_INIT;
+  a.port_num = 1;
+  // RESET -> INIT without IBV_QP_ACCESS_FLAGS; RESET -> RTR; INIT with port 2; RESET -> INIT
+  // with a DEST_QPN it does not take.
+  EXPECT_EQ(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT), EINVAL);
+  EXPECT_EQ(to_rtr(qp, peer->qp_num, 0), EINVAL);
+  a.port_num = 2;
+  EXPECT_EQ(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS), EINVAL);
+  a.port_num = 1;
+  EXPECT_EQ(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS | IBV_QP_DEST_QPN),
+            EINVAL);
+  ibv_qp_attr q{};
+  ibv_qp_init_attr init{};
+  ASSERT_EQ(ibv_query_qp(qp, &q, IBV_QP_STATE, &init), 0);
+  EXPECT_EQ(q.qp_state, IBV_QPS_RESET);  // unchanged by the refusals
+  ASSERT_EQ(to_init(qp), 0);
+  // INIT -> RTR without RQ_PSN, without MIN_RNR_TIMER; INIT -> RTS.
+  EXPECT_EQ(to_rtr(qp, peer->qp_num, 0, kRtrMask & ~IBV_QP_RQ_PSN), EINVAL);
+  EXPECT_EQ(to_rtr(qp, peer->qp_num, 0, kRtrMask & ~IBV_QP_MIN_RNR_TIMER), EINVAL);
+  EXPECT_EQ(to_rts(qp, 0), EINVAL);
+  ASSERT_EQ(to_rtr(qp, peer->qp_num, 0x123456), 0);
+  // RTR -> RTS without SQ_PSN, with a retry_cnt of 8.
+  EXPECT_EQ(to_rts(qp, 1, kRtsMask & ~IBV_QP_SQ_PSN), EINVAL);
+  ibv_qp_attr r{};
+  r.qp_state = IBV_QPS_RTS;
+  r.retry_cnt = 8;
+  EXPECT_EQ(ibv_modify_qp(qp, &r, kRtsMask), EINVAL);
+  ASSERT_EQ(to_rts(qp, 0xABCDEF), 0);
+  ASSERT_EQ(ibv_query_qp(qp, &q, IBV_QP_STATE, &init), 0);
+  EXPECT_EQ(q.qp_state, IBV_QPS_RTS);
+  EXPECT_EQ(q.dest_qp_num, peer->qp_num);
+  EXPECT_EQ(q.rq_psn, 0x123456u);
+  EXPECT_EQ(q.sq_psn, 0xABCDEFu);
+  EXPECT_EQ(q.path_mtu, IBV_MTU_1024);
+  EXPECT_EQ(q.min_rnr_timer, 12);
+  EXPECT_EQ(q.timeout, 14);
+  EXPECT_EQ(q.ah_attr.dlid, kLid);
+  // IBV_QP_CUR_STATE that is not the current state; RTS -> RTR.
+  ibv_qp_attr c{};
+  c.qp_state = IBV_QPS_RTS;
+  c.cur_qp_state = IBV_QPS_RTR;
+  EXPECT_EQ(ibv_modify_qp(qp, &c, IBV_QP_STATE | IBV_QP_CUR_STATE), EINVAL);
+  EXPECT_EQ(to_rtr(qp, peer->qp_num, 0), EINVAL);
+  // Any state -> ERR -> RESET.
+  ibv_qp_attr e{};
+  e.qp_state = IBV_QPS_ERR;
+  EXPECT_EQ(ibv_modify_qp(qp, &e, IBV_QP_STATE), 0);
+  e.qp_state = IBV_QPS_RESET;
+  EXPECT_EQ(ibv_modify_qp(qp, &e, IBV_QP_STATE), 0);
+  ASSERT_EQ(ibv_query_qp(qp, &q, IBV_QP_STATE, &init), 0);
+  EXPECT_EQ(q.qp_state, IBV_QPS_RESET);
+  ibv_destroy_qp(qp);
+  ibv_destroy_qp(peer);
+  ibv_destroy_cq(cq);
+}
+
+TEST_F(VerbsQp, ConnectedByModifyQpWithGivenPsnsAndSharedCqs) {
+  // Two pairs on one send CQ; receives on a CQ of their own: four QPs, two CQs.
+  ibv_cq* scq = ibv_create_cq(ctx, 64, nullptr, nullptr, 0);
+  ibv_cq* rcq = ibv_create_cq(ctx, 64, nullptr, nullptr, 0);
+  ibv_qp* a1 = make_qp(scq, rcq);
+  ibv_qp* b1 = make_qp(scq, rcq);
+  ibv_qp* a2 = make_qp(scq, rcq);
+  ibv_qp* b2 = make_qp(scq, rcq);
+  ASSERT_TRUE(a1 && b1 && a2 && b2);
+  connect(a1, b1, 0xFFFFFE, 0x10);  // a1's PSNs wrap past 2^24
+  connect(b2, a2, 7, 0x800000);     // the higher QPN's RTR first
+  for (int i = 0; i < 4; ++i) {
+    post_recv(b1, 100 + i, 1024 * i, 1024);
+    post_recv(b2, 200 + i, 8192 + 1024 * i, 1024);
+  }
+  for (int i = 0; i < 4; ++i) {
+    post_send(a1, 10 + i, 32768, 100 + i);
+    post_send(a2, 20 + i, 32768, 200 + i);
+  }
+  const auto sends = poll_n(scq, 8);
+  const auto recvs = poll_n(rcq, 8);
+  ASSERT_EQ(sends.size(), 8u);
+  ASSERT_EQ(recvs.size(), 8u);
+  int next1 = 10, next2 = 20;
+  for (const ibv_wc& w : sends) {
+    EXPECT_EQ(w.status, IBV_WC_SUCCESS);
+    EXPECT_EQ(w.opcode, IBV_WC_SEND);
+    ASSERT_TRUE(w.qp_num == a1->qp_num || w.qp_num == a2->qp_num);
+    EXPECT_EQ(w.wr_id, static_cast<uint64_t>(w.qp_num == a1->qp_num ? next1++ : next2++));  // in order per QP
+  }
+  int r1 = 0, r2 = 0;
+  for (const ibv_wc& w : recvs) {
+    EXPECT_EQ(w.status, IBV_WC_SUCCESS);
+    EXPECT_EQ(w.opcode, IBV_WC_RECV);
+    if (w.qp_num == b1->qp_num) {
+      EXPECT_EQ(w.wr_id, static_cast<uint64_t>(100 + r1));
+      EXPECT_EQ(w.byte_len, static_cast<uint32_t>(100 + r1++));
+    } else {
+      EXPECT_EQ(w.qp_num, b2->qp_num);
+      EXPECT_EQ(w.wr_id, static_cast<uint64_t>(200 + r2));
+      EXPECT_EQ(w.byte_len, static_cast<uint32_t>(200 + r2++));
+    }
+  }
+  EXPECT_EQ(r1, 4);
+  EXPECT_EQ(r2, 4);
+  for (ibv_qp* q : {a1, b1, a2, b2}) ibv_destroy_qp(q);
+  EXPECT_EQ(ibv_destroy_cq(scq), 0);
+  EXPECT_EQ(ibv_destroy_cq(rcq), 0);
+}
+
+TEST_F(VerbsQp, RequestsBeforeThePeersRtrWait) {
+  ibv_cq* cq = ibv_create_cq(ctx, 16, nullptr, nullptr, 0);
+  ibv_qp* a = make_qp(cq, cq);
+  ibv_qp* b = make_qp(cq, cq);
+  ASSERT_EQ(to_init(a), 0);
+  ASSERT_EQ(to_init(b), 0);
+  // a (the lower QPN: it connects) is at RTS and sends while b is still in INIT.
+  ASSERT_EQ(to_rtr(a, b->qp_num, 5), 0);
+  ASSERT_EQ(to_rts(a, 9), 0);
+  post_send(a, 1, 0, 64);
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  ibv_wc wc;
+  EXPECT_EQ(ibv_poll_cq(cq, 1, &wc), 0);
+  post_recv(b, 2, 4096, 64);
+  ASSERT_EQ(to_rtr(b, a->qp_num, 9), 0);
+  ASSERT_EQ(to_rts(b, 5), 0);
+  const auto got = poll_n(cq, 2);
+  ASSERT_EQ(got.size(), 2u);
+  for (const ibv_wc& w : got) EXPECT_EQ(w.status, IBV_WC_SUCCESS) << ibv_wc_status_str(w.status);
+  ibv_destroy_qp(a);
+  ibv_destroy_qp(b);
+  ibv_destroy_cq(cq);
+}
+
+TEST_F(VerbsQp, CompletionEventsPerCqThroughThePolledChannelFd) {
+  ibv_comp_channel* ch = ibv_create_comp_channel(ctx);
+  ibv_cq* scq = ibv_create_cq(ctx, 16, reinterpret_cast<void*>(0x5), ch, 0);
+  ibv_cq* rcq = ibv_create_cq(ctx, 16, reinterpret_cast<void*>(0x6), ch, 0);
+  ibv_qp* a = make_qp(scq, rcq);
+  ibv_qp* b = make_qp(scq, rcq);
+  connect(a, b, 1, 2);
+  ASSERT_EQ(ibv_req_notify_cq(rcq, 0), 0);
+  pollfd p{ch->fd, POLLIN, 0};
+  EXPECT_EQ(::poll(&p, 1, 0), 0);  // nothing yet
+  post_recv(b, 7, 0, 64);
+  post_send(a, 8, 4096, 64);  // scq is not armed: its completion raises no event
+  ASSERT_EQ(::poll(&p, 1, 10000), 1);
+  ibv_cq* ev = nullptr;
+  void* ctx_of = nullptr;
+  ASSERT_EQ(ibv_get_cq_event(ch, &ev, &ctx_of), 0);
+  EXPECT_EQ(ev, rcq);
+  EXPECT_EQ(ctx_of, reinterpret_cast<void*>(0x6));
+  ibv_ack_cq_events(ev, 1);
+  EXPECT_EQ(poll_n(rcq, 1).size(), 1u);
+  EXPECT_EQ(poll_n(scq, 1).size(), 1u);
+  EXPECT_EQ(::poll(&p, 1, 50), 0);  // one event per arming
+  ibv_destroy_qp(a);
+  ibv_destroy_qp(b);
+  ibv_destroy_cq(scq);
+  ibv_destroy_cq(rcq);
+  ibv_destroy_comp_channel(ch);
+}
+
+}  // namespace
