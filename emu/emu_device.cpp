@@ -210,6 +210,33 @@ Qp::Qp(Hca& hca, uint32_t qpn, const sdp::QpCaps& caps, std::shared_ptr<CompQueu
       scq_(std::move(send_cq)),
       rcq_(std::move(recv_cq)) {}
 
+// ---- the SRQ ---------------------------------------------------------------------------------
+
+bool Srq::post(const sdp::RecvWr& wr) {
+  std::lock_guard g(m_);
+  if (q_.size() >= max_wr_) return false;
+  q_.push_back(wr);
+  return true;
+}
+
+std::optional<sdp::RecvWr> Srq::take() {
+  std::lock_guard g(m_);
+  if (q_.empty()) return std::nullopt;
+  sdp::RecvWr w = q_.front();
+  q_.pop_front();
+  return w;
+}
+
+void Qp::set_srq(std::shared_ptr<Srq> srq) {
+  std::lock_guard g(m_);
+  srq_ = std::move(srq);
+}
+
+void Qp::set_unreliable() {
+  std::lock_guard g(m_);
+  uc_ = true;
+}
+
 // ---- the CQ ----------------------------------------------------------------------------------
 
 bool CompQueue::push(const Wc& wc) {
@@ -515,6 +542,7 @@ uint64_t Qp::icrc_drops() {
 }
 
 void Qp::ack(uint32_t psn, uint8_t syndrome) {
+  if (uc_) return;  // UC: no acknowledgements (IBA 9.8.2)
   transmit(frame(Packet{.op = Op::Acknowledge, .dest_qpn = remote_qpn_, .psn = psn, .syndrome = syndrome, .msn = psn}));
 }
 
@@ -624,6 +652,7 @@ void Qp::post_send(const sdp::SendWr& wr) {
 
 void Qp::post_recv(const sdp::RecvWr& wr) {
   std::lock_guard g(m_);
+  if (srq_) throw sdp::VerbsError(fmt::format("post_recv: QP {:#x} receives from its SRQ", qpn_));
   const hca::PostCheck c = hca::check_post_recv(state_, rq_.size(), caps_.max_recv_wr, wr);
   if (c.post == hca::Post::Refuse)
     throw sdp::VerbsError(hca::post_error_text("post_recv", qpn_, state_, c.error, nullptr, nullptr));
@@ -746,6 +775,15 @@ void Qp::pump() {
     if (!o.local_error) {
       o.frame = frame(p);
       if (!rnr_waiting_) transmit(o.frame);  // else the retransmission after the RNR timer sends it
+    }
+    if (uc_) {  // UC: done once on the wire, nothing to wait for
+      if (o.local_error) {
+        complete_send(wr, *o.local_error);
+        to_error("local protection error in a gather list", std::nullopt);
+        return;
+      }
+      complete_send(wr, WcStatus::Success);
+      continue;
     }
     unacked_.push_back(std::move(o));
     arm_ack_timer();
@@ -963,6 +1001,8 @@ void Qp::on_packet(const Packet& p) {
 
 void Qp::as_responder(const Packet& p) {
   if (state_ != State::Rts && state_ != State::Rtr) return;  // ERROR: silently dropped
+  // UC: a PSN out of order means lost packets: the message is taken and the PSN followed.
+  if (uc_ && p.psn != responder_.epsn()) responder_.reset(p.psn);
   const hca::RcResponder::Verdict v = responder_.on_request(p.psn);
   if (v != hca::RcResponder::Verdict::Execute) {
     if (v == hca::RcResponder::Verdict::Duplicate) {
@@ -987,13 +1027,23 @@ void Qp::as_responder(const Packet& p) {
   }
   switch (p.op) {
     case Op::SendOnly: {
-      if (rq_.empty()) {  // receiver not ready: RNR NAK with our RNR timer, the requester retries then
+      std::optional<sdp::RecvWr> got;
+      if (srq_) {
+        got = srq_->take();
+      } else if (!rq_.empty()) {
+        got = rq_.front();
+        rq_.pop_front();
+      }
+      if (!got) {  // receiver not ready: RNR NAK with our RNR timer, the requester retries then
+        if (uc_) {  // UC: dropped (IBA 9.8.2), the next message is awaited
+          responder_.executed();
+          return;
+        }
         ack(p.psn, static_cast<uint8_t>(aeth::kRnrNak | min_rnr_timer_));
         responder_.rnr_naked();
         return;
       }
-      const sdp::RecvWr r = rq_.front();
-      rq_.pop_front();
+      const sdp::RecvWr r = *got;
       uint64_t capacity = 0;
       for (uint8_t i = 0; i < r.num_sge; ++i) capacity += r.sg[i].length;
       if (p.payload.size() > capacity || !scatter(r.sg, r.num_sge, p.payload)) {

@@ -91,6 +91,24 @@ class CompQueue {
   EventHandler on_event_;
 };
 
+/// A shared receive queue (ibv_create_srq(3), IBA 10.2.9): receive WRs that any QP created on
+/// it consumes in the order posted, instead of a receive queue of its own. A QP going to ERROR
+/// flushes none of them (they belong to the SRQ). Lock order: a Qp's lock, then its SRQ's.
+class Srq {
+ public:
+  explicit Srq(uint32_t max_wr) : max_wr_(max_wr) {}
+  /// ibv_post_srq_recv(3): false when max_wr WRs wait already.
+  bool post(const sdp::RecvWr& wr);
+  /// The oldest WR, taken; nothing when none waits (the responder answers RNR NAK).
+  std::optional<sdp::RecvWr> take();
+  uint32_t max_wr() const { return max_wr_; }
+
+ private:
+  std::mutex m_;
+  std::deque<sdp::RecvWr> q_;
+  uint32_t max_wr_;
+};
+
 /// What ibv_modify_qp(3) gives at INIT -> RTR without the CM (IBA 11.2.4.2, the RC attributes).
 struct RtrAttr {
   uint16_t dlid = 0;           ///< the peer port's LID on the emulated subnet (emu/subnet.h)
@@ -238,6 +256,11 @@ class Qp final : public sdp::Verbs, public std::enable_shared_from_this<Qp> {
   void take_stream(boost::asio::ip::tcp::socket s, uint32_t from_qpn);
   /// The peer QP's number (0 before RTR).
   uint32_t remote_qpn();
+  /// Receives come from `srq` (ibv_qp_init_attr.srq), not from post_recv. In RESET only.
+  void set_srq(std::shared_ptr<Srq> srq);
+  /// Unreliable Connected (IBV_QPT_UC, IBA 9.8.2): no ACKs, a send completes once transmitted,
+  /// a SEND without a receive or out of PSN order is dropped, no RDMA READ. In RESET only.
+  void set_unreliable();
   /// Moves the QP to ERROR (ibv_modify_qp(3) to IBV_QPS_ERR): its WRs flush; the peer is not
   /// told (no DREQ). `why` is kept for error_reason().
   void to_error_state(const std::string& why);
@@ -356,6 +379,8 @@ class Qp final : public sdp::Verbs, public std::enable_shared_from_this<Qp> {
   // CQs
   std::shared_ptr<CompQueue> scq_, rcq_;
   bool own_cq_ = false;                 // Hca::create_qp(caps): the CQ is this QP's alone
+  std::shared_ptr<Srq> srq_;            // receives from it when set
+  bool uc_ = false;                     // Unreliable Connected
   // out-of-band connection (to_rtr)
   bool linked_ = false;                 // the stream is read (CM: from to_rts; else from RTR)
   uint16_t dlid_ = 0;

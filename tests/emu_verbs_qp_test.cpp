@@ -322,4 +322,55 @@ TEST_F(VerbsQp, CompletionEventsPerCqThroughThePolledChannelFd) {
   ibv_destroy_comp_channel(ch);
 }
 
+TEST_F(VerbsQp, TwoQpsTakeTheirReceivesFromOneSrqInPostingOrder) {
+  ibv_cq* cq = ibv_create_cq(ctx, 32, nullptr, nullptr, 0);
+  ibv_srq_init_attr sa{};
+  sa.attr.max_wr = 4;
+  sa.attr.max_sge = 1;
+  ibv_srq* srq = ibv_create_srq(pd, &sa);
+  ASSERT_NE(srq, nullptr);
+  ibv_qp_init_attr a{};
+  a.send_cq = a.recv_cq = cq;
+  a.srq = srq;
+  a.qp_type = IBV_QPT_RC;
+  a.cap.max_send_wr = 8;
+  a.cap.max_send_sge = 1;
+  ibv_qp* r1 = ibv_create_qp(pd, &a);
+  ibv_qp* r2 = ibv_create_qp(pd, &a);
+  ibv_qp* s1 = make_qp(cq, cq);
+  ibv_qp* s2 = make_qp(cq, cq);
+  connect(s1, r1, 1, 2);
+  connect(s2, r2, 3, 4);
+  for (int i = 0; i < 4; ++i) {
+    ibv_sge s{reinterpret_cast<uintptr_t>(buf.data() + 1024 * i), 1024, mr->lkey};
+    ibv_recv_wr wr{};
+    wr.wr_id = 50 + i;
+    wr.sg_list = &s;
+    wr.num_sge = 1;
+    ibv_recv_wr* bad = nullptr;
+    ASSERT_EQ(ibv_post_srq_recv(srq, &wr, &bad), 0);
+  }
+  ibv_recv_wr extra{};
+  ibv_recv_wr* bad = nullptr;
+  EXPECT_EQ(ibv_post_srq_recv(srq, &extra, &bad), ENOMEM);  // max_wr 4
+  EXPECT_EQ(bad, &extra);
+  ibv_recv_wr own{};
+  EXPECT_EQ(ibv_post_recv(r1, &own, &bad), EINVAL);  // an SRQ's QP has no receive queue
+  post_send(s1, 1, 8192, 10);
+  ASSERT_EQ(poll_n(cq, 2).size(), 2u);
+  post_send(s2, 2, 8192, 20);
+  post_send(s1, 3, 8192, 30);
+  const auto got = poll_n(cq, 4);
+  ASSERT_EQ(got.size(), 4u);
+  std::vector<uint64_t> recv_ids;
+  for (const ibv_wc& w : got) {
+    EXPECT_EQ(w.status, IBV_WC_SUCCESS);
+    if (w.opcode == IBV_WC_RECV) recv_ids.push_back(w.wr_id);
+  }
+  EXPECT_EQ(recv_ids.size(), 2u);
+  for (ibv_qp* q : {r1, r2, s1, s2}) ibv_destroy_qp(q);
+  EXPECT_EQ(ibv_destroy_srq(srq), 0);
+  ibv_destroy_cq(cq);
+}
+
 }  // namespace

@@ -88,7 +88,10 @@ int post_send(ibv_qp* ibqp, ibv_send_wr* wr, ibv_send_wr** bad_wr) {
     switch (wr->opcode) {
       case IBV_WR_SEND: w.opcode = sdp::WrOpcode::Send; break;
       case IBV_WR_RDMA_WRITE: w.opcode = sdp::WrOpcode::RdmaWrite; break;
-      case IBV_WR_RDMA_READ: w.opcode = sdp::WrOpcode::RdmaRead; break;
+      case IBV_WR_RDMA_READ:
+        w.opcode = sdp::WrOpcode::RdmaRead;
+        if (ibqp->qp_type == IBV_QPT_UC) err = EINVAL;  // UC has no RDMA READ (IBA 9.8.2)
+        break;
       default: err = EINVAL; break;
     }
     if (err == 0 && !copy_sges(*wr, w.sg, w.num_sge)) err = EINVAL;
@@ -114,14 +117,14 @@ int post_send(ibv_qp* ibqp, ibv_send_wr* wr, ibv_send_wr** bad_wr) {
 }
 
 /// ops.post_recv (ibv_post_recv(3)): returns 0, or EINVAL (too many SGEs, the QP in RESET or
-/// ERROR) / ENOMEM (receive queue full) with *bad_wr at the first WR not posted.
+/// ERROR or on an SRQ) / ENOMEM (receive queue full) with *bad_wr at the first WR not posted.
 int post_recv(ibv_qp* ibqp, ibv_recv_wr* wr, ibv_recv_wr** bad_wr) {
   QpObj* q = qp_of(ibqp);
   for (; wr != nullptr; wr = wr->next) {
     sdp::RecvWr w;
     w.wr_id = wr->wr_id;
     int err = 0;
-    if (!copy_sges(*wr, w.sg, w.num_sge)) {
+    if (ibqp->srq != nullptr || !copy_sges(*wr, w.sg, w.num_sge)) {  // an SRQ's QP has no receive queue
       err = EINVAL;
     } else {
       try {
@@ -234,9 +237,9 @@ void CompChannel::notify(ibv_cq* cq) {
 }
 
 QpObj* create_qp(ibv_pd* pd, ibv_qp_init_attr* attr) {
-  if (pd == nullptr || attr == nullptr || attr->qp_type != IBV_QPT_RC || attr->srq != nullptr ||
-      attr->send_cq == nullptr || attr->recv_cq == nullptr) {
-    errno = attr != nullptr && attr->qp_type != IBV_QPT_RC ? EOPNOTSUPP : EINVAL;
+  const bool known_type = attr != nullptr && (attr->qp_type == IBV_QPT_RC || attr->qp_type == IBV_QPT_UC);
+  if (pd == nullptr || !known_type || attr->send_cq == nullptr || attr->recv_cq == nullptr) {
+    errno = attr != nullptr && !known_type ? EOPNOTSUPP : EINVAL;
     return nullptr;
   }
   ibv_qp_cap& cap = attr->cap;
@@ -252,6 +255,8 @@ QpObj* create_qp(ibv_pd* pd, ibv_qp_init_attr* attr) {
   const sdp::QpCaps caps{cap.max_send_wr, cap.max_recv_wr, scq->emu->depth()};
   q->emu = device().hca->create_qp(caps, scq->emu, rcq->emu);
   q->emu->set_max_inline_data(cap.max_inline_data);  // what the caller asked for (libmlx4 takes up to it)
+  if (attr->srq != nullptr) q->emu->set_srq(reinterpret_cast<SrqObj*>(attr->srq)->emu);
+  if (attr->qp_type == IBV_QPT_UC) q->emu->set_unreliable();
   q->send_cq = scq;
   q->recv_cq = rcq;
   q->sq_sig_all = attr->sq_sig_all != 0;
@@ -262,7 +267,8 @@ QpObj* create_qp(ibv_pd* pd, ibv_qp_init_attr* attr) {
   q->qp.recv_cq = attr->recv_cq;
   q->qp.qp_num = q->emu->qp_num();
   q->qp.state = IBV_QPS_INIT;
-  q->qp.qp_type = IBV_QPT_RC;
+  q->qp.qp_type = attr->qp_type;
+  q->qp.srq = attr->srq;
   pthread_mutex_init(&q->qp.mutex, nullptr);
   pthread_cond_init(&q->qp.cond, nullptr);
   cap.max_send_sge = cap.max_recv_sge = sdp::kMaxSge;

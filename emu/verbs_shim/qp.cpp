@@ -32,9 +32,21 @@ struct Rule {
   int required = 0, optional = 0;
 };
 
-Rule rule(ibv_qp_state cur, ibv_qp_state next) {
+Rule rule(ibv_qp_type type, ibv_qp_state cur, ibv_qp_state next) {
   constexpr int kPath = IBV_QP_ALT_PATH;
   if (next == IBV_QPS_RESET || next == IBV_QPS_ERR) return {true, 0, 0};
+  if (type == IBV_QPT_UC) {  // no ACKs, no RDMA READ: no retry, RNR or RDMA READ attributes
+    if (cur == IBV_QPS_RESET && next == IBV_QPS_INIT) return {true, IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS, 0};
+    if (cur == IBV_QPS_INIT && next == IBV_QPS_INIT) return {true, 0, IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS};
+    if (cur == IBV_QPS_INIT && next == IBV_QPS_RTR)
+      return {true, IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN,
+              kPath | IBV_QP_ACCESS_FLAGS | IBV_QP_PKEY_INDEX};
+    if (cur == IBV_QPS_RTR && next == IBV_QPS_RTS)
+      return {true, IBV_QP_SQ_PSN, IBV_QP_CUR_STATE | kPath | IBV_QP_ACCESS_FLAGS | IBV_QP_PATH_MIG_STATE};
+    if (cur == IBV_QPS_RTS && next == IBV_QPS_RTS)
+      return {true, 0, IBV_QP_CUR_STATE | IBV_QP_ACCESS_FLAGS | kPath | IBV_QP_PATH_MIG_STATE};
+    return {};
+  }
   switch (cur) {
     case IBV_QPS_RESET:
       if (next == IBV_QPS_INIT) return {true, IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS, 0};
@@ -148,7 +160,7 @@ int ibv_modify_qp(ibv_qp* qp, ibv_qp_attr* attr, int attr_mask) {
   const ibv_qp_state cur = shim::to_ibv(q->emu->state());
   if ((attr_mask & IBV_QP_CUR_STATE) != 0 && attr->cur_qp_state != cur) return EINVAL;
   const ibv_qp_state next = (attr_mask & IBV_QP_STATE) != 0 ? attr->qp_state : cur;
-  const shim::Rule r = shim::rule(cur, next);
+  const shim::Rule r = shim::rule(qp->qp_type, cur, next);
   const int given = attr_mask & ~(IBV_QP_STATE | IBV_QP_CUR_STATE);
   if (!r.valid || (given & r.required) != r.required || (given & ~(r.required | r.optional)) != 0) return EINVAL;
   if (const int e = shim::check_values(*attr, attr_mask); e != 0) return e;
@@ -167,10 +179,14 @@ int ibv_modify_qp(ibv_qp* qp, ibv_qp_attr* attr, int attr_mask) {
       const uint16_t dlid = shim::dlid_of(attr->ah_attr);
       if (dlid == 0) return EINVAL;
       q->emu->to_rtr({.dlid = dlid, .dest_qpn = attr->dest_qp_num, .rq_psn = attr->rq_psn,
-                      .min_rnr_timer = attr->min_rnr_timer});
+                      .min_rnr_timer = (attr_mask & IBV_QP_MIN_RNR_TIMER) != 0 ? attr->min_rnr_timer
+                                                                               : hcasim::hca::kDefaultMinRnrTimer});
     } else if (cur == IBV_QPS_RTR && next == IBV_QPS_RTS) {
-      q->emu->to_rts(hcasim::emu::RtsAttr{.sq_psn = attr->sq_psn, .timeout = attr->timeout,
-                                          .retry_cnt = attr->retry_cnt, .rnr_retry = attr->rnr_retry});
+      if (qp->qp_type == IBV_QPT_UC)
+        q->emu->to_rts(hcasim::emu::RtsAttr{.sq_psn = attr->sq_psn, .timeout = 0, .retry_cnt = 0, .rnr_retry = 0});
+      else
+        q->emu->to_rts(hcasim::emu::RtsAttr{.sq_psn = attr->sq_psn, .timeout = attr->timeout,
+                                            .retry_cnt = attr->retry_cnt, .rnr_retry = attr->rnr_retry});
       if ((attr_mask & IBV_QP_MIN_RNR_TIMER) != 0) q->emu->set_min_rnr_timer(attr->min_rnr_timer);
     } else if ((attr_mask & IBV_QP_MIN_RNR_TIMER) != 0) {  // RTS -> RTS
       q->emu->set_min_rnr_timer(attr->min_rnr_timer);
@@ -197,5 +213,84 @@ int ibv_query_qp(ibv_qp* qp, ibv_qp_attr* attr, int /*attr_mask*/, ibv_qp_init_a
   attr->sq_draining = 0;
   *init_attr = q->init;
   init_attr->cap = q->attr.cap;
+  return 0;
+}
+
+namespace hcasim::emu::shim {
+namespace {
+
+/// ops.post_srq_recv (ibv_post_srq_recv(3)): 0, or EINVAL (too many SGEs) / ENOMEM (the SRQ
+/// full) with *bad_wr at the first WR not posted.
+int post_srq_recv(ibv_srq* ibsrq, ibv_recv_wr* wr, ibv_recv_wr** bad_wr) {
+  auto* s = reinterpret_cast<SrqObj*>(ibsrq);
+  for (; wr != nullptr; wr = wr->next) {
+    int err = 0;
+    sdp::RecvWr w;
+    w.wr_id = wr->wr_id;
+    if (wr->num_sge < 0 || static_cast<uint32_t>(wr->num_sge) > s->max_sge) {
+      err = EINVAL;
+    } else {
+      w.num_sge = static_cast<uint8_t>(wr->num_sge);
+      for (uint8_t i = 0; i < w.num_sge; ++i) w.sg[i] = {wr->sg_list[i].addr, wr->sg_list[i].length, wr->sg_list[i].lkey};
+      if (!s->emu->post(w)) err = ENOMEM;
+    }
+    if (err != 0) {
+      if (bad_wr != nullptr) *bad_wr = wr;
+      return err;
+    }
+  }
+  return 0;
+}
+
+}  // namespace
+}  // namespace hcasim::emu::shim
+
+/// ibv_create_srq(3): an SRQ of max_wr WRs (1 to kMaxQpWr) of max_sge SGEs (at most
+/// sdp::kMaxSge); the values given are written back. Null with errno EINVAL otherwise.
+ibv_srq* ibv_create_srq(ibv_pd* pd, ibv_srq_init_attr* attr) {
+  if (pd == nullptr || attr == nullptr || attr->attr.max_wr == 0 ||
+      attr->attr.max_wr > static_cast<uint32_t>(shim::kMaxQpWr) || attr->attr.max_sge > hcasim::sdp::kMaxSge) {
+    errno = EINVAL;
+    return nullptr;
+  }
+  auto* s = new shim::SrqObj;
+  s->emu = std::make_shared<hcasim::emu::Srq>(attr->attr.max_wr);
+  s->max_sge = attr->attr.max_sge == 0 ? 1 : attr->attr.max_sge;
+  s->limit = attr->attr.srq_limit;
+  s->srq.context = pd->context;
+  s->srq.srq_context = attr->srq_context;
+  s->srq.pd = pd;
+  pthread_mutex_init(&s->srq.mutex, nullptr);
+  pthread_cond_init(&s->srq.cond, nullptr);
+  // verbs.h's ibv_post_srq_recv calls the context's op.
+  pd->context->ops.post_srq_recv = shim::post_srq_recv;
+  return &s->srq;
+}
+
+/// ibv_modify_srq(3): IBV_SRQ_LIMIT is kept (the limit event is not emulated); IBV_SRQ_MAX_WR
+/// (resizing) is EINVAL. Returns 0 or EINVAL.
+int ibv_modify_srq(ibv_srq* srq, ibv_srq_attr* attr, int mask) {
+  if (srq == nullptr || attr == nullptr || (mask & IBV_SRQ_MAX_WR) != 0) return EINVAL;
+  if ((mask & IBV_SRQ_LIMIT) != 0) reinterpret_cast<shim::SrqObj*>(srq)->limit = attr->srq_limit;
+  return 0;
+}
+
+/// ibv_query_srq(3): max_wr, max_sge and srq_limit. Returns 0 or EINVAL.
+int ibv_query_srq(ibv_srq* srq, ibv_srq_attr* attr) {
+  if (srq == nullptr || attr == nullptr) return EINVAL;
+  auto* s = reinterpret_cast<shim::SrqObj*>(srq);
+  attr->max_wr = s->emu->max_wr();
+  attr->max_sge = s->max_sge;
+  attr->srq_limit = s->limit;
+  return 0;
+}
+
+/// ibv_destroy_srq(3). Returns 0 (the QPs on it keep their reference until destroyed).
+int ibv_destroy_srq(ibv_srq* srq) {
+  if (srq == nullptr) return EINVAL;
+  auto* s = reinterpret_cast<shim::SrqObj*>(srq);
+  pthread_cond_destroy(&s->srq.cond);
+  pthread_mutex_destroy(&s->srq.mutex);
+  delete s;
   return 0;
 }

@@ -72,6 +72,14 @@ struct Cq {
   std::atomic<int> qps{0};
 };
 
+/// ibv_srq: the emulated SRQ (emu::Srq), whose receives the QPs created on it consume.
+struct SrqObj {
+  ibv_srq srq{};
+  std::shared_ptr<Srq> emu;
+  uint32_t max_sge = 0;
+  uint32_t limit = 0;  // ibv_modify_srq's srq_limit (kept; no limit event is raised)
+};
+
 /// ibv_qp: the emulated QP, its CQs and the attributes ibv_modify_qp(3) set (ibv_query_qp(3)
 /// returns them).
 struct QpObj {
@@ -85,10 +93,10 @@ struct QpObj {
   ibv_qp_init_attr init{};
 };
 
-/// Creates an RC QP on `pd` for rdma_create_qp(3) (ibv_create_qp(3)'s checks: RC only, a send
-/// and a receive CQ (the same or two), at most sdp::kMaxSge SGEs and kMaxQpWr WRs; the caps
-/// actually given are written back). The QP is in INIT. Returns null with errno set (EINVAL,
-/// EOPNOTSUPP) when refused.
+/// Creates an RC or UC QP on `pd` for rdma_create_qp(3) and ibv_create_qp(3) (the checks: RC
+/// or UC, a send and a receive CQ (the same or two), an SRQ or not, at most sdp::kMaxSge SGEs
+/// and kMaxQpWr WRs; the caps actually given are written back). The QP is in INIT. Returns
+/// null with errno set (EINVAL, EOPNOTSUPP for another type) when refused.
 QpObj* create_qp(ibv_pd* pd, ibv_qp_init_attr* attr);
 /// Destroys a QP of create_qp (its emulated QP closes; its CQs count it no more).
 void destroy_qp(QpObj* qp);
