@@ -14,6 +14,7 @@
 #include <string>
 #include <new>
 
+#include "emu/verbs_shim/device.h"
 #include "emu/verbs_shim/shim.h"
 
 #include <fmt/format.h>
@@ -202,22 +203,11 @@ void fault_settings(model::FaultConfig& faults, model::RcRetry& retry) {
 Device& device() {
   static Device* d = [] {
     auto* dv = new Device;
-    dv->dev.node_type = IBV_NODE_CA;
-    dv->dev.transport_type = IBV_TRANSPORT_IB;
-    std::snprintf(dv->dev.name, sizeof dv->dev.name, "%s", kDeviceName);
-    std::snprintf(dv->dev.dev_name, sizeof dv->dev.dev_name, "uverbs-hcasim0");
-    std::snprintf(dv->dev.dev_path, sizeof dv->dev.dev_path, "/sys/class/infiniband_verbs/uverbs-hcasim0");
-    std::snprintf(dv->dev.ibdev_path, sizeof dv->dev.ibdev_path, "/sys/class/infiniband/%s", kDeviceName);
-    dv->ctx.device = &dv->dev;
+    init_device(*dv);  // device.cpp: the ibv_device, the verbs_context and every op
     dv->ctx.ops.poll_cq = poll_cq;
     dv->ctx.ops.req_notify_cq = req_notify_cq;
     dv->ctx.ops.post_send = post_send;
     dv->ctx.ops.post_recv = post_recv;
-    dv->ctx.cmd_fd = -1;
-    dv->ctx.async_fd = -1;
-    dv->ctx.num_comp_vectors = 1;
-    pthread_mutex_init(&dv->ctx.mutex, nullptr);
-    dv->ctx.abi_compat = nullptr;  // not a verbs_context: the extended verbs find nothing
     model::FaultConfig faults;
     model::RcRetry retry;
     fault_settings(faults, retry);
@@ -314,50 +304,6 @@ uint64_t port_guid() {
 using hcasim::emu::shim::CompChannel;
 using hcasim::emu::shim::Cq;
 using hcasim::emu::shim::device;
-
-/// ibv_get_device_list(3): the emulated device alone; *num_devices = 1. Free with
-/// ibv_free_device_list. Null with errno ENOMEM when out of memory.
-ibv_device** ibv_get_device_list(int* num_devices) {
-  auto** list = static_cast<ibv_device**>(std::calloc(2, sizeof(ibv_device*)));
-  if (list == nullptr) {
-    errno = ENOMEM;
-    return nullptr;
-  }
-  list[0] = &device().dev;
-  if (num_devices != nullptr) *num_devices = 1;
-  return list;
-}
-
-/// ibv_free_device_list(3).
-void ibv_free_device_list(ibv_device** list) { std::free(list); }
-
-/// ibv_get_device_name(3): "hcasim_emu0".
-const char* ibv_get_device_name(ibv_device* dev) { return dev != nullptr ? dev->name : nullptr; }
-
-/// ibv_query_device(3): the emulated device's limits (shim.h: kMaxQpWr, kMaxCqe, kRdAtom;
-/// sdp::kMaxSge SGEs). Returns 0, or EINVAL for a null argument.
-int ibv_query_device(ibv_context* context, ibv_device_attr* attr) {
-  if (context == nullptr || attr == nullptr) return EINVAL;
-  std::memset(attr, 0, sizeof *attr);
-  std::snprintf(attr->fw_ver, sizeof attr->fw_ver, "hcasim-emu");
-  attr->max_mr_size = UINT64_MAX;
-  attr->page_size_cap = 4096;
-  attr->max_qp = 1 << 16;
-  attr->max_qp_wr = hcasim::emu::shim::kMaxQpWr;
-  attr->max_sge = static_cast<int>(hcasim::sdp::kMaxSge);
-  attr->max_sge_rd = static_cast<int>(hcasim::sdp::kMaxSge);
-  attr->max_cq = 1 << 16;
-  attr->max_cqe = hcasim::emu::shim::kMaxCqe;
-  attr->max_mr = 1 << 20;
-  attr->max_pd = 1;
-  attr->max_qp_rd_atom = hcasim::emu::shim::kRdAtom;
-  attr->max_res_rd_atom = hcasim::emu::shim::kRdAtom << 16;
-  attr->max_qp_init_rd_atom = hcasim::emu::shim::kRdAtom;
-  attr->atomic_cap = IBV_ATOMIC_NONE;
-  attr->max_pkeys = 1;
-  attr->phys_port_cnt = 1;
-  return 0;
-}
 
 /// ibv_alloc_pd(3): the device's PD (one protection domain: every PD shares the MR table).
 ibv_pd* ibv_alloc_pd(ibv_context* context) {
@@ -483,34 +429,3 @@ void ibv_ack_cq_events(ibv_cq* cq, unsigned int nevents) {
   if (cq != nullptr) cq->comp_events_completed += nevents;
 }
 
-/// ibv_wc_status_str(3): rdma-core's text for each status.
-const char* ibv_wc_status_str(ibv_wc_status status) {
-  static constexpr std::array<const char*, 24> kText = {
-      "success",
-      "local length error",
-      "local QP operation error",
-      "local EE context operation error",
-      "local protection error",
-      "Work Request Flushed Error",
-      "memory management operation error",
-      "bad response error",
-      "local access error",
-      "remote invalid request error",
-      "remote access error",
-      "remote operation error",
-      "transport retry counter exceeded",
-      "RNR retry counter exceeded",
-      "local RDD violation error",
-      "remote invalid RD request",
-      "aborted error",
-      "invalid EE context number",
-      "invalid EE context state",
-      "fatal error",
-      "response timeout error",
-      "general error",
-      "TM error",
-      "TM software rendezvous",
-  };
-  const auto i = static_cast<size_t>(status);
-  return i < kText.size() ? kText[i] : "unknown";
-}

@@ -6,9 +6,10 @@
 /// Each rdma-core object is a real `struct ibv_*` / `struct rdma_*` embedded first in a shim
 /// object, so the pointers the program holds are the ones verbs.h's inline functions read:
 /// ibv_post_send, ibv_post_recv, ibv_poll_cq and ibv_req_notify_cq dispatch through
-/// `qp->context->ops` / `cq->context->ops`, which the shim fills. The context is a plain
-/// `struct ibv_context` with `abi_compat` NULL, so verbs_get_ctx() finds no `verbs_context`
-/// and every extended verb (ibv_query_device_ex, ibv_create_cq_ex, ...) reports EOPNOTSUPP.
+/// `qp->context->ops` / `cq->context->ops`, which the shim fills. The context is a
+/// `struct verbs_context` (abi_compat __VERBS_ABI_IS_EXTENDED), so verbs_get_ctx_op() finds the
+/// extended verbs too (ibv_query_device_ex, ibv_query_port, ...); those the emulator does not do
+/// say so once on stderr and fail as a provider without them (emu/verbs_shim/device.h).
 ///
 /// One device, kDeviceName, with one port. Emulated, as emu/emu_device.h says: one PD's
 /// protection (lkey = rkey), RC QPs with CQs of their own or shared. A QP is connected by the
@@ -42,12 +43,15 @@ inline constexpr int kRdAtom = 16;
 inline constexpr int kMaxQpWr = 16384;
 inline constexpr int kMaxCqe = 65536;
 
-/// The one emulated device: its ibv_device, its ibv_context (the one rdma_get_devices(3)
-/// returns and every cm_id is bound to) and the emulated adapter. Created on first use, never
-/// destroyed (libibverbs keeps its devices open until exit too).
+/// The one emulated device: its ibv_device, its context (the one ibv_open_device(3) and
+/// rdma_get_devices(3) return and every cm_id is bound to: `ctx`, the ibv_context inside the
+/// verbs_context `vctx`) and the emulated adapter. Created on first use, never destroyed
+/// (libibverbs keeps its devices open until exit too). Filled by init_device (device.h).
 struct Device {
   ibv_device dev{};
-  ibv_context ctx{};
+  verbs_context vctx{};
+  ibv_context& ctx = vctx.context;
+  int async_write_fd = -1;  ///< the write end of ctx.async_fd's pipe (never written)
   std::unique_ptr<Hca> hca;
 };
 /// The device, created on first call (thread-safe).
