@@ -54,7 +54,7 @@ std::optional<uint16_t> lid_of_gid(const uint8_t (&gid)[16]) {
     hi = hi << 8 | gid[i];
     lo = lo << 8 | gid[8 + i];
   }
-  const auto lid = static_cast<uint16_t>(lo & 0xFFFF);
+  const auto lid = static_cast<uint16_t>(lo >> 8 & 0xFFFF);
   if (hi != kGidPrefix || lo != guid_of_lid(lid) || lid == 0 || lid > kMaxUnicastLid) return std::nullopt;
   return lid;
 }

@@ -12,9 +12,10 @@
 /// so the first process gets LID 1, the second 2, ... The owner removes its file when its
 /// port closes (a crashed owner's file is cleaned up by the next claimer).
 ///
-/// The port's GUID is the Mellanox OUI 00:02:c9 followed by 03:00 and the LID
-/// (0x0002c90300000000 | LID); its GID 0 is fe80::/64 + the GUID (IBA 4.1.1, the link-local
-/// default GID prefix). A QP given a destination by LID or by such a GID (ibv_modify_qp(3) to
+/// The port's GUID is a ConnectX-3's port 1 GUID (node GUID + 1) with the LID in bits 8..23:
+/// 0x0002c90300000000 | LID << 8 | 1 (the Mellanox OUI 00:02:c9, 03:00; the node GUID of
+/// emu/verbs_shim/device.h is the same with bits 0..7 = 0); its GID 0 is fe80::/64 + the GUID
+/// (IBA 4.1.1, the link-local default GID prefix). A QP given a destination by LID or by such a GID (ibv_modify_qp(3) to
 /// RTR) finds the peer's TCP port here.
 #include <sys/types.h>
 
@@ -34,12 +35,12 @@ inline constexpr uint64_t kGidPrefix = 0xfe80000000000000ull;
 
 /// The subnet directory: $HCASIM_SUBNET, else /tmp/hcasim-subnet-UID.
 std::string subnet_dir();
-/// The port GUID of `lid` (0x0002c90300000000 | lid).
-constexpr uint64_t guid_of_lid(uint16_t lid) { return 0x0002c90300000000ull | lid; }
+/// The port GUID of `lid` (0x0002c90300000000 | lid << 8 | 1).
+constexpr uint64_t guid_of_lid(uint16_t lid) { return 0x0002c90300000000ull | static_cast<uint64_t>(lid) << 8 | 1; }
 /// GID 0 of the port with `lid`: fe80::/64 + the GUID, network byte order (ibv_gid.raw).
 std::array<uint8_t, 16> gid_of_lid(uint16_t lid);
-/// The LID of a GID of this subnet (the low 16 bits of a GUID of guid_of_lid under
-/// fe80::/64), or nothing for another GID.
+/// The LID of a GID of this subnet (bits 8..23 of a GUID of guid_of_lid under fe80::/64), or
+/// nothing for another GID.
 std::optional<uint16_t> lid_of_gid(const uint8_t (&gid)[16]);
 
 /// One port's claim of a LID on the subnet; removing it (the destructor) frees the LID.

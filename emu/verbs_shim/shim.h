@@ -108,8 +108,8 @@ void destroy_qp(QpObj* qp);
 /// $HCASIM_SUBNET, default /tmp/hcasim-subnet-$UID), claimed on the first call; 0 (with one
 /// line on stderr) when the subnet directory cannot be used. For ibv_query_port(3)'s lid.
 uint16_t port_lid();
-/// The port's GUID, 0x0002c90300000000 | port_lid() (ibv_query_gid(3): GID 0 is fe80::/64 +
-/// this GUID, emu::gid_of_lid; ibv_query_device(3)'s node_guid may be it too). 0 as port_lid.
+/// The port's GUID, 0x0002c90300000000 | port_lid() << 8 | 1 (emu::guid_of_lid; ibv_query_gid(3):
+/// GID 0 is fe80::/64 + this GUID, emu::gid_of_lid). 0 as port_lid.
 uint64_t port_guid();
 /// ibv_access_flags bits -> sdp::Access bits (remote write implies local write, as
 /// ibv_reg_mr(3) requires).
