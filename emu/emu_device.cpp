@@ -239,9 +239,9 @@ void Qp::set_unreliable() {
 
 // ---- the CQ ----------------------------------------------------------------------------------
 
-bool CompQueue::push(const Wc& wc) {
+bool CompQueue::push(const Cqe& c) {
   std::lock_guard g(m_);
-  if (!cq_.push(wc)) return false;
+  if (!cq_.push(c)) return false;
   if (armed_) {  // one completion event per arming (ibv_req_notify_cq(3))
     armed_ = false;
     event_ = true;
@@ -251,9 +251,22 @@ bool CompQueue::push(const Wc& wc) {
   return true;
 }
 
-int CompQueue::poll(std::span<Wc> out) {
+int CompQueue::poll(std::span<Cqe> out) {
   std::lock_guard g(m_);
   return cq_.poll(out);
+}
+
+int CompQueue::poll(std::span<Wc> out) {
+  std::array<Cqe, 32> buf;
+  std::lock_guard g(m_);
+  size_t total = 0;
+  while (total < out.size()) {
+    const size_t want = std::min(buf.size(), out.size() - total);
+    const int n = cq_.poll(std::span<Cqe>(buf.data(), want));
+    for (int i = 0; i < n; ++i) out[total++] = buf[static_cast<size_t>(i)].wc;
+    if (static_cast<size_t>(n) < want) break;
+  }
+  return static_cast<int>(total);
 }
 
 bool CompQueue::arm() {
@@ -284,12 +297,12 @@ void CompQueue::wake() {
 
 void CompQueue::remove_qp(uint32_t qpn) {
   std::lock_guard g(m_);
-  std::vector<Wc> keep;
-  std::array<Wc, 64> buf;
+  std::vector<Cqe> keep;
+  std::array<Cqe, 64> buf;
   for (int n; (n = cq_.poll(buf)) > 0;)
     for (int i = 0; i < n; ++i)
-      if (buf[static_cast<size_t>(i)].qp_num != qpn) keep.push_back(buf[static_cast<size_t>(i)]);
-  for (const Wc& w : keep) cq_.push(w);
+      if (buf[static_cast<size_t>(i)].wc.qp_num != qpn) keep.push_back(buf[static_cast<size_t>(i)]);
+  for (const Cqe& c : keep) cq_.push(c);
 }
 
 void Qp::attach(tcp::socket socket) { socket_ = std::move(socket); }
@@ -627,7 +640,12 @@ uint32_t Qp::reg_mr(sdp::Addr addr, uint64_t len, unsigned access) { return hca_
 
 uint32_t Qp::dma_mr() { return hca_.dma_mr(); }
 
-void Qp::post_send(const sdp::SendWr& wr) {
+void Qp::post_send(const sdp::SendWr& wr) { post_send_ext(wr, WrExt{}); }
+
+void Qp::post_send_ext(const sdp::SendWr& wr, const WrExt& x) {
+  if (x.atomic() && (wr.length() != 8 || wr.remote_addr % 8 != 0 || wr.opcode != WrOpcode::RdmaRead))
+    throw sdp::VerbsError(fmt::format("post_send: QP {:#x}: an atomic needs one 8-byte SGE and an 8-byte aligned "
+                                      "remote address (got {} B at {:#x})", qpn_, wr.length(), wr.remote_addr));
   std::lock_guard g(m_);
   // hca::check_post_send: a WR posted while the QP is in ERROR completes at once with
   // WR_FLUSH_ERR, as an HCA does (IBA 10.3.1; mlx4/mlx5 accept the post): the peer going away
@@ -641,7 +659,7 @@ void Qp::post_send(const sdp::SendWr& wr) {
     push_cqe(hca::send_wc(wr, WcStatus::WrFlushErr, qpn_));
     return;
   }
-  sq_.push_back(wr);
+  sq_.push_back({wr, x});
   ++sq_outstanding_;
   if (sq_.size() == 1)
     asio::post(socket_.get_executor(), [self = shared_from_this()] {
@@ -670,9 +688,17 @@ bool Qp::req_notify_cq() { return scq_->arm(); }
 // ---- Qp: completions -------------------------------------------------------------------------
 
 void Qp::push_cqe(const Wc& wc) {
+  Cqe c;
+  c.wc = wc;
+  if (wc.opcode == WcOpcode::Recv) c.src_qp = remote_qpn_;
+  push_cqe(c);
+}
+
+void Qp::push_cqe(const Cqe& c) {
+  const Wc& wc = c.wc;
   if (wc.opcode != WcOpcode::Recv && sq_outstanding_ > 0) --sq_outstanding_;
   CompQueue& cq = wc.opcode == WcOpcode::Recv ? *rcq_ : *scq_;
-  if (!cq.push(wc)) {  // CQ overrun (hca/cq.h): nothing written, the QP goes to ERROR
+  if (!cq.push(c)) {  // CQ overrun (hca/cq.h): nothing written, the QP goes to ERROR
     to_error(fmt::format("CQ overrun ({} entries)", cq.depth()), std::nullopt);
     cv_.notify_all();
     return;
@@ -680,17 +706,21 @@ void Qp::push_cqe(const Wc& wc) {
   cv_.notify_all();
 }
 
-void Qp::complete_send(const sdp::SendWr& wr, WcStatus status) {
-  if (wr.signaled || status != WcStatus::Success)
-    push_cqe(hca::send_wc(wr, status, qpn_));
-  else if (sq_outstanding_ > 0)
+void Qp::complete_send(const sdp::SendWr& wr, WcStatus status, const WrExt& x) {
+  if (wr.signaled || status != WcStatus::Success) {
+    Cqe c;
+    c.wc = hca::send_wc(wr, status, qpn_);
+    if (x.kind == WrExt::Kind::CmpSwap) c.kind = Cqe::Kind::CompSwap;
+    if (x.kind == WrExt::Kind::FetchAdd) c.kind = Cqe::Kind::FetchAdd;
+    push_cqe(c);
+  } else if (sq_outstanding_ > 0)
     --sq_outstanding_;
 }
 
 void Qp::fail_front(WcStatus status, const std::string& why) {
   Outstanding o = unacked_.front();
   unacked_.pop_front();
-  complete_send(o.wr, status);
+  complete_send(o.wr, status, o.x);
   to_error(why, std::nullopt);
 }
 
@@ -715,7 +745,7 @@ void Qp::to_error(const std::string& why, std::optional<WcStatus> first) {
   std::deque<sdp::RecvWr> none;
   hca::flush_queues(qpn_, unacked_, [](const Outstanding& o) -> const sdp::SendWr& { return o.wr; }, none,
                     [this](const Wc& wc) { push_cqe(wc); });
-  hca::flush_queues(qpn_, sq_, [](const sdp::SendWr& w) -> const sdp::SendWr& { return w; }, rq_,
+  hca::flush_queues(qpn_, sq_, [](const SqWr& w) -> const sdp::SendWr& { return w.wr; }, rq_,
                     [this](const Wc& wc) { push_cqe(wc); });
   cv_.notify_all();
 }
@@ -752,21 +782,26 @@ bool Qp::scatter(const std::array<sdp::Sge, sdp::kMaxSge>& sg, uint8_t n, const 
 
 void Qp::pump() {
   while (state_ == State::Rts && linked_ && !sq_.empty()) {
-    sdp::SendWr wr = sq_.front();
+    const sdp::SendWr wr = sq_.front().wr;
+    const WrExt x = sq_.front().x;
     sq_.pop_front();
-    Outstanding o{next_psn_, wr, nullptr, std::nullopt};
+    Outstanding o{next_psn_, wr, x, nullptr, std::nullopt};
     next_psn_ = hca::psn_add(next_psn_, 1);
-    Packet p{.dest_qpn = remote_qpn_, .psn = o.psn};
-    if (wr.opcode == WrOpcode::RdmaRead) {
+    Packet p{.dest_qpn = remote_qpn_, .psn = o.psn, .imm = x.imm};
+    if (x.atomic()) {
+      p.op = x.kind == WrExt::Kind::CmpSwap ? Op::CompareSwap : Op::FetchAdd;
+      p.compare = x.compare_add;
+      p.swap = x.swap;
+    } else if (wr.opcode == WrOpcode::RdmaRead) {
       p.op = Op::RdmaReadRequest;
       p.dma_len = static_cast<uint32_t>(wr.length());
     } else if (!gather(wr, p.payload)) {
       o.local_error = WcStatus::LocProtErr;
     } else if (wr.opcode == WrOpcode::RdmaWrite) {
-      p.op = Op::RdmaWriteOnly;
+      p.op = x.kind == WrExt::Kind::WriteImm ? Op::RdmaWriteOnlyWithImm : Op::RdmaWriteOnly;
       p.dma_len = static_cast<uint32_t>(p.payload.size());
     } else {
-      p.op = Op::SendOnly;
+      p.op = x.kind == WrExt::Kind::SendImm ? Op::SendOnlyWithImm : Op::SendOnly;
     }
     if (wr.opcode != WrOpcode::Send) {
       p.va = wr.remote_addr;
@@ -778,11 +813,11 @@ void Qp::pump() {
     }
     if (uc_) {  // UC: done once on the wire, nothing to wait for
       if (o.local_error) {
-        complete_send(wr, *o.local_error);
+        complete_send(wr, *o.local_error, x);
         to_error("local protection error in a gather list", std::nullopt);
         return;
       }
-      complete_send(wr, WcStatus::Success);
+      complete_send(wr, WcStatus::Success, x);
       continue;
     }
     unacked_.push_back(std::move(o));
@@ -982,12 +1017,17 @@ void Qp::on_packet(const Packet& p) {
   if (closed_) return;
   switch (p.op) {
     case Op::SendOnly:
+    case Op::SendOnlyWithImm:
     case Op::RdmaWriteOnly:
+    case Op::RdmaWriteOnlyWithImm:
     case Op::RdmaReadRequest:
+    case Op::CompareSwap:
+    case Op::FetchAdd:
       as_responder(p);
       break;
     case Op::Acknowledge:
     case Op::RdmaReadResponseOnly:
+    case Op::AtomicAcknowledge:
       as_requester(p);
       break;
     case Op::CmDreq:
@@ -1009,7 +1049,9 @@ void Qp::as_responder(const Packet& p) {
       // A duplicate (its ACK was lost, or go-back-N resent it, or the wire doubled it): a SEND
       // or RDMA WRITE is acknowledged again and not executed again; an RDMA READ is executed
       // again, reads being idempotent (IBA 9.7.5.1.2).
-      if (p.op != Op::RdmaReadRequest) {
+      if (p.op == Op::CompareSwap || p.op == Op::FetchAdd) {
+        atomic_request(p, true);  // replayed, not executed again (IBA 9.4.5)
+      } else if (p.op != Op::RdmaReadRequest) {
         ack(responder_.last_executed(), aeth::kAck);
       } else if (hca_.mr_allows(p.rkey, p.va, p.dma_len, sdp::kRemoteRead)) {
         Packet r{.op = Op::RdmaReadResponseOnly, .dest_qpn = remote_qpn_, .psn = p.psn, .syndrome = aeth::kAck, .msn = p.psn};
@@ -1026,14 +1068,9 @@ void Qp::as_responder(const Packet& p) {
     return;
   }
   switch (p.op) {
-    case Op::SendOnly: {
-      std::optional<sdp::RecvWr> got;
-      if (srq_) {
-        got = srq_->take();
-      } else if (!rq_.empty()) {
-        got = rq_.front();
-        rq_.pop_front();
-      }
+    case Op::SendOnly:
+    case Op::SendOnlyWithImm: {
+      std::optional<sdp::RecvWr> got = take_recv();
       if (!got) {  // receiver not ready: RNR NAK with our RNR timer, the requester retries then
         if (uc_) {  // UC: dropped (IBA 9.8.2), the next message is awaited
           responder_.executed();
@@ -1048,16 +1085,26 @@ void Qp::as_responder(const Packet& p) {
       for (uint8_t i = 0; i < r.num_sge; ++i) capacity += r.sg[i].length;
       if (p.payload.size() > capacity || !scatter(r.sg, r.num_sge, p.payload)) {
         const bool too_long = p.payload.size() > capacity;
-        push_cqe({r.wr_id, too_long ? WcStatus::LocLenErr : WcStatus::LocProtErr, WcOpcode::Recv, 0, qpn_});
+        push_cqe(Wc{r.wr_id, too_long ? WcStatus::LocLenErr : WcStatus::LocProtErr, WcOpcode::Recv, 0, qpn_});
         ack(p.psn, aeth::kNakInvReq);
         to_error(too_long ? fmt::format("a {} B SEND for a {} B receive", p.payload.size(), capacity)
                           : std::string("local protection error in a scatter list"),
                  std::nullopt);
         return;
       }
-      push_cqe({r.wr_id, WcStatus::Success, WcOpcode::Recv, static_cast<uint32_t>(p.payload.size()), qpn_});
+      Cqe c;
+      c.wc = {r.wr_id, WcStatus::Success, WcOpcode::Recv, static_cast<uint32_t>(p.payload.size()), qpn_};
+      c.src_qp = remote_qpn_;
+      c.with_imm = p.op == Op::SendOnlyWithImm;
+      c.imm = p.imm;
+      push_cqe(c);
       break;
     }
+    case Op::CompareSwap:
+    case Op::FetchAdd:
+      atomic_request(p, false);
+      return;
+    case Op::RdmaWriteOnlyWithImm:
     case Op::RdmaWriteOnly:
       if (!hca_.mr_allows(p.rkey, p.va, p.dma_len, sdp::kRemoteWrite)) {
         ack(p.psn, aeth::kNakRemAccess);  // nothing written; the responder's QP goes to ERROR too
@@ -1066,7 +1113,32 @@ void Qp::as_responder(const Packet& p) {
                  std::nullopt);
         return;
       }
-      if (p.dma_len > 0) std::memcpy(reinterpret_cast<void*>(p.va), p.payload.data(), p.dma_len);
+      {
+        // WITH_IMM consumes a receive (IBA 9.4.3): none posted is RNR, before anything is written.
+        std::optional<sdp::RecvWr> r;
+        if (p.op == Op::RdmaWriteOnlyWithImm) {
+          r = take_recv();
+          if (!r) {
+            if (uc_) {
+              responder_.executed();
+              return;
+            }
+            ack(p.psn, static_cast<uint8_t>(aeth::kRnrNak | min_rnr_timer_));
+            responder_.rnr_naked();
+            return;
+          }
+        }
+        if (p.dma_len > 0) std::memcpy(reinterpret_cast<void*>(p.va), p.payload.data(), p.dma_len);
+        if (r) {
+          Cqe c;
+          c.wc = {r->wr_id, WcStatus::Success, WcOpcode::Recv, p.dma_len, qpn_};
+          c.kind = Cqe::Kind::RecvRdmaWithImm;
+          c.src_qp = remote_qpn_;
+          c.with_imm = true;
+          c.imm = p.imm;
+          push_cqe(c);
+        }
+      }
       break;
     case Op::RdmaReadRequest: {
       if (!hca_.mr_allows(p.rkey, p.va, p.dma_len, sdp::kRemoteRead)) {
@@ -1090,6 +1162,49 @@ void Qp::as_responder(const Packet& p) {
   ack(p.psn, aeth::kAck);
 }
 
+std::optional<sdp::RecvWr> Qp::take_recv() {
+  if (srq_) return srq_->take();
+  if (rq_.empty()) return std::nullopt;
+  sdp::RecvWr r = rq_.front();
+  rq_.pop_front();
+  return r;
+}
+
+void Qp::atomic_request(const Packet& p, bool duplicate) {
+  auto reply = [&](uint64_t orig) {
+    transmit(frame(Packet{.op = Op::AtomicAcknowledge, .dest_qpn = remote_qpn_, .psn = p.psn, .syndrome = aeth::kAck,
+                          .msn = p.psn, .orig = orig}));
+  };
+  if (duplicate) {  // the saved answer, if still kept; else dropped (the requester's timer resends)
+    for (const auto& [psn, orig] : atomic_replies_)
+      if (psn == p.psn) reply(orig);
+    return;
+  }
+  if (p.va % 8 != 0) {
+    ack(p.psn, aeth::kNakInvReq);
+    to_error(fmt::format("atomic at {:#x}: not 8-byte aligned", p.va), std::nullopt);
+    return;
+  }
+  if (!hca_.mr_allows(p.rkey, p.va, 8, kRemoteAtomic)) {
+    ack(p.psn, aeth::kNakRemAccess);
+    to_error(fmt::format("atomic at {:#x} with rkey {:#x}: remote access violation", p.va, p.rkey), std::nullopt);
+    return;
+  }
+  // Atomic with respect to this HCA and to the host's own atomics (IBV_ATOMIC_HCA and more).
+  auto* target = reinterpret_cast<uint64_t*>(p.va);
+  uint64_t orig = 0;
+  if (p.op == Op::CompareSwap) {
+    orig = p.compare;
+    __atomic_compare_exchange_n(target, &orig, p.swap, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+  } else {
+    orig = __atomic_fetch_add(target, p.compare, __ATOMIC_SEQ_CST);
+  }
+  atomic_replies_.emplace_back(p.psn, orig);
+  if (atomic_replies_.size() > 16) atomic_replies_.pop_front();
+  responder_.executed();
+  reply(orig);
+}
+
 void Qp::retire_acked(uint32_t psn) {
   // An ACK is cumulative (IBA 9.7.5.1.1): every WR up to its PSN is done, except an RDMA READ,
   // which only its response completes.
@@ -1098,8 +1213,9 @@ void Qp::retire_acked(uint32_t psn) {
     Outstanding& o = unacked_.front();
     if (o.wr.opcode == WrOpcode::RdmaRead) break;
     const sdp::SendWr wr = o.wr;
+    const WrExt x = o.x;
     unacked_.pop_front();
-    complete_send(wr, WcStatus::Success);
+    complete_send(wr, WcStatus::Success, x);
     rnr_.progress();
     retired = true;
   }
@@ -1122,23 +1238,31 @@ void Qp::retransmit_from(uint32_t psn) {
 void Qp::as_requester(const Packet& p) {
   if (state_ != State::Rts) return;
   if (unacked_.empty() || psn_before(p.psn, unacked_.front().psn)) return;  // stale
-  if (p.op == Op::RdmaReadResponseOnly) {
+  if (p.op == Op::RdmaReadResponseOnly || p.op == Op::AtomicAcknowledge) {
+    const bool atomic = p.op == Op::AtomicAcknowledge;
+    std::vector<uint8_t> orig;
+    if (atomic) {  // the original value lands in the SGE in host order
+      orig.resize(8);
+      std::memcpy(orig.data(), &p.orig, 8);
+    }
+    const std::vector<uint8_t>& data = atomic ? orig : p.payload;
     // A READ response acknowledges every request before it (IBA 9.7.5.1.1); one for a later
     // READ than the oldest outstanding (whose response was lost) is dropped, the timer resends.
     retire_acked(hca::psn_prev(p.psn));
     if (unacked_.empty() || unacked_.front().psn != p.psn) return;
     Outstanding& o = unacked_.front();
-    if (o.wr.opcode != WrOpcode::RdmaRead || p.payload.size() != o.wr.length()) {
-      link_down(fmt::format("RDMA READ response PSN {} / {} B does not match the request", p.psn, p.payload.size()), false);
+    if (o.wr.opcode != WrOpcode::RdmaRead || o.x.atomic() != atomic || data.size() != o.wr.length()) {
+      link_down(fmt::format("{} PSN {} / {} B does not match the request", op_name(p.op), p.psn, data.size()), false);
       return;
     }
-    if (!scatter(o.wr.sg, o.wr.num_sge, p.payload)) {
+    if (!scatter(o.wr.sg, o.wr.num_sge, data)) {
       fail_front(WcStatus::LocProtErr, "local protection error in an RDMA READ's scatter list");
       return;
     }
     const sdp::SendWr wr = o.wr;
+    const WrExt x = o.x;
     unacked_.pop_front();
-    complete_send(wr, WcStatus::Success);
+    complete_send(wr, WcStatus::Success, x);
     progress();
     // WRs behind the READ that a cumulative ACK already covered complete now.
     retire_acked(acked_psn_ && psn_before(p.psn, *acked_psn_) ? *acked_psn_ : p.psn);

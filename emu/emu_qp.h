@@ -55,6 +55,33 @@ void write_frame(boost::asio::ip::tcp::socket& s, const Packet& p, const std::st
 
 class Qp;
 
+/// An MR access bit beyond sdp::Access: IBV_ACCESS_REMOTE_ATOMIC (the target of CmpSwap and
+/// FetchAdd), kept in the same MR table.
+inline constexpr unsigned kRemoteAtomic = 8;
+
+/// A completion as the emulated CQ holds it: sdp::Wc and what ibv_wc carries beyond it.
+struct Cqe {
+  /// ibv_wc_opcode beyond sdp::WcOpcode.
+  enum class Kind : uint8_t { Plain, RecvRdmaWithImm, CompSwap, FetchAdd };
+  sdp::Wc wc{};
+  Kind kind = Kind::Plain;
+  uint32_t src_qp = 0;    ///< the peer QP (receive completions)
+  bool with_imm = false;  ///< IBV_WC_WITH_IMM: imm is the sender's imm_data
+  uint32_t imm = 0;
+};
+
+/// A send WR's kind beyond sdp::WrOpcode (ibv_wr_opcode): the immediate-data and atomic ops.
+/// An atomic is posted as an sdp::WrOpcode::RdmaRead of the 8 bytes its SGE names (the
+/// original remote value lands there) to `remote_addr` with `rkey`.
+struct WrExt {
+  enum class Kind : uint8_t { None, SendImm, WriteImm, CmpSwap, FetchAdd };
+  Kind kind = Kind::None;
+  uint32_t imm = 0;          ///< wr.imm_data, passed through as given
+  uint64_t compare_add = 0;  ///< CmpSwap: the compare value; FetchAdd: the addend
+  uint64_t swap = 0;         ///< CmpSwap: the swap value
+  bool atomic() const { return kind == Kind::CmpSwap || kind == Kind::FetchAdd; }
+};
+
 /// A completion queue (ibv_create_cq(3)): hca::Cq's depth and overrun under a lock of its
 /// own, the arming of ibv_req_notify_cq(3) and the completion event. Any number of QPs complete
 /// into it, each its send or receive side or both; completions are polled in the order they
@@ -65,9 +92,11 @@ class CompQueue {
   /// back into the CQ or a QP.
   using EventHandler = std::function<void()>;
   explicit CompQueue(uint32_t depth) : cq_(depth) {}
-  /// Writes `wc`; an armed CQ disarms and raises its event. False on overrun (hca::Cq::push).
-  bool push(const sdp::Wc& wc);
+  /// Writes `c`; an armed CQ disarms and raises its event. False on overrun (hca::Cq::push).
+  bool push(const Cqe& c);
   /// ibv_poll_cq(3): up to out.size() completions, oldest first; how many.
+  int poll(std::span<Cqe> out);
+  /// The same, sdp::Wc only (the sdp::Verbs face).
   int poll(std::span<sdp::Wc> out);
   /// ibv_req_notify_cq(3): the next completion raises one event. True when completions wait
   /// already (the caller polls again before it sleeps).
@@ -85,7 +114,7 @@ class CompQueue {
  private:
   std::mutex m_;
   std::condition_variable cv_;
-  hca::Cq cq_;
+  hca::BasicCq<Cqe> cq_;
   bool armed_ = false, event_ = false;
   uint64_t wakes_ = 0;
   EventHandler on_event_;
@@ -210,6 +239,10 @@ class Qp final : public sdp::Verbs, public std::enable_shared_from_this<Qp> {
   uint32_t reg_mr(sdp::Addr addr, uint64_t len, unsigned access) override;
   uint32_t dma_mr() override;
   void post_send(const sdp::SendWr& wr) override;
+  /// post_send with an immediate-data or atomic kind (ibv_post_send(3)'s *_WITH_IMM and
+  /// ATOMIC_* opcodes). Throws sdp::VerbsError as post_send, and for an atomic whose SGE is not
+  /// 8 bytes or whose remote_addr is not 8-byte aligned.
+  void post_send_ext(const sdp::SendWr& wr, const WrExt& x);
   void post_recv(const sdp::RecvWr& wr) override;
   int poll_cq(std::span<sdp::Wc> out) override;
   bool req_notify_cq() override;
@@ -293,6 +326,7 @@ class Qp final : public sdp::Verbs, public std::enable_shared_from_this<Qp> {
   struct Outstanding {
     uint32_t psn = 0;
     sdp::SendWr wr;
+    WrExt x;
     Frame frame;                              ///< kept for retransmission
     std::optional<sdp::WcStatus> local_error; ///< failed before transmission (completes in order)
   };
@@ -330,8 +364,13 @@ class Qp final : public sdp::Verbs, public std::enable_shared_from_this<Qp> {
   void ack(uint32_t psn, uint8_t syndrome);
   /// Completes the oldest outstanding WR with `status` and moves the QP to ERROR.
   void fail_front(sdp::WcStatus status, const std::string& why);
-  void complete_send(const sdp::SendWr& wr, sdp::WcStatus status);
+  void complete_send(const sdp::SendWr& wr, sdp::WcStatus status, const WrExt& x = {});
   void push_cqe(const sdp::Wc& wc);
+  void push_cqe(const Cqe& c);
+  /// The receive WR a SEND or RDMA WRITE with immediate consumes (the SRQ's or the QP's own).
+  std::optional<sdp::RecvWr> take_recv();
+  /// The responder's atomics: executes one (IBA 9.4.5), or replays the answer of a duplicate.
+  void atomic_request(const Packet& p, bool duplicate);
   /// The QP goes to ERROR: the oldest WR on the wire completes with `first` when given, every
   /// other WR flushes (IBA 10.3.1), the peer is told nothing more.
   void to_error(const std::string& why, std::optional<sdp::WcStatus> first);
@@ -353,7 +392,11 @@ class Qp final : public sdp::Verbs, public std::enable_shared_from_this<Qp> {
   bool closed_ = false;
   LinkHandler on_link_;
   // requester
-  std::deque<sdp::SendWr> sq_;          // posted, not yet transmitted
+  struct SqWr {
+    sdp::SendWr wr;
+    WrExt x;
+  };
+  std::deque<SqWr> sq_;                 // posted, not yet transmitted
   std::deque<Outstanding> unacked_;     // transmitted, not yet completed
   uint32_t sq_outstanding_ = 0;         // posted, not yet completed
   uint32_t next_psn_ = 0;
@@ -376,6 +419,7 @@ class Qp final : public sdp::Verbs, public std::enable_shared_from_this<Qp> {
   // responder
   std::deque<sdp::RecvWr> rq_;
   hca::RcResponder responder_;          // expected PSN, one NAK per gap
+  std::deque<std::pair<uint32_t, uint64_t>> atomic_replies_;  // PSN -> original value, the latest kRdAtom
   // CQs
   std::shared_ptr<CompQueue> scq_, rcq_;
   bool own_cq_ = false;                 // Hca::create_qp(caps): the CQ is this QP's alone

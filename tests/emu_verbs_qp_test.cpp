@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <infiniband/verbs.h>
+#include <arpa/inet.h>
 #include <poll.h>
 #include <rdma/rdma_cma.h>
 #include <stdlib.h>
@@ -370,6 +371,96 @@ TEST_F(VerbsQp, TwoQpsTakeTheirReceivesFromOneSrqInPostingOrder) {
   EXPECT_EQ(recv_ids.size(), 2u);
   for (ibv_qp* q : {r1, r2, s1, s2}) ibv_destroy_qp(q);
   EXPECT_EQ(ibv_destroy_srq(srq), 0);
+  ibv_destroy_cq(cq);
+}
+
+TEST_F(VerbsQp, ImmediateDataAndAtomics) {
+  ibv_cq* cq = ibv_create_cq(ctx, 32, nullptr, nullptr, 0);
+  ibv_qp* a = make_qp(cq, cq);
+  ibv_qp* b = make_qp(cq, cq);
+  ibv_mr* amr = ibv_reg_mr(pd, buf.data() + 32768, 4096,
+                           IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC);
+  connect(a, b, 100, 200);
+  auto post = [&](ibv_send_wr& wr, size_t off, uint32_t len) {
+    ibv_sge sg{reinterpret_cast<uintptr_t>(buf.data() + off), len, mr->lkey};
+    wr.sg_list = &sg;
+    wr.num_sge = 1;
+    wr.send_flags = IBV_SEND_SIGNALED;
+    ibv_send_wr* bad = nullptr;
+    return ibv_post_send(a, &wr, &bad);
+  };
+  // SEND_WITH_IMM and RDMA_WRITE_WITH_IMM: each consumes a receive of b with the imm_data.
+  post_recv(b, 1, 0, 256);
+  post_recv(b, 2, 256, 256);
+  std::memcpy(buf.data() + 1024, "immediate", 9);
+  ibv_send_wr s{};
+  s.wr_id = 11;
+  s.opcode = IBV_WR_SEND_WITH_IMM;
+  s.imm_data = htonl(0xA1B2C3D4);
+  ASSERT_EQ(post(s, 1024, 9), 0);
+  ibv_send_wr w{};
+  w.wr_id = 12;
+  w.opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
+  w.imm_data = htonl(7);
+  w.wr.rdma.remote_addr = reinterpret_cast<uintptr_t>(buf.data() + 32768 + 64);
+  w.wr.rdma.rkey = amr->rkey;
+  ASSERT_EQ(post(w, 1024, 9), 0);
+  const auto got = poll_n(cq, 4);
+  ASSERT_EQ(got.size(), 4u);
+  int recvs = 0;
+  for (const ibv_wc& c : got) {
+    ASSERT_EQ(c.status, IBV_WC_SUCCESS) << ibv_wc_status_str(c.status);
+    if (c.qp_num != b->qp_num) continue;
+    EXPECT_EQ(c.src_qp, a->qp_num);
+    EXPECT_NE(c.wc_flags & IBV_WC_WITH_IMM, 0u);
+    if (c.wr_id == 1) {
+      EXPECT_EQ(c.opcode, IBV_WC_RECV);
+      EXPECT_EQ(c.imm_data, htonl(0xA1B2C3D4));
+      EXPECT_EQ(c.byte_len, 9u);
+    } else {
+      EXPECT_EQ(c.opcode, IBV_WC_RECV_RDMA_WITH_IMM);
+      EXPECT_EQ(c.imm_data, htonl(7));
+      EXPECT_EQ(c.byte_len, 9u);
+    }
+    ++recvs;
+  }
+  EXPECT_EQ(recvs, 2);
+  EXPECT_EQ(std::memcmp(buf.data() + 32768 + 64, "immediate", 9), 0);
+  // FETCH_AND_ADD twice, then CMP_AND_SWP that matches and one that does not.
+  uint64_t target = 40;
+  std::memcpy(buf.data() + 32768, &target, 8);
+  const auto atomic = [&](ibv_wr_opcode op, uint64_t compare_add, uint64_t swap) {
+    ibv_send_wr x{};
+    x.wr_id = 20;
+    x.opcode = op;
+    x.wr.atomic.remote_addr = reinterpret_cast<uintptr_t>(buf.data() + 32768);
+    x.wr.atomic.rkey = amr->rkey;
+    x.wr.atomic.compare_add = compare_add;
+    x.wr.atomic.swap = swap;
+    EXPECT_EQ(post(x, 2048, 8), 0);
+    const auto c = poll_n(cq, 1);
+    EXPECT_EQ(c.size(), 1u);
+    EXPECT_EQ(c.at(0).status, IBV_WC_SUCCESS);
+    EXPECT_EQ(c.at(0).opcode, op == IBV_WR_ATOMIC_CMP_AND_SWP ? IBV_WC_COMP_SWAP : IBV_WC_FETCH_ADD);
+    uint64_t orig = 0;
+    std::memcpy(&orig, buf.data() + 2048, 8);
+    return orig;
+  };
+  EXPECT_EQ(atomic(IBV_WR_ATOMIC_FETCH_AND_ADD, 2, 0), 40u);
+  EXPECT_EQ(atomic(IBV_WR_ATOMIC_FETCH_AND_ADD, 3, 0), 42u);
+  EXPECT_EQ(atomic(IBV_WR_ATOMIC_CMP_AND_SWP, 45, 99), 45u);
+  EXPECT_EQ(atomic(IBV_WR_ATOMIC_CMP_AND_SWP, 45, 7), 99u);
+  std::memcpy(&target, buf.data() + 32768, 8);
+  EXPECT_EQ(target, 99u);
+  // An atomic of 4 bytes is refused at post.
+  ibv_send_wr bad4{};
+  bad4.opcode = IBV_WR_ATOMIC_FETCH_AND_ADD;
+  bad4.wr.atomic.remote_addr = reinterpret_cast<uintptr_t>(buf.data() + 32768);
+  bad4.wr.atomic.rkey = amr->rkey;
+  EXPECT_EQ(post(bad4, 2048, 4), EINVAL);
+  ibv_destroy_qp(a);
+  ibv_destroy_qp(b);
+  ibv_dereg_mr(amr);
   ibv_destroy_cq(cq);
 }
 

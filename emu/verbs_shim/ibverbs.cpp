@@ -57,12 +57,14 @@ ibv_wc_opcode to_ibv_opcode(sdp::WcOpcode op) {
 
 }  // namespace
 
-/// ibv_access_flags -> sdp::Access (remote write implies local write, as ibv_reg_mr(3) requires).
+/// ibv_access_flags -> sdp::Access and emu::kRemoteAtomic (remote write implies local write, as
+/// ibv_reg_mr(3) requires).
 unsigned to_access(unsigned flags) {
   unsigned a = 0;
   if ((flags & IBV_ACCESS_LOCAL_WRITE) != 0) a |= sdp::kLocalWrite;
   if ((flags & IBV_ACCESS_REMOTE_WRITE) != 0) a |= sdp::kRemoteWrite | sdp::kLocalWrite;
   if ((flags & IBV_ACCESS_REMOTE_READ) != 0) a |= sdp::kRemoteRead;
+  if ((flags & IBV_ACCESS_REMOTE_ATOMIC) != 0) a |= kRemoteAtomic;
   return a;
 }
 
@@ -77,36 +79,63 @@ bool copy_sges(const Wr& wr, std::array<sdp::Sge, sdp::kMaxSge>& out, uint8_t& n
   return true;
 }
 
-/// ops.post_send (ibv_post_send(3)): SEND, RDMA WRITE and RDMA READ; returns 0, or EINVAL (an
-/// unsupported opcode, too many SGEs, the QP not in RTS) / ENOMEM (send queue full) with
-/// *bad_wr at the first WR not posted.
+/// ops.post_send (ibv_post_send(3)): SEND, RDMA WRITE, RDMA READ, their WITH_IMM forms
+/// (imm_data passed through as given) and the atomics ATOMIC_CMP_AND_SWP / ATOMIC_FETCH_AND_ADD
+/// (one 8-byte SGE, an 8-byte aligned remote_addr; RC only); returns 0, or EINVAL (an
+/// unsupported opcode, too many SGEs, the QP not in RTS, a bad atomic) / ENOMEM (send queue
+/// full) with *bad_wr at the first WR not posted.
 int post_send(ibv_qp* ibqp, ibv_send_wr* wr, ibv_send_wr** bad_wr) {
   QpObj* q = qp_of(ibqp);
   for (; wr != nullptr; wr = wr->next) {
     sdp::SendWr w;
+    WrExt x;
     w.wr_id = wr->wr_id;
     int err = 0;
+    const bool uc = ibqp->qp_type == IBV_QPT_UC;
     switch (wr->opcode) {
       case IBV_WR_SEND: w.opcode = sdp::WrOpcode::Send; break;
+      case IBV_WR_SEND_WITH_IMM:
+        w.opcode = sdp::WrOpcode::Send;
+        x.kind = WrExt::Kind::SendImm;
+        break;
       case IBV_WR_RDMA_WRITE: w.opcode = sdp::WrOpcode::RdmaWrite; break;
+      case IBV_WR_RDMA_WRITE_WITH_IMM:
+        w.opcode = sdp::WrOpcode::RdmaWrite;
+        x.kind = WrExt::Kind::WriteImm;
+        break;
       case IBV_WR_RDMA_READ:
         w.opcode = sdp::WrOpcode::RdmaRead;
-        if (ibqp->qp_type == IBV_QPT_UC) err = EINVAL;  // UC has no RDMA READ (IBA 9.8.2)
+        if (uc) err = EINVAL;  // UC has no RDMA READ (IBA 9.8.2)
+        break;
+      case IBV_WR_ATOMIC_CMP_AND_SWP:
+      case IBV_WR_ATOMIC_FETCH_AND_ADD:
+        w.opcode = sdp::WrOpcode::RdmaRead;  // the original value comes back into the SGE
+        x.kind = wr->opcode == IBV_WR_ATOMIC_CMP_AND_SWP ? WrExt::Kind::CmpSwap : WrExt::Kind::FetchAdd;
+        if (uc) err = EINVAL;
         break;
       default: err = EINVAL; break;
     }
+    x.imm = wr->imm_data;
     if (err == 0 && !copy_sges(*wr, w.sg, w.num_sge)) err = EINVAL;
     if (err == 0) {
       w.signaled = q->sq_sig_all || (wr->send_flags & IBV_SEND_SIGNALED) != 0;
       w.inline_data = (wr->send_flags & IBV_SEND_INLINE) != 0;
-      if (w.opcode != sdp::WrOpcode::Send) {
+      if (x.atomic()) {
+        w.remote_addr = wr->wr.atomic.remote_addr;
+        w.rkey = wr->wr.atomic.rkey;
+        x.compare_add = wr->wr.atomic.compare_add;
+        x.swap = wr->wr.atomic.swap;
+        if (w.length() != 8 || w.remote_addr % 8 != 0) err = EINVAL;
+      } else if (w.opcode != sdp::WrOpcode::Send) {
         w.remote_addr = wr->wr.rdma.remote_addr;
         w.rkey = wr->wr.rdma.rkey;
       }
-      try {
-        q->emu->post_send(w);
-      } catch (const sdp::VerbsError&) {
-        err = q->emu->state() == Qp::State::Rts ? ENOMEM : EINVAL;
+      if (err == 0) {
+        try {
+          q->emu->post_send_ext(w, x);
+        } catch (const sdp::VerbsError&) {
+          err = q->emu->state() == Qp::State::Rts ? ENOMEM : EINVAL;
+        }
       }
     }
     if (err != 0) {
@@ -148,20 +177,32 @@ int post_recv(ibv_qp* ibqp, ibv_recv_wr* wr, ibv_recv_wr** bad_wr) {
 int poll_cq(ibv_cq* ibcq, int num_entries, ibv_wc* wc) {
   if (num_entries < 0) return -1;
   CompQueue& cq = *reinterpret_cast<Cq*>(ibcq)->emu;
-  std::array<sdp::Wc, 32> buf;
+  std::array<hcasim::emu::Cqe, 32> buf;
   int total = 0;
   while (total < num_entries) {
     const size_t want = std::min<size_t>(buf.size(), static_cast<size_t>(num_entries - total));
-    const int n = cq.poll(std::span<sdp::Wc>(buf.data(), want));
+    const int n = cq.poll(std::span<hcasim::emu::Cqe>(buf.data(), want));
     for (int i = 0; i < n; ++i) {
-      const sdp::Wc& c = buf[static_cast<size_t>(i)];
+      const hcasim::emu::Cqe& e = buf[static_cast<size_t>(i)];
+      const sdp::Wc& c = e.wc;
       ibv_wc& w = wc[total++];
       std::memset(&w, 0, sizeof w);
       w.wr_id = c.wr_id;
       w.status = to_ibv_status(c.status);
       w.opcode = to_ibv_opcode(c.opcode);
-      w.byte_len = c.byte_len;
+      switch (e.kind) {
+        case hcasim::emu::Cqe::Kind::RecvRdmaWithImm: w.opcode = IBV_WC_RECV_RDMA_WITH_IMM; break;
+        case hcasim::emu::Cqe::Kind::CompSwap: w.opcode = IBV_WC_COMP_SWAP; break;
+        case hcasim::emu::Cqe::Kind::FetchAdd: w.opcode = IBV_WC_FETCH_ADD; break;
+        case hcasim::emu::Cqe::Kind::Plain: break;
+      }
+      w.byte_len = w.opcode == IBV_WC_COMP_SWAP || w.opcode == IBV_WC_FETCH_ADD ? 8 : c.byte_len;
       w.qp_num = c.qp_num;
+      w.src_qp = e.src_qp;
+      if (e.with_imm) {
+        w.wc_flags |= IBV_WC_WITH_IMM;
+        w.imm_data = e.imm;
+      }
     }
     if (static_cast<size_t>(n) < want) break;
   }
