@@ -1,6 +1,7 @@
-// hcasim-verbs-probe: a program linked against rdma-core's libibverbs like any other (its
-// references are versioned: ibv_query_device@IBVERBS_1.1, _ibv_query_gid_ex@IBVERBS_1.11, ...),
-// run with the verbs shim preloaded by the ctest VerbsShim.DeviceSurface (tests/stock/stock.py).
+// hcasim-verbs-probe: a program linked against rdma-core's libibverbs and librdmacm like any
+// other (its references are versioned: ibv_query_device@IBVERBS_1.1,
+// _ibv_query_gid_ex@IBVERBS_1.11, ...), run with the verbs shim preloaded by the ctest
+// VerbsShim.DeviceSurface (tests/stock/stock.py).
 // It calls the device side of the shim (emu/verbs_shim/device.h) through every way verbs.h
 // offers: exported functions, verbs.h's inline wrappers over the verbs_context ops, the legacy
 // ibv_context_ops, and a few "not emulated" verbs. One line per check, "ok ..." or "FAIL ...",
@@ -14,6 +15,9 @@
 #include <string>
 
 #include <infiniband/verbs.h>
+#include <rdma/rdma_cma.h>
+#include <rdma/rsocket.h>
+#include <sys/socket.h>
 
 extern "C" int ibv_dontfork_range(void* base, size_t size);
 
@@ -136,6 +140,15 @@ int main() {
     check(ibv_create_srq(pd, &sa) == nullptr && errno == EOPNOTSUPP, "ibv_create_srq (exported): EOPNOTSUPP");
   }
   check(ibv_dealloc_pd(pd) == 0, "ibv_dealloc_pd");
+
+  // librdmacm: its device list is the same verbs_context; rsockets are not emulated.
+  int nc = 0;
+  ibv_context** cms = rdma_get_devices(&nc);
+  check(cms != nullptr && nc == 1 && cms[0] == ctx, "rdma_get_devices: the same context as ibv_open_device");
+  if (cms != nullptr) rdma_free_devices(cms);
+  check(std::strcmp(rdma_event_str(RDMA_CM_EVENT_ESTABLISHED), "RDMA_CM_EVENT_ESTABLISHED") == 0, "rdma_event_str");
+  errno = 0;
+  check(rsocket(AF_INET, SOCK_STREAM, 0) == -1 && errno == ENOSYS, "rsocket (exported): -1, ENOSYS");
   check(ibv_close_device(ctx) == 0, "ibv_close_device");
   ibv_free_device_list(list);
   std::printf("probe: %d checks, %d failed\n", checks, failed);
