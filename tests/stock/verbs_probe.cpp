@@ -135,9 +135,9 @@ int main() {
     dm.length = 64;
     errno = 0;
     check(ibv_alloc_dm(ctx, &dm) == nullptr && errno == EOPNOTSUPP, "ibv_alloc_dm (verbs_context op): EOPNOTSUPP");
-    ibv_srq_init_attr sa{};
     errno = 0;
-    check(ibv_create_srq(pd, &sa) == nullptr && errno == EOPNOTSUPP, "ibv_create_srq (exported): EOPNOTSUPP");
+    check(ibv_reg_dmabuf_mr(pd, 0, 4096, 0, -1, IBV_ACCESS_LOCAL_WRITE) == nullptr && errno == EOPNOTSUPP,
+          "ibv_reg_dmabuf_mr (exported): EOPNOTSUPP");
   }
   check(ibv_dealloc_pd(pd) == 0, "ibv_dealloc_pd");
 
