@@ -574,6 +574,11 @@ void Hca::quiesce(int ms) {
   for (auto& q : all) q->wait_written(deadline);
 }
 
+void Hca::release_port() {
+  std::lock_guard g(port_lock_);
+  port_.reset();
+}
+
 uint32_t Qp::remote_qpn() {
   std::lock_guard g(m_);
   return remote_qpn_;

@@ -194,6 +194,9 @@ class Hca {
   uint16_t lid();
   /// Waits at most `ms` until every QP's queued frames were written (Qp::wait_written).
   void quiesce(int ms);
+  /// Gives the port's LID back to the subnet (its claim file removed; emu/subnet.h), at exit:
+  /// the next process may take it without the stale-owner check.
+  void release_port();
   /// The port GUID (guid_of_lid(lid())).
   uint64_t guid() { return guid_of_lid(lid()); }
   /// Sends one UD datagram (an encoded frame) to the port with `dlid`: a UDP datagram to

@@ -340,8 +340,12 @@ uint16_t port_lid() {
     try {
       const uint16_t l = device().hca->lid();
       // At exit the frames already generated (the last ACKs) leave first, at most 200 ms: a
-      // peer must not take the exit of a process that completed its work for a lost ACK.
-      std::atexit([] { device().hca->quiesce(200); });
+      // peer must not take the exit of a process that completed its work for a lost ACK. Then
+      // the LID is given back.
+      std::atexit([] {
+        device().hca->quiesce(200);
+        device().hca->release_port();  // the LID's claim file goes with the process
+      });
       return l;
     } catch (const std::exception& e) {
       std::fprintf(stderr, "hcasim-verbs-emu: %s\n", e.what());
