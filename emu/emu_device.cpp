@@ -1,6 +1,10 @@
 #include "emu/emu_device.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <array>
@@ -89,8 +93,15 @@ Hca::~Hca() {
     for (auto& w : qps_)
       if (auto q = w.lock()) q->close();
   }
+  // The subnet port's acceptor and datagram socket wait for ever: closed, so that run() returns.
+  asio::post(io_, [this] {
+    boost::system::error_code ec;
+    if (acceptor_) acceptor_->close(ec);
+    if (udp_) udp_->close(ec);
+  });
   guard_.reset();
   thread_.join();
+  if (send_fd_ >= 0) ::close(send_fd_);
 }
 
 uint32_t Hca::reg_mr(sdp::Addr addr, uint64_t len, unsigned access) {
@@ -118,16 +129,135 @@ bool Hca::mr_allows(uint32_t key, sdp::Addr addr, uint64_t len, unsigned need) {
 }
 
 std::shared_ptr<Qp> Hca::create_qp(const sdp::QpCaps& caps) {
+  auto cq = std::make_shared<CompQueue>(caps.cq_entries);
+  auto qp = create_qp(caps, cq, cq);
+  qp->own_cq_ = true;
+  return qp;
+}
+
+std::shared_ptr<Qp> Hca::create_qp(const sdp::QpCaps& caps, std::shared_ptr<CompQueue> send_cq,
+                                   std::shared_ptr<CompQueue> recv_cq) {
   std::lock_guard g(qps_lock_);
-  auto qp = std::make_shared<Qp>(*this, next_qpn_++, caps, faults_, retry_);
+  auto qp = std::make_shared<Qp>(*this, next_qpn_++, caps, std::move(send_cq), std::move(recv_cq), faults_, retry_);
   std::erase_if(qps_, [](const std::weak_ptr<Qp>& w) { return w.expired(); });
   qps_.push_back(qp);
   return qp;
 }
 
+std::shared_ptr<Qp> Hca::find_qp(uint32_t qpn) {
+  std::lock_guard g(qps_lock_);
+  for (auto& w : qps_)
+    if (auto q = w.lock(); q && q->qp_num() == qpn) return q;
+  return nullptr;
+}
+
+uint16_t Hca::lid() {
+  std::lock_guard g(port_lock_);
+  if (port_) return port_->lid();
+  // The stream acceptor and the datagram socket on one port number (TCP and UDP): a few
+  // tries, for a port number whose UDP side is taken.
+  boost::system::error_code ec;
+  for (int attempt = 0; attempt < 8 && !acceptor_; ++attempt) {
+    auto a = std::make_unique<tcp::acceptor>(io_);
+    const tcp::endpoint ep(asio::ip::address_v4::loopback(), 0);
+    a->open(ep.protocol(), ec);
+    if (!ec) a->bind(ep, ec);
+    if (!ec) a->listen(64, ec);
+    if (ec) throw sdp::DeviceError(fmt::format("emulated port: cannot listen on 127.0.0.1: {}", ec.message()));
+    auto u = std::make_unique<asio::ip::udp::socket>(io_);
+    u->open(asio::ip::udp::v4(), ec);
+    if (!ec) u->bind(asio::ip::udp::endpoint(asio::ip::address_v4::loopback(), a->local_endpoint().port()), ec);
+    if (ec) continue;
+    // A deep socket buffer: datagrams wait there while the I/O thread is not running (a UD
+    // datagram is lost only when no receive WR is posted, as on a real HCA, not here).
+    const int bytes = 8 << 20;
+    if (::setsockopt(u->native_handle(), SOL_SOCKET, SO_RCVBUFFORCE, &bytes, sizeof bytes) != 0)
+      ::setsockopt(u->native_handle(), SOL_SOCKET, SO_RCVBUF, &bytes, sizeof bytes);
+    acceptor_ = std::move(a);
+    udp_ = std::move(u);
+  }
+  if (!acceptor_) throw sdp::DeviceError(fmt::format("emulated port: no UDP port on 127.0.0.1: {}", ec.message()));
+  send_fd_ = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  port_ = std::make_unique<SubnetPort>(acceptor_->local_endpoint().port());
+  dgram_.resize(kLengthSize + kHeaderSize + 16 + kMaxUdPayload + kIcrcSize);
+  asio::post(io_, [this] {
+    accept_next();
+    receive_datagram();
+  });
+  return port_->lid();
+}
+
+bool Hca::send_datagram(uint16_t dlid, const std::vector<uint8_t>& frame) {
+  const std::optional<uint16_t> port = find_port(dlid);
+  if (!port) return false;
+  sockaddr_in to{};
+  to.sin_family = AF_INET;
+  to.sin_port = htons(*port);
+  to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  std::lock_guard g(send_lock_);
+  return ::sendto(send_fd_, frame.data(), frame.size(), 0, reinterpret_cast<const sockaddr*>(&to), sizeof to) ==
+         static_cast<ssize_t>(frame.size());
+}
+
+void Hca::receive_datagram() {
+  udp_->async_receive(asio::buffer(dgram_), [this](boost::system::error_code ec, size_t n) {
+    if (ec == asio::error::operation_aborted) return;
+    if (!ec && n >= kLengthSize) {
+      try {
+        const uint32_t len = decode_length(std::span<const uint8_t, kLengthSize>(dgram_.data(), kLengthSize));
+        const std::span<const uint8_t> body(dgram_.data() + kLengthSize, n - kLengthSize);
+        if (len == body.size() && icrc_ok(body)) {
+          const Packet p = decode(body);
+          if (p.op == Op::UdSendOnly || p.op == Op::UdSendOnlyWithImm)
+            if (auto qp = find_qp(p.dest_qpn)) qp->on_datagram(p);
+        }
+      } catch (const WireError&) {
+        // A malformed datagram is dropped, as a bad packet is.
+      }
+    }
+    receive_datagram();
+  });
+}
+
+void Hca::accept_next() {
+  // Each accepted stream's first frame is a CM REQ naming the QP it is for (Qp::to_rtr).
+  acceptor_->async_accept([this](boost::system::error_code ec, tcp::socket s) {
+    if (ec == asio::error::operation_aborted) return;
+    if (!ec) {
+      s.set_option(tcp::no_delay(true), ec);
+      auto sock = std::make_shared<tcp::socket>(std::move(s));
+      auto len = std::make_shared<std::array<uint8_t, kLengthSize>>();
+      asio::async_read(*sock, asio::buffer(*len), [this, sock, len](boost::system::error_code e1, size_t) {
+        if (e1) return;
+        uint32_t n = 0;
+        try {
+          n = decode_length(*len);
+        } catch (const WireError&) {
+          return;
+        }
+        auto body = std::make_shared<std::vector<uint8_t>>(n);
+        asio::async_read(*sock, asio::buffer(*body), [this, sock, body](boost::system::error_code e2, size_t) {
+          if (e2 || !icrc_ok(*body)) return;
+          Packet req;
+          try {
+            req = decode(*body);
+          } catch (const WireError&) {
+            return;
+          }
+          if (req.op != Op::CmReq) return;
+          if (auto qp = find_qp(req.dest_qpn)) qp->take_stream(std::move(*sock), req.local_qpn);
+          // No such QP: the stream closes; the peer's requests time out (RETRY_EXC_ERR).
+        });
+      });
+    }
+    accept_next();
+  });
+}
+
 // ---- the QP: state ---------------------------------------------------------------------------
 
-Qp::Qp(Hca& hca, uint32_t qpn, const sdp::QpCaps& caps, const model::FaultConfig& faults, const model::RcRetry& retry)
+Qp::Qp(Hca& hca, uint32_t qpn, const sdp::QpCaps& caps, std::shared_ptr<CompQueue> send_cq,
+       std::shared_ptr<CompQueue> recv_cq, const model::FaultConfig& faults, const model::RcRetry& retry)
     : hca_(hca),
       qpn_(qpn),
       caps_(caps),
@@ -140,7 +270,142 @@ Qp::Qp(Hca& hca, uint32_t qpn, const sdp::QpCaps& caps, const model::FaultConfig
       retries_(retry.retry_cnt),
       faults_(faults),
       draw_(faults, qpn),
-      cq_(caps.cq_entries) {}
+      scq_(std::move(send_cq)),
+      rcq_(std::move(recv_cq)) {}
+
+// ---- the SRQ ---------------------------------------------------------------------------------
+
+bool Srq::post(const sdp::RecvWr& wr) {
+  std::lock_guard g(m_);
+  if (q_.size() >= max_wr_) return false;
+  q_.push_back(wr);
+  return true;
+}
+
+std::optional<sdp::RecvWr> Srq::take() {
+  std::lock_guard g(m_);
+  if (q_.empty()) return std::nullopt;
+  sdp::RecvWr w = q_.front();
+  q_.pop_front();
+  return w;
+}
+
+void Qp::set_srq(std::shared_ptr<Srq> srq) {
+  std::lock_guard g(m_);
+  srq_ = std::move(srq);
+}
+
+void Qp::set_datagram(uint32_t qkey) {
+  std::lock_guard g(m_);
+  ud_ = true;
+  qkey_ = qkey;
+}
+
+void Qp::set_qkey(uint32_t qkey) {
+  std::lock_guard g(m_);
+  qkey_ = qkey;
+}
+
+void Qp::to_rtr_datagram() {
+  hca_.lid();  // the port's datagram path is up before anything is sent to it
+  std::lock_guard g(m_);
+  hca::check_transition(qpn_, state_, State::Rtr);
+  state_ = State::Rtr;
+}
+
+void Qp::on_datagram(const Packet& p) {
+  std::lock_guard g(m_);
+  if (closed_ || !ud_ || (state_ != State::Rtr && state_ != State::Rts) || p.qkey != qkey_) return;
+  const std::optional<sdp::RecvWr> r = take_recv();
+  if (!r) return;  // no receive: dropped (IBA 9.8.3)
+  std::vector<uint8_t> data(40 + p.payload.size(), 0);  // the GRH's room (IBA 11.4.1.2), zero
+  if (!p.payload.empty()) std::memcpy(data.data() + 40, p.payload.data(), p.payload.size());
+  Cqe c;
+  c.src_qp = p.local_qpn;
+  c.slid = p.slid;
+  c.with_imm = p.op == Op::UdSendOnlyWithImm;
+  c.imm = p.imm;
+  if (!scatter(r->sg, r->num_sge, data)) {
+    c.wc = {r->wr_id, WcStatus::LocLenErr, WcOpcode::Recv, 0, qpn_};
+    push_cqe(c);
+    return;
+  }
+  c.wc = {r->wr_id, WcStatus::Success, WcOpcode::Recv, static_cast<uint32_t>(data.size()), qpn_};
+  push_cqe(c);
+}
+
+void Qp::set_unreliable() {
+  std::lock_guard g(m_);
+  uc_ = true;
+}
+
+// ---- the CQ ----------------------------------------------------------------------------------
+
+bool CompQueue::push(const Cqe& c) {
+  std::lock_guard g(m_);
+  if (!cq_.push(c)) return false;
+  if (armed_) {  // one completion event per arming (ibv_req_notify_cq(3))
+    armed_ = false;
+    event_ = true;
+    if (on_event_) on_event_();
+    cv_.notify_all();
+  }
+  return true;
+}
+
+int CompQueue::poll(std::span<Cqe> out) {
+  std::lock_guard g(m_);
+  return cq_.poll(out);
+}
+
+int CompQueue::poll(std::span<Wc> out) {
+  std::array<Cqe, 32> buf;
+  std::lock_guard g(m_);
+  size_t total = 0;
+  while (total < out.size()) {
+    const size_t want = std::min(buf.size(), out.size() - total);
+    const int n = cq_.poll(std::span<Cqe>(buf.data(), want));
+    for (int i = 0; i < n; ++i) out[total++] = buf[static_cast<size_t>(i)].wc;
+    if (static_cast<size_t>(n) < want) break;
+  }
+  return static_cast<int>(total);
+}
+
+bool CompQueue::arm() {
+  std::lock_guard g(m_);
+  armed_ = true;
+  return !cq_.empty();
+}
+
+void CompQueue::set_event_handler(EventHandler h) {
+  std::lock_guard g(m_);
+  on_event_ = std::move(h);
+}
+
+bool CompQueue::wait_event(int timeout_ms) {
+  std::unique_lock g(m_);
+  const uint64_t w = wakes_;
+  if (!cv_.wait_for(g, std::chrono::milliseconds(timeout_ms), [&] { return event_ || wakes_ != w; })) return false;
+  const bool e = event_;
+  event_ = false;
+  return e;
+}
+
+void CompQueue::wake() {
+  std::lock_guard g(m_);
+  ++wakes_;
+  cv_.notify_all();
+}
+
+void CompQueue::remove_qp(uint32_t qpn) {
+  std::lock_guard g(m_);
+  std::vector<Cqe> keep;
+  std::array<Cqe, 64> buf;
+  for (int n; (n = cq_.poll(buf)) > 0;)
+    for (int i = 0; i < n; ++i)
+      if (buf[static_cast<size_t>(i)].wc.qp_num != qpn) keep.push_back(buf[static_cast<size_t>(i)]);
+  for (const Cqe& c : keep) cq_.push(c);
+}
 
 void Qp::attach(tcp::socket socket) { socket_ = std::move(socket); }
 
@@ -157,7 +422,8 @@ void Qp::modify(State next) {
       sq_.clear();
       unacked_.clear();
       rq_.clear();
-      cq_.clear();
+      scq_->remove_qp(qpn_);
+      if (rcq_ != scq_) rcq_->remove_qp(qpn_);
       sq_outstanding_ = 0;
       state_ = State::Reset;
       break;
@@ -189,12 +455,133 @@ void Qp::to_rts(uint32_t remote_qpn) {
     hca::check_transition(qpn_, State::Init, State::Rtr);  // the REP gives the remote QPN
     hca::check_transition(qpn_, State::Rtr, State::Rts);   // the RTU
     state_ = State::Rts;
+    linked_ = true;
   }
   asio::post(socket_.get_executor(), [self = shared_from_this()] {
     self->read_length();
     std::lock_guard g(self->m_);
     self->pump();
   });
+}
+
+void Qp::to_rtr(const RtrAttr& a) {
+  if (a.min_rnr_timer > 31) throw sdp::VerbsError(fmt::format("modify_qp: min_rnr_timer {} > 31", a.min_rnr_timer));
+  const uint16_t my_lid = hca_.lid();
+  bool connect = false;
+  {
+    std::lock_guard g(m_);
+    hca::check_transition(qpn_, state_, State::Rtr);
+    oob_ = true;
+    remote_qpn_ = a.dest_qpn & hca::kPsnMask;
+    dlid_ = a.dlid;
+    responder_.reset(a.rq_psn);
+    min_rnr_timer_ = a.min_rnr_timer;
+    state_ = State::Rtr;
+    // The smaller (LID, QPN) opens the stream; the other waits for it (or has it already).
+    connect = std::pair(my_lid, qpn_) < std::pair(a.dlid, remote_qpn_);
+    if (!connect) {
+      if (pending_ && pending_from_ == remote_qpn_) {
+        socket_ = std::move(*pending_);
+        pending_.reset();
+        start_io();
+      } else {
+        pending_.reset();
+      }
+      return;
+    }
+  }
+  const std::optional<uint16_t> port = find_port(a.dlid);
+  tcp::socket s(hca_.io());
+  boost::system::error_code ec;
+  if (port) s.connect(tcp::endpoint(asio::ip::address_v4::loopback(), *port), ec);
+  const std::string peer = fmt::format("LID {:#x} QP {:#x}", a.dlid, remote_qpn_);
+  if (!port || ec) {
+    std::lock_guard g(m_);
+    to_error(port ? fmt::format("{}: {}", peer, ec.message())
+                  : fmt::format("{}: no port with that LID on the emulated subnet {}", peer, subnet_dir()),
+             std::nullopt);
+    return;
+  }
+  s.set_option(tcp::no_delay(true), ec);
+  try {
+    write_frame(s, Packet{.op = Op::CmReq, .dest_qpn = remote_qpn_, .psn = a.rq_psn, .local_qpn = qpn_}, peer);
+  } catch (const sdp::DeviceError& e) {
+    std::lock_guard g(m_);
+    to_error(e.what(), std::nullopt);
+    return;
+  }
+  std::lock_guard g(m_);
+  if (state_ == State::Error || closed_) return;
+  socket_ = std::move(s);
+  start_io();
+}
+
+void Qp::take_stream(tcp::socket s, uint32_t from_qpn) {
+  std::lock_guard g(m_);
+  if (closed_ || linked_ || state_ == State::Error) return;  // s closes
+  if (state_ == State::Rtr || state_ == State::Rts) {
+    if (from_qpn != remote_qpn_) return;
+    socket_ = std::move(s);
+    start_io();
+    return;
+  }
+  pending_.emplace(std::move(s));  // RESET / INIT: kept for the RTR
+  pending_from_ = from_qpn;
+}
+
+void Qp::start_io() {
+  linked_ = true;
+  asio::post(socket_.get_executor(), [self = shared_from_this()] {
+    self->read_length();
+    std::lock_guard g(self->m_);
+    self->pump();
+  });
+}
+
+void Qp::to_rts(const RtsAttr& a) {
+  if (a.retry_cnt > 7 || a.rnr_retry > 7 || a.timeout > 31)
+    throw sdp::VerbsError(fmt::format("modify_qp: retry_cnt {} / rnr_retry {} / timeout {} out of range", a.retry_cnt,
+                                      a.rnr_retry, a.timeout));
+  std::lock_guard g(m_);
+  hca::check_transition(qpn_, state_, State::Rts);
+  next_psn_ = a.sq_psn & hca::kPsnMask;
+  retry_.timeout = a.timeout;
+  retry_.retry_cnt = a.retry_cnt;
+  retry_.rnr_retry = a.rnr_retry;
+  retries_ = hca::RetryCounter(a.retry_cnt);
+  rnr_ = hca::RnrCounter(a.rnr_retry);
+  state_ = State::Rts;
+  if (linked_)
+    asio::post(socket_.get_executor(), [self = shared_from_this()] {
+      std::lock_guard g2(self->m_);
+      self->pump();
+    });
+}
+
+void Qp::wait_written(std::chrono::steady_clock::time_point deadline) {
+  std::unique_lock g(m_);
+  cv_.wait_until(g, deadline, [&] { return closed_ || peer_gone_ || !socket_.is_open() || (wq_.empty() && !writing_); });
+}
+
+void Hca::quiesce(int ms) {
+  std::vector<std::shared_ptr<Qp>> all;
+  {
+    std::lock_guard g(qps_lock_);
+    for (auto& w : qps_)
+      if (auto q = w.lock()) all.push_back(std::move(q));
+  }
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
+  for (auto& q : all) q->wait_written(deadline);
+}
+
+void Hca::release_port() {
+  std::lock_guard g(port_lock_);
+  port_.reset();
+}
+
+uint32_t Qp::remote_qpn() {
+  std::lock_guard g(m_);
+  return remote_qpn_;
 }
 
 void Qp::to_error_state(const std::string& why) {
@@ -207,10 +594,7 @@ Qp::State Qp::state() {
   return state_;
 }
 
-void Qp::set_event_handler(EventHandler h) {
-  std::lock_guard g(m_);
-  on_event_ = std::move(h);
-}
+void Qp::set_event_handler(EventHandler h) { scq_->set_event_handler(std::move(h)); }
 
 void Qp::set_link_handler(LinkHandler h) {
   std::lock_guard g(m_);
@@ -218,11 +602,11 @@ void Qp::set_link_handler(LinkHandler h) {
 }
 
 bool Qp::wait_cq_event(int timeout_ms) {
-  std::unique_lock g(m_);
-  if (!cv_.wait_for(g, std::chrono::milliseconds(timeout_ms), [&] { return event_ || closed_; })) return false;
-  const bool e = event_;
-  event_ = false;
-  return e;
+  {
+    std::lock_guard g(m_);
+    if (closed_) return false;
+  }
+  return scq_->wait_event(timeout_ms);
 }
 
 bool Qp::drain(int timeout_ms) {
@@ -235,7 +619,7 @@ bool Qp::drain(int timeout_ms) {
 void Qp::disconnect() {
   std::lock_guard g(m_);
   if (state_ == State::Error) return;
-  const bool connected = state_ == State::Rts;
+  const bool connected = (state_ == State::Rts || state_ == State::Rtr) && linked_;
   // The QP goes to ERROR now (rdma_disconnect(3)); the DREQ leaves on the I/O thread.
   to_error("disconnected", std::nullopt);
   if (!connected) return;
@@ -251,10 +635,13 @@ void Qp::close() {
   {
     std::lock_guard g(m_);
     closed_ = true;
-    on_event_ = nullptr;
     on_link_ = nullptr;
+    pending_.reset();
     cv_.notify_all();
   }
+  if (own_cq_) scq_->set_event_handler(nullptr);
+  scq_->wake();
+  if (rcq_ != scq_) rcq_->wake();
   asio::post(socket_.get_executor(), [self = shared_from_this()] {
     std::lock_guard g(self->m_);
     boost::system::error_code ec;
@@ -292,11 +679,23 @@ uint64_t Qp::icrc_drops() {
 }
 
 void Qp::ack(uint32_t psn, uint8_t syndrome) {
+  if (uc_) return;  // UC: no acknowledgements (IBA 9.8.2)
   transmit(frame(Packet{.op = Op::Acknowledge, .dest_qpn = remote_qpn_, .psn = psn, .syndrome = syndrome, .msn = psn}));
 }
 
 void Qp::link_down(const std::string& why, bool orderly) {
-  if (closed_) return;
+  if (closed_ || peer_gone_) return;
+  if (oob_ && !orderly) {
+    // A peer QP connected out of band that goes away (its process exits) says nothing on a
+    // real fabric: requests on the wire time out (RETRY_EXC_ERR, the rest flush); with none,
+    // the QP stays as it is, its receives posted, until its next request fails the same way.
+    peer_gone_ = true;
+    boost::system::error_code ec;
+    socket_.close(ec);
+    if (!unacked_.empty()) to_error(why, WcStatus::RetryExcErr);
+    if (on_link_) on_link_(orderly, why);
+    return;
+  }
   to_error(why, orderly ? std::nullopt : std::optional<WcStatus>(WcStatus::RetryExcErr));
   boost::system::error_code ec;
   socket_.close(ec);
@@ -376,7 +775,12 @@ uint32_t Qp::reg_mr(sdp::Addr addr, uint64_t len, unsigned access) { return hca_
 
 uint32_t Qp::dma_mr() { return hca_.dma_mr(); }
 
-void Qp::post_send(const sdp::SendWr& wr) {
+void Qp::post_send(const sdp::SendWr& wr) { post_send_ext(wr, WrExt{}); }
+
+void Qp::post_send_ext(const sdp::SendWr& wr, const WrExt& x) {
+  if (x.atomic() && (wr.length() != 8 || wr.remote_addr % 8 != 0 || wr.opcode != WrOpcode::RdmaRead))
+    throw sdp::VerbsError(fmt::format("post_send: QP {:#x}: an atomic needs one 8-byte SGE and an 8-byte aligned "
+                                      "remote address (got {} B at {:#x})", qpn_, wr.length(), wr.remote_addr));
   std::lock_guard g(m_);
   // hca::check_post_send: a WR posted while the QP is in ERROR completes at once with
   // WR_FLUSH_ERR, as an HCA does (IBA 10.3.1; mlx4/mlx5 accept the post): the peer going away
@@ -390,7 +794,36 @@ void Qp::post_send(const sdp::SendWr& wr) {
     push_cqe(hca::send_wc(wr, WcStatus::WrFlushErr, qpn_));
     return;
   }
-  sq_.push_back(wr);
+  if (ud_) {  // one datagram, sent now; done once sent (lost when no port has the LID)
+    ++sq_outstanding_;
+    std::vector<uint8_t> payload;
+    if (wr.opcode != WrOpcode::Send) {
+      complete_send(wr, WcStatus::LocProtErr, x);  // UD: SEND only (the shim refuses others)
+      return;
+    }
+    if (!gather(wr, payload)) {
+      complete_send(wr, WcStatus::LocProtErr, x);
+      return;
+    }
+    if (payload.size() > kMaxUdPayload) {
+      complete_send(wr, WcStatus::LocLenErr, x);
+      return;
+    }
+    Packet p{.op = x.kind == WrExt::Kind::SendImm ? Op::UdSendOnlyWithImm : Op::UdSendOnly,
+             .dest_qpn = x.ud_qpn,
+             .psn = next_psn_,
+             .local_qpn = qpn_,
+             .imm = x.imm,
+             .qkey = (x.ud_qkey & 0x80000000u) != 0 ? qkey_ : x.ud_qkey,
+             .slid = hca_.lid(),
+             .payload = std::move(payload)};
+    next_psn_ = hca::psn_add(next_psn_, 1);
+    ++stats_.packets;
+    hca_.send_datagram(x.ud_dlid, encode(p));
+    complete_send(wr, WcStatus::Success, x);
+    return;
+  }
+  sq_.push_back({wr, x});
   ++sq_outstanding_;
   if (sq_.size() == 1)
     asio::post(socket_.get_executor(), [self = shared_from_this()] {
@@ -401,6 +834,7 @@ void Qp::post_send(const sdp::SendWr& wr) {
 
 void Qp::post_recv(const sdp::RecvWr& wr) {
   std::lock_guard g(m_);
+  if (srq_) throw sdp::VerbsError(fmt::format("post_recv: QP {:#x} receives from its SRQ", qpn_));
   const hca::PostCheck c = hca::check_post_recv(state_, rq_.size(), caps_.max_recv_wr, wr);
   if (c.post == hca::Post::Refuse)
     throw sdp::VerbsError(hca::post_error_text("post_recv", qpn_, state_, c.error, nullptr, nullptr));
@@ -411,45 +845,46 @@ void Qp::post_recv(const sdp::RecvWr& wr) {
   rq_.push_back(wr);
 }
 
-int Qp::poll_cq(std::span<Wc> out) {
-  std::lock_guard g(m_);
-  return cq_.poll(out);
-}
+int Qp::poll_cq(std::span<Wc> out) { return scq_->poll(out); }
 
-bool Qp::req_notify_cq() {
-  std::lock_guard g(m_);
-  armed_ = true;
-  return !cq_.empty();
-}
+bool Qp::req_notify_cq() { return scq_->arm(); }
 
 // ---- Qp: completions -------------------------------------------------------------------------
 
 void Qp::push_cqe(const Wc& wc) {
+  Cqe c;
+  c.wc = wc;
+  if (wc.opcode == WcOpcode::Recv) c.src_qp = remote_qpn_;
+  push_cqe(c);
+}
+
+void Qp::push_cqe(const Cqe& c) {
+  const Wc& wc = c.wc;
   if (wc.opcode != WcOpcode::Recv && sq_outstanding_ > 0) --sq_outstanding_;
-  if (!cq_.push(wc)) {  // CQ overrun (hca/cq.h): nothing written, the QP goes to ERROR
-    to_error(fmt::format("CQ overrun ({} entries)", cq_.depth()), std::nullopt);
+  CompQueue& cq = wc.opcode == WcOpcode::Recv ? *rcq_ : *scq_;
+  if (!cq.push(c)) {  // CQ overrun (hca/cq.h): nothing written, the QP goes to ERROR
+    to_error(fmt::format("CQ overrun ({} entries)", cq.depth()), std::nullopt);
     cv_.notify_all();
     return;
-  }
-  if (armed_) {  // one completion event per arming (ibv_req_notify_cq(3))
-    armed_ = false;
-    event_ = true;
-    if (on_event_) on_event_();
   }
   cv_.notify_all();
 }
 
-void Qp::complete_send(const sdp::SendWr& wr, WcStatus status) {
-  if (wr.signaled || status != WcStatus::Success)
-    push_cqe(hca::send_wc(wr, status, qpn_));
-  else if (sq_outstanding_ > 0)
+void Qp::complete_send(const sdp::SendWr& wr, WcStatus status, const WrExt& x) {
+  if (wr.signaled || status != WcStatus::Success) {
+    Cqe c;
+    c.wc = hca::send_wc(wr, status, qpn_);
+    if (x.kind == WrExt::Kind::CmpSwap) c.kind = Cqe::Kind::CompSwap;
+    if (x.kind == WrExt::Kind::FetchAdd) c.kind = Cqe::Kind::FetchAdd;
+    push_cqe(c);
+  } else if (sq_outstanding_ > 0)
     --sq_outstanding_;
 }
 
 void Qp::fail_front(WcStatus status, const std::string& why) {
   Outstanding o = unacked_.front();
   unacked_.pop_front();
-  complete_send(o.wr, status);
+  complete_send(o.wr, status, o.x);
   to_error(why, std::nullopt);
 }
 
@@ -474,7 +909,7 @@ void Qp::to_error(const std::string& why, std::optional<WcStatus> first) {
   std::deque<sdp::RecvWr> none;
   hca::flush_queues(qpn_, unacked_, [](const Outstanding& o) -> const sdp::SendWr& { return o.wr; }, none,
                     [this](const Wc& wc) { push_cqe(wc); });
-  hca::flush_queues(qpn_, sq_, [](const sdp::SendWr& w) -> const sdp::SendWr& { return w; }, rq_,
+  hca::flush_queues(qpn_, sq_, [](const SqWr& w) -> const sdp::SendWr& { return w.wr; }, rq_,
                     [this](const Wc& wc) { push_cqe(wc); });
   cv_.notify_all();
 }
@@ -510,22 +945,34 @@ bool Qp::scatter(const std::array<sdp::Sge, sdp::kMaxSge>& sg, uint8_t n, const 
 }
 
 void Qp::pump() {
-  while (state_ == State::Rts && !sq_.empty()) {
-    sdp::SendWr wr = sq_.front();
+  if (peer_gone_ && state_ == State::Rts && !sq_.empty()) {  // the peer went away (link_down)
+    const SqWr w = sq_.front();
     sq_.pop_front();
-    Outstanding o{next_psn_, wr, nullptr, std::nullopt};
+    complete_send(w.wr, WcStatus::RetryExcErr, w.x);
+    to_error("transport retry counter exceeded: the peer QP is gone", std::nullopt);
+    return;
+  }
+  while (state_ == State::Rts && linked_ && !sq_.empty()) {
+    const sdp::SendWr wr = sq_.front().wr;
+    const WrExt x = sq_.front().x;
+    sq_.pop_front();
+    Outstanding o{next_psn_, wr, x, nullptr, std::nullopt};
     next_psn_ = hca::psn_add(next_psn_, 1);
-    Packet p{.dest_qpn = remote_qpn_, .psn = o.psn};
-    if (wr.opcode == WrOpcode::RdmaRead) {
+    Packet p{.dest_qpn = remote_qpn_, .psn = o.psn, .imm = x.imm};
+    if (x.atomic()) {
+      p.op = x.kind == WrExt::Kind::CmpSwap ? Op::CompareSwap : Op::FetchAdd;
+      p.compare = x.compare_add;
+      p.swap = x.swap;
+    } else if (wr.opcode == WrOpcode::RdmaRead) {
       p.op = Op::RdmaReadRequest;
       p.dma_len = static_cast<uint32_t>(wr.length());
     } else if (!gather(wr, p.payload)) {
       o.local_error = WcStatus::LocProtErr;
     } else if (wr.opcode == WrOpcode::RdmaWrite) {
-      p.op = Op::RdmaWriteOnly;
+      p.op = x.kind == WrExt::Kind::WriteImm ? Op::RdmaWriteOnlyWithImm : Op::RdmaWriteOnly;
       p.dma_len = static_cast<uint32_t>(p.payload.size());
     } else {
-      p.op = Op::SendOnly;
+      p.op = x.kind == WrExt::Kind::SendImm ? Op::SendOnlyWithImm : Op::SendOnly;
     }
     if (wr.opcode != WrOpcode::Send) {
       p.va = wr.remote_addr;
@@ -534,6 +981,15 @@ void Qp::pump() {
     if (!o.local_error) {
       o.frame = frame(p);
       if (!rnr_waiting_) transmit(o.frame);  // else the retransmission after the RNR timer sends it
+    }
+    if (uc_) {  // UC: done once on the wire, nothing to wait for
+      if (o.local_error) {
+        complete_send(wr, *o.local_error, x);
+        to_error("local protection error in a gather list", std::nullopt);
+        return;
+      }
+      complete_send(wr, WcStatus::Success, x);
+      continue;
     }
     unacked_.push_back(std::move(o));
     arm_ack_timer();
@@ -661,6 +1117,7 @@ void Qp::send_frame(Frame f) {
 void Qp::start_write() {
   if (wq_.empty()) {
     writing_ = false;
+    cv_.notify_all();  // wait_written
     if (shutdown_after_write_) {
       boost::system::error_code ec;
       socket_.shutdown(tcp::socket::shutdown_send, ec);
@@ -732,12 +1189,17 @@ void Qp::on_packet(const Packet& p) {
   if (closed_) return;
   switch (p.op) {
     case Op::SendOnly:
+    case Op::SendOnlyWithImm:
     case Op::RdmaWriteOnly:
+    case Op::RdmaWriteOnlyWithImm:
     case Op::RdmaReadRequest:
+    case Op::CompareSwap:
+    case Op::FetchAdd:
       as_responder(p);
       break;
     case Op::Acknowledge:
     case Op::RdmaReadResponseOnly:
+    case Op::AtomicAcknowledge:
       as_requester(p);
       break;
     case Op::CmDreq:
@@ -751,13 +1213,17 @@ void Qp::on_packet(const Packet& p) {
 
 void Qp::as_responder(const Packet& p) {
   if (state_ != State::Rts && state_ != State::Rtr) return;  // ERROR: silently dropped
+  // UC: a PSN out of order means lost packets: the message is taken and the PSN followed.
+  if (uc_ && p.psn != responder_.epsn()) responder_.reset(p.psn);
   const hca::RcResponder::Verdict v = responder_.on_request(p.psn);
   if (v != hca::RcResponder::Verdict::Execute) {
     if (v == hca::RcResponder::Verdict::Duplicate) {
       // A duplicate (its ACK was lost, or go-back-N resent it, or the wire doubled it): a SEND
       // or RDMA WRITE is acknowledged again and not executed again; an RDMA READ is executed
       // again, reads being idempotent (IBA 9.7.5.1.2).
-      if (p.op != Op::RdmaReadRequest) {
+      if (p.op == Op::CompareSwap || p.op == Op::FetchAdd) {
+        atomic_request(p, true);  // replayed, not executed again (IBA 9.4.5)
+      } else if (p.op != Op::RdmaReadRequest) {
         ack(responder_.last_executed(), aeth::kAck);
       } else if (hca_.mr_allows(p.rkey, p.va, p.dma_len, sdp::kRemoteRead)) {
         Packet r{.op = Op::RdmaReadResponseOnly, .dest_qpn = remote_qpn_, .psn = p.psn, .syndrome = aeth::kAck, .msn = p.psn};
@@ -774,28 +1240,43 @@ void Qp::as_responder(const Packet& p) {
     return;
   }
   switch (p.op) {
-    case Op::SendOnly: {
-      if (rq_.empty()) {  // receiver not ready: RNR NAK with our RNR timer, the requester retries then
+    case Op::SendOnly:
+    case Op::SendOnlyWithImm: {
+      std::optional<sdp::RecvWr> got = take_recv();
+      if (!got) {  // receiver not ready: RNR NAK with our RNR timer, the requester retries then
+        if (uc_) {  // UC: dropped (IBA 9.8.2), the next message is awaited
+          responder_.executed();
+          return;
+        }
         ack(p.psn, static_cast<uint8_t>(aeth::kRnrNak | min_rnr_timer_));
         responder_.rnr_naked();
         return;
       }
-      const sdp::RecvWr r = rq_.front();
-      rq_.pop_front();
+      const sdp::RecvWr r = *got;
       uint64_t capacity = 0;
       for (uint8_t i = 0; i < r.num_sge; ++i) capacity += r.sg[i].length;
       if (p.payload.size() > capacity || !scatter(r.sg, r.num_sge, p.payload)) {
         const bool too_long = p.payload.size() > capacity;
-        push_cqe({r.wr_id, too_long ? WcStatus::LocLenErr : WcStatus::LocProtErr, WcOpcode::Recv, 0, qpn_});
+        push_cqe(Wc{r.wr_id, too_long ? WcStatus::LocLenErr : WcStatus::LocProtErr, WcOpcode::Recv, 0, qpn_});
         ack(p.psn, aeth::kNakInvReq);
         to_error(too_long ? fmt::format("a {} B SEND for a {} B receive", p.payload.size(), capacity)
                           : std::string("local protection error in a scatter list"),
                  std::nullopt);
         return;
       }
-      push_cqe({r.wr_id, WcStatus::Success, WcOpcode::Recv, static_cast<uint32_t>(p.payload.size()), qpn_});
+      Cqe c;
+      c.wc = {r.wr_id, WcStatus::Success, WcOpcode::Recv, static_cast<uint32_t>(p.payload.size()), qpn_};
+      c.src_qp = remote_qpn_;
+      c.with_imm = p.op == Op::SendOnlyWithImm;
+      c.imm = p.imm;
+      push_cqe(c);
       break;
     }
+    case Op::CompareSwap:
+    case Op::FetchAdd:
+      atomic_request(p, false);
+      return;
+    case Op::RdmaWriteOnlyWithImm:
     case Op::RdmaWriteOnly:
       if (!hca_.mr_allows(p.rkey, p.va, p.dma_len, sdp::kRemoteWrite)) {
         ack(p.psn, aeth::kNakRemAccess);  // nothing written; the responder's QP goes to ERROR too
@@ -804,7 +1285,32 @@ void Qp::as_responder(const Packet& p) {
                  std::nullopt);
         return;
       }
-      if (p.dma_len > 0) std::memcpy(reinterpret_cast<void*>(p.va), p.payload.data(), p.dma_len);
+      {
+        // WITH_IMM consumes a receive (IBA 9.4.3): none posted is RNR, before anything is written.
+        std::optional<sdp::RecvWr> r;
+        if (p.op == Op::RdmaWriteOnlyWithImm) {
+          r = take_recv();
+          if (!r) {
+            if (uc_) {
+              responder_.executed();
+              return;
+            }
+            ack(p.psn, static_cast<uint8_t>(aeth::kRnrNak | min_rnr_timer_));
+            responder_.rnr_naked();
+            return;
+          }
+        }
+        if (p.dma_len > 0) std::memcpy(reinterpret_cast<void*>(p.va), p.payload.data(), p.dma_len);
+        if (r) {
+          Cqe c;
+          c.wc = {r->wr_id, WcStatus::Success, WcOpcode::Recv, p.dma_len, qpn_};
+          c.kind = Cqe::Kind::RecvRdmaWithImm;
+          c.src_qp = remote_qpn_;
+          c.with_imm = true;
+          c.imm = p.imm;
+          push_cqe(c);
+        }
+      }
       break;
     case Op::RdmaReadRequest: {
       if (!hca_.mr_allows(p.rkey, p.va, p.dma_len, sdp::kRemoteRead)) {
@@ -828,6 +1334,49 @@ void Qp::as_responder(const Packet& p) {
   ack(p.psn, aeth::kAck);
 }
 
+std::optional<sdp::RecvWr> Qp::take_recv() {
+  if (srq_) return srq_->take();
+  if (rq_.empty()) return std::nullopt;
+  sdp::RecvWr r = rq_.front();
+  rq_.pop_front();
+  return r;
+}
+
+void Qp::atomic_request(const Packet& p, bool duplicate) {
+  auto reply = [&](uint64_t orig) {
+    transmit(frame(Packet{.op = Op::AtomicAcknowledge, .dest_qpn = remote_qpn_, .psn = p.psn, .syndrome = aeth::kAck,
+                          .msn = p.psn, .orig = orig}));
+  };
+  if (duplicate) {  // the saved answer, if still kept; else dropped (the requester's timer resends)
+    for (const auto& [psn, orig] : atomic_replies_)
+      if (psn == p.psn) reply(orig);
+    return;
+  }
+  if (p.va % 8 != 0) {
+    ack(p.psn, aeth::kNakInvReq);
+    to_error(fmt::format("atomic at {:#x}: not 8-byte aligned", p.va), std::nullopt);
+    return;
+  }
+  if (!hca_.mr_allows(p.rkey, p.va, 8, kRemoteAtomic)) {
+    ack(p.psn, aeth::kNakRemAccess);
+    to_error(fmt::format("atomic at {:#x} with rkey {:#x}: remote access violation", p.va, p.rkey), std::nullopt);
+    return;
+  }
+  // Atomic with respect to this HCA and to the host's own atomics (IBV_ATOMIC_HCA and more).
+  auto* target = reinterpret_cast<uint64_t*>(p.va);
+  uint64_t orig = 0;
+  if (p.op == Op::CompareSwap) {
+    orig = p.compare;
+    __atomic_compare_exchange_n(target, &orig, p.swap, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+  } else {
+    orig = __atomic_fetch_add(target, p.compare, __ATOMIC_SEQ_CST);
+  }
+  atomic_replies_.emplace_back(p.psn, orig);
+  if (atomic_replies_.size() > 16) atomic_replies_.pop_front();
+  responder_.executed();
+  reply(orig);
+}
+
 void Qp::retire_acked(uint32_t psn) {
   // An ACK is cumulative (IBA 9.7.5.1.1): every WR up to its PSN is done, except an RDMA READ,
   // which only its response completes.
@@ -836,8 +1385,9 @@ void Qp::retire_acked(uint32_t psn) {
     Outstanding& o = unacked_.front();
     if (o.wr.opcode == WrOpcode::RdmaRead) break;
     const sdp::SendWr wr = o.wr;
+    const WrExt x = o.x;
     unacked_.pop_front();
-    complete_send(wr, WcStatus::Success);
+    complete_send(wr, WcStatus::Success, x);
     rnr_.progress();
     retired = true;
   }
@@ -860,23 +1410,31 @@ void Qp::retransmit_from(uint32_t psn) {
 void Qp::as_requester(const Packet& p) {
   if (state_ != State::Rts) return;
   if (unacked_.empty() || psn_before(p.psn, unacked_.front().psn)) return;  // stale
-  if (p.op == Op::RdmaReadResponseOnly) {
+  if (p.op == Op::RdmaReadResponseOnly || p.op == Op::AtomicAcknowledge) {
+    const bool atomic = p.op == Op::AtomicAcknowledge;
+    std::vector<uint8_t> orig;
+    if (atomic) {  // the original value lands in the SGE in host order
+      orig.resize(8);
+      std::memcpy(orig.data(), &p.orig, 8);
+    }
+    const std::vector<uint8_t>& data = atomic ? orig : p.payload;
     // A READ response acknowledges every request before it (IBA 9.7.5.1.1); one for a later
     // READ than the oldest outstanding (whose response was lost) is dropped, the timer resends.
     retire_acked(hca::psn_prev(p.psn));
     if (unacked_.empty() || unacked_.front().psn != p.psn) return;
     Outstanding& o = unacked_.front();
-    if (o.wr.opcode != WrOpcode::RdmaRead || p.payload.size() != o.wr.length()) {
-      link_down(fmt::format("RDMA READ response PSN {} / {} B does not match the request", p.psn, p.payload.size()), false);
+    if (o.wr.opcode != WrOpcode::RdmaRead || o.x.atomic() != atomic || data.size() != o.wr.length()) {
+      link_down(fmt::format("{} PSN {} / {} B does not match the request", op_name(p.op), p.psn, data.size()), false);
       return;
     }
-    if (!scatter(o.wr.sg, o.wr.num_sge, p.payload)) {
+    if (!scatter(o.wr.sg, o.wr.num_sge, data)) {
       fail_front(WcStatus::LocProtErr, "local protection error in an RDMA READ's scatter list");
       return;
     }
     const sdp::SendWr wr = o.wr;
+    const WrExt x = o.x;
     unacked_.pop_front();
-    complete_send(wr, WcStatus::Success);
+    complete_send(wr, WcStatus::Success, x);
     progress();
     // WRs behind the READ that a cumulative ACK already covered complete now.
     retire_acked(acked_psn_ && psn_before(p.psn, *acked_psn_) ? *acked_psn_ : p.psn);

@@ -10,9 +10,9 @@ namespace hcasim::emu {
 namespace be = sdp::be;
 
 namespace {
-constexpr size_t kReth = 16, kAeth = 4, kCm = 6, kRej = 2;
-/// Header + extension + the largest payload + ICRC.
-constexpr uint32_t kMaxBody = static_cast<uint32_t>(kHeaderSize + kReth + kIcrcSize) + kMaxMessage;
+constexpr size_t kReth = 16, kAeth = 4, kCm = 6, kRej = 2, kImm = 4, kAtomicEth = 28, kAtomicAckEth = 8, kDeth = 12;
+/// Header + the largest extension (RETH + ImmDt) + the largest payload + ICRC.
+constexpr uint32_t kMaxBody = static_cast<uint32_t>(kHeaderSize + kReth + kImm + kIcrcSize) + kMaxMessage;
 
 uint32_t crc32_of(const uint8_t* data, size_t n) {
   return static_cast<uint32_t>(::crc32_z(0, data, static_cast<z_size_t>(n)));
@@ -21,6 +21,12 @@ uint32_t crc32_of(const uint8_t* data, size_t n) {
 size_t extension_size(Op op) {
   switch (op) {
     case Op::SendOnly: case Op::CmRtu: case Op::CmDreq: return 0;
+    case Op::SendOnlyWithImm: return kImm;
+    case Op::UdSendOnly: return kDeth;
+    case Op::UdSendOnlyWithImm: return kDeth + kImm;
+    case Op::RdmaWriteOnlyWithImm: return kReth + kImm;
+    case Op::CompareSwap: case Op::FetchAdd: return kAtomicEth;
+    case Op::AtomicAcknowledge: return kAeth + kAtomicAckEth;
     case Op::RdmaWriteOnly: case Op::RdmaReadRequest: return kReth;
     case Op::RdmaReadResponseOnly: case Op::Acknowledge: return kAeth;
     case Op::CmReq: case Op::CmRep: return kCm;
@@ -33,6 +39,8 @@ bool known(uint8_t op) {
   switch (static_cast<Op>(op)) {
     case Op::SendOnly: case Op::RdmaWriteOnly: case Op::RdmaReadRequest: case Op::RdmaReadResponseOnly:
     case Op::Acknowledge: case Op::CmReq: case Op::CmRep: case Op::CmRtu: case Op::CmRej: case Op::CmDreq:
+    case Op::SendOnlyWithImm: case Op::RdmaWriteOnlyWithImm: case Op::CompareSwap: case Op::FetchAdd:
+    case Op::AtomicAcknowledge: case Op::UdSendOnly: case Op::UdSendOnlyWithImm:
       return true;
   }
   return false;
@@ -41,7 +49,10 @@ bool known(uint8_t op) {
 /// Largest payload `op` may carry.
 size_t payload_limit(Op op) {
   switch (op) {
-    case Op::SendOnly: case Op::RdmaWriteOnly: case Op::RdmaReadResponseOnly: return kMaxMessage;
+    case Op::SendOnly: case Op::RdmaWriteOnly: case Op::RdmaReadResponseOnly: case Op::SendOnlyWithImm:
+    case Op::RdmaWriteOnlyWithImm:
+      return kMaxMessage;
+    case Op::UdSendOnly: case Op::UdSendOnlyWithImm: return kMaxUdPayload;
     case Op::CmReq: return kReqPrivateData;
     case Op::CmRep: return kRepPrivateData;
     case Op::CmRej: return kRejReason;
@@ -62,6 +73,13 @@ const char* op_name(Op op) {
     case Op::CmRtu: return "CM RTU";
     case Op::CmRej: return "CM REJ";
     case Op::CmDreq: return "CM DREQ";
+    case Op::SendOnlyWithImm: return "SEND Only with Immediate";
+    case Op::RdmaWriteOnlyWithImm: return "RDMA WRITE Only with Immediate";
+    case Op::CompareSwap: return "CmpSwap";
+    case Op::FetchAdd: return "FetchAdd";
+    case Op::AtomicAcknowledge: return "Atomic Acknowledge";
+    case Op::UdSendOnly: return "UD SEND Only";
+    case Op::UdSendOnlyWithImm: return "UD SEND Only with Immediate";
   }
   return "?";
 }
@@ -71,7 +89,7 @@ std::vector<uint8_t> encode(const Packet& p) {
   if (p.payload.size() > payload_limit(p.op))
     throw WireError(fmt::format("encode: {} carries at most {} bytes, got {}", op_name(p.op), payload_limit(p.op),
                                 p.payload.size()));
-  if (p.op == Op::RdmaWriteOnly && p.dma_len != p.payload.size())
+  if ((p.op == Op::RdmaWriteOnly || p.op == Op::RdmaWriteOnlyWithImm) && p.dma_len != p.payload.size())
     throw WireError(fmt::format("encode: RETH length {} but {} payload bytes", p.dma_len, p.payload.size()));
   const size_t ext = extension_size(p.op);
   const size_t body = kHeaderSize + ext + p.payload.size() + kIcrcSize;
@@ -85,10 +103,33 @@ std::vector<uint8_t> encode(const Packet& p) {
   uint8_t* e = b + kHeaderSize;
   switch (p.op) {
     case Op::RdmaWriteOnly:
+    case Op::RdmaWriteOnlyWithImm:
     case Op::RdmaReadRequest:
       be::put64(e, p.va);
       be::put32(e + 8, p.rkey);
       be::put32(e + 12, p.dma_len);
+      if (p.op == Op::RdmaWriteOnlyWithImm) be::put32(e + kReth, p.imm);
+      break;
+    case Op::SendOnlyWithImm:
+      be::put32(e, p.imm);
+      break;
+    case Op::UdSendOnly:
+    case Op::UdSendOnlyWithImm:
+      be::put32(e, p.qkey);
+      be::put32(e + 4, p.local_qpn & 0xFFFFFF);
+      be::put16(e + 8, p.slid);
+      if (p.op == Op::UdSendOnlyWithImm) be::put32(e + kDeth, p.imm);
+      break;
+    case Op::CompareSwap:
+    case Op::FetchAdd:
+      be::put64(e, p.va);
+      be::put32(e + 8, p.rkey);
+      be::put64(e + 12, p.swap);
+      be::put64(e + 20, p.compare);
+      break;
+    case Op::AtomicAcknowledge:
+      be::put32(e, (uint32_t{p.syndrome} << 24) | (p.msn & 0xFFFFFF));
+      be::put64(e + kAeth, p.orig);
       break;
     case Op::RdmaReadResponseOnly:
     case Op::Acknowledge:
@@ -144,12 +185,38 @@ Packet decode(std::span<const uint8_t> body) {
   if (payload > payload_limit(p.op))
     throw WireError(fmt::format("{}: {} payload bytes, at most {} allowed", op_name(p.op), payload, payload_limit(p.op)));
   switch (p.op) {
+    case Op::SendOnlyWithImm:
+      p.imm = be::get32(e);
+      break;
+    case Op::UdSendOnly:
+    case Op::UdSendOnlyWithImm:
+      p.qkey = be::get32(e);
+      p.local_qpn = be::get32(e + 4) & 0xFFFFFF;
+      p.slid = be::get16(e + 8);
+      if (p.op == Op::UdSendOnlyWithImm) p.imm = be::get32(e + kDeth);
+      break;
+    case Op::CompareSwap:
+    case Op::FetchAdd:
+      p.va = be::get64(e);
+      p.rkey = be::get32(e + 8);
+      p.swap = be::get64(e + 12);
+      p.compare = be::get64(e + 20);
+      break;
+    case Op::AtomicAcknowledge: {
+      const uint32_t a = be::get32(e);
+      p.syndrome = static_cast<uint8_t>(a >> 24);
+      p.msn = a & 0xFFFFFF;
+      p.orig = be::get64(e + kAeth);
+      break;
+    }
     case Op::RdmaWriteOnly:
+    case Op::RdmaWriteOnlyWithImm:
     case Op::RdmaReadRequest:
       p.va = be::get64(e);
       p.rkey = be::get32(e + 8);
       p.dma_len = be::get32(e + 12);
-      if (p.op == Op::RdmaWriteOnly && p.dma_len != payload)
+      if (p.op == Op::RdmaWriteOnlyWithImm) p.imm = be::get32(e + kReth);
+      if (p.op != Op::RdmaReadRequest && p.dma_len != payload)
         throw WireError(fmt::format("RDMA WRITE Only: RETH length {} but {} payload bytes", p.dma_len, payload));
       if (p.op == Op::RdmaReadRequest && p.dma_len > kMaxMessage)
         throw WireError(fmt::format("RDMA READ Request: RETH length {} over {}", p.dma_len, kMaxMessage));

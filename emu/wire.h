@@ -17,7 +17,15 @@
 ///     12     4     psn (BTH PSN, 24 bits used; CM REQ/REP: the sender's starting PSN)
 ///     16     ...   by op:
 ///        SendOnly              payload
+///        SendOnlyWithImm       ImmDt (u32), payload
 ///        RdmaWriteOnly         RETH (va u64, rkey u32, dma_len u32), payload of dma_len bytes
+///        RdmaWriteOnlyWithImm  RETH, ImmDt, payload of dma_len bytes
+///        CompareSwap, FetchAdd AtomicETH (va u64, rkey u32, swap u64, compare / add u64)
+///        AtomicAcknowledge     AETH, AtomicAckETH (the original remote data u64)
+///        UdSendOnly            DETH (Q_Key u32, source QP u32) and the source LID (u16, 2 B
+///                              reserved; the LRH's SLID), payload; a UDP datagram, not a
+///                              stream frame (Hca's datagram path, emu/subnet.h)
+///        UdSendOnlyWithImm     the same, ImmDt, payload
 ///        RdmaReadRequest       RETH
 ///        RdmaReadResponseOnly  AETH (syndrome u8, msn u24), payload
 ///        Acknowledge           AETH
@@ -44,10 +52,17 @@ class WireError : public std::runtime_error {
 /// Frame kinds. Transport ops carry the RC OpCode values of IBA 9.2.1 (Table 38).
 enum class Op : uint8_t {
   SendOnly = 0x04,
+  SendOnlyWithImm = 0x05,
   RdmaWriteOnly = 0x0A,
+  RdmaWriteOnlyWithImm = 0x0B,
   RdmaReadRequest = 0x0C,
   RdmaReadResponseOnly = 0x10,
   Acknowledge = 0x11,
+  AtomicAcknowledge = 0x12,
+  CompareSwap = 0x13,
+  FetchAdd = 0x14,
+  UdSendOnly = 0x64,
+  UdSendOnlyWithImm = 0x65,
   CmReq = 0xC0,
   CmRep = 0xC1,
   CmRtu = 0xC2,
@@ -66,6 +81,8 @@ inline constexpr size_t kRejReason = 148;
 /// Largest message the emulation carries in one frame, bytes (a real HCA's max_msg_sz is 2^31;
 /// the emulator holds a whole message in memory).
 inline constexpr uint32_t kMaxMessage = 16u << 20;
+/// Largest UD payload, bytes: the largest IB MTU (4096; a UD message is one packet).
+inline constexpr uint32_t kMaxUdPayload = 4096;
 /// Bytes of the length field and of the fixed header after it.
 inline constexpr size_t kLengthSize = 4;
 inline constexpr size_t kHeaderSize = 12;
@@ -83,6 +100,12 @@ struct Packet {
   uint8_t syndrome = 0;   ///< AETH
   uint32_t msn = 0;       ///< AETH MSN (24 bits)
   uint32_t local_qpn = 0; ///< CM REQ/REP: the sender's QPN
+  uint32_t imm = 0;       ///< ImmDt (the WITH_IMM ops), as the sender's wr.imm_data
+  uint64_t swap = 0;      ///< AtomicETH SwapData (CompareSwap)
+  uint64_t compare = 0;   ///< AtomicETH CompareData (CompareSwap) / the addend (FetchAdd)
+  uint64_t orig = 0;      ///< AtomicAckETH: the remote data before the atomic
+  uint32_t qkey = 0;      ///< DETH Q_Key (UD); the DETH's source QP is local_qpn
+  uint16_t slid = 0;      ///< UD: the sender port's LID
   std::vector<uint8_t> payload{};  ///< data, CM private data or the REJ reason
 };
 

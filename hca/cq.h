@@ -20,12 +20,14 @@
 
 namespace hcasim::hca {
 
-class Cq {
+/// The CQ of entries `E` (sdp::Wc; a backend's CQE with more fields, emu::Cqe).
+template <class E>
+class BasicCq {
  public:
-  explicit Cq(uint32_t depth) : depth_(depth) {}
+  explicit BasicCq(uint32_t depth) : depth_(depth) {}
   /// Writes `wc`. False, writing nothing, when the CQ is full (the overrun: overrun() is true
   /// from then on) or has overrun before; the caller then moves its QP to ERROR.
-  bool push(const sdp::Wc& wc) {
+  bool push(const E& wc) {
     if (overrun_ || q_.size() >= depth_) {
       overrun_ = true;
       return false;
@@ -34,7 +36,7 @@ class Cq {
     return true;
   }
   /// ibv_poll_cq: moves up to out.size() CQEs, oldest first, into `out`; returns how many.
-  int poll(std::span<sdp::Wc> out) {
+  int poll(std::span<E> out) {
     size_t n = 0;
     while (n < out.size() && !q_.empty()) {
       out[n++] = q_.front();
@@ -53,7 +55,9 @@ class Cq {
  private:
   uint32_t depth_;
   bool overrun_ = false;
-  sdp::Fifo<sdp::Wc> q_;
+  sdp::Fifo<E> q_;
 };
+
+using Cq = BasicCq<sdp::Wc>;
 
 }  // namespace hcasim::hca

@@ -147,6 +147,11 @@ class RcResponder {
   /// requester goes back to it.
   void rnr_naked() { nak_sent_ = true; }
   uint32_t epsn() const { return epsn_; }
+  /// Starts over expecting `epsn` (ibv_modify_qp(3) to RTR: rq_psn, 24 bits), no NAK pending.
+  void reset(uint32_t epsn) {
+    epsn_ = epsn & kPsnMask;
+    nak_sent_ = false;
+  }
   /// The PSN a duplicate's re-ACK carries: the last executed one.
   uint32_t last_executed() const { return psn_prev(epsn_); }
 

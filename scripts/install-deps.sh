@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages hcasim needs to build and test, when any is missing.
 # Runs as root (or through sudo when available). Safe to run again.
+# perftest, ibverbs-utils and rdmacm-utils: rdma-core's programs the stock tests (ctest -R stock,
+# tests/stock/stock.py) run on the verbs shim; a missing one fails its test.
 set -euo pipefail
 pkgs=(build-essential cmake ninja-build pkg-config git
       libsimgrid-dev libboost-dev libboost-context-dev googletest libgtest-dev libbenchmark-dev
       libcli11-dev libtomlplusplus-dev libfmt-dev libnlopt-dev libnlopt-cxx-dev gnuplot-nox
       zlib1g-dev libibverbs-dev librdmacm-dev
+      perftest ibverbs-utils rdmacm-utils
       clang libclang-rt-14-dev)
 missing=()
 for p in "${pkgs[@]}"; do

@@ -14,6 +14,7 @@
 #include <string>
 #include <new>
 
+#include "emu/verbs_shim/device.h"
 #include "emu/verbs_shim/shim.h"
 
 #include <fmt/format.h>
@@ -56,12 +57,14 @@ ibv_wc_opcode to_ibv_opcode(sdp::WcOpcode op) {
 
 }  // namespace
 
-/// ibv_access_flags -> sdp::Access (remote write implies local write, as ibv_reg_mr(3) requires).
+/// ibv_access_flags -> sdp::Access and emu::kRemoteAtomic (remote write implies local write, as
+/// ibv_reg_mr(3) requires).
 unsigned to_access(unsigned flags) {
   unsigned a = 0;
   if ((flags & IBV_ACCESS_LOCAL_WRITE) != 0) a |= sdp::kLocalWrite;
   if ((flags & IBV_ACCESS_REMOTE_WRITE) != 0) a |= sdp::kRemoteWrite | sdp::kLocalWrite;
   if ((flags & IBV_ACCESS_REMOTE_READ) != 0) a |= sdp::kRemoteRead;
+  if ((flags & IBV_ACCESS_REMOTE_ATOMIC) != 0) a |= kRemoteAtomic;
   return a;
 }
 
@@ -76,33 +79,72 @@ bool copy_sges(const Wr& wr, std::array<sdp::Sge, sdp::kMaxSge>& out, uint8_t& n
   return true;
 }
 
-/// ops.post_send (ibv_post_send(3)): SEND, RDMA WRITE and RDMA READ; returns 0, or EINVAL (an
-/// unsupported opcode, too many SGEs, the QP not in RTS) / ENOMEM (send queue full) with
-/// *bad_wr at the first WR not posted.
+/// ops.post_send (ibv_post_send(3)): SEND, RDMA WRITE, RDMA READ, their WITH_IMM forms
+/// (imm_data passed through as given) and the atomics ATOMIC_CMP_AND_SWP / ATOMIC_FETCH_AND_ADD
+/// (one 8-byte SGE, an 8-byte aligned remote_addr; RC only); returns 0, or EINVAL (an
+/// unsupported opcode, too many SGEs, the QP not in RTS, a bad atomic) / ENOMEM (send queue
+/// full) with *bad_wr at the first WR not posted.
 int post_send(ibv_qp* ibqp, ibv_send_wr* wr, ibv_send_wr** bad_wr) {
   QpObj* q = qp_of(ibqp);
   for (; wr != nullptr; wr = wr->next) {
     sdp::SendWr w;
+    WrExt x;
     w.wr_id = wr->wr_id;
     int err = 0;
+    const bool uc = ibqp->qp_type == IBV_QPT_UC;
     switch (wr->opcode) {
       case IBV_WR_SEND: w.opcode = sdp::WrOpcode::Send; break;
+      case IBV_WR_SEND_WITH_IMM:
+        w.opcode = sdp::WrOpcode::Send;
+        x.kind = WrExt::Kind::SendImm;
+        break;
       case IBV_WR_RDMA_WRITE: w.opcode = sdp::WrOpcode::RdmaWrite; break;
-      case IBV_WR_RDMA_READ: w.opcode = sdp::WrOpcode::RdmaRead; break;
+      case IBV_WR_RDMA_WRITE_WITH_IMM:
+        w.opcode = sdp::WrOpcode::RdmaWrite;
+        x.kind = WrExt::Kind::WriteImm;
+        break;
+      case IBV_WR_RDMA_READ:
+        w.opcode = sdp::WrOpcode::RdmaRead;
+        if (uc) err = EINVAL;  // UC has no RDMA READ (IBA 9.8.2)
+        break;
+      case IBV_WR_ATOMIC_CMP_AND_SWP:
+      case IBV_WR_ATOMIC_FETCH_AND_ADD:
+        w.opcode = sdp::WrOpcode::RdmaRead;  // the original value comes back into the SGE
+        x.kind = wr->opcode == IBV_WR_ATOMIC_CMP_AND_SWP ? WrExt::Kind::CmpSwap : WrExt::Kind::FetchAdd;
+        if (uc) err = EINVAL;
+        break;
       default: err = EINVAL; break;
+    }
+    x.imm = wr->imm_data;
+    if (ibqp->qp_type == IBV_QPT_UD) {  // SEND only, to the address handle's port
+      if (x.kind != WrExt::Kind::None && x.kind != WrExt::Kind::SendImm) err = EINVAL;
+      if (w.opcode != sdp::WrOpcode::Send || wr->wr.ud.ah == nullptr) err = EINVAL;
+      if (err == 0) {
+        x.ud_dlid = reinterpret_cast<AhObj*>(wr->wr.ud.ah)->dlid;
+        x.ud_qpn = wr->wr.ud.remote_qpn;
+        x.ud_qkey = wr->wr.ud.remote_qkey;
+      }
     }
     if (err == 0 && !copy_sges(*wr, w.sg, w.num_sge)) err = EINVAL;
     if (err == 0) {
       w.signaled = q->sq_sig_all || (wr->send_flags & IBV_SEND_SIGNALED) != 0;
       w.inline_data = (wr->send_flags & IBV_SEND_INLINE) != 0;
-      if (w.opcode != sdp::WrOpcode::Send) {
+      if (x.atomic()) {
+        w.remote_addr = wr->wr.atomic.remote_addr;
+        w.rkey = wr->wr.atomic.rkey;
+        x.compare_add = wr->wr.atomic.compare_add;
+        x.swap = wr->wr.atomic.swap;
+        if (w.length() != 8 || w.remote_addr % 8 != 0) err = EINVAL;
+      } else if (w.opcode != sdp::WrOpcode::Send && ibqp->qp_type != IBV_QPT_UD) {
         w.remote_addr = wr->wr.rdma.remote_addr;
         w.rkey = wr->wr.rdma.rkey;
       }
-      try {
-        q->emu->post_send(w);
-      } catch (const sdp::VerbsError&) {
-        err = q->emu->state() == Qp::State::Rts ? ENOMEM : EINVAL;
+      if (err == 0) {
+        try {
+          q->emu->post_send_ext(w, x);
+        } catch (const sdp::VerbsError&) {
+          err = q->emu->state() == Qp::State::Rts ? ENOMEM : EINVAL;
+        }
       }
     }
     if (err != 0) {
@@ -114,14 +156,14 @@ int post_send(ibv_qp* ibqp, ibv_send_wr* wr, ibv_send_wr** bad_wr) {
 }
 
 /// ops.post_recv (ibv_post_recv(3)): returns 0, or EINVAL (too many SGEs, the QP in RESET or
-/// ERROR) / ENOMEM (receive queue full) with *bad_wr at the first WR not posted.
+/// ERROR or on an SRQ) / ENOMEM (receive queue full) with *bad_wr at the first WR not posted.
 int post_recv(ibv_qp* ibqp, ibv_recv_wr* wr, ibv_recv_wr** bad_wr) {
   QpObj* q = qp_of(ibqp);
   for (; wr != nullptr; wr = wr->next) {
     sdp::RecvWr w;
     w.wr_id = wr->wr_id;
     int err = 0;
-    if (!copy_sges(*wr, w.sg, w.num_sge)) {
+    if (ibqp->srq != nullptr || !copy_sges(*wr, w.sg, w.num_sge)) {  // an SRQ's QP has no receive queue
       err = EINVAL;
     } else {
       try {
@@ -143,22 +185,34 @@ int post_recv(ibv_qp* ibqp, ibv_recv_wr* wr, ibv_recv_wr** bad_wr) {
 /// num_entries < 0.
 int poll_cq(ibv_cq* ibcq, int num_entries, ibv_wc* wc) {
   if (num_entries < 0) return -1;
-  Qp* qp = reinterpret_cast<Cq*>(ibcq)->qp.load();
-  if (qp == nullptr) return 0;
-  std::array<sdp::Wc, 32> buf;
+  CompQueue& cq = *reinterpret_cast<Cq*>(ibcq)->emu;
+  std::array<hcasim::emu::Cqe, 32> buf;
   int total = 0;
   while (total < num_entries) {
     const size_t want = std::min<size_t>(buf.size(), static_cast<size_t>(num_entries - total));
-    const int n = qp->poll_cq(std::span<sdp::Wc>(buf.data(), want));
+    const int n = cq.poll(std::span<hcasim::emu::Cqe>(buf.data(), want));
     for (int i = 0; i < n; ++i) {
-      const sdp::Wc& c = buf[static_cast<size_t>(i)];
+      const hcasim::emu::Cqe& e = buf[static_cast<size_t>(i)];
+      const sdp::Wc& c = e.wc;
       ibv_wc& w = wc[total++];
       std::memset(&w, 0, sizeof w);
       w.wr_id = c.wr_id;
       w.status = to_ibv_status(c.status);
       w.opcode = to_ibv_opcode(c.opcode);
-      w.byte_len = c.byte_len;
+      switch (e.kind) {
+        case hcasim::emu::Cqe::Kind::RecvRdmaWithImm: w.opcode = IBV_WC_RECV_RDMA_WITH_IMM; break;
+        case hcasim::emu::Cqe::Kind::CompSwap: w.opcode = IBV_WC_COMP_SWAP; break;
+        case hcasim::emu::Cqe::Kind::FetchAdd: w.opcode = IBV_WC_FETCH_ADD; break;
+        case hcasim::emu::Cqe::Kind::Plain: break;
+      }
+      w.byte_len = w.opcode == IBV_WC_COMP_SWAP || w.opcode == IBV_WC_FETCH_ADD ? 8 : c.byte_len;
       w.qp_num = c.qp_num;
+      w.src_qp = e.src_qp;
+      w.slid = e.slid;
+      if (e.with_imm) {
+        w.wc_flags |= IBV_WC_WITH_IMM;
+        w.imm_data = e.imm;
+      }
     }
     if (static_cast<size_t>(n) < want) break;
   }
@@ -168,7 +222,7 @@ int poll_cq(ibv_cq* ibcq, int num_entries, ibv_wc* wc) {
 /// ops.req_notify_cq (ibv_req_notify_cq(3)): arms the CQ for its next completion (solicited or
 /// not: the emulation has no solicited events). Returns 0.
 int req_notify_cq(ibv_cq* ibcq, int /*solicited_only*/) {
-  if (Qp* qp = reinterpret_cast<Cq*>(ibcq)->qp.load()) qp->req_notify_cq();
+  reinterpret_cast<Cq*>(ibcq)->emu->arm();
   return 0;
 }
 
@@ -200,22 +254,11 @@ void fault_settings(model::FaultConfig& faults, model::RcRetry& retry) {
 Device& device() {
   static Device* d = [] {
     auto* dv = new Device;
-    dv->dev.node_type = IBV_NODE_CA;
-    dv->dev.transport_type = IBV_TRANSPORT_IB;
-    std::snprintf(dv->dev.name, sizeof dv->dev.name, "%s", kDeviceName);
-    std::snprintf(dv->dev.dev_name, sizeof dv->dev.dev_name, "uverbs-hcasim0");
-    std::snprintf(dv->dev.dev_path, sizeof dv->dev.dev_path, "/sys/class/infiniband_verbs/uverbs-hcasim0");
-    std::snprintf(dv->dev.ibdev_path, sizeof dv->dev.ibdev_path, "/sys/class/infiniband/%s", kDeviceName);
-    dv->ctx.device = &dv->dev;
+    init_device(*dv);  // device.cpp: the ibv_device, the verbs_context and every op
     dv->ctx.ops.poll_cq = poll_cq;
     dv->ctx.ops.req_notify_cq = req_notify_cq;
     dv->ctx.ops.post_send = post_send;
     dv->ctx.ops.post_recv = post_recv;
-    dv->ctx.cmd_fd = -1;
-    dv->ctx.async_fd = -1;
-    dv->ctx.num_comp_vectors = 1;
-    pthread_mutex_init(&dv->ctx.mutex, nullptr);
-    dv->ctx.abi_compat = nullptr;  // not a verbs_context: the extended verbs find nothing
     model::FaultConfig faults;
     model::RcRetry retry;
     fault_settings(faults, retry);
@@ -235,9 +278,10 @@ void CompChannel::notify(ibv_cq* cq) {
 }
 
 QpObj* create_qp(ibv_pd* pd, ibv_qp_init_attr* attr) {
-  if (pd == nullptr || attr == nullptr || attr->qp_type != IBV_QPT_RC || attr->srq != nullptr ||
-      attr->send_cq == nullptr || attr->send_cq != attr->recv_cq) {
-    errno = attr != nullptr && attr->qp_type != IBV_QPT_RC ? EOPNOTSUPP : EINVAL;
+  const bool known_type = attr != nullptr && (attr->qp_type == IBV_QPT_RC || attr->qp_type == IBV_QPT_UC ||
+                                              attr->qp_type == IBV_QPT_UD);
+  if (pd == nullptr || !known_type || attr->send_cq == nullptr || attr->recv_cq == nullptr) {
+    errno = attr != nullptr && !known_type ? EOPNOTSUPP : EINVAL;
     return nullptr;
   }
   ibv_qp_cap& cap = attr->cap;
@@ -247,16 +291,17 @@ QpObj* create_qp(ibv_pd* pd, ibv_qp_init_attr* attr) {
     errno = EINVAL;
     return nullptr;
   }
-  auto* cq = reinterpret_cast<Cq*>(attr->send_cq);
-  if (cq->qp.load() != nullptr) {  // one QP per CQ: the emulated QP owns its CQ
-    errno = EINVAL;
-    return nullptr;
-  }
+  auto* scq = reinterpret_cast<Cq*>(attr->send_cq);
+  auto* rcq = reinterpret_cast<Cq*>(attr->recv_cq);
   auto* q = new QpObj;
-  const sdp::QpCaps caps{cap.max_send_wr, cap.max_recv_wr, static_cast<uint32_t>(cq->cq.cqe)};
-  q->emu = device().hca->create_qp(caps);
+  const sdp::QpCaps caps{cap.max_send_wr, cap.max_recv_wr, scq->emu->depth()};
+  q->emu = device().hca->create_qp(caps, scq->emu, rcq->emu);
   q->emu->set_max_inline_data(cap.max_inline_data);  // what the caller asked for (libmlx4 takes up to it)
-  q->cq = cq;
+  if (attr->srq != nullptr) q->emu->set_srq(reinterpret_cast<SrqObj*>(attr->srq)->emu);
+  if (attr->qp_type == IBV_QPT_UC) q->emu->set_unreliable();
+  if (attr->qp_type == IBV_QPT_UD) q->emu->set_datagram(0);
+  q->send_cq = scq;
+  q->recv_cq = rcq;
   q->sq_sig_all = attr->sq_sig_all != 0;
   q->qp.context = pd->context;
   q->qp.qp_context = attr->qp_context;
@@ -265,26 +310,54 @@ QpObj* create_qp(ibv_pd* pd, ibv_qp_init_attr* attr) {
   q->qp.recv_cq = attr->recv_cq;
   q->qp.qp_num = q->emu->qp_num();
   q->qp.state = IBV_QPS_INIT;
-  q->qp.qp_type = IBV_QPT_RC;
+  q->qp.qp_type = attr->qp_type;
+  q->qp.srq = attr->srq;
   pthread_mutex_init(&q->qp.mutex, nullptr);
   pthread_cond_init(&q->qp.cond, nullptr);
   cap.max_send_sge = cap.max_recv_sge = sdp::kMaxSge;
-  if (ibv_comp_channel* ch = cq->cq.channel) {
-    auto* channel = reinterpret_cast<CompChannel*>(ch);
-    ibv_cq* ibcq = &cq->cq;
-    q->emu->set_event_handler([channel, ibcq] { channel->notify(ibcq); });
-  }
+  q->init = *attr;
+  q->attr.cap = cap;
+  q->attr.port_num = 1;
+  q->attr.path_mtu = IBV_MTU_1024;
+  q->attr.path_mig_state = IBV_MIG_MIGRATED;
   q->emu->to_init();  // rdma_create_qp(3): ready for receives
-  cq->qp.store(q->emu.get());
+  ++scq->qps;
+  ++rcq->qps;
   return q;
 }
 
 void destroy_qp(QpObj* q) {
   q->emu->close();
-  q->cq->qp.store(nullptr);
+  --q->send_cq->qps;
+  --q->recv_cq->qps;
   pthread_cond_destroy(&q->qp.cond);
   pthread_mutex_destroy(&q->qp.mutex);
   delete q;
+}
+
+uint16_t port_lid() {
+  static const uint16_t lid = [] {
+    try {
+      const uint16_t l = device().hca->lid();
+      // At exit the frames already generated (the last ACKs) leave first, at most 200 ms: a
+      // peer must not take the exit of a process that completed its work for a lost ACK. Then
+      // the LID is given back.
+      std::atexit([] {
+        device().hca->quiesce(200);
+        device().hca->release_port();  // the LID's claim file goes with the process
+      });
+      return l;
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "hcasim-verbs-emu: %s\n", e.what());
+      return uint16_t{0};
+    }
+  }();
+  return lid;
+}
+
+uint64_t port_guid() {
+  const uint16_t lid = port_lid();
+  return lid == 0 ? 0 : guid_of_lid(lid);
 }
 
 }  // namespace hcasim::emu::shim
@@ -292,50 +365,6 @@ void destroy_qp(QpObj* q) {
 using hcasim::emu::shim::CompChannel;
 using hcasim::emu::shim::Cq;
 using hcasim::emu::shim::device;
-
-/// ibv_get_device_list(3): the emulated device alone; *num_devices = 1. Free with
-/// ibv_free_device_list. Null with errno ENOMEM when out of memory.
-ibv_device** ibv_get_device_list(int* num_devices) {
-  auto** list = static_cast<ibv_device**>(std::calloc(2, sizeof(ibv_device*)));
-  if (list == nullptr) {
-    errno = ENOMEM;
-    return nullptr;
-  }
-  list[0] = &device().dev;
-  if (num_devices != nullptr) *num_devices = 1;
-  return list;
-}
-
-/// ibv_free_device_list(3).
-void ibv_free_device_list(ibv_device** list) { std::free(list); }
-
-/// ibv_get_device_name(3): "hcasim_emu0".
-const char* ibv_get_device_name(ibv_device* dev) { return dev != nullptr ? dev->name : nullptr; }
-
-/// ibv_query_device(3): the emulated device's limits (shim.h: kMaxQpWr, kMaxCqe, kRdAtom;
-/// sdp::kMaxSge SGEs). Returns 0, or EINVAL for a null argument.
-int ibv_query_device(ibv_context* context, ibv_device_attr* attr) {
-  if (context == nullptr || attr == nullptr) return EINVAL;
-  std::memset(attr, 0, sizeof *attr);
-  std::snprintf(attr->fw_ver, sizeof attr->fw_ver, "hcasim-emu");
-  attr->max_mr_size = UINT64_MAX;
-  attr->page_size_cap = 4096;
-  attr->max_qp = 1 << 16;
-  attr->max_qp_wr = hcasim::emu::shim::kMaxQpWr;
-  attr->max_sge = static_cast<int>(hcasim::sdp::kMaxSge);
-  attr->max_sge_rd = static_cast<int>(hcasim::sdp::kMaxSge);
-  attr->max_cq = 1 << 16;
-  attr->max_cqe = hcasim::emu::shim::kMaxCqe;
-  attr->max_mr = 1 << 20;
-  attr->max_pd = 1;
-  attr->max_qp_rd_atom = hcasim::emu::shim::kRdAtom;
-  attr->max_res_rd_atom = hcasim::emu::shim::kRdAtom << 16;
-  attr->max_qp_init_rd_atom = hcasim::emu::shim::kRdAtom;
-  attr->atomic_cap = IBV_ATOMIC_NONE;
-  attr->max_pkeys = 1;
-  attr->phys_port_cnt = 1;
-  return 0;
-}
 
 /// ibv_alloc_pd(3): the device's PD (one protection domain: every PD shares the MR table).
 ibv_pd* ibv_alloc_pd(ibv_context* context) {
@@ -406,7 +435,7 @@ int ibv_destroy_comp_channel(ibv_comp_channel* channel) {
 }
 
 /// ibv_create_cq(3): a CQ of `cqe` entries (at most kMaxCqe; null with errno EINVAL beyond)
-/// whose events go to `channel` (may be null). One QP may be created on it.
+/// whose events go to `channel` (may be null). Any number of QPs may complete into it.
 ibv_cq* ibv_create_cq(ibv_context* context, int cqe, void* cq_context, ibv_comp_channel* channel, int /*comp_vector*/) {
   if (cqe < 1 || cqe > hcasim::emu::shim::kMaxCqe) {
     errno = EINVAL;
@@ -417,6 +446,12 @@ ibv_cq* ibv_create_cq(ibv_context* context, int cqe, void* cq_context, ibv_comp_
   cq->cq.channel = channel;
   cq->cq.cq_context = cq_context;
   cq->cq.cqe = cqe;
+  cq->emu = std::make_shared<hcasim::emu::CompQueue>(static_cast<uint32_t>(cqe));
+  if (channel != nullptr) {
+    auto* ch = reinterpret_cast<CompChannel*>(channel);
+    ibv_cq* ibcq = &cq->cq;
+    cq->emu->set_event_handler([ch, ibcq] { ch->notify(ibcq); });
+  }
   pthread_mutex_init(&cq->cq.mutex, nullptr);
   pthread_cond_init(&cq->cq.cond, nullptr);
   return &cq->cq;
@@ -425,7 +460,7 @@ ibv_cq* ibv_create_cq(ibv_context* context, int cqe, void* cq_context, ibv_comp_
 /// ibv_destroy_cq(3). Returns 0, or EBUSY while a QP is still on it.
 int ibv_destroy_cq(ibv_cq* ibcq) {
   auto* cq = reinterpret_cast<Cq*>(ibcq);
-  if (cq->qp.load() != nullptr) return EBUSY;
+  if (cq->qps.load() != 0) return EBUSY;
   pthread_cond_destroy(&cq->cq.cond);
   pthread_mutex_destroy(&cq->cq.mutex);
   delete cq;
@@ -455,54 +490,3 @@ void ibv_ack_cq_events(ibv_cq* cq, unsigned int nevents) {
   if (cq != nullptr) cq->comp_events_completed += nevents;
 }
 
-/// ibv_modify_qp(3), IBV_QP_STATE only: to IBV_QPS_ERR (the WRs flush; the peer is not told)
-/// or IBV_QPS_INIT from RESET; the CM (rdma_connect / rdma_accept) makes RTR and RTS. Other
-/// attributes are ignored. Returns 0, or EINVAL for another transition.
-int ibv_modify_qp(ibv_qp* qp, ibv_qp_attr* attr, int attr_mask) {
-  if (qp == nullptr || attr == nullptr) return EINVAL;
-  if ((attr_mask & IBV_QP_STATE) == 0) return 0;
-  auto* q = hcasim::emu::shim::qp_of(qp);
-  switch (attr->qp_state) {
-    case IBV_QPS_ERR:
-      q->emu->to_error_state("moved to the error state by ibv_modify_qp");
-      qp->state = IBV_QPS_ERR;
-      return 0;
-    case IBV_QPS_INIT:
-      q->emu->to_init();
-      return q->emu->state() == hcasim::emu::Qp::State::Init ? 0 : EINVAL;
-    default:
-      return EINVAL;
-  }
-}
-
-/// ibv_wc_status_str(3): rdma-core's text for each status.
-const char* ibv_wc_status_str(ibv_wc_status status) {
-  static constexpr std::array<const char*, 24> kText = {
-      "success",
-      "local length error",
-      "local QP operation error",
-      "local EE context operation error",
-      "local protection error",
-      "Work Request Flushed Error",
-      "memory management operation error",
-      "bad response error",
-      "local access error",
-      "remote invalid request error",
-      "remote access error",
-      "remote operation error",
-      "transport retry counter exceeded",
-      "RNR retry counter exceeded",
-      "local RDD violation error",
-      "remote invalid RD request",
-      "aborted error",
-      "invalid EE context number",
-      "invalid EE context state",
-      "fatal error",
-      "response timeout error",
-      "general error",
-      "TM error",
-      "TM software rendezvous",
-  };
-  const auto i = static_cast<size_t>(status);
-  return i < kText.size() ? kText[i] : "unknown";
-}

@@ -6,12 +6,15 @@
 /// Each rdma-core object is a real `struct ibv_*` / `struct rdma_*` embedded first in a shim
 /// object, so the pointers the program holds are the ones verbs.h's inline functions read:
 /// ibv_post_send, ibv_post_recv, ibv_poll_cq and ibv_req_notify_cq dispatch through
-/// `qp->context->ops` / `cq->context->ops`, which the shim fills. The context is a plain
-/// `struct ibv_context` with `abi_compat` NULL, so verbs_get_ctx() finds no `verbs_context`
-/// and every extended verb (ibv_query_device_ex, ibv_create_cq_ex, ...) reports EOPNOTSUPP.
+/// `qp->context->ops` / `cq->context->ops`, which the shim fills. The context is a
+/// `struct verbs_context` (abi_compat __VERBS_ABI_IS_EXTENDED), so verbs_get_ctx_op() finds the
+/// extended verbs too (ibv_query_device_ex, ibv_query_port, ...); those the emulator does not do
+/// say so once on stderr and fail as a provider without them (emu/verbs_shim/device.h).
 ///
 /// One device, kDeviceName, with one port. Emulated, as emu/emu_device.h says: one PD's
-/// protection (lkey = rkey), RC QPs whose send and receive queues share one CQ, one QP per CQ.
+/// protection (lkey = rkey), RC QPs with CQs of their own or shared. A QP is connected by the
+/// CM or by ibv_modify_qp(3) to RTR with the peer's LID (or GID) and QPN, found on the emulated
+/// subnet of the machine (emu/subnet.h).
 /// The CM runs over TCP on the RDMA CM address itself: rdma_listen on IP:port listens on that
 /// TCP IP:port, rdma_connect to IP:port connects there (emu/wire.h: REQ / REP / RTU / REJ / DREQ).
 #include <infiniband/verbs.h>
@@ -40,19 +43,22 @@ inline constexpr int kRdAtom = 16;
 inline constexpr int kMaxQpWr = 16384;
 inline constexpr int kMaxCqe = 65536;
 
-/// The one emulated device: its ibv_device, its ibv_context (the one rdma_get_devices(3)
-/// returns and every cm_id is bound to) and the emulated adapter. Created on first use, never
-/// destroyed (libibverbs keeps its devices open until exit too).
+/// The one emulated device: its ibv_device, its context (the one ibv_open_device(3) and
+/// rdma_get_devices(3) return and every cm_id is bound to: `ctx`, the ibv_context inside the
+/// verbs_context `vctx`) and the emulated adapter. Created on first use, never destroyed
+/// (libibverbs keeps its devices open until exit too). Filled by init_device (device.h).
 struct Device {
   ibv_device dev{};
-  ibv_context ctx{};
+  verbs_context vctx{};
+  ibv_context& ctx = vctx.context;
+  int async_write_fd = -1;  ///< the write end of ctx.async_fd's pipe (never written)
   std::unique_ptr<Hca> hca;
 };
 /// The device, created on first call (thread-safe).
 Device& device();
 
 /// ibv_comp_channel(3): a pipe whose read end is `ch.fd`; one byte per completion event, the
-/// CQs of the events in `events`.
+/// CQs of the events in `events`. Any number of CQs may report to one channel.
 struct CompChannel {
   ibv_comp_channel ch{};
   int write_fd = -1;
@@ -62,27 +68,57 @@ struct CompChannel {
   void notify(ibv_cq* cq);
 };
 
-/// ibv_cq: completions come from the one QP created on it (`qp`, null before and after).
+/// ibv_cq: the emulated CQ (emu::CompQueue), which any number of QPs complete into (their send
+/// queue, receive queue or both); `qps` counts them (ibv_destroy_cq(3) is EBUSY while any).
 struct Cq {
   ibv_cq cq{};
-  std::atomic<Qp*> qp{nullptr};
+  std::shared_ptr<CompQueue> emu;
+  std::atomic<int> qps{0};
 };
 
-/// ibv_qp: the emulated QP.
+/// ibv_srq: the emulated SRQ (emu::Srq), whose receives the QPs created on it consume.
+struct SrqObj {
+  ibv_srq srq{};
+  std::shared_ptr<Srq> emu;
+  uint32_t max_sge = 0;
+  uint32_t limit = 0;  // ibv_modify_srq's srq_limit (kept; no limit event is raised)
+};
+
+/// ibv_ah: the port it names on the emulated subnet (emu/subnet.h).
+struct AhObj {
+  ibv_ah ah{};
+  uint16_t dlid = 0;
+  ibv_ah_attr attr{};
+};
+
+/// ibv_qp: the emulated QP, its CQs and the attributes ibv_modify_qp(3) set (ibv_query_qp(3)
+/// returns them).
 struct QpObj {
   ibv_qp qp{};
   std::shared_ptr<Qp> emu;
-  Cq* cq = nullptr;
+  Cq* send_cq = nullptr;
+  Cq* recv_cq = nullptr;
   bool sq_sig_all = false;
+  std::mutex m;               // attr
+  ibv_qp_attr attr{};
+  ibv_qp_init_attr init{};
 };
 
-/// Creates an RC QP on `pd` for rdma_create_qp(3) (ibv_create_qp(3)'s checks: RC only, one CQ
-/// for both queues with no QP on it yet, at most sdp::kMaxSge SGEs and kMaxQpWr WRs; the
-/// caps actually given are written back). The QP is in INIT. Returns null with errno set
-/// (EINVAL, EOPNOTSUPP) when refused.
+/// Creates an RC, UC or UD QP on `pd` for rdma_create_qp(3) and ibv_create_qp(3) (the checks: RC
+/// or UC, a send and a receive CQ (the same or two), an SRQ or not, at most sdp::kMaxSge SGEs
+/// and kMaxQpWr WRs; the caps actually given are written back). The QP is in INIT. Returns
+/// null with errno set (EINVAL, EOPNOTSUPP for another type) when refused. A UD QP starts with
+/// Q_Key 0.
 QpObj* create_qp(ibv_pd* pd, ibv_qp_init_attr* attr);
-/// Destroys a QP of create_qp (its emulated QP closes; its CQ is free again).
+/// Destroys a QP of create_qp (its emulated QP closes; its CQs count it no more).
 void destroy_qp(QpObj* qp);
+/// The LID of the emulated port on this machine's emulated subnet (emu/subnet.h:
+/// $HCASIM_SUBNET, default /tmp/hcasim-subnet-$UID), claimed on the first call; 0 (with one
+/// line on stderr) when the subnet directory cannot be used. For ibv_query_port(3)'s lid.
+uint16_t port_lid();
+/// The port's GUID, 0x0002c90300000000 | port_lid() << 8 | 1 (emu::guid_of_lid; ibv_query_gid(3):
+/// GID 0 is fe80::/64 + this GUID, emu::gid_of_lid). 0 as port_lid.
+uint64_t port_guid();
 /// ibv_access_flags bits -> sdp::Access bits (remote write implies local write, as
 /// ibv_reg_mr(3) requires).
 unsigned to_access(unsigned flags);

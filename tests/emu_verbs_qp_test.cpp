@@ -1,0 +1,540 @@
+// The verbs shim's QPs and CQs without the CM, in one process (the test links
+// libhcasim-verbs-emu.so itself, so ibv_* are the shim's): ibv_modify_qp(3)'s RC transitions
+// and attr_mask checks (EINVAL for a missing or a foreign attribute, the QP unchanged),
+// ibv_query_qp(3), two QPs of one process connected through the emulated subnet (one port,
+// so the QPN decides which side connects) with the given PSNs, and CQs shared by several QPs,
+// a send CQ apart from the receive CQ, and completion events through a channel's fd polled
+// with poll(2).
+#include <gtest/gtest.h>
+
+#include <infiniband/verbs.h>
+#include <arpa/inet.h>
+#include <poll.h>
+#include <rdma/rdma_cma.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace {
+
+/// A fresh emulated subnet per test process: this process's port is alone on it, LID 1.
+class Env : public ::testing::Environment {
+ public:
+  void SetUp() override {
+    char tmpl[] = "/tmp/hcasim-qp-test-XXXXXX";
+    ASSERT_NE(::mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+    ::setenv("HCASIM_SUBNET", dir_.c_str(), 1);
+  }
+  void TearDown() override {
+    const std::string cmd = "rm -rf '" + dir_ + "'";
+    if (std::system(cmd.c_str()) != 0) {
+    }
+  }
+
+ private:
+  std::string dir_;
+};
+const auto* const kEnv = ::testing::AddGlobalTestEnvironment(new Env);
+constexpr uint16_t kLid = 1;
+
+ibv_context* context() {
+  int n = 0;
+  ibv_context** list = rdma_get_devices(&n);
+  EXPECT_EQ(n, 1);
+  ibv_context* c = list[0];
+  rdma_free_devices(list);
+  return c;
+}
+
+struct VerbsQp : ::testing::Test {
+  ibv_context* ctx = context();
+  ibv_pd* pd = ibv_alloc_pd(ctx);
+  std::vector<char> buf = std::vector<char>(1 << 16);
+  ibv_mr* mr = ibv_reg_mr(pd, buf.data(), buf.size(), IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
+
+  ibv_qp* make_qp(ibv_cq* scq, ibv_cq* rcq) {
+    ibv_qp_init_attr a{};
+    a.send_cq = scq;
+    a.recv_cq = rcq;
+    a.qp_type = IBV_QPT_RC;
+    a.cap.max_send_wr = 64;
+    a.cap.max_recv_wr = 64;
+    a.cap.max_send_sge = a.cap.max_recv_sge = 1;
+    return ibv_create_qp(pd, &a);
+  }
+  static int to_init(ibv_qp* qp) {
+    ibv_qp_attr a{};
+    a.qp_state = IBV_QPS_INIT;
+    a.port_num = 1;
+    a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
+    return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
+  }
+  static constexpr int kRtrMask = IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+                                  IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
+  static constexpr int kRtsMask = IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
+                                  IBV_QP_MAX_QP_RD_ATOMIC;
+  static int to_rtr(ibv_qp* qp, uint32_t dest, uint32_t rq_psn, int mask = kRtrMask) {
+    ibv_qp_attr a{};
+    a.qp_state = IBV_QPS_RTR;
+    a.path_mtu = IBV_MTU_1024;
+    a.dest_qp_num = dest;
+    a.rq_psn = rq_psn;
+    a.max_dest_rd_atomic = 1;
+    a.min_rnr_timer = 12;
+    a.ah_attr.dlid = kLid;
+    a.ah_attr.port_num = 1;
+    return ibv_modify_qp(qp, &a, mask);
+  }
+  static int to_rts(ibv_qp* qp, uint32_t sq_psn, int mask = kRtsMask) {
+    ibv_qp_attr a{};
+    a.qp_state = IBV_QPS_RTS;
+    a.timeout = 14;
+    a.retry_cnt = 7;
+    a.rnr_retry = 7;
+    a.sq_psn = sq_psn;
+    a.max_rd_atomic = 1;
+    return ibv_modify_qp(qp, &a, mask);
+  }
+  /// Connects a and b (both in RESET) through the subnet: a sends from PSN psn_a, b from psn_b.
+  static void connect(ibv_qp* a, ibv_qp* b, uint32_t psn_a, uint32_t psn_b) {
+    ASSERT_EQ(to_init(a), 0);
+    ASSERT_EQ(to_init(b), 0);
+    ASSERT_EQ(to_rtr(a, b->qp_num, psn_b), 0);
+    ASSERT_EQ(to_rtr(b, a->qp_num, psn_a), 0);
+    ASSERT_EQ(to_rts(a, psn_a), 0);
+    ASSERT_EQ(to_rts(b, psn_b), 0);
+  }
+  void post_recv(ibv_qp* qp, uint64_t id, size_t off, uint32_t len) {
+    ibv_sge s{reinterpret_cast<uintptr_t>(buf.data() + off), len, mr->lkey};
+    ibv_recv_wr wr{};
+    wr.wr_id = id;
+    wr.sg_list = &s;
+    wr.num_sge = 1;
+    ibv_recv_wr* bad = nullptr;
+    ASSERT_EQ(ibv_post_recv(qp, &wr, &bad), 0);
+  }
+  void post_send(ibv_qp* qp, uint64_t id, size_t off, uint32_t len) {
+    ibv_sge s{reinterpret_cast<uintptr_t>(buf.data() + off), len, mr->lkey};
+    ibv_send_wr wr{};
+    wr.wr_id = id;
+    wr.sg_list = &s;
+    wr.num_sge = 1;
+    wr.opcode = IBV_WR_SEND;
+    wr.send_flags = IBV_SEND_SIGNALED;
+    ibv_send_wr* bad = nullptr;
+    ASSERT_EQ(ibv_post_send(qp, &wr, &bad), 0);
+  }
+  /// Polls `cq` until n completions came (at most 10 s).
+  static std::vector<ibv_wc> poll_n(ibv_cq* cq, size_t n) {
+    std::vector<ibv_wc> out;
+    const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (out.size() < n && std::chrono::steady_clock::now() < end) {
+      ibv_wc wc[8];
+      const int k = ibv_poll_cq(cq, 8, wc);
+      for (int i = 0; i < k; ++i) out.push_back(wc[i]);
+      if (k == 0) std::this_thread::sleep_for(std::chrono::microseconds(100));
+    }
+    return out;
+  }
+};
+
+TEST_F(VerbsQp, CreatedInResetAndQueriedBack) {
+  ibv_cq* cq = ibv_create_cq(ctx, 16, nullptr, nullptr, 0);
+  ibv_qp* qp = make_qp(cq, cq);
+  ASSERT_NE(qp, nullptr);
+  ibv_qp_attr a{};
+  ibv_qp_init_attr init{};
+  ASSERT_EQ(ibv_query_qp(qp, &a, IBV_QP_STATE, &init), 0);
+  EXPECT_EQ(a.qp_state, IBV_QPS_RESET);
+  EXPECT_EQ(init.cap.max_send_wr, 64u);
+  EXPECT_EQ(init.send_cq, cq);
+  EXPECT_EQ(ibv_destroy_cq(cq), EBUSY);  // a QP is on it
+  EXPECT_EQ(ibv_destroy_qp(qp), 0);
+  EXPECT_EQ(ibv_destroy_cq(cq), 0);
+}
+
+TEST_F(VerbsQp, ModifyQpRefusesMissingAndForeignAttributes) {
+  ibv_cq* cq = ibv_create_cq(ctx, 16, nullptr, nullptr, 0);
+  ibv_qp* qp = make_qp(cq, cq);
+  ibv_qp* peer = make_qp(cq, cq);
+  ibv_qp_attr a{};
+  a.qp_state = IBV_QPS_INIT;
+  a.port_num = 1;
+  // RESET -> INIT without IBV_QP_ACCESS_FLAGS; RESET -> RTR; INIT with port 2; RESET -> INIT
+  // with a DEST_QPN it does not take.
+  EXPECT_EQ(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT), EINVAL);
+  EXPECT_EQ(to_rtr(qp, peer->qp_num, 0), EINVAL);
+  a.port_num = 2;
+  EXPECT_EQ(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS), EINVAL);
+  a.port_num = 1;
+  EXPECT_EQ(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS | IBV_QP_DEST_QPN),
+            EINVAL);
+  ibv_qp_attr q{};
+  ibv_qp_init_attr init{};
+  ASSERT_EQ(ibv_query_qp(qp, &q, IBV_QP_STATE, &init), 0);
+  EXPECT_EQ(q.qp_state, IBV_QPS_RESET);  // unchanged by the refusals
+  ASSERT_EQ(to_init(qp), 0);
+  // INIT -> RTR without RQ_PSN, without MIN_RNR_TIMER; INIT -> RTS.
+  EXPECT_EQ(to_rtr(qp, peer->qp_num, 0, kRtrMask & ~IBV_QP_RQ_PSN), EINVAL);
+  EXPECT_EQ(to_rtr(qp, peer->qp_num, 0, kRtrMask & ~IBV_QP_MIN_RNR_TIMER), EINVAL);
+  EXPECT_EQ(to_rts(qp, 0), EINVAL);
+  ASSERT_EQ(to_rtr(qp, peer->qp_num, 0x123456), 0);
+  // RTR -> RTS without SQ_PSN, with a retry_cnt of 8.
+  EXPECT_EQ(to_rts(qp, 1, kRtsMask & ~IBV_QP_SQ_PSN), EINVAL);
+  ibv_qp_attr r{};
+  r.qp_state = IBV_QPS_RTS;
+  r.retry_cnt = 8;
+  EXPECT_EQ(ibv_modify_qp(qp, &r, kRtsMask), EINVAL);
+  ASSERT_EQ(to_rts(qp, 0xABCDEF), 0);
+  ASSERT_EQ(ibv_query_qp(qp, &q, IBV_QP_STATE, &init), 0);
+  EXPECT_EQ(q.qp_state, IBV_QPS_RTS);
+  EXPECT_EQ(q.dest_qp_num, peer->qp_num);
+  EXPECT_EQ(q.rq_psn, 0x123456u);
+  EXPECT_EQ(q.sq_psn, 0xABCDEFu);
+  EXPECT_EQ(q.path_mtu, IBV_MTU_1024);
+  EXPECT_EQ(q.min_rnr_timer, 12);
+  EXPECT_EQ(q.timeout, 14);
+  EXPECT_EQ(q.ah_attr.dlid, kLid);
+  // IBV_QP_CUR_STATE that is not the current state; RTS -> RTR.
+  ibv_qp_attr c{};
+  c.qp_state = IBV_QPS_RTS;
+  c.cur_qp_state = IBV_QPS_RTR;
+  EXPECT_EQ(ibv_modify_qp(qp, &c, IBV_QP_STATE | IBV_QP_CUR_STATE), EINVAL);
+  EXPECT_EQ(to_rtr(qp, peer->qp_num, 0), EINVAL);
+  // Any state -> ERR -> RESET.
+  ibv_qp_attr e{};
+  e.qp_state = IBV_QPS_ERR;
+  EXPECT_EQ(ibv_modify_qp(qp, &e, IBV_QP_STATE), 0);
+  e.qp_state = IBV_QPS_RESET;
+  EXPECT_EQ(ibv_modify_qp(qp, &e, IBV_QP_STATE), 0);
+  ASSERT_EQ(ibv_query_qp(qp, &q, IBV_QP_STATE, &init), 0);
+  EXPECT_EQ(q.qp_state, IBV_QPS_RESET);
+  ibv_destroy_qp(qp);
+  ibv_destroy_qp(peer);
+  ibv_destroy_cq(cq);
+}
+
+TEST_F(VerbsQp, ConnectedByModifyQpWithGivenPsnsAndSharedCqs) {
+  // Two pairs on one send CQ; receives on a CQ of their own: four QPs, two CQs.
+  ibv_cq* scq = ibv_create_cq(ctx, 64, nullptr, nullptr, 0);
+  ibv_cq* rcq = ibv_create_cq(ctx, 64, nullptr, nullptr, 0);
+  ibv_qp* a1 = make_qp(scq, rcq);
+  ibv_qp* b1 = make_qp(scq, rcq);
+  ibv_qp* a2 = make_qp(scq, rcq);
+  ibv_qp* b2 = make_qp(scq, rcq);
+  ASSERT_TRUE(a1 && b1 && a2 && b2);
+  connect(a1, b1, 0xFFFFFE, 0x10);  // a1's PSNs wrap past 2^24
+  connect(b2, a2, 7, 0x800000);     // the higher QPN's RTR first
+  for (int i = 0; i < 4; ++i) {
+    post_recv(b1, 100 + i, 1024 * i, 1024);
+    post_recv(b2, 200 + i, 8192 + 1024 * i, 1024);
+  }
+  for (int i = 0; i < 4; ++i) {
+    post_send(a1, 10 + i, 32768, 100 + i);
+    post_send(a2, 20 + i, 32768, 200 + i);
+  }
+  const auto sends = poll_n(scq, 8);
+  const auto recvs = poll_n(rcq, 8);
+  ASSERT_EQ(sends.size(), 8u);
+  ASSERT_EQ(recvs.size(), 8u);
+  int next1 = 10, next2 = 20;
+  for (const ibv_wc& w : sends) {
+    EXPECT_EQ(w.status, IBV_WC_SUCCESS);
+    EXPECT_EQ(w.opcode, IBV_WC_SEND);
+    ASSERT_TRUE(w.qp_num == a1->qp_num || w.qp_num == a2->qp_num);
+    EXPECT_EQ(w.wr_id, static_cast<uint64_t>(w.qp_num == a1->qp_num ? next1++ : next2++));  // in order per QP
+  }
+  int r1 = 0, r2 = 0;
+  for (const ibv_wc& w : recvs) {
+    EXPECT_EQ(w.status, IBV_WC_SUCCESS);
+    EXPECT_EQ(w.opcode, IBV_WC_RECV);
+    if (w.qp_num == b1->qp_num) {
+      EXPECT_EQ(w.wr_id, static_cast<uint64_t>(100 + r1));
+      EXPECT_EQ(w.byte_len, static_cast<uint32_t>(100 + r1++));
+    } else {
+      EXPECT_EQ(w.qp_num, b2->qp_num);
+      EXPECT_EQ(w.wr_id, static_cast<uint64_t>(200 + r2));
+      EXPECT_EQ(w.byte_len, static_cast<uint32_t>(200 + r2++));
+    }
+  }
+  EXPECT_EQ(r1, 4);
+  EXPECT_EQ(r2, 4);
+  for (ibv_qp* q : {a1, b1, a2, b2}) ibv_destroy_qp(q);
+  EXPECT_EQ(ibv_destroy_cq(scq), 0);
+  EXPECT_EQ(ibv_destroy_cq(rcq), 0);
+}
+
+TEST_F(VerbsQp, RequestsBeforeThePeersRtrWait) {
+  ibv_cq* cq = ibv_create_cq(ctx, 16, nullptr, nullptr, 0);
+  ibv_qp* a = make_qp(cq, cq);
+  ibv_qp* b = make_qp(cq, cq);
+  ASSERT_EQ(to_init(a), 0);
+  ASSERT_EQ(to_init(b), 0);
+  // a (the lower QPN: it connects) is at RTS and sends while b is still in INIT.
+  ASSERT_EQ(to_rtr(a, b->qp_num, 5), 0);
+  ASSERT_EQ(to_rts(a, 9), 0);
+  post_send(a, 1, 0, 64);
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  ibv_wc wc;
+  EXPECT_EQ(ibv_poll_cq(cq, 1, &wc), 0);
+  post_recv(b, 2, 4096, 64);
+  ASSERT_EQ(to_rtr(b, a->qp_num, 9), 0);
+  ASSERT_EQ(to_rts(b, 5), 0);
+  const auto got = poll_n(cq, 2);
+  ASSERT_EQ(got.size(), 2u);
+  for (const ibv_wc& w : got) EXPECT_EQ(w.status, IBV_WC_SUCCESS) << ibv_wc_status_str(w.status);
+  ibv_destroy_qp(a);
+  ibv_destroy_qp(b);
+  ibv_destroy_cq(cq);
+}
+
+TEST_F(VerbsQp, CompletionEventsPerCqThroughThePolledChannelFd) {
+  ibv_comp_channel* ch = ibv_create_comp_channel(ctx);
+  ibv_cq* scq = ibv_create_cq(ctx, 16, reinterpret_cast<void*>(0x5), ch, 0);
+  ibv_cq* rcq = ibv_create_cq(ctx, 16, reinterpret_cast<void*>(0x6), ch, 0);
+  ibv_qp* a = make_qp(scq, rcq);
+  ibv_qp* b = make_qp(scq, rcq);
+  connect(a, b, 1, 2);
+  ASSERT_EQ(ibv_req_notify_cq(rcq, 0), 0);
+  pollfd p{ch->fd, POLLIN, 0};
+  EXPECT_EQ(::poll(&p, 1, 0), 0);  // nothing yet
+  post_recv(b, 7, 0, 64);
+  post_send(a, 8, 4096, 64);  // scq is not armed: its completion raises no event
+  ASSERT_EQ(::poll(&p, 1, 10000), 1);
+  ibv_cq* ev = nullptr;
+  void* ctx_of = nullptr;
+  ASSERT_EQ(ibv_get_cq_event(ch, &ev, &ctx_of), 0);
+  EXPECT_EQ(ev, rcq);
+  EXPECT_EQ(ctx_of, reinterpret_cast<void*>(0x6));
+  ibv_ack_cq_events(ev, 1);
+  EXPECT_EQ(poll_n(rcq, 1).size(), 1u);
+  EXPECT_EQ(poll_n(scq, 1).size(), 1u);
+  EXPECT_EQ(::poll(&p, 1, 50), 0);  // one event per arming
+  ibv_destroy_qp(a);
+  ibv_destroy_qp(b);
+  ibv_destroy_cq(scq);
+  ibv_destroy_cq(rcq);
+  ibv_destroy_comp_channel(ch);
+}
+
+TEST_F(VerbsQp, TwoQpsTakeTheirReceivesFromOneSrqInPostingOrder) {
+  ibv_cq* cq = ibv_create_cq(ctx, 32, nullptr, nullptr, 0);
+  ibv_srq_init_attr sa{};
+  sa.attr.max_wr = 4;
+  sa.attr.max_sge = 1;
+  ibv_srq* srq = ibv_create_srq(pd, &sa);
+  ASSERT_NE(srq, nullptr);
+  ibv_qp_init_attr a{};
+  a.send_cq = a.recv_cq = cq;
+  a.srq = srq;
+  a.qp_type = IBV_QPT_RC;
+  a.cap.max_send_wr = 8;
+  a.cap.max_send_sge = 1;
+  ibv_qp* r1 = ibv_create_qp(pd, &a);
+  ibv_qp* r2 = ibv_create_qp(pd, &a);
+  ibv_qp* s1 = make_qp(cq, cq);
+  ibv_qp* s2 = make_qp(cq, cq);
+  connect(s1, r1, 1, 2);
+  connect(s2, r2, 3, 4);
+  for (int i = 0; i < 4; ++i) {
+    ibv_sge s{reinterpret_cast<uintptr_t>(buf.data() + 1024 * i), 1024, mr->lkey};
+    ibv_recv_wr wr{};
+    wr.wr_id = 50 + i;
+    wr.sg_list = &s;
+    wr.num_sge = 1;
+    ibv_recv_wr* bad = nullptr;
+    ASSERT_EQ(ibv_post_srq_recv(srq, &wr, &bad), 0);
+  }
+  ibv_recv_wr extra{};
+  ibv_recv_wr* bad = nullptr;
+  EXPECT_EQ(ibv_post_srq_recv(srq, &extra, &bad), ENOMEM);  // max_wr 4
+  EXPECT_EQ(bad, &extra);
+  ibv_recv_wr own{};
+  EXPECT_EQ(ibv_post_recv(r1, &own, &bad), EINVAL);  // an SRQ's QP has no receive queue
+  post_send(s1, 1, 8192, 10);
+  ASSERT_EQ(poll_n(cq, 2).size(), 2u);
+  post_send(s2, 2, 8192, 20);
+  post_send(s1, 3, 8192, 30);
+  const auto got = poll_n(cq, 4);
+  ASSERT_EQ(got.size(), 4u);
+  std::vector<uint64_t> recv_ids;
+  for (const ibv_wc& w : got) {
+    EXPECT_EQ(w.status, IBV_WC_SUCCESS);
+    if (w.opcode == IBV_WC_RECV) recv_ids.push_back(w.wr_id);
+  }
+  EXPECT_EQ(recv_ids.size(), 2u);
+  for (ibv_qp* q : {r1, r2, s1, s2}) ibv_destroy_qp(q);
+  EXPECT_EQ(ibv_destroy_srq(srq), 0);
+  ibv_destroy_cq(cq);
+}
+
+TEST_F(VerbsQp, ImmediateDataAndAtomics) {
+  ibv_cq* cq = ibv_create_cq(ctx, 32, nullptr, nullptr, 0);
+  ibv_qp* a = make_qp(cq, cq);
+  ibv_qp* b = make_qp(cq, cq);
+  ibv_mr* amr = ibv_reg_mr(pd, buf.data() + 32768, 4096,
+                           IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC);
+  connect(a, b, 100, 200);
+  auto post = [&](ibv_send_wr& wr, size_t off, uint32_t len) {
+    ibv_sge sg{reinterpret_cast<uintptr_t>(buf.data() + off), len, mr->lkey};
+    wr.sg_list = &sg;
+    wr.num_sge = 1;
+    wr.send_flags = IBV_SEND_SIGNALED;
+    ibv_send_wr* bad = nullptr;
+    return ibv_post_send(a, &wr, &bad);
+  };
+  // SEND_WITH_IMM and RDMA_WRITE_WITH_IMM: each consumes a receive of b with the imm_data.
+  post_recv(b, 1, 0, 256);
+  post_recv(b, 2, 256, 256);
+  std::memcpy(buf.data() + 1024, "immediate", 9);
+  ibv_send_wr s{};
+  s.wr_id = 11;
+  s.opcode = IBV_WR_SEND_WITH_IMM;
+  s.imm_data = htonl(0xA1B2C3D4);
+  ASSERT_EQ(post(s, 1024, 9), 0);
+  ibv_send_wr w{};
+  w.wr_id = 12;
+  w.opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
+  w.imm_data = htonl(7);
+  w.wr.rdma.remote_addr = reinterpret_cast<uintptr_t>(buf.data() + 32768 + 64);
+  w.wr.rdma.rkey = amr->rkey;
+  ASSERT_EQ(post(w, 1024, 9), 0);
+  const auto got = poll_n(cq, 4);
+  ASSERT_EQ(got.size(), 4u);
+  int recvs = 0;
+  for (const ibv_wc& c : got) {
+    ASSERT_EQ(c.status, IBV_WC_SUCCESS) << ibv_wc_status_str(c.status);
+    if (c.qp_num != b->qp_num) continue;
+    EXPECT_EQ(c.src_qp, a->qp_num);
+    EXPECT_NE(c.wc_flags & IBV_WC_WITH_IMM, 0u);
+    if (c.wr_id == 1) {
+      EXPECT_EQ(c.opcode, IBV_WC_RECV);
+      EXPECT_EQ(c.imm_data, htonl(0xA1B2C3D4));
+      EXPECT_EQ(c.byte_len, 9u);
+    } else {
+      EXPECT_EQ(c.opcode, IBV_WC_RECV_RDMA_WITH_IMM);
+      EXPECT_EQ(c.imm_data, htonl(7));
+      EXPECT_EQ(c.byte_len, 9u);
+    }
+    ++recvs;
+  }
+  EXPECT_EQ(recvs, 2);
+  EXPECT_EQ(std::memcmp(buf.data() + 32768 + 64, "immediate", 9), 0);
+  // FETCH_AND_ADD twice, then CMP_AND_SWP that matches and one that does not.
+  uint64_t target = 40;
+  std::memcpy(buf.data() + 32768, &target, 8);
+  const auto atomic = [&](ibv_wr_opcode op, uint64_t compare_add, uint64_t swap) {
+    ibv_send_wr x{};
+    x.wr_id = 20;
+    x.opcode = op;
+    x.wr.atomic.remote_addr = reinterpret_cast<uintptr_t>(buf.data() + 32768);
+    x.wr.atomic.rkey = amr->rkey;
+    x.wr.atomic.compare_add = compare_add;
+    x.wr.atomic.swap = swap;
+    EXPECT_EQ(post(x, 2048, 8), 0);
+    const auto c = poll_n(cq, 1);
+    EXPECT_EQ(c.size(), 1u);
+    EXPECT_EQ(c.at(0).status, IBV_WC_SUCCESS);
+    EXPECT_EQ(c.at(0).opcode, op == IBV_WR_ATOMIC_CMP_AND_SWP ? IBV_WC_COMP_SWAP : IBV_WC_FETCH_ADD);
+    uint64_t orig = 0;
+    std::memcpy(&orig, buf.data() + 2048, 8);
+    return orig;
+  };
+  EXPECT_EQ(atomic(IBV_WR_ATOMIC_FETCH_AND_ADD, 2, 0), 40u);
+  EXPECT_EQ(atomic(IBV_WR_ATOMIC_FETCH_AND_ADD, 3, 0), 42u);
+  EXPECT_EQ(atomic(IBV_WR_ATOMIC_CMP_AND_SWP, 45, 99), 45u);
+  EXPECT_EQ(atomic(IBV_WR_ATOMIC_CMP_AND_SWP, 45, 7), 99u);
+  std::memcpy(&target, buf.data() + 32768, 8);
+  EXPECT_EQ(target, 99u);
+  // An atomic of 4 bytes is refused at post.
+  ibv_send_wr bad4{};
+  bad4.opcode = IBV_WR_ATOMIC_FETCH_AND_ADD;
+  bad4.wr.atomic.remote_addr = reinterpret_cast<uintptr_t>(buf.data() + 32768);
+  bad4.wr.atomic.rkey = amr->rkey;
+  EXPECT_EQ(post(bad4, 2048, 4), EINVAL);
+  ibv_destroy_qp(a);
+  ibv_destroy_qp(b);
+  ibv_dereg_mr(amr);
+  ibv_destroy_cq(cq);
+}
+
+TEST_F(VerbsQp, UdDatagramsByAddressHandleWithQkeyCheck) {
+  ibv_cq* cq = ibv_create_cq(ctx, 32, nullptr, nullptr, 0);
+  ibv_qp_init_attr ia{};
+  ia.send_cq = ia.recv_cq = cq;
+  ia.qp_type = IBV_QPT_UD;
+  ia.cap.max_send_wr = ia.cap.max_recv_wr = 8;
+  ia.cap.max_send_sge = ia.cap.max_recv_sge = 1;
+  ibv_qp* a = ibv_create_qp(pd, &ia);
+  ibv_qp* b = ibv_create_qp(pd, &ia);
+  ASSERT_TRUE(a && b);
+  for (ibv_qp* q : {a, b}) {
+    ibv_qp_attr m{};
+    m.qp_state = IBV_QPS_INIT;
+    m.port_num = 1;
+    m.qkey = 0x11111111;
+    // UD: RESET -> INIT needs IBV_QP_QKEY and takes no ACCESS_FLAGS.
+    EXPECT_EQ(ibv_modify_qp(q, &m, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT), EINVAL);
+    EXPECT_EQ(ibv_modify_qp(q, &m, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY | IBV_QP_ACCESS_FLAGS),
+              EINVAL);
+    ASSERT_EQ(ibv_modify_qp(q, &m, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY), 0);
+    m.qp_state = IBV_QPS_RTR;
+    ASSERT_EQ(ibv_modify_qp(q, &m, IBV_QP_STATE), 0);
+    m.qp_state = IBV_QPS_RTS;
+    m.sq_psn = 5;
+    ASSERT_EQ(ibv_modify_qp(q, &m, IBV_QP_STATE | IBV_QP_SQ_PSN), 0);
+  }
+  ibv_ah_attr aa{};
+  aa.dlid = kLid;
+  aa.port_num = 1;
+  ibv_ah* ah = ibv_create_ah(pd, &aa);
+  ASSERT_NE(ah, nullptr);
+  post_recv(b, 1, 0, 40 + 64);
+  std::memcpy(buf.data() + 4096, "datagram", 8);
+  auto send = [&](uint32_t qkey) {
+    ibv_sge sg{reinterpret_cast<uintptr_t>(buf.data() + 4096), 8, mr->lkey};
+    ibv_send_wr wr{};
+    wr.wr_id = 9;
+    wr.sg_list = &sg;
+    wr.num_sge = 1;
+    wr.opcode = IBV_WR_SEND_WITH_IMM;
+    wr.imm_data = htonl(3);
+    wr.send_flags = IBV_SEND_SIGNALED;
+    wr.wr.ud.ah = ah;
+    wr.wr.ud.remote_qpn = b->qp_num;
+    wr.wr.ud.remote_qkey = qkey;
+    ibv_send_wr* bad = nullptr;
+    return ibv_post_send(a, &wr, &bad);
+  };
+  ASSERT_EQ(send(0x22222222), 0);  // a wrong Q_Key: dropped at b
+  ASSERT_EQ(send(0x11111111), 0);
+  const auto got = poll_n(cq, 3);
+  ASSERT_EQ(got.size(), 3u);
+  int recvs = 0;
+  for (const ibv_wc& c : got) {
+    EXPECT_EQ(c.status, IBV_WC_SUCCESS);
+    if (c.opcode != IBV_WC_RECV) continue;
+    ++recvs;
+    EXPECT_EQ(c.byte_len, 48u);  // 40 bytes of GRH room, then the payload
+    EXPECT_EQ(c.src_qp, a->qp_num);
+    EXPECT_EQ(c.slid, kLid);
+    EXPECT_EQ(c.imm_data, htonl(3));
+    EXPECT_EQ(std::memcmp(buf.data() + 40, "datagram", 8), 0);
+  }
+  EXPECT_EQ(recvs, 1);
+  ibv_wc extra;
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_EQ(ibv_poll_cq(cq, 1, &extra), 0);
+  ibv_destroy_ah(ah);
+  ibv_destroy_qp(a);
+  ibv_destroy_qp(b);
+  ibv_destroy_cq(cq);
+}
+
+}  // namespace
