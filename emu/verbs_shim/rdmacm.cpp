@@ -9,10 +9,14 @@
 // CONNECT_REQUEST with its private data. rdma_resolve_addr and rdma_resolve_route only record
 // the destination (ADDR_RESOLVED, ROUTE_RESOLVED); rdma_connect opens the TCP connection, sends
 // the REQ and waits (at most emu::kCmTimeoutMs) for the REP or REJ, then queues ESTABLISHED or
-// REJECTED: a refused TCP connection is the IB CM's REJ for a REQ nobody listens for (status 8,
-// invalid service ID), a REJ from the peer is status 28 (consumer defined) with its private
-// data. rdma_accept sends the REP and waits for the RTU; rdma_reject sends the REJ. A DREQ from
-// the peer, or its stream breaking, queues DISCONNECTED.
+// REJECTED: a refused TCP connection (for a second: kRefusedGraceMs) is the IB CM's REJ for a
+// REQ nobody listens for (status 8, invalid service ID), a REJ from the peer is status 28
+// (consumer defined) with its private data. rdma_accept sends the REP and waits for the RTU;
+// rdma_reject sends the REJ. A DREQ from the peer, its stream breaking, or the id's own rdma_disconnect queues DISCONNECTED (once).
+//
+// Synchronous ids (no channel: rdma_create_ep, rdma_get_request) wait in each call for its
+// event, as librdmacm's; rdma_getaddrinfo is emu/verbs_shim/cm_addrinfo.cpp's. Not emulated:
+// AF_IB, UD / multicast, rdma_init_qp_attr, rdma_set_option, ECE.
 #include <fcntl.h>
 #include <poll.h>
 #include <sys/eventfd.h>
@@ -40,6 +44,14 @@ constexpr int kRejInvalidServiceId = 8;
 constexpr int kRejConsumerDefined = 28;
 /// Private data a REQ carries for RDMA_PS_TCP over the IB CM (rdma_connect(3)), bytes.
 constexpr size_t kReqPrivateDataTcp = 56;
+/// How long rdma_connect keeps trying a destination nobody listens on before the REJ (invalid
+/// service ID), ms, trying again every kRefusedRetryMs. A real REQ goes out only after the
+/// address and route resolution (ARP, an SA path query: milliseconds), which the emulated CM
+/// answers at once; without this grace a client re-connecting right after an exchange with its
+/// server (perftest -R: a control connection, then the test's, on the same port; its retry
+/// path in perftest 4.5-0.17 uses freed memory) outruns the server's rdma_listen.
+constexpr int kRefusedGraceMs = 1000;
+constexpr int kRefusedRetryMs = 5;
 
 /// An event with its private data (rdma_get_cm_event(3); freed by rdma_ack_cm_event).
 struct Event {
@@ -53,6 +65,7 @@ struct EventChannel {
   int write_fd = -1;
   std::mutex m;
   std::deque<Event*> events;
+  bool dead = false;  ///< destroyed (rdma_destroy_event_channel); a reader blocks for ever
 };
 
 /// rdma_cm_id with what the emulated CM keeps for it.
@@ -244,15 +257,36 @@ rdma_event_channel* new_channel() {
   return &c->ch;
 }
 
-/// `keep_readers_blocked`: the write end stays open (one fd of the process), so that a thread
-/// still blocked in rdma_get_cm_event on it stays blocked, as on librdmacm's device file
-/// (rping's and others' CM thread is never joined; EOF there would fail the program at exit).
+/// `keep_readers_blocked` (a program's channel): its events are dropped but the pipe and the
+/// object stay (two fds of the process), so that a thread of the program in, or about to enter,
+/// rdma_get_cm_event on it blocks for ever instead of failing, as a thread blocked on
+/// librdmacm's device file does (rping's and others' CM thread is never joined: an error there
+/// would fail the program while it exits). Otherwise (a synchronous id's own) all is freed.
 void delete_channel(rdma_event_channel* channel, bool keep_readers_blocked) {
   auto* c = reinterpret_cast<EventChannel*>(channel);
+  {
+    std::lock_guard g(c->m);
+    for (auto* e : c->events) delete e;
+    c->events.clear();
+    c->dead = keep_readers_blocked;
+  }
+  if (keep_readers_blocked) return;
   ::close(c->ch.fd);
-  if (!keep_readers_blocked) ::close(c->write_fd);
-  for (auto* e : c->events) delete e;
+  ::close(c->write_fd);
   delete c;
+}
+
+/// Drops the events still queued for `id` (being destroyed) on its channel.
+void drop_events(rdma_cm_id* id) {
+  std::lock_guard g(g_channels);
+  auto* c = reinterpret_cast<EventChannel*>(id->channel);
+  if (c == nullptr) return;
+  std::lock_guard g2(c->m);
+  std::erase_if(c->events, [id](Event* e) {
+    if (e->ev.id != id && e->ev.listen_id != id) return false;
+    delete e;
+    return true;
+  });
 }
 
 int complete(rdma_cm_id* id) {
@@ -317,20 +351,24 @@ void rdma_destroy_event_channel(rdma_event_channel* channel) {
   if (channel != nullptr) hcasim::emu::shim::delete_channel(channel, true);
 }
 
-/// rdma_get_cm_event(3): the channel's next event. 0, or -1 with errno (EAGAIN: non-blocking
-/// and none waits).
+/// rdma_get_cm_event(3): the channel's next event (on a destroyed channel: blocks for ever). 0,
+/// or -1 with errno (EAGAIN: non-blocking and none waits).
 int rdma_get_cm_event(rdma_event_channel* channel, rdma_cm_event** event) {
   auto* c = reinterpret_cast<hcasim::emu::shim::EventChannel*>(channel);
-  char b = 0;
-  const ssize_t n = ::read(c->ch.fd, &b, 1);
-  if (n == 0) return hcasim::emu::shim::fail(ENODATA);
-  if (n != 1) return -1;
-  std::lock_guard g(c->m);
-  if (c->events.empty()) return hcasim::emu::shim::fail(EAGAIN);
-  hcasim::emu::shim::Event* e = c->events.front();
-  c->events.pop_front();
-  *event = &e->ev;
-  return 0;
+  if (c == nullptr || event == nullptr) return hcasim::emu::shim::fail(EINVAL);
+  for (;;) {
+    char b = 0;
+    const ssize_t n = ::read(c->ch.fd, &b, 1);
+    if (n == 0) return hcasim::emu::shim::fail(ENODATA);
+    if (n != 1) return -1;
+    std::lock_guard g(c->m);
+    // No event for this byte: it was an event of a destroyed id (dropped); read the next.
+    if (c->events.empty() || c->dead) continue;
+    hcasim::emu::shim::Event* e = c->events.front();
+    c->events.pop_front();
+    *event = &e->ev;
+    return 0;
+  }
 }
 
 /// rdma_ack_cm_event(3): frees the event and its private data. Returns 0.
@@ -389,8 +427,11 @@ int rdma_create_id(rdma_event_channel* channel, rdma_cm_id** id, void* context, 
 /// rdma_destroy_id(3): stops listening, closes a request's stream not accepted (the peer
 /// sees the setup fail). The QP must have been destroyed. Returns 0.
 int rdma_destroy_id(rdma_cm_id* id) {
+  if (id == nullptr) return hcasim::emu::shim::fail(EINVAL);
   CmId* c = hcasim::emu::shim::cm_of(id);
   hcasim::emu::shim::stop_listener(c);
+  if (id->qp != nullptr) hcasim::emu::shim::emu_qp(id)->set_link_handler(nullptr);
+  hcasim::emu::shim::drop_events(id);
   if (c->socket) {
     boost::system::error_code ec;
     c->socket->close(ec);
@@ -541,8 +582,11 @@ void rdma_destroy_qp(rdma_cm_id* id) {
 
 /// rdma_connect(3) on an id with a QP: the REQ (private data at most 56 bytes, RDMA_PS_TCP)
 /// goes to the resolved address and the answer is awaited here; ESTABLISHED (the REP's private
-/// data; the QP in RTS), REJECTED or UNREACHABLE follows. -1 with errno EINVAL without a
-/// resolved route or a QP, or with too much private data.
+/// data; the QP in RTS), REJECTED (status 8 once nobody listened for kRefusedGraceMs) or
+/// UNREACHABLE follows. conn_param's rnr_retry_count is the QP's (retry_count is not: the
+/// emulated QP's comes from $HCASIM_FAULT's qp.retry_cnt). -1 with errno EINVAL without a
+/// resolved route or a QP, or with too much private data; a synchronous id fails with the
+/// event's error (ECONNREFUSED for REJECTED).
 int rdma_connect(rdma_cm_id* id, rdma_conn_param* conn_param) {
   namespace shim = hcasim::emu::shim;
   namespace emu = hcasim::emu;
@@ -559,7 +603,14 @@ int rdma_connect(rdma_cm_id* id, rdma_conn_param* conn_param) {
   const std::string peer = fmt::format("{}:{}", dst.address().to_string(), dst.port());
   tcp::socket s(device().hca->io());
   boost::system::error_code ec;
-  s.connect(dst, ec);
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::milliseconds(shim::kRefusedGraceMs);
+  for (;;) {
+    s.connect(dst, ec);
+    if (ec != boost::asio::error::connection_refused || std::chrono::steady_clock::now() >= give_up) break;
+    boost::system::error_code ignored;
+    s.close(ignored);
+    std::this_thread::sleep_for(std::chrono::milliseconds(shim::kRefusedRetryMs));
+  }
   if (ec == boost::asio::error::connection_refused) {
     shim::post_event(id, RDMA_CM_EVENT_REJECTED, shim::kRejInvalidServiceId);
     return shim::complete(id);
