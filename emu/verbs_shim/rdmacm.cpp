@@ -9,10 +9,14 @@
 // CONNECT_REQUEST with its private data. rdma_resolve_addr and rdma_resolve_route only record
 // the destination (ADDR_RESOLVED, ROUTE_RESOLVED); rdma_connect opens the TCP connection, sends
 // the REQ and waits (at most emu::kCmTimeoutMs) for the REP or REJ, then queues ESTABLISHED or
-// REJECTED: a refused TCP connection is the IB CM's REJ for a REQ nobody listens for (status 8,
-// invalid service ID), a REJ from the peer is status 28 (consumer defined) with its private
-// data. rdma_accept sends the REP and waits for the RTU; rdma_reject sends the REJ. A DREQ from
-// the peer, or its stream breaking, queues DISCONNECTED.
+// REJECTED: a refused TCP connection (for a second: kRefusedGraceMs) is the IB CM's REJ for a
+// REQ nobody listens for (status 8, invalid service ID), a REJ from the peer is status 28
+// (consumer defined) with its private data. rdma_accept sends the REP and waits for the RTU;
+// rdma_reject sends the REJ. A DREQ from the peer, its stream breaking, or the id's own rdma_disconnect queues DISCONNECTED (once).
+//
+// Synchronous ids (no channel: rdma_create_ep, rdma_get_request) wait in each call for its
+// event, as librdmacm's; rdma_getaddrinfo is emu/verbs_shim/cm_addrinfo.cpp's. Not emulated:
+// AF_IB, UD / multicast, rdma_init_qp_attr, rdma_set_option, ECE.
 #include <fcntl.h>
 #include <poll.h>
 #include <sys/eventfd.h>
@@ -40,6 +44,14 @@ constexpr int kRejInvalidServiceId = 8;
 constexpr int kRejConsumerDefined = 28;
 /// Private data a REQ carries for RDMA_PS_TCP over the IB CM (rdma_connect(3)), bytes.
 constexpr size_t kReqPrivateDataTcp = 56;
+/// How long rdma_connect keeps trying a destination nobody listens on before the REJ (invalid
+/// service ID), ms, trying again every kRefusedRetryMs. A real REQ goes out only after the
+/// address and route resolution (ARP, an SA path query: milliseconds), which the emulated CM
+/// answers at once; without this grace a client re-connecting right after an exchange with its
+/// server (perftest -R: a control connection, then the test's, on the same port; its retry
+/// path in perftest 4.5-0.17 uses freed memory) outruns the server's rdma_listen.
+constexpr int kRefusedGraceMs = 1000;
+constexpr int kRefusedRetryMs = 5;
 
 /// An event with its private data (rdma_get_cm_event(3); freed by rdma_ack_cm_event).
 struct Event {
@@ -53,6 +65,7 @@ struct EventChannel {
   int write_fd = -1;
   std::mutex m;
   std::deque<Event*> events;
+  bool dead = false;  ///< destroyed (rdma_destroy_event_channel); a reader blocks for ever
 };
 
 /// rdma_cm_id with what the emulated CM keeps for it.
@@ -64,6 +77,20 @@ struct CmId {
   int stop_fd = -1;                       ///< eventfd stopping the listener thread
   uint32_t remote_qpn = 0;                ///< passive side: the REQ's QPN
   uint8_t initiator_depth = 0, responder_resources = 0;
+  /// A synchronous id (rdma_create_id(3) without a channel, rdma_create_ep(3)): its own
+  /// channel, and each call waits for its event (kept in id.event until the next call).
+  bool sync = false;
+  /// The CQs and completion channels rdma_create_qp made for a QP given none (destroyed
+  /// with the QP, as librdmacm's).
+  bool own_cqs = false;
+  /// rdma_create_ep(3) with RAI_PASSIVE: the QP each rdma_get_request(3) creates.
+  std::optional<ibv_qp_init_attr> ep_qp_init;
+  /// Connected (ESTABLISHED queued); DISCONNECTED is queued once, after it.
+  std::atomic<bool> connected{false};
+  std::atomic<bool> disconnected{false};
+  bool disconnect_called = false;
+  /// rdma_connect's / rdma_accept's rnr_retry_count (applied at RTS).
+  std::optional<uint8_t> rnr_retry;
 };
 
 CmId* cm_of(rdma_cm_id* id) { return reinterpret_cast<CmId*>(id); }
@@ -71,7 +98,8 @@ CmId* cm_of(rdma_cm_id* id) { return reinterpret_cast<CmId*>(id); }
 /// Guards every cm_id's `channel` (rdma_migrate_id moves it while events are queued).
 std::mutex g_channels;
 
-/// Queues an event on the id's current channel. `listen_id` for CONNECT_REQUEST.
+/// Queues an event on the id's current channel; a CONNECT_REQUEST (`listen_id` given) on the
+/// listener's.
 void post_event(rdma_cm_id* id, rdma_cm_event_type type, int status, std::span<const uint8_t> data = {},
                 rdma_cm_id* listen_id = nullptr, uint8_t initiator_depth = 0, uint8_t responder_resources = 0) {
   auto* e = new Event;
@@ -85,7 +113,7 @@ void post_event(rdma_cm_id* id, rdma_cm_event_type type, int status, std::span<c
   e->ev.param.conn.initiator_depth = initiator_depth;
   e->ev.param.conn.responder_resources = responder_resources;
   std::lock_guard g(g_channels);
-  auto* ch = reinterpret_cast<EventChannel*>(id->channel);
+  auto* ch = reinterpret_cast<EventChannel*>(listen_id != nullptr ? listen_id->channel : id->channel);
   std::lock_guard g2(ch->m);
   ch->events.push_back(e);
   const char one = 1;
@@ -117,10 +145,30 @@ void set_addr(sockaddr_storage& out, const tcp::endpoint& ep) {
 /// The QP of a cm_id's rdma_create_qp, or null.
 std::shared_ptr<Qp> emu_qp(rdma_cm_id* id) { return id->qp != nullptr ? qp_of(id->qp)->emu : nullptr; }
 
-/// From now on the peer's DREQ or a broken stream queues DISCONNECTED on `id`.
-void watch_link(rdma_cm_id* id, Qp& qp) {
-  qp.set_link_handler([id](bool, const std::string&) { post_event(id, RDMA_CM_EVENT_DISCONNECTED, 0); });
+/// Queues DISCONNECTED on a connected id, once (the peer's DREQ, the stream breaking, or the
+/// id's own rdma_disconnect, whichever comes first: the IB CM's DREQ / DREP exchange gives
+/// each side one).
+void post_disconnected(rdma_cm_id* id) {
+  CmId* c = cm_of(id);
+  if (!c->connected.load() || c->disconnected.exchange(true)) return;
+  post_event(id, RDMA_CM_EVENT_DISCONNECTED, 0);
 }
+
+/// The id is connected: from now on the peer's DREQ or a broken stream queues DISCONNECTED.
+void watch_link(rdma_cm_id* id, Qp& qp) {
+  cm_of(id)->connected = true;
+  qp.set_link_handler([id](bool, const std::string&) { post_disconnected(id); });
+}
+
+/// librdmacm's completion of a call on a synchronous id: the event the call queued is taken
+/// from the id's own channel into id->event (the previous one acknowledged), and its status
+/// becomes the call's result: 0, or -1 with errno (ECONNREFUSED for REJECTED, else the
+/// status's errno). Nothing for an asynchronous id (returns 0).
+int complete(rdma_cm_id* id);
+
+/// The channel of a synchronous id, its own.
+rdma_event_channel* new_channel();
+void delete_channel(rdma_event_channel* ch, bool keep_readers_blocked);
 
 /// The listener thread of a listening cm_id: accepts TCP connections, reads each REQ (at most
 /// kCmTimeoutMs) and queues a CONNECT_REQUEST with a new cm_id holding the stream.
@@ -148,6 +196,7 @@ void listen_loop(CmId* l) {
     if (req.op != Op::CmReq) continue;
     auto* child = new CmId;
     child->id.verbs = &device().ctx;
+    child->id.pd = l->id.pd;
     child->id.context = l->id.context;
     child->id.ps = l->id.ps;
     child->id.port_num = 1;
@@ -159,6 +208,12 @@ void listen_loop(CmId* l) {
     {
       std::lock_guard g(g_channels);
       child->id.channel = l->id.channel;
+    }
+    if (l->sync) {
+      // A synchronous listener's requests are synchronous ids on channels of their own
+      // (rdma_get_request(3) takes the request from the listener's channel).
+      child->sync = true;
+      child->id.channel = new_channel();
     }
     // The emulated REQ carries no RDMA read depths: the device's are offered.
     post_event(&child->id, RDMA_CM_EVENT_CONNECT_REQUEST, 0, req.payload, &l->id, kRdAtom, kRdAtom);
@@ -177,6 +232,89 @@ void stop_listener(CmId* c) {
   c->stop_fd = -1;
   boost::system::error_code ec;
   if (c->acceptor) c->acceptor->close(ec);
+}
+
+/// The PD a cm_id is given when it binds to the device (librdmacm's per-device PD): one for
+/// the process, never freed.
+ibv_pd* device_pd() {
+  static ibv_pd* pd = ibv_alloc_pd(&device().ctx);
+  return pd;
+}
+
+void bind_to_device(rdma_cm_id* id) {
+  id->verbs = &device().ctx;
+  id->port_num = 1;
+  if (id->pd == nullptr) id->pd = device_pd();
+}
+
+rdma_event_channel* new_channel() {
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) != 0) return nullptr;
+  ::fcntl(fds[1], F_SETFL, O_NONBLOCK);
+  auto* c = new EventChannel;
+  c->ch.fd = fds[0];
+  c->write_fd = fds[1];
+  return &c->ch;
+}
+
+/// `keep_readers_blocked` (a program's channel): its events are dropped but the pipe and the
+/// object stay (two fds of the process), so that a thread of the program in, or about to enter,
+/// rdma_get_cm_event on it blocks for ever instead of failing, as a thread blocked on
+/// librdmacm's device file does (rping's and others' CM thread is never joined: an error there
+/// would fail the program while it exits). Otherwise (a synchronous id's own) all is freed.
+void delete_channel(rdma_event_channel* channel, bool keep_readers_blocked) {
+  auto* c = reinterpret_cast<EventChannel*>(channel);
+  {
+    std::lock_guard g(c->m);
+    for (auto* e : c->events) delete e;
+    c->events.clear();
+    c->dead = keep_readers_blocked;
+  }
+  if (keep_readers_blocked) return;
+  ::close(c->ch.fd);
+  ::close(c->write_fd);
+  delete c;
+}
+
+/// Drops the events still queued for `id` (being destroyed) on its channel.
+void drop_events(rdma_cm_id* id) {
+  std::lock_guard g(g_channels);
+  auto* c = reinterpret_cast<EventChannel*>(id->channel);
+  if (c == nullptr) return;
+  std::lock_guard g2(c->m);
+  std::erase_if(c->events, [id](Event* e) {
+    if (e->ev.id != id && e->ev.listen_id != id) return false;
+    delete e;
+    return true;
+  });
+}
+
+int complete(rdma_cm_id* id) {
+  CmId* c = cm_of(id);
+  if (!c->sync) return 0;
+  if (id->event != nullptr) {
+    rdma_ack_cm_event(id->event);
+    id->event = nullptr;
+  }
+  if (rdma_get_cm_event(id->channel, &id->event) != 0) return -1;
+  const rdma_cm_event* e = id->event;
+  if (e->status == 0) return 0;
+  if (e->event == RDMA_CM_EVENT_REJECTED) return fail(ECONNREFUSED);
+  return fail(e->status < 0 ? -e->status : e->status);
+}
+
+/// Destroys the CQs and completion channels rdma_create_qp made for the id.
+void destroy_own_cqs(rdma_cm_id* id) {
+  CmId* c = cm_of(id);
+  if (!c->own_cqs) return;
+  c->own_cqs = false;
+  if (id->recv_cq != nullptr) ibv_destroy_cq(id->recv_cq);
+  if (id->send_cq != nullptr && id->send_cq != id->recv_cq) ibv_destroy_cq(id->send_cq);
+  if (id->recv_cq_channel != nullptr) ibv_destroy_comp_channel(id->recv_cq_channel);
+  if (id->send_cq_channel != nullptr && id->send_cq_channel != id->recv_cq_channel)
+    ibv_destroy_comp_channel(id->send_cq_channel);
+  id->recv_cq = id->send_cq = nullptr;
+  id->recv_cq_channel = id->send_cq_channel = nullptr;
 }
 
 }  // namespace
@@ -205,37 +343,32 @@ void rdma_free_devices(ibv_context** list) { std::free(list); }
 /// rdma_create_event_channel(3): its fd (a pipe's read end, close-on-exec) polls readable
 /// while events wait; rdma_get_cm_event blocks unless it is made non-blocking. Null with errno
 /// from pipe2(2).
-rdma_event_channel* rdma_create_event_channel() {
-  int fds[2];
-  if (::pipe2(fds, O_CLOEXEC) != 0) return nullptr;
-  ::fcntl(fds[1], F_SETFL, O_NONBLOCK);
-  auto* c = new hcasim::emu::shim::EventChannel;
-  c->ch.fd = fds[0];
-  c->write_fd = fds[1];
-  return &c->ch;
-}
+rdma_event_channel* rdma_create_event_channel() { return hcasim::emu::shim::new_channel(); }
 
-/// rdma_destroy_event_channel(3): events not yet taken are dropped.
+/// rdma_destroy_event_channel(3): events not yet taken are dropped; a thread blocked in
+/// rdma_get_cm_event on it stays blocked (as on librdmacm's, whose fd is the device file).
 void rdma_destroy_event_channel(rdma_event_channel* channel) {
-  auto* c = reinterpret_cast<hcasim::emu::shim::EventChannel*>(channel);
-  ::close(c->ch.fd);
-  ::close(c->write_fd);
-  for (auto* e : c->events) delete e;
-  delete c;
+  if (channel != nullptr) hcasim::emu::shim::delete_channel(channel, true);
 }
 
-/// rdma_get_cm_event(3): the channel's next event. 0, or -1 with errno (EAGAIN: non-blocking
-/// and none waits).
+/// rdma_get_cm_event(3): the channel's next event (on a destroyed channel: blocks for ever). 0,
+/// or -1 with errno (EAGAIN: non-blocking and none waits).
 int rdma_get_cm_event(rdma_event_channel* channel, rdma_cm_event** event) {
   auto* c = reinterpret_cast<hcasim::emu::shim::EventChannel*>(channel);
-  char b = 0;
-  if (::read(c->ch.fd, &b, 1) != 1) return -1;
-  std::lock_guard g(c->m);
-  if (c->events.empty()) return hcasim::emu::shim::fail(EAGAIN);
-  hcasim::emu::shim::Event* e = c->events.front();
-  c->events.pop_front();
-  *event = &e->ev;
-  return 0;
+  if (c == nullptr || event == nullptr) return hcasim::emu::shim::fail(EINVAL);
+  for (;;) {
+    char b = 0;
+    const ssize_t n = ::read(c->ch.fd, &b, 1);
+    if (n == 0) return hcasim::emu::shim::fail(ENODATA);
+    if (n != 1) return -1;
+    std::lock_guard g(c->m);
+    // No event for this byte: it was an event of a destroyed id (dropped); read the next.
+    if (c->events.empty() || c->dead) continue;
+    hcasim::emu::shim::Event* e = c->events.front();
+    c->events.pop_front();
+    *event = &e->ev;
+    return 0;
+  }
 }
 
 /// rdma_ack_cm_event(3): frees the event and its private data. Returns 0.
@@ -268,10 +401,21 @@ const char* rdma_event_str(rdma_cm_event_type event) {
 }
 
 /// rdma_create_id(3): RDMA_PS_TCP (and RDMA_PS_IB) give RC cm_ids; other port spaces EINVAL.
+/// Without a channel the id is synchronous: it has a channel of its own and rdma_resolve_addr,
+/// rdma_resolve_route, rdma_connect, rdma_accept and rdma_disconnect return once their event
+/// came (left in id->event), failing with its status.
 int rdma_create_id(rdma_event_channel* channel, rdma_cm_id** id, void* context, rdma_port_space ps) {
-  if (channel == nullptr || id == nullptr) return hcasim::emu::shim::fail(EINVAL);  // no synchronous ids
+  if (id == nullptr) return hcasim::emu::shim::fail(EINVAL);
   if (ps != RDMA_PS_TCP && ps != RDMA_PS_IB) return hcasim::emu::shim::fail(EINVAL);
   auto* c = new CmId;
+  if (channel == nullptr) {
+    c->sync = true;
+    channel = hcasim::emu::shim::new_channel();
+    if (channel == nullptr) {
+      delete c;
+      return -1;
+    }
+  }
   c->id.channel = channel;
   c->id.context = context;
   c->id.ps = ps;
@@ -283,11 +427,18 @@ int rdma_create_id(rdma_event_channel* channel, rdma_cm_id** id, void* context, 
 /// rdma_destroy_id(3): stops listening, closes a request's stream not accepted (the peer
 /// sees the setup fail). The QP must have been destroyed. Returns 0.
 int rdma_destroy_id(rdma_cm_id* id) {
+  if (id == nullptr) return hcasim::emu::shim::fail(EINVAL);
   CmId* c = hcasim::emu::shim::cm_of(id);
   hcasim::emu::shim::stop_listener(c);
+  if (id->qp != nullptr) hcasim::emu::shim::emu_qp(id)->set_link_handler(nullptr);
+  hcasim::emu::shim::drop_events(id);
   if (c->socket) {
     boost::system::error_code ec;
     c->socket->close(ec);
+  }
+  if (c->sync) {
+    if (id->event != nullptr) rdma_ack_cm_event(id->event);
+    hcasim::emu::shim::delete_channel(id->channel, false);
   }
   delete c;
   return 0;
@@ -321,8 +472,7 @@ int rdma_bind_addr(rdma_cm_id* id, sockaddr* addr) {
     return fail(ec.value());
   }
   hcasim::emu::shim::set_addr(id->route.addr.src_storage, c->acceptor->local_endpoint(ec));
-  id->verbs = &device().ctx;
-  id->port_num = 1;
+  hcasim::emu::shim::bind_to_device(id);
   return 0;
 }
 
@@ -355,10 +505,9 @@ int rdma_resolve_addr(rdma_cm_id* id, sockaddr* src_addr, sockaddr* dst_addr, in
     std::memset(&id->route.addr.src_storage, 0, sizeof id->route.addr.src_storage);
     std::memcpy(&id->route.addr.src_storage, src_addr, hcasim::emu::shim::sockaddr_len(src_addr));
   }
-  id->verbs = &device().ctx;
-  id->port_num = 1;
+  hcasim::emu::shim::bind_to_device(id);
   hcasim::emu::shim::post_event(id, RDMA_CM_EVENT_ADDR_RESOLVED, 0);
-  return 0;
+  return hcasim::emu::shim::complete(id);
 }
 
 /// rdma_resolve_route(3): ROUTE_RESOLVED follows at once. -1 with errno EINVAL before
@@ -366,36 +515,78 @@ int rdma_resolve_addr(rdma_cm_id* id, sockaddr* src_addr, sockaddr* dst_addr, in
 int rdma_resolve_route(rdma_cm_id* id, int /*timeout_ms*/) {
   if (id == nullptr || id->verbs == nullptr) return hcasim::emu::shim::fail(EINVAL);
   hcasim::emu::shim::post_event(id, RDMA_CM_EVENT_ROUTE_RESOLVED, 0);
-  return 0;
+  return hcasim::emu::shim::complete(id);
 }
 
 /// rdma_create_qp(3): an RC QP on the id's device (shim::create_qp's limits), in INIT, ready
-/// for receives. -1 with errno EINVAL (unbound id, a QP already, bad attributes) or EOPNOTSUPP.
+/// for receives. Without a PD, the id's (the device's); without a send or receive CQ, one of
+/// cap.max_send_wr / cap.max_recv_wr entries with a completion channel of its own, as
+/// librdmacm makes (cq_context the id; in id->send_cq / recv_cq and their channels, destroyed
+/// by rdma_destroy_qp). The caps given are written back. -1 with errno EINVAL (unbound id, a
+/// QP already, bad attributes) or EOPNOTSUPP.
 int rdma_create_qp(rdma_cm_id* id, ibv_pd* pd, ibv_qp_init_attr* qp_init_attr) {
-  using hcasim::emu::shim::fail;
-  if (id == nullptr || id->verbs == nullptr || id->qp != nullptr || pd == nullptr) return fail(EINVAL);
-  hcasim::emu::shim::QpObj* q = hcasim::emu::shim::create_qp(pd, qp_init_attr);
-  if (q == nullptr) return -1;
+  namespace shim = hcasim::emu::shim;
+  if (id == nullptr || id->verbs == nullptr || id->qp != nullptr || qp_init_attr == nullptr) return shim::fail(EINVAL);
+  if (pd == nullptr) pd = id->pd;
+  if (pd == nullptr) return shim::fail(EINVAL);
+  CmId* c = shim::cm_of(id);
+  ibv_qp_init_attr attr = *qp_init_attr;
+  if (attr.qp_type == 0) attr.qp_type = IBV_QPT_RC;
+  const bool make_send = attr.send_cq == nullptr && id->send_cq == nullptr;
+  const bool make_recv = attr.recv_cq == nullptr && id->recv_cq == nullptr;
+  if (make_send || make_recv) {
+    auto make = [&](uint32_t n, ibv_cq*& cq, ibv_comp_channel*& ch) {
+      ch = ibv_create_comp_channel(id->verbs);
+      if (ch == nullptr) return false;
+      cq = ibv_create_cq(id->verbs, static_cast<int>(std::max<uint32_t>(n, 1)), id, ch, 0);
+      return cq != nullptr;
+    };
+    c->own_cqs = true;
+    if ((make_recv && !make(attr.cap.max_recv_wr, id->recv_cq, id->recv_cq_channel)) ||
+        (make_send && !make(attr.cap.max_send_wr, id->send_cq, id->send_cq_channel))) {
+      const int e = errno;
+      shim::destroy_own_cqs(id);
+      return shim::fail(e != 0 ? e : ENOMEM);
+    }
+  }
+  if (attr.send_cq == nullptr) attr.send_cq = id->send_cq;
+  if (attr.recv_cq == nullptr) attr.recv_cq = id->recv_cq;
+  shim::QpObj* q = shim::create_qp(pd, &attr);
+  if (q == nullptr) {
+    const int e = errno;
+    shim::destroy_own_cqs(id);
+    return shim::fail(e);
+  }
+  qp_init_attr->cap = attr.cap;
   id->qp = &q->qp;
   id->pd = pd;
-  id->send_cq = qp_init_attr->send_cq;
-  id->recv_cq = qp_init_attr->recv_cq;
-  id->send_cq_channel = qp_init_attr->send_cq->channel;
-  id->recv_cq_channel = qp_init_attr->recv_cq->channel;
+  if (!c->own_cqs) {
+    id->send_cq = attr.send_cq;
+    id->recv_cq = attr.recv_cq;
+    id->send_cq_channel = attr.send_cq->channel;
+    id->recv_cq_channel = attr.recv_cq->channel;
+  }
   return 0;
 }
 
-/// rdma_destroy_qp(3).
+/// rdma_destroy_qp(3): the QP, and the CQs rdma_create_qp made for it.
 void rdma_destroy_qp(rdma_cm_id* id) {
   if (id == nullptr || id->qp == nullptr) return;
   hcasim::emu::shim::destroy_qp(hcasim::emu::shim::qp_of(id->qp));
   id->qp = nullptr;
+  if (hcasim::emu::shim::cm_of(id)->own_cqs)
+    hcasim::emu::shim::destroy_own_cqs(id);
+  else
+    id->send_cq = id->recv_cq = nullptr, id->send_cq_channel = id->recv_cq_channel = nullptr;
 }
 
 /// rdma_connect(3) on an id with a QP: the REQ (private data at most 56 bytes, RDMA_PS_TCP)
 /// goes to the resolved address and the answer is awaited here; ESTABLISHED (the REP's private
-/// data; the QP in RTS), REJECTED or UNREACHABLE follows. -1 with errno EINVAL without a
-/// resolved route or a QP, or with too much private data.
+/// data; the QP in RTS), REJECTED (status 8 once nobody listened for kRefusedGraceMs) or
+/// UNREACHABLE follows. conn_param's rnr_retry_count is the QP's (retry_count is not: the
+/// emulated QP's comes from $HCASIM_FAULT's qp.retry_cnt). -1 with errno EINVAL without a
+/// resolved route or a QP, or with too much private data; a synchronous id fails with the
+/// event's error (ECONNREFUSED for REJECTED).
 int rdma_connect(rdma_cm_id* id, rdma_conn_param* conn_param) {
   namespace shim = hcasim::emu::shim;
   namespace emu = hcasim::emu;
@@ -412,14 +603,21 @@ int rdma_connect(rdma_cm_id* id, rdma_conn_param* conn_param) {
   const std::string peer = fmt::format("{}:{}", dst.address().to_string(), dst.port());
   tcp::socket s(device().hca->io());
   boost::system::error_code ec;
-  s.connect(dst, ec);
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::milliseconds(shim::kRefusedGraceMs);
+  for (;;) {
+    s.connect(dst, ec);
+    if (ec != boost::asio::error::connection_refused || std::chrono::steady_clock::now() >= give_up) break;
+    boost::system::error_code ignored;
+    s.close(ignored);
+    std::this_thread::sleep_for(std::chrono::milliseconds(shim::kRefusedRetryMs));
+  }
   if (ec == boost::asio::error::connection_refused) {
     shim::post_event(id, RDMA_CM_EVENT_REJECTED, shim::kRejInvalidServiceId);
-    return 0;
+    return shim::complete(id);
   }
   if (ec) {
     shim::post_event(id, RDMA_CM_EVENT_UNREACHABLE, -ec.value());
-    return 0;
+    return shim::complete(id);
   }
   s.set_option(tcp::no_delay(true), ec);
   shim::set_addr(id->route.addr.src_storage, s.local_endpoint(ec));
@@ -430,13 +628,14 @@ int rdma_connect(rdma_cm_id* id, rdma_conn_param* conn_param) {
         qp->socket(), std::chrono::steady_clock::now() + std::chrono::milliseconds(emu::kCmTimeoutMs), peer);
     if (rep.op == emu::Op::CmRej) {
       shim::post_event(id, RDMA_CM_EVENT_REJECTED, shim::kRejConsumerDefined, rep.payload);
-      return 0;
+      return shim::complete(id);
     }
     if (rep.op != emu::Op::CmRep) {
       shim::post_event(id, RDMA_CM_EVENT_CONNECT_ERROR, -EPROTO);
-      return 0;
+      return shim::complete(id);
     }
     emu::write_frame(qp->socket(), emu::Packet{.op = emu::Op::CmRtu, .dest_qpn = rep.local_qpn}, peer);
+    if (conn_param != nullptr) qp->set_rnr_retry(std::min<uint8_t>(conn_param->rnr_retry_count, 7));
     qp->to_rts(rep.local_qpn);
     id->qp->state = IBV_QPS_RTS;
     shim::watch_link(id, *qp);
@@ -447,7 +646,7 @@ int rdma_connect(rdma_cm_id* id, rdma_conn_param* conn_param) {
     // No REP in time, or the stream closed: the IB CM's unanswered REQ.
     shim::post_event(id, RDMA_CM_EVENT_UNREACHABLE, -ETIMEDOUT);
   }
-  return 0;
+  return shim::complete(id);
 }
 
 /// rdma_accept(3) on a CONNECT_REQUEST's id with a QP: the REP (private data at most 196
@@ -477,17 +676,20 @@ int rdma_accept(rdma_cm_id* id, rdma_conn_param* conn_param) {
         qp->socket(), std::chrono::steady_clock::now() + std::chrono::milliseconds(emu::kCmTimeoutMs), peer);
     if (rtu.op != emu::Op::CmRtu) {
       shim::post_event(id, RDMA_CM_EVENT_CONNECT_ERROR, -EPROTO);
-      return 0;
+      return shim::complete(id);
     }
   } catch (const hcasim::sdp::DeviceError&) {
     shim::post_event(id, RDMA_CM_EVENT_CONNECT_ERROR, -ETIMEDOUT);
-    return 0;
+    return shim::complete(id);
   }
+  if (conn_param != nullptr) qp->set_rnr_retry(std::min<uint8_t>(conn_param->rnr_retry_count, 7));
   qp->to_rts(c->remote_qpn);
   id->qp->state = IBV_QPS_RTS;
   shim::watch_link(id, *qp);
-  shim::post_event(id, RDMA_CM_EVENT_ESTABLISHED, 0);
-  return 0;
+  const uint8_t depth = conn_param != nullptr ? conn_param->initiator_depth : 0;
+  const uint8_t res = conn_param != nullptr ? conn_param->responder_resources : 0;
+  shim::post_event(id, RDMA_CM_EVENT_ESTABLISHED, 0, {}, nullptr, depth, res);
+  return shim::complete(id);
 }
 
 /// rdma_reject(3): the REJ (private data, at most 148 bytes) goes to the requester, whose
@@ -510,12 +712,21 @@ int rdma_reject(rdma_cm_id* id, const void* private_data, uint8_t private_data_l
 }
 
 /// rdma_disconnect(3): the QP goes to ERROR (its WRs flush) and the peer gets the DREQ (its
-/// DISCONNECTED). Returns 0; -1 with errno EINVAL for an id without a QP.
+/// DISCONNECTED); this id's DISCONNECTED follows too (at once: the emulated DREP), unless the
+/// peer's came first. Returns 0 (a synchronous id: once its DISCONNECTED came); -1 with errno
+/// EINVAL for an id never connected or disconnected by this call before.
 int rdma_disconnect(rdma_cm_id* id) {
-  if (id == nullptr || id->qp == nullptr) return hcasim::emu::shim::fail(EINVAL);
-  hcasim::emu::shim::emu_qp(id)->disconnect();
-  id->qp->state = IBV_QPS_ERR;
-  return 0;
+  namespace shim = hcasim::emu::shim;
+  if (id == nullptr) return shim::fail(EINVAL);
+  CmId* c = shim::cm_of(id);
+  if (!c->connected.load() || c->disconnect_called) return shim::fail(EINVAL);
+  c->disconnect_called = true;
+  if (id->qp != nullptr) {
+    shim::emu_qp(id)->disconnect();
+    id->qp->state = IBV_QPS_ERR;
+  }
+  shim::post_disconnected(id);
+  return shim::complete(id);
 }
 
 /// rdma_get_src_port(3): the local port, network byte order (0 before binding or connecting).
@@ -523,3 +734,86 @@ __be16 rdma_get_src_port(rdma_cm_id* id) { return id->route.addr.src_sin.sin_por
 
 /// rdma_get_dst_port(3): the peer's port, network byte order.
 __be16 rdma_get_dst_port(rdma_cm_id* id) { return id->route.addr.dst_sin.sin_port; }
+
+/// rdma_get_request(3) on a synchronous listening id (rdma_create_ep(3) with RAI_PASSIVE):
+/// waits for the next CONNECT_REQUEST and returns its new id (synchronous, the request in
+/// (*id)->event), with a QP of the listener's rdma_create_ep qp_init_attr when it had one.
+/// -1 with errno EINVAL (an asynchronous id, another event), ECONNREFUSED, or the QP's.
+int rdma_get_request(rdma_cm_id* listen, rdma_cm_id** id) {
+  namespace shim = hcasim::emu::shim;
+  if (listen == nullptr || id == nullptr) return shim::fail(EINVAL);
+  CmId* l = shim::cm_of(listen);
+  if (!l->sync) return shim::fail(EINVAL);
+  if (listen->event != nullptr) {
+    rdma_ack_cm_event(listen->event);
+    listen->event = nullptr;
+  }
+  rdma_cm_event* event = nullptr;
+  if (rdma_get_cm_event(listen->channel, &event) != 0) return -1;
+  int err = 0;
+  if (event->event == RDMA_CM_EVENT_REJECTED)
+    err = ECONNREFUSED;
+  else if (event->status != 0)
+    err = event->status < 0 ? -event->status : event->status;
+  else if (event->event != RDMA_CM_EVENT_CONNECT_REQUEST)
+    err = EINVAL;
+  if (err == 0 && l->ep_qp_init) {
+    ibv_qp_init_attr attr = *l->ep_qp_init;
+    if (rdma_create_qp(event->id, listen->pd, &attr) != 0) err = errno;
+  }
+  if (err != 0) {
+    listen->event = event;
+    return shim::fail(err);
+  }
+  *id = event->id;
+  (*id)->event = event;
+  return 0;
+}
+
+/// rdma_create_ep(3): a synchronous id for `res` (rdma_getaddrinfo(3)). RAI_PASSIVE: bound to
+/// res->ai_src_addr, ready for rdma_listen, its requests given a QP of `qp_init_attr` by
+/// rdma_get_request; else the destination's address and route resolved and, with
+/// `qp_init_attr`, its QP created (on `pd`, or the device's PD; CQs of its own when none are
+/// given). -1 with errno from the step that failed (the id is then destroyed).
+int rdma_create_ep(rdma_cm_id** id, rdma_addrinfo* res, ibv_pd* pd, ibv_qp_init_attr* qp_init_attr) {
+  namespace shim = hcasim::emu::shim;
+  if (id == nullptr || res == nullptr) return shim::fail(EINVAL);
+  rdma_cm_id* cm = nullptr;
+  const auto ps = res->ai_port_space != 0 ? static_cast<rdma_port_space>(res->ai_port_space) : RDMA_PS_TCP;
+  if (rdma_create_id(nullptr, &cm, nullptr, ps) != 0) return -1;
+  const ibv_qp_type type = res->ai_qp_type != 0 ? static_cast<ibv_qp_type>(res->ai_qp_type) : IBV_QPT_RC;
+  int ret = 0;
+  if ((res->ai_flags & RAI_PASSIVE) != 0) {
+    ret = res->ai_src_addr != nullptr ? rdma_bind_addr(cm, res->ai_src_addr) : shim::fail(EINVAL);
+    if (ret == 0) {
+      if (pd != nullptr) cm->pd = pd;
+      if (qp_init_attr != nullptr) {
+        CmId* c = shim::cm_of(cm);
+        c->ep_qp_init = *qp_init_attr;
+        c->ep_qp_init->qp_type = type;
+      }
+    }
+  } else {
+    ret = res->ai_dst_addr != nullptr ? rdma_resolve_addr(cm, res->ai_src_addr, res->ai_dst_addr, 2000)
+                                      : shim::fail(EINVAL);
+    if (ret == 0) ret = rdma_resolve_route(cm, 2000);
+    if (ret == 0 && qp_init_attr != nullptr) {
+      qp_init_attr->qp_type = type;
+      ret = rdma_create_qp(cm, pd, qp_init_attr);
+    }
+  }
+  if (ret != 0) {
+    const int e = errno;
+    rdma_destroy_ep(cm);
+    return shim::fail(e);
+  }
+  *id = cm;
+  return 0;
+}
+
+/// rdma_destroy_ep(3): the id's QP (and the CQs made for it), then the id.
+void rdma_destroy_ep(rdma_cm_id* id) {
+  if (id == nullptr) return;
+  if (id->qp != nullptr) rdma_destroy_qp(id);
+  rdma_destroy_id(id);
+}
