@@ -20,27 +20,11 @@
 #include <thread>
 #include <vector>
 
+#include "tests/subnet_env.h"
+
 namespace {
 
-/// A fresh emulated subnet per test process: this process's port is alone on it, LID 1.
-class Env : public ::testing::Environment {
- public:
-  void SetUp() override {
-    char tmpl[] = "/tmp/hcasim-qp-test-XXXXXX";
-    ASSERT_NE(::mkdtemp(tmpl), nullptr);
-    dir_ = tmpl;
-    ::setenv("HCASIM_SUBNET", dir_.c_str(), 1);
-  }
-  void TearDown() override {
-    const std::string cmd = "rm -rf '" + dir_ + "'";
-    if (std::system(cmd.c_str()) != 0) {
-    }
-  }
-
- private:
-  std::string dir_;
-};
-const auto* const kEnv = ::testing::AddGlobalTestEnvironment(new Env);
+const auto* const kEnv = ::testing::AddGlobalTestEnvironment(new hcasim::testing::SubnetEnv("hcasim-qp-test"));
 constexpr uint16_t kLid = 1;
 
 ibv_context* context() {

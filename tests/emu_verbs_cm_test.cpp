@@ -17,27 +17,11 @@
 #include <string>
 #include <thread>
 
+#include "tests/subnet_env.h"
+
 namespace {
 
-/// A fresh emulated subnet per test process (the QPs' device claims a port on it).
-class Env : public ::testing::Environment {
- public:
-  void SetUp() override {
-    char tmpl[] = "/tmp/hcasim-cm-test-XXXXXX";
-    ASSERT_NE(::mkdtemp(tmpl), nullptr);
-    dir_ = tmpl;
-    ::setenv("HCASIM_SUBNET", dir_.c_str(), 1);
-  }
-  void TearDown() override {
-    const std::string cmd = "rm -rf '" + dir_ + "'";
-    if (std::system(cmd.c_str()) != 0) {
-    }
-  }
-
- private:
-  std::string dir_;
-};
-const auto* const g_env = ::testing::AddGlobalTestEnvironment(new Env);
+const auto* const g_env = ::testing::AddGlobalTestEnvironment(new hcasim::testing::SubnetEnv("hcasim-cm-test"));
 
 std::string text(const sockaddr* sa) {
   char buf[INET6_ADDRSTRLEN] = {};
