@@ -37,12 +37,6 @@ using hca::psn_before;
 /// How long a frame drawn "reordered" waits for a next frame to overtake it before it goes out
 /// anyway (well under the smallest useful local ACK timeout, 4.096 us x 2^4 = 65.5 us).
 constexpr auto kReorderHold = std::chrono::microseconds(20);
-/// How long a destroyed QP that was connected out of band still acknowledges what arrives
-/// (Qp::close). A real HCA takes microseconds from the wire to the ACK; the emulator's TCP
-/// stream and I/O thread take up to milliseconds, so a peer's last SEND can arrive after the
-/// program, done with its count, destroyed the QP, and would end in RETRY_EXC_ERR
-/// (ibv_srq_pingpong posts past its count on 16 QPs: 2 failures in 15 runs before).
-constexpr auto kOobLinger = std::chrono::milliseconds(100);
 Frame frame(const Packet& p) { return std::make_shared<const std::vector<uint8_t>>(encode(p)); }
 
 std::string endpoint_text(const tcp::socket& s) {
@@ -271,7 +265,6 @@ Qp::Qp(Hca& hca, uint32_t qpn, const sdp::QpCaps& caps, std::shared_ptr<CompQueu
       rnr_timer_(hca.io()),
       ack_timer_(hca.io()),
       reorder_timer_(hca.io()),
-      linger_timer_(hca.io()),
       rnr_(retry.rnr_retry),
       retry_(retry),
       retries_(retry.retry_cnt),
@@ -568,8 +561,7 @@ void Qp::to_rts(const RtsAttr& a) {
 void Qp::wait_written(std::chrono::steady_clock::time_point deadline) {
   std::unique_lock g(m_);
   // A closed QP still writes what it had queued (close), so closed_ alone does not end the wait.
-  cv_.wait_until(g, deadline,
-                 [&] { return peer_gone_ || !socket_.is_open() || (wq_.empty() && !writing_ && !lingering_); });
+  cv_.wait_until(g, deadline, [&] { return peer_gone_ || !socket_.is_open() || (wq_.empty() && !writing_); });
 }
 
 void Hca::quiesce(int ms) {
@@ -664,19 +656,6 @@ void Qp::close() {
     if (self->writing_ || !self->wq_.empty()) {
       self->shutdown_after_write_ = true;
       self->close_after_write_ = true;
-      return;
-    }
-    // Out of band (no DREQ will tell the peer): the QP lingers, acknowledging (kOobLinger).
-    if (self->oob_ && self->linked_ && !self->peer_gone_ && self->socket_.is_open()) {
-      self->lingering_ = true;
-      self->linger_timer_.expires_after(kOobLinger);
-      self->linger_timer_.async_wait([self](boost::system::error_code) {
-        std::lock_guard g2(self->m_);
-        boost::system::error_code ec2;
-        self->lingering_ = false;
-        self->socket_.close(ec2);
-        self->cv_.notify_all();
-      });
       return;
     }
     self->socket_.close(ec);
@@ -1212,17 +1191,7 @@ void Qp::read_body(uint32_t n) {
 }
 
 void Qp::on_packet(const Packet& p) {
-  if (closed_) {
-    // A lingering QP (close) acknowledges a SEND or RDMA WRITE as if it had taken it before
-    // it was destroyed; nothing is written and no CQE made (its program is done with both).
-    if (lingering_ && !uc_ && (p.op == Op::SendOnly || p.op == Op::SendOnlyWithImm || p.op == Op::RdmaWriteOnly ||
-                               p.op == Op::RdmaWriteOnlyWithImm)) {
-      const hca::RcResponder::Verdict v = responder_.on_request(p.psn);
-      if (v == hca::RcResponder::Verdict::Execute) responder_.executed();
-      if (v != hca::RcResponder::Verdict::NakSequence) ack(responder_.last_executed(), aeth::kAck);
-    }
-    return;
-  }
+  if (closed_) return;
   switch (p.op) {
     case Op::SendOnly:
     case Op::SendOnlyWithImm:

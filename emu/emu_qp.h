@@ -418,8 +418,6 @@ class Qp final : public sdp::Verbs, public std::enable_shared_from_this<Qp> {
   boost::asio::steady_timer rnr_timer_;
   boost::asio::steady_timer ack_timer_;      // local ACK timeout (I/O thread)
   boost::asio::steady_timer reorder_timer_;  // releases a held-back frame (I/O thread)
-  boost::asio::steady_timer linger_timer_;   // ends a destroyed out-of-band QP's linger (close)
-  bool lingering_ = false;  // destroyed, out of band: still acknowledges requests (close)
   std::mutex m_;
   std::condition_variable cv_;  // completion events, drain, close
   State state_ = State::Reset;
