@@ -561,6 +561,16 @@ void Qp::ack(uint32_t psn, uint8_t syndrome) {
 
 void Qp::link_down(const std::string& why, bool orderly) {
   if (closed_) return;
+  // A QP connected out of band (ibv_modify_qp to RTR, no CM) whose peer QP went away (its
+  // process destroyed it or exited) with nothing of ours on the wire: a real HCA learns nothing
+  // of it, and the QP stays as it is, its receives posted (ibv_rc_pingpong's server, done but for
+  // polling its last completions, would poll flushed receives). A WR posted later fails on the
+  // closed stream with RETRY_EXC_ERR, as one sent to a QP that no longer answers.
+  if (!orderly && dlid_ != 0 && !on_link_ && unacked_.empty() && sq_.empty()) {
+    boost::system::error_code ec;
+    socket_.close(ec);
+    return;
+  }
   to_error(why, orderly ? std::nullopt : std::optional<WcStatus>(WcStatus::RetryExcErr));
   boost::system::error_code ec;
   socket_.close(ec);
