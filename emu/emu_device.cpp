@@ -1,6 +1,10 @@
 #include "emu/emu_device.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <array>
@@ -89,8 +93,15 @@ Hca::~Hca() {
     for (auto& w : qps_)
       if (auto q = w.lock()) q->close();
   }
+  // The subnet port's acceptor and datagram socket wait for ever: closed, so that run() returns.
+  asio::post(io_, [this] {
+    boost::system::error_code ec;
+    if (acceptor_) acceptor_->close(ec);
+    if (udp_) udp_->close(ec);
+  });
   guard_.reset();
   thread_.join();
+  if (send_fd_ >= 0) ::close(send_fd_);
 }
 
 uint32_t Hca::reg_mr(sdp::Addr addr, uint64_t len, unsigned access) {
@@ -143,17 +154,69 @@ std::shared_ptr<Qp> Hca::find_qp(uint32_t qpn) {
 uint16_t Hca::lid() {
   std::lock_guard g(port_lock_);
   if (port_) return port_->lid();
-  auto a = std::make_unique<tcp::acceptor>(io_);
+  // The stream acceptor and the datagram socket on one port number (TCP and UDP): a few
+  // tries, for a port number whose UDP side is taken.
   boost::system::error_code ec;
-  const tcp::endpoint ep(asio::ip::address_v4::loopback(), 0);
-  a->open(ep.protocol(), ec);
-  if (!ec) a->bind(ep, ec);
-  if (!ec) a->listen(64, ec);
-  if (ec) throw sdp::DeviceError(fmt::format("emulated port: cannot listen on 127.0.0.1: {}", ec.message()));
-  port_ = std::make_unique<SubnetPort>(a->local_endpoint().port());
-  acceptor_ = std::move(a);
-  asio::post(io_, [this] { accept_next(); });
+  for (int attempt = 0; attempt < 8 && !acceptor_; ++attempt) {
+    auto a = std::make_unique<tcp::acceptor>(io_);
+    const tcp::endpoint ep(asio::ip::address_v4::loopback(), 0);
+    a->open(ep.protocol(), ec);
+    if (!ec) a->bind(ep, ec);
+    if (!ec) a->listen(64, ec);
+    if (ec) throw sdp::DeviceError(fmt::format("emulated port: cannot listen on 127.0.0.1: {}", ec.message()));
+    auto u = std::make_unique<asio::ip::udp::socket>(io_);
+    u->open(asio::ip::udp::v4(), ec);
+    if (!ec) u->bind(asio::ip::udp::endpoint(asio::ip::address_v4::loopback(), a->local_endpoint().port()), ec);
+    if (ec) continue;
+    // A deep socket buffer: datagrams wait there while the I/O thread is not running (a UD
+    // datagram is lost only when no receive WR is posted, as on a real HCA, not here).
+    const int bytes = 8 << 20;
+    if (::setsockopt(u->native_handle(), SOL_SOCKET, SO_RCVBUFFORCE, &bytes, sizeof bytes) != 0)
+      ::setsockopt(u->native_handle(), SOL_SOCKET, SO_RCVBUF, &bytes, sizeof bytes);
+    acceptor_ = std::move(a);
+    udp_ = std::move(u);
+  }
+  if (!acceptor_) throw sdp::DeviceError(fmt::format("emulated port: no UDP port on 127.0.0.1: {}", ec.message()));
+  send_fd_ = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  port_ = std::make_unique<SubnetPort>(acceptor_->local_endpoint().port());
+  dgram_.resize(kLengthSize + kHeaderSize + 16 + kMaxUdPayload + kIcrcSize);
+  asio::post(io_, [this] {
+    accept_next();
+    receive_datagram();
+  });
   return port_->lid();
+}
+
+bool Hca::send_datagram(uint16_t dlid, const std::vector<uint8_t>& frame) {
+  const std::optional<uint16_t> port = find_port(dlid);
+  if (!port) return false;
+  sockaddr_in to{};
+  to.sin_family = AF_INET;
+  to.sin_port = htons(*port);
+  to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  std::lock_guard g(send_lock_);
+  return ::sendto(send_fd_, frame.data(), frame.size(), 0, reinterpret_cast<const sockaddr*>(&to), sizeof to) ==
+         static_cast<ssize_t>(frame.size());
+}
+
+void Hca::receive_datagram() {
+  udp_->async_receive(asio::buffer(dgram_), [this](boost::system::error_code ec, size_t n) {
+    if (ec == asio::error::operation_aborted) return;
+    if (!ec && n >= kLengthSize) {
+      try {
+        const uint32_t len = decode_length(std::span<const uint8_t, kLengthSize>(dgram_.data(), kLengthSize));
+        const std::span<const uint8_t> body(dgram_.data() + kLengthSize, n - kLengthSize);
+        if (len == body.size() && icrc_ok(body)) {
+          const Packet p = decode(body);
+          if (p.op == Op::UdSendOnly || p.op == Op::UdSendOnlyWithImm)
+            if (auto qp = find_qp(p.dest_qpn)) qp->on_datagram(p);
+        }
+      } catch (const WireError&) {
+        // A malformed datagram is dropped, as a bad packet is.
+      }
+    }
+    receive_datagram();
+  });
 }
 
 void Hca::accept_next() {
@@ -230,6 +293,45 @@ std::optional<sdp::RecvWr> Srq::take() {
 void Qp::set_srq(std::shared_ptr<Srq> srq) {
   std::lock_guard g(m_);
   srq_ = std::move(srq);
+}
+
+void Qp::set_datagram(uint32_t qkey) {
+  std::lock_guard g(m_);
+  ud_ = true;
+  qkey_ = qkey;
+}
+
+void Qp::set_qkey(uint32_t qkey) {
+  std::lock_guard g(m_);
+  qkey_ = qkey;
+}
+
+void Qp::to_rtr_datagram() {
+  hca_.lid();  // the port's datagram path is up before anything is sent to it
+  std::lock_guard g(m_);
+  hca::check_transition(qpn_, state_, State::Rtr);
+  state_ = State::Rtr;
+}
+
+void Qp::on_datagram(const Packet& p) {
+  std::lock_guard g(m_);
+  if (closed_ || !ud_ || (state_ != State::Rtr && state_ != State::Rts) || p.qkey != qkey_) return;
+  const std::optional<sdp::RecvWr> r = take_recv();
+  if (!r) return;  // no receive: dropped (IBA 9.8.3)
+  std::vector<uint8_t> data(40 + p.payload.size(), 0);  // the GRH's room (IBA 11.4.1.2), zero
+  if (!p.payload.empty()) std::memcpy(data.data() + 40, p.payload.data(), p.payload.size());
+  Cqe c;
+  c.src_qp = p.local_qpn;
+  c.slid = p.slid;
+  c.with_imm = p.op == Op::UdSendOnlyWithImm;
+  c.imm = p.imm;
+  if (!scatter(r->sg, r->num_sge, data)) {
+    c.wc = {r->wr_id, WcStatus::LocLenErr, WcOpcode::Recv, 0, qpn_};
+    push_cqe(c);
+    return;
+  }
+  c.wc = {r->wr_id, WcStatus::Success, WcOpcode::Recv, static_cast<uint32_t>(data.size()), qpn_};
+  push_cqe(c);
 }
 
 void Qp::set_unreliable() {
@@ -369,6 +471,7 @@ void Qp::to_rtr(const RtrAttr& a) {
   {
     std::lock_guard g(m_);
     hca::check_transition(qpn_, state_, State::Rtr);
+    oob_ = true;
     remote_qpn_ = a.dest_qpn & hca::kPsnMask;
     dlid_ = a.dlid;
     responder_.reset(a.rq_psn);
@@ -453,6 +556,27 @@ void Qp::to_rts(const RtsAttr& a) {
       std::lock_guard g2(self->m_);
       self->pump();
     });
+}
+
+void Qp::wait_written(std::chrono::steady_clock::time_point deadline) {
+  std::unique_lock g(m_);
+  cv_.wait_until(g, deadline, [&] { return closed_ || peer_gone_ || !socket_.is_open() || (wq_.empty() && !writing_); });
+}
+
+void Hca::quiesce(int ms) {
+  std::vector<std::shared_ptr<Qp>> all;
+  {
+    std::lock_guard g(qps_lock_);
+    for (auto& w : qps_)
+      if (auto q = w.lock()) all.push_back(std::move(q));
+  }
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
+  for (auto& q : all) q->wait_written(deadline);
+}
+
+void Hca::release_port() {
+  std::lock_guard g(port_lock_);
+  port_.reset();
 }
 
 uint32_t Qp::remote_qpn() {
@@ -560,15 +684,16 @@ void Qp::ack(uint32_t psn, uint8_t syndrome) {
 }
 
 void Qp::link_down(const std::string& why, bool orderly) {
-  if (closed_) return;
-  // A QP connected out of band (ibv_modify_qp to RTR, no CM) whose peer QP went away (its
-  // process destroyed it or exited) with nothing of ours on the wire: a real HCA learns nothing
-  // of it, and the QP stays as it is, its receives posted (ibv_rc_pingpong's server, done but for
-  // polling its last completions, would poll flushed receives). A WR posted later fails on the
-  // closed stream with RETRY_EXC_ERR, as one sent to a QP that no longer answers.
-  if (!orderly && dlid_ != 0 && !on_link_ && unacked_.empty() && sq_.empty()) {
+  if (closed_ || peer_gone_) return;
+  if (oob_ && !orderly) {
+    // A peer QP connected out of band that goes away (its process exits) says nothing on a
+    // real fabric: requests on the wire time out (RETRY_EXC_ERR, the rest flush); with none,
+    // the QP stays as it is, its receives posted, until its next request fails the same way.
+    peer_gone_ = true;
     boost::system::error_code ec;
     socket_.close(ec);
+    if (!unacked_.empty()) to_error(why, WcStatus::RetryExcErr);
+    if (on_link_) on_link_(orderly, why);
     return;
   }
   to_error(why, orderly ? std::nullopt : std::optional<WcStatus>(WcStatus::RetryExcErr));
@@ -667,6 +792,35 @@ void Qp::post_send_ext(const sdp::SendWr& wr, const WrExt& x) {
   if (c.post == hca::Post::Flush) {
     ++sq_outstanding_;  // push_cqe counts it back
     push_cqe(hca::send_wc(wr, WcStatus::WrFlushErr, qpn_));
+    return;
+  }
+  if (ud_) {  // one datagram, sent now; done once sent (lost when no port has the LID)
+    ++sq_outstanding_;
+    std::vector<uint8_t> payload;
+    if (wr.opcode != WrOpcode::Send) {
+      complete_send(wr, WcStatus::LocProtErr, x);  // UD: SEND only (the shim refuses others)
+      return;
+    }
+    if (!gather(wr, payload)) {
+      complete_send(wr, WcStatus::LocProtErr, x);
+      return;
+    }
+    if (payload.size() > kMaxUdPayload) {
+      complete_send(wr, WcStatus::LocLenErr, x);
+      return;
+    }
+    Packet p{.op = x.kind == WrExt::Kind::SendImm ? Op::UdSendOnlyWithImm : Op::UdSendOnly,
+             .dest_qpn = x.ud_qpn,
+             .psn = next_psn_,
+             .local_qpn = qpn_,
+             .imm = x.imm,
+             .qkey = (x.ud_qkey & 0x80000000u) != 0 ? qkey_ : x.ud_qkey,
+             .slid = hca_.lid(),
+             .payload = std::move(payload)};
+    next_psn_ = hca::psn_add(next_psn_, 1);
+    ++stats_.packets;
+    hca_.send_datagram(x.ud_dlid, encode(p));
+    complete_send(wr, WcStatus::Success, x);
     return;
   }
   sq_.push_back({wr, x});
@@ -791,6 +945,13 @@ bool Qp::scatter(const std::array<sdp::Sge, sdp::kMaxSge>& sg, uint8_t n, const 
 }
 
 void Qp::pump() {
+  if (peer_gone_ && state_ == State::Rts && !sq_.empty()) {  // the peer went away (link_down)
+    const SqWr w = sq_.front();
+    sq_.pop_front();
+    complete_send(w.wr, WcStatus::RetryExcErr, w.x);
+    to_error("transport retry counter exceeded: the peer QP is gone", std::nullopt);
+    return;
+  }
   while (state_ == State::Rts && linked_ && !sq_.empty()) {
     const sdp::SendWr wr = sq_.front().wr;
     const WrExt x = sq_.front().x;
@@ -956,6 +1117,7 @@ void Qp::send_frame(Frame f) {
 void Qp::start_write() {
   if (wq_.empty()) {
     writing_ = false;
+    cv_.notify_all();  // wait_written
     if (shutdown_after_write_) {
       boost::system::error_code ec;
       socket_.shutdown(tcp::socket::shutdown_send, ec);

@@ -66,6 +66,7 @@ struct Cqe {
   sdp::Wc wc{};
   Kind kind = Kind::Plain;
   uint32_t src_qp = 0;    ///< the peer QP (receive completions)
+  uint16_t slid = 0;      ///< UD receives: the sender port's LID
   bool with_imm = false;  ///< IBV_WC_WITH_IMM: imm is the sender's imm_data
   uint32_t imm = 0;
 };
@@ -79,6 +80,9 @@ struct WrExt {
   uint32_t imm = 0;          ///< wr.imm_data, passed through as given
   uint64_t compare_add = 0;  ///< CmpSwap: the compare value; FetchAdd: the addend
   uint64_t swap = 0;         ///< CmpSwap: the swap value
+  uint16_t ud_dlid = 0;      ///< UD: the address handle's port LID
+  uint32_t ud_qpn = 0;       ///< UD: wr.ud.remote_qpn
+  uint32_t ud_qkey = 0;      ///< UD: wr.ud.remote_qkey (high bit set: the QP's own Q_Key)
   bool atomic() const { return kind == Kind::CmpSwap || kind == Kind::FetchAdd; }
 };
 
@@ -188,8 +192,17 @@ class Hca {
   /// claims it and starts accepting QP streams on a 127.0.0.1 TCP port; throws
   /// sdp::DeviceError when the subnet directory cannot be used.
   uint16_t lid();
+  /// Waits at most `ms` until every QP's queued frames were written (Qp::wait_written).
+  void quiesce(int ms);
+  /// Gives the port's LID back to the subnet (its claim file removed; emu/subnet.h), at exit:
+  /// the next process may take it without the stale-owner check.
+  void release_port();
   /// The port GUID (guid_of_lid(lid())).
   uint64_t guid() { return guid_of_lid(lid()); }
+  /// Sends one UD datagram (an encoded frame) to the port with `dlid`: a UDP datagram to
+  /// 127.0.0.1 at that port's published port number (its datagram path, bound with lid()).
+  /// False when no port has that LID or the send failed (UD: the datagram is lost).
+  bool send_datagram(uint16_t dlid, const std::vector<uint8_t>& frame);
   /// The I/O context of the adapter's thread (sockets of QPs and CM streams live on it).
   boost::asio::io_context& io() { return io_; }
 
@@ -209,7 +222,12 @@ class Hca {
   std::mutex port_lock_;
   std::unique_ptr<boost::asio::ip::tcp::acceptor> acceptor_;
   std::unique_ptr<SubnetPort> port_;
+  std::unique_ptr<boost::asio::ip::udp::socket> udp_;  // the datagram path (I/O thread)
+  std::vector<uint8_t> dgram_;
+  std::mutex send_lock_;
+  int send_fd_ = -1;                                    // the sending side, under send_lock_
   void accept_next();
+  void receive_datagram();
   /// The QP with `qpn`, or null.
   std::shared_ptr<Qp> find_qp(uint32_t qpn);
 };
@@ -289,8 +307,23 @@ class Qp final : public sdp::Verbs, public std::enable_shared_from_this<Qp> {
   void take_stream(boost::asio::ip::tcp::socket s, uint32_t from_qpn);
   /// The peer QP's number (0 before RTR).
   uint32_t remote_qpn();
+  /// Waits until every frame queued for the wire was written (or `deadline`): ACKs and
+  /// responses already generated leave before the process exits, as a real HCA's would.
+  void wait_written(std::chrono::steady_clock::time_point deadline);
   /// Receives come from `srq` (ibv_qp_init_attr.srq), not from post_recv. In RESET only.
   void set_srq(std::shared_ptr<Srq> srq);
+  /// Unreliable Datagram (IBV_QPT_UD, IBA 9.8.3) with Q_Key `qkey`: no stream and no peer; a
+  /// SEND goes to the address of its WrExt (ud_dlid, ud_qpn, ud_qkey) through the port's
+  /// datagram path and completes once sent; a receive gets 40 bytes of GRH room (zero) then the
+  /// payload, src_qp and slid. In RESET only.
+  void set_datagram(uint32_t qkey);
+  /// The Q_Key (ibv_modify_qp's IBV_QP_QKEY).
+  void set_qkey(uint32_t qkey);
+  /// INIT -> RTR of a UD QP.
+  void to_rtr_datagram();
+  /// A datagram for this QP (Hca's datagram path, on the I/O thread): dropped unless the QP is
+  /// at RTR or later, the Q_Key matches and a receive waits (IBA 9.8.3).
+  void on_datagram(const Packet& p);
   /// Unreliable Connected (IBV_QPT_UC, IBA 9.8.2): no ACKs, a send completes once transmitted,
   /// a SEND without a receive or out of PSN order is dropped, no RDMA READ. In RESET only.
   void set_unreliable();
@@ -425,8 +458,12 @@ class Qp final : public sdp::Verbs, public std::enable_shared_from_this<Qp> {
   bool own_cq_ = false;                 // Hca::create_qp(caps): the CQ is this QP's alone
   std::shared_ptr<Srq> srq_;            // receives from it when set
   bool uc_ = false;                     // Unreliable Connected
+  bool ud_ = false;                     // Unreliable Datagram
+  uint32_t qkey_ = 0;
   // out-of-band connection (to_rtr)
   bool linked_ = false;                 // the stream is read (CM: from to_rts; else from RTR)
+  bool oob_ = false;                    // connected by to_rtr (no CM): a vanished peer says nothing
+  bool peer_gone_ = false;              // oob_: the stream ended; the next request fails
   uint16_t dlid_ = 0;
   std::optional<boost::asio::ip::tcp::socket> pending_;  // accepted before RTR
   uint32_t pending_from_ = 0;

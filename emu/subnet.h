@@ -5,7 +5,8 @@
 /// The subnet is a directory, `$HCASIM_SUBNET`, default `/tmp/hcasim-subnet-$UID` (created
 /// 0700 when absent). Each port claims a LID in it: the file `lid-XXXX` (four lower-case hex
 /// digits, LID 0x0001-0xBFFF, the IBA's unicast range) holding one line "PID TCP_PORT": the
-/// owning process and the 127.0.0.1 TCP port its port's QP streams are accepted on. A claim
+/// owning process and the 127.0.0.1 port number its port's QP streams are accepted on (TCP)
+/// and its UD datagrams received on (UDP, the same number; emu::Hca::lid). A claim
 /// is atomic: the line is written to a private temporary file which is then link(2)ed to
 /// `lid-XXXX` (EEXIST: taken). A file whose PID no longer runs (kill(PID, 0) fails with
 /// ESRCH) is stale: the claimer removes it and tries that LID again. LIDs are tried from 1 up,

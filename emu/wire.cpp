@@ -10,7 +10,7 @@ namespace hcasim::emu {
 namespace be = sdp::be;
 
 namespace {
-constexpr size_t kReth = 16, kAeth = 4, kCm = 6, kRej = 2, kImm = 4, kAtomicEth = 28, kAtomicAckEth = 8;
+constexpr size_t kReth = 16, kAeth = 4, kCm = 6, kRej = 2, kImm = 4, kAtomicEth = 28, kAtomicAckEth = 8, kDeth = 12;
 /// Header + the largest extension (RETH + ImmDt) + the largest payload + ICRC.
 constexpr uint32_t kMaxBody = static_cast<uint32_t>(kHeaderSize + kReth + kImm + kIcrcSize) + kMaxMessage;
 
@@ -22,6 +22,8 @@ size_t extension_size(Op op) {
   switch (op) {
     case Op::SendOnly: case Op::CmRtu: case Op::CmDreq: return 0;
     case Op::SendOnlyWithImm: return kImm;
+    case Op::UdSendOnly: return kDeth;
+    case Op::UdSendOnlyWithImm: return kDeth + kImm;
     case Op::RdmaWriteOnlyWithImm: return kReth + kImm;
     case Op::CompareSwap: case Op::FetchAdd: return kAtomicEth;
     case Op::AtomicAcknowledge: return kAeth + kAtomicAckEth;
@@ -38,7 +40,7 @@ bool known(uint8_t op) {
     case Op::SendOnly: case Op::RdmaWriteOnly: case Op::RdmaReadRequest: case Op::RdmaReadResponseOnly:
     case Op::Acknowledge: case Op::CmReq: case Op::CmRep: case Op::CmRtu: case Op::CmRej: case Op::CmDreq:
     case Op::SendOnlyWithImm: case Op::RdmaWriteOnlyWithImm: case Op::CompareSwap: case Op::FetchAdd:
-    case Op::AtomicAcknowledge:
+    case Op::AtomicAcknowledge: case Op::UdSendOnly: case Op::UdSendOnlyWithImm:
       return true;
   }
   return false;
@@ -50,6 +52,7 @@ size_t payload_limit(Op op) {
     case Op::SendOnly: case Op::RdmaWriteOnly: case Op::RdmaReadResponseOnly: case Op::SendOnlyWithImm:
     case Op::RdmaWriteOnlyWithImm:
       return kMaxMessage;
+    case Op::UdSendOnly: case Op::UdSendOnlyWithImm: return kMaxUdPayload;
     case Op::CmReq: return kReqPrivateData;
     case Op::CmRep: return kRepPrivateData;
     case Op::CmRej: return kRejReason;
@@ -75,6 +78,8 @@ const char* op_name(Op op) {
     case Op::CompareSwap: return "CmpSwap";
     case Op::FetchAdd: return "FetchAdd";
     case Op::AtomicAcknowledge: return "Atomic Acknowledge";
+    case Op::UdSendOnly: return "UD SEND Only";
+    case Op::UdSendOnlyWithImm: return "UD SEND Only with Immediate";
   }
   return "?";
 }
@@ -107,6 +112,13 @@ std::vector<uint8_t> encode(const Packet& p) {
       break;
     case Op::SendOnlyWithImm:
       be::put32(e, p.imm);
+      break;
+    case Op::UdSendOnly:
+    case Op::UdSendOnlyWithImm:
+      be::put32(e, p.qkey);
+      be::put32(e + 4, p.local_qpn & 0xFFFFFF);
+      be::put16(e + 8, p.slid);
+      if (p.op == Op::UdSendOnlyWithImm) be::put32(e + kDeth, p.imm);
       break;
     case Op::CompareSwap:
     case Op::FetchAdd:
@@ -175,6 +187,13 @@ Packet decode(std::span<const uint8_t> body) {
   switch (p.op) {
     case Op::SendOnlyWithImm:
       p.imm = be::get32(e);
+      break;
+    case Op::UdSendOnly:
+    case Op::UdSendOnlyWithImm:
+      p.qkey = be::get32(e);
+      p.local_qpn = be::get32(e + 4) & 0xFFFFFF;
+      p.slid = be::get16(e + 8);
+      if (p.op == Op::UdSendOnlyWithImm) p.imm = be::get32(e + kDeth);
       break;
     case Op::CompareSwap:
     case Op::FetchAdd:

@@ -22,6 +22,10 @@
 ///        RdmaWriteOnlyWithImm  RETH, ImmDt, payload of dma_len bytes
 ///        CompareSwap, FetchAdd AtomicETH (va u64, rkey u32, swap u64, compare / add u64)
 ///        AtomicAcknowledge     AETH, AtomicAckETH (the original remote data u64)
+///        UdSendOnly            DETH (Q_Key u32, source QP u32) and the source LID (u16, 2 B
+///                              reserved; the LRH's SLID), payload; a UDP datagram, not a
+///                              stream frame (Hca's datagram path, emu/subnet.h)
+///        UdSendOnlyWithImm     the same, ImmDt, payload
 ///        RdmaReadRequest       RETH
 ///        RdmaReadResponseOnly  AETH (syndrome u8, msn u24), payload
 ///        Acknowledge           AETH
@@ -57,6 +61,8 @@ enum class Op : uint8_t {
   AtomicAcknowledge = 0x12,
   CompareSwap = 0x13,
   FetchAdd = 0x14,
+  UdSendOnly = 0x64,
+  UdSendOnlyWithImm = 0x65,
   CmReq = 0xC0,
   CmRep = 0xC1,
   CmRtu = 0xC2,
@@ -75,6 +81,8 @@ inline constexpr size_t kRejReason = 148;
 /// Largest message the emulation carries in one frame, bytes (a real HCA's max_msg_sz is 2^31;
 /// the emulator holds a whole message in memory).
 inline constexpr uint32_t kMaxMessage = 16u << 20;
+/// Largest UD payload, bytes: the largest IB MTU (4096; a UD message is one packet).
+inline constexpr uint32_t kMaxUdPayload = 4096;
 /// Bytes of the length field and of the fixed header after it.
 inline constexpr size_t kLengthSize = 4;
 inline constexpr size_t kHeaderSize = 12;
@@ -96,6 +104,8 @@ struct Packet {
   uint64_t swap = 0;      ///< AtomicETH SwapData (CompareSwap)
   uint64_t compare = 0;   ///< AtomicETH CompareData (CompareSwap) / the addend (FetchAdd)
   uint64_t orig = 0;      ///< AtomicAckETH: the remote data before the atomic
+  uint32_t qkey = 0;      ///< DETH Q_Key (UD); the DETH's source QP is local_qpn
+  uint16_t slid = 0;      ///< UD: the sender port's LID
   std::vector<uint8_t> payload{};  ///< data, CM private data or the REJ reason
 };
 

@@ -464,6 +464,79 @@ TEST_F(VerbsQp, ImmediateDataAndAtomics) {
   ibv_destroy_cq(cq);
 }
 
+TEST_F(VerbsQp, UdDatagramsByAddressHandleWithQkeyCheck) {
+  ibv_cq* cq = ibv_create_cq(ctx, 32, nullptr, nullptr, 0);
+  ibv_qp_init_attr ia{};
+  ia.send_cq = ia.recv_cq = cq;
+  ia.qp_type = IBV_QPT_UD;
+  ia.cap.max_send_wr = ia.cap.max_recv_wr = 8;
+  ia.cap.max_send_sge = ia.cap.max_recv_sge = 1;
+  ibv_qp* a = ibv_create_qp(pd, &ia);
+  ibv_qp* b = ibv_create_qp(pd, &ia);
+  ASSERT_TRUE(a && b);
+  for (ibv_qp* q : {a, b}) {
+    ibv_qp_attr m{};
+    m.qp_state = IBV_QPS_INIT;
+    m.port_num = 1;
+    m.qkey = 0x11111111;
+    // UD: RESET -> INIT needs IBV_QP_QKEY and takes no ACCESS_FLAGS.
+    EXPECT_EQ(ibv_modify_qp(q, &m, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT), EINVAL);
+    EXPECT_EQ(ibv_modify_qp(q, &m, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY | IBV_QP_ACCESS_FLAGS),
+              EINVAL);
+    ASSERT_EQ(ibv_modify_qp(q, &m, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY), 0);
+    m.qp_state = IBV_QPS_RTR;
+    ASSERT_EQ(ibv_modify_qp(q, &m, IBV_QP_STATE), 0);
+    m.qp_state = IBV_QPS_RTS;
+    m.sq_psn = 5;
+    ASSERT_EQ(ibv_modify_qp(q, &m, IBV_QP_STATE | IBV_QP_SQ_PSN), 0);
+  }
+  ibv_ah_attr aa{};
+  aa.dlid = kLid;
+  aa.port_num = 1;
+  ibv_ah* ah = ibv_create_ah(pd, &aa);
+  ASSERT_NE(ah, nullptr);
+  post_recv(b, 1, 0, 40 + 64);
+  std::memcpy(buf.data() + 4096, "datagram", 8);
+  auto send = [&](uint32_t qkey) {
+    ibv_sge sg{reinterpret_cast<uintptr_t>(buf.data() + 4096), 8, mr->lkey};
+    ibv_send_wr wr{};
+    wr.wr_id = 9;
+    wr.sg_list = &sg;
+    wr.num_sge = 1;
+    wr.opcode = IBV_WR_SEND_WITH_IMM;
+    wr.imm_data = htonl(3);
+    wr.send_flags = IBV_SEND_SIGNALED;
+    wr.wr.ud.ah = ah;
+    wr.wr.ud.remote_qpn = b->qp_num;
+    wr.wr.ud.remote_qkey = qkey;
+    ibv_send_wr* bad = nullptr;
+    return ibv_post_send(a, &wr, &bad);
+  };
+  ASSERT_EQ(send(0x22222222), 0);  // a wrong Q_Key: dropped at b
+  ASSERT_EQ(send(0x11111111), 0);
+  const auto got = poll_n(cq, 3);
+  ASSERT_EQ(got.size(), 3u);
+  int recvs = 0;
+  for (const ibv_wc& c : got) {
+    EXPECT_EQ(c.status, IBV_WC_SUCCESS);
+    if (c.opcode != IBV_WC_RECV) continue;
+    ++recvs;
+    EXPECT_EQ(c.byte_len, 48u);  // 40 bytes of GRH room, then the payload
+    EXPECT_EQ(c.src_qp, a->qp_num);
+    EXPECT_EQ(c.slid, kLid);
+    EXPECT_EQ(c.imm_data, htonl(3));
+    EXPECT_EQ(std::memcmp(buf.data() + 40, "datagram", 8), 0);
+  }
+  EXPECT_EQ(recvs, 1);
+  ibv_wc extra;
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_EQ(ibv_poll_cq(cq, 1, &extra), 0);
+  ibv_destroy_ah(ah);
+  ibv_destroy_qp(a);
+  ibv_destroy_qp(b);
+  ibv_destroy_cq(cq);
+}
+
 }  // namespace
 
 // The peer QP destroyed (its process done) with nothing on the wire: the QP is not told, as on

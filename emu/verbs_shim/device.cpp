@@ -194,6 +194,8 @@ int query_rt_values_op(ibv_context* /*context*/, ibv_values_ex* values) {
   return 0;
 }
 
+/// ibv_context_ops::_compat_query_device, and ibv_query_device(3): fill_device_attr. 0, or
+/// EINVAL for a null argument.
 int compat_query_device_op(ibv_context* context, ibv_device_attr* attr) {
   if (context == nullptr || attr == nullptr) return EINVAL;
   fill_device_attr(*attr);

@@ -68,32 +68,32 @@ inline constexpr int kMaxQpWr = 16351;
 /// bits libibverbs has no name for).
 inline constexpr uint32_t kDeviceCapFlags = 0x057e9c66u;
 /// SGEs per WR (max_sge 32, max_sge_rd 30) [infinity5]; reported as min(this, sdp::kMaxSge).
-inline constexpr int kMaxSge = 32;
-inline constexpr int kMaxSgeRd = 30;
+inline constexpr int kMaxSge = 32;    ///< max_sge
+inline constexpr int kMaxSgeRd = 30;  ///< max_sge_rd
 /// CQs and CQEs per CQ (max_cq 65408, max_cqe 4194303) [infinity5]; CQEs reported as
 /// min(this, shim.h's kMaxCqe).
-inline constexpr int kMaxCq = 65408;
-inline constexpr int kMaxCqe = 4194303;
+inline constexpr int kMaxCq = 65408;     ///< max_cq
+inline constexpr int kMaxCqe = 4194303;  ///< max_cqe
 /// MRs and PDs (max_mr 524032, max_pd 32764) [infinity5].
-inline constexpr int kMaxMr = 524032;
-inline constexpr int kMaxPd = 32764;
+inline constexpr int kMaxMr = 524032;  ///< max_mr
+inline constexpr int kMaxPd = 32764;   ///< max_pd
 /// RDMA reads / atomics in flight per QP as responder (max_qp_rd_atom 16, equal to shim.h's
 /// kRdAtom) and as a whole (max_res_rd_atom 2096000) [infinity5]. As initiator the card says
 /// 128 (max_qp_init_rd_atom); the emulated QP allows kRdAtom, which is reported.
-inline constexpr int kMaxQpRdAtom = 16;
-inline constexpr int kMaxResRdAtom = 2096000;
+inline constexpr int kMaxQpRdAtom = 16;        ///< max_qp_rd_atom
+inline constexpr int kMaxResRdAtom = 2096000;  ///< max_res_rd_atom
 /// Multicast (max_mcast_grp 8192, max_mcast_qp_attach 248, max_total_mcast_qp_attach 2031616),
 /// address handles (max_ah 2147483647), SRQs (max_srq 65472, max_srq_wr 16383, max_srq_sge
 /// 31), P_Keys (max_pkeys 128) and local_ca_ack_delay 15 [infinity5]. Not emulated, reported.
-inline constexpr int kMaxMcastGrp = 8192;
-inline constexpr int kMaxMcastQpAttach = 248;
-inline constexpr int kMaxTotalMcastQpAttach = 2031616;
-inline constexpr int kMaxAh = 2147483647;
-inline constexpr int kMaxSrq = 65472;
-inline constexpr int kMaxSrqWr = 16383;
-inline constexpr int kMaxSrqSge = 31;
-inline constexpr uint16_t kMaxPkeys = 128;
-inline constexpr uint8_t kLocalCaAckDelay = 15;
+inline constexpr int kMaxMcastGrp = 8192;               ///< max_mcast_grp
+inline constexpr int kMaxMcastQpAttach = 248;           ///< max_mcast_qp_attach
+inline constexpr int kMaxTotalMcastQpAttach = 2031616;  ///< max_total_mcast_qp_attach
+inline constexpr int kMaxAh = 2147483647;               ///< max_ah
+inline constexpr int kMaxSrq = 65472;                   ///< max_srq
+inline constexpr int kMaxSrqWr = 16383;                 ///< max_srq_wr
+inline constexpr int kMaxSrqSge = 31;                   ///< max_srq_sge
+inline constexpr uint16_t kMaxPkeys = 128;              ///< max_pkeys
+inline constexpr uint8_t kLocalCaAckDelay = 15;         ///< local_ca_ack_delay (4.096 us * 2^15)
 
 /// Port 1: capability mask 0x02514868 (IsTrapSupported, IsAutomaticMigrationSupported,
 /// IsSLMappingSupported, IsLEDInfoSupported, IsSystemImageGUIDSupported, IsVendorClassSupported,
@@ -103,8 +103,8 @@ inline constexpr uint32_t kPortCapFlags = 0x02514868u;
 /// Largest message, B (max_msg_sz 0x40000000) [ibstat].
 inline constexpr uint32_t kMaxMsgSz = 0x40000000u;
 /// GID and P_Key table lengths (gid_tbl_len 128, pkey_tbl_len 128) [ibstat].
-inline constexpr int kGidTblLen = 128;
-inline constexpr uint16_t kPkeyTblLen = 128;
+inline constexpr int kGidTblLen = 128;        ///< gid_tbl_len
+inline constexpr uint16_t kPkeyTblLen = 128;  ///< pkey_tbl_len
 /// VLs: max_vl_num 4 = VL0-VL7 ("8 (4)") [ibstat].
 inline constexpr uint8_t kMaxVlNum = 4;
 /// Subnet timeout 18 (4.096 us * 2^18 = 1.07 s) [ibstat].

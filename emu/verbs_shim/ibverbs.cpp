@@ -116,6 +116,15 @@ int post_send(ibv_qp* ibqp, ibv_send_wr* wr, ibv_send_wr** bad_wr) {
       default: err = EINVAL; break;
     }
     x.imm = wr->imm_data;
+    if (ibqp->qp_type == IBV_QPT_UD) {  // SEND only, to the address handle's port
+      if (x.kind != WrExt::Kind::None && x.kind != WrExt::Kind::SendImm) err = EINVAL;
+      if (w.opcode != sdp::WrOpcode::Send || wr->wr.ud.ah == nullptr) err = EINVAL;
+      if (err == 0) {
+        x.ud_dlid = reinterpret_cast<AhObj*>(wr->wr.ud.ah)->dlid;
+        x.ud_qpn = wr->wr.ud.remote_qpn;
+        x.ud_qkey = wr->wr.ud.remote_qkey;
+      }
+    }
     if (err == 0 && !copy_sges(*wr, w.sg, w.num_sge)) err = EINVAL;
     if (err == 0) {
       w.signaled = q->sq_sig_all || (wr->send_flags & IBV_SEND_SIGNALED) != 0;
@@ -126,7 +135,7 @@ int post_send(ibv_qp* ibqp, ibv_send_wr* wr, ibv_send_wr** bad_wr) {
         x.compare_add = wr->wr.atomic.compare_add;
         x.swap = wr->wr.atomic.swap;
         if (w.length() != 8 || w.remote_addr % 8 != 0) err = EINVAL;
-      } else if (w.opcode != sdp::WrOpcode::Send) {
+      } else if (w.opcode != sdp::WrOpcode::Send && ibqp->qp_type != IBV_QPT_UD) {
         w.remote_addr = wr->wr.rdma.remote_addr;
         w.rkey = wr->wr.rdma.rkey;
       }
@@ -199,6 +208,7 @@ int poll_cq(ibv_cq* ibcq, int num_entries, ibv_wc* wc) {
       w.byte_len = w.opcode == IBV_WC_COMP_SWAP || w.opcode == IBV_WC_FETCH_ADD ? 8 : c.byte_len;
       w.qp_num = c.qp_num;
       w.src_qp = e.src_qp;
+      w.slid = e.slid;
       if (e.with_imm) {
         w.wc_flags |= IBV_WC_WITH_IMM;
         w.imm_data = e.imm;
@@ -268,7 +278,8 @@ void CompChannel::notify(ibv_cq* cq) {
 }
 
 QpObj* create_qp(ibv_pd* pd, ibv_qp_init_attr* attr) {
-  const bool known_type = attr != nullptr && (attr->qp_type == IBV_QPT_RC || attr->qp_type == IBV_QPT_UC);
+  const bool known_type = attr != nullptr && (attr->qp_type == IBV_QPT_RC || attr->qp_type == IBV_QPT_UC ||
+                                              attr->qp_type == IBV_QPT_UD);
   if (pd == nullptr || !known_type || attr->send_cq == nullptr || attr->recv_cq == nullptr) {
     errno = attr != nullptr && !known_type ? EOPNOTSUPP : EINVAL;
     return nullptr;
@@ -288,6 +299,7 @@ QpObj* create_qp(ibv_pd* pd, ibv_qp_init_attr* attr) {
   q->emu->set_max_inline_data(cap.max_inline_data);  // what the caller asked for (libmlx4 takes up to it)
   if (attr->srq != nullptr) q->emu->set_srq(reinterpret_cast<SrqObj*>(attr->srq)->emu);
   if (attr->qp_type == IBV_QPT_UC) q->emu->set_unreliable();
+  if (attr->qp_type == IBV_QPT_UD) q->emu->set_datagram(0);
   q->send_cq = scq;
   q->recv_cq = rcq;
   q->sq_sig_all = attr->sq_sig_all != 0;
@@ -327,7 +339,15 @@ void destroy_qp(QpObj* q) {
 uint16_t port_lid() {
   static const uint16_t lid = [] {
     try {
-      return device().hca->lid();
+      const uint16_t l = device().hca->lid();
+      // At exit the frames already generated (the last ACKs) leave first, at most 200 ms: a
+      // peer must not take the exit of a process that completed its work for a lost ACK. Then
+      // the LID is given back.
+      std::atexit([] {
+        device().hca->quiesce(200);
+        device().hca->release_port();  // the LID's claim file goes with the process
+      });
+      return l;
     } catch (const std::exception& e) {
       std::fprintf(stderr, "hcasim-verbs-emu: %s\n", e.what());
       return uint16_t{0};

@@ -35,6 +35,14 @@ struct Rule {
 Rule rule(ibv_qp_type type, ibv_qp_state cur, ibv_qp_state next) {
   constexpr int kPath = IBV_QP_ALT_PATH;
   if (next == IBV_QPS_RESET || next == IBV_QPS_ERR) return {true, 0, 0};
+  if (type == IBV_QPT_UD) {  // no peer: the Q_Key; RTR takes nothing
+    if (cur == IBV_QPS_RESET && next == IBV_QPS_INIT) return {true, IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY, 0};
+    if (cur == IBV_QPS_INIT && next == IBV_QPS_INIT) return {true, 0, IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY};
+    if (cur == IBV_QPS_INIT && next == IBV_QPS_RTR) return {true, 0, IBV_QP_PKEY_INDEX | IBV_QP_QKEY};
+    if (cur == IBV_QPS_RTR && next == IBV_QPS_RTS) return {true, IBV_QP_SQ_PSN, IBV_QP_CUR_STATE | IBV_QP_QKEY};
+    if (cur == IBV_QPS_RTS && next == IBV_QPS_RTS) return {true, 0, IBV_QP_CUR_STATE | IBV_QP_QKEY};
+    return {};
+  }
   if (type == IBV_QPT_UC) {  // no ACKs, no RDMA READ: no retry, RNR or RDMA READ attributes
     if (cur == IBV_QPS_RESET && next == IBV_QPS_INIT) return {true, IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS, 0};
     if (cur == IBV_QPS_INIT && next == IBV_QPS_INIT) return {true, 0, IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS};
@@ -120,6 +128,7 @@ void record(ibv_qp_attr& r, const ibv_qp_attr& a, int mask) {
   if ((mask & IBV_QP_MAX_QP_RD_ATOMIC) != 0) r.max_rd_atomic = a.max_rd_atomic;
   if ((mask & IBV_QP_ALT_PATH) != 0) r.alt_ah_attr = a.alt_ah_attr;
   if ((mask & IBV_QP_PATH_MIG_STATE) != 0) r.path_mig_state = a.path_mig_state;
+  if ((mask & IBV_QP_QKEY) != 0) r.qkey = a.qkey;
 }
 
 }  // namespace
@@ -165,6 +174,7 @@ int ibv_modify_qp(ibv_qp* qp, ibv_qp_attr* attr, int attr_mask) {
   if (!r.valid || (given & r.required) != r.required || (given & ~(r.required | r.optional)) != 0) return EINVAL;
   if (const int e = shim::check_values(*attr, attr_mask); e != 0) return e;
   try {
+    if ((attr_mask & IBV_QP_QKEY) != 0) q->emu->set_qkey(attr->qkey);  // UD (the rules allow it for UD only)
     if (next == IBV_QPS_ERR) {
       q->emu->to_error_state("moved to the error state by ibv_modify_qp");
     } else if (next == IBV_QPS_RESET) {
@@ -175,9 +185,14 @@ int ibv_modify_qp(ibv_qp* qp, ibv_qp_attr* attr, int attr_mask) {
       q->attr.port_num = 1;
     } else if (cur == IBV_QPS_RESET && next == IBV_QPS_INIT) {
       q->emu->modify(State::Init);
+    } else if (qp->qp_type == IBV_QPT_UD) {
+      if (cur == IBV_QPS_INIT && next == IBV_QPS_RTR) q->emu->to_rtr_datagram();
+      if (cur == IBV_QPS_RTR && next == IBV_QPS_RTS)
+        q->emu->to_rts(hcasim::emu::RtsAttr{.sq_psn = attr->sq_psn, .timeout = 0, .retry_cnt = 0, .rnr_retry = 0});
     } else if (next == IBV_QPS_RTR) {
       const uint16_t dlid = shim::dlid_of(attr->ah_attr);
       if (dlid == 0) return EINVAL;
+      shim::port_lid();  // the port on the subnet (and its quiesce at exit)
       q->emu->to_rtr({.dlid = dlid, .dest_qpn = attr->dest_qp_num, .rq_psn = attr->rq_psn,
                       .min_rnr_timer = (attr_mask & IBV_QP_MIN_RNR_TIMER) != 0 ? attr->min_rnr_timer
                                                                                : hcasim::hca::kDefaultMinRnrTimer});
@@ -292,5 +307,33 @@ int ibv_destroy_srq(ibv_srq* srq) {
   pthread_cond_destroy(&s->srq.cond);
   pthread_mutex_destroy(&s->srq.mutex);
   delete s;
+  return 0;
+}
+
+/// ibv_create_ah(3): an address handle naming the port of ah_attr's DLID, or of its GRH DGID
+/// (fe80::/64 + a GUID of emu/subnet.h) when is_global. Null with errno EINVAL for port_num
+/// other than 1 or no LID.
+ibv_ah* ibv_create_ah(ibv_pd* pd, ibv_ah_attr* attr) {
+  if (pd == nullptr || attr == nullptr || (attr->port_num != 0 && attr->port_num != 1)) {
+    errno = EINVAL;
+    return nullptr;
+  }
+  const uint16_t dlid = shim::dlid_of(*attr);
+  if (dlid == 0) {
+    errno = EINVAL;
+    return nullptr;
+  }
+  auto* a = new shim::AhObj;
+  a->ah.context = pd->context;
+  a->ah.pd = pd;
+  a->dlid = dlid;
+  a->attr = *attr;
+  return &a->ah;
+}
+
+/// ibv_destroy_ah(3). Returns 0, or EINVAL for a null AH.
+int ibv_destroy_ah(ibv_ah* ah) {
+  if (ah == nullptr) return EINVAL;
+  delete reinterpret_cast<shim::AhObj*>(ah);
   return 0;
 }

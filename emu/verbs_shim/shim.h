@@ -87,6 +87,13 @@ struct SrqObj {
   uint32_t limit = 0;  // ibv_modify_srq's srq_limit (kept; no limit event is raised)
 };
 
+/// ibv_ah: the port it names on the emulated subnet (emu/subnet.h).
+struct AhObj {
+  ibv_ah ah{};
+  uint16_t dlid = 0;
+  ibv_ah_attr attr{};
+};
+
 /// ibv_qp: the emulated QP, its CQs and the attributes ibv_modify_qp(3) set (ibv_query_qp(3)
 /// returns them).
 struct QpObj {
@@ -100,10 +107,11 @@ struct QpObj {
   ibv_qp_init_attr init{};
 };
 
-/// Creates an RC or UC QP on `pd` for rdma_create_qp(3) and ibv_create_qp(3) (the checks: RC
+/// Creates an RC, UC or UD QP on `pd` for rdma_create_qp(3) and ibv_create_qp(3) (the checks: RC
 /// or UC, a send and a receive CQ (the same or two), an SRQ or not, at most sdp::kMaxSge SGEs
 /// and kMaxQpWr WRs; the caps actually given are written back). The QP is in INIT. Returns
-/// null with errno set (EINVAL, EOPNOTSUPP for another type) when refused.
+/// null with errno set (EINVAL, EOPNOTSUPP for another type) when refused. A UD QP starts with
+/// Q_Key 0.
 QpObj* create_qp(ibv_pd* pd, ibv_qp_init_attr* attr);
 /// With $HCASIM_FAULT_STATS=1: one line on stderr, "hcasim verbs shim: QP 0x48: N frames lost,
 /// M retransmitted (...)", what the injected faults did on the QP's sending side

@@ -10,21 +10,23 @@ ctest label `stock`, names stock.* (`ctest -R stock`); registered in CMakeLists.
         objects.
 
     stock.py run --shim SO [--timeout S] [--server 'CMD' [--server-port N] [--expect-server RE]]
-                 --client 'CMD' [--expect RE]... [--status N]
-                 [--env NAME=VALUE]... [--free-port] [--expect-stderr RE]... [--expect-server-stderr RE]...
+                 --client 'CMD' [--expect RE]... [--expect-stderr RE]... [--reject RE]... [--status N]
+                 [--env NAME=VALUE]... [--free-port] [--expect-server-stderr RE]...
         Runs CMD (a command line, split as a POSIX shell would, no pipes or variables) with the
         shim preloaded; with --server, first the server program as a second process on the same
         machine, waiting until it listens on TCP port N of loopback (from /proc/net/tcp, without
         connecting to it: a perftest server takes one connection) or, without --server-port, one
         second. Passes when the client exits with N (default 0), every --expect RE matches its
-        stdout (re.MULTILINE), and the server, if any, exits 0 with its --expect-server matched.
+        stdout (re.MULTILINE) and every --expect-stderr RE its stderr, no --reject RE matches
+        its stdout or stderr (nor the server's), and the server, if any, exits 0 with its
+        --expect-server matched.
         Both are killed after S seconds (default 60): a timeout fails. A program that is not
         installed FAILS the test (it is not skipped): scripts/install-deps.sh installs them all.
         --env NAME=VALUE adds (or replaces) a variable in both processes' environment (e.g.
         HCASIM_FAULT=fault.loss=1e-3). --free-port picks a free TCP port of loopback and puts it
         for every "{port}" in the server's and the client's CMD, and is the --server-port unless
-        one is given. --expect-stderr RE / --expect-server-stderr RE must match the client's /
-        the server's stderr (re.MULTILINE), as --expect / --expect-server their stdout.
+        one is given. --expect-server-stderr RE must match the server's stderr (re.MULTILINE),
+        as --expect-stderr the client's.
 
 Exit status: 0 passed, 1 failed, 2 bad arguments. Everything run and its output is printed.
 """
@@ -188,10 +190,13 @@ def cmd_run(a):
                 if not re.search(rx, out, re.MULTILINE):
                     problems.append(f"client stdout does not match /{rx}/")
             files[1].seek(0)
-            cerr = files[1].read().decode(errors="replace")
+            both = out + files[1].read().decode(errors="replace")
             for rx in a.expect_stderr:
-                if not re.search(rx, cerr, re.MULTILINE):
+                if not re.search(rx, both[len(out):], re.MULTILINE):
                     problems.append(f"client stderr does not match /{rx}/")
+            for rx in a.reject:
+                if re.search(rx, both, re.MULTILINE):
+                    problems.append(f"client output matches /{rx}/")
         if sproc is not None:
             show("server", server, srv_rc, files[2], files[3])
             if srv_rc != 0:
@@ -203,9 +208,13 @@ def cmd_run(a):
                     problems.append(f"server stdout does not match /{rx}/")
             files[3].seek(0)
             serr = files[3].read().decode(errors="replace")
+            sboth = sout + serr
             for rx in a.expect_server_stderr:
                 if not re.search(rx, serr, re.MULTILINE):
                     problems.append(f"server stderr does not match /{rx}/")
+            for rx in a.reject:
+                if re.search(rx, sboth, re.MULTILINE):
+                    problems.append(f"server output matches /{rx}/")
     finally:
         if sproc is not None and sproc.poll() is None:
             sproc.kill()
@@ -234,12 +243,15 @@ def main():
     r.add_argument("--expect-server", action="append", default=[])
     r.add_argument("--client", required=True)
     r.add_argument("--expect", action="append", default=[])
+    r.add_argument("--expect-stderr", action="append", default=[],
+                   help="a regex the client's stderr must match")
+    r.add_argument("--reject", action="append", default=[],
+                   help="a regex that must match neither program's stdout nor stderr")
     r.add_argument("--status", type=int, default=0)
     r.add_argument("--env", action="append", default=[], metavar="NAME=VALUE",
                    help="a variable of both processes' environment")
     r.add_argument("--free-port", action="store_true",
                    help='a free TCP port for "{port}" in the commands (and --server-port)')
-    r.add_argument("--expect-stderr", action="append", default=[])
     r.add_argument("--expect-server-stderr", action="append", default=[])
     a = p.parse_args()
     sys.stdout.reconfigure(line_buffering=True)
