@@ -694,10 +694,18 @@ void Qp::link_down(const std::string& why, bool orderly) {
     // A peer QP connected out of band that goes away (its process exits) says nothing on a
     // real fabric: requests on the wire time out (RETRY_EXC_ERR, the rest flush); with none,
     // the QP stays as it is, its receives posted, until its next request fails the same way.
+    // Those on the wire fail as on a fabric, when the local ACK timer has expired retry_cnt + 1
+    // times (their retransmissions go nowhere, send_frame), not at once: a program that is done
+    // but for polling (ibv_srq_pingpong's server, its sends beyond the peer's last receive in
+    // flight) exits before they fail, as it does on a real HCA. No timer (timeout 0) or an RNR
+    // wait: they fail now.
     peer_gone_ = true;
     boost::system::error_code ec;
     socket_.close(ec);
-    if (!unacked_.empty()) to_error(why, WcStatus::RetryExcErr);
+    if (!unacked_.empty() && (retry_.timeout == 0 || rnr_waiting_))
+      to_error(why, WcStatus::RetryExcErr);
+    else
+      arm_ack_timer();
     if (on_link_) on_link_(orderly, why);
     return;
   }
@@ -950,7 +958,9 @@ bool Qp::scatter(const std::array<sdp::Sge, sdp::kMaxSge>& sg, uint8_t n, const 
 }
 
 void Qp::pump() {
-  if (peer_gone_ && state_ == State::Rts && !sq_.empty()) {  // the peer went away (link_down)
+  // The peer went away (link_down): without a local ACK timer a request would wait for ever, so
+  // it fails now; with one it goes out to nowhere and fails when the timer has run out its retries.
+  if (peer_gone_ && retry_.timeout == 0 && state_ == State::Rts && !sq_.empty()) {
     const SqWr w = sq_.front();
     sq_.pop_front();
     complete_send(w.wr, WcStatus::RetryExcErr, w.x);
@@ -1115,6 +1125,7 @@ void Qp::progress() {
 }
 
 void Qp::send_frame(Frame f) {
+  if (peer_gone_) return;  // the stream is closed: the frame goes nowhere (link_down)
   wq_.push_back(std::move(f));
   if (!writing_) start_write();
 }

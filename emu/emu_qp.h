@@ -463,7 +463,7 @@ class Qp final : public sdp::Verbs, public std::enable_shared_from_this<Qp> {
   // out-of-band connection (to_rtr)
   bool linked_ = false;                 // the stream is read (CM: from to_rts; else from RTR)
   bool oob_ = false;                    // connected by to_rtr (no CM): a vanished peer says nothing
-  bool peer_gone_ = false;              // oob_: the stream ended; the next request fails
+  bool peer_gone_ = false;              // oob_: the stream ended; requests time out
   uint16_t dlid_ = 0;
   std::optional<boost::asio::ip::tcp::socket> pending_;  // accepted before RTR
   uint32_t pending_from_ = 0;

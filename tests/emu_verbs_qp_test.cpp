@@ -522,3 +522,34 @@ TEST_F(VerbsQp, UdDatagramsByAddressHandleWithQkeyCheck) {
 }
 
 }  // namespace
+
+// The peer QP destroyed (its process done) with nothing on the wire: the QP is not told, as on
+// a real HCA (no flush of its receives); a send afterwards gets no answer: RETRY_EXC_ERR, and
+// then the receives flush.
+TEST_F(VerbsQp, APeerDestroyedLeavesTheQpAsItIsUntilItSends) {
+  ibv_cq* cq = ibv_create_cq(ctx, 16, nullptr, nullptr, 0);
+  ibv_qp* a = make_qp(cq, cq);
+  ibv_qp* b = make_qp(cq, cq);
+  connect(a, b, 1, 2);
+  post_recv(b, 1, 0, 64);
+  post_send(a, 2, 4096, 64);
+  ASSERT_EQ(poll_n(cq, 2).size(), 2u);
+  post_recv(a, 3, 0, 64);
+  ASSERT_EQ(ibv_destroy_qp(b), 0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  ibv_wc wc;
+  EXPECT_EQ(ibv_poll_cq(cq, 1, &wc), 0);
+  ibv_qp_attr attr{};
+  ibv_qp_init_attr init{};
+  ASSERT_EQ(ibv_query_qp(a, &attr, IBV_QP_STATE, &init), 0);
+  EXPECT_EQ(attr.qp_state, IBV_QPS_RTS);
+  post_send(a, 4, 4096, 64);
+  const auto got = poll_n(cq, 2);
+  ASSERT_EQ(got.size(), 2u);
+  EXPECT_EQ(got[0].wr_id, 4u);
+  EXPECT_EQ(got[0].status, IBV_WC_RETRY_EXC_ERR) << ibv_wc_status_str(got[0].status);
+  EXPECT_EQ(got[1].wr_id, 3u);
+  EXPECT_EQ(got[1].status, IBV_WC_WR_FLUSH_ERR) << ibv_wc_status_str(got[1].status);
+  ibv_destroy_qp(a);
+  ibv_destroy_cq(cq);
+}

@@ -327,6 +327,7 @@ QpObj* create_qp(ibv_pd* pd, ibv_qp_init_attr* attr) {
 }
 
 void destroy_qp(QpObj* q) {
+  report_fault_stats(*q);
   q->emu->close();
   --q->send_cq->qps;
   --q->recv_cq->qps;

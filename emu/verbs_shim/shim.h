@@ -35,6 +35,9 @@ inline constexpr const char* kDeviceName = "hcasim_emu0";
 /// hcasim-sdp-client's --set, comma-separated: "fault.loss=1e-3,qp.timeout=10"); read once,
 /// when the device is first used.
 inline constexpr const char* kFaultEnv = "HCASIM_FAULT";
+/// The environment variable that, set to 1, makes every QP print its fault statistics on
+/// stderr when destroyed (report_fault_stats).
+inline constexpr const char* kFaultStatsEnv = "HCASIM_FAULT_STATS";
 /// RDMA reads outstanding per QP each way the device allows (ibv_device_attr max_qp_rd_atom,
 /// max_qp_init_rd_atom), also reported in CONNECT_REQUEST events (the emulated REQ does not
 /// carry the peer's).
@@ -110,6 +113,10 @@ struct QpObj {
 /// null with errno set (EINVAL, EOPNOTSUPP for another type) when refused. A UD QP starts with
 /// Q_Key 0.
 QpObj* create_qp(ibv_pd* pd, ibv_qp_init_attr* attr);
+/// With $HCASIM_FAULT_STATS=1: one line on stderr, "hcasim verbs shim: QP 0x48: N frames lost,
+/// M retransmitted (...)", what the injected faults did on the QP's sending side
+/// (emu/verbs_shim/fault_stats.cpp). Nothing otherwise.
+void report_fault_stats(QpObj& q);
 /// Destroys a QP of create_qp (its emulated QP closes; its CQs count it no more).
 void destroy_qp(QpObj* qp);
 /// The LID of the emulated port on this machine's emulated subnet (emu/subnet.h:

@@ -11,6 +11,7 @@ ctest label `stock`, names stock.* (`ctest -R stock`); registered in CMakeLists.
 
     stock.py run --shim SO [--timeout S] [--server 'CMD' [--server-port N] [--expect-server RE]]
                  --client 'CMD' [--expect RE]... [--expect-stderr RE]... [--reject RE]... [--status N]
+                 [--env NAME=VALUE]... [--free-port] [--expect-server-stderr RE]...
         Runs CMD (a command line, split as a POSIX shell would, no pipes or variables) with the
         shim preloaded; with --server, first the server program as a second process on the same
         machine, waiting until it listens on TCP port N of loopback (from /proc/net/tcp, without
@@ -21,6 +22,11 @@ ctest label `stock`, names stock.* (`ctest -R stock`); registered in CMakeLists.
         --expect-server matched.
         Both are killed after S seconds (default 60): a timeout fails. A program that is not
         installed FAILS the test (it is not skipped): scripts/install-deps.sh installs them all.
+        --env NAME=VALUE adds (or replaces) a variable in both processes' environment (e.g.
+        HCASIM_FAULT=fault.loss=1e-3). --free-port picks a free TCP port of loopback and puts it
+        for every "{port}" in the server's and the client's CMD, and is the --server-port unless
+        one is given. --expect-server-stderr RE must match the server's stderr (re.MULTILINE),
+        as --expect-stderr the client's.
 
 Exit status: 0 passed, 1 failed, 2 bad arguments. Everything run and its output is printed.
 """
@@ -29,6 +35,7 @@ import os
 import re
 import shlex
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
@@ -105,7 +112,21 @@ def show(name, argv, rc, out, err):
             print(f"--- {name} {label}:\n{text}", end="" if text.endswith("\n") else "\n")
 
 
+def free_port():
+    """A TCP port of loopback that nothing uses now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
 def cmd_run(a):
+    if a.free_port:
+        port = free_port()
+        a.client = a.client.replace("{port}", str(port))
+        if a.server:
+            a.server = a.server.replace("{port}", str(port))
+        if a.server_port is None:
+            a.server_port = port
     client = shlex.split(a.client)
     server = shlex.split(a.server) if a.server else None
     for argv in filter(None, (server, client)):
@@ -117,6 +138,12 @@ def cmd_run(a):
     env = dict(os.environ)
     env["LD_PRELOAD"] = " ".join(a.preload_first + [a.shim])
     env["LC_ALL"] = "C"
+    for assignment in a.env:
+        name, sep, value = assignment.partition("=")
+        if not sep or not name:
+            print(f"--env {assignment}: not NAME=VALUE")
+            return 2
+        env[name] = value
     deadline = time.monotonic() + a.timeout
     files = [tempfile.TemporaryFile() for _ in range(4)]
     sproc = None
@@ -180,7 +207,11 @@ def cmd_run(a):
                 if not re.search(rx, sout, re.MULTILINE):
                     problems.append(f"server stdout does not match /{rx}/")
             files[3].seek(0)
-            sboth = sout + files[3].read().decode(errors="replace")
+            serr = files[3].read().decode(errors="replace")
+            sboth = sout + serr
+            for rx in a.expect_server_stderr:
+                if not re.search(rx, serr, re.MULTILINE):
+                    problems.append(f"server stderr does not match /{rx}/")
             for rx in a.reject:
                 if re.search(rx, sboth, re.MULTILINE):
                     problems.append(f"server output matches /{rx}/")
@@ -217,6 +248,11 @@ def main():
     r.add_argument("--reject", action="append", default=[],
                    help="a regex that must match neither program's stdout nor stderr")
     r.add_argument("--status", type=int, default=0)
+    r.add_argument("--env", action="append", default=[], metavar="NAME=VALUE",
+                   help="a variable of both processes' environment")
+    r.add_argument("--free-port", action="store_true",
+                   help='a free TCP port for "{port}" in the commands (and --server-port)')
+    r.add_argument("--expect-server-stderr", action="append", default=[])
     a = p.parse_args()
     sys.stdout.reconfigure(line_buffering=True)
     return cmd_symbols(a) if a.cmd == "symbols" else cmd_run(a)

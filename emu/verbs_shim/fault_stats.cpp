@@ -1,0 +1,32 @@
+// The verbs shim's fault statistics (emu/verbs_shim/shim.h, report_fault_stats): with
+// $HCASIM_FAULT_STATS set to 1, each QP prints what the injected faults of $HCASIM_FAULT did on
+// its sending side (emu::Qp::fault_stats, model::FaultStats) as one line on stderr when it is
+// destroyed, so that a stock program's run shows that frames really were lost and recovered.
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include <fmt/format.h>
+
+#include "emu/verbs_shim/shim.h"
+
+namespace hcasim::emu::shim {
+
+void report_fault_stats(QpObj& q) {
+  static const bool on = [] {
+    const char* env = std::getenv(kFaultStatsEnv);
+    return env != nullptr && std::strcmp(env, "1") == 0;
+  }();
+  if (!on || q.emu == nullptr) return;
+  const model::FaultStats s = q.emu->fault_stats();
+  const std::string line =
+      fmt::format("hcasim verbs shim: QP {:#x}: {} frames lost, {} retransmitted ({} frames sent, {} corrupted, "
+                  "{} duplicated, {} reordered; {} NAKs, {} timeouts, {} RNR NAKs; {} received with a bad ICRC)\n",
+                  q.qp.qp_num, s.lost, s.retransmitted, s.packets, s.corrupted, s.duplicated, s.reordered, s.naks,
+                  s.timeouts, s.rnr_naks, q.emu->icrc_drops());
+  std::fputs(line.c_str(), stderr);
+  std::fflush(stderr);
+}
+
+}  // namespace hcasim::emu::shim
