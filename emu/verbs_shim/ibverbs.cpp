@@ -327,6 +327,7 @@ QpObj* create_qp(ibv_pd* pd, ibv_qp_init_attr* attr) {
 }
 
 void destroy_qp(QpObj* q) {
+  if (q->cm_id != nullptr && q->cm_id->qp == &q->qp) q->cm_id->qp = nullptr;
   report_fault_stats(*q);
   q->emu->close();
   --q->send_cq->qps;

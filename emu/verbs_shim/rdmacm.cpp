@@ -430,7 +430,10 @@ int rdma_destroy_id(rdma_cm_id* id) {
   if (id == nullptr) return hcasim::emu::shim::fail(EINVAL);
   CmId* c = hcasim::emu::shim::cm_of(id);
   hcasim::emu::shim::stop_listener(c);
-  if (id->qp != nullptr) hcasim::emu::shim::emu_qp(id)->set_link_handler(nullptr);
+  if (id->qp != nullptr) {  // a QP that outlives its id (rping destroys the id first)
+    hcasim::emu::shim::emu_qp(id)->set_link_handler(nullptr);
+    hcasim::emu::shim::qp_of(id->qp)->cm_id = nullptr;
+  }
   hcasim::emu::shim::drop_events(id);
   if (c->socket) {
     boost::system::error_code ec;
@@ -558,6 +561,7 @@ int rdma_create_qp(rdma_cm_id* id, ibv_pd* pd, ibv_qp_init_attr* qp_init_attr) {
     return shim::fail(e);
   }
   qp_init_attr->cap = attr.cap;
+  q->cm_id = id;
   id->qp = &q->qp;
   id->pd = pd;
   if (!c->own_cqs) {

@@ -105,6 +105,10 @@ struct QpObj {
   std::mutex m;               // attr
   ibv_qp_attr attr{};
   ibv_qp_init_attr init{};
+  /// The cm_id whose QP this is (rdma_create_qp), or null: destroyed with ibv_destroy_qp rather
+  /// than rdma_destroy_qp (rping does), the QP is taken off the id, so that rdma_destroy_id
+  /// does not touch a freed QP.
+  rdma_cm_id* cm_id = nullptr;
 };
 
 /// Creates an RC, UC or UD QP on `pd` for rdma_create_qp(3) and ibv_create_qp(3) (the checks: RC

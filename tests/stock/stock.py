@@ -27,6 +27,9 @@ ctest label `stock`, names stock.* (`ctest -R stock`); registered in CMakeLists.
         for every "{port}" in the server's and the client's CMD, and is the --server-port unless
         one is given. --expect-server-stderr RE must match the server's stderr (re.MULTILINE),
         as --expect-stderr the client's.
+        Each run has an emulated subnet of its own (HCASIM_SUBNET, a temporary directory,
+        removed after it; docs/emulate.md), so that runs in parallel never see each other's
+        ports; --env HCASIM_SUBNET=DIR gives one.
 
 Exit status: 0 passed, 1 failed, 2 bad arguments. Everything run and its output is printed.
 """
@@ -138,6 +141,8 @@ def cmd_run(a):
     env = dict(os.environ)
     env["LD_PRELOAD"] = " ".join(a.preload_first + [a.shim])
     env["LC_ALL"] = "C"
+    subnet = tempfile.TemporaryDirectory(prefix="hcasim-stock-")
+    env["HCASIM_SUBNET"] = subnet.name
     for assignment in a.env:
         name, sep, value = assignment.partition("=")
         if not sep or not name:
@@ -221,6 +226,7 @@ def cmd_run(a):
             sproc.wait()
         for f in files:
             f.close()
+        subnet.cleanup()
     if problems:
         return fail("; ".join(problems))
     print("PASS")
