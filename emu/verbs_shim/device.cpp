@@ -29,8 +29,6 @@
 
 namespace hcasim::emu::shim {
 
-__attribute__((weak)) uint16_t port_lid() { return 1; }  // PLACEHOLDER: see device.h
-
 uint64_t node_guid() { return cx3::kNodeGuidBase | static_cast<uint64_t>(port_lid()) << 8; }
 
 void not_emulated(std::atomic<bool>& said, const char* verb) {

@@ -128,11 +128,7 @@ inline constexpr uint16_t kDefaultPkey = 0xffff;
 inline constexpr uint64_t kGidPrefix = 0xfe80000000000000ull;
 }  // namespace cx3
 
-/// The port's LID (ibv_port_attr.lid, host byte order).
-/// PLACEHOLDER (issue 23): returns 1 until the QP/addressing side defines the real port_lid();
-/// it is a weak definition in device.cpp, so that side's ordinary definition replaces it at
-/// link time with no merge conflict. Delete the placeholder then.
-uint16_t port_lid();
+/// The port's LID: shim.h port_lid() (emu/subnet.h claims it on the emulated subnet).
 /// The node GUID, host byte order (cx3::kNodeGuidBase with port_lid() in bits 8..23).
 uint64_t node_guid();
 
