@@ -128,8 +128,8 @@ inline constexpr uint16_t kDefaultPkey = 0xffff;
 inline constexpr uint64_t kGidPrefix = 0xfe80000000000000ull;
 }  // namespace cx3
 
-/// The port's LID: shim.h port_lid() (emu/subnet.h claims it on the emulated subnet).
-/// The node GUID, host byte order (cx3::kNodeGuidBase with port_lid() in bits 8..23).
+/// The node GUID, host byte order: cx3::kNodeGuidBase with the port's LID (shim.h port_lid(),
+/// claimed on the emulated subnet, emu/subnet.h) in bits 8..23.
 uint64_t node_guid();
 
 /// Fills `d`: its ibv_device (name, sysfs paths), its verbs_context (abi_compat
