@@ -41,6 +41,10 @@ struct VerbsQp : ::testing::Test {
   ibv_pd* pd = ibv_alloc_pd(ctx);
   std::vector<char> buf = std::vector<char>(1 << 16);
   ibv_mr* mr = ibv_reg_mr(pd, buf.data(), buf.size(), IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
+  ~VerbsQp() override {
+    ibv_dereg_mr(mr);
+    ibv_dealloc_pd(pd);
+  }
 
   ibv_qp* make_qp(ibv_cq* scq, ibv_cq* rcq) {
     ibv_qp_init_attr a{};

@@ -27,6 +27,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <optional>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -270,7 +271,16 @@ void delete_channel(rdma_event_channel* channel, bool keep_readers_blocked) {
     c->events.clear();
     c->dead = keep_readers_blocked;
   }
-  if (keep_readers_blocked) return;
+  if (keep_readers_blocked) {
+    // Kept, with its fds, until the process exits: a thread still in rdma_get_cm_event on it
+    // (rping's CM thread) blocks rather than read a closed or reused fd.
+    // Never destroyed, not even at exit (the thread may still be blocked then).
+    static std::mutex kept_lock;
+    static auto* kept = new std::vector<EventChannel*>;
+    std::lock_guard g(kept_lock);
+    kept->push_back(c);
+    return;
+  }
   ::close(c->ch.fd);
   ::close(c->write_fd);
   delete c;
