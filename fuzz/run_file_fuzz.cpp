@@ -23,12 +23,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   try {
     const auto words = split_command_line(text);
     try {
-      frontends::parse_netperf_args(words);
+      hcasim::frontends::parse_netperf_args(words);
     } catch (const hcasim::InputError& e) {
       hcasim::fuzz::expect_one_line(e);
     }
     try {
-      frontends::parse_perftest_args(hcasim::frontends::PerftestTest::WriteLat, words);
+      hcasim::frontends::parse_perftest_args(hcasim::frontends::PerftestTest::WriteLat, words);
     } catch (const hcasim::InputError& e) {
       hcasim::fuzz::expect_one_line(e);
     }

@@ -69,9 +69,9 @@ int perftest_main(frontends::PerftestTest test, const std::vector<std::string>& 
   std::cout << frontends::format_perftest_head(
                    opts, checked([&l = local, &r = remote, &config] { return sim::check_perftest(l, r, config); }))
             << std::flush;
-  const frontends::PerftestResult result =
-      run_under_faults(config.faults.any(),  // init-captures: clang before 16 cannot capture a structured binding
-                       [&] { return checked([&l = local, &r = remote, &config] { return sim::run_perftest(l, r, config); }); });
+  // Init-captures: clang before 16 cannot capture a structured binding (nor [&] one).
+  const auto simulate = [&l = local, &r = remote, &config] { return sim::run_perftest(l, r, config); };
+  const frontends::PerftestResult result = run_under_faults(config.faults.any(), [&] { return checked(simulate); });
   const OutputSection writing;  // a signal now waits for the outputs to be whole
   const bool csv_to_stdout = opts.csv_path && util::is_stdout_path(*opts.csv_path);
   if (opts.csv_path && !csv_to_stdout)

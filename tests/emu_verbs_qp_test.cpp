@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstring>
 #include <string>
@@ -131,6 +132,19 @@ struct VerbsQp : ::testing::Test {
     return out;
   }
 };
+
+// ibv_reg_mr(3): "If IBV_ACCESS_REMOTE_WRITE or IBV_ACCESS_REMOTE_ATOMIC is set, then
+// IBV_ACCESS_LOCAL_WRITE must be set too"; the kernel answers EINVAL, and so does the shim.
+TEST_F(VerbsQp, RemoteWriteOrAtomicWithoutLocalWriteIsEinval) {
+  for (const int access : {int{IBV_ACCESS_REMOTE_WRITE}, IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_REMOTE_READ}) {
+    errno = 0;
+    EXPECT_EQ(ibv_reg_mr(pd, buf.data(), 64, access), nullptr) << access;
+    EXPECT_EQ(errno, EINVAL) << access;
+  }
+  ibv_mr* ok = ibv_reg_mr(pd, buf.data(), 64, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+  ASSERT_NE(ok, nullptr);
+  EXPECT_EQ(ibv_dereg_mr(ok), 0);
+}
 
 TEST_F(VerbsQp, CreatedInResetAndQueriedBack) {
   ibv_cq* cq = ibv_create_cq(ctx, 16, nullptr, nullptr, 0);

@@ -393,9 +393,12 @@ int ibv_dealloc_pd(ibv_pd* pd) {
 
 /// ibv_reg_mr_iova2(3): registers [addr, addr+length) of this process; the iova must be addr
 /// (the emulated HCA addresses memory by virtual address). lkey = rkey. Null with errno EINVAL
-/// otherwise.
+/// otherwise, and for REMOTE_WRITE or REMOTE_ATOMIC without LOCAL_WRITE (ibv_reg_mr(3): the
+/// kernel refuses it, so a program that passes here would fail on an HCA).
 ibv_mr* ibv_reg_mr_iova2(ibv_pd* pd, void* addr, size_t length, uint64_t iova, unsigned int access) {
-  if (pd == nullptr || iova != reinterpret_cast<uintptr_t>(addr)) {
+  const bool remote_needs_local = (access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC)) != 0 &&
+                                  (access & IBV_ACCESS_LOCAL_WRITE) == 0;
+  if (pd == nullptr || iova != reinterpret_cast<uintptr_t>(addr) || remote_needs_local) {
     errno = EINVAL;
     return nullptr;
   }
