@@ -191,8 +191,10 @@ Packet decode(std::span<const uint8_t> body) {
     case Op::UdSendOnly:
     case Op::UdSendOnlyWithImm:
       p.qkey = be::get32(e);
-      p.local_qpn = be::get32(e + 4) & 0xFFFFFF;
+      p.local_qpn = be::get32(e + 4);
+      if (e[4] != 0) throw WireError(fmt::format("{}: DETH source QPN {:#x} over 24 bits", op_name(p.op), p.local_qpn));
       p.slid = be::get16(e + 8);
+      if (be::get16(e + 10) != 0) throw WireError(fmt::format("{}: DETH reserved bytes set", op_name(p.op)));
       if (p.op == Op::UdSendOnlyWithImm) p.imm = be::get32(e + kDeth);
       break;
     case Op::CompareSwap:
@@ -206,6 +208,7 @@ Packet decode(std::span<const uint8_t> body) {
       const uint32_t a = be::get32(e);
       p.syndrome = static_cast<uint8_t>(a >> 24);
       p.msn = a & 0xFFFFFF;
+      if (p.syndrome & 0x80) throw WireError(fmt::format("{}: AETH syndrome {:#04x} has its reserved bit set", op_name(p.op), p.syndrome));
       p.orig = be::get64(e + kAeth);
       break;
     }
