@@ -700,6 +700,7 @@ sdp::WcStatus to_wc_status(ibv_wc_status status, bool* exact) {
     case IBV_WC_WR_FLUSH_ERR: s = S::WrFlushErr; break;
     case IBV_WC_REM_INV_REQ_ERR: s = S::RemInvReqErr; break;
     case IBV_WC_REM_ACCESS_ERR: s = S::RemAccessErr; break;
+    case IBV_WC_REM_OP_ERR: s = S::RemOpErr; break;
     case IBV_WC_RETRY_EXC_ERR: s = S::RetryExcErr; break;
     case IBV_WC_RNR_RETRY_EXC_ERR: s = S::RnrRetryExcErr; break;
     // No sdp equivalent: the nearest.
@@ -717,7 +718,6 @@ sdp::WcStatus to_wc_status(ibv_wc_status status, bool* exact) {
       same = false;
       break;
     case IBV_WC_BAD_RESP_ERR:        // unexpected transport opcode in the response
-    case IBV_WC_REM_OP_ERR:          // the responder could not complete the operation
     case IBV_WC_REM_INV_RD_REQ_ERR:
     case IBV_WC_REM_ABORT_ERR:
       s = S::RemInvReqErr;

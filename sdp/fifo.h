@@ -21,10 +21,32 @@ class Fifo {
     if (buf_.full()) buf_.set_capacity(std::max<std::size_t>(8, 2 * buf_.capacity()));
     buf_.push_back(v);
   }
+  /// Puts `v` in front of the oldest element (it becomes the oldest).
+  void push_front(const T& v) {
+    if (buf_.full()) buf_.set_capacity(std::max<std::size_t>(8, 2 * buf_.capacity()));
+    buf_.push_front(v);
+  }
   /// Removes the oldest element (the queue must not be empty).
   void pop_front() { buf_.pop_front(); }
   T& front() { return buf_.front(); }
   const T& front() const { return buf_.front(); }
+  T& back() { return buf_.back(); }
+  const T& back() const { return buf_.back(); }
+  /// The i-th oldest element (i < size()).
+  T& operator[](std::size_t i) { return buf_[i]; }
+  const T& operator[](std::size_t i) const { return buf_[i]; }
+  /// Removes the elements for which `pred` holds, keeping the others in order.
+  template <class Pred>
+  void remove_if(Pred pred) {
+    std::size_t kept = 0;
+    const std::size_t n = buf_.size();
+    for (std::size_t i = 0; i < n; ++i)
+      if (!pred(buf_[i])) {
+        if (kept != i) buf_[kept] = buf_[i];
+        ++kept;
+      }
+    while (buf_.size() > kept) buf_.pop_back();
+  }
   bool empty() const { return buf_.empty(); }
   std::size_t size() const { return buf_.size(); }
   /// Removes every element (the storage stays).

@@ -9,6 +9,7 @@ const char* wc_status_str(WcStatus s) {
     case WcStatus::LocProtErr: return "local protection error";
     case WcStatus::RemAccessErr: return "remote access error";
     case WcStatus::RemInvReqErr: return "remote invalid request error";
+    case WcStatus::RemOpErr: return "remote operation error";
     case WcStatus::RnrRetryExcErr: return "RNR retry exceeded";
     case WcStatus::RetryExcErr: return "transport retry counter exceeded";
     case WcStatus::WrFlushErr: return "WR flushed";
@@ -24,6 +25,7 @@ int wc_status_code(WcStatus s) {
     case WcStatus::WrFlushErr: return 5;
     case WcStatus::RemInvReqErr: return 9;
     case WcStatus::RemAccessErr: return 10;
+    case WcStatus::RemOpErr: return 11;
     case WcStatus::RetryExcErr: return 12;
     case WcStatus::RnrRetryExcErr: return 13;
   }

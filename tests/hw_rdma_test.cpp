@@ -63,8 +63,8 @@ TEST(HwRdmaVerbs, WcStatusMapping) {
   EXPECT_EQ(to_wc_status(IBV_WC_RNR_RETRY_EXC_ERR), sdp::WcStatus::RnrRetryExcErr);
   EXPECT_EQ(to_wc_status(IBV_WC_WR_FLUSH_ERR), sdp::WcStatus::WrFlushErr);
   EXPECT_EQ(to_wc_status(IBV_WC_REM_ACCESS_ERR), sdp::WcStatus::RemAccessErr);
-  EXPECT_EQ(to_wc_status(IBV_WC_REM_OP_ERR, &exact), sdp::WcStatus::RemInvReqErr);
-  EXPECT_FALSE(exact);
+  EXPECT_EQ(to_wc_status(IBV_WC_REM_OP_ERR, &exact), sdp::WcStatus::RemOpErr);
+  EXPECT_TRUE(exact);
   EXPECT_EQ(to_wc_status(IBV_WC_RESP_TIMEOUT_ERR, &exact), sdp::WcStatus::RetryExcErr);
   EXPECT_FALSE(exact);
   EXPECT_EQ(to_wc_status(IBV_WC_LOC_QP_OP_ERR, &exact), sdp::WcStatus::LocProtErr);
