@@ -1,28 +1,25 @@
 #pragma once
 /// \file emulate mode: the emulated HCA in wall-clock time, one per process, with packets
-/// between processes over TCP (Boost.Asio; emu/wire.h has the frame format).
+/// between processes over TCP (Boost.Asio; emu/wire.h has the frame format), as an sdp::Device.
 ///
-/// What it does is what an RC QP does (IBA 1.2.1 chapters 9 and 10), functionally:
-/// - protection: one PD, MRs with lkey = rkey, bounds and access flags; an SGE outside its
-///   MR completes with LOC_PROT_ERR, an RDMA to a bad rkey, range or access with
-///   REM_ACCESS_ERR (the responder answers NAK Remote Access Error and writes nothing);
-/// - SEND, RDMA WRITE, RDMA READ with PSNs, ACK/NAK, RNR NAK and go-back-N retransmission from
-///   the NAKed PSN after the RNR timer, rnr_retry times (7 = for ever);
-/// - the QP state machine and the ERROR state: outstanding WRs complete with WR_FLUSH_ERR, or
-///   with RETRY_EXC_ERR for WRs on the wire when the peer vanished without a DREQ;
-/// - one CQ per QP, completion events by ibv_req_notify_cq arming;
-/// - connection setup with the CM's REQ / REP / RTU (private data) or REJ, and DREQ.
+/// The transport is the HCA core's (hca/queue_pair.h), the one the simulated HCA runs too: RC QPs
+/// with PSNs per packet of the path MTU (2048 B), ACK/NAK, RNR NAK and go-back-N retransmission,
+/// RDMA READ and atomics; protection domains and MRs with lkey = rkey, bounds and access flags (an
+/// SGE outside its MR completes with LOC_PROT_ERR, an RDMA to a bad rkey, range or access with
+/// REM_ACCESS_ERR: the responder answers NAK Remote Access Error, writes nothing and goes to ERROR);
+/// the QP state machine and the ERROR state (outstanding WRs complete with WR_FLUSH_ERR, or with
+/// RETRY_EXC_ERR for WRs on the wire when the peer vanished without a DREQ); one CQ per QP,
+/// completion events by ibv_req_notify_cq arming; connection setup with the CM's REQ / REP / RTU
+/// (private data) or REJ, and DREQ.
 ///
-/// - faults on the wire (model/fault.h), injected at the sending side of every transport frame
-///   (requests, ACK/NAKs, READ responses) with per-packet probabilities: loss, corruption (the
-///   ICRC trailer fails, the receiver drops the frame, IBA 7.8.1), duplication, reordering; and
-///   the RC recovery: the local ACK timer (4.096 us x 2^qp.timeout), go-back-N after a timeout
-///   or a NAK PSN sequence error, qp.retry_cnt retries then RETRY_EXC_ERR and ERROR; RNR NAK
-///   with qp.rnr_retry. A "packet" is one frame: one whole message (no MTU segmentation).
+/// Faults on the wire (model/fault.h, hca/wire_faults.h) act on every packet the QP sends
+/// (requests, ACK/NAKs, READ responses): loss, corruption (the ICRC trailer fails, the receiver
+/// drops the frame, IBA 7.8.1), duplication, reordering; the recovery is the core's: the local ACK
+/// timer (4.096 us x 2^qp.timeout), go-back-N after a timeout or a NAK PSN sequence error,
+/// qp.retry_cnt retries then RETRY_EXC_ERR and ERROR; RNR NAK with qp.rnr_retry.
 ///
-/// Not emulated: timing (no model; as fast as the machine goes), MTU segmentation, more than
-/// one PD. Without injected faults TCP delivers every frame; a vanished peer is seen as the
-/// TCP connection closing.
+/// Not emulated: timing (no model; as fast as the machine goes). Without injected faults TCP
+/// delivers every frame; a vanished peer is seen as the TCP connection closing.
 #include <cstdint>
 #include <memory>
 #include <string>

@@ -12,76 +12,87 @@ namespace be = sdp::be;
 namespace {
 constexpr size_t kReth = 16, kAeth = 4, kCm = 6, kRej = 2, kImm = 4, kAtomicEth = 28, kAtomicAckEth = 8, kDeth = 12;
 /// Header + the largest extension (RETH + ImmDt) + the largest payload + ICRC.
-constexpr uint32_t kMaxBody = static_cast<uint32_t>(kHeaderSize + kReth + kImm + kIcrcSize) + kMaxMessage;
+constexpr uint32_t kMaxBody = static_cast<uint32_t>(kHeaderSize + kReth + kImm + kIcrcSize) + kMaxPayload;
+/// The BTH byte after the OpCode: bit 7 is AckReq (the solicited event, migration and pad bits
+/// of a real BTH are not carried).
+constexpr uint8_t kAckReqBit = 0x80;
 
 uint32_t crc32_of(const uint8_t* data, size_t n) {
   return static_cast<uint32_t>(::crc32_z(0, data, static_cast<z_size_t>(n)));
 }
 
-size_t extension_size(Op op) {
-  switch (op) {
-    case Op::SendOnly: case Op::CmRtu: case Op::CmDreq: return 0;
-    case Op::SendOnlyWithImm: return kImm;
-    case Op::UdSendOnly: return kDeth;
-    case Op::UdSendOnlyWithImm: return kDeth + kImm;
-    case Op::RdmaWriteOnlyWithImm: return kReth + kImm;
-    case Op::CompareSwap: case Op::FetchAdd: return kAtomicEth;
-    case Op::AtomicAcknowledge: return kAeth + kAtomicAckEth;
-    case Op::RdmaWriteOnly: case Op::RdmaReadRequest: return kReth;
-    case Op::RdmaReadResponseOnly: case Op::Acknowledge: return kAeth;
-    case Op::CmReq: case Op::CmRep: return kCm;
-    case Op::CmRej: return kRej;
-  }
-  return 0;
-}
+hca::Opcode transport(Op op) { return static_cast<hca::Opcode>(op); }
 
 bool known(uint8_t op) {
-  switch (static_cast<Op>(op)) {
-    case Op::SendOnly: case Op::RdmaWriteOnly: case Op::RdmaReadRequest: case Op::RdmaReadResponseOnly:
-    case Op::Acknowledge: case Op::CmReq: case Op::CmRep: case Op::CmRtu: case Op::CmRej: case Op::CmDreq:
-    case Op::SendOnlyWithImm: case Op::RdmaWriteOnlyWithImm: case Op::CompareSwap: case Op::FetchAdd:
-    case Op::AtomicAcknowledge: case Op::UdSendOnly: case Op::UdSendOnlyWithImm:
-      return true;
+  if (op >= 0xC0) return op <= static_cast<uint8_t>(Op::CmDreq);
+  return hca::opcode_known(op);
+}
+
+size_t extension_size(Op op) {
+  switch (op) {
+    case Op::CmReq: case Op::CmRep: return kCm;
+    case Op::CmRej: return kRej;
+    case Op::CmRtu: case Op::CmDreq: return 0;
+    default: break;
   }
-  return false;
+  const hca::Opcode t = transport(op);
+  const hca::OpKind k = hca::op_kind(t);
+  if (hca::op_transport(t) == 3) return kDeth + (hca::op_has_imm(t) ? kImm : 0);
+  if (k == hca::OpKind::CompareSwap || k == hca::OpKind::FetchAdd) return kAtomicEth;
+  if (k == hca::OpKind::AtomicAck) return kAeth + kAtomicAckEth;
+  return (hca::op_has_reth(t) ? kReth : 0) + (hca::op_has_imm(t) ? kImm : 0) + (hca::op_has_aeth(t) ? kAeth : 0);
 }
 
 /// Largest payload `op` may carry.
 size_t payload_limit(Op op) {
   switch (op) {
-    case Op::SendOnly: case Op::RdmaWriteOnly: case Op::RdmaReadResponseOnly: case Op::SendOnlyWithImm:
-    case Op::RdmaWriteOnlyWithImm:
-      return kMaxMessage;
-    case Op::UdSendOnly: case Op::UdSendOnlyWithImm: return kMaxUdPayload;
     case Op::CmReq: return kReqPrivateData;
     case Op::CmRep: return kRepPrivateData;
     case Op::CmRej: return kRejReason;
-    default: return 0;
+    case Op::CmRtu: case Op::CmDreq: return 0;
+    default: return hca::op_has_payload(transport(op)) ? kMaxPayload : 0;
   }
+}
+
+/// An RDMA WRITE Only's RETH length is its payload's (one packet carries the whole WRITE).
+bool write_only(Op op) {
+  const hca::Opcode t = transport(op);
+  return hca::op_kind(t) == hca::OpKind::Write && hca::op_starts(t) && hca::op_ends(t);
 }
 }  // namespace
 
 const char* op_name(Op op) {
   switch (op) {
+    case Op::SendFirst: return "SEND First";
+    case Op::SendMiddle: return "SEND Middle";
+    case Op::SendLast: return "SEND Last";
+    case Op::SendLastWithImm: return "SEND Last with Immediate";
     case Op::SendOnly: return "SEND Only";
+    case Op::SendOnlyWithImm: return "SEND Only with Immediate";
+    case Op::RdmaWriteFirst: return "RDMA WRITE First";
+    case Op::RdmaWriteMiddle: return "RDMA WRITE Middle";
+    case Op::RdmaWriteLast: return "RDMA WRITE Last";
+    case Op::RdmaWriteLastWithImm: return "RDMA WRITE Last with Immediate";
     case Op::RdmaWriteOnly: return "RDMA WRITE Only";
+    case Op::RdmaWriteOnlyWithImm: return "RDMA WRITE Only with Immediate";
     case Op::RdmaReadRequest: return "RDMA READ Request";
+    case Op::RdmaReadResponseFirst: return "RDMA READ Response First";
+    case Op::RdmaReadResponseMiddle: return "RDMA READ Response Middle";
+    case Op::RdmaReadResponseLast: return "RDMA READ Response Last";
     case Op::RdmaReadResponseOnly: return "RDMA READ Response Only";
     case Op::Acknowledge: return "Acknowledge";
+    case Op::AtomicAcknowledge: return "Atomic Acknowledge";
+    case Op::CompareSwap: return "CmpSwap";
+    case Op::FetchAdd: return "FetchAdd";
+    case Op::UdSendOnly: return "UD SEND Only";
+    case Op::UdSendOnlyWithImm: return "UD SEND Only with Immediate";
     case Op::CmReq: return "CM REQ";
     case Op::CmRep: return "CM REP";
     case Op::CmRtu: return "CM RTU";
     case Op::CmRej: return "CM REJ";
     case Op::CmDreq: return "CM DREQ";
-    case Op::SendOnlyWithImm: return "SEND Only with Immediate";
-    case Op::RdmaWriteOnlyWithImm: return "RDMA WRITE Only with Immediate";
-    case Op::CompareSwap: return "CmpSwap";
-    case Op::FetchAdd: return "FetchAdd";
-    case Op::AtomicAcknowledge: return "Atomic Acknowledge";
-    case Op::UdSendOnly: return "UD SEND Only";
-    case Op::UdSendOnlyWithImm: return "UD SEND Only with Immediate";
   }
-  return "?";
+  return known(static_cast<uint8_t>(op)) ? hca::opcode_name(transport(op)) : "?";  // the UC opcodes
 }
 
 std::vector<uint8_t> encode(const Packet& p) {
@@ -89,7 +100,7 @@ std::vector<uint8_t> encode(const Packet& p) {
   if (p.payload.size() > payload_limit(p.op))
     throw WireError(fmt::format("encode: {} carries at most {} bytes, got {}", op_name(p.op), payload_limit(p.op),
                                 p.payload.size()));
-  if ((p.op == Op::RdmaWriteOnly || p.op == Op::RdmaWriteOnlyWithImm) && p.dma_len != p.payload.size())
+  if (write_only(p.op) && p.dma_len != p.payload.size())
     throw WireError(fmt::format("encode: RETH length {} but {} payload bytes", p.dma_len, p.payload.size()));
   const size_t ext = extension_size(p.op);
   const size_t body = kHeaderSize + ext + p.payload.size() + kIcrcSize;
@@ -98,53 +109,47 @@ std::vector<uint8_t> encode(const Packet& p) {
   be::put32(b, static_cast<uint32_t>(body));
   b += kLengthSize;
   b[0] = static_cast<uint8_t>(p.op);
+  b[1] = p.ack_req ? kAckReqBit : 0;
   be::put32(b + 4, p.dest_qpn & 0xFFFFFF);
   be::put32(b + 8, p.psn & 0xFFFFFF);
   uint8_t* e = b + kHeaderSize;
-  switch (p.op) {
-    case Op::RdmaWriteOnly:
-    case Op::RdmaWriteOnlyWithImm:
-    case Op::RdmaReadRequest:
-      be::put64(e, p.va);
-      be::put32(e + 8, p.rkey);
-      be::put32(e + 12, p.dma_len);
-      if (p.op == Op::RdmaWriteOnlyWithImm) be::put32(e + kReth, p.imm);
-      break;
-    case Op::SendOnlyWithImm:
-      be::put32(e, p.imm);
-      break;
-    case Op::UdSendOnly:
-    case Op::UdSendOnlyWithImm:
-      be::put32(e, p.qkey);
-      be::put32(e + 4, p.local_qpn & 0xFFFFFF);
-      be::put16(e + 8, p.slid);
-      if (p.op == Op::UdSendOnlyWithImm) be::put32(e + kDeth, p.imm);
-      break;
-    case Op::CompareSwap:
-    case Op::FetchAdd:
-      be::put64(e, p.va);
-      be::put32(e + 8, p.rkey);
-      be::put64(e + 12, p.swap);
-      be::put64(e + 20, p.compare);
-      break;
-    case Op::AtomicAcknowledge:
-      be::put32(e, (uint32_t{p.syndrome} << 24) | (p.msn & 0xFFFFFF));
-      be::put64(e + kAeth, p.orig);
-      break;
-    case Op::RdmaReadResponseOnly:
-    case Op::Acknowledge:
-      be::put32(e, (uint32_t{p.syndrome} << 24) | (p.msn & 0xFFFFFF));
-      break;
-    case Op::CmReq:
-    case Op::CmRep:
+  if (is_cm(p.op)) {
+    if (p.op == Op::CmReq || p.op == Op::CmRep) {
       be::put32(e, p.local_qpn & 0xFFFFFF);
       be::put16(e + 4, static_cast<uint16_t>(p.payload.size()));
-      break;
-    case Op::CmRej:
+    } else if (p.op == Op::CmRej) {
       be::put16(e, static_cast<uint16_t>(p.payload.size()));
-      break;
-    default:
-      break;
+    }
+  } else {
+    const hca::Opcode t = transport(p.op);
+    const hca::OpKind k = hca::op_kind(t);
+    uint8_t* x = e;
+    if (hca::op_transport(t) == 3) {  // DETH and the SLID
+      be::put32(x, p.qkey);
+      be::put32(x + 4, p.local_qpn & 0xFFFFFF);
+      be::put16(x + 8, p.slid);
+      x += kDeth;
+    } else if (k == hca::OpKind::CompareSwap || k == hca::OpKind::FetchAdd) {
+      be::put64(x, p.va);
+      be::put32(x + 8, p.rkey);
+      be::put64(x + 12, p.swap);
+      be::put64(x + 20, p.compare);
+      x += kAtomicEth;
+    } else if (hca::op_has_reth(t)) {
+      be::put64(x, p.va);
+      be::put32(x + 8, p.rkey);
+      be::put32(x + 12, p.dma_len);
+      x += kReth;
+    }
+    if (hca::op_has_aeth(t)) {
+      be::put32(x, (uint32_t{p.syndrome} << 24) | (p.msn & 0xFFFFFF));
+      x += kAeth;
+      if (k == hca::OpKind::AtomicAck) {
+        be::put64(x, p.orig);
+        x += kAtomicAckEth;
+      }
+    }
+    if (hca::op_has_imm(t)) be::put32(x, p.imm);
   }
   std::copy(p.payload.begin(), p.payload.end(), e + ext);
   be::put32(b + body - kIcrcSize, crc32_of(b, body - kIcrcSize));
@@ -173,8 +178,12 @@ Packet decode(std::span<const uint8_t> body) {
   if (!known(b[0])) throw WireError(fmt::format("unknown op {:#04x}", b[0]));
   Packet p;
   p.op = static_cast<Op>(b[0]);
-  if (b[1] != 0 || b[2] != 0 || b[3] != 0 || b[4] != 0 || b[8] != 0)
+  const bool cm = is_cm(p.op);
+  // AckReq exists on transport packets only; every other bit of bytes 1-3 and the top bytes of the
+  // QPN and PSN fields are reserved.
+  if ((b[1] & ~(cm ? 0 : kAckReqBit)) != 0 || b[2] != 0 || b[3] != 0 || b[4] != 0 || b[8] != 0)
     throw WireError(fmt::format("{}: reserved bits set", op_name(p.op)));
+  p.ack_req = (b[1] & kAckReqBit) != 0;
   p.dest_qpn = be::get32(b + 4);
   p.psn = be::get32(b + 8);
   const size_t ext = extension_size(p.op);
@@ -184,67 +193,55 @@ Packet decode(std::span<const uint8_t> body) {
   const size_t payload = body.size() - kHeaderSize - ext;
   if (payload > payload_limit(p.op))
     throw WireError(fmt::format("{}: {} payload bytes, at most {} allowed", op_name(p.op), payload, payload_limit(p.op)));
-  switch (p.op) {
-    case Op::SendOnlyWithImm:
-      p.imm = be::get32(e);
-      break;
-    case Op::UdSendOnly:
-    case Op::UdSendOnlyWithImm:
-      p.qkey = be::get32(e);
-      p.local_qpn = be::get32(e + 4);
-      if (e[4] != 0) throw WireError(fmt::format("{}: DETH source QPN {:#x} over 24 bits", op_name(p.op), p.local_qpn));
-      p.slid = be::get16(e + 8);
-      if (be::get16(e + 10) != 0) throw WireError(fmt::format("{}: DETH reserved bytes set", op_name(p.op)));
-      if (p.op == Op::UdSendOnlyWithImm) p.imm = be::get32(e + kDeth);
-      break;
-    case Op::CompareSwap:
-    case Op::FetchAdd:
-      p.va = be::get64(e);
-      p.rkey = be::get32(e + 8);
-      p.swap = be::get64(e + 12);
-      p.compare = be::get64(e + 20);
-      break;
-    case Op::AtomicAcknowledge: {
-      const uint32_t a = be::get32(e);
-      p.syndrome = static_cast<uint8_t>(a >> 24);
-      p.msn = a & 0xFFFFFF;
-      if (p.syndrome & 0x80) throw WireError(fmt::format("{}: AETH syndrome {:#04x} has its reserved bit set", op_name(p.op), p.syndrome));
-      p.orig = be::get64(e + kAeth);
-      break;
-    }
-    case Op::RdmaWriteOnly:
-    case Op::RdmaWriteOnlyWithImm:
-    case Op::RdmaReadRequest:
-      p.va = be::get64(e);
-      p.rkey = be::get32(e + 8);
-      p.dma_len = be::get32(e + 12);
-      if (p.op == Op::RdmaWriteOnlyWithImm) p.imm = be::get32(e + kReth);
-      if (p.op != Op::RdmaReadRequest && p.dma_len != payload)
-        throw WireError(fmt::format("RDMA WRITE Only: RETH length {} but {} payload bytes", p.dma_len, payload));
-      if (p.op == Op::RdmaReadRequest && p.dma_len > kMaxMessage)
-        throw WireError(fmt::format("RDMA READ Request: RETH length {} over {}", p.dma_len, kMaxMessage));
-      break;
-    case Op::RdmaReadResponseOnly:
-    case Op::Acknowledge: {
-      const uint32_t a = be::get32(e);
-      p.syndrome = static_cast<uint8_t>(a >> 24);
-      p.msn = a & 0xFFFFFF;
-      if (p.syndrome & 0x80) throw WireError(fmt::format("{}: AETH syndrome {:#04x} has its reserved bit set", op_name(p.op), p.syndrome));
-      break;
-    }
-    case Op::CmReq:
-    case Op::CmRep:
+  if (cm) {
+    if (p.op == Op::CmReq || p.op == Op::CmRep) {
       p.local_qpn = be::get32(e);
       if (e[0] != 0) throw WireError(fmt::format("{}: QPN {:#x} over 24 bits", op_name(p.op), p.local_qpn));
       if (be::get16(e + 4) != payload)
         throw WireError(fmt::format("{}: private data length {} but {} bytes follow", op_name(p.op), be::get16(e + 4), payload));
-      break;
-    case Op::CmRej:
+    } else if (p.op == Op::CmRej) {
       if (be::get16(e) != payload)
         throw WireError(fmt::format("CM REJ: reason length {} but {} bytes follow", be::get16(e), payload));
-      break;
-    default:
-      break;
+    }
+  } else {
+    const hca::Opcode t = transport(p.op);
+    const hca::OpKind k = hca::op_kind(t);
+    const uint8_t* x = e;
+    if (hca::op_transport(t) == 3) {
+      p.qkey = be::get32(x);
+      p.local_qpn = be::get32(x + 4);
+      if (x[4] != 0) throw WireError(fmt::format("{}: DETH source QPN {:#x} over 24 bits", op_name(p.op), p.local_qpn));
+      p.slid = be::get16(x + 8);
+      if (be::get16(x + 10) != 0) throw WireError(fmt::format("{}: DETH reserved bytes set", op_name(p.op)));
+      x += kDeth;
+    } else if (k == hca::OpKind::CompareSwap || k == hca::OpKind::FetchAdd) {
+      p.va = be::get64(x);
+      p.rkey = be::get32(x + 8);
+      p.swap = be::get64(x + 12);
+      p.compare = be::get64(x + 20);
+      x += kAtomicEth;
+    } else if (hca::op_has_reth(t)) {
+      p.va = be::get64(x);
+      p.rkey = be::get32(x + 8);
+      p.dma_len = be::get32(x + 12);
+      x += kReth;
+      if (write_only(p.op) && p.dma_len != payload)
+        throw WireError(fmt::format("{}: RETH length {} but {} payload bytes", op_name(p.op), p.dma_len, payload));
+      if (p.dma_len > kMaxDmaLength)
+        throw WireError(fmt::format("{}: RETH length {} over {}", op_name(p.op), p.dma_len, kMaxDmaLength));
+    }
+    if (hca::op_has_aeth(t)) {
+      const uint32_t a = be::get32(x);
+      p.syndrome = static_cast<uint8_t>(a >> 24);
+      p.msn = a & 0xFFFFFF;
+      if (p.syndrome & 0x80) throw WireError(fmt::format("{}: AETH syndrome {:#04x} has its reserved bit set", op_name(p.op), p.syndrome));
+      x += kAeth;
+      if (k == hca::OpKind::AtomicAck) {
+        p.orig = be::get64(x);
+        x += kAtomicAckEth;
+      }
+    }
+    if (hca::op_has_imm(t)) p.imm = be::get32(x);
   }
   p.payload.assign(e + ext, e + ext + payload);
   return p;

@@ -1,44 +1,47 @@
 #pragma once
-/// \file The emulated HCA's packets between processes: one frame per IB message on a TCP
-/// stream, carrying the IBA headers the emulation needs (IBA 1.2.1 chapter 9: BTH, RETH,
-/// AETH) and the CM messages that set a connection up (chapter 12: REQ, REP, RTU, REJ, DREQ).
-///
-/// The emulation does not split messages into MTU-sized packets: a message is one frame, and a
-/// "packet" of IBA chapter 9 (its PSN, its ACK, its fate under fault injection, model/fault.h)
-/// is one frame here. TCP keeps frames in order and intact; the ICRC trailer is there for the
-/// injected corruption (fault.corrupt), which the receiver detects and drops silently as an HCA
-/// drops a packet failing its ICRC check (IBA 7.8.1). Frame layout, big-endian:
+/// \file The emulated HCA's packets between processes: one frame per IB packet on a TCP stream
+/// (or in a UDP datagram, for UD), carrying the IBA headers the transport reads (IBA 1.2.1
+/// chapter 9: BTH, RETH, AETH, ImmDt, AtomicETH, AtomicAckETH, DETH) and the CM messages that set
+/// a connection up (chapter 12: REQ, REP, RTU, REJ, DREQ). Messages are cut into packets of the
+/// QP's path MTU by the HCA core (hca/requester.h), so a frame's payload is at most 4096 bytes.
+/// TCP keeps frames in order and intact; the ICRC trailer is there for the injected corruption
+/// (fault.corrupt, hca/wire_faults.h), which the receiver detects and drops silently as an HCA drops
+/// a packet failing its ICRC check (IBA 7.8.1). Frame layout, big-endian:
 ///
 ///     offset size  field
 ///     0      4     length of what follows (12 + the op's extension and payload + 4)
-///     4      1     op (BTH OpCode for RC transport ops, 0xC0.. for CM messages)
-///     5      3     reserved, 0
+///     4      1     op (BTH OpCode, IBA table 38, for transport packets; 0xC0.. for CM messages)
+///     5      1     bit 7: BTH AckReq; the other bits reserved, 0
+///     6      2     reserved, 0
 ///     8      4     dest_qpn (BTH DestQP, 24 bits used)
-///     12     4     psn (BTH PSN, 24 bits used; CM REQ/REP: the sender's starting PSN)
+///     12     4     psn (BTH PSN, 24 bits used; CM REQ: the sender's starting PSN)
 ///     16     ...   by op:
-///        SendOnly              payload
-///        SendOnlyWithImm       ImmDt (u32), payload
-///        RdmaWriteOnly         RETH (va u64, rkey u32, dma_len u32), payload of dma_len bytes
-///        RdmaWriteOnlyWithImm  RETH, ImmDt, payload of dma_len bytes
-///        CompareSwap, FetchAdd AtomicETH (va u64, rkey u32, swap u64, compare / add u64)
-///        AtomicAcknowledge     AETH, AtomicAckETH (the original remote data u64)
-///        UdSendOnly            DETH (Q_Key u32, source QP u32) and the source LID (u16, 2 B
-///                              reserved; the LRH's SLID), payload; a UDP datagram, not a
-///                              stream frame (Hca's datagram path, emu/subnet.h)
-///        UdSendOnlyWithImm     the same, ImmDt, payload
-///        RdmaReadRequest       RETH
-///        RdmaReadResponseOnly  AETH (syndrome u8, msn u24), payload
-///        Acknowledge           AETH
-///        CmReq, CmRep          local_qpn u32, private data length u16, private data
-///        CmRej                 reason length u16, reason text
-///        CmRtu, CmDreq         nothing
+///        SEND First, Middle, Last, Only               payload
+///        SEND Last / Only with Immediate              ImmDt (u32), payload
+///        RDMA WRITE First, Only                       RETH (va u64, rkey u32, dma_len u32), payload
+///        RDMA WRITE Only with Immediate               RETH, ImmDt, payload
+///        RDMA WRITE Middle, Last                      payload
+///        RDMA WRITE Last with Immediate               ImmDt, payload
+///        RDMA READ Request                            RETH
+///        RDMA READ Response First, Last, Only         AETH (syndrome u8, msn u24), payload
+///        RDMA READ Response Middle                    payload
+///        Acknowledge                                  AETH
+///        CmpSwap, FetchAdd                            AtomicETH (va u64, rkey u32, swap u64, compare / add u64)
+///        Atomic Acknowledge                           AETH, AtomicAckETH (the original remote data u64)
+///        UD SEND Only (with Immediate)                DETH (Q_Key u32, source QP u32) and the source
+///                                                     LID (u16, 2 B reserved; the LRH's SLID), ImmDt, payload
+///        CmReq, CmRep                                 local_qpn u32, private data length u16, private data
+///        CmRej                                        reason length u16, reason text
+///        CmRtu, CmDreq                                nothing
 ///     end-4  4     ICRC: CRC-32 (zlib's, IEEE 802.3) of the bytes from offset 4 to here
+/// The UC opcodes (0x20..0x2B) carry what their RC counterparts carry.
 #include <cstdint>
 #include <span>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "hca/packet.h"
 #include "hca/rc.h"
 
 namespace hcasim::emu {
@@ -49,13 +52,25 @@ class WireError : public std::runtime_error {
   explicit WireError(const std::string& what) : std::runtime_error(what) {}
 };
 
-/// Frame kinds. Transport ops carry the RC OpCode values of IBA 9.2.1 (Table 38).
+/// Frame kinds: the transport packets carry their BTH OpCode (IBA 9.2.1, table 38: hca::Opcode's
+/// values), the CM messages codes of the vendor range.
 enum class Op : uint8_t {
+  SendFirst = 0x00,
+  SendMiddle = 0x01,
+  SendLast = 0x02,
+  SendLastWithImm = 0x03,
   SendOnly = 0x04,
   SendOnlyWithImm = 0x05,
+  RdmaWriteFirst = 0x06,
+  RdmaWriteMiddle = 0x07,
+  RdmaWriteLast = 0x08,
+  RdmaWriteLastWithImm = 0x09,
   RdmaWriteOnly = 0x0A,
   RdmaWriteOnlyWithImm = 0x0B,
   RdmaReadRequest = 0x0C,
+  RdmaReadResponseFirst = 0x0D,
+  RdmaReadResponseMiddle = 0x0E,
+  RdmaReadResponseLast = 0x0F,
   RdmaReadResponseOnly = 0x10,
   Acknowledge = 0x11,
   AtomicAcknowledge = 0x12,
@@ -69,6 +84,8 @@ enum class Op : uint8_t {
   CmRej = 0xC3,
   CmDreq = 0xC4,
 };
+/// True for a CM message's op (the rest are transport packets, hca::Opcode).
+constexpr bool is_cm(Op op) { return static_cast<uint8_t>(op) >= 0xC0; }
 const char* op_name(Op op);
 
 /// AETH syndromes (IBA 9.3.5, 9.7.5.2.1): the HCA core's (hca/rc.h).
@@ -78,11 +95,10 @@ namespace aeth = hca::aeth;
 inline constexpr size_t kReqPrivateData = 92;
 inline constexpr size_t kRepPrivateData = 196;
 inline constexpr size_t kRejReason = 148;
-/// Largest message the emulation carries in one frame, bytes (a real HCA's max_msg_sz is 2^31;
-/// the emulator holds a whole message in memory).
-inline constexpr uint32_t kMaxMessage = 16u << 20;
-/// Largest UD payload, bytes: the largest IB MTU (4096; a UD message is one packet).
-inline constexpr uint32_t kMaxUdPayload = 4096;
+/// Largest payload of one packet, bytes: the largest IB MTU (IBA 7.7.3: 4096).
+inline constexpr uint32_t kMaxPayload = 4096;
+/// Largest RDMA length a RETH may carry, bytes (IBA 9.4.4: 2^31).
+inline constexpr uint64_t kMaxDmaLength = uint64_t{1} << 31;
 /// Bytes of the length field and of the fixed header after it.
 inline constexpr size_t kLengthSize = 4;
 inline constexpr size_t kHeaderSize = 12;
@@ -94,6 +110,7 @@ struct Packet {
   Op op = Op::SendOnly;
   uint32_t dest_qpn = 0;
   uint32_t psn = 0;
+  bool ack_req = false;   ///< BTH AckReq
   uint64_t va = 0;        ///< RETH virtual address
   uint32_t rkey = 0;      ///< RETH R_Key
   uint32_t dma_len = 0;   ///< RETH DMA length, bytes
@@ -110,8 +127,8 @@ struct Packet {
 };
 
 /// The whole frame, length field first, ICRC last. Throws WireError when a field is out of range (a
-/// payload over kMaxMessage, private data over the CM limit, a RETH length that does not match
-/// the payload).
+/// payload over kMaxPayload, private data over the CM limit, an RDMA WRITE Only whose RETH length
+/// is not its payload's, a payload on an op that carries none).
 std::vector<uint8_t> encode(const Packet& p);
 /// The length field of a frame: the byte count of what follows it. Throws WireError when it is
 /// shorter than the fixed header and the ICRC or longer than the largest frame.

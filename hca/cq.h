@@ -51,6 +51,12 @@ class BasicCq {
   bool overrun() const { return overrun_; }
   /// Empties the CQ (its QP went to RESET, IBA 10.3.1); an overrun CQ stays in error.
   void clear() { q_.clear(); }
+  /// Removes the CQEs for which `pred` holds (one QP's, going to RESET on a CQ others share),
+  /// keeping the others' in order; an overrun CQ stays in error and keeps what it holds.
+  template <class Pred>
+  void remove_if(Pred pred) {
+    q_.remove_if(pred);
+  }
 
  private:
   uint32_t depth_;

@@ -8,7 +8,7 @@
 /// Bounds: [addr, addr + len) must lie inside the MR, computed so that no sum can wrap past
 /// 2^64 (an RDMA WRITE to remote_addr 2^64 - 8 with 16 bytes is outside every MR).
 #include <cstdint>
-#include <map>
+#include <vector>
 
 #include "sdp/verbs.h"
 
@@ -48,11 +48,11 @@ class MrTable {
   /// ib_get_dma_mr: a key of `pd` covering all of the host's allocated memory with `access`.
   uint32_t reg_all_memory(uint32_t pd, unsigned access);
   /// ibv_dereg_mr: false when no MR has `key`.
-  bool dereg(uint32_t key) { return mrs_.erase(key) == 1; }
-  /// The MR of `key`, or nullptr.
+  bool dereg(uint32_t key);
+  /// The MR of `key`, or nullptr (valid until the next reg).
   const Mr* find(uint32_t key) const {
-    auto it = mrs_.find(key);
-    return it == mrs_.end() ? nullptr : &it->second;
+    const uint32_t i = key - kFirstKey;  // keys below kFirstKey wrap to a large index
+    return i < mrs_.size() && live_[i] ? &mrs_[i] : nullptr;
   }
   /// Why `key` does not allow [addr, addr + len) in `pd` with every bit of `need`
   /// (MrRefusal::None when it does). An all-memory MR asks `contains(addr, len)` (the host's
@@ -72,14 +72,18 @@ class MrTable {
     return check(key, pd, addr, len, need, contains) == MrRefusal::None;
   }
   /// Number of MRs registered.
-  size_t size() const { return mrs_.size(); }
+  size_t size() const { return live_count_; }
 
   /// The first key handed out (mlx4's keys are opaque; the emulators start here).
   static constexpr uint32_t kFirstKey = 0x100;
 
  private:
-  uint32_t next_pd_ = 1, next_key_ = kFirstKey;
-  std::map<uint32_t, Mr> mrs_;
+  uint32_t next_pd_ = 1;
+  /// MRs by key - kFirstKey (keys are handed out in order and never reused), a constant-time
+  /// look-up on every gather, scatter and remote access.
+  std::vector<Mr> mrs_;
+  std::vector<bool> live_;
+  size_t live_count_ = 0;
 };
 
 /// "unknown key", "key of another PD", "access flags", "out of bounds", "" for None.

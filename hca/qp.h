@@ -1,71 +1,167 @@
 #pragma once
-/// \file The HCA core's RC queue pair without time: its state machine (IBA 1.2.1 10.3.1,
-/// ibv_modify_qp(3)), the checks a post makes (ibv_post_send(3), ibv_post_recv(3)) and the
-/// completions of the error state (flush). Both emulated HCAs ask these and act on the answer.
+/// \file The HCA core's queue pair without time: its types and states, the one table of
+/// ibv_modify_qp(3) transitions with the attributes each requires and allows (IBA 1.2.1 10.3.1
+/// figure 124, 11.2.4.2 table 92; the kernel's ib_modify_qp_is_ok), the attribute ranges, the
+/// checks a post makes (ibv_post_send(3), ibv_post_recv(3)) with the errno of each refusal, and
+/// the completions of the error state (flush). The simulated HCA, the emulated one and the verbs
+/// shim all ask these; none keeps a table of its own.
+#include <cerrno>
 #include <cstdint>
 #include <string>
 
+#include "hca/wqe.h"
 #include "sdp/verbs.h"
 
 namespace hcasim::hca {
 
-/// ibv_qp_state, the RC subset the emulators go through (SQD and SQE are not emulated).
+/// ibv_qp_type: the transports the core runs (IBA 9.8: reliable and unreliable connected,
+/// unreliable datagram).
+enum class QpType : uint8_t { Rc, Uc, Ud };
+/// "RC", "UC", "UD".
+const char* qp_type_name(QpType t);
+
+/// ibv_qp_state, the subset the core goes through (SQD and SQE are not emulated).
 enum class QpState : uint8_t { Reset, Init, Rtr, Rts, Error };
 /// "RESET", "INIT", "RTR", "RTS", "ERROR" (ibv_qp_state's names).
 const char* qp_state_name(QpState s);
 
-/// True when ibv_modify_qp may move a QP from `from` to `to` (IBA 10.3.1, figure 124's RC
-/// subset): RESET->INIT, INIT->INIT, INIT->RTR, RTR->RTS, RTS->RTS, and any state to RESET or
-/// ERROR. Everything else (RESET->RTR, INIT->RTS, ERROR->INIT, ...) is EINVAL.
-constexpr bool transition_allowed(QpState from, QpState to) {
-  if (to == QpState::Reset || to == QpState::Error) return true;
-  switch (from) {
-    case QpState::Reset: return to == QpState::Init;
-    case QpState::Init: return to == QpState::Init || to == QpState::Rtr;
-    case QpState::Rtr: return to == QpState::Rts;
-    case QpState::Rts: return to == QpState::Rts;
-    case QpState::Error: return false;
-  }
-  return false;
+/// ibv_qp_attr_mask bits, with libibverbs' values (verbs.h enum ibv_qp_attr_mask), so that a mask
+/// passes between the verbs shim and the core unchanged.
+namespace attr {
+inline constexpr unsigned kState = 1u << 0;
+inline constexpr unsigned kCurState = 1u << 1;
+inline constexpr unsigned kAccessFlags = 1u << 3;
+inline constexpr unsigned kPkeyIndex = 1u << 4;
+inline constexpr unsigned kPort = 1u << 5;
+inline constexpr unsigned kQkey = 1u << 6;
+inline constexpr unsigned kAv = 1u << 7;
+inline constexpr unsigned kPathMtu = 1u << 8;
+inline constexpr unsigned kTimeout = 1u << 9;
+inline constexpr unsigned kRetryCnt = 1u << 10;
+inline constexpr unsigned kRnrRetry = 1u << 11;
+inline constexpr unsigned kRqPsn = 1u << 12;
+inline constexpr unsigned kMaxQpRdAtomic = 1u << 13;
+inline constexpr unsigned kAltPath = 1u << 14;
+inline constexpr unsigned kMinRnrTimer = 1u << 15;
+inline constexpr unsigned kSqPsn = 1u << 16;
+inline constexpr unsigned kMaxDestRdAtomic = 1u << 17;
+inline constexpr unsigned kPathMigState = 1u << 18;
+inline constexpr unsigned kCap = 1u << 19;
+inline constexpr unsigned kDestQpn = 1u << 20;
+}  // namespace attr
+
+/// The attributes a transition requires and those it also allows (IBA table 92).
+struct ModifyRule {
+  bool valid = false;     ///< the transition exists for the QP type
+  unsigned required = 0;  ///< attr:: bits that must be given
+  unsigned optional = 0;  ///< attr:: bits that may be given
+};
+/// The rule of `type` going from `cur` to `next` (any state to RESET or ERROR needs nothing; RESET
+/// -> INIT, INIT -> INIT, INIT -> RTR, RTR -> RTS, RTS -> RTS; UD without a peer, UC without the
+/// retry, RNR and RDMA READ attributes). Everything else is not valid.
+ModifyRule modify_rule(QpType type, QpState cur, QpState next);
+/// True when the transition exists for an RC QP.
+inline bool transition_allowed(QpState from, QpState to) { return modify_rule(QpType::Rc, from, to).valid; }
+/// Throws sdp::VerbsError "modify_qp: QP 0x48 cannot go from RESET to RTS" unless the transition
+/// exists for `type`.
+void check_transition(uint32_t qpn, QpState from, QpState to, QpType type = QpType::Rc);
+
+/// The values ibv_modify_qp(3) gives a QP, as the core keeps them. Units: path_mtu in bytes
+/// (256 .. 4096), the timers as the IBA's 5-bit codes.
+struct QpAttr {
+  QpState qp_state = QpState::Reset;
+  QpState cur_qp_state = QpState::Reset;
+  unsigned qp_access_flags = 0;  ///< sdp::kRemoteWrite / kRemoteRead, kRemoteAtomic
+  uint16_t pkey_index = 0;
+  uint8_t port_num = 1;
+  uint32_t qkey = 0;
+  uint16_t dlid = 0;             ///< the address vector's destination LID
+  uint8_t ah_port_num = 1;       ///< the address vector's port (0 or 1: the one port)
+  uint32_t path_mtu = 2048;      ///< bytes
+  uint8_t timeout = 14;          ///< local ACK timeout code: 4.096 us x 2^timeout, 0 = none
+  uint8_t retry_cnt = 7;         ///< 0-7
+  uint8_t rnr_retry = 7;         ///< 0-7, 7 = for ever
+  uint32_t rq_psn = 0;           ///< 24 bits
+  uint32_t sq_psn = 0;           ///< 24 bits
+  uint8_t max_rd_atomic = 1;     ///< RDMA READs and atomics this QP has outstanding as requester
+  uint8_t max_dest_rd_atomic = 1;  ///< ... and answers at once as responder
+  uint8_t min_rnr_timer = 12;    ///< IBA table 45 code of this QP's RNR NAKs
+  uint32_t dest_qp_num = 0;      ///< 24 bits
+};
+
+/// The device limits the core enforces (ibv_query_device(3), ibv_query_port(3)): what a backend's
+/// device reports, checked in one place.
+struct DeviceLimits {
+  uint32_t max_qp_wr = 16351;      ///< ConnectX-3 (emu/verbs_shim/device.h)
+  uint32_t max_sge = sdp::kMaxSge;
+  uint32_t max_inline_data = 912;  ///< mlx4's, as perftest uses it (MAX_INLINE)
+  uint64_t max_msg_sz = 1u << 30;  ///< ConnectX-3 max_msg_sz 0x40000000
+  uint8_t max_qp_rd_atom = 16;     ///< max_qp_rd_atom and max_qp_init_rd_atom
+  uint32_t port_mtu = 2048;        ///< the port's active MTU, bytes: the largest UD message
+};
+
+/// ibv_modify_qp(3)'s value checks (IBA 11.2.4.2), for the attributes of `mask`: 0 or EINVAL
+/// (a port other than 1, a P_Key index other than 0, a path MTU not one of 256..4096, a
+/// destination QPN over 24 bits, read/atomic depths over the device's, an RNR timer or local ACK
+/// timeout code over 31, a retry count over 7, an address vector without a destination LID or
+/// on another port).
+int check_attr(const QpAttr& a, unsigned mask, const DeviceLimits& lim);
+/// The path MTU in bytes of ibv_mtu `code` (1 = 256 .. 5 = 4096); 0 for any other code.
+constexpr uint32_t mtu_bytes(int code) { return code >= 1 && code <= 5 ? 128u << code : 0u; }
+/// The ibv_mtu code of `bytes` (256 -> 1 .. 4096 -> 5); 0 for any other size.
+constexpr int mtu_code(uint32_t bytes) {
+  for (int c = 1; c <= 5; ++c)
+    if (mtu_bytes(c) == bytes) return c;
+  return 0;
 }
-/// Throws sdp::VerbsError "modify_qp: QP 0x48 cannot go from RESET to RTS" unless
-/// transition_allowed(from, to).
-void check_transition(uint32_t qpn, QpState from, QpState to);
 
 /// What a post does with a WR.
 enum class Post : uint8_t {
   Accept,  ///< queued
   Flush,   ///< the QP is in ERROR: the WR completes at once with WR_FLUSH_ERR (IBA 10.3.1,
            ///< "Error" state: WRs posted are completed with flush error; mlx4/mlx5 accept them)
-  Refuse,  ///< an immediate error (the verb returns EINVAL / ENOMEM): see PostError
+  Refuse,  ///< an immediate error (the verb returns the PostError's errno)
 };
-/// Why a post is refused.
+/// Why a post is refused; post_errno gives the errno the verb returns.
 enum class PostError : uint8_t {
   None,
-  TooManySge,      ///< num_sge > the QP's max_send_sge / max_recv_sge (sdp::kMaxSge): EINVAL
-  WrongState,      ///< send: not RTS (nor ERROR); receive: RESET (IBA 10.3.1: receives may be posted from INIT)
-  QueueFull,       ///< max_send_wr / max_recv_wr WRs outstanding: ENOMEM
-  InlineRead,      ///< IBV_SEND_INLINE on an RDMA READ (nothing to gather): EINVAL
-  InlineTooLong,   ///< inline payload over max_inline_data (libmlx4: ENOMEM)
-  MessageTooLong,  ///< over the port's max_msg_sz (the emulator's own limit)
+  TooManySge,      ///< num_sge > the QP's max_send_sge / max_recv_sge: EINVAL
+  WrongState,      ///< send: not RTS (nor ERROR); receive: RESET (IBA 10.3.1: receives may be posted from INIT): EINVAL
+  QueueFull,       ///< max_send_wr / max_recv_wr WRs outstanding: ENOMEM (libmlx4 mlx4_post_send wq_overflow)
+  InlineRead,      ///< IBV_SEND_INLINE on an RDMA READ or an atomic (nothing to gather): EINVAL
+  InlineTooLong,   ///< inline payload over max_inline_data: ENOMEM (libmlx4 mlx4_post_send)
+  BadOpcode,       ///< an opcode the QP type lacks (UC: no READ or atomics; UD: SEND only, IBA 9.8): EINVAL
+  BadAtomic,       ///< an atomic whose SGE is not 8 bytes or whose remote address is not 8-byte aligned (IBA 9.4.5): EINVAL
+  SrqAttached,     ///< ibv_post_recv on a QP that takes its receives from an SRQ: EINVAL
 };
+/// The errno of a refused post (0 for None).
+int post_errno(PostError e);
 
 /// The send queue's limits.
 struct SendLimits {
   uint32_t max_send_wr = 0;
   uint32_t max_inline_data = 0;  ///< bytes
-  uint64_t max_message = UINT64_MAX;  ///< bytes per WR
 };
 
-/// The verdict of ibv_post_send for `wr` on a QP in `state` with `outstanding` send WRs not
-/// yet completed. The checks run in this order: SGE count, state (ERROR flushes), queue room,
-/// inline rules, message size. Cheap: compares only (it runs on every post).
+/// The verdict of a post.
 struct PostCheck {
   Post post = Post::Accept;
   PostError error = PostError::None;
 };
-inline PostCheck check_post_send(QpState state, uint32_t outstanding, const SendLimits& lim, const sdp::SendWr& wr) {
+/// The verdict of ibv_post_send for `w` on a QP of `type` in `state` with `outstanding` send WRs
+/// not yet completed. The checks run in this order: SGE count, opcode for the type, atomic
+/// shape, state (ERROR flushes), queue room, inline rules. Cheap: compares only (it runs on every
+/// post). The message size against max_msg_sz is the requester's (a LOC_LEN_ERR completion).
+inline PostCheck check_post_send(QpType type, QpState state, uint32_t outstanding, const SendLimits& lim,
+                                 const SendWqe& w) {
+  const sdp::SendWr& wr = w.wr;
   if (wr.num_sge > sdp::kMaxSge) return {Post::Refuse, PostError::TooManySge};
+  if (type != QpType::Rc && (wr.opcode == sdp::WrOpcode::RdmaRead || w.x.atomic())) [[unlikely]]
+    return {Post::Refuse, PostError::BadOpcode};
+  if (type == QpType::Ud && (wr.opcode != sdp::WrOpcode::Send || w.x.kind == WrExt::Kind::WriteImm)) [[unlikely]]
+    return {Post::Refuse, PostError::BadOpcode};
+  if (w.x.atomic() && (wr.opcode != sdp::WrOpcode::RdmaRead || wr.length() != 8 || wr.remote_addr % 8 != 0)) [[unlikely]]
+    return {Post::Refuse, PostError::BadAtomic};
   if (state == QpState::Error) return {Post::Flush, PostError::None};
   if (state != QpState::Rts) return {Post::Refuse, PostError::WrongState};
   if (outstanding >= lim.max_send_wr) return {Post::Refuse, PostError::QueueFull};
@@ -73,7 +169,6 @@ inline PostCheck check_post_send(QpState state, uint32_t outstanding, const Send
     if (wr.opcode == sdp::WrOpcode::RdmaRead) return {Post::Refuse, PostError::InlineRead};
     if (wr.length() > lim.max_inline_data) return {Post::Refuse, PostError::InlineTooLong};
   }
-  if (lim.max_message != UINT64_MAX && wr.length() > lim.max_message) return {Post::Refuse, PostError::MessageTooLong};
   return {};
 }
 /// The verdict of ibv_post_recv for `wr` on a QP in `state` with `posted` receive WRs waiting
@@ -89,48 +184,5 @@ inline PostCheck check_post_recv(QpState state, size_t posted, uint32_t max_recv
 /// "post_send: QP 0x48: 3 SGEs, max 2", ...
 std::string post_error_text(const char* verb, uint32_t qpn, QpState state, PostError e, const sdp::SendWr* wr,
                             const SendLimits* lim);
-
-/// ibv_wc_opcode of a send WR's completion (IBV_WR_SEND -> IBV_WC_SEND, ...).
-constexpr sdp::WcOpcode wc_opcode(sdp::WrOpcode op) {
-  switch (op) {
-    case sdp::WrOpcode::Send: return sdp::WcOpcode::Send;
-    case sdp::WrOpcode::RdmaWrite: return sdp::WcOpcode::RdmaWrite;
-    case sdp::WrOpcode::RdmaRead: return sdp::WcOpcode::RdmaRead;
-  }
-  return sdp::WcOpcode::Send;
-}
-
-/// A send WR's completion with `status` (success or error) on QP `qpn`.
-///
-/// The opcode of an error completion: ibv_poll_cq(3) says that when the status is not
-/// IBV_WC_SUCCESS only wr_id, status, qp_num and vendor_err are valid, so a consumer must not
-/// read it; both emulators put the WR's own opcode there (IBV_WC_RDMA_WRITE for a flushed
-/// RDMA WRITE, IBV_WC_RECV for a flushed receive), the value a successful completion of the
-/// same WR carries, so that the send/receive side of a flushed WR stays visible to a reader
-/// who does look.
-constexpr sdp::Wc send_wc(const sdp::SendWr& wr, sdp::WcStatus status, uint32_t qpn) {
-  return {wr.wr_id, status, wc_opcode(wr.opcode), 0, qpn};
-}
-/// A receive WR's completion with an error `status` (byte_len 0) on QP `qpn`.
-constexpr sdp::Wc recv_error_wc(const sdp::RecvWr& wr, sdp::WcStatus status, uint32_t qpn) {
-  return {wr.wr_id, status, sdp::WcOpcode::Recv, 0, qpn};
-}
-
-/// The flush of a QP entering ERROR (IBA 10.3.1, 11.5.2.2: every WR not yet completed
-/// completes with WR_FLUSH_ERR, the send queue's in order, then the receive queue's):
-/// calls `out(wc)` for each WR of `sq` (whose element gives its SendWr through `wr_of`) and
-/// then of `rq`, and empties both. A template so that each backend keeps its own queue types
-/// (no copy, no virtual call).
-template <class SendQueue, class WrOf, class RecvQueue, class Out>
-void flush_queues(uint32_t qpn, SendQueue& sq, WrOf wr_of, RecvQueue& rq, Out out) {
-  while (!sq.empty()) {
-    out(send_wc(wr_of(sq.front()), sdp::WcStatus::WrFlushErr, qpn));
-    sq.pop_front();
-  }
-  while (!rq.empty()) {
-    out(recv_error_wc(rq.front(), sdp::WcStatus::WrFlushErr, qpn));
-    rq.pop_front();
-  }
-}
 
 }  // namespace hcasim::hca

@@ -1,10 +1,9 @@
 #pragma once
-/// \file The HCA core's RC transport state without time (IBA 1.2.1 9.7, reliable service):
-/// PSN arithmetic, the AETH syndromes of ACK / NAK / RNR NAK, the responder's expected PSN and
-/// its one-NAK-per-gap rule, the requester's retry counters (qp.retry_cnt, qp.rnr_retry) and
-/// the timer arithmetic (the local ACK timeout, model::RcRetry::local_ack_timeout_ns; the RNR
-/// NAK timer, IBA table 45). Arming the timers is the backends' part: sim/ sleeps in simulated
-/// time, emu/ arms Asio steady_timers.
+/// \file The arithmetic of the RC transport (IBA 1.2.1 9.7, reliable service) that the requester,
+/// responder and completer share: PSNs, the AETH syndromes of ACK / NAK / RNR NAK, the retry
+/// counters (qp.retry_cnt, qp.rnr_retry) and the timers (the local ACK timeout,
+/// model::RcRetry::local_ack_timeout_ns; the RNR NAK timer, IBA table 45). Arming the timers is the
+/// backends' part (hca/backend.h): sim/ on its calendar, emu/ with Asio steady_timers.
 #include <cstdint>
 
 #include "model/fault.h"
@@ -54,11 +53,12 @@ constexpr AckKind ack_kind(uint8_t syndrome) {
 /// The RNR timer code (bits 4:0) of an RNR NAK's syndrome.
 constexpr uint8_t rnr_code(uint8_t syndrome) { return syndrome & 0x1F; }
 /// The requester's completion status for a NAK that ends a WR (IBA 9.7.5.2.4, 11.6.2 table
-/// of completion codes): remote access error -> REM_ACCESS_ERR; invalid request -> REM_INV_REQ_ERR;
-/// a remote operational error (IBV_WC_REM_OP_ERR, not in sdp::WcStatus) and reserved codes as an
-/// invalid request.
+/// of completion codes): remote access error -> REM_ACCESS_ERR; remote operational error ->
+/// REM_OP_ERR; invalid request, and reserved codes, -> REM_INV_REQ_ERR.
 constexpr sdp::WcStatus nak_status(AckKind k) {
-  return k == AckKind::NakRemAccess ? sdp::WcStatus::RemAccessErr : sdp::WcStatus::RemInvReqErr;
+  if (k == AckKind::NakRemAccess) return sdp::WcStatus::RemAccessErr;
+  if (k == AckKind::NakRemOp) return sdp::WcStatus::RemOpErr;
+  return sdp::WcStatus::RemInvReqErr;
 }
 
 /// The RNR NAK timer of `code` (0-31; IBA 9.7.5.2.8 table 45, ibv_modify_qp(3) min_rnr_timer),
@@ -118,46 +118,6 @@ class RnrCounter {
   [[noreturn]] static void bad_limit(uint8_t limit);
   uint8_t limit_;
   uint32_t count_ = 0;
-};
-
-/// The responder's side of one RC QP (IBA 9.7.5.1): the expected PSN (ePSN) and whether a NAK
-/// for the current gap went out (a responder NAKs a sequence error once, then discards until
-/// the ePSN comes again, IBA 9.7.5.1.1).
-class RcResponder {
- public:
-  enum class Verdict : uint8_t {
-    Execute,      ///< the expected PSN: execute, then executed() (or rnr_naked())
-    Duplicate,    ///< an earlier PSN: re-ACK a SEND / WRITE, re-execute a READ (IBA 9.7.5.1.2)
-    NakSequence,  ///< a later PSN, first of its gap: answer NAK PSN sequence error with epsn()
-    Discard,      ///< a later PSN after the NAK (or an RNR NAK): drop silently
-  };
-  Verdict on_request(uint32_t psn) {
-    if (psn == epsn_) {
-      nak_sent_ = false;
-      return Verdict::Execute;
-    }
-    if (psn_before(psn, epsn_)) return Verdict::Duplicate;
-    if (nak_sent_) return Verdict::Discard;
-    nak_sent_ = true;
-    return Verdict::NakSequence;
-  }
-  /// The request at epsn() was executed: the next PSN is expected.
-  void executed() { epsn_ = psn_add(epsn_, 1); }
-  /// The request at epsn() was answered RNR NAK: what follows is discarded until the
-  /// requester goes back to it.
-  void rnr_naked() { nak_sent_ = true; }
-  uint32_t epsn() const { return epsn_; }
-  /// Starts over expecting `epsn` (ibv_modify_qp(3) to RTR: rq_psn, 24 bits), no NAK pending.
-  void reset(uint32_t epsn) {
-    epsn_ = epsn & kPsnMask;
-    nak_sent_ = false;
-  }
-  /// The PSN a duplicate's re-ACK carries: the last executed one.
-  uint32_t last_executed() const { return psn_prev(epsn_); }
-
- private:
-  uint32_t epsn_ = 0;
-  bool nak_sent_ = false;
 };
 
 }  // namespace hcasim::hca

@@ -91,7 +91,7 @@ struct FaultStats {
   uint64_t corrupted = 0;        ///< dropped for a bad ICRC (fault.corrupt)
   uint64_t duplicated = 0;       ///< delivered twice (fault.dup)
   uint64_t reordered = 0;        ///< delivered after the next packet (fault.reorder)
-  uint64_t retransmitted = 0;    ///< packets sent again by go-back-N
+  uint64_t retransmitted = 0;    ///< packets sent again (go-back-N; responses to duplicate requests)
   uint64_t naks = 0;             ///< PSN sequence error NAKs that started a retransmission
   uint64_t timeouts = 0;         ///< local ACK timer expiries that started a retransmission
   uint64_t rnr_naks = 0;         ///< RNR NAKs received

@@ -7,62 +7,59 @@
 
 namespace hcasim::sim {
 
-namespace s4u = simgrid::s4u;
-using sdp::Wc;
-using sdp::WcOpcode;
 using sdp::WcStatus;
 using sdp::WrOpcode;
 
-// ---- EmulatedHca -----------------------------------------------------------------------------
+// ---- Hca ----------------------------------------------------------------------------------------
 
-EmulatedHca::EmulatedHca(SimHost& host, const model::HcaTiming& timing, const model::PostConfig& post,
-                         uint32_t max_inline_data, Timer& timer, Failure& failure,
-                         const model::IrqConfig& irq)
-    : host_(host),
-      timing_(timing),
-      post_(post),
-      max_inline_data_(max_inline_data),
-      timer_(timer),
-      failure_(failure),
-      irq_(irq) {}
+Hca::Hca(SimHost& host, const model::HcaTiming& timing, const model::PostConfig& post, const hca::DeviceLimits& limits,
+         Timer& timer, Failure& failure, const model::IrqConfig& irq)
+    : host_(host), timing_(timing), post_(post), limits_(limits), timer_(timer), failure_(failure), irq_(irq) {}
 
-EmulatedHca::~EmulatedHca() = default;
+Hca::~Hca() = default;
 
-uint32_t EmulatedHca::alloc_pd() { return mrs_.alloc_pd(); }
+uint32_t Hca::alloc_pd() { return mrs_.alloc_pd(); }
 
-uint32_t EmulatedHca::reg_mr(uint32_t pd, sdp::Addr addr, uint64_t len, unsigned access) {
+uint32_t Hca::reg_mr(uint32_t pd, sdp::Addr addr, uint64_t len, unsigned access) {
   if (!mrs_.has_pd(pd)) throw sdp::VerbsError(fmt::format("reg_mr: no PD {}", pd));
   if (!host_.memory().contains(addr, len))
     throw sdp::VerbsError(fmt::format("reg_mr: [{:#x}, +{}) is not allocated memory", addr, len));
   return mrs_.reg(pd, addr, len, access);
 }
 
-uint32_t EmulatedHca::dma_mr(uint32_t pd) { return mrs_.reg_all_memory(pd, sdp::kLocalWrite); }
+uint32_t Hca::dma_mr(uint32_t pd) { return mrs_.reg_all_memory(pd, sdp::kLocalWrite); }
 
-SimQp& EmulatedHca::create_qp(uint32_t pd, uint32_t max_send_wr, uint32_t max_recv_wr, uint32_t cq_entries) {
+Qp& Hca::create_qp(uint32_t pd, uint32_t max_send_wr, uint32_t max_recv_wr, uint32_t cq_entries) {
   if (!mrs_.has_pd(pd)) throw sdp::VerbsError(fmt::format("create_qp: no PD {}", pd));
-  qps_.push_back(std::make_unique<SimQp>(*this, pd, next_qpn_++, max_send_wr, max_recv_wr, cq_entries));
+  qps_.push_back(std::make_unique<Qp>(*this, pd, next_qpn_++, max_send_wr, max_recv_wr, cq_entries));
+  qps_.back()->apply_faults();
   return *qps_.back();
 }
 
-void EmulatedHca::set_route(const model::ib::Config& ib, double bottleneck_Bps, const Route& route) {
+void Hca::set_route(const model::ib::Config& ib, double bottleneck_Bps, const Route& route) {
   ib_ = ib;
   bottleneck_Bps_ = bottleneck_Bps;
   route_ = &route;
 }
 
-void EmulatedHca::set_faults(const model::FaultConfig& faults, const model::RcRetry& retry, uint64_t side) {
+void Hca::set_faults(const model::FaultConfig& faults, const model::RcRetry& retry, uint64_t side) {
   faults_ = faults;
   retry_ = retry;
   side_ = side;
-  for (auto& q : qps_) {
-    q->rnr_retry_ = retry.rnr_retry;
-    q->draw_requester_.reset();
-    q->draw_responder_.reset();
-  }
+  for (auto& q : qps_) q->apply_faults();
 }
 
-void EmulatedHca::start() {
+model::FaultStats Hca::fault_stats() const {
+  model::FaultStats s;
+  for (const auto& q : qps_) {
+    if (q->req_faults_) s += q->req_faults_->stats();
+    if (q->resp_faults_) s += q->resp_faults_->stats();
+    s += q->core_.stats();
+  }
+  return s;
+}
+
+void Hca::start() {
   spawn(host_.name() + "-hca-send", [this] {
     failure_.guard(host_.name() + " HCA send engine", [this] { send_engine(); });
   }, true);
@@ -74,21 +71,21 @@ void EmulatedHca::start() {
   }, true);
 }
 
-void EmulatedHca::ring_doorbell() { engine_wq_.notify_all(); }
+void Hca::ring_doorbell() { engine_wq_.notify_all(); }
 
-void EmulatedHca::raise_interrupt(SimQp* qp) {
+void Hca::raise_interrupt(Qp* qp) {
   pending_irqs_.push_back(qp);
   irq_wq_.notify_all();
 }
 
-void EmulatedHca::send_engine() {
+void Hca::send_engine() {
   bool idle = true;
   size_t next = 0;
   for (;;) {
-    SimQp* qp = nullptr;
+    Qp* qp = nullptr;
     for (size_t i = 0; i < qps_.size() && qp == nullptr; ++i) {  // round robin over send queues
-      SimQp& q = *qps_[(next + i) % qps_.size()];
-      if (!q.sq_.empty()) {
+      Qp& q = *qps_[(next + i) % qps_.size()];
+      if (q.core_.has_request()) {
         qp = &q;
         next = (next + i + 1) % qps_.size();
       }
@@ -99,17 +96,17 @@ void EmulatedHca::send_engine() {
       continue;
     }
     qp->execute_one(idle);
-      idle = false;
+    idle = false;
   }
 }
 
-void EmulatedHca::interrupt_handler() {
+void Hca::interrupt_handler() {
   yield_rounds(2);
   for (;;) {
     while (pending_irqs_.empty()) {
       irq_wq_.wait();
     }
-    SimQp* qp = pending_irqs_.front();
+    Qp* qp = pending_irqs_.front();
     pending_irqs_.pop_front();
     ++interrupts_;
     yield_rounds(1);
@@ -120,59 +117,83 @@ void EmulatedHca::interrupt_handler() {
   }
 }
 
-// ---- SimQp: verbs ----------------------------------------------------------------------------
+// ---- Qp: verbs ------------------------------------------------------------------------------------
 
-SimQp::SimQp(EmulatedHca& hca, uint32_t pd, uint32_t qpn, uint32_t max_send_wr, uint32_t max_recv_wr,
-             uint32_t cq_entries)
+Qp::Qp(Hca& hca, uint32_t pd, uint32_t qpn, uint32_t max_send_wr, uint32_t max_recv_wr, uint32_t cq_entries)
     : hca_(hca),
       pd_(pd),
       qpn_(qpn),
-      max_send_wr_(max_send_wr),
-      max_recv_wr_(max_recv_wr),
       cq_(cq_entries),
-      moderator_(hca.irq_.moderation_count, hca.irq_.moderation_period_ns),
-      rnr_retry_(hca.retry_.rnr_retry) {}
+      core_(hca::QpType::Rc, qpn, pd, max_send_wr, max_recv_wr, hca.limits(), *this),
+      moderator_(hca.irq_.moderation_count, hca.irq_.moderation_period_ns) {}
 
-void SimQp::modify(State next) {
-  hca::check_transition(qpn_, state_, next);
+void Qp::apply_faults() {
+  req_faults_.emplace(hca_.faults_, hca_.fault_stream(qpn_, false));
+  resp_faults_.emplace(hca_.faults_, hca_.fault_stream(qpn_, true));
+  core_.set_retry(hca_.retry_.timeout, hca_.retry_.retry_cnt);
+  core_.set_rnr_retry(hca_.retry_.rnr_retry);
+}
+
+void Qp::modify(State next) {
   if (next == State::Rtr && peer_ == nullptr)  // RTR needs the remote QP (the CM's REP)
     throw sdp::VerbsError(fmt::format("modify_qp: QP {:#x} to RTR without a remote QP", qpn_));
-  if (next == State::Error) {
-    to_error();
-    return;
-  }
-  if (next == State::Reset) {  // IBA 10.3.1: RESET empties the queues
-    sq_.clear();
-    rq_.clear();
+  const State cur = core_.state();
+  hca::check_transition(qpn_, cur, next);
+  if (core_.modify_state(next) != 0)
+    throw sdp::VerbsError(fmt::format("modify_qp: QP {:#x} to {}: an attribute out of range", qpn_, hca::qp_state_name(next)));
+  if (next == State::Reset) {  // IBA 10.3.1: RESET empties the queues and the CQ
     cq_.clear();
-    sq_outstanding_ = 0;
+    posts_.clear();
   }
-  state_ = next;
 }
 
-void SimQp::connect(SimQp& a, SimQp& b) {
-  a.modify(State::Init);
-  b.modify(State::Init);
+void Qp::connect(Qp& a, Qp& b) {
+  using namespace hca::attr;
   a.peer_ = &b;
   b.peer_ = &a;
-  for (SimQp* q : {&a, &b}) {
-    q->modify(State::Rtr);
-    q->modify(State::Rts);
+  for (Qp* q : {&a, &b}) {
+    hca::QpAttr x = q->core_.attr();
+    x.qp_state = State::Init;
+    x.qp_access_flags = sdp::kRemoteWrite | sdp::kRemoteRead | hca::kRemoteAtomic;
+    if (q->core_.modify(x, kState | kPkeyIndex | kPort | kAccessFlags) != 0)
+      hca::check_transition(q->qpn_, q->core_.state(), State::Init);
+  }
+  for (Qp* q : {&a, &b}) {
+    const model::RcRetry& r = q->hca_.retry_;
+    hca::QpAttr x = q->core_.attr();
+    x.qp_state = State::Rtr;
+    x.dlid = 1;  // the bed's one link names the peer
+    x.path_mtu = q->hca_.ib_.mtu;
+    x.dest_qp_num = q->peer_->qpn_;
+    x.rq_psn = 0;
+    x.max_dest_rd_atomic = q->hca_.limits_.max_qp_rd_atom;
+    if (q->core_.modify(x, kState | kAv | kPathMtu | kDestQpn | kRqPsn | kMaxDestRdAtomic | kMinRnrTimer) != 0)
+      throw sdp::VerbsError(fmt::format("connect: QP {:#x} to RTR: path MTU {} B", q->qpn_, x.path_mtu));
+    x.qp_state = State::Rts;
+    x.sq_psn = 0;
+    x.timeout = r.timeout;
+    x.retry_cnt = r.retry_cnt;
+    x.rnr_retry = q->core_.attr().rnr_retry;
+    x.max_rd_atomic = q->hca_.limits_.max_qp_rd_atom;
+    if (q->core_.modify(x, kState | kSqPsn | kTimeout | kRetryCnt | kRnrRetry | kMaxQpRdAtomic) != 0)
+      throw sdp::VerbsError(fmt::format("connect: QP {:#x} to RTS: a retry attribute out of range", q->qpn_));
   }
 }
 
-void SimQp::set_handlers(std::function<void()> on_cqe, std::function<void()> on_event) {
+void Qp::set_handlers(std::function<void()> on_cqe, std::function<void()> on_event) {
   on_cqe_ = std::move(on_cqe);
   on_event_ = std::move(on_event);
 }
 
-void SimQp::set_rnr(uint8_t rnr_retry, double min_rnr_timer_ns) {
-  (void)hca::RnrCounter(rnr_retry);  // throws VerbsError when > 7
-  rnr_retry_ = rnr_retry;
-  min_rnr_timer_ns_ = min_rnr_timer_ns;
+void Qp::set_rnr(uint8_t rnr_retry, uint8_t min_rnr_timer) {
+  core_.set_rnr_retry(rnr_retry);  // throws VerbsError when > 7
+  hca::QpAttr x = core_.attr();
+  x.min_rnr_timer = min_rnr_timer;
+  if (core_.modify(x, hca::attr::kMinRnrTimer) != 0)
+    throw sdp::VerbsError(fmt::format("modify_qp: min_rnr_timer {} > 31", min_rnr_timer));
 }
 
-void SimQp::set_write_handler(std::function<void(sdp::Addr, uint64_t)> on_write) { on_write_ = std::move(on_write); }
+void Qp::set_write_handler(std::function<void(sdp::Addr, uint64_t)> on_write) { on_write_ = std::move(on_write); }
 
 namespace {
 model::mlx4::WqeShape wqe_shape(const sdp::SendWr& wr) {
@@ -185,64 +206,174 @@ model::mlx4::WqeShape wqe_shape(const sdp::SendWr& wr) {
   w.inline_bytes = wr.inline_data ? static_cast<uint32_t>(wr.length()) : 0;
   return w;
 }
+
+/// Copies `len` bytes from `src`'s buffers at offset src.offset + off into `to` at `dst`.
+void copy_from(sdp::HostMemory& to, sdp::Addr dst, const SimPayload& src, uint64_t off, uint64_t len) {
+  uint64_t pos = 0, done = 0;
+  const uint64_t start = src.offset + off;
+  for (uint8_t i = 0; i < src.num_sge && done < len; ++i) {
+    const sdp::Sge& g = src.sg[i];
+    if (pos + g.length > start + done) {
+      const uint64_t in = start + done - pos;
+      const uint64_t n = std::min<uint64_t>(g.length - in, len - done);
+      sdp::HostMemory::copy(to, dst + done, *src.mem, g.addr + in, n);
+      done += n;
+    }
+    pos += g.length;
+  }
+}
 }  // namespace
 
-uint32_t SimQp::reg_mr(sdp::Addr addr, uint64_t len, unsigned access) { return hca_.reg_mr(pd_, addr, len, access); }
+uint32_t Qp::reg_mr(sdp::Addr addr, uint64_t len, unsigned access) { return hca_.reg_mr(pd_, addr, len, access); }
 
-uint32_t SimQp::dma_mr() { return hca_.dma_mr(pd_); }
+uint32_t Qp::dma_mr() { return hca_.dma_mr(pd_); }
 
-void SimQp::post_send(const sdp::SendWr& wr) {
+const model::PostTiming& Qp::post_timing_of(const model::mlx4::WqeShape& s) {
+  PostMemo& m = post_memo_;
+  if (!m.valid || m.shape.opcode != s.opcode || m.shape.num_sge != s.num_sge || m.shape.inline_data != s.inline_data ||
+      m.shape.inline_bytes != s.inline_bytes) {
+    m.timing = model::post_timing(hca_.post_config(), s);
+    m.shape = s;
+    m.valid = true;
+  }
+  return m.timing;
+}
+
+void Qp::post_send(const sdp::SendWr& wr) {
   hca_.host().flush();  // the WQE is posted when the CPU gets here
-  const hca::SendLimits lim{max_send_wr_, hca_.max_inline_data(), UINT64_MAX};
-  const hca::PostCheck c = hca::check_post_send(state_, sq_outstanding_, lim, wr);
+  hca::SendWqe w;
+  w.wr = wr;
+  const uint64_t seq = core_.next_seq();
+  posting_ = true;  // the doorbell rings once the WQE's timing is kept (kick)
+  const hca::PostCheck c = core_.post_send(w);
+  posting_ = false;
   if (c.post != hca::Post::Accept) [[unlikely]] {
-    refuse_or_flush(c, wr, lim);
-    return;
+    if (c.post == hca::Post::Refuse) {
+      const hca::SendLimits lim{core_.max_send_wr(), core_.limits().max_inline_data};
+      throw sdp::VerbsError(hca::post_error_text("post_send", qpn_, core_.state(), c.error, &wr, &lim));
+    }
+    return;  // flushed: its completion is written
   }
   // The WQE is in the send queue; the MMIO that hands it to the HCA costs the CPU its stores
   // (charged now, slept off at the caller's next visible step) and reaches the HCA later.
   const model::PostTiming& t = post_timing_of(wqe_shape(wr));
   hca_.host().charge(model::Activity::Post, t.cpu_ns);
   ++(t.blueflame ? hca_.blueflame_posts_ : hca_.doorbell_posts_);
-  sq_.push_back({wr, t.blueflame, now_ns() + t.wqe_at_hca_ns, t});
-  ++sq_outstanding_;
+  posts_.push_back({seq, t.blueflame, now_ns() + t.wqe_at_hca_ns, t, false});
   hca_.ring_doorbell();
 }
 
-void SimQp::post_recv(const sdp::RecvWr& wr) {
+void Qp::post_recv(const sdp::RecvWr& wr) {
   hca_.host().flush();
-  const hca::PostCheck c = hca::check_post_recv(state_, rq_.size(), max_recv_wr_, wr);
-  if (c.post != hca::Post::Accept) [[unlikely]] {
-    refuse_or_flush(c, wr);
-    return;
-  }
-  rq_.push_back(wr);
+  const hca::PostCheck c = core_.post_recv(wr);
+  if (c.post == hca::Post::Refuse) [[unlikely]]
+    throw sdp::VerbsError(hca::post_error_text("post_recv", qpn_, core_.state(), c.error, nullptr, nullptr));
 }
 
-int SimQp::poll_cq(std::span<Wc> out) {
+int Qp::poll_cq(std::span<sdp::Wc> out) {
   hca_.host().flush();
   return cq_.poll(out);
 }
 
-bool SimQp::req_notify_cq() {
+bool Qp::req_notify_cq() {
   hca_.host().flush();
   armed_ = true;
   return !cq_.empty();
 }
 
-// ---- SimQp: completions ----------------------------------------------------------------------
+// ---- Qp: the core's backend --------------------------------------------------------------------
 
-void SimQp::push_cqe(const Wc& wc) {
-  if (wc.opcode != WcOpcode::Recv) --sq_outstanding_;
-  if (!cq_.push(wc)) [[unlikely]] {  // CQ overrun (hca/cq.h): nothing written, the QP goes to ERROR
-    to_error();
+void Qp::write(sdp::Addr dst, uint64_t len, const void* payload, uint64_t offset) {
+  const SimPayload& src = *static_cast<const SimPayload*>(payload);
+  if (landed_at_ns_ > 0) {
+    // An RDMA WRITE's payload becomes visible in memory with the last posted write; a CPU
+    // polling it (perftest's latency loop) is told then.
+    hca_.timer().at(landed_at_ns_, [this, dst, len, src, offset] {
+      copy_from(hca_.host().memory(), dst, src, offset, len);
+      if (on_write_) on_write_(dst, len);
+    });
     return;
   }
-  if (on_cqe_) on_cqe_();
-  if (armed_) moderate_event();
+  copy_from(hca_.host().memory(), dst, src, offset, len);
 }
 
-void SimQp::moderate_event() {
+void Qp::store(sdp::Addr dst, const void* src, uint64_t len) {
+  hca_.host().memory().write_bytes(dst, static_cast<const uint8_t*>(src), len);
+}
+
+uint64_t Qp::atomic(sdp::Addr addr, bool compare_swap, uint64_t compare_add, uint64_t swap) {
+  uint64_t v = 0;
+  hca_.host().memory().read_bytes(addr, reinterpret_cast<uint8_t*>(&v), 8);
+  const uint64_t orig = v;
+  v = compare_swap ? (v == compare_add ? swap : v) : v + compare_add;
+  hca_.host().memory().write_bytes(addr, reinterpret_cast<const uint8_t*>(&v), 8);
+  return orig;
+}
+
+bool Qp::complete(const hca::Cqe& c, bool) {
+  if (cqe_at_ns_ > now_ns()) {
+    // Visible when the HCA's pipeline has written it (the latency of the step that made it).
+    hca_.timer().at(cqe_at_ns_, [this, c] {
+      if (!write_cqe(c, true)) core_.to_error("CQ overrun");
+    });
+    return true;
+  }
+  return write_cqe(c, c.wc.status != WcStatus::WrFlushErr || core_.state() != State::Error);
+}
+
+bool Qp::write_cqe(const hca::Cqe& c, bool notify) {
+  if (!cq_.push(c.wc)) [[unlikely]]
+    return false;  // CQ overrun (hca/cq.h): nothing written, the core moves the QP to ERROR
+  if (!notify) return true;
+  if (on_cqe_) on_cqe_();
+  if (armed_) moderate_event();
+  return true;
+}
+
+void Qp::kick() {
+  // Requests wake the send engine (a doorbell; a post rings it itself, after it kept the WQE's
+  // timing); responses leave with the step that made them.
+  if (!posting_ && core_.has_request()) hca_.ring_doorbell();
+}
+
+void Qp::ack_timer(bool run) {
+  const double ns = run ? hca::local_ack_timeout_ns(core_.attr().timeout) : 0;
+  ack_deadline_ns_ = ns > 0 ? now_ns() + ns : 0;  // timeout 0: no timer, the WR waits for ever
+  if (ack_deadline_ns_ == 0 || ack_event_) return;
+  ack_event_ = true;
+  // One event at a time: a restart only moves the deadline, and the event, when due, waits again
+  // for a deadline that moved.
+  struct Fire {
+    Qp* q;
+    void operator()() const {
+      q->ack_event_ = false;
+      if (q->ack_deadline_ns_ == 0) return;
+      if (q->ack_deadline_ns_ > now_ns()) {
+        q->ack_event_ = true;
+        q->hca_.timer().at(q->ack_deadline_ns_, Fire{q});
+        return;
+      }
+      q->ack_deadline_ns_ = 0;
+      q->core_.ack_timeout();
+    }
+  };
+  hca_.timer().at(ack_deadline_ns_, Fire{this});
+}
+
+void Qp::rnr_timer(double ns) {
+  const uint64_t gen = ++rnr_gen_;
+  hca_.timer().at(now_ns() + ns, [this, gen] {
+    if (gen == rnr_gen_) core_.rnr_timeout();
+  });
+}
+
+void Qp::on_error(const std::string&) {
+  ++rnr_gen_;
+  if (on_cqe_) on_cqe_();
+  if (armed_) fire_event(0);
+}
+
+void Qp::moderate_event() {
   switch (moderator_.on_cqe(now_ns())) {
     case model::EventModerator::Decision::Fire:
       fire_event(hca_.timing().interrupt_latency_ns);
@@ -259,425 +390,201 @@ void SimQp::moderate_event() {
   }
 }
 
-void SimQp::fire_event(double delay_ns) {
+void Qp::fire_event(double delay_ns) {
   // EQE + interrupt after the CQE (mlx4/mthca: one event per arming).
   armed_ = false;
   moderator_.reset();
   hca_.timer().at(now_ns() + delay_ns, [this] { hca_.raise_interrupt(this); });
 }
 
-void SimQp::fail_wr(const Wc& wc, double at_ns) {
-  hca_.timer().at(at_ns, [this, wc] {
-    push_cqe(wc);
-    to_error();
-  });
-}
+// ---- Qp: the send engine ---------------------------------------------------------------------
 
-bool SimQp::recovered(Recovery r, const Wc& swc) {
-  switch (r) {
-    case Recovery::Delivered: return true;
-    case Recovery::Flushed: return false;  // to_error flushed it (executing_)
-    case Recovery::RetryExceeded: fail_now(swc, WcStatus::RetryExcErr); return false;
-  }
-  return false;
-}
-
-void SimQp::fail_now(Wc wc, WcStatus status) {
-  // At once, not through the timer: the send engine must not start the next WR first.
-  wc.status = status;
-  executing_ = nullptr;  // completed here, not by the flush
-  const bool was_error = state_ == State::Error;
-  push_cqe(wc);
-  if (!was_error) to_error();
-}
-
-void SimQp::to_error() {
-  if (state_ == State::Error) return;
-  state_ = State::Error;
-  // Outstanding work completes with WR_FLUSH_ERR (hca::flush_queues), as far as the CQ holds it:
-  // the WQE in execution first, then the send queue, then the receive queue.
-  if (executing_ != nullptr) {
-    cq_.push(hca::send_wc(executing_->wr, WcStatus::WrFlushErr, qpn_));
-    executing_ = nullptr;
-  }
-  hca::flush_queues(qpn_, sq_, [](const Posted& p) -> const sdp::SendWr& { return p.wr; }, rq_,
-                    [this](const Wc& wc) { cq_.push(wc); });
-  if (on_cqe_) on_cqe_();
-  if (armed_) fire_event(0);
-}
-
-void SimQp::refuse_or_flush(const hca::PostCheck& c, const sdp::SendWr& wr, const hca::SendLimits& lim) {
-  if (c.post == hca::Post::Refuse)
-    throw sdp::VerbsError(hca::post_error_text("post_send", qpn_, state_, c.error, &wr, &lim));
-  flush_posted(hca::send_wc(wr, WcStatus::WrFlushErr, qpn_));
-}
-
-void SimQp::refuse_or_flush(const hca::PostCheck& c, const sdp::RecvWr& wr) {
-  if (c.post == hca::Post::Refuse)
-    throw sdp::VerbsError(hca::post_error_text("post_recv", qpn_, state_, c.error, nullptr, nullptr));
-  flush_posted(hca::recv_error_wc(wr, WcStatus::WrFlushErr, qpn_));
-}
-
-void SimQp::flush_posted(const Wc& wc) {
-  if (!cq_.push(wc)) return;  // an overrun CQ takes nothing more
-  if (on_cqe_) on_cqe_();
-  if (armed_) moderate_event();
-}
-
-// ---- SimQp: the send engine ------------------------------------------------------------------
-
-bool SimQp::gather_ok(const sdp::SendWr& wr) const {
-  for (uint8_t i = 0; i < wr.num_sge; ++i)
-    if (!hca_.mr_allows(wr.sg[i].lkey, pd_, wr.sg[i].addr, wr.sg[i].length, 0)) return false;
-  return true;
-}
-
-void SimQp::execute_one(bool after_idle) {
-  Posted p = sq_.front();
-  sq_.pop_front();
-  executing_ = &p;
-  const sdp::SendWr& wr = p.wr;
-  // A BlueFlame WQE is usable when its stores have arrived. After a doorbell on an idle queue
-  // the HCA waits for the doorbell, then fetches the WQE; a busy queue prefetches WQEs while
-  // the previous message streams, which hides both.
-  if ((p.blueflame || after_idle) && p.wqe_at_hca_ns > now_ns()) {
-    sleep_until_s(to_s(p.wqe_at_hca_ns));
-    p.waited = true;
-  }
-  if (state_ == State::Rts) {  // else flushed meanwhile (to_error completed it)
-    switch (wr.opcode) {
-      case WrOpcode::Send: execute_send(p); break;
-      case WrOpcode::RdmaWrite: execute_rdma_write(p); break;
-      case WrOpcode::RdmaRead: execute_rdma_read(wr); break;
-    }
-  }
-  executing_ = nullptr;  // its completion is written or scheduled
-}
-
-namespace {
-/// Copies the gather list of `wr` (in `from`) to `scatter` SGEs (in `to`), SGE by SGE.
-template <class Sges>
-void move_data(sdp::HostMemory& to, const Sges& scatter, uint8_t n_scatter, const sdp::HostMemory& from,
-               const std::array<sdp::Sge, sdp::kMaxSge>& gather, uint8_t n_gather, uint64_t bytes) {
-  uint8_t gi = 0, si = 0;
-  uint64_t goff = 0, soff = 0, left = bytes;
-  while (left > 0 && gi < n_gather && si < n_scatter) {
-    const sdp::Sge& g = gather[gi];
-    const sdp::Sge& s = scatter[si];
-    const uint64_t n = std::min<uint64_t>({g.length - goff, s.length - soff, left});
-    sdp::HostMemory::copy(to, s.addr + soff, from, g.addr + goff, n);
-    goff += n;
-    soff += n;
-    left -= n;
-    if (goff == g.length) ++gi, goff = 0;
-    if (soff == s.length) ++si, soff = 0;
-  }
-}
-}  // namespace
-
-const model::PostTiming& SimQp::post_timing_of(const model::mlx4::WqeShape& s) {
-  PostMemo& m = post_memo_;
-  if (!m.valid || m.shape.opcode != s.opcode || m.shape.num_sge != s.num_sge || m.shape.inline_data != s.inline_data ||
-      m.shape.inline_bytes != s.inline_bytes) {
-    m.timing = model::post_timing(hca_.post_config(), s);
-    m.shape = s;
-    m.valid = true;
-  }
-  return m.timing;
-}
-
-bool SimQp::gather_and_transfer(const Posted& p, Wc& swc) {
-  const sdp::SendWr& wr = p.wr;
-  if (!gather_ok(wr)) {
-    swc.status = WcStatus::LocProtErr;
-    fail_wr(swc, now_ns() + hca_.timing().dma_read_rtt_ns);
-    return false;
-  }
+void Qp::transfer_first(const hca::Packet& p, const PostInfo& pi) {
   // One communication over the route, sized so that alone it lasts the longer of its stream
   // time (bytes / bottleneck) and its busiest link's time with every header counted.
-  const uint64_t bytes = wr.length();
+  const uint64_t bytes = p.payload_len;
   // When the engine waited for the WQE, its MMIO and fetch bytes crossed the link before it
   // started (post_timing counts them).
-  const bool send = wr.opcode == WrOpcode::Send, with_post = !p.waited;
+  const bool send = hca::op_kind(p.op) == hca::OpKind::Send, with_post = !pi.waited;
   WireMemo& m = wire_memo_;
-  if (!m.valid || m.bytes != bytes || m.inline_data != wr.inline_data || m.send != send || m.with_post != with_post ||
-      m.blueflame != p.post.blueflame || m.wqe_bytes != p.post.wqe_bytes || m.mmio_bus_ns != p.post.mmio.bus_ns) {
+  if (!m.valid || m.bytes != bytes || m.inline_data != p.inline_data || m.send != send || m.with_post != with_post ||
+      m.blueflame != pi.post.blueflame || m.wqe_bytes != pi.post.wqe_bytes || m.mmio_bus_ns != pi.post.mmio.bus_ns) {
     const model::MessageWire w = model::message_wire(hca_.post_config().bus, hca_.ib_, peer_->hca_.post_config().bus,
-                                                     p.post, wr.inline_data, bytes, send, with_post);
+                                                     pi.post, p.inline_data, bytes, send, with_post);
     const double link_ns = model::message_link_time_ns(hca_.ib_, w);
     const double size = std::max(static_cast<double>(std::max<uint64_t>(bytes, 1)), link_ns * 1e-9 * hca_.bottleneck_Bps_);
-    m = {true, wr.inline_data, send, with_post, p.post.blueflame, bytes, p.post.wqe_bytes, p.post.mmio.bus_ns,
+    m = {true, p.inline_data, send, with_post, pi.post.blueflame, bytes, pi.post.wqe_bytes, pi.post.mmio.bus_ns,
          static_cast<uint64_t>(std::ceil(size))};
   }
   Scheduler::current().transfer(hca_.route(), m.size);
-  return true;
 }
 
-void SimQp::complete(const sdp::SendWr& wr, const Wc& swc, double at_ns) {
-  if (wr.signaled)
-    hca_.timer().at(at_ns, [this, swc] { push_cqe(swc); });
-  else
-    --sq_outstanding_;
-}
-
-void SimQp::execute_send(const Posted& p) {
-  const sdp::SendWr& wr = p.wr;
-  const model::HcaTiming& t = hca_.timing();
-  SimQp* peer = peer_;
-  const model::HcaTiming& pt = peer->hca_.timing();
-  Wc swc{wr.wr_id, WcStatus::Success, WcOpcode::Send, 0, qpn_};
-  if (!gather_and_transfer(p, swc)) return;
-  const uint64_t bytes = wr.length();
-  hca::RetryCounter retries(hca_.retry_.retry_cnt);  // NAKs and ACK timeouts of this WR (retry_cnt)
-  if (!recovered(recover_data(bytes, false, retries), swc)) return;
-
-  // The last byte left the bottleneck (or, after RNR NAKs, the retry that found a receive
-  // did): deliver the message to the responder's oldest receive. CQE times count from then.
-  auto recv_done = [&] { return now_ns() + model::receive_completion_latency_ns(t, pt, wr.inline_data, bytes); };
-  auto send_done = [&] { return now_ns() + model::send_completion_latency_ns(t, pt, wr.inline_data, bytes); };
-  if (peer->state_ != State::Rts && peer->state_ != State::Rtr) {
-    swc.status = WcStatus::RemAccessErr;  // no responder: transport retries exhausted
-    fail_wr(swc, send_done());
-    return;
-  }
-  // Receiver not ready: the responder answers RNR NAK and the requester retries after the
-  // responder's min_rnr_timer, rnr_retry times (7 = for ever; IBA 9.7.5.2.8, 10.2.4.3).
-  for (hca::RnrCounter rnr(rnr_retry_); peer->rq_.empty();) {
-    if (!rnr.retry()) {
-      swc.status = WcStatus::RnrRetryExcErr;
-      fail_wr(swc, send_done());
-      return;
-    }
-    ++hca_.fault_stats_.rnr_naks;
-    sleep_for_ns(peer->min_rnr_timer_ns_);
-    if (state_ != State::Rts) return;  // flushed meanwhile
-    if (peer->state_ != State::Rts && peer->state_ != State::Rtr) {
-      swc.status = WcStatus::RemAccessErr;
-      fail_wr(swc, now_ns());
-      return;
-    }
-  }
-  const sdp::RecvWr rwr = peer->rq_.front();
-  peer->rq_.pop_front();
-  uint64_t capacity = 0;
-  bool scatter_ok = true;
-  for (uint8_t i = 0; i < rwr.num_sge; ++i) {
-    capacity += rwr.sg[i].length;
-    scatter_ok = scatter_ok && peer->hca_.mr_allows(rwr.sg[i].lkey, peer->pd_, rwr.sg[i].addr, rwr.sg[i].length,
-                                                    sdp::kLocalWrite);
-  }
-  if (bytes > capacity || !scatter_ok) {
-    peer->fail_wr({rwr.wr_id, bytes > capacity ? WcStatus::LocLenErr : WcStatus::LocProtErr, WcOpcode::Recv, 0,
-                   peer->qpn_},
-                  recv_done());
-    swc.status = WcStatus::RemInvReqErr;
-    fail_wr(swc, send_done());
-    return;
-  }
-  move_data(peer->hca_.host().memory(), rwr.sg, rwr.num_sge, hca_.host().memory(), wr.sg, wr.num_sge, bytes);
-  const Wc rwc{rwr.wr_id, WcStatus::Success, WcOpcode::Recv, static_cast<uint32_t>(bytes), peer->qpn_};
-  hca_.timer().at(recv_done(), [peer, rwc] { peer->push_cqe(rwc); });
-  if (!recovered(recover_ack(bytes, retries), swc)) return;
-  complete(wr, swc, send_done());
-}
-
-void SimQp::execute_rdma_write(const Posted& p) {
-  const sdp::SendWr& wr = p.wr;
-  const model::HcaTiming& t = hca_.timing();
-  SimQp* peer = peer_;
-  Wc swc{wr.wr_id, WcStatus::Success, WcOpcode::RdmaWrite, 0, qpn_};
-  if (!gather_and_transfer(p, swc)) return;
-  const uint64_t bytes = wr.length();
-  hca::RetryCounter retries(hca_.retry_.retry_cnt);
-  if (!recovered(recover_data(bytes, false, retries), swc)) return;
-  const double now = now_ns();
-  const double landed = now + model::receive_completion_latency_ns(t, peer->hca_.timing(), wr.inline_data, bytes);
-  const double send_latency = model::send_completion_latency_ns(t, peer->hca_.timing(), wr.inline_data, bytes);
-  const double send_done = now + send_latency;
-  if (!peer->hca_.mr_allows(wr.rkey, peer->pd_, wr.remote_addr, bytes, sdp::kRemoteWrite)) {
-    swc.status = WcStatus::RemAccessErr;  // the responder NAKs: remote access error
-    fail_wr(swc, send_done);
-    return;
-  }
-  // The payload becomes visible in the responder's memory with the last posted write; a CPU
-  // polling it (perftest's latency loop) is told then.
-  hca_.timer().at(landed, [this, peer, wr, bytes] {
-    const std::array<sdp::Sge, 1> target{sdp::Sge{wr.remote_addr, static_cast<uint32_t>(bytes), wr.rkey}};
-    move_data(peer->hca_.host().memory(), target, 1, hca_.host().memory(), wr.sg, wr.num_sge, bytes);
-    if (peer->on_write_) peer->on_write_(wr.remote_addr, bytes);
-  });
-  if (!recovered(recover_ack(bytes, retries), swc)) return;
-  // After a lost ACK the completion waits for the retransmission's ACK (now_ns() is `now` else).
-  complete(wr, swc, now_ns() + send_latency);
-}
-
-void SimQp::execute_rdma_read(const sdp::SendWr& wr) {
-  const model::HcaTiming& t = hca_.timing();
-  SimQp* peer = peer_;
-  const model::HcaTiming& pt = peer->hca_.timing();
-  Wc swc{wr.wr_id, WcStatus::Success, WcOpcode::RdmaRead, 0, qpn_};
-  for (uint8_t i = 0; i < wr.num_sge; ++i)  // the local SGEs are written
-    if (!hca_.mr_allows(wr.sg[i].lkey, pd_, wr.sg[i].addr, wr.sg[i].length, sdp::kLocalWrite)) {
-      swc.status = WcStatus::LocProtErr;
-      fail_wr(swc, now_ns());
-      return;
-    }
-  const uint64_t bytes = wr.length();
-  hca::RetryCounter retries(hca_.retry_.retry_cnt);
-  if (!recovered(recover_read_request(retries), swc)) return;
-  // The read request travels to the responder, which starts its DMA read of the data.
-  sleep_for_ns(t.tx_processing_ns + t.propagation_ns + pt.rx_processing_ns);
-  if (!peer->hca_.mr_allows(wr.rkey, peer->pd_, wr.remote_addr, bytes, sdp::kRemoteRead)) {
-    swc.status = WcStatus::RemAccessErr;
-    fail_wr(swc, now_ns() + pt.tx_processing_ns + t.propagation_ns + t.rx_processing_ns);
-    return;
-  }
-  // The response data flows responder -> requester over the reverse route.
-  Scheduler::current().transfer(peer->hca_.route(), std::max<uint64_t>(bytes, 1));
-  if (!recovered(recover_data(bytes, true, retries), swc)) return;
-  const std::array<sdp::Sge, sdp::kMaxSge> source{sdp::Sge{wr.remote_addr, static_cast<uint32_t>(bytes), wr.rkey}};
-  move_data(hca_.host().memory(), wr.sg, wr.num_sge, peer->hca_.host().memory(), source, 1, bytes);
-  // Pipeline tail of the response: the responder's read round trip and packet build,
-  // propagation, the requester's receive processing and its posted write of data and CQE.
-  complete(wr, swc, now_ns() + model::receive_completion_latency_ns(pt, t));
-}
-
-// ---- SimQp: faults on the wire and RC recovery (model/fault.h) ------------------------------
-
-model::Fate SimQp::draw_fate(SimQp& src, bool responder) {
-  auto& d = responder ? src.draw_responder_ : src.draw_requester_;
-  if (!d) d.emplace(src.hca_.faults_, src.hca_.fault_stream(src.qpn_, responder));
-  const model::Fate f = d->next();
-  model::FaultStats& st = src.hca_.fault_stats_;
-  ++st.packets;
-  switch (f) {
-    case model::Fate::Lose: ++st.lost; break;
-    case model::Fate::Corrupt: ++st.corrupted; break;
-    case model::Fate::Duplicate: ++st.duplicated; break;
-    case model::Fate::Reorder: ++st.reordered; break;
-    case model::Fate::Deliver: break;
-  }
-  return f;
-}
-
-void SimQp::wire(SimQp& from, uint64_t bytes) {
+void Qp::wire(Qp& from, uint64_t bytes) {
   Scheduler::current().transfer(from.hca_.route(), std::max<uint64_t>(bytes, 1));
 }
 
-void SimQp::wait_ns(double ns) {
-  // qp.timeout = 0: no local ACK timer (IBA 9.7.6.1.3), the WR waits for ever; the run's
-  // watchdog ends it.
-  sleep_for_ns(ns > 0 ? ns : 1e15);
-}
-
-bool SimQp::wait_next_wr(double ns) {
-  const double deadline = now_ns() + (ns > 0 ? ns : 1e15);  // timeout 0: no timer
-  while (sq_.empty() && state_ == State::Rts && now_ns() < deadline) {
-    if (!hca_.engine_wq_.wait(to_s(deadline))) break;
+void Qp::execute_one(bool after_idle) {
+  uint64_t seq = 0;
+  bool fresh = false;
+  if (!core_.peek_request(seq, fresh)) return;
+  PostInfo* pi = nullptr;
+  if (fresh) {
+    while (!posts_.empty() && posts_.front().seq < seq) posts_.pop_front();
+    if (!posts_.empty() && posts_.front().seq == seq) pi = &posts_.front();
   }
-  return !sq_.empty() && state_ == State::Rts;
+  // A BlueFlame WQE is usable when its stores have arrived. After a doorbell on an idle queue
+  // the HCA waits for the doorbell, then fetches the WQE; a busy queue prefetches WQEs while
+  // the previous message streams, which hides both.
+  if (pi != nullptr && (pi->blueflame || after_idle) && pi->wqe_at_hca_ns > now_ns()) {
+    sleep_until_s(to_s(pi->wqe_at_hca_ns));
+    pi->waited = true;
+    uint64_t again = 0;
+    bool still = false;
+    if (!core_.peek_request(again, still) || again != seq || !still) return;  // flushed or rewound meanwhile
+  }
+  // A WQE that fails its local checks completes when the HCA has read it: after the gather's
+  // DMA read for a SEND or WRITE; at once for an RDMA READ, whose local SGEs are written later.
+  const hca::SendWqe* w = core_.wqe(seq);
+  cqe_at_ns_ = now_ns() + (w != nullptr && !w->rd_atomic() ? hca_.timing().dma_read_rtt_ns : 0);
+  hca::Packet p;
+  const bool got = core_.next_request(UINT32_MAX, p);
+  cqe_at_ns_ = 0;
+  if (!got) {
+    if (pi != nullptr) posts_.pop_front();
+    return;
+  }
+  const hca::OpKind k = hca::op_kind(p.op);
+  if (k == hca::OpKind::ReadRequest || k == hca::OpKind::CompareSwap || k == hca::OpKind::FetchAdd) {
+    if (pi != nullptr) posts_.pop_front();
+    execute_read(p);
+    return;
+  }
+  if (pi != nullptr) {
+    const PostInfo info = *pi;
+    posts_.pop_front();
+    transfer_first(p, info);
+  } else {
+    wire(*this, p.payload_len);  // go-back-N: the packets again, through the same route
+  }
+  deliver(p);
 }
 
-namespace {
-bool dropped(model::Fate f) { return f == model::Fate::Lose || f == model::Fate::Corrupt; }
-}  // namespace
-
-SimQp::Recovery SimQp::recover_data(uint64_t bytes, bool read_response, hca::RetryCounter& retries) {
-  if (!hca_.faults_.any()) return Recovery::Delivered;
-  const uint32_t mtu = hca_.ib_.mtu;
-  const uint32_t n = model::ib::packets_for(bytes, mtu);
-  SimQp& src = read_response ? *peer_ : *this;
-  SimQp& dst = read_response ? *this : *peer_;
+void Qp::deliver(const hca::Packet& p) {
+  Qp* peer = peer_;
   const model::HcaTiming& t = hca_.timing();
-  const model::HcaTiming& pt = peer_->hca_.timing();
-  for (uint32_t from = 0;;) {
-    // The next WR of this send queue follows at once: its first packet shows a gap at the tail.
-    const bool more = !sq_.empty();
-    uint32_t first = n, dups = 0;
-    bool later = false;  // a packet after the first dropped one reached the receiver
-    for (uint32_t k = from; k < n; ++k) {
-      const model::Fate f = draw_fate(src, read_response);
-      if (f == model::Fate::Duplicate) ++dups;
-      if (first == n) {
-        // A reordered packet is overtaken by the next one (if any follows): the receiver sees
-        // a PSN beyond the expected one and discards until the retransmission (IBA 9.7.5.1.1).
-        if (dropped(f) || (f == model::Fate::Reorder && (k + 1 < n || more))) first = k;
-      } else if (!dropped(f)) {
-        later = true;
+  const model::HcaTiming& pt = peer->hca_.timing();
+  const uint64_t bytes = p.payload_len;
+  const bool write = hca::op_kind(p.op) == hca::OpKind::Write;
+  // The last byte left the bottleneck: the train reaches the responder. Its receive CQE and, for
+  // an RDMA WRITE, its data are visible after the pipeline's tail; its ACK arrives back later.
+  const double now = now_ns();
+  const double recv_done = now + model::receive_completion_latency_ns(t, pt, p.inline_data, bytes);
+  const double send_done = now + model::send_completion_latency_ns(t, pt, p.inline_data, bytes);
+  SimPayload src{&hca_.host().memory(), p.sg, p.num_sge, p.msg_offset};
+  const uint64_t dups = req_faults_->stats().duplicated;
+  req_faults_->transmit(p, src, hca_.ib_.mtu, [&](const hca::Packet& sub, bool corrupted, const SimPayload& h, uint64_t skip) {
+    if (corrupted) {
+      ++peer->icrc_drops_;  // IBA 7.8.1: dropped at the receiver's ICRC check
+      return;
+    }
+    SimPayload from = h;
+    from.offset += skip;
+    peer->cqe_at_ns_ = recv_done;
+    peer->landed_at_ns_ = write ? recv_done : 0;
+    peer->core_.receive(sub, &from);
+    peer->cqe_at_ns_ = 0;
+    peer->landed_at_ns_ = 0;
+  });
+  // Each duplicate crosses the wire once more (the responder re-ACKs it, IBA 9.7.5.1.2).
+  if (const uint64_t d = req_faults_->stats().duplicated - dups; d > 0)
+    wire(*this, d * std::min<uint64_t>(hca_.ib_.mtu, std::max<uint64_t>(bytes, 1)));
+  // A NAK leaves the responder once it has seen the train: propagation, the responder's receive
+  // and transmit processing, propagation back, the requester's receive processing.
+  const double nak_at = now + t.propagation_ns + pt.rx_processing_ns + pt.tx_processing_ns + pt.propagation_ns +
+                        t.rx_processing_ns;
+  peer->send_responses(*this, send_done, nak_at);
+}
+
+void Qp::send_responses(Qp& to, double ack_at_ns, double nak_at_ns) {
+  hca::Packet r;
+  while (core_.next_response(UINT32_MAX, r)) {
+    resp_faults_->transmit(r, SimPayload{}, hca_.ib_.mtu, [&](const hca::Packet& sub, bool corrupted, const SimPayload&, uint64_t) {
+      if (corrupted) {
+        ++to.icrc_drops_;
+        return;
       }
-    }
-    if (first < n && more) later = true;
-    bool timed_out = false;
-    // Nothing behind the gap yet: the next WR posted before the local ACK timer expires shows
-    // it (its first packet's PSN); else the timer does.
-    if (first < n && !later) {
-      later = wait_next_wr(hca_.retry_.local_ack_timeout_ns());
-      timed_out = !later;
-    }
-    if (dups > 0) {
-      // Each duplicate crosses the wire once more; the responder re-ACKs it (IBA 9.7.5.1.2).
-      wire(src, static_cast<uint64_t>(dups) * std::min<uint64_t>(mtu, std::max<uint64_t>(bytes, 1)));
-      if (!read_response) dst.hca_.fault_stats_.packets += dups;
-    }
-    if (first == n) return Recovery::Delivered;
-    model::FaultStats& st = src.hca_.fault_stats_;
-    if (later) {
-      ++st.naks;
-      if (read_response)  // the requester sees the gap and asks again from that PSN
-        wait_ns(t.tx_processing_ns + t.propagation_ns + pt.rx_processing_ns);
-      else {  // the responder's NAK (PSN sequence error) comes back
-        ++peer_->hca_.fault_stats_.packets;
-        wait_ns(t.propagation_ns + pt.rx_processing_ns + pt.tx_processing_ns + pt.propagation_ns +
-                t.rx_processing_ns);
-      }
-    } else if (timed_out) {
-      ++hca_.fault_stats_.timeouts;
-    }
-    if (state_ != State::Rts) return Recovery::Flushed;
-    if (!retries.retry()) return Recovery::RetryExceeded;
-    // Go-back-N: packets first..n-1 again, through the same route.
-    st.retransmitted += n - first;
-    wire(src, bytes - std::min<uint64_t>(bytes, static_cast<uint64_t>(first) * mtu));
-    from = first;
+      const InFlight f{sub.op, sub.psn, sub.syndrome, sub.msn, sub.orig};
+      const bool nak = hca::ack_kind(sub.syndrome) != hca::AckKind::Ack;
+      hca_.timer().at(nak ? nak_at_ns : ack_at_ns, [&to, f] {
+        hca::Packet a;
+        a.op = a.last_op = f.op;
+        a.psn = f.psn;
+        a.syndrome = f.syndrome;
+        a.msn = f.msn;
+        a.orig = f.orig;
+        a.dest_qpn = to.qpn_;
+        to.core_.receive(a, nullptr);
+      });
+    });
   }
 }
 
-SimQp::Recovery SimQp::recover_ack(uint64_t bytes, hca::RetryCounter& retries) {
-  if (!hca_.faults_.any()) return Recovery::Delivered;
-  const uint32_t n = model::ib::packets_for(bytes, hca_.ib_.mtu);
-  for (;;) {
-    if (!dropped(draw_fate(*peer_, true))) return Recovery::Delivered;
-    // ACKs are cumulative (an ACK acknowledges every earlier PSN too, IBA 9.7.5.1): a WR
-    // posted behind this one before the local ACK timer expires gets an ACK that covers this
-    // message. Only a lost last ACK times out.
-    if (wait_next_wr(hca_.retry_.local_ack_timeout_ns())) return Recovery::Delivered;
-    if (state_ != State::Rts) return Recovery::Flushed;
-    ++hca_.fault_stats_.timeouts;
-    if (!retries.retry()) return Recovery::RetryExceeded;
-    // The whole message again; the responder has it, discards the duplicates and re-ACKs.
-    hca_.fault_stats_.retransmitted += n;
-    for (uint32_t k = 0; k < n; ++k) draw_fate(*this, false);
-    wire(*this, bytes);
-  }
-}
-
-SimQp::Recovery SimQp::recover_read_request(hca::RetryCounter& retries) {
-  if (!hca_.faults_.any()) return Recovery::Delivered;
+void Qp::execute_read(const hca::Packet& p) {
+  Qp* peer = peer_;
   const model::HcaTiming& t = hca_.timing();
-  const model::HcaTiming& pt = peer_->hca_.timing();
-  for (;;) {
-    if (!dropped(draw_fate(*this, false))) return Recovery::Delivered;
-    if (wait_next_wr(hca_.retry_.local_ack_timeout_ns())) {  // the next request shows the gap: NAK
-      ++hca_.fault_stats_.naks;
-      ++peer_->hca_.fault_stats_.packets;
-      wait_ns(pt.rx_processing_ns + pt.tx_processing_ns + pt.propagation_ns + t.rx_processing_ns +
-              t.tx_processing_ns + t.propagation_ns);
-    } else if (state_ == State::Rts) {
-      ++hca_.fault_stats_.timeouts;
+  const model::HcaTiming& pt = peer->hca_.timing();
+  // The request travels to the responder, which starts its DMA read of the data.
+  sleep_for_ns(t.tx_processing_ns + t.propagation_ns + pt.rx_processing_ns);
+  req_faults_->transmit(p, SimPayload{}, hca_.ib_.mtu, [&](const hca::Packet& sub, bool corrupted, const SimPayload&, uint64_t) {
+    if (corrupted) {
+      ++peer->icrc_drops_;
+      return;
     }
-    if (state_ != State::Rts) return Recovery::Flushed;
-    if (!retries.retry()) return Recovery::RetryExceeded;
-    ++hca_.fault_stats_.retransmitted;
+    peer->core_.receive(sub, nullptr);
+  });
+  hca::Packet r;
+  while (peer->core_.next_response(UINT32_MAX, r)) {
+    const hca::OpKind k = hca::op_kind(r.op);
+    if (k != hca::OpKind::ReadResponse && k != hca::OpKind::AtomicAck) {
+      // A NAK: back after the responder's processing and the flight.
+      const InFlight f{r.op, r.psn, r.syndrome, r.msn, r.orig};
+      const double at = now_ns() + pt.tx_processing_ns + t.propagation_ns + t.rx_processing_ns;
+      peer->resp_faults_->transmit(r, SimPayload{}, hca_.ib_.mtu, [&](const hca::Packet&, bool corrupted, const SimPayload&, uint64_t) {
+        if (corrupted) {
+          ++icrc_drops_;
+          return;
+        }
+        hca_.timer().at(at, [this, f] {
+          hca::Packet a;
+          a.op = a.last_op = f.op;
+          a.psn = f.psn;
+          a.syndrome = f.syndrome;
+          a.msn = f.msn;
+          a.dest_qpn = qpn_;
+          core_.receive(a, nullptr);
+        });
+      });
+      continue;
+    }
+    // The response data flows responder -> requester over the reverse route; its completion is
+    // visible after the responder's read round trip and packet build, the propagation, the
+    // requester's receive processing and its posted write of data and CQE.
+    if (k == hca::OpKind::ReadResponse) wire(*peer, r.payload_len);
+    SimPayload src{&peer->hca_.host().memory(), {sdp::Sge{r.va, r.payload_len, 0}}, 1, 0};
+    const uint64_t dups = peer->resp_faults_->stats().duplicated;
+    peer->resp_faults_->transmit(r, src, hca_.ib_.mtu, [&](const hca::Packet& sub, bool corrupted, const SimPayload& h, uint64_t skip) {
+      if (corrupted) {
+        ++icrc_drops_;
+        return;
+      }
+      SimPayload from = h;
+      from.offset += skip;
+      cqe_at_ns_ = now_ns() + model::receive_completion_latency_ns(pt, t);
+      core_.receive(sub, &from);
+      cqe_at_ns_ = 0;
+    });
+    if (const uint64_t d = peer->resp_faults_->stats().duplicated - dups; d > 0)
+      wire(*peer, d * std::min<uint64_t>(hca_.ib_.mtu, std::max<uint64_t>(r.payload_len, 1)));
   }
 }
 

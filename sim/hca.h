@@ -1,15 +1,22 @@
 #pragma once
-/// \file The emulated HCA: protection domains, memory regions with lkey/rkey and bounds, a
-/// completion queue per QP, RC queue pairs with their state machine, and the send engine that
-/// moves each WQE's data over SimGrid links (PCIe read at the sender, the IB link, PCIe write
-/// at the receiver), then writes CQEs and raises MSI-X interrupts.
+/// \file The simulated HCA: the HCA core's transport (hca/queue_pair.h: requester, responder,
+/// completer) with simulated time and modelled transfers around it. What is not time (keys and
+/// bounds, QP states and attributes, post checks, PSNs, ACK/NAK, RNR and go-back-N, CQ depth,
+/// flush) is the core's, the same code the emulated HCA runs; this adds the doorbell and BlueFlame
+/// timing of a post, the send engine that moves each train of packets over SimGrid links (PCIe
+/// read at the sender, the IB link, PCIe write at the receiver), the latencies at which CQEs
+/// become visible, the MSI-X interrupts, and the faults on the wire (hca/wire_faults.h).
 ///
-/// Timing (docs/design.md "Granularity"): one SimGrid communication per message over the route
-/// [sender PCIe host->device, sender DMA-read tag limit, IB link, receiver PCIe device->host],
-/// each link's bandwidth being the payload rate model/ computes for bulk DMA/IB traffic, so a
-/// message takes bytes / bottleneck and concurrent traffic shares links max-min. The fixed
-/// pipeline latencies (model/hca.h) are added when the CQEs are written, so they overlap with
-/// the next message's data as they do in a pipelined HCA.
+/// Timing (docs/design.md "Granularity"): one transfer per message over the route [sender PCIe
+/// host->device, sender DMA-read tag limit, IB link, receiver PCIe device->host], each link's
+/// bandwidth being the payload rate model/ computes for bulk DMA/IB traffic, so a message takes
+/// bytes / bottleneck and concurrent traffic shares links max-min. The message reaches the
+/// responder when its last byte leaves the bottleneck; the fixed pipeline latencies (model/hca.h)
+/// are added to its receive CQE and to its ACK's arrival at the requester, so they overlap with the
+/// next message's data as they do in a pipelined HCA. An RDMA READ's request flies for the
+/// requester's transmit and the responder's receive processing and propagation; its response
+/// crosses the responder's route. Without faults a message is one train: every packet on the path
+/// MTU, handed to the responder at once.
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -19,35 +26,43 @@
 
 #include <simgrid/s4u.hpp>
 
+#include "hca/cq.h"
+#include "hca/mr.h"
+#include "hca/queue_pair.h"
+#include "hca/wire_faults.h"
 #include "model/fault.h"
 #include "model/hca.h"
 #include "model/interrupt.h"
-#include "hca/cq.h"
-#include "hca/mr.h"
-#include "hca/qp.h"
-#include "hca/rc.h"
 #include "sdp/fifo.h"
 #include "sdp/verbs.h"
 #include "sim/kernel.h"
 
 namespace hcasim::sim {
 
-class SimQp;
+class Qp;
+
+/// Where a train's payload is read from, for the backend that writes it (the core's payload
+/// handle, hca/backend.h): the sender's memory and the buffers the train's bytes start in.
+struct SimPayload {
+  const sdp::HostMemory* mem = nullptr;
+  std::array<sdp::Sge, sdp::kMaxSge> sg{};
+  uint8_t num_sge = 0;
+  uint64_t offset = 0;  ///< of the train's first byte in the buffers
+};
 
 /// One host's HCA: owns the PDs, MRs (hca::MrTable) and QPs, the send engine and interrupt
-/// contexts. What is not time (keys, bounds, states, post checks, CQ depth, flush, retry
-/// counting) is the HCA core's (hca/); this adds the timing and SimGrid's transfers.
-class EmulatedHca {
+/// contexts.
+class Hca {
  public:
   /// `irq` says which core takes the interrupt of every CQ (its affinity), MSI-X or INTx, and
   /// the CQs' event moderation. Errors inside the HCA's contexts are reported to `failure`.
   /// Its route to the peer (SimGrid's links) comes with set_route().
-  /// `post` is how the CPU hands WQEs over (doorbell / BlueFlame, model/hca.h) and
-  /// `max_inline_data` the largest inline payload a QP accepts, bytes.
-  EmulatedHca(SimHost& host, const model::HcaTiming& timing, const model::PostConfig& post,
-              uint32_t max_inline_data, Timer& timer, Failure& failure,
-              const model::IrqConfig& irq);
-  ~EmulatedHca();
+  /// `post` is how the CPU hands WQEs over (doorbell / BlueFlame, model/hca.h); `limits` are what
+  /// its QPs check (the largest inline payload and message, the queue depths: hca.max_inline_data,
+  /// hca.max_msg_size, hca.max_qp_wr).
+  Hca(SimHost& host, const model::HcaTiming& timing, const model::PostConfig& post, const hca::DeviceLimits& limits,
+      Timer& timer, Failure& failure, const model::IrqConfig& irq);
+  ~Hca();
 
   /// ibv_alloc_pd: a new protection domain's handle.
   uint32_t alloc_pd();
@@ -58,13 +73,14 @@ class EmulatedHca {
   /// A key covering all host memory for local access (ib_get_dma_mr) in `pd`.
   uint32_t dma_mr(uint32_t pd);
   /// Creates an RC QP in `pd` with its own CQ (send and receive completions), in RESET.
-  SimQp& create_qp(uint32_t pd, uint32_t max_send_wr, uint32_t max_recv_wr, uint32_t cq_entries);
+  Qp& create_qp(uint32_t pd, uint32_t max_send_wr, uint32_t max_recv_wr, uint32_t cq_entries);
   /// The route to the peer: its IB link, the payload rate of the route's bottleneck
   /// (bytes/s, TwoHostBed's path_rates) and its SimGrid links (`route`, which must outlive the
   /// HCA). A message occupies the route for the longer of bytes / bottleneck and
   /// model::message_link_time_ns (per-message headers and WQE traffic).
   void set_route(const model::ib::Config& ib, double bottleneck_Bps, const Route& route);
   const Route& route() const { return *route_; }
+  const model::ib::Config& ib() const { return ib_; }
   /// Faults on the packets of this HCA's QPs (model/fault.h) and the RC retry attributes of
   /// its QPs (retry_cnt, the local ACK timeout, rnr_retry: applied to every QP, existing and
   /// new). `side` (0 or 1) separates the fate streams of the two HCAs of a bed, whose QPNs
@@ -72,10 +88,10 @@ class EmulatedHca {
   void set_faults(const model::FaultConfig& faults, const model::RcRetry& retry, uint64_t side);
   const model::FaultConfig& faults() const { return faults_; }
   const model::RcRetry& rc_retry() const { return retry_; }
-  /// What the faults did to the packets this HCA put on the wire (as requester: data, RDMA
-  /// READ requests; as responder: ACKs, NAKs, RDMA READ responses) and the retransmissions
-  /// it made.
-  const model::FaultStats& fault_stats() const { return fault_stats_; }
+  /// What the faults did to the packets this HCA's QPs put on the wire (as requester: data, RDMA
+  /// READ requests; as responder: ACKs, NAKs, RDMA READ responses), the retransmissions they made
+  /// and the NAKs, timeouts and RNR NAKs that caused them.
+  model::FaultStats fault_stats() const;
   /// The fate stream (FaultDraw's `stream`) of the packets QP `qpn` of this HCA sends as
   /// requester (`responder` false) or as responder.
   uint64_t fault_stream(uint32_t qpn, bool responder) const {
@@ -87,29 +103,28 @@ class EmulatedHca {
   SimHost& host() { return host_; }
   const model::HcaTiming& timing() const { return timing_; }
   const model::PostConfig& post_config() const { return post_; }
-  uint32_t max_inline_data() const { return max_inline_data_; }
+  const hca::DeviceLimits& limits() const { return limits_; }
+  uint32_t max_inline_data() const { return limits_.max_inline_data; }
   uint64_t blueflame_posts() const { return blueflame_posts_; }
   uint64_t doorbell_posts() const { return doorbell_posts_; }
   Timer& timer() { return timer_; }
   uint64_t interrupts() const { return interrupts_; }
 
  private:
-  friend class SimQp;
-  /// True when key names an MR of `pd` covering [addr, addr+len) with every access bit of
-  /// `need` (local read needs none): hca::MrTable::allows, an all-memory MR asking the host's
-  /// memory.
-  bool mr_allows(uint32_t key, uint32_t pd, sdp::Addr addr, uint64_t len, unsigned need) const {
-    return mrs_.allows(key, pd, addr, len, need, [this](sdp::Addr a, uint64_t n) { return host_.memory().contains(a, n); });
+  friend class Qp;
+  /// hca::MrTable::check, an all-memory MR asking the host's memory.
+  hca::MrRefusal check_mr(uint32_t key, uint32_t pd, sdp::Addr addr, uint64_t len, unsigned need) const {
+    return mrs_.check(key, pd, addr, len, need, [this](sdp::Addr a, uint64_t n) { return host_.memory().contains(a, n); });
   }
   void ring_doorbell();
-  void raise_interrupt(SimQp* qp);
+  void raise_interrupt(Qp* qp);
   void send_engine();
   void interrupt_handler();
 
   SimHost& host_;
   model::HcaTiming timing_;
   model::PostConfig post_;
-  uint32_t max_inline_data_;
+  hca::DeviceLimits limits_;
   uint64_t blueflame_posts_ = 0, doorbell_posts_ = 0;
   model::ib::Config ib_;
   double bottleneck_Bps_ = 0;
@@ -119,44 +134,44 @@ class EmulatedHca {
   model::IrqConfig irq_;
   uint32_t next_qpn_ = 0x48;
   hca::MrTable mrs_;
-  std::vector<std::unique_ptr<SimQp>> qps_;
+  std::vector<std::unique_ptr<Qp>> qps_;
   SimWaitQueue engine_wq_, irq_wq_;
-  sdp::Fifo<SimQp*> pending_irqs_;
+  sdp::Fifo<Qp*> pending_irqs_;
   uint64_t interrupts_ = 0;
   model::FaultConfig faults_;
   model::RcRetry retry_;
   uint64_t side_ = 0;
-  model::FaultStats fault_stats_;
 };
 
-/// An RC queue pair with its CQ, implementing the verbs interface over the emulated HCA.
-class SimQp : public sdp::Verbs {
+/// An RC queue pair with its CQ, implementing the verbs interface over the simulated HCA.
+class Qp : public sdp::Verbs, public hca::QpBackend {
  public:
-  /// ibv_qp_state, the RC subset (IBA 10.3.1): the core's.
   using State = hca::QpState;
 
-  SimQp(EmulatedHca& hca, uint32_t pd, uint32_t qpn, uint32_t max_send_wr, uint32_t max_recv_wr, uint32_t cq_entries);
-  /// ibv_modify_qp to `next`: hca::transition_allowed, and INIT->RTR needs a peer. Throws
-  /// VerbsError on any other transition.
+  Qp(Hca& hca, uint32_t pd, uint32_t qpn, uint32_t max_send_wr, uint32_t max_recv_wr, uint32_t cq_entries);
+  /// ibv_modify_qp to `next` with the attributes the transition requires from the QP's own
+  /// (hca::QueuePair::modify_state); INIT->RTR needs a peer (connect). Throws VerbsError on a
+  /// transition the core refuses.
   void modify(State next);
-  /// Connects two QPs as the CM does: RESET -> INIT -> RTR -> RTS on both.
-  static void connect(SimQp& a, SimQp& b);
+  /// Connects two QPs as the CM does: RESET -> INIT -> RTR -> RTS on both, each the other's peer
+  /// (all remote access, PSNs from 0, the path MTU of the IB link, the HCA's retry attributes,
+  /// 16 RDMA READs and atomics each way).
+  static void connect(Qp& a, Qp& b);
   /// Called for every CQE written (wakes pollers) and for every completion event (the CQ's
   /// interrupt, in interrupt context).
   void set_handlers(std::function<void()> on_cqe, std::function<void()> on_event);
-  /// rnr_retry (0..7, 7 = retry for ever; this QP as requester) and min_rnr_timer (ns; how
-  /// long a requester waits after this QP, as responder, answered RNR NAK). IBA 10.2.4.3.
-  /// Default: the HCA's RcRetry::rnr_retry (7, for ever, unless set_faults said otherwise)
-  /// and 0.64 ms (min_rnr_timer 12, IBA table 45, what perftest and the RDMA CM set).
-  void set_rnr(uint8_t rnr_retry, double min_rnr_timer_ns);
+  /// rnr_retry (0..7, 7 = retry for ever; this QP as requester) and min_rnr_timer (the IBA
+  /// table 45 code of the RNR NAKs this QP sends as responder). IBA 10.2.4.3. Default: the HCA's
+  /// RcRetry::rnr_retry and code 12 (0.64 ms, what perftest and the RDMA CM set).
+  void set_rnr(uint8_t rnr_retry, uint8_t min_rnr_timer);
   static constexpr uint8_t kRnrRetryForever = hca::kRnrRetryForever;
   /// Called when an RDMA WRITE from the peer has landed in this host's memory (its last byte
   /// visible to the CPU), with the target range: what a CPU polling that memory watches.
   void set_write_handler(std::function<void(sdp::Addr, uint64_t)> on_write);
 
-  State state() const { return state_; }
+  State state() const { return core_.state(); }
 
-  // sdp::Verbs. A post is checked by hca::check_post_send / check_post_recv: refused with
+  // sdp::Verbs. A post is the core's (hca::QueuePair::post_send / post_recv): refused with
   // VerbsError (too many SGEs, not RTS, queue full, inline rules), or, in ERROR, completed at
   // once with WR_FLUSH_ERR.
   uint32_t reg_mr(sdp::Addr addr, uint64_t len, unsigned access) override;
@@ -166,20 +181,41 @@ class SimQp : public sdp::Verbs {
   int poll_cq(std::span<sdp::Wc> out) override;
   bool req_notify_cq() override;
   uint32_t qp_num() const override { return qpn_; }
-  uint32_t max_send_wr() const override { return max_send_wr_; }
-  uint32_t max_recv_wr() const override { return max_recv_wr_; }
+  uint32_t max_send_wr() const override { return core_.max_send_wr(); }
+  uint32_t max_recv_wr() const override { return core_.max_recv_wr(); }
 
  private:
-  friend class EmulatedHca;
-  /// A WR in the send queue and when its WQE reaches the HCA.
-  struct Posted {
-    sdp::SendWr wr;
+  friend class Hca;
+  /// How a posted WR was handed to the HCA, kept for its first transmission (by WQE seq).
+  struct PostInfo {
+    uint64_t seq = 0;
     bool blueflame = false;    ///< copied by BlueFlame (else rung with a doorbell)
     double wqe_at_hca_ns = 0;  ///< the HCA holds the WQE (BlueFlame), or has fetched it after an idle doorbell
     model::PostTiming post;    ///< how it was posted (for its link bytes)
     bool waited = false;       ///< the engine waited for the WQE: its MMIO/fetch bytes already crossed the link
   };
-  bool gather_ok(const sdp::SendWr& wr) const;
+  /// A response on its way to the requester (its fields of hca::Packet).
+  struct InFlight {
+    hca::Opcode op = hca::Opcode::RcAcknowledge;
+    uint32_t psn = 0;
+    uint8_t syndrome = 0;
+    uint32_t msn = 0;
+    uint64_t orig = 0;
+  };
+
+  // hca::QpBackend
+  hca::MrRefusal check_mr(uint32_t key, uint32_t pd, sdp::Addr addr, uint64_t len, unsigned need) override {
+    return hca_.check_mr(key, pd, addr, len, need);
+  }
+  void write(sdp::Addr dst, uint64_t len, const void* payload, uint64_t offset) override;
+  void store(sdp::Addr dst, const void* src, uint64_t len) override;
+  uint64_t atomic(sdp::Addr addr, bool compare_swap, uint64_t compare_add, uint64_t swap) override;
+  bool complete(const hca::Cqe& c, bool recv) override;
+  void kick() override;
+  void ack_timer(bool run) override;
+  void rnr_timer(double ns) override;
+  void on_error(const std::string& why) override;
+
   /// model::post_timing for `shape`, remembered for the last shape posted: a stream posts the
   /// same shape over and over, and the result depends on nothing else (the HCA's PostConfig).
   const model::PostTiming& post_timing_of(const model::mlx4::WqeShape& shape);
@@ -189,7 +225,7 @@ class SimQp : public sdp::Verbs {
     model::PostTiming timing;
   } post_memo_;
   /// The bytes of the one transfer a message of this shape occupies the route with
-  /// (gather_and_transfer), remembered for the last shape: every input of the computation.
+  /// (transfer_first), remembered for the last shape: every input of the computation.
   struct WireMemo {
     bool valid = false, inline_data = false, send = false, with_post = false, blueflame = false;
     uint64_t bytes = 0;
@@ -197,80 +233,49 @@ class SimQp : public sdp::Verbs {
     double mmio_bus_ns = 0;
     uint64_t size = 0;
   } wire_memo_;
-  /// Checks the gather list (LocProtErr completion if bad) and moves the data across the
-  /// path (one SimGrid communication). Returns false when the WR failed.
-  bool gather_and_transfer(const Posted& p, sdp::Wc& swc);
-  /// Writes the requester's CQE at at_ns when the WR is signaled.
-  void complete(const sdp::SendWr& wr, const sdp::Wc& swc, double at_ns);
-  void push_cqe(const sdp::Wc& wc);
+  /// Moves a message's first transmission across the route (one communication, sized so that
+  /// alone it lasts the longer of its stream time and its busiest link's time with every header).
+  void transfer_first(const hca::Packet& p, const PostInfo& pi);
+  /// Writes a CQE now: false when the CQ overran (hca/cq.h). `notify`: wake pollers and raise the
+  /// completion event (a flush notifies once, in on_error).
+  bool write_cqe(const hca::Cqe& c, bool notify);
   /// The CQ is armed and a CQE arrived: generate the event (EQE + interrupt) now or when the
   /// moderation window closes.
   void moderate_event();
   void fire_event(double delay_ns);
-  void fail_wr(const sdp::Wc& wc, double at_ns);
-  /// Completes the WR in flight with `status` now and moves the QP to ERROR (flushing the rest):
-  /// transport retries exhausted (IBA 10.8.3), or flushed while it waited to retry.
-  void fail_now(sdp::Wc wc, sdp::WcStatus status);
-  /// Executes the oldest send WQE (send-engine actor).
+  /// The send engine's step: the requester's next train onto the wire (send-engine actor).
   void execute_one(bool after_idle);
-  void execute_send(const Posted& p);
-  void execute_rdma_write(const Posted& p);
-  void execute_rdma_read(const sdp::SendWr& wr);
-  void to_error();
-  /// A WR posted in ERROR: its WR_FLUSH_ERR completion now.
-  void flush_posted(const sdp::Wc& wc);
-  /// A post the core did not accept: throws VerbsError when refused, else flushes the WR
-  /// (out of line and cold: the post path stays short).
-  [[gnu::cold, gnu::noinline]] void refuse_or_flush(const hca::PostCheck& c, const sdp::SendWr& wr,
-                                                    const hca::SendLimits& lim);
-  [[gnu::cold, gnu::noinline]] void refuse_or_flush(const hca::PostCheck& c, const sdp::RecvWr& wr);
-  /// Outcome of the fault recovery of one message.
-  enum class Recovery { Delivered, RetryExceeded, Flushed };
-  /// Go-back-N over a message of `bytes` that has just crossed the wire once: from this QP to
-  /// its peer (the data of a SEND / RDMA WRITE), or from the peer to this QP
-  /// (`read_response`). Draws each packet's fate; while the receiver dropped one (lost, bad
-  /// ICRC, or overtaken), waits for the NAK (a later packet showed the gap) or the local ACK
-  /// timeout (nothing came after it), then sends the packets from the first dropped one again.
-  /// Every NAK or timeout counts one retry of the WR (`retries`).
-  Recovery recover_data(uint64_t bytes, bool read_response, hca::RetryCounter& retries);
-  /// The ACK ending a SEND / RDMA WRITE of `bytes`: when it is lost and no WR is posted behind
-  /// it before the local ACK timer expires (whose ACK would cover it), sends the whole message
-  /// again (duplicates the responder re-ACKs), and so on.
-  Recovery recover_ack(uint64_t bytes, hca::RetryCounter& retries);
-  /// The RDMA READ request packet: while it is lost, NAK or timeout, then sent again.
-  Recovery recover_read_request(hca::RetryCounter& retries);
-  /// True when `r` is Delivered; else returns false, having completed the WR `swc` with
-  /// RETRY_EXC_ERR (the QP to ERROR) when retries ran out; a flushed WR has its WR_FLUSH_ERR
-  /// from to_error already.
-  bool recovered(Recovery r, const sdp::Wc& swc);
-  /// Draws one packet's fate from `src`'s stream and counts it in `src`'s HCA.
-  static model::Fate draw_fate(SimQp& src, bool responder);
+  /// A SEND or RDMA WRITE train: through the faults to the responder, whose answers come back.
+  void deliver(const hca::Packet& p);
+  /// An RDMA READ request or an atomic: its flight, the responder, its response's transfer.
+  void execute_read(const hca::Packet& p);
+  /// Sends this QP's responses (as responder) to `to`: ACKs arrive at `ack_at_ns` (the send
+  /// CQE's time), NAKs at `nak_at_ns` (simulated ns).
+  void send_responses(Qp& to, double ack_at_ns, double nak_at_ns);
   /// One transfer of `bytes` from `from`'s HCA to its peer's over its route.
-  static void wire(SimQp& from, uint64_t bytes);
-  /// Waits `ns` of simulated time.
-  void wait_ns(double ns);
-  /// Waits until a WR is queued on this send queue behind the one in flight, or `ns` pass (the
-  /// local ACK timer; 0 = no timer, for ever), or the QP leaves RTS. True when a WR is queued.
-  bool wait_next_wr(double ns);
+  static void wire(Qp& from, uint64_t bytes);
+  void apply_faults();
 
-  EmulatedHca& hca_;
+  Hca& hca_;
   uint32_t pd_;
   uint32_t qpn_;
-  uint32_t max_send_wr_, max_recv_wr_;
-  State state_ = State::Reset;
-  SimQp* peer_ = nullptr;
-  sdp::Fifo<Posted> sq_;
-  uint32_t sq_outstanding_ = 0;   // posted, completion not yet written
-  sdp::Fifo<sdp::RecvWr> rq_;
   hca::Cq cq_;
+  hca::QueuePair core_;
+  Qp* peer_ = nullptr;
+  sdp::Fifo<PostInfo> posts_;
+  bool posting_ = false;  // inside post_send: the doorbell waits until the WQE's timing is kept
   bool armed_ = false;
   model::EventModerator moderator_{0, 0};  // set from the HCA's IrqConfig
-  uint8_t rnr_retry_ = 0;
-  double min_rnr_timer_ns_ = hca::rnr_timer_ns(hca::kDefaultMinRnrTimer);
-  std::optional<model::FaultDraw> draw_requester_, draw_responder_;
-  /// The WQE the send engine is executing (taken off sq_), while its completion is undecided:
-  /// to_error flushes it first, in send-queue order (IBA 10.3.1), and its execution then stops.
-  const Posted* executing_ = nullptr;
+  std::optional<hca::WireFaults<SimPayload>> req_faults_, resp_faults_;
+  uint64_t icrc_drops_ = 0;
+  /// A CQE the core writes during the current step becomes visible at this time (0: now).
+  double cqe_at_ns_ = 0;
+  /// An RDMA WRITE's data lands in memory at this time (the step delivering it), else 0.
+  double landed_at_ns_ = 0;
+  // the local ACK timer (one calendar event at a time; restarts move its deadline) and the RNR one
+  double ack_deadline_ns_ = 0;
+  bool ack_event_ = false;
+  uint64_t rnr_gen_ = 0;
   std::function<void()> on_cqe_, on_event_;
   std::function<void(sdp::Addr, uint64_t)> on_write_;
 };

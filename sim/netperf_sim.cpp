@@ -60,8 +60,8 @@ frontends::TcpStreamResult run_tcp_stream(const model::Platform& local, const mo
   bed.set_faults(cfg.faults, cfg.retry);
   SimHost& host_a = bed.host(0);
   SimHost& host_b = bed.host(1);
-  SimQp& qp_a = bed.qp(0);
-  SimQp& qp_b = bed.qp(1);
+  Qp& qp_a = bed.qp(0);
+  Qp& qp_b = bed.qp(1);
   Failure& failure = bed.failure();
 
   Rendezvous rv;
@@ -161,7 +161,7 @@ frontends::TcpStreamResult run_tcp_stream(const model::Platform& local, const mo
   bed.run(cfg.length_bytes ? 60 + static_cast<double>(cfg.length_bytes) * 8 / 1e7 : 2 * cfg.length_s + 10);
   if (failure.failed()) {
     std::string why = failure.message();
-    if (qp_a.state() == SimQp::State::Error || qp_b.state() == SimQp::State::Error)
+    if (qp_a.state() == Qp::State::Error || qp_b.state() == Qp::State::Error)
       why += " (the connection's QP went to the error state: with faults on the wire, the transport retries "
              "ran out, qp.retry_cnt)";
     throw std::runtime_error(why);

@@ -24,7 +24,7 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 /// One QP of a side and its buffer: [0, half) is sent from, [half, 2 half) is written or
 /// received into by the peer (perftest's ctx->buf per QP).
 struct Lane {
-  SimQp* qp = nullptr;
+  Qp* qp = nullptr;
   sdp::Addr buf = 0;
   uint32_t key = 0;  ///< lkey = rkey of the buffer
 };
@@ -295,7 +295,7 @@ frontends::PerftestResult run_perftest(const model::Platform& local, const model
   const bool real_bytes = lat && max_size <= kMaxRealBytes;
   const sdp::DataMode mode = real_bytes ? sdp::DataMode::Bytes : sdp::DataMode::Reference;
   TwoHostBed bed(A, B, cfg.seed, mode);
-  std::vector<std::pair<SimQp*, SimQp*>> pairs{{&bed.qp(0), &bed.qp(1)}};
+  std::vector<std::pair<Qp*, Qp*>> pairs{{&bed.qp(0), &bed.qp(1)}};
   for (uint32_t q = 1; q < (lat ? 1u : cfg.num_qps); ++q) pairs.push_back(bed.add_qp_pair());
   bed.set_faults(cfg.faults, cfg.retry);
   std::array<Side, 2> side;
@@ -315,7 +315,7 @@ frontends::PerftestResult run_perftest(const model::Platform& local, const model
       l.buf = s.host->memory().allocate(2 * max_size, mode);
       l.key = l.qp->reg_mr(l.buf, 2 * max_size, sdp::kLocalWrite | sdp::kRemoteWrite | sdp::kRemoteRead);
       // perftest: rnr_retry 7 (qp.rnr_retry), min_rnr_timer 12 = 0.64 ms (IBA table 45).
-      l.qp->set_rnr(cfg.retry.rnr_retry, 640e3);
+      l.qp->set_rnr(cfg.retry.rnr_retry, hca::kDefaultMinRnrTimer);
       l.qp->set_handlers([sp] {
         ++sp->cqes_pending;
         sp->cqe_wq.notify_all();

@@ -138,19 +138,23 @@ TwoHostBed::TwoHostBed(const HostParams& a, const HostParams& b, uint64_t seed, 
   timer_ = std::make_unique<Timer>();
   for (size_t i = 0; i < 2; ++i) {
     host_[i] = std::make_unique<SimHost>(static_cast<int>(i), names[i], p[i]->costs, p[i]->topology, seed, mode);
-    hca_[i] = std::make_unique<EmulatedHca>(*host_[i], p[i]->timing, p[i]->post, p[i]->max_inline_data,
-                                           *timer_, failure_, p[i]->irq);
+    hca::DeviceLimits lim;
+    lim.max_qp_wr = p[i]->qp_depth;
+    lim.max_inline_data = p[i]->max_inline_data;
+    lim.max_msg_sz = p[i]->max_msg_size;
+    lim.port_mtu = p[i]->ib.mtu;
+    hca_[i] = std::make_unique<Hca>(*host_[i], p[i]->timing, p[i]->post, lim, *timer_, failure_, p[i]->irq);
     hca_[i]->set_route(p[i]->ib, bottleneck[i], routes_[i]);
   }
   params_ = p;
   std::tie(qp_[0], qp_[1]) = add_qp_pair();
 }
 
-std::pair<SimQp*, SimQp*> TwoHostBed::add_qp_pair() {
-  std::array<SimQp*, 2> q{};
+std::pair<Qp*, Qp*> TwoHostBed::add_qp_pair() {
+  std::array<Qp*, 2> q{};
   for (size_t i = 0; i < 2; ++i)
     q[i] = &hca_[i]->create_qp(hca_[i]->alloc_pd(), params_[i]->qp_depth, params_[i]->qp_depth, params_[i]->cq_entries);
-  SimQp::connect(*q[0], *q[1]);
+  Qp::connect(*q[0], *q[1]);
   return {q[0], q[1]};
 }
 

@@ -77,13 +77,13 @@ class TwoHostBed {
 
   simgrid::s4u::Host* hca_node(int i) { return hca_node_[static_cast<size_t>(i)]; }
   SimHost& host(int i) { return *host_[static_cast<size_t>(i)]; }
-  EmulatedHca& hca(int i) { return *hca_[static_cast<size_t>(i)]; }
-  SimQp& qp(int i) { return *qp_[static_cast<size_t>(i)]; }
+  Hca& hca(int i) { return *hca_[static_cast<size_t>(i)]; }
+  Qp& qp(int i) { return *qp_[static_cast<size_t>(i)]; }
   /// Creates and connects one more RC QP pair (A's first, then B's), each QP in a new PD and
   /// sized like the first pair. Call before run().
-  std::pair<SimQp*, SimQp*> add_qp_pair();
+  std::pair<Qp*, Qp*> add_qp_pair();
   /// Faults on the wire and the RC retry attributes of every QP, on both HCAs
-  /// (EmulatedHca::set_faults; A's fate streams are side 0, B's side 1). Call before run().
+  /// (Hca::set_faults; A's fate streams are side 0, B's side 1). Call before run().
   void set_faults(const model::FaultConfig& faults, const model::RcRetry& retry);
   Failure& failure() { return failure_; }
   const SimGridStats& stats() const { return stats_; }
@@ -111,8 +111,8 @@ class TwoHostBed {
   std::array<simgrid::s4u::Host*, 2> hca_node_{};
   std::array<Route, 2> routes_;  ///< A to B, B to A
   std::array<std::unique_ptr<SimHost>, 2> host_;
-  std::array<std::unique_ptr<EmulatedHca>, 2> hca_;
-  std::array<SimQp*, 2> qp_{};
+  std::array<std::unique_ptr<Hca>, 2> hca_;
+  std::array<Qp*, 2> qp_{};
   std::array<const HostParams*, 2> params_{};
 };
 

@@ -21,7 +21,8 @@
 #include <vector>
 
 #include "emu/emu_device.h"
-#include "emu/emu_qp.h"
+#include "emu/adapter.h"
+#include "emu/qp.h"
 #include "hca/qp.h"
 #include "model/platform.h"
 #include "sim/testbed.h"
@@ -65,10 +66,10 @@ class SimBackend {
         std::string(HCASIM_REFERENCE_DIR) + "/../scenarios/platforms/connectx-ddr-pcie1x8.toml"));
     bed_ = std::make_unique<sim::TwoHostBed>(params_, params_, 3, sdp::DataMode::Bytes);
     for (int i = 0; i < 2; ++i) {
-      sim::EmulatedHca& h = bed_->hca(i);
+      sim::Hca& h = bed_->hca(i);
       qp_[static_cast<size_t>(i)] = &h.create_qp(h.alloc_pd(), c.max_send_wr, c.max_recv_wr, c.cq_entries);
     }
-    sim::SimQp::connect(*qp_[0], *qp_[1]);
+    sim::Qp::connect(*qp_[0], *qp_[1]);
     fresh_ = &bed_->hca(0).create_qp(bed_->hca(0).alloc_pd(), 4, 4, 8);
     return "";
   }
@@ -100,7 +101,7 @@ class SimBackend {
   void pause() { sim::sleep_for_ns(5e6); }
   QpState state(int i) { return qp_[static_cast<size_t>(i)]->state(); }
   void to_error(int i) { qp_[static_cast<size_t>(i)]->modify(QpState::Error); }
-  void set_rnr_retry(int i, uint8_t n) { qp_[static_cast<size_t>(i)]->set_rnr(n, hca::rnr_timer_ns(12)); }
+  void set_rnr_retry(int i, uint8_t n) { qp_[static_cast<size_t>(i)]->set_rnr(n, hca::kDefaultMinRnrTimer); }
   sdp::Verbs& fresh() { return *fresh_; }
   void modify_fresh(QpState s) { fresh_->modify(s); }
   QpState fresh_state() { return fresh_->state(); }
@@ -109,8 +110,8 @@ class SimBackend {
  private:
   sim::HostParams params_;
   std::unique_ptr<sim::TwoHostBed> bed_;
-  std::array<sim::SimQp*, 2> qp_{};
-  sim::SimQp* fresh_ = nullptr;
+  std::array<sim::Qp*, 2> qp_{};
+  sim::Qp* fresh_ = nullptr;
 };
 
 /// Two rt::Devices connected by one RC connection through their CM (listen / connect on

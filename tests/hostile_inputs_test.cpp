@@ -907,7 +907,7 @@ std::vector<Case> cases() {
   packet_case("packet_established_rdma_write_bad_rkey",
               frame(0x0A, {0, 0, 0, 0, 0, 0, 0x10, 0, 0, 0, 0x12, 0x34, 0, 0, 0, 4, 'a', 'b', 'c', 'd'}),
               peer + "server: completion error .*\\(the QP went to ERROR: RDMA WRITE to \\[0x1000, \\+4\\) with rkey "
-                     "0x1234: remote access violation\\)",
+                     "0x1234: remote access violation: unknown key\\)",
               true);
   packet_case("packet_established_second_req", cm_req(good_hello()),
               peer + "server: completion error .*\\(the QP went to ERROR: CM REQ on an established connection\\)", true);

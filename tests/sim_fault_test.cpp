@@ -125,9 +125,12 @@ TEST_F(Faults_, DuplicationReorderingAndBadIcrcStillDeliverEveryByte) {
   EXPECT_GT(a.corrupted, 0u);
   EXPECT_GT(a.duplicated, 0u);
   EXPECT_GT(a.reordered, 0u);
-  // Bad ICRC and overtaken packets are resent; duplicates are not.
+  // Bad ICRC and overtaken packets are resent; duplicates are not. A packet dropped at the ICRC
+  // check costs one NAK (or, with nothing behind it, one timeout). An overtaken one can cost
+  // two: the packet behind it draws the NAK, the late one is then accepted and clears the
+  // responder's NAK state, and the rest of the first train draws a second NAK one PSN on.
   EXPECT_GT(a.retransmitted, 0u);
-  EXPECT_LE(a.naks + a.timeouts, a.corrupted + a.reordered);
+  EXPECT_LE(a.naks + a.timeouts, a.corrupted + 2 * a.reordered);
 }
 
 TEST_F(Faults_, SameSeedSameFatesOtherSeedOtherFates) {
@@ -178,10 +181,11 @@ TEST_F(Faults_, BadFaultSettingsAreOneLineErrorsWithStatus2) {
 }
 
 TEST_F(Faults_, RetriesRunOutInOneLineNamingTheSideOnce) {
-  // 60 % of the packets lost: the 7 transport retries (qp.retry_cnt) run out and the QP goes
-  // to the error state; the failure is a line that names the netperf side once. With faults
+  // 80 % of the packets lost: the 7 transport retries (qp.retry_cnt) run out and the QP goes
+  // to the error state (at 60 % they do not: a NAK acknowledges the packets before its gap,
+  // which is progress that starts the count again); the failure is a line that names the netperf side once. With faults
   // injected it is a runtime failure (exit 1), as a real run's, not the simulator's (exit 3).
-  Outcome r = run("netperf -P 0 -l 0.05 --set fault.loss=0.6 -- -m 64K");
+  Outcome r = run("netperf -P 0 -l 0.05 --set fault.loss=0.8 -- -m 64K");
   EXPECT_EQ(r.status, 1) << r.err;
   EXPECT_EQ(r.err.rfind("hcasim: error: netperf: completion error transport retry counter exceeded", 0), 0u) << r.err;
   EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;

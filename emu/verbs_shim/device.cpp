@@ -95,7 +95,7 @@ void fill_device_attr(ibv_device_attr& a) {
   a.vendor_part_id = cx3::kVendorPartId;
   a.hw_ver = cx3::kHwVer;
   a.max_qp = cx3::kMaxQp;
-  a.max_qp_wr = std::min(cx3::kMaxQpWr, kMaxQpWr);
+  a.max_qp_wr = static_cast<int>(device().hca->limits().max_qp_wr);  // cx3::kMaxQpWr, the core checks it
   a.device_cap_flags = cx3::kDeviceCapFlags;
   a.max_sge = std::min(cx3::kMaxSge, static_cast<int>(sdp::kMaxSge));
   a.max_sge_rd = std::min(cx3::kMaxSgeRd, static_cast<int>(sdp::kMaxSge));

@@ -39,6 +39,7 @@ ibv_wc_status to_ibv_status(sdp::WcStatus s) {
     case sdp::WcStatus::LocProtErr: return IBV_WC_LOC_PROT_ERR;
     case sdp::WcStatus::RemAccessErr: return IBV_WC_REM_ACCESS_ERR;
     case sdp::WcStatus::RemInvReqErr: return IBV_WC_REM_INV_REQ_ERR;
+    case sdp::WcStatus::RemOpErr: return IBV_WC_REM_OP_ERR;
     case sdp::WcStatus::RetryExcErr: return IBV_WC_RETRY_EXC_ERR;
     case sdp::WcStatus::RnrRetryExcErr: return IBV_WC_RNR_RETRY_EXC_ERR;
     case sdp::WcStatus::WrFlushErr: return IBV_WC_WR_FLUSH_ERR;
@@ -58,14 +59,17 @@ ibv_wc_opcode to_ibv_opcode(sdp::WcOpcode op) {
 
 }  // namespace
 
-/// ibv_access_flags -> sdp::Access and emu::kRemoteAtomic (remote write implies local write, as
-/// ibv_reg_mr(3) requires).
 unsigned to_access(unsigned flags) {
+  unsigned a = to_qp_access(flags);
+  if ((flags & (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE)) != 0) a |= sdp::kLocalWrite;
+  return a;
+}
+
+unsigned to_qp_access(unsigned flags) {
   unsigned a = 0;
-  if ((flags & IBV_ACCESS_LOCAL_WRITE) != 0) a |= sdp::kLocalWrite;
-  if ((flags & IBV_ACCESS_REMOTE_WRITE) != 0) a |= sdp::kRemoteWrite | sdp::kLocalWrite;
+  if ((flags & IBV_ACCESS_REMOTE_WRITE) != 0) a |= sdp::kRemoteWrite;
   if ((flags & IBV_ACCESS_REMOTE_READ) != 0) a |= sdp::kRemoteRead;
-  if ((flags & IBV_ACCESS_REMOTE_ATOMIC) != 0) a |= kRemoteAtomic;
+  if ((flags & IBV_ACCESS_REMOTE_ATOMIC) != 0) a |= hca::kRemoteAtomic;
   return a;
 }
 
@@ -81,72 +85,62 @@ bool copy_sges(const Wr& wr, std::array<sdp::Sge, sdp::kMaxSge>& out, uint8_t& n
 }
 
 /// ops.post_send (ibv_post_send(3)): SEND, RDMA WRITE, RDMA READ, their WITH_IMM forms
-/// (imm_data passed through as given) and the atomics ATOMIC_CMP_AND_SWP / ATOMIC_FETCH_AND_ADD
-/// (one 8-byte SGE, an 8-byte aligned remote_addr; RC only); returns 0, or EINVAL (an
-/// unsupported opcode, too many SGEs, the QP not in RTS, a bad atomic) / ENOMEM (send queue
-/// full) with *bad_wr at the first WR not posted.
+/// (imm_data passed through as given) and the atomics ATOMIC_CMP_AND_SWP / ATOMIC_FETCH_AND_ADD;
+/// UD with its address handle. Returns 0, or the errno of the first WR not posted, *bad_wr at it:
+/// EINVAL for an opcode the shim does not know, too many SGEs or a UD WR without an address
+/// handle, else the HCA core's (hca::post_errno: the QP's state, the opcode for its type, an
+/// atomic's shape, inline rules; ENOMEM for a full send queue).
 int post_send(ibv_qp* ibqp, ibv_send_wr* wr, ibv_send_wr** bad_wr) {
   QpObj* q = qp_of(ibqp);
   for (; wr != nullptr; wr = wr->next) {
-    sdp::SendWr w;
-    WrExt x;
-    w.wr_id = wr->wr_id;
+    hca::SendWqe w;
+    sdp::SendWr& r = w.wr;
+    hca::WrExt& x = w.x;
+    r.wr_id = wr->wr_id;
     int err = 0;
-    const bool uc = ibqp->qp_type == IBV_QPT_UC;
     switch (wr->opcode) {
-      case IBV_WR_SEND: w.opcode = sdp::WrOpcode::Send; break;
+      case IBV_WR_SEND: r.opcode = sdp::WrOpcode::Send; break;
       case IBV_WR_SEND_WITH_IMM:
-        w.opcode = sdp::WrOpcode::Send;
-        x.kind = WrExt::Kind::SendImm;
+        r.opcode = sdp::WrOpcode::Send;
+        x.kind = hca::WrExt::Kind::SendImm;
         break;
-      case IBV_WR_RDMA_WRITE: w.opcode = sdp::WrOpcode::RdmaWrite; break;
+      case IBV_WR_RDMA_WRITE: r.opcode = sdp::WrOpcode::RdmaWrite; break;
       case IBV_WR_RDMA_WRITE_WITH_IMM:
-        w.opcode = sdp::WrOpcode::RdmaWrite;
-        x.kind = WrExt::Kind::WriteImm;
+        r.opcode = sdp::WrOpcode::RdmaWrite;
+        x.kind = hca::WrExt::Kind::WriteImm;
         break;
-      case IBV_WR_RDMA_READ:
-        w.opcode = sdp::WrOpcode::RdmaRead;
-        if (uc) err = EINVAL;  // UC has no RDMA READ (IBA 9.8.2)
-        break;
+      case IBV_WR_RDMA_READ: r.opcode = sdp::WrOpcode::RdmaRead; break;
       case IBV_WR_ATOMIC_CMP_AND_SWP:
       case IBV_WR_ATOMIC_FETCH_AND_ADD:
-        w.opcode = sdp::WrOpcode::RdmaRead;  // the original value comes back into the SGE
-        x.kind = wr->opcode == IBV_WR_ATOMIC_CMP_AND_SWP ? WrExt::Kind::CmpSwap : WrExt::Kind::FetchAdd;
-        if (uc) err = EINVAL;
+        r.opcode = sdp::WrOpcode::RdmaRead;  // the original value comes back into the SGE
+        x.kind = wr->opcode == IBV_WR_ATOMIC_CMP_AND_SWP ? hca::WrExt::Kind::CmpSwap : hca::WrExt::Kind::FetchAdd;
         break;
       default: err = EINVAL; break;
     }
     x.imm = wr->imm_data;
-    if (ibqp->qp_type == IBV_QPT_UD) {  // SEND only, to the address handle's port
-      if (x.kind != WrExt::Kind::None && x.kind != WrExt::Kind::SendImm) err = EINVAL;
-      if (w.opcode != sdp::WrOpcode::Send || wr->wr.ud.ah == nullptr) err = EINVAL;
-      if (err == 0) {
+    if (ibqp->qp_type == IBV_QPT_UD && err == 0) {  // to the address handle's port
+      if (wr->wr.ud.ah == nullptr) {
+        err = EINVAL;
+      } else {
         x.ud_dlid = reinterpret_cast<AhObj*>(wr->wr.ud.ah)->dlid;
         x.ud_qpn = wr->wr.ud.remote_qpn;
         x.ud_qkey = wr->wr.ud.remote_qkey;
       }
     }
-    if (err == 0 && !copy_sges(*wr, w.sg, w.num_sge)) err = EINVAL;
+    if (err == 0 && !copy_sges(*wr, r.sg, r.num_sge)) err = EINVAL;
     if (err == 0) {
-      w.signaled = q->sq_sig_all || (wr->send_flags & IBV_SEND_SIGNALED) != 0;
-      w.inline_data = (wr->send_flags & IBV_SEND_INLINE) != 0;
+      r.signaled = q->sq_sig_all || (wr->send_flags & IBV_SEND_SIGNALED) != 0;
+      r.inline_data = (wr->send_flags & IBV_SEND_INLINE) != 0;
       if (x.atomic()) {
-        w.remote_addr = wr->wr.atomic.remote_addr;
-        w.rkey = wr->wr.atomic.rkey;
+        r.remote_addr = wr->wr.atomic.remote_addr;
+        r.rkey = wr->wr.atomic.rkey;
         x.compare_add = wr->wr.atomic.compare_add;
         x.swap = wr->wr.atomic.swap;
-        if (w.length() != 8 || w.remote_addr % 8 != 0) err = EINVAL;
-      } else if (w.opcode != sdp::WrOpcode::Send && ibqp->qp_type != IBV_QPT_UD) {
-        w.remote_addr = wr->wr.rdma.remote_addr;
-        w.rkey = wr->wr.rdma.rkey;
+      } else if (r.opcode != sdp::WrOpcode::Send && ibqp->qp_type != IBV_QPT_UD) {
+        r.remote_addr = wr->wr.rdma.remote_addr;
+        r.rkey = wr->wr.rdma.rkey;
       }
-      if (err == 0) {
-        try {
-          q->emu->post_send_ext(w, x);
-        } catch (const sdp::VerbsError&) {
-          err = q->emu->state() == Qp::State::Rts ? ENOMEM : EINVAL;
-        }
-      }
+      err = q->emu->post(w);
     }
     if (err != 0) {
       if (bad_wr != nullptr) *bad_wr = wr;
@@ -156,24 +150,15 @@ int post_send(ibv_qp* ibqp, ibv_send_wr* wr, ibv_send_wr** bad_wr) {
   return 0;
 }
 
-/// ops.post_recv (ibv_post_recv(3)): returns 0, or EINVAL (too many SGEs, the QP in RESET or
-/// ERROR or on an SRQ) / ENOMEM (receive queue full) with *bad_wr at the first WR not posted.
+/// ops.post_recv (ibv_post_recv(3)): returns 0, or EINVAL (too many SGEs) or the HCA core's errno
+/// (the QP in RESET, on an SRQ: EINVAL; the receive queue full: ENOMEM) with *bad_wr at the first
+/// WR not posted.
 int post_recv(ibv_qp* ibqp, ibv_recv_wr* wr, ibv_recv_wr** bad_wr) {
   QpObj* q = qp_of(ibqp);
   for (; wr != nullptr; wr = wr->next) {
     sdp::RecvWr w;
     w.wr_id = wr->wr_id;
-    int err = 0;
-    if (ibqp->srq != nullptr || !copy_sges(*wr, w.sg, w.num_sge)) {  // an SRQ's QP has no receive queue
-      err = EINVAL;
-    } else {
-      try {
-        q->emu->post_recv(w);
-      } catch (const sdp::VerbsError&) {
-        const Qp::State s = q->emu->state();
-        err = s == Qp::State::Reset || s == Qp::State::Error ? EINVAL : ENOMEM;
-      }
-    }
+    const int err = copy_sges(*wr, w.sg, w.num_sge) ? q->emu->post_receive(w) : EINVAL;
     if (err != 0) {
       if (bad_wr != nullptr) *bad_wr = wr;
       return err;
@@ -187,13 +172,13 @@ int post_recv(ibv_qp* ibqp, ibv_recv_wr* wr, ibv_recv_wr** bad_wr) {
 int poll_cq(ibv_cq* ibcq, int num_entries, ibv_wc* wc) {
   if (num_entries < 0) return -1;
   CompQueue& cq = *reinterpret_cast<Cq*>(ibcq)->emu;
-  std::array<hcasim::emu::Cqe, 32> buf;
+  std::array<hca::Cqe, 32> buf;
   int total = 0;
   while (total < num_entries) {
     const size_t want = std::min<size_t>(buf.size(), static_cast<size_t>(num_entries - total));
-    const int n = cq.poll(std::span<hcasim::emu::Cqe>(buf.data(), want));
+    const int n = cq.poll(std::span<hca::Cqe>(buf.data(), want));
     for (int i = 0; i < n; ++i) {
-      const hcasim::emu::Cqe& e = buf[static_cast<size_t>(i)];
+      const hca::Cqe& e = buf[static_cast<size_t>(i)];
       const sdp::Wc& c = e.wc;
       ibv_wc& w = wc[total++];
       std::memset(&w, 0, sizeof w);
@@ -201,10 +186,10 @@ int poll_cq(ibv_cq* ibcq, int num_entries, ibv_wc* wc) {
       w.status = to_ibv_status(c.status);
       w.opcode = to_ibv_opcode(c.opcode);
       switch (e.kind) {
-        case hcasim::emu::Cqe::Kind::RecvRdmaWithImm: w.opcode = IBV_WC_RECV_RDMA_WITH_IMM; break;
-        case hcasim::emu::Cqe::Kind::CompSwap: w.opcode = IBV_WC_COMP_SWAP; break;
-        case hcasim::emu::Cqe::Kind::FetchAdd: w.opcode = IBV_WC_FETCH_ADD; break;
-        case hcasim::emu::Cqe::Kind::Plain: break;
+        case hca::Cqe::Kind::RecvRdmaWithImm: w.opcode = IBV_WC_RECV_RDMA_WITH_IMM; break;
+        case hca::Cqe::Kind::CompSwap: w.opcode = IBV_WC_COMP_SWAP; break;
+        case hca::Cqe::Kind::FetchAdd: w.opcode = IBV_WC_FETCH_ADD; break;
+        case hca::Cqe::Kind::Plain: break;
       }
       w.byte_len = w.opcode == IBV_WC_COMP_SWAP || w.opcode == IBV_WC_FETCH_ADD ? 8 : c.byte_len;
       w.qp_num = c.qp_num;
@@ -291,21 +276,22 @@ QpObj* create_qp(ibv_pd* pd, ibv_qp_init_attr* attr) {
     return nullptr;
   }
   ibv_qp_cap& cap = attr->cap;
+  const hca::DeviceLimits& lim = device().hca->limits();
   if (cap.max_send_sge > sdp::kMaxSge || cap.max_recv_sge > sdp::kMaxSge || cap.max_send_wr == 0 ||
-      cap.max_send_wr > static_cast<uint32_t>(kMaxQpWr) || cap.max_recv_wr > static_cast<uint32_t>(kMaxQpWr) ||
-      cap.max_inline_data > kMaxMessage) {
+      cap.max_send_wr > lim.max_qp_wr || cap.max_recv_wr > lim.max_qp_wr || cap.max_inline_data > lim.max_inline_data) {
     errno = EINVAL;
     return nullptr;
   }
   auto* scq = reinterpret_cast<Cq*>(attr->send_cq);
   auto* rcq = reinterpret_cast<Cq*>(attr->recv_cq);
+  const hca::QpType type = attr->qp_type == IBV_QPT_UC   ? hca::QpType::Uc
+                           : attr->qp_type == IBV_QPT_UD ? hca::QpType::Ud
+                                                         : hca::QpType::Rc;
   auto* q = new QpObj;
   const sdp::QpCaps caps{cap.max_send_wr, cap.max_recv_wr, scq->emu->depth()};
-  q->emu = device().hca->create_qp(caps, scq->emu, rcq->emu);
+  q->emu = device().hca->create_qp(type, pd_of(pd)->id, caps, scq->emu, rcq->emu);
   q->emu->set_max_inline_data(cap.max_inline_data);  // what the caller asked for (libmlx4 takes up to it)
   if (attr->srq != nullptr) q->emu->set_srq(reinterpret_cast<SrqObj*>(attr->srq)->emu);
-  if (attr->qp_type == IBV_QPT_UC) q->emu->set_unreliable();
-  if (attr->qp_type == IBV_QPT_UD) q->emu->set_datagram(0);
   q->send_cq = scq;
   q->recv_cq = rcq;
   q->sq_sig_all = attr->sq_sig_all != 0;
@@ -374,20 +360,21 @@ using hcasim::emu::shim::CompChannel;
 using hcasim::emu::shim::Cq;
 using hcasim::emu::shim::device;
 
-/// ibv_alloc_pd(3): the device's PD (one protection domain: every PD shares the MR table).
+/// ibv_alloc_pd(3): a protection domain of its own (an MR of another PD serves none of its QPs).
 ibv_pd* ibv_alloc_pd(ibv_context* context) {
-  auto* pd = new (std::nothrow) ibv_pd{};
+  auto* pd = new (std::nothrow) hcasim::emu::shim::PdObj{};
   if (pd == nullptr) {
     errno = ENOMEM;
     return nullptr;
   }
-  pd->context = context;
-  return pd;
+  pd->pd.context = context;
+  pd->id = device().hca->alloc_pd();
+  return &pd->pd;
 }
 
 /// ibv_dealloc_pd(3). Returns 0.
 int ibv_dealloc_pd(ibv_pd* pd) {
-  delete pd;
+  delete hcasim::emu::shim::pd_of(pd);
   return 0;
 }
 
@@ -407,7 +394,14 @@ ibv_mr* ibv_reg_mr_iova2(ibv_pd* pd, void* addr, size_t length, uint64_t iova, u
   mr->pd = pd;
   mr->addr = addr;
   mr->length = length;
-  mr->lkey = mr->rkey = device().hca->reg_mr(reinterpret_cast<uintptr_t>(addr), length, hcasim::emu::shim::to_access(access));
+  try {
+    mr->lkey = mr->rkey = device().hca->reg_mr(hcasim::emu::shim::pd_of(pd)->id, reinterpret_cast<uintptr_t>(addr),
+                                               length, hcasim::emu::shim::to_access(access));
+  } catch (const hcasim::sdp::VerbsError&) {
+    delete mr;
+    errno = EINVAL;  // a range that wraps past 2^64
+    return nullptr;
+  }
   return mr;
 }
 

@@ -1,11 +1,10 @@
 // The QP verbs of the verbs shim (emu/verbs_shim/shim.h) without the CM: ibv_create_qp(3),
-// ibv_destroy_qp(3), ibv_modify_qp(3) and ibv_query_qp(3), as a provider (mlx4, through the
-// kernel's ib_modify_qp_is_ok) takes them for an RC QP: the QP state machine of IBA 1.2.1
-// 10.3.1, and for each transition the attributes it requires and those it allows (IBA
-// 11.2.4.2, table 92 / the kernel's qp_state_table). A QP goes to RTR with its peer's LID (or
-// its GID, fe80::/64 + the GUID of emu/subnet.h) and QPN, exchanged out of band as
-// ibv_rc_pingpong and perftest do over their own TCP socket; the emulated QP finds the peer
-// port on the machine's emulated subnet and joins its stream (emu::Qp::to_rtr).
+// ibv_destroy_qp(3), ibv_modify_qp(3) and ibv_query_qp(3). The state machine and the attribute
+// rules are the HCA core's (hca/qp.h: IBA 1.2.1 10.3.1 and table 92, the kernel's qp_state_table);
+// this file translates libibverbs' structures. A QP goes to RTR with its peer's LID (or its GID,
+// fe80::/64 + the GUID of emu/subnet.h) and QPN, exchanged out of band as ibv_rc_pingpong and
+// perftest do over their own TCP socket; the emulated QP finds the peer port on the machine's
+// emulated subnet and joins its stream (emu::Qp::modify).
 #include <cerrno>
 #include <cstring>
 
@@ -26,81 +25,27 @@ ibv_qp_state to_ibv(Qp::State s) {
   return IBV_QPS_ERR;
 }
 
-/// The attributes a transition of an RC QP requires and those it also allows (IBA table 92).
-struct Rule {
-  bool valid = false;
-  int required = 0, optional = 0;
-};
-
-Rule rule(ibv_qp_type type, ibv_qp_state cur, ibv_qp_state next) {
-  constexpr int kPath = IBV_QP_ALT_PATH;
-  if (next == IBV_QPS_RESET || next == IBV_QPS_ERR) return {true, 0, 0};
-  if (type == IBV_QPT_UD) {  // no peer: the Q_Key; RTR takes nothing
-    if (cur == IBV_QPS_RESET && next == IBV_QPS_INIT) return {true, IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY, 0};
-    if (cur == IBV_QPS_INIT && next == IBV_QPS_INIT) return {true, 0, IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY};
-    if (cur == IBV_QPS_INIT && next == IBV_QPS_RTR) return {true, 0, IBV_QP_PKEY_INDEX | IBV_QP_QKEY};
-    if (cur == IBV_QPS_RTR && next == IBV_QPS_RTS) return {true, IBV_QP_SQ_PSN, IBV_QP_CUR_STATE | IBV_QP_QKEY};
-    if (cur == IBV_QPS_RTS && next == IBV_QPS_RTS) return {true, 0, IBV_QP_CUR_STATE | IBV_QP_QKEY};
-    return {};
+hca::QpState from_ibv(ibv_qp_state s) {
+  switch (s) {
+    case IBV_QPS_RESET: return hca::QpState::Reset;
+    case IBV_QPS_INIT: return hca::QpState::Init;
+    case IBV_QPS_RTR: return hca::QpState::Rtr;
+    case IBV_QPS_RTS: return hca::QpState::Rts;
+    default: return hca::QpState::Error;
   }
-  if (type == IBV_QPT_UC) {  // no ACKs, no RDMA READ: no retry, RNR or RDMA READ attributes
-    if (cur == IBV_QPS_RESET && next == IBV_QPS_INIT) return {true, IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS, 0};
-    if (cur == IBV_QPS_INIT && next == IBV_QPS_INIT) return {true, 0, IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS};
-    if (cur == IBV_QPS_INIT && next == IBV_QPS_RTR)
-      return {true, IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN,
-              kPath | IBV_QP_ACCESS_FLAGS | IBV_QP_PKEY_INDEX};
-    if (cur == IBV_QPS_RTR && next == IBV_QPS_RTS)
-      return {true, IBV_QP_SQ_PSN, IBV_QP_CUR_STATE | kPath | IBV_QP_ACCESS_FLAGS | IBV_QP_PATH_MIG_STATE};
-    if (cur == IBV_QPS_RTS && next == IBV_QPS_RTS)
-      return {true, 0, IBV_QP_CUR_STATE | IBV_QP_ACCESS_FLAGS | kPath | IBV_QP_PATH_MIG_STATE};
-    return {};
-  }
-  switch (cur) {
-    case IBV_QPS_RESET:
-      if (next == IBV_QPS_INIT) return {true, IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS, 0};
-      break;
-    case IBV_QPS_INIT:
-      if (next == IBV_QPS_INIT) return {true, 0, IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS};
-      if (next == IBV_QPS_RTR)
-        return {true,
-                IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
-                    IBV_QP_MIN_RNR_TIMER,
-                kPath | IBV_QP_ACCESS_FLAGS | IBV_QP_PKEY_INDEX};
-      break;
-    case IBV_QPS_RTR:
-      if (next == IBV_QPS_RTS)
-        return {true, IBV_QP_SQ_PSN | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC,
-                IBV_QP_CUR_STATE | kPath | IBV_QP_ACCESS_FLAGS | IBV_QP_MIN_RNR_TIMER | IBV_QP_PATH_MIG_STATE};
-      break;
-    case IBV_QPS_RTS:
-      if (next == IBV_QPS_RTS)
-        return {true, 0,
-                IBV_QP_CUR_STATE | IBV_QP_ACCESS_FLAGS | kPath | IBV_QP_PATH_MIG_STATE | IBV_QP_MIN_RNR_TIMER};
-      break;
-    default: break;
-  }
-  return {};
 }
 
-/// The values' ranges (ibv_modify_qp(3), IBA 11.2.4.2); EINVAL when one is out of range.
-int check_values(const ibv_qp_attr& a, int mask) {
-  if ((mask & IBV_QP_PORT) != 0 && a.port_num != 1) return EINVAL;
-  if ((mask & IBV_QP_PKEY_INDEX) != 0 && a.pkey_index != 0) return EINVAL;  // one P_Key
-  if ((mask & IBV_QP_PATH_MTU) != 0 && (a.path_mtu < IBV_MTU_256 || a.path_mtu > IBV_MTU_4096)) return EINVAL;
-  if ((mask & IBV_QP_DEST_QPN) != 0 && a.dest_qp_num > 0xFFFFFF) return EINVAL;
-  if ((mask & IBV_QP_MAX_DEST_RD_ATOMIC) != 0 && a.max_dest_rd_atomic > kRdAtom) return EINVAL;
-  if ((mask & IBV_QP_MAX_QP_RD_ATOMIC) != 0 && a.max_rd_atomic > kRdAtom) return EINVAL;
-  if ((mask & IBV_QP_MIN_RNR_TIMER) != 0 && a.min_rnr_timer > 31) return EINVAL;
-  if ((mask & IBV_QP_TIMEOUT) != 0 && a.timeout > 31) return EINVAL;
-  if ((mask & IBV_QP_RETRY_CNT) != 0 && a.retry_cnt > 7) return EINVAL;
-  if ((mask & IBV_QP_RNR_RETRY) != 0 && a.rnr_retry > 7) return EINVAL;
-  if ((mask & IBV_QP_AV) != 0) {
-    const ibv_ah_attr& ah = a.ah_attr;
-    if (ah.port_num != 0 && ah.port_num != 1) return EINVAL;
-    if (ah.is_global == 0 && ah.dlid == 0) return EINVAL;
-  }
-  return 0;
-}
+// The HCA core's attribute bits are libibverbs' (hca/qp.h): a mask passes unchanged.
+static_assert(IBV_QP_STATE == hca::attr::kState && IBV_QP_CUR_STATE == hca::attr::kCurState &&
+              IBV_QP_ACCESS_FLAGS == hca::attr::kAccessFlags && IBV_QP_PKEY_INDEX == hca::attr::kPkeyIndex &&
+              IBV_QP_PORT == hca::attr::kPort && IBV_QP_QKEY == hca::attr::kQkey && IBV_QP_AV == hca::attr::kAv &&
+              IBV_QP_PATH_MTU == hca::attr::kPathMtu && IBV_QP_TIMEOUT == hca::attr::kTimeout &&
+              IBV_QP_RETRY_CNT == hca::attr::kRetryCnt && IBV_QP_RNR_RETRY == hca::attr::kRnrRetry &&
+              IBV_QP_RQ_PSN == hca::attr::kRqPsn && IBV_QP_MAX_QP_RD_ATOMIC == hca::attr::kMaxQpRdAtomic &&
+              IBV_QP_ALT_PATH == hca::attr::kAltPath && IBV_QP_MIN_RNR_TIMER == hca::attr::kMinRnrTimer &&
+              IBV_QP_SQ_PSN == hca::attr::kSqPsn && IBV_QP_MAX_DEST_RD_ATOMIC == hca::attr::kMaxDestRdAtomic &&
+              IBV_QP_PATH_MIG_STATE == hca::attr::kPathMigState && IBV_QP_CAP == hca::attr::kCap &&
+              IBV_QP_DEST_QPN == hca::attr::kDestQpn);
 
 /// The peer port's LID of an address vector: the GID's (emu::lid_of_gid) when it has a GRH,
 /// else its DLID. 0 when neither names a port of the emulated subnet.
@@ -108,6 +53,30 @@ uint16_t dlid_of(const ibv_ah_attr& ah) {
   if (ah.is_global != 0)
     if (const auto lid = lid_of_gid(ah.grh.dgid.raw)) return *lid;
   return ah.dlid;
+}
+
+/// The HCA core's attributes of `a` (every field; the mask says which count).
+hca::QpAttr core_attr(const ibv_qp_attr& a) {
+  hca::QpAttr c;
+  c.qp_state = from_ibv(a.qp_state);
+  c.cur_qp_state = from_ibv(a.cur_qp_state);
+  c.qp_access_flags = to_qp_access(a.qp_access_flags);
+  c.pkey_index = a.pkey_index;
+  c.port_num = a.port_num;
+  c.qkey = a.qkey;
+  c.dlid = dlid_of(a.ah_attr);
+  c.ah_port_num = a.ah_attr.port_num;
+  c.path_mtu = hca::mtu_bytes(a.path_mtu);
+  c.timeout = a.timeout;
+  c.retry_cnt = a.retry_cnt;
+  c.rnr_retry = a.rnr_retry;
+  c.rq_psn = a.rq_psn;
+  c.sq_psn = a.sq_psn;
+  c.max_rd_atomic = a.max_rd_atomic;
+  c.max_dest_rd_atomic = a.max_dest_rd_atomic;
+  c.min_rnr_timer = a.min_rnr_timer;
+  c.dest_qp_num = a.dest_qp_num;
+  return c;
 }
 
 /// Copies the attributes of `mask` from `a` into the QP's record.
@@ -142,7 +111,7 @@ namespace shim = hcasim::emu::shim;
 ibv_qp* ibv_create_qp(ibv_pd* pd, ibv_qp_init_attr* qp_init_attr) {
   shim::QpObj* q = shim::create_qp(pd, qp_init_attr);
   if (q == nullptr) return nullptr;
-  q->emu->modify(hcasim::emu::Qp::State::Reset);  // created in RESET, as by the kernel
+  q->emu->modify(hcasim::hca::QpState::Reset);  // created in RESET, as by the kernel
   q->qp.state = IBV_QPS_RESET;
   return &q->qp;
 }
@@ -154,65 +123,32 @@ int ibv_destroy_qp(ibv_qp* qp) {
   return 0;
 }
 
-/// ibv_modify_qp(3) of an RC QP: RESET -> INIT (port 1, P_Key index 0, access flags),
-/// INIT -> RTR (the peer: ah_attr's DLID or GRH DGID, dest_qp_num; rq_psn, path_mtu,
-/// max_dest_rd_atomic, min_rnr_timer), RTR -> RTS (sq_psn, timeout, retry_cnt, rnr_retry,
-/// max_rd_atomic), INIT -> INIT, RTS -> RTS, any state -> RESET or ERR. Returns 0, or EINVAL
-/// for another transition, a required attribute missing from attr_mask, one the transition
-/// does not take, a value out of range or IBV_QP_CUR_STATE not the current state; the QP is then
-/// unchanged. Without IBV_QP_STATE the QP stays in its state (the attributes that state allows).
+/// ibv_modify_qp(3): the HCA core's one table of transitions and their required and allowed
+/// attributes for the QP's type, and its value checks (hca::QueuePair::modify): RESET -> INIT,
+/// INIT -> RTR (the peer: ah_attr's DLID or GRH DGID, dest_qp_num, found on the emulated subnet),
+/// RTR -> RTS, INIT -> INIT, RTS -> RTS, any state -> RESET or ERR. Returns 0, or EINVAL with the
+/// QP unchanged (another transition, SQD or SQE, a required attribute missing or one the transition
+/// does not take, a value out of range, IBV_QP_CUR_STATE not the current state). Without
+/// IBV_QP_STATE the QP stays in its state (the attributes that state allows).
 int ibv_modify_qp(ibv_qp* qp, ibv_qp_attr* attr, int attr_mask) {
-  using State = hcasim::emu::Qp::State;
   if (qp == nullptr || attr == nullptr) return EINVAL;
   shim::QpObj* q = shim::qp_of(qp);
   std::lock_guard g(q->m);
-  const ibv_qp_state cur = shim::to_ibv(q->emu->state());
-  if ((attr_mask & IBV_QP_CUR_STATE) != 0 && attr->cur_qp_state != cur) return EINVAL;
-  const ibv_qp_state next = (attr_mask & IBV_QP_STATE) != 0 ? attr->qp_state : cur;
-  const shim::Rule r = shim::rule(qp->qp_type, cur, next);
-  const int given = attr_mask & ~(IBV_QP_STATE | IBV_QP_CUR_STATE);
-  if (!r.valid || (given & r.required) != r.required || (given & ~(r.required | r.optional)) != 0) return EINVAL;
-  if (const int e = shim::check_values(*attr, attr_mask); e != 0) return e;
-  try {
-    if ((attr_mask & IBV_QP_QKEY) != 0) q->emu->set_qkey(attr->qkey);  // UD (the rules allow it for UD only)
-    if (next == IBV_QPS_ERR) {
-      q->emu->to_error_state("moved to the error state by ibv_modify_qp");
-    } else if (next == IBV_QPS_RESET) {
-      q->emu->modify(State::Reset);
-      const ibv_qp_cap cap = q->attr.cap;
-      std::memset(&q->attr, 0, sizeof q->attr);
-      q->attr.cap = cap;
-      q->attr.port_num = 1;
-    } else if (cur == IBV_QPS_RESET && next == IBV_QPS_INIT) {
-      q->emu->modify(State::Init);
-    } else if (qp->qp_type == IBV_QPT_UD) {
-      if (cur == IBV_QPS_INIT && next == IBV_QPS_RTR) q->emu->to_rtr_datagram();
-      if (cur == IBV_QPS_RTR && next == IBV_QPS_RTS)
-        q->emu->to_rts(hcasim::emu::RtsAttr{.sq_psn = attr->sq_psn, .timeout = 0, .retry_cnt = 0, .rnr_retry = 0});
-    } else if (next == IBV_QPS_RTR) {
-      const uint16_t dlid = shim::dlid_of(attr->ah_attr);
-      if (dlid == 0) return EINVAL;
-      shim::port_lid();  // the port on the subnet (and its quiesce at exit)
-      q->emu->to_rtr({.dlid = dlid, .dest_qpn = attr->dest_qp_num, .rq_psn = attr->rq_psn,
-                      .min_rnr_timer = (attr_mask & IBV_QP_MIN_RNR_TIMER) != 0 ? attr->min_rnr_timer
-                                                                               : hcasim::hca::kDefaultMinRnrTimer});
-    } else if (cur == IBV_QPS_RTR && next == IBV_QPS_RTS) {
-      if (qp->qp_type == IBV_QPT_UC)
-        q->emu->to_rts(hcasim::emu::RtsAttr{.sq_psn = attr->sq_psn, .timeout = 0, .retry_cnt = 0, .rnr_retry = 0});
-      else
-        q->emu->to_rts(hcasim::emu::RtsAttr{.sq_psn = attr->sq_psn, .timeout = attr->timeout,
-                                            .retry_cnt = attr->retry_cnt, .rnr_retry = attr->rnr_retry});
-      if ((attr_mask & IBV_QP_MIN_RNR_TIMER) != 0) q->emu->set_min_rnr_timer(attr->min_rnr_timer);
-    } else if ((attr_mask & IBV_QP_MIN_RNR_TIMER) != 0) {  // RTS -> RTS
-      q->emu->set_min_rnr_timer(attr->min_rnr_timer);
-    }
-  } catch (const hcasim::sdp::VerbsError&) {
-    return EINVAL;
-  } catch (const hcasim::sdp::DeviceError&) {
-    return EINVAL;
+  const unsigned mask = static_cast<unsigned>(attr_mask);
+  const bool sqd = [&](ibv_qp_state s) { return s == IBV_QPS_SQD || s == IBV_QPS_SQE || s > IBV_QPS_ERR; }(attr->qp_state);
+  if ((mask & IBV_QP_STATE) != 0 && sqd) return EINVAL;  // SQD and SQE are not emulated
+  if ((mask & IBV_QP_AV) != 0 && shim::dlid_of(attr->ah_attr) != 0) shim::port_lid();  // the port (and its quiesce at exit)
+  const int e = q->emu->modify(shim::core_attr(*attr), mask);
+  if (e != 0) return e;
+  if ((mask & IBV_QP_STATE) != 0 && attr->qp_state == IBV_QPS_RESET) {
+    const ibv_qp_cap cap = q->attr.cap;
+    std::memset(&q->attr, 0, sizeof q->attr);
+    q->attr.cap = cap;
+    q->attr.port_num = 1;
+  } else {
+    shim::record(q->attr, *attr, attr_mask);
   }
-  shim::record(q->attr, *attr, attr_mask);
-  qp->state = next;
+  qp->state = shim::to_ibv(q->emu->state());
   return 0;
 }
 
@@ -260,11 +196,11 @@ int post_srq_recv(ibv_srq* ibsrq, ibv_recv_wr* wr, ibv_recv_wr** bad_wr) {
 }  // namespace
 }  // namespace hcasim::emu::shim
 
-/// ibv_create_srq(3): an SRQ of max_wr WRs (1 to kMaxQpWr) of max_sge SGEs (at most
+/// ibv_create_srq(3): an SRQ of max_wr WRs (1 to the device's max_qp_wr) of max_sge SGEs (at most
 /// sdp::kMaxSge); the values given are written back. Null with errno EINVAL otherwise.
 ibv_srq* ibv_create_srq(ibv_pd* pd, ibv_srq_init_attr* attr) {
   if (pd == nullptr || attr == nullptr || attr->attr.max_wr == 0 ||
-      attr->attr.max_wr > static_cast<uint32_t>(shim::kMaxQpWr) || attr->attr.max_sge > hcasim::sdp::kMaxSge) {
+      attr->attr.max_wr > shim::device().hca->limits().max_qp_wr || attr->attr.max_sge > hcasim::sdp::kMaxSge) {
     errno = EINVAL;
     return nullptr;
   }

@@ -31,6 +31,7 @@
 
 #include <fmt/format.h>
 
+#include "emu/cm.h"
 #include "emu/verbs_shim/shim.h"
 
 namespace hcasim::emu::shim {

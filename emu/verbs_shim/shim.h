@@ -1,5 +1,5 @@
 #pragma once
-/// \file The verbs shim's objects: the emulated HCA (emu/emu_qp.h) behind libibverbs' and
+/// \file The verbs shim's objects: the emulated HCA (emu/adapter.h, emu/qp.h) behind libibverbs' and
 /// librdmacm's own types, so that a program built for rdma-core 44 (hw/rdma_device.cpp) runs on
 /// it when libhcasim-verbs-emu.so is LD_PRELOADed in front of libibverbs and librdmacm.
 ///
@@ -11,8 +11,9 @@
 /// extended verbs too (ibv_query_device_ex, ibv_query_port, ...); those the emulator does not do
 /// say so once on stderr and fail as a provider without them (emu/verbs_shim/device.h).
 ///
-/// One device, kDeviceName, with one port. Emulated, as emu/emu_device.h says: one PD's
-/// protection (lkey = rkey), RC QPs with CQs of their own or shared. A QP is connected by the
+/// One device, kDeviceName, with one port. Emulated, as emu/emu_device.h says: protection domains
+/// kept apart (an MR serves the QPs of its own PD only; lkey = rkey), RC, UC and UD QPs with CQs of
+/// their own or shared. A QP is connected by the
 /// CM or by ibv_modify_qp(3) to RTR with the peer's LID (or GID) and QPN, found on the emulated
 /// subnet of the machine (emu/subnet.h).
 /// The CM runs over TCP on the RDMA CM address itself: rdma_listen on IP:port listens on that
@@ -25,7 +26,9 @@
 #include <memory>
 #include <mutex>
 
-#include "emu/emu_qp.h"
+#include "emu/adapter.h"
+#include "emu/qp.h"
+#include "emu/queues.h"
 
 namespace hcasim::emu::shim {
 
@@ -39,11 +42,10 @@ inline constexpr const char* kFaultEnv = "HCASIM_FAULT";
 /// stderr when destroyed (report_fault_stats).
 inline constexpr const char* kFaultStatsEnv = "HCASIM_FAULT_STATS";
 /// RDMA reads outstanding per QP each way the device allows (ibv_device_attr max_qp_rd_atom,
-/// max_qp_init_rd_atom), also reported in CONNECT_REQUEST events (the emulated REQ does not
-/// carry the peer's).
-inline constexpr int kRdAtom = 16;
-/// Largest queue depth (max_qp_wr) and CQ size (max_cqe), entries.
-inline constexpr int kMaxQpWr = 16384;
+/// max_qp_init_rd_atom: the HCA core's device limit), also reported in CONNECT_REQUEST events
+/// (the emulated REQ does not carry the peer's).
+inline constexpr int kRdAtom = hca::DeviceLimits{}.max_qp_rd_atom;
+/// Largest CQ size (max_cqe), entries.
 inline constexpr int kMaxCqe = 65536;
 
 /// The one emulated device: its ibv_device, its context (the one ibv_open_device(3) and
@@ -87,6 +89,14 @@ struct SrqObj {
   uint32_t limit = 0;  // ibv_modify_srq's srq_limit (kept; no limit event is raised)
 };
 
+/// ibv_pd: a protection domain of the emulated adapter (Hca::alloc_pd).
+struct PdObj {
+  ibv_pd pd{};
+  uint32_t id = 0;
+};
+/// The shim object of an ibv_pd the shim allocated.
+inline PdObj* pd_of(ibv_pd* pd) { return reinterpret_cast<PdObj*>(pd); }
+
 /// ibv_ah: the port it names on the emulated subnet (emu/subnet.h).
 struct AhObj {
   ibv_ah ah{};
@@ -111,11 +121,11 @@ struct QpObj {
   rdma_cm_id* cm_id = nullptr;
 };
 
-/// Creates an RC, UC or UD QP on `pd` for rdma_create_qp(3) and ibv_create_qp(3) (the checks: RC
-/// or UC, a send and a receive CQ (the same or two), an SRQ or not, at most sdp::kMaxSge SGEs
-/// and kMaxQpWr WRs; the caps actually given are written back). The QP is in INIT. Returns
-/// null with errno set (EINVAL, EOPNOTSUPP for another type) when refused. A UD QP starts with
-/// Q_Key 0.
+/// Creates an RC, UC or UD QP on `pd` for rdma_create_qp(3) and ibv_create_qp(3) (the checks: RC,
+/// UC or UD, a send and a receive CQ (the same or two), an SRQ or not, at most sdp::kMaxSge SGEs,
+/// the device's max_qp_wr WRs and max_inline_data bytes inline; the caps actually given are
+/// written back). The QP is in INIT. Returns null with errno set (EINVAL, EOPNOTSUPP for another
+/// type) when refused. A UD QP starts with Q_Key 0.
 QpObj* create_qp(ibv_pd* pd, ibv_qp_init_attr* attr);
 /// With $HCASIM_FAULT_STATS=1: one line on stderr, "hcasim verbs shim: QP 0x48: N frames lost,
 /// M retransmitted (...)", what the injected faults did on the QP's sending side
@@ -130,9 +140,11 @@ uint16_t port_lid();
 /// The port's GUID, 0x0002c90300000000 | port_lid() << 8 | 1 (emu::guid_of_lid; ibv_query_gid(3):
 /// GID 0 is fe80::/64 + this GUID, emu::gid_of_lid). 0 as port_lid.
 uint64_t port_guid();
-/// ibv_access_flags bits -> sdp::Access bits (remote write implies local write, as
-/// ibv_reg_mr(3) requires).
+/// ibv_access_flags bits -> sdp::Access bits and hca::kRemoteAtomic (an MR's; remote write implies
+/// local write, as ibv_reg_mr(3) requires).
 unsigned to_access(unsigned flags);
+/// A QP's qp_access_flags -> the HCA core's (sdp::kRemoteWrite, kRemoteRead, hca::kRemoteAtomic).
+unsigned to_qp_access(unsigned flags);
 /// The shim object of an ibv_qp the shim created.
 inline QpObj* qp_of(ibv_qp* qp) { return reinterpret_cast<QpObj*>(qp); }
 

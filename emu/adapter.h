@@ -1,0 +1,120 @@
+#pragma once
+/// \file The emulated HCA's adapter: one per process, shared by both faces of the emulator (the
+/// sdp::Device of `--device emu`, emu/emu_device.h, and the verbs shim, emu/verbs_shim/). It owns
+/// the I/O thread every QP's socket runs on, the protection domains and the MR table (the HCA
+/// core's, hca/mr.h, under a lock), the QP numbers, the device limits, and the port on the
+/// machine's emulated subnet (emu/subnet.h): a TCP acceptor of QP streams and a UDP socket of UD
+/// datagrams on one 127.0.0.1 port number.
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include <utility>  // before Asio: Boost 1.74 asio/awaitable.hpp uses std::exchange without it
+
+#include <boost/asio.hpp>
+
+#include "emu/subnet.h"
+#include "hca/mr.h"
+#include "hca/qp.h"
+#include "model/fault.h"
+#include "sdp/device.h"
+#include "sdp/process_memory.h"
+
+namespace hcasim::emu {
+
+class Qp;
+class CompQueue;
+
+/// The adapter. Destroying it closes every QP still open and joins the I/O thread.
+class Hca {
+ public:
+  /// `memory`: the arena sdp::Device's MRs must lie in and dma_mr() covers; nullptr (the verbs
+  /// shim) lets an MR cover any address range of the process and has no dma_mr().
+  /// `faults` and `retry` apply to every QP of the adapter (each QP draws its own fates, seeded
+  /// with its QPN).
+  explicit Hca(const sdp::ProcessMemory* memory, const model::FaultConfig& faults = {},
+               const model::RcRetry& retry = {});
+  ~Hca();
+  Hca(const Hca&) = delete;
+  Hca& operator=(const Hca&) = delete;
+
+  /// ibv_alloc_pd(3): a new protection domain.
+  uint32_t alloc_pd();
+  /// The PD of the sdp::Device face, whose connections' QPs and MRs all belong to it.
+  uint32_t device_pd() const { return pd_; }
+  /// ibv_reg_mr(3): registers [addr, addr+len) in `pd` with `access` (sdp::Access bits,
+  /// hca::kRemoteAtomic) and returns its key. Throws sdp::VerbsError for an unknown PD, a range
+  /// outside the arena (when there is one) or one that wraps past 2^64.
+  uint32_t reg_mr(uint32_t pd, sdp::Addr addr, uint64_t len, unsigned access);
+  /// ibv_dereg_mr(3); false when no MR has `key`.
+  bool dereg_mr(uint32_t key);
+  /// A key of `pd` covering the whole arena (ib_get_dma_mr). Throws sdp::VerbsError without one.
+  uint32_t dma_mr(uint32_t pd);
+  /// hca::MrTable::check under the table's lock (an all-memory MR asks the arena).
+  hca::MrRefusal check_mr(uint32_t key, uint32_t pd, sdp::Addr addr, uint64_t len, unsigned need);
+  /// A new QP of `type` in `pd`, in RESET, completing into `send_cq` and `recv_cq` (they may be one
+  /// CQ; ibv_create_qp(3)).
+  std::shared_ptr<Qp> create_qp(hca::QpType type, uint32_t pd, const sdp::QpCaps& caps,
+                                std::shared_ptr<CompQueue> send_cq, std::shared_ptr<CompQueue> recv_cq);
+  /// An RC QP of the device PD with a CQ of its own for both queues, sized by `caps` (the
+  /// sdp::Verbs face).
+  std::shared_ptr<Qp> create_qp(const sdp::QpCaps& caps);
+  /// The limits of the emulated device (a ConnectX-3's, emu/verbs_shim/device.h), which every QP
+  /// checks (hca::DeviceLimits).
+  const hca::DeviceLimits& limits() const { return limits_; }
+  /// The fault configuration and retry attributes of the adapter's QPs.
+  const model::FaultConfig& faults() const { return faults_; }
+  const model::RcRetry& retry() const { return retry_; }
+  /// The LID of the adapter's port on the emulated subnet (emu/subnet.h). The first call
+  /// claims it and starts accepting QP streams on a 127.0.0.1 TCP port; throws
+  /// sdp::DeviceError when the subnet directory cannot be used.
+  uint16_t lid();
+  /// Waits at most `ms` until every QP's queued frames were written (Qp::wait_written).
+  void quiesce(int ms);
+  /// Gives the port's LID back to the subnet (its claim file removed; emu/subnet.h), at exit:
+  /// the next process may take it without the stale-owner check.
+  void release_port();
+  /// The port GUID (guid_of_lid(lid())).
+  uint64_t guid() { return guid_of_lid(lid()); }
+  /// Sends one UD datagram (an encoded frame) to the port with `dlid`: a UDP datagram to
+  /// 127.0.0.1 at that port's published port number (its datagram path, bound with lid()).
+  /// False when no port has that LID or the send failed (UD: the datagram is lost).
+  bool send_datagram(uint16_t dlid, const std::vector<uint8_t>& frame);
+  /// The I/O context of the adapter's thread (sockets of QPs and CM streams live on it).
+  boost::asio::io_context& io() { return io_; }
+
+ private:
+  void accept_next();
+  void receive_datagram();
+  /// The QP with `qpn`, or null.
+  std::shared_ptr<Qp> find_qp(uint32_t qpn);
+
+  const sdp::ProcessMemory* memory_;
+  model::FaultConfig faults_;
+  model::RcRetry retry_;
+  hca::DeviceLimits limits_;
+  boost::asio::io_context io_;
+  boost::asio::executor_work_guard<boost::asio::io_context::executor_type> guard_;
+  std::thread thread_;
+  std::mutex mr_lock_, qps_lock_;
+  hca::MrTable mrs_;  // under mr_lock_
+  uint32_t pd_ = 0;   // the device PD
+  uint32_t next_qpn_ = 0x48;  // under qps_lock_
+  std::unordered_map<uint32_t, std::weak_ptr<Qp>> qps_;  // by QPN; expired ones purged as it grows
+  size_t purge_at_ = 64;
+  // the subnet port (lid()): its acceptor of QP streams on the I/O thread
+  std::mutex port_lock_;
+  std::unique_ptr<boost::asio::ip::tcp::acceptor> acceptor_;
+  std::unique_ptr<SubnetPort> port_;
+  std::unique_ptr<boost::asio::ip::udp::socket> udp_;  // the datagram path (I/O thread)
+  std::vector<uint8_t> dgram_;
+  std::mutex send_lock_;
+  int send_fd_ = -1;  // the sending side, under send_lock_
+};
+
+}  // namespace hcasim::emu

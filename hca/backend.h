@@ -1,0 +1,54 @@
+#pragma once
+/// \file What a QP's transport (hca/queue_pair.h) asks of the HCA around it: memory, the CQs, the
+/// wire and the timers. The core is time-free and moves no byte itself; each backend supplies
+/// these: sim/ with simulated time and modelled transfers, emu/ with sockets, memcpy and wall-clock
+/// timers. Every call comes from inside a QueuePair call, on the backend's own thread (emu/ holds
+/// its QP lock); none may call back into the QueuePair.
+#include <cstdint>
+#include <string>
+
+#include "hca/mr.h"
+#include "hca/wqe.h"
+#include "sdp/verbs.h"
+
+namespace hcasim::hca {
+
+class QpBackend {
+ public:
+  virtual ~QpBackend() = default;
+  /// Why `key` does not allow [addr, addr + len) in `pd` with every bit of `need` (sdp::Access,
+  /// kRemoteAtomic; local read needs none): MrTable::check on the backend's table and memory.
+  virtual MrRefusal check_mr(uint32_t key, uint32_t pd, sdp::Addr addr, uint64_t len, unsigned need) = 0;
+  /// Writes `len` bytes at local address `dst` (checked by the core): bytes `offset` .. offset +
+  /// len of the payload of the packet being received, whose handle (`payload`) the backend gave
+  /// to QueuePair::receive.
+  virtual void write(sdp::Addr dst, uint64_t len, const void* payload, uint64_t offset) = 0;
+  /// Writes `len` bytes the core holds (`src`: an atomic's original value, the zeros of a UD
+  /// receive's GRH room) at local address `dst` (checked by the core).
+  virtual void store(sdp::Addr dst, const void* src, uint64_t len) = 0;
+  /// An atomic on the 8 bytes at local address `addr` (checked and 8-byte aligned): compare and
+  /// swap (`compare_swap`: `compare_add` the compare value, `swap` the new one) or fetch and add
+  /// (`compare_add` the addend), atomic with respect to the host's own atomics (IBV_ATOMIC_HCA and
+  /// more). Returns the value before.
+  virtual uint64_t atomic(sdp::Addr addr, bool compare_swap, uint64_t compare_add, uint64_t swap) = 0;
+  /// Writes `c` to the QP's receive CQ (`recv`) or send CQ. False when the CQ refuses it (the
+  /// overrun, hca/cq.h): the core then moves the QP to ERROR.
+  virtual bool complete(const Cqe& c, bool recv) = 0;
+  /// Requests (QueuePair::next_request) or responses (next_response) are waiting to be sent.
+  virtual void kick() = 0;
+  /// The local ACK timer (IBA 9.7.6.1.3, QpAttr::timeout; a code of 0 is no timer): `run` starts
+  /// it afresh for the full timeout (a restart when it runs), !run stops it. On expiry the backend
+  /// calls QueuePair::ack_timeout.
+  virtual void ack_timer(bool run) = 0;
+  /// The RNR NAK timer: QueuePair::rnr_timeout in `ns` (IBA table 45's value for the NAK's code).
+  virtual void rnr_timer(double ns) = 0;
+  /// A QP on an SRQ takes its next receive WQE from it: false when none waits.
+  virtual bool take_srq_recv(sdp::RecvWr& out) {
+    (void)out;
+    return false;
+  }
+  /// The QP went to ERROR (its WRs flushed), for `why`.
+  virtual void on_error(const std::string& why) { (void)why; }
+};
+
+}  // namespace hcasim::hca

@@ -1,0 +1,644 @@
+// The HCA core's transport (hca/queue_pair.h: requester, responder, completer) alone, without
+// time: two QPs on a loopback wire the test pumps by hand, a memory of bytes per side, timers the
+// test fires. Each case names the IBA 1.2.1 section (or the rxe driver's state) whose outcome it
+// checks; the packet counts are worked out in the comments.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <numeric>
+#include <vector>
+
+#include "hca/queue_pair.h"
+#include "hca/wire_faults.h"
+
+using namespace hcasim;
+using namespace hcasim::hca;
+using sdp::WcStatus;
+using sdp::WrOpcode;
+
+namespace {
+
+constexpr sdp::Addr kBase = 0x100000;
+constexpr uint32_t kMem = 1 << 20;
+constexpr unsigned kRemoteAll = sdp::kRemoteWrite | sdp::kRemoteRead | kRemoteAtomic;
+
+/// One side's HCA: its MR table over a memory of bytes at kBase, its CQs, its timers.
+class TestHca : public QpBackend {
+ public:
+  TestHca() : mem(kMem, 0) { pd = mrs.alloc_pd(); }
+  MrRefusal check_mr(uint32_t key, uint32_t p, sdp::Addr addr, uint64_t len, unsigned need) override {
+    return mrs.check(key, p, addr, len, need, [](sdp::Addr, uint64_t) { return false; });
+  }
+  void write(sdp::Addr dst, uint64_t len, const void* payload, uint64_t offset) override {
+    std::memcpy(at(dst), static_cast<const uint8_t*>(payload) + offset, len);
+    written += len;
+  }
+  void store(sdp::Addr dst, const void* src, uint64_t len) override { std::memcpy(at(dst), src, len); }
+  uint64_t atomic(sdp::Addr addr, bool cas, uint64_t compare_add, uint64_t swap) override {
+    uint64_t v;
+    std::memcpy(&v, at(addr), 8);
+    const uint64_t orig = v;
+    v = cas ? (v == compare_add ? swap : v) : v + compare_add;
+    std::memcpy(at(addr), &v, 8);
+    return orig;
+  }
+  bool complete(const Cqe& c, bool recv) override {
+    auto& q = recv ? rcq : scq;
+    if (q.size() >= cq_depth) return false;
+    q.push_back(c);
+    return true;
+  }
+  void kick() override { ++kicks; }
+  void ack_timer(bool run) override { timer_on = run; }
+  void rnr_timer(double ns) override {
+    rnr_on = true;
+    rnr_ns = ns;
+  }
+  void on_error(const std::string& why) override { error = why; }
+  uint8_t* at(sdp::Addr a) { return mem.data() + (a - kBase); }
+
+  MrTable mrs;
+  uint32_t pd = 0;
+  std::vector<uint8_t> mem;
+  std::vector<Cqe> scq, rcq;
+  size_t cq_depth = 1000;
+  bool timer_on = false, rnr_on = false;
+  double rnr_ns = 0;
+  int kicks = 0;
+  uint64_t written = 0;
+  std::string error;
+};
+
+/// Two RC (or UC, UD) QPs, A and B, connected back to back, and the wire between them.
+struct Link {
+  explicit Link(QpType type = QpType::Rc, uint32_t mtu = 1024, uint32_t max_pkts = 1,
+                const model::FaultConfig& faults = {}, uint8_t max_rd_atomic = 4)
+      : a(type, 0x48, ha.pd, 64, 64, DeviceLimits{}, ha),
+        b(type, 0x49, hb.pd, 64, 64, DeviceLimits{}, hb),
+        train(max_pkts),
+        ab(faults, 1),
+        ba(faults, 2) {
+    for (QueuePair* q : {&a, &b}) {
+      const uint32_t peer = q == &a ? 0x49 : 0x48;
+      QpAttr x;
+      x.qp_state = QpState::Init;
+      x.qp_access_flags = kRemoteAll;
+      x.qkey = 0x11111111;
+      const unsigned init = type == QpType::Ud ? attr::kPkeyIndex | attr::kPort | attr::kQkey
+                                               : attr::kPkeyIndex | attr::kPort | attr::kAccessFlags;
+      EXPECT_EQ(q->modify(x, attr::kState | init), 0);
+      x.qp_state = QpState::Rtr;
+      x.dlid = 1;
+      x.path_mtu = mtu;
+      x.dest_qp_num = peer;
+      x.rq_psn = 100;
+      x.max_dest_rd_atomic = 4;
+      x.min_rnr_timer = 12;
+      const unsigned rtr = type == QpType::Ud   ? 0u
+                           : type == QpType::Uc ? attr::kAv | attr::kPathMtu | attr::kDestQpn | attr::kRqPsn
+                                                : attr::kAv | attr::kPathMtu | attr::kDestQpn | attr::kRqPsn |
+                                                      attr::kMaxDestRdAtomic | attr::kMinRnrTimer;
+      EXPECT_EQ(q->modify(x, attr::kState | rtr), 0);
+      x.qp_state = QpState::Rts;
+      x.sq_psn = 100;
+      x.timeout = 14;
+      x.retry_cnt = 3;
+      x.rnr_retry = 2;
+      x.max_rd_atomic = max_rd_atomic;
+      const unsigned rts = type == QpType::Rc ? attr::kSqPsn | attr::kTimeout | attr::kRetryCnt | attr::kRnrRetry |
+                                                    attr::kMaxQpRdAtomic
+                                              : attr::kSqPsn;
+      EXPECT_EQ(q->modify(x, attr::kState | rts), 0);
+    }
+  }
+  /// `n` bytes of side h's memory at offset `off`, registered with `access`.
+  struct Buf {
+    sdp::Addr addr;
+    uint32_t key;
+  };
+  Buf buf(TestHca& h, uint32_t off, uint32_t n, unsigned access = sdp::kLocalWrite | kRemoteAll) {
+    return {kBase + off, h.mrs.reg(h.pd, kBase + off, n, access)};
+  }
+  static void ramp(TestHca& h, sdp::Addr a, uint32_t n, uint8_t first) {
+    std::iota(h.at(a), h.at(a) + n, first);
+  }
+  static SendWqe wqe(WrOpcode op, uint64_t id, const Buf& b, uint32_t len, sdp::Addr remote = 0, uint32_t rkey = 0) {
+    SendWqe w;
+    w.wr.wr_id = id;
+    w.wr.opcode = op;
+    w.wr.sg[0] = {b.addr, len, b.key};
+    w.wr.num_sge = 1;
+    w.wr.remote_addr = remote;
+    w.wr.rkey = rkey;
+    return w;
+  }
+  static sdp::RecvWr recv(uint64_t id, const Buf& b, uint32_t len) {
+    sdp::RecvWr r;
+    r.wr_id = id;
+    r.sg[0] = {b.addr, len, b.key};
+    r.num_sge = 1;
+    return r;
+  }
+  /// The bytes of train `p` of a requester on `h`: its gather list from msg_offset.
+  static std::vector<uint8_t> gather(QueuePair&, TestHca& h, const Packet& p) {
+    std::vector<uint8_t> v(p.payload_len);
+    uint64_t pos = 0, done = 0;
+    for (uint8_t i = 0; i < p.num_sge && done < v.size(); ++i) {
+      const sdp::Sge& g = p.sg[i];
+      if (pos + g.length > p.msg_offset + done) {
+        const uint64_t in = p.msg_offset + done - pos;
+        const uint64_t n = std::min<uint64_t>(g.length - in, v.size() - done);
+        std::memcpy(v.data() + done, h.at(g.addr + in), n);
+        done += n;
+      }
+      pos += g.length;
+    }
+    return v;
+  }
+  /// Moves every packet either way until the wire is quiet; `drop` decides per train from A.
+  template <class Drop>
+  int pump(Drop drop) {
+    int trains = 0;
+    for (bool moved = true; moved;) {
+      moved = false;
+      for (int side = 0; side < 2; ++side) {
+        QueuePair& s = side == 0 ? a : b;
+        QueuePair& d = side == 0 ? b : a;
+        TestHca& hs = side == 0 ? ha : hb;
+        WireFaults<std::vector<uint8_t>>& w = side == 0 ? ab : ba;
+        Packet p;
+        while (s.next_request(train, p) || s.next_response(train, p)) {
+          std::vector<uint8_t> data = is_request(p.op) ? gather(s, hs, p) : std::vector<uint8_t>(p.payload_len);
+          if (op_kind(p.op) == OpKind::ReadResponse) std::memcpy(data.data(), hs.at(p.va), p.payload_len);
+          moved = true;
+          ++trains;
+          if (side == 0 && drop(p)) continue;
+          w.transmit(p, data, s.attr().path_mtu,
+                     [&](const Packet& sub, bool corrupted, const std::vector<uint8_t>& h, uint64_t skip) {
+                       if (!corrupted) d.receive(sub, h.data() + skip);
+                     });
+        }
+      }
+    }
+    return trains;
+  }
+  int pump() {
+    return pump([](const Packet&) { return false; });
+  }
+  void expire_ack(TestHca& h, QueuePair& q) {
+    ASSERT_TRUE(h.timer_on);
+    h.timer_on = false;
+    q.ack_timeout();
+  }
+
+  TestHca ha, hb;
+  QueuePair a, b;
+  uint32_t train;
+  WireFaults<std::vector<uint8_t>> ab, ba;
+};
+
+}  // namespace
+
+// ---- success paths, packet by packet and as trains -------------------------------------------
+
+TEST(HcaTransport, SendOfFivePacketsArrivesWholeAndCompletesOnItsAck) {
+  for (uint32_t train : {1u, 1000u}) {
+    Link l(QpType::Rc, 1024, train);
+    auto s = l.buf(l.ha, 0, 8192), r = l.buf(l.hb, 0, 8192);
+    Link::ramp(l.ha, s.addr, 4500, 7);
+    EXPECT_EQ(l.b.post_recv(Link::recv(9, r, 8192)).post, Post::Accept);
+    EXPECT_EQ(l.a.post_send(Link::wqe(WrOpcode::Send, 1, s, 4500)).post, Post::Accept);
+    // 4500 B on an MTU of 1024: 5 packets (FIRST, 3 MIDDLE, LAST of 404 B) and one ACK; as a
+    // train, one transfer each way.
+    EXPECT_EQ(l.pump(), train == 1 ? 6 : 2);
+    ASSERT_EQ(l.hb.rcq.size(), 1u);
+    EXPECT_EQ(l.hb.rcq[0].wc.status, WcStatus::Success);
+    EXPECT_EQ(l.hb.rcq[0].wc.byte_len, 4500u);
+    EXPECT_EQ(l.hb.rcq[0].src_qp, 0x48u);
+    EXPECT_EQ(std::memcmp(l.hb.at(r.addr), l.ha.at(s.addr), 4500), 0);
+    ASSERT_EQ(l.ha.scq.size(), 1u);
+    EXPECT_EQ(l.ha.scq[0].wc.wr_id, 1u);
+    EXPECT_EQ(l.ha.scq[0].wc.status, WcStatus::Success);
+    EXPECT_FALSE(l.ha.timer_on);  // nothing outstanding: the ACK timer stopped
+    EXPECT_EQ(l.a.send_outstanding(), 0u);
+  }
+}
+
+TEST(HcaTransport, RdmaWriteReadAndAtomicsMoveTheirBytes) {
+  Link l(QpType::Rc, 256);
+  auto s = l.buf(l.ha, 0, 4096), back = l.buf(l.ha, 8192, 4096), r = l.buf(l.hb, 0, 4096);
+  Link::ramp(l.ha, s.addr, 3000, 1);
+  l.a.post_send(Link::wqe(WrOpcode::RdmaWrite, 1, s, 3000, r.addr + 100, r.key));
+  l.a.post_send(Link::wqe(WrOpcode::RdmaRead, 2, back, 3000, r.addr + 100, r.key));
+  // 3000 B on MTU 256: 12 WRITE packets, one ACK; one READ request, 12 response packets.
+  EXPECT_EQ(l.pump(), 12 + 1 + 1 + 12);
+  ASSERT_EQ(l.ha.scq.size(), 2u);
+  EXPECT_EQ(l.ha.scq[0].wc.opcode, sdp::WcOpcode::RdmaWrite);
+  EXPECT_EQ(l.ha.scq[1].wc.opcode, sdp::WcOpcode::RdmaRead);
+  EXPECT_EQ(std::memcmp(l.ha.at(back.addr), l.ha.at(s.addr), 3000), 0);
+  EXPECT_TRUE(l.hb.rcq.empty());  // a WRITE without immediate consumes no receive
+  // Fetch-and-add 5 on 40, then compare 45 and swap in 7: the originals come back.
+  uint64_t v = 40;
+  std::memcpy(l.hb.at(r.addr + 512), &v, 8);
+  SendWqe fa = Link::wqe(WrOpcode::RdmaRead, 3, back, 8, r.addr + 512, r.key);
+  fa.x.kind = WrExt::Kind::FetchAdd;
+  fa.x.compare_add = 5;
+  SendWqe cs = Link::wqe(WrOpcode::RdmaRead, 4, s, 8, r.addr + 512, r.key);
+  cs.x.kind = WrExt::Kind::CmpSwap;
+  cs.x.compare_add = 45;
+  cs.x.swap = 7;
+  l.a.post_send(fa);
+  l.a.post_send(cs);
+  l.pump();
+  ASSERT_EQ(l.ha.scq.size(), 4u);
+  EXPECT_EQ(l.ha.scq[2].kind, Cqe::Kind::FetchAdd);
+  EXPECT_EQ(l.ha.scq[3].kind, Cqe::Kind::CompSwap);
+  std::memcpy(&v, l.ha.at(back.addr), 8);
+  EXPECT_EQ(v, 40u);
+  std::memcpy(&v, l.ha.at(s.addr), 8);
+  EXPECT_EQ(v, 45u);
+  std::memcpy(&v, l.hb.at(r.addr + 512), 8);
+  EXPECT_EQ(v, 7u);
+}
+
+TEST(HcaTransport, WriteWithImmediateConsumesAReceiveAndReportsTheLength) {
+  Link l;
+  auto s = l.buf(l.ha, 0, 4096), r = l.buf(l.hb, 0, 4096), rq = l.buf(l.hb, 8192, 64);
+  l.b.post_recv(Link::recv(5, rq, 64));
+  SendWqe w = Link::wqe(WrOpcode::RdmaWrite, 1, s, 2000, r.addr, r.key);
+  w.x.kind = WrExt::Kind::WriteImm;
+  w.x.imm = 0x12345678;
+  l.a.post_send(w);
+  l.pump();
+  ASSERT_EQ(l.hb.rcq.size(), 1u);
+  EXPECT_EQ(l.hb.rcq[0].kind, Cqe::Kind::RecvRdmaWithImm);
+  EXPECT_EQ(l.hb.rcq[0].wc.byte_len, 2000u);  // the WRITE's length (rxe_resp.c do_complete)
+  EXPECT_TRUE(l.hb.rcq[0].with_imm);
+  EXPECT_EQ(l.hb.rcq[0].imm, 0x12345678u);
+}
+
+// ---- faults: go-back-N, timeouts, duplicates -------------------------------------------------
+
+TEST(HcaTransport, ALostMiddlePacketIsNakedAndSentAgainFromItsPsn) {
+  Link l(QpType::Rc, 1024);
+  auto s = l.buf(l.ha, 0, 8192), r = l.buf(l.hb, 0, 8192);
+  Link::ramp(l.ha, s.addr, 5000, 3);
+  l.b.post_recv(Link::recv(9, r, 8192));
+  l.a.post_send(Link::wqe(WrOpcode::Send, 1, s, 5000));
+  // PSNs 100..104; 102 lost the first time: 103 shows the gap (one NAK PSN sequence error with
+  // PSN 102), 104 is discarded; go-back-N sends 102, 103, 104 again.
+  int lost = 0;
+  l.pump([&](const Packet& p) { return p.psn == 102 && lost++ == 0; });
+  ASSERT_EQ(l.hb.rcq.size(), 1u);
+  EXPECT_EQ(l.hb.rcq[0].wc.byte_len, 5000u);
+  EXPECT_EQ(std::memcmp(l.hb.at(r.addr), l.ha.at(s.addr), 5000), 0);
+  ASSERT_EQ(l.ha.scq.size(), 1u);
+  EXPECT_EQ(l.ha.scq[0].wc.status, WcStatus::Success);
+  EXPECT_EQ(l.a.stats().naks, 1u);
+  EXPECT_EQ(l.a.stats().retransmitted, 3u);
+  EXPECT_EQ(l.a.stats().timeouts, 0u);
+}
+
+TEST(HcaTransport, ALostLastPacketWaitsForTheAckTimeout) {
+  Link l(QpType::Rc, 1024);
+  auto s = l.buf(l.ha, 0, 8192), r = l.buf(l.hb, 0, 8192);
+  l.b.post_recv(Link::recv(9, r, 8192));
+  l.a.post_send(Link::wqe(WrOpcode::Send, 1, s, 3000));
+  // 100, 101, 102: the last lost, nothing behind it shows the gap: no NAK, no completion.
+  int lost = 0;
+  l.pump([&](const Packet& p) { return p.psn == 102 && lost++ == 0; });
+  EXPECT_TRUE(l.ha.scq.empty());
+  EXPECT_TRUE(l.hb.rcq.empty());
+  l.expire_ack(l.ha, l.a);  // go back to the first unacknowledged PSN, 100
+  l.pump();
+  ASSERT_EQ(l.ha.scq.size(), 1u);
+  EXPECT_EQ(l.ha.scq[0].wc.status, WcStatus::Success);
+  ASSERT_EQ(l.hb.rcq.size(), 1u);  // the two duplicates were not executed again
+  EXPECT_EQ(l.a.stats().timeouts, 1u);
+  EXPECT_EQ(l.a.stats().retransmitted, 3u);
+}
+
+TEST(HcaTransport, ALostAckTimesOutAndTheDuplicateIsAckedNotExecuted) {
+  Link l(QpType::Rc, 4096, 1000);
+  auto s = l.buf(l.ha, 0, 4096), r = l.buf(l.hb, 0, 4096);
+  l.b.post_recv(Link::recv(9, r, 4096));
+  l.b.post_recv(Link::recv(10, r, 4096));
+  l.a.post_send(Link::wqe(WrOpcode::Send, 1, s, 100));
+  Packet p;
+  ASSERT_TRUE(l.a.next_request(1000, p));
+  std::vector<uint8_t> data = Link::gather(l.a, l.ha, p);
+  l.b.receive(p, data.data());
+  ASSERT_TRUE(l.b.next_response(1000, p));  // the ACK: lost
+  EXPECT_EQ(l.hb.rcq.size(), 1u);
+  l.expire_ack(l.ha, l.a);
+  l.pump();
+  EXPECT_EQ(l.hb.rcq.size(), 1u);  // receive 10 still posted: the duplicate SEND was only re-ACKed
+  EXPECT_EQ(l.b.recv_posted(), 1u);
+  ASSERT_EQ(l.ha.scq.size(), 1u);
+  EXPECT_EQ(l.ha.scq[0].wc.status, WcStatus::Success);
+}
+
+TEST(HcaTransport, RetriesRunOutWhenThePeerIsNotInRtr) {
+  Link l;
+  auto s = l.buf(l.ha, 0, 4096);
+  EXPECT_EQ(l.b.modify_state(QpState::Reset), 0);
+  EXPECT_EQ(l.b.modify_state(QpState::Init), 0);
+  l.a.post_send(Link::wqe(WrOpcode::Send, 1, s, 64));
+  // B in INIT drops every request in silence (IBA 10.3.1): nothing comes back, the local ACK
+  // timer expires; retry_cnt 3: three retries, and the fourth expiry ends the WR.
+  for (int i = 0; i < 4; ++i) {
+    l.pump();
+    EXPECT_TRUE(l.ha.scq.empty()) << i;
+    l.expire_ack(l.ha, l.a);
+  }
+  ASSERT_EQ(l.ha.scq.size(), 1u);
+  EXPECT_EQ(l.ha.scq[0].wc.status, WcStatus::RetryExcErr);
+  EXPECT_EQ(l.a.state(), QpState::Error);
+  EXPECT_EQ(l.a.stats().timeouts, 3u);
+}
+
+TEST(HcaTransport, DuplicatedAndReorderedPacketsStillDeliverEveryByteOnce) {
+  model::FaultConfig f;
+  f.dup = 0.05;
+  f.reorder = 0.05;
+  f.seed = 7;
+  Link l(QpType::Rc, 256, 1, f);
+  auto s = l.buf(l.ha, 0, 65536), r = l.buf(l.hb, 0, 65536);
+  for (int i = 0; i < 20; ++i) l.b.post_recv(Link::recv(i, Link::Buf{r.addr + i * 2048u, r.key}, 2048));
+  Link::ramp(l.ha, s.addr, 40000, 5);
+  for (int i = 0; i < 20; ++i) l.a.post_send(Link::wqe(WrOpcode::Send, i, Link::Buf{s.addr + i * 2000u, s.key}, 2000));
+  for (int round = 0; round < 50 && l.ha.scq.size() < 20; ++round) {
+    l.pump();
+    l.ab.release([&](const Packet& p, bool, const std::vector<uint8_t>& h, uint64_t k) { l.b.receive(p, h.data() + k); });
+    l.pump();
+    if (l.ha.timer_on && l.ha.scq.size() < 20) l.expire_ack(l.ha, l.a);
+  }
+  ASSERT_EQ(l.ha.scq.size(), 20u);
+  ASSERT_EQ(l.hb.rcq.size(), 20u);
+  for (int i = 0; i < 20; ++i) {
+    EXPECT_EQ(l.ha.scq[i].wc.status, WcStatus::Success);
+    EXPECT_EQ(l.hb.rcq[i].wc.wr_id, static_cast<uint64_t>(i));
+    EXPECT_EQ(std::memcmp(l.hb.at(r.addr + i * 2048u), l.ha.at(s.addr + i * 2000u), 2000), 0) << i;
+  }
+  EXPECT_GT(l.ab.stats().duplicated + l.ab.stats().reordered, 0u);
+}
+
+TEST(HcaTransport, ALostReadResponsePacketGoesAgainFromTheMissingPsn) {
+  Link l(QpType::Rc, 1024);
+  auto back = l.buf(l.ha, 0, 8192), r = l.buf(l.hb, 0, 8192);
+  Link::ramp(l.hb, r.addr, 5000, 9);
+  l.a.post_send(Link::wqe(WrOpcode::RdmaRead, 1, back, 5000, r.addr, r.key));
+  // The READ takes PSNs 100..104 (five response packets). Response 102 is lost: 103 shows the gap
+  // at the requester, which asks again from 102 for the last 2952 B.
+  Packet p;
+  ASSERT_TRUE(l.a.next_request(1, p));
+  EXPECT_EQ(p.op, Opcode::RcReadRequest);
+  l.b.receive(p, nullptr);
+  while (l.b.next_response(1, p)) {
+    if (p.psn == 102) continue;
+    l.a.receive(p, l.hb.at(p.va));
+  }
+  EXPECT_TRUE(l.ha.scq.empty());
+  ASSERT_TRUE(l.a.next_request(1, p));
+  EXPECT_EQ(p.op, Opcode::RcReadRequest);
+  EXPECT_EQ(p.psn, 102u);
+  EXPECT_EQ(p.va, r.addr + 2048);
+  EXPECT_EQ(p.dma_len, 2952u);
+  l.b.receive(p, nullptr);  // a duplicate READ: executed again for the part it asks
+  while (l.b.next_response(1, p)) l.a.receive(p, l.hb.at(p.va));
+  ASSERT_EQ(l.ha.scq.size(), 1u);
+  EXPECT_EQ(l.ha.scq[0].wc.status, WcStatus::Success);
+  EXPECT_EQ(std::memcmp(l.ha.at(back.addr), l.hb.at(r.addr), 5000), 0);
+}
+
+// ---- RNR ---------------------------------------------------------------------------------------
+
+TEST(HcaTransport, RnrNakWaitsTheResponderTimerThenSucceedsOrRunsOut) {
+  Link l;
+  auto s = l.buf(l.ha, 0, 4096), r = l.buf(l.hb, 0, 4096);
+  l.a.post_send(Link::wqe(WrOpcode::Send, 1, s, 64));
+  l.pump();
+  EXPECT_TRUE(l.ha.rnr_on);
+  EXPECT_DOUBLE_EQ(l.ha.rnr_ns, 640000);  // min_rnr_timer 12: 0.64 ms (IBA table 45)
+  EXPECT_FALSE(l.a.has_request());        // nothing is sent while the RNR timer runs
+  l.b.post_recv(Link::recv(2, r, 4096));
+  l.ha.rnr_on = false;
+  l.a.rnr_timeout();
+  l.pump();
+  ASSERT_EQ(l.ha.scq.size(), 1u);
+  EXPECT_EQ(l.ha.scq[0].wc.status, WcStatus::Success);
+  EXPECT_EQ(l.a.stats().rnr_naks, 1u);
+  // rnr_retry 2: the first try and two retries NAKed, the third RNR NAK ends the WR.
+  l.a.post_send(Link::wqe(WrOpcode::Send, 3, s, 64));
+  for (int i = 0; i < 3; ++i) {
+    l.pump();
+    if (i < 2) {
+      ASSERT_TRUE(l.ha.rnr_on) << i;
+      l.ha.rnr_on = false;
+      l.a.rnr_timeout();
+    }
+  }
+  ASSERT_EQ(l.ha.scq.size(), 2u);
+  EXPECT_EQ(l.ha.scq[1].wc.status, WcStatus::RnrRetryExcErr);
+  EXPECT_EQ(l.a.state(), QpState::Error);
+}
+
+// ---- the responder's errors (IBA 9.9.3.1: class C moves it to ERROR) -------------------------
+
+TEST(HcaTransport, RemoteAccessErrorNaksWritesNothingAndErrsBothQps) {
+  Link l;
+  auto s = l.buf(l.ha, 0, 4096), ro = l.buf(l.hb, 0, 4096, sdp::kLocalWrite | sdp::kRemoteRead);
+  l.a.post_send(Link::wqe(WrOpcode::RdmaWrite, 1, s, 64, ro.addr, ro.key));
+  l.a.post_send(Link::wqe(WrOpcode::RdmaWrite, 2, s, 64, ro.addr, ro.key));
+  l.pump();
+  ASSERT_EQ(l.ha.scq.size(), 2u);
+  EXPECT_EQ(l.ha.scq[0].wc.status, WcStatus::RemAccessErr);
+  EXPECT_EQ(l.ha.scq[1].wc.status, WcStatus::WrFlushErr);
+  EXPECT_EQ(l.hb.written, 0u);
+  EXPECT_EQ(l.b.state(), QpState::Error);
+  EXPECT_EQ(l.a.state(), QpState::Error);
+}
+
+TEST(HcaTransport, TheQpsAccessFlagsGateRemoteOperations) {
+  Link l;
+  auto s = l.buf(l.ha, 0, 4096), r = l.buf(l.hb, 0, 4096);
+  QpAttr x = l.b.attr();
+  x.qp_access_flags = sdp::kRemoteRead;  // the MR allows writes, the QP does not
+  ASSERT_EQ(l.b.modify(x, attr::kAccessFlags), 0);
+  l.a.post_send(Link::wqe(WrOpcode::RdmaWrite, 1, s, 64, r.addr, r.key));
+  l.pump();
+  ASSERT_EQ(l.ha.scq.size(), 1u);
+  EXPECT_EQ(l.ha.scq[0].wc.status, WcStatus::RemInvReqErr);  // NAK invalid request (rxe check_op_valid)
+  EXPECT_EQ(l.hb.written, 0u);
+  EXPECT_EQ(l.b.state(), QpState::Error);
+}
+
+TEST(HcaTransport, ASendLongerThanItsReceiveIsALengthErrorOnBothSides) {
+  Link l;
+  auto s = l.buf(l.ha, 0, 4096), r = l.buf(l.hb, 0, 4096);
+  l.b.post_recv(Link::recv(9, r, 100));
+  l.a.post_send(Link::wqe(WrOpcode::Send, 1, s, 101));
+  l.pump();
+  ASSERT_EQ(l.hb.rcq.size(), 1u);
+  EXPECT_EQ(l.hb.rcq[0].wc.status, WcStatus::LocLenErr);
+  ASSERT_EQ(l.ha.scq.size(), 1u);
+  EXPECT_EQ(l.ha.scq[0].wc.status, WcStatus::RemInvReqErr);
+  EXPECT_EQ(l.b.state(), QpState::Error);
+}
+
+TEST(HcaTransport, AReceiveOutsideItsMrIsTheRespondersOperationalError) {
+  Link l;
+  auto s = l.buf(l.ha, 0, 4096), r = l.buf(l.hb, 0, 64);
+  l.b.post_recv(Link::recv(9, r, 4096));  // 4096 B of an MR of 64
+  l.a.post_send(Link::wqe(WrOpcode::Send, 1, s, 100));
+  l.pump();
+  ASSERT_EQ(l.hb.rcq.size(), 1u);
+  EXPECT_EQ(l.hb.rcq[0].wc.status, WcStatus::LocProtErr);
+  ASSERT_EQ(l.ha.scq.size(), 1u);
+  EXPECT_EQ(l.ha.scq[0].wc.status, WcStatus::RemOpErr);  // NAK remote operational error
+  EXPECT_EQ(l.hb.written, 0u);
+}
+
+// ---- the requester's own checks ----------------------------------------------------------------
+
+TEST(HcaTransport, LocalErrorsCompleteInOrderThenFlushTheRest) {
+  Link l;
+  auto s = l.buf(l.ha, 0, 4096), r = l.buf(l.hb, 0, 4096);
+  l.a.post_send(Link::wqe(WrOpcode::RdmaWrite, 1, s, 64, r.addr, r.key));
+  SendWqe bad = Link::wqe(WrOpcode::RdmaWrite, 2, s, 64, r.addr, r.key);
+  bad.wr.sg[0].lkey = 0x999;
+  l.a.post_send(bad);
+  l.a.post_send(Link::wqe(WrOpcode::RdmaWrite, 3, s, 64, r.addr, r.key));
+  l.pump();
+  ASSERT_EQ(l.ha.scq.size(), 3u);
+  EXPECT_EQ(l.ha.scq[0].wc.status, WcStatus::Success);
+  EXPECT_EQ(l.ha.scq[1].wc.status, WcStatus::LocProtErr);
+  EXPECT_EQ(l.ha.scq[2].wc.status, WcStatus::WrFlushErr);
+  EXPECT_EQ(l.hb.written, 64u);  // the third WRITE never left
+}
+
+TEST(HcaTransport, MaxRdAtomicHoldsTheSecondRead) {
+  Link m(QpType::Rc, 1024, 1, {}, 1);
+  auto mb = m.buf(m.ha, 0, 4096), mr = m.buf(m.hb, 0, 4096);
+  m.a.post_send(Link::wqe(WrOpcode::RdmaRead, 1, mb, 64, mr.addr, mr.key));
+  m.a.post_send(Link::wqe(WrOpcode::RdmaRead, 2, mb, 64, mr.addr, mr.key));
+  Packet p;
+  ASSERT_TRUE(m.a.next_request(1, p));
+  EXPECT_FALSE(m.a.has_request());  // READ 2 is held by max_rd_atomic 1
+  m.b.receive(p, nullptr);
+  ASSERT_TRUE(m.b.next_response(1, p));
+  m.a.receive(p, m.hb.at(p.va));
+  EXPECT_TRUE(m.a.has_request());  // READ 1's response came: READ 2 may go
+  m.pump();
+  ASSERT_EQ(m.ha.scq.size(), 2u);
+  EXPECT_EQ(m.ha.scq[1].wc.status, WcStatus::Success);
+}
+
+TEST(HcaTransport, AMessageOverMaxMsgSzIsALocalLengthError) {
+  TestHca h;
+  DeviceLimits lim;
+  lim.max_msg_sz = 1000;
+  QueuePair q(QpType::Rc, 0x48, h.pd, 8, 8, lim, h);
+  ASSERT_EQ(q.modify_state(QpState::Init), 0);
+  ASSERT_EQ(q.modify_state(QpState::Rtr), 0);
+  ASSERT_EQ(q.modify_state(QpState::Rts), 0);
+  const uint32_t key = h.mrs.reg(h.pd, kBase, 4096, sdp::kLocalWrite);
+  q.post_send(Link::wqe(WrOpcode::Send, 1, Link::Buf{kBase, key}, 1001));
+  Packet p;
+  EXPECT_FALSE(q.next_request(1, p));
+  ASSERT_EQ(h.scq.size(), 1u);
+  EXPECT_EQ(h.scq[0].wc.status, WcStatus::LocLenErr);
+  EXPECT_EQ(q.state(), QpState::Error);
+}
+
+// ---- UC and UD ---------------------------------------------------------------------------------
+
+TEST(HcaTransport, UcDropsAMessageWithALostPacketAndTakesTheNext) {
+  Link l(QpType::Uc, 1024);
+  auto s = l.buf(l.ha, 0, 8192), r = l.buf(l.hb, 0, 8192);
+  l.b.post_recv(Link::recv(1, r, 8192));
+  l.b.post_recv(Link::recv(2, r, 8192));
+  l.a.post_send(Link::wqe(WrOpcode::Send, 1, s, 3000));  // PSNs 100..102, 101 lost
+  l.a.post_send(Link::wqe(WrOpcode::Send, 2, s, 500));   // PSN 103
+  l.pump([](const Packet& p) { return p.psn == 101; });
+  ASSERT_EQ(l.ha.scq.size(), 2u);  // UC: done once sent
+  ASSERT_EQ(l.hb.rcq.size(), 1u);
+  EXPECT_EQ(l.hb.rcq[0].wc.wr_id, 1u);  // the dropped message's receive WQE was used again
+  EXPECT_EQ(l.hb.rcq[0].wc.byte_len, 500u);
+  EXPECT_EQ(l.b.state(), QpState::Rts);
+}
+
+TEST(HcaTransport, UdChecksTheQkeyAndLeavesRoomForTheGrh) {
+  Link l(QpType::Ud, 2048);
+  auto s = l.buf(l.ha, 0, 4096), r = l.buf(l.hb, 0, 4096);
+  std::memset(l.hb.at(r.addr), 0xEE, 4096);
+  Link::ramp(l.ha, s.addr, 100, 1);
+  l.b.post_recv(Link::recv(1, r, 1000));
+  l.b.post_recv(Link::recv(2, r, 100));
+  SendWqe w = Link::wqe(WrOpcode::Send, 1, s, 100);
+  w.x.ud_qpn = 0x49;
+  w.x.ud_qkey = 0x22222222;  // the wrong Q_Key: dropped
+  l.a.post_send(w);
+  w.x.ud_qkey = 0x11111111;
+  l.a.post_send(w);
+  l.a.post_send(w);  // 40 + 100 B for a receive of 100: LOC_LEN_ERR
+  l.pump();
+  EXPECT_EQ(l.ha.scq.size(), 3u);
+  ASSERT_EQ(l.hb.rcq.size(), 2u);
+  EXPECT_EQ(l.hb.rcq[0].wc.status, WcStatus::Success);
+  EXPECT_EQ(l.hb.rcq[0].wc.byte_len, 140u);
+  EXPECT_EQ(l.hb.rcq[0].src_qp, 0x48u);
+  EXPECT_EQ(l.hb.at(r.addr)[39], 0);  // the GRH's room
+  EXPECT_EQ(std::memcmp(l.hb.at(r.addr + 40), l.ha.at(s.addr), 100), 0);
+  EXPECT_EQ(l.hb.rcq[1].wc.status, WcStatus::LocLenErr);
+}
+
+// ---- modify_qp and post checks -----------------------------------------------------------------
+
+TEST(HcaTransport, ModifyTakesTheTablesAttributesAndRanges) {
+  TestHca h;
+  QueuePair q(QpType::Rc, 0x48, h.pd, 8, 8, DeviceLimits{}, h);
+  QpAttr a;
+  a.qp_state = QpState::Init;
+  EXPECT_EQ(q.modify(a, attr::kState | attr::kPkeyIndex | attr::kPort), EINVAL);  // access flags required
+  EXPECT_EQ(q.modify(a, attr::kState | attr::kPkeyIndex | attr::kPort | attr::kAccessFlags | attr::kTimeout),
+            EINVAL);  // a timeout is not INIT's
+  a.port_num = 2;
+  EXPECT_EQ(q.modify(a, attr::kState | attr::kPkeyIndex | attr::kPort | attr::kAccessFlags), EINVAL);
+  a.port_num = 1;
+  EXPECT_EQ(q.modify(a, attr::kState | attr::kPkeyIndex | attr::kPort | attr::kAccessFlags), 0);
+  a.qp_state = QpState::Rts;
+  EXPECT_EQ(q.modify(a, attr::kState), EINVAL);  // INIT -> RTS skips RTR
+  a.cur_qp_state = QpState::Rtr;
+  a.qp_state = QpState::Init;
+  EXPECT_EQ(q.modify(a, attr::kState | attr::kCurState), EINVAL);  // not the current state
+  a.qp_state = QpState::Rtr;
+  a.dlid = 1;
+  a.path_mtu = 1500;  // not an IB MTU
+  const unsigned rtr = attr::kState | attr::kAv | attr::kPathMtu | attr::kDestQpn | attr::kRqPsn |
+                       attr::kMaxDestRdAtomic | attr::kMinRnrTimer;
+  EXPECT_EQ(q.modify(a, rtr), EINVAL);
+  a.path_mtu = 4096;
+  a.max_dest_rd_atomic = 17;  // over the device's 16
+  EXPECT_EQ(q.modify(a, rtr), EINVAL);
+  a.max_dest_rd_atomic = 16;
+  EXPECT_EQ(q.modify(a, rtr), 0);
+  a.qp_state = QpState::Rts;
+  a.retry_cnt = 8;
+  const unsigned rts =
+      attr::kState | attr::kSqPsn | attr::kTimeout | attr::kRetryCnt | attr::kRnrRetry | attr::kMaxQpRdAtomic;
+  EXPECT_EQ(q.modify(a, rts), EINVAL);
+  a.retry_cnt = 7;
+  EXPECT_EQ(q.modify(a, rts), 0);
+  EXPECT_EQ(q.state(), QpState::Rts);
+  EXPECT_EQ(q.attr().path_mtu, 4096u);
+  // The errno of each refused post (libmlx4 mlx4_post_send, ibv_post_send(3)).
+  EXPECT_EQ(post_errno(PostError::QueueFull), ENOMEM);
+  EXPECT_EQ(post_errno(PostError::InlineTooLong), ENOMEM);
+  EXPECT_EQ(post_errno(PostError::InlineRead), EINVAL);
+  EXPECT_EQ(post_errno(PostError::WrongState), EINVAL);
+  SendWqe rd;
+  rd.wr.opcode = WrOpcode::RdmaRead;
+  rd.wr.inline_data = true;
+  EXPECT_EQ(q.post_send(rd).error, PostError::InlineRead);
+}
