@@ -100,6 +100,8 @@ class Qp final : public sdp::Verbs, public hca::QpBackend, public std::enable_sh
   void attach(boost::asio::ip::tcp::socket socket);
   /// The stream, for the CM messages before to_rts().
   boost::asio::ip::tcp::socket& socket() { return socket_; }
+  /// The adapter the QP belongs to (its PDs and MRs).
+  Hca& adapter() { return hca_; }
   /// RESET -> INIT (receives may be posted), with all remote access (the CM sets them so when
   /// responder resources are offered: ib_cm's init_qp_attr). Throws sdp::VerbsError from another
   /// state than RESET.

@@ -1,9 +1,9 @@
 // One verbs contract, three HCAs: the same cases run on the simulated HCA (sim/, on the
 // Scheduler), the emulated HCA between processes (emu/, two devices over loopback TCP in this
 // process) and a real RDMA device through rdma-core (hw/) when the machine has one. Both
-// emulators build on the HCA core (hca/); these cases are what they must agree on, the three
-// divergences they had included (CQ overrun depth, the opcode of flushed send WRs, MR bounds
-// that wrap past 2^64).
+// emulators run the HCA core's transport (hca/); these cases are what a program sees of it:
+// CQ overrun depth, the opcode of flushed send WRs, MR bounds that wrap past 2^64, PDs, the
+// responder's state after a remote access error, requests to a peer that is not in RTR/RTS.
 //
 // The real device runs when HCASIM_RDMA_ADDR names an IP address of one of its ports (the RDMA
 // CM connects to it); without a device, or without the address, its cases skip and say why.
@@ -106,6 +106,11 @@ class SimBackend {
   void modify_fresh(QpState s) { fresh_->modify(s); }
   QpState fresh_state() { return fresh_->state(); }
   uint32_t max_inline() { return bed_->hca(0).max_inline_data(); }
+  /// An MR of side i's HCA in a PD of its own (not its QP's).
+  uint32_t reg_other_pd(int i, sdp::Addr a, uint32_t n, unsigned access) {
+    sim::Hca& h = bed_->hca(i);
+    return h.reg_mr(h.alloc_pd(), a, n, access);
+  }
 
  private:
   sim::HostParams params_;
@@ -174,6 +179,10 @@ class EmuBackend : public DeviceBackend {
   void modify_fresh(QpState s) { fresh_->modify(s); }
   QpState fresh_state() { return fresh_->state(); }
   uint32_t max_inline() { return emu::Qp::kMaxInlineData; }
+  uint32_t reg_other_pd(int i, sdp::Addr a, uint32_t n, unsigned access) {
+    emu::Hca& h = emu_qp(i).adapter();
+    return h.reg_mr(h.alloc_pd(), a, n, access);
+  }
   ~EmuBackend() {
     if (fresh_) fresh_->close();
     fresh_.reset();
@@ -220,6 +229,7 @@ class RdmaBackend : public DeviceBackend {
   void modify_fresh(QpState) {}
   QpState fresh_state() { return QpState::Error; }
   uint32_t max_inline() { return 0; }
+  uint32_t reg_other_pd(int, sdp::Addr, uint32_t, unsigned) { return 0; }
 };
 
 // ---- the fixture -----------------------------------------------------------------------------
@@ -475,6 +485,79 @@ TYPED_TEST(HcaConformance, RemoteReadNeedsRemoteReadAccess) {
     const sdp::Wc wc = this->next(0);
     EXPECT_EQ(wc.wr_id, 12u);
     EXPECT_EQ(wc.status, WcStatus::RemAccessErr);
+  });
+}
+
+TYPED_TEST(HcaConformance, RemoteAccessErrorTakesTheResponderToErrorToo) {
+  OPEN_OR_SKIP();
+  NEEDS_INTERNALS();
+  this->b.run([&] {
+    auto a = this->buf(0, 4096, kAll);
+    auto ro = this->buf(1, 4096, sdp::kLocalWrite | sdp::kRemoteRead);
+    this->b.qp(0).post_send(this->wr(WrOpcode::RdmaWrite, 13, a, 64, ro.addr, ro.key));
+    EXPECT_EQ(this->next(0).status, WcStatus::RemAccessErr);
+    this->b.pause();
+    // IBA 9.9.3.1.2 (class C, responder): the NAK'ing responder's QP goes to ERROR as well.
+    EXPECT_EQ(this->b.state(0), QpState::Error);
+    EXPECT_EQ(this->b.state(1), QpState::Error);
+  });
+}
+
+TYPED_TEST(HcaConformance, LocalSgeInAnMrOfAnotherPdIsLocalProtectionError) {
+  OPEN_OR_SKIP();
+  NEEDS_INTERNALS();
+  this->b.run([&] {
+    auto a = this->buf(0, 4096, kAll);
+    auto r = this->buf(1, 4096, kAll);
+    a.key = this->b.reg_other_pd(0, a.addr, 4096, kAll);  // same bytes, the MR of another PD
+    this->b.qp(0).post_send(this->wr(WrOpcode::RdmaWrite, 14, a, 64, r.addr, r.key));
+    const sdp::Wc wc = this->next(0);
+    EXPECT_EQ(wc.wr_id, 14u);
+    EXPECT_EQ(wc.status, WcStatus::LocProtErr);  // IBA 10.6.3.2: an lkey serves its PD's QPs only
+  });
+}
+
+TYPED_TEST(HcaConformance, RkeyOfAnMrOfAnotherPdIsRemoteAccessError) {
+  OPEN_OR_SKIP();
+  NEEDS_INTERNALS();
+  this->b.run([&] {
+    auto a = this->buf(0, 4096, kAll);
+    auto r = this->buf(1, 4096, kAll);
+    this->fill(0, a.addr, 64, 3);
+    const uint32_t other = this->b.reg_other_pd(1, r.addr, 4096, kAll);
+    this->b.qp(0).post_send(this->wr(WrOpcode::RdmaWrite, 15, a, 64, r.addr, other));
+    const sdp::Wc wc = this->next(0);
+    EXPECT_EQ(wc.wr_id, 15u);
+    EXPECT_EQ(wc.status, WcStatus::RemAccessErr);
+    EXPECT_EQ(this->read(1, r.addr, 64), std::vector<uint8_t>(64, 0));  // nothing written
+  });
+}
+
+TYPED_TEST(HcaConformance, RequestsToAPeerNotInRtrOrRtsEndInRetryExceeded) {
+  OPEN_OR_SKIP();
+  NEEDS_INTERNALS();
+  this->b.run([&] {
+    auto a = this->buf(0, 4096, kAll);
+    auto r = this->buf(1, 4096, kAll);
+    this->b.to_error(1);
+    this->b.pause();
+    // The responder in ERROR drops every request (IBA 10.3.1: no packets are processed in the
+    // Error state), so no ACK comes: retry_cnt 7 retries of the 67.1 ms timer, then
+    // RETRY_EXC_ERR, and the rest flush.
+    this->b.qp(0).post_send(this->wr(WrOpcode::Send, 16, a, 64));
+    this->b.qp(0).post_send(this->wr(WrOpcode::RdmaWrite, 17, a, 64, r.addr, r.key));
+    this->b.qp(0).post_send(this->wr(WrOpcode::RdmaRead, 18, a, 64, r.addr, r.key));
+    sdp::Wc wc = this->next(0);
+    EXPECT_EQ(wc.wr_id, 16u);
+    EXPECT_EQ(wc.status, WcStatus::RetryExcErr);
+    EXPECT_EQ(sdp::wc_status_code(wc.status), 12);  // IBV_WC_RETRY_EXC_ERR
+    for (uint64_t id : {17u, 18u}) {
+      wc = this->next(0);
+      EXPECT_EQ(wc.wr_id, id);
+      EXPECT_EQ(wc.status, WcStatus::WrFlushErr);
+    }
+    EXPECT_EQ(this->b.state(0), QpState::Error);
+    EXPECT_EQ(this->read(1, r.addr, 64), std::vector<uint8_t>(64, 0));
   });
 }
 
