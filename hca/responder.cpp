@@ -129,17 +129,9 @@ void Responder::duplicate(const Packet& p) {
       if (r == nullptr || !r->read || p.rkey != r->rkey || p.va < r->va || p.dma_len > r->len ||
           p.va - r->va > r->len - p.dma_len)
         return;
-      Response x;
-      x.kind = Response::Kind::Read;
-      x.psn = p.psn;
-      x.syndrome = aeth::kAck;
-      x.msn = msn_;
-      x.va = p.va;
-      x.rkey = p.rkey;
-      x.len = p.dma_len;
-      x.npkts = q.packets_of(p.dma_len);
-      q.stats_.retransmitted += x.npkts;  // the responder's packets sent again
-      out_.push_back(x);
+      const uint32_t npk = q.packets_of(p.dma_len);
+      q.stats_.retransmitted += npk;  // the responder's packets sent again
+      queue_read_response(p, npk);
       q.be_.kick();
       return;
     }
@@ -340,6 +332,12 @@ void Responder::execute_read(const Packet& p) {
   const uint32_t npk = q.packets_of(p.dma_len);
   add_resource({true, p.psn, psn_add(p.psn, npk - 1), p.va, p.rkey, p.dma_len, 0});
   msn_ = psn_add(msn_, 1);
+  queue_read_response(p, npk);
+  epsn_ = psn_add(p.psn, npk);
+  q.be_.kick();
+}
+
+void Responder::queue_read_response(const Packet& p, uint32_t npkts) {
   Response x;
   x.kind = Response::Kind::Read;
   x.psn = p.psn;
@@ -348,10 +346,8 @@ void Responder::execute_read(const Packet& p) {
   x.va = p.va;
   x.rkey = p.rkey;
   x.len = p.dma_len;
-  x.npkts = npk;
+  x.npkts = npkts;
   out_.push_back(x);
-  epsn_ = psn_add(p.psn, npk);
-  q.be_.kick();
 }
 
 void Responder::execute_atomic(const Packet& p) {

@@ -81,6 +81,8 @@ class Responder {
   void execute_send(const Packet& p, const void* payload, uint64_t poff);
   void execute_write(const Packet& p, const void* payload, uint64_t poff);
   void execute_read(const Packet& p);
+  /// Queues the READ response to request `p` (npkts packets), for the PSNs it asked.
+  void queue_read_response(const Packet& p, uint32_t npkts);
   void execute_atomic(const Packet& p);
   void execute_ud(const Packet& p, const void* payload);
   /// The receive WQE of a SEND or a WRITE with immediate: the QP's own or its SRQ's.
