@@ -1,4 +1,4 @@
-// The bare SimGrid reference for issue 20's speed target: a ping-pong in the shape of SimGrid's
+// The bare SimGrid reference for the simulator's speed target: a ping-pong in the shape of SimGrid's
 // s4u comm ping-pong example (examples/cpp/comm-pingpong: a pinger and a ponger on two hosts
 // exchanging messages through one mailbox each), with 1 B messages, on the engine hcasim
 // builds (sim::make_engine(): the exact-timing network configuration and, in the sanitizer

@@ -9,7 +9,7 @@
 /// many of the gated points that measured the metric are within it. Metrics: throughput,
 /// service demand (send and receive together) and utilisation (send and receive together) for
 /// netperf tables, each only when some point of the table measured it; t_typical and t_min for
-/// latency tables. Under each netperf table, the project's target (issue 6), which gates
+/// latency tables. Under each netperf table, the project's target, which gates
 /// nothing: "target met", or "target missed (METRIC: median X %, max Y %, allowed A % / B %)"
 /// naming each metric that misses it (A: the allowed median, B: the allowed max).
 ///
@@ -34,7 +34,7 @@
 
 namespace hcasim::scenarios {
 
-/// The project's target for a netperf table (issue 6): median |error| <= 5 % ...
+/// The project's target for a netperf table: median |error| <= 5 % ...
 inline constexpr double kTargetMedian = 0.05;
 /// ... and max |error| <= 10 %, per metric; or the seed's measured spread ([spread], scenario.h)
 /// where it is larger (target_allowance).

@@ -175,12 +175,12 @@ struct Route {
   void add_link(const simgrid::s4u::Link* link);
 };
 
-/// hcasim's own discrete-event kernel (issue 20): the execution contexts of a simulation
+/// hcasim's own discrete-event kernel: the execution contexts of a simulation
 /// (application threads, interrupt handlers, the HCAs' engines) are fibers (Boost.Context) on
 /// one calendar of timed events, run inside a single SimGrid actor. SimGrid is spent only on
 /// what contends: the links of the route, through transfer(). A context switch costs ~20 ns
-/// here, where a SimGrid simcall cost ~0.4 us and a SimGrid time step ~0.7 us (this machine;
-/// issue 20's note), and a simulated SDP message takes about ten of them.
+/// here, where a SimGrid simcall cost ~0.4 us and a SimGrid time step ~0.7 us (measured on
+/// the 2-core CI machine), and a simulated SDP message takes about ten of them.
 ///
 /// Order of events, as SimGrid's engine orders its actors and kernel timers (the fitted
 /// figures depend on the order of what happens at one instant, yield_rounds()):
@@ -324,7 +324,7 @@ void sleep_for_ns(double ns);
 /// them a 16 KB SDP stream moves 20 % less (6381 -> 5103 Mbit/s, 1 s); without the interrupt
 /// handler's alone bzcopy -m 1M's sender utilisation moves 2 % (8.35 -> 8.54 %). The send
 /// engine's were dropped: nothing moved. An order of simultaneous events the model has been
-/// fitted with, not a mechanism (issue 20's note).
+/// fitted with, not a mechanism.
 void yield_rounds(int n);
 /// Current simulated time in ns.
 inline double now_ns() { return detail::clock_s * 1e9; }

@@ -106,7 +106,7 @@ TEST(CalibrateE2E, RoundTripRecoversKnownParameters) {
 }
 
 /// Fits `fit` on the `train` runs and predicts `holdout`; every holdout throughput must be
-/// within 10 % of its measurement (issue 6's cross-validation target).
+/// within 10 % of its measurement (the project's cross-validation target).
 void cross_validate(const std::string& name, const std::string& platform, const std::string& fit,
                     const std::string& starts, const std::string& train, const std::string& holdout,
                     size_t expected_holdout) {

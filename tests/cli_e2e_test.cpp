@@ -281,7 +281,7 @@ double profile_pct(const std::string& out, const std::string& host, int cpu, con
 }
 }  // namespace
 
-// Seed 002's effect and its explanation (issue 4). Interrupts on CPU 1 (infinihost3-pcie1x8);
+// Seed 002's effect and its explanation. Interrupts on CPU 1 (infinihost3-pcie1x8);
 // 1 MB bcopy sends. netperf on CPU 0 shares CPU 1's L2; on CPU 2 it is on the other package, and
 // every skb the completion work frees on CPU 1 (5 sk_buff lines + 8 struct page lines per 32 KB
 // buffer) and the socket lines bounce across the front-side buses at 430 ns a line instead of
@@ -341,7 +341,7 @@ TEST_F(Cli, IntxCostsMoreAndModerationLessInterruptTime) {
 
 // perftest prints its banner, addresses and table header before it measures; so does hcasim,
 // before the simulation: 64 B over 1000 QPs (5 million WRs) simulates for about a minute, and
-// printed nothing at all before issue 21 (the peak's quadratic scan came after it).
+// the header must not wait for it.
 TEST_F(Cli, PerftestPrintsItsBannerBeforeTheSimulation) {
   hcasim::test::Proc p("banner-first", {HCASIM_BINARY, "ib_write_bw", "-s", "64", "-q", "1000"});
   std::string out;

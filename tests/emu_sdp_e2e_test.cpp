@@ -277,9 +277,9 @@ int idle_peer(int port) {
 
 }  // namespace
 
-// One TCP connection that says nothing blocked hcasim-sdp-server for the CM timeout (10 s), N of
-// them N x 10 s, and a real client connecting meanwhile failed with "no answer within 10000 ms
-// during connection setup" (issue 21). Three idle peers, then a real client: it streams at once,
+// One TCP connection that says nothing must not hold hcasim-sdp-server for the CM timeout
+// (10 s), nor N of them for N x 10 s, failing a real client with "no answer within 10000 ms
+// during connection setup". Three idle peers, then a real client: it streams at once,
 // with equal CRCs; each idle peer times out on its own (a line naming it) and the server goes on.
 TEST(SdpStream, IdlePeersDoNotBlockTheServer) {
   Proc srv("idle-server", {HCASIM_SDP_SERVER, "--device", "emu", "-p", "0"});
@@ -340,10 +340,9 @@ void expect_matching_crcs(const Proc& cli, uint64_t* bytes) {
 
 }  // namespace
 
-// hcasim-sdp-server served one test at a time: a second client waited, without a word, until
-// the first test ended, and a peer that started a CM frame and stalled held the server for its
-// 10 s (issue 21). Now each test has a thread of its own: with an idle peer and a stalled one
-// connected, a 3 s timed stream and a byte-count stream (kSideBySideBytes) started 0.3 s after it
+// hcasim-sdp-server serves each test on a thread of its own, so a second client need not wait
+// for the first test to end, nor a stalled CM frame hold the server for its 10 s: with an idle
+// peer and a stalled one connected, a 3 s timed stream and a byte-count stream (kSideBySideBytes) started 0.3 s after it
 // both run at once (the second ends while the first still streams), with equal CRCs; the stalled peer's close
 // is its own line, and the server serves on.
 // The second stream's byte count: it must end within the stalled peer's 10 s setup timeout and

@@ -285,8 +285,7 @@ TEST(PerftestBwFigures, CqModOneReadsEverySlot) {
   EXPECT_THROW(perftest_bw_figures(bw_point(2, {}, {}), 1000, 1, false), std::invalid_argument);
 }
 
-/// print_report_bw's opt_delta loop as frontends/perftest_output.cpp ran it until issue 21
-/// (perftest 4.5's loop, O(N^2 / cq_mod)): the reference perftest_peak_cycles must equal.
+/// print_report_bw's opt_delta loop as perftest 4.5 writes it (O(N^2 / cq_mod)): the reference perftest_peak_cycles must equal.
 uint64_t reference_peak_cycles(const std::vector<uint64_t>& posted, const std::vector<uint64_t>& completed,
                                uint32_t cq_mod) {
   const uint64_t n = posted.size();

@@ -250,7 +250,7 @@ TEST(Seed000, ShippedScenarioResolves) {
   EXPECT_EQ(s.platform, "connectx-ddr-pcie1x8");
   EXPECT_DOUBLE_EQ(s.tolerance.throughput, 0.15);
   EXPECT_DOUBLE_EQ(s.tolerance.service_demand, 0.25);
-  EXPECT_DOUBLE_EQ(s.tolerance.utilisation, 0.25);  // issue 4: "within 25%"
+  EXPECT_DOUBLE_EQ(s.tolerance.utilisation, 0.25);  // the project's target: "within 25%"
   ASSERT_EQ(s.points.size(), 36u);
   size_t gated = 0;
   for (const auto& p : s.points) {

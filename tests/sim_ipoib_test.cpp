@@ -85,7 +85,7 @@ class IpoibCommand : public test::HcasimCommandTest {
 }  // namespace
 
 // Seed 003: 1588.33 Mbit/s; the receiver's CPU 3 spends 34.69 % in do_csum (16.6M calls in the
-// 60 s run, 277k/s) and the sender's CPU 1 is 25.09 % idle. Issue 5's tolerances: 10 %, 5
+// 60 s run, 277k/s) and the sender's CPU 1 is 25.09 % idle. The project's tolerances: 10 %, 5
 // points, 5 points, 20 %.
 TEST(SimIpoib, Seed003ThroughputProfileSharesAndChecksumRate) {
   const frontends::IpoibStreamResult r =
@@ -115,7 +115,7 @@ TEST(SimIpoib, Seed003ThroughputProfileSharesAndChecksumRate) {
 }
 
 // Seed 004: "not pinning the netserver thread to the other CPU costs around 25% performance";
-// issue 5: with FMR, netserver on the interrupt CPU is 20-30 % below netserver pinned away.
+// Seed 003: with FMR, netserver on the interrupt CPU is 20-30 % below netserver pinned away.
 // host.netfilter off as scenarios/seed003.toml simulates seed 004.
 TEST_F(IpoibCommand, NetserverOnTheInterruptCpuCosts20To30Percent) {
   const double pinned = zx1("--set hca.fmr=on --set host.netfilter=off -T ,2");
