@@ -111,9 +111,10 @@ namespace {
 
 // --- the wire -----------------------------------------------------------------------------
 
-/// A FIFO server whose future busy intervals are kept, so that a request ready early can use
-/// a gap before a reservation made earlier for a later time.
-class Calendar {
+/// The busy intervals of one FIFO resource (a bus direction, an HCA engine, a link), kept ahead
+/// of time so that a request ready early can use a gap before a reservation made earlier for a
+/// later time. Not an event calendar: sim::Calendar runs the kernel's events.
+class BusyTimeline {
  public:
   /// Reserves `busy` ns at the earliest start >= ready that fits; returns the start.
   double reserve(double ready, double busy) {
@@ -193,8 +194,8 @@ struct Side {
   std::unique_ptr<BusTimes> bus;  ///< p's bus times (made when p is set)
   std::unique_ptr<SimHost> host;
   std::vector<frontends::KernelProfile> prof;
-  Calendar bus_read, bus_write;  ///< PCIe: two directions; PCI-X uses bus_read for both
-  Calendar hca_tx, hca_rx, link_out;
+  BusyTimeline bus_read, bus_write;  ///< PCIe: two directions; PCI-X uses bus_read for both
+  BusyTimeline hca_tx, hca_rx, link_out;
   double last_delivery_ns = 0;   ///< CQEs of one direction arrive in order
   std::deque<Cqe> cq;
   std::deque<Cqe> softirq;       ///< polled CQEs waiting for the softirq (netif_rx's backlog)
@@ -380,7 +381,7 @@ void Stream::transmit(int from, const Packet& p) {
   // and ipoib_send posts one WR per skb. An uncached store: it takes the bus (the host->device
   // direction of PCIe, the shared PCI-X segment) and reaches the HCA no sooner than the bus's
   // MMIO write latency after the post.
-  Calendar& sread = s.bus_read;
+  BusyTimeline& sread = s.bus_read;
   const double doorbell = s.bus->doorbell_ns;
   double t = std::max(sread.reserve(now, doorbell) + doorbell, now + s.p.doorbell_latency_ns);
   // Sender HCA: the WQE fetch (64 B) and the frame's gather, both DMA reads.
@@ -402,7 +403,7 @@ void Stream::transmit(int from, const Packet& p) {
   // writes, in order).
   t = r.hca_rx.reserve(t, r.p.hca_rx_ns) + r.p.hca_rx_ns;
   t = r.bus_read.reserve(t + r.bus->read64_wait_ns, r.bus->read64_ns) + r.bus->read64_ns;
-  Calendar& rwrite = r.p.bus.is_pcix() ? r.bus_read : r.bus_write;
+  BusyTimeline& rwrite = r.p.bus.is_pcix() ? r.bus_read : r.bus_write;
   const double w = r.bus->frame(frame).write_ns + r.bus->write32_ns;
   t = rwrite.reserve(t, w) + w + r.p.write_latency_ns;
   t = std::max(t, r.last_delivery_ns);
@@ -410,7 +411,7 @@ void Stream::transmit(int from, const Packet& p) {
   const int to = 1 - from;
   timer_->at(t, [this, to, frame, p] { deliver(to, make_cqe(false, frame, p)); });
   // The sender's CQE (32 B write on its own bus).
-  Calendar& swrite = s.p.bus.is_pcix() ? s.bus_read : s.bus_write;
+  BusyTimeline& swrite = s.p.bus.is_pcix() ? s.bus_read : s.bus_write;
   const double ws = s.bus->write32_ns;
   t_send = swrite.reserve(t_send, ws) + ws + s.p.write_latency_ns;
   ++s.tx_outstanding;
