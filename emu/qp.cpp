@@ -93,11 +93,15 @@ uint32_t Qp::reg_mr(sdp::Addr addr, uint64_t len, unsigned access) { return hca_
 uint32_t Qp::dma_mr() { return hca_.dma_mr(pd_); }
 
 int Qp::post(const hca::SendWqe& w) {
+  const hca::PostCheck c = post_checked(w);
+  return c.post == hca::Post::Refuse ? hca::post_errno(c.error) : 0;
+}
+
+hca::PostCheck Qp::post_checked(const hca::SendWqe& w) {
   std::lock_guard g(m_);
   while (!inline_.empty() && inline_.front().first < core_.oldest_seq()) inline_.pop_front();
   const uint64_t seq = core_.next_seq();
   const hca::PostCheck c = core_.post_send(w);
-  if (c.post == hca::Post::Refuse) return hca::post_errno(c.error);
   if (c.post == hca::Post::Accept && w.wr.inline_data) {
     // The inline payload is in the WQE from now on (libmlx4 copies it at post): the buffer may be
     // reused at once. The I/O thread cannot send the WQE before this copy: it needs m_.
@@ -110,16 +114,16 @@ int Qp::post(const hca::SendWqe& w) {
     }
     inline_.push_back({seq, std::move(bytes)});
   }
-  return 0;
+  return c;
 }
 
 void Qp::post_send(const sdp::SendWr& wr) {
   hca::SendWqe w;
   w.wr = wr;
-  if (post(w) != 0) {
+  const hca::PostCheck c = post_checked(w);
+  if (c.post == hca::Post::Refuse) {
     std::lock_guard g(m_);
     const hca::SendLimits lim{caps_.max_send_wr, core_.limits().max_inline_data};
-    const hca::PostCheck c = hca::check_post_send(type_, core_.state(), static_cast<uint32_t>(core_.send_outstanding()), lim, w);
     throw sdp::VerbsError(hca::post_error_text("post_send", qpn_, core_.state(), c.error, &wr, &lim));
   }
 }

@@ -147,6 +147,8 @@ class Qp final : public sdp::Verbs, public hca::QpBackend, public std::enable_sh
   uint64_t icrc_drops();
 
  private:
+  /// post(): the core's check of `w` (and the inline copy when accepted), under m_.
+  hca::PostCheck post_checked(const hca::SendWqe& w);
   friend class Hca;
 
   // hca::QpBackend (called with m_ held)
