@@ -287,10 +287,11 @@ void Qp::write(sdp::Addr dst, uint64_t len, const void* payload, uint64_t offset
   const SimPayload& src = *static_cast<const SimPayload*>(payload);
   if (landed_at_ns_ > 0) {
     // An RDMA WRITE's payload becomes visible in memory with the last posted write; a CPU
-    // polling it (perftest's latency loop) is told then.
-    hca_.timer().at(landed_at_ns_, [this, dst, len, src, offset] {
+    // polling it (perftest's latency loop) is told when the message's last packet lands (with
+    // faults a message arrives as several trains, each written on its own).
+    hca_.timer().at(landed_at_ns_, [this, dst, len, src, offset, ends = landed_ends_message_] {
       copy_from(hca_.host().memory(), dst, src, offset, len);
-      if (on_write_) on_write_(dst, len);
+      if (ends && on_write_) on_write_(dst, len);
     });
     return;
   }
@@ -474,7 +475,6 @@ void Qp::deliver(const hca::Packet& p) {
   const model::HcaTiming& t = hca_.timing();
   const model::HcaTiming& pt = peer->hca_.timing();
   const uint64_t bytes = p.payload_len;
-  const bool write = hca::op_kind(p.op) == hca::OpKind::Write;
   // The last byte left the bottleneck: the train reaches the responder. Its receive CQE and, for
   // an RDMA WRITE, its data are visible after the pipeline's tail; its ACK arrives back later.
   const double now = now_ns();
@@ -482,19 +482,14 @@ void Qp::deliver(const hca::Packet& p) {
   const double send_done = now + model::send_completion_latency_ns(t, pt, p.inline_data, bytes);
   SimPayload src{&hca_.host().memory(), p.sg, p.num_sge, p.msg_offset};
   const uint64_t dups = req_faults_->stats().duplicated;
-  req_faults_->transmit(p, src, hca_.ib_.mtu, [&](const hca::Packet& sub, bool corrupted, const SimPayload& h, uint64_t skip) {
-    if (corrupted) {
-      ++peer->icrc_drops_;  // IBA 7.8.1: dropped at the receiver's ICRC check
-      return;
-    }
-    SimPayload from = h;
-    from.offset += skip;
-    peer->cqe_at_ns_ = recv_done;
-    peer->landed_at_ns_ = write ? recv_done : 0;
-    peer->core_.receive(sub, &from);
-    peer->cqe_at_ns_ = 0;
-    peer->landed_at_ns_ = 0;
-  });
+  auto arrive = [&](const hca::Packet& sub, bool corrupted, const SimPayload& h, uint64_t skip) {
+    peer->request_arrives(sub, corrupted, h, skip, recv_done);
+  };
+  req_faults_->transmit(p, src, hca_.ib_.mtu, arrive);
+  // A reordered packet waits for the next one on the wire; with nothing queued behind it, it
+  // goes after this train at once (the emulator holds it hca::kReorderHoldNs; the simulated
+  // train has no packet-level time to wait in).
+  if (req_faults_->holding() && !core_.has_request()) req_faults_->release(arrive);
   // Each duplicate crosses the wire once more (the responder re-ACKs it, IBA 9.7.5.1.2).
   if (const uint64_t d = req_faults_->stats().duplicated - dups; d > 0)
     wire(*this, d * std::min<uint64_t>(hca_.ib_.mtu, std::max<uint64_t>(bytes, 1)));
@@ -505,28 +500,62 @@ void Qp::deliver(const hca::Packet& p) {
   peer->send_responses(*this, send_done, nak_at);
 }
 
-void Qp::send_responses(Qp& to, double ack_at_ns, double nak_at_ns) {
-  hca::Packet r;
-  while (core_.next_response(UINT32_MAX, r)) {
-    resp_faults_->transmit(r, SimPayload{}, hca_.ib_.mtu, [&](const hca::Packet& sub, bool corrupted, const SimPayload&, uint64_t) {
-      if (corrupted) {
-        ++to.icrc_drops_;
-        return;
-      }
-      const InFlight f{sub.op, sub.psn, sub.syndrome, sub.msn, sub.orig};
-      const bool nak = hca::ack_kind(sub.syndrome) != hca::AckKind::Ack;
-      hca_.timer().at(nak ? nak_at_ns : ack_at_ns, [&to, f] {
-        hca::Packet a;
-        a.op = a.last_op = f.op;
-        a.psn = f.psn;
-        a.syndrome = f.syndrome;
-        a.msn = f.msn;
-        a.orig = f.orig;
-        a.dest_qpn = to.qpn_;
-        to.core_.receive(a, nullptr);
-      });
-    });
+void Qp::response_arrives(Qp& to, const hca::Packet& sub, bool corrupted, const SimPayload& h, uint64_t skip,
+                          double ack_at_ns, double nak_at_ns) {
+  if (corrupted) {
+    ++to.icrc_drops_;  // IBA 7.8.1
+    return;
   }
+  const hca::OpKind k = hca::op_kind(sub.op);
+  if (k == hca::OpKind::ReadResponse || k == hca::OpKind::AtomicAck) {
+    // Its completion is visible after the responder's read round trip and packet build, the
+    // propagation, the requester's receive processing and its posted write of data and CQE.
+    SimPayload from = h;
+    from.offset += skip;
+    to.cqe_at_ns_ = now_ns() + model::receive_completion_latency_ns(hca_.timing(), to.hca_.timing());
+    to.core_.receive(sub, &from);
+    to.cqe_at_ns_ = 0;
+    return;
+  }
+  const InFlight f{sub.op, sub.psn, sub.syndrome, sub.msn, sub.orig};
+  const bool nak = hca::ack_kind(sub.syndrome) != hca::AckKind::Ack;
+  hca_.timer().at(nak ? nak_at_ns : ack_at_ns, [&to, f] {
+    hca::Packet a;
+    a.op = a.last_op = f.op;
+    a.psn = f.psn;
+    a.syndrome = f.syndrome;
+    a.msn = f.msn;
+    a.orig = f.orig;
+    a.dest_qpn = to.qpn_;
+    to.core_.receive(a, nullptr);
+  });
+}
+
+void Qp::request_arrives(const hca::Packet& sub, bool corrupted, const SimPayload& h, uint64_t skip,
+                         double recv_done_ns) {
+  if (corrupted) {
+    ++icrc_drops_;  // IBA 7.8.1: dropped at the receiver's ICRC check
+    return;
+  }
+  SimPayload from = h;
+  from.offset += skip;
+  const bool lands = hca::op_kind(sub.op) == hca::OpKind::Write;
+  cqe_at_ns_ = recv_done_ns;
+  landed_at_ns_ = lands ? recv_done_ns : 0;
+  landed_ends_message_ = lands && hca::op_ends(sub.last_op);
+  core_.receive(sub, &from);
+  cqe_at_ns_ = 0;
+  landed_at_ns_ = 0;
+  landed_ends_message_ = false;
+}
+
+void Qp::send_responses(Qp& to, double ack_at_ns, double nak_at_ns) {
+  auto arrive = [&](const hca::Packet& sub, bool corrupted, const SimPayload& h, uint64_t skip) {
+    response_arrives(to, sub, corrupted, h, skip, ack_at_ns, nak_at_ns);
+  };
+  hca::Packet r;
+  while (core_.next_response(UINT32_MAX, r)) resp_faults_->transmit(r, SimPayload{}, hca_.ib_.mtu, arrive);
+  if (resp_faults_->holding()) resp_faults_->release(arrive);  // nothing queued behind it
 }
 
 void Qp::execute_read(const hca::Packet& p) {
@@ -535,57 +564,34 @@ void Qp::execute_read(const hca::Packet& p) {
   const model::HcaTiming& pt = peer->hca_.timing();
   // The request travels to the responder, which starts its DMA read of the data.
   sleep_for_ns(t.tx_processing_ns + t.propagation_ns + pt.rx_processing_ns);
-  req_faults_->transmit(p, SimPayload{}, hca_.ib_.mtu, [&](const hca::Packet& sub, bool corrupted, const SimPayload&, uint64_t) {
-    if (corrupted) {
-      ++peer->icrc_drops_;
-      return;
-    }
-    peer->core_.receive(sub, nullptr);
+  // A SEND or WRITE packet held by reordering may arrive with it: it lands as deliver's would.
+  const double recv_done = now_ns() + model::receive_completion_latency_ns(t, pt, false, 0);
+  req_faults_->transmit(p, SimPayload{}, hca_.ib_.mtu, [&](const hca::Packet& sub, bool corrupted, const SimPayload& h,
+                                                           uint64_t skip) {
+    peer->request_arrives(sub, corrupted, h, skip, recv_done);
   });
   hca::Packet r;
+  double nak_at = 0;
+  auto arrive = [&](const hca::Packet& sub, bool corrupted, const SimPayload& h, uint64_t skip) {
+    peer->response_arrives(*this, sub, corrupted, h, skip, nak_at, nak_at);
+  };
   while (peer->core_.next_response(UINT32_MAX, r)) {
     const hca::OpKind k = hca::op_kind(r.op);
+    // A NAK comes back after the responder's processing and the flight; the response data
+    // flows responder -> requester over the reverse route.
+    nak_at = now_ns() + pt.tx_processing_ns + t.propagation_ns + t.rx_processing_ns;
     if (k != hca::OpKind::ReadResponse && k != hca::OpKind::AtomicAck) {
-      // A NAK: back after the responder's processing and the flight.
-      const InFlight f{r.op, r.psn, r.syndrome, r.msn, r.orig};
-      const double at = now_ns() + pt.tx_processing_ns + t.propagation_ns + t.rx_processing_ns;
-      peer->resp_faults_->transmit(r, SimPayload{}, hca_.ib_.mtu, [&](const hca::Packet&, bool corrupted, const SimPayload&, uint64_t) {
-        if (corrupted) {
-          ++icrc_drops_;
-          return;
-        }
-        hca_.timer().at(at, [this, f] {
-          hca::Packet a;
-          a.op = a.last_op = f.op;
-          a.psn = f.psn;
-          a.syndrome = f.syndrome;
-          a.msn = f.msn;
-          a.dest_qpn = qpn_;
-          core_.receive(a, nullptr);
-        });
-      });
+      peer->resp_faults_->transmit(r, SimPayload{}, hca_.ib_.mtu, arrive);
       continue;
     }
-    // The response data flows responder -> requester over the reverse route; its completion is
-    // visible after the responder's read round trip and packet build, the propagation, the
-    // requester's receive processing and its posted write of data and CQE.
     if (k == hca::OpKind::ReadResponse) wire(*peer, r.payload_len);
     SimPayload src{&peer->hca_.host().memory(), {sdp::Sge{r.va, r.payload_len, 0}}, 1, 0};
     const uint64_t dups = peer->resp_faults_->stats().duplicated;
-    peer->resp_faults_->transmit(r, src, hca_.ib_.mtu, [&](const hca::Packet& sub, bool corrupted, const SimPayload& h, uint64_t skip) {
-      if (corrupted) {
-        ++icrc_drops_;
-        return;
-      }
-      SimPayload from = h;
-      from.offset += skip;
-      cqe_at_ns_ = now_ns() + model::receive_completion_latency_ns(pt, t);
-      core_.receive(sub, &from);
-      cqe_at_ns_ = 0;
-    });
+    peer->resp_faults_->transmit(r, src, hca_.ib_.mtu, arrive);
     if (const uint64_t d = peer->resp_faults_->stats().duplicated - dups; d > 0)
       wire(*peer, d * std::min<uint64_t>(hca_.ib_.mtu, std::max<uint64_t>(r.payload_len, 1)));
   }
+  if (peer->resp_faults_->holding()) peer->resp_faults_->release(arrive);  // nothing queued behind it
 }
 
 }  // namespace hcasim::sim

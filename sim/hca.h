@@ -167,6 +167,8 @@ class Qp : public sdp::Verbs, public hca::QpBackend {
   static constexpr uint8_t kRnrRetryForever = hca::kRnrRetryForever;
   /// Called when an RDMA WRITE from the peer has landed in this host's memory (its last byte
   /// visible to the CPU), with the target range: what a CPU polling that memory watches.
+  /// Called when an RDMA WRITE message into this QP's memory has landed whole (its last packet's
+  /// data visible), once per message: perftest's latency loop polls on the last byte.
   void set_write_handler(std::function<void(sdp::Addr, uint64_t)> on_write);
 
   State state() const { return core_.state(); }
@@ -249,6 +251,14 @@ class Qp : public sdp::Verbs, public hca::QpBackend {
   void deliver(const hca::Packet& p);
   /// An RDMA READ request or an atomic: its flight, the responder, its response's transfer.
   void execute_read(const hca::Packet& p);
+  /// Request packets `sub` reach this QP (as responder; the fault injector's arrive): payload
+  /// `h` from `skip` bytes on; CQEs and an RDMA WRITE's data visible at `recv_done_ns`.
+  void request_arrives(const hca::Packet& sub, bool corrupted, const SimPayload& h, uint64_t skip, double recv_done_ns);
+  /// Response packets `sub` of this QP (as responder) reach requester `to` (the fault injector's
+  /// arrive): a READ response or atomic ACK is received now, an ACK at `ack_at_ns`, a NAK at
+  /// `nak_at_ns` (simulated ns); a corrupted one is dropped at the ICRC check.
+  void response_arrives(Qp& to, const hca::Packet& sub, bool corrupted, const SimPayload& h, uint64_t skip,
+                        double ack_at_ns, double nak_at_ns);
   /// Sends this QP's responses (as responder) to `to`: ACKs arrive at `ack_at_ns` (the send
   /// CQE's time), NAKs at `nak_at_ns` (simulated ns).
   void send_responses(Qp& to, double ack_at_ns, double nak_at_ns);
@@ -272,6 +282,8 @@ class Qp : public sdp::Verbs, public hca::QpBackend {
   double cqe_at_ns_ = 0;
   /// An RDMA WRITE's data lands in memory at this time (the step delivering it), else 0.
   double landed_at_ns_ = 0;
+  /// The write being executed ends its RDMA WRITE message: the write handler is told of it.
+  bool landed_ends_message_ = false;
   // the local ACK timer (one calendar event at a time; restarts move its deadline) and the RNR one
   double ack_deadline_ns_ = 0;
   bool ack_event_ = false;

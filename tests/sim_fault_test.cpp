@@ -195,3 +195,14 @@ TEST_F(Faults_, RetriesRunOutInOneLineNamingTheSideOnce) {
   EXPECT_EQ(p.err, "hcasim: error: ib_write_lat client: completion with error (status 12: transport retry counter "
                    "exceeded) (with faults on the wire: fault.*)\n");
 }
+
+TEST_F(Faults_, LatencyPingPongOfMultiPacketWritesSurvivesEveryFault) {
+  // ib_write_lat polls the last byte of each RDMA WRITE. A 4096 B message is two 2048 B packets;
+  // a fault splits it into trains that land apart, and the poll must see the message once, when
+  // its last packet lands: a poll woken by the first train read the previous iteration's byte.
+  for (const char* fault : {"fault.dup=1e-2", "fault.loss=1e-2", "fault.reorder=1e-2", "fault.corrupt=1e-2"}) {
+    Outcome r = run(std::string("ib_write_lat -s 4096 -n 2000 --set ") + fault);
+    EXPECT_EQ(r.status, 0) << fault << ": " << r.err;
+    EXPECT_NE(r.out.find(" 4096 "), std::string::npos) << fault << ": " << r.out;
+  }
+}
