@@ -68,8 +68,13 @@ void HostMemory::get_segments(const Region& r, uint64_t off, uint64_t len, std::
 
 void HostMemory::put_segments(Region& r, uint64_t off, uint64_t len, std::span<const Segment> segs) {
   uint64_t end = off + len;
-  if (!r.raw.empty())
-    std::erase_if(r.raw, [&](const auto& kv) { return kv.first < end && kv.first + kv.second.size() > off; });
+  if (!r.raw.empty()) {
+    // Raw bytes overlapping [off, end): an entry holds at most kMaxRawBytes, so it starts no
+    // earlier than that before off.
+    auto it = r.raw.lower_bound(off > kMaxRawBytes ? off - kMaxRawBytes : 0);
+    while (it != r.raw.end() && it->first < end)
+      it = it->first + it->second.size() > off ? r.raw.erase(it) : std::next(it);
+  }
   // The region's list is sorted and merged; the new list is spliced in one pass: the segments
   // before `off` (the head of one straddling it), the new ones, the segments after `end` (the
   // tail of one straddling it). A scratch list kept between calls becomes the region's, and the
@@ -143,8 +148,26 @@ bool HostMemory::check_stream(Addr addr, uint64_t len, uint64_t stream_off) cons
 
 void HostMemory::write_bytes(Addr addr, const uint8_t* data, uint64_t len) {
   Region& r = region(addr, len);
-  if (r.mode != DataMode::Bytes) throw MemoryError("write_bytes into a Reference region");
-  std::memcpy(r.writable() + (addr - r.base), data, len);
+  if (r.mode == DataMode::Bytes) {
+    std::memcpy(r.writable() + (addr - r.base), data, len);
+    return;
+  }
+  // A header in a data buffer (a UD receive's GRH): kept beside the region, as copy() keeps one.
+  if (len > kMaxRawBytes) throw MemoryError("write_bytes of more than 64 B into a Reference region");
+  if (len == 0) return;
+  const uint64_t off = addr - r.base;
+  // The same place written again (a ring buffer's header): raw entries never overlap, so one of
+  // this size at `off`, with no stream data written over it since, is the only thing there.
+  if (auto it = r.raw.find(off); it != r.raw.end() && it->second.size() == len) {
+    auto seg = std::partition_point(r.segments.begin(), r.segments.end(),
+                                    [&](const Segment& g) { return g.off + g.len <= off; });
+    if (seg == r.segments.end() || seg->off >= off + len) {
+      std::memcpy(it->second.data(), data, len);
+      return;
+    }
+  }
+  put_segments(r, off, len, {});
+  r.raw[off].assign(data, data + len);
 }
 
 void HostMemory::read_bytes(Addr addr, uint8_t* out, uint64_t len) const {
@@ -189,8 +212,7 @@ void HostMemory::copy(HostMemory& dst_mem, Addr dst, const HostMemory& src_mem, 
     for (const Segment& seg : segs)
       for (uint64_t i = 0; i < seg.len; ++i) db[doff + seg.off + i] = src_mem.pattern_byte(seg.stream_off + i);
   } else {
-    constexpr uint64_t kMaxRaw = 64;
-    if (len > kMaxRaw) throw MemoryError("copy of more than 64 raw bytes into a Reference region");
+    if (len > kMaxRawBytes) throw MemoryError("copy of more than 64 raw bytes into a Reference region");
     put_segments(d, doff, len, {});
     if (const uint8_t* sb = s.readable())
       d.raw[doff].assign(sb + so, sb + so + len);

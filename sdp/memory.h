@@ -82,8 +82,11 @@ class HostMemory final : public Memory {
   /// True when addr holds exactly stream bytes [stream_off, stream_off+len).
   bool check_stream(Addr addr, uint64_t len, uint64_t stream_off) const;
 
-  /// Writes raw bytes (headers) into a Bytes region.
+  /// Writes raw bytes (headers) into a Bytes region, or at most kMaxRawBytes of them into a
+  /// Reference region, kept beside it (for read_bytes). Throws MemoryError above that.
   void write_bytes(Addr addr, const uint8_t* data, uint64_t len) override;
+  /// The most raw bytes a Reference region keeps at one offset: a control message's body, a GRH.
+  static constexpr uint64_t kMaxRawBytes = 64;
   /// Reads raw bytes from a Bytes region, or from raw bytes kept in a Reference region.
   void read_bytes(Addr addr, uint8_t* out, uint64_t len) const override;
 
