@@ -121,6 +121,9 @@ class QueuePair {
   /// The transport's counters: retransmitted packets, NAKs and timeouts that caused them, RNR NAKs
   /// received (the fault counters are the wire's, hca/wire_faults.h).
   const model::FaultStats& stats() const { return stats_; }
+  /// UD datagrams dropped as responder: no receive WQE, or a Q_Key that does not match (IBA
+  /// 9.8.3, 10.2.5).
+  uint64_t datagrams_dropped() const { return ud_dropped_; }
   /// Packets of a message of `bytes` on this QP's path MTU (at least one).
   uint32_t packets_of(uint64_t bytes) const {
     return bytes == 0 ? 1 : static_cast<uint32_t>((bytes + attr_.path_mtu - 1) / attr_.path_mtu);
@@ -177,6 +180,7 @@ class QueuePair {
   uint64_t next_seq_ = 0;
   bool timer_on_ = false;
   model::FaultStats stats_;
+  uint64_t ud_dropped_ = 0;
   Requester req_;
   Responder resp_;
   Completer comp_;

@@ -383,7 +383,10 @@ void Responder::execute_ud(const Packet& p, const void* payload) {
   if (op_transport(p.op) != 3) return;
   // A Q_Key that does not match is dropped (IBA 10.2.5: a Q_Key violation), and so is a
   // datagram without a receive WQE (IBA 9.8.3).
-  if (p.qkey != q.attr_.qkey || !take_recv()) return;
+  if (p.qkey != q.attr_.qkey || !take_recv()) {
+    ++q.ud_dropped_;
+    return;
+  }
   const uint64_t need = kGrhBytes + static_cast<uint64_t>(p.payload_len);
   if (need > capacity(*rwqe_)) {
     complete_recv(sdp::WcStatus::LocLenErr, 0, nullptr);

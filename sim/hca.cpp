@@ -29,9 +29,10 @@ uint32_t Hca::reg_mr(uint32_t pd, sdp::Addr addr, uint64_t len, unsigned access)
 
 uint32_t Hca::dma_mr(uint32_t pd) { return mrs_.reg_all_memory(pd, sdp::kLocalWrite); }
 
-Qp& Hca::create_qp(uint32_t pd, uint32_t max_send_wr, uint32_t max_recv_wr, uint32_t cq_entries) {
+Qp& Hca::create_qp(uint32_t pd, uint32_t max_send_wr, uint32_t max_recv_wr, uint32_t cq_entries, hca::QpType type) {
   if (!mrs_.has_pd(pd)) throw sdp::VerbsError(fmt::format("create_qp: no PD {}", pd));
-  qps_.push_back(std::make_unique<Qp>(*this, pd, next_qpn_++, max_send_wr, max_recv_wr, cq_entries));
+  if (type == hca::QpType::Uc) throw sdp::VerbsError("create_qp: the simulated HCA runs RC and UD QPs");
+  qps_.push_back(std::make_unique<Qp>(*this, pd, next_qpn_++, max_send_wr, max_recv_wr, cq_entries, type));
   qps_.back()->apply_faults();
   return *qps_.back();
 }
@@ -100,17 +101,24 @@ void Hca::send_engine() {
   }
 }
 
+Qp* Hca::take_interrupt() {
+  if (pending_irqs_.empty()) return nullptr;
+  Qp* qp = pending_irqs_.front();
+  pending_irqs_.pop_front();
+  ++interrupts_;
+  host_.charge(model::Activity::Interrupt, irq_.handler_ns(host_.costs().interrupt_ns));
+  return qp;
+}
+
 void Hca::interrupt_handler() {
   yield_rounds(2);
   for (;;) {
     while (pending_irqs_.empty()) {
       irq_wq_.wait();
     }
-    Qp* qp = pending_irqs_.front();
-    pending_irqs_.pop_front();
-    ++interrupts_;
     yield_rounds(1);
-    host_.charge(model::Activity::Interrupt, irq_.handler_ns(host_.costs().interrupt_ns));
+    Qp* qp = take_interrupt();
+    if (qp == nullptr) continue;  // taken meanwhile by a bottom half on this CPU
     if (qp->on_event_) qp->on_event_();
     host_.flush();
     yield_rounds(2);
@@ -119,12 +127,13 @@ void Hca::interrupt_handler() {
 
 // ---- Qp: verbs ------------------------------------------------------------------------------------
 
-Qp::Qp(Hca& hca, uint32_t pd, uint32_t qpn, uint32_t max_send_wr, uint32_t max_recv_wr, uint32_t cq_entries)
+Qp::Qp(Hca& hca, uint32_t pd, uint32_t qpn, uint32_t max_send_wr, uint32_t max_recv_wr, uint32_t cq_entries,
+       hca::QpType type)
     : hca_(hca),
       pd_(pd),
       qpn_(qpn),
       cq_(cq_entries),
-      core_(hca::QpType::Rc, qpn, pd, max_send_wr, max_recv_wr, hca.limits(), *this),
+      core_(type, qpn, pd, max_send_wr, max_recv_wr, hca.limits(), *this),
       moderator_(hca.irq_.moderation_count, hca.irq_.moderation_period_ns) {}
 
 void Qp::apply_faults() {
@@ -177,6 +186,24 @@ void Qp::connect(Qp& a, Qp& b) {
     x.max_rd_atomic = q->hca_.limits_.max_qp_rd_atom;
     if (q->core_.modify(x, kState | kSqPsn | kTimeout | kRetryCnt | kRnrRetry | kMaxQpRdAtomic) != 0)
       throw sdp::VerbsError(fmt::format("connect: QP {:#x} to RTS: a retry attribute out of range", q->qpn_));
+  }
+}
+
+void Qp::connect_ud(Qp& a, Qp& b, uint32_t qkey) {
+  using namespace hca::attr;
+  a.peer_ = &b;
+  b.peer_ = &a;
+  for (Qp* q : {&a, &b}) {
+    hca::QpAttr x = q->core_.attr();
+    x.qkey = qkey;
+    x.qp_state = State::Init;
+    if (q->core_.modify(x, kState | kPkeyIndex | kPort | kQkey) != 0)
+      hca::check_transition(q->qpn_, q->core_.state(), State::Init);
+    x.qp_state = State::Rtr;
+    if (q->core_.modify(x, kState) != 0) hca::check_transition(q->qpn_, q->core_.state(), State::Rtr);
+    x.qp_state = State::Rts;
+    x.sq_psn = 0;
+    if (q->core_.modify(x, kState | kSqPsn) != 0) hca::check_transition(q->qpn_, q->core_.state(), State::Rts);
   }
 }
 
@@ -243,6 +270,11 @@ void Qp::post_send(const sdp::SendWr& wr) {
   hca_.host().flush();  // the WQE is posted when the CPU gets here
   hca::SendWqe w;
   w.wr = wr;
+  if (core_.type() == hca::QpType::Ud && peer_ != nullptr) {  // the address handle: the bed's other port
+    w.x.ud_dlid = 1;
+    w.x.ud_qpn = peer_->qpn_;
+    w.x.ud_qkey = peer_->core_.attr().qkey;
+  }
   const uint64_t seq = core_.next_seq();
   posting_ = true;  // the doorbell rings once the WQE's timing is kept (kick)
   const hca::PostCheck c = core_.post_send(w);
@@ -312,6 +344,10 @@ uint64_t Qp::atomic(sdp::Addr addr, bool compare_swap, uint64_t compare_add, uin
 }
 
 bool Qp::complete(const hca::Cqe& c, bool) {
+  if (defer_cqes_) {
+    deferred_.push_back(c);
+    return true;
+  }
   if (cqe_at_ns_ > now_ns()) {
     // Visible when the HCA's pipeline has written it (the latency of the step that made it).
     hca_.timer().at(cqe_at_ns_, [this, c] {
@@ -448,7 +484,12 @@ void Qp::execute_one(bool after_idle) {
   const hca::SendWqe* w = core_.wqe(seq);
   cqe_at_ns_ = now_ns() + (w != nullptr && !w->rd_atomic() ? hca_.timing().dma_read_rtt_ns : 0);
   hca::Packet p;
+  // A UD send completes as its datagram leaves (Requester::next retires it with the train): its
+  // CQE waits for the train's transfer below; a local error's does not.
+  defer_cqes_ = core_.type() == hca::QpType::Ud;
   const bool got = core_.next_request(UINT32_MAX, p);
+  defer_cqes_ = false;
+  if (!got) flush_deferred(cqe_at_ns_);  // a local error: when the HCA has read the WQE
   cqe_at_ns_ = 0;
   if (!got) {
     if (pi != nullptr) posts_.pop_front();
@@ -468,6 +509,19 @@ void Qp::execute_one(bool after_idle) {
     wire(*this, p.payload_len);  // go-back-N: the packets again, through the same route
   }
   deliver(p);
+  // The datagram's last byte has left the bottleneck: its send CQE follows with the posted write.
+  flush_deferred(now_ns() + hca_.timing().posted_write_ns);
+}
+
+void Qp::flush_deferred(double at_ns) {
+  if (deferred_.empty()) return;
+  const double keep = cqe_at_ns_;
+  cqe_at_ns_ = at_ns;
+  std::vector<hca::Cqe> cqes;
+  cqes.swap(deferred_);
+  for (const hca::Cqe& c : cqes)
+    if (!complete(c, false)) core_.to_error("CQ overrun");
+  cqe_at_ns_ = keep;
 }
 
 void Qp::deliver(const hca::Packet& p) {

@@ -72,8 +72,10 @@ class Hca {
   uint32_t reg_mr(uint32_t pd, sdp::Addr addr, uint64_t len, unsigned access);
   /// A key covering all host memory for local access (ib_get_dma_mr) in `pd`.
   uint32_t dma_mr(uint32_t pd);
-  /// Creates an RC QP in `pd` with its own CQ (send and receive completions), in RESET.
-  Qp& create_qp(uint32_t pd, uint32_t max_send_wr, uint32_t max_recv_wr, uint32_t cq_entries);
+  /// Creates a QP of `type` (RC or UD) in `pd` with its own CQ (send and receive completions),
+  /// in RESET.
+  Qp& create_qp(uint32_t pd, uint32_t max_send_wr, uint32_t max_recv_wr, uint32_t cq_entries,
+                hca::QpType type = hca::QpType::Rc);
   /// The route to the peer: its IB link, the payload rate of the route's bottleneck
   /// (bytes/s, TwoHostBed's path_rates) and its SimGrid links (`route`, which must outlive the
   /// HCA). A message occupies the route for the longer of bytes / bottleneck and
@@ -109,6 +111,13 @@ class Hca {
   uint64_t doorbell_posts() const { return doorbell_posts_; }
   Timer& timer() { return timer_; }
   uint64_t interrupts() const { return interrupts_; }
+  /// True while an interrupt is raised and its handler has not yet taken it.
+  bool interrupt_pending() const { return !pending_irqs_.empty(); }
+  /// Takes the oldest raised interrupt now, in the calling context (which runs on the interrupt
+  /// CPU), as the handler would: counts it and charges its entry, but does not call the QP's
+  /// event handler; returns its QP, or nullptr when none is raised. For a bottom half that a hard
+  /// interrupt preempts (Linux's NET_RX softirq runs on the CPU the interrupt takes).
+  Qp* take_interrupt();
 
  private:
   friend class Qp;
@@ -143,12 +152,15 @@ class Hca {
   uint64_t side_ = 0;
 };
 
-/// An RC queue pair with its CQ, implementing the verbs interface over the simulated HCA.
+/// An RC or UD queue pair with its CQ, implementing the verbs interface over the simulated HCA.
+/// A UD QP's datagrams go to its peer's QP (the bed's one other port: the address handle and
+/// remote QPN a two-host bed's neighbour has) with the peer's Q_Key.
 class Qp : public sdp::Verbs, public hca::QpBackend {
  public:
   using State = hca::QpState;
 
-  Qp(Hca& hca, uint32_t pd, uint32_t qpn, uint32_t max_send_wr, uint32_t max_recv_wr, uint32_t cq_entries);
+  Qp(Hca& hca, uint32_t pd, uint32_t qpn, uint32_t max_send_wr, uint32_t max_recv_wr, uint32_t cq_entries,
+     hca::QpType type);
   /// ibv_modify_qp to `next` with the attributes the transition requires from the QP's own
   /// (hca::QueuePair::modify_state); INIT->RTR needs a peer (connect). Throws VerbsError on a
   /// transition the core refuses.
@@ -157,6 +169,9 @@ class Qp : public sdp::Verbs, public hca::QpBackend {
   /// (all remote access, PSNs from 0, the path MTU of the IB link, the HCA's retry attributes,
   /// 16 RDMA READs and atomics each way).
   static void connect(Qp& a, Qp& b);
+  /// Brings two UD QPs to RTS as ipoib_init_qp does (Q_Key `qkey`, SQ PSN 0), each the other's
+  /// destination.
+  static void connect_ud(Qp& a, Qp& b, uint32_t qkey);
   /// Called for every CQE written (wakes pollers) and for every completion event (the CQ's
   /// interrupt, in interrupt context).
   void set_handlers(std::function<void()> on_cqe, std::function<void()> on_event);
@@ -172,6 +187,10 @@ class Qp : public sdp::Verbs, public hca::QpBackend {
   void set_write_handler(std::function<void(sdp::Addr, uint64_t)> on_write);
 
   State state() const { return core_.state(); }
+  hca::QpType type() const { return core_.type(); }
+  /// Datagrams this UD QP dropped as responder: no receive WQE posted, or a Q_Key that does not
+  /// match (IBA 9.8.3, 10.2.5).
+  uint64_t datagrams_dropped() const { return core_.datagrams_dropped(); }
 
   // sdp::Verbs. A post is the core's (hca::QueuePair::post_send / post_recv): refused with
   // VerbsError (too many SGEs, not RTS, queue full, inline rules), or, in ERROR, completed at
@@ -238,6 +257,8 @@ class Qp : public sdp::Verbs, public hca::QpBackend {
   /// Moves a message's first transmission across the route (one communication, sized so that
   /// alone it lasts the longer of its stream time and its busiest link's time with every header).
   void transfer_first(const hca::Packet& p, const PostInfo& pi);
+  /// Writes the CQEs kept back (defer_cqes_) as visible at `at_ns` (0: now).
+  void flush_deferred(double at_ns);
   /// Writes a CQE now: false when the CQ overran (hca/cq.h). `notify`: wake pollers and raise the
   /// completion event (a flush notifies once, in on_error).
   bool write_cqe(const hca::Cqe& c, bool notify);
@@ -280,6 +301,9 @@ class Qp : public sdp::Verbs, public hca::QpBackend {
   uint64_t icrc_drops_ = 0;
   /// A CQE the core writes during the current step becomes visible at this time (0: now).
   double cqe_at_ns_ = 0;
+  /// A UD send's CQE is written once its datagram has left (IBA 9.8.3): kept here meanwhile.
+  bool defer_cqes_ = false;
+  std::vector<hca::Cqe> deferred_;
   /// An RDMA WRITE's data lands in memory at this time (the step delivering it), else 0.
   double landed_at_ns_ = 0;
   /// The write being executed ends its RDMA WRITE message: the write handler is told of it.

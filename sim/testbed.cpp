@@ -12,13 +12,6 @@ namespace hcasim::sim {
 
 namespace s4u = simgrid::s4u;
 
-namespace {
-
-
-
-
-}  // namespace
-
 HostParams read_host_params(const model::Platform& p) {
   HostParams s;
   s.costs = model::CpuCosts::from_platform(p);
@@ -92,7 +85,7 @@ PathRates path_rates(const HostParams& tx, const HostParams& rx) {
   return r;
 }
 
-TwoHostBed::TwoHostBed(const HostParams& a, const HostParams& b, uint64_t seed, sdp::DataMode mode) {
+TwoHostBed::TwoHostBed(const HostParams& a, const HostParams& b, uint64_t seed, sdp::DataMode mode, bool first_pair) {
   engine_ = make_engine();
 
   auto* zone = s4u::create_full_zone("hcasim");
@@ -147,7 +140,7 @@ TwoHostBed::TwoHostBed(const HostParams& a, const HostParams& b, uint64_t seed, 
     hca_[i]->set_route(p[i]->ib, bottleneck[i], routes_[i]);
   }
   params_ = p;
-  std::tie(qp_[0], qp_[1]) = add_qp_pair();
+  if (first_pair) std::tie(qp_[0], qp_[1]) = add_qp_pair();
 }
 
 std::pair<Qp*, Qp*> TwoHostBed::add_qp_pair() {
@@ -155,6 +148,17 @@ std::pair<Qp*, Qp*> TwoHostBed::add_qp_pair() {
   for (size_t i = 0; i < 2; ++i)
     q[i] = &hca_[i]->create_qp(hca_[i]->alloc_pd(), params_[i]->qp_depth, params_[i]->qp_depth, params_[i]->cq_entries);
   Qp::connect(*q[0], *q[1]);
+  return {q[0], q[1]};
+}
+
+std::pair<Qp*, Qp*> TwoHostBed::add_qp_pair(const QpPairShape& shape) {
+  std::array<Qp*, 2> q{};
+  for (size_t i = 0; i < 2; ++i)
+    q[i] = &hca_[i]->create_qp(hca_[i]->alloc_pd(), shape.max_send_wr, shape.max_recv_wr, shape.cq_entries, shape.type);
+  if (shape.type == hca::QpType::Ud)
+    Qp::connect_ud(*q[0], *q[1], shape.qkey);
+  else
+    Qp::connect(*q[0], *q[1]);
   return {q[0], q[1]};
 }
 

@@ -67,12 +67,21 @@ struct PathRates {
 };
 PathRates path_rates(const HostParams& tx, const HostParams& rx);
 
+/// A QP pair of add_qp_pair: its transport (RC or UD), each QP's queue depths and CQ entries,
+/// and for UD the Q_Key both use.
+struct QpPairShape {
+  hca::QpType type = hca::QpType::Rc;
+  uint32_t max_send_wr = 0, max_recv_wr = 0, cq_entries = 0;
+  uint32_t qkey = 0;
+};
+
 /// Two hosts, A (index 0) and B (index 1), with their HCAs and a connected RC QP pair.
 class TwoHostBed {
  public:
   /// Builds the SimGrid engine (exact-timing configuration of docs/design.md) and platform.
-  /// `a` and `b` must outlive the bed (add_qp_pair reads them).
-  TwoHostBed(const HostParams& a, const HostParams& b, uint64_t seed, sdp::DataMode mode);
+  /// `a` and `b` must outlive the bed (add_qp_pair reads them). Without `first_pair` the bed
+  /// has no QPs (qp() is not to be called) until add_qp_pair(shape) makes them.
+  TwoHostBed(const HostParams& a, const HostParams& b, uint64_t seed, sdp::DataMode mode, bool first_pair = true);
   ~TwoHostBed();
 
   simgrid::s4u::Host* hca_node(int i) { return hca_node_[static_cast<size_t>(i)]; }
@@ -82,6 +91,9 @@ class TwoHostBed {
   /// Creates and connects one more RC QP pair (A's first, then B's), each QP in a new PD and
   /// sized like the first pair. Call before run().
   std::pair<Qp*, Qp*> add_qp_pair();
+  /// Creates one QP pair of `shape` (A's first, then B's), each in a new PD, connected (RC) or
+  /// brought to RTS as each other's destination (UD). Call before run().
+  std::pair<Qp*, Qp*> add_qp_pair(const QpPairShape& shape);
   /// Faults on the wire and the RC retry attributes of every QP, on both HCAs
   /// (Hca::set_faults; A's fate streams are side 0, B's side 1). Call before run().
   void set_faults(const model::FaultConfig& faults, const model::RcRetry& retry);

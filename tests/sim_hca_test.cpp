@@ -419,3 +419,65 @@ TEST(SimHcaFaults, RdmaWriteAndReadOverALossyWireMoveTheRightBytes) {
   EXPECT_GT(a.retransmitted, 0u);
   EXPECT_GT(b.retransmitted, 0u);  // READ responses resent by the responder
 }
+
+TEST(SimHca, UdDatagramLandsAfterItsGrhRoomAndOneWithoutAReceiveIsDropped) {
+  // A UD QP pair of the bed (IPoIB's transport in datagram mode). IBA 11.4.1.2: a UD receive
+  // buffer starts with 40 B of room for the GRH, and the CQE's byte_len counts them: a 100 B
+  // datagram completes with byte_len 140 and its bytes at offset 40. IBA 9.8.3: a datagram that
+  // finds no receive WQE is dropped (counted, no CQE), and the send completes anyway
+  // (unacknowledged); one above the port's MTU (2048 B on connectx-ddr-pcie1x8) completes with
+  // LOC_LEN_ERR.
+  HostParams p = params();
+  TwoHostBed bed{p, p, 3, sdp::DataMode::Bytes, /*first_pair=*/false};
+  auto [a, b] = bed.add_qp_pair({hca::QpType::Ud, 4, 4, 8, 0x0b1b});
+  bed.scheduler().spawn("test", [&, a = a, b = b] {
+    bed.failure().guard("test", [&] {
+      bed.host(0).bind_current(1);
+      bed.host(1).bind_current(1);
+      auto& ma = bed.host(0).memory();
+      auto& mb = bed.host(1).memory();
+      const sdp::Addr src = ma.allocate(4096, sdp::DataMode::Bytes);
+      const sdp::Addr dst = mb.allocate(4096, sdp::DataMode::Bytes);
+      ma.write_stream(src, 4096, 77);
+      const uint32_t lkey = a->dma_mr();
+      sdp::RecvWr r;
+      r.wr_id = 5;
+      r.sg[0] = {dst, 2048 + 40, b->dma_mr()};
+      r.num_sge = 1;
+      b->post_recv(r);
+      sdp::SendWr s;
+      s.wr_id = 9;
+      s.opcode = sdp::WrOpcode::Send;
+      s.sg[0] = {src, 100, lkey};
+      s.num_sge = 1;
+      auto wait = [](Qp& q) {
+        std::array<sdp::Wc, 1> wc;
+        while (q.poll_cq(wc) == 0) sleep_for_ns(100);
+        return wc[0];
+      };
+      a->post_send(s);
+      sdp::Wc w = wait(*a);
+      EXPECT_EQ(w.status, sdp::WcStatus::Success);
+      EXPECT_EQ(w.opcode, sdp::WcOpcode::Send);
+      EXPECT_EQ(w.wr_id, 9u);
+      w = wait(*b);
+      EXPECT_EQ(w.status, sdp::WcStatus::Success);
+      EXPECT_EQ(w.wr_id, 5u);
+      EXPECT_EQ(w.byte_len, 140u);
+      EXPECT_TRUE(mb.check_stream(dst + 40, 100, 77));
+
+      a->post_send(s);  // B has no receive posted now
+      EXPECT_EQ(wait(*a).status, sdp::WcStatus::Success);
+      sleep_for_ns(20000);
+      EXPECT_EQ(b->datagrams_dropped(), 1u);
+      std::array<sdp::Wc, 1> none;
+      EXPECT_EQ(b->poll_cq(none), 0);
+
+      s.sg[0].length = 2049;
+      a->post_send(s);
+      EXPECT_EQ(wait(*a).status, sdp::WcStatus::LocLenErr);
+    });
+  });
+  bed.run(10);
+  ASSERT_FALSE(bed.failure().failed()) << bed.failure().message();
+}
