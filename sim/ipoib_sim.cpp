@@ -5,8 +5,6 @@
 #include <cmath>
 #include <deque>
 #include <functional>
-#include <iterator>
-#include <map>
 #include <memory>
 
 #include <fmt/format.h>
@@ -24,6 +22,7 @@
 #include "model/pcix.h"
 #include "model/topology.h"
 #include "sim/kernel.h"
+#include "sim/testbed.h"
 
 namespace hcasim::sim {
 
@@ -34,71 +33,22 @@ namespace {
 
 // --- parameters -------------------------------------------------------------------------
 
-/// An InfiniHost UAR doorbell, send or receive: two 32-bit words written as one 64-bit
-/// store (mthca_doorbell.h mthca_write64 on a 64-bit host), B.
-constexpr uint32_t kDoorbellBytes = 8;
-
-/// Everything the IPoIB path reads from one host's platform.
+/// What the IPoIB path reads of one host beyond a simulated host's parameters (HostParams):
+/// the TCP/IP stack's costs, the IPoIB mode and its rings.
 struct IpoibHost {
-  model::CpuCosts costs;  ///< only what SimHost uses: cpus, wakeup, context switch, IPI, timer
-  model::CpuTopology topology;
-  model::IrqConfig irq;
-  int app_cpu = 0;
   model::NetstackCosts net;
-  model::ib::Config ib;
   model::ipoib::Config ipoib;
   uint32_t send_ring = 0, recv_ring = 0;
-  model::HostBus bus;
-  double read_latency_ns = 0;   ///< PCIe: MRd -> first CplD (HcaTiming::dma_read_rtt_ns); PCI-X: the split latency
-  double write_latency_ns = 0;  ///< device write issued -> visible in memory (HcaTiming::posted_write_ns)
-  double doorbell_latency_ns = 0;  ///< CPU store -> at the HCA (mmio::Config::latency_ns)
-  double hca_tx_ns = 0, hca_rx_ns = 0, interrupt_latency_ns = 0, propagation_ns = 0;
-  uint64_t rmem_default = 0, wmem_default = 0;
 };
 
 IpoibHost read_ipoib_host(const model::Platform& p) {
   IpoibHost h;
-  h.costs.cpus = static_cast<int>(p.u32("host.cpus"));
-  h.costs.wakeup_ns = p.num("cpu.wakeup");
-  h.costs.context_switch_ns = p.num("cpu.context_switch");
-  h.costs.ipi_ns = p.num("cpu.ipi");
-  h.costs.timer_hz = p.num("host.timer_hz");
-  h.costs.timer_tick_ns = p.num("cpu.timer_tick");
-  if (h.costs.timer_hz * h.costs.timer_tick_ns >= 1e9)
-    throw InputError(fmt::format("platform {}: host.timer_hz x cpu.timer_tick leaves no time to run", p.name()));
-  h.topology = model::CpuTopology::from_platform(p, h.costs.cpus);
-  h.irq = model::IrqConfig::from_platform(p, h.costs.cpus);
-  h.app_cpu = static_cast<int>(p.u32("host.default_app_cpu"));
-  if (h.app_cpu >= h.costs.cpus)
-    p.fail("host.default_app_cpu", fmt::format("CPU {} does not exist (host.cpus = {})", h.app_cpu, h.costs.cpus));
   h.net = model::NetstackCosts::from_platform(p);
-  h.ib.speed = model::ib::parse_speed(p.str("ib.speed"));  // one of the schema's choices
-  h.ib.width = static_cast<int>(p.u32("ib.width"));
-  h.ib.mtu = p.u32("ib.mtu");
-  try {
-    model::ib::validate(h.ib);
-  } catch (const InputError& e) {
-    p.fail_from(e);
-  }
   h.ipoib.mode = model::ipoib::parse_mode(p.str("ipoib.mode"));  // one of the schema's choices
   h.ipoib.connected_mtu = p.u32("ipoib.connected_mtu");
   h.ipoib.tcp_timestamps = p.flag("socket.tcp_timestamps");
   h.send_ring = p.u32("ipoib.send_ring");
   h.recv_ring = p.u32("ipoib.recv_ring");
-  h.bus = model::HostBus::from_platform(p);
-  const model::HcaTiming t = model::HcaTiming::from_platform(p);
-  h.read_latency_ns = t.dma_read_rtt_ns;
-  h.write_latency_ns = t.posted_write_ns;
-  h.hca_tx_ns = t.tx_processing_ns;
-  h.hca_rx_ns = t.rx_processing_ns;
-  h.interrupt_latency_ns = t.interrupt_latency_ns;
-  h.propagation_ns = t.propagation_ns;
-  // IPoIB posts through the same UAR doorbell as SDP: the same keys and checks (BlueFlame needs
-  // a PCIe slot). Its CPU cost is inside netstack.ipoib_post (the store with mthca_post_send)
-  // and the receive completion's repost; Stream::transmit charges its bus time and latency.
-  h.doorbell_latency_ns = model::PostConfig::from_platform(p, h.bus, t.dma_read_rtt_ns).mmio.latency_ns;
-  h.rmem_default = p.u32("socket.tcp_rmem_default");
-  h.wmem_default = p.u32("socket.tcp_wmem_default");
   p.check_used_in(model::ParamWhen::Ipoib);
   return h;
 }
@@ -109,32 +59,12 @@ void check_ipoib_parameters(const model::Platform& p) { (void)read_ipoib_host(p)
 
 namespace {
 
-// --- the wire -----------------------------------------------------------------------------
-
-/// The busy intervals of one FIFO resource (a bus direction, an HCA engine, a link), kept ahead
-/// of time so that a request ready early can use a gap before a reservation made earlier for a
-/// later time. Not an event calendar: sim::Calendar runs the kernel's events.
-class BusyTimeline {
- public:
-  /// Reserves `busy` ns at the earliest start >= ready that fits; returns the start.
-  double reserve(double ready, double busy) {
-    // Forget intervals that ended before anything can ask again (requests are made at the
-    // current simulated time or later).
-    const double now = sim::now_ns();
-    while (!busy_.empty() && busy_.begin()->second <= now) busy_.erase(busy_.begin());
-    double start = ready;
-    for (const auto& [s, e] : busy_) {
-      if (e <= start) continue;
-      if (s >= start + busy) break;
-      start = e;
-    }
-    if (busy > 0) busy_.emplace(start, start + busy);
-    return start;
-  }
-
- private:
-  std::multimap<double, double> busy_;  ///< start -> end, ns
-};
+/// IPOIB_QKEY (Linux drivers/infiniband/ulp/ipoib/ipoib.h): the Q_Key of IPoIB's UD QPs.
+constexpr uint32_t kIpoibQkey = 0x00000b1b;
+/// IPOIB_NUM_WC (2.6.11 ipoib.h): the CQEs ipoib_ib_completion polls per ib_poll_cq call.
+constexpr size_t kIpoibNumWc = 4;
+/// The GRH a UD receive buffer holds before the datagram (IBA 11.4.1.1: 40 B).
+constexpr uint32_t kGrhBytes = 40;
 
 /// A packet on the wire: a TCP data segment or an ACK.
 struct Packet {
@@ -145,7 +75,8 @@ struct Packet {
   uint64_t window = 0;   ///< ACK: bytes the receiver can take beyond ack_seq
 };
 
-/// A completion queue entry for the IPoIB CQ (one CQ for sends and receives, as 2005's IPoIB).
+/// A completion the IPoIB CQ gave (one CQ for sends and receives, as 2005's IPoIB), on its way
+/// to the softirq.
 struct Cqe {
   bool send = false;     ///< send completion (else a packet received)
   uint32_t frame = 0;    ///< bytes of the IPoIB frame (for the DMA unmap)
@@ -158,54 +89,23 @@ struct Ctx {
   int core = 0;
 };
 
-/// The bus times of one host that transmit() needs per frame: for the fixed sizes (the send
-/// doorbell, 64-B WQE fetches, 32-B CQE writes) computed once, and for the last frame size
-/// remembered (a stream's frames come in one or two sizes). HostBus counts the transactions anew
-/// on every call, a dozen calls per frame.
-struct BusTimes {
-  explicit BusTimes(const IpoibHost& h)
-      : bus(h.bus),
-        read_latency_ns(h.read_latency_ns),
-        doorbell_ns(h.bus.mmio_store_ns(kDoorbellBytes)),
-        read64_ns(h.bus.dma_read_ns(64)),
-        read64_wait_ns(h.bus.dma_read_wait_ns(64, h.read_latency_ns)),
-        write32_ns(h.bus.dma_write_ns(32)) {}
-  model::HostBus bus;
-  double read_latency_ns;
-  double doorbell_ns, read64_ns, read64_wait_ns, write32_ns;
-  /// The frame's DMA read (its gather), the wait before that read's data flows, its DMA write
-  /// (the receiver's scatter), for `frame` bytes.
-  struct Frame {
-    uint32_t bytes = 0;
-    double read_ns = 0, read_wait_ns = 0, write_ns = 0;
-  };
-  const Frame& frame(uint32_t bytes) {
-    if (last.bytes != bytes)  // bytes 0: nothing remembered yet (a frame has headers)
-      last = {bytes, bus.dma_read_ns(bytes), bus.dma_read_wait_ns(bytes, read_latency_ns), bus.dma_write_ns(bytes)};
-    return last;
-  }
-
- private:
-  Frame last;
-};
-
 struct Side {
-  IpoibHost p;
-  std::unique_ptr<BusTimes> bus;  ///< p's bus times (made when p is set)
-  std::unique_ptr<SimHost> host;
+  HostParams hp;                 ///< the simulated host (CPU, bus, HCA, link)
+  IpoibHost p;                   ///< its TCP/IP stack and IPoIB
+  SimHost* host = nullptr;       ///< the bed's
+  Hca* hca = nullptr;
+  Qp* qp = nullptr;              ///< IPoIB's QP: UD (datagram) or RC (connected)
+  uint32_t lkey = 0;             ///< the DMA MR of the frames (ib_get_dma_mr)
+  sdp::Addr send_buf = 0, recv_buf = 0;  ///< send_ring / recv_ring buffers of one frame each
+  uint32_t send_slot = 0, recv_slot = 0;   ///< bytes of one buffer
+  uint32_t next_send = 0;        ///< the send ring's next buffer
+  double post_cpu_ns = 0;        ///< the doorbell's CPU cost, charged by the HCA model (Qp::post_send)
   std::vector<frontends::KernelProfile> prof;
-  BusyTimeline bus_read, bus_write;  ///< PCIe: two directions; PCI-X uses bus_read for both
-  BusyTimeline hca_tx, hca_rx, link_out;
-  double last_delivery_ns = 0;   ///< CQEs of one direction arrive in order
-  std::deque<Cqe> cq;
   std::deque<Cqe> softirq;       ///< polled CQEs waiting for the softirq (netif_rx's backlog)
   bool in_irq = false;           ///< the interrupt CPU is in a hard interrupt or the softirq
   SimWaitQueue irq_idle;         ///< notified when it leaves them
-  bool armed = true;             ///< CQ armed for an event
-  bool irq_pending = false;
-  uint64_t interrupts = 0;
-  SimWaitQueue irq_wq;
   uint32_t tx_outstanding = 0;   ///< posted sends not yet completed (IPoIB's send ring)
+  std::deque<Packet> qdisc;      ///< packets waiting for room in the send ring (the ACK side)
   // Socket state.
   bool owned = false;            ///< the application is inside send()/recv() (lock_sock)
   std::deque<Packet> backlog;    ///< packets softirq left for the owner (sk_add_backlog)
@@ -215,22 +115,26 @@ struct Side {
   std::unique_ptr<SimWaitQueue> sock_wq;
 };
 
-Cqe make_cqe(bool send, uint32_t frame, const Packet& p) { return Cqe{send, frame, p}; }
-
 class Stream {
  public:
-  Stream(const IpoibHost& a, const IpoibHost& b, const frontends::TcpStreamConfig& cfg, uint64_t sndbuf, uint64_t rcvbuf,
-         uint64_t send_size, uint64_t recv_size, int lcpu, int rcpu);
-  ~Stream();
+  /// `ha`, `hb`: the hosts; `a`, `b`: their stacks. All must outlive the stream.
+  Stream(const HostParams& ha, const HostParams& hb, const IpoibHost& a, const IpoibHost& b,
+         const frontends::TcpStreamConfig& cfg, uint64_t sndbuf, uint64_t rcvbuf, uint64_t send_size,
+         uint64_t recv_size, int lcpu, int rcpu);
   frontends::IpoibStreamResult run();
 
  private:
-  // CPU accounting: time and a call of `fn` on the calling context's core.
-  void charge(Side& s, const Ctx& c, KernelFn fn, double ns, double calls = 1) {
-    s.host->charge(model::kernel_fn_activity(fn), ns);
+  /// A call of `fn` taking `ns` in the profile of the calling context's core, without charging
+  /// the CPU (the HCA model charged it: the interrupt entry, the doorbell store).
+  void profile(Side& s, const Ctx& c, KernelFn fn, double ns, double calls = 1) {
     auto& k = s.prof[static_cast<size_t>(c.core)];
     k.ns[static_cast<size_t>(fn)] += ns;
     k.calls[static_cast<size_t>(fn)] += calls;
+  }
+  // CPU accounting: time and a call of `fn` on the calling context's core.
+  void charge(Side& s, const Ctx& c, KernelFn fn, double ns, double calls = 1) {
+    s.host->charge(model::kernel_fn_activity(fn), ns);
+    profile(s, c, fn, ns, calls);
   }
   /// SimHost::sleep / wake, counted as calls of schedule (their time is SimHost's Wakeup).
   void sleep(Side& s, const Ctx& c, const std::function<bool()>& ready) {
@@ -266,21 +170,29 @@ class Stream {
   }
   uint32_t ip_bytes(const Packet& p) const { return header_bytes_ + (p.ack ? 0 : p.len); }
   uint32_t frame_bytes(const Packet& p) const { return ip_bytes(p) + model::ipoib::kEncapBytes; }
-  uint32_t rx_buffer_bytes(const Side& s) const {
-    // IPoIB receive buffers: the MTU plus the encapsulation header plus room for a GRH (40 B).
-    return model::ipoib::interface_mtu(s.p.ipoib, s.p.ib) + model::ipoib::kEncapBytes + 40;
+  static uint32_t rx_buffer_bytes(const Side& s) {
+    // IPoIB receive buffers: the MTU plus the encapsulation header plus room for a GRH.
+    return model::ipoib::interface_mtu(s.p.ipoib, s.hp.ib) + model::ipoib::kEncapBytes + kGrhBytes;
   }
 
-  /// Puts a packet on the wire from side `from` at the current time (its CPU work is done):
-  /// schedules the receive CQE on the other side and the send CQE on this one.
+  /// Sets up side i's IPoIB in its interrupt CPU's context: the DMA MR, the rings' buffers,
+  /// the receive ring posted, the CQ armed (ipoib_ib_dev_open).
+  void open(int i);
+  /// Posts a packet from side `from` at the current time (its CPU work is done, but for the
+  /// post's doorbell, which the HCA model charges): the frame is a SEND of the IPoIB QP, its
+  /// TCP/IP header travels beside it (the direction's in-flight list). With the send ring full,
+  /// it waits in the qdisc for a send completion.
   void transmit(int from, const Packet& p);
-  void deliver(int to, const Cqe& cqe);
-  void irq_loop(int side);
+  /// The CQ's completion event, in the HCA's interrupt context on the interrupt CPU (the HCA
+  /// has charged the interrupt's entry): the hard interrupt, then the NET_RX softirq on its exit.
+  void irq_event(int side);
   /// An application on the interrupt CPU runs only when no interrupt or softirq work is
   /// pending there (they preempt it): waits for that, without CPU cost.
   void yield_to_irq(Side& s, const Ctx& c);
-  /// The hard interrupt: poll the CQ dry, queue what was received for the softirq, re-arm.
+  /// The hard interrupt: re-arm the CQ, poll it dry, queue what was received for the softirq.
   void hard_irq(int side, const Ctx& c);
+  /// The delayed-ACK timer's context (the timer softirq on the receiver's interrupt CPU).
+  void delack_loop();
   /// The softirq's work for one packet received: IP input, netfilter, TCP.
   void handle_packet(int side, const Ctx& c, const Packet& p);
   /// TCP/IP output of one packet on side s (CPU only; the caller flushes, then transmits).
@@ -307,13 +219,12 @@ class Stream {
   void netserver();
 
   const frontends::TcpStreamConfig& cfg_;
+  TwoHostBed bed_;
   std::array<Side, 2> side_;
-  std::unique_ptr<s4u::Engine> engine_;
-  SimGridStats stats_;
-  Failure failure_;
-  std::unique_ptr<Scheduler> scheduler_;
-  std::unique_ptr<Timer> timer_;
-  s4u::Host* node_ = nullptr;
+  /// Per direction (by sending side): the TCP/IP headers of the frames posted and not yet
+  /// received, in order (the IPoIB path moves byte counts, not bytes; each receive CQE's length
+  /// is checked against its frame).
+  std::array<std::deque<Packet>, 2> in_flight_;
   uint32_t mss_ = 0, header_bytes_ = 0;
   uint64_t sndbuf_, rcvbuf_, send_size_, recv_size_;
   int lcpu_, rcpu_;
@@ -324,46 +235,51 @@ class Stream {
   // Receiver TCP state.
   uint64_t rcv_nxt_ = 0, rcv_wup_ = 0, rcv_adv_right_ = 0, rcv_wnd_ = 0, copied_ = 0;
   uint64_t rcv_queue_ = 0;  ///< bytes received and not yet read
-  bool delack_armed_ = false;
+  bool delack_armed_ = false, delack_due_ = false;
+  int ring_dry_ = -1;  ///< the side whose receive ring ran dry (a datagram dropped), else -1
+  SimWaitQueue delack_wq_;
   uint64_t segments_ = 0, acks_ = 0;
   double t_start_ = 0, t_end_ = 0;
   uint64_t sent_ = 0, send_calls_ = 0, recv_calls_ = 0;
 };
 
-Stream::Stream(const IpoibHost& a, const IpoibHost& b, const frontends::TcpStreamConfig& cfg, uint64_t sndbuf, uint64_t rcvbuf,
-               uint64_t send_size, uint64_t recv_size, int lcpu, int rcpu)
-    : cfg_(cfg), sndbuf_(sndbuf), rcvbuf_(rcvbuf), send_size_(send_size), recv_size_(recv_size), lcpu_(lcpu), rcpu_(rcpu) {
-  engine_ = make_engine();
-  auto* zone = s4u::create_full_zone("hcasim-ipoib");
-  node_ = zone->create_host("node", 1e9);
-  zone->seal();
-  scheduler_ = std::make_unique<Scheduler>(failure_);
-  timer_ = std::make_unique<Timer>();
+Stream::Stream(const HostParams& ha, const HostParams& hb, const IpoibHost& a, const IpoibHost& b,
+               const frontends::TcpStreamConfig& cfg, uint64_t sndbuf, uint64_t rcvbuf, uint64_t send_size,
+               uint64_t recv_size, int lcpu, int rcpu)
+    : cfg_(cfg),
+      bed_(ha, hb, cfg.seed, sdp::DataMode::Reference, /*first_pair=*/false),
+      sndbuf_(sndbuf),
+      rcvbuf_(rcvbuf),
+      send_size_(send_size),
+      recv_size_(recv_size),
+      lcpu_(lcpu),
+      rcpu_(rcpu) {
+  const std::array<const HostParams*, 2> hp{&ha, &hb};
   const std::array<const IpoibHost*, 2> p{&a, &b};
-  const char* names[] = {"A", "B"};
   for (size_t i = 0; i < 2; ++i) {
     Side& s = side_[i];
+    s.hp = *hp[i];
     s.p = *p[i];
-    s.bus = std::make_unique<BusTimes>(s.p);
-    s.host = std::make_unique<SimHost>(static_cast<int>(i), names[i], s.p.costs, s.p.topology, cfg.seed,
-                                       sdp::DataMode::Reference);
-    s.prof.resize(static_cast<size_t>(s.p.costs.cpus));
-    for (int k = 0; k < s.p.costs.cpus; ++k) s.prof[static_cast<size_t>(k)].core = k;
+    s.host = &bed_.host(static_cast<int>(i));
+    s.hca = &bed_.hca(static_cast<int>(i));
+    s.prof.resize(static_cast<size_t>(s.hp.costs.cpus));
+    for (int k = 0; k < s.hp.costs.cpus; ++k) s.prof[static_cast<size_t>(k)].core = k;
     s.sock_wq = std::make_unique<SimWaitQueue>();
-    irq_ctx_[i].core = s.p.irq.target_cpu();
+    irq_ctx_[i].core = s.hp.irq.target_cpu();
+    s.post_cpu_ns = model::post_timing(s.hp.post, {}).cpu_ns;  // ipoib_send: a SEND of one SGE (the skb's data)
   }
-  mss_ = std::min(model::ipoib::tcp_mss(a.ipoib, a.ib), model::ipoib::tcp_mss(b.ipoib, b.ib));
+  // One CQ for sends and receives, sized for both rings (ipoib_transport_dev_init).
+  const bool connected = a.ipoib.mode == model::ipoib::Mode::Connected;
+  QpPairShape shape;
+  shape.type = connected ? hca::QpType::Rc : hca::QpType::Ud;
+  shape.qkey = kIpoibQkey;
+  shape.max_send_wr = std::max(a.send_ring, b.send_ring);
+  shape.max_recv_wr = std::max(a.recv_ring, b.recv_ring);
+  shape.cq_entries = shape.max_send_wr + shape.max_recv_wr;
+  std::tie(side_[0].qp, side_[1].qp) = bed_.add_qp_pair(shape);
+  mss_ = std::min(model::ipoib::tcp_mss(a.ipoib, ha.ib), model::ipoib::tcp_mss(b.ipoib, hb.ib));
   header_bytes_ = model::ipoib::kIpTcpHeaderBytes + (a.ipoib.tcp_timestamps ? model::ipoib::kTcpTimestampBytes : 0);
   rcv_wnd_ = rcv_adv_right_ = snd_wnd_right_ = receive_window();
-}
-
-Stream::~Stream() {
-  for (auto& s : side_) {
-    s.sock_wq.reset();
-    s.host.reset();
-  }
-  timer_.reset();
-  scheduler_.reset();
 }
 
 uint64_t Stream::receive_window() const {
@@ -372,103 +288,93 @@ uint64_t Stream::receive_window() const {
   return free / mss_ * mss_;  // Linux offers whole segments (tcp_select_window rounds to MSS)
 }
 
+void Stream::open(int i) {
+  Side& s = side_[static_cast<size_t>(i)];
+  s.host->bind_current(irq_ctx_[i].core);
+  s.lkey = s.qp->dma_mr();
+  s.send_slot = model::ipoib::interface_mtu(s.p.ipoib, s.hp.ib) + model::ipoib::kEncapBytes;
+  s.recv_slot = rx_buffer_bytes(s);
+  auto& mem = s.host->memory();
+  s.send_buf = mem.allocate(static_cast<uint64_t>(s.send_slot) * s.p.send_ring, sdp::DataMode::Reference);
+  s.recv_buf = mem.allocate(static_cast<uint64_t>(s.recv_slot) * s.p.recv_ring, sdp::DataMode::Reference);
+  s.qp->set_handlers(nullptr, [this, i] { irq_event(i); });
+  for (uint32_t k = 0; k < s.p.recv_ring; ++k) {
+    sdp::RecvWr w;
+    w.wr_id = k;
+    w.sg[0] = {s.recv_buf + static_cast<uint64_t>(k) * s.recv_slot, s.recv_slot, s.lkey};
+    w.num_sge = 1;
+    s.qp->post_recv(w);
+  }
+  s.qp->req_notify_cq();
+}
+
 void Stream::transmit(int from, const Packet& p) {
   Side& s = side_[static_cast<size_t>(from)];
-  Side& r = side_[static_cast<size_t>(1 - from)];
+  if (s.tx_outstanding >= s.p.send_ring) {  // netif_stop_queue: the packet waits in the qdisc
+    s.qdisc.push_back(p);
+    return;
+  }
   const uint32_t frame = frame_bytes(p);
-  const double now = sim::now_ns();
-  // The send doorbell: mthca_tavor_post_send writes the UAR's 8-B send doorbell once per call,
-  // and ipoib_send posts one WR per skb. An uncached store: it takes the bus (the host->device
-  // direction of PCIe, the shared PCI-X segment) and reaches the HCA no sooner than the bus's
-  // MMIO write latency after the post.
-  BusyTimeline& sread = s.bus_read;
-  const double doorbell = s.bus->doorbell_ns;
-  double t = std::max(sread.reserve(now, doorbell) + doorbell, now + s.p.doorbell_latency_ns);
-  // Sender HCA: the WQE fetch (64 B) and the frame's gather, both DMA reads.
-  const BusTimes::Frame& sf = s.bus->frame(frame);
-  t = sread.reserve(t + s.bus->read64_wait_ns, s.bus->read64_ns);
-  t = sread.reserve(t + s.bus->read64_ns + sf.read_wait_ns, sf.read_ns);
-  t += sf.read_ns;
-  t = s.hca_tx.reserve(t, s.p.hca_tx_ns) + s.p.hca_tx_ns;
-  // The IB link: the frame's wire bytes at the link's data rate.
-  const double wire = static_cast<double>(model::ipoib::ip_packet_wire_bytes(s.p.ipoib, s.p.ib, ip_bytes(p)));
-  const double link_ns = wire * 8 / model::ib::data_rate_gbps(s.p.ib);
-  t = s.link_out.reserve(t, link_ns) + link_ns + s.p.propagation_ns;
-  // Send completion: UD completes when the packet has left; RC (connected) on its ACK, one
-  // propagation later and back.
-  double t_send = t;
-  if (s.p.ipoib.mode == model::ipoib::Mode::Connected) t_send += s.p.propagation_ns + r.p.hca_rx_ns;
-  // Receiver HCA: check, fetch the receive WQE for the buffer's address (a 64-B DMA read: mthca's
-  // smallest WQE stride, mthca_qp.c wqe_shift >= 6), scatter the frame and write the CQE (DMA
-  // writes, in order).
-  t = r.hca_rx.reserve(t, r.p.hca_rx_ns) + r.p.hca_rx_ns;
-  t = r.bus_read.reserve(t + r.bus->read64_wait_ns, r.bus->read64_ns) + r.bus->read64_ns;
-  BusyTimeline& rwrite = r.p.bus.is_pcix() ? r.bus_read : r.bus_write;
-  const double w = r.bus->frame(frame).write_ns + r.bus->write32_ns;
-  t = rwrite.reserve(t, w) + w + r.p.write_latency_ns;
-  t = std::max(t, r.last_delivery_ns);
-  r.last_delivery_ns = t;
-  const int to = 1 - from;
-  timer_->at(t, [this, to, frame, p] { deliver(to, make_cqe(false, frame, p)); });
-  // The sender's CQE (32 B write on its own bus).
-  BusyTimeline& swrite = s.p.bus.is_pcix() ? s.bus_read : s.bus_write;
-  const double ws = s.bus->write32_ns;
-  t_send = swrite.reserve(t_send, ws) + ws + s.p.write_latency_ns;
+  sdp::SendWr wr;
+  wr.wr_id = frame;  // what the send completion unmaps
+  wr.opcode = sdp::WrOpcode::Send;
+  wr.sg[0] = {s.send_buf + static_cast<uint64_t>(s.next_send) * s.send_slot, frame, s.lkey};
+  wr.num_sge = 1;
+  s.next_send = (s.next_send + 1) % s.p.send_ring;
+  in_flight_[static_cast<size_t>(from)].push_back(p);
   ++s.tx_outstanding;
-  timer_->at(t_send, [this, from, frame] { deliver(from, make_cqe(true, frame, Packet{})); });
-}
-
-void Stream::deliver(int to, const Cqe& cqe) {
-  Side& s = side_[static_cast<size_t>(to)];
-  s.cq.push_back(cqe);
-  if (s.armed) {
-    s.armed = false;
-    timer_->at(sim::now_ns() + s.p.interrupt_latency_ns, [&s] {
-      s.irq_pending = true;
-      s.irq_wq.notify_all();
-    });
+  s.qp->post_send(wr);
+  // A datagram the peer dropped (its receive ring empty) would need TCP's retransmission, which
+  // this path does not model: the run fails rather than stall.
+  if (side_[static_cast<size_t>(1 - from)].qp->datagrams_dropped() > 0) {
+    ring_dry_ = 1 - from;
+    throw std::runtime_error("a receive ring ran dry");  // ends the run; run() says why
   }
 }
 
-void Stream::irq_loop(int i) {
+void Stream::irq_event(int i) {
   Side& s = side_[static_cast<size_t>(i)];
   const Ctx& c = irq_ctx_[i];
-  s.host->bind_current(c.core);
-  for (;;) {
-    yield_rounds(2);
-    while (!s.irq_pending) {
-      s.irq_wq.wait();
+  const double entry_ns = s.hp.irq.handler_ns(s.hp.costs.interrupt_ns);
+  s.in_irq = true;
+  profile(s, c, KernelFn::Interrupt, entry_ns);
+  hard_irq(i, c);
+  // The NET_RX softirq on irq exit: the packets netif_rx queued, one at a time; an
+  // interrupt that comes meanwhile runs first (hard interrupts preempt softirqs).
+  bool restart_tx = false;
+  while (!s.softirq.empty()) {
+    while (s.hca->take_interrupt() != nullptr) {
+      profile(s, c, KernelFn::Interrupt, entry_ns);
+      hard_irq(i, c);
     }
-    yield_rounds(1);
-    s.in_irq = true;
-    hard_irq(i, c);
-    // The NET_RX softirq on irq exit: the packets netif_rx queued, one at a time; an
-    // interrupt that comes meanwhile runs first (hard interrupts preempt softirqs).
-    bool restart_tx = false;
-    while (!s.softirq.empty()) {
-      if (s.irq_pending) hard_irq(i, c);
-      const Cqe cqe = s.softirq.front();
-      s.softirq.pop_front();
-      if (cqe.send) {
-        restart_tx = true;
-        continue;
-      }
-      handle_packet(i, c, cqe.packet);
-      s.host->flush();
+    const Cqe cqe = s.softirq.front();
+    s.softirq.pop_front();
+    if (cqe.send) {
+      restart_tx = true;
+      continue;
     }
-    // NET_TX: a queue stopped on a full send ring restarts once completions freed slots.
-    if (restart_tx && i == 0) push(c);
+    handle_packet(i, c, cqe.packet);
     s.host->flush();
-    s.in_irq = false;
-    s.irq_idle.notify_all();
   }
+  // NET_TX: a queue stopped on a full send ring restarts once completions freed slots.
+  if (restart_tx) {
+    while (!s.qdisc.empty() && s.tx_outstanding < s.p.send_ring) {
+      const Packet p = s.qdisc.front();
+      s.qdisc.pop_front();
+      transmit(i, p);
+    }
+    if (i == 0) push(c);
+  }
+  s.host->flush();
+  s.in_irq = false;
+  s.irq_idle.notify_all();
 }
 
 void Stream::yield_to_irq(Side& s, const Ctx& c) {
-  if (c.core != s.p.irq.target_cpu()) return;
+  if (c.core != s.hp.irq.target_cpu()) return;
   s.host->flush();
   yield_rounds(2);
-  while (s.in_irq || s.irq_pending) {
+  while (s.in_irq || s.hca->interrupt_pending()) {
     s.irq_idle.wait();
   }
   yield_rounds(1);
@@ -476,35 +382,58 @@ void Stream::yield_to_irq(Side& s, const Ctx& c) {
 
 void Stream::hard_irq(int i, const Ctx& c) {
   Side& s = side_[static_cast<size_t>(i)];
-  s.irq_pending = false;
-  ++s.interrupts;
-  charge(s, c, KernelFn::Interrupt, s.p.irq.handler_ns(s.p.net.interrupt_ns));
-  // ipoib_ib_completion: poll every CQE (a send's: unmap and free; a receive's: unmap, a new
-  // buffer allocated, mapped and posted, netif_rx), then re-arm the CQ.
-  while (!s.cq.empty()) {
-    const Cqe cqe = s.cq.front();
-    s.cq.pop_front();
-    charge(s, c, KernelFn::IpoibCompletion, s.p.net.ipoib_cqe_ns);
-    if (cqe.send) {
-      charge(s, c, KernelFn::DmaMap, 0.5 * s.p.net.dma_map_ns(cqe.frame));
-      --s.tx_outstanding;
-    } else {
+  std::deque<Packet>& arriving = in_flight_[static_cast<size_t>(1 - i)];
+  const bool ud = s.qp->type() == hca::QpType::Ud;
+  // ipoib_ib_completion (2.6.11 ipoib_ib.c): re-arm the CQ first, then poll batches of
+  // IPOIB_NUM_WC until one comes back short; each CQE: a send's unmapped and freed, a receive's
+  // unmapped, a new buffer allocated, mapped and posted, netif_rx. A CQE that arrives after the
+  // re-arm raises another interrupt, though this loop may poll it first.
+  s.qp->req_notify_cq();
+  std::array<sdp::Wc, kIpoibNumWc> wc;
+  int n = 0;
+  do {
+    n = s.qp->poll_cq(wc);
+    for (int k = 0; k < n; ++k) {
+      const sdp::Wc& w = wc[static_cast<size_t>(k)];
+      if (w.status != sdp::WcStatus::Success)
+        throw std::runtime_error(fmt::format("IPoIB {} completion with status {}",
+                                             w.opcode == sdp::WcOpcode::Send ? "send" : "receive",
+                                             sdp::wc_status_str(w.status)));
+      charge(s, c, KernelFn::IpoibCompletion, s.p.net.ipoib_cqe_ns);
+      if (w.opcode == sdp::WcOpcode::Send) {
+        const auto frame = static_cast<uint32_t>(w.wr_id);
+        charge(s, c, KernelFn::DmaMap, 0.5 * s.p.net.dma_map_ns(frame));
+        --s.tx_outstanding;
+        s.softirq.push_back(Cqe{true, frame, Packet{}});
+        continue;
+      }
+      if (arriving.empty()) throw std::logic_error("IPoIB: a frame received that was never sent");
+      const Packet p = arriving.front();
+      arriving.pop_front();
+      const uint32_t frame = frame_bytes(p);
+      if (w.byte_len != frame + (ud ? kGrhBytes : 0))
+        throw std::logic_error(fmt::format("IPoIB: a receive of {} B where the frame sent has {} B", w.byte_len, frame));
       charge(s, c, KernelFn::DmaMap, s.p.net.dma_map_ns(rx_buffer_bytes(s)));
-      // The new buffer's post: mthca_tavor_post_receive rings the receive doorbell once per
-      // call (ipoib_ib_post_receive posts one WR), an uncached store on the bus.
-      s.bus_read.reserve(sim::now_ns(), s.bus->doorbell_ns);
+      // The new buffer's post (ipoib_ib_post_receive posts one WR; the buffer is the ring's slot).
+      sdp::RecvWr r;
+      r.wr_id = w.wr_id;
+      r.sg[0] = {s.recv_buf + w.wr_id * s.recv_slot, s.recv_slot, s.lkey};
+      r.num_sge = 1;
+      s.qp->post_recv(r);
+      s.softirq.push_back(Cqe{false, frame, p});
     }
-    s.softirq.push_back(cqe);
-  }
+  } while (n == static_cast<int>(kIpoibNumWc));
   s.host->flush();
-  s.armed = true;
-  // CQEs that arrived while the handler ran: the re-armed CQ reports them at once.
-  if (!s.cq.empty()) {
-    s.armed = false;
-    timer_->at(sim::now_ns() + s.p.interrupt_latency_ns, [&s] {
-      s.irq_pending = true;
-      s.irq_wq.notify_all();
-    });
+}
+
+void Stream::delack_loop() {
+  Side& s = side_[1];
+  const Ctx& c = irq_ctx_[1];
+  s.host->bind_current(c.core);
+  for (;;) {
+    while (!delack_due_) delack_wq_.wait();
+    delack_due_ = false;
+    if (rcv_nxt_ > rcv_wup_) send_ack(c);
   }
 }
 
@@ -546,7 +475,10 @@ void Stream::output_cost(Side& s, const Ctx& c, const Packet& p) {
   csum(s, c, 20, false);                  // ip_send_check
   netfilter(s, c, /*input=*/false, 0);
   charge(s, c, KernelFn::DmaMap, 0.5 * s.p.net.dma_map_ns(frame_bytes(p)));
-  charge(s, c, KernelFn::IpoibXmit, s.p.net.ipoib_post_ns);
+  // netstack.ipoib_post includes the doorbell store, which the HCA model charges with the post
+  // (Qp::post_send): the CPU is charged the rest, the profile the whole.
+  s.host->charge(model::kernel_fn_activity(KernelFn::IpoibXmit), s.p.net.ipoib_post_ns - s.post_cpu_ns);
+  profile(s, c, KernelFn::IpoibXmit, s.p.net.ipoib_post_ns);
 }
 
 void Stream::push(const Ctx& c) {
@@ -599,13 +531,11 @@ void Stream::receiver_segment(const Ctx& c, const Packet& p, bool in_softirq) {
     send_ack(c);
   } else if (!delack_armed_) {
     delack_armed_ = true;
-    timer_->at(sim::now_ns() + 40e6, [this] {
+    bed_.timer().at(sim::now_ns() + 40e6, [this] {
+      // The timer's ACK (rare: only a stream's tail waits 40 ms) goes from the timer softirq.
       delack_armed_ = false;
-      if (rcv_nxt_ > rcv_wup_) {
-        // The timer's ACK (rare: only a stream's tail waits 40 ms) is sent without CPU cost:
-        // a timer callback has no CPU context.
-        transmit(1, make_ack());
-      }
+      delack_due_ = true;
+      delack_wq_.notify_all();
     });
   }
   if (in_softirq) wake(s, c);
@@ -744,21 +674,23 @@ void Stream::netserver() {
 
 frontends::IpoibStreamResult Stream::run() {
   const auto wall0 = std::chrono::steady_clock::now();
-  Scheduler& s = *scheduler_;
-  s.spawn("netserver", [this] { failure_.guard("netserver", [this] { netserver(); }); });
-  s.spawn("netperf", [this] { failure_.guard("netperf", [this] { netperf(); }); });
+  Scheduler& s = bed_.scheduler();
+  Failure& f = bed_.failure();
   for (int i = 0; i < 2; ++i)
-    s.spawn(i == 0 ? "irq-A" : "irq-B", [this, i] { failure_.guard("irq", [this, i] { irq_loop(i); }); }, true);
+    s.spawn(i == 0 ? "ipoib-open-A" : "ipoib-open-B", [this, i, &f] { f.guard("ipoib open", [this, i] { open(i); }); });
+  s.spawn("netserver", [this, &f] { f.guard("netserver", [this] { netserver(); }); });
+  s.spawn("netperf", [this, &f] { f.guard("netperf", [this] { netperf(); }); });
+  s.spawn("delack-B", [this, &f] { f.guard("delayed ACK timer", [this] { delack_loop(); }); }, true);
   const double limit_s =
       cfg_.length_bytes ? 60 + static_cast<double>(cfg_.length_bytes) * 8 / 1e7 : 2 * cfg_.length_s + 10;
-  s.spawn("watchdog", [this, limit_s] {
-    failure_.guard("watchdog", [limit_s] {
-      sleep_until_s(limit_s);
-      throw std::runtime_error(fmt::format("the run did not finish within {} s of simulated time", limit_s));
-    });
-  }, true);
-  s.run(node_);
-  if (failure_.failed()) throw std::runtime_error(failure_.message());
+  bed_.run(limit_s);
+  if (ring_dry_ >= 0) {
+    const Side& d = side_[static_cast<size_t>(ring_dry_)];
+    throw InputError(fmt::format("ipoib.recv_ring: the {} host's ring of {} buffers ran dry and a datagram was dropped; "
+                                 "packet loss and TCP's retransmission are not modelled: give a larger ring",
+                                 ring_dry_ == 0 ? "local" : "remote", d.p.recv_ring));
+  }
+  if (f.failed()) throw std::runtime_error(f.message());
   if (t_end_ <= t_start_) throw std::runtime_error("simulation ended before the test finished");
 
   frontends::IpoibStreamResult out;
@@ -772,8 +704,8 @@ frontends::IpoibStreamResult Stream::run() {
   r.bytes_received = copied_;
   r.send_calls = send_calls_;
   r.recv_calls = recv_calls_;
-  r.local_cpus = side_[0].p.costs.cpus;
-  r.remote_cpus = side_[1].p.costs.cpus;
+  r.local_cpus = side_[0].hp.costs.cpus;
+  r.remote_cpus = side_[1].hp.costs.cpus;
   r.data_verified = copied_ == sent_;
   if (!r.data_verified)
     throw std::runtime_error(fmt::format("stream check failed: sent {} B, received {} B", sent_, copied_));
@@ -784,7 +716,7 @@ frontends::IpoibStreamResult Stream::run() {
     for (size_t k = 0; k < acc.size(); ++k) {
       // The timer tick, as in the SDP path; it shows in the utilisation, not in the profile.
       double& timer = acc[k].busy_ns[static_cast<size_t>(model::Activity::Timer)];
-      timer += side_[i].p.costs.timer_hz * r.elapsed_s * side_[i].p.costs.timer_tick_ns;
+      timer += side_[i].hp.costs.timer_hz * r.elapsed_s * side_[i].hp.costs.timer_tick_ns;
       timer -= std::min(timer, std::max(0.0, acc[k].total_ns() - elapsed_ns));
       prof[k].ns[static_cast<size_t>(KernelFn::Schedule)] = acc[k].busy_ns[static_cast<size_t>(model::Activity::Wakeup)];
     }
@@ -804,11 +736,11 @@ frontends::IpoibStreamResult Stream::run() {
   out.mss = mss_;
   out.segments = segments_;
   out.acks = acks_;
-  out.local_interrupts = side_[0].interrupts;
-  out.remote_interrupts = side_[1].interrupts;
-  r.simgrid_activities = stats_.activities();
-  r.simgrid_time_steps = stats_.time_steps;
-  scheduler_->stats().copy_to(r);
+  out.local_interrupts = side_[0].hca->interrupts();
+  out.remote_interrupts = side_[1].hca->interrupts();
+  r.simgrid_activities = bed_.stats().activities();
+  r.simgrid_time_steps = bed_.stats().time_steps;
+  bed_.scheduler().stats().copy_to(r);
   r.max_rss_kb = max_rss_kb();
   r.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
   return out;
@@ -831,38 +763,50 @@ frontends::IpoibStreamResult run_ipoib_stream(const model::Platform& local, cons
                                    p->name()));
   const IpoibHost a = read_ipoib_host(local);
   const IpoibHost b = read_ipoib_host(remote);
+  HostParams ha = read_host_params(local);
+  HostParams hb = read_host_params(remote);
+  for (auto [h, n] : {std::pair{&ha, &a}, std::pair{&hb, &b}}) {
+    // The interrupt's entry and handler are IPoIB's (netstack.interrupt), not SDP's (cpu.interrupt).
+    h->costs.interrupt_ns = n->net.interrupt_ns;
+    // The kernel's IPoIB posts with the send doorbell: BlueFlame serves libmlx4's user QPs
+    // (mlx4_ib_post_send of the 2.6 kernels writes the doorbell register only).
+    h->post.blueflame = false;
+    if (n->net.ipoib_post_ns < model::post_timing(h->post, {}).cpu_ns)
+      throw InputError(fmt::format("netstack.ipoib_post: {} ns is below the doorbell store it includes ({} ns, cpu.uc_store)",
+                                   n->net.ipoib_post_ns, model::post_timing(h->post, {}).cpu_ns));
+  }
   if (a.ipoib.mode != b.ipoib.mode)
     throw InputError("ipoib.mode: both hosts must use the same IPoIB mode (datagram or connected)");
-  if (a.ib.mtu != b.ib.mtu || (a.ipoib.mode == model::ipoib::Mode::Connected && a.ipoib.connected_mtu != b.ipoib.connected_mtu))
+  if (ha.ib.mtu != hb.ib.mtu || (a.ipoib.mode == model::ipoib::Mode::Connected && a.ipoib.connected_mtu != b.ipoib.connected_mtu))
     throw InputError("ib.mtu / ipoib.connected_mtu: both hosts must have the same MTU");
   // Linux doubles a SO_SNDBUF/SO_RCVBUF request, caps it at 2 x wmem_max/rmem_max and keeps
   // at least SOCK_MIN_SNDBUF/RCVBUF.
   const uint64_t sndbuf =
-      model::linux_socket_buffer(cfg.local_send_socket, a.net.wmem_max, a.wmem_default, model::kSockMinSndbuf);
+      model::linux_socket_buffer(cfg.local_send_socket, a.net.wmem_max, ha.wmem_default, model::kSockMinSndbuf);
   const uint64_t rcvbuf =
-      model::linux_socket_buffer(cfg.remote_recv_socket, b.net.rmem_max, b.rmem_default, model::kSockMinRcvbuf);
+      model::linux_socket_buffer(cfg.remote_recv_socket, b.net.rmem_max, hb.rmem_default, model::kSockMinRcvbuf);
   const uint64_t send_size = cfg.send_size ? cfg.send_size : sndbuf;
   const uint64_t recv_size = cfg.recv_size ? cfg.recv_size : rcvbuf;
-  const int lcpu = cfg.local_cpu.value_or(a.app_cpu);
-  const int rcpu = cfg.remote_cpu.value_or(b.app_cpu);
-  if (lcpu < 0 || lcpu >= a.costs.cpus)
-    throw frontends::ConfigError("local_cpu", fmt::format("local CPU {} does not exist ({} has {} CPUs)", lcpu, local.name(), a.costs.cpus));
-  if (rcpu < 0 || rcpu >= b.costs.cpus)
-    throw frontends::ConfigError("remote_cpu", fmt::format("remote CPU {} does not exist ({} has {} CPUs)", rcpu, remote.name(), b.costs.cpus));
-  if (model::tcp_window_from_space(rcvbuf) < 2 * static_cast<uint64_t>(model::ipoib::tcp_mss(b.ipoib, b.ib)))
+  const int lcpu = cfg.local_cpu.value_or(ha.app_cpu);
+  const int rcpu = cfg.remote_cpu.value_or(hb.app_cpu);
+  if (lcpu < 0 || lcpu >= ha.costs.cpus)
+    throw frontends::ConfigError("local_cpu", fmt::format("local CPU {} does not exist ({} has {} CPUs)", lcpu, local.name(), ha.costs.cpus));
+  if (rcpu < 0 || rcpu >= hb.costs.cpus)
+    throw frontends::ConfigError("remote_cpu", fmt::format("remote CPU {} does not exist ({} has {} CPUs)", rcpu, remote.name(), hb.costs.cpus));
+  if (model::tcp_window_from_space(rcvbuf) < 2 * static_cast<uint64_t>(model::ipoib::tcp_mss(b.ipoib, hb.ib)))
     throw frontends::ConfigError("remote_recv_socket",
                                  fmt::format("a receive buffer of {} B offers less than two segments of {} B; Linux would "
                                              "grow it (tcp_moderate_rcvbuf), which hcasim does not model: give a larger "
-                                             "buffer (and raise socket.rmem_max)", rcvbuf, model::ipoib::tcp_mss(b.ipoib, b.ib)));
+                                             "buffer (and raise socket.rmem_max)", rcvbuf, model::ipoib::tcp_mss(b.ipoib, hb.ib)));
   // A send buffer below one segment stalls the modelled send path (the watchdog ended such a run
   // with an internal error: connected mode's 65468 B segments over the 16 KB default); Linux
   // would send sub-MSS segments, which hcasim does not model.
-  if (sndbuf < model::ipoib::tcp_mss(a.ipoib, a.ib))
+  if (sndbuf < model::ipoib::tcp_mss(a.ipoib, ha.ib))
     throw frontends::ConfigError("local_send_socket",
                                  fmt::format("a send buffer of {} B holds less than one segment of {} B, which hcasim does "
                                              "not model: give a larger buffer (and raise socket.wmem_max)",
-                                             sndbuf, model::ipoib::tcp_mss(a.ipoib, a.ib)));
-  Stream stream(a, b, cfg, sndbuf, rcvbuf, send_size, recv_size, lcpu, rcpu);
+                                             sndbuf, model::ipoib::tcp_mss(a.ipoib, ha.ib)));
+  Stream stream(ha, hb, a, b, cfg, sndbuf, rcvbuf, send_size, recv_size, lcpu, rcpu);
   return stream.run();
 }
 

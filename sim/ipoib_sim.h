@@ -11,8 +11,10 @@
 ///   netfilter's two output hooks and conntrack when host.netfilter is on, the IP and TCP
 ///   header checksums, the DMA mapping of the frame and IPoIB's post.
 /// - Every CQE (receive or send completion) is handled by the interrupt CPU (irq.affinity):
-///   an interrupt when the CQ was armed (hca.interrupt_latency after the CQE), then
-///   ipoib_ib_completion polls every CQE it finds before re-arming (interrupts amortise).
+///   the CQ's event and interrupt are the simulated HCA's (hca.interrupt_latency after the CQE,
+///   the entry netstack.interrupt), then ipoib_ib_completion re-arms the CQ and polls it 4 CQEs
+///   at a time until a poll comes back short (interrupts amortise; a CQE after the re-arm raises
+///   another).
 ///   A packet received passes the IP input path, netfilter's two input hooks and conntrack
 ///   (which verifies the TCP checksum at PRE_ROUTING: a full do_csum pass over the segment),
 ///   then TCP: if netserver holds the socket (in recv()), the segment goes to the socket's
@@ -22,14 +24,14 @@
 /// - The receiver ACKs every second full segment when its window can advance (tcp_input.c
 ///   __tcp_ack_snd_check) and when a recv() opens the window to at least twice what was left
 ///   (tcp_cleanup_rbuf); a delayed-ACK timer (40 ms, Linux TCP_DELACK_MIN) covers the rest.
-/// - The wire: each packet reserves, in order, the sender's bus (WQE fetch and the frame's
-///   DMA read), the sender HCA's packet engine, the IB link, the receiver HCA's engine and the
-///   receiver's bus (frame and CQE DMA writes), each a FIFO server whose busy intervals are
-///   kept in a calendar (a later request may use an earlier gap: a PCI-X bus is shared by
-///   both directions' transfers). Not modelled: packet loss (IPoIB UD drops nothing here: the
-///   window, 3/4 of the receive buffer, stays below the receive ring), TCP's congestion window
-///   (no loss, and slow start opens it within a few round trips of ~30 us), receive ring
-///   exhaustion, and cache effects beyond "the first checksum pass over DMA-written data is cold".
+/// - The wire is the testbed's (sim/testbed.h): each frame is a SEND of one SGE on a UD QP pair
+///   (datagram; Q_Key IPOIB_QKEY) or an RC QP pair (connected) of the simulated HCA (sim/hca.h),
+///   posted with the send doorbell, moved over the sender's bus, the IB link and the receiver's
+///   bus as SDP's messages are, and scattered into a buffer of the receive ring; the rings are
+///   ipoib.send_ring and ipoib.recv_ring. Not modelled: packet loss (a receive ring that runs
+///   dry fails the run; the window, 3/4 of the receive buffer, stays below it in the seeds'
+///   runs), TCP's congestion window (no loss, and slow start opens it within a few round trips
+///   of ~30 us), and cache effects beyond "the first checksum pass over DMA-written data is cold".
 ///
 /// One call builds one SimGrid engine (one per process).
 #include <array>

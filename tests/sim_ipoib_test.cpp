@@ -199,6 +199,11 @@ TEST_F(IpoibCommand, RefusesWhatItDoesNotModel) {
   const test::Outcome w = run("netperf -l 0.1 --transport ipoib --set ipoib.mode=connected -- -S 32K");
   EXPECT_EQ(w.status, 2);
   EXPECT_NE(w.err.find("-S: a receive buffer of 65536 B offers less than two segments"), std::string::npos) << w.err;
+  // A receive ring of 2 buffers under a 256 KB window runs dry on the receiver: the dropped
+  // datagram would need TCP's retransmission, which is not modelled.
+  const test::Outcome d = run("netperf -l 0.1 --transport ipoib --set ipoib.recv_ring=2 -- -m 64K -s 256K -S 256K");
+  EXPECT_EQ(d.status, 2);
+  EXPECT_EQ(d.err.rfind("hcasim: error: ipoib.recv_ring: the remote host's ring of 2 buffers ran dry", 0), 0u) << d.err;
   // A platform without the TCP/IP path's costs says so, not "missing parameter".
   const test::Outcome n = run("netperf -l 0.1 --transport ipoib --platform infinihost3-pcie1x8");
   EXPECT_EQ(n.status, 2);
