@@ -10,6 +10,10 @@
 
 namespace hcasim::hca {
 
+/// The GRH's room at the start of a UD receive's buffer (IBA 11.4.1.2: 40 bytes, written whether
+/// or not the packet had a GRH); a UD receive's byte_len counts it.
+inline constexpr uint32_t kGrhBytes = 40;
+
 /// BTH OpCode (IBA 9.2.1, table 38): bits 7:5 the transport (RC 000, UC 001, UD 011), bits 4:0
 /// the operation. The CM messages of the emulator's wire (0xC0..) are outside this table.
 enum class Opcode : uint8_t {

@@ -36,10 +36,6 @@ bool for_each_piece(const std::array<sdp::Sge, sdp::kMaxSge>& sg, uint8_t nsge, 
   return done == len;
 }
 
-/// The GRH's room at the start of a UD receive's buffer (IBA 11.4.1.2: 40 bytes, written whether
-/// or not the packet had a GRH).
-constexpr uint32_t kGrhBytes = 40;
-
 }  // namespace
 
 void Responder::reset(uint32_t rq_psn) {

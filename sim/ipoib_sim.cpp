@@ -63,8 +63,7 @@ namespace {
 constexpr uint32_t kIpoibQkey = 0x00000b1b;
 /// IPOIB_NUM_WC (2.6.11 ipoib.h): the CQEs ipoib_ib_completion polls per ib_poll_cq call.
 constexpr size_t kIpoibNumWc = 4;
-/// The GRH a UD receive buffer holds before the datagram (IBA 11.4.1.1: 40 B).
-constexpr uint32_t kGrhBytes = 40;
+using hca::kGrhBytes;
 
 /// A packet on the wire: a TCP data segment or an ACK.
 struct Packet {
