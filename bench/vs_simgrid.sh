@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # bench_vs_simgrid: simulated SDP messages per wall second (hcasim netperf --stats, bcopy -m 1M)
 # against a bare SimGrid ping-pong's messages per wall second (simgrid_pingpong), both in this
-# run and this build. Issue 20's target: the ratio at least 2.
+# run and this build. The target (docs/performance.md): the ratio at least 2.
 # Each program runs RUNS times (default 3), the two alternating, and each side's best rate is
 # compared: this machine's speed varies by up to 1.5x from one second to the next (a VM), and
 # the best of a few runs of each is the figure least disturbed by it. Every run is printed.
