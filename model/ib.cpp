@@ -1,6 +1,7 @@
 /// \file InfiniBand byte accounting; every formula and constant is sourced in ib.h.
 #include "model/ib.h"
 
+#include <algorithm>
 #include <cctype>
 #include <stdexcept>
 #include <string>
@@ -60,6 +61,22 @@ void validate(const Config& c) {
   if (c.width != 1 && c.width != 4 && c.width != 8 && c.width != 12)
     throw InputError("ib.width: " + std::to_string(c.width) + " is not one of 1, 4, 8, 12");
   check_mtu(c.mtu);
+}
+
+Config trained(const Config& a, const Config& b) {
+  validate(a);
+  validate(b);
+  Config t;
+  t.speed = std::min(a.speed, b.speed);
+  // Widths a port supports: 1x, 4x and its own.
+  auto supports = [](int port, int w) { return w == port || (w < port && (w == 1 || w == 4)); };
+  for (int w : {12, 8, 4, 1})
+    if (supports(a.width, w) && supports(b.width, w)) {
+      t.width = w;
+      break;
+    }
+  t.mtu = std::min(a.mtu, b.mtu);
+  return t;
 }
 
 double signalling_rate_gbps(const Config& c) {

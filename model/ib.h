@@ -47,6 +47,14 @@ struct Config {
 /// "ib.mtu: 300 is not one of 256, 512, 1024, 2048, 4096"; "ib.speed: ...").
 void validate(const Config&);
 
+/// The link two ports train to, each port given by its own configuration (its highest speed and
+/// width and its MTU): the highest speed both support, a port supporting every speed below its
+/// own (Speed is in order of rate, FDR10 below FDR); the widest width both support, a port of
+/// width w supporting 1x, 4x and w (IBA 1.2 Vol. 2 ch. 5: link training, LinkWidthSupported;
+/// so 8x against 12x trains to 4x); and the smaller MTU (PortInfo NeighborMTU, the path
+/// record's MTU). Validates both (validate()'s errors).
+Config trained(const Config& a, const Config& b);
+
 /// Signalling rate of the link, Gbit/s: lane rate (2.5/5/10/10.3125/14.0625 Gbaud) * width;
 /// 4x = 10/20/40/41.25/56.25.
 double signalling_rate_gbps(const Config&);

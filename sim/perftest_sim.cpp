@@ -267,7 +267,7 @@ frontends::PerftestResult check_config(const HostParams& A, const HostParams& B,
 
   frontends::PerftestResult res;
   res.max_inline_data = cfg.inline_size;
-  res.mtu = A.ib.mtu;
+  res.mtu = model::ib::trained(A.ib, B.ib).mtu;  // the port's active MTU, as the link trained
   res.blueflame = A.post.blueflame;
   res.write_combining = A.post.mmio.write_combining;
   return res;

@@ -80,7 +80,8 @@ PathRates path_rates(const HostParams& tx, const HostParams& rx) {
   PathRates r;
   r.bus_read_Bps = tx.bus.dma_read_ceiling_gbps() * 1e9 / 8;
   r.dma_tags_Bps = tx.bus.dma_read_latency_bound_gbps(tx.timing.dma_read_rtt_ns, tx.max_outstanding_reads) * 1e9 / 8;
-  r.ib_Bps = model::ib::send_goodput_ceiling_gbps(tx.ib, rx.sdp.max_recv_size + sdp::Bsdh::kSize) * 1e9 / 8;
+  r.ib_Bps = model::ib::send_goodput_ceiling_gbps(model::ib::trained(tx.ib, rx.ib), rx.sdp.max_recv_size + sdp::Bsdh::kSize) *
+             1e9 / 8;
   r.bus_write_Bps = rx.bus.dma_write_ceiling_gbps() * 1e9 / 8;
   return r;
 }
@@ -137,7 +138,7 @@ TwoHostBed::TwoHostBed(const HostParams& a, const HostParams& b, uint64_t seed, 
     lim.max_msg_sz = p[i]->max_msg_size;
     lim.port_mtu = p[i]->ib.mtu;
     hca_[i] = std::make_unique<Hca>(*host_[i], p[i]->timing, p[i]->post, lim, *timer_, failure_, p[i]->irq);
-    hca_[i]->set_route(p[i]->ib, bottleneck[i], routes_[i]);
+    hca_[i]->set_route(model::ib::trained(a.ib, b.ib), bottleneck[i], routes_[i]);  // one link, as both ports trained it
   }
   params_ = p;
   if (first_pair) std::tie(qp_[0], qp_[1]) = add_qp_pair();

@@ -60,8 +60,9 @@ HostParams read_host_params(const model::Platform& p);
 /// Payload-rate bandwidths (bytes/s) of the links one direction's data crosses, from model/'s
 /// closed-form ceilings (model/bus.h): the sender's bus reading the data (PCIe host->device
 /// completions, or PCI-X requests and split completions), the sender's DMA-read latency
-/// bound (PCIe tags, PCI-X outstanding split transactions), the IB link (SENDs of the
-/// receiver's largest buffer), the receiver's bus writing it (PCIe device->host, PCI-X).
+/// bound (PCIe tags, PCI-X outstanding split transactions), the IB link as the two ports train
+/// it (model::ib::trained; SENDs of the receiver's largest buffer), the receiver's bus writing it
+/// (PCIe device->host, PCI-X).
 struct PathRates {
   double bus_read_Bps = 0, dma_tags_Bps = 0, ib_Bps = 0, bus_write_Bps = 0;
 };

@@ -166,3 +166,21 @@ TEST(IbErrors, InvalidConfigs) {
   EXPECT_THROW(ib::send_wire_bytes(c, 100), InputError);
   EXPECT_THROW(ib::send_goodput_ceiling_gbps(c, 100), InputError);
 }
+
+TEST(IbTraining, TheLinkTrainsToWhatBothPortsSupport) {
+  // IBA 1.2 Vol. 2 ch. 5 link training: the highest common speed (each port supports every lower
+  // one), the widest common width (a port of width w supports 1x, 4x and w), the smaller MTU.
+  ib::Config fdr{ib::Speed::FDR, 4, 4096}, sdr{ib::Speed::SDR, 4, 2048};
+  for (const auto& [a, b] : {std::pair{fdr, sdr}, std::pair{sdr, fdr}}) {
+    const ib::Config t = ib::trained(a, b);
+    EXPECT_EQ(t.speed, ib::Speed::SDR);
+    EXPECT_EQ(t.width, 4);
+    EXPECT_EQ(t.mtu, 2048u);
+  }
+  EXPECT_EQ(ib::trained({ib::Speed::FDR, 4, 2048}, {ib::Speed::FDR10, 4, 2048}).speed, ib::Speed::FDR10);
+  EXPECT_EQ(ib::trained({ib::Speed::QDR, 12, 2048}, {ib::Speed::QDR, 8, 2048}).width, 4);  // 8x and 12x share 4x
+  EXPECT_EQ(ib::trained({ib::Speed::QDR, 12, 2048}, {ib::Speed::QDR, 12, 2048}).width, 12);
+  EXPECT_EQ(ib::trained({ib::Speed::QDR, 4, 2048}, {ib::Speed::QDR, 1, 2048}).width, 1);
+  EXPECT_EQ(ib::trained(ddr4x2048(), {ib::Speed::DDR, 4, 256}).mtu, 256u);
+  EXPECT_THROW(ib::trained(ddr4x2048(), {ib::Speed::DDR, 3, 2048}), InputError);
+}

@@ -165,3 +165,54 @@ TEST(SimPerftest, SendBandwidthCompletesEveryMessageIntoPostedReceives) {
     for (size_t i = 0; i < pt.tposted_ns.size(); ++i) EXPECT_GT(pt.tcompleted_ns[i], pt.tposted_ns[i]);
   }
 }
+
+namespace {
+/// ib_write_bw -s `size` from `a` to `b` (tx depth 128, a CQE per 100 WRs), Gbit/s of payload.
+double write_bw_gbps(const model::Platform& a, const model::Platform& b, uint64_t size) {
+  frontends::PerftestConfig c;
+  c.test = frontends::PerftestTest::WriteBw;
+  c.sizes = {size};
+  c.iterations = 1000;
+  c.tx_depth = 128;
+  c.cq_mod = 100;
+  c.inline_size = 0;
+  const auto r = sim::run_perftest(a, b, c);
+  const auto& pt = r.points.at(0);
+  return static_cast<double>(pt.bytes) * static_cast<double>(pt.tposted_ns.size()) * 8 /
+         (pt.tcompleted_ns.back() - pt.tposted_ns.front());
+}
+/// The RDMA WRITE ceiling of an SDR 4x link (8 Gbit/s of data) at path MTU `mtu`, Gbit/s.
+double sdr_write_ceiling_gbps(uint32_t mtu, uint64_t size) {
+  const model::ib::Config link{model::ib::Speed::SDR, 4, mtu};
+  return 8.0 * static_cast<double>(size) / static_cast<double>(model::ib::rdma_write_wire_bytes(link, size));
+}
+}  // namespace
+
+// The link trains to what both ports support (model::ib::trained): a ConnectX-3 (FDR 4x) and an
+// InfiniHost III (SDR 4x) run at SDR 4x either way, bound by the link (the InfiniHost's PCIe
+// gen1 x8 reads at 11.867 Gbit/s, the ConnectX-3's gen3 x8 at 62.8): 1 MB writes within 1 % below
+// 8 x 2^20 / rdma_write_wire_bytes(SDR 4x, MTU 2048, 2^20) = 7.89 Gbit/s.
+TEST(SimPerftest, FdrToSdrRunsAtSdr) {
+  const double g = write_bw_gbps(platform("connectx3-pcie3x8"), platform("infinihost3-pcie1x8"), 1 << 20);
+  EXPECT_LE(g, sdr_write_ceiling_gbps(2048, 1 << 20) * (1 + 1e-9));
+  EXPECT_GT(g, 0.99 * sdr_write_ceiling_gbps(2048, 1 << 20));
+}
+
+TEST(SimPerftest, SdrToFdrRunsAtSdr) {
+  const double g = write_bw_gbps(platform("infinihost3-pcie1x8"), platform("connectx3-pcie3x8"), 1 << 20);
+  EXPECT_LE(g, sdr_write_ceiling_gbps(2048, 1 << 20) * (1 + 1e-9));
+  EXPECT_GT(g, 0.99 * sdr_write_ceiling_gbps(2048, 1 << 20));
+}
+
+// An MTU of 256 on the remote port is the path MTU: 64 KB writes in 256 B packets, within 1 %
+// below 8 x 65536 / rdma_write_wire_bytes(SDR 4x, MTU 256, 65536) = 7.21 Gbit/s (at 2048: 7.88).
+TEST(SimPerftest, AnMtuOf256OnOneSideIsThePathMtu) {
+  auto small = platform("infinihost3-pcie1x8");
+  small.set("ib.mtu=256");
+  frontends::PerftestConfig c;  // what perftest's banner prints as "Mtu"
+  c.sizes = {65536};
+  EXPECT_EQ(sim::check_perftest(platform("infinihost3-pcie1x8"), small, c).mtu, 256u);
+  const double g = write_bw_gbps(platform("infinihost3-pcie1x8"), small, 65536);
+  EXPECT_LE(g, sdr_write_ceiling_gbps(256, 65536) * (1 + 1e-9));
+  EXPECT_GT(g, 0.99 * sdr_write_ceiling_gbps(256, 65536));
+}
