@@ -97,7 +97,7 @@ TEST(PerftestCli, WriteBwDefaultsArePerftests) {
   EXPECT_EQ(c.tx_depth, 128u);      // DEF_TX_BW
   EXPECT_EQ(c.rx_depth, 1u);
   // 65536 B > MSG_SIZE_CQ_MOD_LIMIT (8192) without -Q: CQ moderation off (1); the banner of a
-  // real 65536 B ib_write_bw shows "CQ Moderation   : 1" (linux-rdma/perftest issue #234).
+  // real 65536 B ib_write_bw shows "CQ Moderation   : 1" (github.com/linux-rdma/perftest/issues/234).
   EXPECT_EQ(c.cq_mod, 1u);
   EXPECT_EQ(c.num_qps, 1u);
   EXPECT_FALSE(perftest_no_peak(o));

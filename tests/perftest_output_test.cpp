@@ -1,7 +1,7 @@
 // perftest output (frontends/perftest_output.h): the figures of print_report_lat and
 // print_report_bw computed from hand-made timestamps (the expected values worked by hand in the
 // comments), the row and header layouts against real perftest output (the 2014 seed rows of
-// shared/seeds/001, a perftest 4.5-era ib_write_bw run quoted in linux-rdma/perftest issue #132),
+// shared/seeds/001, a perftest 4.5-era ib_write_bw run quoted in github.com/linux-rdma/perftest/issues/132),
 // the banner and address lines, the whole stdout, the CSV and the --stats line.
 #include <gtest/gtest.h>
 
@@ -181,7 +181,7 @@ TEST(PerftestRows, Headers) {
 }
 
 TEST(PerftestRows, BandwidthRowsAreRealPerftestOutput) {
-  // linux-rdma/perftest issue #132, `ib_write_bw -a -d mlx5_0 --report_gbits node1`:
+  // github.com/linux-rdma/perftest/issues/132, `ib_write_bw -a -d mlx5_0 --report_gbits node1`:
   //  " 2          5000           0.042350            0.042185            2.636533"  (REPORT_FMT_EXT:
   //    an average below 0.1 Gb/s gets six decimals)
   //  " 8          5000             0.17               0.17   \t\t   2.641399"        (REPORT_FMT)
@@ -411,8 +411,9 @@ TEST(PerftestBwPeak, RefusesACompletionBeforeItsPost) {
 }
 
 TEST(PerftestAddresses, LineFormatIsPerftests) {
-  // linux-rdma/perftest issue #132: " local address: LID 0x02 QPN 0x0032 PSN 0x5f2841 RKey
-  // 0x002440 VAddr 0x007f2e5f64b000"; issue #234 (RoCE, LID 0): "LID 0000 QPN 0x0108 ...".
+  // github.com/linux-rdma/perftest/issues/132: " local address: LID 0x02 QPN 0x0032 PSN 0x5f2841 RKey
+  // 0x002440 VAddr 0x007f2e5f64b000"; github.com/linux-rdma/perftest/issues/234 (RoCE, LID 0):
+  // "LID 0000 QPN 0x0108 ...".
   PerftestAddress a;
   a.lid = 0x02;
   a.qpn = 0x32;
@@ -510,7 +511,7 @@ TEST(PerftestOutput, WriteLatWholeOutput) {
 }
 
 TEST(PerftestOutput, BannerIsPerftest45sForABwTest) {
-  // linux-rdma/perftest issue #132 (ib_write_bw -a -d mlx5_0 --report_gbits, a 4.5-era build):
+  // github.com/linux-rdma/perftest/issues/132 (ib_write_bw -a -d mlx5_0 --report_gbits, a 4.5-era build):
   // the same lines but "ibv_wr* API : ON" (mlx5 keeps the new post-send API, ConnectX-3 and
   // older fall back to ibv_post_send) and a 4096 B MTU.
   const std::string issue132 = std::string(kDashes) +

@@ -7,7 +7,7 @@
 ///
 /// Sources of the values below (public ibv_devinfo -v / ibstat outputs of ConnectX-3 MT4099
 /// adapters on InfiniBand, read, not copied):
-///  - [infinity5]: github.com/claudebarthels/infinity issue #5 (2019-07-10), `ibv_devinfo -v` of
+///  - [infinity5]: github.com/claudebarthels/infinity/issues/5 (2019-07-10), `ibv_devinfo -v` of
 ///    an mlx4 device, fw 2.33.5100: every device attribute below marked [infinity5].
 ///  - [ibstat]: ibstat of single- and dual-port MT4099 adapters (fw 2.42.5000, hardware version
 ///    1, node GUID ...d0 / system image GUID ...d3 / port 1 GUID ...d1, capability mask
