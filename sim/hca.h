@@ -180,8 +180,6 @@ class Qp : public sdp::Verbs, public hca::QpBackend {
   /// RcRetry::rnr_retry and code 12 (0.64 ms, what perftest and the RDMA CM set).
   void set_rnr(uint8_t rnr_retry, uint8_t min_rnr_timer);
   static constexpr uint8_t kRnrRetryForever = hca::kRnrRetryForever;
-  /// Called when an RDMA WRITE from the peer has landed in this host's memory (its last byte
-  /// visible to the CPU), with the target range: what a CPU polling that memory watches.
   /// Called when an RDMA WRITE message into this QP's memory has landed whole (its last packet's
   /// data visible), once per message: perftest's latency loop polls on the last byte.
   void set_write_handler(std::function<void(sdp::Addr, uint64_t)> on_write);

@@ -778,20 +778,8 @@ frontends::IpoibStreamResult run_ipoib_stream(const model::Platform& local, cons
     throw InputError("ipoib.mode: both hosts must use the same IPoIB mode (datagram or connected)");
   if (ha.ib.mtu != hb.ib.mtu || (a.ipoib.mode == model::ipoib::Mode::Connected && a.ipoib.connected_mtu != b.ipoib.connected_mtu))
     throw InputError("ib.mtu / ipoib.connected_mtu: both hosts must have the same MTU");
-  // Linux doubles a SO_SNDBUF/SO_RCVBUF request, caps it at 2 x wmem_max/rmem_max and keeps
-  // at least SOCK_MIN_SNDBUF/RCVBUF.
-  const uint64_t sndbuf =
-      model::linux_socket_buffer(cfg.local_send_socket, a.net.wmem_max, ha.wmem_default, model::kSockMinSndbuf);
-  const uint64_t rcvbuf =
-      model::linux_socket_buffer(cfg.remote_recv_socket, b.net.rmem_max, hb.rmem_default, model::kSockMinRcvbuf);
-  const uint64_t send_size = cfg.send_size ? cfg.send_size : sndbuf;
-  const uint64_t recv_size = cfg.recv_size ? cfg.recv_size : rcvbuf;
-  const int lcpu = cfg.local_cpu.value_or(ha.app_cpu);
-  const int rcpu = cfg.remote_cpu.value_or(hb.app_cpu);
-  if (lcpu < 0 || lcpu >= ha.costs.cpus)
-    throw frontends::ConfigError("local_cpu", fmt::format("local CPU {} does not exist ({} has {} CPUs)", lcpu, local.name(), ha.costs.cpus));
-  if (rcpu < 0 || rcpu >= hb.costs.cpus)
-    throw frontends::ConfigError("remote_cpu", fmt::format("remote CPU {} does not exist ({} has {} CPUs)", rcpu, remote.name(), hb.costs.cpus));
+  const StreamSetup setup = stream_setup(ha, hb, local, remote, cfg);
+  const uint64_t sndbuf = setup.send_socket, rcvbuf = setup.recv_socket;
   if (model::tcp_window_from_space(rcvbuf) < 2 * static_cast<uint64_t>(model::ipoib::tcp_mss(b.ipoib, hb.ib)))
     throw frontends::ConfigError("remote_recv_socket",
                                  fmt::format("a receive buffer of {} B offers less than two segments of {} B; Linux would "
@@ -805,7 +793,7 @@ frontends::IpoibStreamResult run_ipoib_stream(const model::Platform& local, cons
                                  fmt::format("a send buffer of {} B holds less than one segment of {} B, which hcasim does "
                                              "not model: give a larger buffer (and raise socket.wmem_max)",
                                              sndbuf, model::ipoib::tcp_mss(a.ipoib, ha.ib)));
-  Stream stream(ha, hb, a, b, cfg, sndbuf, rcvbuf, send_size, recv_size, lcpu, rcpu);
+  Stream stream(ha, hb, a, b, cfg, sndbuf, rcvbuf, setup.send_size, setup.recv_size, setup.local_cpu, setup.remote_cpu);
   return stream.run();
 }
 

@@ -26,6 +26,24 @@ struct Rendezvous {
 
 }  // namespace
 
+StreamSetup stream_setup(const HostParams& a, const HostParams& b, const model::Platform& local,
+                         const model::Platform& remote, const frontends::TcpStreamConfig& cfg) {
+  StreamSetup s;
+  s.send_socket = model::linux_socket_buffer(cfg.local_send_socket, a.wmem_max, a.wmem_default, model::kSockMinSndbuf);
+  s.recv_socket = model::linux_socket_buffer(cfg.remote_recv_socket, b.rmem_max, b.rmem_default, model::kSockMinRcvbuf);
+  s.send_size = cfg.send_size ? cfg.send_size : s.send_socket;
+  s.recv_size = cfg.recv_size ? cfg.recv_size : s.recv_socket;
+  s.local_cpu = cfg.local_cpu.value_or(a.app_cpu);
+  s.remote_cpu = cfg.remote_cpu.value_or(b.app_cpu);
+  if (s.local_cpu < 0 || s.local_cpu >= a.costs.cpus)
+    throw frontends::ConfigError("local_cpu", fmt::format("local CPU {} does not exist ({} has {} CPUs)", s.local_cpu,
+                                                          local.name(), a.costs.cpus));
+  if (s.remote_cpu < 0 || s.remote_cpu >= b.costs.cpus)
+    throw frontends::ConfigError("remote_cpu", fmt::format("remote CPU {} does not exist ({} has {} CPUs)", s.remote_cpu,
+                                                           remote.name(), b.costs.cpus));
+  return s;
+}
+
 frontends::TcpStreamResult run_tcp_stream(const model::Platform& local, const model::Platform& remote,
                                const frontends::TcpStreamConfig& cfg) {
   // A precondition on the config: the front end rejects -l 0 in its own words (frontends/netperf_cli.cpp).
@@ -34,25 +52,17 @@ frontends::TcpStreamResult run_tcp_stream(const model::Platform& local, const mo
   const HostParams B = read_host_params(remote);
 
   frontends::TcpStreamResult res;
-  // An SDP socket's SO_SNDBUF/SO_RCVBUF go through Linux's sock_setsockopt as a TCP socket's do
-  // (doubled, capped at 2 x wmem_max/rmem_max, at least SOCK_MIN_SNDBUF/RCVBUF), and netperf
-  // prints what getsockopt returns.
-  res.local_send_socket =
-      model::linux_socket_buffer(cfg.local_send_socket, A.wmem_max, A.wmem_default, model::kSockMinSndbuf);
-  res.remote_recv_socket =
-      model::linux_socket_buffer(cfg.remote_recv_socket, B.rmem_max, B.rmem_default, model::kSockMinRcvbuf);
-  // netperf: without -m the send size is the send socket size; without -M the receive size
-  // is the receive socket size (nettest_bsd.c send_tcp_stream / recv_tcp_stream).
-  res.send_size = cfg.send_size ? cfg.send_size : res.local_send_socket;
-  res.recv_size = cfg.recv_size ? cfg.recv_size : res.remote_recv_socket;
+  // An SDP socket's SO_SNDBUF/SO_RCVBUF go through Linux's sock_setsockopt as a TCP socket's do,
+  // and netperf prints what getsockopt returns.
+  const StreamSetup setup = stream_setup(A, B, local, remote, cfg);
+  res.local_send_socket = setup.send_socket;
+  res.remote_recv_socket = setup.recv_socket;
+  res.send_size = setup.send_size;
+  res.recv_size = setup.recv_size;
   res.local_cpus = A.costs.cpus;
   res.remote_cpus = B.costs.cpus;
-  const int lcpu = cfg.local_cpu.value_or(A.app_cpu);
-  const int rcpu = cfg.remote_cpu.value_or(B.app_cpu);
-  if (lcpu < 0 || lcpu >= A.costs.cpus)
-    throw frontends::ConfigError("local_cpu", fmt::format("local CPU {} does not exist ({} has {} CPUs)", lcpu, local.name(), A.costs.cpus));
-  if (rcpu < 0 || rcpu >= B.costs.cpus)
-    throw frontends::ConfigError("remote_cpu", fmt::format("remote CPU {} does not exist ({} has {} CPUs)", rcpu, remote.name(), B.costs.cpus));
+  const int lcpu = setup.local_cpu;
+  const int rcpu = setup.remote_cpu;
 
   const auto wall0 = std::chrono::steady_clock::now();
   const sdp::DataMode mode = cfg.verify_data ? sdp::DataMode::Bytes : sdp::DataMode::Reference;

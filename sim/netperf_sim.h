@@ -14,6 +14,7 @@
 #include "model/cpu.h"
 #include "model/fault.h"
 #include "model/platform.h"
+#include "sim/testbed.h"
 
 namespace hcasim::sim {
 
@@ -22,6 +23,19 @@ namespace hcasim::sim {
 /// frontends::ConfigError naming the field (local_cpu, remote_cpu) for a CPU the host lacks.
 frontends::TcpStreamResult run_tcp_stream(const model::Platform& local, const model::Platform& remote,
                                           const frontends::TcpStreamConfig& config);
+
+/// What a netperf TCP_STREAM gets of its flags on two hosts, SDP's or TCP's: the socket buffers
+/// as Linux's sock_setsockopt grants them (doubled, capped at 2 x socket.wmem_max/rmem_max, at
+/// least SOCK_MIN_SNDBUF/RCVBUF: model::linux_socket_buffer), B; the send and receive sizes
+/// (without -m / -M the socket sizes, nettest_bsd.c send_tcp_stream / recv_tcp_stream), B; the
+/// CPUs (-T, else host.default_app_cpu). Throws frontends::ConfigError naming local_cpu or
+/// remote_cpu for a CPU the host lacks (the message names the platform).
+struct StreamSetup {
+  uint64_t send_socket = 0, recv_socket = 0, send_size = 0, recv_size = 0;
+  int local_cpu = 0, remote_cpu = 0;
+};
+StreamSetup stream_setup(const HostParams& a, const HostParams& b, const model::Platform& local,
+                         const model::Platform& remote, const frontends::TcpStreamConfig& config);
 
 /// netperf's service demand formula (model/cpu.h).
 using model::service_demand_us_per_kb;

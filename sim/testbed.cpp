@@ -130,6 +130,7 @@ TwoHostBed::TwoHostBed(const HostParams& a, const HostParams& b, uint64_t seed, 
 
   scheduler_ = std::make_unique<Scheduler>(failure_);
   timer_ = std::make_unique<Timer>();
+  const model::ib::Config trained = model::ib::trained(a.ib, b.ib);  // one link, as both ports trained it
   for (size_t i = 0; i < 2; ++i) {
     host_[i] = std::make_unique<SimHost>(static_cast<int>(i), names[i], p[i]->costs, p[i]->topology, seed, mode);
     hca::DeviceLimits lim;
@@ -138,24 +139,21 @@ TwoHostBed::TwoHostBed(const HostParams& a, const HostParams& b, uint64_t seed, 
     lim.max_msg_sz = p[i]->max_msg_size;
     lim.port_mtu = p[i]->ib.mtu;
     hca_[i] = std::make_unique<Hca>(*host_[i], p[i]->timing, p[i]->post, lim, *timer_, failure_, p[i]->irq);
-    hca_[i]->set_route(model::ib::trained(a.ib, b.ib), bottleneck[i], routes_[i]);  // one link, as both ports trained it
+    hca_[i]->set_route(trained, bottleneck[i], routes_[i]);
   }
   params_ = p;
   if (first_pair) std::tie(qp_[0], qp_[1]) = add_qp_pair();
 }
 
-std::pair<Qp*, Qp*> TwoHostBed::add_qp_pair() {
-  std::array<Qp*, 2> q{};
-  for (size_t i = 0; i < 2; ++i)
-    q[i] = &hca_[i]->create_qp(hca_[i]->alloc_pd(), params_[i]->qp_depth, params_[i]->qp_depth, params_[i]->cq_entries);
-  Qp::connect(*q[0], *q[1]);
-  return {q[0], q[1]};
-}
-
 std::pair<Qp*, Qp*> TwoHostBed::add_qp_pair(const QpPairShape& shape) {
   std::array<Qp*, 2> q{};
-  for (size_t i = 0; i < 2; ++i)
-    q[i] = &hca_[i]->create_qp(hca_[i]->alloc_pd(), shape.max_send_wr, shape.max_recv_wr, shape.cq_entries, shape.type);
+  for (size_t i = 0; i < 2; ++i) {
+    const HostParams& p = *params_[i];
+    auto or_host = [](uint32_t v, uint32_t host) { return v != 0 ? v : host; };
+    q[i] = &hca_[i]->create_qp(hca_[i]->alloc_pd(), or_host(shape.max_send_wr, p.qp_depth),
+                               or_host(shape.max_recv_wr, p.qp_depth), or_host(shape.cq_entries, p.cq_entries),
+                               shape.type);
+  }
   if (shape.type == hca::QpType::Ud)
     Qp::connect_ud(*q[0], *q[1], shape.qkey);
   else

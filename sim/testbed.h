@@ -68,8 +68,8 @@ struct PathRates {
 };
 PathRates path_rates(const HostParams& tx, const HostParams& rx);
 
-/// A QP pair of add_qp_pair: its transport (RC or UD), each QP's queue depths and CQ entries,
-/// and for UD the Q_Key both use.
+/// A QP pair of add_qp_pair: its transport (RC or UD), each QP's queue depths and CQ entries
+/// (0: its host's hca.max_qp_wr, hca.cq_entries), and for UD the Q_Key both use.
 struct QpPairShape {
   hca::QpType type = hca::QpType::Rc;
   uint32_t max_send_wr = 0, max_recv_wr = 0, cq_entries = 0;
@@ -89,12 +89,10 @@ class TwoHostBed {
   SimHost& host(int i) { return *host_[static_cast<size_t>(i)]; }
   Hca& hca(int i) { return *hca_[static_cast<size_t>(i)]; }
   Qp& qp(int i) { return *qp_[static_cast<size_t>(i)]; }
-  /// Creates and connects one more RC QP pair (A's first, then B's), each QP in a new PD and
-  /// sized like the first pair. Call before run().
-  std::pair<Qp*, Qp*> add_qp_pair();
   /// Creates one QP pair of `shape` (A's first, then B's), each in a new PD, connected (RC) or
-  /// brought to RTS as each other's destination (UD). Call before run().
-  std::pair<Qp*, Qp*> add_qp_pair(const QpPairShape& shape);
+  /// brought to RTS as each other's destination (UD); by default an RC pair sized like the
+  /// first. Call before run().
+  std::pair<Qp*, Qp*> add_qp_pair(const QpPairShape& shape = {});
   /// Faults on the wire and the RC retry attributes of every QP, on both HCAs
   /// (Hca::set_faults; A's fate streams are side 0, B's side 1). Call before run().
   void set_faults(const model::FaultConfig& faults, const model::RcRetry& retry);
