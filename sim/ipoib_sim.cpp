@@ -2,31 +2,23 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cmath>
 #include <deque>
 #include <functional>
 #include <memory>
 
 #include <fmt/format.h>
-#include <simgrid/s4u.hpp>
 
 #include "frontends/config_error.h"
 #include "model/cpu.h"
 #include "model/error.h"
 #include "model/hca.h"
 #include "model/ib.h"
-#include "model/interrupt.h"
 #include "model/ipoib.h"
-#include "model/mmio.h"
-#include "model/pcie.h"
-#include "model/pcix.h"
-#include "model/topology.h"
 #include "sim/kernel.h"
 #include "sim/testbed.h"
 
 namespace hcasim::sim {
 
-namespace s4u = simgrid::s4u;
 using model::KernelFn;
 
 namespace {
@@ -770,9 +762,9 @@ frontends::IpoibStreamResult run_ipoib_stream(const model::Platform& local, cons
     // The kernel's IPoIB posts with the send doorbell: BlueFlame serves libmlx4's user QPs
     // (mlx4_ib_post_send of the 2.6 kernels writes the doorbell register only).
     h->post.blueflame = false;
-    if (n->net.ipoib_post_ns < model::post_timing(h->post, {}).cpu_ns)
+    if (const double store_ns = model::post_timing(h->post, {}).cpu_ns; n->net.ipoib_post_ns < store_ns)
       throw InputError(fmt::format("netstack.ipoib_post: {} ns is below the doorbell store it includes ({} ns, cpu.uc_store)",
-                                   n->net.ipoib_post_ns, model::post_timing(h->post, {}).cpu_ns));
+                                   n->net.ipoib_post_ns, store_ns));
   }
   if (a.ipoib.mode != b.ipoib.mode)
     throw InputError("ipoib.mode: both hosts must use the same IPoIB mode (datagram or connected)");
