@@ -77,7 +77,7 @@ const std::set<std::string, std::less<>> kLongFlags = {"stats", "verify-data", "
 // netperf 2.4.3 global options hcasim does not simulate (netsh.c GLOBAL_CMD_LINE_ARGS) and
 // TCP_STREAM test options it does not simulate (nettest_bsd.c scan_sockets_args).
 constexpr std::string_view kUnsupportedGlobal = "aAbBdDFkKLnNoOpwW";
-constexpr std::string_view kUnsupportedTest = "bCDHLnNpP46";
+constexpr std::string_view kUnsupportedTest = "bCHLnNpP46";
 
 /// Walks a list of words getopt-style. `takes_value(c)` tells whether option char c has a
 /// value; the value is the rest of the word or else the next word of the same list.
@@ -338,6 +338,7 @@ void parse_test(const std::vector<std::string>& words, NetperfOptions& o,
           break;
         }
         case 'h': o.help = true; break;  // nettest_bsd.c: print_sockets_usage
+        case 'D': o.nodelay = true; break;  // nettest_bsd.c: loc_nodelay = rem_nodelay = 1 (no value)
         case 'r': {  // -r req[,rsp]: request/response sizes, ignored by TCP_STREAM
           const std::string v = r.take_value(flag, rest);
           consumed = true;
@@ -490,7 +491,10 @@ TcpStreamConfig to_tcp_stream_config(const NetperfOptions& o) {
   c.local_cpu = o.local_cpu_bind;
   c.remote_cpu = o.remote_cpu_bind;
   c.verify_data = o.verify_data;
+  c.nodelay = o.nodelay;
   c.seed = o.seed;
+  if (o.transport == "ipoib" && o.nodelay)
+    fail("-D: TCP_NODELAY is modelled for SDP only, not for --transport ipoib");
   if (o.transport == "ipoib" && c.faults.any())
     fail("fault.*: faults on the wire are modelled for SDP only, not for --transport ipoib");
   return c;

@@ -51,6 +51,7 @@ struct NetperfOptions {
   uint64_t local_send_socket = 0;       ///< -s send[,recv]: first value (local SO_SNDBUF)
   uint64_t remote_recv_socket = 0;      ///< -S send[,recv]: second value (remote SO_RCVBUF)
   std::optional<std::string> request_size;  ///< -r as written (TCP_STREAM ignores it)
+  bool nodelay = false;                 ///< -D: TCP_NODELAY on both data sockets
   std::vector<std::string> test_words;  ///< the words after "--", as given (for reports)
 
   // --- hcasim long options --------------------------------------------------------------

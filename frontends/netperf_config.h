@@ -26,6 +26,7 @@ struct TcpStreamConfig {
   std::optional<int> local_cpu;         ///< -T lcpu: core of netperf; empty = scheduler's choice
   std::optional<int> remote_cpu;        ///< -T ,rcpu: core of netserver
   bool verify_data = false;             ///< move real bytes and compare them at the receiver
+  bool nodelay = false;                 ///< -D: TCP_NODELAY on both sockets (SDP: no Nagle hold)
   uint64_t seed = 1;                    ///< seed of the data pattern (and of any noise)
   model::FaultConfig faults;            ///< --set fault.*: faults on the wire (none by default)
   model::RcRetry retry;                 ///< --set qp.*: RC retry attributes of the SDP QPs

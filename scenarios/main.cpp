@@ -55,7 +55,7 @@ Usage:
 hcasim netperf takes netperf 2.4's flags and prints netperf's output from a simulation:
   -t TCP_STREAM   -l SECONDS|-BYTES   -c [RATE]   -C [RATE]   -P 0|1   -T lcpu[,rcpu]   -v N
   -f k|m|g|K|M|G   (-H host, -4, -6, -i, -I are accepted and ignored)
-  test options after --:  -m SIZE  -M SIZE  -s SIZE[,SIZE]  -S SIZE[,SIZE]  (-r is ignored)
+  test options after --:  -m SIZE  -M SIZE  -s SIZE[,SIZE]  -S SIZE[,SIZE]  -D  (-r is ignored)
   sizes take K/M/G (2^10..) or k/m/g (10^3..) suffixes
 hcasim options:
   --platform NAME|FILE         local host (default connectx-ddr-pcie1x8)

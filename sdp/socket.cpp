@@ -195,7 +195,7 @@ std::optional<SdpSocket::Skb> SdpSocket::next_to_post(bool take) {
     if (take) resize_ack_pending_ = false;
     return Skb{.mid = Mid::ChRcvBufAck, .extra = rx_size_};
   }
-  if (!tx_queue_.empty() && can_post_data()) {
+  if (!tx_queue_.empty() && can_post_data() && nagle_off(tx_queue_.front())) {
     Skb s = tx_queue_.front();
     if (take) tx_queue_.pop_front();
     return s;
@@ -219,7 +219,7 @@ std::optional<SdpSocket::Skb> SdpSocket::next_to_post(bool take) {
     if (take) ++stats_.credit_updates_sent;
     return Skb{.mid = Mid::Data, .len = 0};
   }
-  if (disconnect_wanted_ && !disconnect_sent_ && tx_queue_.empty() && cur_ < 0 && tx_credits_ >= 1) {
+  if (disconnect_wanted_ && !disconnect_sent_ && tx_queue_.empty() && tx_credits_ >= 1) {
     if (take) disconnect_sent_ = true;
     return Skb{.mid = Mid::DisConn};
   }
@@ -458,36 +458,55 @@ uint64_t SdpSocket::send(Addr user, uint64_t len) {
   // than SDP_TX_SIZE / 2 slots are left); otherwise the completion work (on_cq_event, on the
   // interrupt CPU) frees the SDP buffers, and sendmsg sleeps in sk_stream_wait_memory when none
   // is free.
+  // Data goes into the last skb of the write queue while it is unposted and below the size goal
+  // (OFED 1.3 sdp_sendmsg: `copy = size_goal - skb->len`); a new skb starts only when it is full
+  // or was posted. Whether a partial skb leaves now is the Nagle rule's (nagle_off).
   uint64_t done = 0;
   while (done < len) {
-    if (cur_ < 0) {  // sk_stream_wait_memory: every SDP buffer is queued or in flight
+    const uint32_t goal = std::max<uint32_t>(xmit_goal_, 1);
+    Skb* tail = appendable_tail();
+    if (tail == nullptr) {  // sk_stream_wait_memory: every SDP buffer is queued or in flight
       wait_memory([&] { return !tx_free_.empty(); });
       check_usable();
-      cur_ = tx_free_.back();
+      const int buf = tx_free_.back();
       tx_free_.pop_back();
-      cur_len_ = 0;
       host_.charge(Activity::Syscall, k.skb_ns);
-      host_.share(tx_owner_[static_cast<size_t>(cur_)], skb_lines(tx_bufs_[static_cast<size_t>(cur_)].capacity, true));
+      host_.share(tx_owner_[static_cast<size_t>(buf)], skb_lines(tx_bufs_[static_cast<size_t>(buf)].capacity, true));
+      tx_queue_.push_back({.buf = buf, .mid = Mid::Data, .len = 0});  // skb_entail
+      tail = &tx_queue_.back();
     }
-    const uint32_t goal = std::max<uint32_t>(xmit_goal_, 1);
-    const uint64_t chunk = std::min<uint64_t>(len - done, goal - std::min(cur_len_, goal));
-    host_.memory().copy_local(tx_bufs_[static_cast<size_t>(cur_)].payload + cur_len_, user + done, chunk);
+    const uint64_t chunk = std::min<uint64_t>(len - done, goal - std::min(tail->len, goal));
+    host_.memory().copy_local(tx_bufs_[static_cast<size_t>(tail->buf)].payload + tail->len, user + done, chunk);
     host_.charge(Activity::Copy, host_.copy_from_user_ns(user + done, chunk));
-    cur_len_ += static_cast<uint32_t>(chunk);
+    tail->len += static_cast<uint32_t>(chunk);
     done += chunk;
-    if (cur_len_ >= goal) {
-      tx_queue_.push_back({.buf = cur_, .mid = Mid::Data, .len = cur_len_});
-      cur_ = -1;
+    if (tail->len >= goal) {
       if (tx_ring_busy()) poll_cq();
       post_sends();
     }
   }
-  if (cur_ >= 0) {  // sdp_push at the end of sendmsg posts the partial buffer
-    tx_queue_.push_back({.buf = cur_, .mid = Mid::Data, .len = cur_len_});
-    cur_ = -1;
-  }
-  post_sends();
+  post_sends();  // sdp_push at the end of sendmsg: the Nagle rule decides on a partial skb
   return len;
+}
+
+SdpSocket::Skb* SdpSocket::appendable_tail() {
+  if (tx_queue_.empty()) return nullptr;
+  Skb& s = tx_queue_.back();
+  if (s.mid != Mid::Data || s.bz || s.buf < 0 || s.len >= std::max<uint32_t>(xmit_goal_, 1)) return nullptr;
+  return &s;
+}
+
+bool SdpSocket::nagle_off(const Skb& s) const {
+  // OFED 1.3 sdp_bcopy.c sdp_nagle_off: TCP_NODELAY, or not the last skb of the write queue, or
+  // within a BSDH of the size goal, or nothing in flight (tx_tail == tx_head, TCP_CORK not
+  // modelled). A held skb leaves when its last send completes (sdp_handle_wc -> sdp_post_sends).
+  return nodelay_ || tx_queue_.size() > 1 || s.len + kHdr >= xmit_goal_ || tx_head_ == tx_tail_;
+}
+
+void SdpSocket::set_nodelay(bool on) {
+  Lock lock(*this);
+  nodelay_ = on;
+  post_sends();  // sdp_setsockopt(TCP_NODELAY): sdp_push_pending_frames
 }
 
 uint64_t SdpSocket::send_bzcopy(Addr user, uint64_t len) {
@@ -583,10 +602,6 @@ void SdpSocket::close() {
   if (state_ == State::Aborted || state_ == State::Closed || disconnect_wanted_) return;
   disconnect_wanted_ = true;
   Lock lock(*this);
-  if (cur_ >= 0) {
-    tx_queue_.push_back({.buf = cur_, .mid = Mid::Data, .len = cur_len_});
-    cur_ = -1;
-  }
   if (state_ == State::Established) state_ = State::Closing;
   wait(*tx_wq_, [&] { return disconnect_sent_; });
   if (peer_disconnected_ && state_ != State::Aborted) state_ = State::Closed;

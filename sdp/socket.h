@@ -72,6 +72,10 @@ class SdpSocket {
   /// recv(2): copies at most len bytes into `user`; blocks until at least one byte or the
   /// peer's DisConn; returns 0 at end of stream.
   uint64_t recv(Addr user, uint64_t len);
+  /// setsockopt(TCP_NODELAY): with it on, a partial skb is posted at the end of every send();
+  /// off (the default, as netperf leaves it without -D), the Nagle rule holds it while a SEND is
+  /// in flight (nagle_off).
+  void set_nodelay(bool on);
   /// shutdown(SHUT_WR)/close: sends DisConn after the queued data.
   void close();
   /// The CQ's completion event (interrupt, then sdp_work): poll, re-arm, poll.
@@ -117,6 +121,11 @@ class SdpSocket {
   void post_recv_buf(int buf);
   void repost_or_grow(int buf);
   bool can_post_data() const;
+  /// The last skb of the write queue when send() may append to it: bcopy data, unposted, below
+  /// the size goal; else null.
+  Skb* appendable_tail();
+  /// Whether the skb at the head of the write queue may be posted now (the Nagle rule).
+  bool nagle_off(const Skb& s) const;
   bool ring_full() const;
   bool tx_ring_busy() const;              // at least half the tx ring in flight
   void wait(WaitQueue& q, const std::function<bool()>& ready);
@@ -149,8 +158,7 @@ class SdpSocket {
   std::vector<int> tx_free_;              // free tx buffers
   Fifo<Skb> tx_queue_;                     // written, not yet posted
   std::vector<Skb> tx_ring_;              // posted, by mseq % tx_ring
-  int cur_ = -1;                          // tx buffer being filled by send()
-  uint32_t cur_len_ = 0;
+  bool nodelay_ = false;                  // TCP_NODELAY (sdp_sock nonagle & TCP_NAGLE_OFF)
   uint32_t tx_head_ = 0;                  // mseq of the next message
   uint32_t tx_tail_ = 0;                  // messages completed
   int64_t tx_credits_ = 0;

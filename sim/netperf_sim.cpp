@@ -96,6 +96,7 @@ frontends::TcpStreamResult run_tcp_stream(const model::Platform& local, const mo
       sock_b = std::make_unique<sdp::SdpSocket>(host_b, qp_b, B.sdp, "netserver");
       qp_b.set_handlers([&] { sock_b->on_cqe(); }, [&] { sock_b->on_cq_event(); });
       qp_b.req_notify_cq();
+      if (cfg.nodelay) sock_b->set_nodelay(true);
       {  // listen, then wait for the active side's Hello (accept)
         yield_rounds(2);
         rv.server = sock_b.get();
@@ -123,6 +124,7 @@ frontends::TcpStreamResult run_tcp_stream(const model::Platform& local, const mo
       sock_a = std::make_unique<sdp::SdpSocket>(host_a, qp_a, A.sdp, "netperf");
       qp_a.set_handlers([&] { sock_a->on_cqe(); }, [&] { sock_a->on_cq_event(); });
       qp_a.req_notify_cq();
+      if (cfg.nodelay) sock_a->set_nodelay(true);  // netperf sets it before connect (create_data_socket)
       {
         yield_rounds(2);
         while (rv.server == nullptr) rv.wq.wait();

@@ -85,6 +85,19 @@ TEST(NetperfCli, SeedMFlagLine) {
   EXPECT_EQ(o.notes, std::vector<std::string>{kHNote});
 }
 
+// nettest_bsd.c (netperf 2.4): 'D' takes no value in the test options' getopt string and sets
+// loc_nodelay and rem_nodelay; clustered with a flag that takes one, as getopt reads it.
+TEST(NetperfCli, DashDSetsNodelayOnBothSockets) {
+  EXPECT_FALSE(parse("-- -m 512").nodelay);
+  const NetperfOptions o = parse("-- -D -m 512");
+  EXPECT_TRUE(o.nodelay);
+  EXPECT_EQ(o.send_size, 512u);
+  const NetperfOptions c = parse("-- -Dm 512");
+  EXPECT_TRUE(c.nodelay);
+  EXPECT_EQ(c.send_size, 512u);
+  EXPECT_TRUE(hcasim::frontends::to_tcp_stream_config(o).nodelay);
+}
+
 TEST(NetperfCli, LeadingNetperfWordIsSkipped) {
   const NetperfOptions o =
       parse("netperf -C -c -P 0 -t TCP_STREAM -H 193.168.10.143 -l 60 -- -m 1M");
@@ -316,7 +329,7 @@ TEST(NetperfCli, ErrorsNameTheFlag) {
   EXPECT_EQ(error_of("-- -r 64Q"),
             "-r: bad size '64Q' (use a number with an optional K/M/G or k/m/g suffix)");
   EXPECT_EQ(error_of("-- -m"), "-m: missing value");
-  EXPECT_EQ(error_of("-- -D"), "-D: netperf test option not supported by hcasim");
+  EXPECT_EQ(error_of("-- -L 1.2.3.4"), "-L: netperf test option not supported by hcasim");
   EXPECT_EQ(error_of("-- -Q"), "unknown test option -Q");
   EXPECT_EQ(error_of("-- -m 64K junk"), "unexpected argument 'junk' after --");
   EXPECT_EQ(error_of("-- -m 64K --"), "unexpected argument '--' after --");

@@ -189,3 +189,47 @@ TEST(SdpCredits, MalformedBsdhAbortsTheConnection) {
   EXPECT_EQ(p.b->state(), SdpSocket::State::Aborted);
   EXPECT_NE(p.b->error().find("len 100 but 16 bytes received"), std::string::npos) << p.b->error();
 }
+
+// The Nagle rule of OFED 1.3's bcopy path (sdp_bcopy.c sdp_nagle_off, sdp_main.c sdp_sendmsg):
+// a send() appends to the last skb while it is unposted and below the size goal (2048 B here,
+// the peer's first buffers); the partial skb is posted only when nothing is in flight, when it
+// is within a BSDH of the goal, or with TCP_NODELAY. The loopback HCA completes each SEND at
+// once, but the completion stays in a's CQ until a polls it: until then the SEND is in flight
+// (tx_head != tx_tail).
+TEST(SdpNagle, SmallSendsFillTheHeldSkbWhileASendIsInFlight) {
+  Pair p;
+  HostMemory& ma = p.ha.memory();
+  const Addr ubuf = ma.allocate(1 << 16, DataMode::Reference);
+  ma.write_stream(ubuf, 1 << 16, 0);
+  // 1. Nothing in flight: the first 512 B leave at once.
+  EXPECT_EQ(p.a->send(ubuf, 512), 512u);
+  EXPECT_EQ(p.va.sends, 1u);
+  // 2. Three more sends of 512 B wait in one skb (1536 B + 16 < 2048) behind the first SEND.
+  for (int i = 1; i <= 3; ++i) EXPECT_EQ(p.a->send(ubuf + 512 * i, 512), 512u);
+  EXPECT_EQ(p.va.sends, 1u);
+  // 3. The fourth fills it to the goal, 2048 B: posted although a SEND is in flight.
+  EXPECT_EQ(p.a->send(ubuf + 2048, 512), 512u);
+  EXPECT_EQ(p.va.sends, 2u);
+  // 4. 100 B more are held; the completion work reaps both SENDs (tx_tail == tx_head) and its
+  //    sdp_post_sends posts the held skb.
+  EXPECT_EQ(p.a->send(ubuf + 2560, 100), 100u);
+  EXPECT_EQ(p.va.sends, 2u);
+  p.a->on_cq_event();
+  EXPECT_EQ(p.va.sends, 3u);
+  // b got 2660 B in three messages, in order.
+  const Addr rbuf = p.hb.memory().allocate(1 << 16, DataMode::Reference);
+  EXPECT_EQ(p.b->recv(rbuf, 1 << 16), 2660u);
+  EXPECT_TRUE(p.hb.memory().check_stream(rbuf, 2660, 0));
+  EXPECT_EQ(p.b->stats().msgs_received, 3u);
+}
+
+// With TCP_NODELAY (netperf -D) every send() posts what it wrote, in flight or not.
+TEST(SdpNagle, NodelayPostsEverySend) {
+  Pair p;
+  p.a->set_nodelay(true);
+  HostMemory& ma = p.ha.memory();
+  const Addr ubuf = ma.allocate(4096, DataMode::Reference);
+  ma.write_stream(ubuf, 4096, 0);
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(p.a->send(ubuf + 512 * i, 512), 512u);
+  EXPECT_EQ(p.va.sends, 4u);
+}
