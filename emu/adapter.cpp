@@ -169,7 +169,9 @@ void Hca::receive_datagram() {
 void Hca::accept_next() {
   // Each accepted stream's first frame is a CM REQ naming the QP it is for (Qp::modify to RTR).
   acceptor_->async_accept([this](boost::system::error_code ec, tcp::socket s) {
-    if (ec == asio::error::operation_aborted) return;
+    // Closed (~Hca): an accept armed after the close fails at once (bad_descriptor), not with
+    // operation_aborted, and arming another would spin the I/O thread for ever.
+    if (ec == asio::error::operation_aborted || !acceptor_->is_open()) return;
     if (!ec) {
       s.set_option(tcp::no_delay(true), ec);
       auto sock = std::make_shared<tcp::socket>(std::move(s));
