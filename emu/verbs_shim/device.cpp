@@ -128,7 +128,7 @@ ibv_port_attr port_attr() {
   p.active_mtu = IBV_MTU_2048;  // hcasim's modelled path MTU (model/ib.h IbConfig::mtu)
   p.gid_tbl_len = cx3::kGidTblLen;
   p.port_cap_flags = cx3::kPortCapFlags;
-  p.max_msg_sz = cx3::kMaxMsgSz;
+  p.max_msg_sz = static_cast<uint32_t>(hca::DeviceLimits{}.max_msg_sz);
   p.pkey_tbl_len = cx3::kPkeyTblLen;
   p.lid = port_lid();
   p.sm_lid = cx3::kSmLid;

@@ -100,8 +100,8 @@ inline constexpr uint8_t kLocalCaAckDelay = 15;         ///< local_ca_ack_delay 
 /// IsCapabilityMaskNoticeSupported, IsClientReregistrationSupported, IsDeviceManagementSupported,
 /// ... ; no IsSM) [ibstat].
 inline constexpr uint32_t kPortCapFlags = 0x02514868u;
-/// Largest message, B (max_msg_sz 0x40000000) [ibstat].
-inline constexpr uint32_t kMaxMsgSz = 0x40000000u;
+// The largest message (max_msg_sz 0x40000000 [ibstat]) is hca::DeviceLimits::max_msg_sz, the
+// limit the core's requester checks.
 /// GID and P_Key table lengths (gid_tbl_len 128, pkey_tbl_len 128) [ibstat].
 inline constexpr int kGidTblLen = 128;        ///< gid_tbl_len
 inline constexpr uint16_t kPkeyTblLen = 128;  ///< pkey_tbl_len
