@@ -156,10 +156,26 @@ void Qp::modify(State next) {
   }
 }
 
-void Qp::connect(Qp& a, Qp& b) {
-  using namespace hca::attr;
+int Qp::modify(const hca::QpAttr& a, unsigned mask) {
+  const State cur = core_.state();
+  const State next = (mask & hca::attr::kState) != 0 ? a.qp_state : cur;
+  if (cur == State::Init && next == State::Rtr && peer_ == nullptr) return EINVAL;  // no remote QP to go to
+  if (const int e = core_.modify(a, mask); e != 0) return e;
+  if (next == State::Reset) {  // IBA 10.3.1: RESET empties the queues and the CQ
+    cq_.clear();
+    posts_.clear();
+  }
+  return 0;
+}
+
+void Qp::pair(Qp& a, Qp& b) {
   a.peer_ = &b;
   b.peer_ = &a;
+}
+
+void Qp::connect(Qp& a, Qp& b) {
+  using namespace hca::attr;
+  pair(a, b);
   for (Qp* q : {&a, &b}) {
     hca::QpAttr x = q->core_.attr();
     x.qp_state = State::Init;
@@ -266,10 +282,8 @@ const model::PostTiming& Qp::post_timing_of(const model::mlx4::WqeShape& s) {
   return m.timing;
 }
 
-void Qp::post_send(const sdp::SendWr& wr) {
+hca::PostCheck Qp::post_checked(hca::SendWqe& w) {
   hca_.host().flush();  // the WQE is posted when the CPU gets here
-  hca::SendWqe w;
-  w.wr = wr;
   if (core_.type() == hca::QpType::Ud && peer_ != nullptr) {  // the address handle: the bed's other port
     w.x.ud_dlid = 1;
     w.x.ud_qpn = peer_->qpn_;
@@ -279,20 +293,32 @@ void Qp::post_send(const sdp::SendWr& wr) {
   posting_ = true;  // the doorbell rings once the WQE's timing is kept (kick)
   const hca::PostCheck c = core_.post_send(w);
   posting_ = false;
-  if (c.post != hca::Post::Accept) [[unlikely]] {
-    if (c.post == hca::Post::Refuse) {
-      const hca::SendLimits lim{core_.max_send_wr(), core_.limits().max_inline_data};
-      throw sdp::VerbsError(hca::post_error_text("post_send", qpn_, core_.state(), c.error, &wr, &lim));
-    }
-    return;  // flushed: its completion is written
-  }
+  if (c.post != hca::Post::Accept) [[unlikely]]
+    return c;  // refused, or flushed: its completion is written
   // The WQE is in the send queue; the MMIO that hands it to the HCA costs the CPU its stores
   // (charged now, slept off at the caller's next visible step) and reaches the HCA later.
-  const model::PostTiming& t = post_timing_of(wqe_shape(wr));
+  const model::PostTiming& t = post_timing_of(wqe_shape(w.wr));
   hca_.host().charge(model::Activity::Post, t.cpu_ns);
   ++(t.blueflame ? hca_.blueflame_posts_ : hca_.doorbell_posts_);
   posts_.push_back({seq, t.blueflame, now_ns() + t.wqe_at_hca_ns, t, false});
   hca_.ring_doorbell();
+  return c;
+}
+
+void Qp::post_send(const sdp::SendWr& wr) {
+  hca::SendWqe w;
+  w.wr = wr;
+  const hca::PostCheck c = post_checked(w);
+  if (c.post == hca::Post::Refuse) [[unlikely]] {
+    const hca::SendLimits lim{core_.max_send_wr(), core_.limits().max_inline_data};
+    throw sdp::VerbsError(hca::post_error_text("post_send", qpn_, core_.state(), c.error, &wr, &lim));
+  }
+}
+
+int Qp::post(const hca::SendWqe& wqe) {
+  hca::SendWqe w = wqe;
+  const hca::PostCheck c = post_checked(w);
+  return c.post == hca::Post::Refuse ? hca::post_errno(c.error) : 0;
 }
 
 void Qp::post_recv(const sdp::RecvWr& wr) {

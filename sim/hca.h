@@ -180,6 +180,18 @@ class Qp : public sdp::Verbs, public hca::QpBackend {
   /// RcRetry::rnr_retry and code 12 (0.64 ms, what perftest and the RDMA CM set).
   void set_rnr(uint8_t rnr_retry, uint8_t min_rnr_timer);
   static constexpr uint8_t kRnrRetryForever = hca::kRnrRetryForever;
+  /// ibv_post_send(3) of `w` with its errno, as emu::Qp::post: 0, or hca::post_errno of the
+  /// core's refusal (post_send throws instead). A UD WR goes to the peer as post_send's does.
+  int post(const hca::SendWqe& w);
+  /// ibv_modify_qp(3) with the attributes of `mask` (hca::attr bits) through the core's table
+  /// (hca::QueuePair::modify): 0, or EINVAL with the QP unchanged. INIT -> RTR needs a peer
+  /// (connect, or pair); to RESET empties the CQ, as modify(State) does.
+  int modify(const hca::QpAttr& a, unsigned mask);
+  /// Makes `a` and `b` each other's remote QP without moving their states (what the CM's REQ and
+  /// REP tell each side), so that modify() can take them through RTR and RTS.
+  static void pair(Qp& a, Qp& b);
+  /// The attributes (ibv_query_qp(3)), the state among them.
+  const hca::QpAttr& attr() const { return core_.attr(); }
   /// Called when an RDMA WRITE message into this QP's memory has landed whole (its last packet's
   /// data visible), once per message: perftest's latency loop polls on the last byte.
   void set_write_handler(std::function<void(sdp::Addr, uint64_t)> on_write);
@@ -205,6 +217,9 @@ class Qp : public sdp::Verbs, public hca::QpBackend {
 
  private:
   friend class Hca;
+  /// The core's verdict on `w` (a UD WR addressed to the peer); an accepted WR is handed to the
+  /// HCA (doorbell or BlueFlame).
+  hca::PostCheck post_checked(hca::SendWqe& w);
   /// How a posted WR was handed to the HCA, kept for its first transmission (by WQE seq).
   struct PostInfo {
     uint64_t seq = 0;
