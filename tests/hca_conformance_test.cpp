@@ -26,6 +26,7 @@
 #include "hca/qp.h"
 #include "model/platform.h"
 #include "sim/testbed.h"
+#include "tests/subnet_env.h"
 
 #if __has_include(<infiniband/verbs.h>)
 #include "hw/rdma_device.h"
@@ -50,6 +51,7 @@ struct Caps {
   uint32_t max_send_wr = 16;
   uint32_t max_recv_wr = 16;
   uint32_t cq_entries = 64;
+  uint64_t memory = 8u << 20;  ///< each side's memory arena (emu; sim's memory is sparse)
 };
 
 // ---- backends --------------------------------------------------------------------------------
@@ -71,6 +73,7 @@ class SimBackend {
     }
     sim::Qp::connect(*qp_[0], *qp_[1]);
     fresh_ = &bed_->hca(0).create_qp(bed_->hca(0).alloc_pd(), 4, 4, 8);
+    fresh_peer_ = &bed_->hca(1).create_qp(bed_->hca(1).alloc_pd(), 4, 4, 8);
     return "";
   }
   template <class F>
@@ -104,8 +107,24 @@ class SimBackend {
   void set_rnr_retry(int i, uint8_t n) { qp_[static_cast<size_t>(i)]->set_rnr(n, hca::kDefaultMinRnrTimer); }
   sdp::Verbs& fresh() { return *fresh_; }
   void modify_fresh(QpState s) { fresh_->modify(s); }
+  /// ibv_modify_qp(3) of the fresh QP with `mask`: 0 or the errno.
+  int modify_fresh(const hca::QpAttr& a, unsigned mask) { return fresh_->modify(a, mask); }
+  hca::QpAttr fresh_attr() { return fresh_->attr(); }
+  /// The fresh QP from INIT to RTR, its remote QP one of the other HCA (in RESET).
+  void fresh_to_rtr() {
+    sim::Qp::pair(*fresh_, *fresh_peer_);
+    fresh_->modify(QpState::Rtr);
+  }
   QpState fresh_state() { return fresh_->state(); }
   uint32_t max_inline() { return bed_->hca(0).max_inline_data(); }
+  /// ibv_post_send(3)'s return value for `wr` on side i's QP.
+  int post_errno(int i, const sdp::SendWr& wr) {
+    hca::SendWqe w;
+    w.wr = wr;
+    return qp_[static_cast<size_t>(i)]->post(w);
+  }
+  /// The max_msg_sz side 0's QPs check (hca::DeviceLimits).
+  uint64_t max_msg_sz() { return bed_->hca(0).limits().max_msg_sz; }
   /// An MR of side i's HCA in a PD of its own (not its QP's).
   uint32_t reg_other_pd(int i, sdp::Addr a, uint32_t n, unsigned access) {
     sim::Hca& h = bed_->hca(i);
@@ -117,6 +136,7 @@ class SimBackend {
   std::unique_ptr<sim::TwoHostBed> bed_;
   std::array<sim::Qp*, 2> qp_{};
   sim::Qp* fresh_ = nullptr;
+  sim::Qp* fresh_peer_ = nullptr;
 };
 
 /// Two rt::Devices connected by one RC connection through their CM (listen / connect on
@@ -166,7 +186,7 @@ class EmuBackend : public DeviceBackend {
   static constexpr bool kOwnErrorOpcode = true;
 
   std::string open(const Caps& c) {
-    for (auto& d : dev_) d = emu::open_emu_device(8u << 20);
+    for (auto& d : dev_) d = emu::open_emu_device(c.memory);
     connect("127.0.0.1", c);
     fresh_hca_ = std::make_unique<emu::Hca>(&fresh_memory_);
     fresh_ = fresh_hca_->create_qp(sdp::QpCaps{4, 4, 8});
@@ -177,15 +197,37 @@ class EmuBackend : public DeviceBackend {
   void set_rnr_retry(int i, uint8_t n) { emu::set_rnr_retry(qp(i), n); }
   sdp::Verbs& fresh() { return *fresh_; }
   void modify_fresh(QpState s) { fresh_->modify(s); }
+  int modify_fresh(const hca::QpAttr& a, unsigned mask) { return fresh_->modify(a, mask); }
+  hca::QpAttr fresh_attr() { return fresh_->attr(); }
+  /// The fresh QP from INIT to RTR, its remote QP one of the same adapter (in RESET, its port on
+  /// the test's own emulated subnet): the stream to it opens, the peer keeps it for its RTR.
+  void fresh_to_rtr() {
+    fresh_peer_ = fresh_hca_->create_qp(sdp::QpCaps{4, 4, 8});
+    using namespace hca::attr;
+    hca::QpAttr a = fresh_->attr();
+    a.qp_state = QpState::Rtr;
+    a.dlid = fresh_hca_->lid();
+    a.dest_qp_num = fresh_peer_->qp_num();
+    if (fresh_->modify(a, kState | kAv | kPathMtu | kDestQpn | kRqPsn | kMaxDestRdAtomic | kMinRnrTimer) != 0)
+      throw sdp::VerbsError("the fresh QP does not go to RTR");
+  }
   QpState fresh_state() { return fresh_->state(); }
   uint32_t max_inline() { return emu::Qp::kMaxInlineData; }
+  int post_errno(int i, const sdp::SendWr& wr) {
+    hca::SendWqe w;
+    w.wr = wr;
+    return emu_qp(i).post(w);
+  }
+  uint64_t max_msg_sz() { return emu_qp(0).adapter().limits().max_msg_sz; }
   uint32_t reg_other_pd(int i, sdp::Addr a, uint32_t n, unsigned access) {
     emu::Hca& h = emu_qp(i).adapter();
     return h.reg_mr(h.alloc_pd(), a, n, access);
   }
   ~EmuBackend() {
     if (fresh_) fresh_->close();
+    if (fresh_peer_) fresh_peer_->close();
     fresh_.reset();
+    fresh_peer_.reset();
     fresh_hca_.reset();
     for (auto& c : conn_) c.reset();
   }
@@ -194,7 +236,7 @@ class EmuBackend : public DeviceBackend {
   emu::Qp& emu_qp(int i) { return dynamic_cast<emu::Qp&>(qp(i)); }
   sdp::ProcessMemory fresh_memory_{1u << 20};
   std::unique_ptr<emu::Hca> fresh_hca_;
-  std::shared_ptr<emu::Qp> fresh_;
+  std::shared_ptr<emu::Qp> fresh_, fresh_peer_;
 };
 
 /// A real RDMA device (hw/, rdma-core), when there is one and HCASIM_RDMA_ADDR names the IP
@@ -227,8 +269,13 @@ class RdmaBackend : public DeviceBackend {
   void set_rnr_retry(int, uint8_t) {}
   sdp::Verbs& fresh() { return qp(0); }
   void modify_fresh(QpState) {}
+  int modify_fresh(const hca::QpAttr&, unsigned) { return 0; }
+  hca::QpAttr fresh_attr() { return {}; }
+  void fresh_to_rtr() {}
   QpState fresh_state() { return QpState::Error; }
   uint32_t max_inline() { return 0; }
+  int post_errno(int, const sdp::SendWr&) { return 0; }
+  uint64_t max_msg_sz() { return 0; }
   uint32_t reg_other_pd(int, sdp::Addr, uint32_t, unsigned) { return 0; }
 };
 
@@ -322,6 +369,10 @@ using Backends = ::testing::Types<SimBackend, EmuBackend, RdmaBackend>;
 TYPED_TEST_SUITE(HcaConformance, Backends, BackendNames);
 
 constexpr unsigned kAll = sdp::kLocalWrite | sdp::kRemoteWrite | sdp::kRemoteRead;
+
+// The emulated fresh QPs that go to RTR take a port on an emulated subnet of this process alone.
+::testing::Environment* const kSubnet =
+    ::testing::AddGlobalTestEnvironment(new hcasim::testing::SubnetEnv("hcasim-conformance"));
 
 #define OPEN_OR_SKIP(...)                                                  \
   do {                                                                     \
@@ -625,6 +676,151 @@ TYPED_TEST(HcaConformance, WrChecksRefuseTooManySgesAndTooLongInline) {
     this->b.pause();
     EXPECT_TRUE(this->drain(0).empty());
     EXPECT_TRUE(this->drain(1).empty());
+  });
+}
+
+// ibv_post_send(3) (rdma-core libibverbs/man/ibv_post_send.3): IBV_SEND_INLINE is "valid only
+// for Send and RDMA Write"; an RDMA READ has nothing to gather. The core refuses it with EINVAL
+// (hca/qp.h PostError::InlineRead), on both emulators the same. rdma-core 44's libmlx4 does not
+// check the opcode (providers/mlx4/qp.c mlx4_post_send copies the gather list into the WQE as
+// inline data and returns 0), so a ConnectX-3 is not held to this: the case needs the errno of a
+// backend's own post and skips on the hardware.
+TYPED_TEST(HcaConformance, InlineRdmaReadIsRefusedWithEinval) {
+  OPEN_OR_SKIP();
+  NEEDS_INTERNALS();
+  this->b.run([&] {
+    auto a = this->buf(0, 4096, kAll);
+    auto r = this->buf(1, 4096, kAll);
+    sdp::SendWr rd = this->wr(WrOpcode::RdmaRead, 4, a, 8, r.addr, r.key);
+    rd.inline_data = true;
+    EXPECT_EQ(this->b.post_errno(0, rd), EINVAL);
+    rd.inline_data = false;  // the same WR without the flag is a good one
+    EXPECT_EQ(this->b.post_errno(0, rd), 0);
+    const sdp::Wc wc = this->next(0);
+    EXPECT_EQ(wc.wr_id, 4u);
+    EXPECT_EQ(wc.status, WcStatus::Success);
+    this->b.pause();
+    EXPECT_TRUE(this->drain(0).empty());  // the refused one left no completion
+    EXPECT_EQ(this->b.state(0), QpState::Rts);
+  });
+}
+
+// ---- message size ----------------------------------------------------------------------------
+
+// The largest message is the device's max_msg_sz, hca::DeviceLimits (ConnectX-3: 0x40000000,
+// ibv_devinfo -v; the platform files' hca.max_msg_size for sim), checked by the core's requester
+// alone (hca/requester.cpp) before a packet leaves. A WR over it completes with a local length
+// error (IBA 1.3 11.6.2, Local Length Error: a send WR's data segments total more than the CA's
+// message length) and, as any send error, takes the QP to ERROR (IBA 1.3 10.3.1). The two SGEs
+// gather the same 512 MiB MR: no byte of it is touched.
+TYPED_TEST(HcaConformance, MessageOverMaxMsgSzIsLocalLengthError) {
+  Caps c;
+  c.memory = (1u << 29) + (16u << 20);
+  OPEN_OR_SKIP(c);
+  NEEDS_INTERNALS();
+  this->b.run([&] {
+    const uint64_t max = this->b.max_msg_sz();
+    EXPECT_EQ(max, hca::DeviceLimits{}.max_msg_sz);
+    EXPECT_EQ(max, 0x40000000u);
+    auto big = this->buf(0, (1u << 29) + 1, kAll);
+    auto r = this->buf(1, 4096, kAll);
+    sdp::SendWr w = this->wr(WrOpcode::RdmaWrite, 61, big, 1u << 29, r.addr, r.key);
+    w.sg[1] = {big.addr, (1u << 29) + 1, big.key};
+    w.num_sge = 2;
+    ASSERT_EQ(w.length(), max + 1);
+    this->b.qp(0).post_send(w);
+    const sdp::Wc wc = this->next(0);
+    EXPECT_EQ(wc.wr_id, 61u);
+    EXPECT_EQ(wc.status, WcStatus::LocLenErr);
+    EXPECT_EQ(sdp::wc_status_code(wc.status), 1);  // IBV_WC_LOC_LEN_ERR
+    EXPECT_EQ(this->b.state(0), QpState::Error);
+    this->b.pause();
+    EXPECT_EQ(this->b.state(1), QpState::Rts);  // nothing reached the responder
+    EXPECT_TRUE(this->drain(1).empty());
+    EXPECT_EQ(this->read(1, r.addr, 64), std::vector<uint8_t>(64, 0));
+  });
+}
+
+// ---- modify_qp -------------------------------------------------------------------------------
+
+namespace {
+/// RTR -> RTS with every attribute IBA 1.3 table 92 requires (hca/qp.h modify_rule).
+constexpr unsigned kToRts = hca::attr::kState | hca::attr::kSqPsn | hca::attr::kTimeout | hca::attr::kRetryCnt |
+                            hca::attr::kRnrRetry | hca::attr::kMaxQpRdAtomic;
+hca::QpAttr to_rts(hca::QpAttr a) {
+  a.qp_state = QpState::Rts;
+  a.sq_psn = 0;
+  a.timeout = 18;
+  a.retry_cnt = 5;
+  a.rnr_retry = 3;
+  a.max_rd_atomic = 1;
+  return a;
+}
+}  // namespace
+
+// The ranges of ibv_modify_qp(3)'s RTS attributes: the local ACK timeout is a 5-bit code (IBA 1.3
+// 9.7.6.1.3: 4.096 us x 2^timeout), retry_cnt and rnr_retry 3-bit counts (IBA 1.3 9.7.5.2.8,
+// 9.7.6.1.3; 7 = retry for ever for rnr_retry). The core refuses a value outside them with EINVAL
+// and leaves the QP as it was (hca/qp.h check_attr), as rxe does for the timeout (Linux
+// drivers/infiniband/sw/rxe/rxe_qp.c rxe_qp_chk_attr: "invalid QP timeout %d > 31", -EINVAL). The
+// mlx4 kernel driver does not range-check these three (drivers/infiniband/hw/mlx4/qp.c
+// __mlx4_ib_modify_qp shifts retry_cnt << 16 and rnr_retry << 13 into the QP context as given):
+// the case needs a backend's fresh QP and skips on the hardware.
+TYPED_TEST(HcaConformance, ModifyWithAnAttributeOutOfRangeIsRefusedAndTheQpStays) {
+  OPEN_OR_SKIP();
+  NEEDS_INTERNALS();
+  this->b.run([&] {
+    this->b.modify_fresh(QpState::Init);
+    this->b.fresh_to_rtr();
+    ASSERT_EQ(this->b.fresh_state(), QpState::Rtr);
+    const hca::QpAttr before = this->b.fresh_attr();
+    hca::QpAttr a = to_rts(before);
+    a.timeout = 32;
+    EXPECT_EQ(this->b.modify_fresh(a, kToRts), EINVAL);
+    a = to_rts(before);
+    a.retry_cnt = 8;
+    EXPECT_EQ(this->b.modify_fresh(a, kToRts), EINVAL);
+    a = to_rts(before);
+    a.rnr_retry = 8;
+    EXPECT_EQ(this->b.modify_fresh(a, kToRts), EINVAL);
+    // Refused: still RTR with the attributes it had.
+    EXPECT_EQ(this->b.fresh_state(), QpState::Rtr);
+    EXPECT_EQ(this->b.fresh_attr().timeout, before.timeout);
+    EXPECT_EQ(this->b.fresh_attr().retry_cnt, before.retry_cnt);
+    EXPECT_EQ(this->b.fresh_attr().rnr_retry, before.rnr_retry);
+    // The top of each range is allowed and kept.
+    a = to_rts(before);
+    a.timeout = 31;
+    a.retry_cnt = 7;
+    a.rnr_retry = 7;
+    EXPECT_EQ(this->b.modify_fresh(a, kToRts), 0);
+    EXPECT_EQ(this->b.fresh_state(), QpState::Rts);
+    EXPECT_EQ(this->b.fresh_attr().timeout, 31);
+    EXPECT_EQ(this->b.fresh_attr().retry_cnt, 7);
+    EXPECT_EQ(this->b.fresh_attr().rnr_retry, 7);
+  });
+}
+
+// RTS is entered from RTR only (IBA 1.3 10.3.1 figure 124; SQD and SQE are not emulated): the
+// kernel's ib_modify_qp_is_ok (drivers/infiniband/core/verbs.c qp_state_table) has no RESET,
+// INIT or ERROR -> RTS entry, and mlx4's modify_qp returns -EINVAL when it says no
+// (drivers/infiniband/hw/mlx4/qp.c _mlx4_ib_modify_qp). Refused, not ignored: the state stays.
+TYPED_TEST(HcaConformance, ModifyToRtsFromAStateOtherThanRtrIsRefused) {
+  OPEN_OR_SKIP();
+  NEEDS_INTERNALS();
+  this->b.run([&] {
+    const hca::QpAttr a = to_rts(this->b.fresh_attr());
+    EXPECT_EQ(this->b.modify_fresh(a, kToRts), EINVAL);  // RESET -> RTS
+    EXPECT_EQ(this->b.fresh_state(), QpState::Reset);
+    this->b.modify_fresh(QpState::Init);
+    EXPECT_EQ(this->b.modify_fresh(a, kToRts), EINVAL);  // INIT -> RTS, with every RTS attribute
+    EXPECT_EQ(this->b.fresh_state(), QpState::Init);
+    EXPECT_THROW(this->b.modify_fresh(QpState::Rts), sdp::VerbsError);
+    EXPECT_EQ(this->b.fresh_state(), QpState::Init);
+    this->b.modify_fresh(QpState::Error);
+    EXPECT_EQ(this->b.modify_fresh(a, kToRts), EINVAL);  // ERROR -> RTS
+    EXPECT_THROW(this->b.modify_fresh(QpState::Rts), sdp::VerbsError);
+    EXPECT_EQ(this->b.fresh_state(), QpState::Error);
   });
 }
 
