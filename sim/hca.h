@@ -181,7 +181,8 @@ class Qp : public sdp::Verbs, public hca::QpBackend {
   void set_rnr(uint8_t rnr_retry, uint8_t min_rnr_timer);
   static constexpr uint8_t kRnrRetryForever = hca::kRnrRetryForever;
   /// ibv_post_send(3) of `w` with its errno, as emu::Qp::post: 0, or hca::post_errno of the
-  /// core's refusal (post_send throws instead). A UD WR goes to the peer as post_send's does.
+  /// core's refusal (post_send throws instead). A UD WR goes to the peer as post_send's does,
+  /// with the Q_Key it names (w.x.ud_qkey: wr.ud.remote_qkey, IBA 10.2.5), not the peer's.
   int post(const hca::SendWqe& w);
   /// ibv_modify_qp(3) with the attributes of `mask` (hca::attr bits) through the core's table
   /// (hca::QueuePair::modify): 0, or EINVAL with the QP unchanged. INIT -> RTR needs a peer
@@ -217,9 +218,9 @@ class Qp : public sdp::Verbs, public hca::QpBackend {
 
  private:
   friend class Hca;
-  /// The core's verdict on `w` (a UD WR addressed to the peer); an accepted WR is handed to the
-  /// HCA (doorbell or BlueFlame).
-  hca::PostCheck post_checked(hca::SendWqe& w);
+  /// The core's verdict on `w` (a UD WR addressed to the peer, with the peer's Q_Key when
+  /// `peer_qkey`, else its own); an accepted WR is handed to the HCA (doorbell or BlueFlame).
+  hca::PostCheck post_checked(hca::SendWqe& w, bool peer_qkey);
   /// How a posted WR was handed to the HCA, kept for its first transmission (by WQE seq).
   struct PostInfo {
     uint64_t seq = 0;
