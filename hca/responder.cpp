@@ -383,9 +383,14 @@ void Responder::execute_ud(const Packet& p, const void* payload) {
     ++q.ud_dropped_;
     return;
   }
+  // A receive WQE that cannot take the datagram completes in error, and an error of the receive
+  // queue takes the QP to ERROR (IBA 1.3 10.3.1: SQE is for send-queue errors of UC and UD
+  // only), its other receive WQEs flushed; UD sends no NAK (fatal's ack is RC's only).
   const uint64_t need = kGrhBytes + static_cast<uint64_t>(p.payload_len);
   if (need > capacity(*rwqe_)) {
-    complete_recv(sdp::WcStatus::LocLenErr, 0, nullptr);
+    fatal(p.psn, aeth::kNakInvReq, sdp::WcStatus::LocLenErr,
+          fmt::format("a UD datagram of {} B and {} B of GRH room for a receive of {} B", p.payload_len, kGrhBytes,
+                      capacity(*rwqe_)));
     return;
   }
   const sdp::RecvWr& w = *rwqe_;
@@ -394,7 +399,7 @@ void Responder::execute_ud(const Packet& p, const void* payload) {
   for (uint8_t i = 0; i < w.num_sge; ++i) {
     const uint64_t take = std::min<uint64_t>(w.sg[i].length, need > pos ? need - pos : 0);
     if (take > 0 && q.be_.check_mr(w.sg[i].lkey, q.pd_, w.sg[i].addr, take, sdp::kLocalWrite) != MrRefusal::None) {
-      complete_recv(sdp::WcStatus::LocProtErr, 0, nullptr);
+      fatal(p.psn, aeth::kNakRemOp, sdp::WcStatus::LocProtErr, "local protection error in a UD receive's scatter list");
       return;
     }
     pos += w.sg[i].length;

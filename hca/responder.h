@@ -12,7 +12,9 @@
 /// answered with its saved result (IBA 9.7.5.1.2, 9.4.5). Errors are the IBA's classes: a class B
 /// error answers NAK and drops the packet, a class C error answers NAK (invalid request, remote
 /// access error or remote operational error) and moves the QP to ERROR (IBA 9.9.3.1); UC and UD
-/// drop in silence (class D, IBA 9.8.2, 9.8.3).
+/// drop in silence (class D, IBA 9.8.2, 9.8.3), but a UD datagram its receive WQE cannot hold
+/// (LOC_LEN_ERR) or write (LOC_PROT_ERR) completes that WQE in error and moves the QP to ERROR
+/// (IBA 1.3 10.3.1).
 ///
 /// Responses leave in PSN order through one queue (next_response): ACKs and NAKs, RDMA READ
 /// responses packet by packet, atomic ACKs. An ACK queued behind an unsent ACK replaces it (ACKs
@@ -91,8 +93,8 @@ class Responder {
   /// receive WQE; false (nothing written) when an SGE's key refuses it.
   bool scatter(const Packet& p, const void* payload, uint64_t poff);
   void ack(uint32_t psn, uint8_t syndrome);
-  /// A class C error (IBA 9.9.3.1.3): NAK with `syndrome`, the receive WQE in progress (if any)
-  /// completes with `recv_status`, the QP goes to ERROR for `why`.
+  /// A class C error (IBA 9.9.3.1.3): NAK with `syndrome` (RC only), the receive WQE in progress
+  /// (if any) completes with `recv_status`, the QP goes to ERROR for `why`.
   void fatal(uint32_t psn, uint8_t syndrome, sdp::WcStatus recv_status, const std::string& why);
   /// A UC or UD packet that cannot be executed: the message it belongs to is dropped.
   void drop_message();
