@@ -18,6 +18,7 @@
 #include <numeric>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include "emu/emu_device.h"
@@ -91,9 +92,11 @@ class SimBackend {
   sdp::Verbs& qp(int i) { return *qp_[static_cast<size_t>(i)]; }
   sdp::Memory& mem(int i) { return bed_->host(i).memory(); }
   /// One completion of side i within 1 s of simulated time.
-  bool poll(int i, sdp::Wc& out) {
+  bool poll(int i, sdp::Wc& out) { return poll(qp(i), out); }
+  /// One completion of `q`'s CQ within 1 s of simulated time.
+  bool poll(sdp::Verbs& q, sdp::Wc& out) {
     const double until = sim::now_ns() + 1e9;
-    while (qp(i).poll_cq(std::span<sdp::Wc>(&out, 1)) == 0) {
+    while (q.poll_cq(std::span<sdp::Wc>(&out, 1)) == 0) {
       if (sim::now_ns() > until) return false;
       sim::sleep_for_ns(1000);
     }
@@ -130,11 +133,27 @@ class SimBackend {
     sim::Hca& h = bed_->hca(i);
     return h.reg_mr(h.alloc_pd(), a, n, access);
   }
+  /// A UD QP on each HCA (each in a PD of its own, 16 WRs each way, one CQ of 64), in RTS with
+  /// Q_Key `qkey`, each the other's destination (sim::TwoHostBed::add_qp_pair). Before run().
+  void open_ud(uint32_t qkey) {
+    std::tie(ud_[0], ud_[1]) = bed_->add_qp_pair({hca::QpType::Ud, 16, 16, 64, qkey});
+  }
+  /// Side i's UD QP (open_ud): its verbs, its MRs in its PD, its one CQ.
+  sdp::Verbs& ud(int i) { return *ud_[static_cast<size_t>(i)]; }
+  /// ibv_post_send(3) of UD SEND `wr` from side i's UD QP to the other side's with
+  /// wr.ud.remote_qkey `qkey`: 0 or the errno.
+  int ud_send(int i, const sdp::SendWr& wr, uint32_t qkey) {
+    hca::SendWqe w;
+    w.wr = wr;
+    w.x.ud_qkey = qkey;
+    return ud_[static_cast<size_t>(i)]->post(w);
+  }
+  QpState ud_state(int i) { return ud_[static_cast<size_t>(i)]->state(); }
 
  private:
   sim::HostParams params_;
   std::unique_ptr<sim::TwoHostBed> bed_;
-  std::array<sim::Qp*, 2> qp_{};
+  std::array<sim::Qp*, 2> qp_{}, ud_{};
   sim::Qp* fresh_ = nullptr;
   sim::Qp* fresh_peer_ = nullptr;
 };
@@ -150,9 +169,11 @@ class DeviceBackend {
   sdp::Verbs& qp(int i) { return conn_[static_cast<size_t>(i)]->verbs(); }
   sdp::Memory& mem(int i) { return dev_[static_cast<size_t>(i)]->memory(); }
   /// One completion of side i within 5 s.
-  bool poll(int i, sdp::Wc& out) {
+  bool poll(int i, sdp::Wc& out) { return poll(qp(i), out); }
+  /// One completion of `q`'s CQ within 5 s.
+  bool poll(sdp::Verbs& q, sdp::Wc& out) {
     const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-    while (qp(i).poll_cq(std::span<sdp::Wc>(&out, 1)) == 0) {
+    while (q.poll_cq(std::span<sdp::Wc>(&out, 1)) == 0) {
       if (std::chrono::steady_clock::now() > until) return false;
       std::this_thread::sleep_for(std::chrono::microseconds(100));
     }
@@ -223,7 +244,41 @@ class EmuBackend : public DeviceBackend {
     emu::Hca& h = emu_qp(i).adapter();
     return h.reg_mr(h.alloc_pd(), a, n, access);
   }
+  /// A UD QP on each side's adapter (its device PD, so the device's memory; 16 WRs each way,
+  /// one CQ of 64), taken RESET -> INIT (Q_Key `qkey`) -> RTR -> RTS as ibv_modify_qp(3) does
+  /// for UD; RTR brings the adapter's port up on the test's emulated subnet.
+  void open_ud(uint32_t qkey) {
+    using namespace hca::attr;
+    for (size_t i = 0; i < 2; ++i) {
+      emu::Hca& h = emu_qp(static_cast<int>(i)).adapter();
+      auto cq = std::make_shared<emu::CompQueue>(64);
+      ud_[i] = h.create_qp(hca::QpType::Ud, h.device_pd(), sdp::QpCaps{16, 16, 64}, cq, cq);
+      hca::QpAttr a = ud_[i]->attr();
+      a.qkey = qkey;
+      a.qp_state = QpState::Init;
+      if (ud_[i]->modify(a, kState | kPkeyIndex | kPort | kQkey) != 0) throw sdp::VerbsError("UD QP to INIT");
+      a.qp_state = QpState::Rtr;
+      if (ud_[i]->modify(a, kState) != 0) throw sdp::VerbsError("UD QP to RTR");
+      a.qp_state = QpState::Rts;
+      a.sq_psn = 0;
+      if (ud_[i]->modify(a, kState | kSqPsn) != 0) throw sdp::VerbsError("UD QP to RTS");
+    }
+  }
+  sdp::Verbs& ud(int i) { return *ud_[static_cast<size_t>(i)]; }
+  /// The address vector is the other adapter's port LID and its UD QP.
+  int ud_send(int i, const sdp::SendWr& wr, uint32_t qkey) {
+    emu::Qp& to = *ud_[static_cast<size_t>(1 - i)];
+    hca::SendWqe w;
+    w.wr = wr;
+    w.x.ud_dlid = to.adapter().lid();
+    w.x.ud_qpn = to.qp_num();
+    w.x.ud_qkey = qkey;
+    return ud_[static_cast<size_t>(i)]->post(w);
+  }
+  QpState ud_state(int i) { return ud_[static_cast<size_t>(i)]->state(); }
   ~EmuBackend() {
+    for (auto& q : ud_)
+      if (q) q->close();
     if (fresh_) fresh_->close();
     if (fresh_peer_) fresh_peer_->close();
     fresh_.reset();
@@ -237,6 +292,7 @@ class EmuBackend : public DeviceBackend {
   sdp::ProcessMemory fresh_memory_{1u << 20};
   std::unique_ptr<emu::Hca> fresh_hca_;
   std::shared_ptr<emu::Qp> fresh_, fresh_peer_;
+  std::array<std::shared_ptr<emu::Qp>, 2> ud_;
 };
 
 /// A real RDMA device (hw/, rdma-core), when there is one and HCASIM_RDMA_ADDR names the IP
@@ -277,6 +333,10 @@ class RdmaBackend : public DeviceBackend {
   int post_errno(int, const sdp::SendWr&) { return 0; }
   uint64_t max_msg_sz() { return 0; }
   uint32_t reg_other_pd(int, sdp::Addr, uint32_t, unsigned) { return 0; }
+  void open_ud(uint32_t) {}
+  sdp::Verbs& ud(int i) { return qp(i); }
+  int ud_send(int, const sdp::SendWr&, uint32_t) { return 0; }
+  QpState ud_state(int) { return QpState::Error; }
 };
 
 // ---- the fixture -----------------------------------------------------------------------------
@@ -349,11 +409,52 @@ class HcaConformance : public ::testing::Test {
     return wc;
   }
   /// Everything side i's CQ holds now.
-  std::vector<sdp::Wc> drain(int i) {
+  std::vector<sdp::Wc> drain(int i) { return drain(b.qp(i)); }
+  /// Everything `q`'s CQ holds now.
+  static std::vector<sdp::Wc> drain(sdp::Verbs& q) {
     std::vector<sdp::Wc> all;
     std::array<sdp::Wc, 16> batch;
-    for (int n; (n = b.qp(i).poll_cq(batch)) > 0;) all.insert(all.end(), batch.begin(), batch.begin() + n);
+    for (int n; (n = q.poll_cq(batch)) > 0;) all.insert(all.end(), batch.begin(), batch.begin() + n);
     return all;
+  }
+  /// `n` bytes of side i's memory, registered with local write on its UD QP (b.open_ud).
+  Buf ud_buf(int i, uint32_t n) {
+    Buf r;
+    r.addr = b.mem(i).allocate(n, sdp::DataMode::Bytes);
+    r.len = n;
+    r.key = b.ud(i).reg_mr(r.addr, n, sdp::kLocalWrite);
+    return r;
+  }
+  /// The next completion of side i's UD QP (a failure when none comes).
+  sdp::Wc next_ud(int i) {
+    sdp::Wc wc;
+    if (!b.poll(b.ud(i), wc)) ADD_FAILURE() << "no completion on side " << i << "'s UD QP";
+    return wc;
+  }
+  /// A 100 B UD SEND (Q_Key `qkey`) from side 0 into receive `bad` of side 1, whose SGE the
+  /// datagram cannot be written to, with a good receive of 4096 B behind it: the bad one
+  /// completes with LOC_PROT_ERR, side 1's UD QP goes to ERROR and the good one flushes, side 0's
+  /// SEND succeeds.
+  void ud_send_into_a_bad_receive(sdp::RecvWr bad, uint32_t qkey) {
+    auto s = ud_buf(0, 4096);
+    auto good = ud_buf(1, 4096);
+    fill(0, s.addr, 4096, 9);
+    bad.wr_id = 90;
+    b.ud(1).post_recv(bad);
+    b.ud(1).post_recv(recv(91, good, 4096));
+    ASSERT_EQ(b.ud_send(0, wr(WrOpcode::Send, 3, s, 100), qkey), 0);
+    sdp::Wc wc = next_ud(0);
+    EXPECT_EQ(wc.wr_id, 3u);
+    EXPECT_EQ(wc.status, WcStatus::Success);
+    wc = next_ud(1);
+    EXPECT_EQ(wc.wr_id, 90u);
+    EXPECT_EQ(wc.status, WcStatus::LocProtErr);
+    EXPECT_EQ(sdp::wc_status_code(wc.status), 4);  // IBV_WC_LOC_PROT_ERR
+    EXPECT_EQ(b.ud_state(1), QpState::Error);
+    wc = next_ud(1);
+    EXPECT_EQ(wc.wr_id, 91u);
+    EXPECT_EQ(wc.status, WcStatus::WrFlushErr);
+    EXPECT_EQ(read(1, good.addr, 64), std::vector<uint8_t>(64, 0));  // the datagram landed nowhere
   }
 };
 
@@ -925,5 +1026,144 @@ TYPED_TEST(HcaConformance, SendWaitsThroughRnrNaksForAReceivePostedLater) {
     EXPECT_EQ(wc.wr_id, 42u);
     EXPECT_EQ(wc.byte_len, 256u);
     EXPECT_EQ(this->read(1, r.addr, 256), this->ramp(256, 40));
+  });
+}
+
+// ---- UD receive failures ---------------------------------------------------------------------
+
+namespace {
+/// The Q_Key both UD QPs of a case take (IPoIB's IPOIB_QKEY, any value would do).
+constexpr uint32_t kUdQkey = 0x0b1b;
+/// IBA 1.3 11.4.1.2: a UD receive buffer begins with 40 B of room for the GRH (present or not),
+/// and the receive completion's byte_len counts them.
+constexpr uint32_t kGrhRoom = 40;
+}  // namespace
+
+// A datagram longer than its receive WQE. The receive completes with a local length error: the
+// payload and the 40 B of GRH room exceed the WQE's SGEs (IBA 1.3 11.6.2, Local Length Error;
+// mlx4: CQE syndrome MLX4_CQE_SYNDROME_LOCAL_LENGTH_ERR is IB_WC_LOC_LEN_ERR, Linux
+// drivers/infiniband/hw/mlx4/cq.c mlx4_ib_handle_error_cqe). A datagram one byte shorter fits
+// exactly. The sender is never told: UD has no acknowledgement, its SEND completes once sent
+// (IBA 1.3 9.8.3). A receive WQE completed in error takes the QP to ERROR (IBA 1.3 10.3.1: SQE
+// is the state of a UC or UD send-queue error only; an error of the receive queue is the Error
+// state), and the receive WQEs behind it flush. rdma-core's libhns adds a vendor "general
+// error" CQE for just this UD case, to keep its QP out of ERROR (providers/hns/hns_roce_u_hw_v2.c),
+// which a ConnectX-3 has not; rxe drops such a datagram without a completion instead
+// (drivers/infiniband/sw/rxe/rxe_resp.c RESPST_ERR_LENGTH, class D). The case reads the QP
+// state and skips on the hardware.
+TYPED_TEST(HcaConformance, UdSendOverItsReceiveIsLocalLengthErrorAndTheReceiverGoesToError) {
+  OPEN_OR_SKIP();
+  NEEDS_INTERNALS();
+  this->b.open_ud(kUdQkey);
+  this->b.run([&] {
+    auto s = this->ud_buf(0, 4096);
+    auto r = this->ud_buf(1, 4096);
+    this->fill(0, s.addr, 4096, 5);
+    // Two receives of 100 + 39 B (two SGEs), then one of 4096 B behind them.
+    for (uint64_t id : {70u, 71u}) {
+      sdp::RecvWr rw = this->recv(id, r, 100);
+      rw.sg[1] = {r.addr + 100, 39, r.key};
+      rw.num_sge = 2;
+      this->b.ud(1).post_recv(rw);
+    }
+    this->b.ud(1).post_recv(this->recv(72, r, 4096));
+    // 99 B: 40 + 99 = 139, exactly the WQE's room.
+    ASSERT_EQ(this->b.ud_send(0, this->wr(WrOpcode::Send, 1, s, 99), kUdQkey), 0);
+    sdp::Wc wc = this->next_ud(0);
+    EXPECT_EQ(wc.wr_id, 1u);
+    EXPECT_EQ(wc.status, WcStatus::Success);
+    wc = this->next_ud(1);
+    EXPECT_EQ(wc.wr_id, 70u);
+    EXPECT_EQ(wc.status, WcStatus::Success);
+    EXPECT_EQ(wc.byte_len, kGrhRoom + 99);
+    EXPECT_EQ(this->read(1, r.addr + kGrhRoom, 99), this->ramp(99, 5));  // 60 B in the first SGE, 39 in the second
+    // 100 B: 140 > 139.
+    ASSERT_EQ(this->b.ud_send(0, this->wr(WrOpcode::Send, 2, s, 100), kUdQkey), 0);
+    wc = this->next_ud(0);
+    EXPECT_EQ(wc.wr_id, 2u);
+    EXPECT_EQ(wc.status, WcStatus::Success);  // no ACK: the sender does not know
+    EXPECT_EQ(wc.opcode, WcOpcode::Send);
+    wc = this->next_ud(1);
+    EXPECT_EQ(wc.wr_id, 71u);
+    EXPECT_EQ(wc.status, WcStatus::LocLenErr);
+    EXPECT_EQ(sdp::wc_status_code(wc.status), 1);  // IBV_WC_LOC_LEN_ERR
+    EXPECT_EQ(wc.opcode, WcOpcode::Recv);
+    EXPECT_EQ(this->b.ud_state(1), QpState::Error);
+    wc = this->next_ud(1);
+    EXPECT_EQ(wc.wr_id, 72u);
+    EXPECT_EQ(wc.status, WcStatus::WrFlushErr);
+    EXPECT_EQ(this->b.ud_state(0), QpState::Rts);  // the sender's QP is untouched
+    this->b.pause();
+    EXPECT_TRUE(this->drain(this->b.ud(1)).empty());
+  });
+}
+
+// A UD receive WQE whose SGE the datagram cannot be written to: the receive completes with a
+// local protection error (IBA 1.3 11.6.2, Local Protection Error: the WQE's data segment does
+// not reference a memory region valid for the operation; mlx4: MLX4_CQE_SYNDROME_LOCAL_PROT_ERR
+// is IB_WC_LOC_PROT_ERR, drivers/infiniband/hw/mlx4/cq.c). The core checks every SGE the
+// datagram reaches (its GRH room included) against the MR table before a byte is written: a key
+// no MR has, a key of another PD, no local write, or bytes outside the MR are all this one
+// refusal (hca/responder.cpp execute_ud, hca/mr.h MrTable::check); rxe calls the same receive
+// a malformed WQE (IBV_WC_LOC_QP_OP_ERR, rxe_resp.c). As a local length error, it takes the QP
+// to ERROR (IBA 1.3 10.3.1) and the receive behind it flushes; the sender's SEND succeeds
+// (IBA 1.3 9.8.3).
+TYPED_TEST(HcaConformance, UdReceiveWithAnInvalidLkeyIsLocalProtectionError) {
+  OPEN_OR_SKIP();
+  NEEDS_INTERNALS();
+  this->b.open_ud(kUdQkey);
+  this->b.run([&] {
+    auto r = this->ud_buf(1, 4096);
+    sdp::RecvWr rw = this->recv(0, r, 4096);
+    rw.sg[0].lkey = r.key + 0x10000;  // no MR has it: the emulators hand out keys in order from 0x100
+    this->ud_send_into_a_bad_receive(rw, kUdQkey);
+    EXPECT_EQ(this->read(1, r.addr, 64), std::vector<uint8_t>(64, 0));
+  });
+}
+
+TYPED_TEST(HcaConformance, UdReceiveSgeOutsideItsMrIsLocalProtectionError) {
+  OPEN_OR_SKIP();
+  NEEDS_INTERNALS();
+  this->b.open_ud(kUdQkey);
+  this->b.run([&] {
+    auto r = this->ud_buf(1, 64);  // an MR of 64 B; the SGE names 4096 B from its start
+    this->ud_send_into_a_bad_receive(this->recv(0, r, 4096), kUdQkey);
+    EXPECT_EQ(this->read(1, r.addr, 64), std::vector<uint8_t>(64, 0));  // not even the part inside the MR
+  });
+}
+
+// A datagram whose DETH Q_Key is not the receiving QP's is dropped in silence (IBA 1.3 10.2.5,
+// Q_Keys: the destination QP's Q_Key check of a datagram; hca/responder.cpp execute_ud): no
+// receive completion, no error, the receive WQE is not consumed, and the next datagram with the
+// right Q_Key lands in it. The sender cannot tell (IBA 1.3 9.8.3): its SEND completes.
+TYPED_TEST(HcaConformance, UdSendWithAWrongQkeyIsDroppedAndTheReceiveStaysPosted) {
+  OPEN_OR_SKIP();
+  NEEDS_INTERNALS();
+  this->b.open_ud(kUdQkey);
+  this->b.run([&] {
+    auto s = this->ud_buf(0, 4096);
+    auto r = this->ud_buf(1, 4096);
+    this->b.ud(1).post_recv(this->recv(80, r, 4096));
+    this->fill(0, s.addr, 64, 0xC0);
+    ASSERT_EQ(this->b.ud_send(0, this->wr(WrOpcode::Send, 4, s, 64), kUdQkey + 1), 0);
+    sdp::Wc wc = this->next_ud(0);
+    EXPECT_EQ(wc.wr_id, 4u);
+    EXPECT_EQ(wc.status, WcStatus::Success);
+    this->b.pause();
+    EXPECT_TRUE(this->drain(this->b.ud(1)).empty());  // dropped: no completion
+    EXPECT_EQ(this->b.ud_state(1), QpState::Rts);     // and no error
+    EXPECT_EQ(this->read(1, r.addr, kGrhRoom + 64), std::vector<uint8_t>(kGrhRoom + 64, 0));
+    this->fill(0, s.addr, 64, 0x30);
+    ASSERT_EQ(this->b.ud_send(0, this->wr(WrOpcode::Send, 5, s, 64), kUdQkey), 0);
+    wc = this->next_ud(0);
+    EXPECT_EQ(wc.wr_id, 5u);
+    EXPECT_EQ(wc.status, WcStatus::Success);
+    wc = this->next_ud(1);
+    EXPECT_EQ(wc.wr_id, 80u);  // the WQE the dropped datagram left posted
+    EXPECT_EQ(wc.status, WcStatus::Success);
+    EXPECT_EQ(wc.byte_len, kGrhRoom + 64);
+    EXPECT_EQ(this->read(1, r.addr + kGrhRoom, 64), this->ramp(64, 0x30));
+    this->b.pause();
+    EXPECT_TRUE(this->drain(this->b.ud(1)).empty());
   });
 }
