@@ -5,8 +5,6 @@
 
 #include <fmt/format.h>
 
-#include "emu/cm.h"
-#include "emu/subnet.h"
 
 namespace hcasim::emu {
 
@@ -21,8 +19,6 @@ namespace {
 constexpr size_t kWriteQueueBytes = 2u << 20;
 /// The read buffer: frames are parsed out of it as they arrive, a batch per read.
 constexpr size_t kReadBuffer = 256u << 10;
-/// The path MTU of a QP the CM connects (the port's active MTU, emu/verbs_shim/device.h).
-constexpr uint32_t kCmPathMtu = 2048;
 
 Frame make_frame(const Packet& p) { return std::make_shared<const std::vector<uint8_t>>(encode(p)); }
 
@@ -517,104 +513,7 @@ void Qp::on_datagram(const Packet& f) {
   core_.receive(to_core(f, f.local_qpn), f.payload.data());
 }
 
-// ---- the stream --------------------------------------------------------------------------------
-
-void Qp::attach(tcp::socket socket) { socket_ = std::move(socket); }
-
-void Qp::to_init() {
-  std::lock_guard g(m_);
-  hca::QpAttr a = core_.attr();
-  a.qp_state = State::Init;
-  a.pkey_index = 0;
-  a.port_num = 1;
-  a.qp_access_flags = sdp::kRemoteWrite | sdp::kRemoteRead | hca::kRemoteAtomic;
-  hca::check_transition(qpn_, core_.state(), State::Init, type_);
-  if (core_.state() != State::Reset)
-    throw sdp::VerbsError(fmt::format("modify_qp: QP {:#x} is in {}, not RESET", qpn_, hca::qp_state_name(core_.state())));
-  core_.modify(a, hca::attr::kState | hca::attr::kPkeyIndex | hca::attr::kPort | hca::attr::kAccessFlags);
-}
-
-void Qp::to_rts(uint32_t remote_qpn) {
-  std::lock_guard g(m_);
-  if (core_.state() == State::Error) return;
-  hca::QpAttr a = core_.attr();
-  a.qp_state = State::Rtr;
-  a.dlid = 1;  // the CM's stream names the peer; no LID is looked up
-  a.path_mtu = kCmPathMtu;
-  a.dest_qp_num = remote_qpn & hca::kPsnMask;
-  a.rq_psn = 0;
-  a.max_dest_rd_atomic = core_.limits().max_qp_rd_atom;
-  using namespace hca::attr;
-  if (core_.state() != State::Init)
-    throw sdp::VerbsError(fmt::format("modify_qp: QP {:#x} is in {}, not INIT", qpn_, hca::qp_state_name(core_.state())));
-  if (core_.modify(a, kState | kAv | kPathMtu | kDestQpn | kRqPsn | kMaxDestRdAtomic | kMinRnrTimer) != 0)
-    throw sdp::VerbsError(fmt::format("modify_qp: QP {:#x} to RTR: an attribute out of range", qpn_));
-  a.qp_state = State::Rts;
-  a.sq_psn = 0;
-  a.timeout = hca_.retry().timeout;
-  a.retry_cnt = hca_.retry().retry_cnt;
-  a.rnr_retry = core_.attr().rnr_retry;
-  a.max_rd_atomic = core_.limits().max_qp_rd_atom;
-  if (core_.modify(a, kState | kSqPsn | kTimeout | kRetryCnt | kRnrRetry | kMaxQpRdAtomic) != 0)
-    throw sdp::VerbsError(fmt::format("modify_qp: QP {:#x} to RTS: retry attributes out of range", qpn_));
-  start_io();
-}
-
-void Qp::open_stream(uint16_t dlid, uint32_t rq_psn) {
-  const uint16_t my_lid = hca_.lid();
-  uint32_t remote = 0;
-  {
-    std::lock_guard g(m_);
-    remote = core_.attr().dest_qp_num;
-    // The smaller (LID, QPN) opens the stream; the other waits for it (or has it already).
-    if (std::pair(my_lid, qpn_) >= std::pair(dlid, remote)) {
-      if (pending_ && pending_from_ == remote) {
-        socket_ = std::move(*pending_);
-        pending_.reset();
-        start_io();
-      } else {
-        pending_.reset();
-      }
-      return;
-    }
-  }
-  const std::optional<uint16_t> port = find_port(dlid);
-  tcp::socket s(hca_.io());
-  boost::system::error_code ec;
-  if (port) s.connect(tcp::endpoint(asio::ip::address_v4::loopback(), *port), ec);
-  const std::string peer = fmt::format("LID {:#x} QP {:#x}", dlid, remote);
-  if (!port || ec) {
-    std::lock_guard g(m_);
-    core_.to_error(port ? fmt::format("{}: {}", peer, ec.message())
-                        : fmt::format("{}: no port with that LID on the emulated subnet {}", peer, subnet_dir()));
-    return;
-  }
-  s.set_option(tcp::no_delay(true), ec);
-  try {
-    write_frame(s, Packet{.op = Op::CmReq, .dest_qpn = remote, .psn = rq_psn, .local_qpn = qpn_}, peer);
-  } catch (const sdp::DeviceError& e) {
-    std::lock_guard g(m_);
-    core_.to_error(e.what());
-    return;
-  }
-  std::lock_guard g(m_);
-  if (core_.state() == State::Error || closed_) return;
-  socket_ = std::move(s);
-  start_io();
-}
-
-void Qp::take_stream(tcp::socket s, uint32_t from_qpn) {
-  std::lock_guard g(m_);
-  if (closed_ || linked_ || core_.state() == State::Error) return;  // s closes
-  if (core_.state() == State::Rtr || core_.state() == State::Rts) {
-    if (from_qpn != core_.attr().dest_qp_num) return;
-    socket_ = std::move(s);
-    start_io();
-    return;
-  }
-  pending_.emplace(std::move(s));  // RESET / INIT: kept for the RTR
-  pending_from_ = from_qpn;
-}
+// ---- the stream (the rest is emu/qp_stream.cpp) -------------------------------------------
 
 void Qp::start_io() {
   linked_ = true;
@@ -622,44 +521,6 @@ void Qp::start_io() {
     self->start_read();
     self->pump();
   });
-}
-
-uint32_t Qp::remote_qpn() {
-  std::lock_guard g(m_);
-  return core_.state() == State::Reset || core_.state() == State::Init ? 0 : core_.attr().dest_qp_num;
-}
-
-void Qp::wait_written(std::chrono::steady_clock::time_point deadline) {
-  std::unique_lock g(m_);
-  // A closed QP still writes what it had queued (close), so closed_ alone does not end the wait.
-  cv_.wait_until(g, deadline, [&] { return peer_gone_ || !socket_.is_open() || (wq_.empty() && !writing_); });
-}
-
-void Qp::link_down(const std::string& why, bool orderly) {
-  if (closed_ || peer_gone_) return;
-  if (oob_ && !orderly) {
-    // A peer QP connected out of band that goes away (its process exits) says nothing on a
-    // real fabric: requests on the wire time out (RETRY_EXC_ERR, the rest flush); with none,
-    // the QP stays as it is, its receives posted, until its next request fails the same way.
-    // Those on the wire fail as on a fabric, when the local ACK timer has expired retry_cnt + 1
-    // times (their retransmissions go nowhere, send_frame), not at once: a program that is done
-    // but for polling (ibv_srq_pingpong's server, its sends beyond the peer's last receive in
-    // flight) exits before they fail, as it does on a real HCA. No timer (timeout 0) or an RNR
-    // wait: they fail now.
-    peer_gone_ = true;
-    boost::system::error_code ec;
-    socket_.close(ec);
-    if (core_.send_outstanding() > 0 && (core_.attr().timeout == 0 || core_.rnr_waiting()))
-      core_.to_error(why, WcStatus::RetryExcErr);
-    if (on_link_) on_link_(orderly, why);
-    cv_.notify_all();
-    return;
-  }
-  core_.to_error(why, orderly ? std::nullopt : std::optional<WcStatus>(WcStatus::RetryExcErr));
-  boost::system::error_code ec;
-  socket_.close(ec);
-  if (on_link_) on_link_(orderly, why);
-  cv_.notify_all();
 }
 
 // ---- state, events, teardown -----------------------------------------------------------------
