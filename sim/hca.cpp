@@ -282,12 +282,11 @@ const model::PostTiming& Qp::post_timing_of(const model::mlx4::WqeShape& s) {
   return m.timing;
 }
 
-hca::PostCheck Qp::post_checked(hca::SendWqe& w, bool peer_qkey) {
+hca::PostCheck Qp::post_checked(hca::SendWqe& w) {
   hca_.host().flush();  // the WQE is posted when the CPU gets here
   if (core_.type() == hca::QpType::Ud && peer_ != nullptr) {  // the address handle: the bed's other port
     w.x.ud_dlid = 1;
     w.x.ud_qpn = peer_->qpn_;
-    if (peer_qkey) w.x.ud_qkey = peer_->core_.attr().qkey;
   }
   const uint64_t seq = core_.next_seq();
   posting_ = true;  // the doorbell rings once the WQE's timing is kept (kick)
@@ -308,7 +307,9 @@ hca::PostCheck Qp::post_checked(hca::SendWqe& w, bool peer_qkey) {
 void Qp::post_send(const sdp::SendWr& wr) {
   hca::SendWqe w;
   w.wr = wr;
-  const hca::PostCheck c = post_checked(w, true);
+  // An sdp::SendWr names no Q_Key: a UD one goes with the peer's (the Q_Key both sides share).
+  if (core_.type() == hca::QpType::Ud && peer_ != nullptr) w.x.ud_qkey = peer_->core_.attr().qkey;
+  const hca::PostCheck c = post_checked(w);
   if (c.post == hca::Post::Refuse) [[unlikely]] {
     const hca::SendLimits lim{core_.max_send_wr(), core_.limits().max_inline_data};
     throw sdp::VerbsError(hca::post_error_text("post_send", qpn_, core_.state(), c.error, &wr, &lim));
@@ -317,7 +318,7 @@ void Qp::post_send(const sdp::SendWr& wr) {
 
 int Qp::post(const hca::SendWqe& wqe) {
   hca::SendWqe w = wqe;
-  const hca::PostCheck c = post_checked(w, false);
+  const hca::PostCheck c = post_checked(w);
   return c.post == hca::Post::Refuse ? hca::post_errno(c.error) : 0;
 }
 

@@ -218,9 +218,9 @@ class Qp : public sdp::Verbs, public hca::QpBackend {
 
  private:
   friend class Hca;
-  /// The core's verdict on `w` (a UD WR addressed to the peer, with the peer's Q_Key when
-  /// `peer_qkey`, else its own); an accepted WR is handed to the HCA (doorbell or BlueFlame).
-  hca::PostCheck post_checked(hca::SendWqe& w, bool peer_qkey);
+  /// The core's verdict on `w` (a UD WR addressed to the peer's QP, with the Q_Key it names); an
+  /// accepted WR is handed to the HCA (doorbell or BlueFlame).
+  hca::PostCheck post_checked(hca::SendWqe& w);
   /// How a posted WR was handed to the HCA, kept for its first transmission (by WQE seq).
   struct PostInfo {
     uint64_t seq = 0;
