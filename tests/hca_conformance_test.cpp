@@ -435,6 +435,15 @@ class HcaConformance : public ::testing::Test {
   /// datagram cannot be written to, with a good receive of 4096 B behind it: the bad one
   /// completes with LOC_PROT_ERR, side 1's UD QP goes to ERROR and the good one flushes, side 0's
   /// SEND succeeds.
+  /// A UD SEND of `len` B from `s` with `qkey`, from side 0: posted, and completed at once
+  /// whatever the receiver does with it, for UD has no acknowledgement (IBA 1.3 9.8.3).
+  void ud_send_completes(uint64_t id, const Buf& s, uint32_t len, uint32_t qkey) {
+    ASSERT_EQ(b.ud_send(0, wr(WrOpcode::Send, id, s, len), qkey), 0);
+    const sdp::Wc wc = next_ud(0);
+    EXPECT_EQ(wc.wr_id, id);
+    EXPECT_EQ(wc.status, WcStatus::Success);
+    EXPECT_EQ(wc.opcode, WcOpcode::Send);
+  }
   void ud_send_into_a_bad_receive(sdp::RecvWr bad, uint32_t qkey) {
     auto s = ud_buf(0, 4096);
     auto good = ud_buf(1, 4096);
@@ -442,11 +451,8 @@ class HcaConformance : public ::testing::Test {
     bad.wr_id = 90;
     b.ud(1).post_recv(bad);
     b.ud(1).post_recv(recv(91, good, 4096));
-    ASSERT_EQ(b.ud_send(0, wr(WrOpcode::Send, 3, s, 100), qkey), 0);
-    sdp::Wc wc = next_ud(0);
-    EXPECT_EQ(wc.wr_id, 3u);
-    EXPECT_EQ(wc.status, WcStatus::Success);
-    wc = next_ud(1);
+    ud_send_completes(3, s, 100, qkey);
+    sdp::Wc wc = next_ud(1);
     EXPECT_EQ(wc.wr_id, 90u);
     EXPECT_EQ(wc.status, WcStatus::LocProtErr);
     EXPECT_EQ(sdp::wc_status_code(wc.status), 4);  // IBV_WC_LOC_PROT_ERR
@@ -1068,21 +1074,14 @@ TYPED_TEST(HcaConformance, UdSendOverItsReceiveIsLocalLengthErrorAndTheReceiverG
     }
     this->b.ud(1).post_recv(this->recv(72, r, 4096));
     // 99 B: 40 + 99 = 139, exactly the WQE's room.
-    ASSERT_EQ(this->b.ud_send(0, this->wr(WrOpcode::Send, 1, s, 99), kUdQkey), 0);
-    sdp::Wc wc = this->next_ud(0);
-    EXPECT_EQ(wc.wr_id, 1u);
-    EXPECT_EQ(wc.status, WcStatus::Success);
-    wc = this->next_ud(1);
+    this->ud_send_completes(1, s, 99, kUdQkey);
+    sdp::Wc wc = this->next_ud(1);
     EXPECT_EQ(wc.wr_id, 70u);
     EXPECT_EQ(wc.status, WcStatus::Success);
     EXPECT_EQ(wc.byte_len, kGrhRoom + 99);
     EXPECT_EQ(this->read(1, r.addr + kGrhRoom, 99), this->ramp(99, 5));  // 60 B in the first SGE, 39 in the second
     // 100 B: 140 > 139.
-    ASSERT_EQ(this->b.ud_send(0, this->wr(WrOpcode::Send, 2, s, 100), kUdQkey), 0);
-    wc = this->next_ud(0);
-    EXPECT_EQ(wc.wr_id, 2u);
-    EXPECT_EQ(wc.status, WcStatus::Success);  // no ACK: the sender does not know
-    EXPECT_EQ(wc.opcode, WcOpcode::Send);
+    this->ud_send_completes(2, s, 100, kUdQkey);  // no ACK: the sender does not know
     wc = this->next_ud(1);
     EXPECT_EQ(wc.wr_id, 71u);
     EXPECT_EQ(wc.status, WcStatus::LocLenErr);
@@ -1145,20 +1144,14 @@ TYPED_TEST(HcaConformance, UdSendWithAWrongQkeyIsDroppedAndTheReceiveStaysPosted
     auto r = this->ud_buf(1, 4096);
     this->b.ud(1).post_recv(this->recv(80, r, 4096));
     this->fill(0, s.addr, 64, 0xC0);
-    ASSERT_EQ(this->b.ud_send(0, this->wr(WrOpcode::Send, 4, s, 64), kUdQkey + 1), 0);
-    sdp::Wc wc = this->next_ud(0);
-    EXPECT_EQ(wc.wr_id, 4u);
-    EXPECT_EQ(wc.status, WcStatus::Success);
+    this->ud_send_completes(4, s, 64, kUdQkey + 1);
     this->b.pause();
     EXPECT_TRUE(this->drain(this->b.ud(1)).empty());  // dropped: no completion
     EXPECT_EQ(this->b.ud_state(1), QpState::Rts);     // and no error
     EXPECT_EQ(this->read(1, r.addr, kGrhRoom + 64), std::vector<uint8_t>(kGrhRoom + 64, 0));
     this->fill(0, s.addr, 64, 0x30);
-    ASSERT_EQ(this->b.ud_send(0, this->wr(WrOpcode::Send, 5, s, 64), kUdQkey), 0);
-    wc = this->next_ud(0);
-    EXPECT_EQ(wc.wr_id, 5u);
-    EXPECT_EQ(wc.status, WcStatus::Success);
-    wc = this->next_ud(1);
+    this->ud_send_completes(5, s, 64, kUdQkey);
+    sdp::Wc wc = this->next_ud(1);
     EXPECT_EQ(wc.wr_id, 80u);  // the WQE the dropped datagram left posted
     EXPECT_EQ(wc.status, WcStatus::Success);
     EXPECT_EQ(wc.byte_len, kGrhRoom + 64);
