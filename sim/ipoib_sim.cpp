@@ -1,10 +1,9 @@
+// netperf TCP_STREAM over IPoIB (sim/ipoib_sim.h): the rings, the HCA's completions and the
+// interrupt path of each host, and the run.
 #include "sim/ipoib_sim.h"
 
 #include <algorithm>
 #include <chrono>
-#include <deque>
-#include <functional>
-#include <memory>
 
 #include <fmt/format.h>
 
@@ -14,24 +13,13 @@
 #include "model/hca.h"
 #include "model/ib.h"
 #include "model/ipoib.h"
+#include "sim/ipoib_stream.h"
 #include "sim/kernel.h"
 #include "sim/testbed.h"
 
 namespace hcasim::sim {
 
-using model::KernelFn;
-
-namespace {
-
-// --- parameters -------------------------------------------------------------------------
-
-/// What the IPoIB path reads of one host beyond a simulated host's parameters (HostParams):
-/// the TCP/IP stack's costs, the IPoIB mode and its rings.
-struct IpoibHost {
-  model::NetstackCosts net;
-  model::ipoib::Config ipoib;
-  uint32_t send_ring = 0, recv_ring = 0;
-};
+namespace ipoib_detail {
 
 IpoibHost read_ipoib_host(const model::Platform& p) {
   IpoibHost h;
@@ -44,195 +32,6 @@ IpoibHost read_ipoib_host(const model::Platform& p) {
   p.check_used_in(model::ParamWhen::Ipoib);
   return h;
 }
-
-}  // namespace
-
-void check_ipoib_parameters(const model::Platform& p) { (void)read_ipoib_host(p); }
-
-namespace {
-
-/// IPOIB_QKEY (Linux drivers/infiniband/ulp/ipoib/ipoib.h): the Q_Key of IPoIB's UD QPs.
-constexpr uint32_t kIpoibQkey = 0x00000b1b;
-/// IPOIB_NUM_WC (2.6.11 ipoib.h): the CQEs ipoib_ib_completion polls per ib_poll_cq call.
-constexpr size_t kIpoibNumWc = 4;
-using hca::kGrhBytes;
-
-/// A packet on the wire: a TCP data segment or an ACK.
-struct Packet {
-  bool ack = false;
-  uint64_t seq = 0;      ///< data: first byte's offset in the stream
-  uint32_t len = 0;      ///< data: payload bytes
-  uint64_t ack_seq = 0;  ///< ACK: next byte expected
-  uint64_t window = 0;   ///< ACK: bytes the receiver can take beyond ack_seq
-};
-
-/// A completion the IPoIB CQ gave (one CQ for sends and receives, as 2005's IPoIB), on its way
-/// to the softirq.
-struct Cqe {
-  bool send = false;     ///< send completion (else a packet received)
-  uint32_t frame = 0;    ///< bytes of the IPoIB frame (for the DMA unmap)
-  Packet packet;         ///< received packet
-};
-
-// --- one host's state ----------------------------------------------------------------------
-
-struct Ctx {
-  int core = 0;
-};
-
-struct Side {
-  HostParams hp;                 ///< the simulated host (CPU, bus, HCA, link)
-  IpoibHost p;                   ///< its TCP/IP stack and IPoIB
-  SimHost* host = nullptr;       ///< the bed's
-  Hca* hca = nullptr;
-  Qp* qp = nullptr;              ///< IPoIB's QP: UD (datagram) or RC (connected)
-  uint32_t lkey = 0;             ///< the DMA MR of the frames (ib_get_dma_mr)
-  sdp::Addr send_buf = 0, recv_buf = 0;  ///< send_ring / recv_ring buffers of one frame each
-  uint32_t send_slot = 0, recv_slot = 0;   ///< bytes of one buffer
-  uint32_t next_send = 0;        ///< the send ring's next buffer
-  double post_cpu_ns = 0;        ///< the doorbell's CPU cost, charged by the HCA model (Qp::post_send)
-  std::vector<frontends::KernelProfile> prof;
-  std::deque<Cqe> softirq;       ///< polled CQEs waiting for the softirq (netif_rx's backlog)
-  bool in_irq = false;           ///< the interrupt CPU is in a hard interrupt or the softirq
-  SimWaitQueue irq_idle;         ///< notified when it leaves them
-  uint32_t tx_outstanding = 0;   ///< posted sends not yet completed (IPoIB's send ring)
-  std::deque<Packet> qdisc;      ///< packets waiting for room in the send ring (the ACK side)
-  // Socket state.
-  bool owned = false;            ///< the application is inside send()/recv() (lock_sock)
-  std::deque<Packet> backlog;    ///< packets softirq left for the owner (sk_add_backlog)
-  std::deque<Packet> prequeue;   ///< packets softirq left for a sleeping reader (tcp_prequeue)
-  bool reader_waiting = false;   ///< netserver sleeps in recv() (ucopy.task set)
-  bool asleep = false;           ///< the application is on the socket's wait queue
-  std::unique_ptr<SimWaitQueue> sock_wq;
-};
-
-class Stream {
- public:
-  /// `ha`, `hb`: the hosts; `a`, `b`: their stacks. All must outlive the stream.
-  Stream(const HostParams& ha, const HostParams& hb, const IpoibHost& a, const IpoibHost& b,
-         const frontends::TcpStreamConfig& cfg, uint64_t sndbuf, uint64_t rcvbuf, uint64_t send_size,
-         uint64_t recv_size, int lcpu, int rcpu);
-  frontends::IpoibStreamResult run();
-
- private:
-  /// A call of `fn` taking `ns` in the profile of the calling context's core, without charging
-  /// the CPU (the HCA model charged it: the interrupt entry, the doorbell store).
-  void profile(Side& s, const Ctx& c, KernelFn fn, double ns, double calls = 1) {
-    auto& k = s.prof[static_cast<size_t>(c.core)];
-    k.ns[static_cast<size_t>(fn)] += ns;
-    k.calls[static_cast<size_t>(fn)] += calls;
-  }
-  // CPU accounting: time and a call of `fn` on the calling context's core.
-  void charge(Side& s, const Ctx& c, KernelFn fn, double ns, double calls = 1) {
-    s.host->charge(model::kernel_fn_activity(fn), ns);
-    profile(s, c, fn, ns, calls);
-  }
-  /// SimHost::sleep / wake, counted as calls of schedule (their time is SimHost's Wakeup).
-  void sleep(Side& s, const Ctx& c, const std::function<bool()>& ready) {
-    s.host->flush();
-    if (ready()) return;
-    // The sleeper is on the wait queue whenever it checks and finds nothing (prepare_to_wait);
-    // a wake takes it off (autoremove_wake_function), so later wakes find the queue empty.
-    s.host->sleep(*s.sock_wq, [&] {
-      const bool r = ready();
-      s.asleep = !r;
-      return r;
-    });
-    s.prof[static_cast<size_t>(c.core)].calls[static_cast<size_t>(KernelFn::Schedule)] += 1;
-  }
-  void wake(Side& s, const Ctx& c) {
-    if (!s.asleep) return;  // nobody on the queue: wake_up costs next to nothing
-    s.asleep = false;
-    s.host->wake(*s.sock_wq);
-    s.prof[static_cast<size_t>(c.core)].calls[static_cast<size_t>(KernelFn::Schedule)] += 1;
-  }
-  void csum(Side& s, const Ctx& c, uint64_t bytes, bool cold) {
-    if (s.p.net.csum_offload) return;
-    charge(s, c, KernelFn::DoCsum, s.p.net.csum_ns(bytes, cold));
-  }
-  void netfilter(Side& s, const Ctx& c, bool input, uint32_t tcp_bytes) {
-    if (!s.p.net.netfilter) return;
-    // Two hooks each way: PRE_ROUTING + LOCAL_IN, LOCAL_OUT + POST_ROUTING. Conntrack runs at
-    // PRE_ROUTING and LOCAL_OUT; at PRE_ROUTING its tcp_error() verifies the TCP checksum over
-    // the whole segment (ip_conntrack_proto_tcp.c), the first read of DMA-written data.
-    charge(s, c, KernelFn::IptDoTable, 2 * s.p.net.nf_hook_ns, 2);
-    charge(s, c, KernelFn::Conntrack, s.p.net.conntrack_ns);
-    if (input) csum(s, c, tcp_bytes, /*cold=*/true);
-  }
-  uint32_t ip_bytes(const Packet& p) const { return header_bytes_ + (p.ack ? 0 : p.len); }
-  uint32_t frame_bytes(const Packet& p) const { return ip_bytes(p) + model::ipoib::kEncapBytes; }
-  static uint32_t rx_buffer_bytes(const Side& s) {
-    // IPoIB receive buffers: the MTU plus the encapsulation header plus room for a GRH.
-    return model::ipoib::interface_mtu(s.p.ipoib, s.hp.ib) + model::ipoib::kEncapBytes + kGrhBytes;
-  }
-
-  /// Sets up side i's IPoIB in its interrupt CPU's context: the DMA MR, the rings' buffers,
-  /// the receive ring posted, the CQ armed (ipoib_ib_dev_open).
-  void open(int i);
-  /// Posts a packet from side `from` at the current time (its CPU work is done, but for the
-  /// post's doorbell, which the HCA model charges): the frame is a SEND of the IPoIB QP, its
-  /// TCP/IP header travels beside it (the direction's in-flight list). With the send ring full,
-  /// it waits in the qdisc for a send completion.
-  void transmit(int from, const Packet& p);
-  /// The CQ's completion event, in the HCA's interrupt context on the interrupt CPU (the HCA
-  /// has charged the interrupt's entry): the hard interrupt, then the NET_RX softirq on its exit.
-  void irq_event(int side);
-  /// An application on the interrupt CPU runs only when no interrupt or softirq work is
-  /// pending there (they preempt it): waits for that, without CPU cost.
-  void yield_to_irq(Side& s, const Ctx& c);
-  /// The hard interrupt: re-arm the CQ, poll it dry, queue what was received for the softirq.
-  void hard_irq(int side, const Ctx& c);
-  /// The delayed-ACK timer's context (the timer softirq on the receiver's interrupt CPU).
-  void delack_loop();
-  /// The softirq's work for one packet received: IP input, netfilter, TCP.
-  void handle_packet(int side, const Ctx& c, const Packet& p);
-  /// TCP/IP output of one packet on side s (CPU only; the caller flushes, then transmits).
-  void output_cost(Side& s, const Ctx& c, const Packet& p);
-  /// Sender: transmit what the window, the send ring and the data allow (tcp_write_xmit).
-  void push(const Ctx& c);
-  /// Sender: an ACK processed by TCP (tcp_ack).
-  void sender_ack(const Ctx& c, const Packet& p);
-  /// Receiver: a data segment processed by TCP (tcp_rcv_established), in context c.
-  void receiver_segment(const Ctx& c, const Packet& p, bool in_softirq);
-  /// Receiver: the ACK of everything received, with the window offered now (updates rcv_wup,
-  /// the advertised window and its right edge).
-  Packet make_ack();
-  /// Receiver: send an ACK now from context c.
-  void send_ack(const Ctx& c);
-  uint64_t receive_window() const;
-  /// Send-buffer memory in use (sk_wmem_queued): unacknowledged bytes plus, per skb, the
-  /// struct sk_buff and skb_shared_info Linux charges as truesize (~256 B on 2.6 ia64).
-  uint64_t queued_bytes() const {
-    const uint64_t bytes = write_seq_ - snd_una_;
-    return bytes + (bytes + mss_ - 1) / mss_ * 256;
-  }
-  void netperf();
-  void netserver();
-
-  const frontends::TcpStreamConfig& cfg_;
-  TwoHostBed bed_;
-  std::array<Side, 2> side_;
-  /// Per direction (by sending side): the TCP/IP headers of the frames posted and not yet
-  /// received, in order (the IPoIB path moves byte counts, not bytes; each receive CQE's length
-  /// is checked against its frame).
-  std::array<std::deque<Packet>, 2> in_flight_;
-  uint32_t mss_ = 0, header_bytes_ = 0;
-  uint64_t sndbuf_, rcvbuf_, send_size_, recv_size_;
-  int lcpu_, rcpu_;
-  Ctx irq_ctx_[2];
-  // Sender TCP state (bytes of the stream).
-  uint64_t write_seq_ = 0, snd_nxt_ = 0, snd_una_ = 0, snd_wnd_right_ = 0;
-  bool sending_done_ = false;
-  // Receiver TCP state.
-  uint64_t rcv_nxt_ = 0, rcv_wup_ = 0, rcv_adv_right_ = 0, rcv_wnd_ = 0, copied_ = 0;
-  uint64_t rcv_queue_ = 0;  ///< bytes received and not yet read
-  bool delack_armed_ = false, delack_due_ = false;
-  int ring_dry_ = -1;  ///< the side whose receive ring ran dry (a datagram dropped), else -1
-  SimWaitQueue delack_wq_;
-  uint64_t segments_ = 0, acks_ = 0;
-  double t_start_ = 0, t_end_ = 0;
-  uint64_t sent_ = 0, send_calls_ = 0, recv_calls_ = 0;
-};
 
 Stream::Stream(const HostParams& ha, const HostParams& hb, const IpoibHost& a, const IpoibHost& b,
                const frontends::TcpStreamConfig& cfg, uint64_t sndbuf, uint64_t rcvbuf, uint64_t send_size,
@@ -271,12 +70,6 @@ Stream::Stream(const HostParams& ha, const HostParams& hb, const IpoibHost& a, c
   mss_ = std::min(model::ipoib::tcp_mss(a.ipoib, ha.ib), model::ipoib::tcp_mss(b.ipoib, hb.ib));
   header_bytes_ = model::ipoib::kIpTcpHeaderBytes + (a.ipoib.tcp_timestamps ? model::ipoib::kTcpTimestampBytes : 0);
   rcv_wnd_ = rcv_adv_right_ = snd_wnd_right_ = receive_window();
-}
-
-uint64_t Stream::receive_window() const {
-  const uint64_t space = model::tcp_window_from_space(rcvbuf_);
-  const uint64_t free = space > rcv_queue_ ? space - rcv_queue_ : 0;
-  return free / mss_ * mss_;  // Linux offers whole segments (tcp_select_window rounds to MSS)
 }
 
 void Stream::open(int i) {
@@ -417,252 +210,6 @@ void Stream::hard_irq(int i, const Ctx& c) {
   s.host->flush();
 }
 
-void Stream::delack_loop() {
-  Side& s = side_[1];
-  const Ctx& c = irq_ctx_[1];
-  s.host->bind_current(c.core);
-  for (;;) {
-    while (!delack_due_) delack_wq_.wait();
-    delack_due_ = false;
-    if (rcv_nxt_ > rcv_wup_) send_ack(c);
-  }
-}
-
-void Stream::handle_packet(int i, const Ctx& c, const Packet& p) {
-  Side& s = side_[static_cast<size_t>(i)];
-  // The IP input path (netif_receive_skb .. ip_local_deliver_finish) with ip_fast_csum over
-  // the IP header.
-  charge(s, c, KernelFn::TcpReceive, s.p.net.rx_packet_ns);
-  csum(s, c, 20, /*cold=*/true);
-  const uint32_t tcp_bytes = header_bytes_ - 20 + (p.ack ? 0 : p.len);
-  netfilter(s, c, /*input=*/true, tcp_bytes);
-  if (i == 0) {
-    // The sender gets ACKs: tcp_v4_rcv checks the short segment's checksum at once.
-    csum(s, c, tcp_bytes, false);
-    if (s.owned) {
-      s.backlog.push_back(p);
-      return;
-    }
-    sender_ack(c, p);
-    return;
-  }
-  // The receiver gets data.
-  if (s.owned) {
-    s.backlog.push_back(p);
-  } else if (s.reader_waiting) {
-    s.prequeue.push_back(p);
-    if (s.prequeue.size() == 1) {
-      s.reader_waiting = false;
-      wake(s, c);
-    }
-  } else {
-    receiver_segment(c, p, /*in_softirq=*/true);
-  }
-}
-
-void Stream::output_cost(Side& s, const Ctx& c, const Packet& p) {
-  charge(s, c, KernelFn::TcpTransmit, s.p.net.tx_packet_ns);
-  csum(s, c, header_bytes_ - 20, false);  // tcp_v4_send_check: the TCP header (payload summed at copy)
-  csum(s, c, 20, false);                  // ip_send_check
-  netfilter(s, c, /*input=*/false, 0);
-  charge(s, c, KernelFn::DmaMap, 0.5 * s.p.net.dma_map_ns(frame_bytes(p)));
-  // netstack.ipoib_post includes the doorbell store, which the HCA model charges with the post
-  // (Qp::post_send): the CPU is charged the rest, the profile the whole.
-  s.host->charge(model::kernel_fn_activity(KernelFn::IpoibXmit), s.p.net.ipoib_post_ns - s.post_cpu_ns);
-  profile(s, c, KernelFn::IpoibXmit, s.p.net.ipoib_post_ns);
-}
-
-void Stream::push(const Ctx& c) {
-  Side& s = side_[0];
-  for (;;) {
-    const uint64_t unsent = write_seq_ - snd_nxt_;
-    if (unsent == 0) return;
-    // Nagle: a short segment goes only when nothing is in flight or the stream ends.
-    if (unsent < mss_ && !(sending_done_ || snd_nxt_ == snd_una_)) return;
-    const auto len = static_cast<uint32_t>(std::min<uint64_t>(unsent, mss_));
-    if (snd_nxt_ + len > snd_wnd_right_) return;      // the peer's window
-    if (s.tx_outstanding >= s.p.send_ring) return;    // netif_stop_queue: the ring is full
-    Packet p;
-    p.seq = snd_nxt_;
-    p.len = len;
-    snd_nxt_ += len;
-    ++segments_;
-    output_cost(s, c, p);
-    charge(s, c, KernelFn::Other, s.p.net.other_segment_ns);
-    s.host->flush();
-    transmit(0, p);
-  }
-}
-
-void Stream::sender_ack(const Ctx& c, const Packet& p) {
-  Side& s = side_[0];
-  charge(s, c, KernelFn::TcpReceive, s.p.net.rx_tcp_ns);
-  charge(s, c, KernelFn::TcpAck, s.p.net.ack_rx_ns);
-  if (p.ack_seq > snd_una_) snd_una_ = p.ack_seq;
-  snd_wnd_right_ = std::max(snd_wnd_right_, p.ack_seq + p.window);
-  // sk_stream_write_space (net/core/stream.c): wake the writer once the free space is at
-  // least half of what is queued (sk_stream_wspace >= sk_stream_min_wspace).
-  const uint64_t queued = queued_bytes();
-  if (sndbuf_ >= queued && sndbuf_ - queued >= queued / 2) wake(s, c);
-  push(c);
-}
-
-void Stream::receiver_segment(const Ctx& c, const Packet& p, bool in_softirq) {
-  Side& s = side_[1];
-  charge(s, c, KernelFn::TcpReceive, s.p.net.rx_tcp_ns);
-  // TCP's checksum of the segment: cold unless conntrack has just read it.
-  csum(s, c, header_bytes_ - 20 + p.len, !s.p.net.netfilter);
-  charge(s, c, KernelFn::Other, s.p.net.other_segment_ns);
-  rcv_nxt_ += p.len;
-  rcv_queue_ += p.len;
-  // __tcp_ack_snd_check: more than one full segment unacknowledged and the window offered now
-  // is no smaller than the last one advertised (a receiver whose queue grows, because its
-  // reader lags, does not ACK from here: its reader's recv() will); else the delayed-ACK timer.
-  if (rcv_nxt_ - rcv_wup_ > mss_ && receive_window() >= rcv_wnd_) {
-    send_ack(c);
-  } else if (!delack_armed_) {
-    delack_armed_ = true;
-    bed_.timer().at(sim::now_ns() + 40e6, [this] {
-      // The timer's ACK (rare: only a stream's tail waits 40 ms) goes from the timer softirq.
-      delack_armed_ = false;
-      delack_due_ = true;
-      delack_wq_.notify_all();
-    });
-  }
-  if (in_softirq) wake(s, c);
-}
-
-Packet Stream::make_ack() {
-  Packet a;
-  a.ack = true;
-  a.ack_seq = rcv_nxt_;
-  a.window = receive_window();
-  rcv_wup_ = rcv_nxt_;
-  rcv_wnd_ = a.window;
-  rcv_adv_right_ = std::max(rcv_adv_right_, a.ack_seq + a.window);
-  ++acks_;
-  return a;
-}
-
-void Stream::send_ack(const Ctx& c) {
-  Side& s = side_[1];
-  const Packet a = make_ack();
-  output_cost(s, c, a);
-  s.host->flush();
-  transmit(1, a);
-}
-
-void Stream::netperf() {
-  Side& s = side_[0];
-  const Ctx c{lcpu_};
-  s.host->bind_current(c.core);
-  for (auto& side : side_) {
-    side.host->reset_accounts();
-    for (auto& k : side.prof) k.ns.fill(0), k.calls.fill(0);
-  }
-  t_start_ = sim::now_ns();
-  const double stop = t_start_ + cfg_.length_s * 1e9;
-  uint64_t fill = 0;  // bytes in the tail skb
-  while (cfg_.length_bytes ? sent_ < cfg_.length_bytes : sim::now_ns() < stop) {
-    const uint64_t len = cfg_.length_bytes ? std::min(send_size_, cfg_.length_bytes - sent_) : send_size_;
-    yield_to_irq(s, c);
-    ++send_calls_;
-    charge(s, c, KernelFn::TcpSendmsg, s.p.net.send_call_ns);
-    s.owned = true;
-    uint64_t left = len;
-    while (left > 0) {
-      auto queued = [&] { return queued_bytes(); };
-      if (queued() + std::min<uint64_t>(left, mss_) > sndbuf_) {
-        // sk_stream_wait_memory: release the socket (its backlog runs), sleep for room.
-        while (!s.backlog.empty()) {
-          const Packet p = s.backlog.front();
-          s.backlog.pop_front();
-          sender_ack(c, p);
-        }
-        s.owned = false;
-        sleep(s, c, [&] { return queued() + std::min<uint64_t>(left, mss_) <= sndbuf_; });
-        yield_to_irq(s, c);
-        s.owned = true;
-        continue;
-      }
-      const uint64_t chunk = std::min<uint64_t>(left, mss_ - fill);
-      // csum_and_copy_from_user: netperf's send ring stays in the cache.
-      charge(s, c, KernelFn::CopyUser, s.p.net.copy_ns(chunk));
-      csum(s, c, chunk, false);
-      write_seq_ += chunk;
-      left -= chunk;
-      fill = (fill + chunk) % mss_;
-      if (fill == 0) push(c);
-    }
-    sent_ += len;
-    // release_sock: the backlog's ACKs are processed by the sender itself.
-    while (!s.backlog.empty()) {
-      const Packet p = s.backlog.front();
-      s.backlog.pop_front();
-      sender_ack(c, p);
-    }
-    s.owned = false;
-    push(c);
-    s.host->flush();
-  }
-  sending_done_ = true;
-  push(c);
-  s.host->flush();
-  side_[1].host->notify(*side_[1].sock_wq);  // the FIN: a reader with nothing left to read returns
-}
-
-void Stream::netserver() {
-  Side& s = side_[1];
-  const Ctx c{rcpu_};
-  s.host->bind_current(c.core);
-  const uint64_t total_target = cfg_.length_bytes;
-  for (;;) {
-    yield_to_irq(s, c);
-    ++recv_calls_;
-    charge(s, c, KernelFn::TcpRecvmsg, s.p.net.recv_call_ns);
-    s.owned = true;
-    auto drain = [&](std::deque<Packet>& q) {
-      while (!q.empty()) {
-        const Packet p = q.front();
-        q.pop_front();
-        receiver_segment(c, p, false);
-      }
-    };
-    drain(s.backlog);
-    while (rcv_queue_ == 0) {
-      if (sending_done_ && copied_ == write_seq_) break;
-      // Sleep in sk_wait_data with ucopy.task set: softirq prequeues for us.
-      s.owned = false;
-      s.reader_waiting = true;
-      sleep(s, c, [&] { return !s.prequeue.empty() || rcv_queue_ > 0 || (sending_done_ && copied_ == write_seq_); });
-      yield_to_irq(s, c);
-      s.reader_waiting = false;
-      s.owned = true;
-      drain(s.prequeue);
-      drain(s.backlog);
-    }
-    if (rcv_queue_ == 0) break;  // the stream ended
-    const uint64_t n = std::min(rcv_queue_, recv_size_);
-    // skb_copy_datagram_iovec: one __copy_user per skb (segment) copied.
-    charge(s, c, KernelFn::CopyUser, s.p.net.copy_ns(n) + s.p.net.copy_call_ns * static_cast<double>((n - 1) / mss_),
-           static_cast<double>((n + mss_ - 1) / mss_));
-    rcv_queue_ -= n;
-    copied_ += n;
-    // tcp_cleanup_rbuf (tcp.c): ACK now when more than a segment is unacknowledged, or when the
-    // window the reader opened is at least twice what is left of the advertised one and that
-    // is at most half the largest window.
-    const uint64_t now_left = rcv_adv_right_ > rcv_nxt_ ? rcv_adv_right_ - rcv_nxt_ : 0;
-    if (rcv_nxt_ - rcv_wup_ > mss_ ||
-        (2 * now_left <= model::tcp_window_from_space(rcvbuf_) && receive_window() >= 2 * std::max<uint64_t>(now_left, 1)))
-      send_ack(c);
-    drain(s.backlog);  // release_sock
-    s.owned = false;
-    s.host->flush();
-    if (total_target && copied_ >= total_target) break;
-  }
-  t_end_ = sim::now_ns();
-}
-
 frontends::IpoibStreamResult Stream::run() {
   const auto wall0 = std::chrono::steady_clock::now();
   Scheduler& s = bed_.scheduler();
@@ -737,7 +284,13 @@ frontends::IpoibStreamResult Stream::run() {
   return out;
 }
 
-}  // namespace
+}  // namespace ipoib_detail
+
+using ipoib_detail::IpoibHost;
+using ipoib_detail::read_ipoib_host;
+using ipoib_detail::Stream;
+
+void check_ipoib_parameters(const model::Platform& p) { (void)read_ipoib_host(p); }
 
 frontends::IpoibStreamResult run_ipoib_stream(const model::Platform& local, const model::Platform& remote,
                                    const frontends::TcpStreamConfig& cfg) {

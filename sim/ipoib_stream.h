@@ -1,0 +1,221 @@
+#pragma once
+/// \file The IPoIB stream's insides (sim/ipoib_sim.h is the interface): one host's state, the
+/// packets and completions of the path, and the Stream that runs netperf TCP_STREAM over it.
+/// Two files implement it: sim/ipoib_sim.cpp (the rings, the HCA's completions and the
+/// interrupt path, the run) and sim/ipoib_tcp.cpp (TCP's sender and receiver and the two
+/// applications). Not for use outside them.
+#include <array>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "frontends/netperf_config.h"
+#include "model/cpu.h"
+#include "model/ipoib.h"
+#include "model/netstack.h"
+#include "model/platform.h"
+#include "sim/ipoib_sim.h"
+#include "sim/kernel.h"
+#include "sim/testbed.h"
+
+namespace hcasim::sim::ipoib_detail {
+
+using model::KernelFn;
+
+/// What the IPoIB path reads of one host beyond a simulated host's parameters (HostParams):
+/// the TCP/IP stack's costs, the IPoIB mode and its rings.
+struct IpoibHost {
+  model::NetstackCosts net;
+  model::ipoib::Config ipoib;
+  uint32_t send_ring = 0, recv_ring = 0;
+};
+
+/// Reads and checks one host's IPoIB parameters (throws model errors naming the key).
+IpoibHost read_ipoib_host(const model::Platform& p);
+
+
+/// IPOIB_QKEY (Linux drivers/infiniband/ulp/ipoib/ipoib.h): the Q_Key of IPoIB's UD QPs.
+constexpr uint32_t kIpoibQkey = 0x00000b1b;
+/// IPOIB_NUM_WC (2.6.11 ipoib.h): the CQEs ipoib_ib_completion polls per ib_poll_cq call.
+constexpr size_t kIpoibNumWc = 4;
+using hca::kGrhBytes;
+
+/// A packet on the wire: a TCP data segment or an ACK.
+struct Packet {
+  bool ack = false;
+  uint64_t seq = 0;      ///< data: first byte's offset in the stream
+  uint32_t len = 0;      ///< data: payload bytes
+  uint64_t ack_seq = 0;  ///< ACK: next byte expected
+  uint64_t window = 0;   ///< ACK: bytes the receiver can take beyond ack_seq
+};
+
+/// A completion the IPoIB CQ gave (one CQ for sends and receives, as 2005's IPoIB), on its way
+/// to the softirq.
+struct Cqe {
+  bool send = false;     ///< send completion (else a packet received)
+  uint32_t frame = 0;    ///< bytes of the IPoIB frame (for the DMA unmap)
+  Packet packet;         ///< received packet
+};
+
+// --- one host's state ----------------------------------------------------------------------
+
+struct Ctx {
+  int core = 0;
+};
+
+struct Side {
+  HostParams hp;                 ///< the simulated host (CPU, bus, HCA, link)
+  IpoibHost p;                   ///< its TCP/IP stack and IPoIB
+  SimHost* host = nullptr;       ///< the bed's
+  Hca* hca = nullptr;
+  Qp* qp = nullptr;              ///< IPoIB's QP: UD (datagram) or RC (connected)
+  uint32_t lkey = 0;             ///< the DMA MR of the frames (ib_get_dma_mr)
+  sdp::Addr send_buf = 0, recv_buf = 0;  ///< send_ring / recv_ring buffers of one frame each
+  uint32_t send_slot = 0, recv_slot = 0;   ///< bytes of one buffer
+  uint32_t next_send = 0;        ///< the send ring's next buffer
+  double post_cpu_ns = 0;        ///< the doorbell's CPU cost, charged by the HCA model (Qp::post_send)
+  std::vector<frontends::KernelProfile> prof;
+  std::deque<Cqe> softirq;       ///< polled CQEs waiting for the softirq (netif_rx's backlog)
+  bool in_irq = false;           ///< the interrupt CPU is in a hard interrupt or the softirq
+  SimWaitQueue irq_idle;         ///< notified when it leaves them
+  uint32_t tx_outstanding = 0;   ///< posted sends not yet completed (IPoIB's send ring)
+  std::deque<Packet> qdisc;      ///< packets waiting for room in the send ring (the ACK side)
+  // Socket state.
+  bool owned = false;            ///< the application is inside send()/recv() (lock_sock)
+  std::deque<Packet> backlog;    ///< packets softirq left for the owner (sk_add_backlog)
+  std::deque<Packet> prequeue;   ///< packets softirq left for a sleeping reader (tcp_prequeue)
+  bool reader_waiting = false;   ///< netserver sleeps in recv() (ucopy.task set)
+  bool asleep = false;           ///< the application is on the socket's wait queue
+  std::unique_ptr<SimWaitQueue> sock_wq;
+};
+
+class Stream {
+ public:
+  /// `ha`, `hb`: the hosts; `a`, `b`: their stacks. All must outlive the stream.
+  Stream(const HostParams& ha, const HostParams& hb, const IpoibHost& a, const IpoibHost& b,
+         const frontends::TcpStreamConfig& cfg, uint64_t sndbuf, uint64_t rcvbuf, uint64_t send_size,
+         uint64_t recv_size, int lcpu, int rcpu);
+  frontends::IpoibStreamResult run();
+
+ private:
+  /// A call of `fn` taking `ns` in the profile of the calling context's core, without charging
+  /// the CPU (the HCA model charged it: the interrupt entry, the doorbell store).
+  void profile(Side& s, const Ctx& c, KernelFn fn, double ns, double calls = 1) {
+    auto& k = s.prof[static_cast<size_t>(c.core)];
+    k.ns[static_cast<size_t>(fn)] += ns;
+    k.calls[static_cast<size_t>(fn)] += calls;
+  }
+  // CPU accounting: time and a call of `fn` on the calling context's core.
+  void charge(Side& s, const Ctx& c, KernelFn fn, double ns, double calls = 1) {
+    s.host->charge(model::kernel_fn_activity(fn), ns);
+    profile(s, c, fn, ns, calls);
+  }
+  /// SimHost::sleep / wake, counted as calls of schedule (their time is SimHost's Wakeup).
+  void sleep(Side& s, const Ctx& c, const std::function<bool()>& ready) {
+    s.host->flush();
+    if (ready()) return;
+    // The sleeper is on the wait queue whenever it checks and finds nothing (prepare_to_wait);
+    // a wake takes it off (autoremove_wake_function), so later wakes find the queue empty.
+    s.host->sleep(*s.sock_wq, [&] {
+      const bool r = ready();
+      s.asleep = !r;
+      return r;
+    });
+    s.prof[static_cast<size_t>(c.core)].calls[static_cast<size_t>(KernelFn::Schedule)] += 1;
+  }
+  void wake(Side& s, const Ctx& c) {
+    if (!s.asleep) return;  // nobody on the queue: wake_up costs next to nothing
+    s.asleep = false;
+    s.host->wake(*s.sock_wq);
+    s.prof[static_cast<size_t>(c.core)].calls[static_cast<size_t>(KernelFn::Schedule)] += 1;
+  }
+  void csum(Side& s, const Ctx& c, uint64_t bytes, bool cold) {
+    if (s.p.net.csum_offload) return;
+    charge(s, c, KernelFn::DoCsum, s.p.net.csum_ns(bytes, cold));
+  }
+  void netfilter(Side& s, const Ctx& c, bool input, uint32_t tcp_bytes) {
+    if (!s.p.net.netfilter) return;
+    // Two hooks each way: PRE_ROUTING + LOCAL_IN, LOCAL_OUT + POST_ROUTING. Conntrack runs at
+    // PRE_ROUTING and LOCAL_OUT; at PRE_ROUTING its tcp_error() verifies the TCP checksum over
+    // the whole segment (ip_conntrack_proto_tcp.c), the first read of DMA-written data.
+    charge(s, c, KernelFn::IptDoTable, 2 * s.p.net.nf_hook_ns, 2);
+    charge(s, c, KernelFn::Conntrack, s.p.net.conntrack_ns);
+    if (input) csum(s, c, tcp_bytes, /*cold=*/true);
+  }
+  uint32_t ip_bytes(const Packet& p) const { return header_bytes_ + (p.ack ? 0 : p.len); }
+  uint32_t frame_bytes(const Packet& p) const { return ip_bytes(p) + model::ipoib::kEncapBytes; }
+  static uint32_t rx_buffer_bytes(const Side& s) {
+    // IPoIB receive buffers: the MTU plus the encapsulation header plus room for a GRH.
+    return model::ipoib::interface_mtu(s.p.ipoib, s.hp.ib) + model::ipoib::kEncapBytes + kGrhBytes;
+  }
+
+  /// Sets up side i's IPoIB in its interrupt CPU's context: the DMA MR, the rings' buffers,
+  /// the receive ring posted, the CQ armed (ipoib_ib_dev_open).
+  void open(int i);
+  /// Posts a packet from side `from` at the current time (its CPU work is done, but for the
+  /// post's doorbell, which the HCA model charges): the frame is a SEND of the IPoIB QP, its
+  /// TCP/IP header travels beside it (the direction's in-flight list). With the send ring full,
+  /// it waits in the qdisc for a send completion.
+  void transmit(int from, const Packet& p);
+  /// The CQ's completion event, in the HCA's interrupt context on the interrupt CPU (the HCA
+  /// has charged the interrupt's entry): the hard interrupt, then the NET_RX softirq on its exit.
+  void irq_event(int side);
+  /// An application on the interrupt CPU runs only when no interrupt or softirq work is
+  /// pending there (they preempt it): waits for that, without CPU cost.
+  void yield_to_irq(Side& s, const Ctx& c);
+  /// The hard interrupt: re-arm the CQ, poll it dry, queue what was received for the softirq.
+  void hard_irq(int side, const Ctx& c);
+  /// The delayed-ACK timer's context (the timer softirq on the receiver's interrupt CPU).
+  void delack_loop();
+  /// The softirq's work for one packet received: IP input, netfilter, TCP.
+  void handle_packet(int side, const Ctx& c, const Packet& p);
+  /// TCP/IP output of one packet on side s (CPU only; the caller flushes, then transmits).
+  void output_cost(Side& s, const Ctx& c, const Packet& p);
+  /// Sender: transmit what the window, the send ring and the data allow (tcp_write_xmit).
+  void push(const Ctx& c);
+  /// Sender: an ACK processed by TCP (tcp_ack).
+  void sender_ack(const Ctx& c, const Packet& p);
+  /// Receiver: a data segment processed by TCP (tcp_rcv_established), in context c.
+  void receiver_segment(const Ctx& c, const Packet& p, bool in_softirq);
+  /// Receiver: the ACK of everything received, with the window offered now (updates rcv_wup,
+  /// the advertised window and its right edge).
+  Packet make_ack();
+  /// Receiver: send an ACK now from context c.
+  void send_ack(const Ctx& c);
+  uint64_t receive_window() const;
+  /// Send-buffer memory in use (sk_wmem_queued): unacknowledged bytes plus, per skb, the
+  /// struct sk_buff and skb_shared_info Linux charges as truesize (~256 B on 2.6 ia64).
+  uint64_t queued_bytes() const {
+    const uint64_t bytes = write_seq_ - snd_una_;
+    return bytes + (bytes + mss_ - 1) / mss_ * 256;
+  }
+  void netperf();
+  void netserver();
+
+  const frontends::TcpStreamConfig& cfg_;
+  TwoHostBed bed_;
+  std::array<Side, 2> side_;
+  /// Per direction (by sending side): the TCP/IP headers of the frames posted and not yet
+  /// received, in order (the IPoIB path moves byte counts, not bytes; each receive CQE's length
+  /// is checked against its frame).
+  std::array<std::deque<Packet>, 2> in_flight_;
+  uint32_t mss_ = 0, header_bytes_ = 0;
+  uint64_t sndbuf_, rcvbuf_, send_size_, recv_size_;
+  int lcpu_, rcpu_;
+  Ctx irq_ctx_[2];
+  // Sender TCP state (bytes of the stream).
+  uint64_t write_seq_ = 0, snd_nxt_ = 0, snd_una_ = 0, snd_wnd_right_ = 0;
+  bool sending_done_ = false;
+  // Receiver TCP state.
+  uint64_t rcv_nxt_ = 0, rcv_wup_ = 0, rcv_adv_right_ = 0, rcv_wnd_ = 0, copied_ = 0;
+  uint64_t rcv_queue_ = 0;  ///< bytes received and not yet read
+  bool delack_armed_ = false, delack_due_ = false;
+  int ring_dry_ = -1;  ///< the side whose receive ring ran dry (a datagram dropped), else -1
+  SimWaitQueue delack_wq_;
+  uint64_t segments_ = 0, acks_ = 0;
+  double t_start_ = 0, t_end_ = 0;
+  uint64_t sent_ = 0, send_calls_ = 0, recv_calls_ = 0;
+};
+
+}  // namespace hcasim::sim::ipoib_detail
