@@ -15,7 +15,8 @@
 // rdma_reject sends the REJ. A DREQ from the peer, its stream breaking, or the id's own rdma_disconnect queues DISCONNECTED (once).
 //
 // Synchronous ids (no channel: rdma_create_ep, rdma_get_request) wait in each call for its
-// event, as librdmacm's; rdma_getaddrinfo is emu/verbs_shim/cm_addrinfo.cpp's. Not emulated:
+// event, as librdmacm's; rdma_getaddrinfo is emu/verbs_shim/cm_addrinfo.cpp's, the event
+// channels emu/verbs_shim/rdmacm_events.cpp's. Not emulated:
 // AF_IB, UD / multicast, rdma_init_qp_attr, rdma_set_option, ECE.
 #include <fcntl.h>
 #include <poll.h>
@@ -32,6 +33,7 @@
 #include <fmt/format.h>
 
 #include "emu/cm.h"
+#include "emu/verbs_shim/rdmacm.h"
 #include "emu/verbs_shim/shim.h"
 
 namespace hcasim::emu::shim {
@@ -54,80 +56,6 @@ constexpr size_t kReqPrivateDataTcp = 56;
 /// path in perftest 4.5-0.17 uses freed memory) outruns the server's rdma_listen.
 constexpr int kRefusedGraceMs = 1000;
 constexpr int kRefusedRetryMs = 5;
-
-/// An event with its private data (rdma_get_cm_event(3); freed by rdma_ack_cm_event).
-struct Event {
-  rdma_cm_event ev{};
-  std::vector<uint8_t> data;
-};
-
-/// rdma_event_channel: a pipe whose read end is `ch.fd`, one byte per queued event.
-struct EventChannel {
-  rdma_event_channel ch{};
-  int write_fd = -1;
-  std::mutex m;
-  std::deque<Event*> events;
-  bool dead = false;  ///< destroyed (rdma_destroy_event_channel); a reader blocks for ever
-};
-
-/// rdma_cm_id with what the emulated CM keeps for it.
-struct CmId {
-  rdma_cm_id id{};
-  std::optional<tcp::socket> socket;      ///< passive side: the request's stream until accept / reject
-  std::optional<tcp::acceptor> acceptor;  ///< bound / listening
-  std::thread listener;
-  int stop_fd = -1;                       ///< eventfd stopping the listener thread
-  uint32_t remote_qpn = 0;                ///< passive side: the REQ's QPN
-  uint8_t initiator_depth = 0, responder_resources = 0;
-  /// A synchronous id (rdma_create_id(3) without a channel, rdma_create_ep(3)): its own
-  /// channel, and each call waits for its event (kept in id.event until the next call).
-  bool sync = false;
-  /// The CQs and completion channels rdma_create_qp made for a QP given none (destroyed
-  /// with the QP, as librdmacm's).
-  bool own_cqs = false;
-  /// rdma_create_ep(3) with RAI_PASSIVE: the QP each rdma_get_request(3) creates.
-  std::optional<ibv_qp_init_attr> ep_qp_init;
-  /// Connected (ESTABLISHED queued); DISCONNECTED is queued once, after it.
-  std::atomic<bool> connected{false};
-  std::atomic<bool> disconnected{false};
-  bool disconnect_called = false;
-  /// rdma_connect's / rdma_accept's rnr_retry_count (applied at RTS).
-  std::optional<uint8_t> rnr_retry;
-};
-
-CmId* cm_of(rdma_cm_id* id) { return reinterpret_cast<CmId*>(id); }
-
-/// Guards every cm_id's `channel` (rdma_migrate_id moves it while events are queued).
-std::mutex g_channels;
-
-/// Queues an event on the id's current channel; a CONNECT_REQUEST (`listen_id` given) on the
-/// listener's.
-void post_event(rdma_cm_id* id, rdma_cm_event_type type, int status, std::span<const uint8_t> data = {},
-                rdma_cm_id* listen_id = nullptr, uint8_t initiator_depth = 0, uint8_t responder_resources = 0) {
-  auto* e = new Event;
-  e->data.assign(data.begin(), data.end());
-  e->ev.id = id;
-  e->ev.listen_id = listen_id;
-  e->ev.event = type;
-  e->ev.status = status;
-  e->ev.param.conn.private_data = e->data.empty() ? nullptr : e->data.data();
-  e->ev.param.conn.private_data_len = static_cast<uint8_t>(std::min<size_t>(e->data.size(), 255));
-  e->ev.param.conn.initiator_depth = initiator_depth;
-  e->ev.param.conn.responder_resources = responder_resources;
-  std::lock_guard g(g_channels);
-  auto* ch = reinterpret_cast<EventChannel*>(listen_id != nullptr ? listen_id->channel : id->channel);
-  std::lock_guard g2(ch->m);
-  ch->events.push_back(e);
-  const char one = 1;
-  if (::write(ch->write_fd, &one, 1) < 0) {
-    // Full pipe: thousands of unread events; the reader has plenty to read already.
-  }
-}
-
-int fail(int e) {
-  errno = e;
-  return -1;
-}
 
 socklen_t sockaddr_len(const sockaddr* sa) {
   return sa->sa_family == AF_INET6 ? sizeof(sockaddr_in6) : sizeof(sockaddr_in);
@@ -161,16 +89,6 @@ void watch_link(rdma_cm_id* id, Qp& qp) {
   cm_of(id)->connected = true;
   qp.set_link_handler([id](bool, const std::string&) { post_disconnected(id); });
 }
-
-/// librdmacm's completion of a call on a synchronous id: the event the call queued is taken
-/// from the id's own channel into id->event (the previous one acknowledged), and its status
-/// becomes the call's result: 0, or -1 with errno (ECONNREFUSED for REJECTED, else the
-/// status's errno). Nothing for an asynchronous id (returns 0).
-int complete(rdma_cm_id* id);
-
-/// The channel of a synchronous id, its own.
-rdma_event_channel* new_channel();
-void delete_channel(rdma_event_channel* ch, bool keep_readers_blocked);
 
 /// The listener thread of a listening cm_id: accepts TCP connections, reads each REQ (at most
 /// kCmTimeoutMs) and queues a CONNECT_REQUEST with a new cm_id holding the stream.
@@ -249,71 +167,6 @@ void bind_to_device(rdma_cm_id* id) {
   if (id->pd == nullptr) id->pd = device_pd();
 }
 
-rdma_event_channel* new_channel() {
-  int fds[2];
-  if (::pipe2(fds, O_CLOEXEC) != 0) return nullptr;
-  ::fcntl(fds[1], F_SETFL, O_NONBLOCK);
-  auto* c = new EventChannel;
-  c->ch.fd = fds[0];
-  c->write_fd = fds[1];
-  return &c->ch;
-}
-
-/// `keep_readers_blocked` (a program's channel): its events are dropped but the pipe and the
-/// object stay (two fds of the process), so that a thread of the program in, or about to enter,
-/// rdma_get_cm_event on it blocks for ever instead of failing, as a thread blocked on
-/// librdmacm's device file does (rping's and others' CM thread is never joined: an error there
-/// would fail the program while it exits). Otherwise (a synchronous id's own) all is freed.
-void delete_channel(rdma_event_channel* channel, bool keep_readers_blocked) {
-  auto* c = reinterpret_cast<EventChannel*>(channel);
-  {
-    std::lock_guard g(c->m);
-    for (auto* e : c->events) delete e;
-    c->events.clear();
-    c->dead = keep_readers_blocked;
-  }
-  if (keep_readers_blocked) {
-    // Kept, with its fds, until the process exits: a thread still in rdma_get_cm_event on it
-    // (rping's CM thread) blocks rather than read a closed or reused fd.
-    // Never destroyed, not even at exit (the thread may still be blocked then).
-    static std::mutex kept_lock;
-    static auto* kept = new std::vector<EventChannel*>;
-    std::lock_guard g(kept_lock);
-    kept->push_back(c);
-    return;
-  }
-  ::close(c->ch.fd);
-  ::close(c->write_fd);
-  delete c;
-}
-
-/// Drops the events still queued for `id` (being destroyed) on its channel.
-void drop_events(rdma_cm_id* id) {
-  std::lock_guard g(g_channels);
-  auto* c = reinterpret_cast<EventChannel*>(id->channel);
-  if (c == nullptr) return;
-  std::lock_guard g2(c->m);
-  std::erase_if(c->events, [id](Event* e) {
-    if (e->ev.id != id && e->ev.listen_id != id) return false;
-    delete e;
-    return true;
-  });
-}
-
-int complete(rdma_cm_id* id) {
-  CmId* c = cm_of(id);
-  if (!c->sync) return 0;
-  if (id->event != nullptr) {
-    rdma_ack_cm_event(id->event);
-    id->event = nullptr;
-  }
-  if (rdma_get_cm_event(id->channel, &id->event) != 0) return -1;
-  const rdma_cm_event* e = id->event;
-  if (e->status == 0) return 0;
-  if (e->event == RDMA_CM_EVENT_REJECTED) return fail(ECONNREFUSED);
-  return fail(e->status < 0 ? -e->status : e->status);
-}
-
 /// Destroys the CQs and completion channels rdma_create_qp made for the id.
 void destroy_own_cqs(rdma_cm_id* id) {
   CmId* c = cm_of(id);
@@ -350,66 +203,6 @@ ibv_context** rdma_get_devices(int* num_devices) {
 
 /// rdma_free_devices(3).
 void rdma_free_devices(ibv_context** list) { std::free(list); }
-
-/// rdma_create_event_channel(3): its fd (a pipe's read end, close-on-exec) polls readable
-/// while events wait; rdma_get_cm_event blocks unless it is made non-blocking. Null with errno
-/// from pipe2(2).
-rdma_event_channel* rdma_create_event_channel() { return hcasim::emu::shim::new_channel(); }
-
-/// rdma_destroy_event_channel(3): events not yet taken are dropped; a thread blocked in
-/// rdma_get_cm_event on it stays blocked (as on librdmacm's, whose fd is the device file).
-void rdma_destroy_event_channel(rdma_event_channel* channel) {
-  if (channel != nullptr) hcasim::emu::shim::delete_channel(channel, true);
-}
-
-/// rdma_get_cm_event(3): the channel's next event (on a destroyed channel: blocks for ever). 0,
-/// or -1 with errno (EAGAIN: non-blocking and none waits).
-int rdma_get_cm_event(rdma_event_channel* channel, rdma_cm_event** event) {
-  auto* c = reinterpret_cast<hcasim::emu::shim::EventChannel*>(channel);
-  if (c == nullptr || event == nullptr) return hcasim::emu::shim::fail(EINVAL);
-  for (;;) {
-    char b = 0;
-    const ssize_t n = ::read(c->ch.fd, &b, 1);
-    if (n == 0) return hcasim::emu::shim::fail(ENODATA);
-    if (n != 1) return -1;
-    std::lock_guard g(c->m);
-    // No event for this byte: it was an event of a destroyed id (dropped); read the next.
-    if (c->events.empty() || c->dead) continue;
-    hcasim::emu::shim::Event* e = c->events.front();
-    c->events.pop_front();
-    *event = &e->ev;
-    return 0;
-  }
-}
-
-/// rdma_ack_cm_event(3): frees the event and its private data. Returns 0.
-int rdma_ack_cm_event(rdma_cm_event* event) {
-  delete reinterpret_cast<hcasim::emu::shim::Event*>(event);
-  return 0;
-}
-
-/// rdma_event_str(3): librdmacm's names.
-const char* rdma_event_str(rdma_cm_event_type event) {
-  switch (event) {
-    case RDMA_CM_EVENT_ADDR_RESOLVED: return "RDMA_CM_EVENT_ADDR_RESOLVED";
-    case RDMA_CM_EVENT_ADDR_ERROR: return "RDMA_CM_EVENT_ADDR_ERROR";
-    case RDMA_CM_EVENT_ROUTE_RESOLVED: return "RDMA_CM_EVENT_ROUTE_RESOLVED";
-    case RDMA_CM_EVENT_ROUTE_ERROR: return "RDMA_CM_EVENT_ROUTE_ERROR";
-    case RDMA_CM_EVENT_CONNECT_REQUEST: return "RDMA_CM_EVENT_CONNECT_REQUEST";
-    case RDMA_CM_EVENT_CONNECT_RESPONSE: return "RDMA_CM_EVENT_CONNECT_RESPONSE";
-    case RDMA_CM_EVENT_CONNECT_ERROR: return "RDMA_CM_EVENT_CONNECT_ERROR";
-    case RDMA_CM_EVENT_UNREACHABLE: return "RDMA_CM_EVENT_UNREACHABLE";
-    case RDMA_CM_EVENT_REJECTED: return "RDMA_CM_EVENT_REJECTED";
-    case RDMA_CM_EVENT_ESTABLISHED: return "RDMA_CM_EVENT_ESTABLISHED";
-    case RDMA_CM_EVENT_DISCONNECTED: return "RDMA_CM_EVENT_DISCONNECTED";
-    case RDMA_CM_EVENT_DEVICE_REMOVAL: return "RDMA_CM_EVENT_DEVICE_REMOVAL";
-    case RDMA_CM_EVENT_MULTICAST_JOIN: return "RDMA_CM_EVENT_MULTICAST_JOIN";
-    case RDMA_CM_EVENT_MULTICAST_ERROR: return "RDMA_CM_EVENT_MULTICAST_ERROR";
-    case RDMA_CM_EVENT_ADDR_CHANGE: return "RDMA_CM_EVENT_ADDR_CHANGE";
-    case RDMA_CM_EVENT_TIMEWAIT_EXIT: return "RDMA_CM_EVENT_TIMEWAIT_EXIT";
-  }
-  return "UNKNOWN EVENT";
-}
 
 /// rdma_create_id(3): RDMA_PS_TCP (and RDMA_PS_IB) give RC cm_ids; other port spaces EINVAL.
 /// Without a channel the id is synchronous: it has a channel of its own and rdma_resolve_addr,
@@ -455,14 +248,6 @@ int rdma_destroy_id(rdma_cm_id* id) {
     hcasim::emu::shim::delete_channel(id->channel, false);
   }
   delete c;
-  return 0;
-}
-
-/// rdma_migrate_id(3): the id's future events go to `channel`. Returns 0.
-int rdma_migrate_id(rdma_cm_id* id, rdma_event_channel* channel) {
-  if (id == nullptr || channel == nullptr) return hcasim::emu::shim::fail(EINVAL);
-  std::lock_guard g(hcasim::emu::shim::g_channels);
-  id->channel = channel;
   return 0;
 }
 
