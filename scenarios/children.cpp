@@ -1,5 +1,5 @@
-// Child simulations (children.h): posix_spawn of /proc/self/exe, N at a time, with a progress
-// bar and clean stops on SIGINT/SIGTERM.
+// Child simulations (children.h): forks running the program's entry point (or posix_spawn of
+// /proc/self/exe), N at a time, with a progress bar and clean stops on SIGINT/SIGTERM.
 #include "scenarios/children.h"
 
 #include <algorithm>
@@ -38,6 +38,12 @@ namespace fs = std::filesystem;
 volatile std::sig_atomic_t g_stop_signal = 0;
 extern "C" void on_stop_signal(int sig) { g_stop_signal = sig; }
 
+/// set_child_entry's entry point, or null: children are executed.
+ProgramEntry g_child_entry = nullptr;
+/// The dispositions of SIGINT and SIGTERM before StopSignals replaced them: what a forked child
+/// gets back (an executed one gets SIG_DFL for a handled signal, and keeps SIG_IGN).
+struct sigaction g_child_int {}, g_child_term {};
+
 /// Installs on_stop_signal for SIGINT and SIGTERM without SA_RESTART (so waitpid returns
 /// EINTR), restoring the previous handlers on destruction: an interrupted sweep stops its
 /// children and removes its temporary directory instead of dying in the middle.
@@ -50,6 +56,8 @@ class StopSignals {
     sigemptyset(&sa.sa_mask);
     ::sigaction(SIGINT, &sa, &old_int_);
     ::sigaction(SIGTERM, &sa, &old_term_);
+    g_child_int = old_int_;
+    g_child_term = old_term_;
   }
   ~StopSignals() {
     ::sigaction(SIGINT, &old_int_, nullptr);
@@ -93,7 +101,46 @@ std::vector<char*> c_argv(const std::vector<std::string>& words) {
   return argv;
 }
 
+/// In a forked child: `path` opened as descriptor `fd`, or the child exits with status 127
+/// (as a shell's command that cannot start).
+void reopen_or_exit(int fd, const char* path, int flags) {
+  const int opened = ::open(path, flags | O_CLOEXEC, 0600);
+  if (opened < 0 || ::dup2(opened, fd) < 0) ::_exit(127);
+  ::close(opened);
+}
+
+/// A child forked from this process running g_child_entry on `argv_words`. Output buffered
+/// here is flushed first, so that the child does not write it again.
+pid_t fork_entry(const std::vector<std::string>& argv_words, const std::string& err_path) {
+  std::cout.flush();
+  std::cerr.flush();
+  std::fflush(nullptr);
+  const pid_t pid = ::fork();
+  if (pid < 0) throw std::runtime_error(fmt::format("cannot fork a child: {}", std::strerror(errno)));
+  if (pid > 0) return pid;
+  ::sigaction(SIGINT, &g_child_int, nullptr);
+  ::sigaction(SIGTERM, &g_child_term, nullptr);
+  reopen_or_exit(STDIN_FILENO, "/dev/null", O_RDONLY);
+  reopen_or_exit(STDOUT_FILENO, "/dev/null", O_WRONLY);
+  reopen_or_exit(STDERR_FILENO, err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC);
+  std::vector<std::string> words = argv_words;
+  std::vector<char*> argv;
+  for (auto& w : words) argv.push_back(w.data());
+  argv.push_back(nullptr);
+  int status = 3;
+  try {
+    status = g_child_entry(static_cast<int>(words.size()), argv.data());
+  } catch (...) {
+    // The entry point reports its own errors; anything past it is an internal error (status 3).
+  }
+  std::cout.flush();
+  std::cerr.flush();
+  std::fflush(nullptr);
+  ::_exit(status);  // no destructor or atexit handler of the parent's state runs twice
+}
+
 pid_t spawn(const std::vector<std::string>& argv_words, const std::string& err_path) {
+  if (g_child_entry != nullptr) return fork_entry(argv_words, err_path);
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
@@ -134,6 +181,8 @@ std::string_view error_text(std::string_view line) {
 }
 
 }  // namespace
+
+void set_child_entry(ProgramEntry entry) { g_child_entry = entry; }
 
 Interrupted::Interrupted(int signal_, size_t done_, size_t total_)
     : std::runtime_error(fmt::format("interrupted by signal {} ({} of {} runs done)", signal_, done_, total_)),

@@ -21,6 +21,7 @@
 #include "model/error.h"
 #include "model/platform.h"
 #include "scenarios/calibrate.h"
+#include "scenarios/children.h"
 #include "scenarios/datadir.h"
 #include "scenarios/params.h"
 #include "scenarios/perftest_main.h"
@@ -181,7 +182,9 @@ int netperf_main(const std::vector<std::string>& args) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+/// The program: `hcasim COMMAND ...`. Also the entry point of `run`, `validate` and
+/// `calibrate`'s forked children (scenarios/children.h).
+static int hcasim_main(int argc, char** argv) {
   const std::vector<std::string> words(argv + 1, argv + argc);
   try {
     if (words.empty()) {
@@ -249,4 +252,9 @@ int main(int argc, char** argv) {
     std::cerr << "hcasim: internal error: " << e.what() << "\n";
     return 3;
   }
+}
+
+int main(int argc, char** argv) {
+  hcasim::scenarios::set_child_entry(&hcasim_main);
+  return hcasim_main(argc, argv);
 }
