@@ -30,35 +30,35 @@ std::string_view activity_name(Activity a) {
 CpuCosts CpuCosts::from_platform(const Platform& p) {
   CpuCosts c;
   c.cpus = static_cast<int>(p.u32("host.cpus"));
-  c.syscall_ns = p.num("cpu.syscall");
-  c.sendmsg_ns = p.num("cpu.sendmsg");
-  c.skb_ns = p.num("cpu.skb");
-  c.copy_tx_bytes_per_ns = p.num("cpu.copy_tx_rate");
-  c.copy_rx_bytes_per_ns = p.num("cpu.copy_rx_rate");
-  c.copy_tx_hot_bytes_per_ns = p.num("cpu.copy_tx_hot_rate");
+  c.syscall_ns = p.cost_ns("cpu.syscall");
+  c.sendmsg_ns = p.cost_ns("cpu.sendmsg");
+  c.skb_ns = p.cost_ns("cpu.skb");
+  c.copy_tx_bytes_per_ns = p.rate_per_ns("cpu.copy_tx_rate");
+  c.copy_rx_bytes_per_ns = p.rate_per_ns("cpu.copy_rx_rate");
+  c.copy_tx_hot_bytes_per_ns = p.rate_per_ns("cpu.copy_tx_hot_rate");
   c.copy_src_cache_bytes = p.num("cpu.copy_src_cache");
-  c.ipi_ns = p.num("cpu.ipi");
-  c.bzcopy_setup_ns = p.num("cpu.bzcopy_setup");
-  c.pin_ns_per_page = p.num("cpu.pin_page");
+  c.ipi_ns = p.cost_ns("cpu.ipi");
+  c.bzcopy_setup_ns = p.cost_ns("cpu.bzcopy_setup");
+  c.pin_ns_per_page = p.cost_ns("cpu.pin_page");
   c.iommu = p.flag("host.iommu");
   if (c.iommu) {
     const NetstackCosts net = NetstackCosts::from_platform(p);
     c.dma_map_ns_per_page = net.fmr ? net.fmr_map_ns : net.iommu_map_ns;
     c.dma_map_page_bytes = net.iommu_page_bytes;
   } else {
-    c.dma_map_ns_per_page = p.num("cpu.dma_map_page");
+    c.dma_map_ns_per_page = p.cost_ns("cpu.dma_map_page");
     c.dma_map_page_bytes = static_cast<double>(p.u32("host.page_size"));
   }
-  c.post_wr_ns = p.num("cpu.post_wr");
-  c.user_post_ns = p.num("cpu.user_post");
-  c.user_poll_cq_ns = p.num("cpu.user_poll_cq");
-  c.poll_miss_ns = p.num("cpu.poll_miss");
-  c.cqe_ns = p.num("cpu.cqe");
-  c.interrupt_ns = p.num("cpu.interrupt");
-  c.wakeup_ns = p.num("cpu.wakeup");
-  c.context_switch_ns = p.num("cpu.context_switch");
+  c.post_wr_ns = p.cost_ns("cpu.post_wr");
+  c.user_post_ns = p.cost_ns("cpu.user_post");
+  c.user_poll_cq_ns = p.cost_ns("cpu.user_poll_cq");
+  c.poll_miss_ns = p.cost_ns("cpu.poll_miss");
+  c.cqe_ns = p.cost_ns("cpu.cqe");
+  c.interrupt_ns = p.cost_ns("cpu.interrupt");
+  c.wakeup_ns = p.cost_ns("cpu.wakeup");
+  c.context_switch_ns = p.cost_ns("cpu.context_switch");
   c.timer_hz = p.num("host.timer_hz");
-  c.timer_tick_ns = p.num("cpu.timer_tick");
+  c.timer_tick_ns = p.cost_ns("cpu.timer_tick");
   if (c.timer_hz * c.timer_tick_ns >= 1e9)
     throw InputError(fmt::format("platform {}: host.timer_hz x cpu.timer_tick = {} ns per s leaves no time to run",
                                  p.name(), c.timer_hz * c.timer_tick_ns));
@@ -91,34 +91,38 @@ namespace {
 using namespace decl;
 constexpr ParamSpec kCpu[] = {
     integer("host.cpus", "", 1, 1024, "logical CPUs of the host (1024: the bound of every CPU count and list)"),
-    positive("host.clock", "GHz", "core clock; informational (every cost is in ns), perftest prints it"),
+    positive("host.clock", "GHz", "core clock: converts the work costs (cycles, B/cycle) to ns; perftest prints it"),
     power_of_two("host.page_size", "B", 512, 2097152,
                  "base page for pinning and DMA mapping (512 B, the smallest MMU page, .. 2 MiB, an x86 large page)"),
     nonneg("host.timer_hz", "Hz",
            "timer interrupts per second per CPU (CONFIG_HZ); x cpu.timer_tick must leave time to run"),
     flag("host.iommu", "DMA goes through an IOMMU (then the netstack.iommu_* keys give the mapping cost)"),
     integer("host.default_app_cpu", "", 0, 1023, "CPU of netperf/netserver without -T; must be below host.cpus"),
-    nonneg("cpu.syscall", "ns", "entry and exit of one system call (lmbench lat_syscall null)"),
-    nonneg("cpu.sendmsg", "ns", "SDP's per-call work in sdp_sendmsg/sdp_recvmsg"),
-    nonneg("cpu.skb", "ns", "allocating and freeing one skb and its page"),
-    positive("cpu.copy_tx_rate", "B/ns", "copy_from_user into SDP buffers (cold kernel pages)"),
-    positive("cpu.copy_rx_rate", "B/ns", "copy_to_user out of DMA-written, cache-cold SDP buffers"),
-    positive("cpu.copy_tx_hot_rate", "B/ns", "copy_from_user of a source still in the cache (model/cache.h)"),
+    work("cpu.syscall", "cycles", "entry and exit of one system call (lmbench lat_syscall null)"),
+    work("cpu.sendmsg", "cycles", "SDP's per-call work in sdp_sendmsg/sdp_recvmsg"),
+    work("cpu.skb", "cycles", "allocating and freeing one skb and its page"),
+    stall("cpu.copy_tx_rate", "B/ns", "copy_from_user into SDP buffers (cold kernel pages)"),
+    stall("cpu.copy_rx_rate", "B/ns", "copy_to_user out of DMA-written, cache-cold SDP buffers"),
+    work("cpu.copy_tx_hot_rate", "B/cycle", "copy_from_user of a source still in the cache (model/cache.h)"),
     nonneg("cpu.copy_src_cache", "B", "cache that holds the sender's source buffer between sends (model/cache.h)"),
-    nonneg("cpu.ipi", "ns", "sending a reschedule IPI to wake a thread on another core"),
-    nonneg("cpu.bzcopy_setup", "ns", "per bzcopy (zero-copy) send: sdp_bz_setup and sdp_bz_cleanup"),
-    nonneg("cpu.pin_page", "ns/page", "get_user_pages + put_page per page of a zero-copy send"),
-    nonneg("cpu.dma_map_page", "ns/page", "dma_map_page without an IOMMU (a translation)", ParamWhen::NoIommu),
-    nonneg("cpu.post_wr", "ns", "building one WQE in the kernel (mlx4_ib_post_send/recv), without the doorbell store"),
-    nonneg("cpu.user_post", "ns", "building one WQE in user space (libmlx4 mlx4_post_send)"),
-    nonneg("cpu.user_poll_cq", "ns", "polling one CQE in user space (libmlx4 mlx4_poll_cq)"),
-    positive("cpu.poll_miss", "ns",
-             "one turn of a loop polling a line the HCA writes (> 0: the loop must advance time)"),
-    nonneg("cpu.cqe", "ns", "handling one CQE in the kernel (mlx4_ib_poll_cq plus SDP's completion work)"),
-    nonneg("cpu.interrupt", "ns", "the HCA's interrupt: entry, EQ handling, SDP's work scheduling, exit"),
-    nonneg("cpu.wakeup", "ns", "try_to_wake_up of a sleeping thread"),
-    nonneg("cpu.context_switch", "ns", "one context switch (lmbench lat_ctx)"),
-    nonneg("cpu.timer_tick", "ns", "one timer interrupt per CPU (do_timer, scheduler_tick)"),
+    stall("cpu.ipi", "ns", "sending a reschedule IPI to wake a thread on another core"),
+    work("cpu.bzcopy_setup", "cycles", "per bzcopy (zero-copy) send: sdp_bz_setup and sdp_bz_cleanup"),
+    work("cpu.pin_page", "cycles/page", "get_user_pages + put_page per page of a zero-copy send"),
+    work("cpu.dma_map_page", "cycles/page", "dma_map_page without an IOMMU (a translation)", ParamWhen::NoIommu),
+    work("cpu.post_wr", "cycles", "building one WQE in the kernel (mlx4_ib_post_send/recv), without the doorbell store"),
+    work("cpu.user_post", "cycles", "building one WQE in user space (libmlx4 mlx4_post_send)"),
+    work("cpu.user_poll_cq", "cycles", "polling one CQE in user space (libmlx4 mlx4_poll_cq)"),
+    [] {
+      ParamSpec s = positive("cpu.poll_miss", "ns",
+                             "one turn of a loop polling a line the HCA writes: a miss to memory (> 0: the loop must advance time)");
+      s.kind = CostKind::Stall;
+      return s;
+    }(),
+    work("cpu.cqe", "cycles", "handling one CQE in the kernel (mlx4_ib_poll_cq plus SDP's completion work)"),
+    work("cpu.interrupt", "cycles", "the HCA's interrupt: entry, EQ handling, SDP's work scheduling, exit"),
+    work("cpu.wakeup", "cycles", "try_to_wake_up of a sleeping thread"),
+    work("cpu.context_switch", "cycles", "one context switch (lmbench lat_ctx)"),
+    work("cpu.timer_tick", "cycles", "one timer interrupt per CPU (do_timer, scheduler_tick)"),
 };
 }  // namespace
 std::span<const ParamSpec> cpu() { return kCpu; }

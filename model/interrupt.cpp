@@ -19,7 +19,7 @@ IrqConfig IrqConfig::from_platform(const Platform& p, int cpus) {
     p.fail("irq.affinity", e.what());
   }
   c.msi_x = p.flag("hca.msi_x");
-  c.intx_ack_ns = p.num("cpu.intx_ack");
+  c.intx_ack_ns = p.cost_ns("cpu.intx_ack");
   c.moderation_count = p.u32("hca.cq_moderation_count");
   c.moderation_period_ns = p.num("hca.cq_moderation_period") * 1e3;
   return c;
@@ -56,7 +56,7 @@ using namespace decl;
 constexpr ParamSpec kInterrupt[] = {
     text("irq.affinity", "CPUs the HCA's interrupt goes to, a Linux CPU list (\"0\", \"0-3,6\"; an integer too)"),
     flag("hca.msi_x", "the HCA signals by MSI-X; off: a legacy line interrupt, acknowledged with cpu.intx_ack"),
-    nonneg("cpu.intx_ack", "ns", "acknowledging a line interrupt by MMIO (a clear write and a flushing read)"),
+    stall("cpu.intx_ack", "ns", "acknowledging a line interrupt by MMIO (a clear write and a flushing read)"),
     integer("hca.cq_moderation_count", "", 0, 65535,
             "CQEs per event under CQ moderation, 0 or 1: none (a 16-bit field of the mlx4 CQ context)"),
     {.key = "hca.cq_moderation_period", .unit = "us", .type = ParamType::Number, .lo = 0, .hi = 65535,

@@ -16,9 +16,9 @@ constexpr uint32_t kWcLineBytes = 64;  // WC buffer = one cache line (Intel SDM 
 Config Config::from_platform(const Platform& p) {
   Config c;
   c.write_combining = p.flag("host.write_combining");
-  c.wc_store_ns = p.num("cpu.wc_store");
-  c.wc_flush_ns = p.num("cpu.wc_flush");
-  c.uc_store_ns = p.num("cpu.uc_store");
+  c.wc_store_ns = p.cost_ns("cpu.wc_store");
+  c.wc_flush_ns = p.cost_ns("cpu.wc_flush");
+  c.uc_store_ns = p.cost_ns("cpu.uc_store");
   c.latency_ns = p.num(HostBus::latency_key(p, HostBus::Latency::MmioWrite));
   return c;
 }
@@ -78,9 +78,9 @@ namespace {
 using namespace decl;
 constexpr ParamSpec kMmio[] = {
     flag("host.write_combining", "the BlueFlame page is mapped write-combining (x86 PAT); off: uncached stores"),
-    nonneg("cpu.wc_store", "ns", "one 8 B store into a write-combining buffer"),
-    nonneg("cpu.wc_flush", "ns", "sfence draining the write-combining buffers"),
-    nonneg("cpu.uc_store", "ns", "the core's stall on one uncached MMIO store (a UAR doorbell)"),
+    work("cpu.wc_store", "cycles", "one 8 B store into a write-combining buffer"),
+    stall("cpu.wc_flush", "ns", "sfence draining the write-combining buffers"),
+    stall("cpu.uc_store", "ns", "the core's stall on one uncached MMIO store (a UAR doorbell)"),
 };
 }  // namespace
 std::span<const ParamSpec> mmio() { return kMmio; }

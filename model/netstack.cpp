@@ -50,26 +50,26 @@ Activity kernel_fn_activity(KernelFn f) {
 
 NetstackCosts NetstackCosts::from_platform(const Platform& p) {
   NetstackCosts c;
-  c.send_call_ns = p.num("netstack.send_call");
-  c.recv_call_ns = p.num("netstack.recv_call");
-  c.copy_call_ns = p.num("netstack.copy_call");
-  c.copy_bytes_per_ns = p.num("netstack.copy_rate");
-  c.csum_call_ns = p.num("netstack.csum_call");
-  c.csum_hot_bytes_per_ns = p.num("netstack.csum_hot_rate");
-  c.csum_cold_bytes_per_ns = p.num("netstack.csum_cold_rate");
-  c.tx_packet_ns = p.num("netstack.tx_packet");
-  c.rx_packet_ns = p.num("netstack.rx_packet");
-  c.rx_tcp_ns = p.num("netstack.rx_tcp");
-  c.ack_rx_ns = p.num("netstack.ack_rx");
-  c.nf_hook_ns = p.num("netstack.nf_hook");
-  c.conntrack_ns = p.num("netstack.conntrack");
-  c.ipoib_post_ns = p.num("netstack.ipoib_post");
-  c.ipoib_cqe_ns = p.num("netstack.ipoib_cqe");
-  c.interrupt_ns = p.num("netstack.interrupt");
-  c.iommu_map_ns = p.num("netstack.iommu_map");
+  c.send_call_ns = p.cost_ns("netstack.send_call");
+  c.recv_call_ns = p.cost_ns("netstack.recv_call");
+  c.copy_call_ns = p.cost_ns("netstack.copy_call");
+  c.copy_bytes_per_ns = p.rate_per_ns("netstack.copy_rate");
+  c.csum_call_ns = p.cost_ns("netstack.csum_call");
+  c.csum_hot_bytes_per_ns = p.rate_per_ns("netstack.csum_hot_rate");
+  c.csum_cold_bytes_per_ns = p.rate_per_ns("netstack.csum_cold_rate");
+  c.tx_packet_ns = p.cost_ns("netstack.tx_packet");
+  c.rx_packet_ns = p.cost_ns("netstack.rx_packet");
+  c.rx_tcp_ns = p.cost_ns("netstack.rx_tcp");
+  c.ack_rx_ns = p.cost_ns("netstack.ack_rx");
+  c.nf_hook_ns = p.cost_ns("netstack.nf_hook");
+  c.conntrack_ns = p.cost_ns("netstack.conntrack");
+  c.ipoib_post_ns = p.cost_ns("netstack.ipoib_post");
+  c.ipoib_cqe_ns = p.cost_ns("netstack.ipoib_cqe");
+  c.interrupt_ns = p.cost_ns("netstack.interrupt");
+  c.iommu_map_ns = p.cost_ns("netstack.iommu_map");
   c.iommu_page_bytes = p.num("netstack.iommu_page");
-  c.fmr_map_ns = p.num("netstack.fmr_map");
-  c.other_segment_ns = p.num("netstack.other_segment");
+  c.fmr_map_ns = p.cost_ns("netstack.fmr_map");
+  c.other_segment_ns = p.cost_ns("netstack.other_segment");
   c.netfilter = p.flag("host.netfilter");
   c.fmr = p.flag("hca.fmr");
   c.csum_offload = p.flag("hca.csum_offload");
@@ -99,33 +99,38 @@ namespace hcasim::model::schema {
 namespace {
 using namespace decl;
 constexpr ParamSpec kNetstack[] = {
-    nonneg("netstack.send_call", "ns", "entry and per-call work of send() on a TCP socket", ParamWhen::Ipoib),
-    nonneg("netstack.recv_call", "ns", "entry and per-call work of recv() on a TCP socket", ParamWhen::Ipoib),
-    nonneg("netstack.copy_call", "ns", "setup and tail of one copy to or from user space", ParamWhen::Ipoib),
-    positive("netstack.copy_rate", "B/ns",
-             "copy_to_user of data the checksum has just read (cache-hot)", ParamWhen::Ipoib),
-    nonneg("netstack.csum_call", "ns", "setup and tail of one csum_partial", ParamWhen::Ipoib),
-    positive("netstack.csum_hot_rate", "B/ns", "checksumming data in the cache", ParamWhen::Ipoib),
-    positive("netstack.csum_cold_rate", "B/ns", "checksumming DMA-written data on its first read (from memory)",
+    work("netstack.send_call", "cycles", "entry and per-call work of send() on a TCP socket", ParamWhen::Ipoib),
+    work("netstack.recv_call", "cycles", "entry and per-call work of recv() on a TCP socket", ParamWhen::Ipoib),
+    work("netstack.copy_call", "cycles", "setup and tail of one copy to or from user space", ParamWhen::Ipoib),
+    work("netstack.copy_rate", "B/cycle",
+         "copy_to_user of data the checksum has just read (cache-hot)", ParamWhen::Ipoib),
+    work("netstack.csum_call", "cycles", "setup and tail of one csum_partial", ParamWhen::Ipoib),
+    work("netstack.csum_hot_rate", "B/cycle", "checksumming data in the cache", ParamWhen::Ipoib),
+    stall("netstack.csum_cold_rate", "B/ns", "checksumming DMA-written data on its first read (from memory)",
              ParamWhen::Ipoib),
-    nonneg("netstack.tx_packet", "ns", "IP and TCP output work per sent segment", ParamWhen::Ipoib),
-    nonneg("netstack.rx_packet", "ns", "IP input work per received packet", ParamWhen::Ipoib),
-    nonneg("netstack.rx_tcp", "ns", "TCP input work per received data segment", ParamWhen::Ipoib),
-    nonneg("netstack.ack_rx", "ns", "receiving and processing one pure ACK at the sender", ParamWhen::Ipoib),
-    nonneg("netstack.nf_hook", "ns", "netfilter hooks per packet; only with host.netfilter on", ParamWhen::Ipoib),
-    nonneg("netstack.conntrack", "ns", "connection tracking per packet; only with host.netfilter on", ParamWhen::Ipoib),
-    nonneg("netstack.ipoib_post", "ns", "ipoib_send: building the UD WQE and ringing the doorbell", ParamWhen::Ipoib),
-    nonneg("netstack.ipoib_cqe", "ns", "IPoIB's handling of one CQE (and the receive repost)", ParamWhen::Ipoib),
-    nonneg("netstack.interrupt", "ns", "the HCA's interrupt on the IPoIB path (entry, EQ, completion handler, exit)",
+    work("netstack.tx_packet", "cycles", "IP and TCP output work per sent segment", ParamWhen::Ipoib),
+    work("netstack.rx_packet", "cycles", "IP input work per received packet", ParamWhen::Ipoib),
+    work("netstack.rx_tcp", "cycles", "TCP input work per received data segment", ParamWhen::Ipoib),
+    work("netstack.ack_rx", "cycles", "receiving and processing one pure ACK at the sender", ParamWhen::Ipoib),
+    work("netstack.nf_hook", "cycles", "netfilter hooks per packet; only with host.netfilter on", ParamWhen::Ipoib),
+    work("netstack.conntrack", "cycles", "connection tracking per packet; only with host.netfilter on", ParamWhen::Ipoib),
+    work("netstack.ipoib_post", "cycles", "ipoib_send: building the WQE, without the doorbell store (cpu.uc_store)",
+         ParamWhen::Ipoib),
+    work("netstack.ipoib_cqe", "cycles", "IPoIB's handling of one CQE (and the receive repost)", ParamWhen::Ipoib),
+    work("netstack.interrupt", "cycles", "the HCA's interrupt on the IPoIB path (entry, EQ, completion handler, exit)",
            ParamWhen::Ipoib),
-    nonneg("netstack.iommu_map", "ns/page", "mapping one IOMMU page (the whole map/unmap pair) with host.iommu on",
-           ParamWhen::Ipoib),
+    stall("netstack.iommu_map", "ns/page",
+          "mapping one IOMMU page (the whole map/unmap pair) with host.iommu on: the unmap's purge is an MMIO "
+          "write and a flushing read (Linux arch/ia64/hp/common/sba_iommu.c sba_mark_invalid)",
+          ParamWhen::Ipoib),
     power_of_two("netstack.iommu_page", "B", 512, 1073741824,
                  "IOMMU page: the unit of mapping (512 B, the smallest MMU page, .. 1 GiB, the largest x86 page)",
                  ParamWhen::Ipoib),
-    nonneg("netstack.fmr_map", "ns/page",
-           "mapping one page through an FMR instead (with hca.fmr on)", ParamWhen::Ipoib),
-    nonneg("netstack.other_segment", "ns", "per-segment work outside the rest (timers, socket accounting)",
+    stall("netstack.fmr_map", "ns/page",
+          "mapping one page through an FMR instead (with hca.fmr on): MTT writes into the HCA's memory by MMIO "
+          "(Linux drivers/infiniband/hw/mthca/mthca_mr.c mthca_tavor_map_phys_fmr)",
+          ParamWhen::Ipoib),
+    work("netstack.other_segment", "cycles", "per-segment work outside the rest (timers, socket accounting)",
            ParamWhen::Ipoib),
     flag("host.netfilter", "iptables rules and connection tracking on the IPoIB path (netstack.nf_hook, conntrack)",
          ParamWhen::Ipoib),

@@ -172,6 +172,15 @@ std::string range_text(const ParamSpec& s) {
   return "";
 }
 
+std::string_view kind_name(CostKind k) {
+  switch (k) {
+    case CostKind::Work: return "work";
+    case CostKind::Stall: return "stall";
+    case CostKind::None: break;
+  }
+  return "";
+}
+
 std::string_view type_name(ParamType t) {
   switch (t) {
     case ParamType::Number: return "number";

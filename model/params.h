@@ -38,6 +38,19 @@ enum class ParamWhen : uint8_t {
   NoIommu,  ///< host.iommu = off (with an IOMMU the netstack.iommu_* keys say the cost)
 };
 
+/// What a CPU cost is made of (docs/design.md "Modelling rules"). Work is instructions that run
+/// from the caches: it takes cycles, and the platform gives it in cycles ("cycles",
+/// "cycles/page") or bytes per cycle ("B/cycle"), converted at host.clock. A stall waits on
+/// something outside the core (memory, an MMIO store, the PCIe bus, the APIC, another cache)
+/// and takes the same ns at any clock: the platform gives it in ns or B/ns. A fitted lump that
+/// holds both is split where a source tells the parts, else declared as its larger part with
+/// the assumption in its source.
+enum class CostKind : uint8_t {
+  None,   ///< not a CPU cost (a size, a count, the HCA's or the bus's own time)
+  Work,   ///< cycles of the core: scales with 1 / host.clock
+  Stall,  ///< ns outside the core: does not scale with the clock
+};
+
 /// One declared parameter. Bounds are inclusive unless `lo_open`; a Number with lo = 0 and
 /// lo_open accepts 1e-12 and more (kSmallestPositive: a rate so small that bytes / rate
 /// overflows to infinity crashed SimGrid).
@@ -52,6 +65,7 @@ struct ParamSpec {
   std::string_view choices = {};  ///< the allowed values, separated by '|' ("SDR|DDR", "1|2|3")
   ParamWhen when = ParamWhen::Always;
   std::string_view doc = {};      ///< one line: what it is, and the reason of a bound
+  CostKind kind = CostKind::None;  ///< a CPU cost's kind (Work keys are in cycles or B/cycle)
 };
 
 /// Bounds of the costs, rates and sizes: beyond 10^12 is no machine's, and the times computed
@@ -68,6 +82,20 @@ constexpr ParamSpec positive(std::string_view key, std::string_view unit, std::s
                              ParamWhen when = ParamWhen::Always) {
   return {.key = key, .unit = unit, .type = ParamType::Number, .lo = 0, .hi = kLargest, .lo_open = true,
           .when = when, .doc = doc};
+}
+/// A CPU cost of kind Work, >= 0: `unit` "cycles", "cycles/page" or "B/cycle" (then > 0).
+constexpr ParamSpec work(std::string_view key, std::string_view unit, std::string_view doc,
+                         ParamWhen when = ParamWhen::Always) {
+  ParamSpec s = unit == "B/cycle" ? positive(key, unit, doc, when) : nonneg(key, unit, doc, when);
+  s.kind = CostKind::Work;
+  return s;
+}
+/// A CPU cost of kind Stall, >= 0: `unit` "ns", "ns/page" or "B/ns" (then > 0).
+constexpr ParamSpec stall(std::string_view key, std::string_view unit, std::string_view doc,
+                          ParamWhen when = ParamWhen::Always) {
+  ParamSpec s = unit == "B/ns" ? positive(key, unit, doc, when) : nonneg(key, unit, doc, when);
+  s.kind = CostKind::Stall;
+  return s;
 }
 constexpr ParamSpec integer(std::string_view key, std::string_view unit, double lo, double hi, std::string_view doc,
                             ParamWhen when = ParamWhen::Always) {
@@ -126,6 +154,9 @@ std::optional<std::string> range_error(const ParamSpec& spec, std::string_view v
 /// The range as `hcasim params` shows it: "> 0", "0..1e12", "512..4096, power of two",
 /// "SDR|DDR|QDR|FDR10|FDR", "on|off", "any text".
 std::string range_text(const ParamSpec& spec);
+
+/// "work", "stall" or "" (not a CPU cost), as `hcasim params` shows it.
+std::string_view kind_name(CostKind k);
 
 /// "number", "integer", "flag" or "text".
 std::string_view type_name(ParamType t);

@@ -347,6 +347,23 @@ const Param& Platform::read(const std::string& key) const {
   return p;
 }
 
+double Platform::cost_ns(const std::string& key) const {
+  const ParamSpec& s = declared_param(key);
+  const bool rate = s.unit == "B/cycle" || s.unit == "B/ns";
+  if (s.kind == CostKind::None || rate)
+    throw std::logic_error(fmt::format("internal error: {} is read as a CPU cost in ns but is declared in '{}'", key, s.unit));
+  const double v = num(key);
+  return s.kind == CostKind::Work ? v / num("host.clock") : v;
+}
+
+double Platform::rate_per_ns(const std::string& key) const {
+  const ParamSpec& s = declared_param(key);
+  if (s.kind == CostKind::None || !(s.unit == "B/cycle" || s.unit == "B/ns"))
+    throw std::logic_error(fmt::format("internal error: {} is read as a CPU rate but is declared in '{}'", key, s.unit));
+  const double v = num(key);
+  return s.kind == CostKind::Work ? v * num("host.clock") : v;
+}
+
 double Platform::num(const std::string& key) const {
   const ParamSpec& s = entry_for(key, ParamType::Number);
   const Param& p = read(key);

@@ -65,6 +65,13 @@ class Platform {
 
   /// Value of a Number or Integer parameter, in its entry's unit.
   double num(const std::string& key) const;
+  /// A CPU cost in ns (or ns per page): a Stall entry's value as it is, a Work entry's cycles
+  /// divided by host.clock in GHz (model/params.h CostKind). std::logic_error for a key that
+  /// is not a CPU cost or is a rate.
+  double cost_ns(const std::string& key) const;
+  /// A CPU rate in bytes per ns: a Stall entry's B/ns as it is, a Work entry's B/cycle times
+  /// host.clock in GHz. std::logic_error for a key that is not a CPU rate.
+  double rate_per_ns(const std::string& key) const;
   /// Value of an Integer parameter (an integral float such as 4096.0 is accepted).
   int64_t integer(const std::string& key) const;
   /// integer(key) of an entry whose range lies within 0..2^32-1.

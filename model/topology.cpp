@@ -41,9 +41,9 @@ CpuTopology CpuTopology::from_platform(const Platform& p, int cpus) {
     p.fail(blame, fmt::format("sockets x cores_per_socket = {} x {} = {} but host.cpus = {}",
                                                     t.sockets, t.cores_per_socket, t.cpus(), cpus));
   }
-  t.line_shared_cache_ns = p.num("topology.line_shared_cache");
-  t.line_same_socket_ns = p.num("topology.line_same_socket");
-  t.line_cross_socket_ns = p.num("topology.line_cross_socket");
+  t.line_shared_cache_ns = p.cost_ns("topology.line_shared_cache");
+  t.line_same_socket_ns = p.cost_ns("topology.line_same_socket");
+  t.line_cross_socket_ns = p.cost_ns("topology.line_cross_socket");
   return t;
 }
 
@@ -107,9 +107,9 @@ constexpr ParamSpec kTopology[] = {
     integer("topology.sockets", "", 1, 1024, "CPU packages; sockets x cores_per_socket = host.cpus"),
     integer("topology.cores_per_socket", "", 1, 1024, "CPUs per package"),
     integer("topology.cores_per_cache", "", 1, 1024, "CPUs sharing one last-level cache; divides cores_per_socket"),
-    nonneg("topology.line_shared_cache", "ns", "a cache line moving between two CPUs behind one shared cache"),
-    nonneg("topology.line_same_socket", "ns", "a cache line moving between two caches of one package"),
-    nonneg("topology.line_cross_socket", "ns", "a cache line moving between two packages"),
+    stall("topology.line_shared_cache", "ns", "a cache line moving between two CPUs behind one shared cache"),
+    stall("topology.line_same_socket", "ns", "a cache line moving between two caches of one package"),
+    stall("topology.line_cross_socket", "ns", "a cache line moving between two packages"),
 };
 }  // namespace
 std::span<const ParamSpec> topology() { return kTopology; }

@@ -2,6 +2,7 @@
 #include "scenarios/params.h"
 
 #include <algorithm>
+#include <optional>
 #include <iostream>
 #include <sstream>
 #include <variant>
@@ -42,8 +43,10 @@ std::string params_help() {
   return R"(Usage: hcasim params [--platform NAME|FILE] [--set section.key=value]... [--json]
 
 Lists every platform parameter hcasim reads (the schema of model/params.h), grouped by section:
-key, type, unit, range and a one-line doc; a tag says when a key is needed on some platforms
-only (PCIe, PCI-X, the IPoIB path, host.iommu = off). No key has a default: every value of a
+key, type, unit, kind, range and a one-line doc; a tag says when a key is needed on some
+platforms only (PCIe, PCI-X, the IPoIB path, host.iommu = off). A CPU cost's kind is work
+(cycles or B/cycle of the core, converted at host.clock: --set host.clock moves it) or stall
+(ns outside the core: memory, MMIO, the bus; no clock moves it). No key has a default: every value of a
 platform file says where it comes from.
 
 Options:
@@ -80,19 +83,37 @@ ParamsOptions parse_params_args(const std::vector<std::string>& args) {
   return o;
 }
 
+namespace {
+/// A Work entry's value in ns at the platform's host.clock, as the text listing shows it:
+/// "(60 ns at 2.6 GHz)", "(3 B/ns at 2.6 GHz)"; nothing for other entries.
+std::optional<std::string> work_in_ns(const model::Platform& platform, const ParamSpec& s) {
+  const std::string key(s.key);
+  const auto& value = platform.param(key).value;
+  if (s.kind != model::CostKind::Work || std::holds_alternative<bool>(value) ||
+      std::holds_alternative<std::string>(value) || !platform.has("host.clock"))
+    return std::nullopt;
+  const bool rate = s.unit == "B/cycle";
+  const double v = rate ? platform.rate_per_ns(key) : platform.cost_ns(key);
+  const std::string unit = rate ? "B/ns" : s.unit == "cycles/page" ? "ns/page" : "ns";
+  return fmt::format("({:.6g} {} at {:.6g} GHz)", v, unit, platform.num("host.clock"));
+}
+}  // namespace
+
 std::string format_params_text(const model::Platform* platform) {
   const auto& all = model::param_schema();
-  size_t wk = 0, wt = 0, wu = 0, wr = 0;
+  size_t wk = 0, wt = 0, wu = 0, wr = 0, wc = std::string_view("kind").size();
   for (const ParamSpec& s : all) {
     wk = std::max(wk, s.key.size());
     wt = std::max(wt, model::type_name(s.type).size());
     wu = std::max(wu, s.unit.size());
+    wc = std::max(wc, model::kind_name(s.kind).size());
     wr = std::max(wr, model::range_text(s).size());
   }
   std::string out = fmt::format("{} platform parameters{}; no key has a default (a platform file gives each value "
                                 "its source)\n",
                                 all.size(), platform ? fmt::format(", with platform {}", platform->name()) : "");
-  out += fmt::format("{:<{}}  {:<{}}  {:<{}}  {:<{}}  {}\n", "key", wk, "type", wt, "unit", wu, "range", wr, "doc");
+  out += fmt::format("{:<{}}  {:<{}}  {:<{}}  {:<{}}  {:<{}}  {}\n", "key", wk, "type", wt, "unit", wu, "kind", wc,
+                     "range", wr, "doc");
   std::string_view section;
   for (const ParamSpec& s : all) {
     if (section_of(s.key) != section) {
@@ -100,8 +121,9 @@ std::string format_params_text(const model::Platform* platform) {
       out += fmt::format("\n[{}]\n", section);
     }
     const std::string_view tag = when_tag(s.when);
-    out += fmt::format("{:<{}}  {:<{}}  {:<{}}  {:<{}}  {}{}{}\n", s.key, wk, model::type_name(s.type), wt, s.unit,
-                       wu, model::range_text(s), wr, s.doc, tag.empty() ? "" : " ", tag);
+    out += fmt::format("{:<{}}  {:<{}}  {:<{}}  {:<{}}  {:<{}}  {}{}{}\n", s.key, wk, model::type_name(s.type), wt,
+                       s.unit, wu, model::kind_name(s.kind), wc, model::range_text(s), wr, s.doc,
+                       tag.empty() ? "" : " ", tag);
     if (!platform) continue;
     const std::string key(s.key);
     if (!platform->has(key)) {
@@ -111,6 +133,7 @@ std::string format_params_text(const model::Platform* platform) {
     const model::Param& p = platform->param(key);
     std::string value = model::param_value_text(p, false);
     if (!p.unit.empty()) value += " " + p.unit;
+    if (const auto in_ns = work_in_ns(*platform, s)) value += " " + *in_ns;
     out += fmt::format("{:<{}}  = {}  ({}) {}\n", "", wk, value, p.origin, p.source);
   }
   return out;
@@ -124,6 +147,7 @@ std::string format_params_json(const model::Platform* platform) {
     t.insert("section", std::string(section_of(s.key)));
     t.insert("type", std::string(model::type_name(s.type)));
     t.insert("unit", std::string(s.unit));
+    if (s.kind != model::CostKind::None) t.insert("kind", std::string(model::kind_name(s.kind)));
     t.insert("range", model::range_text(s));
     if (!s.choices.empty()) {
       toml::array choices;
@@ -145,6 +169,13 @@ std::string format_params_json(const model::Platform* platform) {
       const model::Param& p = platform->param(std::string(s.key));
       std::visit([&](const auto& v) { t.insert("value", v); }, p.value);
       t.insert("value_unit", p.unit);
+      if (s.kind == model::CostKind::Work && !std::holds_alternative<bool>(p.value) &&
+          !std::holds_alternative<std::string>(p.value)) {
+        // The value in ns (or B/ns) at the platform's host.clock, as the model uses it.
+        const bool rate = s.unit == "B/cycle";
+        t.insert(rate ? "value_per_ns" : "value_ns", rate ? platform->rate_per_ns(std::string(s.key))
+                                                          : platform->cost_ns(std::string(s.key)));
+      }
       t.insert("origin", p.origin);
       t.insert("source", p.source);
     }

@@ -61,10 +61,10 @@ void Stream::output_cost(Side& s, const Ctx& c, const Packet& p) {
   csum(s, c, 20, false);                  // ip_send_check
   netfilter(s, c, /*input=*/false, 0);
   charge(s, c, KernelFn::DmaMap, 0.5 * s.p.net.dma_map_ns(frame_bytes(p)));
-  // netstack.ipoib_post includes the doorbell store, which the HCA model charges with the post
-  // (Qp::post_send): the CPU is charged the rest, the profile the whole.
-  s.host->charge(model::kernel_fn_activity(KernelFn::IpoibXmit), s.p.net.ipoib_post_ns - s.post_cpu_ns);
-  profile(s, c, KernelFn::IpoibXmit, s.p.net.ipoib_post_ns);
+  // netstack.ipoib_post is ipoib_send's work without the doorbell store, which the HCA model
+  // charges with the post (Qp::post_send): the CPU is charged the work, the profile both.
+  s.host->charge(model::kernel_fn_activity(KernelFn::IpoibXmit), s.p.net.ipoib_post_ns);
+  profile(s, c, KernelFn::IpoibXmit, s.p.net.ipoib_post_ns + s.post_cpu_ns);
 }
 
 void Stream::push(const Ctx& c) {

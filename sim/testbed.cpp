@@ -51,7 +51,7 @@ HostParams read_host_params(const model::Platform& p) {
     throw InputError(fmt::format("platform {}: hca.cq_entries = {} is below sdp.tx_ring + sdp.rx_ring = {} (the CQ "
                                  "would overrun)", p.name(), s.cq_entries, s.sdp.tx_ring + s.sdp.rx_ring));
   s.sdp.page_size = p.u32("host.page_size");
-  (void)p.num("host.clock");  // informational here (perftest prints it); checked as every parameter
+  (void)p.num("host.clock");  // read by the cost readers (Platform::cost_ns); checked here on every path
   s.sdp.recv_poll_ns = p.num("sdp.recv_poll") * 1e3;
   s.sdp.bzcopy_poll_ns = p.num("sdp.bzcopy_poll") * 1e3;
   s.sdp.socket_lines = p.u32("sdp.socket_lines");

@@ -26,7 +26,7 @@ description = "a test platform"
 
 [cpu]
 copy_tx_rate = { value = 0.96, unit = "B/ns", source = "fitted to seed 000 T3" }
-interrupt = { value = 1500, unit = "ns", source = "assumed" }
+interrupt = { value = 3500, unit = "cycles", source = "assumed" }
 idle = { value = 0, unit = "ns", source = "none" }
 [hca]
 blueflame = { value = true, unit = "", source = "mlx4" }
@@ -60,8 +60,8 @@ TEST(CalibrateFit, ExplicitBoundsStartAndIntegerLiterals) {
   EXPECT_DOUBLE_EQ(p.upper, 2);
   EXPECT_DOUBLE_EQ(p.start, 0.7);
   const FitParam q = parse_fit_param("cpu.interrupt", tiny(), {"cpu.copy_tx_rate=0.7"});
-  EXPECT_TRUE(q.integer);  // the file writes 1500: fitted values are rounded
-  EXPECT_DOUBLE_EQ(q.start, 1500);
+  EXPECT_TRUE(q.integer);  // the file writes 3500: fitted values are rounded
+  EXPECT_DOUBLE_EQ(q.start, 3500);
 }
 
 TEST(CalibrateFit, BadItemsNameTheItem) {
@@ -167,7 +167,7 @@ TEST(CalibratePlatform, RewritesValueAndSourceOnTheParameterLine) {
   EXPECT_NE(out.find("copy_tx_rate = { value = 1.0123, unit = \"B/ns\", source = \"fitted to runs.txt by hcasim "
                      "calibrate (RMS error 1.5 %; was 0.96) $1\" }\n"),
             std::string::npos);
-  EXPECT_NE(out.find("interrupt = { value = 1723, unit = \"ns\", source = \"fitted \\\"quoted\\\"\" }\n"),
+  EXPECT_NE(out.find("interrupt = { value = 1723, unit = \"cycles\", source = \"fitted \\\"quoted\\\"\" }\n"),
             std::string::npos);
   // Everything else is as it was.
   EXPECT_NE(out.find("idle = { value = 0, unit = \"ns\", source = \"none\" }\n"), std::string::npos);

@@ -496,7 +496,7 @@ std::vector<Case> cases() {
   add({.name = "set_not_an_assignment", .args = {"netperf", "--set", "=3"},
        .line = E + "--set '=3': expected section\\.key=value"});
   add({.name = "set_newline_in_value", .args = {"netperf", "--set", "cpu.syscall=1\n2"},
-       .line = E + "--set cpu\\.syscall: bad value '1 2' for an integer in ns"});
+       .line = E + "--set cpu\\.syscall: bad value '1 2' for a number in cycles"});
   // The zx1 hosts' PCI-X bus in the SDP path (model/bus.h): no BlueFlame there, PCI-X clocks only.
   add({.name = "set_blueflame_on_pcix",
        .args = {"netperf", "-l", "0.01", "--platform", "zx1-rx2600-pcix", "--set", "hca.blueflame=on", "--csv", csv},
@@ -546,33 +546,33 @@ std::vector<Case> cases() {
          .files = {{"p.toml", text}},
          .line = E + "@DIR@/p\\.toml:" + std::to_string(line) + ":" + what, .absent = {csv}});
   };
-  platform_case("platform_toml_syntax", "cpu", "syscall", "syscall = { value = 150 150, unit = \"ns\", source = \"x\" }",
+  platform_case("platform_toml_syntax", "cpu", "syscall", "syscall = { value = 150 150, unit = \"cycles\", source = \"x\" }",
                 "25: Error while parsing inline table: expected comma or closing '\\}', saw '1'");
   platform_case("platform_missing_unit", "cpu", "syscall", "syscall = { value = 150, source = \"x\" }",
                 " cpu\\.syscall: missing 'unit' \\(use \"\" for counts and flags\\)");
-  platform_case("platform_missing_source", "cpu", "syscall", "syscall = { value = 150, unit = \"ns\" }",
+  platform_case("platform_missing_source", "cpu", "syscall", "syscall = { value = 150, unit = \"cycles\" }",
                 " cpu\\.syscall: missing 'source'");
-  platform_case("platform_blank_source", "cpu", "syscall", "syscall = { value = 150, unit = \"ns\", source = \" \" }",
+  platform_case("platform_blank_source", "cpu", "syscall", "syscall = { value = 150, unit = \"cycles\", source = \" \" }",
                 " cpu\\.syscall: empty source \\(say where the number comes from\\)");
   platform_case("platform_wrong_unit", "cpu", "syscall", "syscall = { value = 150, unit = \"us\", source = \"x\" }",
-                " cpu\\.syscall: unit 'us', expected 'ns'");
-  platform_case("platform_negative_value", "cpu", "syscall", "syscall = { value = -3, unit = \"ns\", source = \"x\" }",
-                " cpu\\.syscall: -3 ns must be >= 0");
-  platform_case("platform_nan_value", "cpu", "syscall", "syscall = { value = nan, unit = \"ns\", source = \"x\" }",
+                " cpu\\.syscall: unit 'us', expected 'cycles'");
+  platform_case("platform_negative_value", "cpu", "syscall", "syscall = { value = -3, unit = \"cycles\", source = \"x\" }",
+                " cpu\\.syscall: -3 cycles must be >= 0");
+  platform_case("platform_nan_value", "cpu", "syscall", "syscall = { value = nan, unit = \"cycles\", source = \"x\" }",
                 " cpu\\.syscall: .*nan.*");
   platform_case("platform_string_value", "cpu", "syscall",
-                "syscall = { value = \"fast\", unit = \"ns\", source = \"x\" }",
+                "syscall = { value = \"fast\", unit = \"cycles\", source = \"x\" }",
                 " cpu\\.syscall: expected a number, found a string \"fast\"");
   platform_case("platform_unknown_field", "cpu", "syscall",
-                "syscall = { value = 150, unit = \"ns\", source = \"x\", error = 0.1 }",
+                "syscall = { value = 150, unit = \"cycles\", source = \"x\", error = 0.1 }",
                 " cpu\\.syscall: unknown field 'error' \\(a parameter has value, unit and source\\)");
   platform_case("platform_unknown_key", "cpu", "syscall",
-                "syscall = { value = 150, unit = \"ns\", source = \"x\" }\n"
-                "sycsall = { value = 150, unit = \"ns\", source = \"a typo\" }",
+                "syscall = { value = 150, unit = \"cycles\", source = \"x\" }\n"
+                "sycsall = { value = 150, unit = \"cycles\", source = \"a typo\" }",
                 "");  // the line after: fixed below
   v.back().line = E + "@DIR@/p\\.toml:[0-9]+: cpu\\.sycsall: unknown parameter \\(hcasim does not use it\\)";
   // A value that overflowed the simulated clock aborted SimGrid (exit 134, a backtrace).
-  platform_case("platform_infinite_cost", "cpu", "syscall", "syscall = { value = inf, unit = \"ns\", source = \"x\" }",
+  platform_case("platform_infinite_cost", "cpu", "syscall", "syscall = { value = inf, unit = \"cycles\", source = \"x\" }",
                 " cpu\\.syscall: expected a finite number, found inf");
   platform_case("platform_rate_too_small", "cpu", "copy_tx_rate",
                 "copy_tx_rate = { value = 1e-308, unit = \"B/ns\", source = \"x\" }",

@@ -227,10 +227,11 @@ TEST(PostPath, BlueFlameOnPciXIsAnInputError) {
 clock_mhz = { value = 133, unit = "MHz", source = "t" }
 mmio_write_latency = { value = 1, unit = "ns", source = "t" }
 [cpu]
-wc_store = { value = 1, unit = "ns", source = "t" }
+wc_store = { value = 1, unit = "cycles", source = "t" }
 wc_flush = { value = 1, unit = "ns", source = "t" }
 uc_store = { value = 1, unit = "ns", source = "t" }
 [host]
+clock = { value = 1, unit = "GHz", source = "t: a cycle is 1 ns" }
 write_combining = { value = true, unit = "", source = "t" }
 [hca]
 device = { value = "mlx4_0", unit = "", source = "t" }
@@ -282,10 +283,11 @@ TEST(PostPath, BusLatenciesComeFromTheSectionOfTheHostBus) {
   // differ so that a key read from the wrong section shows.
   const std::string common = R"(
 [cpu]
-wc_store = { value = 1, unit = "ns", source = "t" }
+wc_store = { value = 1, unit = "cycles", source = "t" }
 wc_flush = { value = 1, unit = "ns", source = "t" }
 uc_store = { value = 1, unit = "ns", source = "t" }
 [host]
+clock = { value = 1, unit = "GHz", source = "t: a cycle is 1 ns" }
 write_combining = { value = false, unit = "", source = "t" }
 [hca]
 tx_processing = { value = 1, unit = "ns", source = "t" }

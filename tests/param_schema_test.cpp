@@ -51,6 +51,47 @@ TEST(ParamSchema, CountIsTheSumOfTheAreaTables) {
   EXPECT_EQ(model::find_param("cpu.nosuch"), nullptr);
 }
 
+// docs/design.md "CPU costs: work and stalls": a work cost is in cycles (or B/cycle), a stall in
+// ns (or B/ns); every [cpu] and [netstack] cost, [topology] line transfer and the MMIO stores
+// declare one of the two; no bus or HCA time does.
+TEST(ParamSchema, EveryCpuCostDeclaresWorkOrStallInItsUnit) {
+  size_t work = 0, stall = 0;
+  for (const ParamSpec& s : model::param_schema()) {
+    const std::string unit(s.unit), key(s.key);
+    if (s.kind == model::CostKind::Work) {
+      ++work;
+      EXPECT_TRUE(unit == "cycles" || unit == "cycles/page" || unit == "B/cycle") << key << ": " << unit;
+    } else if (s.kind == model::CostKind::Stall) {
+      ++stall;
+      EXPECT_TRUE(unit == "ns" || unit == "ns/page" || unit == "B/ns") << key << ": " << unit;
+    } else {
+      const bool cpu_section = key.rfind("cpu.", 0) == 0 || key.rfind("netstack.", 0) == 0;
+      EXPECT_FALSE(cpu_section && (unit == "ns" || unit == "ns/page" || unit == "B/ns")) << key << " has no kind";
+      EXPECT_NE(unit.find("cycle"), 0u) << key;
+    }
+  }
+  // cpu 15 + mmio 1 (wc_store) + netstack 16; stalls: cpu 4 (copy_tx_rate, copy_rx_rate, ipi,
+  // poll_miss) + mmio 2 + intx_ack + netstack 3 (csum_cold_rate, iommu_map, fmr_map) + topology 3.
+  EXPECT_EQ(work, 32u);
+  EXPECT_EQ(stall, 13u);
+}
+
+TEST(ParamSchema, WorkIsConvertedAtTheClockAndStallsAreNot) {
+  // connectx3-pcie3x8: cpu.user_post 156 cycles at 2.6 GHz = 60 ns; cpu.uc_store 50 ns;
+  // cpu.copy_tx_hot_rate 3 B/ns = 1.15384615385 B/cycle at 2.6 GHz.
+  Platform p = shipped_platforms().at("connectx3-pcie3x8");
+  EXPECT_DOUBLE_EQ(p.cost_ns("cpu.user_post"), 60);
+  EXPECT_DOUBLE_EQ(p.cost_ns("cpu.uc_store"), 50);
+  EXPECT_NEAR(p.rate_per_ns("cpu.copy_tx_hot_rate"), 3, 1e-9);
+  p.set("host.clock=1.3");
+  EXPECT_DOUBLE_EQ(p.cost_ns("cpu.user_post"), 120);
+  EXPECT_DOUBLE_EQ(p.cost_ns("cpu.uc_store"), 50);
+  EXPECT_NEAR(p.rate_per_ns("cpu.copy_tx_hot_rate"), 1.5, 1e-9);
+  EXPECT_THROW((void)p.cost_ns("pcie.dma_read_rtt"), std::logic_error);      // the bus's, not the CPU's
+  EXPECT_THROW((void)p.cost_ns("cpu.copy_tx_rate"), std::logic_error);       // a rate
+  EXPECT_THROW((void)p.rate_per_ns("cpu.user_post"), std::logic_error);      // a cost
+}
+
 TEST(ParamSchema, EveryShippedKeyIsDeclaredAndEveryDeclaredKeyIsShipped) {
   const auto platforms = shipped_platforms();
   ASSERT_EQ(platforms.size(), 6u);
@@ -198,11 +239,12 @@ TEST_F(ParamsCommand, ListsEveryDeclaredKeyOnce) {
   EXPECT_EQ(keys, model::param_schema().size());
   EXPECT_EQ(sections, 12u);  // cpu hca host ib ipoib irq netstack pcie pcix sdp socket topology
   // One whole line, its columns aligned to the longest key (pcix.split_completion_latency_ns,
-  // 32), type ("integer", 7), unit ("ns/page", 7) and range ("512..1073741824, power of two",
-  // 29), two spaces apart.
+  // 32), type ("integer", 7), unit ("cycles/page", 11), kind ("stall", 5) and range
+  // ("512..1073741824, power of two", 29), two spaces apart; ib.speed has no unit and no kind.
   EXPECT_NE(std::find(lines.begin(), lines.end(),
                       "ib.speed" + std::string(32 - 8 + 2, ' ') + "text" + std::string(7 - 4 + 2, ' ') +
-                          std::string(7 + 2, ' ') + "SDR|DDR|QDR|FDR10|FDR" + std::string(29 - 21 + 2, ' ') +
+                          std::string(11 + 2, ' ') + std::string(5 + 2, ' ') + "SDR|DDR|QDR|FDR10|FDR" +
+                          std::string(29 - 21 + 2, ' ') +
                           "lane signalling rate: 2.5, 5, 10, 10.3125, 14.0625 Gbit/s"),
             lines.end())
       << r.out;
@@ -257,7 +299,7 @@ TEST_F(ParamsCommand, HelpAndBadInput) {
   r = run("params --platform connectx-ddr-pcie1x8 --set cpu.syscall=-1");
   EXPECT_EQ(r.status, 2);
   EXPECT_EQ(r.out, "");
-  EXPECT_EQ(r.err, "hcasim: error: --set cpu.syscall: -1 ns must be >= 0 (platform connectx-ddr-pcie1x8)\n");
+  EXPECT_EQ(r.err, "hcasim: error: --set cpu.syscall: -1 cycles must be >= 0 (platform connectx-ddr-pcie1x8)\n");
   r = run("params --platform nosuch");
   EXPECT_EQ(r.status, 2);
   EXPECT_EQ(r.err.rfind("hcasim: error: --platform nosuch: no such platform file or name", 0), 0u) << r.err;

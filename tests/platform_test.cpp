@@ -163,10 +163,10 @@ TEST(Platform, RangeErrorsComeFromTheSchema) {
                            "r.toml");
   };
   // Numbers: >= 0, > 0 and the 1e-12..1e12 envelope (model/params.h kLargest, kSmallestPositive).
-  expect_input_error([&] { one("cpu", "syscall", "-3", "ns").num("cpu.syscall"); },
-                     "r.toml:2: cpu.syscall: -3 ns must be >= 0");
-  expect_input_error([&] { one("cpu", "syscall", "2e12", "ns").num("cpu.syscall"); },
-                     "r.toml:2: cpu.syscall: 2000000000000 ns is out of range (0..1e12)");
+  expect_input_error([&] { one("cpu", "syscall", "-3", "cycles").num("cpu.syscall"); },
+                     "r.toml:2: cpu.syscall: -3 cycles must be >= 0");
+  expect_input_error([&] { one("cpu", "syscall", "2e12", "cycles").num("cpu.syscall"); },
+                     "r.toml:2: cpu.syscall: 2000000000000 cycles is out of range (0..1e12)");
   expect_input_error([&] { one("cpu", "copy_tx_rate", "0.0", "B/ns").num("cpu.copy_tx_rate"); },
                      "r.toml:2: cpu.copy_tx_rate: 0 B/ns must be > 0");
   expect_input_error([&] { one("cpu", "copy_tx_rate", "1e-13", "B/ns").num("cpu.copy_tx_rate"); },
@@ -191,11 +191,11 @@ TEST(Platform, RangeErrorsComeFromTheSchema) {
   // Inside: the bounds themselves.
   EXPECT_EQ(one("host", "cpus", "1024", "").u32("host.cpus"), 1024u);
   EXPECT_EQ(one("pcie", "max_payload", "4096", "B").u32("pcie.max_payload"), 4096u);
-  EXPECT_DOUBLE_EQ(one("cpu", "syscall", "0", "ns").num("cpu.syscall"), 0.0);
+  EXPECT_DOUBLE_EQ(one("cpu", "syscall", "0", "cycles").num("cpu.syscall"), 0.0);
   // A --set value names the option and the platform.
-  Platform p = one("cpu", "syscall", "150", "ns");
+  Platform p = one("cpu", "syscall", "150", "cycles");
   p.set("cpu.syscall=-1");
-  expect_input_error([&] { p.num("cpu.syscall"); }, "--set cpu.syscall: -1 ns must be >= 0 (platform r)");
+  expect_input_error([&] { p.num("cpu.syscall"); }, "--set cpu.syscall: -1 cycles must be >= 0 (platform r)");
 }
 
 TEST(Platform, CheckAllUsedNamesTheFirstUnreadParameter) {
@@ -233,7 +233,7 @@ TEST(Platform, WrongValueTypeForAccessor) {
 max_payload = { value = 2.5, unit = "B", source = "s" }
 addr64 = { value = 3, unit = "", source = "s" }
 [cpu]
-pin_page = { value = "Xeon 5160", unit = "ns/page", source = "s" }
+pin_page = { value = "Xeon 5160", unit = "cycles/page", source = "s" }
 [hca]
 device = { value = false, unit = "", source = "s" }
 max_qp_wr = { value = "many", unit = "", source = "s" }

@@ -216,3 +216,64 @@ TEST(SimPerftest, AnMtuOf256OnOneSideIsThePathMtu) {
   EXPECT_LE(g, sdr_write_ceiling_gbps(256, 65536) * (1 + 1e-9));
   EXPECT_GT(g, 0.99 * sdr_write_ceiling_gbps(256, 65536));
 }
+
+namespace {
+/// ib_write_bw of `size` B on connectx3-pcie3x8 at core clock `ghz`: ns per WR posted, from the
+/// first post to the last completion (perftest's defaults for the bandwidth tools: tx depth
+/// 128, one CQE per 100 WRs, no inline data, hence no BlueFlame: libmlx4 uses it only for an
+/// inline WQE posted alone).
+double write_bw_ns_per_wr(double ghz, uint64_t size) {
+  auto p = platform("connectx3-pcie3x8");
+  p.set("host.clock=" + std::to_string(ghz));
+  frontends::PerftestConfig c;
+  c.test = frontends::PerftestTest::WriteBw;
+  c.sizes = {size};
+  c.iterations = 20000;
+  c.tx_depth = 128;
+  c.cq_mod = 100;
+  c.inline_size = 0;
+  const auto r = sim::run_perftest(p, p, c);
+  const auto& pt = r.points.at(0);
+  return (pt.tcompleted_ns.back() - pt.tposted_ns.front()) / static_cast<double>(pt.tposted_ns.size());
+}
+}  // namespace
+
+// The CPU's work is cycles, its stalls are ns (docs/design.md "CPU costs: work and stalls").
+// A 2 B ib_write_bw on connectx3-pcie3x8 is bound by the posting loop: per WR, libmlx4's
+// mlx4_post_send (cpu.user_post, 156 cycles: 60 ns at 2.6 GHz) and the doorbell's uncached
+// store (cpu.uc_store, a 50 ns stall; the SQ is never empty, so no BlueFlame), plus under 1 ns
+// of polling (one CQE per 100 WRs). Halving the clock to 1.3 GHz doubles the 156 cycles to
+// 120 ns and leaves the store: 110 -> 170 ns per WR, 9.09 -> 5.88 million messages per second.
+// (SimGrid allows one engine per process: one simulation per test.)
+TEST(SimPerftest, TwoByteWritesCostTheirCyclesAndTheDoorbellStall) {
+  const double ns = write_bw_ns_per_wr(2.6, 2);
+  std::cout << "2 B ib_write_bw at 2.6 GHz: " << ns << " ns per WR\n";
+  EXPECT_GE(ns, 156 / 2.6 + 50);
+  EXPECT_LE(ns, 156 / 2.6 + 50 + 1);
+}
+
+TEST(SimPerftest, HalvingTheClockDoublesTheCyclesAndNotTheStall) {
+  const double ns = write_bw_ns_per_wr(1.3, 2);
+  std::cout << "2 B ib_write_bw at 1.3 GHz: " << ns << " ns per WR\n";
+  EXPECT_GE(ns, 156 / 1.3 + 50);
+  EXPECT_LE(ns, 156 / 1.3 + 50 + 1.5);
+}
+
+// At 4 KB the bus bounds the rate at any clock: each WR's 4096 B cross PCIe gen3 x8 as DMA
+// reads at model/pcie.h's ceiling (MPS 256, MRRS 512), far above the posting loop's 110-170 ns;
+// the HCA's 64 B WQE fetch per WR shares that direction (64 / 4096: 1.6 % more at most).
+class FourKilobyteWrites : public ::testing::TestWithParam<double> {};
+
+TEST_P(FourKilobyteWrites, AreBoundByTheBusAtAnyClock) {
+  const double ns = write_bw_ns_per_wr(GetParam(), 4096);
+  model::pcie::Config pc;
+  pc.gen = 3;
+  pc.max_payload = 256;
+  pc.max_read_request = 512;
+  const double bus_ns = 4096 * 8 / model::pcie::dma_read_ceiling_gbps(pc);
+  std::cout << "4 KB ib_write_bw at " << GetParam() << " GHz: " << ns << " ns per WR, bus " << bus_ns << " ns\n";
+  EXPECT_GE(ns, bus_ns * (1 - 1e-9));
+  EXPECT_LE(ns, (1 + 64.0 / 4096) * bus_ns);
+}
+
+INSTANTIATE_TEST_SUITE_P(Clock, FourKilobyteWrites, ::testing::Values(2.6, 1.3));
