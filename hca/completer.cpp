@@ -167,7 +167,7 @@ void Completer::read_response(const Packet& p, const void* payload) {
   }
   if (q.sq_.empty() || q.attr_.qp_state != QpState::Rts) return;
   const QueuePair::SqEntry& e = q.sq_.front();
-  if (!e.started || e.local_error || !e.w.rd_atomic() || e.w.x.atomic()) return;  // not for this WQE
+  if (!e.started || e.local_error || !e.w.rd_atomic() || e.w.wr.atomic()) return;  // not for this WQE
   if (p.psn != una_) {
     // A later PSN: response packets went missing; the READ goes again from the first of them.
     if (psn_before(una_, p.psn)) retry_gap();
@@ -202,7 +202,7 @@ void Completer::atomic_ack(const Packet& p) {
   }
   if (q.sq_.empty() || q.attr_.qp_state != QpState::Rts) return;
   const QueuePair::SqEntry& e = q.sq_.front();
-  if (!e.started || e.local_error || !e.w.x.atomic() || e.first_psn != p.psn) return;
+  if (!e.started || e.local_error || !e.w.wr.atomic() || e.first_psn != p.psn) return;
   // The original remote value lands in the WQE's 8-byte SGE, in host byte order.
   const sdp::Sge& g = e.w.wr.sg[0];
   if (q.be_.check_mr(g.lkey, q.pd_, g.addr, 8, sdp::kLocalWrite) != MrRefusal::None) {

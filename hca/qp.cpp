@@ -100,7 +100,6 @@ int post_errno(PostError e) {
     case PostError::WrongState:
     case PostError::InlineRead:
     case PostError::BadOpcode:
-    case PostError::BadAtomic:
     case PostError::SrqAttached: return EINVAL;
   }
   return EINVAL;
@@ -118,15 +117,11 @@ std::string post_error_text(const char* verb, uint32_t qpn, QpState state, PostE
                   : fmt::format("{}: QP {:#x} is in {}", verb, qpn, qp_state_name(state));
     case PostError::QueueFull:
       return fmt::format("{}: QP {:#x} {} queue full", verb, qpn, send ? "send" : "receive");
-    case PostError::InlineRead: return fmt::format("{}: QP {:#x}: an RDMA READ cannot be inline", verb, qpn);
+    case PostError::InlineRead: return fmt::format("{}: QP {:#x}: an RDMA READ or atomic cannot be inline", verb, qpn);
     case PostError::InlineTooLong:
       return fmt::format("{}: QP {:#x}: {} B inline exceeds max_inline_data {} B", verb, qpn, send ? wr->length() : 0,
                          lim != nullptr ? lim->max_inline_data : 0);
     case PostError::BadOpcode: return fmt::format("{}: QP {:#x}: an opcode its transport does not have", verb, qpn);
-    case PostError::BadAtomic:
-      return fmt::format("{}: QP {:#x}: an atomic needs one 8-byte SGE and an 8-byte aligned remote address (got {} B "
-                         "at {:#x})",
-                         verb, qpn, send ? wr->length() : 0, send ? wr->remote_addr : 0);
     case PostError::SrqAttached: return fmt::format("{}: QP {:#x} receives from its SRQ", verb, qpn);
   }
   return "";

@@ -131,7 +131,6 @@ enum class PostError : uint8_t {
   InlineRead,      ///< IBV_SEND_INLINE on an RDMA READ or an atomic (nothing to gather): EINVAL
   InlineTooLong,   ///< inline payload over max_inline_data: ENOMEM (libmlx4 mlx4_post_send)
   BadOpcode,       ///< an opcode the QP type lacks (UC: no READ or atomics; UD: SEND only, IBA 9.8): EINVAL
-  BadAtomic,       ///< an atomic whose SGE is not 8 bytes or whose remote address is not 8-byte aligned (IBA 9.4.5): EINVAL
   SrqAttached,     ///< ibv_post_recv on a QP that takes its receives from an SRQ: EINVAL
 };
 /// The errno of a refused post (0 for None).
@@ -149,24 +148,24 @@ struct PostCheck {
   PostError error = PostError::None;
 };
 /// The verdict of ibv_post_send for `w` on a QP of `type` in `state` with `outstanding` send WRs
-/// not yet completed. The checks run in this order: SGE count, opcode for the type, atomic
-/// shape, state (ERROR flushes), queue room, inline rules. Cheap: compares only (it runs on every
-/// post). The message size against max_msg_sz is the requester's (a LOC_LEN_ERR completion).
+/// not yet completed. The checks run in this order: SGE count, opcode for the type, state (ERROR
+/// flushes), queue room, inline rules. Cheap: compares only (it runs on every post). The message
+/// size against max_msg_sz and an atomic's local length are the requester's (LOC_LEN_ERR
+/// completions), an atomic's remote alignment the responder's (a NAK): libmlx4's mlx4_post_send
+/// checks neither (rdma-core providers/mlx4/qp.c), where rxe's provider refuses both with EINVAL.
 inline PostCheck check_post_send(QpType type, QpState state, uint32_t outstanding, const SendLimits& lim,
                                  const SendWqe& w) {
   const sdp::SendWr& wr = w.wr;
   if (wr.num_sge > sdp::kMaxSge) return {Post::Refuse, PostError::TooManySge};
-  if (type != QpType::Rc && (wr.opcode == sdp::WrOpcode::RdmaRead || w.x.atomic())) [[unlikely]]
+  if (type != QpType::Rc && w.rd_atomic()) [[unlikely]]
     return {Post::Refuse, PostError::BadOpcode};
   if (type == QpType::Ud && (wr.opcode != sdp::WrOpcode::Send || w.x.kind == WrExt::Kind::WriteImm)) [[unlikely]]
     return {Post::Refuse, PostError::BadOpcode};
-  if (w.x.atomic() && (wr.opcode != sdp::WrOpcode::RdmaRead || wr.length() != 8 || wr.remote_addr % 8 != 0)) [[unlikely]]
-    return {Post::Refuse, PostError::BadAtomic};
   if (state == QpState::Error) return {Post::Flush, PostError::None};
   if (state != QpState::Rts) return {Post::Refuse, PostError::WrongState};
   if (outstanding >= lim.max_send_wr) return {Post::Refuse, PostError::QueueFull};
   if (wr.inline_data) {
-    if (wr.opcode == sdp::WrOpcode::RdmaRead) return {Post::Refuse, PostError::InlineRead};
+    if (w.rd_atomic()) return {Post::Refuse, PostError::InlineRead};
     if (wr.length() > lim.max_inline_data) return {Post::Refuse, PostError::InlineTooLong};
   }
   return {};

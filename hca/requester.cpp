@@ -43,13 +43,16 @@ void Requester::start(size_t index) {
         return;
       }
   }
-  // A message over max_msg_sz, or a UD message over the port's MTU (a UD message is one packet,
-  // IBA 9.8.3), completes with a local length error.
-  if (len > q.lim_.max_msg_sz || (q.type_ == QpType::Ud && len > q.lim_.port_mtu)) [[unlikely]] {
+  // A message over max_msg_sz, a UD message over the port's MTU (a UD message is one packet,
+  // IBA 9.8.3), or an atomic whose local SGEs are not 8 bytes (its operand, IBA 9.4.5; "an Atomic
+  // operation which its size is different than 8 bytes" is IBV_WC_LOC_LEN_ERR on Mellanox HCAs,
+  // rdmamojo.com ibv_poll_cq) completes with a local length error, and nothing is sent.
+  if (len > q.lim_.max_msg_sz || (q.type_ == QpType::Ud && len > q.lim_.port_mtu) || (wr.atomic() && len != 8))
+      [[unlikely]] {
     e.local_error = sdp::WcStatus::LocLenErr;
     return;
   }
-  e.npkts = q.type_ == QpType::Ud || e.w.x.atomic() ? 1 : q.packets_of(len);
+  e.npkts = q.type_ == QpType::Ud || wr.atomic() ? 1 : q.packets_of(len);
   npsn_ = psn_add(npsn_, e.npkts);
   if (e.w.rd_atomic()) ++rd_outstanding_;
 }
@@ -84,11 +87,11 @@ bool Requester::next(uint32_t max_pkts, Packet& out) {
     out.npkts = 1;
     out.ack_req = true;
     out.rkey = wr.rkey;
-    if (x.atomic()) {
-      out.op = out.last_op = x.kind == WrExt::Kind::CmpSwap ? Opcode::RcCompareSwap : Opcode::RcFetchAdd;
+    if (wr.atomic()) {
+      out.op = out.last_op = wr.opcode == sdp::WrOpcode::AtomicCmpSwap ? Opcode::RcCompareSwap : Opcode::RcFetchAdd;
       out.va = wr.remote_addr;
-      out.compare = x.compare_add;
-      out.swap = x.swap;
+      out.compare = wr.compare_add;
+      out.swap = wr.swap;
     } else {
       const uint64_t off = std::min<uint64_t>(len, static_cast<uint64_t>(pkt_) * mtu);
       out.op = out.last_op = Opcode::RcReadRequest;

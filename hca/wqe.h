@@ -1,6 +1,6 @@
 #pragma once
 /// \file Work requests and completions as the HCA core holds them: the send WQE (sdp::SendWr and
-/// what ibv_send_wr carries beyond it: immediate data, atomics, a UD address), the receive WQE
+/// what ibv_send_wr carries beyond it: immediate data, a UD address), the receive WQE
 /// (sdp::RecvWr) and the CQE (sdp::Wc and what ibv_wc carries beyond it).
 #include <cstdint>
 
@@ -8,23 +8,19 @@
 
 namespace hcasim::hca {
 
-/// An MR and QP access bit beyond sdp::Access: IBV_ACCESS_REMOTE_ATOMIC (the target of CmpSwap and
-/// FetchAdd), kept in the same MR table and in a QP's qp_access_flags.
-inline constexpr unsigned kRemoteAtomic = 8;
+/// IBV_ACCESS_REMOTE_ATOMIC (sdp::kRemoteAtomic), by the core's name for it: the right to be the
+/// target of an atomic, in the MR table and in a QP's qp_access_flags.
+inline constexpr unsigned kRemoteAtomic = sdp::kRemoteAtomic;
 
-/// A send WR's kind beyond sdp::WrOpcode (ibv_wr_opcode): the immediate-data and atomic ops.
-/// An atomic is posted as an sdp::WrOpcode::RdmaRead of the 8 bytes its SGE names (the
-/// original remote value lands there) to `remote_addr` with `rkey`.
+/// A send WR's kind beyond sdp::WrOpcode (ibv_wr_opcode): the immediate-data ops, and a UD WR's
+/// address. (The atomics are sdp::WrOpcode values with their operands in sdp::SendWr.)
 struct WrExt {
-  enum class Kind : uint8_t { None, SendImm, WriteImm, CmpSwap, FetchAdd };
+  enum class Kind : uint8_t { None, SendImm, WriteImm };
   Kind kind = Kind::None;
   uint32_t imm = 0;          ///< wr.imm_data, passed through as given
-  uint64_t compare_add = 0;  ///< CmpSwap: the compare value; FetchAdd: the addend
-  uint64_t swap = 0;         ///< CmpSwap: the swap value
   uint16_t ud_dlid = 0;      ///< UD: the address handle's port LID
   uint32_t ud_qpn = 0;       ///< UD: wr.ud.remote_qpn
   uint32_t ud_qkey = 0;      ///< UD: wr.ud.remote_qkey (high bit set: the QP's own Q_Key, IBA 10.2.5)
-  bool atomic() const { return kind == Kind::CmpSwap || kind == Kind::FetchAdd; }
   bool imm_data() const { return kind == Kind::SendImm || kind == Kind::WriteImm; }
 };
 
@@ -35,13 +31,13 @@ struct SendWqe {
   WrExt x;
   uint64_t seq = 0;
   /// True for an RDMA READ or an atomic: a request answered with data, bounded by max_rd_atomic.
-  bool rd_atomic() const { return wr.opcode == sdp::WrOpcode::RdmaRead; }
+  bool rd_atomic() const { return wr.opcode == sdp::WrOpcode::RdmaRead || wr.atomic(); }
 };
 
 /// A completion as the CQ holds it: sdp::Wc and what ibv_wc carries beyond it.
 struct Cqe {
   /// ibv_wc_opcode beyond sdp::WcOpcode.
-  enum class Kind : uint8_t { Plain, RecvRdmaWithImm, CompSwap, FetchAdd };
+  enum class Kind : uint8_t { Plain, RecvRdmaWithImm };
   sdp::Wc wc{};
   Kind kind = Kind::Plain;
   uint32_t src_qp = 0;    ///< the peer QP (receive completions)
@@ -56,11 +52,14 @@ constexpr sdp::WcOpcode wc_opcode(sdp::WrOpcode op) {
     case sdp::WrOpcode::Send: return sdp::WcOpcode::Send;
     case sdp::WrOpcode::RdmaWrite: return sdp::WcOpcode::RdmaWrite;
     case sdp::WrOpcode::RdmaRead: return sdp::WcOpcode::RdmaRead;
+    case sdp::WrOpcode::AtomicCmpSwap: return sdp::WcOpcode::CompSwap;
+    case sdp::WrOpcode::AtomicFetchAdd: return sdp::WcOpcode::FetchAdd;
   }
   return sdp::WcOpcode::Send;
 }
 
-/// A send WR's completion with `status` (success or error) on QP `qpn`.
+/// A send WR's completion with `status` (success or error) on QP `qpn`; byte_len 8 for an atomic
+/// (libmlx4 mlx4_poll_one sets it so for IBV_WC_COMP_SWAP and IBV_WC_FETCH_ADD), else 0.
 ///
 /// The opcode of an error completion: ibv_poll_cq(3) says that when the status is not
 /// IBV_WC_SUCCESS only wr_id, status, qp_num and vendor_err are valid, so a consumer must not
@@ -68,14 +67,12 @@ constexpr sdp::WcOpcode wc_opcode(sdp::WrOpcode op) {
 /// WRITE, IBV_WC_RECV for a flushed receive), the value a successful completion of the same WR
 /// carries, so that the send/receive side of a flushed WR stays visible to a reader who does look.
 constexpr sdp::Wc send_wc(const sdp::SendWr& wr, sdp::WcStatus status, uint32_t qpn) {
-  return {wr.wr_id, status, wc_opcode(wr.opcode), 0, qpn};
+  return {wr.wr_id, status, wc_opcode(wr.opcode), wr.atomic() ? 8u : 0u, qpn};
 }
-/// The CQE of a send WQE completing with `status` (the atomics' opcodes from its extension).
+/// The CQE of a send WQE completing with `status`.
 constexpr Cqe send_cqe(const SendWqe& w, sdp::WcStatus status, uint32_t qpn) {
   Cqe c;
   c.wc = send_wc(w.wr, status, qpn);
-  if (w.x.kind == WrExt::Kind::CmpSwap) c.kind = Cqe::Kind::CompSwap;
-  if (w.x.kind == WrExt::Kind::FetchAdd) c.kind = Cqe::Kind::FetchAdd;
   return c;
 }
 /// A receive WR's completion with an error `status` (byte_len 0) on QP `qpn`.

@@ -754,6 +754,10 @@ sdp::Wc to_wc(const ibv_wc& wc) {
       out.opcode = sdp::WcOpcode::RdmaWrite;
     else if (wc.opcode == IBV_WC_RDMA_READ)
       out.opcode = sdp::WcOpcode::RdmaRead;
+    else if (wc.opcode == IBV_WC_COMP_SWAP)
+      out.opcode = sdp::WcOpcode::CompSwap;
+    else if (wc.opcode == IBV_WC_FETCH_ADD)
+      out.opcode = sdp::WcOpcode::FetchAdd;
   }
   return out;
 }
@@ -838,10 +842,11 @@ uint32_t RdmaVerbs::reg_mr(sdp::Addr addr, uint64_t len, unsigned access) {
   if ((access & sdp::kLocalWrite) != 0) flags |= IBV_ACCESS_LOCAL_WRITE;
   if ((access & sdp::kRemoteWrite) != 0) flags |= IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_LOCAL_WRITE;
   if ((access & sdp::kRemoteRead) != 0) flags |= IBV_ACCESS_REMOTE_READ;
+  if ((access & sdp::kRemoteAtomic) != 0) flags |= IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_LOCAL_WRITE;
   ibv_mr* mr = ::ibv_reg_mr(pd_, reinterpret_cast<void*>(static_cast<uintptr_t>(addr)), len, flags);
   if (mr == nullptr)
     throw sdp::VerbsError(fmt::format("ibv_reg_mr([{:#x}, +{}), access {:#x}): {}", addr, len, flags, errstr(errno)));
-  if ((access & (sdp::kRemoteWrite | sdp::kRemoteRead)) != 0 && mr->lkey != mr->rkey) {
+  if ((access & (sdp::kRemoteWrite | sdp::kRemoteRead | sdp::kRemoteAtomic)) != 0 && mr->lkey != mr->rkey) {
     const uint32_t lkey = mr->lkey, rkey = mr->rkey;
     ::ibv_dereg_mr(mr);
     throw sdp::VerbsError(fmt::format("ibv_reg_mr([{:#x}, +{}) gave lkey {:#x} but rkey {:#x}: this device's keys "
@@ -873,14 +878,21 @@ void RdmaVerbs::post_send(const sdp::SendWr& wr) {
     case sdp::WrOpcode::Send: w.opcode = IBV_WR_SEND; break;
     case sdp::WrOpcode::RdmaWrite: w.opcode = IBV_WR_RDMA_WRITE; break;
     case sdp::WrOpcode::RdmaRead: w.opcode = IBV_WR_RDMA_READ; break;
+    case sdp::WrOpcode::AtomicCmpSwap: w.opcode = IBV_WR_ATOMIC_CMP_AND_SWP; break;
+    case sdp::WrOpcode::AtomicFetchAdd: w.opcode = IBV_WR_ATOMIC_FETCH_AND_ADD; break;
   }
   unsigned flags = 0;
   if (wr.signaled) flags |= IBV_SEND_SIGNALED;
-  // Inline needs a payload the WQE can hold, and carries data out only (not RDMA read).
-  if (wr.inline_data && wr.opcode != sdp::WrOpcode::RdmaRead && wr.length() <= max_inline_data_)
+  // Inline needs a payload the WQE can hold, and carries data out only (not RDMA read, not atomics).
+  if (wr.inline_data && wr.opcode != sdp::WrOpcode::RdmaRead && !wr.atomic() && wr.length() <= max_inline_data_)
     flags |= IBV_SEND_INLINE;
   w.send_flags = flags;
-  if (wr.opcode != sdp::WrOpcode::Send) {
+  if (wr.atomic()) {
+    w.wr.atomic.remote_addr = wr.remote_addr;
+    w.wr.atomic.rkey = wr.rkey;
+    w.wr.atomic.compare_add = wr.compare_add;
+    w.wr.atomic.swap = wr.swap;
+  } else if (wr.opcode != sdp::WrOpcode::Send) {
     w.wr.rdma.remote_addr = wr.remote_addr;
     w.wr.rdma.rkey = wr.rkey;
   }

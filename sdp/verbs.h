@@ -21,10 +21,12 @@ struct Sge {
   uint32_t lkey = 0;
 };
 
-/// ibv_wr_opcode (the subset SDP uses).
-enum class WrOpcode : uint8_t { Send, RdmaWrite, RdmaRead };
-/// ibv_wc_opcode.
-enum class WcOpcode : uint8_t { Send, RdmaWrite, RdmaRead, Recv };
+/// ibv_wr_opcode: the subset SDP uses and the two atomics (IBV_WR_ATOMIC_CMP_AND_SWP,
+/// IBV_WR_ATOMIC_FETCH_AND_ADD: an 8-byte read-modify-write at the responder, IBA 1.3 9.4.5, whose
+/// value before lands in the WR's local SGE).
+enum class WrOpcode : uint8_t { Send, RdmaWrite, RdmaRead, AtomicCmpSwap, AtomicFetchAdd };
+/// ibv_wc_opcode (IBV_WC_COMP_SWAP and IBV_WC_FETCH_ADD for the atomics).
+enum class WcOpcode : uint8_t { Send, RdmaWrite, RdmaRead, Recv, CompSwap, FetchAdd };
 /// ibv_wc_status (the subset the emulated HCAs produce); wc_status_str gives
 /// ibv_wc_status_str's text.
 enum class WcStatus : uint8_t {
@@ -58,8 +60,12 @@ struct SendWr {
   /// HCA reads it from the gather buffers when the WQE executes, not at post time, so a
   /// caller must not change them before the WR completes (true of the perftest loops).
   bool inline_data = false;
-  Addr remote_addr = 0;  ///< RDMA only
-  uint32_t rkey = 0;     ///< RDMA only
+  Addr remote_addr = 0;  ///< RDMA and atomics (wr.rdma / wr.atomic .remote_addr)
+  uint32_t rkey = 0;     ///< RDMA and atomics
+  uint64_t compare_add = 0;  ///< atomics (wr.atomic.compare_add): CmpSwap's compare value, FetchAdd's addend
+  uint64_t swap = 0;         ///< AtomicCmpSwap (wr.atomic.swap): the value stored when the compare matches
+  /// True for the two atomic opcodes.
+  constexpr bool atomic() const { return opcode == WrOpcode::AtomicCmpSwap || opcode == WrOpcode::AtomicFetchAdd; }
   /// Total gather length in bytes.
   uint64_t length() const {
     uint64_t n = 0;
@@ -80,7 +86,7 @@ struct Wc {
   uint64_t wr_id = 0;
   WcStatus status = WcStatus::Success;
   WcOpcode opcode = WcOpcode::Send;
-  uint32_t byte_len = 0;  ///< received bytes (Recv only)
+  uint32_t byte_len = 0;  ///< received bytes (Recv); 8 for an atomic (libmlx4 mlx4_poll_one)
   uint32_t qp_num = 0;
 };
 
@@ -90,8 +96,9 @@ class VerbsError : public std::runtime_error {
   explicit VerbsError(const std::string& what) : std::runtime_error(what) {}
 };
 
-/// MR access flags (ibv_access_flags).
-enum Access : unsigned { kLocalWrite = 1, kRemoteWrite = 2, kRemoteRead = 4 };
+/// MR and QP access flags (ibv_access_flags); kRemoteAtomic is IBV_ACCESS_REMOTE_ATOMIC, the
+/// right to be the target of an atomic.
+enum Access : unsigned { kLocalWrite = 1, kRemoteWrite = 2, kRemoteRead = 4, kRemoteAtomic = 8 };
 
 /// One connection's verbs resources.
 class Verbs {

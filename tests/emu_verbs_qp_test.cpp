@@ -454,12 +454,21 @@ TEST_F(VerbsQp, ImmediateDataAndAtomics) {
   EXPECT_EQ(atomic(IBV_WR_ATOMIC_CMP_AND_SWP, 45, 7), 99u);
   std::memcpy(&target, buf.data() + 32768, 8);
   EXPECT_EQ(target, 99u);
-  // An atomic of 4 bytes is refused at post.
+  // An atomic of 4 bytes is posted (libmlx4 does not check its length) and completes with a
+  // local length error; the target is not touched.
   ibv_send_wr bad4{};
+  bad4.wr_id = 21;
   bad4.opcode = IBV_WR_ATOMIC_FETCH_AND_ADD;
   bad4.wr.atomic.remote_addr = reinterpret_cast<uintptr_t>(buf.data() + 32768);
   bad4.wr.atomic.rkey = amr->rkey;
-  EXPECT_EQ(post(bad4, 2048, 4), EINVAL);
+  bad4.wr.atomic.compare_add = 1;
+  EXPECT_EQ(post(bad4, 2048, 4), 0);
+  const auto c4 = poll_n(cq, 1);
+  ASSERT_EQ(c4.size(), 1u);
+  EXPECT_EQ(c4[0].wr_id, 21u);
+  EXPECT_EQ(c4[0].status, IBV_WC_LOC_LEN_ERR);
+  std::memcpy(&target, buf.data() + 32768, 8);
+  EXPECT_EQ(target, 99u);
   ibv_destroy_qp(a);
   ibv_destroy_qp(b);
   ibv_dereg_mr(amr);

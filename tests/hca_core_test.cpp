@@ -153,16 +153,17 @@ TEST(HcaCoreQp, PostSendChecksInOrder) {
   EXPECT_EQ(check_post_send(QpType::Uc, QpState::Rts, 0, lim, w).error, PostError::BadOpcode);
   wr.opcode = sdp::WrOpcode::RdmaWrite;
   EXPECT_EQ(check_post_send(QpType::Ud, QpState::Error, 0, lim, w).error, PostError::BadOpcode);
-  // An atomic: one 8-byte SGE to an 8-byte aligned address (IBA 9.4.5).
-  wr.opcode = sdp::WrOpcode::RdmaRead;
-  w.x.kind = WrExt::Kind::FetchAdd;
-  wr.sg[0].length = 8;
+  // An atomic's length and alignment are not the post's to refuse (libmlx4 mlx4_post_send checks
+  // neither): a 4-byte SGE to an address 4 bytes off is accepted; RC only, and never inline.
+  wr.opcode = sdp::WrOpcode::AtomicFetchAdd;
+  wr.sg[0].length = 4;
   wr.remote_addr = 0x2004;
-  EXPECT_EQ(check_post_send(rc, QpState::Rts, 0, lim, w).error, PostError::BadAtomic);
-  wr.remote_addr = 0x2008;
   EXPECT_EQ(check_post_send(rc, QpState::Rts, 0, lim, w).post, Post::Accept);
-  EXPECT_EQ(post_errno(PostError::BadAtomic), EINVAL);
-  w.x.kind = WrExt::Kind::None;
+  EXPECT_EQ(check_post_send(QpType::Uc, QpState::Rts, 0, lim, w).error, PostError::BadOpcode);
+  wr.inline_data = true;
+  EXPECT_EQ(check_post_send(rc, QpState::Rts, 0, lim, w).error, PostError::InlineRead);
+  wr.inline_data = false;
+  wr.opcode = sdp::WrOpcode::RdmaWrite;
   wr.num_sge = 3;  // first check, even in ERROR
   EXPECT_EQ(check_post_send(rc, QpState::Error, 0, lim, w).error, PostError::TooManySge);
   EXPECT_EQ(post_error_text("post_send", 0x48, QpState::Rts, PostError::TooManySge, &wr, &lim),

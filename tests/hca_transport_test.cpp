@@ -240,19 +240,18 @@ TEST(HcaTransport, RdmaWriteReadAndAtomicsMoveTheirBytes) {
   // Fetch-and-add 5 on 40, then compare 45 and swap in 7: the originals come back.
   uint64_t v = 40;
   std::memcpy(l.hb.at(r.addr + 512), &v, 8);
-  SendWqe fa = Link::wqe(WrOpcode::RdmaRead, 3, back, 8, r.addr + 512, r.key);
-  fa.x.kind = WrExt::Kind::FetchAdd;
-  fa.x.compare_add = 5;
-  SendWqe cs = Link::wqe(WrOpcode::RdmaRead, 4, s, 8, r.addr + 512, r.key);
-  cs.x.kind = WrExt::Kind::CmpSwap;
-  cs.x.compare_add = 45;
-  cs.x.swap = 7;
+  SendWqe fa = Link::wqe(WrOpcode::AtomicFetchAdd, 3, back, 8, r.addr + 512, r.key);
+  fa.wr.compare_add = 5;
+  SendWqe cs = Link::wqe(WrOpcode::AtomicCmpSwap, 4, s, 8, r.addr + 512, r.key);
+  cs.wr.compare_add = 45;
+  cs.wr.swap = 7;
   l.a.post_send(fa);
   l.a.post_send(cs);
   l.pump();
   ASSERT_EQ(l.ha.scq.size(), 4u);
-  EXPECT_EQ(l.ha.scq[2].kind, Cqe::Kind::FetchAdd);
-  EXPECT_EQ(l.ha.scq[3].kind, Cqe::Kind::CompSwap);
+  EXPECT_EQ(l.ha.scq[2].wc.opcode, sdp::WcOpcode::FetchAdd);
+  EXPECT_EQ(l.ha.scq[3].wc.opcode, sdp::WcOpcode::CompSwap);
+  EXPECT_EQ(l.ha.scq[2].wc.byte_len, 8u);  // libmlx4: 8 for an atomic
   std::memcpy(&v, l.ha.at(back.addr), 8);
   EXPECT_EQ(v, 40u);
   std::memcpy(&v, l.ha.at(s.addr), 8);

@@ -53,6 +53,8 @@ ibv_wc_opcode to_ibv_opcode(sdp::WcOpcode op) {
     case sdp::WcOpcode::RdmaWrite: return IBV_WC_RDMA_WRITE;
     case sdp::WcOpcode::RdmaRead: return IBV_WC_RDMA_READ;
     case sdp::WcOpcode::Recv: return IBV_WC_RECV;
+    case sdp::WcOpcode::CompSwap: return IBV_WC_COMP_SWAP;
+    case sdp::WcOpcode::FetchAdd: return IBV_WC_FETCH_ADD;
   }
   return IBV_WC_SEND;
 }
@@ -88,8 +90,9 @@ bool copy_sges(const Wr& wr, std::array<sdp::Sge, sdp::kMaxSge>& out, uint8_t& n
 /// (imm_data passed through as given) and the atomics ATOMIC_CMP_AND_SWP / ATOMIC_FETCH_AND_ADD;
 /// UD with its address handle. Returns 0, or the errno of the first WR not posted, *bad_wr at it:
 /// EINVAL for an opcode the shim does not know, too many SGEs or a UD WR without an address
-/// handle, else the HCA core's (hca::post_errno: the QP's state, the opcode for its type, an
-/// atomic's shape, inline rules; ENOMEM for a full send queue).
+/// handle, else the HCA core's (hca::post_errno: the QP's state, the opcode for its type, inline
+/// rules; ENOMEM for a full send queue). An atomic's length and alignment are not checked here
+/// (libmlx4 does not): they fail in its completion.
 int post_send(ibv_qp* ibqp, ibv_send_wr* wr, ibv_send_wr** bad_wr) {
   QpObj* q = qp_of(ibqp);
   for (; wr != nullptr; wr = wr->next) {
@@ -110,11 +113,8 @@ int post_send(ibv_qp* ibqp, ibv_send_wr* wr, ibv_send_wr** bad_wr) {
         x.kind = hca::WrExt::Kind::WriteImm;
         break;
       case IBV_WR_RDMA_READ: r.opcode = sdp::WrOpcode::RdmaRead; break;
-      case IBV_WR_ATOMIC_CMP_AND_SWP:
-      case IBV_WR_ATOMIC_FETCH_AND_ADD:
-        r.opcode = sdp::WrOpcode::RdmaRead;  // the original value comes back into the SGE
-        x.kind = wr->opcode == IBV_WR_ATOMIC_CMP_AND_SWP ? hca::WrExt::Kind::CmpSwap : hca::WrExt::Kind::FetchAdd;
-        break;
+      case IBV_WR_ATOMIC_CMP_AND_SWP: r.opcode = sdp::WrOpcode::AtomicCmpSwap; break;
+      case IBV_WR_ATOMIC_FETCH_AND_ADD: r.opcode = sdp::WrOpcode::AtomicFetchAdd; break;
       default: err = EINVAL; break;
     }
     x.imm = wr->imm_data;
@@ -131,11 +131,11 @@ int post_send(ibv_qp* ibqp, ibv_send_wr* wr, ibv_send_wr** bad_wr) {
     if (err == 0) {
       r.signaled = q->sq_sig_all || (wr->send_flags & IBV_SEND_SIGNALED) != 0;
       r.inline_data = (wr->send_flags & IBV_SEND_INLINE) != 0;
-      if (x.atomic()) {
+      if (r.atomic()) {
         r.remote_addr = wr->wr.atomic.remote_addr;
         r.rkey = wr->wr.atomic.rkey;
-        x.compare_add = wr->wr.atomic.compare_add;
-        x.swap = wr->wr.atomic.swap;
+        r.compare_add = wr->wr.atomic.compare_add;
+        r.swap = wr->wr.atomic.swap;
       } else if (r.opcode != sdp::WrOpcode::Send && ibqp->qp_type != IBV_QPT_UD) {
         r.remote_addr = wr->wr.rdma.remote_addr;
         r.rkey = wr->wr.rdma.rkey;
@@ -185,13 +185,8 @@ int poll_cq(ibv_cq* ibcq, int num_entries, ibv_wc* wc) {
       w.wr_id = c.wr_id;
       w.status = to_ibv_status(c.status);
       w.opcode = to_ibv_opcode(c.opcode);
-      switch (e.kind) {
-        case hca::Cqe::Kind::RecvRdmaWithImm: w.opcode = IBV_WC_RECV_RDMA_WITH_IMM; break;
-        case hca::Cqe::Kind::CompSwap: w.opcode = IBV_WC_COMP_SWAP; break;
-        case hca::Cqe::Kind::FetchAdd: w.opcode = IBV_WC_FETCH_ADD; break;
-        case hca::Cqe::Kind::Plain: break;
-      }
-      w.byte_len = w.opcode == IBV_WC_COMP_SWAP || w.opcode == IBV_WC_FETCH_ADD ? 8 : c.byte_len;
+      if (e.kind == hca::Cqe::Kind::RecvRdmaWithImm) w.opcode = IBV_WC_RECV_RDMA_WITH_IMM;
+      w.byte_len = c.byte_len;
       w.qp_num = c.qp_num;
       w.src_qp = e.src_qp;
       w.slid = e.slid;
