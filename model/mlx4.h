@@ -16,13 +16,15 @@ namespace hcasim::model::mlx4 {
 inline constexpr uint32_t kCtrlSegBytes = 16;        ///< struct mlx4_wqe_ctrl_seg
 inline constexpr uint32_t kRaddrSegBytes = 16;       ///< struct mlx4_wqe_raddr_seg
 inline constexpr uint32_t kDataSegBytes = 16;        ///< struct mlx4_wqe_data_seg
+inline constexpr uint32_t kAtomicSegBytes = 16;      ///< struct mlx4_wqe_atomic_seg (swap_add, compare)
 inline constexpr uint32_t kInlineSegHeaderBytes = 4; ///< struct mlx4_wqe_inline_seg (byte_count)
 inline constexpr uint32_t kInlineAlign = 64;         ///< MLX4_INLINE_ALIGN
 inline constexpr uint32_t kWqeBasicBlock = 64;       ///< send WQEBB, bytes (1 << min wqe_shift)
 inline constexpr uint32_t kMmioStoreBytes = 8;       ///< mmio_memcpy_x64 copies with 64-bit stores
 
-/// The RC operations the emulated HCA executes.
-enum class Opcode { Send, RdmaWrite, RdmaRead };
+/// The RC operations the emulated HCA executes (Atomic: IBV_WR_ATOMIC_CMP_AND_SWP and
+/// IBV_WR_ATOMIC_FETCH_AND_ADD, whose WQEs have the same layout).
+enum class Opcode { Send, RdmaWrite, RdmaRead, Atomic };
 
 /// One posted send WR as far as its WQE layout is concerned.
 struct WqeShape {
@@ -39,8 +41,9 @@ struct WqeShape {
 uint32_t inline_segments(uint32_t header_offset, uint32_t bytes);
 
 /// WQE size in 16 B units, as mlx4_post_send() writes it to ctrl->fence_size: 1 (ctrl)
-/// + 1 for RDMA WRITE/READ (raddr) + either num_sge data segments or
-/// ceil((inline_bytes + 4 x inline_segments) / 16). RDMA READ is never inline.
+/// + 1 for RDMA WRITE/READ (raddr), 2 for an atomic (raddr and the atomic segment's
+/// swap_add/compare) + either num_sge data segments or ceil((inline_bytes + 4 x
+/// inline_segments) / 16). RDMA READ and atomics are never inline: an atomic of one SGE is 4 (64 B).
 /// Examples (RDMA WRITE inline): 2 B -> 3 (48 B), 16 B -> 4, 32 B -> 5, 64 B -> 7, 128 B -> 11.
 uint32_t wqe_size_16(const WqeShape& w);
 
@@ -52,7 +55,8 @@ inline uint32_t wqe_bytes(const WqeShape& w) { return wqe_size_16(w) * 16; }
 uint32_t wqe_basic_blocks(const WqeShape& w);
 
 /// libmlx4's BlueFlame rule (mlx4_post_send, after the WR loop): one WR in the post
-/// (nreq == 1), "inl" set (inline data, an RDMA READ, or no SGE), size > 1 and
+/// (nreq == 1), "inl" set (inline data, an RDMA READ, or no SGE; never for an atomic with its
+/// SGE), size > 1 and
 /// size <= bf_buf_size / 16. `bf_buf_size` is half the BlueFlame register (the two halves
 /// alternate), bytes; 0 means BlueFlame is off (mlx4 gives no BF registers).
 bool blueflame_eligible(uint32_t nreq, const WqeShape& w, uint32_t bf_buf_size);

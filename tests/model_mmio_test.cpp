@@ -71,6 +71,9 @@ TEST(Mlx4Wqe, SizesOfSeed001sMessages) {
   gathered.opcode = mlx4::Opcode::Send;  // SEND with two data segments: 16 + 2 x 16
   gathered.num_sge = 2;
   EXPECT_EQ(mlx4::wqe_bytes(gathered), 48u);
+  gathered.opcode = mlx4::Opcode::Atomic;  // ctrl + raddr + atomic + one data segment: 4 x 16
+  gathered.num_sge = 1;
+  EXPECT_EQ(mlx4::wqe_bytes(gathered), 64u);
   EXPECT_EQ(mlx4::wqe_basic_blocks(inline_write(128)), 3u);
 }
 
@@ -88,6 +91,8 @@ TEST(Mlx4Wqe, BlueFlameFollowsLibmlx4sRule) {
   EXPECT_FALSE(mlx4::blueflame_eligible(1, gathered, 256));          // not inline
   gathered.opcode = mlx4::Opcode::RdmaRead;                          // libmlx4 sets inl for reads
   EXPECT_TRUE(mlx4::blueflame_eligible(1, gathered, 256));
+  gathered.opcode = mlx4::Opcode::Atomic;                            // and not for atomics
+  EXPECT_FALSE(mlx4::blueflame_eligible(1, gathered, 256));
 }
 
 TEST(Mlx4Wqe, MaxInlineDataOfAQpWithGivenWqeSize) {
