@@ -229,6 +229,7 @@ uint64_t Qp::atomic(sdp::Addr addr, bool compare_swap, uint64_t compare_add, uin
 }
 
 bool Qp::complete(const hca::Cqe& c, bool recv) {
+  if (closed_) return true;  // destroyed: it writes no CQE (its CQs may be other QPs' too)
   const bool ok = (recv ? *rcq_ : *scq_).push(c);
   cv_.notify_all();
   return ok;
@@ -575,6 +576,11 @@ void Qp::close() {
   {
     std::lock_guard g(m_);
     closed_ = true;
+    // ibv_destroy_qp(3) on mlx4 removes the QP's CQEs from its CQs and keeps the other QPs' in
+    // order (libmlx4 mlx4_destroy_qp -> __mlx4_cq_clean, rdma-core providers/mlx4/verbs.c, cq.c;
+    // the kernel's destroy_qp_common -> __mlx4_ib_cq_clean, drivers/infiniband/hw/mlx4/qp.c).
+    scq_->remove_qp(qpn_);
+    if (rcq_ != scq_) rcq_->remove_qp(qpn_);
     on_link_ = nullptr;
     pending_.reset();
     ++ack_gen_;

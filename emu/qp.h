@@ -137,7 +137,9 @@ class Qp final : public sdp::Verbs, public hca::QpBackend, public std::enable_sh
   /// Moves the QP to ERROR at once (its WRs flush) and, when it was connected, sends the CM
   /// DREQ (rdma_disconnect(3)); close() waits for the DREQ to leave before closing the socket.
   void disconnect();
-  /// The owner is done: the socket closes (on the I/O thread, after what is queued) and waiters return.
+  /// The owner is done (ibv_destroy_qp(3)): the QP's CQEs leave its CQs (the other QPs' stay, in
+  /// order), it writes no more, the socket closes (on the I/O thread, after what is queued) and
+  /// waiters return.
   void close();
   /// Why the QP went to ERROR ("" while it has not).
   std::string reason();

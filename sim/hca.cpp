@@ -32,7 +32,16 @@ uint32_t Hca::dma_mr(uint32_t pd) { return mrs_.reg_all_memory(pd, sdp::kLocalWr
 Qp& Hca::create_qp(uint32_t pd, uint32_t max_send_wr, uint32_t max_recv_wr, uint32_t cq_entries, hca::QpType type) {
   if (!mrs_.has_pd(pd)) throw sdp::VerbsError(fmt::format("create_qp: no PD {}", pd));
   if (type == hca::QpType::Uc) throw sdp::VerbsError("create_qp: the simulated HCA runs RC and UD QPs");
-  qps_.push_back(std::make_unique<Qp>(*this, pd, next_qpn_++, max_send_wr, max_recv_wr, cq_entries, type));
+  qps_.push_back(std::make_unique<Qp>(*this, pd, next_qpn_++, max_send_wr, max_recv_wr,
+                                      std::make_shared<hca::Cq>(cq_entries), type));
+  qps_.back()->apply_faults();
+  return *qps_.back();
+}
+
+Qp& Hca::create_qp_on_cq(uint32_t pd, uint32_t max_send_wr, uint32_t max_recv_wr, Qp& cq_of) {
+  if (!mrs_.has_pd(pd)) throw sdp::VerbsError(fmt::format("create_qp: no PD {}", pd));
+  if (&cq_of.hca_ != this) throw sdp::VerbsError("create_qp: the CQ belongs to another HCA");
+  qps_.push_back(std::make_unique<Qp>(*this, pd, next_qpn_++, max_send_wr, max_recv_wr, cq_of.cq_, hca::QpType::Rc));
   qps_.back()->apply_faults();
   return *qps_.back();
 }
@@ -127,12 +136,12 @@ void Hca::interrupt_handler() {
 
 // ---- Qp: verbs ------------------------------------------------------------------------------------
 
-Qp::Qp(Hca& hca, uint32_t pd, uint32_t qpn, uint32_t max_send_wr, uint32_t max_recv_wr, uint32_t cq_entries,
+Qp::Qp(Hca& hca, uint32_t pd, uint32_t qpn, uint32_t max_send_wr, uint32_t max_recv_wr, std::shared_ptr<hca::Cq> cq,
        hca::QpType type)
     : hca_(hca),
       pd_(pd),
       qpn_(qpn),
-      cq_(cq_entries),
+      cq_(std::move(cq)),
       core_(type, qpn, pd, max_send_wr, max_recv_wr, hca.limits(), *this),
       moderator_(hca.irq_.moderation_count, hca.irq_.moderation_period_ns) {}
 
@@ -150,8 +159,8 @@ void Qp::modify(State next) {
   hca::check_transition(qpn_, cur, next);
   if (core_.modify_state(next) != 0)
     throw sdp::VerbsError(fmt::format("modify_qp: QP {:#x} to {}: an attribute out of range", qpn_, hca::qp_state_name(next)));
-  if (next == State::Reset) {  // IBA 10.3.1: RESET empties the queues and the CQ
-    cq_.clear();
+  if (next == State::Reset) {  // IBA 10.3.1: RESET empties the queues, and the CQ of this QP's CQEs
+    clean_cq();
     posts_.clear();
   }
 }
@@ -161,8 +170,8 @@ int Qp::modify(const hca::QpAttr& a, unsigned mask) {
   const State next = (mask & hca::attr::kState) != 0 ? a.qp_state : cur;
   if (cur == State::Init && next == State::Rtr && peer_ == nullptr) return EINVAL;  // no remote QP to go to
   if (const int e = core_.modify(a, mask); e != 0) return e;
-  if (next == State::Reset) {  // IBA 10.3.1: RESET empties the queues and the CQ
-    cq_.clear();
+  if (next == State::Reset) {  // IBA 10.3.1: RESET empties the queues, and the CQ of this QP's CQEs
+    clean_cq();
     posts_.clear();
   }
   return 0;
@@ -330,15 +339,22 @@ void Qp::post_recv(const sdp::RecvWr& wr) {
     throw sdp::VerbsError(hca::post_error_text("post_recv", qpn_, core_.state(), c.error, nullptr, nullptr));
 }
 
+void Qp::clean_cq() {
+  // libmlx4's __mlx4_cq_clean (rdma-core providers/mlx4/cq.c), which mlx4_modify_qp to RESET
+  // and mlx4_destroy_qp call: this QP's CQEs go, the other QPs' stay in their order.
+  const uint32_t qpn = qpn_;
+  cq_->remove_if([qpn](const sdp::Wc& w) { return w.qp_num == qpn; });
+}
+
 int Qp::poll_cq(std::span<sdp::Wc> out) {
   hca_.host().flush();
-  return cq_.poll(out);
+  return cq_->poll(out);
 }
 
 bool Qp::req_notify_cq() {
   hca_.host().flush();
   armed_ = true;
-  return !cq_.empty();
+  return !cq_->empty();
 }
 
 // ---- Qp: the core's backend --------------------------------------------------------------------
@@ -387,7 +403,11 @@ bool Qp::complete(const hca::Cqe& c, bool) {
 }
 
 bool Qp::write_cqe(const hca::Cqe& c, bool notify) {
-  if (!cq_.push(c.wc)) [[unlikely]]
+  // A CQE made visible later (cqe_at_ns_) of a QP that went to RESET meanwhile: its QP context
+  // is gone, and with it the CQE (the CQ may be another QP's too).
+  if (core_.state() == State::Reset) [[unlikely]]
+    return true;
+  if (!cq_->push(c.wc)) [[unlikely]]
     return false;  // CQ overrun (hca/cq.h): nothing written, the core moves the QP to ERROR
   if (!notify) return true;
   if (on_cqe_) on_cqe_();

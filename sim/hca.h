@@ -76,6 +76,11 @@ class Hca {
   /// in RESET.
   Qp& create_qp(uint32_t pd, uint32_t max_send_wr, uint32_t max_recv_wr, uint32_t cq_entries,
                 hca::QpType type = hca::QpType::Rc);
+  /// Creates an RC QP in `pd`, in RESET, completing into the CQ of `cq_of` (an earlier QP of
+  /// this HCA): ibv_create_qp(3) with another QP's send_cq and recv_cq. Polling either QP polls
+  /// the one CQ, in the order its CQEs were written; a QP going to RESET removes its own CQEs
+  /// only. Each QP keeps its own arming and completion events (req_notify_cq, set_handlers).
+  Qp& create_qp_on_cq(uint32_t pd, uint32_t max_send_wr, uint32_t max_recv_wr, Qp& cq_of);
   /// The route to the peer: its IB link, the payload rate of the route's bottleneck
   /// (bytes/s, TwoHostBed's path_rates) and its SimGrid links (`route`, which must outlive the
   /// HCA). A message occupies the route for the longer of bytes / bottleneck and
@@ -159,7 +164,8 @@ class Qp : public sdp::Verbs, public hca::QpBackend {
  public:
   using State = hca::QpState;
 
-  Qp(Hca& hca, uint32_t pd, uint32_t qpn, uint32_t max_send_wr, uint32_t max_recv_wr, uint32_t cq_entries,
+  /// A QP completing into `cq` (its own, or one it shares: Hca::create_qp_on_cq).
+  Qp(Hca& hca, uint32_t pd, uint32_t qpn, uint32_t max_send_wr, uint32_t max_recv_wr, std::shared_ptr<hca::Cq> cq,
      hca::QpType type);
   /// ibv_modify_qp to `next` with the attributes the transition requires from the QP's own
   /// (hca::QueuePair::modify_state); INIT->RTR needs a peer (connect). Throws VerbsError on a
@@ -273,6 +279,8 @@ class Qp : public sdp::Verbs, public hca::QpBackend {
   void transfer_first(const hca::Packet& p, const PostInfo& pi);
   /// Writes the CQEs kept back (defer_cqes_) as visible at `at_ns` (0: now).
   void flush_deferred(double at_ns);
+  /// Removes this QP's CQEs from its CQ (to RESET), keeping the others' in order.
+  void clean_cq();
   /// Writes a CQE now: false when the CQ overran (hca/cq.h). `notify`: wake pollers and raise the
   /// completion event (a flush notifies once, in on_error).
   bool write_cqe(const hca::Cqe& c, bool notify);
@@ -304,7 +312,7 @@ class Qp : public sdp::Verbs, public hca::QpBackend {
   Hca& hca_;
   uint32_t pd_;
   uint32_t qpn_;
-  hca::Cq cq_;
+  std::shared_ptr<hca::Cq> cq_;
   hca::QueuePair core_;
   Qp* peer_ = nullptr;
   sdp::Fifo<PostInfo> posts_;
