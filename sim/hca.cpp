@@ -403,10 +403,8 @@ bool Qp::complete(const hca::Cqe& c, bool) {
 }
 
 bool Qp::write_cqe(const hca::Cqe& c, bool notify) {
-  // A CQE made visible later (cqe_at_ns_) of a QP that went to RESET meanwhile: its QP context
-  // is gone, and with it the CQE (the CQ may be another QP's too).
-  if (core_.state() == State::Reset) [[unlikely]]
-    return true;
+  // A CQE made visible later (cqe_at_ns_) of a QP gone to RESET meanwhile goes with its QP.
+  if (core_.state() == State::Reset) [[unlikely]] return true;
   if (!cq_->push(c.wc)) [[unlikely]]
     return false;  // CQ overrun (hca/cq.h): nothing written, the core moves the QP to ERROR
   if (!notify) return true;
@@ -686,8 +684,7 @@ void Qp::execute_read(const hca::Packet& p) {
       peer->resp_faults_->transmit(r, SimPayload{}, hca_.ib_.mtu, arrive);
       continue;
     }
-    // An atomic's ACK carries its 8 B original value (AtomicAckETH): it is charged as an RDMA
-    // READ response of 8 B, the responder's read of the target and the transfer back (no
+    // An atomic ACK's 8 B original value (AtomicAckETH) costs as an 8 B RDMA READ response (no
     // published figure for the ConnectX-3's read-modify-write is known to the model).
     wire(*peer, k == hca::OpKind::ReadResponse ? r.payload_len : 8);
     SimPayload src{&peer->hca_.host().memory(), {sdp::Sge{r.va, r.payload_len, 0}}, 1, 0};
