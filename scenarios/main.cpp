@@ -28,6 +28,8 @@
 #include "scenarios/run.h"
 #include "scenarios/run_failure.h"
 #include "scenarios/signals.h"
+#include "scenarios/sweep.h"
+#include "scenarios/compare_runs.h"
 #include "scenarios/validate.h"
 #include "sim/ipoib_sim.h"
 #include "sim/netperf_sim.h"
@@ -48,6 +50,9 @@ Usage:
   hcasim netperf [hcasim options] [netperf global options] [-- netperf test options]
   hcasim ib_write_lat|ib_write_bw|ib_send_bw [hcasim options and perftest flags]
   hcasim run [FILE|NAME] [-j N] [--csv PATH]
+  hcasim sweep TOOL [tool flags with a size list or range] [--vary KEY=V1,V2]... [-j N]
+               [--csv PATH] [--plot PREFIX] [--reference CSV|RUNFILE]
+  hcasim compare RUNFILE... [--platform NAME|FILE] [--set KEY=V]... [-j N] [--csv PATH]
   hcasim calibrate --platform BASE --fit KEY[=LO:HI],... RUNS... [--holdout RUNS...] [-o FILE]
   hcasim validate [NAME|FILE...] [-j N] [--report DIR] [--duration S] [--iterations N]
   hcasim params [--platform NAME|FILE] [--set KEY=V]... [--json]
@@ -83,6 +88,20 @@ columns, or 4.x's nine). --set hca.blueflame=off and --set host.write_combining=
 hcasim run runs every point of a scenario file (default: seed000) in its own simulation,
 -j N at once (default: the number of online CPUs), and compares it with its measurement.
 Exit status: 0 ok, 1 a gated point out of tolerance, 2 bad input or a failed point.
+
+hcasim sweep runs TOOL (netperf, ib_write_lat, ib_write_bw, ib_send_bw) once per message size
+and variant, each point its own `hcasim TOOL ...` in a child process (-j N at once), and prints
+a table: sizes as netperf's -- -m or perftest's -s take them, a list 64,1K,64K or a doubling
+range 64..4M (perftest's -a: its own 2..8M); --vary KEY=V1,V2 (a --set key, or platform=NAME,NAME;
+repeatable: every combination); --csv PATH the points as the tool's CSV rows behind their variant;
+--plot PREFIX draws PREFIX.png and PREFIX.svg with gnuplot (and keeps PREFIX.dat, PREFIX.gp);
+--reference CSV|RUNFILE adds measured points to the plot. See docs/cli.md "hcasim sweep".
+
+hcasim compare simulates every run pasted in the run files (commands with their real netperf or
+perftest output; docs/cli.md "Run files") as typed and prints `hcasim run`'s report: measured,
+simulated, error. Nothing is fitted, nothing written but --csv. --platform (default
+connectx-ddr-pcie1x8, or each run's `# hcasim: --platform`) and --set apply to every run;
+--duration S and --iterations N shorten them as validate's do.
 
 hcasim calibrate fits the named platform parameters (NLopt BOBYQA, bounded, default start/4 ..
 start*4) to RUNS: run files (pasted commands with their real netperf/perftest output) or
@@ -231,6 +250,20 @@ static int hcasim_main(int argc, char** argv) {
       return run_calibrate(parse_calibrate_args(rest));
     }
     if (command == "params") return params_main(rest);
+    if (command == "sweep") {
+      if (rest.size() == 1 && (rest[0] == "--help" || rest[0] == "-h")) {
+        std::cout << kUsage;
+        return 0;
+      }
+      return run_sweep(parse_sweep_args(rest));
+    }
+    if (command == "compare") {
+      if (wants_help) {
+        std::cout << kUsage;
+        return 0;
+      }
+      return compare_runs(parse_compare_args(rest));
+    }
     if (command == "validate") {
       if (wants_help) {
         std::cout << kUsage;
@@ -239,7 +272,7 @@ static int hcasim_main(int argc, char** argv) {
       return validate(parse_validate_args(rest));
     }
     throw InputError(fmt::format("unknown command '{}' (use netperf, ib_write_lat, ib_write_bw, ib_send_bw, run, "
-                                 "validate, calibrate or params; "
+                                 "sweep, compare, validate, calibrate or params; "
                                  "see hcasim --help)",
                                  command));
   } catch (const InputError& e) {

@@ -22,6 +22,7 @@
 #include "frontends/netperf_cli.h"
 #include "model/units.h"
 #include "scenarios/children.h"
+#include "scenarios/gnuplot.h"
 #include "scenarios/validate.h"
 #include "util/statistics.h"
 
@@ -34,34 +35,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-/// Colours of the modes of a plot, in order of first appearance (then again from the start).
-constexpr const char* kColours[] = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e",
-                                    "#9467bd", "#8c564b", "#e377c2", "#17becf"};
-constexpr size_t kColourCount = sizeof kColours / sizeof kColours[0];
-
 /// A number for a gnuplot data file: full precision, "-" (set datafile missing) when absent.
 std::string data_value(const std::optional<double>& v) { return v ? fmt::format("{}", *v) : "-"; }
-
-/// A string inside gnuplot single quotes ('' is a quote).
-std::string gp_quote(const std::string& text) {
-  std::string out = "'";
-  for (char c : text) {
-    if (c == '\'') out += "''";
-    else if (c != '\n' && c != '\r') out += c;
-  }
-  return out + "'";
-}
-
-/// A string inside gnuplot double quotes, line breaks kept as \n (titles).
-std::string gp_dquote(const std::string& text) {
-  std::string out = "\"";
-  for (char c : text) {
-    if (c == '"' || c == '\\') out += std::string("\\") + c;
-    else if (c == '\n') out += "\\n";
-    else if (c != '\r') out += c;
-  }
-  return out + "\"";
-}
 
 /// A string inside the double quotes of a gnuplot data file (no quotes or line breaks in it).
 std::string data_label(const std::string& text) {
@@ -92,13 +67,6 @@ std::string signed_pct(const std::optional<double>& e) {
 std::string signed_us(const std::optional<double>& e) {
   if (!e) return "-";
   return fmt::format("{:+.3f}", std::fabs(*e) < 0.0005 ? 0.0 : *e);
-}
-
-/// The x tics of a log2 size axis: every size present, labelled as netperf writes sizes.
-std::string size_tics(const std::set<uint64_t>& sizes) {
-  std::string tics;
-  for (uint64_t b : sizes) tics += fmt::format("{}\"{}\" {}", tics.empty() ? "" : ", ", size_label(b), b);
-  return "set xtics (" + tics + ")\n";
 }
 
 /// A size-sweep plot of one table: a data block per mode (gnuplot `index`), columns size,
@@ -147,7 +115,7 @@ SweepPlot sweep_plot(const std::string& base, const std::string& title, const st
   gp += "set yrange [0:*]\n";
   std::string plots;
   for (size_t m = 0; m < modes.size(); ++m) {
-    const std::string colour = kColours[m % kColourCount];
+    const std::string colour = plot_colour(m);
     const std::string file = m == 0 ? gp_quote(base + ".dat") : "''";
     plots += fmt::format("{}{} index {} using 1:2 with points pt 7 ps 1.6 lc rgb '{}' title {}, \\\n"
                          "  '' index {} using 1:3 with linespoints lw 2 pt 6 ps 1 lc rgb '{}' title {}",
@@ -353,17 +321,6 @@ class RemoveOnExit {
  private:
   fs::path path_;
 };
-
-/// The last non-empty line of `text` (gnuplot ends with the error that stopped it), trimmed.
-std::string last_line(const std::string& text) {
-  std::istringstream in(text);
-  std::string line, last;
-  while (std::getline(in, line)) {
-    const size_t b = line.find_first_not_of(" \t\r");
-    if (b != std::string::npos) last = line.substr(b);
-  }
-  return last.empty() ? "(no message)" : last;
-}
 
 }  // namespace
 
@@ -602,11 +559,11 @@ void write_validation_report(const std::string& dir, const std::vector<Scenario>
   }
   if (!WIFEXITED(gp.status) || WEXITSTATUS(gp.status) != 0)
     throw InputError(fmt::format("--report {}: gnuplot failed ({}): {}", dir, describe_status(gp.status),
-                                 last_line(gp.errors)));
+                                 gnuplot_last_line(gp.errors)));
   for (const auto& png : report.plots) {
     std::error_code ec;
     if (!fs::is_regular_file(tmp / png, ec) || fs::file_size(tmp / png, ec) == 0)
-      throw InputError(fmt::format("--report {}: gnuplot made no {} ({})", dir, png, last_line(gp.errors)));
+      throw InputError(fmt::format("--report {}: gnuplot made no {} ({})", dir, png, gnuplot_last_line(gp.errors)));
   }
 
   // Into place: a previous report is moved aside, then removed once the new one is there.

@@ -189,6 +189,9 @@ std::string format_run_report(const Scenario& s, const std::vector<PointOutcome>
   if (latency)
     tolerances += fmt::format("{}t_typical {} us, t_min {} us", netperf ? ", " : "",
                               s.tolerance.t_typical_us, s.tolerance.t_min_us);
+  const bool none_gated =
+      std::none_of(s.points.begin(), s.points.end(), [](const ScenarioPoint& p) { return p.gated; });
+  if (none_gated) tolerances = "none (not gated)";
   std::string out =
       fmt::format("scenario {}: platform {}; tolerance: {}\n", s.name, s.platform, tolerances);
   if (!s.source.empty()) out += fmt::format("measured: {}\n", s.source);
@@ -230,7 +233,9 @@ std::string format_run_report(const Scenario& s, const std::vector<PointOutcome>
     failures.push_back(fmt::format("  {} ({})", point_label(p, o.bytes), joined));
   }
   out += "\n";
-  if (failures.empty()) {
+  if (none_gated) {
+    out += fmt::format("compared: {} points, none gated\n", s.points.size());
+  } else if (failures.empty()) {
     out += fmt::format("ok: all {} gated points within tolerance\n", gated);
   } else {
     out += fmt::format("FAIL: {} of {} gated points out of tolerance:\n", failures.size(), gated);
@@ -251,8 +256,8 @@ std::string run_csv_header(bool latency_columns) {
   return header;
 }
 
-std::string format_run_csv(const Scenario& s, const std::vector<PointOutcome>& outcomes) {
-  const bool latency = has_kind(s, PointKind::Latency);
+std::string format_run_csv(const Scenario& s, const std::vector<PointOutcome>& outcomes, bool latency_columns) {
+  const bool latency = latency_columns || has_kind(s, PointKind::Latency);
   std::string out = run_csv_header(latency) + "\n";
   auto err_pct = [](const Metric& m) {
     return m.error ? fmt::format("{:.4f}", *m.error * 100.0) : std::string();

@@ -18,7 +18,8 @@ namespace hcasim::scenarios {
 /// (table, mode, bytes; measured, simulated and signed error in us of t_typical and t_min, 3
 /// decimals; measured and simulated t_max, 2 decimals; status), then per table the max |error|
 /// of t_typical and of t_min and the tables' platforms. Last, a verdict line over all gated
-/// points naming the failing ones.
+/// points naming the failing ones. A scenario none of whose points is gated (`hcasim compare`'s
+/// run files) says "tolerance: none (not gated)" and ends "compared: N points, none gated".
 std::string format_run_report(const Scenario& scenario, const std::vector<PointOutcome>& outcomes);
 
 /// Header of the run CSV, without newline: the netperf columns (throughput, SD local, SD remote,
@@ -31,8 +32,10 @@ std::string run_csv_header(bool latency_columns = false);
 /// netperf errors in % with 4 decimals (utilisation errors too: relative, in % of the measured
 /// utilisation, not percentage points), latency errors in us with 4 decimals, empty cells
 /// where not measured or not of the point's kind. The latency columns are there only when the
-/// scenario has a latency point, so a netperf scenario's CSV has none.
-std::string format_run_csv(const Scenario& scenario, const std::vector<PointOutcome>& outcomes);
+/// scenario has a latency point (or `latency_columns` says so: files of several scenarios under
+/// one header), so a netperf scenario's CSV has none.
+std::string format_run_csv(const Scenario& scenario, const std::vector<PointOutcome>& outcomes,
+                           bool latency_columns = false);
 
 /// `name` made safe as a file name: every character but letters, digits, '-', '_' and '.'
 /// becomes '_', and "scenario" is put in front of an empty name or one starting with '.'

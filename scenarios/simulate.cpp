@@ -33,14 +33,21 @@ struct CheckedScenario {
 
 /// Reads every reference of `s` and applies every point's --set to its platform, as the child
 /// will (simulate_scenarios).
-CheckedScenario check_scenario(const Scenario& s, const std::string& base) {
+/// `given`, when not null, holds the measured figures instead of the references.
+CheckedScenario check_scenario(const Scenario& s, const std::string& base, const MeasuredPoints* given) {
   CheckedScenario c;
   c.measured.resize(s.points.size());
   c.measured_latency.resize(s.points.size());
+  if (given) {
+    c.measured = given->netperf;
+    c.measured_latency = given->latency;
+    c.measured.resize(s.points.size());
+    c.measured_latency.resize(s.points.size());
+  }
   std::map<std::string, model::Platform> platforms;
   for (size_t i = 0; i < s.points.size(); ++i) {
     const ScenarioPoint& p = s.points[i];
-    try {
+    if (!given) try {
       if (p.kind == PointKind::Latency)
         c.measured_latency[i] = read_latency_reference(p.reference, base);
       else
@@ -48,7 +55,7 @@ CheckedScenario check_scenario(const Scenario& s, const std::string& base) {
     } catch (const InputError& e) {
       fail_at(s.origin, p.line, fmt::format("point {}: reference: {}", i + 1, e.what()));
     }
-    if (p.kind == PointKind::Netperf) check_reference_tolerances(s, i, c.measured[i]);
+    if (p.kind == PointKind::Netperf && !given) check_reference_tolerances(s, i, c.measured[i]);
     // The platform and its --set assignments, as the child will apply them.
     try {
       for (const std::string* name : {&p.platform, &p.remote_platform}) {
@@ -97,10 +104,12 @@ std::vector<std::string> with_sim_length(const std::string& tool, std::vector<st
 }
 
 std::vector<std::vector<PointOutcome>> simulate_scenarios(const std::vector<Scenario>& scenarios,
-                                                          size_t parallel, const SimLength& length) {
+                                                          size_t parallel, const SimLength& length,
+                                                          const std::vector<MeasuredPoints>* measured) {
   const std::string base = data_dir();
   std::vector<CheckedScenario> checked;
-  for (const Scenario& s : scenarios) checked.push_back(check_scenario(s, base));
+  for (size_t k = 0; k < scenarios.size(); ++k)
+    checked.push_back(check_scenario(scenarios[k], base, measured ? &measured->at(k) : nullptr));
 
   // One child per distinct command line; every point that has it shares its figures.
   std::vector<ChildRun> runs;

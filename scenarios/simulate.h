@@ -9,6 +9,7 @@
 
 #include "model/error.h"
 #include "scenarios/compare.h"
+#include "scenarios/reference.h"
 #include "scenarios/scenario.h"
 
 namespace hcasim::scenarios {
@@ -31,6 +32,14 @@ double parse_duration_flag(const std::string& text);
 std::vector<std::string> with_sim_length(const std::string& tool, std::vector<std::string> words,
                                          const SimLength& length);
 
+/// Measured figures of a scenario's points given as they are rather than read from its
+/// references (`hcasim compare`: the output pasted in a run file): by point index, the one of
+/// the point's kind used.
+struct MeasuredPoints {
+  std::vector<Figures> netperf;          ///< netperf points
+  std::vector<LatencyFigures> latency;   ///< latency points
+};
+
 /// Simulates every point of every scenario of `scenarios` in one sweep of child processes
 /// (children.h run_children, at most `parallel` at once, so that the last points of one
 /// scenario and the first of the next run side by side; identical command lines run once) and
@@ -44,8 +53,11 @@ std::vector<std::string> with_sim_length(const std::string& tool, std::vector<st
 /// its point needs (what(): "[SCENARIO ]point N (LABEL) failed...", errors: its stderr; the
 /// scenario's name is in front only when `scenarios` has more than one). `length` shortens
 /// every point's simulation (with_sim_length); by default each runs as its command says.
+/// `measured`, when given (one per scenario), replaces the references: nothing is read, and no
+/// tolerance is required.
 std::vector<std::vector<PointOutcome>> simulate_scenarios(const std::vector<Scenario>& scenarios,
-                                                          size_t parallel, const SimLength& length = {});
+                                                          size_t parallel, const SimLength& length = {},
+                                                          const std::vector<MeasuredPoints>* measured = nullptr);
 
 /// simulate_scenarios() of one scenario: its outcomes in point order.
 std::vector<PointOutcome> simulate_scenario(const Scenario& scenario, size_t parallel);

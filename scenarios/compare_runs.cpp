@@ -1,0 +1,186 @@
+// `hcasim compare` (compare_runs.h): run files as scenarios without references, simulated and
+// reported as `hcasim run` does.
+#include "scenarios/compare_runs.h"
+
+#include <CLI/CLI.hpp>
+
+#include <filesystem>
+#include <iostream>
+
+#include <fmt/format.h>
+
+#include "frontends/netperf_cli.h"
+#include "scenarios/children.h"
+#include "scenarios/datadir.h"
+#include "scenarios/run_file.h"
+#include "scenarios/run_report.h"
+#include "util/number.h"
+#include "util/output_file.h"
+
+namespace hcasim::scenarios {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+/// "sdp.zcopy_thresh=1 platform=NAME": a run's settings as a mode, or "-" without any.
+std::string settings_mode(const RealRun& run) {
+  std::string mode;
+  for (const auto& s : run.set) mode += (mode.empty() ? "" : " ") + s;
+  if (run.platform) mode += (mode.empty() ? "" : " ") + ("platform=" + *run.platform);
+  return mode.empty() ? "-" : mode;
+}
+
+/// A netperf command's test options (the words after "--"), as a size flag reads.
+std::string test_options(const std::vector<std::string>& words) {
+  std::string out;
+  bool after = false;
+  for (const auto& w : words) {
+    if (after) out += (out.empty() ? "" : " ") + w;
+    if (w == "--") after = true;
+  }
+  return out;
+}
+
+}  // namespace
+
+CompareOptions parse_compare_args(const std::vector<std::string>& args) {
+  CLI::App app{"Compares real runs pasted in run files with their simulation.", "hcasim compare"};
+  app.set_help_flag();
+  CompareOptions o;
+  std::string platform, jobs, csv, duration, iterations;
+  app.add_option("runfiles", o.run_files, "run files")->required();
+  auto* opt_platform = app.add_option("--platform", platform, "platform NAME or FILE");
+  app.add_option("--set", o.sets, "KEY=VALUE for both hosts of every run");
+  auto* opt_jobs = app.add_option("-j,--jobs", jobs, "runs simulated at once");
+  auto* opt_csv = app.add_option("--csv", csv, "results CSV");
+  auto* opt_duration = app.add_option("--duration", duration, "netperf's simulated seconds");
+  auto* opt_iterations = app.add_option("--iterations", iterations, "perftest's -n cap");
+  for (auto* opt : {opt_platform, opt_jobs, opt_csv, opt_duration, opt_iterations})
+    opt->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  std::vector<std::string> reversed(args.rbegin(), args.rend());
+  try {
+    app.parse(reversed);
+  } catch (const CLI::RequiredError&) {
+    throw InputError("compare: give one or more run files (commands pasted with their output)");
+  } catch (const CLI::ParseError& e) {
+    throw InputError(e.what());
+  }
+  util::check_single_value("--platform", opt_platform->results());
+  util::check_single_value("-j", opt_jobs->results());
+  util::check_single_value("--duration", opt_duration->results());
+  util::check_single_value("--iterations", opt_iterations->results());
+  if (opt_platform->count()) o.platform = platform;
+  if (opt_jobs->count()) o.jobs = parse_jobs(jobs);
+  if (opt_csv->count()) {
+    util::check_given_once("--csv", opt_csv->results());
+    if (csv.empty()) throw InputError("--csv: empty path");
+    o.csv_path = csv;
+  }
+  if (opt_duration->count())
+    if (const double d = parse_duration_flag(duration); d > 0) o.length.duration_s = d;
+  if (opt_iterations->count()) {
+    const auto n = util::parse_number(iterations);
+    if (!n || *n < 0 || *n != static_cast<double>(static_cast<uint64_t>(*n)) || *n > 1e9)
+      throw InputError(fmt::format("--iterations: '{}' must be a whole number 0..1000000000", iterations));
+    if (*n > 0) o.length.iterations = static_cast<uint64_t>(*n);
+  }
+  return o;
+}
+
+Scenario run_file_scenario(const std::string& path, const CompareOptions& o, MeasuredPoints* measured) {
+  Scenario s;
+  s.name = fs::path(path).filename().string();
+  s.origin = path;
+  s.platform = o.platform.value_or(frontends::kDefaultPlatform);
+  const std::string file = s.name;
+  for (const RealRun& run : load_run_file(path)) {
+    ScenarioPoint p;
+    p.table = fmt::format("{}:{}", file, run.line);
+    p.mode = settings_mode(run);
+    p.set = run.set;
+    p.set.insert(p.set.end(), o.sets.begin(), o.sets.end());
+    p.platform = s.platform;
+    if (run.platform) {
+      // A relative FILE in a directive is relative to the run file, as calibrate reads it.
+      const fs::path beside = fs::path(run.origin).parent_path() / *run.platform;
+      p.platform = fs::path(*run.platform).is_relative() && fs::is_regular_file(beside) ? beside.string() : *run.platform;
+    }
+    p.command = run.command;
+    p.tool = run.tool;
+    p.words = run.words;
+    p.gated = false;
+    p.line = run.line;
+    if (const auto* n = std::get_if<NetperfReading>(&run.output)) {
+      p.kind = PointKind::Netperf;
+      p.size_flag = test_options(run.words);
+      s.points.push_back(p);
+      measured->netperf.push_back({n->throughput_mbps, n->sd_local_us_per_kb, n->sd_remote_us_per_kb,
+                                   n->util_local_pct, n->util_remote_pct});
+      measured->latency.emplace_back();
+      continue;
+    }
+    if (run.tool != "ib_write_lat")
+      throw InputError(fmt::format("{}:{}: {}: compare reports netperf and ib_write_lat runs (the run report "
+                                   "has no bandwidth table); calibrate compares bandwidth runs",
+                                   path, run.line, run.tool));
+    const auto& table = std::get<PerftestReading>(run.output);
+    if (table.cycles)
+      throw InputError(fmt::format("{}:{}: the output is in CPU cycles (perftest -C); compare reads "
+                                   "microseconds: run it without -C",
+                                   path, run.line));
+    p.kind = PointKind::Latency;
+    for (const LatencyRow& row : table.latency) {
+      s.points.push_back(p);
+      measured->netperf.emplace_back();
+      measured->latency.push_back({row.bytes, row.t_min, row.t_max, row.t_typical});
+    }
+  }
+  if (s.points.empty()) throw InputError(fmt::format("{}: no netperf or ib_write_lat run in it", path));
+  return s;
+}
+
+int compare_runs(const CompareOptions& o) {
+  std::vector<Scenario> scenarios;
+  std::vector<MeasuredPoints> measured;
+  for (const auto& path : o.run_files) {
+    MeasuredPoints m;
+    scenarios.push_back(run_file_scenario(path, o, &m));
+    measured.push_back(std::move(m));
+  }
+  if (o.csv_path) {
+    util::check_output_path(*o.csv_path, "--csv");
+    std::vector<std::string> inputs = o.run_files;
+    if (o.platform) inputs.push_back(resolve_platform(*o.platform));
+    util::check_not_an_input(*o.csv_path, inputs, "--csv");
+  }
+  const size_t parallel = static_cast<size_t>(o.jobs > 0 ? o.jobs : online_cpus());
+  std::vector<std::vector<PointOutcome>> outcomes;
+  try {
+    outcomes = simulate_scenarios(scenarios, parallel, o.length, &measured);
+  } catch (const ChildFailure& e) {
+    return print_child_failure(e);
+  } catch (const Interrupted& e) {
+    return print_interrupted(e);
+  }
+  bool latency = false;
+  for (const auto& s : scenarios)
+    for (const auto& p : s.points) latency = latency || p.kind == PointKind::Latency;
+  std::string csv, report;
+  for (size_t k = 0; k < scenarios.size(); ++k) {
+    std::string part = format_run_csv(scenarios[k], outcomes[k], latency);
+    csv += k ? part.substr(part.find('\n') + 1) : part;
+    report += (k ? "\n" : "") + format_run_report(scenarios[k], outcomes[k]);
+  }
+  if (o.length.duration_s || o.length.iterations)
+    report += fmt::format("\nsimulated shorter than typed:{}{}\n",
+                          o.length.duration_s ? fmt::format(" netperf -l {}", *o.length.duration_s) : "",
+                          o.length.iterations ? fmt::format(" perftest -n at most {}", *o.length.iterations) : "");
+  const bool csv_to_stdout = o.csv_path && util::is_stdout_path(*o.csv_path);
+  if (o.csv_path && !csv_to_stdout) util::write_file_atomically(*o.csv_path, csv, "--csv");
+  std::cout << report << std::flush;
+  if (csv_to_stdout) util::write_file_atomically(*o.csv_path, csv, "--csv");
+  return 0;
+}
+
+}  // namespace hcasim::scenarios

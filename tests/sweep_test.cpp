@@ -1,0 +1,261 @@
+// `hcasim sweep` and `hcasim compare` as a user runs them: a sweep's points are the tool's own
+// runs (the CSV rows of `hcasim netperf` / `hcasim ib_write_*` by hand), the plot's data is the
+// CSV, bad input is one line and writes nothing, and compare's errors are `hcasim run`'s.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "scenarios/sweep.h"
+#include "tests/hcasim_run.h"
+#include "util/csv.h"
+
+namespace fs = std::filesystem;
+using hcasim::test::Outcome;
+using hcasim::test::slurp;
+
+namespace {
+
+class Sweep : public hcasim::test::HcasimCommandTest {
+ protected:
+  Sweep() : HcasimCommandTest("sweep") {}
+  /// The data lines of a CSV file (header dropped).
+  static std::vector<std::string> data_lines(const fs::path& csv) {
+    std::istringstream in(slurp(csv));
+    std::vector<std::string> lines;
+    std::string line;
+    std::getline(in, line);
+    while (std::getline(in, line))
+      if (!line.empty()) lines.push_back(line);
+    return lines;
+  }
+  static std::string header_line(const fs::path& csv) {
+    std::istringstream in(slurp(csv));
+    std::string line;
+    std::getline(in, line);
+    return line;
+  }
+  /// The files of dir_ other than run()'s own out and err.
+  std::vector<std::string> written() const {
+    std::vector<std::string> names;
+    for (const auto& e : fs::directory_iterator(dir_))
+      if (e.path().filename() != "out" && e.path().filename() != "err") names.push_back(e.path().filename().string());
+    return names;
+  }
+};
+
+int count_lines(const std::string& s) { return static_cast<int>(std::count(s.begin(), s.end(), '\n')); }
+
+}  // namespace
+
+TEST(SweepSizes, RangesDoubleAndListsKeepTheirOrder) {
+  using hcasim::scenarios::parse_size_list;
+  // 64..4M: 2^6 .. 2^22, 17 sizes.
+  const auto range = parse_size_list("64..4M", "-m");
+  ASSERT_EQ(range.size(), 17u);
+  EXPECT_EQ(range.front(), 64u);
+  EXPECT_EQ(range[1], 128u);
+  EXPECT_EQ(range.back(), 4u << 20);
+  // An end that is not start x 2^k: the last doubling at or below it (3, 6, 12; 24 > 20).
+  EXPECT_EQ(parse_size_list("3..20", "-m"), (std::vector<uint64_t>{3, 6, 12}));
+  // k is 10^3 (netperf's convert()): 64000, 128000, 256000.
+  EXPECT_EQ(parse_size_list("64k..256k", "-m"), (std::vector<uint64_t>{64000, 128000, 256000}));
+  EXPECT_EQ(parse_size_list("64,1K,64K", "-m"), (std::vector<uint64_t>{64, 1024, 65536}));
+  EXPECT_EQ(parse_size_list("1M", "-s"), (std::vector<uint64_t>{1u << 20}));
+  EXPECT_THROW(parse_size_list("64..", "-m"), hcasim::InputError);
+  EXPECT_THROW(parse_size_list("..64", "-m"), hcasim::InputError);
+  EXPECT_THROW(parse_size_list("4M..64", "-m"), hcasim::InputError);
+  EXPECT_THROW(parse_size_list("0..64", "-m"), hcasim::InputError);
+  EXPECT_THROW(parse_size_list("64,,1K", "-m"), hcasim::InputError);
+}
+
+TEST(SweepArgs, OptionsStandAnywhereAndTheSizeIsFound) {
+  using hcasim::scenarios::parse_sweep_args;
+  const auto o = parse_sweep_args({"netperf", "-l", "1", "--", "-m", "1K,4K", "--vary", "sdp.zcopy_thresh=0,1",
+                                   "-j", "2", "--vary=pcie.max_read_request=128,512"});
+  EXPECT_EQ(o.tool, "netperf");
+  EXPECT_EQ(o.words, (std::vector<std::string>{"-l", "1", "--", "-m", "1K,4K"}));
+  EXPECT_EQ(o.size_word, 4u);
+  EXPECT_EQ(o.sizes, (std::vector<uint64_t>{1024, 4096}));
+  ASSERT_EQ(o.vary.size(), 2u);
+  EXPECT_EQ(o.vary[1].key, "pcie.max_read_request");
+  EXPECT_EQ(o.vary[1].values, (std::vector<std::string>{"128", "512"}));
+  EXPECT_EQ(o.jobs, 2);
+  const auto p = parse_sweep_args({"ib_write_bw", "-n", "100", "--size=2..8"});
+  EXPECT_EQ(p.size_prefix, "--size=");
+  EXPECT_EQ(p.sizes, (std::vector<uint64_t>{2, 4, 8}));
+  EXPECT_TRUE(parse_sweep_args({"ib_write_lat", "-a", "-n", "100"}).perftest_all);
+  EXPECT_THROW(parse_sweep_args({"netperf", "-l", "1"}), hcasim::InputError);  // no -m
+  EXPECT_THROW(parse_sweep_args({"ib_write_lat", "-a", "-s", "2,4"}), hcasim::InputError);
+  EXPECT_THROW(parse_sweep_args({"ib_read_bw", "-s", "2"}), hcasim::InputError);
+}
+
+TEST_F(Sweep, CsvRowsAreNetperfRunByHand) {
+  const Outcome s = run(fmt::format("sweep netperf -c -C -l 0.5 -- -m 4K,64K --vary sdp.zcopy_thresh=0,1 -j 2 --csv {}",
+                                    (dir_ / "sweep.csv").string()));
+  ASSERT_EQ(s.status, 0) << s.err;
+  const auto rows = data_lines(dir_ / "sweep.csv");
+  ASSERT_EQ(rows.size(), 4u);
+  // The table: title, two heading lines, a line per point.
+  EXPECT_EQ(count_lines(s.out), 3 + 4) << s.out;
+  EXPECT_NE(s.out.find("sdp.zcopy_thresh=1"), std::string::npos) << s.out;
+  size_t i = 0;
+  for (const char* z : {"0", "1"})
+    for (const char* m : {"4096", "65536"}) {
+      const fs::path by_hand = dir_ / fmt::format("netperf-{}-{}.csv", z, m);
+      const Outcome n = run(fmt::format("netperf --set sdp.zcopy_thresh={} -c -C -l 0.5 -- -m {} --csv {}", z, m,
+                                        by_hand.string()));
+      ASSERT_EQ(n.status, 0) << n.err;
+      EXPECT_EQ(header_line(dir_ / "sweep.csv"), "variant," + header_line(by_hand));
+      const auto hand = data_lines(by_hand);
+      ASSERT_EQ(hand.size(), 1u);
+      EXPECT_EQ(rows[i], fmt::format("sdp.zcopy_thresh={},{}", z, hand[0])) << "point " << i;
+      // A real figure: TCP_STREAM, the size asked for, a throughput above 100 Mbit/s.
+      const auto cells = hcasim::util::parse_csv(rows[i], "row").front();
+      EXPECT_EQ(cells[1], "TCP_STREAM");
+      EXPECT_EQ(cells[2], m);
+      EXPECT_GT(std::stod(cells[7]), 100.0) << rows[i];
+      ++i;
+    }
+}
+
+TEST_F(Sweep, PerftestPointsArePerftestRunByHand) {
+  // -s list: one child per size; -a: perftest's own 2..8M (23 sizes) in one child.
+  const Outcome s = run(fmt::format("sweep ib_write_bw -n 200 -s 4K,64K --vary pcie.max_read_request=128,4096 --csv {}",
+                                    (dir_ / "bw.csv").string()));
+  ASSERT_EQ(s.status, 0) << s.err;
+  const auto rows = data_lines(dir_ / "bw.csv");
+  ASSERT_EQ(rows.size(), 4u);
+  const Outcome n = run(fmt::format("ib_write_bw -n 200 -s 65536 --set pcie.max_read_request=4096 --csv {}",
+                                    (dir_ / "hand.csv").string()));
+  ASSERT_EQ(n.status, 0) << n.err;
+  EXPECT_EQ(rows[3], "pcie.max_read_request=4096," + data_lines(dir_ / "hand.csv").at(0));
+  const Outcome a = run(fmt::format("sweep ib_write_lat -a -n 100 --csv {}", (dir_ / "lat.csv").string()));
+  ASSERT_EQ(a.status, 0) << a.err;
+  const Outcome h = run(fmt::format("ib_write_lat -a -n 100 --csv {}", (dir_ / "lat-hand.csv").string()));
+  ASSERT_EQ(h.status, 0) << h.err;
+  const auto lat = data_lines(dir_ / "lat.csv"), lat_hand = data_lines(dir_ / "lat-hand.csv");
+  ASSERT_EQ(lat.size(), 23u);
+  ASSERT_EQ(lat_hand.size(), 23u);
+  for (size_t i = 0; i < lat.size(); ++i) EXPECT_EQ(lat[i], "," + lat_hand[i]);
+}
+
+TEST_F(Sweep, PlotDataIsTheCsvAndTheReferenceIsDrawn) {
+  const std::string reference = std::string(HCASIM_REFERENCE_DIR) + "/seed000/seed000_sdp_netperf_mlx4.csv";
+  const Outcome s = run(fmt::format("sweep netperf -c -C -l 0.5 -- -m 1K,64K --vary sdp.zcopy_thresh=0,1 --csv {} "
+                                    "--plot {} --reference {}",
+                                    (dir_ / "s.csv").string(), (dir_ / "p").string(), reference));
+  ASSERT_EQ(s.status, 0) << s.err;
+  const std::string png = slurp(dir_ / "p.png"), svg = slurp(dir_ / "p.svg");
+  ASSERT_GT(png.size(), 8u);
+  EXPECT_EQ(png.substr(1, 3), "PNG");
+  EXPECT_NE(svg.find("<svg"), std::string::npos);
+  // p.dat: a block per variant, each line size throughput sd_local sd_remote, the CSV's cells.
+  std::map<std::string, std::vector<std::string>> csv;  // "variant size" -> cells
+  const auto rows = data_lines(dir_ / "s.csv");
+  ASSERT_EQ(rows.size(), 4u);
+  const auto header = hcasim::util::parse_csv(header_line(dir_ / "s.csv"), "h").front();
+  auto col = [&](const std::string& name) {
+    return static_cast<size_t>(std::find(header.begin(), header.end(), name) - header.begin());
+  };
+  std::vector<std::string> expected;  // the data lines p.dat must hold, block by block
+  for (const auto& r : rows) {
+    const auto cells = hcasim::util::parse_csv(r, "row").front();
+    expected.push_back(fmt::format("{} {} {} {}", cells[col("send_size_bytes")], cells[col("throughput_mbps")],
+                                   cells[col("sd_local_us_per_kb")], cells[col("sd_remote_us_per_kb")]));
+  }
+  std::istringstream dat(slurp(dir_ / "p.dat"));
+  std::vector<std::string> data;
+  std::string line;
+  int blocks = 0;
+  while (std::getline(dat, line)) {
+    if (line.rfind("# index ", 0) == 0) ++blocks;
+    if (!line.empty() && line[0] != '#') data.push_back(line);
+  }
+  EXPECT_EQ(blocks, 2);
+  EXPECT_EQ(data, expected);
+  // The reference: seed 000's T3 SDP -m 64K row (65536 B, 8323.20 Mbit/s, 1.020 and 1.074
+  // us/KB) as written in the CSV, in the T3_m_flag SDP block.
+  const std::string ref = slurp(dir_ / "p.ref.dat");
+  const size_t block = ref.find("# index 4: measured T3_m_flag SDP\n");
+  ASSERT_NE(block, std::string::npos) << ref;
+  EXPECT_NE(ref.find("65536 8323.20 1.020 1.074\n", block), std::string::npos) << ref;
+  // The script plots both files, on a log2 x axis.
+  const std::string gp = slurp(dir_ / "p.gp");
+  EXPECT_NE(gp.find("set logscale x 2"), std::string::npos);
+  EXPECT_NE(gp.find("'p.ref.dat' index 4"), std::string::npos);
+}
+
+TEST_F(Sweep, BadInputIsOneLineAndWritesNothing) {
+  const std::string outputs = fmt::format("--csv {} --plot {}", (dir_ / "s.csv").string(), (dir_ / "p").string());
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"sweep netperf -l 0.1 -- -m 64..", "hcasim: error: -m 64..: a range needs a start and an end (e.g. 64..4M)\n"},
+      {"sweep netperf -l 0.1 -- -m 4M..64", "hcasim: error: -m 4M..64: the range's start 4M is above its end 64\n"},
+      {"sweep netperf -l 0.1 -- -m 64 --vary pcie.no_such_key=1,2",
+       "hcasim: error: --vary pcie.no_such_key: unknown platform parameter (platform connectx-ddr-pcie1x8)\n"},
+      {"sweep netperf -l 0.1 -- -m 64 --vary platform=connectx-ddr-pcie1x8,no-such-host",
+       "hcasim: error: --vary platform no-such-host: no such platform file or name (looked in "},
+      {"sweep netperf -l 0.1 -j 0 -- -m 64", "hcasim: error: -j: '0' must be 1..4096\n"},
+      {"sweep ib_write_bw -s 64..", "hcasim: error: -s 64..: a range needs a start and an end (e.g. 64..4M)\n"},
+  };
+  for (const auto& [args, error] : cases) {
+    const Outcome r = run(args + " " + outputs);
+    EXPECT_EQ(r.status, 2) << args;
+    EXPECT_EQ(r.err.rfind(error, 0), 0u) << args << "\n" << r.err;
+    EXPECT_EQ(count_lines(r.err), 1) << args << "\n" << r.err;
+    EXPECT_EQ(r.out, "") << args;
+    EXPECT_TRUE(written().empty()) << args;
+  }
+}
+
+TEST_F(Sweep, CompareGivesRunsErrors) {
+  // The same two netperf runs as a scenario (its reference CSV) and as a pasted run file: the
+  // measured figures are the same numbers, so every simulated figure and error must be too.
+  const fs::path ref = dir_ / "ref.csv", scenario = dir_ / "two.toml", runs = dir_ / "runs.txt";
+  std::ofstream(ref) << "table,mode,throughput_mbps,util_local_pct,util_remote_pct,sd_local_us_per_kb,sd_remote_us_per_kb\n"
+                        "T,SDP,8323.20,12.96,13.64,1.020,1.074\n"
+                        "T,BZCOPY,9052.22,12.88,14.18,0.932,1.027\n";
+  std::ofstream(scenario) << fmt::format(
+      "name = \"two\"\nplatform = \"connectx-ddr-pcie1x8\"\n[tolerance]\nthroughput = 0.15\nservice_demand = 0.25\n"
+      "utilisation = 0.25\n"
+      "[[point]]\ntable = \"T\"\nmode = \"SDP\"\nset = [\"sdp.zcopy_thresh=0\"]\n"
+      "command = \"netperf -C -c -P 0 -t TCP_STREAM -H 193.168.10.143 -l 1 -- -m 64K\"\n"
+      "reference = {{ file = \"{0}\", match = {{ table = \"T\", mode = \"SDP\" }} }}\n"
+      "[[point]]\ntable = \"T\"\nmode = \"BZCOPY\"\nset = [\"sdp.zcopy_thresh=1\"]\n"
+      "command = \"netperf -C -c -P 0 -t TCP_STREAM -H 193.168.10.143 -l 1 -- -m 64K\"\n"
+      "reference = {{ file = \"{0}\", match = {{ table = \"T\", mode = \"BZCOPY\" }} }}\n",
+      ref.string());
+  std::ofstream(runs) << "# echo 0 > /sys/module/ib_sdp/sdp_zcopy_thresh\n"
+                         "# netperf -C -c -P 0 -t TCP_STREAM -H 193.168.10.143 -l 1 ---m 64K\n"
+                         "87380  16384  65536  60.00  8323.20 12.96 13.64 1.020 1.074\n"
+                         "# echo 1 > /sys/module/ib_sdp/sdp_zcopy_thresh\n"
+                         "# netperf -C -c -P 0 -t TCP_STREAM -H 193.168.10.143 -l 1 ---m 64K\n"
+                         "87380  16384  65536  60.00  9052.22 12.88 14.18 0.932 1.027\n";
+  const Outcome r = run(fmt::format("run {} --csv {}", scenario.string(), (dir_ / "run.csv").string()));
+  ASSERT_LE(r.status, 1) << r.err;
+  const Outcome c = run(fmt::format("compare {} --csv {}", runs.string(), (dir_ / "compare.csv").string()));
+  ASSERT_EQ(c.status, 0) << c.err;
+  EXPECT_NE(c.out.find("compared: 2 points, none gated\n"), std::string::npos) << c.out;
+  EXPECT_NE(c.out.find("runs.txt:2       sdp.zcopy_thresh=0 -m 64K"), std::string::npos) << c.out;
+  const auto a = hcasim::util::parse_csv(slurp(dir_ / "run.csv"), "run.csv");
+  const auto b = hcasim::util::parse_csv(slurp(dir_ / "compare.csv"), "compare.csv");
+  ASSERT_EQ(a.size(), 3u);
+  ASSERT_EQ(b.size(), 3u);
+  ASSERT_EQ(a[0], b[0]);  // the same header
+  for (size_t row = 1; row < 3; ++row)
+    for (size_t col = 0; col < a[0].size(); ++col) {
+      const std::string& name = a[0][col];
+      if (name.rfind("meas_", 0) == 0 || name.rfind("sim_", 0) == 0 || name.rfind("err_", 0) == 0)
+        EXPECT_EQ(a[row][col], b[row][col]) << name << " row " << row;
+    }
+  // A real comparison: the error is (simulated - measured) / measured, in %.
+  const double meas = std::stod(b[1][6]), sim = std::stod(b[1][7]), err = std::stod(b[1][8]);
+  EXPECT_NEAR(err, (sim - meas) / meas * 100.0, 1e-3);
+  EXPECT_EQ(b[1][6], "8323.2");
+}
