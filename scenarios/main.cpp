@@ -98,7 +98,7 @@ repeatable: every combination); --csv PATH the points as the tool's CSV rows beh
 --reference CSV|RUNFILE adds measured points to the plot. See docs/cli.md "hcasim sweep".
 
 hcasim compare simulates every run pasted in the run files (commands with their real netperf or
-perftest output; docs/cli.md "Run files") as typed and prints `hcasim run`'s report: measured,
+perftest output; docs/calibrate.md) as typed and prints `hcasim run`'s report: measured,
 simulated, error. Nothing is fitted, nothing written but --csv. --platform (default
 connectx-ddr-pcie1x8, or each run's `# hcasim: --platform`) and --set apply to every run;
 --duration S and --iterations N shorten them as validate's do.

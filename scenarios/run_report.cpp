@@ -42,6 +42,11 @@ bool has_kind(const Scenario& s, PointKind kind) {
                      [&](const ScenarioPoint& p) { return p.kind == kind; });
 }
 
+/// Whether some point of `s` is gated.
+bool any_gated(const Scenario& s) {
+  return std::any_of(s.points.begin(), s.points.end(), [](const ScenarioPoint& p) { return p.gated; });
+}
+
 /// The tables of the points of `kind`, in order of first appearance.
 std::vector<std::string> tables_of(const Scenario& s, PointKind kind) {
   std::vector<std::string> tables;
@@ -101,11 +106,13 @@ std::string format_netperf_rows(const Scenario& s, const std::vector<PointOutcom
   out += fmt::format(summary, "per table", "points", "|error| throughput", "|error| service demand",
                      "|error| utilisation");
   out += fmt::format(summary, "", "", "median / max", "median / max", "median / max");
-  for (const auto& table : tables_of(s, PointKind::Netperf)) {
+  // A scenario without gated points (compare's run files: a table per run) is summed up as one.
+  const bool pooled = !any_gated(s);
+  for (const auto& table : pooled ? std::vector<std::string>{"all runs"} : tables_of(s, PointKind::Netperf)) {
     std::vector<double> tput, sd, util;
     size_t n = 0;
     for (size_t i = 0; i < s.points.size(); ++i) {
-      if (s.points[i].table != table || s.points[i].kind != PointKind::Netperf) continue;
+      if ((!pooled && s.points[i].table != table) || s.points[i].kind != PointKind::Netperf) continue;
       ++n;
       const auto& o = outcomes[i];
       if (o.throughput.error) tput.push_back(std::fabs(*o.throughput.error));
@@ -154,13 +161,14 @@ std::string format_latency_rows(const Scenario& s, const std::vector<PointOutcom
     return v.empty() ? std::string("-")
                      : fmt::format("{:.3f} us", *std::max_element(v.begin(), v.end()));
   };
-  for (const auto& table : tables_of(s, PointKind::Latency)) {
+  const bool pooled = !any_gated(s);
+  for (const auto& table : pooled ? std::vector<std::string>{"all runs"} : tables_of(s, PointKind::Latency)) {
     std::vector<double> typical, minimum;
     std::vector<std::string> platforms;
     size_t n = 0;
     for (size_t i = 0; i < s.points.size(); ++i) {
       const auto& p = s.points[i];
-      if (p.table != table || p.kind != PointKind::Latency) continue;
+      if ((!pooled && p.table != table) || p.kind != PointKind::Latency) continue;
       ++n;
       const auto& o = outcomes[i];
       if (o.t_typical.error) typical.push_back(std::fabs(*o.t_typical.error));
@@ -189,8 +197,7 @@ std::string format_run_report(const Scenario& s, const std::vector<PointOutcome>
   if (latency)
     tolerances += fmt::format("{}t_typical {} us, t_min {} us", netperf ? ", " : "",
                               s.tolerance.t_typical_us, s.tolerance.t_min_us);
-  const bool none_gated =
-      std::none_of(s.points.begin(), s.points.end(), [](const ScenarioPoint& p) { return p.gated; });
+  const bool none_gated = !any_gated(s);
   if (none_gated) tolerances = "none (not gated)";
   std::string out =
       fmt::format("scenario {}: platform {}; tolerance: {}\n", s.name, s.platform, tolerances);

@@ -19,7 +19,8 @@ namespace hcasim::scenarios {
 /// decimals; measured and simulated t_max, 2 decimals; status), then per table the max |error|
 /// of t_typical and of t_min and the tables' platforms. Last, a verdict line over all gated
 /// points naming the failing ones. A scenario none of whose points is gated (`hcasim compare`'s
-/// run files) says "tolerance: none (not gated)" and ends "compared: N points, none gated".
+/// run files) says "tolerance: none (not gated)", sums its points up in one "all runs" row
+/// instead of one per table, and ends "compared: N points, none gated".
 std::string format_run_report(const Scenario& scenario, const std::vector<PointOutcome>& outcomes);
 
 /// Header of the run CSV, without newline: the netperf columns (throughput, SD local, SD remote,

@@ -482,7 +482,8 @@ int run_sweep(const SweepOptions& o) {
   // The table.
   size_t variant_w = 7;
   for (const auto& s : series) variant_w = std::max(variant_w, s.title.size());
-  std::string table = fmt::format("{}\n", command_line(o));
+  // The title names the sweep without the program's name, so that it reads as no command line.
+  std::string table = fmt::format("sweep of {}: {} points\n", command_line(o).substr(13), rows.size());
   auto line = [&](const std::string& size, const std::string& variant, const std::vector<std::string>& cells) {
     std::string l = fmt::format("{:>8}  {:<{}}", size, variant, variant_w);
     for (size_t c = 0; c < cells.size(); ++c) l += fmt::format("  {:>11}", cells[c]);

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <regex>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -214,48 +215,42 @@ TEST_F(Sweep, BadInputIsOneLineAndWritesNothing) {
   }
 }
 
-TEST_F(Sweep, CompareGivesRunsErrors) {
-  // The same two netperf runs as a scenario (its reference CSV) and as a pasted run file: the
-  // measured figures are the same numbers, so every simulated figure and error must be too.
-  const fs::path ref = dir_ / "ref.csv", scenario = dir_ / "two.toml", runs = dir_ / "runs.txt";
-  std::ofstream(ref) << "table,mode,throughput_mbps,util_local_pct,util_remote_pct,sd_local_us_per_kb,sd_remote_us_per_kb\n"
-                        "T,SDP,8323.20,12.96,13.64,1.020,1.074\n"
-                        "T,BZCOPY,9052.22,12.88,14.18,0.932,1.027\n";
-  std::ofstream(scenario) << fmt::format(
-      "name = \"two\"\nplatform = \"connectx-ddr-pcie1x8\"\n[tolerance]\nthroughput = 0.15\nservice_demand = 0.25\n"
-      "utilisation = 0.25\n"
-      "[[point]]\ntable = \"T\"\nmode = \"SDP\"\nset = [\"sdp.zcopy_thresh=0\"]\n"
-      "command = \"netperf -C -c -P 0 -t TCP_STREAM -H 193.168.10.143 -l 1 -- -m 64K\"\n"
-      "reference = {{ file = \"{0}\", match = {{ table = \"T\", mode = \"SDP\" }} }}\n"
-      "[[point]]\ntable = \"T\"\nmode = \"BZCOPY\"\nset = [\"sdp.zcopy_thresh=1\"]\n"
-      "command = \"netperf -C -c -P 0 -t TCP_STREAM -H 193.168.10.143 -l 1 -- -m 64K\"\n"
-      "reference = {{ file = \"{0}\", match = {{ table = \"T\", mode = \"BZCOPY\" }} }}\n",
-      ref.string());
-  std::ofstream(runs) << "# echo 0 > /sys/module/ib_sdp/sdp_zcopy_thresh\n"
-                         "# netperf -C -c -P 0 -t TCP_STREAM -H 193.168.10.143 -l 1 ---m 64K\n"
-                         "87380  16384  65536  60.00  8323.20 12.96 13.64 1.020 1.074\n"
-                         "# echo 1 > /sys/module/ib_sdp/sdp_zcopy_thresh\n"
-                         "# netperf -C -c -P 0 -t TCP_STREAM -H 193.168.10.143 -l 1 ---m 64K\n"
-                         "87380  16384  65536  60.00  9052.22 12.88 14.18 0.932 1.027\n";
-  const Outcome r = run(fmt::format("run {} --csv {}", scenario.string(), (dir_ / "run.csv").string()));
+TEST_F(Sweep, CompareOfSeed000RunsGivesRunsErrors) {
+  // validation/seed000/runs.txt holds seed 000's T2 and T3 runs as pasted, in the order of the
+  // scenario's T2 and T3 points. Both at -l 1 instead of the typed 60 s (and the V tables' 30 s),
+  // the same text otherwise: compare and run must simulate the same commands and print the same
+  // figures and errors.
+  const std::string source = fs::path(HCASIM_REFERENCE_DIR).parent_path().string();
+  const std::regex length(R"(-l (60|30)\b)");
+  std::ofstream(dir_ / "seed000.toml") << std::regex_replace(slurp(source + "/scenarios/seed000.toml"), length, "-l 1");
+  std::ofstream(dir_ / "runs.txt") << std::regex_replace(slurp(source + "/validation/seed000/runs.txt"), length, "-l 1");
+  const Outcome r = run(fmt::format("run {} --csv {}", (dir_ / "seed000.toml").string(), (dir_ / "run.csv").string()));
   ASSERT_LE(r.status, 1) << r.err;
-  const Outcome c = run(fmt::format("compare {} --csv {}", runs.string(), (dir_ / "compare.csv").string()));
+  const Outcome c = run(fmt::format("compare {} --csv {}", (dir_ / "runs.txt").string(), (dir_ / "compare.csv").string()));
   ASSERT_EQ(c.status, 0) << c.err;
-  EXPECT_NE(c.out.find("compared: 2 points, none gated\n"), std::string::npos) << c.out;
-  EXPECT_NE(c.out.find("runs.txt:2       sdp.zcopy_thresh=0 -m 64K"), std::string::npos) << c.out;
+  EXPECT_NE(c.out.find("compared: 12 points, none gated\n"), std::string::npos) << c.out;
+  EXPECT_NE(c.out.find("\nruns.txt:6       sdp.zcopy_thresh=0 -r 64K "), std::string::npos) << c.out;
   const auto a = hcasim::util::parse_csv(slurp(dir_ / "run.csv"), "run.csv");
   const auto b = hcasim::util::parse_csv(slurp(dir_ / "compare.csv"), "compare.csv");
-  ASSERT_EQ(a.size(), 3u);
-  ASSERT_EQ(b.size(), 3u);
   ASSERT_EQ(a[0], b[0]);  // the same header
-  for (size_t row = 1; row < 3; ++row)
-    for (size_t col = 0; col < a[0].size(); ++col) {
+  ASSERT_EQ(b.size(), 13u);
+  std::vector<std::vector<std::string>> t2_t3;
+  for (const auto& row : a)
+    if (row[1] == "T2_r_flag" || row[1] == "T3_m_flag") t2_t3.push_back(row);
+  ASSERT_EQ(t2_t3.size(), 12u);
+  for (size_t k = 0; k < 12; ++k) {
+    EXPECT_EQ(t2_t3[k][3], b[k + 1][3]) << "size flag, run " << k;
+    EXPECT_EQ(b[k + 1][5], "false");  // not gated
+    for (size_t col = 6; col < a[0].size(); ++col) {
       const std::string& name = a[0][col];
       if (name.rfind("meas_", 0) == 0 || name.rfind("sim_", 0) == 0 || name.rfind("err_", 0) == 0)
-        EXPECT_EQ(a[row][col], b[row][col]) << name << " row " << row;
+        EXPECT_EQ(t2_t3[k][col], b[k + 1][col]) << name << ", run " << k;
     }
-  // A real comparison: the error is (simulated - measured) / measured, in %.
-  const double meas = std::stod(b[1][6]), sim = std::stod(b[1][7]), err = std::stod(b[1][8]);
-  EXPECT_NEAR(err, (sim - meas) / meas * 100.0, 1e-3);
-  EXPECT_EQ(b[1][6], "8323.2");
+  }
+  // A real comparison: T3 SDP -m 64K measured 8323.20 Mbit/s, and the error is (simulated -
+  // measured) / measured in %.
+  const auto& t3 = b[7];
+  EXPECT_EQ(t3[3], "-m 64K");
+  EXPECT_EQ(t3[6], "8323.2");
+  EXPECT_NEAR(std::stod(t3[8]), (std::stod(t3[7]) - 8323.2) / 8323.2 * 100.0, 1e-3);
 }
