@@ -251,7 +251,8 @@ static int hcasim_main(int argc, char** argv) {
     }
     if (command == "params") return params_main(rest);
     if (command == "sweep") {
-      if (rest.size() == 1 && (rest[0] == "--help" || rest[0] == "-h")) {
+      // The tool's -h / --help too: its usage is hcasim's (a point would print it and measure nothing).
+      if (wants_help) {
         std::cout << kUsage;
         return 0;
       }

@@ -214,8 +214,6 @@ SweepOptions parse_sweep_args(const std::vector<std::string>& args) {
   bool all = false;
   if (!netperf) {
     // -a as perftest reads it (grouped short flags too): parse the words as they are.
-    for (const auto& w : o.words)
-      if (w == "-h" || w == "--help") throw InputError("sweep: see hcasim --help and docs/cli.md \"hcasim sweep\"");
     all = frontends::parse_perftest_args(perftest_test(o.tool), o.words).all;
   }
   const bool have_size = find_size_word(o);

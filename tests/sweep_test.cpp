@@ -3,6 +3,13 @@
 // CSV, bad input is one line and writes nothing, and compare's errors are `hcasim run`'s.
 #include <gtest/gtest.h>
 
+#include <fcntl.h>
+#include <poll.h>
+#include <pty.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -16,6 +23,8 @@
 #include "scenarios/sweep.h"
 #include "tests/hcasim_run.h"
 #include "util/csv.h"
+
+extern char** environ;
 
 namespace fs = std::filesystem;
 using hcasim::test::Outcome;
@@ -101,6 +110,7 @@ TEST_F(Sweep, CsvRowsAreNetperfRunByHand) {
   const Outcome s = run(fmt::format("sweep netperf -c -C -l 0.5 -- -m 4K,64K --vary sdp.zcopy_thresh=0,1 -j 2 --csv {}",
                                     (dir_ / "sweep.csv").string()));
   ASSERT_EQ(s.status, 0) << s.err;
+  EXPECT_EQ(s.err, "");  // no progress bar off a terminal
   const auto rows = data_lines(dir_ / "sweep.csv");
   ASSERT_EQ(rows.size(), 4u);
   // The table: title, two heading lines, a line per point.
@@ -137,6 +147,20 @@ TEST_F(Sweep, PerftestPointsArePerftestRunByHand) {
                                     (dir_ / "hand.csv").string()));
   ASSERT_EQ(n.status, 0) << n.err;
   EXPECT_EQ(rows[3], "pcie.max_read_request=4096," + data_lines(dir_ / "hand.csv").at(0));
+  // The plot's data of a bw sweep: size, BW average (Gb/s), message rate, the CSV's cells.
+  const Outcome p = run(fmt::format("sweep ib_write_bw -n 200 -s 4K,64K --vary pcie.max_read_request=128,4096 --plot {}",
+                                    (dir_ / "bw").string()));
+  ASSERT_EQ(p.status, 0) << p.err;
+  std::vector<std::string> expected, data;
+  for (const auto& r : rows) {
+    const auto cells = hcasim::util::parse_csv(r, "row").front();  // variant + perftest's 11 columns
+    expected.push_back(fmt::format("{} {} {}", cells[4], cells[10], cells[11]));
+  }
+  std::istringstream dat(slurp(dir_ / "bw.dat"));
+  for (std::string line; std::getline(dat, line);)
+    if (!line.empty() && line[0] != '#') data.push_back(line);
+  EXPECT_EQ(data, expected);
+  EXPECT_EQ(p.out, s.out);  // the table does not depend on the outputs asked for
   const Outcome a = run(fmt::format("sweep ib_write_lat -a -n 100 --csv {}", (dir_ / "lat.csv").string()));
   ASSERT_EQ(a.status, 0) << a.err;
   const Outcome h = run(fmt::format("ib_write_lat -a -n 100 --csv {}", (dir_ / "lat-hand.csv").string()));
@@ -204,6 +228,9 @@ TEST_F(Sweep, BadInputIsOneLineAndWritesNothing) {
        "hcasim: error: --vary platform no-such-host: no such platform file or name (looked in "},
       {"sweep netperf -l 0.1 -j 0 -- -m 64", "hcasim: error: -j: '0' must be 1..4096\n"},
       {"sweep ib_write_bw -s 64..", "hcasim: error: -s 64..: a range needs a start and an end (e.g. 64..4M)\n"},
+      {"sweep ib_write_lat -s 2,4 --vary hca.blueflame=on,off --set hca.blueflame=off",
+       "hcasim: error: --vary hca.blueflame: also given as --set hca.blueflame=off; give one of them\n"},
+      {"sweep netperf -l 0.1", "hcasim: error: -m: give the sizes as -- -m LIST or A..B (e.g. -- -m 64..4M)\n"},
   };
   for (const auto& [args, error] : cases) {
     const Outcome r = run(args + " " + outputs);
@@ -253,4 +280,42 @@ TEST_F(Sweep, CompareOfSeed000RunsGivesRunsErrors) {
   EXPECT_EQ(t3[3], "-m 64K");
   EXPECT_EQ(t3[6], "8323.2");
   EXPECT_NEAR(std::stod(t3[8]), (std::stod(t3[7]) - 8323.2) / 8323.2 * 100.0, 1e-3);
+}
+
+TEST_F(Sweep, ProgressBarOnlyOnATerminal) {
+  // stderr a terminal: run_children's bar "[####....]  D/4 LABEL", redrawn in place, erased at
+  // the end; the table still on stdout alone.
+  int master = -1, slave = -1;
+  ASSERT_EQ(::openpty(&master, &slave, nullptr, nullptr, nullptr), 0);
+  const std::string out = (dir_ / "table").string();
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 1, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_adddup2(&fa, slave, 2);
+  posix_spawn_file_actions_addclose(&fa, master);
+  std::vector<std::string> args{HCASIM_BINARY, "sweep", "netperf", "-l", "0.2", "--", "-m", "1K..8K", "-j", "1"};
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  pid_t pid = -1;
+  ASSERT_EQ(posix_spawn(&pid, argv[0], &fa, nullptr, argv.data(), environ), 0);
+  posix_spawn_file_actions_destroy(&fa);
+  ::close(slave);
+  std::string seen;
+  while (true) {
+    pollfd p{master, POLLIN, 0};
+    if (::poll(&p, 1, 30000) <= 0) break;
+    char buf[512];
+    const ssize_t n = ::read(master, buf, sizeof buf);
+    if (n <= 0) break;  // the sweep closed the terminal: it ended
+    seen.append(buf, static_cast<size_t>(n));
+  }
+  int st = 0;
+  ::waitpid(pid, &st, 0);
+  ::close(master);
+  EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0) << st;
+  EXPECT_NE(seen.find("] "), std::string::npos) << seen;
+  EXPECT_NE(seen.find("4/4 -m 8K"), std::string::npos) << seen;
+  EXPECT_NE(seen.find("\r\033[K"), std::string::npos) << seen;
+  EXPECT_EQ(count_lines(slurp(out)), 3 + 4);
 }
