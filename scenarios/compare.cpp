@@ -86,4 +86,27 @@ PointOutcome evaluate_latency_point(const ScenarioPoint& point, const Tolerance&
   return o;
 }
 
+PointOutcome evaluate_bandwidth_point(const ScenarioPoint& point, const Tolerance& tolerance,
+                                      const BandwidthFigures& measured, const BandwidthFigures& simulated) {
+  PointOutcome o;
+  o.kind = PointKind::Bandwidth;
+  o.bytes = measured.bytes;
+  auto compare = [](Metric& m, const std::optional<double>& meas, const std::optional<double>& sim, double tol) {
+    m.measured = meas;
+    m.simulated = sim;
+    if (!meas) return;
+    if (!sim) {
+      m.within = false;
+      return;
+    }
+    if (*meas != 0) m.error = (*sim - *meas) / *meas;
+    m.within = m.error ? std::fabs(*m.error) <= tol : *sim == *meas;
+  };
+  compare(o.bw_average, measured.bw_average_gbit_s, simulated.bw_average_gbit_s, tolerance.throughput);
+  compare(o.msg_rate, measured.msg_rate_mpps, simulated.msg_rate_mpps, tolerance.throughput);
+  o.msg_rate.within = true;  // reported, not gated: it is BW average over the message size
+  o.status = !point.gated ? "not gated" : o.bw_average.within ? "ok" : "FAIL";
+  return o;
+}
+
 }  // namespace hcasim::scenarios

@@ -33,8 +33,9 @@ struct PointOutcome {
   Metric util_local, util_remote;  ///< netperf: CPU utilisation, %; errors relative
   std::string status;  ///< "ok", "FAIL" (gated, some |error| beyond tolerance) or "not gated"
   PointKind kind = PointKind::Netperf;
-  uint64_t bytes = 0;  ///< latency: the message size, B
+  uint64_t bytes = 0;  ///< latency and bandwidth: the message size, B
   Metric t_typical, t_min, t_max;
+  Metric bw_average, msg_rate;  ///< bandwidth: Gbit/s and Mpps, errors relative
 };
 
 /// Compares measured with simulated for a netperf `point`: relative errors of throughput
@@ -51,5 +52,12 @@ PointOutcome evaluate_point(const ScenarioPoint& point, const Tolerance& toleran
 PointOutcome evaluate_latency_point(const ScenarioPoint& point, const Tolerance& tolerance,
                                     const LatencyFigures& measured,
                                     const LatencyFigures& simulated);
+
+/// Compares measured with simulated for a bandwidth `point` (a run file's ib_write_bw or
+/// ib_send_bw row): relative errors of BW average and of the message rate; a gated point FAILs
+/// when |error| of BW average exceeds tolerance.throughput or it was not simulated. bytes is
+/// measured.bytes.
+PointOutcome evaluate_bandwidth_point(const ScenarioPoint& point, const Tolerance& tolerance,
+                                      const BandwidthFigures& measured, const BandwidthFigures& simulated);
 
 }  // namespace hcasim::scenarios

@@ -118,25 +118,29 @@ Scenario run_file_scenario(const std::string& path, const CompareOptions& o, Mea
       measured->netperf.push_back({n->throughput_mbps, n->sd_local_us_per_kb, n->sd_remote_us_per_kb,
                                    n->util_local_pct, n->util_remote_pct});
       measured->latency.emplace_back();
+      measured->bandwidth.emplace_back();
       continue;
     }
-    if (run.tool != "ib_write_lat")
-      throw InputError(fmt::format("{}:{}: {}: compare reports netperf and ib_write_lat runs (the run report "
-                                   "has no bandwidth table); calibrate compares bandwidth runs",
-                                   path, run.line, run.tool));
     const auto& table = std::get<PerftestReading>(run.output);
     if (table.cycles)
       throw InputError(fmt::format("{}:{}: the output is in CPU cycles (perftest -C); compare reads "
                                    "microseconds: run it without -C",
                                    path, run.line));
-    p.kind = PointKind::Latency;
+    p.kind = table.bandwidth.empty() ? PointKind::Latency : PointKind::Bandwidth;
     for (const LatencyRow& row : table.latency) {
       s.points.push_back(p);
       measured->netperf.emplace_back();
       measured->latency.push_back({row.bytes, row.t_min, row.t_max, row.t_typical});
+      measured->bandwidth.emplace_back();
+    }
+    for (const BandwidthRow& row : table.bandwidth) {
+      s.points.push_back(p);
+      measured->netperf.emplace_back();
+      measured->latency.emplace_back();
+      measured->bandwidth.push_back({row.bytes, row.bw_average_gbit_s, row.msg_rate_mpps});
     }
   }
-  if (s.points.empty()) throw InputError(fmt::format("{}: no netperf or ib_write_lat run in it", path));
+  if (s.points.empty()) throw InputError(fmt::format("{}: no netperf or perftest run in it", path));
   return s;
 }
 
@@ -163,12 +167,15 @@ int compare_runs(const CompareOptions& o) {
   } catch (const Interrupted& e) {
     return print_interrupted(e);
   }
-  bool latency = false;
+  bool latency = false, bandwidth = false;
   for (const auto& s : scenarios)
-    for (const auto& p : s.points) latency = latency || p.kind == PointKind::Latency;
+    for (const auto& p : s.points) {
+      latency = latency || p.kind == PointKind::Latency;
+      bandwidth = bandwidth || p.kind == PointKind::Bandwidth;
+    }
   std::string csv, report;
   for (size_t k = 0; k < scenarios.size(); ++k) {
-    std::string part = format_run_csv(scenarios[k], outcomes[k], latency);
+    std::string part = format_run_csv(scenarios[k], outcomes[k], latency, bandwidth);
     csv += k ? part.substr(part.find('\n') + 1) : part;
     report += (k ? "\n" : "") + format_run_report(scenarios[k], outcomes[k]);
   }

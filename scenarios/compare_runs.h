@@ -6,12 +6,12 @@
 ///
 /// Each run file is one report: a row per netperf run (table: FILE:LINE of its command; mode:
 /// the run's settings, e.g. "sdp.zcopy_thresh=1", or "-"; size: its test options after `--`)
-/// and per size of an ib_write_lat table (table FILE:LINE, bytes), none gated. A run is
+/// and per row of a perftest table (ib_write_lat: t_typical, t_min, t_max; ib_write_bw and
+/// ib_send_bw: BW average and MsgRate; table FILE:LINE, bytes), none gated. A run is
 /// simulated on its `# hcasim: --platform` (relative to the run file when it is a file there),
 /// else --platform (default connectx-ddr-pcie1x8), with its own settings and then every --set;
 /// its child is the same `hcasim TOOL WORDS --platform P --set ...` as `hcasim run`'s for the
 /// same command, so a run also in a scenario has the same simulated figures and errors.
-/// ib_write_bw and ib_send_bw runs are refused (the run report has no bandwidth table).
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -38,7 +38,7 @@ CompareOptions parse_compare_args(const std::vector<std::string>& args);
 
 /// The scenario `hcasim compare` reports for run file `path` and the runs' measured figures
 /// (see the \file comment). Throws InputError "PATH:LINE: ..." for a bad run file, a perftest
-/// table in CPU cycles, or an ib_write_bw / ib_send_bw run.
+/// table in CPU cycles.
 Scenario run_file_scenario(const std::string& path, const CompareOptions& options, MeasuredPoints* measured);
 
 /// Runs the comparison: each file's report on stdout (blank-line separated), --csv after all

@@ -201,6 +201,20 @@ std::vector<LatencyFigures> latency_csv_rows(std::string_view csv_text, const st
   return out;
 }
 
+std::vector<BandwidthFigures> bandwidth_csv_rows(std::string_view csv_text, const std::string& origin) {
+  const auto rows = parse_csv(csv_text, origin);
+  if (rows.empty()) throw InputError(origin + ": empty file");
+  const auto& header = rows.front();
+  for (const char* name : {"bytes", "bw_avg_gbit_s", "msg_rate_mpps"})
+    if (column(header, name) < 0) throw InputError(fmt::format("{}: no column '{}'", origin, name));
+  if (rows.size() < 2) throw InputError(origin + ": no data row");
+  std::vector<BandwidthFigures> out;
+  for (size_t r = 1; r < rows.size(); ++r)
+    out.push_back({whole_number_cell(header, rows[r], "bytes", origin), number_cell(header, rows[r], "bw_avg_gbit_s", origin),
+                   number_cell(header, rows[r], "msg_rate_mpps", origin)});
+  return out;
+}
+
 std::optional<LatencyFigures> latency_row_for_bytes(const std::vector<LatencyFigures>& rows,
                                                     uint64_t bytes) {
   const auto it = std::find_if(rows.begin(), rows.end(),

@@ -62,6 +62,19 @@ LatencyFigures read_latency_reference(const ReferenceSpec& spec, const std::stri
 /// not a number (bytes: not a whole number).
 std::vector<LatencyFigures> latency_csv_rows(std::string_view csv_text, const std::string& origin);
 
+/// Measured (or simulated) bandwidth of one message size, as perftest's bw tools report it;
+/// empty = not measured.
+struct BandwidthFigures {
+  uint64_t bytes = 0;                        ///< message size, B
+  std::optional<double> bw_average_gbit_s;   ///< BW average, 10^9 bit/s
+  std::optional<double> msg_rate_mpps;       ///< MsgRate, 10^6 messages/s
+};
+
+/// Every row of the CSV `hcasim ib_write_bw|ib_send_bw --csv` writes (perftest_csv_header:
+/// bytes, bw_avg_gbit_s, msg_rate_mpps among its columns), in file order. Throws InputError
+/// "ORIGIN: ..." for a missing column, no data row or a cell that is not a number.
+std::vector<BandwidthFigures> bandwidth_csv_rows(std::string_view csv_text, const std::string& origin);
+
 /// The first of `rows` whose bytes equals `bytes`, or nullopt.
 std::optional<LatencyFigures> latency_row_for_bytes(const std::vector<LatencyFigures>& rows,
                                                     uint64_t bytes);

@@ -183,11 +183,46 @@ std::string format_latency_rows(const Scenario& s, const std::vector<PointOutcom
   return out;
 }
 
+/// The bandwidth part of the report (compare's ib_write_bw / ib_send_bw rows): its title, a row
+/// per bandwidth point, then the median and max |error| of BW average and message rate.
+std::string format_bandwidth_rows(const Scenario& s, const std::vector<PointOutcome>& outcomes) {
+  std::string out = "perftest bandwidth: BW average in Gb/s (10^9 bit/s), MsgRate in Mpps; error = (simulated - "
+                    "measured) / measured\n";
+  size_t mode_w = 15;
+  for (const auto& p : s.points)
+    if (p.kind == PointKind::Bandwidth) mode_w = std::max(mode_w, p.mode.size());
+  constexpr const char* row = "{:<16} {:<{}} {:>8}  {:>7} {:>7} {:>7}  {:>9} {:>9} {:>7}  {}\n";
+  std::string groups = fmt::format("{:<16} {:<{}} {:>8}  {:^23}  {:^27}", "", "", mode_w, "", "BW average, Gb/s",
+                                   "MsgRate, Mpps");
+  out += groups.erase(groups.find_last_not_of(' ') + 1) + "\n";
+  out += fmt::format(row, "table", "mode", mode_w, "bytes", "meas", "sim", "error", "meas", "sim", "error", "status");
+  std::vector<double> bw, rate;
+  size_t n = 0;
+  for (size_t i = 0; i < s.points.size(); ++i) {
+    const auto& p = s.points[i];
+    const auto& o = outcomes[i];
+    if (p.kind != PointKind::Bandwidth) continue;
+    ++n;
+    out += fmt::format(row, p.table, p.mode, mode_w, o.bytes, num(o.bw_average.measured, 2),
+                       num(o.bw_average.simulated, 2), pct(o.bw_average.error), num(o.msg_rate.measured, 6),
+                       num(o.msg_rate.simulated, 6), pct(o.msg_rate.error), o.status);
+    if (o.bw_average.error) bw.push_back(std::fabs(*o.bw_average.error));
+    if (o.msg_rate.error) rate.push_back(std::fabs(*o.msg_rate.error));
+  }
+  constexpr const char* summary = "{:<16} {:>6}  {:<22} {}\n";
+  out += '\n';
+  out += fmt::format(summary, "all runs", "points", "|error| BW average", "|error| MsgRate");
+  out += fmt::format(summary, "", "", "median / max", "median / max");
+  out += fmt::format(summary, "", n, median_max(bw), median_max(rate));
+  return out;
+}
+
 }  // namespace
 
 std::string format_run_report(const Scenario& s, const std::vector<PointOutcome>& outcomes) {
   const bool latency = has_kind(s, PointKind::Latency);
-  const bool netperf = has_kind(s, PointKind::Netperf) || !latency;
+  const bool bandwidth = has_kind(s, PointKind::Bandwidth);
+  const bool netperf = has_kind(s, PointKind::Netperf) || (!latency && !bandwidth);
   std::string tolerances;
   if (netperf)
     tolerances = fmt::format("throughput {:.0f}%, service demand {:.0f}%",
@@ -204,6 +239,7 @@ std::string format_run_report(const Scenario& s, const std::vector<PointOutcome>
   if (!s.source.empty()) out += fmt::format("measured: {}\n", s.source);
   if (netperf) out += '\n' + format_netperf_rows(s, outcomes);
   if (latency) out += '\n' + format_latency_rows(s, outcomes);
+  if (bandwidth) out += '\n' + format_bandwidth_rows(s, outcomes);
 
   // Verdict.
   size_t gated = 0;
@@ -228,6 +264,8 @@ std::string format_run_report(const Scenario& s, const std::vector<PointOutcome>
     if (p.kind == PointKind::Latency) {
       explain_us(o.t_typical, "t_typical", s.tolerance.t_typical_us);
       explain_us(o.t_min, "t_min", s.tolerance.t_min_us);
+    } else if (p.kind == PointKind::Bandwidth) {
+      explain(o.bw_average, "BW average", s.tolerance.throughput);
     } else {
       explain(o.throughput, "throughput", s.tolerance.throughput);
       explain(o.sd_local, "SD local", s.tolerance.service_demand);
@@ -251,7 +289,7 @@ std::string format_run_report(const Scenario& s, const std::vector<PointOutcome>
   return out;
 }
 
-std::string run_csv_header(bool latency_columns) {
+std::string run_csv_header(bool latency_columns, bool bandwidth_columns) {
   std::string header =
       "scenario,table,mode,size_flag,command,gated,meas_throughput_mbps,sim_throughput_mbps,"
       "err_throughput_pct,meas_sd_local,sim_sd_local,err_sd_local_pct,meas_sd_remote,"
@@ -260,12 +298,17 @@ std::string run_csv_header(bool latency_columns) {
   if (latency_columns)
     header += ",bytes,meas_t_typical_us,sim_t_typical_us,err_t_typical_us,meas_t_min_us,"
               "sim_t_min_us,err_t_min_us,meas_t_max_us,sim_t_max_us";
+  if (bandwidth_columns)
+    header += ",bw_bytes,meas_bw_avg_gbit_s,sim_bw_avg_gbit_s,err_bw_avg_pct,meas_msg_rate_mpps,"
+              "sim_msg_rate_mpps,err_msg_rate_pct";
   return header;
 }
 
-std::string format_run_csv(const Scenario& s, const std::vector<PointOutcome>& outcomes, bool latency_columns) {
+std::string format_run_csv(const Scenario& s, const std::vector<PointOutcome>& outcomes, bool latency_columns,
+                           bool bandwidth_columns) {
   const bool latency = latency_columns || has_kind(s, PointKind::Latency);
-  std::string out = run_csv_header(latency) + "\n";
+  const bool bandwidth = bandwidth_columns || has_kind(s, PointKind::Bandwidth);
+  std::string out = run_csv_header(latency, bandwidth) + "\n";
   auto err_pct = [](const Metric& m) {
     return m.error ? fmt::format("{:.4f}", *m.error * 100.0) : std::string();
   };
@@ -292,6 +335,11 @@ std::string format_run_csv(const Scenario& s, const std::vector<PointOutcome>& o
                          full(o.t_typical.measured), full(o.t_typical.simulated),
                          err_us(o.t_typical), full(o.t_min.measured), full(o.t_min.simulated),
                          err_us(o.t_min), full(o.t_max.measured), full(o.t_max.simulated));
+    }
+    if (bandwidth) {
+      out += fmt::format(",{},{},{},{},{},{},{}", p.kind == PointKind::Bandwidth ? std::to_string(o.bytes) : "",
+                         full(o.bw_average.measured), full(o.bw_average.simulated), err_pct(o.bw_average),
+                         full(o.msg_rate.measured), full(o.msg_rate.simulated), err_pct(o.msg_rate));
     }
     out += "\n";
   }

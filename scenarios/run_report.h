@@ -17,7 +17,10 @@ namespace hcasim::scenarios {
 /// are latency points: a title line "ib_write_lat latency, ...", a row per latency point
 /// (table, mode, bytes; measured, simulated and signed error in us of t_typical and t_min, 3
 /// decimals; measured and simulated t_max, 2 decimals; status), then per table the max |error|
-/// of t_typical and of t_min and the tables' platforms. Last, a verdict line over all gated
+/// of t_typical and of t_min and the tables' platforms. When there are bandwidth points
+/// (`hcasim compare`'s ib_write_bw / ib_send_bw rows): a row per point (table, mode, bytes;
+/// measured, simulated and signed error % of BW average in Gb/s and of MsgRate in Mpps; status)
+/// and the median and max |error| of both. Last, a verdict line over all gated
 /// points naming the failing ones. A scenario none of whose points is gated (`hcasim compare`'s
 /// run files) says "tolerance: none (not gated)", sums its points up in one "all runs" row
 /// instead of one per table, and ends "compared: N points, none gated".
@@ -26,17 +29,18 @@ std::string format_run_report(const Scenario& scenario, const std::vector<PointO
 /// Header of the run CSV, without newline: the netperf columns (throughput, SD local, SD remote,
 /// then meas_/sim_/err_util_local_pct and meas_/sim_/err_util_remote_pct), ending in `status`;
 /// with `latency_columns`, followed by bytes, meas_/sim_/err_t_typical_us,
-/// meas_/sim_/err_t_min_us, meas_/sim_t_max_us.
-std::string run_csv_header(bool latency_columns = false);
+/// meas_/sim_/err_t_min_us, meas_/sim_t_max_us; with `bandwidth_columns`, then bw_bytes,
+/// meas_/sim_bw_avg_gbit_s, err_bw_avg_pct, meas_/sim_msg_rate_mpps, err_msg_rate_pct.
+std::string run_csv_header(bool latency_columns = false, bool bandwidth_columns = false);
 
 /// The run CSV: header and one row per point, in scenario order. Values in full precision,
 /// netperf errors in % with 4 decimals (utilisation errors too: relative, in % of the measured
 /// utilisation, not percentage points), latency errors in us with 4 decimals, empty cells
 /// where not measured or not of the point's kind. The latency columns are there only when the
 /// scenario has a latency point (or `latency_columns` says so: files of several scenarios under
-/// one header), so a netperf scenario's CSV has none.
+/// one header), so a netperf scenario's CSV has none; the bandwidth columns likewise.
 std::string format_run_csv(const Scenario& scenario, const std::vector<PointOutcome>& outcomes,
-                           bool latency_columns = false);
+                           bool latency_columns = false, bool bandwidth_columns = false);
 
 /// `name` made safe as a file name: every character but letters, digits, '-', '_' and '.'
 /// becomes '_', and "scenario" is put in front of an empty name or one starting with '.'

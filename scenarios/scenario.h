@@ -82,6 +82,8 @@ struct ReferenceSpec {
 enum class PointKind {
   Netperf,  ///< netperf TCP_STREAM: throughput and service demand, relative errors
   Latency,  ///< perftest ib_write_lat: t_min / t_typical / t_max in us, absolute errors
+  Bandwidth,  ///< perftest ib_write_bw / ib_send_bw: BW average and message rate, relative
+              ///< errors; only from run files (`hcasim compare`), never in a scenario file
 };
 
 /// One point of a scenario: one command line and its measured counterpart.
@@ -152,7 +154,7 @@ Scenario parse_scenario(std::string_view toml_text, const std::string& origin);
 Scenario load_scenario(const std::string& path);
 
 /// "TABLE MODE SIZE" naming point `p` in messages and reports: the size flag of a netperf
-/// point, "BYTES B" (`bytes`, its reference's message size) of a latency point.
+/// point, "BYTES B" (`bytes`, its reference's message size) of a perftest point.
 std::string point_label(const ScenarioPoint& p, uint64_t bytes = 0);
 
 }  // namespace hcasim::scenarios

@@ -28,6 +28,7 @@ namespace {
 struct CheckedScenario {
   std::vector<Figures> measured;                    // netperf points
   std::vector<LatencyFigures> measured_latency;     // latency points
+  std::vector<BandwidthFigures> measured_bandwidth;  // bandwidth points (given only)
   std::map<std::string, std::string> platform_files;  // point platform -> file
 };
 
@@ -36,14 +37,14 @@ struct CheckedScenario {
 /// `given`, when not null, holds the measured figures instead of the references.
 CheckedScenario check_scenario(const Scenario& s, const std::string& base, const MeasuredPoints* given) {
   CheckedScenario c;
-  c.measured.resize(s.points.size());
-  c.measured_latency.resize(s.points.size());
   if (given) {
     c.measured = given->netperf;
     c.measured_latency = given->latency;
-    c.measured.resize(s.points.size());
-    c.measured_latency.resize(s.points.size());
+    c.measured_bandwidth = given->bandwidth;
   }
+  c.measured.resize(s.points.size());
+  c.measured_latency.resize(s.points.size());
+  c.measured_bandwidth.resize(s.points.size());
   std::map<std::string, model::Platform> platforms;
   for (size_t i = 0; i < s.points.size(); ++i) {
     const ScenarioPoint& p = s.points[i];
@@ -77,6 +78,11 @@ CheckedScenario check_scenario(const Scenario& s, const std::string& base, const
   return c;
 }
 
+
+/// The message size point `i` of `c` names in messages (0 for a netperf point).
+uint64_t point_bytes(const Scenario& s, const CheckedScenario& c, size_t i) {
+  return s.points[i].kind == PointKind::Bandwidth ? c.measured_bandwidth[i].bytes : c.measured_latency[i].bytes;
+}
 
 }  // namespace
 
@@ -131,7 +137,7 @@ std::vector<std::vector<PointOutcome>> simulate_scenarios(const std::vector<Scen
       if (same == runs.end())
         runs.push_back({std::move(argv),
                         fmt::format("{}point {} ({})", prefix(s), i + 1,
-                                    point_label(p, checked[k].measured_latency[i].bytes)),
+                                    point_label(p, point_bytes(s, checked[k], i))),
                         fmt::format("{}:{}", s.origin, p.line)});
     }
   }
@@ -153,6 +159,17 @@ std::vector<std::vector<PointOutcome>> simulate_scenarios(const std::vector<Scen
               evaluate_point(p, s.tolerance, c.measured[i], netperf_csv_figures(r.csv, origin)));
           continue;
         }
+        if (p.kind == PointKind::Bandwidth) {
+          const auto rows = bandwidth_csv_rows(r.csv, origin);
+          const auto row = std::find_if(rows.begin(), rows.end(), [&](const BandwidthFigures& f) {
+            return f.bytes == c.measured_bandwidth[i].bytes;
+          });
+          if (row == rows.end())
+            throw InputError(fmt::format("its {} CSV has no row for {} bytes (does the command run that size?)",
+                                         p.tool, c.measured_bandwidth[i].bytes));
+          outcomes[k].push_back(evaluate_bandwidth_point(p, s.tolerance, c.measured_bandwidth[i], *row));
+          continue;
+        }
         // Every latency point takes the row of its reference's message size.
         const auto row = latency_row_for_bytes(latency_csv_rows(r.csv, origin), c.measured_latency[i].bytes);
         if (!row)
@@ -162,7 +179,7 @@ std::vector<std::vector<PointOutcome>> simulate_scenarios(const std::vector<Scen
       } catch (const InputError& e) {
         throw ChildFailure(run,
                            fmt::format("{}point {} ({}) failed: {}", prefix(s), i + 1,
-                                       point_label(p, c.measured_latency[i].bytes), e.what()),
+                                       point_label(p, point_bytes(s, c, i)), e.what()),
                            r.errors);
       }
     }

@@ -38,6 +38,7 @@ std::vector<std::string> with_sim_length(const std::string& tool, std::vector<st
 struct MeasuredPoints {
   std::vector<Figures> netperf;          ///< netperf points
   std::vector<LatencyFigures> latency;   ///< latency points
+  std::vector<BandwidthFigures> bandwidth;  ///< bandwidth points (run files only)
 };
 
 /// Simulates every point of every scenario of `scenarios` in one sweep of child processes

@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -318,4 +319,29 @@ TEST_F(Sweep, ProgressBarOnlyOnATerminal) {
   EXPECT_NE(seen.find("4/4 -m 8K"), std::string::npos) << seen;
   EXPECT_NE(seen.find("\r\033[K"), std::string::npos) << seen;
   EXPECT_EQ(count_lines(slurp(out)), 3 + 4);
+}
+
+TEST_F(Sweep, CompareReadsBandwidthRuns) {
+  // A run file holding hcasim's own ib_write_bw output: compare simulates the same command, so
+  // the simulated BW average is `hcasim ib_write_bw --csv`'s and the measured one is its printed
+  // MB/sec (2 decimals, 2^20 B) in Gb/s: errors within the printed rounding, 0.005 MB/s.
+  const Outcome bw = run(fmt::format("ib_write_bw -n 200 -s 4096 --csv {}", (dir_ / "bw.csv").string()));
+  ASSERT_EQ(bw.status, 0) << bw.err;
+  std::ofstream(dir_ / "runs.txt") << "$ ib_write_bw -n 200 -s 4096\n" << bw.out;
+  const Outcome c = run(fmt::format("compare {} --csv {}", (dir_ / "runs.txt").string(), (dir_ / "c.csv").string()));
+  ASSERT_EQ(c.status, 0) << c.err;
+  EXPECT_NE(c.out.find("perftest bandwidth: BW average in Gb/s"), std::string::npos) << c.out;
+  EXPECT_NE(c.out.find("compared: 1 points, none gated\n"), std::string::npos) << c.out;
+  const auto sim = hcasim::util::parse_csv(slurp(dir_ / "bw.csv"), "bw.csv");
+  const auto cmp = hcasim::util::parse_csv(slurp(dir_ / "c.csv"), "c.csv");
+  ASSERT_EQ(cmp.size(), 2u);
+  auto col = [](const std::vector<std::string>& header, const std::string& name) {
+    return static_cast<size_t>(std::find(header.begin(), header.end(), name) - header.begin());
+  };
+  EXPECT_EQ(cmp[1][col(cmp[0], "bw_bytes")], "4096");
+  EXPECT_EQ(cmp[1][col(cmp[0], "sim_bw_avg_gbit_s")], sim[1][col(sim[0], "bw_avg_gbit_s")]);
+  const double meas = std::stod(cmp[1][col(cmp[0], "meas_bw_avg_gbit_s")]);
+  const double mib_s = std::stod(sim[1][col(sim[0], "bw_avg_mib_s")]);
+  EXPECT_NEAR(meas, std::round(mib_s * 100) / 100 * 1048576 * 8 / 1e9, 1e-9);
+  EXPECT_LT(std::fabs(std::stod(cmp[1][col(cmp[0], "err_bw_avg_pct")])), 0.005 / mib_s * 100 + 1e-4);
 }
