@@ -107,6 +107,45 @@ std::vector<PlotSeries> run_file_series(const std::string& path, const std::stri
   return series;
 }
 
+/// Whether column `name` of a reference CSV holds a measurement (or a count, a size, a note)
+/// rather than what tells its rows' configurations apart.
+bool measured_column(const std::string& name) {
+  static const char* const kSuffixes[] = {"_bytes", "_s", "_us", "_pct", "_mbps", "_us_per_kb", "_mpps"};
+  for (const char* suffix : kSuffixes) {
+    const std::string_view sv(suffix);
+    if (name.size() > sv.size() && name.compare(name.size() - sv.size(), sv.size(), sv) == 0) return true;
+  }
+  return name == "bytes" || name == "iterations" || name == "run" || name == "note" || name == "netperf_size_flag";
+}
+
+/// The columns naming a reference CSV's series: its configuration columns (not measured_column),
+/// less those that are the same in every row and those that only repeat an earlier one's
+/// partition of the rows (seed 000's sdp_zcopy_thresh, one-to-one with its mode).
+std::vector<int> label_columns(const std::vector<std::string>& header, const std::vector<std::vector<std::string>>& rows,
+                               int size_col) {
+  auto cell = [&](size_t r, size_t c) { return c < rows[r].size() ? rows[r][c] : std::string(); };
+  std::vector<int> kept;
+  for (size_t c = 0; c < header.size(); ++c) {
+    if (static_cast<int>(c) == size_col || measured_column(header[c])) continue;
+    bool constant = true;
+    for (size_t r = 2; r < rows.size(); ++r) constant = constant && cell(r, c) == cell(1, c);
+    if (constant) continue;
+    bool repeats = false;
+    for (int k : kept) {
+      std::map<std::string, std::string> forward, backward;
+      bool one_to_one = true;
+      for (size_t r = 1; r < rows.size() && one_to_one; ++r) {
+        const auto [f, f_new] = forward.emplace(cell(r, k), cell(r, c));
+        const auto [b, b_new] = backward.emplace(cell(r, c), cell(r, k));
+        one_to_one = (f_new || f->second == cell(r, c)) && (b_new || b->second == cell(r, k));
+      }
+      repeats = repeats || one_to_one;
+    }
+    if (!repeats) kept.push_back(static_cast<int>(c));
+  }
+  return kept;
+}
+
 /// The measured series of a reference CSV (sweep_plot.h load_reference_series).
 std::vector<PlotSeries> csv_series(const std::string& path, const std::vector<PlotMetric>& metrics) {
   const std::string where = "--reference " + path;
@@ -121,7 +160,7 @@ std::vector<PlotSeries> csv_series(const std::string& path, const std::vector<Pl
   int size_col = col("send_size_bytes");
   if (size_col < 0) size_col = col("bytes");
   if (size_col < 0) throw InputError(fmt::format("{}: no size column (send_size_bytes or bytes)", where));
-  const int table_col = col("table"), mode_col = col("mode");
+  const std::vector<int> label_cols = label_columns(header, rows, size_col);
   std::vector<int> metric_cols;
   for (const auto& m : metrics) {
     int c = col(m.column);
@@ -138,8 +177,11 @@ std::vector<PlotSeries> csv_series(const std::string& path, const std::vector<Pl
     if (!size || *size < 1 || *size != static_cast<double>(static_cast<uint64_t>(*size)))
       throw InputError(fmt::format("{}: size '{}' is not a whole number of bytes", at, size_text));
     std::string title;
-    for (int c : {table_col, mode_col})
-      if (!cell(c).empty()) title += (title.empty() ? "" : " ") + cell(c);
+    for (int c : label_cols) {
+      if (cell(c).empty()) continue;
+      const bool named = header[c] != "table" && header[c] != "mode";
+      title += (title.empty() ? "" : " ") + (named ? header[c] + "=" + cell(c) : cell(c));
+    }
     auto it = std::find_if(series.begin(), series.end(), [&](const PlotSeries& s) { return s.title == title; });
     if (it == series.end()) it = series.insert(series.end(), PlotSeries{title, {}});
     std::vector<std::string> cells;

@@ -54,7 +54,10 @@ std::string format_plot_script(const SweepPlotSpec& spec, const std::string& png
 
 /// The measured series of `path` for a sweep of `tool` and `metrics`: a reference CSV (a name
 /// ending in .csv: a size column send_size_bytes or bytes, the metrics' columns, those missing
-/// read as not measured; a series per distinct `table` + `mode` cells, or one named "measured")
+/// read as not measured; a series per configuration: the values of the columns that are no
+/// measurement, size, count or note, `table` and `mode` as they are and others as NAME=VALUE,
+/// leaving out a column equal in every row or one-to-one with an earlier one; one series
+/// "measured" without any)
 /// or else a run file (run_file.h: the runs of `tool`, a series per run's settings, named as a
 /// variant is, "measured" without any). Throws InputError "--reference PATH: ..." when the file
 /// cannot be read, has no size column, a cell is not a number, or no point of `tool`.
