@@ -49,9 +49,9 @@ constexpr const char* kUsage = R"(hcasim: a simulated InfiniBand HCA and the hos
 Usage:
   hcasim netperf [hcasim options] [netperf global options] [-- netperf test options]
   hcasim ib_write_lat|ib_write_bw|ib_send_bw [hcasim options and perftest flags]
-  hcasim run [FILE|NAME] [-j N] [--csv PATH]
+  hcasim run [FILE|NAME] [-j N] [--csv PATH] [--list-commands DIR | --collect DIR]
   hcasim sweep TOOL [tool flags with a size list or range] [--vary KEY=V1,V2]... [-j N]
-               [--csv PATH] [--plot PREFIX] [--reference CSV|RUNFILE]
+               [--csv PATH] [--plot PREFIX] [--reference CSV|RUNFILE] [--list-commands DIR | --collect DIR]
   hcasim compare RUNFILE... [--platform NAME|FILE] [--set KEY=V]... [-j N] [--csv PATH]
   hcasim calibrate --platform BASE --fit KEY[=LO:HI],... RUNS... [--holdout RUNS...] [-o FILE]
   hcasim validate [NAME|FILE...] [-j N] [--report DIR] [--duration S] [--iterations N]
@@ -88,6 +88,9 @@ columns, or 4.x's nine). --set hca.blueflame=off and --set host.write_combining=
 hcasim run runs every point of a scenario file (default: seed000) in its own simulation,
 -j N at once (default: the number of online CPUs), and compares it with its measurement.
 Exit status: 0 ok, 1 a gated point out of tolerance, 2 bad input or a failed point.
+run and sweep --list-commands DIR print one standalone command per point (each writes its CSV
+into DIR) for GNU parallel or a batch system; --collect DIR then reads them into the same
+report, CSV and plot (docs/cli.md "Past one machine").
 
 hcasim sweep runs TOOL (netperf, ib_write_lat, ib_write_bw, ib_send_bw) once per message size
 and variant, each point its own `hcasim TOOL ...` in a child process (-j N at once), and prints

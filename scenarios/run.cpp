@@ -27,9 +27,12 @@ RunOptions parse_run_args(const std::vector<std::string>& args) {
   app.set_help_flag();
   RunOptions o;
   std::string csv, jobs;
+  std::vector<std::string> list_dirs, collect_dirs;
   auto* opt_scenario = app.add_option("scenario", o.scenario, "scenario FILE or NAME");
   auto* opt_jobs = app.add_option("-j,--jobs", jobs, "points run at once");
   auto* opt_csv = app.add_option("--csv", csv, "results CSV");
+  app.add_option("--list-commands", list_dirs, "print a standalone command per point, writing into DIR");
+  app.add_option("--collect", collect_dirs, "read the points' CSVs from DIR");
   for (auto* opt : {opt_scenario, opt_jobs, opt_csv})
     opt->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   std::vector<std::string> reversed(args.rbegin(), args.rend());
@@ -46,6 +49,7 @@ RunOptions parse_run_args(const std::vector<std::string>& args) {
     o.csv_path = csv;
   }
   if (o.scenario.empty()) throw InputError("empty scenario name");
+  set_fanout(o.fanout, list_dirs, collect_dirs);
   return o;
 }
 
@@ -62,7 +66,9 @@ int run_scenario(const RunOptions& options) {
   const size_t parallel = static_cast<size_t>(options.jobs > 0 ? options.jobs : online_cpus());
   std::vector<PointOutcome> outcomes;
   try {
-    outcomes = simulate_scenario(s, parallel);
+    auto all = simulate_scenarios({s}, parallel, {}, nullptr, options.fanout);
+    if (all.empty()) return 0;  // --list-commands: the commands are the output
+    outcomes = std::move(all.front());
   } catch (const ChildFailure& e) {
     return print_child_failure(e);
   } catch (const Interrupted& e) {

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "model/error.h"
+#include "scenarios/fanout.h"
 
 namespace hcasim::scenarios {
 
@@ -16,6 +17,7 @@ struct RunOptions {
   std::string scenario = "seed000";     ///< FILE or NAME (data dir/scenarios/NAME.toml)
   int jobs = 0;                         ///< -j N, >= 1; 0 = number of online CPUs
   std::optional<std::string> csv_path;  ///< --csv; default "<scenario name>-results.csv"
+  Fanout fanout;                        ///< --list-commands DIR / --collect DIR (fanout.h)
 };
 
 /// Parses the words after `hcasim run` (CLI11). Throws InputError naming the flag.
@@ -25,7 +27,9 @@ RunOptions parse_run_args(const std::vector<std::string>& args);
 /// `/proc/self/exe ib_write_lat ...`, up to -j at once; identical command lines run once), prints the report on stdout, writes
 /// the CSV once all points finished. Returns 0 when every gated point is within tolerance, 1
 /// when some is not, 2 when a child failed or its CSV lacks what the point needs (its stderr
-/// is shown, then one error line naming the point). Throws InputError for a bad scenario or
+/// is shown, then one error line naming the point). With --list-commands it prints one
+/// standalone command per distinct point and nothing else (writes no CSV); with --collect the
+/// points' CSVs come from those commands' directory. Throws InputError for a bad scenario or
 /// reference, a tolerance a reference needs and the scenario lacks (check_reference_tolerances,
 /// before any child starts) or a bad output path (exit 2).
 int run_scenario(const RunOptions& options);

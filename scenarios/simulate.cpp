@@ -111,7 +111,8 @@ std::vector<std::string> with_sim_length(const std::string& tool, std::vector<st
 
 std::vector<std::vector<PointOutcome>> simulate_scenarios(const std::vector<Scenario>& scenarios,
                                                           size_t parallel, const SimLength& length,
-                                                          const std::vector<MeasuredPoints>* measured) {
+                                                          const std::vector<MeasuredPoints>* measured,
+                                                          const Fanout& fanout) {
   const std::string base = data_dir();
   std::vector<CheckedScenario> checked;
   for (size_t k = 0; k < scenarios.size(); ++k)
@@ -142,7 +143,9 @@ std::vector<std::vector<PointOutcome>> simulate_scenarios(const std::vector<Scen
     }
   }
 
-  const std::vector<ChildResult> results = run_children(runs, parallel);
+  const auto executed = execute_runs(runs, parallel, fanout);
+  if (!executed) return {};  // listed
+  const std::vector<ChildResult>& results = *executed;
 
   std::vector<std::vector<PointOutcome>> outcomes(scenarios.size());
   for (size_t k = 0; k < scenarios.size(); ++k) {

@@ -9,6 +9,7 @@
 
 #include "model/error.h"
 #include "scenarios/compare.h"
+#include "scenarios/fanout.h"
 #include "scenarios/reference.h"
 #include "scenarios/scenario.h"
 
@@ -55,10 +56,12 @@ struct MeasuredPoints {
 /// scenario's name is in front only when `scenarios` has more than one). `length` shortens
 /// every point's simulation (with_sim_length); by default each runs as its command says.
 /// `measured`, when given (one per scenario), replaces the references: nothing is read, and no
-/// tolerance is required.
+/// tolerance is required. `fanout` (fanout.h): with --list-commands the runs are printed and
+/// the result is empty; with --collect their CSVs are read instead of run.
 std::vector<std::vector<PointOutcome>> simulate_scenarios(const std::vector<Scenario>& scenarios,
                                                           size_t parallel, const SimLength& length = {},
-                                                          const std::vector<MeasuredPoints>* measured = nullptr);
+                                                          const std::vector<MeasuredPoints>* measured = nullptr,
+                                                          const Fanout& fanout = {});
 
 /// simulate_scenarios() of one scenario: its outcomes in point order.
 std::vector<PointOutcome> simulate_scenario(const Scenario& scenario, size_t parallel);

@@ -14,6 +14,7 @@
 #include "model/units.h"
 #include "scenarios/children.h"
 #include "scenarios/datadir.h"
+#include "scenarios/fanout.h"
 #include "scenarios/report.h"
 #include "scenarios/sweep_plot.h"
 #include "util/csv.h"
@@ -184,13 +185,15 @@ SweepOptions parse_sweep_args(const std::vector<std::string>& args) {
   if (o.tool != "netperf" && !is_perftest(o.tool))
     throw InputError(fmt::format("sweep: unknown tool '{}' (use netperf, ib_write_lat, ib_write_bw or ib_send_bw)", o.tool));
   const std::vector<std::string> rest(args.begin() + 1, args.end());
-  std::vector<std::string> jobs, csv, plot, reference;
+  std::vector<std::string> jobs, csv, plot, reference, list_dirs, collect_dirs;
   for (size_t i = 0; i < rest.size();) {
     if (auto v = take_option(rest, i, "--vary")) o.vary.push_back(parse_vary(*v));
     else if (auto j = take_option(rest, i, "--jobs", "-j")) jobs.push_back(*j);
     else if (auto c = take_option(rest, i, "--csv")) csv.push_back(*c);
     else if (auto p = take_option(rest, i, "--plot")) plot.push_back(*p);
     else if (auto r = take_option(rest, i, "--reference")) reference.push_back(*r);
+    else if (auto l = take_option(rest, i, "--list-commands")) list_dirs.push_back(*l);
+    else if (auto d = take_option(rest, i, "--collect")) collect_dirs.push_back(*d);
     else o.words.push_back(rest[i++]);
   }
   util::check_single_value("-j", jobs);
@@ -206,6 +209,7 @@ SweepOptions parse_sweep_args(const std::vector<std::string>& args) {
   path_of(csv, o.csv_path, "--csv");
   path_of(plot, o.plot, "--plot");
   path_of(reference, o.reference, "--reference");
+  set_fanout(o.fanout, list_dirs, collect_dirs);
   for (size_t a = 0; a < o.vary.size(); ++a)
     for (size_t b = 0; b < a; ++b)
       if (o.vary[a].key == o.vary[b].key) throw InputError(fmt::format("--vary {}: given twice", o.vary[a].key));
@@ -433,7 +437,9 @@ int run_sweep(const SweepOptions& o) {
   const size_t parallel = static_cast<size_t>(o.jobs > 0 ? o.jobs : online_cpus());
   std::vector<ChildResult> results;
   try {
-    results = run_children(runs, parallel);
+    auto executed = execute_runs(runs, parallel, o.fanout);
+    if (!executed) return 0;  // --list-commands: the commands are the output
+    results = std::move(*executed);
   } catch (const ChildFailure& e) {
     return print_child_failure(e);
   } catch (const Interrupted& e) {

@@ -9,7 +9,8 @@
 /// TOOL is netperf (SDP, or TCP over IPoIB with --transport ipoib), ib_write_lat, ib_write_bw or
 /// ib_send_bw; every word after it is the tool's, as `hcasim TOOL` takes them, except the
 /// sweep's own options, which may stand anywhere among them (also after netperf's `--`):
-/// `--vary KEY=V1,V2,...` (repeatable), `-j N`, `--csv FILE`, `--plot PREFIX`, `--reference FILE`.
+/// `--vary KEY=V1,V2,...` (repeatable), `-j N`, `--csv FILE`, `--plot PREFIX`, `--reference FILE`,
+/// `--list-commands DIR` and `--collect DIR` (fanout.h: the points run elsewhere).
 ///
 /// Sizes: the value of netperf's test option `-m` (after `--`) or of perftest's `-s` (`--size`)
 /// is a size, a list `64,1K,64K`, or a doubling range `64..4M` (64, 128, ... up to and with 4M if
@@ -35,6 +36,7 @@
 #include <vector>
 
 #include "model/error.h"
+#include "scenarios/fanout.h"
 
 namespace hcasim::scenarios {
 
@@ -59,6 +61,7 @@ struct SweepOptions {
   std::optional<std::string> csv_path;   ///< --csv FILE
   std::optional<std::string> plot;       ///< --plot PREFIX
   std::optional<std::string> reference;  ///< --reference FILE (a CSV, or a run file)
+  Fanout fanout;                         ///< --list-commands DIR / --collect DIR (fanout.h)
 };
 
 /// The sizes of `text`, the value of option `flag` ("-m", "-s"): a size, a comma-separated
@@ -78,7 +81,8 @@ Vary parse_vary(const std::string& item);
 /// `--vary KEY` given twice or also set with --set.
 SweepOptions parse_sweep_args(const std::vector<std::string>& args);
 
-/// Runs the sweep: prints the table on stdout, writes --csv and --plot. Returns 0, 2 when a
+/// Runs the sweep: prints the table on stdout, writes --csv and --plot (with --list-commands: prints
+/// the points' commands and nothing else; with --collect: reads their CSVs). Returns 0, 2 when a
 /// child failed (its stderr, then one error line naming the point), 128 + N on signal N (nothing
 /// written). Throws InputError for bad input before any child starts.
 int run_sweep(const SweepOptions& options);

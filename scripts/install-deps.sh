@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages hcasim needs to build and test, when any is missing.
 # Runs as root (or through sudo when available). Safe to run again.
+# parallel: GNU parallel, which runs `hcasim run|sweep --list-commands` in a test (tests/sweep_test.cpp).
 # perftest, ibverbs-utils and rdmacm-utils: rdma-core's programs the stock tests (ctest -R stock,
 # tests/stock/stock.py) run on the verbs shim; a missing one fails its test.
 set -euo pipefail
@@ -8,7 +9,7 @@ pkgs=(build-essential cmake ninja-build pkg-config git
       libsimgrid-dev libboost-dev libboost-context-dev googletest libgtest-dev libbenchmark-dev
       libcli11-dev libtomlplusplus-dev libfmt-dev libnlopt-dev libnlopt-cxx-dev gnuplot-nox
       zlib1g-dev libibverbs-dev librdmacm-dev python3 binutils
-      perftest ibverbs-utils rdmacm-utils
+      perftest ibverbs-utils rdmacm-utils parallel
       clang libclang-rt-14-dev)
 missing=()
 for p in "${pkgs[@]}"; do

@@ -345,3 +345,57 @@ TEST_F(Sweep, CompareReadsBandwidthRuns) {
   EXPECT_NEAR(meas, std::round(mib_s * 100) / 100 * 1048576 * 8 / 1e9, 1e-9);
   EXPECT_LT(std::fabs(std::stod(cmp[1][col(cmp[0], "err_bw_avg_pct")])), 0.005 / mib_s * 100 + 1e-4);
 }
+
+TEST_F(Sweep, ListedCommandsRunByGnuParallelCollectToTheSameReport) {
+  // --list-commands DIR | parallel, then --collect DIR: the same report and CSV, byte for byte,
+  // as the run or sweep that ran its points itself. GNU parallel is installed by
+  // scripts/install-deps.sh; without it the pipeline fails, and so does the test.
+  const std::string source = fs::path(HCASIM_REFERENCE_DIR).parent_path().string();
+  const std::regex length(R"(-l (60|30)\b)");
+  const fs::path scenario = dir_ / "seed000.toml";
+  std::ofstream(scenario) << std::regex_replace(slurp(source + "/scenarios/seed000.toml"), length, "-l 1");
+  const std::string hcasim = HCASIM_BINARY;
+  const fs::path listed = dir_ / "listed";
+  const std::string pipeline = fmt::format("{} run {} --list-commands {} | parallel --halt now,fail=1 -j 2 > /dev/null 2>&1",
+                                           hcasim, scenario.string(), listed.string());
+  ASSERT_EQ(std::system(pipeline.c_str()), 0) << pipeline;
+  const auto commands = slurp(listed / "commands.txt");
+  // 36 points, 18 distinct commands: T3 repeats T1, and the three netperf versions type one.
+  EXPECT_EQ(count_lines(commands), 18) << commands;
+  EXPECT_NE(commands.find(" --csv " + (listed / "run-0001.csv").string() + "\n"), std::string::npos) << commands;
+  const Outcome collected = run(fmt::format("run {} --collect {} --csv {}", scenario.string(), listed.string(),
+                                            (dir_ / "collected.csv").string()));
+  const Outcome local = run(fmt::format("run {} --csv {}", scenario.string(), (dir_ / "local.csv").string()));
+  EXPECT_EQ(collected.status, local.status) << collected.err;
+  EXPECT_EQ(collected.out, local.out);
+  EXPECT_EQ(slurp(dir_ / "collected.csv"), slurp(dir_ / "local.csv"));
+  EXPECT_NE(local.out.find("T3_m_flag        BZCOPY  -m 1M "), std::string::npos) << local.out;
+
+  // A sweep the same way.
+  const std::string sweep = "sweep netperf -c -C -l 0.5 -- -m 1K..8K --vary sdp.zcopy_thresh=0,1";
+  const fs::path points = dir_ / "points";
+  const std::string sweep_pipeline = fmt::format("{} {} --list-commands {} | parallel -j 2 > /dev/null 2>&1", hcasim,
+                                                 sweep, points.string());
+  ASSERT_EQ(std::system(sweep_pipeline.c_str()), 0) << sweep_pipeline;
+  const Outcome s_collected = run(fmt::format("{} --collect {} --csv {}", sweep, points.string(), (dir_ / "sc.csv").string()));
+  const Outcome s_local = run(fmt::format("{} --csv {}", sweep, (dir_ / "sl.csv").string()));
+  ASSERT_EQ(s_collected.status, 0) << s_collected.err;
+  EXPECT_EQ(s_collected.out, s_local.out);
+  EXPECT_EQ(slurp(dir_ / "sc.csv"), slurp(dir_ / "sl.csv"));
+  EXPECT_EQ(count_lines(slurp(dir_ / "sc.csv")), 1 + 8);
+
+  // Collecting for another listing, or with a point's CSV missing: one line, nothing written.
+  const Outcome other = run(fmt::format("sweep netperf -c -C -l 0.5 -- -m 1K..16K --collect {} --csv {}", points.string(),
+                                        (dir_ / "x.csv").string()));
+  EXPECT_EQ(other.status, 2);
+  EXPECT_EQ(other.err, fmt::format("hcasim: error: --collect {}: its commands.txt is not this listing (listed for "
+                                   "another scenario, sweep or option, or another hcasim?)\n",
+                                   points.string()));
+  fs::remove(points / "run-0003.csv");
+  const Outcome missing = run(fmt::format("{} --collect {} --csv {}", sweep, points.string(), (dir_ / "x.csv").string()));
+  EXPECT_EQ(missing.status, 2);
+  EXPECT_EQ(missing.err, fmt::format("hcasim: error: --collect {0}: run 3 (-m 4K sdp.zcopy_thresh=0): no "
+                                     "{0}/run-0003.csv: was its command run?\n",
+                                     points.string()));
+  EXPECT_FALSE(fs::exists(dir_ / "x.csv"));
+}
