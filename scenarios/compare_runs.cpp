@@ -6,6 +6,7 @@
 
 #include <filesystem>
 #include <iostream>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -94,6 +95,11 @@ Scenario run_file_scenario(const std::string& path, const CompareOptions& o, Mea
   s.origin = path;
   s.platform = o.platform.value_or(frontends::kDefaultPlatform);
   const std::string file = s.name;
+  // Errors are relative to the measurement: a measured value of 0 or below is a bad run.
+  auto measured_positive = [&](uint32_t line, const char* what, std::optional<double> v) {
+    if (v && !(*v > 0))
+      throw InputError(fmt::format("{}:{}: measured {} is {}: compare needs a value > 0", path, line, what, *v));
+  };
   for (const RealRun& run : load_run_file(path)) {
     ScenarioPoint p;
     p.table = fmt::format("{}:{}", file, run.line);
@@ -114,6 +120,9 @@ Scenario run_file_scenario(const std::string& path, const CompareOptions& o, Mea
     if (const auto* n = std::get_if<NetperfReading>(&run.output)) {
       p.kind = PointKind::Netperf;
       p.size_flag = test_options(run.words);
+      measured_positive(n->line, "throughput", n->throughput_mbps);
+      measured_positive(n->line, "local service demand", n->sd_local_us_per_kb);
+      measured_positive(n->line, "remote service demand", n->sd_remote_us_per_kb);
       s.points.push_back(p);
       measured->netperf.push_back({n->throughput_mbps, n->sd_local_us_per_kb, n->sd_remote_us_per_kb,
                                    n->util_local_pct, n->util_remote_pct});
@@ -128,12 +137,14 @@ Scenario run_file_scenario(const std::string& path, const CompareOptions& o, Mea
                                    path, run.line));
     p.kind = table.bandwidth.empty() ? PointKind::Latency : PointKind::Bandwidth;
     for (const LatencyRow& row : table.latency) {
+      measured_positive(row.line, "t_typical", row.t_typical);
       s.points.push_back(p);
       measured->netperf.emplace_back();
       measured->latency.push_back({row.bytes, row.t_min, row.t_max, row.t_typical});
       measured->bandwidth.emplace_back();
     }
     for (const BandwidthRow& row : table.bandwidth) {
+      measured_positive(row.line, "BW average", row.bw_average_gbit_s);
       s.points.push_back(p);
       measured->netperf.emplace_back();
       measured->latency.emplace_back();

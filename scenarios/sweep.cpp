@@ -3,6 +3,7 @@
 #include "scenarios/sweep.h"
 
 #include <algorithm>
+#include <filesystem>
 #include <iostream>
 #include <map>
 #include <sstream>
@@ -21,6 +22,8 @@
 #include "util/output_file.h"
 
 namespace hcasim::scenarios {
+
+namespace fs = std::filesystem;
 
 namespace {
 
@@ -406,11 +409,17 @@ int run_sweep(const SweepOptions& o) {
   }
   check_variants(o, variants);
   ToolView view = view_of(o);
+  if (o.reference && !o.plot)
+    throw InputError("--reference: the measured points go on the plot: give --plot PREFIX too");
   std::vector<std::string> inputs;
   if (o.reference) inputs.push_back(*o.reference);
   if (o.csv_path) {
     util::check_output_path(*o.csv_path, "--csv");
     util::check_not_an_input(*o.csv_path, inputs, "--csv");
+    if (o.plot)
+      for (const std::string& f : plot_files(*o.plot))
+        if (fs::weakly_canonical(fs::absolute(f)) == fs::weakly_canonical(fs::absolute(*o.csv_path)))
+          throw InputError(fmt::format("--csv {}: --plot {} writes that file too", *o.csv_path, *o.plot));
   }
   std::string gnuplot;
   if (o.plot) {

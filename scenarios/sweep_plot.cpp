@@ -110,8 +110,8 @@ std::vector<PlotSeries> run_file_series(const std::string& path, const std::stri
 /// Whether column `name` of a reference CSV holds a measurement (or a count, a size, a note)
 /// rather than what tells its rows' configurations apart.
 bool measured_column(const std::string& name) {
-  static const char* const kSuffixes[] = {"_bytes", "_s", "_us", "_pct", "_mbps", "_us_per_kb", "_mpps"};
-  for (const char* suffix : kSuffixes) {
+  static const char* const kUnitSuffixes[] = {"_bytes", "_s", "_us", "_pct", "_mbps", "_us_per_kb", "_mpps"};
+  for (const char* suffix : kUnitSuffixes) {
     const std::string_view sv(suffix);
     if (name.size() > sv.size() && name.compare(name.size() - sv.size(), sv.size(), sv) == 0) return true;
   }
@@ -288,6 +288,12 @@ std::vector<PlotSeries> load_reference_series(const std::string& path, const std
     if (message.rfind("--reference ", 0) == 0) throw;
     throw InputError("--reference " + message);
   }
+}
+
+std::vector<std::string> plot_files(const std::string& prefix) {
+  std::vector<std::string> files;
+  for (const char* suffix : kSuffixes) files.push_back(prefix + suffix);
+  return files;
 }
 
 void check_plot_prefix(const std::string& prefix) {

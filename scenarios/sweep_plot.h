@@ -66,6 +66,9 @@ std::vector<PlotSeries> load_reference_series(const std::string& path, const std
 
 /// Checks before the sweep runs that PREFIX.png, .svg, .dat, .gp (and .ref.dat) can be written
 /// (util::check_output_path); InputError "--plot PREFIX...: ..." otherwise.
+/// The files --plot PREFIX writes: PREFIX.png, .svg, .dat, .ref.dat and .gp.
+std::vector<std::string> plot_files(const std::string& prefix);
+
 void check_plot_prefix(const std::string& prefix);
 
 /// Writes the data files and the script into a new directory beside PREFIX, runs `gnuplot`

@@ -241,6 +241,22 @@ TEST_F(Sweep, BadInputIsOneLineAndWritesNothing) {
     EXPECT_EQ(r.out, "") << args;
     EXPECT_TRUE(written().empty()) << args;
   }
+  // Outputs that would overwrite each other, and a reference with no plot to draw it on.
+  const std::string png = (dir_ / "p.png").string(), prefix = (dir_ / "p").string();
+  const std::vector<std::pair<std::string, std::string>> outputs_cases = {
+      {"sweep netperf -l 0.1 -- -m 64 --csv " + png + " --plot " + prefix,
+       "hcasim: error: --csv " + png + ": --plot " + prefix + " writes that file too\n"},
+      {"sweep netperf -l 0.1 -- -m 64 --csv " + (dir_ / "s.csv").string() + " --reference " +
+           std::string(HCASIM_REFERENCE_DIR) + "/seed000/runs.txt",
+       "hcasim: error: --reference: the measured points go on the plot: give --plot PREFIX too\n"},
+  };
+  for (const auto& [args, error] : outputs_cases) {
+    const Outcome r = run(args);
+    EXPECT_EQ(r.status, 2) << args;
+    EXPECT_EQ(r.err, error) << args;
+    EXPECT_EQ(r.out, "") << args;
+    EXPECT_TRUE(written().empty()) << args;
+  }
 }
 
 TEST_F(Sweep, CompareOfSeed000RunsGivesRunsErrors) {
@@ -319,6 +335,35 @@ TEST_F(Sweep, ProgressBarOnlyOnATerminal) {
   EXPECT_NE(seen.find("4/4 -m 8K"), std::string::npos) << seen;
   EXPECT_NE(seen.find("\r\033[K"), std::string::npos) << seen;
   EXPECT_EQ(count_lines(slurp(out)), 3 + 4);
+}
+
+TEST_F(Sweep, CompareRefusesAMeasuredValueThatIsNotPositive) {
+  // hcasim's own netperf output pasted with its throughput negated: errors relative to a
+  // measurement of -X are meaningless, so compare names the row and stops.
+  const Outcome np = run("netperf -l 0.05 -- -m 64K");
+  ASSERT_EQ(np.status, 0) << np.err;
+  std::vector<std::string> lines;
+  std::istringstream in(np.out);
+  for (std::string l; std::getline(in, l);) lines.push_back(l);
+  while (!lines.empty() && lines.back().empty()) lines.pop_back();
+  ASSERT_FALSE(lines.empty());
+  std::istringstream row(lines.back());
+  std::vector<std::string> fields;
+  for (std::string f; row >> f;) fields.push_back(f);
+  ASSERT_EQ(fields.size(), 5u) << lines.back();  // recv socket, send socket, message, elapsed, throughput
+  lines.back() = fmt::format("{} {} {} {} -{}", fields[0], fields[1], fields[2], fields[3], fields[4]);
+  std::ofstream file(dir_ / "neg.txt");
+  file << "$ netperf -l 0.05 -- -m 64K\n";
+  for (const auto& l : lines) file << l << "\n";
+  file.close();
+  const auto row_line = static_cast<int>(lines.size()) + 1;  // the command is line 1
+  const Outcome c = run("compare " + (dir_ / "neg.txt").string());
+  EXPECT_EQ(c.status, 2);
+  EXPECT_EQ(c.out, "");
+  const std::string prefix = fmt::format("hcasim: error: {}:{}: measured throughput is -", (dir_ / "neg.txt").string(), row_line);
+  EXPECT_EQ(c.err.rfind(prefix, 0), 0u) << c.err;
+  EXPECT_TRUE(c.err.ends_with(": compare needs a value > 0\n")) << c.err;
+  EXPECT_EQ(count_lines(c.err), 1) << c.err;
 }
 
 TEST_F(Sweep, CompareReadsBandwidthRuns) {
