@@ -91,7 +91,9 @@ namespace {
 using namespace decl;
 constexpr ParamSpec kCpu[] = {
     integer("host.cpus", "", 1, 1024, "logical CPUs of the host (1024: the bound of every CPU count and list)"),
-    positive("host.clock", "GHz", "core clock: converts the work costs (cycles, B/cycle) to ns; perftest prints it"),
+    {.key = "host.clock", .unit = "GHz", .type = ParamType::Number, .lo = 0.01, .hi = 10,
+     .doc = "core clock: converts the work costs (cycles, B/cycle) to ns, and perftest's cycle counts "
+            "(0.01..10: a clock given in Hz or MHz is an error, not a slow core)"},
     power_of_two("host.page_size", "B", 512, 2097152,
                  "base page for pinning and DMA mapping (512 B, the smallest MMU page, .. 2 MiB, an x86 large page)"),
     nonneg("host.timer_hz", "Hz",

@@ -90,6 +90,9 @@ TEST(ParamSchema, WorkIsConvertedAtTheClockAndStallsAreNot) {
   EXPECT_THROW((void)p.cost_ns("pcie.dma_read_rtt"), std::logic_error);      // the bus's, not the CPU's
   EXPECT_THROW((void)p.cost_ns("cpu.copy_tx_rate"), std::logic_error);       // a rate
   EXPECT_THROW((void)p.rate_per_ns("cpu.user_post"), std::logic_error);      // a cost
+  // A clock typed in Hz (or MHz) is out of host.clock's 0.01..10 GHz, not a very fast core.
+  p.set("host.clock=2.6e9");
+  EXPECT_THROW((void)p.cost_ns("cpu.user_post"), InputError);
 }
 
 TEST(ParamSchema, EveryShippedKeyIsDeclaredAndEveryDeclaredKeyIsShipped) {
