@@ -167,17 +167,24 @@ TEST(SimPerftest, SendBandwidthCompletesEveryMessageIntoPostedReceives) {
 }
 
 namespace {
-/// ib_write_bw -s `size` from `a` to `b` (tx depth 128, a CQE per 100 WRs), Gbit/s of payload.
-double write_bw_gbps(const model::Platform& a, const model::Platform& b, uint64_t size) {
+/// ib_write_bw -s `size` -n `iterations` from `a` to `b` with perftest's defaults for the
+/// bandwidth tools (tx depth 128, a CQE per 100 WRs, no inline data, hence no BlueFlame:
+/// libmlx4 uses it only for an inline WQE posted alone): the size's timestamps.
+frontends::PerftestPoint write_bw_point(const model::Platform& a, const model::Platform& b, uint64_t size,
+                                        uint64_t iterations) {
   frontends::PerftestConfig c;
   c.test = frontends::PerftestTest::WriteBw;
   c.sizes = {size};
-  c.iterations = 1000;
+  c.iterations = iterations;
   c.tx_depth = 128;
   c.cq_mod = 100;
   c.inline_size = 0;
-  const auto r = sim::run_perftest(a, b, c);
-  const auto& pt = r.points.at(0);
+  return sim::run_perftest(a, b, c).points.at(0);
+}
+
+/// ib_write_bw -s `size` from `a` to `b`, Gbit/s of payload.
+double write_bw_gbps(const model::Platform& a, const model::Platform& b, uint64_t size) {
+  const auto pt = write_bw_point(a, b, size, 1000);
   return static_cast<double>(pt.bytes) * static_cast<double>(pt.tposted_ns.size()) * 8 /
          (pt.tcompleted_ns.back() - pt.tposted_ns.front());
 }
@@ -219,21 +226,11 @@ TEST(SimPerftest, AnMtuOf256OnOneSideIsThePathMtu) {
 
 namespace {
 /// ib_write_bw of `size` B on connectx3-pcie3x8 at core clock `ghz`: ns per WR posted, from the
-/// first post to the last completion (perftest's defaults for the bandwidth tools: tx depth
-/// 128, one CQE per 100 WRs, no inline data, hence no BlueFlame: libmlx4 uses it only for an
-/// inline WQE posted alone).
+/// first post to the last completion.
 double write_bw_ns_per_wr(double ghz, uint64_t size) {
   auto p = platform("connectx3-pcie3x8");
   p.set("host.clock=" + std::to_string(ghz));
-  frontends::PerftestConfig c;
-  c.test = frontends::PerftestTest::WriteBw;
-  c.sizes = {size};
-  c.iterations = 20000;
-  c.tx_depth = 128;
-  c.cq_mod = 100;
-  c.inline_size = 0;
-  const auto r = sim::run_perftest(p, p, c);
-  const auto& pt = r.points.at(0);
+  const auto pt = write_bw_point(p, p, size, 20000);
   return (pt.tcompleted_ns.back() - pt.tposted_ns.front()) / static_cast<double>(pt.tposted_ns.size());
 }
 }  // namespace
