@@ -62,6 +62,11 @@ void CompQueue::wake() {
   cv_.notify_all();
 }
 
+size_t CompQueue::written() {
+  std::lock_guard g(m_);
+  return cq_.size() + (cq_.overrun() ? 1 : 0);
+}
+
 void CompQueue::remove_qp(uint32_t qpn) {
   std::lock_guard g(m_);
   cq_.remove_if([qpn](const hca::Cqe& c) { return c.wc.qp_num == qpn; });

@@ -44,6 +44,9 @@ class CompQueue {
   /// in order, also on a CQ that overran.
   void remove_qp(uint32_t qpn);
   uint32_t depth() const { return cq_.depth(); }
+  /// CQEs written and not yet polled, plus one once the CQ has overrun (the overrun completion
+  /// was not written): what a test waits for before it polls. No verb returns it.
+  size_t written();
 
  private:
   std::mutex m_;

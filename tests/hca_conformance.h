@@ -179,6 +179,8 @@ class SimBackend {
   /// moves the QP to RESET, then __mlx4_ib_cq_clean; libmlx4's mlx4_destroy_qp __mlx4_cq_clean).
   void destroy_shared(int j) { shared_[static_cast<size_t>(j)]->modify(QpState::Reset); }
   QpState shared_state(int j) { return shared_[static_cast<size_t>(j)]->state(); }
+  /// Until the shared CQ has seen `n` completions (pause(): 5 ms of simulated time is plenty).
+  void settle_shared(size_t) { pause(); }
 
  private:
   sim::HostParams params_;
@@ -317,9 +319,9 @@ class EmuBackend : public DeviceBackend {
   void open_shared_cq(uint32_t cq_entries) {
     emu::Hca& h = *fresh_hca_;
     const uint32_t pd = h.alloc_pd();
-    auto cq = std::make_shared<emu::CompQueue>(cq_entries);
+    shared_cq_ = std::make_shared<emu::CompQueue>(cq_entries);
     for (size_t j = 0; j < 2; ++j) {
-      shared_[j] = h.create_qp(hca::QpType::Rc, pd, sdp::QpCaps{16, 16, cq_entries}, cq, cq);
+      shared_[j] = h.create_qp(hca::QpType::Rc, pd, sdp::QpCaps{16, 16, cq_entries}, shared_cq_, shared_cq_);
       auto own = std::make_shared<emu::CompQueue>(64);
       shared_peer_[j] = h.create_qp(hca::QpType::Rc, pd, sdp::QpCaps{16, 16, 64}, own, own);
       connect_rc(*shared_[j], *shared_peer_[j]);
@@ -332,6 +334,15 @@ class EmuBackend : public DeviceBackend {
   /// ibv_destroy_qp(3) of shared(j) (emu::Qp::close).
   void destroy_shared(int j) { shared_[static_cast<size_t>(j)]->close(); }
   QpState shared_state(int j) { return shared_[static_cast<size_t>(j)]->state(); }
+  /// Until the shared CQ holds `n` completions, the overrun counting as one (at most 10 s: the
+  /// first WR of a QP opens its stream, which a loaded or sanitized build can make slow); then
+  /// pause() for what a wrong CQE would need to show up.
+  void settle_shared(size_t n) {
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (shared_cq_->written() < n && std::chrono::steady_clock::now() < until)
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    pause();
+  }
   ~EmuBackend() {
     for (auto& q : shared_)
       if (q) q->close();
@@ -341,8 +352,11 @@ class EmuBackend : public DeviceBackend {
       if (q) q->close();
     if (fresh_) fresh_->close();
     if (fresh_peer_) fresh_peer_->close();
+    // The fresh adapter's QPs go before it: a QP's timers live on the adapter's io_context.
     fresh_.reset();
     fresh_peer_.reset();
+    for (auto& q : shared_) q.reset();
+    for (auto& q : shared_peer_) q.reset();
     fresh_hca_.reset();
     for (auto& c : conn_) c.reset();
   }
@@ -353,6 +367,7 @@ class EmuBackend : public DeviceBackend {
   std::unique_ptr<emu::Hca> fresh_hca_;
   std::shared_ptr<emu::Qp> fresh_, fresh_peer_;
   std::array<std::shared_ptr<emu::Qp>, 2> ud_, shared_, shared_peer_;
+  std::shared_ptr<emu::CompQueue> shared_cq_;
   /// Takes RC QPs `a` and `b` of the fresh adapter from RESET to RTS, each the other's remote QP
   /// (PSNs 0, all remote access, one RDMA READ or atomic each way).
   void connect_rc(emu::Qp& a, emu::Qp& b) {
@@ -439,6 +454,7 @@ class RdmaBackend : public DeviceBackend {
   sdp::Memory& shared_mem(int side) { return mem(side); }
   void destroy_shared(int) {}
   QpState shared_state(int) { return QpState::Error; }
+  void settle_shared(size_t) {}
 };
 
 // ---- the fixture -----------------------------------------------------------------------------

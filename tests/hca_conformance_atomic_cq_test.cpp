@@ -199,13 +199,14 @@ TYPED_TEST(HcaConformance, DestroyingAQpOnASharedCqRemovesOnlyItsCompletions) {
     auto rb = this->buf_on(this->b.shared_mem(1), this->b.shared_peer(1), 4096);
     // A 1, B 101, A 2, B 102, A 3: each completes before the next is posted.
     const uint64_t order[] = {1, 101, 2, 102, 3};
+    size_t posted = 0;
     for (uint64_t id : order) {
       if (id < 100) {
         qa.post_send(this->wr(WrOpcode::RdmaWrite, id, la, 64, ra.addr, ra.key));
       } else {
         qb.post_send(this->wr(WrOpcode::RdmaWrite, id, lb, 64, rb.addr, rb.key));
       }
-      this->b.pause();
+      this->b.settle_shared(++posted);
     }
     this->b.destroy_shared(1);
     std::vector<sdp::Wc> all = this->drain(qa);
@@ -242,13 +243,14 @@ TYPED_TEST(HcaConformance, DestroyingAQpOnAnOverrunSharedCqKeepsTheOthersComplet
     auto ra = this->buf_on(this->b.shared_mem(1), this->b.shared_peer(0), 4096);
     auto rb = this->buf_on(this->b.shared_mem(1), this->b.shared_peer(1), 4096);
     const uint64_t order[] = {1, 101, 2, 102, 3};
+    size_t posted = 0;
     for (uint64_t id : order) {
       if (id < 100) {
         qa.post_send(this->wr(WrOpcode::RdmaWrite, id, la, 64, ra.addr, ra.key));
       } else {
         qb.post_send(this->wr(WrOpcode::RdmaWrite, id, lb, 64, rb.addr, rb.key));
       }
-      this->b.pause();
+      this->b.settle_shared(++posted);
     }
     EXPECT_EQ(this->b.shared_state(0), QpState::Error);  // A's third completion overran the CQ
     this->b.destroy_shared(1);
