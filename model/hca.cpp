@@ -33,6 +33,15 @@ double send_completion_latency_ns(const HcaTiming& rq, const HcaTiming& rs, bool
          rs.rx_processing_ns + rq.rx_processing_ns + rq.posted_write_ns;
 }
 
+double receive_store_ns(uint64_t bytes, uint32_t mtu, double wire_Bps, double drain_Bps) {
+  if (bytes == 0 || mtu == 0) return 0;
+  if (wire_Bps <= drain_Bps) {
+    const uint64_t last = bytes - (bytes - 1) / mtu * mtu;  // 1..mtu
+    return static_cast<double>(last) / drain_Bps * 1e9;
+  }
+  return static_cast<double>(std::min<uint64_t>(bytes, mtu)) / wire_Bps * 1e9;
+}
+
 PostConfig PostConfig::from_platform(const Platform& p, const HostBus& bus, double dma_read_rtt_ns) {
   PostConfig c;
   c.mmio = mmio::Config::from_platform(p);

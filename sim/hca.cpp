@@ -46,9 +46,12 @@ Qp& Hca::create_qp_on_cq(uint32_t pd, uint32_t max_send_wr, uint32_t max_recv_wr
   return *qps_.back();
 }
 
-void Hca::set_route(const model::ib::Config& ib, double bottleneck_Bps, const Route& route) {
+void Hca::set_route(const model::ib::Config& ib, double bottleneck_Bps, double wire_Bps, double drain_Bps,
+                    const Route& route) {
   ib_ = ib;
   bottleneck_Bps_ = bottleneck_Bps;
+  wire_Bps_ = wire_Bps;
+  drain_Bps_ = drain_Bps;
   route_ = &route;
 }
 
@@ -576,9 +579,12 @@ void Qp::deliver(const hca::Packet& p) {
   const model::HcaTiming& pt = peer->hca_.timing();
   const uint64_t bytes = p.payload_len;
   // The last byte left the bottleneck: the train reaches the responder. Its receive CQE and, for
-  // an RDMA WRITE, its data are visible after the pipeline's tail; its ACK arrives back later.
+  // an RDMA WRITE, its data are visible after the pipeline's tail and the responder's packet
+  // store (model::receive_store_ns); its ACK, sent once the last packet has passed its checks,
+  // arrives back later and does not wait for the stored packet to drain.
   const double now = now_ns();
-  const double recv_done = now + model::receive_completion_latency_ns(t, pt, p.inline_data, bytes);
+  const double recv_done =
+      now + model::receive_completion_latency_ns(t, pt, p.inline_data, bytes) + hca_.peer_store_ns(bytes);
   const double send_done = now + model::send_completion_latency_ns(t, pt, p.inline_data, bytes);
   SimPayload src{&hca_.host().memory(), p.sg, p.num_sge, p.msg_offset};
   const uint64_t dups = req_faults_->stats().duplicated;
@@ -609,10 +615,14 @@ void Qp::response_arrives(Qp& to, const hca::Packet& sub, bool corrupted, const 
   const hca::OpKind k = hca::op_kind(sub.op);
   if (k == hca::OpKind::ReadResponse || k == hca::OpKind::AtomicAck) {
     // Its completion is visible after the responder's read round trip and packet build, the
-    // propagation, the requester's receive processing and its posted write of data and CQE.
+    // propagation, the requester's receive processing and packet store, and its posted write of
+    // data and CQE.
     SimPayload from = h;
     from.offset += skip;
-    to.cqe_at_ns_ = now_ns() + model::receive_completion_latency_ns(hca_.timing(), to.hca_.timing());
+    to.cqe_at_ns_ = std::max(now_ns() + model::receive_completion_latency_ns(hca_.timing(), to.hca_.timing()) +
+                                 hca_.peer_store_ns(sub.payload_len),
+                             to.rsp_visible_ns_);  // ordered DMA writes, as request_arrives
+    to.rsp_visible_ns_ = to.cqe_at_ns_;
     to.core_.receive(sub, &from);
     to.cqe_at_ns_ = 0;
     return;
@@ -640,6 +650,10 @@ void Qp::request_arrives(const hca::Packet& sub, bool corrupted, const SimPayloa
   SimPayload from = h;
   from.offset += skip;
   const bool lands = hca::op_kind(sub.op) == hca::OpKind::Write;
+  // The responder's DMA writes are ordered (PCIe posted writes): a message that was stored for a
+  // shorter time is not in memory before the one ahead of it.
+  recv_done_ns = std::max(recv_done_ns, rx_visible_ns_);
+  rx_visible_ns_ = recv_done_ns;
   cqe_at_ns_ = recv_done_ns;
   landed_at_ns_ = lands ? recv_done_ns : 0;
   landed_ends_message_ = lands && hca::op_ends(sub.last_op);
@@ -670,6 +684,9 @@ void Qp::execute_read(const hca::Packet& p) {
                                                            uint64_t skip) {
     peer->request_arrives(sub, corrupted, h, skip, recv_done);
   });
+  // The responder's DMA read of the data does not pass its posted writes (PCIe ordering): an
+  // RDMA WRITE ahead of this request on the QP is in memory first, out of its packet store.
+  if (peer->rx_visible_ns_ > now_ns()) sleep_until_s(to_s(peer->rx_visible_ns_));
   hca::Packet r;
   double nak_at = 0;
   auto arrive = [&](const hca::Packet& sub, bool corrupted, const SimPayload& h, uint64_t skip) {

@@ -13,7 +13,8 @@
 /// bytes / bottleneck and concurrent traffic shares links max-min. The message reaches the
 /// responder when its last byte leaves the bottleneck; the fixed pipeline latencies (model/hca.h)
 /// are added to its receive CQE and to its ACK's arrival at the requester, so they overlap with the
-/// next message's data as they do in a pipelined HCA. An RDMA READ's request flies for the
+/// next message's data as they do in a pipelined HCA; the receiving HCA's packet store
+/// (model::receive_store_ns) delays the data and its CQE, not the ACK. An RDMA READ's request flies for the
 /// requester's transmit and the responder's receive processing and propagation; its response
 /// crosses the responder's route. Without faults a message is one train: every packet on the path
 /// MTU, handed to the responder at once.
@@ -84,8 +85,11 @@ class Hca {
   /// The route to the peer: its IB link, the payload rate of the route's bottleneck
   /// (bytes/s, TwoHostBed's path_rates) and its SimGrid links (`route`, which must outlive the
   /// HCA). A message occupies the route for the longer of bytes / bottleneck and
-  /// model::message_link_time_ns (per-message headers and WQE traffic).
-  void set_route(const model::ib::Config& ib, double bottleneck_Bps, const Route& route);
+  /// model::message_link_time_ns (per-message headers and WQE traffic). `wire_Bps` and
+  /// `drain_Bps` are the payload rates of the route's IB link and of the peer's DMA writes into
+  /// its memory (B/s): the two sides of the peer HCA's packet store (model::receive_store_ns).
+  void set_route(const model::ib::Config& ib, double bottleneck_Bps, double wire_Bps, double drain_Bps,
+                 const Route& route);
   const Route& route() const { return *route_; }
   const model::ib::Config& ib() const { return ib_; }
   /// Faults on the packets of this HCA's QPs (model/fault.h) and the RC retry attributes of
@@ -115,6 +119,9 @@ class Hca {
   uint64_t blueflame_posts() const { return blueflame_posts_; }
   uint64_t doorbell_posts() const { return doorbell_posts_; }
   Timer& timer() { return timer_; }
+  /// model::receive_store_ns of a message of `bytes` this HCA sends over its route: how much
+  /// later than the stream's end its data is in the peer's memory.
+  double peer_store_ns(uint64_t bytes) const { return model::receive_store_ns(bytes, ib_.mtu, wire_Bps_, drain_Bps_); }
   uint64_t interrupts() const { return interrupts_; }
   /// True while an interrupt is raised and its handler has not yet taken it.
   bool interrupt_pending() const { return !pending_irqs_.empty(); }
@@ -142,6 +149,7 @@ class Hca {
   uint64_t blueflame_posts_ = 0, doorbell_posts_ = 0;
   model::ib::Config ib_;
   double bottleneck_Bps_ = 0;
+  double wire_Bps_ = 0, drain_Bps_ = 0;  // the peer's packet store (set_route)
   const Route* route_ = nullptr;
   Timer& timer_;
   Failure& failure_;
@@ -328,6 +336,9 @@ class Qp : public sdp::Verbs, public hca::QpBackend {
   std::vector<hca::Cqe> deferred_;
   /// An RDMA WRITE's data lands in memory at this time (the step delivering it), else 0.
   double landed_at_ns_ = 0;
+  /// When the last request this QP received as responder is in memory (its CQE, its data), and
+  /// the last RDMA READ response or atomic ACK it received as requester.
+  double rx_visible_ns_ = 0, rsp_visible_ns_ = 0;
   /// The write being executed ends its RDMA WRITE message: the write handler is told of it.
   bool landed_ends_message_ = false;
   // the local ACK timer (one calendar event at a time; restarts move its deadline) and the RNR one

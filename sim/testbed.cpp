@@ -103,7 +103,7 @@ TwoHostBed::TwoHostBed(const HostParams& a, const HostParams& b, uint64_t seed, 
   std::array<s4u::Link*, 2> pcix_bus{};
   for (size_t i = 0; i < 2; ++i)
     if (p[i]->bus.is_pcix()) pcix_bus[i] = link(std::string(names[i]) + "-pcix", p[i]->bus.dma_write_ceiling_gbps() * 1e9 / 8);
-  std::array<double, 2> bottleneck{};
+  std::array<double, 2> bottleneck{}, wire{}, drain{};
   for (int from = 0; from < 2; ++from) {  // one route per direction of data
     const int to = 1 - from;
     const auto fi = static_cast<size_t>(from), ti = static_cast<size_t>(to);
@@ -117,6 +117,8 @@ TwoHostBed::TwoHostBed(const HostParams& a, const HostParams& b, uint64_t seed, 
     route.emplace_back(pcix_bus[ti] ? pcix_bus[ti] : link(t + "-pcie-d2h", r.bus_write_Bps));
     zone->add_route(hca_node_[fi]->get_netpoint(), hca_node_[ti]->get_netpoint(), nullptr, nullptr, route, false);
     bottleneck[fi] = std::min({r.bus_read_Bps, r.dma_tags_Bps, r.ib_Bps, r.bus_write_Bps});
+    wire[fi] = r.ib_Bps;
+    drain[fi] = r.bus_write_Bps;
     Route& rt = routes_[fi];
     rt.from = hca_node_[fi];
     rt.to = hca_node_[ti];
@@ -139,7 +141,7 @@ TwoHostBed::TwoHostBed(const HostParams& a, const HostParams& b, uint64_t seed, 
     lim.max_msg_sz = p[i]->max_msg_size;
     lim.port_mtu = p[i]->ib.mtu;
     hca_[i] = std::make_unique<Hca>(*host_[i], p[i]->timing, p[i]->post, lim, *timer_, failure_, p[i]->irq);
-    hca_[i]->set_route(trained, bottleneck[i], routes_[i]);
+    hca_[i]->set_route(trained, bottleneck[i], wire[i], drain[i], routes_[i]);
   }
   params_ = p;
   if (first_pair) std::tie(qp_[0], qp_[1]) = add_qp_pair();

@@ -41,6 +41,10 @@ TYPED_TEST(HcaConformance, SendRdmaWriteAndRdmaReadMoveTheBytes) {
     EXPECT_EQ(wc.wr_id, 2u);
     EXPECT_EQ(wc.status, WcStatus::Success);
     EXPECT_EQ(wc.opcode, WcOpcode::RdmaWrite);
+    // The completion says the responder acknowledged the WRITE, not that its CPU sees the data
+    // yet: the responder's DMA write is posted (the simulated HCA drains its packet store after
+    // the ACK, model::receive_store_ns). Look once the write has had its time.
+    this->b.pause();
     EXPECT_EQ(this->read(1, r.addr + 1024, 2048), this->ramp(2048, 100));
     EXPECT_EQ(this->read(1, r.addr + 1000, 24), std::vector<uint8_t>(24, 0));  // between the SEND's bytes and the WRITE's
 

@@ -52,6 +52,18 @@ TEST(CpuCosts, FromPlatformConvertsRatesAndRejectsNonsense) {
   EXPECT_THROW(CpuCosts::from_platform(q), InputError);
 }
 
+// model::receive_store_ns: a store between the wire and the DMA write ends a message one stored
+// packet later than a stream. Path MTU 2048; wire 6e9 B/s, drain 7e9 B/s (the wire slower): the
+// last packet at the drain's rate; the drain slower: the first packet at the wire's.
+TEST(HcaTiming, TheStoredPacketDelaysTheDataByOnePacket) {
+  EXPECT_DOUBLE_EQ(receive_store_ns(0, 2048, 6e9, 7e9), 0);
+  EXPECT_DOUBLE_EQ(receive_store_ns(1024, 2048, 6e9, 7e9), 1024 / 7.0);     // one packet of 1024 B
+  EXPECT_DOUBLE_EQ(receive_store_ns(4096, 2048, 6e9, 7e9), 2048 / 7.0);     // two of 2048: the last
+  EXPECT_DOUBLE_EQ(receive_store_ns(4097, 2048, 6e9, 7e9), 1 / 7.0);        // the last packet holds 1 B
+  EXPECT_DOUBLE_EQ(receive_store_ns(4097, 2048, 7e9, 6e9), 2048 / 7.0);     // the drain slower: the first
+  EXPECT_DOUBLE_EQ(receive_store_ns(100, 256, 7e9, 6e9), 100 / 7.0);
+}
+
 TEST(HcaTiming, PipelineLatenciesAreTheSumsOfTheirParts) {
   HcaTiming a;
   a.dma_read_rtt_ns = 900;

@@ -54,9 +54,10 @@ TEST(SimPerftest, WriteLatencyOfTwoBytesWithBlueFlameIsTheSumOfItsStages) {
   //   BlueFlame copy: 8 stores x 0.5 ns, one 88 B MWr (88 x 8 / 62.845 = 11.202 ns), 200 ns
   //   the message on the route: its busiest link, the IB packet of 42 + 4 + 2 = 48 B
   //     (48 x 8 / 54.545 = 7.040 ns; the PCIe MWr of 28 B takes 3.564 ns)
-  //   inline copy 2 B / 0.88 B/ns = 2.273 ns, tx 150, propagation 10, rx 100, posted write 190
+  //   inline copy 2 B / 1.02 B/ns = 1.961 ns, tx 150, propagation 10, rx 100
+  //   the responder's packet store: 2 B at the PCIe write ceiling (under 0.3 ns), posted write 190
   //   the poll loop notices after half a miss on average over both sides: 90 / 2 = 45 ns
-  const double expected = 60 + (8 * 0.5 + 88 * 8 / kGen3 + 200) + 48 * 8 / kFdr + 2 / 0.88 + 150 + 10 + 100 + 190 + 45;
+  const double expected = 60 + (8 * 0.5 + 88 * 8 / kGen3 + 200) + 48 * 8 / kFdr + 2 / 1.02 + 150 + 10 + 100 + 190 + 45;
   const auto r = sim::run_perftest(platform("connectx3-pcie3x8"), platform("connectx3-pcie3x8"), lat({2}, 4000));
   const auto d = half_rtts(r.points[0]);
   EXPECT_NEAR(median(d), expected, 3.0);      // the sample median of the poll phase: +-1 ns
@@ -222,6 +223,40 @@ TEST(SimPerftest, AnMtuOf256OnOneSideIsThePathMtu) {
   const double g = write_bw_gbps(platform("infinihost3-pcie1x8"), small, 65536);
   EXPECT_LE(g, sdr_write_ceiling_gbps(256, 65536) * (1 + 1e-9));
   EXPECT_GT(g, 0.99 * sdr_write_ceiling_gbps(256, 65536));
+}
+
+// The responder's HCA stores each packet whole before its DMA write (model::receive_store_ns:
+// the ICRC ends the packet). ib_write_lat -I 0 on connectx3-pcie3x8 (gathered payload, path MTU
+// 2048): one message of 1 KB or 2 KB is one packet, so going from 1 KB to 2 KB adds 1024 B at the
+// route's bottleneck (streaming) and 1024 B more at the faster of the wire and the PCIe write
+// (the stored packet drains): about twice the wire's slope. From 2 KB to 4 KB the stored packet
+// stays 2048 B, so only the stream's 2048 B at the bottleneck are added.
+//   route: PCIe 3.0 x8 DMA reads (MPS 256, MRRS 512), FDR 4x SENDs of 32 KB + BSDH (the SDP
+//   buffers path_rates sizes the IB link by), PCIe 3.0 x8 DMA writes; bottleneck their minimum
+TEST(SimPerftest, TheStoredPacketDoublesTheLatencySlopeUpToTheMtu) {
+  model::pcie::Config pc;
+  pc.gen = 3;
+  pc.max_payload = 256;
+  pc.max_read_request = 512;
+  model::ib::Config ib;
+  ib.speed = model::ib::Speed::FDR;
+  ib.mtu = 2048;
+  const double read_ns_per_B = 8 / model::pcie::dma_read_ceiling_gbps(pc);
+  const double write_ns_per_B = 8 / model::pcie::dma_write_ceiling_gbps(pc);
+  const double wire_ns_per_B = 8 / model::ib::send_goodput_ceiling_gbps(ib, 32768 + 16);
+  const double stream = std::max({read_ns_per_B, write_ns_per_B, wire_ns_per_B});
+  const double store = std::min(write_ns_per_B, wire_ns_per_B);
+  auto c = lat({1024, 2048, 4096}, 2000);
+  c.inline_size = 0;
+  const auto r = sim::run_perftest(platform("connectx3-pcie3x8"), platform("connectx3-pcie3x8"), c);
+  ASSERT_EQ(r.points.size(), 3u);
+  const double t1 = median(half_rtts(r.points[0])), t2 = median(half_rtts(r.points[1])),
+               t4 = median(half_rtts(r.points[2]));
+  std::cout << "ib_write_lat -I 0: 1 KB " << t1 << " ns, 2 KB " << t2 << " ns, 4 KB " << t4 << " ns; stream "
+            << stream << " ns/B, store " << store << " ns/B\n";
+  EXPECT_NEAR(t2 - t1, 1024 * (stream + store), 3.0);
+  EXPECT_NEAR(t4 - t2, 2048 * stream, 3.0);
+  EXPECT_GT((t2 - t1) / 1024, 1.9 * wire_ns_per_B);
 }
 
 namespace {
