@@ -72,7 +72,7 @@ void add_note(NetperfOptions& o, const std::string& text) {
 // hcasim long options, split into the ones taking a value and the flags.
 const std::set<std::string, std::less<>> kLongWithValue = {"platform", "remote-platform", "set",
                                                            "csv", "seed", "transport"};
-const std::set<std::string, std::less<>> kLongFlags = {"stats", "verify-data", "profile"};
+const std::set<std::string, std::less<>> kLongFlags = {"stats", "verify-data", "profile", "json"};
 
 // netperf 2.4.3 global options hcasim does not simulate (netsh.c GLOBAL_CMD_LINE_ARGS) and
 // TCP_STREAM test options it does not simulate (nettest_bsd.c scan_sockets_args).
@@ -121,14 +121,14 @@ size_t take_long_option(const std::vector<std::string>& words, size_t i,
   const auto eq = w.find('=');
   const std::string name = w.substr(2, eq == std::string::npos ? std::string::npos : eq - 2);
   if (kLongFlags.count(name)) {
-    // --profile is a plain switch, neither "--profile=X" nor "--profile X" (the word after it
-    // would otherwise be reported as a stray argument); --stats and --verify-data keep CLI11's
-    // "--flag=false".
-    if (name == "profile") {
+    // --profile and --json are plain switches, neither "--profile=X" nor "--profile X" (the
+    // word after it would otherwise be reported as a stray argument); --stats and --verify-data
+    // keep CLI11's "--flag=false".
+    if (name == "profile" || name == "json") {
       if (eq != std::string::npos)
-        fail(fmt::format("--profile: takes no value (got '{}')", w.substr(eq + 1)));
+        fail(fmt::format("--{}: takes no value (got '{}')", name, w.substr(eq + 1)));
       if (i + 1 < words.size() && (words[i + 1].empty() || words[i + 1][0] != '-'))
-        fail(fmt::format("--profile: takes no value (got '{}')", words[i + 1]));
+        fail(fmt::format("--{}: takes no value (got '{}')", name, words[i + 1]));
     }
     out.push_back(w);
     return 1;
@@ -365,7 +365,7 @@ void parse_long(const std::vector<std::string>& long_words, NetperfOptions& o) {
   app.set_help_flag();
   std::string platform, remote_platform, csv, seed, transport;
   std::vector<std::string> sets;
-  bool stats = false, verify = false, profile = false;
+  bool stats = false, verify = false, profile = false, json = false;
   auto* opt_platform = app.add_option("--platform", platform);
   auto* opt_remote = app.add_option("--remote-platform", remote_platform);
   app.add_option("--set", sets)->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)->expected(1);
@@ -375,6 +375,7 @@ void parse_long(const std::vector<std::string>& long_words, NetperfOptions& o) {
   app.add_flag("--stats", stats);
   app.add_flag("--verify-data", verify);
   app.add_flag("--profile", profile);
+  app.add_flag("--json", json);
   for (auto* opt : {opt_platform, opt_remote, opt_csv, opt_seed, opt_transport})
     opt->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   std::vector<std::string> reversed(long_words.rbegin(), long_words.rend());
@@ -412,6 +413,7 @@ void parse_long(const std::vector<std::string>& long_words, NetperfOptions& o) {
   o.stats = stats;
   o.verify_data = verify;
   o.profile = profile;
+  o.json = json;
 }
 
 }  // namespace

@@ -65,6 +65,8 @@ struct NetperfOptions {
   bool profile = false;                 ///< --profile: per-CPU flat profile of both hosts on
                                         ///< stdout after netperf's output (not in the CSV)
   std::optional<std::string> csv_path;  ///< --csv PATH
+  bool json = false;                    ///< --json: the figures as JSON on stdout instead of
+                                        ///< netperf's text (frontends/json_output.h)
   bool verify_data = false;             ///< --verify-data
   uint64_t seed = 1;                    ///< --seed N
 

@@ -61,7 +61,7 @@ enum class LongKind {
   Short,        ///< the long form of short option `letter`
   ReportGbits,  ///< --report_gbits (perftest: a flag-only long option)
   Unsupported,  ///< a perftest long-only option hcasim does not simulate
-  Platform, RemotePlatform, Set, Seed, Csv, Stats, Columns,  ///< hcasim
+  Platform, RemotePlatform, Set, Seed, Csv, Stats, Columns, Json,  ///< hcasim
 };
 struct LongOption {
   std::string_view name;
@@ -118,6 +118,7 @@ const std::vector<LongOption>& long_options() {
     t.push_back({"seed", true, LongKind::Seed});
     t.push_back({"csv", true, LongKind::Csv});
     t.push_back({"stats", false, LongKind::Stats});
+    t.push_back({"json", false, LongKind::Json});
     t.push_back({"columns", true, LongKind::Columns});
     return t;
   }();
@@ -280,6 +281,7 @@ class Parser {
         o_.csv_path = non_empty(flag, value);
         break;
       case LongKind::Stats: o_.stats = true; break;
+      case LongKind::Json: o_.json = true; break;
       case LongKind::Columns:
         if (value == "classic")
           o_.columns = PerftestColumns::Classic;

@@ -105,6 +105,8 @@ struct PerftestOptions {
   uint64_t seed = 1;                  ///< --seed N
   std::optional<std::string> csv_path;  ///< --csv PATH
   bool stats = false;                 ///< --stats: one statistics line on stderr
+  bool json = false;                  ///< --json: the figures as JSON on stdout instead of
+                                      ///< perftest's report (frontends/json_output.h)
   PerftestColumns columns = PerftestColumns::Classic;  ///< --columns classic|extended
 
   /// Lines for stderr, each "hcasim: note: ...", about flags accepted but ignored or read in

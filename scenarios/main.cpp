@@ -14,6 +14,7 @@
 #include <fmt/format.h>
 
 #include "frontends/config_error.h"
+#include "frontends/json_output.h"
 #include "frontends/netperf_cli.h"
 #include "frontends/netperf_output.h"
 #include "frontends/perftest_cli.h"
@@ -131,6 +132,9 @@ int netperf_main(const std::vector<std::string>& args) {
     return 0;
   }
   const StopOnSignal stop_on_signal;  // before the Engine: SIGINT 130, SIGTERM 143, not SimGrid's exit 1
+  if (opts.json)
+    if (const std::string conflict = frontends::json_csv_conflict(opts.csv_path); !conflict.empty())
+      throw InputError(conflict);
   if (opts.csv_path) util::check_output_path(*opts.csv_path, "--csv");
   frontends::check_verify_data_memory(opts);
   for (const auto& note : opts.notes) std::cerr << note << "\n";
@@ -175,9 +179,14 @@ int netperf_main(const std::vector<std::string>& args) {
   const bool csv_to_stdout = opts.csv_path && util::is_stdout_path(*opts.csv_path);
   if (opts.csv_path && !csv_to_stdout)
     util::write_file_atomically(*opts.csv_path, frontends::format_netperf_csv(opts, result, figures), "--csv");
-  std::cout << frontends::format_netperf_output(opts, result, figures);
-  if (opts.profile)
-    std::cout << (ipoib ? frontends::format_ipoib_profile(*ipoib, local.name(), remote.name()) : frontends::format_netperf_profile(result));
+  if (opts.json) {
+    std::cout << frontends::dump_json(frontends::netperf_json(args, opts, result, figures, local.name(), remote.name(),
+                                                              ipoib ? &*ipoib : nullptr));
+  } else {
+    std::cout << frontends::format_netperf_output(opts, result, figures);
+    if (opts.profile)
+      std::cout << (ipoib ? frontends::format_ipoib_profile(*ipoib, local.name(), remote.name()) : frontends::format_netperf_profile(result));
+  }
   std::cout << std::flush;
   if (csv_to_stdout) util::write_file_atomically(*opts.csv_path, frontends::format_netperf_csv(opts, result, figures), "--csv");
   // hcasim's own lines go to stderr after netperf's output, which stays netperf's alone.

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "frontends/config_error.h"
+#include "frontends/json_output.h"
 #include "frontends/netperf_output.h"  // format_link_busy_line
 #include "frontends/perftest_cli.h"
 #include "frontends/perftest_output.h"
@@ -35,6 +36,9 @@ int perftest_main(frontends::PerftestTest test, const std::vector<std::string>& 
     return 0;
   }
   const StopOnSignal stop_on_signal;  // before the Engine: SIGINT 130, SIGTERM 143, not SimGrid's exit 1
+  if (opts.json)
+    if (const std::string conflict = frontends::json_csv_conflict(opts.csv_path); !conflict.empty())
+      throw InputError(conflict);
   if (opts.csv_path) util::check_output_path(*opts.csv_path, "--csv");
   for (const auto& note : opts.notes) std::cerr << note << "\n";
 
@@ -66,9 +70,10 @@ int perftest_main(frontends::PerftestTest test, const std::vector<std::string>& 
       throw frontends::worded(e, frontends::perftest_option);
     }
   };
-  std::cout << frontends::format_perftest_head(
-                   opts, checked([&l = local, &r = remote, &config] { return sim::check_perftest(l, r, config); }))
-            << std::flush;
+  // With --json nothing is printed before the document, which comes whole at the end.
+  const frontends::PerftestResult head =
+      checked([&l = local, &r = remote, &config] { return sim::check_perftest(l, r, config); });
+  if (!opts.json) std::cout << frontends::format_perftest_head(opts, head) << std::flush;
   // Init-captures: clang before 16 cannot capture a structured binding (nor [&] one).
   const auto simulate = [&l = local, &r = remote, &config] { return sim::run_perftest(l, r, config); };
   const frontends::PerftestResult result = run_under_faults(config.faults.any(), [&] { return checked(simulate); });
@@ -76,7 +81,11 @@ int perftest_main(frontends::PerftestTest test, const std::vector<std::string>& 
   const bool csv_to_stdout = opts.csv_path && util::is_stdout_path(*opts.csv_path);
   if (opts.csv_path && !csv_to_stdout)
     util::write_file_atomically(*opts.csv_path, frontends::format_perftest_csv(opts, result, cpu_mhz), "--csv");
-  std::cout << frontends::format_perftest_rows(opts, result, cpu_mhz) << std::flush;
+  if (opts.json)
+    std::cout << frontends::dump_json(frontends::perftest_json(args, opts, result, cpu_mhz, local.name(), remote.name()));
+  else
+    std::cout << frontends::format_perftest_rows(opts, result, cpu_mhz);
+  std::cout << std::flush;
   if (csv_to_stdout) util::write_file_atomically(*opts.csv_path, frontends::format_perftest_csv(opts, result, cpu_mhz), "--csv");
   if (result.faults_configured) {  // hcasim's own lines, on stderr: stdout stays perftest's
     std::cerr << "hcasim: local  " << result.local_faults.summary() << "\n";

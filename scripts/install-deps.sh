@@ -7,7 +7,7 @@
 set -euo pipefail
 pkgs=(build-essential cmake ninja-build pkg-config git
       libsimgrid-dev libboost-dev libboost-context-dev googletest libgtest-dev libbenchmark-dev
-      libcli11-dev libtomlplusplus-dev libfmt-dev libnlopt-dev libnlopt-cxx-dev gnuplot-nox
+      libcli11-dev libtomlplusplus-dev nlohmann-json3-dev libfmt-dev libnlopt-dev libnlopt-cxx-dev gnuplot-nox
       zlib1g-dev libibverbs-dev librdmacm-dev python3 binutils
       perftest ibverbs-utils rdmacm-utils parallel
       clang libclang-rt-14-dev)
