@@ -4,13 +4,12 @@
 #include <algorithm>
 #include <optional>
 #include <iostream>
-#include <sstream>
 #include <variant>
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
-#include <toml++/toml.h>
 
+#include "frontends/json_output.h"
 #include "model/error.h"
 #include "model/params.h"
 #include "scenarios/datadir.h"
@@ -140,54 +139,55 @@ std::string format_params_text(const model::Platform* platform) {
 }
 
 std::string format_params_json(const model::Platform* platform) {
-  toml::array params;
+  // nlohmann::json keeps an object's keys sorted, as the TOML tables this document was first
+  // built from did: the same structure and key order.
+  using nlohmann::json;
+  json params = json::array();
   for (const ParamSpec& s : model::param_schema()) {
-    toml::table t;
-    t.insert("key", std::string(s.key));
-    t.insert("section", std::string(section_of(s.key)));
-    t.insert("type", std::string(model::type_name(s.type)));
-    t.insert("unit", std::string(s.unit));
-    if (s.kind != model::CostKind::None) t.insert("kind", std::string(model::kind_name(s.kind)));
-    t.insert("range", model::range_text(s));
+    json t;
+    t["key"] = s.key;
+    t["section"] = section_of(s.key);
+    t["type"] = model::type_name(s.type);
+    t["unit"] = s.unit;
+    if (s.kind != model::CostKind::None) t["kind"] = model::kind_name(s.kind);
+    t["range"] = model::range_text(s);
     if (!s.choices.empty()) {
-      toml::array choices;
+      json choices = json::array();
       std::string_view rest = s.choices;
       for (size_t bar; (bar = rest.find('|')) != std::string_view::npos; rest.remove_prefix(bar + 1))
-        choices.push_back(std::string(rest.substr(0, bar)));
-      choices.push_back(std::string(rest));
-      t.insert("choices", std::move(choices));
+        choices.push_back(rest.substr(0, bar));
+      choices.push_back(rest);
+      t["choices"] = std::move(choices);
     } else if (s.type == model::ParamType::Number || s.type == model::ParamType::Integer) {
-      t.insert("min", s.lo);
-      t.insert("min_exclusive", s.lo_open);
-      t.insert("max", s.hi);
-      if (s.pow2) t.insert("power_of_two", true);
-      if (s.step != 0) t.insert("multiple_of", static_cast<int64_t>(s.step));
+      t["min"] = s.lo;
+      t["min_exclusive"] = s.lo_open;
+      t["max"] = s.hi;
+      if (s.pow2) t["power_of_two"] = true;
+      if (s.step != 0) t["multiple_of"] = static_cast<int64_t>(s.step);
     }
-    t.insert("needed_on", std::string(model::when_text(s.when)));
-    t.insert("doc", std::string(s.doc));
+    t["needed_on"] = model::when_text(s.when);
+    t["doc"] = s.doc;
     if (platform && platform->has(std::string(s.key))) {
       const model::Param& p = platform->param(std::string(s.key));
-      std::visit([&](const auto& v) { t.insert("value", v); }, p.value);
-      t.insert("value_unit", p.unit);
+      std::visit([&](const auto& v) { t["value"] = v; }, p.value);
+      t["value_unit"] = p.unit;
       if (s.kind == model::CostKind::Work && !std::holds_alternative<bool>(p.value) &&
           !std::holds_alternative<std::string>(p.value)) {
         // The value in ns (or B/ns) at the platform's host.clock, as the model uses it.
         const bool rate = s.unit == "B/cycle";
-        t.insert(rate ? "value_per_ns" : "value_ns", rate ? platform->rate_per_ns(std::string(s.key))
-                                                          : platform->cost_ns(std::string(s.key)));
+        t[rate ? "value_per_ns" : "value_ns"] = rate ? platform->rate_per_ns(std::string(s.key))
+                                                     : platform->cost_ns(std::string(s.key));
       }
-      t.insert("origin", p.origin);
-      t.insert("source", p.source);
+      t["origin"] = p.origin;
+      t["source"] = p.source;
     }
     params.push_back(std::move(t));
   }
-  toml::table root;
-  root.insert("count", static_cast<int64_t>(model::param_schema().size()));
-  if (platform) root.insert("platform", platform->name());
-  root.insert("parameters", std::move(params));
-  std::ostringstream out;
-  out << toml::json_formatter{root} << "\n";
-  return out.str();
+  json root;
+  root["count"] = model::param_schema().size();
+  if (platform) root["platform"] = platform->name();
+  root["parameters"] = std::move(params);
+  return frontends::dump_json(root);
 }
 
 int params_main(const std::vector<std::string>& args) {

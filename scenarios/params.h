@@ -31,8 +31,10 @@ std::string params_help();
 /// value, unit, origin (FILE:LINE or --set) and source, or "(not on this platform: ...)".
 std::string format_params_text(const model::Platform* platform);
 
-/// The same as JSON (toml++'s json_formatter): {"count": N, "parameters": [{key, section,
-/// type, unit, range, lo, hi, choices, when, doc[, value, origin, source]}...]} in key order.
+/// The same as JSON (nlohmann, keys sorted within each object): {"count": N, ["platform":
+/// NAME,] "parameters": [{key, section, type, unit, kind, range, choices | min, min_exclusive,
+/// max[, power_of_two, multiple_of], needed_on, doc[, value, value_unit, value_ns |
+/// value_per_ns, origin, source]}...]} in schema order; docs/cli.md "--json" lists the keys.
 std::string format_params_json(const model::Platform* platform);
 
 /// Runs the command: loads the platform (when given), applies the --set assignments, checks it
