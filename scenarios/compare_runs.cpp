@@ -10,9 +10,11 @@
 
 #include <fmt/format.h>
 
+#include "frontends/json_output.h"
 #include "frontends/netperf_cli.h"
 #include "scenarios/children.h"
 #include "scenarios/datadir.h"
+#include "scenarios/json_report.h"
 #include "scenarios/run_file.h"
 #include "scenarios/run_report.h"
 #include "util/number.h"
@@ -57,6 +59,7 @@ CompareOptions parse_compare_args(const std::vector<std::string>& args) {
   auto* opt_csv = app.add_option("--csv", csv, "results CSV");
   auto* opt_duration = app.add_option("--duration", duration, "netperf's simulated seconds");
   auto* opt_iterations = app.add_option("--iterations", iterations, "perftest's -n cap");
+  app.add_flag("--json", o.json, "the reports as JSON");
   for (auto* opt : {opt_platform, opt_jobs, opt_csv, opt_duration, opt_iterations})
     opt->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   std::vector<std::string> reversed(args.rbegin(), args.rend());
@@ -86,6 +89,10 @@ CompareOptions parse_compare_args(const std::vector<std::string>& args) {
       throw InputError(fmt::format("--iterations: '{}' must be a whole number 0..1000000000", iterations));
     if (*n > 0) o.length.iterations = static_cast<uint64_t>(*n);
   }
+  if (o.json)
+    if (const std::string conflict = frontends::json_csv_conflict(o.csv_path); !conflict.empty())
+      throw InputError(conflict);
+  o.args = args;
   return o;
 }
 
@@ -196,7 +203,24 @@ int compare_runs(const CompareOptions& o) {
                           o.length.iterations ? fmt::format(" perftest -n at most {}", *o.length.iterations) : "");
   const bool csv_to_stdout = o.csv_path && util::is_stdout_path(*o.csv_path);
   if (o.csv_path && !csv_to_stdout) util::write_file_atomically(*o.csv_path, csv, "--csv");
-  std::cout << report << std::flush;
+  if (o.json) {
+    frontends::Json doc;
+    doc["schema"] = "hcasim.compare/1";
+    doc["command_line"] = frontends::json_command_line("compare", o.args);
+    doc["duration_s"] = o.length.duration_s ? frontends::Json(*o.length.duration_s) : frontends::Json(nullptr);
+    doc["iterations"] = o.length.iterations ? frontends::Json(*o.length.iterations) : frontends::Json(nullptr);
+    frontends::Json files = frontends::Json::array();
+    for (size_t k = 0; k < scenarios.size(); ++k) {
+      frontends::Json one = scenario_report_json(scenarios[k], outcomes[k]);
+      one["run_file"] = o.run_files[k];
+      files.push_back(std::move(one));
+    }
+    doc["run_files"] = std::move(files);
+    std::cout << frontends::dump_json(doc);
+  } else {
+    std::cout << report;
+  }
+  std::cout << std::flush;
   if (csv_to_stdout) util::write_file_atomically(*o.csv_path, csv, "--csv");
   return 0;
 }

@@ -31,6 +31,8 @@ struct CompareOptions {
   int jobs = 0;                         ///< -j N; 0 = online CPUs
   std::optional<std::string> csv_path;  ///< --csv PATH (the run CSV, one header for all files)
   SimLength length;                     ///< --duration S, --iterations N (as validate's)
+  bool json = false;                    ///< --json: the reports as JSON on stdout (json_report.h)
+  std::vector<std::string> args;        ///< the words after `compare`, as given (the JSON's command_line)
 };
 
 /// Parses the words after `hcasim compare` (CLI11). Throws InputError naming the flag.
@@ -42,7 +44,8 @@ CompareOptions parse_compare_args(const std::vector<std::string>& args);
 Scenario run_file_scenario(const std::string& path, const CompareOptions& options, MeasuredPoints* measured);
 
 /// Runs the comparison: each file's report on stdout (blank-line separated), --csv after all
-/// finished. Returns 0, 2 when a child failed, 128 + N on signal N. Throws InputError for bad
+/// finished; with --json one document (schema "hcasim.compare/1": the simulated length and a
+/// scenario_report_json per run file) instead of the reports. Returns 0, 2 when a child failed, 128 + N on signal N. Throws InputError for bad
 /// input before any child starts.
 int compare_runs(const CompareOptions& options);
 

@@ -6,10 +6,12 @@
 #include <algorithm>
 #include <iostream>
 
+#include "frontends/json_output.h"
 #include "frontends/netperf_cli.h"
 #include "frontends/netperf_output.h"
 #include "scenarios/children.h"
 #include "scenarios/datadir.h"
+#include "scenarios/json_report.h"
 #include "scenarios/reference.h"
 #include "scenarios/run_report.h"
 #include "scenarios/scenario.h"
@@ -33,6 +35,7 @@ RunOptions parse_run_args(const std::vector<std::string>& args) {
   auto* opt_csv = app.add_option("--csv", csv, "results CSV");
   app.add_option("--list-commands", list_dirs, "print a standalone command per point, writing into DIR");
   app.add_option("--collect", collect_dirs, "read the points' CSVs from DIR");
+  app.add_flag("--json", o.json, "the report as JSON");
   for (auto* opt : {opt_scenario, opt_jobs, opt_csv})
     opt->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   std::vector<std::string> reversed(args.rbegin(), args.rend());
@@ -50,6 +53,12 @@ RunOptions parse_run_args(const std::vector<std::string>& args) {
   }
   if (o.scenario.empty()) throw InputError("empty scenario name");
   set_fanout(o.fanout, list_dirs, collect_dirs);
+  if (o.json && o.fanout.mode == Fanout::Mode::List)
+    throw InputError("--json: --list-commands prints the points' commands, not figures; give --json with --collect");
+  if (o.json && o.csv_path)
+    if (const std::string conflict = frontends::json_csv_conflict(o.csv_path); !conflict.empty())
+      throw InputError(conflict);
+  o.args = args;
   return o;
 }
 
@@ -78,7 +87,17 @@ int run_scenario(const RunOptions& options) {
                                    [](const PointOutcome& o) { return o.status == "FAIL"; });
   // A file first (a failure to write it leaves stdout empty); --csv /dev/stdout after the report.
   if (!util::is_stdout_path(csv_path)) util::write_file_atomically(csv_path, format_run_csv(s, outcomes), "--csv");
-  std::cout << format_run_report(s, outcomes) << std::flush;
+  if (options.json) {
+    frontends::Json doc;
+    doc["schema"] = "hcasim.run/1";
+    doc["command_line"] = frontends::json_command_line("run", options.args);
+    doc["csv"] = csv_path;
+    doc["scenario"] = scenario_report_json(s, outcomes);
+    std::cout << frontends::dump_json(doc);
+  } else {
+    std::cout << format_run_report(s, outcomes);
+  }
+  std::cout << std::flush;
   if (util::is_stdout_path(csv_path)) util::write_file_atomically(csv_path, format_run_csv(s, outcomes), "--csv");
   return all_ok ? 0 : 1;
 }

@@ -18,9 +18,12 @@ struct RunOptions {
   int jobs = 0;                         ///< -j N, >= 1; 0 = number of online CPUs
   std::optional<std::string> csv_path;  ///< --csv; default "<scenario name>-results.csv"
   Fanout fanout;                        ///< --list-commands DIR / --collect DIR (fanout.h)
+  bool json = false;                    ///< --json: the report as JSON on stdout (json_report.h)
+  std::vector<std::string> args;        ///< the words after `run`, as given (the JSON's command_line)
 };
 
-/// Parses the words after `hcasim run` (CLI11). Throws InputError naming the flag.
+/// Parses the words after `hcasim run` (CLI11). Throws InputError naming the flag, and "--json:
+/// --list-commands prints commands, not figures ..." for the two together.
 RunOptions parse_run_args(const std::vector<std::string>& args);
 
 /// Runs every point of the scenario, each in a child process (`/proc/self/exe netperf ...` or
@@ -29,7 +32,9 @@ RunOptions parse_run_args(const std::vector<std::string>& args);
 /// when some is not, 2 when a child failed or its CSV lacks what the point needs (its stderr
 /// is shown, then one error line naming the point). With --list-commands it prints one
 /// standalone command per distinct point and nothing else (writes no CSV); with --collect the
-/// points' CSVs come from those commands' directory. Throws InputError for a bad scenario or
+/// points' CSVs come from those commands' directory. With --json the report is printed as
+/// JSON (schema "hcasim.run/1": scenario_report_json, with the CSV's path); the CSV is written
+/// as without it. Throws InputError for a bad scenario or
 /// reference, a tolerance a reference needs and the scenario lacks (check_reference_tolerances,
 /// before any child starts) or a bad output path (exit 2).
 int run_scenario(const RunOptions& options);

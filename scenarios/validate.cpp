@@ -13,9 +13,11 @@
 
 #include <fmt/format.h>
 
+#include "frontends/json_output.h"
 #include "frontends/netperf_cli.h"
 #include "scenarios/children.h"
 #include "scenarios/datadir.h"
+#include "scenarios/json_report.h"
 #include "scenarios/report.h"
 #include "util/number.h"
 #include "util/output_file.h"
@@ -260,6 +262,7 @@ ValidateOptions parse_validate_args(const std::vector<std::string>& args) {
   auto* opt_report = app.add_option("--report", report, "report directory");
   auto* opt_duration = app.add_option("--duration", duration, "netperf simulated seconds (0 = -l)");
   auto* opt_iter = app.add_option("--iterations", iterations, "perftest iterations cap (0 = -n)");
+  app.add_flag("--json", o.json, "reports and summary as JSON");
   for (auto* opt : {opt_jobs, opt_report, opt_duration, opt_iter})
     opt->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   std::vector<std::string> reversed(args.rbegin(), args.rend());
@@ -286,6 +289,7 @@ ValidateOptions parse_validate_args(const std::vector<std::string>& args) {
   }
   for (const auto& name : o.scenarios)
     if (name.empty()) throw InputError("empty scenario name");
+  o.args = args;
   return o;
 }
 
@@ -342,7 +346,7 @@ int validate(const ValidateOptions& options) {
 
   const size_t parallel = static_cast<size_t>(options.jobs > 0 ? options.jobs : online_cpus());
   const std::string note = sim_length_note(options);
-  if (!note.empty()) std::cout << note << "\n\n" << std::flush;
+  if (!note.empty() && !options.json) std::cout << note << "\n\n" << std::flush;
   std::vector<std::vector<PointOutcome>> outcomes;
   try {
     SimLength length;
@@ -356,11 +360,32 @@ int validate(const ValidateOptions& options) {
   }
 
   bool all_ok = true;
-  for (size_t k = 0; k < scenarios.size(); ++k) {
-    std::cout << format_run_report(scenarios[k], outcomes[k]) << "\n";
-    for (const auto& o : outcomes[k])
+  for (const auto& scenario_outcomes : outcomes)
+    for (const auto& o : scenario_outcomes)
       if (o.status == "FAIL") all_ok = false;
+  if (options.json) {
+    // The report directory first: a failure to write it leaves stdout empty.
+    if (options.report_dir) {
+      try {
+        write_validation_report(*options.report_dir, scenarios, outcomes, gnuplot, note);
+      } catch (const Interrupted& e) {
+        return print_interrupted(e);
+      }
+    }
+    frontends::Json doc;
+    doc["schema"] = "hcasim.validate/1";
+    doc["command_line"] = frontends::json_command_line("validate", options.args);
+    doc["duration_s"] = options.duration_s > 0 ? frontends::Json(options.duration_s) : frontends::Json(nullptr);
+    doc["iterations"] = options.iterations > 0 ? frontends::Json(options.iterations) : frontends::Json(nullptr);
+    doc["report_dir"] = options.report_dir ? frontends::Json(*options.report_dir) : frontends::Json(nullptr);
+    frontends::Json reports = frontends::Json::array();
+    for (size_t k = 0; k < scenarios.size(); ++k) reports.push_back(scenario_report_json(scenarios[k], outcomes[k]));
+    doc["scenarios"] = std::move(reports);
+    doc["summary"] = validate_summary_json(scenarios, outcomes);
+    std::cout << frontends::dump_json(doc) << std::flush;
+    return all_ok ? 0 : 1;
   }
+  for (size_t k = 0; k < scenarios.size(); ++k) std::cout << format_run_report(scenarios[k], outcomes[k]) << "\n";
   std::cout << format_validate_summary(scenarios, outcomes) << std::flush;
 
   if (options.report_dir) {

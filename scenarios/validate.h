@@ -95,6 +95,8 @@ struct ValidateOptions {
   std::optional<std::string> report_dir;  ///< --report DIR
   double duration_s = 0;                  ///< --duration S: netperf's simulated -l, 0 = as typed
   uint64_t iterations = 0;                ///< --iterations N: perftest's -n cap, 0 = as typed
+  bool json = false;                      ///< --json: reports and summary as JSON on stdout
+  std::vector<std::string> args;          ///< the words after `validate`, as given (the JSON's command_line)
 };
 
 /// What validate prints first, and report.md says, when --duration or --iterations shortens
@@ -114,7 +116,9 @@ std::vector<std::string> default_scenario_files();
 /// same name), checks --report (report.h check_report_dir, and that gnuplot is in PATH) before
 /// any simulation, simulates all scenarios in one sweep (simulate_scenarios, -j at once),
 /// prints each scenario's format_run_report and then format_validate_summary on stdout, and
-/// with --report writes the report directory (report.h). Returns the exit status (validate.h);
+/// with --report writes the report directory (report.h). With --json it prints instead one
+/// document (schema "hcasim.validate/1": the simulated length, a scenario_report_json per
+/// scenario and validate_summary_json), after the report directory is written. Returns the exit status (validate.h);
 /// throws InputError for bad input (exit 2).
 int validate(const ValidateOptions& options);
 

@@ -1,0 +1,261 @@
+// `--json` of run, compare and validate (json_report.h); schema in docs/cli.md "--json".
+#include "scenarios/json_report.h"
+
+#include <algorithm>
+#include <cmath>
+#include <optional>
+#include <string>
+
+#include "util/statistics.h"
+
+namespace hcasim::scenarios {
+
+namespace {
+
+using frontends::Json;
+
+Json value_or_null(const std::optional<double>& v) { return v ? Json(*v) : Json(nullptr); }
+
+/// A relative error in % (x 100, as the run CSV's err_*_pct before its 4 decimals), or null.
+Json pct_or_null(const std::optional<double>& e) { return e ? Json(*e * 100.0) : Json(nullptr); }
+
+/// One compared quantity: relative (`relative`, error in %) or absolute (latency, in us).
+Json metric_json(const Metric& m, bool relative) {
+  Json j;
+  j["measured"] = value_or_null(m.measured);
+  j["simulated"] = value_or_null(m.simulated);
+  if (relative)
+    j["error_pct"] = pct_or_null(m.error);
+  else
+    j["error_us"] = value_or_null(m.error);
+  j["within"] = m.within;
+  return j;
+}
+
+const char* kind_name(PointKind k) {
+  switch (k) {
+    case PointKind::Netperf: return "netperf";
+    case PointKind::Latency: return "latency";
+    case PointKind::Bandwidth: return "bandwidth";
+  }
+  return "netperf";
+}
+
+/// {"median", "max"} of |errors| x `scale`, or null when there is none (the text's "-").
+Json median_max_json(const std::vector<double>& abs_errors, double scale) {
+  if (abs_errors.empty()) return nullptr;
+  return {{"median", util::median(abs_errors) * scale},
+          {"max", *std::max_element(abs_errors.begin(), abs_errors.end()) * scale}};
+}
+
+bool has_kind(const Scenario& s, PointKind kind) {
+  return std::any_of(s.points.begin(), s.points.end(), [&](const ScenarioPoint& p) { return p.kind == kind; });
+}
+
+/// The tables of the points of `kind` in order of first appearance, or {"all runs"} when no
+/// point is gated (format_run_report pools them).
+std::vector<std::string> report_tables(const Scenario& s, PointKind kind, bool pooled) {
+  if (pooled) return {"all runs"};
+  std::vector<std::string> tables;
+  for (const auto& p : s.points)
+    if (p.kind == kind && std::find(tables.begin(), tables.end(), p.table) == tables.end()) tables.push_back(p.table);
+  return tables;
+}
+
+Json tolerance_json(const Tolerance& t) {
+  auto declared = [](double v, double scale) { return v > 0 ? Json(v * scale) : Json(nullptr); };
+  Json j;
+  j["throughput_pct"] = declared(t.throughput, 100.0);
+  j["service_demand_pct"] = declared(t.service_demand, 100.0);
+  j["utilisation_pct"] = declared(t.utilisation, 100.0);
+  j["t_typical_us"] = declared(t.t_typical_us, 1.0);
+  j["t_min_us"] = declared(t.t_min_us, 1.0);
+  return j;
+}
+
+}  // namespace
+
+Json scenario_report_json(const Scenario& s, const std::vector<PointOutcome>& outcomes) {
+  const bool pooled = std::none_of(s.points.begin(), s.points.end(), [](const ScenarioPoint& p) { return p.gated; });
+  Json doc;
+  doc["name"] = s.name;
+  doc["platform"] = s.platform;
+  doc["remote_platform"] = s.remote_platform.empty() ? Json(nullptr) : Json(s.remote_platform);
+  doc["source"] = s.source;
+  doc["gated"] = !pooled;
+  doc["tolerance"] = tolerance_json(s.tolerance);
+
+  Json points = Json::array();
+  for (size_t i = 0; i < s.points.size(); ++i) {
+    const ScenarioPoint& p = s.points[i];
+    const PointOutcome& o = outcomes.at(i);
+    Json j;
+    j["table"] = p.table;
+    j["mode"] = p.mode;
+    j["size_flag"] = p.size_flag;
+    j["command"] = p.command;
+    j["kind"] = kind_name(p.kind);
+    j["gated"] = p.gated;
+    j["status"] = o.status;
+    switch (p.kind) {
+      case PointKind::Netperf:
+        j["throughput_mbit_s"] = metric_json(o.throughput, true);
+        j["service_demand_local_us_per_kb"] = metric_json(o.sd_local, true);
+        j["service_demand_remote_us_per_kb"] = metric_json(o.sd_remote, true);
+        j["util_local_pct"] = metric_json(o.util_local, true);
+        j["util_remote_pct"] = metric_json(o.util_remote, true);
+        break;
+      case PointKind::Latency:
+        j["bytes"] = o.bytes;
+        j["t_typical_us"] = metric_json(o.t_typical, false);
+        j["t_min_us"] = metric_json(o.t_min, false);
+        j["t_max_us"] = metric_json(o.t_max, false);
+        break;
+      case PointKind::Bandwidth:
+        j["bytes"] = o.bytes;
+        j["bw_average_gbit_s"] = metric_json(o.bw_average, true);
+        j["msg_rate_mpps"] = metric_json(o.msg_rate, true);
+        break;
+    }
+    points.push_back(std::move(j));
+  }
+  doc["points"] = std::move(points);
+
+  // The per-table lines of format_run_report, for the kinds of point the scenario has.
+  Json tables;
+  const bool latency = has_kind(s, PointKind::Latency), bandwidth = has_kind(s, PointKind::Bandwidth);
+  if (has_kind(s, PointKind::Netperf) || (!latency && !bandwidth)) {
+    Json rows = Json::array();
+    for (const auto& table : report_tables(s, PointKind::Netperf, pooled)) {
+      std::vector<double> tput, sd, util;
+      size_t n = 0;
+      for (size_t i = 0; i < s.points.size(); ++i) {
+        if ((!pooled && s.points[i].table != table) || s.points[i].kind != PointKind::Netperf) continue;
+        ++n;
+        const auto& o = outcomes[i];
+        for (const auto& [m, into] : {std::pair{&o.throughput, &tput}, {&o.sd_local, &sd}, {&o.sd_remote, &sd},
+                                      {&o.util_local, &util}, {&o.util_remote, &util}})
+          if (m->error) into->push_back(std::fabs(*m->error));
+      }
+      rows.push_back({{"table", table},
+                      {"points", n},
+                      {"throughput_abs_error_pct", median_max_json(tput, 100.0)},
+                      {"service_demand_abs_error_pct", median_max_json(sd, 100.0)},
+                      {"utilisation_abs_error_pct", median_max_json(util, 100.0)}});
+    }
+    tables["netperf"] = std::move(rows);
+  }
+  if (latency) {
+    Json rows = Json::array();
+    for (const auto& table : report_tables(s, PointKind::Latency, pooled)) {
+      std::vector<double> typical, minimum;
+      std::vector<std::string> platforms;
+      size_t n = 0;
+      for (size_t i = 0; i < s.points.size(); ++i) {
+        const auto& p = s.points[i];
+        if ((!pooled && p.table != table) || p.kind != PointKind::Latency) continue;
+        ++n;
+        if (outcomes[i].t_typical.error) typical.push_back(std::fabs(*outcomes[i].t_typical.error));
+        if (outcomes[i].t_min.error) minimum.push_back(std::fabs(*outcomes[i].t_min.error));
+        if (std::find(platforms.begin(), platforms.end(), p.platform) == platforms.end())
+          platforms.push_back(p.platform);
+      }
+      auto max_abs = [](const std::vector<double>& v) {
+        return v.empty() ? Json(nullptr) : Json(*std::max_element(v.begin(), v.end()));
+      };
+      rows.push_back({{"table", table},
+                      {"points", n},
+                      {"t_typical_max_abs_error_us", max_abs(typical)},
+                      {"t_min_max_abs_error_us", max_abs(minimum)},
+                      {"platforms", platforms}});
+    }
+    tables["latency"] = std::move(rows);
+  }
+  if (bandwidth) {
+    std::vector<double> bw, rate;
+    size_t n = 0;
+    for (size_t i = 0; i < s.points.size(); ++i) {
+      if (s.points[i].kind != PointKind::Bandwidth) continue;
+      ++n;
+      if (outcomes[i].bw_average.error) bw.push_back(std::fabs(*outcomes[i].bw_average.error));
+      if (outcomes[i].msg_rate.error) rate.push_back(std::fabs(*outcomes[i].msg_rate.error));
+    }
+    tables["bandwidth"] = Json::array({{{"table", "all runs"},
+                                        {"points", n},
+                                        {"bw_average_abs_error_pct", median_max_json(bw, 100.0)},
+                                        {"msg_rate_abs_error_pct", median_max_json(rate, 100.0)}}});
+  }
+  doc["tables"] = std::move(tables);
+
+  size_t gated = 0;
+  Json failed = Json::array();
+  for (size_t i = 0; i < s.points.size(); ++i) {
+    if (!s.points[i].gated) continue;
+    ++gated;
+    if (outcomes[i].status == "FAIL") failed.push_back(point_label(s.points[i], outcomes[i].bytes));
+  }
+  const bool ok = failed.empty();
+  doc["verdict"] = {{"gated_points", gated}, {"failed", std::move(failed)}, {"ok", ok}};
+  return doc;
+}
+
+Json validate_summary_json(const std::vector<Scenario>& scenarios,
+                           const std::vector<std::vector<PointOutcome>>& outcomes) {
+  Json tables = Json::array();
+  size_t gated = 0, failed = 0, netperf_tables = 0, targets_met = 0;
+  for (size_t k = 0; k < scenarios.size(); ++k) {
+    const Scenario& s = scenarios[k];
+    for (size_t i = 0; i < s.points.size(); ++i) {
+      if (!s.points[i].gated) continue;
+      ++gated;
+      if (outcomes[k].at(i).status == "FAIL") ++failed;
+    }
+    for (const TableSummary& t : summarize_tables(s, outcomes.at(k))) {
+      const bool netperf = t.kind == PointKind::Netperf;
+      // netperf's errors are relative (x 100: %), latency's absolute (us).
+      const double scale = netperf ? 100.0 : 1.0;
+      const std::string unit = netperf ? "_pct" : "_us";
+      Json metrics = Json::array();
+      for (const MetricSummary& m : t.metrics) {
+        Json j;
+        j["name"] = m.name;
+        j["median_abs_error" + unit] = m.median ? Json(*m.median * scale) : Json(nullptr);
+        j["max_abs_error" + unit] = m.max ? Json(*m.max * scale) : Json(nullptr);
+        j["tolerance" + unit] = m.tolerance > 0 ? Json(m.tolerance * scale) : Json(nullptr);
+        j["gated"] = m.gated;
+        j["gated_within"] = m.gated_within;
+        if (netperf) {
+          j["spread_pct"] = m.spread ? Json(*m.spread * 100.0) : Json(nullptr);
+          j["allowed_median_pct"] = m.allowed_median * 100.0;
+          j["allowed_max_pct"] = m.allowed_max * 100.0;
+          j["target_met"] = m.target_met;
+        }
+        metrics.push_back(std::move(j));
+      }
+      Json row;
+      row["scenario"] = s.name;
+      row["table"] = t.table;
+      row["kind"] = kind_name(t.kind);
+      row["points"] = t.points;
+      row["gated"] = t.gated;
+      row["within"] = t.within;
+      if (netperf) {
+        row["target_met"] = t.target_met;
+        ++netperf_tables;
+        if (t.target_met) ++targets_met;
+      }
+      row["metrics"] = std::move(metrics);
+      tables.push_back(std::move(row));
+    }
+  }
+  Json doc;
+  doc["tables"] = std::move(tables);
+  doc["gated_points"] = gated;
+  doc["failed_points"] = failed;
+  doc["netperf_tables"] = netperf_tables;
+  doc["netperf_tables_target_met"] = targets_met;
+  doc["ok"] = failed == 0;
+  return doc;
+}
+
+}  // namespace hcasim::scenarios

@@ -1,0 +1,36 @@
+#pragma once
+/// \file `--json` of the commands that compare simulated with measured figures: `hcasim run`
+/// and `hcasim compare` (one scenario report each, scenario_report_json) and `hcasim validate`
+/// (every scenario's report and the summary, validate_summary_json). The values are those of
+/// format_run_report and format_run_csv (run_report.h) and format_validate_summary
+/// (validate.h), taken from the same PointOutcome and TableSummary structs, in full precision.
+/// The schema, key by key, is in docs/cli.md ("--json").
+#include <string>
+#include <vector>
+
+#include "frontends/json_output.h"
+#include "scenarios/compare.h"
+#include "scenarios/scenario.h"
+#include "scenarios/validate.h"
+
+namespace hcasim::scenarios {
+
+/// One scenario's report: {"name", "platform", "remote_platform", "source", "gated",
+/// "tolerance", "points": [...], "tables": [...], "verdict"}. Per point its table, mode, size
+/// flag, command, kind ("netperf", "latency" or "bandwidth"), gated, status and, per metric of
+/// its kind, {"measured", "simulated", "error_pct" (relative errors, in % of the measured value)
+/// or "error_us" (latency, simulated - measured), "within"}; a value not measured or not
+/// simulated is null. "tables": the per-table lines of the text (median and max |error|, over
+/// the points of each table, or of "all runs" when nothing is gated). "verdict": {"gated_points",
+/// "failed": [point labels], "ok"}. `outcomes` has one entry per point, in point order.
+frontends::Json scenario_report_json(const Scenario& scenario, const std::vector<PointOutcome>& outcomes);
+
+/// `hcasim validate`'s summary: one object per scenario and table of summarize_tables, with its
+/// metrics ({"name", "unit" ("relative" for netperf's errors, in % in the keys, "us" for
+/// latency), "median", "max", "tolerance", "gated", "gated_within", and for netperf "spread",
+/// "allowed_median", "allowed_max", "target_met"}), then the totals: {"tables": [...],
+/// "gated_points", "failed_points", "netperf_tables", "netperf_tables_target_met", "ok"}.
+frontends::Json validate_summary_json(const std::vector<Scenario>& scenarios,
+                                      const std::vector<std::vector<PointOutcome>>& outcomes);
+
+}  // namespace hcasim::scenarios
