@@ -10,6 +10,7 @@
 
 #include <fmt/format.h>
 
+#include "frontends/json_output.h"
 #include "frontends/netperf_cli.h"
 #include "frontends/perftest_cli.h"
 #include "model/units.h"
@@ -19,6 +20,7 @@
 #include "scenarios/report.h"
 #include "scenarios/sweep_plot.h"
 #include "util/csv.h"
+#include "util/number.h"
 #include "util/output_file.h"
 
 namespace hcasim::scenarios {
@@ -197,6 +199,7 @@ SweepOptions parse_sweep_args(const std::vector<std::string>& args) {
     else if (auto r = take_option(rest, i, "--reference")) reference.push_back(*r);
     else if (auto l = take_option(rest, i, "--list-commands")) list_dirs.push_back(*l);
     else if (auto d = take_option(rest, i, "--collect")) collect_dirs.push_back(*d);
+    else if (rest[i] == "--json") o.json = true, ++i;
     else o.words.push_back(rest[i++]);
   }
   util::check_single_value("-j", jobs);
@@ -213,6 +216,12 @@ SweepOptions parse_sweep_args(const std::vector<std::string>& args) {
   path_of(plot, o.plot, "--plot");
   path_of(reference, o.reference, "--reference");
   set_fanout(o.fanout, list_dirs, collect_dirs);
+  if (o.json && o.fanout.mode == Fanout::Mode::List)
+    throw InputError("--json: --list-commands prints the points' commands, not figures; give --json with --collect");
+  if (o.json)
+    if (const std::string conflict = frontends::json_csv_conflict(o.csv_path); !conflict.empty())
+      throw InputError(conflict);
+  o.args = args;
   for (size_t a = 0; a < o.vary.size(); ++a)
     for (size_t b = 0; b < a; ++b)
       if (o.vary[a].key == o.vary[b].key) throw InputError(fmt::format("--vary {}: given twice", o.vary[a].key));
@@ -331,6 +340,15 @@ std::string shown(const std::string& cell, int decimals) {
   } catch (const std::exception&) {
     return cell;
   }
+}
+
+/// A CSV cell as JSON: empty is null (not measured), a whole number an integer, another
+/// number (shortest round-trip form, as the tools write them) the same double, else a string.
+frontends::Json cell_json(const std::string& cell) {
+  if (cell.empty()) return nullptr;
+  if (cell.find_first_not_of("0123456789") == std::string::npos && cell.size() < 20) return std::stoull(cell);
+  if (const auto v = util::parse_number(cell)) return *v;
+  return cell;
 }
 
 /// The sweep's command line as the plot's title.
@@ -525,9 +543,47 @@ int run_sweep(const SweepOptions& o) {
     }
   }
   if (o.csv_path && !csv_to_stdout) util::write_file_atomically(*o.csv_path, csv, "--csv");
-  std::cout << table << std::flush;
+  if (o.json) {
+    frontends::Json doc;
+    doc["schema"] = "hcasim.sweep/1";
+    doc["command_line"] = frontends::json_command_line("sweep", o.args);
+    doc["tool"] = o.tool;
+    doc["sizes_bytes"] = o.perftest_all ? frontends::Json(nullptr) : frontends::Json(o.sizes);
+    doc["perftest_all"] = o.perftest_all;
+    frontends::Json vary = frontends::Json::array();
+    for (const Vary& v : o.vary) vary.push_back({{"key", v.key}, {"values", v.values}});
+    doc["vary"] = std::move(vary);
+    frontends::Json labels = frontends::Json::array();
+    for (const auto& s : series) labels.push_back(s.title);
+    doc["variants"] = std::move(labels);
+    doc["csv"] = o.csv_path ? frontends::Json(*o.csv_path) : frontends::Json(nullptr);
+    doc["plot"] = o.plot ? frontends::Json(*o.plot) : frontends::Json(nullptr);
+    frontends::Json json_points = frontends::Json::array();
+    for (const Row& r : rows) {
+      frontends::Json j;
+      j["variant"] = series[r.variant].title;
+      for (size_t c = 0; c < columns.size() && c < r.cells.size(); ++c) j[sweep_json_key(columns[c])] = cell_json(r.cells[c]);
+      json_points.push_back(std::move(j));
+    }
+    doc["points"] = std::move(json_points);
+    std::cout << frontends::dump_json(doc);
+  } else {
+    std::cout << table;
+  }
+  std::cout << std::flush;
   if (csv_to_stdout) util::write_file_atomically(*o.csv_path, csv, "--csv");
   return 0;
+}
+
+std::string sweep_json_key(const std::string& column) {
+  static const std::map<std::string, std::string, std::less<>> renamed = {
+      {"throughput_mbps", "throughput_mbit_s"},
+      {"sd_local_us_per_kb", "service_demand_local_us_per_kb"},
+      {"sd_remote_us_per_kb", "service_demand_remote_us_per_kb"},
+      {"bw_avg_mib_s", "bw_average_mib_s"},
+      {"bw_avg_gbit_s", "bw_average_gbit_s"}};
+  const auto it = renamed.find(column);
+  return it == renamed.end() ? column : it->second;
 }
 
 }  // namespace hcasim::scenarios

@@ -10,7 +10,7 @@
 /// ib_send_bw; every word after it is the tool's, as `hcasim TOOL` takes them, except the
 /// sweep's own options, which may stand anywhere among them (also after netperf's `--`):
 /// `--vary KEY=V1,V2,...` (repeatable), `-j N`, `--csv FILE`, `--plot PREFIX`, `--reference FILE`,
-/// `--list-commands DIR` and `--collect DIR` (fanout.h: the points run elsewhere).
+/// `--list-commands DIR` and `--collect DIR` (fanout.h: the points run elsewhere), `--json`.
 ///
 /// Sizes: the value of netperf's test option `-m` (after `--`) or of perftest's `-s` (`--size`)
 /// is a size, a list `64,1K,64K`, or a doubling range `64..4M` (64, 128, ... up to and with 4M if
@@ -62,6 +62,8 @@ struct SweepOptions {
   std::optional<std::string> plot;       ///< --plot PREFIX
   std::optional<std::string> reference;  ///< --reference FILE (a CSV, or a run file)
   Fanout fanout;                         ///< --list-commands DIR / --collect DIR (fanout.h)
+  bool json = false;                     ///< --json: the points as JSON on stdout instead of the table
+  std::vector<std::string> args;         ///< the words after `sweep`, as given (the JSON's command_line)
 };
 
 /// The sizes of `text`, the value of option `flag` ("-m", "-s"): a size, a comma-separated
@@ -77,14 +79,23 @@ Vary parse_vary(const std::string& item);
 /// Parses the words after `hcasim sweep`: the tool, the sweep's options and the size option
 /// (see the \file comment). Throws InputError for an unknown tool, a missing or bad size option
 /// ("-m: give the sizes as -- -m LIST or A..B"), -a with -s, a bad -j, --vary, --csv or --plot,
-/// an option given twice, a `--vary platform` with --platform among the tool's words, or a
-/// `--vary KEY` given twice or also set with --set.
+/// an option given twice, a `--vary platform` with --platform among the tool's words, a
+/// `--vary KEY` given twice or also set with --set, or --json with --list-commands or with
+/// --csv on stdout.
 SweepOptions parse_sweep_args(const std::vector<std::string>& args);
 
-/// Runs the sweep: prints the table on stdout, writes --csv and --plot (with --list-commands: prints
+/// Runs the sweep: prints the table on stdout (with --json: one document, schema
+/// "hcasim.sweep/1", each point's CSV row under the tool's --json key names, sweep_json_key),
+/// writes --csv and --plot (with --list-commands: prints
 /// the points' commands and nothing else; with --collect: reads their CSVs). Returns 0, 2 when a
 /// child failed (its stderr, then one error line naming the point), 128 + N on signal N (nothing
 /// written). Throws InputError for bad input before any child starts.
 int run_sweep(const SweepOptions& options);
+
+/// The --json key of a point's CSV column `column` (a tool's --csv header name): the name the
+/// tool's own --json gives the figure (throughput_mbps -> throughput_mbit_s,
+/// sd_local_us_per_kb -> service_demand_local_us_per_kb, bw_avg_gbit_s -> bw_average_gbit_s,
+/// ...), else the column's own name.
+std::string sweep_json_key(const std::string& column);
 
 }  // namespace hcasim::scenarios
