@@ -17,6 +17,7 @@
 
 #include <fmt/format.h>
 
+#include "frontends/json_output.h"
 #include "frontends/netperf_cli.h"
 #include "frontends/netperf_output.h"
 #include "scenarios/children.h"
@@ -247,6 +248,8 @@ struct FitState {
   nlopt::opt* opt = nullptr;
   int evals = 0;      // simulated (not cached) evaluations
   int max_evals = 0;  // --max-evals
+  std::ostream* out = &std::cout;  // where an evaluation's line goes (nowhere with --json)
+  std::vector<std::pair<double, std::vector<double>>> history;  // (rms, values) per evaluation, in order
   double best = HUGE_VAL;
   std::vector<double> best_values;
 };
@@ -273,7 +276,8 @@ double objective(const std::vector<double>& x, std::vector<double>& /*grad*/, vo
       ++st.evals;
       std::string line = fmt::format("{:>5} {:>10.3f} %", st.evals, 100 * f);
       for (const double value : v) line += fmt::format(" {:>14}", short_number(value));
-      std::cout << line << "\n" << std::flush;
+      *st.out << line << "\n" << std::flush;
+      st.history.emplace_back(f, v);
     }
     if (it->second.first < st.best) {
       st.best = it->second.first;
@@ -326,6 +330,49 @@ std::string csv_rows(const std::string& set, const std::vector<Observation>& obs
                          fitted[i][q], 100 * (fitted[i][q] - m) / m);
     }
   return out;
+}
+
+/// The unit of a measured quantity's name ("throughput", "sd_local", "t_typical 64 B", ...).
+const char* quantity_unit(const std::string& name) {
+  if (name == "throughput") return "Mbit/s";
+  if (name.rfind("sd_", 0) == 0) return "us/KB";
+  if (name.rfind("t_typical", 0) == 0) return "us";
+  return "Gbit/s";
+}
+
+/// --json's errors of one set of runs: the --csv rows' values (unrounded errors) and the RMS
+/// and max |error| line of the text, all errors in %.
+frontends::Json errors_json(const std::vector<Observation>& obs, const Simulated& start, const Simulated& fitted) {
+  frontends::Json rows = frontends::Json::array();
+  for (size_t i = 0; i < obs.size(); ++i)
+    for (size_t q = 0; q < obs[i].measured.size(); ++q) {
+      const double m = obs[i].measured[q].second;
+      frontends::Json r;
+      r["run"] = obs[i].label;
+      r["where"] = obs[i].where;
+      r["quantity"] = obs[i].measured[q].first;
+      r["unit"] = quantity_unit(obs[i].measured[q].first);
+      r["measured"] = m;
+      r["start"] = start[i][q];
+      r["start_error_pct"] = 100 * (start[i][q] - m) / m;
+      r["fitted"] = fitted[i][q];
+      r["fitted_error_pct"] = 100 * (fitted[i][q] - m) / m;
+      rows.push_back(std::move(r));
+    }
+  const auto es = errors_of(obs, start), ef = errors_of(obs, fitted);
+  auto max_abs = [](const std::vector<double>& e) {
+    double m = 0;
+    for (const double x : e) m = std::max(m, std::abs(x));
+    return m;
+  };
+  frontends::Json j;
+  j["runs"] = obs.size();
+  j["quantities"] = std::move(rows);
+  j["rms_error_start_pct"] = 100 * rms(es);
+  j["rms_error_fitted_pct"] = 100 * rms(ef);
+  j["max_abs_error_start_pct"] = 100 * max_abs(es);
+  j["max_abs_error_fitted_pct"] = 100 * max_abs(ef);
+  return j;
 }
 
 std::vector<Observation> load_all(const std::vector<std::string>& items) {
@@ -558,6 +605,7 @@ CalibrateOptions parse_calibrate_args(const std::vector<std::string>& args) {
   auto* opt_duration = app.add_option("--duration", duration, "netperf simulated seconds (0 = -l)");
   auto* opt_iter = app.add_option("--iterations", iterations, "perftest iterations cap (0 = -n)");
   auto* opt_runs = app.add_option("runs", o.runs, "RUNS to fit: run files or scenarios[:REGEX]");
+  app.add_flag("--json", o.json, "the report as JSON");
   for (auto* opt : {opt_platform, opt_out, opt_csv, opt_jobs, opt_evals, opt_duration, opt_iter})
     opt->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   try {
@@ -605,10 +653,17 @@ CalibrateOptions parse_calibrate_args(const std::vector<std::string>& args) {
     o.csv_path = csv;
   }
   if (o.fit.empty()) throw InputError("--fit: no parameter");
+  if (o.json)
+    if (const std::string conflict = frontends::json_csv_conflict(o.csv_path); !conflict.empty())
+      throw InputError(conflict);
+  o.args = args;
   return o;
 }
 
 int run_calibrate(const CalibrateOptions& o) {
+  // With --json nothing is printed until the document: the text goes nowhere.
+  std::ostream discard(nullptr);
+  std::ostream& out = o.json ? discard : out;
   // Everything is checked before the first simulation.
   const std::string platform_file = resolve_platform(o.platform);
   const std::string base_text = read_text(platform_file, platform_file);
@@ -682,11 +737,11 @@ int run_calibrate(const CalibrateOptions& o) {
   auto plural = [](size_t n, const char* word, const char* words = nullptr) {
     return n == 1 ? fmt::format("1 {}", word) : words ? fmt::format("{} {}", n, words) : fmt::format("{} {}s", n, word);
   };
-  std::cout << fmt::format("hcasim calibrate: platform {} ({}), {} ({}) to fit, {} held out\n", base.name(),
-                           platform_file, plural(fit_obs.size(), "run"), plural(quantities, "quantity", "quantities"),
-                           hold_obs.size());
-  std::cout << fmt::format("fitting {} with NLopt BOBYQA on log values, at most {}\n",
-                           plural(params.size(), "parameter"), plural(static_cast<size_t>(o.max_evals), "evaluation"));
+  out << fmt::format("hcasim calibrate: platform {} ({}), {} ({}) to fit, {} held out\n", base.name(),
+                     platform_file, plural(fit_obs.size(), "run"), plural(quantities, "quantity", "quantities"),
+                     hold_obs.size());
+  out << fmt::format("fitting {} with NLopt BOBYQA on log values, at most {}\n",
+                     plural(params.size(), "parameter"), plural(static_cast<size_t>(o.max_evals), "evaluation"));
   auto any_tool = [&](bool netperf) {
     for (const auto* list : {&fit_obs, &hold_obs})
       for (const auto& ob : *list)
@@ -694,13 +749,13 @@ int run_calibrate(const CalibrateOptions& o) {
     return false;
   };
   if (o.duration_s > 0 && any_tool(true))
-    std::cout << fmt::format("netperf runs are simulated for {} s (--duration), whatever their -l says\n",
-                             o.duration_s);
+    out << fmt::format("netperf runs are simulated for {} s (--duration), whatever their -l says\n",
+                       o.duration_s);
   if (o.iterations > 0 && any_tool(false))
-    std::cout << fmt::format("perftest runs are simulated for at most {} iterations (--iterations)\n", o.iterations);
+    out << fmt::format("perftest runs are simulated for at most {} iterations (--iterations)\n", o.iterations);
   std::string head = fmt::format("{:>5} {:>12}", "eval", "RMS error");
   for (const auto& p : params) head += fmt::format(" {:>14}", p.key.substr(p.key.find('.') + 1));
-  std::cout << head << "\n" << std::flush;
+  out << head << "\n" << std::flush;
 
   Evaluator evaluator(o, platform_file, params);
   try {
@@ -725,6 +780,7 @@ int run_calibrate(const CalibrateOptions& o) {
     opt.set_xtol_abs(2e-4);  // 0.02 % of each parameter
     // --max-evals bounds the simulations (the objective stops NLopt); cached points are free.
     st.max_evals = o.max_evals;
+    st.out = &out;
     // BOBYQA stops when its trust region has shrunk below xtol; the simulated objective is
     // only piecewise smooth (a bottleneck moves from one resource to another), which can shrink
     // it early. So restart from the best point while a restart still improves it (each
@@ -753,8 +809,8 @@ int run_calibrate(const CalibrateOptions& o) {
     // Stopped by --max-evals rather than by convergence: said here and in the file.
     const bool converged = st.evals < o.max_evals;
     if (!converged)
-      std::cout << fmt::format("stopped at --max-evals {}: not converged (the best point so far is reported)\n",
-                               o.max_evals);
+      out << fmt::format("stopped at --max-evals {}: not converged (the best point so far is reported)\n",
+                         o.max_evals);
     const std::vector<double> start_values = values_of(params, std::vector<double>(n, 0.0));
     const std::vector<double> fitted = st.best_values;
     const Simulated& sim_start = st.cache.at(start_values).second;
@@ -762,8 +818,9 @@ int run_calibrate(const CalibrateOptions& o) {
 
     // Sensitivity: d ln(simulated) / d ln(parameter), RMS over the fit quantities, from a 5 %
     // step (down when up would leave the bounds).
-    std::cout << fmt::format("\n{:<28} {:<8} {:>12} {:>12} {:>12} {:>12} {:>12}\n", "parameter", "unit", "start",
-                             "fitted", "lower", "upper", "sensitivity");
+    out << fmt::format("\n{:<28} {:<8} {:>12} {:>12} {:>12} {:>12} {:>12}\n", "parameter", "unit", "start",
+                       "fitted", "lower", "upper", "sensitivity");
+    frontends::Json json_params = frontends::Json::array();
     for (size_t k = 0; k < n; ++k) {
       std::vector<double> v = fitted;
       const double up = effective(params[k], fitted[k] * 1.05);
@@ -777,26 +834,38 @@ int run_calibrate(const CalibrateOptions& o) {
       std::string flag;
       if (fitted[k] <= params[k].lower * (1 + 1e-3)) flag = "  at its lower bound";
       if (fitted[k] >= params[k].upper * (1 - 1e-3)) flag = "  at its upper bound";
-      std::cout << fmt::format("{:<28} {:<8} {:>12} {:>12} {:>12} {:>12} {:>12.3f}{}\n", params[k].key,
-                               params[k].unit, short_number(params[k].start), short_number(fitted[k]),
-                               short_number(params[k].lower), short_number(params[k].upper), rms(el), flag);
+      out << fmt::format("{:<28} {:<8} {:>12} {:>12} {:>12} {:>12} {:>12.3f}{}\n", params[k].key,
+                         params[k].unit, short_number(params[k].start), short_number(fitted[k]),
+                         short_number(params[k].lower), short_number(params[k].upper), rms(el), flag);
+      json_params.push_back({{"key", params[k].key},
+                             {"unit", params[k].unit},
+                             {"start", params[k].start},
+                             {"fitted", fitted[k]},
+                             {"lower", params[k].lower},
+                             {"upper", params[k].upper},
+                             {"sensitivity", rms(el)},
+                             {"at_bound", flag.empty() ? frontends::Json(nullptr)
+                                                       : frontends::Json(flag.find("lower") != std::string::npos ? "lower" : "upper")}});
     }
-    std::cout << "sensitivity: the RMS over the fitted quantities of d ln(simulated) / d ln(parameter); near 0, "
-                 "these runs do not determine the parameter\n\n";
-    std::cout << format_errors(fmt::format("fit: {}, {}", plural(fit_obs.size(), "run"),
-                                           plural(static_cast<size_t>(st.evals), "evaluation")),
-                               fit_obs,
-                               sim_start, sim_fit);
+    out << "sensitivity: the RMS over the fitted quantities of d ln(simulated) / d ln(parameter); near 0, "
+           "these runs do not determine the parameter\n\n";
+    out << format_errors(fmt::format("fit: {}, {}", plural(fit_obs.size(), "run"),
+                                     plural(static_cast<size_t>(st.evals), "evaluation")),
+                         fit_obs,
+                         sim_start, sim_fit);
     std::string csv = "set,run,quantity,measured,start,start_error_pct,fitted,fitted_error_pct\n" +
                       csv_rows("fit", fit_obs, sim_start, sim_fit);
+    frontends::Json json_fit = errors_json(fit_obs, sim_start, sim_fit);
+    frontends::Json json_holdout = nullptr;
     if (!hold_obs.empty()) {
       const Simulated hold_start = evaluator.simulate(hold_obs, start_values);
       const Simulated hold_fit = evaluator.simulate(hold_obs, fitted);
-      std::cout << "\n"
-                << format_errors(fmt::format("holdout: {}, not used for fitting", plural(hold_obs.size(), "run")),
-                                 hold_obs,
-                                 hold_start, hold_fit);
+      out << "\n"
+          << format_errors(fmt::format("holdout: {}, not used for fitting", plural(hold_obs.size(), "run")),
+                           hold_obs,
+                           hold_start, hold_fit);
       csv += csv_rows("holdout", hold_obs, hold_start, hold_fit);
+      json_holdout = errors_json(hold_obs, hold_start, hold_fit);
     }
 
     // The runs as named on the command line, without their directories.
@@ -827,7 +896,30 @@ int run_calibrate(const CalibrateOptions& o) {
     const std::string fitted_text = rewrite_platform(base_text, platform_file, changes);
     if (o.csv_path) util::write_file_atomically(*o.csv_path, csv, "--csv");
     util::write_file_atomically(output, fitted_text, "-o");
-    std::cout << fmt::format("\nwrote {}{}\n", output, o.csv_path ? " and " + *o.csv_path : "");
+    out << fmt::format("\nwrote {}{}\n", output, o.csv_path ? " and " + *o.csv_path : "");
+    if (o.json) {
+      frontends::Json doc;
+      doc["schema"] = "hcasim.calibrate/1";
+      doc["command_line"] = frontends::json_command_line("calibrate", o.args);
+      doc["platform"] = base.name();
+      doc["platform_file"] = platform_file;
+      doc["set"] = o.sets;
+      doc["duration_s"] = o.duration_s > 0 ? frontends::Json(o.duration_s) : frontends::Json(nullptr);
+      doc["iterations"] = o.iterations > 0 ? frontends::Json(o.iterations) : frontends::Json(nullptr);
+      doc["max_evals"] = o.max_evals;
+      doc["converged"] = converged;
+      doc["rms_error_best_pct"] = 100 * st.best;
+      frontends::Json evaluations = frontends::Json::array();
+      for (size_t e = 0; e < st.history.size(); ++e)
+        evaluations.push_back({{"eval", e + 1}, {"rms_error_pct", 100 * st.history[e].first}, {"values", st.history[e].second}});
+      doc["evaluations"] = std::move(evaluations);
+      doc["parameters"] = std::move(json_params);
+      doc["fit"] = std::move(json_fit);
+      doc["holdout"] = std::move(json_holdout);
+      doc["output"] = output;
+      doc["csv"] = o.csv_path ? frontends::Json(*o.csv_path) : frontends::Json(nullptr);
+      std::cout << frontends::dump_json(doc) << std::flush;
+    }
   } catch (const ChildFailure& e) {
     return print_child_failure(e);
   } catch (const Interrupted& e) {

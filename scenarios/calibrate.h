@@ -118,6 +118,8 @@ struct CalibrateOptions {
   int max_evals = 60;                    ///< --max-evals: NLopt's maxeval
   double duration_s = 4;                 ///< --duration: netperf's simulated -l, 0 = as typed
   uint64_t iterations = 20000;           ///< --iterations: perftest's -n cap, 0 = as typed
+  bool json = false;                     ///< --json: the report as JSON on stdout, no text
+  std::vector<std::string> args;         ///< the words after `calibrate`, as given (the JSON's command_line)
 };
 
 /// Parses the words after `hcasim calibrate` (CLI11). Throws InputError naming the flag.
@@ -125,7 +127,10 @@ CalibrateOptions parse_calibrate_args(const std::vector<std::string>& args);
 
 /// Runs the fit: prints the settings, one line per evaluation, the parameters (start, fitted,
 /// bounds, sensitivity) and the error of every run and quantity at the start and fitted
-/// values, fit and holdout; writes the fitted platform file (and --csv). Returns 0, 2 on a failed child,
+/// values, fit and holdout; writes the fitted platform file (and --csv). With --json it prints
+/// nothing while it fits and, once the files are written, one document (schema
+/// "hcasim.calibrate/1": the settings, every evaluation, the parameters with their sensitivity,
+/// each run's quantities at the start and fitted, the files written). Returns 0, 2 on a failed child,
 /// 128 + signal when interrupted (nothing written). Throws InputError for bad input, before
 /// any simulation.
 int run_calibrate(const CalibrateOptions& options);
