@@ -663,7 +663,7 @@ CalibrateOptions parse_calibrate_args(const std::vector<std::string>& args) {
 int run_calibrate(const CalibrateOptions& o) {
   // With --json nothing is printed until the document: the text goes nowhere.
   std::ostream discard(nullptr);
-  std::ostream& out = o.json ? discard : out;
+  std::ostream& out = o.json ? discard : std::cout;
   // Everything is checked before the first simulation.
   const std::string platform_file = resolve_platform(o.platform);
   const std::string base_text = read_text(platform_file, platform_file);

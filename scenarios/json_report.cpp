@@ -62,14 +62,16 @@ std::vector<std::string> report_tables(const Scenario& s, PointKind kind, bool p
   return tables;
 }
 
+/// The tolerances as the scenario file declares them (relative, 0.15 = 15 %, or in us); null
+/// when not declared.
 Json tolerance_json(const Tolerance& t) {
-  auto declared = [](double v, double scale) { return v > 0 ? Json(v * scale) : Json(nullptr); };
+  auto declared = [](double v) { return v > 0 ? Json(v) : Json(nullptr); };
   Json j;
-  j["throughput_pct"] = declared(t.throughput, 100.0);
-  j["service_demand_pct"] = declared(t.service_demand, 100.0);
-  j["utilisation_pct"] = declared(t.utilisation, 100.0);
-  j["t_typical_us"] = declared(t.t_typical_us, 1.0);
-  j["t_min_us"] = declared(t.t_min_us, 1.0);
+  j["throughput_relative"] = declared(t.throughput);
+  j["service_demand_relative"] = declared(t.service_demand);
+  j["utilisation_relative"] = declared(t.utilisation);
+  j["t_typical_us"] = declared(t.t_typical_us);
+  j["t_min_us"] = declared(t.t_min_us);
   return j;
 }
 
@@ -221,13 +223,14 @@ Json validate_summary_json(const std::vector<Scenario>& scenarios,
         j["name"] = m.name;
         j["median_abs_error" + unit] = m.median ? Json(*m.median * scale) : Json(nullptr);
         j["max_abs_error" + unit] = m.max ? Json(*m.max * scale) : Json(nullptr);
-        j["tolerance" + unit] = m.tolerance > 0 ? Json(m.tolerance * scale) : Json(nullptr);
+        // Tolerances, spreads and the target as declared: relative (0.15 = 15 %) or in us.
+        j[netperf ? "tolerance_relative" : "tolerance_us"] = m.tolerance > 0 ? Json(m.tolerance) : Json(nullptr);
         j["gated"] = m.gated;
         j["gated_within"] = m.gated_within;
         if (netperf) {
-          j["spread_pct"] = m.spread ? Json(*m.spread * 100.0) : Json(nullptr);
-          j["allowed_median_pct"] = m.allowed_median * 100.0;
-          j["allowed_max_pct"] = m.allowed_max * 100.0;
+          j["spread_relative"] = m.spread ? Json(*m.spread) : Json(nullptr);
+          j["allowed_median_relative"] = m.allowed_median;
+          j["allowed_max_relative"] = m.allowed_max;
           j["target_met"] = m.target_met;
         }
         metrics.push_back(std::move(j));

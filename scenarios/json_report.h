@@ -16,7 +16,9 @@
 namespace hcasim::scenarios {
 
 /// One scenario's report: {"name", "platform", "remote_platform", "source", "gated",
-/// "tolerance", "points": [...], "tables": [...], "verdict"}. Per point its table, mode, size
+/// "tolerance" (as declared: throughput_relative, service_demand_relative,
+/// utilisation_relative, t_typical_us, t_min_us; null when not), "points": [...], "tables":
+/// [...], "verdict"}. Per point its table, mode, size
 /// flag, command, kind ("netperf", "latency" or "bandwidth"), gated, status and, per metric of
 /// its kind, {"measured", "simulated", "error_pct" (relative errors, in % of the measured value)
 /// or "error_us" (latency, simulated - measured), "within"}; a value not measured or not
@@ -26,10 +28,13 @@ namespace hcasim::scenarios {
 frontends::Json scenario_report_json(const Scenario& scenario, const std::vector<PointOutcome>& outcomes);
 
 /// `hcasim validate`'s summary: one object per scenario and table of summarize_tables, with its
-/// metrics ({"name", "unit" ("relative" for netperf's errors, in % in the keys, "us" for
-/// latency), "median", "max", "tolerance", "gated", "gated_within", and for netperf "spread",
-/// "allowed_median", "allowed_max", "target_met"}), then the totals: {"tables": [...],
-/// "gated_points", "failed_points", "netperf_tables", "netperf_tables_target_met", "ok"}.
+/// metrics ({"name", "median_abs_error_pct" and "max_abs_error_pct" (netperf, relative errors
+/// in %) or "median_abs_error_us" and "max_abs_error_us" (latency), "tolerance_relative" or
+/// "tolerance_us", "gated", "gated_within", and for netperf "spread_relative",
+/// "allowed_median_relative", "allowed_max_relative", "target_met"}), then the totals:
+/// {"tables": [...], "gated_points", "failed_points", "netperf_tables",
+/// "netperf_tables_target_met", "ok"}. Tolerances, spreads and the target are relative as the
+/// scenario files declare them (0.15 = 15 %).
 frontends::Json validate_summary_json(const std::vector<Scenario>& scenarios,
                                       const std::vector<std::vector<PointOutcome>>& outcomes);
 
