@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "model/params.h"
 #include "model/platform.h"
 #include "scenarios/datadir.h"
@@ -279,12 +281,16 @@ TEST_F(ParamsCommand, WithAPlatformShowsValueOriginAndSource) {
 TEST_F(ParamsCommand, JsonHasEveryKey) {
   const test::Outcome r = run("params --json --platform zx1-rx4640-pcix");
   ASSERT_EQ(r.status, 0) << r.err;
+  const auto doc = nlohmann::json::parse(r.out);
   size_t keys = 0, values = 0;
-  for (size_t pos = 0; (pos = r.out.find("\"key\" : ", pos)) != std::string::npos; ++pos) ++keys;
-  for (size_t pos = 0; (pos = r.out.find("\"value\" : ", pos)) != std::string::npos; ++pos) ++values;
+  for (const auto& p : doc.at("parameters")) {
+    keys += p.contains("key");
+    values += p.contains("value");
+  }
   EXPECT_EQ(keys, 127u);
   EXPECT_EQ(values, shipped_platforms().at("zx1-rx4640-pcix").params().size());
-  EXPECT_NE(r.out.find("\"count\" : 127"), std::string::npos);
+  EXPECT_EQ(doc.at("count"), 127);
+  EXPECT_EQ(doc.at("platform"), "zx1-rx4640-pcix");
   EXPECT_EQ(r.out.front(), '{');
 }
 
