@@ -162,6 +162,7 @@ std::vector<uint64_t> parse_size_list(const std::string& text, const std::string
       sizes.push_back(s);
       if (s > b / 2) break;
     }
+    if (sizes.back() != b) sizes.push_back(b);  // the end asked for, off the doubling grid
     return sizes;
   }
   for (const std::string& item : split_commas(text)) {

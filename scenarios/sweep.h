@@ -67,7 +67,8 @@ struct SweepOptions {
 };
 
 /// The sizes of `text`, the value of option `flag` ("-m", "-s"): a size, a comma-separated
-/// list, or a doubling range `A..B` (A, 2A, 4A, ... <= B). Throws InputError "FLAG TEXT: ..."
+/// list, or a doubling range `A..B` (A, 2A, 4A, ... <= B, then B itself when the doubling
+/// does not land on it: 100..1000 is 100, 200, 400, 800, 1000). Throws InputError "FLAG TEXT: ..."
 /// for a range without a start or an end ("64.."), a start above its end ("4M..64"), a start
 /// of 0, an empty list item, more than 4096 sizes, or a bad size (model::parse_size's message).
 std::vector<uint64_t> parse_size_list(const std::string& text, const std::string& flag);

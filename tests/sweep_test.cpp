@@ -73,8 +73,10 @@ TEST(SweepSizes, RangesDoubleAndListsKeepTheirOrder) {
   EXPECT_EQ(range.front(), 64u);
   EXPECT_EQ(range[1], 128u);
   EXPECT_EQ(range.back(), 4u << 20);
-  // An end that is not start x 2^k: the last doubling at or below it (3, 6, 12; 24 > 20).
-  EXPECT_EQ(parse_size_list("3..20", "-m"), (std::vector<uint64_t>{3, 6, 12}));
+  // An end that is not start x 2^k: the doublings at or below it (3, 6, 12; 24 > 20), then the end.
+  EXPECT_EQ(parse_size_list("3..20", "-m"), (std::vector<uint64_t>{3, 6, 12, 20}));
+  EXPECT_EQ(parse_size_list("100..1000", "-m"), (std::vector<uint64_t>{100, 200, 400, 800, 1000}));
+  EXPECT_EQ(parse_size_list("5..5", "-m"), (std::vector<uint64_t>{5}));
   // k is 10^3 (netperf's convert()): 64000, 128000, 256000.
   EXPECT_EQ(parse_size_list("64k..256k", "-m"), (std::vector<uint64_t>{64000, 128000, 256000}));
   EXPECT_EQ(parse_size_list("64,1K,64K", "-m"), (std::vector<uint64_t>{64, 1024, 65536}));
