@@ -19,6 +19,7 @@
 #include "scenarios/fanout.h"
 #include "scenarios/report.h"
 #include "scenarios/sweep_plot.h"
+#include "sim/testbed.h"
 #include "util/csv.h"
 #include "util/number.h"
 #include "util/output_file.h"
@@ -399,7 +400,11 @@ void check_variants(const SweepOptions& o, const std::vector<Variant>& variants)
       }
     }
     try {
-      (void)load_host_platforms(p, remote, with);
+      // The children's model checks too (a value out of its range, --set host.clock=100), so
+      // that a bad variant is named as --vary, not reported as a failed point.
+      const auto [local, far] = load_host_platforms(p, remote, with);
+      (void)sim::read_host_params(local);
+      (void)sim::read_host_params(far);
     } catch (const InputError& e) {
       std::string message = e.what();
       if (message.rfind("--set ", 0) == 0) message.replace(0, 6, "--vary ");

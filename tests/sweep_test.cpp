@@ -229,6 +229,8 @@ TEST_F(Sweep, BadInputIsOneLineAndWritesNothing) {
        "hcasim: error: --vary pcie.no_such_key: unknown platform parameter (platform connectx-ddr-pcie1x8)\n"},
       {"sweep netperf -l 0.1 -- -m 64 --vary platform=connectx-ddr-pcie1x8,no-such-host",
        "hcasim: error: --vary platform no-such-host: no such platform file or name (looked in "},
+      {"sweep netperf -l 0.1 -- -m 64 --vary host.clock=2,100",
+       "hcasim: error: --vary host.clock: 100 GHz is out of range (0.01..10) (platform connectx-ddr-pcie1x8)\n"},
       {"sweep netperf -l 0.1 -j 0 -- -m 64", "hcasim: error: -j: '0' must be 1..4096\n"},
       {"sweep ib_write_bw -s 64..", "hcasim: error: -s 64..: a range needs a start and an end (e.g. 64..4M)\n"},
       {"sweep ib_write_lat -s 2,4 --vary hca.blueflame=on,off --set hca.blueflame=off",
