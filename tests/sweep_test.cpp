@@ -291,8 +291,9 @@ TEST_F(Sweep, CompareOfSeed000RunsGivesRunsErrors) {
     EXPECT_EQ(b[k + 1][5], "false");  // not gated
     for (size_t col = 6; col < a[0].size(); ++col) {
       const std::string& name = a[0][col];
-      if (name.rfind("meas_", 0) == 0 || name.rfind("sim_", 0) == 0 || name.rfind("err_", 0) == 0)
+      if (name.rfind("meas_", 0) == 0 || name.rfind("sim_", 0) == 0 || name.rfind("err_", 0) == 0) {
         EXPECT_EQ(t2_t3[k][col], b[k + 1][col]) << name << ", run " << k;
+      }
     }
   }
   // A real comparison: T3 SDP -m 64K measured 8323.20 Mbit/s, and the error is (simulated -
