@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 
+#include "scenarios/run_report.h"
 #include "util/statistics.h"
 
 namespace hcasim::scenarios {
@@ -52,16 +53,6 @@ bool has_kind(const Scenario& s, PointKind kind) {
   return std::any_of(s.points.begin(), s.points.end(), [&](const ScenarioPoint& p) { return p.kind == kind; });
 }
 
-/// The tables of the points of `kind` in order of first appearance, or {"all runs"} when no
-/// point is gated (format_run_report pools them).
-std::vector<std::string> report_tables(const Scenario& s, PointKind kind, bool pooled) {
-  if (pooled) return {"all runs"};
-  std::vector<std::string> tables;
-  for (const auto& p : s.points)
-    if (p.kind == kind && std::find(tables.begin(), tables.end(), p.table) == tables.end()) tables.push_back(p.table);
-  return tables;
-}
-
 /// The tolerances as the scenario file declares them (relative, 0.15 = 15 %, or in us); null
 /// when not declared.
 Json tolerance_json(const Tolerance& t) {
@@ -78,13 +69,12 @@ Json tolerance_json(const Tolerance& t) {
 }  // namespace
 
 Json scenario_report_json(const Scenario& s, const std::vector<PointOutcome>& outcomes) {
-  const bool pooled = std::none_of(s.points.begin(), s.points.end(), [](const ScenarioPoint& p) { return p.gated; });
   Json doc;
   doc["name"] = s.name;
   doc["platform"] = s.platform;
   doc["remote_platform"] = s.remote_platform.empty() ? Json(nullptr) : Json(s.remote_platform);
   doc["source"] = s.source;
-  doc["gated"] = !pooled;
+  doc["gated"] = std::any_of(s.points.begin(), s.points.end(), [](const ScenarioPoint& p) { return p.gated; });
   doc["tolerance"] = tolerance_json(s.tolerance);
 
   Json points = Json::array();
@@ -128,64 +118,33 @@ Json scenario_report_json(const Scenario& s, const std::vector<PointOutcome>& ou
   const bool latency = has_kind(s, PointKind::Latency), bandwidth = has_kind(s, PointKind::Bandwidth);
   if (has_kind(s, PointKind::Netperf) || (!latency && !bandwidth)) {
     Json rows = Json::array();
-    for (const auto& table : report_tables(s, PointKind::Netperf, pooled)) {
-      std::vector<double> tput, sd, util;
-      size_t n = 0;
-      for (size_t i = 0; i < s.points.size(); ++i) {
-        if ((!pooled && s.points[i].table != table) || s.points[i].kind != PointKind::Netperf) continue;
-        ++n;
-        const auto& o = outcomes[i];
-        for (const auto& [m, into] : {std::pair{&o.throughput, &tput}, {&o.sd_local, &sd}, {&o.sd_remote, &sd},
-                                      {&o.util_local, &util}, {&o.util_remote, &util}})
-          if (m->error) into->push_back(std::fabs(*m->error));
-      }
-      rows.push_back({{"table", table},
-                      {"points", n},
-                      {"throughput_abs_error_pct", median_max_json(tput, 100.0)},
-                      {"service_demand_abs_error_pct", median_max_json(sd, 100.0)},
-                      {"utilisation_abs_error_pct", median_max_json(util, 100.0)}});
-    }
+    for (const TableErrors& t : table_errors(s, outcomes, PointKind::Netperf))
+      rows.push_back({{"table", t.table},
+                      {"points", t.points},
+                      {"throughput_abs_error_pct", median_max_json(t.throughput, 100.0)},
+                      {"service_demand_abs_error_pct", median_max_json(t.service_demand, 100.0)},
+                      {"utilisation_abs_error_pct", median_max_json(t.utilisation, 100.0)}});
     tables["netperf"] = std::move(rows);
   }
   if (latency) {
     Json rows = Json::array();
-    for (const auto& table : report_tables(s, PointKind::Latency, pooled)) {
-      std::vector<double> typical, minimum;
-      std::vector<std::string> platforms;
-      size_t n = 0;
-      for (size_t i = 0; i < s.points.size(); ++i) {
-        const auto& p = s.points[i];
-        if ((!pooled && p.table != table) || p.kind != PointKind::Latency) continue;
-        ++n;
-        if (outcomes[i].t_typical.error) typical.push_back(std::fabs(*outcomes[i].t_typical.error));
-        if (outcomes[i].t_min.error) minimum.push_back(std::fabs(*outcomes[i].t_min.error));
-        if (std::find(platforms.begin(), platforms.end(), p.platform) == platforms.end())
-          platforms.push_back(p.platform);
-      }
-      auto max_abs = [](const std::vector<double>& v) {
-        return v.empty() ? Json(nullptr) : Json(*std::max_element(v.begin(), v.end()));
-      };
-      rows.push_back({{"table", table},
-                      {"points", n},
-                      {"t_typical_max_abs_error_us", max_abs(typical)},
-                      {"t_min_max_abs_error_us", max_abs(minimum)},
-                      {"platforms", platforms}});
-    }
+    auto max_abs = [](const std::vector<double>& v) {
+      return v.empty() ? Json(nullptr) : Json(*std::max_element(v.begin(), v.end()));
+    };
+    for (const TableErrors& t : table_errors(s, outcomes, PointKind::Latency))
+      rows.push_back({{"table", t.table},
+                      {"points", t.points},
+                      {"t_typical_max_abs_error_us", max_abs(t.t_typical)},
+                      {"t_min_max_abs_error_us", max_abs(t.t_min)},
+                      {"platforms", t.platforms}});
     tables["latency"] = std::move(rows);
   }
   if (bandwidth) {
-    std::vector<double> bw, rate;
-    size_t n = 0;
-    for (size_t i = 0; i < s.points.size(); ++i) {
-      if (s.points[i].kind != PointKind::Bandwidth) continue;
-      ++n;
-      if (outcomes[i].bw_average.error) bw.push_back(std::fabs(*outcomes[i].bw_average.error));
-      if (outcomes[i].msg_rate.error) rate.push_back(std::fabs(*outcomes[i].msg_rate.error));
-    }
-    tables["bandwidth"] = Json::array({{{"table", "all runs"},
-                                        {"points", n},
-                                        {"bw_average_abs_error_pct", median_max_json(bw, 100.0)},
-                                        {"msg_rate_abs_error_pct", median_max_json(rate, 100.0)}}});
+    const TableErrors t = table_errors(s, outcomes, PointKind::Bandwidth).front();
+    tables["bandwidth"] = Json::array({{{"table", t.table},
+                                        {"points", t.points},
+                                        {"bw_average_abs_error_pct", median_max_json(t.bw_average, 100.0)},
+                                        {"msg_rate_abs_error_pct", median_max_json(t.msg_rate, 100.0)}}});
   }
   doc["tables"] = std::move(tables);
 

@@ -58,6 +58,37 @@ std::vector<std::string> tables_of(const Scenario& s, PointKind kind) {
 
 }  // namespace
 
+std::vector<TableErrors> table_errors(const Scenario& s, const std::vector<PointOutcome>& outcomes, PointKind kind) {
+  const bool pooled = kind == PointKind::Bandwidth || !any_gated(s);
+  std::vector<TableErrors> tables;
+  for (const auto& name : pooled ? std::vector<std::string>{"all runs"} : tables_of(s, kind)) {
+    TableErrors t;
+    t.table = name;
+    auto add = [](std::vector<double>& into, const Metric& m) {
+      if (m.error) into.push_back(std::fabs(*m.error));
+    };
+    for (size_t i = 0; i < s.points.size(); ++i) {
+      const auto& p = s.points[i];
+      if ((!pooled && p.table != name) || p.kind != kind) continue;
+      ++t.points;
+      const auto& o = outcomes[i];
+      add(t.throughput, o.throughput);
+      add(t.service_demand, o.sd_local);
+      add(t.service_demand, o.sd_remote);
+      add(t.utilisation, o.util_local);
+      add(t.utilisation, o.util_remote);
+      add(t.t_typical, o.t_typical);
+      add(t.t_min, o.t_min);
+      add(t.bw_average, o.bw_average);
+      add(t.msg_rate, o.msg_rate);
+      if (kind == PointKind::Latency && std::find(t.platforms.begin(), t.platforms.end(), p.platform) == t.platforms.end())
+        t.platforms.push_back(p.platform);
+    }
+    tables.push_back(std::move(t));
+  }
+  return tables;
+}
+
 namespace {
 
 /// The netperf part of the report: a row per netperf point, then per table the median and max
@@ -107,22 +138,9 @@ std::string format_netperf_rows(const Scenario& s, const std::vector<PointOutcom
                      "|error| utilisation");
   out += fmt::format(summary, "", "", "median / max", "median / max", "median / max");
   // A scenario without gated points (compare's run files: a table per run) is summed up as one.
-  const bool pooled = !any_gated(s);
-  for (const auto& table : pooled ? std::vector<std::string>{"all runs"} : tables_of(s, PointKind::Netperf)) {
-    std::vector<double> tput, sd, util;
-    size_t n = 0;
-    for (size_t i = 0; i < s.points.size(); ++i) {
-      if ((!pooled && s.points[i].table != table) || s.points[i].kind != PointKind::Netperf) continue;
-      ++n;
-      const auto& o = outcomes[i];
-      if (o.throughput.error) tput.push_back(std::fabs(*o.throughput.error));
-      if (o.sd_local.error) sd.push_back(std::fabs(*o.sd_local.error));
-      if (o.sd_remote.error) sd.push_back(std::fabs(*o.sd_remote.error));
-      if (o.util_local.error) util.push_back(std::fabs(*o.util_local.error));
-      if (o.util_remote.error) util.push_back(std::fabs(*o.util_remote.error));
-    }
-    out += fmt::format(summary, table, n, median_max(tput), median_max(sd), median_max(util));
-  }
+  for (const TableErrors& t : table_errors(s, outcomes, PointKind::Netperf))
+    out += fmt::format(summary, t.table, t.points, median_max(t.throughput), median_max(t.service_demand),
+                       median_max(t.utilisation));
   return out;
 }
 
@@ -161,24 +179,10 @@ std::string format_latency_rows(const Scenario& s, const std::vector<PointOutcom
     return v.empty() ? std::string("-")
                      : fmt::format("{:.3f} us", *std::max_element(v.begin(), v.end()));
   };
-  const bool pooled = !any_gated(s);
-  for (const auto& table : pooled ? std::vector<std::string>{"all runs"} : tables_of(s, PointKind::Latency)) {
-    std::vector<double> typical, minimum;
-    std::vector<std::string> platforms;
-    size_t n = 0;
-    for (size_t i = 0; i < s.points.size(); ++i) {
-      const auto& p = s.points[i];
-      if ((!pooled && p.table != table) || p.kind != PointKind::Latency) continue;
-      ++n;
-      const auto& o = outcomes[i];
-      if (o.t_typical.error) typical.push_back(std::fabs(*o.t_typical.error));
-      if (o.t_min.error) minimum.push_back(std::fabs(*o.t_min.error));
-      if (std::find(platforms.begin(), platforms.end(), p.platform) == platforms.end())
-        platforms.push_back(p.platform);
-    }
+  for (const TableErrors& t : table_errors(s, outcomes, PointKind::Latency)) {
     std::string joined;
-    for (const auto& name : platforms) joined += (joined.empty() ? "" : ", ") + name;
-    out += fmt::format(summary, table, n, max_abs(typical), max_abs(minimum), joined);
+    for (const auto& name : t.platforms) joined += (joined.empty() ? "" : ", ") + name;
+    out += fmt::format(summary, t.table, t.points, max_abs(t.t_typical), max_abs(t.t_min), joined);
   }
   return out;
 }
@@ -196,24 +200,20 @@ std::string format_bandwidth_rows(const Scenario& s, const std::vector<PointOutc
                                    "MsgRate, Mpps");
   out += groups.erase(groups.find_last_not_of(' ') + 1) + "\n";
   out += fmt::format(row, "table", "mode", mode_w, "bytes", "meas", "sim", "error", "meas", "sim", "error", "status");
-  std::vector<double> bw, rate;
-  size_t n = 0;
   for (size_t i = 0; i < s.points.size(); ++i) {
     const auto& p = s.points[i];
     const auto& o = outcomes[i];
     if (p.kind != PointKind::Bandwidth) continue;
-    ++n;
     out += fmt::format(row, p.table, p.mode, mode_w, o.bytes, num(o.bw_average.measured, 2),
                        num(o.bw_average.simulated, 2), pct(o.bw_average.error), num(o.msg_rate.measured, 6),
                        num(o.msg_rate.simulated, 6), pct(o.msg_rate.error), o.status);
-    if (o.bw_average.error) bw.push_back(std::fabs(*o.bw_average.error));
-    if (o.msg_rate.error) rate.push_back(std::fabs(*o.msg_rate.error));
   }
+  const TableErrors t = table_errors(s, outcomes, PointKind::Bandwidth).front();
   constexpr const char* summary = "{:<16} {:>6}  {:<22} {}\n";
   out += '\n';
   out += fmt::format(summary, "all runs", "points", "|error| BW average", "|error| MsgRate");
   out += fmt::format(summary, "", "", "median / max", "median / max");
-  out += fmt::format(summary, "", n, median_max(bw), median_max(rate));
+  out += fmt::format(summary, "", t.points, median_max(t.bw_average), median_max(t.msg_rate));
   return out;
 }
 

@@ -26,6 +26,25 @@ namespace hcasim::scenarios {
 /// instead of one per table, and ends "compared: N points, none gated".
 std::string format_run_report(const Scenario& scenario, const std::vector<PointOutcome>& outcomes);
 
+/// One table's absolute errors, as the report's per-table lines sum them up.
+struct TableErrors {
+  std::string table;  ///< the table's name, or "all runs"
+  size_t points = 0;  ///< the points of the kind in it
+  /// Netperf points, relative: throughput; both service demands; both utilisations.
+  std::vector<double> throughput, service_demand, utilisation;
+  /// Latency points, us: t_typical, t_min; and the points' platforms in order of first appearance.
+  std::vector<double> t_typical, t_min;
+  std::vector<std::string> platforms;
+  /// Bandwidth points, relative: BW average, MsgRate.
+  std::vector<double> bw_average, msg_rate;
+};
+
+/// Per table of `scenario`'s points of `kind`, in order of first appearance, the |error|s of its
+/// measured metrics; one "all runs" table when no point is gated, and always for bandwidth
+/// points. What format_run_report's per-table lines and the JSON report's "tables" print.
+std::vector<TableErrors> table_errors(const Scenario& scenario, const std::vector<PointOutcome>& outcomes,
+                                      PointKind kind);
+
 /// Header of the run CSV, without newline: the netperf columns (throughput, SD local, SD remote,
 /// then meas_/sim_/err_util_local_pct and meas_/sim_/err_util_remote_pct), ending in `status`;
 /// with `latency_columns`, followed by bytes, meas_/sim_/err_t_typical_us,
