@@ -71,7 +71,7 @@ void add_note(NetperfOptions& o, const std::string& text) {
 
 // hcasim long options, split into the ones taking a value and the flags.
 const std::set<std::string, std::less<>> kLongWithValue = {"platform", "remote-platform", "set",
-                                                           "csv", "seed", "transport"};
+                                                           "csv", "seed", "transport", "steady"};
 const std::set<std::string, std::less<>> kLongFlags = {"stats", "verify-data", "profile", "json"};
 
 // netperf 2.4.3 global options hcasim does not simulate (netsh.c GLOBAL_CMD_LINE_ARGS) and
@@ -363,7 +363,7 @@ void parse_long(const std::vector<std::string>& long_words, NetperfOptions& o) {
   if (long_words.empty()) return;
   CLI::App app{"hcasim netperf", "hcasim netperf"};
   app.set_help_flag();
-  std::string platform, remote_platform, csv, seed, transport;
+  std::string platform, remote_platform, csv, seed, transport, steady;
   std::vector<std::string> sets;
   bool stats = false, verify = false, profile = false, json = false;
   auto* opt_platform = app.add_option("--platform", platform);
@@ -372,11 +372,12 @@ void parse_long(const std::vector<std::string>& long_words, NetperfOptions& o) {
   auto* opt_csv = app.add_option("--csv", csv);
   auto* opt_seed = app.add_option("--seed", seed);
   auto* opt_transport = app.add_option("--transport", transport);
+  auto* opt_steady = app.add_option("--steady", steady);
   app.add_flag("--stats", stats);
   app.add_flag("--verify-data", verify);
   app.add_flag("--profile", profile);
   app.add_flag("--json", json);
-  for (auto* opt : {opt_platform, opt_remote, opt_csv, opt_seed, opt_transport})
+  for (auto* opt : {opt_platform, opt_remote, opt_csv, opt_seed, opt_transport, opt_steady})
     opt->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   std::vector<std::string> reversed(long_words.rbegin(), long_words.rend());
   try {
@@ -384,7 +385,7 @@ void parse_long(const std::vector<std::string>& long_words, NetperfOptions& o) {
   } catch (const CLI::ParseError& e) {
     fail(e.what());
   }
-  for (auto* opt : {opt_platform, opt_remote, opt_seed, opt_transport}) util::check_single_value(opt->get_name(), opt->results());
+  for (auto* opt : {opt_platform, opt_remote, opt_seed, opt_transport, opt_steady}) util::check_single_value(opt->get_name(), opt->results());
   if (opt_platform->count()) o.platform = platform;
   if (opt_remote->count()) o.remote_platform = remote_platform;
   for (const auto& s : sets)
@@ -404,6 +405,12 @@ void parse_long(const std::vector<std::string>& long_words, NetperfOptions& o) {
     if (seed.empty() || ec != std::errc() || ptr != seed.data() + seed.size())
       fail(fmt::format("--seed: '{}' is not a non-negative integer", seed));
     o.seed = v;
+  }
+  if (opt_steady->count()) {
+    const std::optional<double> v = util::parse_number(steady);
+    if (!v || !(*v > 0 && *v < 0.1))
+      fail(fmt::format("--steady: '{}' is not a relative precision between 0 and 0.1 (e.g. 0.002)", steady));
+    o.steady_rel = *v;
   }
   if (opt_transport->count()) {
     if (transport != "sdp" && transport != "ipoib")
@@ -495,6 +502,14 @@ TcpStreamConfig to_tcp_stream_config(const NetperfOptions& o) {
   c.verify_data = o.verify_data;
   c.nodelay = o.nodelay;
   c.seed = o.seed;
+  c.steady_rel = o.steady_rel;
+  if (o.steady_rel > 0 && o.transport == "ipoib")
+    fail("--steady: a steady-state measurement is made for SDP only, not for --transport ipoib");
+  if (o.steady_rel > 0 && c.faults.any())
+    fail("--steady: faults on the wire (fault.*) are rare events a steady window does not sample; measure the "
+         "whole run");
+  if (o.steady_rel > 0 && o.length_bytes > 0)
+    fail("--steady: a run of a byte count (-l -N) sends all of it; give a test length in seconds");
   if (o.transport == "ipoib" && o.nodelay)
     fail("-D: TCP_NODELAY is modelled for SDP only, not for --transport ipoib");
   if (o.transport == "ipoib" && c.faults.any())

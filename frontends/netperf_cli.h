@@ -69,6 +69,9 @@ struct NetperfOptions {
                                         ///< netperf's text (frontends/json_output.h)
   bool verify_data = false;             ///< --verify-data
   uint64_t seed = 1;                    ///< --seed N
+  /// --steady REL: measure the stream's steady state to the relative precision REL (0 < REL <
+  /// 0.1), within -l (TcpStreamConfig::steady_rel); 0 = the whole run
+  double steady_rel = 0;
 
   /// Lines for stderr, each "hcasim: note: ...", about flags accepted but ignored or
   /// reinterpreted (-H, -4, -6, -i/-I, "---m"). The -r note needs the simulated send size and

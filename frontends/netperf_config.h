@@ -28,6 +28,10 @@ struct TcpStreamConfig {
   bool verify_data = false;             ///< move real bytes and compare them at the receiver
   bool nodelay = false;                 ///< -D: TCP_NODELAY on both sockets (SDP: no Nagle hold)
   uint64_t seed = 1;                    ///< seed of the data pattern (and of any noise)
+  /// --steady REL: > 0 measures only the stream's steady state, to the relative precision REL
+  /// (util::SteadyState over windows of sim::kSteadyWindowS), within the -l length; 0 = the whole
+  /// run, as netperf measures it. SDP only.
+  double steady_rel = 0;
   model::FaultConfig faults;            ///< --set fault.*: faults on the wire (none by default)
   model::RcRetry retry;                 ///< --set qp.*: RC retry attributes of the SDP QPs
 };

@@ -80,6 +80,8 @@ hcasim options:
   --verify-data                move real bytes and check them at the receiver (and
                                compare the crc32 of both ends' streams; exit 1 if unequal)
   --seed N                     seed of the data pattern
+  --steady REL                 measure only the steady state, to the relative precision REL
+                               (e.g. 0.002), within -l; SDP only (docs/cli.md)
 
 hcasim ib_write_lat, ib_write_bw and ib_send_bw take perftest 4.5's flags (-a -s -n -I -q -t -r
 -Q --report_gbits ...; see hcasim ib_write_lat -h) and print perftest's report; the same hcasim

@@ -12,10 +12,32 @@
 #include "model/netstack.h"
 #include "sdp/socket.h"
 #include "sim/testbed.h"
+#include "util/steady_state.h"
 
 namespace hcasim::sim {
 
 namespace {
+
+/// The sender's and receiver's counters at one instant.
+struct Counts {
+  uint64_t sent = 0, received = 0, send_calls = 0, recv_calls = 0;
+};
+
+/// What a steady measurement reports: its end (simulated ns), what moved in it, each host's CPU
+/// accounts and the links' busy times.
+struct Snapshot {
+  double t_ns = 0;
+  Counts counts;
+  std::vector<model::CoreAccount> local, remote;
+  std::vector<std::pair<std::string, double>> link_busy_s;
+};
+
+/// Busy time of all of a host's cores, ns.
+double busy_ns(const std::vector<model::CoreAccount>& cores) {
+  double sum = 0;
+  for (const auto& c : cores) sum += c.total_ns();
+  return sum;
+}
 
 /// The pair of sockets, created inside the actors (verbs calls need a CPU context).
 struct Rendezvous {
@@ -88,6 +110,11 @@ frontends::TcpStreamResult run_tcp_stream(const model::Platform& local, const mo
     crc = crc32_z(crc, crc_buf.data(), n);
   };
   uint64_t received = 0, recv_calls = 0, sent = 0, send_calls = 0;
+  // --steady: the measured interval is the stream's steady state (util::SteadyState).
+  std::optional<util::SteadyState> steady;
+  if (cfg.steady_rel > 0 && cfg.length_bytes == 0) steady.emplace(cfg.steady_rel);
+  Counts measured;                   // the counters when the measured interval started
+  std::optional<Snapshot> steady_end;  // the figures when it ended
 
   // netserver: accept, then recv() until the end of the stream, checking every byte range.
   bed.scheduler().spawn("netserver", [&] {
@@ -147,6 +174,8 @@ frontends::TcpStreamResult run_tcp_stream(const model::Platform& local, const mo
       bed.reset_link_busy();
       t_start = now_ns();
       const double stop = t_start + cfg.length_s * 1e9;
+      double next_check = t_start + kSteadyWindowS * 1e9;
+      double busy_before_a = 0, busy_before_b = 0;
       size_t k = 0;
       // netperf -l -N: exactly N bytes (the last send() shorter); else for the test length.
       while (cfg.length_bytes ? sent < cfg.length_bytes : now_ns() < stop) {
@@ -157,6 +186,29 @@ frontends::TcpStreamResult run_tcp_stream(const model::Platform& local, const mo
         sent += sock_a->send(buf, len);
         ++send_calls;
         host_a.flush();
+        if (steady && now_ns() >= next_check) {
+          next_check = now_ns() + kSteadyWindowS * 1e9;
+          // Running totals: the CPU time before the accounts were last reset counts too.
+          const double totals[] = {static_cast<double>(received), busy_before_a + busy_ns(host_a.accounts()),
+                                   busy_before_b + busy_ns(host_b.accounts())};
+          const util::SteadyState::Step step = steady->checkpoint(now_ns(), totals);
+          if (step == util::SteadyState::Step::Start) {
+            // The measured interval starts here, as netperf's starts after the connection is up.
+            busy_before_a = totals[1];
+            busy_before_b = totals[2];
+            host_a.reset_accounts();
+            host_b.reset_accounts();
+            bed.reset_link_busy();
+            t_start = now_ns();
+            measured = Counts{sent, received, send_calls, recv_calls};
+          } else if (step == util::SteadyState::Step::Done) {
+            // ... and ends here: the figures as they stand, then the stream closes as usual.
+            steady_end = Snapshot{now_ns(), Counts{sent - measured.sent, received - measured.received,
+                                                   send_calls - measured.send_calls, recv_calls - measured.recv_calls},
+                                  host_a.accounts(), host_b.accounts(), bed.link_busy_s()};
+            break;
+          }
+        }
       }
       sock_a->close();
       const sdp::Addr scratch = ring[0];
@@ -180,11 +232,14 @@ frontends::TcpStreamResult run_tcp_stream(const model::Platform& local, const mo
   }
   if (t_end <= t_start) throw std::runtime_error("simulation ended before the test finished");
 
+  // A steady measurement ends where its figures were steady, not after the close.
+  if (steady_end) t_end = steady_end->t_ns;
+  const Counts counts = steady_end ? steady_end->counts : Counts{sent, received, send_calls, recv_calls};
   res.elapsed_s = (t_end - t_start) * 1e-9;
-  res.bytes_sent = sent;
-  res.bytes_received = received;
-  res.send_calls = send_calls;
-  res.recv_calls = recv_calls;
+  res.bytes_sent = counts.sent;
+  res.bytes_received = counts.received;
+  res.send_calls = counts.send_calls;
+  res.recv_calls = counts.recv_calls;
   res.crc_computed = cfg.verify_data;
   res.sent_crc32 = static_cast<uint32_t>(sent_crc);
   res.received_crc32 = static_cast<uint32_t>(received_crc);
@@ -197,8 +252,7 @@ frontends::TcpStreamResult run_tcp_stream(const model::Platform& local, const mo
     throw std::runtime_error(fmt::format("data check failed: sent {} B, received {} B, content {}", sent, received,
                                          data_ok ? "in order" : "corrupted"));
   const double elapsed_ns = t_end - t_start;
-  auto with_timer = [&](const SimHost& h, const HostParams& s) {
-    auto acc = h.accounts();
+  auto with_timer = [&](std::vector<model::CoreAccount> acc, const HostParams& s) {
     // The tick interrupts whatever runs: on a core that was busy the whole interval it takes
     // its time from the polling, else from the tick's own share (the work it interrupted
     // already fills the interval), so no core is ever busier than the interval.
@@ -211,7 +265,9 @@ frontends::TcpStreamResult run_tcp_stream(const model::Platform& local, const mo
     }
     return acc;
   };
-  const auto acc_a = with_timer(host_a, A), acc_b = with_timer(host_b, B);
+  const auto acc_a = with_timer(steady_end ? steady_end->local : host_a.accounts(), A);
+  const auto acc_b = with_timer(steady_end ? steady_end->remote : host_b.accounts(), B);
+  if (steady_end) res.link_busy_s = steady_end->link_busy_s;
   res.local_util_pct = model::utilisation_pct(acc_a, elapsed_ns);
   res.remote_util_pct = model::utilisation_pct(acc_b, elapsed_ns);
   auto profile = [](const std::vector<model::CoreAccount>& acc) {

@@ -18,8 +18,18 @@
 
 namespace hcasim::sim {
 
+/// The window of simulated time between two checkpoints of a steady measurement
+/// (TcpStreamConfig::steady_rel), s: long enough to hold many messages of any size netperf sends
+/// (a 1 MB send at 10 Gbit/s takes 0.8 ms) and the receiver's recv() calls, whose byte counts
+/// are what the rates are measured from.
+inline constexpr double kSteadyWindowS = 0.02;
+
 /// Runs netperf TCP_STREAM over SDP from a host described by `local` to one described by
-/// `remote`. Throws InputError when a platform parameter is missing or out of range, and
+/// `remote`. With config.steady_rel > 0 (and a timed run) the figures are those of the stream's
+/// steady state: util::SteadyState over windows of kSteadyWindowS on the bytes received and
+/// each host's CPU time, measured from the checkpoint where the warm-up ended to the one where
+/// the averages held still; a run whose rates never settle within -l is measured as netperf
+/// measures it. Throws InputError when a platform parameter is missing or out of range, and
 /// frontends::ConfigError naming the field (local_cpu, remote_cpu) for a CPU the host lacks.
 frontends::TcpStreamResult run_tcp_stream(const model::Platform& local, const model::Platform& remote,
                                           const frontends::TcpStreamConfig& config);
