@@ -200,6 +200,13 @@ std::vector<double> errors_of(const std::vector<Observation>& obs, const Simulat
   return e;
 }
 
+/// The simulation length calibrate gives every child (--duration, --iterations, --steady).
+SimLength length_of(const CalibrateOptions& o) {
+  return SimLength{o.duration_s > 0 ? std::optional<double>(o.duration_s) : std::nullopt,
+                   o.iterations > 0 ? std::optional<uint64_t>(o.iterations) : std::nullopt,
+                   o.steady_rel > 0 ? std::optional<double>(o.steady_rel) : std::nullopt};
+}
+
 /// Runs the observations at parameter values `values` (one per fitted parameter) as children.
 class Evaluator {
  public:
@@ -215,9 +222,7 @@ class Evaluator {
     for (const Observation& ob : obs) {
       std::vector<std::string> all = ob.set;
       all.insert(all.end(), sets.begin(), sets.end());
-      runs.push_back({observation_argv(ob, platform_file_, all,
-                                       o_.duration_s > 0 ? std::optional<double>(o_.duration_s) : std::nullopt,
-                                       o_.iterations > 0 ? std::optional<uint64_t>(o_.iterations) : std::nullopt),
+      runs.push_back({observation_argv(ob, platform_file_, all, length_of(o_)),
                       ob.label, ob.where});
     }
     const size_t parallel = static_cast<size_t>(o_.jobs > 0 ? o_.jobs : online_cpus());
@@ -476,10 +481,9 @@ std::vector<double> simulated_quantities(const Observation& obs, const std::stri
 }
 
 std::vector<std::string> observation_argv(const Observation& obs, const std::string& platform_file,
-                                          const std::vector<std::string>& sets, std::optional<double> duration_s,
-                                          std::optional<uint64_t> iterations) {
+                                          const std::vector<std::string>& sets, const SimLength& length) {
   std::vector<std::string> argv = {"hcasim", obs.tool};
-  const std::vector<std::string> words = with_sim_length(obs.tool, obs.words, SimLength{duration_s, iterations});
+  const std::vector<std::string> words = with_sim_length(obs.tool, obs.words, length);
   argv.insert(argv.end(), words.begin(), words.end());
   argv.insert(argv.end(), {"--platform", platform_file});
   for (const auto& s : sets) argv.insert(argv.end(), {"--set", s});
@@ -585,7 +589,7 @@ CalibrateOptions parse_calibrate_args(const std::vector<std::string>& args) {
   CLI::App app{"Fits platform parameters to real runs.", "hcasim calibrate"};
   app.set_help_flag();
   CalibrateOptions o;
-  std::string jobs, evals, duration, iterations, output, csv;
+  std::string jobs, evals, duration, iterations, steady, output, csv;
   std::vector<std::string> fit;
   // --platform, --fit and RUNS are required, checked after the parse: CLI11 checks requirements
   // before unknown options, and `calibrate --bogus` would say "--platform is required".
@@ -604,9 +608,10 @@ CalibrateOptions parse_calibrate_args(const std::vector<std::string>& args) {
   auto* opt_evals = app.add_option("--max-evals", evals, "most objective evaluations");
   auto* opt_duration = app.add_option("--duration", duration, "netperf simulated seconds (0 = -l)");
   auto* opt_iter = app.add_option("--iterations", iterations, "perftest iterations cap (0 = -n)");
+  auto* opt_steady = app.add_option("--steady", steady, "SDP runs' steady-state precision (0 = whole --duration)");
   auto* opt_runs = app.add_option("runs", o.runs, "RUNS to fit: run files or scenarios[:REGEX]");
   app.add_flag("--json", o.json, "the report as JSON");
-  for (auto* opt : {opt_platform, opt_out, opt_csv, opt_jobs, opt_evals, opt_duration, opt_iter})
+  for (auto* opt : {opt_platform, opt_out, opt_csv, opt_jobs, opt_evals, opt_duration, opt_iter, opt_steady})
     opt->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   try {
     app.parse(std::vector<std::string>(args.rbegin(), args.rend()));
@@ -620,6 +625,7 @@ CalibrateOptions parse_calibrate_args(const std::vector<std::string>& args) {
   util::check_single_value("--max-evals", opt_evals->results());
   util::check_single_value("--duration", opt_duration->results());
   util::check_single_value("--iterations", opt_iter->results());
+  util::check_single_value("--steady", opt_steady->results());
   for (auto* opt : {opt_platform, opt_fit, opt_runs})
     if (!opt->count()) throw InputError(fmt::format("{} is required", opt->get_name()));
   for (const std::string& list : fit_lists) {
@@ -644,6 +650,12 @@ CalibrateOptions parse_calibrate_args(const std::vector<std::string>& args) {
   if (opt_evals->count()) o.max_evals = static_cast<int>(whole("--max-evals", evals, 1, 100000));
   if (opt_iter->count()) o.iterations = static_cast<uint64_t>(whole("--iterations", iterations, 0, 1e9));
   if (opt_duration->count()) o.duration_s = parse_duration_flag(duration);
+  if (opt_steady->count()) {
+    const auto v = util::parse_number(steady);
+    if (!v || !(*v == 0 || (*v > 0 && *v < 0.1)))
+      throw InputError(fmt::format("--steady: '{}' is not 0 or a relative precision between 0 and 0.1", steady));
+    o.steady_rel = *v;
+  }
   if (opt_out->count()) {
     if (output.empty()) throw InputError("-o: empty path");
     o.output = output;
@@ -753,6 +765,9 @@ int run_calibrate(const CalibrateOptions& o) {
                        o.duration_s);
   if (o.iterations > 0 && any_tool(false))
     out << fmt::format("perftest runs are simulated for at most {} iterations (--iterations)\n", o.iterations);
+  if (o.steady_rel > 0 && any_tool(true))
+    out << fmt::format("netperf runs over SDP are measured in their steady state to {:g} % (--steady)\n",
+                       100 * o.steady_rel);
   std::string head = fmt::format("{:>5} {:>12}", "eval", "RMS error");
   for (const auto& p : params) head += fmt::format(" {:>14}", p.key.substr(p.key.find('.') + 1));
   out << head << "\n" << std::flush;
@@ -906,6 +921,7 @@ int run_calibrate(const CalibrateOptions& o) {
       doc["set"] = o.sets;
       doc["duration_s"] = o.duration_s > 0 ? frontends::Json(o.duration_s) : frontends::Json(nullptr);
       doc["iterations"] = o.iterations > 0 ? frontends::Json(o.iterations) : frontends::Json(nullptr);
+      doc["steady_rel"] = o.steady_rel > 0 ? frontends::Json(o.steady_rel) : frontends::Json(nullptr);
       doc["max_evals"] = o.max_evals;
       doc["converged"] = converged;
       doc["rms_error_best_pct"] = 100 * st.best;

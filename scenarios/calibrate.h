@@ -83,12 +83,10 @@ std::vector<double> simulated_quantities(const Observation& obs, const std::stri
                                          const std::string& origin);
 
 /// The child's argv for `obs` (without --csv): `hcasim TOOL WORDS --platform FILE --set ...`,
-/// with netperf's -l replaced by `duration_s` (> 0) and perftest's -n capped at `iterations`
-/// (> 0), each only when given.
+/// with the simulation length of `length` (with_sim_length: netperf's -l, SDP's --steady,
+/// perftest's -n cap), each only when given.
 std::vector<std::string> observation_argv(const Observation& obs, const std::string& platform_file,
-                                          const std::vector<std::string>& sets,
-                                          std::optional<double> duration_s,
-                                          std::optional<uint64_t> iterations);
+                                          const std::vector<std::string>& sets, const SimLength& length);
 
 /// Root mean square of `errors` (0 when empty).
 double rms(const std::vector<double>& errors);
@@ -118,6 +116,9 @@ struct CalibrateOptions {
   int max_evals = 60;                    ///< --max-evals: NLopt's maxeval
   double duration_s = 4;                 ///< --duration: netperf's simulated -l, 0 = as typed
   uint64_t iterations = 20000;           ///< --iterations: perftest's -n cap, 0 = as typed
+  /// --steady: netperf-over-SDP runs measured in their steady state to this relative precision
+  /// (sim/netperf_sim.h), at most --duration; 0 = the whole --duration
+  double steady_rel = 0.002;
   bool json = false;                     ///< --json: the report as JSON on stdout, no text
   std::vector<std::string> args;         ///< the words after `calibrate`, as given (the JSON's command_line)
 };

@@ -99,6 +99,13 @@ std::vector<std::string> with_sim_length(const std::string& tool, std::vector<st
     const auto dashes = std::find(words.begin(), words.end(), "--");
     words.insert(dashes, {"-l", fmt::format("{}", *length.duration_s)});
   }
+  if (tool == "netperf" && length.steady_rel) {
+    const auto dashes = std::find(words.begin(), words.end(), "--");
+    bool ipoib = false;
+    for (auto w = words.begin(); w != dashes; ++w)
+      ipoib = ipoib || *w == "--transport=ipoib" || (*w == "--transport" && w + 1 != dashes && w[1] == "ipoib");
+    if (!ipoib) words.insert(dashes, {"--steady", fmt::format("{}", *length.steady_rel)});
+  }
   if (tool != "netperf" && length.iterations) {
     uint64_t typed = tool == "ib_write_bw" ? 5000 : 1000;  // perftest's defaults
     for (size_t i = 0; i + 1 < words.size(); ++i)

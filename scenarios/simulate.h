@@ -21,6 +21,9 @@ namespace hcasim::scenarios {
 struct SimLength {
   std::optional<double> duration_s;     ///< netperf's -l replaced by this many seconds (> 0)
   std::optional<uint64_t> iterations;   ///< perftest's -n capped (never raised) at this count (> 0)
+  /// netperf over SDP measured in its steady state to this relative precision (`--steady`,
+  /// sim/netperf_sim.h), within the length; IPoIB runs as it is.
+  std::optional<double> steady_rel;
 };
 
 /// The value of `--duration` (validate, calibrate): simulated seconds, 0..3600. Throws
@@ -28,8 +31,9 @@ struct SimLength {
 double parse_duration_flag(const std::string& text);
 
 /// `words` (a command's words after its tool, as ScenarioPoint::words) with `length` applied for
-/// `tool`: netperf gets `-l S` before its "--" (a later -l replaces an earlier one), perftest
-/// gets `-n min(typed -n or its default, N)` at the end; unchanged where `length` says nothing.
+/// `tool`: netperf gets `-l S` before its "--" (a later -l replaces an earlier one) and, over
+/// SDP, `--steady REL`; perftest gets `-n min(typed -n or its default, N)` at the end; unchanged
+/// where `length` says nothing.
 std::vector<std::string> with_sim_length(const std::string& tool, std::vector<std::string> words,
                                          const SimLength& length);
 

@@ -98,32 +98,51 @@ TEST(CalibrateArgv, NetperfLengthGoesBeforeTheTestOptions) {
   Observation o;
   o.tool = "netperf";
   o.words = {"-C", "-c", "-P", "0", "-l", "60", "--", "-m", "64K"};
-  const auto argv = observation_argv(o, "/p.toml", {"sdp.zcopy_thresh=0"}, 4.0, 20000);
+  const auto argv = observation_argv(o, "/p.toml", {"sdp.zcopy_thresh=0"}, SimLength{4.0, 20000, std::nullopt});
   const std::vector<std::string> expected = {"hcasim", "netperf", "-C", "-c", "-P", "0", "-l", "60", "-l", "4",
                                              "--", "-m", "64K", "--platform", "/p.toml", "--set",
                                              "sdp.zcopy_thresh=0"};
   EXPECT_EQ(argv, expected);
   o.words = {"-c"};
-  EXPECT_EQ(observation_argv(o, "/p.toml", {}, 2.5, std::nullopt),
+  EXPECT_EQ(observation_argv(o, "/p.toml", {}, SimLength{2.5, std::nullopt, std::nullopt}),
             (std::vector<std::string>{"hcasim", "netperf", "-c", "-l", "2.5", "--platform", "/p.toml"}));
   // --duration 0: as typed.
-  EXPECT_EQ(observation_argv(o, "/p.toml", {}, std::nullopt, std::nullopt),
+  EXPECT_EQ(observation_argv(o, "/p.toml", {}, SimLength{}),
             (std::vector<std::string>{"hcasim", "netperf", "-c", "--platform", "/p.toml"}));
+}
+
+TEST(CalibrateArgv, SdpRunsAreMeasuredInTheirSteadyStateIpoibRunsAsTheyAre) {
+  Observation o;
+  o.tool = "netperf";
+  o.words = {"-c", "--", "-m", "64K"};
+  EXPECT_EQ(observation_argv(o, "/p.toml", {}, SimLength{4.0, 20000, 0.002}),
+            (std::vector<std::string>{"hcasim", "netperf", "-c", "-l", "4", "--steady", "0.002", "--", "-m", "64K",
+                                      "--platform", "/p.toml"}));
+  // --steady is measured for SDP only (sim/netperf_sim.h): IPoIB keeps its whole -l.
+  for (const auto& transport : {std::vector<std::string>{"--transport", "ipoib"},
+                                std::vector<std::string>{"--transport=ipoib"}}) {
+    o.words = transport;
+    o.words.insert(o.words.end(), {"--", "-m", "64K"});
+    std::vector<std::string> expected = {"hcasim", "netperf"};
+    expected.insert(expected.end(), transport.begin(), transport.end());
+    expected.insert(expected.end(), {"-l", "4", "--", "-m", "64K", "--platform", "/p.toml"});
+    EXPECT_EQ(observation_argv(o, "/p.toml", {}, SimLength{4.0, 20000, 0.002}), expected);
+  }
 }
 
 TEST(CalibrateArgv, PerftestIterationsAreCappedNeverRaised) {
   Observation o;
   o.tool = "ib_write_lat";
   o.words = {"-a", "-F", "-n", "1000000"};
-  EXPECT_EQ(observation_argv(o, "/p.toml", {}, 4.0, 20000),
+  EXPECT_EQ(observation_argv(o, "/p.toml", {}, SimLength{4.0, 20000, 0.002}),
             (std::vector<std::string>{"hcasim", "ib_write_lat", "-a", "-F", "-n", "1000000", "-n", "20000",
                                       "--platform", "/p.toml"}));
   o.words = {"-s", "64", "-n", "100"};
-  EXPECT_EQ(observation_argv(o, "/p.toml", {}, 4.0, 20000),
+  EXPECT_EQ(observation_argv(o, "/p.toml", {}, SimLength{4.0, 20000, 0.002}),
             (std::vector<std::string>{"hcasim", "ib_write_lat", "-s", "64", "-n", "100", "-n", "100", "--platform",
                                       "/p.toml"}));
   o.words = {};  // perftest's default for ib_write_lat: 1000 iterations
-  EXPECT_EQ(observation_argv(o, "/p.toml", {}, 4.0, 500),
+  EXPECT_EQ(observation_argv(o, "/p.toml", {}, SimLength{4.0, 500, 0.002}),
             (std::vector<std::string>{"hcasim", "ib_write_lat", "-n", "500", "--platform", "/p.toml"}));
 }
 
@@ -202,6 +221,10 @@ TEST(CalibrateArgs, FlagsAndTheirErrors) {
   EXPECT_EQ(o.max_evals, 60);
   EXPECT_DOUBLE_EQ(o.duration_s, 4);
   EXPECT_EQ(o.iterations, 20000u);
+  EXPECT_DOUBLE_EQ(o.steady_rel, 0.002);
+  EXPECT_DOUBLE_EQ(parse_calibrate_args({"--platform", "p", "--fit", "cpu.a", "r", "--steady", "0"}).steady_rel, 0);
+  EXPECT_EQ(error_of([] { parse_calibrate_args({"--platform", "p", "--fit", "cpu.a", "r", "--steady", "0.5"}); }),
+            "--steady: '0.5' is not 0 or a relative precision between 0 and 0.1");
   EXPECT_EQ(error_of([] { parse_calibrate_args({"--fit", "cpu.a", "r"}); }), "--platform is required");
   EXPECT_EQ(error_of([] { parse_calibrate_args({"--platform", "p", "r"}); }), "--fit is required");
   EXPECT_EQ(error_of([] { parse_calibrate_args({"--platform", "p", "--fit", "cpu.a"}); }), "runs is required");
