@@ -1,5 +1,6 @@
-// `hcasim calibrate` (calibrate.h): observations from run files and scenarios, child
-// simulations per evaluation, NLopt BOBYQA on log-parameters, the fitted platform file.
+// `hcasim calibrate` (calibrate.h): child simulations of the observations (observations.h) per
+// evaluation, NLopt BOBYQA on log-parameters, the report and the fitted platform file
+// (fitted_platform.h).
 #include "scenarios/calibrate.h"
 
 #include <CLI/CLI.hpp>
@@ -9,11 +10,8 @@
 #include <cmath>
 #include <exception>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <map>
-#include <regex>
-#include <sstream>
 
 #include <fmt/format.h>
 
@@ -22,8 +20,6 @@
 #include "frontends/netperf_output.h"
 #include "scenarios/children.h"
 #include "scenarios/datadir.h"
-#include "scenarios/reference.h"
-#include "scenarios/run_file.h"
 #include "sim/testbed.h"
 #include "util/csv.h"
 #include "util/number.h"
@@ -32,18 +28,11 @@
 namespace hcasim::scenarios {
 
 using util::csv_cell;
-using util::parse_csv;
 
 
 namespace {
 
 namespace fs = std::filesystem;
-
-double param_number(const model::Param& p) {
-  if (const auto* d = std::get_if<double>(&p.value)) return *d;
-  if (const auto* i = std::get_if<int64_t>(&p.value)) return static_cast<double>(*i);
-  return std::nan("");
-}
 
 std::string short_number(double v) { return fmt::format("{:.6g}", v); }
 
@@ -57,136 +46,6 @@ std::string fitted_literal(const FitParam& p, double v) {
 /// The value a child is given for `p` at `v`: exactly what fitted_literal writes, so that the
 /// evaluation cache, the children and the written file agree.
 double effective(const FitParam& p, double v) { return std::stod(fitted_literal(p, v)); }
-
-bool has_extension(const std::string& item, std::string_view ext) {
-  return item.size() > ext.size() && item.compare(item.size() - ext.size(), ext.size(), ext) == 0;
-}
-
-/// Splits "SOURCE:REGEX" at the first ':', unless the whole item is an existing file.
-std::pair<std::string, std::optional<std::string>> split_selection(const std::string& item) {
-  if (fs::exists(item)) return {item, std::nullopt};
-  const auto colon = item.find(':');
-  if (colon == std::string::npos) return {item, std::nullopt};
-  return {item.substr(0, colon), item.substr(colon + 1)};
-}
-
-/// `obs`, once every measured value is > 0: relative errors need one (a pasted row of zeros,
-/// or a negative number, is a bad run, not a target). InputError "FILE:LINE: ..." otherwise.
-std::vector<Observation> checked(std::vector<Observation> obs) {
-  for (const Observation& o : obs)
-    for (const auto& [name, value] : o.measured)
-      if (!(value > 0))
-        throw InputError(fmt::format("{}: measured {} is {}: calibrate compares relative errors and needs a "
-                                     "measured value > 0",
-                                     o.where, name, value));
-  return obs;
-}
-
-/// The ECMAScript regex of a ":REGEX" selection, or nullopt without one.
-std::optional<std::regex> selection_regex(const std::optional<std::string>& selection, const std::string& item) {
-  if (!selection) return std::nullopt;
-  try {
-    return std::regex(*selection);
-  } catch (const std::regex_error& e) {
-    throw InputError(fmt::format("{}: '{}' is not a regular expression ({})", item, *selection, e.what()));
-  }
-}
-
-/// A scenario's points as observations (their platform is the one being calibrated).
-std::vector<Observation> scenario_observations(const std::string& name,
-                                               const std::optional<std::string>& selection,
-                                               const std::string& item) {
-  const Scenario s = load_scenario(resolve_scenario(name));
-  const std::optional<std::regex> re = selection_regex(selection, item);
-  const std::string base = data_dir();
-  std::vector<Observation> out;
-  for (size_t i = 0; i < s.points.size(); ++i) {
-    const ScenarioPoint& p = s.points[i];
-    Observation obs;
-    obs.tool = p.tool;
-    obs.where = fmt::format("{}:{}", s.origin, p.line);
-    obs.platform = p.platform;
-    if (!p.remote_platform.empty()) obs.remote_platform = p.remote_platform;
-    obs.words = p.words;
-    obs.set = p.set;
-    std::string label = fmt::format("{} {}", p.table, p.mode);
-    if (p.kind == PointKind::Netperf) {
-      if (!p.size_flag.empty()) label += " " + p.size_flag;
-      const Figures m = read_reference(p.reference, base);
-      if (m.throughput_mbps) obs.measured.emplace_back("throughput", *m.throughput_mbps);
-      if (m.sd_local) obs.measured.emplace_back("sd_local", *m.sd_local);
-      if (m.sd_remote) obs.measured.emplace_back("sd_remote", *m.sd_remote);
-    } else {
-      const LatencyFigures m = read_latency_reference(p.reference, base);
-      label += fmt::format(" {} B", m.bytes);
-      if (m.t_typical_us) obs.measured.emplace_back(fmt::format("t_typical {} B", m.bytes), *m.t_typical_us);
-    }
-    obs.label = fmt::format("{} {}", s.name, label);
-    if (re && !std::regex_search(obs.label, *re)) continue;
-    if (!obs.measured.empty()) out.push_back(std::move(obs));
-  }
-  if (out.empty())
-    throw InputError(fmt::format("{}: no point of scenario {} is selected{}", item, s.name,
-                                 selection ? fmt::format(" by '{}'", *selection) : ""));
-  return out;
-}
-
-/// A run file's runs as observations, those whose label matches `selection` when given.
-std::vector<Observation> run_file_observations(const std::string& path, const std::optional<std::string>& selection,
-                                               const std::string& item) {
-  const std::optional<std::regex> re = selection_regex(selection, item);
-  std::vector<Observation> out;
-  for (const RealRun& run : load_run_file(path)) {
-    Observation obs;
-    obs.tool = run.tool;
-    obs.where = fmt::format("{}:{}", run.origin, run.line);
-    obs.words = run.words;
-    obs.set = run.set;
-    obs.label = fmt::format("{}:{} {}", fs::path(run.origin).filename().string(), run.line, run.command);
-    // The settings in force, so that a selection can pick a machine or a mode.
-    std::vector<std::string> settings;
-    if (run.platform) settings.push_back("--platform " + *run.platform);
-    settings.insert(settings.end(), run.set.begin(), run.set.end());
-    if (!settings.empty()) {
-      obs.label += " [";
-      for (size_t i = 0; i < settings.size(); ++i) obs.label += (i ? ", " : "") + settings[i];
-      obs.label += "]";
-    }
-    if (re && !std::regex_search(obs.label, *re)) continue;
-    if (run.platform) {
-      // A relative FILE in a directive is relative to the run file, as a reader expects.
-      const fs::path beside = fs::path(run.origin).parent_path() / *run.platform;
-      obs.platform = fs::path(*run.platform).is_relative() && fs::is_regular_file(beside) ? beside.string()
-                                                                                         : *run.platform;
-    }
-    if (const auto* n = std::get_if<NetperfReading>(&run.output)) {
-      obs.measured.emplace_back("throughput", n->throughput_mbps);
-      if (n->sd_local_us_per_kb) obs.measured.emplace_back("sd_local", *n->sd_local_us_per_kb);
-      if (n->sd_remote_us_per_kb) obs.measured.emplace_back("sd_remote", *n->sd_remote_us_per_kb);
-    } else {
-      const auto& p = std::get<PerftestReading>(run.output);
-      if (p.cycles)
-        throw InputError(fmt::format("{}:{}: the output is in CPU cycles (perftest -C); calibrate compares "
-                                     "microseconds: run it without -C",
-                                     run.origin, run.line));
-      for (const LatencyRow& row : p.latency)
-        obs.measured.emplace_back(fmt::format("t_typical {} B", row.bytes), row.t_typical);
-      for (const BandwidthRow& row : p.bandwidth)
-        obs.measured.emplace_back(fmt::format("bw_average {} B", row.bytes), row.bw_average_gbit_s);
-    }
-    out.push_back(std::move(obs));
-  }
-  if (out.empty())
-    throw InputError(selection ? fmt::format("{}: no run of {} is selected by '{}'", item, path, *selection)
-                               : fmt::format("{}: no netperf or perftest run in it", path));
-  return out;
-}
-
-/// The column `name` of a CSV header, or -1.
-int column_of(const std::vector<std::string>& header, std::string_view name) {
-  const auto it = std::find(header.begin(), header.end(), name);
-  return it == header.end() ? -1 : static_cast<int>(it - header.begin());
-}
 
 /// Result of one evaluation: every quantity of every observation, in order.
 using Simulated = std::vector<std::vector<double>>;
@@ -437,150 +296,11 @@ FitParam parse_fit_param(const std::string& item, const model::Platform& platfor
   return p;
 }
 
-std::vector<Observation> load_observations(const std::string& item) {
-  const auto [source, selection] = split_selection(item);
-  // A .toml file or a name that is no file is a scenario; any other file is a run file.
-  if (!has_extension(source, ".toml") && !fs::exists(source) &&
-      (source.find('/') != std::string::npos || source.find('.') != std::string::npos))
-    throw InputError(fmt::format("{}: no such run file", source));
-  if (has_extension(source, ".toml") || !fs::exists(source)) return checked(scenario_observations(source, selection, item));
-  return checked(run_file_observations(source, selection, item));
-}
-
-std::vector<double> simulated_quantities(const Observation& obs, const std::string& csv, const std::string& origin) {
-  std::vector<double> out;
-  if (obs.tool == "netperf") {
-    const Figures f = netperf_csv_figures(csv, origin);
-    for (const auto& [name, measured] : obs.measured) {
-      const std::optional<double>& v = name == "throughput" ? f.throughput_mbps
-                                       : name == "sd_local" ? f.sd_local
-                                                            : f.sd_remote;
-      if (!v) throw InputError(fmt::format("{}: the simulation did not measure {} (add -c/-C?)", origin, name));
-      out.push_back(*v);
-    }
-    return out;
-  }
-  const auto rows = parse_csv(csv, origin);
-  if (rows.empty()) throw InputError(fmt::format("{}: empty CSV", origin));
-  const auto& header = rows.front();
-  for (const auto& [name, measured] : obs.measured) {
-    const auto space = name.find(' ');
-    const std::string what = name.substr(0, space);
-    const std::string bytes = name.substr(space + 1, name.find(' ', space + 1) - space - 1);
-    const std::string col = what == "t_typical" ? "t_typical_us" : "bw_avg_gbit_s";
-    const int c = column_of(header, col), b = column_of(header, "bytes");
-    if (c < 0 || b < 0) throw InputError(fmt::format("{}: no column {}", origin, c < 0 ? col : "bytes"));
-    std::optional<double> v;
-    for (size_t r = 1; r < rows.size() && !v; ++r)
-      if (rows[r].size() > static_cast<size_t>(std::max(b, c)) && rows[r][static_cast<size_t>(b)] == bytes)
-        v = util::parse_number(rows[r][static_cast<size_t>(c)]);
-    if (!v) throw InputError(fmt::format("{}: no simulated row for {} bytes", origin, bytes));
-    out.push_back(*v);
-  }
-  return out;
-}
-
-std::vector<std::string> observation_argv(const Observation& obs, const std::string& platform_file,
-                                          const std::vector<std::string>& sets, const SimLength& length) {
-  std::vector<std::string> argv = {"hcasim", obs.tool};
-  const std::vector<std::string> words = with_sim_length(obs.tool, obs.words, length);
-  argv.insert(argv.end(), words.begin(), words.end());
-  argv.insert(argv.end(), {"--platform", platform_file});
-  for (const auto& s : sets) argv.insert(argv.end(), {"--set", s});
-  return argv;
-}
-
 double rms(const std::vector<double>& errors) {
   if (errors.empty()) return 0;
   double sum = 0;
   for (const double e : errors) sum += e * e;
   return std::sqrt(sum / static_cast<double>(errors.size()));
-}
-
-std::string rewrite_platform(const std::string& base_text, const std::string& origin,
-                             const std::vector<std::tuple<std::string, std::string, std::string>>& changes) {
-  const model::Platform before = model::Platform::parse(base_text, origin);
-  std::vector<std::string> lines;
-  {
-    std::istringstream in(base_text);
-    std::string line;
-    while (std::getline(in, line)) lines.push_back(line);
-  }
-  static const std::regex section_re(R"(^\s*\[([A-Za-z0-9_.-]+)\]\s*(#.*)?$)");
-  static const std::regex name_re(R"(^(\s*name\s*=\s*")([^"]*)(".*)$)");
-  auto toml_string = [](const std::string& text) {
-    std::string out = "\"";
-    for (const char c : text) {
-      if (c == '"' || c == '\\') out += '\\';
-      out += c;
-    }
-    return out + "\"";
-  };
-  // The end of an inline table that starts at `open` ('{'), skipping quoted strings; npos when
-  // it does not close on this line.
-  auto table_end = [](const std::string& line, size_t open) {
-    bool quoted = false;
-    for (size_t i = open; i < line.size(); ++i) {
-      if (quoted && line[i] == '\\') {
-        ++i;
-      } else if (line[i] == '"') {
-        quoted = !quoted;
-      } else if (!quoted && line[i] == '}') {
-        return i;
-      }
-    }
-    return std::string::npos;
-  };
-  std::string section;
-  std::vector<bool> done(changes.size(), false);
-  bool named = false;
-  for (auto& line : lines) {
-    std::smatch m;
-    if (std::regex_match(line, m, section_re)) {
-      section = m[1];
-      continue;
-    }
-    if (section.empty() && !named && std::regex_match(line, m, name_re)) {
-      line = m[1].str() + m[2].str() + "-fitted" + m[3].str();
-      named = true;
-      continue;
-    }
-    for (size_t c = 0; c < changes.size(); ++c) {
-      const auto& [key, literal, source] = changes[c];
-      const auto dot = key.find('.');
-      if (key.substr(0, dot) != section) continue;
-      const std::string name = key.substr(dot + 1);
-      const size_t indent = line.find_first_not_of(" \t");
-      if (indent == std::string::npos || line.compare(indent, name.size(), name) != 0) continue;
-      const size_t eq = line.find_first_not_of(" \t", indent + name.size());
-      if (eq == std::string::npos || line[eq] != '=') continue;
-      const size_t open = line.find_first_not_of(" \t", eq + 1);
-      const size_t close = open == std::string::npos || line[open] != '{' ? std::string::npos : table_end(line, open);
-      if (close == std::string::npos)
-        throw InputError(fmt::format("{}: {}: not a one-line {{ value, unit, source }} table", origin, key));
-      // The whole table is written again (its unit as the file declares it); what follows it
-      // on the line (a comment) stays.
-      line = fmt::format("{}{} = {{ value = {}, unit = {}, source = {} }}{}", line.substr(0, indent), name, literal,
-                         toml_string(before.param(key).unit), toml_string(source), line.substr(close + 1));
-      done[c] = true;
-    }
-  }
-  for (size_t c = 0; c < changes.size(); ++c)
-    if (!done[c])
-      throw InputError(fmt::format("{}: {}: not found as a one-line {{ value, unit, source }} table in its section",
-                                   origin, std::get<0>(changes[c])));
-  std::string out;
-  for (const auto& line : lines) out += line + "\n";
-  // The result must read back with exactly the new values.
-  const model::Platform check = model::Platform::parse(out, origin + " (fitted)");
-  for (const auto& [key, literal, source] : changes) {
-    const model::Param& p = check.param(key);
-    model::Platform expected = check;
-    expected.set(key + "=" + literal);
-    if (param_number(expected.param(key)) != param_number(p) || p.source != source)
-      throw std::runtime_error(fmt::format("rewrite_platform: {} did not read back as {}", key, literal));
-  }
-  return out;
 }
 
 // --- the command -------------------------------------------------------------------------------

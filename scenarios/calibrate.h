@@ -3,7 +3,7 @@
 ///
 ///     hcasim calibrate --platform BASE --fit KEY[=LO:HI],... [--start KEY=V]... [--set KEY=V]...
 ///                      RUNS... [--holdout RUNS...] [-o FILE] [--csv PATH] [-j N] [--max-evals N]
-///                      [--duration S] [--iterations N]
+///                      [--duration S] [--iterations N] [--steady REL]
 ///
 /// A RUNS item is a run file (a pasted terminal session: commands and their real output,
 /// scenarios/run_file.h) or a scenario (NAME or FILE.toml, scenarios/scenario.h), optionally
@@ -25,7 +25,9 @@
 /// Simulation length: netperf runs are simulated for --duration seconds (default 4; 0 = the
 /// command's -l) and perftest runs for at most --iterations iterations (default 20000; 0 = the
 /// command's -n): steady-state figures need far less than a real run's 60 s, and a fit
-/// evaluates every run dozens of times. The report says so.
+/// evaluates every run dozens of times. Within --duration, netperf runs over SDP are measured
+/// in their steady state (--steady REL, default 0.002: sim/netperf_sim.h), which ends most of
+/// them after about 0.1 simulated s. The report says so.
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -33,6 +35,8 @@
 #include <vector>
 
 #include "model/platform.h"
+#include "scenarios/fitted_platform.h"
+#include "scenarios/observations.h"
 #include "scenarios/scenario.h"
 #include "scenarios/simulate.h"
 
@@ -55,49 +59,8 @@ struct FitParam {
 FitParam parse_fit_param(const std::string& item, const model::Platform& platform,
                          const std::vector<std::string>& starts);
 
-/// A measured run to simulate: a command line and what it measured.
-struct Observation {
-  std::string label;               ///< "FILE:LINE netperf ... -m 64K" or "seed002 T0_0 SDP -m 64K"
-  std::string where;               ///< "FILE:LINE" of the command or scenario point, for errors
-  std::string tool;                ///< hcasim subcommand: netperf, ib_write_lat, ib_write_bw, ib_send_bw
-  std::vector<std::string> words;  ///< the tool's arguments
-  std::vector<std::string> set;    ///< the run's own --set assignments
-  std::optional<std::string> platform;  ///< the machine it ran on: a run file's `# hcasim:
-                                        ///< --platform`, a scenario point's platform
-  std::optional<std::string> remote_platform;  ///< a scenario point's remote_platform, when it has one
-  /// The measured quantities: name ("throughput", "sd_local", "sd_remote", "t_typical 64 B",
-  /// "bw_average 65536 B"), measured value (Mbit/s, us/KB, us, Gbit/s).
-  std::vector<std::pair<std::string, double>> measured;
-};
-
-/// The observations of one RUNS item (see the file comment); an item that is an existing file
-/// is never split at ':'. Throws InputError naming the file (FILE:LINE for what a run file or a
-/// scenario holds), for a regex that does not parse, when a selection keeps no run, or when a
-/// measured value is not > 0.
-std::vector<Observation> load_observations(const std::string& item);
-
-/// The simulated value of every measured quantity of `obs`, in order, from the CSV its child
-/// wrote (`hcasim netperf --csv` or `hcasim ib_write_lat|bw --csv`). Throws InputError
-/// "ORIGIN: ..." when the CSV lacks a quantity (a size the command did not run).
-std::vector<double> simulated_quantities(const Observation& obs, const std::string& csv,
-                                         const std::string& origin);
-
-/// The child's argv for `obs` (without --csv): `hcasim TOOL WORDS --platform FILE --set ...`,
-/// with the simulation length of `length` (with_sim_length: netperf's -l, SDP's --steady,
-/// perftest's -n cap), each only when given.
-std::vector<std::string> observation_argv(const Observation& obs, const std::string& platform_file,
-                                          const std::vector<std::string>& sets, const SimLength& length);
-
 /// Root mean square of `errors` (0 when empty).
 double rms(const std::vector<double>& errors);
-
-/// The platform file `base_text` (read from `origin`) with the value and source of each
-/// (key, TOML literal, source) replaced on the parameter's own line, and a top-level `name`
-/// given the suffix "-fitted". Throws InputError when a key is not on a single line of its
-/// section as `name = { value = ..., unit = ..., source = "..." }`. The result parses
-/// (checked) and holds exactly the new values.
-std::string rewrite_platform(const std::string& base_text, const std::string& origin,
-                             const std::vector<std::tuple<std::string, std::string, std::string>>& changes);
 
 /// Options of `hcasim calibrate`.
 struct CalibrateOptions {
