@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "frontends/measure.h"
 #include "model/fault.h"
 #include "model/netstack.h"
 
@@ -34,12 +35,7 @@ struct TcpStreamConfig {
   double steady_rel = 0;
   model::FaultConfig faults;            ///< --set fault.*: faults on the wire (none by default)
   model::RcRetry retry;                 ///< --set qp.*: RC retry attributes of the SDP QPs
-};
-
-/// Time spent by one CPU core, by activity, in ns of simulated time.
-struct CoreProfile {
-  int core = 0;
-  std::vector<std::pair<std::string, double>> busy_ns;  ///< activity -> ns, in a fixed order
+  bool explain = false;                 ///< --explain: measure the resources (TcpStreamResult::explain)
 };
 
 /// What a netperf TCP_STREAM run reports, plus simulator statistics.
@@ -79,6 +75,9 @@ struct TcpStreamResult {
   double wall_s = 0;                ///< wall-clock seconds spent in the simulation
   std::vector<CoreProfile> local_profile;   ///< per core of the sending host
   std::vector<CoreProfile> remote_profile;  ///< per core of the receiving host
+  /// With TcpStreamConfig::explain: the resources' use over the measured interval (the
+  /// interval and the CPUs are netperf's: elapsed_s and the profiles above, timer included).
+  std::optional<ExplainMeasure> explain;
 };
 
 /// Calls and time per kernel function (model::KernelFn) on one core.

@@ -3,10 +3,12 @@
 /// plain structs, no SimGrid. sim/perftest_sim.h run_perftest takes a PerftestConfig;
 /// frontends/perftest_output.h turns a PerftestResult into perftest's figures.
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "frontends/measure.h"
 #include "model/fault.h"
 
 namespace hcasim::frontends {
@@ -31,6 +33,7 @@ struct PerftestConfig {
   uint64_t seed = 1;             ///< seed of the host noise model (--seed)
   model::FaultConfig faults;     ///< --set fault.*: faults on the wire (none by default)
   model::RcRetry retry;          ///< --set qp.*: retry_cnt, timeout, rnr_retry (perftest's defaults)
+  bool explain = false;          ///< --explain: measure each size's resources (PerftestPoint::explain)
 };
 
 /// Raw timestamps of one message size, ns of simulated time, as perftest records them in
@@ -42,6 +45,10 @@ struct PerftestPoint {
                                        ///< bw: one per WR posted (all QPs, in posting order)
   std::vector<double> tcompleted_ns;   ///< bw: one per WR completed (the signaled CQE's time for
                                        ///< each WR it covers); empty for lat
+  /// With PerftestConfig::explain: the resources' use from the client's first post of this size
+  /// to its last completion (bw tools), and for ib_write_lat the one-way time's stages (model/).
+  std::optional<ExplainMeasure> explain;
+  std::vector<LatencyStage> latency_stages;
 };
 
 /// What the simulated perftest run reports, plus simulator statistics.

@@ -107,7 +107,16 @@ void Hca::send_engine() {
       engine_wq_.wait();
       continue;
     }
-    qp->execute_one(idle);
+    if (busy_ != nullptr) [[unlikely]] {
+      const double t0 = now_ns();
+      qp->execute_one(idle);
+      if (busy_ != nullptr) {  // measure(nullptr) may have come meanwhile
+        busy_->engine_ns += now_ns() - t0;
+        ++busy_->trains;
+      }
+    } else {
+      qp->execute_one(idle);
+    }
     idle = false;
   }
 }

@@ -42,6 +42,14 @@ namespace hcasim::sim {
 
 class Qp;
 
+/// What a send engine did while measured (Hca::measure): time on trains and the part of it
+/// waiting for a WQE to reach the HCA, ns; trains moved.
+struct HcaBusy {
+  double engine_ns = 0;
+  double wqe_wait_ns = 0;
+  uint64_t trains = 0;
+};
+
 /// Where a train's payload is read from, for the backend that writes it (the core's payload
 /// handle, hca/backend.h): the sender's memory and the buffers the train's bytes start in.
 struct SimPayload {
@@ -110,6 +118,9 @@ class Hca {
   }
   /// Spawns the send-engine and interrupt contexts (daemons) on the Scheduler.
   void start();
+  /// Adds the send engine's busy time from now on to `*busy` (nullptr: stops; the default). Off,
+  /// it costs the engine one pointer test per train.
+  void measure(HcaBusy* busy) { busy_ = busy; }
 
   SimHost& host() { return host_; }
   const model::HcaTiming& timing() const { return timing_; }
@@ -160,6 +171,7 @@ class Hca {
   SimWaitQueue engine_wq_, irq_wq_;
   sdp::Fifo<Qp*> pending_irqs_;
   uint64_t interrupts_ = 0;
+  HcaBusy* busy_ = nullptr;  // measure()
   model::FaultConfig faults_;
   model::RcRetry retry_;
   uint64_t side_ = 0;

@@ -44,6 +44,7 @@ void Qp::execute_one(bool after_idle) {
   // the HCA waits for the doorbell, then fetches the WQE; a busy queue prefetches WQEs while
   // the previous message streams, which hides both.
   if (pi != nullptr && (pi->blueflame || after_idle) && pi->wqe_at_hca_ns > now_ns()) {
+    if (hca_.busy_ != nullptr) hca_.busy_->wqe_wait_ns += pi->wqe_at_hca_ns - now_ns();
     sleep_until_s(to_s(pi->wqe_at_hca_ns));
     pi->waited = true;
     uint64_t again = 0;

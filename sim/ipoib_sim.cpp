@@ -269,6 +269,17 @@ frontends::IpoibStreamResult Stream::run() {
     }
     (i == 0 ? r.local_profile : r.remote_profile) = std::move(cp);
   }
+  if (cfg_.explain) {
+    frontends::ExplainMeasure m;
+    m.interval_s = r.elapsed_s;
+    m.links = link_use_;
+    for (size_t i = 0; i < 2; ++i)
+      m.hca[i] = {hca_busy_[i].engine_ns * 1e-9, hca_busy_[i].wqe_wait_ns * 1e-9, hca_busy_[i].trains};
+    m.cores = {r.local_profile, r.remote_profile};
+    m.host_role = {"netperf", "netserver"};
+    bed_.describe(m, {lcpu_, rcpu_});
+    r.explain = std::move(m);
+  }
   out.local_kernel = side_[0].prof;
   out.remote_kernel = side_[1].prof;
   out.mss = mss_;

@@ -215,6 +215,8 @@ class Stream {
   SimWaitQueue delack_wq_;
   uint64_t segments_ = 0, acks_ = 0;
   double t_start_ = 0, t_end_ = 0;
+  std::array<HcaBusy, 2> hca_busy_{};          ///< --explain: the send engines from t_start_ on
+  std::vector<frontends::LinkUse> link_use_;   ///< --explain: the links at t_end_
   uint64_t sent_ = 0, send_calls_ = 0, recv_calls_ = 0;
 };
 

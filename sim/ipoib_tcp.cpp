@@ -155,6 +155,10 @@ void Stream::netperf() {
     side.host->reset_accounts();
     for (auto& k : side.prof) k.ns.fill(0), k.calls.fill(0);
   }
+  if (cfg_.explain) {
+    bed_.reset_link_busy();
+    for (int i = 0; i < 2; ++i) bed_.hca(i).measure(&hca_busy_[static_cast<size_t>(i)]);
+  }
   t_start_ = sim::now_ns();
   const double stop = t_start_ + cfg_.length_s * 1e9;
   uint64_t fill = 0;  // bytes in the tail skb
@@ -256,6 +260,10 @@ void Stream::netserver() {
     if (total_target && copied_ >= total_target) break;
   }
   t_end_ = sim::now_ns();
+  if (cfg_.explain) {
+    link_use_ = bed_.link_use();
+    for (int i = 0; i < 2; ++i) bed_.hca(i).measure(nullptr);
+  }
 }
 
 }  // namespace hcasim::sim::ipoib_detail

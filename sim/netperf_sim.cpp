@@ -1,6 +1,7 @@
 #include "sim/netperf_sim.h"
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <memory>
 
@@ -115,6 +116,8 @@ frontends::TcpStreamResult run_tcp_stream(const model::Platform& local, const mo
   if (cfg.steady_rel > 0 && cfg.length_bytes == 0) steady.emplace(cfg.steady_rel);
   Counts measured;                   // the counters when the measured interval started
   std::optional<Snapshot> steady_end;  // the figures when it ended
+  std::array<HcaBusy, 2> hca_busy{};  // --explain
+  std::vector<frontends::LinkUse> link_use;
 
   // netserver: accept, then recv() until the end of the stream, checking every byte range.
   bed.scheduler().spawn("netserver", [&] {
@@ -172,6 +175,8 @@ frontends::TcpStreamResult run_tcp_stream(const model::Platform& local, const mo
       host_a.reset_accounts();
       host_b.reset_accounts();
       bed.reset_link_busy();
+      if (cfg.explain)
+        for (int i = 0; i < 2; ++i) bed.hca(i).measure(&hca_busy[static_cast<size_t>(i)]);
       t_start = now_ns();
       const double stop = t_start + cfg.length_s * 1e9;
       double next_check = t_start + kSteadyWindowS * 1e9;
@@ -199,6 +204,7 @@ frontends::TcpStreamResult run_tcp_stream(const model::Platform& local, const mo
             host_a.reset_accounts();
             host_b.reset_accounts();
             bed.reset_link_busy();
+            hca_busy = {};
             t_start = now_ns();
             measured = Counts{sent, received, send_calls, recv_calls};
           } else if (step == util::SteadyState::Step::Done) {
@@ -206,6 +212,10 @@ frontends::TcpStreamResult run_tcp_stream(const model::Platform& local, const mo
             steady_end = Snapshot{now_ns(), Counts{sent - measured.sent, received - measured.received,
                                                    send_calls - measured.send_calls, recv_calls - measured.recv_calls},
                                   host_a.accounts(), host_b.accounts(), bed.link_busy_s()};
+            if (cfg.explain) {
+              link_use = bed.link_use();
+              for (int i = 0; i < 2; ++i) bed.hca(i).measure(nullptr);
+            }
             break;
           }
         }
@@ -217,6 +227,10 @@ frontends::TcpStreamResult run_tcp_stream(const model::Platform& local, const mo
       host_a.flush();
       t_end = now_ns();
       res.link_busy_s = bed.link_busy_s();
+      if (cfg.explain && !steady_end) {
+        link_use = bed.link_use();
+        for (int i = 0; i < 2; ++i) bed.hca(i).measure(nullptr);
+      }
     });
   });
 
@@ -283,6 +297,17 @@ frontends::TcpStreamResult run_tcp_stream(const model::Platform& local, const mo
   };
   res.local_profile = profile(acc_a);
   res.remote_profile = profile(acc_b);
+  if (cfg.explain) {
+    frontends::ExplainMeasure m;
+    m.interval_s = res.elapsed_s;
+    m.links = std::move(link_use);
+    for (size_t i = 0; i < 2; ++i)
+      m.hca[i] = {hca_busy[i].engine_ns * 1e-9, hca_busy[i].wqe_wait_ns * 1e-9, hca_busy[i].trains};
+    m.cores = {res.local_profile, res.remote_profile};
+    m.host_role = {"netperf", "netserver"};
+    bed.describe(m, {lcpu, rcpu});
+    res.explain = std::move(m);
+  }
   res.simgrid_activities = bed.stats().activities();
   res.simgrid_time_steps = bed.stats().time_steps;
   bed.scheduler().stats().copy_to(res);

@@ -231,6 +231,43 @@ class SendBwServer {
   std::vector<uint64_t> posted_;
 };
 
+/// One way of ib_write_lat's ping-pong from `tx` to `rx` for a WRITE of `bytes` as its stages,
+/// each a closed form of model/ with the inputs the simulation gives it (latency_loop, post_write,
+/// Qp::post_checked, Qp::execute_one, Qp::transfer_first, Qp::deliver, wait_for_byte): the post's
+/// CPU work, the MMIO until the HCA holds the WQE (the engine waits for it on an idle queue), the
+/// message on the route, the pipeline to the responder's memory, the responder's packet store, and
+/// the poll loop's mean delay in noticing the byte (a uniform phase of cpu.poll_miss). Timer ticks
+/// and interference (host noise) are left out: they shape the tail, not the median.
+std::vector<frontends::LatencyStage> one_way_stages(const HostParams& tx, const HostParams& rx, uint64_t bytes,
+                                                    bool inline_data) {
+  model::mlx4::WqeShape shape;
+  shape.opcode = model::mlx4::Opcode::RdmaWrite;
+  shape.num_sge = 1;
+  shape.inline_data = inline_data;
+  shape.inline_bytes = inline_data ? static_cast<uint32_t>(bytes) : 0;
+  const model::PostTiming post = model::post_timing(tx.post, shape);
+  const model::ib::Config ib = model::ib::trained(tx.ib, rx.ib);
+  const PathRates r = path_rates(tx, rx);
+  const double bottleneck = std::min({r.bus_read_Bps, r.dma_tags_Bps, r.ib_Bps, r.bus_write_Bps});
+  const model::MessageWire w = model::message_wire(tx.bus, ib, rx.bus, post, inline_data, bytes, false, false);
+  const double link_ns = model::message_link_time_ns(ib, w);
+  const double route_ns =
+      std::ceil(std::max(static_cast<double>(std::max<uint64_t>(bytes, 1)), link_ns * 1e-9 * bottleneck)) / bottleneck * 1e9;
+  return {
+      {"post: libmlx4 builds the WQE", tx.costs.user_post_ns, "cpu.user_post"},
+      {post.blueflame ? "post: BlueFlame copy until the HCA holds the WQE" : "post: doorbell and WQE fetch",
+       post.wqe_at_hca_ns, "model::post_timing wqe_at_hca_ns"},
+      {"HCA: the message on its route", route_ns, "max(bytes, model::message_link_time_ns x bottleneck) / bottleneck"},
+      {inline_data ? "HCA: inline copy, tx/rx processing, propagation, posted write"
+                   : "HCA: gather read, tx/rx processing, propagation, posted write",
+       model::receive_completion_latency_ns(tx.timing, rx.timing, inline_data, bytes),
+       "model::receive_completion_latency_ns"},
+      {"responder's packet store", model::receive_store_ns(bytes, ib.mtu, r.ib_Bps, r.bus_write_Bps),
+       "model::receive_store_ns"},
+      {"poll loop sees the byte (mean of a uniform phase)", rx.costs.poll_miss_ns / 2, "cpu.poll_miss / 2"},
+  };
+}
+
 /// check_perftest's checks on the hosts' parameters, then the banner's facts.
 frontends::PerftestResult check_config(const HostParams& A, const HostParams& B, const frontends::PerftestConfig& cfg) {
   // The config's own preconditions (PerftestConfig: sizes, iterations, num_qps, cq_mod) are the
@@ -349,6 +386,7 @@ frontends::PerftestResult run_perftest(const model::Platform& local, const model
                      : cfg.test == frontends::PerftestTest::WriteBw ? "ib_write_bw"
                                                          : "ib_send_bw";
   const std::array<std::string, 2> who{std::string(tool) + " client", std::string(tool) + " server"};
+  std::vector<std::array<HcaBusy, 2>> busy(cfg.sizes.size());  // --explain, per size
   for (int i = 0; i < 2; ++i) {
     const bool client = i == 0;
     bed.scheduler().spawn(who[static_cast<size_t>(i)], [&, i, client] {
@@ -363,6 +401,20 @@ frontends::PerftestResult run_perftest(const model::Platform& local, const model
           if (cfg.test == frontends::PerftestTest::SendBw && !client) receiver.post_initial();
           meet(static_cast<int>(k) + 1);
           frontends::PerftestPoint& point = res.points[k];
+          // --explain: the client measures each size from its first post to its last completion.
+          const bool measure = cfg.explain && client;
+          std::vector<frontends::LinkUse> links0;
+          std::array<std::vector<model::CoreAccount>, 2> acc0;
+          double t0 = 0;
+          if (measure) {
+            links0 = bed.link_use();
+            for (int h = 0; h < 2; ++h) {
+              acc0[static_cast<size_t>(h)] = bed.host(h).accounts();
+              busy[k][static_cast<size_t>(h)] = HcaBusy{};
+              bed.hca(h).measure(&busy[k][static_cast<size_t>(h)]);
+            }
+            t0 = now_ns();
+          }
           switch (cfg.test) {
             case frontends::PerftestTest::WriteLat:
               latency_loop(s, peer, client, size, cfg.iterations, size <= cfg.inline_size,
@@ -377,6 +429,29 @@ frontends::PerftestResult run_perftest(const model::Platform& local, const model
               else
                 receiver.serve(me);
               break;
+          }
+          if (measure) {
+            frontends::ExplainMeasure m;
+            m.interval_s = (now_ns() - t0) * 1e-9;
+            m.links = bed.link_use();
+            for (size_t l = 0; l < m.links.size(); ++l) m.links[l].busy_s -= links0[l].busy_s;
+            for (int h = 0; h < 2; ++h) {
+              const auto hi = static_cast<size_t>(h);
+              bed.hca(h).measure(nullptr);
+              m.hca[hi] = {busy[k][hi].engine_ns * 1e-9, busy[k][hi].wqe_wait_ns * 1e-9, busy[k][hi].trains};
+              const auto& acc = bed.host(h).accounts();
+              for (size_t c = 0; c < acc.size(); ++c) {
+                frontends::CoreProfile p;
+                p.core = static_cast<int>(c);
+                for (size_t a = 0; a < model::kActivityCount; ++a)
+                  p.busy_ns.emplace_back(std::string(model::activity_name(static_cast<model::Activity>(a))),
+                                         acc[c].busy_ns[a] - acc0[hi][c].busy_ns[a]);
+                m.cores[hi].push_back(std::move(p));
+              }
+            }
+            m.host_role = {"client", "server"};
+            bed.describe(m, {side[0].core, side[1].core});
+            point.explain = std::move(m);
           }
         }
         meet(static_cast<int>(cfg.sizes.size()) + 1);
@@ -395,6 +470,15 @@ frontends::PerftestResult run_perftest(const model::Platform& local, const model
     if (p.tposted_ns.size() != static_cast<uint64_t>(messages))
       throw std::runtime_error("simulation ended before the test finished");
 
+  if (lat && cfg.explain)
+    for (auto& p : res.points) {
+      // perftest's t_typical is half a round trip: the mean of the two ways' stages.
+      const bool inl = p.bytes <= cfg.inline_size;
+      auto ab = one_way_stages(A, B, p.bytes, inl);
+      const auto ba = one_way_stages(B, A, p.bytes, inl);
+      for (size_t i = 0; i < ab.size(); ++i) ab[i].ns = (ab[i].ns + ba[i].ns) / 2;
+      p.latency_stages = std::move(ab);
+    }
   res.blueflame_posts = bed.hca(0).blueflame_posts();
   res.doorbell_posts = bed.hca(0).doorbell_posts();
   res.simgrid_activities = bed.stats().activities();

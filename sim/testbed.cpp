@@ -189,6 +189,33 @@ std::vector<std::pair<std::string, double>> TwoHostBed::link_busy_s() const {
   return out;
 }
 
+std::vector<frontends::LinkUse> TwoHostBed::link_use() const {
+  std::vector<frontends::LinkUse> out;
+  for (const Route& r : routes_)
+    for (size_t i = 0; i < r.links.size(); ++i) {
+      const std::string name = r.links[i]->get_name();
+      auto it = std::find_if(out.begin(), out.end(), [&](const auto& e) { return e.link == name; });
+      if (it == out.end())
+        out.push_back({name, r.busy_s[i], r.links[i]->get_bandwidth() * 8 / 1e9});
+      else
+        it->busy_s += r.busy_s[i];
+    }
+  return out;
+}
+
+void TwoHostBed::describe(frontends::ExplainMeasure& m, const std::array<int, 2>& app_cpu) const {
+  for (size_t i = 0; i < 2; ++i) {
+    const HostParams& p = *params_[i];
+    m.bus[i] = p.bus;
+    m.dma_read_rtt_ns[i] = p.timing.dma_read_rtt_ns;
+    m.max_outstanding_reads[i] = p.max_outstanding_reads;
+    m.app_cpu[i] = app_cpu[i];
+    m.irq_cpu[i] = p.irq.target_cpu();
+  }
+  m.ib = model::ib::trained(params_[0]->ib, params_[1]->ib);
+  m.ib_message_bytes = params_[1]->sdp.max_recv_size + sdp::Bsdh::kSize;
+}
+
 void TwoHostBed::reset_link_busy() {
   for (Route& r : routes_) std::fill(r.busy_s.begin(), r.busy_s.end(), 0.0);
 }

@@ -13,6 +13,7 @@
 
 #include <simgrid/s4u.hpp>
 
+#include "frontends/measure.h"
 #include "model/cpu.h"
 #include "model/fault.h"
 #include "model/hca.h"
@@ -108,6 +109,12 @@ class TwoHostBed {
   std::vector<std::pair<std::string, double>> link_busy_s() const;
   /// Zeroes the links' busy time (the start of the measured interval).
   void reset_link_busy();
+  /// link_busy_s() with each link's bandwidth (the payload ceiling model/ gave it, Gbit/s).
+  std::vector<frontends::LinkUse> link_use() const;
+  /// What --explain needs of the hosts besides their measurements: buses, DMA-read round trips
+  /// and tags, the trained link, the SEND size of the IB ceiling (path_rates), the application
+  /// and interrupt CPUs (`app_cpu`: each host's), into `m`.
+  void describe(frontends::ExplainMeasure& m, const std::array<int, 2>& app_cpu) const;
 
   /// Starts the HCAs' contexts and the watchdog, then runs the Scheduler until the application
   /// contexts end. A run still going at `limit_s` of simulated time fails with a message.
