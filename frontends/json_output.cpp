@@ -1,6 +1,8 @@
 // `--json` documents of netperf and perftest (json_output.h); schema in docs/cli.md "--json".
 #include "frontends/json_output.h"
 
+#include "frontends/explain.h"
+
 #include <algorithm>
 #include <cmath>
 #include <string>
@@ -204,6 +206,7 @@ Json netperf_json(const std::vector<std::string>& args, const NetperfOptions& o,
   }
   if (r.faults_configured)
     doc["faults"] = {{"local", fault_stats_json(r.local_faults)}, {"remote", fault_stats_json(r.remote_faults)}};
+  if (o.explain && r.explain) doc["explain"] = explain_json(explain(*r.explain));
   if (o.verify_data) {
     Json v;
     v["bytes_sent"] = r.bytes_sent;
@@ -285,6 +288,21 @@ Json perftest_json(const std::vector<std::string>& args, const PerftestOptions& 
   }
   if (r.faults_configured)
     doc["faults"] = {{"local", fault_stats_json(r.local_faults)}, {"remote", fault_stats_json(r.remote_faults)}};
+  if (o.explain) {
+    Json ex = Json::array();
+    for (const PerftestPoint& p : r.points) {
+      if (!bw) {
+        ex.push_back(latency_stages_json(p.bytes, p.latency_stages, perftest_lat_figures(p, cpu_mhz).t_typical_us));
+      } else if (p.explain) {
+        Json one;
+        one["bytes"] = p.bytes;
+        const Json e = explain_json(explain(*p.explain));
+        for (const auto& [k, v] : e.items()) one[k] = v;
+        ex.push_back(std::move(one));
+      }
+    }
+    doc["explain"] = std::move(ex);
+  }
   return doc;
 }
 

@@ -72,7 +72,7 @@ void add_note(NetperfOptions& o, const std::string& text) {
 // hcasim long options, split into the ones taking a value and the flags.
 const std::set<std::string, std::less<>> kLongWithValue = {"platform", "remote-platform", "set",
                                                            "csv", "seed", "transport", "steady"};
-const std::set<std::string, std::less<>> kLongFlags = {"stats", "verify-data", "profile", "json"};
+const std::set<std::string, std::less<>> kLongFlags = {"stats", "verify-data", "profile", "json", "explain"};
 
 // netperf 2.4.3 global options hcasim does not simulate (netsh.c GLOBAL_CMD_LINE_ARGS) and
 // TCP_STREAM test options it does not simulate (nettest_bsd.c scan_sockets_args).
@@ -124,7 +124,7 @@ size_t take_long_option(const std::vector<std::string>& words, size_t i,
     // --profile and --json are plain switches, neither "--profile=X" nor "--profile X" (the
     // word after it would otherwise be reported as a stray argument); --stats and --verify-data
     // keep CLI11's "--flag=false".
-    if (name == "profile" || name == "json") {
+    if (name == "profile" || name == "json" || name == "explain") {
       if (eq != std::string::npos)
         fail(fmt::format("--{}: takes no value (got '{}')", name, w.substr(eq + 1)));
       if (i + 1 < words.size() && (words[i + 1].empty() || words[i + 1][0] != '-'))
@@ -365,7 +365,7 @@ void parse_long(const std::vector<std::string>& long_words, NetperfOptions& o) {
   app.set_help_flag();
   std::string platform, remote_platform, csv, seed, transport, steady;
   std::vector<std::string> sets;
-  bool stats = false, verify = false, profile = false, json = false;
+  bool stats = false, verify = false, profile = false, json = false, explain = false;
   auto* opt_platform = app.add_option("--platform", platform);
   auto* opt_remote = app.add_option("--remote-platform", remote_platform);
   app.add_option("--set", sets)->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)->expected(1);
@@ -377,6 +377,7 @@ void parse_long(const std::vector<std::string>& long_words, NetperfOptions& o) {
   app.add_flag("--verify-data", verify);
   app.add_flag("--profile", profile);
   app.add_flag("--json", json);
+  app.add_flag("--explain", explain);
   for (auto* opt : {opt_platform, opt_remote, opt_csv, opt_seed, opt_transport, opt_steady})
     opt->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   std::vector<std::string> reversed(long_words.rbegin(), long_words.rend());
@@ -421,6 +422,7 @@ void parse_long(const std::vector<std::string>& long_words, NetperfOptions& o) {
   o.verify_data = verify;
   o.profile = profile;
   o.json = json;
+  o.explain = explain;
 }
 
 }  // namespace
@@ -502,6 +504,7 @@ TcpStreamConfig to_tcp_stream_config(const NetperfOptions& o) {
   c.verify_data = o.verify_data;
   c.nodelay = o.nodelay;
   c.seed = o.seed;
+  c.explain = o.explain;
   c.steady_rel = o.steady_rel;
   if (o.steady_rel > 0 && o.transport == "ipoib")
     fail("--steady: a steady-state measurement is made for SDP only, not for --transport ipoib");

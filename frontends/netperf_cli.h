@@ -68,6 +68,8 @@ struct NetperfOptions {
   bool json = false;                    ///< --json: the figures as JSON on stdout instead of
                                         ///< netperf's text (frontends/json_output.h)
   bool verify_data = false;             ///< --verify-data
+  bool explain = false;                 ///< --explain: what bounds the run, after netperf's output
+                                        ///< (frontends/explain.h; in --json an "explain" object)
   uint64_t seed = 1;                    ///< --seed N
   /// --steady REL: measure the stream's steady state to the relative precision REL (0 < REL <
   /// 0.1), within -l (TcpStreamConfig::steady_rel); 0 = the whole run

@@ -61,7 +61,7 @@ enum class LongKind {
   Short,        ///< the long form of short option `letter`
   ReportGbits,  ///< --report_gbits (perftest: a flag-only long option)
   Unsupported,  ///< a perftest long-only option hcasim does not simulate
-  Platform, RemotePlatform, Set, Seed, Csv, Stats, Columns, Json,  ///< hcasim
+  Platform, RemotePlatform, Set, Seed, Csv, Stats, Columns, Json, Explain,  ///< hcasim
 };
 struct LongOption {
   std::string_view name;
@@ -119,6 +119,7 @@ const std::vector<LongOption>& long_options() {
     t.push_back({"csv", true, LongKind::Csv});
     t.push_back({"stats", false, LongKind::Stats});
     t.push_back({"json", false, LongKind::Json});
+    t.push_back({"explain", false, LongKind::Explain});
     t.push_back({"columns", true, LongKind::Columns});
     return t;
   }();
@@ -282,6 +283,7 @@ class Parser {
         break;
       case LongKind::Stats: o_.stats = true; break;
       case LongKind::Json: o_.json = true; break;
+      case LongKind::Explain: o_.explain = true; break;
       case LongKind::Columns:
         if (value == "classic")
           o_.columns = PerftestColumns::Classic;
@@ -553,6 +555,7 @@ PerftestConfig to_perftest_config(const PerftestOptions& o) {
   c.inline_size = o.inline_size.value_or(bw ? 0u : kPerftestDefInlineWrite);
   c.num_qps = bw ? o.num_qps : 1;
   c.seed = o.seed;
+  c.explain = o.explain;
   for (const auto& s : o.sets) model::apply_fault_setting(s, c.faults, c.retry);
   return c;
 }
@@ -623,6 +626,9 @@ std::string perftest_usage(PerftestTest test) {
        "  --columns classic|extended   results table of perftest 2.x (default) or 4.5\n"
        "  --csv PATH                   results as CSV, one row per size\n"
        "  --stats                      simulator statistics on stderr\n"
+       "  --explain                    after the report, each size's resources by utilisation, the\n"
+       "                               bottleneck and a what-if (ib_write_lat: the one-way time as\n"
+       "                               its stages)\n"
        "  --seed N                     seed of the host noise model\n";
   return u;
 }

@@ -107,6 +107,7 @@ struct PerftestOptions {
   bool stats = false;                 ///< --stats: one statistics line on stderr
   bool json = false;                  ///< --json: the figures as JSON on stdout instead of
                                       ///< perftest's report (frontends/json_output.h)
+  bool explain = false;               ///< --explain: what bounds each size (frontends/explain.h)
   PerftestColumns columns = PerftestColumns::Classic;  ///< --columns classic|extended
 
   /// Lines for stderr, each "hcasim: note: ...", about flags accepted but ignored or read in

@@ -5,6 +5,8 @@
 // printf semantics.
 #include "frontends/perftest_output.h"
 
+#include "frontends/explain.h"
+
 #include <algorithm>
 #include <cinttypes>
 #include <cmath>
@@ -415,6 +417,20 @@ std::string format_perftest_stats_line(const PerftestResult& r) {
       r.simgrid_activities, r.simgrid_time_steps, r.kernel_events, r.context_switches, r.transfers_simgrid,
       r.transfers_alone, r.blueflame_posts, r.doorbell_posts, r.simulated_s, r.wall_s, speed,
       static_cast<double>(r.max_rss_kb) / 1024);
+}
+
+std::string format_perftest_explain(const PerftestOptions& o, const PerftestResult& r, double cpu_mhz) {
+  if (!o.explain) return {};
+  std::string out;
+  for (const PerftestPoint& p : r.points) {
+    if (!perftest_is_bw(o.test)) {
+      out += format_latency_stages(p.bytes, p.latency_stages, perftest_lat_figures(p, cpu_mhz).t_typical_us);
+    } else if (p.explain) {
+      out += fmt::format("\n#bytes {}:", p.bytes);
+      out += format_explain(explain(*p.explain));
+    }
+  }
+  return out;
 }
 
 }  // namespace hcasim::frontends

@@ -155,6 +155,11 @@ std::string format_perftest_head(const PerftestOptions& options, const PerftestR
 /// closing 87-dash line.
 std::string format_perftest_rows(const PerftestOptions& options, const PerftestResult& result, double cpu_mhz);
 
+/// --explain after perftest's report, per size: the bw tools' resources, bottleneck and what-if
+/// (frontends/explain.h format_explain), ib_write_lat's one-way stages against its t_typical
+/// (format_latency_stages). Empty without --explain.
+std::string format_perftest_explain(const PerftestOptions& options, const PerftestResult& result, double cpu_mhz);
+
 /// The whole stdout of the perftest client: perftest's parse-time CQ moderation warning when it
 /// applies (-Q above 1 with a size above 8192 B), the banner, the address lines (local then
 /// remote, one per QP, with GID lines after -x), the 87-dash line, the table header, one row per

@@ -14,6 +14,7 @@
 #include <fmt/format.h>
 
 #include "frontends/config_error.h"
+#include "frontends/explain.h"
 #include "frontends/json_output.h"
 #include "frontends/netperf_cli.h"
 #include "frontends/netperf_output.h"
@@ -76,6 +77,8 @@ hcasim options:
   --stats                      simulator statistics on stderr
   --profile                    per-CPU flat profile (time by activity) of both hosts, after
                                netperf's output
+  --explain                    after the output, each resource's utilisation (PCIe, DMA reads,
+                               IB link, HCA, CPUs), the bottleneck and a what-if (perftest too)
   --csv PATH                   results as CSV
   --verify-data                move real bytes and check them at the receiver (and
                                compare the crc32 of both ends' streams; exit 1 if unequal)
@@ -188,6 +191,7 @@ int netperf_main(const std::vector<std::string>& args) {
     std::cout << frontends::format_netperf_output(opts, result, figures);
     if (opts.profile)
       std::cout << (ipoib ? frontends::format_ipoib_profile(*ipoib, local.name(), remote.name()) : frontends::format_netperf_profile(result));
+    if (opts.explain && result.explain) std::cout << frontends::format_explain(frontends::explain(*result.explain));
   }
   std::cout << std::flush;
   if (csv_to_stdout) util::write_file_atomically(*opts.csv_path, frontends::format_netperf_csv(opts, result, figures), "--csv");

@@ -84,7 +84,7 @@ int perftest_main(frontends::PerftestTest test, const std::vector<std::string>& 
   if (opts.json)
     std::cout << frontends::dump_json(frontends::perftest_json(args, opts, result, cpu_mhz, local.name(), remote.name()));
   else
-    std::cout << frontends::format_perftest_rows(opts, result, cpu_mhz);
+    std::cout << frontends::format_perftest_rows(opts, result, cpu_mhz) << frontends::format_perftest_explain(opts, result, cpu_mhz);
   std::cout << std::flush;
   if (csv_to_stdout) util::write_file_atomically(*opts.csv_path, frontends::format_perftest_csv(opts, result, cpu_mhz), "--csv");
   if (result.faults_configured) {  // hcasim's own lines, on stderr: stdout stays perftest's

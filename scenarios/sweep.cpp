@@ -202,6 +202,8 @@ SweepOptions parse_sweep_args(const std::vector<std::string>& args) {
     else if (auto l = take_option(rest, i, "--list-commands")) list_dirs.push_back(*l);
     else if (auto d = take_option(rest, i, "--collect")) collect_dirs.push_back(*d);
     else if (rest[i] == "--json") o.json = true, ++i;
+    else if (rest[i] == "--explain" || rest[i].rfind("--explain=", 0) == 0)
+      throw InputError("--explain: sweep prints a table of points; run one point with --explain to see what bounds it");
     else o.words.push_back(rest[i++]);
   }
   util::check_single_value("-j", jobs);
