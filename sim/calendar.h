@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <stdexcept>
 #include <utility>
 #include <vector>
 
@@ -26,13 +27,19 @@ class Calendar {
  public:
   /// A heap entry: small and trivially copied (the heap moves entries on every push and pop);
   /// what the event does is in the payload slot it names.
+  /// 16 bytes: the order of scheduling and the slot share one word (the order in the high bits,
+  /// so that comparing words compares orders).
   struct Event {
     double t;      ///< when, s
-    uint64_t seq;  ///< order of scheduling
-    uint32_t slot;
+    uint64_t key;  ///< order of scheduling << kSlotBits | slot
+    uint32_t slot() const { return static_cast<uint32_t>(key & kSlotMask); }
     /// Earlier time first; at one instant, the order of scheduling.
-    bool before(const Event& o) const { return t < o.t || (t == o.t && seq < o.seq); }
+    bool before(const Event& o) const { return t < o.t || (t == o.t && key < o.key); }
   };
+  /// Slots that can be taken at once (events pending at once): 2^kSlotBits; the order of
+  /// scheduling has the other 40 bits (10^12 events).
+  static constexpr unsigned kSlotBits = 24;
+  static constexpr uint64_t kSlotMask = (uint64_t{1} << kSlotBits) - 1;
   /// What an event does: resume `fiber` (fn empty), or run fn (for `fiber`'s suspension `gen`,
   /// or for no context when fiber is null).
   struct Payload {
@@ -59,13 +66,13 @@ class Calendar {
     p.gen = gen;
     if (fn != nullptr) p.fn = std::move(*fn);  // else a resumption (a released slot's fn is empty)
     heap_.emplace_back();
-    sift_up(heap_.size() - 1, Event{t_s, seq_++, slot});
+    sift_up(heap_.size() - 1, Event{t_s, (seq_++ << kSlotBits) | slot});
     return slot;
   }
   /// Takes the earliest event off the heap (the calendar must not be empty); its payload slot
   /// stays taken until release().
   uint32_t pop() {
-    const uint32_t slot = heap_.front().slot;
+    const uint32_t slot = heap_.front().slot();
     remove_at(0);
     return slot;
   }
@@ -85,13 +92,14 @@ class Calendar {
   /// One more block of free slots, taken lowest first.
   void grow() {
     const auto first = static_cast<uint32_t>(blocks_.size()) << kBlockShift;
+    if (first + kBlock > kSlotMask + 1) throw std::length_error("Calendar: more than 2^24 events pending at once");
     blocks_.push_back(std::make_unique<Payload[]>(kBlock));
     pos_.resize(pos_.size() + kBlock);
     for (uint32_t i = kBlock; i-- > 0;) free_slots_.push_back(first + i);
   }
   void place(std::size_t i, const Event& e) {
     heap_[i] = e;
-    pos_[e.slot] = static_cast<uint32_t>(i);
+    pos_[e.slot()] = static_cast<uint32_t>(i);
   }
   /// Puts `e` at hole `i` or above it.
   void sift_up(std::size_t i, const Event& e) {
