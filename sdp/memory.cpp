@@ -66,6 +66,14 @@ void HostMemory::get_segments(const Region& r, uint64_t off, uint64_t len, std::
   }
 }
 
+inline void HostMemory::append_merged(std::vector<Segment>& list, const Segment& s) {
+  // A segment that continues the last one (in the region and in the stream) extends it.
+  if (!list.empty() && list.back().off + list.back().len == s.off && list.back().stream_off + list.back().len == s.stream_off)
+    list.back().len += s.len;
+  else
+    list.push_back(s);
+}
+
 void HostMemory::put_segments(Region& r, uint64_t off, uint64_t len, std::span<const Segment> segs) {
   uint64_t end = off + len;
   if (!r.raw.empty()) {
@@ -75,6 +83,17 @@ void HostMemory::put_segments(Region& r, uint64_t off, uint64_t len, std::span<c
     while (it != r.raw.end() && it->first < end)
       it = it->first + it->second.size() > off ? r.raw.erase(it) : std::next(it);
   }
+  const std::vector<Segment>& old = r.segments;
+  if (old.empty() || (old.front().off >= off && old.back().off + old.back().len <= end)) {
+    // Every segment of the region lies inside the new range (a buffer written whole, as a
+    // stream's buffers are on every message): the new list is the new segments alone, built in
+    // place.
+    r.segments.clear();
+    for (const Segment& s : segs)
+      if (s.len > 0) append_merged(r.segments, {off + s.off, s.len, s.stream_off});
+    if (r.segments.capacity() > 2 * r.segments.size() + 16) r.segments.shrink_to_fit();
+    return;
+  }
   // The region's list is sorted and merged; the new list is spliced in one pass: the segments
   // before `off` (the head of one straddling it), the new ones, the segments after `end` (the
   // tail of one straddling it). A scratch list kept between calls becomes the region's, and the
@@ -83,7 +102,6 @@ void HostMemory::put_segments(Region& r, uint64_t off, uint64_t len, std::span<c
   // never share it.
   thread_local std::vector<Segment> merged;
   merged.clear();
-  const std::vector<Segment>& old = r.segments;
   size_t i = 0;
   for (; i < old.size() && old[i].off + old[i].len <= off; ++i) append_merged(merged, old[i]);
   if (i < old.size() && old[i].off < off) append_merged(merged, {old[i].off, off - old[i].off, old[i].stream_off});
@@ -99,14 +117,6 @@ void HostMemory::put_segments(Region& r, uint64_t off, uint64_t len, std::span<c
       append_merged(merged, s);
   }
   install(r, merged);
-}
-
-void HostMemory::append_merged(std::vector<Segment>& list, const Segment& s) {
-  // A segment that continues the last one (in the region and in the stream) extends it.
-  if (!list.empty() && list.back().off + list.back().len == s.off && list.back().stream_off + list.back().len == s.stream_off)
-    list.back().len += s.len;
-  else
-    list.push_back(s);
 }
 
 void HostMemory::install(Region& r, std::vector<Segment>& list) {
