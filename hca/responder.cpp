@@ -58,6 +58,11 @@ void Responder::receive(const Packet& in, const void* payload) {
   }
   // An opcode of another transport than the QP's is dropped (IBA 9.6.1: the BTH's opcode checks).
   if (op_transport(in.op) != (q.type_ == QpType::Uc ? 1 : 0)) return;
+  if (q.type_ == QpType::Rc && in.psn == epsn_) {  // check_psn's in-order case: nothing to trim
+    nak_sent_ = false;
+    execute(in, payload, 0);
+    return;
+  }
   Packet p = in;
   uint64_t poff = 0;
   if (q.type_ == QpType::Rc) {
