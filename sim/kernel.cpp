@@ -215,6 +215,7 @@ Scheduler::~Scheduler() {
   impl_->unwind_all(*this);  // what is left of a run that never ran or never ended
   impl_->fibers.clear();
   current_ = nullptr;
+  running_id_ = -1;
 }
 
 void Scheduler::no_scheduler() { throw std::logic_error("no Scheduler exists"); }
@@ -272,6 +273,7 @@ void Scheduler::switch_to(Fiber* f) {
   f->ctx = std::move(f->ctx).resume();
   asan_finish_switch(m.main_fake, nullptr, nullptr);
   running_ = nullptr;
+  running_id_ = -1;
 }
 
 // Inline: only this file calls suspend() and make_ready() (several times per SDP message).
@@ -286,7 +288,7 @@ inline void Scheduler::suspend() {
   if (f->killed && std::uncaught_exceptions() == 0) throw Unwind{};
 }
 
-inline void Scheduler::make_ready(Fiber* f) {
+[[gnu::always_inline]] inline void Scheduler::make_ready(Fiber* f) {
   ++f->gen;
   impl_->cancel_pending(f);
   impl_->ready.push_back(f);
@@ -578,6 +580,7 @@ void SimHost::bind_current(int core) {
 }
 
 void SimHost::unbound() const {
+  (void)Scheduler::current().current_id();  // throws without a Scheduler or outside a context
   throw std::logic_error(fmt::format("{}: context {} has no CPU context", name_, Scheduler::current().current_name()));
 }
 

@@ -236,6 +236,10 @@ class Scheduler {
       not_in_context();
     return running_id_;
   }
+  /// Id of the calling context, or -1 outside one or when no Scheduler exists: current_id()
+  /// without its checks, for callers that check it themselves (SimHost, several times per SDP
+  /// message).
+  static int running_id() { return running_id_; }
   /// Name of the calling context (or "the scheduler" outside one).
   const std::string& current_name() const;
   bool in_context() const { return running_ != nullptr; }
@@ -298,7 +302,7 @@ class Scheduler {
   inline static Scheduler* current_ = nullptr;  ///< the one that exists now
   std::unique_ptr<Impl> impl_;
   Fiber* running_ = nullptr;
-  int running_id_ = -1;  ///< running_'s id
+  inline static int running_id_ = -1;  ///< running_'s id, -1 while none runs
   Failure& failure_;
   Stats stats_;
   bool stopped_ = false;
@@ -404,11 +408,12 @@ class SimHost : public sdp::Host {
   };
   /// The calling context's CPU context (bind_current); throws std::logic_error when it has none.
   Context& current() {
-    const auto pid = static_cast<size_t>(Scheduler::current().current_id());
+    const auto pid = static_cast<size_t>(Scheduler::running_id());  // -1 (outside a context) is past the end
     if (pid < contexts_.size() && contexts_[pid]) [[likely]]
       return *contexts_[pid];
     unbound();
   }
+  /// Throws: no Scheduler, not in a context (Scheduler's errors), or a context without a CPU context.
   [[noreturn]] void unbound() const;
 
   int id_;
