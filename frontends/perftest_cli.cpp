@@ -625,6 +625,7 @@ std::string perftest_usage(PerftestTest test) {
        "  --set section.key=value      change a platform parameter on both hosts (repeatable)\n"
        "  --columns classic|extended   results table of perftest 2.x (default) or 4.5\n"
        "  --csv PATH                   results as CSV, one row per size\n"
+       "  --json                       the report as one JSON document on stdout (docs/cli.md)\n"
        "  --stats                      simulator statistics on stderr\n"
        "  --explain                    after the report, each size's resources by utilisation, the\n"
        "                               bottleneck and a what-if (ib_write_lat: the one-way time as\n"

@@ -80,6 +80,7 @@ hcasim options:
   --explain                    after the output, each resource's utilisation (PCIe, DMA reads,
                                IB link, HCA, CPUs), the bottleneck and a what-if (perftest too)
   --csv PATH                   results as CSV
+  --json                       the output as one JSON document on stdout (docs/cli.md)
   --verify-data                move real bytes and check them at the receiver (and
                                compare the crc32 of both ends' streams; exit 1 if unequal)
   --seed N                     seed of the data pattern
