@@ -64,13 +64,18 @@ ResourceUse link_resource(const LinkUse& l, const ExplainMeasure& m) {
   } else if (ends_with(l.link, "-pcie-d2h")) {
     r.kind = "bus_write";
     r.name = fmt::format("{} {} device->host (DMA writes)", who, bus);
+  } else if (ends_with(l.link, "-dma-read-tags") && m.bus[h].is_pcix()) {
+    const model::pcix::Config& x = m.bus[h].pcix;
+    r.kind = "dma_tags";
+    r.name = fmt::format("{} DMA reads in flight ({} split reads x MMRBC {} B per {:.0f} ns split completion)", who,
+                         x.max_outstanding_split, x.max_memory_read_byte_count, x.split_completion_latency_ns);
   } else if (ends_with(l.link, "-dma-read-tags")) {
     r.kind = "dma_tags";
     r.name = fmt::format("{} DMA reads in flight ({} tags x MaxReadReq {} B per {:.0f} ns round trip)", who,
                          m.max_outstanding_reads[h], m.bus[h].pcie.max_read_request, m.dma_read_rtt_ns[h]);
   } else if (ends_with(l.link, "-pcix-read")) {
-    r.kind = "dma_tags";
-    r.name = fmt::format("{} {} reads (split transactions in flight)", who, bus);
+    r.kind = "bus_read";
+    r.name = fmt::format("{} {} DMA reads (split completions)", who, bus);
   } else if (ends_with(l.link, "-pcix")) {
     r.kind = "bus_shared";
     r.name = fmt::format("{} {} (both directions, shared)", who, bus);
@@ -140,7 +145,15 @@ std::string what_if(const ResourceUse& b, const ExplainMeasure& m) {
                        model::ib::send_goodput_ceiling_gbps(m.ib, m.ib_message_bytes),
                        model::ib::send_goodput_ceiling_gbps(faster, m.ib_message_bytes), next_ceiling());
   }
-  if (b.kind == "bus_shared" || b.kind == "dma_tags")
+  if (b.kind == "dma_tags") {  // PCI-X: the split reads in flight
+    model::HostBus more = m.bus[h];
+    more.pcix.max_outstanding_split *= 2;
+    return fmt::format("what if: {} outstanding split reads (--set pcix.max_outstanding_split={}): the DMA read latency "
+                       "bound goes from {:.2f} to {:.2f} Gbit/s (model/pcix.h){}",
+                       more.pcix.max_outstanding_split, more.pcix.max_outstanding_split,
+                       m.bus[h].dma_read_latency_bound_gbps(0, 0), more.dma_read_latency_bound_gbps(0, 0), next_ceiling());
+  }
+  if (b.kind == "bus_shared" || b.kind == "bus_read")
     return fmt::format("what if: the HCA in a PCIe slot, whose directions are separate links (a PCI-X bus carries both "
                        "directions at {:.2f} Gbit/s)",
                        m.bus[h].dma_write_ceiling_gbps());

@@ -108,6 +108,27 @@ TEST_F(ExplainRun, IbWriteBw1MIsBoundByPcieGen1DmaReads) {
       << ex["what_if"];
 }
 
+TEST_F(ExplainRun, PciXSplitReadsInFlightBoundAStreamAndDoubleInTheWhatIf) {
+  // The zx1 slot with one split read in flight at a time and a 4000 ns split completion:
+  // model/pcix.h's latency bound is 1 x MMRBC 512 B x 8 / 4000 ns = 1.024 Gbit/s, below the
+  // bus's 7.48 Gbit/s read ceiling and the SDR link's 7.89: the reads in flight bound the stream.
+  const json doc = run_json(
+      "netperf -P 0 -l 0.2 --platform zx1-rx2600-pcix --remote-platform zx1-rx4640-pcix "
+      "--set pcix.max_outstanding_split=1 --set pcix.split_completion_latency_ns=4000 -- -m 1M");
+  const json& ex = doc["explain"];
+  const json& b = named(ex);
+  EXPECT_EQ(b["kind"], "dma_tags");
+  EXPECT_EQ(b["host"], "local");
+  EXPECT_NEAR(b["ceiling_gbit_s"].get<double>(), 1.024, 1e-9);
+  EXPECT_GE(b["busy_pct"].get<double>(), 95.0);
+  EXPECT_NE(b["name"].get<std::string>().find("1 split reads x MMRBC 512 B per 4000 ns"), std::string::npos) << b["name"];
+  // Two split reads in flight: 2 x 512 x 8 / 4000 = 2.048 Gbit/s.
+  EXPECT_NE(ex["what_if"].get<std::string>().find("--set pcix.max_outstanding_split=2): the DMA read latency bound goes "
+                                                  "from 1.02 to 2.05 Gbit/s"),
+            std::string::npos)
+      << ex["what_if"];
+}
+
 TEST_F(ExplainRun, NetperfBzcopy1MIsBoundByTheReceivingCpu) {
   // sdp.zcopy_thresh is 64 KiB on the platform (docs/cli.md "What is modelled"): -m 1M is bzcopy.
   const json doc = run_json("netperf -c -C -P 0 -l 1 --platform connectx-ddr-pcie1x8 -- -m 1M");
