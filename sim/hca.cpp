@@ -1,6 +1,7 @@
 #include "sim/hca.h"
 
 #include <algorithm>
+#include <bit>
 
 #include <fmt/format.h>
 
@@ -83,7 +84,35 @@ void Hca::start() {
   }, true);
 }
 
-void Hca::ring_doorbell() { engine_wq_.notify_all(); }
+void Hca::ring_doorbell(const Qp& qp) {
+  const size_t slot = qp.qpn_ - kFirstQpn;
+  if (doorbells_.size() <= slot / 64) doorbells_.resize(slot / 64 + 1, 0);
+  doorbells_[slot / 64] |= uint64_t{1} << (slot % 64);
+  engine_wq_.notify_all();
+}
+
+Qp* Hca::next_ready(size_t from, size_t& slot) {
+  const size_t n = qps_.size();
+  // Two passes over the bit words: [from, n), then [0, from).
+  for (int pass = 0; pass < 2; ++pass) {
+    const size_t begin = pass == 0 ? from : 0, end = pass == 0 ? n : from;
+    for (size_t w = begin / 64; w < doorbells_.size() && w * 64 < end; ++w) {
+      uint64_t bits = doorbells_[w];
+      if (w == begin / 64) bits &= ~uint64_t{0} << (begin % 64);
+      while (bits != 0) {
+        const size_t i = w * 64 + static_cast<size_t>(std::countr_zero(bits));
+        if (i >= end) break;
+        bits &= bits - 1;
+        if (qps_[i]->core_.has_request()) {
+          slot = i;
+          return qps_[i].get();
+        }
+        doorbells_[w] &= ~(uint64_t{1} << (i % 64));  // idle: its next request rings again
+      }
+    }
+  }
+  return nullptr;
+}
 
 void Hca::raise_interrupt(Qp* qp) {
   pending_irqs_.push_back(qp);
@@ -94,14 +123,9 @@ void Hca::send_engine() {
   bool idle = true;
   size_t next = 0;
   for (;;) {
-    Qp* qp = nullptr;
-    for (size_t i = 0; i < qps_.size() && qp == nullptr; ++i) {  // round robin over send queues
-      Qp& q = *qps_[(next + i) % qps_.size()];
-      if (q.core_.has_request()) {
-        qp = &q;
-        next = (next + i + 1) % qps_.size();
-      }
-    }
+    size_t slot = 0;
+    Qp* qp = qps_.empty() ? nullptr : next_ready(next, slot);  // round robin over send queues
+    if (qp != nullptr) next = (slot + 1) % qps_.size();
     if (qp == nullptr) {
       idle = true;
       engine_wq_.wait();
@@ -321,7 +345,7 @@ hca::PostCheck Qp::post_checked(hca::SendWqe& w) {
   hca_.host().charge(model::Activity::Post, t.cpu_ns);
   ++(t.blueflame ? hca_.blueflame_posts_ : hca_.doorbell_posts_);
   posts_.push_back({seq, t.blueflame, now_ns() + t.wqe_at_hca_ns, t, false});
-  hca_.ring_doorbell();
+  hca_.ring_doorbell(*this);
   return c;
 }
 
@@ -427,7 +451,7 @@ bool Qp::write_cqe(const hca::Cqe& c, bool notify) {
 void Qp::kick() {
   // Requests wake the send engine (a doorbell; a post rings it itself, after it kept the WQE's
   // timing); responses leave with the step that made them.
-  if (!posting_ && core_.has_request()) hca_.ring_doorbell();
+  if (!posting_ && core_.has_request()) hca_.ring_doorbell(*this);
 }
 
 void Qp::ack_timer(bool run) {

@@ -148,7 +148,14 @@ class Hca {
   hca::MrRefusal check_mr(uint32_t key, uint32_t pd, sdp::Addr addr, uint64_t len, unsigned need) const {
     return mrs_.check(key, pd, addr, len, need, [this](sdp::Addr a, uint64_t n) { return host_.memory().contains(a, n); });
   }
-  void ring_doorbell();
+  /// `qp` has requests: marks its send queue for the send engine's round robin and wakes it.
+  void ring_doorbell(const Qp& qp);
+  /// The send engine's next QP in round-robin order from slot `from` among those marked by
+  /// ring_doorbell whose requester is ready; a marked QP found not ready is unmarked. nullptr
+  /// when none is. Every path that makes a requester ready kicks its backend (hca/backend.h
+  /// QpBackend::kick), so the ready QPs are among the marked ones and the order is that of a
+  /// scan over every QP, at a cost per WQE that does not grow with the number of QPs.
+  Qp* next_ready(size_t from, size_t& slot);
   void raise_interrupt(Qp* qp);
   void send_engine();
   void interrupt_handler();
@@ -165,9 +172,11 @@ class Hca {
   Timer& timer_;
   Failure& failure_;
   model::IrqConfig irq_;
-  uint32_t next_qpn_ = 0x48;
+  static constexpr uint32_t kFirstQpn = 0x48;  ///< the first QPN (qps_[qpn - kFirstQpn])
+  uint32_t next_qpn_ = kFirstQpn;
   hca::MrTable mrs_;
   std::vector<std::unique_ptr<Qp>> qps_;
+  std::vector<uint64_t> doorbells_;  ///< one bit per qps_ slot: rung since the engine last found it idle
   SimWaitQueue engine_wq_, irq_wq_;
   sdp::Fifo<Qp*> pending_irqs_;
   uint64_t interrupts_ = 0;
