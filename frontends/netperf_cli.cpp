@@ -12,7 +12,9 @@
 #include <cmath>
 #include <cstdio>
 #include <set>
+#include <optional>
 #include <string>
+#include <tuple>
 #include <utility>
 
 #include <fmt/format.h>
@@ -71,7 +73,8 @@ void add_note(NetperfOptions& o, const std::string& text) {
 
 // hcasim long options, split into the ones taking a value and the flags.
 const std::set<std::string, std::less<>> kLongWithValue = {"platform", "remote-platform", "set",
-                                                           "csv", "seed", "transport", "steady"};
+                                                           "csv", "seed", "transport", "steady",
+                                                           "trace", "trace-window"};
 const std::set<std::string, std::less<>> kLongFlags = {"stats", "verify-data", "profile", "json", "explain"};
 
 // netperf 2.4.3 global options hcasim does not simulate (netsh.c GLOBAL_CMD_LINE_ARGS) and
@@ -359,11 +362,29 @@ void parse_test(const std::vector<std::string>& words, NetperfOptions& o,
   }
 }
 
+}  // namespace
+
+std::pair<double, double> parse_trace_window(const std::string& text) {
+  const auto bad = [&] {
+    fail(fmt::format("--trace-window: '{}' is not START,LEN (simulated seconds after the stream's start, "
+                     "START >= 0, LEN > 0)",
+                     text));
+  };
+  const auto comma = text.find(',');
+  if (comma == std::string::npos) bad();
+  const std::optional<double> start = util::parse_number(text.substr(0, comma));
+  const std::optional<double> len = util::parse_number(text.substr(comma + 1));
+  if (!start || !len || !std::isfinite(*start) || !std::isfinite(*len) || !(*start >= 0) || !(*len > 0)) bad();
+  return {*start, *len};
+}
+
+namespace {
+
 void parse_long(const std::vector<std::string>& long_words, NetperfOptions& o) {
   if (long_words.empty()) return;
   CLI::App app{"hcasim netperf", "hcasim netperf"};
   app.set_help_flag();
-  std::string platform, remote_platform, csv, seed, transport, steady;
+  std::string platform, remote_platform, csv, seed, transport, steady, trace, trace_window;
   std::vector<std::string> sets;
   bool stats = false, verify = false, profile = false, json = false, explain = false;
   auto* opt_platform = app.add_option("--platform", platform);
@@ -373,12 +394,14 @@ void parse_long(const std::vector<std::string>& long_words, NetperfOptions& o) {
   auto* opt_seed = app.add_option("--seed", seed);
   auto* opt_transport = app.add_option("--transport", transport);
   auto* opt_steady = app.add_option("--steady", steady);
+  auto* opt_trace = app.add_option("--trace", trace);
+  auto* opt_trace_window = app.add_option("--trace-window", trace_window);
   app.add_flag("--stats", stats);
   app.add_flag("--verify-data", verify);
   app.add_flag("--profile", profile);
   app.add_flag("--json", json);
   app.add_flag("--explain", explain);
-  for (auto* opt : {opt_platform, opt_remote, opt_csv, opt_seed, opt_transport, opt_steady})
+  for (auto* opt : {opt_platform, opt_remote, opt_csv, opt_seed, opt_transport, opt_steady, opt_trace, opt_trace_window})
     opt->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   std::vector<std::string> reversed(long_words.rbegin(), long_words.rend());
   try {
@@ -386,7 +409,8 @@ void parse_long(const std::vector<std::string>& long_words, NetperfOptions& o) {
   } catch (const CLI::ParseError& e) {
     fail(e.what());
   }
-  for (auto* opt : {opt_platform, opt_remote, opt_seed, opt_transport, opt_steady}) util::check_single_value(opt->get_name(), opt->results());
+  for (auto* opt : {opt_platform, opt_remote, opt_seed, opt_transport, opt_steady, opt_trace_window})
+    util::check_single_value(opt->get_name(), opt->results());
   if (opt_platform->count()) o.platform = platform;
   if (opt_remote->count()) o.remote_platform = remote_platform;
   for (const auto& s : sets)
@@ -399,6 +423,14 @@ void parse_long(const std::vector<std::string>& long_words, NetperfOptions& o) {
   if (opt_csv->count()) {
     util::check_given_once("--csv", opt_csv->results());
     o.csv_path = csv;
+  }
+  if (opt_trace->count()) {
+    util::check_given_once("--trace", opt_trace->results());
+    o.trace_path = trace;
+  }
+  if (opt_trace_window->count()) {
+    o.trace_window = parse_trace_window(trace_window);
+    if (!o.trace_path) fail("--trace-window: needs --trace FILE (the window bounds what the trace file holds)");
   }
   if (opt_seed->count()) {
     uint64_t v = 0;
@@ -505,6 +537,8 @@ TcpStreamConfig to_tcp_stream_config(const NetperfOptions& o) {
   c.nodelay = o.nodelay;
   c.seed = o.seed;
   c.explain = o.explain;
+  c.trace = o.trace_path.has_value();
+  if (o.trace_window) std::tie(c.trace_start_s, c.trace_len_s) = *o.trace_window;
   c.steady_rel = o.steady_rel;
   if (o.steady_rel > 0 && o.transport == "ipoib")
     fail("--steady: a steady-state measurement is made for SDP only, not for --transport ipoib");
@@ -513,6 +547,8 @@ TcpStreamConfig to_tcp_stream_config(const NetperfOptions& o) {
          "whole run");
   if (o.steady_rel > 0 && o.length_bytes > 0)
     fail("--steady: a run of a byte count (-l -N) sends all of it; give a test length in seconds");
+  if (o.transport == "ipoib" && o.trace_path)
+    fail("--trace: traced for SDP only, not for --transport ipoib");
   if (o.transport == "ipoib" && o.nodelay)
     fail("-D: TCP_NODELAY is modelled for SDP only, not for --transport ipoib");
   if (o.transport == "ipoib" && c.faults.any())

@@ -14,6 +14,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "frontends/netperf_config.h"
@@ -71,6 +72,11 @@ struct NetperfOptions {
   bool explain = false;                 ///< --explain: what bounds the run, after netperf's output
                                         ///< (frontends/explain.h; in --json an "explain" object)
   uint64_t seed = 1;                    ///< --seed N
+  /// --trace FILE: the run's spans as Chrome's trace-event JSON, written to FILE (docs/cli.md)
+  std::optional<std::string> trace_path;
+  /// --trace-window START,LEN: the window of the trace, simulated seconds after the stream's
+  /// start (START >= 0, LEN > 0); empty = the first 1 ms
+  std::optional<std::pair<double, double>> trace_window;
   /// --steady REL: measure the stream's steady state to the relative precision REL (0 < REL <
   /// 0.1), within -l (TcpStreamConfig::steady_rel); 0 = the whole run
   double steady_rel = 0;
@@ -89,6 +95,10 @@ struct NetperfOptions {
 /// `allow_byte_count`: accept netperf's negative -l (a byte count, for the wall-clock
 /// hcasim-sdp-client, and `hcasim netperf`, whose sender then sends exactly that many bytes).
 NetperfOptions parse_netperf_args(const std::vector<std::string>& args, bool allow_byte_count = false);
+
+/// `--trace-window START,LEN` as (START, LEN), seconds: two numbers, START >= 0, LEN > 0, both
+/// finite. Throws InputError naming the flag otherwise. (perftest's front end reads it too.)
+std::pair<double, double> parse_trace_window(const std::string& text);
 
 /// The simulation's view of the options (sim/netperf_sim.h): length (seconds or bytes), sizes,
 /// CPU binding, data verification, seed, and the --set fault.* / qp.* assignments.

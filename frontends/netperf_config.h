@@ -36,6 +36,11 @@ struct TcpStreamConfig {
   model::FaultConfig faults;            ///< --set fault.*: faults on the wire (none by default)
   model::RcRetry retry;                 ///< --set qp.*: RC retry attributes of the SDP QPs
   bool explain = false;                 ///< --explain: measure the resources (TcpStreamResult::explain)
+  /// --trace: record the run's spans (TcpStreamResult::trace_json) in the window [trace_start_s,
+  /// trace_start_s + trace_len_s) of simulated seconds after the stream's start.
+  bool trace = false;
+  double trace_start_s = 0;             ///< --trace-window START, s after the stream's start (>= 0)
+  double trace_len_s = 1e-3;            ///< --trace-window LEN, s (> 0); default the first 1 ms
 };
 
 /// What a netperf TCP_STREAM run reports, plus simulator statistics.
@@ -78,6 +83,8 @@ struct TcpStreamResult {
   /// With TcpStreamConfig::explain: the resources' use over the measured interval (the
   /// interval and the CPUs are netperf's: elapsed_s and the profiles above, timer included).
   std::optional<ExplainMeasure> explain;
+  /// With TcpStreamConfig::trace: the trace, Chrome's trace-event JSON (sim/chrome_trace.h).
+  std::string trace_json;
 };
 
 /// Calls and time per kernel function (model::KernelFn) on one core.

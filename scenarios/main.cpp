@@ -4,6 +4,7 @@
 // summarised), `hcasim params` (the platform parameters, scenarios/params.cpp).
 #include <algorithm>
 #include <exception>
+#include <filesystem>
 #include <optional>
 #include <iostream>
 #include <string>
@@ -81,6 +82,10 @@ hcasim options:
                                IB link, HCA, CPUs), the bottleneck and a what-if (perftest too)
   --csv PATH                   results as CSV
   --json                       the output as one JSON document on stdout (docs/cli.md)
+  --trace FILE                 the run's steps (CPUs, HCA, PCIe, IB, SDP messages) as a trace
+                               for ui.perfetto.dev; SDP only (docs/cli.md "--trace")
+  --trace-window START,LEN     the trace's window, simulated s after the stream's start
+                               (default 0,0.001)
   --verify-data                move real bytes and check them at the receiver (and
                                compare the crc32 of both ends' streams; exit 1 if unequal)
   --seed N                     seed of the data pattern
@@ -131,6 +136,17 @@ hcasim params lists every platform parameter (key, type, unit, range, doc); with
 also each one's value, where it was given and its source (hcasim params --help).
 )";
 
+/// --trace FILE's checks before a run: a file that can be written (util::check_output_path), not
+/// stdout (the trace would land inside the tool's output) and not the --csv file.
+void check_trace_path(const std::string& trace, const std::optional<std::string>& csv) {
+  if (util::is_stdout_path(trace))
+    throw InputError(fmt::format("--trace {}: the trace would land inside the tool's output on stdout; write it to a file",
+                                 trace));
+  util::check_output_path(trace, "--trace");
+  if (csv && std::filesystem::path(*csv).lexically_normal() == std::filesystem::path(trace).lexically_normal())
+    throw InputError(fmt::format("--trace {}: also the --csv file; give each its own file", trace));
+}
+
 int netperf_main(const std::vector<std::string>& args) {
   const frontends::NetperfOptions opts = frontends::parse_netperf_args(args, /*allow_byte_count=*/true);
   if (opts.help) {
@@ -142,11 +158,14 @@ int netperf_main(const std::vector<std::string>& args) {
     if (const std::string conflict = frontends::json_csv_conflict(opts.csv_path); !conflict.empty())
       throw InputError(conflict);
   if (opts.csv_path) util::check_output_path(*opts.csv_path, "--csv");
+  if (opts.trace_path) check_trace_path(*opts.trace_path, opts.csv_path);
   frontends::check_verify_data_memory(opts);
   for (const auto& note : opts.notes) std::cerr << note << "\n";
 
   auto [local, remote] = load_host_platforms(opts.platform, opts.remote_platform, opts.sets);
   if (opts.csv_path) util::check_not_an_input(*opts.csv_path, platform_files(opts.platform, opts.remote_platform), "--csv");
+  if (opts.trace_path)
+    util::check_not_an_input(*opts.trace_path, platform_files(opts.platform, opts.remote_platform), "--trace");
 
   const frontends::TcpStreamConfig config = frontends::to_tcp_stream_config(opts);
   // On a terminal, a timed run that takes more than a wall second says how far it is and how
@@ -185,6 +204,7 @@ int netperf_main(const std::vector<std::string>& args) {
   const bool csv_to_stdout = opts.csv_path && util::is_stdout_path(*opts.csv_path);
   if (opts.csv_path && !csv_to_stdout)
     util::write_file_atomically(*opts.csv_path, frontends::format_netperf_csv(opts, result, figures), "--csv");
+  if (opts.trace_path) util::write_file_atomically(*opts.trace_path, result.trace_json, "--trace");
   if (opts.json) {
     std::cout << frontends::dump_json(frontends::netperf_json(args, opts, result, figures, local.name(), remote.name(),
                                                               ipoib ? &*ipoib : nullptr));

@@ -180,6 +180,7 @@ void SdpSocket::post_now(const Skb& skb) {
   ++stats_.msgs_sent;
   if (skb.mid == Mid::Data && skb.len > 0) {
     ++stats_.data_msgs_sent;
+    if (on_data_message_) on_data_message_(stats_.bytes_sent, skb.len);
     stats_.bytes_sent += skb.len;
   }
   verbs_.post_send(wr);

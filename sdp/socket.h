@@ -9,6 +9,7 @@
 /// application's thread); on_cq_event() runs in interrupt/work-queue context.
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -76,6 +77,10 @@ class SdpSocket {
   /// off (the default, as netperf leaves it without -D), the Nagle rule holds it while a SEND is
   /// in flight (nagle_off).
   void set_nodelay(bool on);
+  /// Calls `fn(stream_offset, bytes)` for every data message this socket posts from now on: the
+  /// stream bytes [stream_offset, stream_offset + bytes) its payload carries (for a trace of the
+  /// messages; none by default).
+  void set_message_observer(std::function<void(uint64_t, uint64_t)> fn) { on_data_message_ = std::move(fn); }
   /// shutdown(SHUT_WR)/close: sends DisConn after the queued data.
   void close();
   /// The CQ's completion event (interrupt, then sdp_work): poll, re-arm, poll.
@@ -192,6 +197,7 @@ class SdpSocket {
   LineOwner sock_owner_;
   std::vector<LineOwner> tx_owner_, rx_owner_;  // by buffer index
   SdpStats stats_;
+  std::function<void(uint64_t, uint64_t)> on_data_message_;  // set_message_observer
 };
 
 }  // namespace hcasim::sdp

@@ -121,6 +121,9 @@ class Hca {
   /// Adds the send engine's busy time from now on to `*busy` (nullptr: stops; the default). Off,
   /// it costs the engine one pointer test per train.
   void measure(HcaBusy* busy) { busy_ = busy; }
+  /// Reports each step of the send engine to `sink` from now on (nullptr: none, the default;
+  /// --trace): one pointer test per train when off.
+  void set_trace(TraceSink* sink) { trace_ = sink; }
 
   SimHost& host() { return host_; }
   const model::HcaTiming& timing() const { return timing_; }
@@ -181,6 +184,7 @@ class Hca {
   sdp::Fifo<Qp*> pending_irqs_;
   uint64_t interrupts_ = 0;
   HcaBusy* busy_ = nullptr;  // measure()
+  TraceSink* trace_ = nullptr;  // set_trace()
   model::FaultConfig faults_;
   model::RcRetry retry_;
   uint64_t side_ = 0;

@@ -45,6 +45,9 @@ void Qp::execute_one(bool after_idle) {
   // the previous message streams, which hides both.
   if (pi != nullptr && (pi->blueflame || after_idle) && pi->wqe_at_hca_ns > now_ns()) {
     if (hca_.busy_ != nullptr) hca_.busy_->wqe_wait_ns += pi->wqe_at_hca_ns - now_ns();
+    if (hca_.trace_ != nullptr) [[unlikely]]
+      hca_.trace_->engine(hca_.host().id(), pi->blueflame ? "WQE wait: BlueFlame copy" : "WQE wait: doorbell and WQE fetch",
+                          now_ns(), pi->wqe_at_hca_ns, qpn_, 0);
     sleep_until_s(to_s(pi->wqe_at_hca_ns));
     pi->waited = true;
     uint64_t again = 0;
@@ -68,11 +71,16 @@ void Qp::execute_one(bool after_idle) {
     return;
   }
   const hca::OpKind k = hca::op_kind(p.op);
+  const double taken = now_ns();  // the train's WQE is the HCA's from here
   if (k == hca::OpKind::ReadRequest || k == hca::OpKind::CompareSwap || k == hca::OpKind::FetchAdd) {
     if (pi != nullptr) posts_.pop_front();
     execute_read(p);
+    if (hca_.trace_ != nullptr) [[unlikely]]
+      hca_.trace_->engine(hca_.host().id(), k == hca::OpKind::ReadRequest ? "RDMA READ" : "atomic", taken, now_ns(), qpn_,
+                          p.payload_len);
     return;
   }
+  const bool first = pi != nullptr;
   if (pi != nullptr) {
     const PostInfo info = *pi;
     posts_.pop_front();
@@ -81,6 +89,12 @@ void Qp::execute_one(bool after_idle) {
     wire(*this, p.payload_len);  // go-back-N: the packets again, through the same route
   }
   deliver(p);
+  if (hca_.trace_ != nullptr) [[unlikely]]
+    hca_.trace_->engine(hca_.host().id(),
+                        !first ? "retransmission"
+                        : k == hca::OpKind::Write ? "RDMA WRITE"
+                                                  : "SEND",
+                        taken, now_ns(), qpn_, p.payload_len);
   // The datagram's last byte has left the bottleneck: its send CQE follows with the posted write.
   flush_deferred(now_ns() + hca_.timing().posted_write_ns);
 }

@@ -343,6 +343,8 @@ void Route::add_link(const s4u::Link* link) {
 void Scheduler::transfer(const Route& route, uint64_t bytes) {
   Fiber* f = running_;
   if (f == nullptr) throw std::logic_error("Scheduler::transfer outside a context");
+  if (trace_ != nullptr) [[unlikely]]
+    trace_->transfer(route, bytes, now_ns());
   for (size_t i = 0; i < route.busy_s.size(); ++i) route.busy_s[i] += static_cast<double>(bytes) * route.link_s_per_byte[i];
   Impl& m = *impl_;
   Transfer t{&route, f, detail::clock_s, static_cast<double>(bytes), {}};
@@ -589,6 +591,14 @@ void SimHost::charge(model::Activity a, double ns) {
   Context& c = current();
   c.debt_ns += ns;
   accounts_[static_cast<size_t>(c.core)].busy_ns[static_cast<size_t>(a)] += ns;
+  if (trace_ != nullptr) [[unlikely]]
+    c.charges.emplace_back(a, ns);
+}
+
+double SimHost::pending_end_ns() {
+  Context& c = current();
+  if (c.debt_ns <= 0) return sim::now_ns();
+  return std::max(sim::now_ns(), core_free_at_ns_[static_cast<size_t>(c.core)]) + c.debt_ns;
 }
 
 void SimHost::flush() {
@@ -598,6 +608,16 @@ void SimHost::flush() {
   double& free_at = core_free_at_ns_[static_cast<size_t>(c.core)];
   const double start = std::max(sim::now_ns(), free_at);
   free_at = start + c.debt_ns;
+  if (trace_ != nullptr) [[unlikely]] {
+    // Each charge in turn, from where the core is free: the order the context charged them.
+    double t = start;
+    const std::string& who = Scheduler::current().current_name();
+    for (const auto& [a, ns] : c.charges) {
+      trace_->cpu_work(id_, c.core, a, t, ns, who);
+      t += ns;
+    }
+  }
+  c.charges.clear();
   core_ran_ns_[static_cast<size_t>(c.core)] += c.debt_ns;
   c.debt_ns = 0;
   sleep_until_s(to_s(free_at));
@@ -641,12 +661,16 @@ bool SimHost::spin(sdp::WaitQueue& wq, const std::function<bool()>& ready, doubl
   const double t0 = sim::now_ns();
   const double ran0 = core_ran_ns_[static_cast<size_t>(c.core)];
   const double deadline_s = to_s(t0 + timeout_ns);  // in SimGrid's unit (see Timer::arm)
+  if (trace_ != nullptr) [[unlikely]]
+    trace_->poll(id_, c.core, true, t0);
   yield_rounds(2);
   while (!ready() && detail::clock_s < deadline_s) {
     if (!q.wait(deadline_s)) break;
   }
   yield_rounds(1);
   const double t1 = sim::now_ns();
+  if (trace_ != nullptr) [[unlikely]]
+    trace_->poll(id_, c.core, false, t1);
   // The core was busy polling the whole time, except while other contexts ran on it.
   const double others = core_ran_ns_[static_cast<size_t>(c.core)] - ran0;
   accounts_[static_cast<size_t>(c.core)].busy_ns[static_cast<size_t>(model::Activity::Poll)] +=

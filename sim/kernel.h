@@ -27,6 +27,7 @@
 #include "model/platform.h"
 #include "model/topology.h"
 #include "sdp/host.h"
+#include "sim/trace.h"
 
 namespace hcasim::sim {
 
@@ -269,6 +270,8 @@ class Scheduler {
     }
   };
   const Stats& stats() const { return stats_; }
+  /// Reports every transfer to `sink` from now on (nullptr: none, the default; --trace).
+  void set_trace(TraceSink* sink) { trace_ = sink; }
 
   // Used by SimWaitQueue.
   struct Fiber;
@@ -307,6 +310,7 @@ class Scheduler {
   Stats stats_;
   bool stopped_ = false;
   bool all_in_simgrid_ = false;  ///< HCASIM_SIMGRID_TRANSFERS=all
+  TraceSink* trace_ = nullptr;   ///< set_trace
 };
 
 /// Calls fn(clock_s) each time a Scheduler's clock advances (progress reports, sim/progress.h).
@@ -384,6 +388,14 @@ class SimHost : public sdp::Host {
   const std::vector<model::CoreAccount>& accounts() const { return accounts_; }
   const std::string& name() const { return name_; }
   int cpus() const { return costs_.cpus; }
+  /// The host's index in its bed (0 = A, 1 = B).
+  int id() const { return id_; }
+  /// Reports the CPU work slept off and the busy-polling of every context from now on to `sink`
+  /// (nullptr: none, the default; --trace). Work charged before is not reported.
+  void set_trace(TraceSink* sink) { trace_ = sink; }
+  /// When the calling context's CPU work charged so far would end if slept off now (ns): its
+  /// core's queued work, then its own debt; now when it owes nothing. Moves no time.
+  double pending_end_ns();
 
   // sdp::Host
   sdp::HostMemory& memory() override { return memory_; }
@@ -405,6 +417,8 @@ class SimHost : public sdp::Host {
   struct Context {
     int core = 0;
     double debt_ns = 0;
+    /// With a trace: the charges making up debt_ns, in order (each becomes a span at flush).
+    std::vector<std::pair<model::Activity, double>> charges;
   };
   /// The calling context's CPU context (bind_current); throws std::logic_error when it has none.
   Context& current() {
@@ -426,6 +440,7 @@ class SimHost : public sdp::Host {
   std::vector<model::CoreAccount> accounts_;
   std::vector<std::unique_ptr<Context>> contexts_;  // by context id (Scheduler::current_id: small, sequential)
   std::vector<model::ReuseCache> caches_;         // one per last-level cache
+  TraceSink* trace_ = nullptr;                    // set_trace
 };
 
 }  // namespace hcasim::sim

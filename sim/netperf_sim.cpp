@@ -12,6 +12,7 @@
 #include "model/cpu.h"
 #include "model/netstack.h"
 #include "sdp/socket.h"
+#include "sim/chrome_trace.h"
 #include "sim/testbed.h"
 #include "util/steady_state.h"
 
@@ -89,8 +90,15 @@ frontends::TcpStreamResult run_tcp_stream(const model::Platform& local, const mo
 
   const auto wall0 = std::chrono::steady_clock::now();
   const sdp::DataMode mode = cfg.verify_data ? sdp::DataMode::Bytes : sdp::DataMode::Reference;
+  std::unique_ptr<ChromeTrace> trace;  // --trace; outlives the bed, whose contexts report to it
+  if (cfg.trace)
+    trace = std::make_unique<ChromeTrace>(
+        TraceWindow{cfg.trace_start_s, cfg.trace_len_s},
+        std::array<std::string, 2>{fmt::format("A: netperf on {}", local.name()),
+                                   fmt::format("B: netserver on {}", remote.name())});
   TwoHostBed bed(A, B, cfg.seed, mode);
   bed.set_faults(cfg.faults, cfg.retry);
+  if (trace) bed.set_trace(trace.get());
   SimHost& host_a = bed.host(0);
   SimHost& host_b = bed.host(1);
   Qp& qp_a = bed.qp(0);
@@ -136,8 +144,11 @@ frontends::TcpStreamResult run_tcp_stream(const model::Platform& local, const mo
       }
       const sdp::Addr buf = host_b.memory().allocate(res.recv_size, mode);
       for (;;) {
+        const double call_ns = now_ns();
         const uint64_t n = sock_b->recv(buf, res.recv_size);
         if (n == 0) break;
+        // The call ends when the copy it charged ends (slept off at the next call's start).
+        if (trace) trace->call(1, "netserver", TraceCall::Recv, call_ns, host_b.pending_end_ns(), received, n);
         ++recv_calls;
         if (!host_b.memory().check_stream(buf, n, received)) data_ok = false;
         crc_of(host_b.memory(), buf, n, received_crc);
@@ -154,6 +165,7 @@ frontends::TcpStreamResult run_tcp_stream(const model::Platform& local, const mo
       sock_a = std::make_unique<sdp::SdpSocket>(host_a, qp_a, A.sdp, "netperf");
       qp_a.set_handlers([&] { sock_a->on_cqe(); }, [&] { sock_a->on_cq_event(); });
       qp_a.req_notify_cq();
+      if (trace) sock_a->set_message_observer([&](uint64_t offset, uint64_t bytes) { trace->message(offset, bytes, now_ns()); });
       if (cfg.nodelay) sock_a->set_nodelay(true);  // netperf sets it before connect (create_data_socket)
       {
         yield_rounds(2);
@@ -178,6 +190,7 @@ frontends::TcpStreamResult run_tcp_stream(const model::Platform& local, const mo
       if (cfg.explain)
         for (int i = 0; i < 2; ++i) bed.hca(i).measure(&hca_busy[static_cast<size_t>(i)]);
       t_start = now_ns();
+      if (trace) trace->set_origin(t_start);
       const double stop = t_start + cfg.length_s * 1e9;
       double next_check = t_start + kSteadyWindowS * 1e9;
       double busy_before_a = 0, busy_before_b = 0;
@@ -188,9 +201,12 @@ frontends::TcpStreamResult run_tcp_stream(const model::Platform& local, const mo
         const uint64_t len = cfg.length_bytes ? std::min(res.send_size, cfg.length_bytes - sent) : res.send_size;
         host_a.memory().write_stream(buf, len, sent);
         crc_of(host_a.memory(), buf, len, sent_crc);
+        const double call_ns = now_ns();
+        const uint64_t offset = sent;
         sent += sock_a->send(buf, len);
         ++send_calls;
         host_a.flush();
+        if (trace) trace->call(0, "netperf", TraceCall::Send, call_ns, now_ns(), offset, sent - offset);
         if (steady && now_ns() >= next_check) {
           next_check = now_ns() + kSteadyWindowS * 1e9;
           // Running totals: the CPU time before the accounts were last reset counts too.
@@ -308,6 +324,9 @@ frontends::TcpStreamResult run_tcp_stream(const model::Platform& local, const mo
     bed.describe(m, {lcpu, rcpu});
     res.explain = std::move(m);
   }
+  if (trace)
+    res.trace_json = trace->json(
+        {{"tool", "netperf"}, {"transport", "sdp"}, {"local_platform", local.name()}, {"remote_platform", remote.name()}});
   res.simgrid_activities = bed.stats().activities();
   res.simgrid_time_steps = bed.stats().time_steps;
   bed.scheduler().stats().copy_to(res);

@@ -216,6 +216,14 @@ void TwoHostBed::describe(frontends::ExplainMeasure& m, const std::array<int, 2>
   m.ib_message_bytes = params_[1]->sdp.max_recv_size + sdp::Bsdh::kSize;
 }
 
+void TwoHostBed::set_trace(TraceSink* sink) {
+  scheduler_->set_trace(sink);
+  for (size_t i = 0; i < 2; ++i) {
+    host_[i]->set_trace(sink);
+    hca_[i]->set_trace(sink);
+  }
+}
+
 void TwoHostBed::reset_link_busy() {
   for (Route& r : routes_) std::fill(r.busy_s.begin(), r.busy_s.end(), 0.0);
 }

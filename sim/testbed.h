@@ -116,6 +116,10 @@ class TwoHostBed {
   /// and interrupt CPUs (`app_cpu`: each host's), into `m`.
   void describe(frontends::ExplainMeasure& m, const std::array<int, 2>& app_cpu) const;
 
+  /// Reports the run's spans to `sink` from now on (nullptr: none): the Scheduler's transfers,
+  /// both hosts' CPU work and polling, both HCAs' send engines (--trace).
+  void set_trace(TraceSink* sink);
+
   /// Starts the HCAs' contexts and the watchdog, then runs the Scheduler until the application
   /// contexts end. A run still going at `limit_s` of simulated time fails with a message.
   void run(double limit_s);
