@@ -242,6 +242,9 @@ Json perftest_json(const std::vector<std::string>& args, const PerftestOptions& 
   setup["write_combining"] = r.write_combining;
   setup["cpu_mhz"] = cpu_mhz;
   setup["columns"] = o.columns == PerftestColumns::Classic ? "classic" : "extended";
+  if (perftest_is_read_or_atomic(o.test)) setup["out_reads"] = r.out_reads;  // the banner's "Outstand reads"
+  if (perftest_is_atomic(o.test))
+    setup["atomic_type"] = o.atomic == PerftestAtomic::CmpAndSwap ? "CMP_AND_SWAP" : "FETCH_AND_ADD";
   if (bw) {
     setup["report_gbits"] = o.report_gbits;
     setup["no_peak"] = perftest_no_peak(o);
@@ -261,7 +264,7 @@ Json perftest_json(const std::vector<std::string>& args, const PerftestOptions& 
       row["bw_average_gbit_s"] = f.bw_avg_gbit_s;
       row["msg_rate_mpps"] = f.msg_rate_mpps;
     } else {
-      const PerftestLatFigures f = perftest_lat_figures(p, cpu_mhz);
+      const PerftestLatFigures f = perftest_lat_figures(p, cpu_mhz, perftest_rtt_factor(o.test));
       row["bytes"] = f.bytes;
       row["iterations"] = f.iterations;
       row["t_min_us"] = f.t_min_us;

@@ -1,4 +1,4 @@
-// Command line of `hcasim ib_write_lat|ib_write_bw|ib_send_bw` (perftest_cli.h).
+// Command line of the perftest tools `hcasim ib_*` (perftest_cli.h).
 //
 // perftest 4.5 reads its flags with glibc getopt_long (src/perftest_parameters.c parser()). The
 // scanner below is a small getopt_long written for it rather than CLI11 (which netperf_cli.cpp
@@ -185,6 +185,7 @@ class Parser {
  private:
   std::string_view tool() const { return perftest_tool_name(test_); }
   bool bw() const { return perftest_is_bw(test_); }
+  bool read_or_atomic() const { return perftest_is_read_or_atomic(test_); }
 
   void note(const std::string& text) {
     const std::string line = "hcasim: note: " + text;
@@ -205,10 +206,12 @@ class Parser {
     if (!args.empty()) {
       const std::string_view first = base_name(args[0]);
       if (first == tool()) return 1;
-      if (looks_like_perftest_tool(first))
-        fail(fmt::format("{}: this is hcasim {} (hcasim simulates ib_write_lat, ib_write_bw and "
-                         "ib_send_bw)",
-                         args[0], tool()));
+      if (looks_like_perftest_tool(first)) {
+        std::vector<std::string_view> names;
+        for (PerftestTest t : perftest_tests()) names.push_back(perftest_tool_name(t));
+        fail(fmt::format("{}: this is hcasim {} (hcasim simulates {})", args[0], tool(),
+                         fmt::join(names, ", ")));
+      }
     }
     return 0;
   }
@@ -420,6 +423,32 @@ class Parser {
       }
       case 'I':
         o_.inline_size = in_range<uint32_t>(flag, value, 0, kPerftestMaxInline);
+        // parser() case 'I': "Inline feature not available on READ/Atomic verbs".
+        if (read_or_atomic())
+          fail(fmt::format("{}: perftest's inline feature is not available on READ/atomic tests", flag));
+        break;
+      case 'o':
+        // parser() case 'o': CHECK_VALUE(out_reads, int, ...), then "Setting Outstanding reads only
+        // available on READ verb" (atomics included).
+        {
+          const long v = integer(flag, value);
+          if (!read_or_atomic())
+            fail(fmt::format("{}: outstanding reads are for perftest's READ and atomic tests only", flag));
+          o_.out_reads = v;
+        }
+        break;
+      case 'A':
+        // parser() case 'A': "You are not running the atomic_lat/bw test!", then
+        // "Invalid Atomic type! please choose from {CMP_AND_SWAP,FETCH_AND_ADD}".
+        if (!perftest_is_atomic(test_))
+          fail(fmt::format("{}: the atomic type is for ib_atomic_lat and ib_atomic_bw only", flag));
+        if (value == "CMP_AND_SWAP")
+          o_.atomic = PerftestAtomic::CmpAndSwap;
+        else if (value == "FETCH_AND_ADD")
+          o_.atomic = PerftestAtomic::FetchAndAdd;
+        else
+          fail(fmt::format("{}: '{}' is not an atomic type (perftest takes CMP_AND_SWAP, FETCH_AND_ADD)",
+                           flag, value));
         break;
       case 'q':
         if (!bw())
@@ -432,8 +461,9 @@ class Parser {
         break;
       case 'r': {
         const auto depth = in_range<uint32_t>(flag, value, 1, kPerftestMaxRx);
-        if (test_ != PerftestTest::SendBw && depth > kPerftestDefRxRdma)
-          fail(fmt::format("{}: on RDMA WRITE tests perftest allows only an rx depth of 1", flag));
+        if (!perftest_is_send(test_) && depth > kPerftestDefRxRdma)
+          fail(fmt::format("{}: on RDMA {} tests perftest allows only an rx depth of 1", flag,
+                           read_or_atomic() ? "READ and atomic" : "WRITE"));
         o_.rx_depth = depth;
         break;
       }
@@ -460,6 +490,11 @@ class Parser {
                          flag));
       case 'c':
         if (value == "RC") break;
+        // change_conn_type(): perftest's own refusals by verb come first.
+        if (value == "UC" && read_or_atomic())
+          fail(fmt::format("{} {}: UC connection not possible in READ/atomic tests (perftest)", flag, value));
+        if (value == "UD" && !perftest_is_send(test_))
+          fail(fmt::format("{} {}: UD connection only possible in SEND tests (perftest)", flag, value));
         if (value == "UC" || value == "UD" || value == "XRC" || value == "DC" || value == "SRD")
           fail(fmt::format("{} {}: hcasim simulates RC connections only", flag, value));
         fail(fmt::format("{}: '{}' is not a connection type (perftest takes RC, UC, UD, XRC, DC, "
@@ -500,20 +535,66 @@ std::string_view perftest_tool_name(PerftestTest test) {
     case PerftestTest::WriteLat: return "ib_write_lat";
     case PerftestTest::WriteBw: return "ib_write_bw";
     case PerftestTest::SendBw: return "ib_send_bw";
+    case PerftestTest::SendLat: return "ib_send_lat";
+    case PerftestTest::ReadLat: return "ib_read_lat";
+    case PerftestTest::ReadBw: return "ib_read_bw";
+    case PerftestTest::AtomicLat: return "ib_atomic_lat";
+    case PerftestTest::AtomicBw: return "ib_atomic_bw";
   }
   return "ib_write_lat";
 }
 
-bool perftest_is_bw(PerftestTest test) { return test != PerftestTest::WriteLat; }
+const std::vector<PerftestTest>& perftest_tests() {
+  static const std::vector<PerftestTest> all{PerftestTest::WriteLat, PerftestTest::WriteBw, PerftestTest::SendLat,
+                                             PerftestTest::SendBw,   PerftestTest::ReadLat, PerftestTest::ReadBw,
+                                             PerftestTest::AtomicLat, PerftestTest::AtomicBw};
+  return all;
+}
+
+std::optional<PerftestTest> perftest_test_named(std::string_view tool) {
+  for (PerftestTest t : perftest_tests())
+    if (perftest_tool_name(t) == tool) return t;
+  return std::nullopt;
+}
+
+bool perftest_is_bw(PerftestTest test) {
+  return test == PerftestTest::WriteBw || test == PerftestTest::SendBw || test == PerftestTest::ReadBw ||
+         test == PerftestTest::AtomicBw;
+}
+
+bool perftest_is_send(PerftestTest test) { return test == PerftestTest::SendBw || test == PerftestTest::SendLat; }
+
+bool perftest_is_atomic(PerftestTest test) { return test == PerftestTest::AtomicLat || test == PerftestTest::AtomicBw; }
+
+bool perftest_is_read_or_atomic(PerftestTest test) {
+  return perftest_is_atomic(test) || test == PerftestTest::ReadLat || test == PerftestTest::ReadBw;
+}
+
+int perftest_rtt_factor(PerftestTest test) { return perftest_is_read_or_atomic(test) ? 1 : 2; }
 
 PerftestOptions parse_perftest_args(PerftestTest test, const std::vector<std::string>& args) {
   PerftestOptions o;
   o.test = test;
   // init_perftest_params(): size DEF_SIZE_BW for bw tests, DEF_SIZE_LAT otherwise; iterations
   // DEF_ITERS_WB for ib_write_bw, DEF_ITERS otherwise.
-  o.size = perftest_is_bw(test) ? kPerftestDefSizeBw : kPerftestDefSizeLat;
+  // The atomic tests: DEF_SIZE_ATOMIC.
+  o.size = perftest_is_atomic(test) ? kPerftestDefSizeAtomic
+           : perftest_is_bw(test)   ? kPerftestDefSizeBw
+                                    : kPerftestDefSizeLat;
   o.iterations = test == PerftestTest::WriteBw ? kPerftestDefItersWriteBw : kPerftestDefIters;
   Parser(test, o).run(args);
+  // force_dependecies: -a makes the size MAX_SIZE, and an atomic test of any size but 8 B exits
+  // with "Message size cannot be changed for Atomic tests".
+  // --explain's latency stages are the WRITE ping-pong's (sim/perftest_sim.cpp one_way_stages);
+  // the bw tools' resources apply to every verb.
+  if (o.explain && !perftest_is_bw(test) && test != PerftestTest::WriteLat)
+    throw InputError(fmt::format("--explain: the latency stages are ib_write_lat's; {} has none (the bw tools and "
+                                 "ib_write_lat take --explain)", perftest_tool_name(test)));
+  if (perftest_is_atomic(test) && o.all)
+    throw InputError("-a: perftest's atomic tests have one size, 8 B (message size cannot be changed for atomic tests)");
+  if (perftest_is_atomic(test) && o.size != kPerftestDefSizeAtomic)
+    throw InputError(fmt::format("-s: {} B: perftest's atomic tests move 8 B (message size cannot be changed for "
+                                 "atomic tests)", o.size));
   if (o.all && o.size_given)
     o.notes.push_back(fmt::format("hcasim: note: -s ignored with -a: perftest sweeps 2..{} B",
                                   uint64_t{1} << kPerftestAllMaxLog2));
@@ -535,7 +616,7 @@ PerftestConfig to_perftest_config(const PerftestOptions& o) {
   // force_dependecies(): in iteration mode the tx depth is at most the iterations.
   c.tx_depth = o.tx_depth.value_or(bw ? kPerftestDefTxBw : kPerftestDefTxLat);
   if (c.tx_depth > o.iterations) c.tx_depth = static_cast<uint32_t>(o.iterations);
-  if (o.test == PerftestTest::SendBw) {
+  if (perftest_is_send(o.test)) {
     c.rx_depth = o.rx_depth.value_or(kPerftestDefRxSend);
     if (c.rx_depth > o.iterations) c.rx_depth = static_cast<uint32_t>(o.iterations);
     if (c.rx_depth % 2 == 1 && !o.all) c.rx_depth += 1;  // "WA for a bug when rx_depth is odd"
@@ -552,7 +633,16 @@ PerftestConfig to_perftest_config(const PerftestOptions& o) {
   }
   // ctx_set_max_inline(): for a recognised device (ConnectX, ConnectX-2/3 included) the latency
   // tests default to DEF_INLINE_WRITE on RC, the bw tests to 0.
-  c.inline_size = o.inline_size.value_or(bw ? 0u : kPerftestDefInlineWrite);
+  c.inline_size = o.inline_size.value_or(bw                          ? 0u
+                                         : o.test == PerftestTest::SendLat ? kPerftestDefInlineSend
+                                                                           : kPerftestDefInlineWrite);
+  // force_dependecies: READ and atomics carry no inline data; ctx_set_out_reads: -o of 0 or
+  // below is the device's maximum.
+  if (perftest_is_read_or_atomic(o.test)) c.inline_size = 0;
+  c.out_reads = o.out_reads && *o.out_reads > 0
+                    ? static_cast<uint32_t>(std::min<long>(*o.out_reads, UINT32_MAX))
+                    : 0;
+  c.atomic = o.atomic;
   c.num_qps = bw ? o.num_qps : 1;
   c.seed = o.seed;
   c.explain = o.explain;
@@ -590,48 +680,6 @@ int perftest_path_mtu(const PerftestOptions& o, int active_mtu, std::string* not
     return active_mtu;
   }
   return m;
-}
-
-std::string perftest_usage(PerftestTest test) {
-  const std::string_view t = perftest_tool_name(test);
-  const bool bw = perftest_is_bw(test);
-  std::string u = fmt::format(
-      "Usage:\n"
-      "  hcasim {0} [hcasim options] [perftest flags] [server-host]\n"
-      "\n"
-      "Simulates perftest 4.5's {0} client between two simulated hosts and prints perftest's\n"
-      "output. perftest flags (read as perftest reads them):\n"
-      "  -a, --all                 sizes 2 .. 2^23 B\n"
-      "  -s, --size=SIZE           message size, bytes (K and M suffixes; default {1})\n"
-      "  -n, --iters=N             iterations, {2}..{3} (default {4})\n"
-      "  -I, --inline_size=N       largest inline message, 0..{5} B (default {6})\n"
-      "  -t, --tx-depth=N          send queue depth (default {7})\n",
-      t, bw ? kPerftestDefSizeBw : kPerftestDefSizeLat, kPerftestMinIters, kPerftestMaxIters,
-      test == PerftestTest::WriteBw ? kPerftestDefItersWriteBw : kPerftestDefIters,
-      kPerftestMaxInline, bw ? 0u : kPerftestDefInlineWrite, bw ? kPerftestDefTxBw : kPerftestDefTxLat);
-  if (bw) {
-    u += "  -q, --qp=N                QPs (default 1)\n"
-         "  -Q, --cq-mod=N            one CQE per N WRs (default 100; 1 above 8192 B)\n"
-         "  -N, --noPeak              no peak bandwidth (also above 20000 iterations)\n"
-         "      --report_gbits        Gb/s instead of MB/s (MB = 2^20 B)\n";
-    if (test == PerftestTest::SendBw) u += "  -r, --rx-depth=N          receive queue depth (default 512)\n";
-  }
-  u += "  -m, --mtu=N               path MTU: 256 512 1024 2048 4096\n"
-       "  -F, -d DEV, -i PORT, -R, -z, -x GID, -p PORT, -c RC: accepted (printed or noted)\n"
-       "\n"
-       "hcasim options:\n"
-       "  --platform NAME|FILE         local host (default connectx-ddr-pcie1x8)\n"
-       "  --remote-platform NAME|FILE  remote host (default: same as --platform)\n"
-       "  --set section.key=value      change a platform parameter on both hosts (repeatable)\n"
-       "  --columns classic|extended   results table of perftest 2.x (default) or 4.5\n"
-       "  --csv PATH                   results as CSV, one row per size\n"
-       "  --json                       the report as one JSON document on stdout (docs/cli.md)\n"
-       "  --stats                      simulator statistics on stderr\n"
-       "  --explain                    after the report, each size's resources by utilisation, the\n"
-       "                               bottleneck and a what-if (ib_write_lat: the one-way time as\n"
-       "                               its stages)\n"
-       "  --seed N                     seed of the host noise model\n";
-  return u;
 }
 
 }  // namespace hcasim::frontends

@@ -1,6 +1,7 @@
 #pragma once
-/// \file Command line of `hcasim ib_write_lat|ib_write_bw|ib_send_bw`: perftest's own flags plus
-/// hcasim's long options, in any order.
+/// \file Command line of `hcasim ib_write_lat|ib_write_bw|ib_send_bw|ib_send_lat|ib_read_lat|
+/// ib_read_bw|ib_atomic_lat|ib_atomic_bw`: perftest's own flags plus hcasim's long options, in any
+/// order.
 ///
 ///     hcasim ib_write_lat [hcasim long options and perftest flags, any order] [server-host]
 ///
@@ -53,6 +54,8 @@ inline constexpr uint64_t kPerftestCqModSizeLimit = 8192;  ///< MSG_SIZE_CQ_MOD_
 inline constexpr uint32_t kPerftestMaxQps = 16384;       ///< MAX_QP_NUM (MIN_QP_NUM is 1)
 inline constexpr uint32_t kPerftestMaxInline = 912;      ///< MAX_INLINE (-I range 0..912)
 inline constexpr uint32_t kPerftestDefInlineWrite = 220; ///< DEF_INLINE_WRITE (write_lat, RC)
+inline constexpr uint32_t kPerftestDefInlineSend = 236;  ///< DEF_INLINE_SEND_RC_UC_XRC (send_lat, RC)
+inline constexpr uint64_t kPerftestDefSizeAtomic = 8;    ///< DEF_SIZE_ATOMIC, bytes (the only size)
 inline constexpr int kPerftestMaxGidIndex = 64;          ///< MAX_GID_IX (MIN_GID_IX is 0)
 inline constexpr int kPerftestDefPort = 18515;           ///< DEF_PORT (TCP port of -p)
 inline constexpr uint64_t kPerftestNoPeakIters = 20000;  ///< above this many iterations a bw
@@ -90,6 +93,10 @@ struct PerftestOptions {
   std::optional<uint32_t> cq_mod;     ///< -Q (bw tools)
   bool no_peak = false;               ///< -N (bw tools): no peak bandwidth
   std::optional<int> mtu;             ///< -m as given (applied to the path MTU by perftest_main)
+  /// -o (READ and atomic tests): outstanding reads as given; 0 or below (and no -o) is the
+  /// device's max_qp_rd_atom (perftest_parameters.c ctx_set_out_reads)
+  std::optional<long> out_reads;
+  PerftestAtomic atomic = PerftestAtomic::FetchAndAdd;  ///< -A (atomic tests)
   bool rdma_cm = false;               ///< -R: only the banner shows it ("rdma_cm QPs : ON")
   bool comm_rdma_cm = false;          ///< -z: only the banner shows it ("Data ex. method")
   std::optional<int> gid_index;       ///< -x: only printed (banner line and GID lines)
@@ -115,11 +122,33 @@ struct PerftestOptions {
   std::vector<std::string> notes;
 };
 
-/// The program name of `test`: "ib_write_lat", "ib_write_bw" or "ib_send_bw".
+/// The program name of `test`: "ib_write_lat", "ib_write_bw", "ib_send_bw", "ib_send_lat",
+/// "ib_read_lat", "ib_read_bw", "ib_atomic_lat" or "ib_atomic_bw".
 std::string_view perftest_tool_name(PerftestTest test);
+
+/// The test `tool` names (perftest_tool_name's inverse), or nothing.
+std::optional<PerftestTest> perftest_test_named(std::string_view tool);
+
+/// Every tool, in the order hcasim's help lists them.
+const std::vector<PerftestTest>& perftest_tests();
 
 /// True for the bandwidth tools (perftest's tst == BW).
 bool perftest_is_bw(PerftestTest test);
+
+/// True for the SEND tools (perftest's verb == SEND).
+bool perftest_is_send(PerftestTest test);
+
+/// True for the RDMA READ and atomic tools (perftest's verb == READ or ATOMIC): no inline data,
+/// -o outstanding reads, RC only.
+bool perftest_is_read_or_atomic(PerftestTest test);
+
+/// True for ib_atomic_lat and ib_atomic_bw (perftest's verb == ATOMIC).
+bool perftest_is_atomic(PerftestTest test);
+
+/// print_report_lat's rtt_factor: 1 for READ and atomics (their latency is the whole round trip
+/// the requester sees), 2 for WRITE and SEND (a ping-pong's deltas are two one-way trips):
+/// perftest_parameters.c print_report_lat, `rtt_factor = (verb == READ || verb == ATOMIC) ? 1 : 2`.
+int perftest_rtt_factor(PerftestTest test);
 
 /// Parses the words after `hcasim TOOL`. Throws InputError with one line naming the flag at
 /// fault, e.g. "-n: 4 is out of range (perftest: 5..100000000)", "-z: ...", "-D: hcasim
@@ -140,8 +169,12 @@ std::vector<uint64_t> perftest_all_sizes();
 /// - cq_mod: latency tools 1 (DEF_CQ_MOD capped at the tx depth of 1); bw tools: -Q or
 ///   DEF_CQ_MOD (100), 1 when the size is above MSG_SIZE_CQ_MOD_LIMIT (8192 B) without -Q and
 ///   without -a, then capped at the tx depth;
-/// - inline_size: -I, else 220 B (DEF_INLINE_WRITE) for ib_write_lat and 0 for the bw tools
-///   (a recognised Mellanox device, RC);
+/// - inline_size: -I, else 220 B (DEF_INLINE_WRITE) for ib_write_lat, 236 B
+///   (DEF_INLINE_SEND_RC_UC_XRC) for ib_send_lat, 0 for the bw tools (a recognised Mellanox
+///   device, RC); 0 for READ and atomics (force_dependecies);
+/// - rx_depth for ib_send_lat as for ib_send_bw (force_dependecies caps it at -n for every SEND
+///   test); out_reads: -o, 0 when not given or not above 0 (the device's, resolved by the
+///   simulation against hca.max_qp_rd_atom); atomic: -A;
 /// - num_qps: -q (1 for the latency tools); iterations: -n; seed: --seed.
 PerftestConfig to_perftest_config(const PerftestOptions& options);
 

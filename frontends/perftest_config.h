@@ -18,6 +18,17 @@ enum class PerftestTest {
   WriteLat,  ///< ib_write_lat: RDMA WRITE ping-pong polling the last byte of the buffer
   WriteBw,   ///< ib_write_bw: a stream of RDMA WRITEs
   SendBw,    ///< ib_send_bw: a stream of SENDs into posted receives
+  SendLat,   ///< ib_send_lat: SEND ping-pong, each side polling its receive CQ (send_lat.c)
+  ReadLat,   ///< ib_read_lat: one RDMA READ at a time, the client polling its send CQ (read_lat.c)
+  ReadBw,    ///< ib_read_bw: a stream of RDMA READs, at most out_reads outstanding (read_bw.c)
+  AtomicLat, ///< ib_atomic_lat: one 8 B atomic at a time (atomic_lat.c)
+  AtomicBw,  ///< ib_atomic_bw: a stream of 8 B atomics, at most out_reads outstanding (atomic_bw.c)
+};
+
+/// The atomic of ib_atomic_lat / ib_atomic_bw (-A; perftest_parameters.c atomicTypesStr).
+enum class PerftestAtomic {
+  FetchAndAdd,  ///< IBV_WR_ATOMIC_FETCH_AND_ADD (perftest's default)
+  CmpAndSwap,   ///< IBV_WR_ATOMIC_CMP_AND_SWP
 };
 
 /// What perftest was asked for, in perftest's own terms (already defaulted by the CLI).
@@ -30,6 +41,11 @@ struct PerftestConfig {
   uint32_t rx_depth = 512;       ///< -r: receives posted per QP (ib_send_bw)
   uint32_t cq_mod = 1;           ///< -Q: one signaled WR per cq_mod (bw tests; 1 for lat)
   uint32_t num_qps = 1;          ///< -q: QPs (bw tests), messages spread round robin
+  /// -o: RDMA READs / atomics outstanding per QP (max_rd_atomic and the peer's
+  /// max_dest_rd_atomic); 0 = the device's max_qp_rd_atom, as perftest's ctx_set_out_reads
+  /// takes it when -o is not given; above the device's it is the device's (sim::check_perftest).
+  uint32_t out_reads = 0;
+  PerftestAtomic atomic = PerftestAtomic::FetchAndAdd;  ///< -A (atomic tests)
   uint64_t seed = 1;             ///< seed of the host noise model (--seed)
   model::FaultConfig faults;     ///< --set fault.*: faults on the wire (none by default)
   model::RcRetry retry;          ///< --set qp.*: retry_cnt, timeout, rnr_retry (perftest's defaults)
@@ -56,6 +72,10 @@ struct PerftestResult {
   std::vector<PerftestPoint> points;   ///< one per entry of PerftestConfig::sizes, same order
   uint32_t max_inline_data = 0;        ///< the QP's max inline data, bytes (perftest's banner)
   uint32_t mtu = 0;                    ///< path MTU, bytes (perftest's banner "Mtu : 2048[B]")
+  /// READ and atomic tests: the outstanding reads the run used (banner "Outstand reads"), the
+  /// config's out_reads resolved against both HCAs' hca.max_qp_rd_atom; 0 for the other tests.
+  uint32_t out_reads = 0;
+  uint32_t max_qp_rd_atom = 0;         ///< the smaller hca.max_qp_rd_atom of the two hosts
   bool blueflame = false;              ///< hca.blueflame of the client host
   bool write_combining = false;        ///< host.write_combining of the client host
   uint64_t blueflame_posts = 0;        ///< WRs the client posted through BlueFlame

@@ -33,8 +33,6 @@ __extension__ typedef unsigned __int128 u128;
 constexpr const char* kResultLine =
     "---------------------------------------------------------------------------------------\n";
 
-/// ib_write_lat's rtt_factor (print_report_lat: 2 for every verb but READ and ATOMIC).
-constexpr int kRttFactor = 2;
 /// LAT_MEASURE_TAIL: print_report_lat drops the two largest deltas.
 constexpr int kLatMeasureTail = 2;
 /// print_report_bw's format_factor: MB (2^20 B) per second, or Gb/s (125 000 000 B/s).
@@ -43,7 +41,10 @@ constexpr uint64_t kGbitBytes = 125000000;
 
 /// perftest_parameters.c connStr / testsStr (perftest 4.5: Send, RDMA_Write, RDMA_Read, Atomic).
 const char* verb_name(PerftestTest t) {
-  return t == PerftestTest::SendBw ? "Send" : "RDMA_Write";
+  if (perftest_is_send(t)) return "Send";
+  if (perftest_is_atomic(t)) return "Atomic";
+  if (perftest_is_read_or_atomic(t)) return "RDMA_Read";
+  return "RDMA_Write";
 }
 
 std::vector<uint64_t> cycles_of(const std::vector<double>& ns, double cpu_mhz) {
@@ -86,7 +87,7 @@ uint64_t buffer_size(const PerftestOptions& o) {
 std::string address_lines(const PerftestOptions& o, const PerftestConfig& c, bool remote) {
   std::string out;
   for (const PerftestAddress& a : perftest_addresses(remote, c.num_qps, buffer_size(o), o.seed))
-    out += perftest_address_line(a, remote, o.test != PerftestTest::SendBw,
+    out += perftest_address_line(a, remote, !perftest_is_send(o.test),
                                  o.gid_index.has_value());
   return out;
 }
@@ -112,7 +113,7 @@ uint64_t perftest_cycles(double t_ns, double cpu_mhz) {
   return static_cast<uint64_t>(std::floor(t_ns * cpu_mhz / 1000.0));
 }
 
-PerftestLatFigures perftest_lat_figures(const PerftestPoint& p, double cpu_mhz) {
+PerftestLatFigures perftest_lat_figures(const PerftestPoint& p, double cpu_mhz, int rtt_factor) {
   if (p.tposted_ns.size() < 4)
     throw std::invalid_argument(fmt::format(
         "perftest latency figures need at least 4 timestamps, the {} B point has {}", p.bytes,
@@ -121,7 +122,7 @@ PerftestLatFigures perftest_lat_figures(const PerftestPoint& p, double cpu_mhz) 
   int measure_cnt = static_cast<int>(t.size()) - 1;
   std::vector<uint64_t> delta(static_cast<size_t>(measure_cnt));
   for (size_t i = 0; i < delta.size(); ++i) delta[i] = t[i + 1] - t[i];
-  const double q = cpu_mhz * kRttFactor;  // cycles_rtt_quotient
+  const double q = cpu_mhz * rtt_factor;  // cycles_rtt_quotient
 
   std::sort(delta.begin(), delta.end());  // qsort with cycles_compare
   measure_cnt -= kLatMeasureTail;
@@ -322,7 +323,10 @@ std::string perftest_banner(const PerftestOptions& o, const PerftestConfig& c,
   uint32_t inline_size = c.inline_size;
   if (r.max_inline_data != 0 && r.max_inline_data < inline_size) inline_size = r.max_inline_data;
   std::string out = kResultLine;
-  out += cformat("                    %s %sTest\n", verb_name(o.test), bw ? "BW " : "Latency ");
+  // ctx_print_test_info: testsStr[verb], then for ATOMIC atomicTypesStr[atomicType].
+  const char* atomic_type = o.atomic == PerftestAtomic::CmpAndSwap ? "CMP_AND_SWAP " : "FETCH_AND_ADD ";
+  out += cformat("                    %s %s%sTest\n", verb_name(o.test), perftest_is_atomic(o.test) ? atomic_type : "",
+                 bw ? "BW " : "Latency ");
   out += cformat(" Dual-port       : %s\t\tDevice         : %s\n", "OFF", o.device.c_str());
   out += cformat(" Number of qps   : %d\t\tTransport type : %s\n", static_cast<int>(c.num_qps), "IB");
   out += cformat(" Connection type : %s\t\tUsing SRQ      : %s\n", "RC", "OFF");
@@ -333,7 +337,10 @@ std::string perftest_banner(const PerftestOptions& o, const PerftestConfig& c,
   out += cformat(" Mtu             : %lu[B]\n", static_cast<unsigned long>(r.mtu));
   out += cformat(" Link type       : %s\n", "IB");
   if (o.gid_index) out += cformat(" GID index       : %d\n", *o.gid_index);
-  out += cformat(" Max inline data : %d[B]\n", static_cast<int>(inline_size));
+  if (perftest_is_read_or_atomic(o.test))
+    out += cformat(" Outstand reads  : %d\n", static_cast<int>(r.out_reads));
+  else
+    out += cformat(" Max inline data : %d[B]\n", static_cast<int>(inline_size));
   out += cformat(" rdma_cm QPs\t : %s\n", o.rdma_cm ? "ON" : "OFF");
   out += cformat(" Data ex. method : %s", o.rdma_cm || o.comm_rdma_cm ? "rdma_cm" : "Ethernet");
   out += "\n";
@@ -350,6 +357,9 @@ std::string format_perftest_head(const PerftestOptions& o, const PerftestResult&
     out += "Warning: Large message requested and CQ moderation enabled\n";
     out += "Warning: It can lead to inaccurate results\n";
   }
+  // ctx_set_out_reads: "Number of outstanding reads is above max" (its text on stderr: perftest_main).
+  if (perftest_is_read_or_atomic(o.test) && o.out_reads && *o.out_reads > static_cast<long>(r.out_reads))
+    out += kResultLine;
   out += perftest_banner(o, c, r);
   out += address_lines(o, c, false);
   out += address_lines(o, c, true);
@@ -366,7 +376,7 @@ std::string format_perftest_rows(const PerftestOptions& o, const PerftestResult&
     if (perftest_is_bw(o.test))
       out += perftest_bw_row(perftest_bw_figures(p, cpu_mhz, cq_mod, no_peak), o.columns, o.report_gbits);
     else
-      out += perftest_lat_row(perftest_lat_figures(p, cpu_mhz), o.columns);
+      out += perftest_lat_row(perftest_lat_figures(p, cpu_mhz, perftest_rtt_factor(o.test)), o.columns);
   }
   out += kResultLine;
   return out;
@@ -398,7 +408,7 @@ std::string format_perftest_csv(const PerftestOptions& o, const PerftestResult& 
                          f.bw_peak_mib_s, f.bw_avg_mib_s, f.bw_peak_gbit_s, f.bw_avg_gbit_s,
                          f.msg_rate_mpps);
     } else {
-      const PerftestLatFigures f = perftest_lat_figures(p, cpu_mhz);
+      const PerftestLatFigures f = perftest_lat_figures(p, cpu_mhz, perftest_rtt_factor(o.test));
       out += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{}\n", tool, on_off(r.blueflame),
                          on_off(r.write_combining), f.bytes, f.iterations, f.t_min_us, f.t_max_us,
                          f.t_typical_us, f.t_avg_us, f.t_stdev_us, f.t_p99_us, f.t_p99_9_us);

@@ -32,7 +32,8 @@ double perftest_cpu_mhz(double clock_ghz);
 /// 1000), as a TSC read returns a whole count.
 uint64_t perftest_cycles(double t_ns, double cpu_mhz);
 
-/// One row of ib_write_lat, as print_report_lat computes it. Times in us, half the round trip.
+/// One row of a latency tool, as print_report_lat computes it. Times in us: half the round trip
+/// (WRITE, SEND), the whole round trip (READ, atomics).
 struct PerftestLatFigures {
   uint64_t bytes = 0;
   uint64_t iterations = 0;   ///< the #iterations column (perftest's iters)
@@ -49,9 +50,10 @@ struct PerftestLatFigures {
 /// cycles(tposted[i]) for the iters-1 round trips; sorted; measure_cnt = iters - 1 - 2
 /// (LAT_MEASURE_TAIL: the two largest are dropped); median = get_median(measure_cnt): the middle
 /// delta when measure_cnt is odd, else (delta[n/2] + delta[n/2-1]) / 2 in integer cycles; every
-/// time is cycles / (MHz x 2), the 2 being ib_write_lat's rtt_factor. Throws
-/// std::invalid_argument when the point has fewer than 4 timestamps (perftest needs -n >= 5).
-PerftestLatFigures perftest_lat_figures(const PerftestPoint& point, double cpu_mhz);
+/// time is cycles / (MHz x rtt_factor): 2 for WRITE and SEND (ib_write_lat, ib_send_lat), 1 for
+/// READ and atomics (perftest_rtt_factor). Throws std::invalid_argument when the point has fewer
+/// than 4 timestamps (perftest needs -n >= 5).
+PerftestLatFigures perftest_lat_figures(const PerftestPoint& point, double cpu_mhz, int rtt_factor = 2);
 
 /// The peak's per-message time in cycles: the smallest (completed[j] - posted[i]) / (j - i + 1),
 /// integer division, over every i <= j where perftest has a completion time (j + 1 a multiple
@@ -123,7 +125,7 @@ struct PerftestAddress {
 };
 
 /// One address line as ctx_print_pingpong_data prints it (with its "\n"): BASIC_ADDR_FMT
-/// " %s address: LID %#04x QPN %#06x PSN %#06x", then for RDMA WRITE (`rdma`) RDMA_FMT
+/// " %s address: LID %#04x QPN %#06x PSN %#06x", then for every verb but SEND (`rdma`) RDMA_FMT
 /// " RKey %#08x VAddr %#016llx", then with `gid` (-x) the GID line GID_FMT " GID: %02d:...".
 std::string perftest_address_line(const PerftestAddress& a, bool remote, bool rdma, bool gid);
 
@@ -141,13 +143,16 @@ uint64_t perftest_srand48(uint64_t seed);
 /// The banner ctx_print_test_info prints on the client (between two 87-dash lines): test name,
 /// "Dual-port : OFF", device (-d), QPs, transport IB, connection RC, SRQ OFF, "PCIe relax order:
 /// ON", "ibv_wr* API : OFF" (perftest 4.5 falls back to ibv_post_send on ConnectX/ConnectX-2/3),
-/// TX depth, CQ Moderation (bw), Mtu (`result.mtu`), link IB, GID index (-x), Max inline data,
-/// rdma_cm QPs (-R) and the data exchange method (-R or -z: rdma_cm, else Ethernet).
+/// TX depth, CQ Moderation (bw), Mtu (`result.mtu`), link IB, GID index (-x), Max inline data
+/// (or, for READ and atomics, "Outstand reads" with `result.out_reads`), rdma_cm QPs (-R) and
+/// the data exchange method (-R or -z: rdma_cm, else Ethernet). The title names the verb
+/// (testsStr: Send, RDMA_Write, RDMA_Read, Atomic) and an atomic's type (atomicTypesStr).
 std::string perftest_banner(const PerftestOptions& options, const PerftestConfig& config,
                             const PerftestResult& result);
 
 /// What perftest prints before it measures anything: the CQ moderation warning when it applies,
-/// the banner, the address lines, the 87-dash line and the table header. Needs only the
+/// an 87-dash line when -o asked for more outstanding reads than the device has (perftest's
+/// ctx_set_out_reads prints it on stdout, its message on stderr), the banner, the address lines, the 87-dash line and the table header. Needs only the
 /// result's banner facts (sim::check_perftest's), so it can be printed before the simulation.
 std::string format_perftest_head(const PerftestOptions& options, const PerftestResult& result);
 

@@ -16,6 +16,7 @@ HcaTiming HcaTiming::from_platform(const Platform& p) {
   t.interrupt_latency_ns = p.num("hca.interrupt_latency");
   t.propagation_ns = p.num("ib.propagation");
   t.inline_copy_rate_Bpns = p.num("hca.inline_copy_rate");
+  t.atomic_ns = p.num("hca.atomic");
   return t;
 }
 
@@ -126,6 +127,12 @@ constexpr ParamSpec kHca[] = {
     integer("hca.max_inline_data", "B", 0, 4096, "largest inline send (perftest -I); 4096: above any HCA's WQE"),
     integer("hca.max_msg_size", "B", 1, 2147483648.0,
             "largest message (device cap max_msg_sz; 2^31: the IBA message size limit)"),
+    integer("hca.max_qp_rd_atom", "", 1, 255,
+            "RDMA READs and atomics outstanding per QP (device cap max_qp_rd_atom; perftest's default -o); 255: "
+            "the 8-bit verbs attribute"),
+    nonneg("hca.atomic", "ns",
+           "the responder's atomic unit per atomic, one at a time (lock, ALU, write back), besides the operand's "
+           "DMA read"),
     integer("hca.max_qp_wr", "", 1, 65536,
             "largest QP depth (device cap max_qp_wr); 65536: above any modelled HCA's (ConnectX 16351)"),
     integer("hca.cq_entries", "", 1, 4194304,

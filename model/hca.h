@@ -29,10 +29,14 @@ struct HcaTiming {
   /// Rate at which the HCA copies inline data out of the WQE into the packet, B/ns
   /// (hca.inline_copy_rate). Latency only: it replaces the gather DMA read of a non-inline WR.
   double inline_copy_rate_Bpns = 1;
+  /// The responder HCA's own time per atomic (hca.atomic, ns): its atomic unit takes one at a
+  /// time (the target locked for the read-modify-write), besides the DMA read round trip of the
+  /// operand, which the atomic's latency also pays.
+  double atomic_ns = 0;
 
   /// Reads the bus's DmaRead latency (> 0) and PostedWrite latency (HostBus::latency_key:
   /// pcie.* or pcix.*), hca.tx_processing, hca.rx_processing, hca.interrupt_latency,
-  /// ib.propagation (all ns, >= 0) and hca.inline_copy_rate (B/ns, > 0). Throws InputError on
+  /// ib.propagation, hca.atomic (all ns, >= 0) and hca.inline_copy_rate (B/ns, > 0). Throws InputError on
   /// a missing or bad value.
   static HcaTiming from_platform(const Platform& p);
 };

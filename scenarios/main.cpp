@@ -1,5 +1,6 @@
 // hcasim command line: `hcasim netperf ...` (a simulated netperf 2.4 TCP_STREAM),
-// `hcasim ib_write_lat|ib_write_bw|ib_send_bw ...` (simulated perftest) and `hcasim run ...`
+// `hcasim ib_write_lat|ib_write_bw|ib_send_lat|ib_send_bw|ib_read_lat|ib_read_bw|ib_atomic_lat|ib_atomic_bw ...`
+// (simulated perftest) and `hcasim run ...`
 // (a scenario of such runs compared with measurements) and `hcasim validate` (every scenario,
 // summarised), `hcasim params` (the platform parameters, scenarios/params.cpp).
 #include <algorithm>
@@ -51,7 +52,8 @@ constexpr const char* kUsage = R"(hcasim: a simulated InfiniBand HCA and the hos
 
 Usage:
   hcasim netperf [hcasim options] [netperf global options] [-- netperf test options]
-  hcasim ib_write_lat|ib_write_bw|ib_send_bw [hcasim options and perftest flags]
+  hcasim ib_write_lat|ib_write_bw|ib_send_lat|ib_send_bw [hcasim options and perftest flags]
+  hcasim ib_read_lat|ib_read_bw|ib_atomic_lat|ib_atomic_bw [hcasim options and perftest flags]
   hcasim run [FILE|NAME] [-j N] [--csv PATH] [--list-commands DIR | --collect DIR]
   hcasim sweep TOOL [tool flags with a size list or range] [--vary KEY=V1,V2]... [-j N]
                [--csv PATH] [--plot PREFIX] [--reference CSV|RUNFILE] [--list-commands DIR | --collect DIR]
@@ -92,8 +94,9 @@ hcasim options:
   --steady REL                 measure only the steady state, to the relative precision REL
                                (e.g. 0.002), within -l; SDP only (docs/cli.md)
 
-hcasim ib_write_lat, ib_write_bw and ib_send_bw take perftest 4.5's flags (-a -s -n -I -q -t -r
--Q --report_gbits ...; see hcasim ib_write_lat -h) and print perftest's report; the same hcasim
+hcasim ib_write_lat, ib_write_bw, ib_send_lat, ib_send_bw, ib_read_lat, ib_read_bw, ib_atomic_lat
+and ib_atomic_bw take perftest 4.5's flags (-a -s -n -I -o -A -q -t -r -Q --report_gbits ...; see
+hcasim ib_write_lat -h) and print perftest's report; the same hcasim
 options as netperf but --profile, plus --columns classic|extended (perftest 2.x's five latency
 columns, or 4.x's nine). --set hca.blueflame=off and --set host.write_combining=off ask the what-ifs.
 
@@ -104,7 +107,8 @@ run and sweep --list-commands DIR print one standalone command per point (each w
 into DIR) for GNU parallel or a batch system; --collect DIR then reads them into the same
 report, CSV and plot (docs/cli.md "Past one machine").
 
-hcasim sweep runs TOOL (netperf, ib_write_lat, ib_write_bw, ib_send_bw) once per message size
+hcasim sweep runs TOOL (netperf, ib_write_lat, ib_write_bw, ib_send_lat, ib_send_bw, ib_read_lat,
+ib_read_bw) once per message size
 and variant, each point its own `hcasim TOOL ...` in a child process (-j N at once), and prints
 a table: sizes as netperf's -- -m or perftest's -s take them, a list 64,1K,64K or a doubling
 range 64..4M (perftest's -a: its own 2..8M); --vary KEY=V1,V2 (a --set key, or platform=NAME,NAME;
@@ -269,9 +273,7 @@ static int hcasim_main(int argc, char** argv) {
       }
       return netperf_main(rest);
     }
-    if (command == "ib_write_lat") return perftest_main(frontends::PerftestTest::WriteLat, rest);
-    if (command == "ib_write_bw") return perftest_main(frontends::PerftestTest::WriteBw, rest);
-    if (command == "ib_send_bw") return perftest_main(frontends::PerftestTest::SendBw, rest);
+    if (const auto test = frontends::perftest_test_named(command)) return perftest_main(*test, rest);
     if (command == "run") {
       for (const auto& w : rest)
         if (w == "--help" || w == "-h") {
@@ -311,7 +313,8 @@ static int hcasim_main(int argc, char** argv) {
       }
       return validate(parse_validate_args(rest));
     }
-    throw InputError(fmt::format("unknown command '{}' (use netperf, ib_write_lat, ib_write_bw, ib_send_bw, run, "
+    throw InputError(fmt::format("unknown command '{}' (use netperf, ib_write_lat, ib_write_bw, ib_send_lat, "
+                                 "ib_send_bw, ib_read_lat, ib_read_bw, ib_atomic_lat, ib_atomic_bw, run, "
                                  "sweep, compare, validate, calibrate or params; "
                                  "see hcasim --help)",
                                  command));

@@ -73,6 +73,12 @@ int perftest_main(frontends::PerftestTest test, const std::vector<std::string>& 
   // With --json nothing is printed before the document, which comes whole at the end.
   const frontends::PerftestResult head =
       checked([&l = local, &r = remote, &config] { return sim::check_perftest(l, r, config); });
+  // perftest's ctx_set_out_reads: "Number of outstanding reads is above max = N" and "Changing to
+  // that max value" on stderr (its 87-dash line is on stdout, format_perftest_head's).
+  if (frontends::perftest_is_read_or_atomic(test) && opts.out_reads && *opts.out_reads > static_cast<long>(head.out_reads))
+    std::cerr << fmt::format("hcasim: note: -o {}: above the device's max_qp_rd_atom {} (hca.max_qp_rd_atom); perftest "
+                             "changes to that maximum\n",
+                             *opts.out_reads, head.out_reads);
   if (!opts.json) std::cout << frontends::format_perftest_head(opts, head) << std::flush;
   // Init-captures: clang before 16 cannot capture a structured binding (nor [&] one).
   const auto simulate = [&l = local, &r = remote, &config] { return sim::run_perftest(l, r, config); };

@@ -34,14 +34,14 @@ namespace {
 /// million processes.
 constexpr size_t kMaxPoints = 4096;
 
+/// The perftest tools a sweep runs: every one with a message size (the atomic tests move 8 B only).
 bool is_perftest(const std::string& tool) {
-  return tool == "ib_write_lat" || tool == "ib_write_bw" || tool == "ib_send_bw";
+  const auto t = frontends::perftest_test_named(tool);
+  return t && !frontends::perftest_is_atomic(*t);
 }
 
 frontends::PerftestTest perftest_test(const std::string& tool) {
-  if (tool == "ib_write_lat") return frontends::PerftestTest::WriteLat;
-  if (tool == "ib_write_bw") return frontends::PerftestTest::WriteBw;
-  return frontends::PerftestTest::SendBw;
+  return frontends::perftest_test_named(tool).value_or(frontends::PerftestTest::SendBw);
 }
 
 /// Splits `text` at commas (empty items kept).
@@ -186,11 +186,13 @@ Vary parse_vary(const std::string& item) {
 
 SweepOptions parse_sweep_args(const std::vector<std::string>& args) {
   if (args.empty())
-    throw InputError("sweep: name the tool (netperf, ib_write_lat, ib_write_bw or ib_send_bw)");
+    throw InputError("sweep: name the tool (netperf, ib_write_lat, ib_write_bw, ib_send_lat, ib_send_bw, ib_read_lat "
+                     "or ib_read_bw)");
   SweepOptions o;
   o.tool = args[0];
   if (o.tool != "netperf" && !is_perftest(o.tool))
-    throw InputError(fmt::format("sweep: unknown tool '{}' (use netperf, ib_write_lat, ib_write_bw or ib_send_bw)", o.tool));
+    throw InputError(fmt::format("sweep: unknown tool '{}' (use netperf, ib_write_lat, ib_write_bw, ib_send_lat, "
+                                 "ib_send_bw, ib_read_lat or ib_read_bw; the atomic tests have one size)", o.tool));
   const std::vector<std::string> rest(args.begin() + 1, args.end());
   std::vector<std::string> jobs, csv, plot, reference, list_dirs, collect_dirs;
   for (size_t i = 0; i < rest.size();) {

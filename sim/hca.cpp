@@ -217,7 +217,7 @@ void Qp::pair(Qp& a, Qp& b) {
   b.peer_ = &a;
 }
 
-void Qp::connect(Qp& a, Qp& b) {
+void Qp::connect(Qp& a, Qp& b, uint8_t rd_atomic) {
   using namespace hca::attr;
   pair(a, b);
   for (Qp* q : {&a, &b}) {
@@ -235,7 +235,7 @@ void Qp::connect(Qp& a, Qp& b) {
     x.path_mtu = q->hca_.ib_.mtu;
     x.dest_qp_num = q->peer_->qpn_;
     x.rq_psn = 0;
-    x.max_dest_rd_atomic = q->hca_.limits_.max_qp_rd_atom;
+    x.max_dest_rd_atomic = rd_atomic != 0 ? rd_atomic : q->hca_.limits_.max_qp_rd_atom;
     if (q->core_.modify(x, kState | kAv | kPathMtu | kDestQpn | kRqPsn | kMaxDestRdAtomic | kMinRnrTimer) != 0)
       throw sdp::VerbsError(fmt::format("connect: QP {:#x} to RTR: path MTU {} B", q->qpn_, x.path_mtu));
     x.qp_state = State::Rts;
@@ -243,7 +243,7 @@ void Qp::connect(Qp& a, Qp& b) {
     x.timeout = r.timeout;
     x.retry_cnt = r.retry_cnt;
     x.rnr_retry = q->core_.attr().rnr_retry;
-    x.max_rd_atomic = q->hca_.limits_.max_qp_rd_atom;
+    x.max_rd_atomic = rd_atomic != 0 ? rd_atomic : q->hca_.limits_.max_qp_rd_atom;
     if (q->core_.modify(x, kState | kSqPsn | kTimeout | kRetryCnt | kRnrRetry | kMaxQpRdAtomic) != 0)
       throw sdp::VerbsError(fmt::format("connect: QP {:#x} to RTS: a retry attribute out of range", q->qpn_));
   }

@@ -185,6 +185,7 @@ class Hca {
   uint64_t interrupts_ = 0;
   HcaBusy* busy_ = nullptr;  // measure()
   TraceSink* trace_ = nullptr;  // set_trace()
+  double atomic_free_ns_ = 0;  // the atomic unit (hca.atomic) takes the next atomic from then on
   model::FaultConfig faults_;
   model::RcRetry retry_;
   uint64_t side_ = 0;
@@ -206,8 +207,9 @@ class Qp : public sdp::Verbs, public hca::QpBackend {
   void modify(State next);
   /// Connects two QPs as the CM does: RESET -> INIT -> RTR -> RTS on both, each the other's peer
   /// (all remote access, PSNs from 0, the path MTU of the IB link, the HCA's retry attributes,
-  /// 16 RDMA READs and atomics each way).
-  static void connect(Qp& a, Qp& b);
+  /// `rd_atomic` RDMA READs and atomics each way: max_rd_atomic and max_dest_rd_atomic, 0 for each
+  /// HCA's max_qp_rd_atom).
+  static void connect(Qp& a, Qp& b, uint8_t rd_atomic = 0);
   /// Brings two UD QPs to RTS as ipoib_init_qp does (Q_Key `qkey`, SQ PSN 0), each the other's
   /// destination.
   static void connect_ud(Qp& a, Qp& b, uint32_t qkey);

@@ -186,11 +186,14 @@ void Qp::request_arrives(const hca::Packet& sub, bool corrupted, const SimPayloa
   }
   SimPayload from = h;
   from.offset += skip;
-  const bool lands = hca::op_kind(sub.op) == hca::OpKind::Write;
+  const hca::OpKind kind = hca::op_kind(sub.op);
+  const bool lands = kind == hca::OpKind::Write;
   // The responder's DMA writes are ordered (PCIe posted writes): a message that was stored for a
-  // shorter time is not in memory before the one ahead of it.
+  // shorter time is not in memory before the one ahead of it. An RDMA READ request or an atomic
+  // writes nothing into this host's memory on arrival (an atomic's write is the atomic unit's,
+  // execute_read), so it does not move the point the next write is ordered behind.
   recv_done_ns = std::max(recv_done_ns, rx_visible_ns_);
-  rx_visible_ns_ = recv_done_ns;
+  if (kind == hca::OpKind::Send || kind == hca::OpKind::Write) rx_visible_ns_ = recv_done_ns;
   cqe_at_ns_ = recv_done_ns;
   landed_at_ns_ = lands ? recv_done_ns : 0;
   landed_ends_message_ = lands && hca::op_ends(sub.last_op);
@@ -224,6 +227,14 @@ void Qp::execute_read(const hca::Packet& p) {
   // The responder's DMA read of the data does not pass its posted writes (PCIe ordering): an
   // RDMA WRITE ahead of this request on the QP is in memory first, out of its packet store.
   if (peer->rx_visible_ns_ > now_ns()) sleep_until_s(to_s(peer->rx_visible_ns_));
+  // An atomic waits for the responder's atomic unit, which takes one at a time for hca.atomic
+  // (the target locked through its read-modify-write); its operand's DMA read round trip is in
+  // the response's latency below, as an RDMA READ's data fetch.
+  if (p.op == hca::Opcode::RcCompareSwap || p.op == hca::Opcode::RcFetchAdd) {
+    const double start = std::max(now_ns(), peer->hca_.atomic_free_ns_);
+    peer->hca_.atomic_free_ns_ = start + pt.atomic_ns;
+    if (peer->hca_.atomic_free_ns_ > now_ns()) sleep_until_s(to_s(peer->hca_.atomic_free_ns_));
+  }
   hca::Packet r;
   double nak_at = 0;
   auto arrive = [&](const hca::Packet& sub, bool corrupted, const SimPayload& h, uint64_t skip) {

@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include "frontends/config_error.h"
+#include "frontends/perftest_cli.h"
 #include "model/noise.h"
 #include "sim/testbed.h"
 
@@ -42,6 +43,9 @@ struct Side {
   std::deque<double> landed_ns; ///< landing times of the peer's WRITEs not yet noticed
   bool real_bytes = true;       ///< buffers hold bytes: the poll byte is written and checked
   uint64_t cqes_pending = 0;    ///< CQEs written on this side's CQs and not yet polled
+  /// ib_send_lat: completions polled while waiting for the other kind (perftest polls a receive
+  /// CQ and a send CQ; the simulated QP has one CQ for both), not yet taken.
+  uint64_t recv_stash = 0, send_stash = 0;
   std::unique_ptr<model::CpuNoise> noise;
 };
 
@@ -81,20 +85,41 @@ void wait_for_byte(Side& s, uint64_t size, uint64_t rcnt, const char* who) {
                                          static_cast<uint8_t>(rcnt), rcnt));
 }
 
-/// A send WR of `size` bytes on lane `q` (RDMA WRITE to the peer lane's second half, or SEND).
-sdp::SendWr make_wr(const Side& s, const Side& peer, size_t q, uint64_t size, uint64_t wr_id, bool send, bool inline_data,
-                    bool signaled) {
+/// The send opcode of `test`'s WRs (perftest's verb; -A for the atomics).
+sdp::WrOpcode opcode_of(const frontends::PerftestConfig& cfg) {
+  switch (cfg.test) {
+    case frontends::PerftestTest::SendBw:
+    case frontends::PerftestTest::SendLat: return sdp::WrOpcode::Send;
+    case frontends::PerftestTest::ReadLat:
+    case frontends::PerftestTest::ReadBw: return sdp::WrOpcode::RdmaRead;
+    case frontends::PerftestTest::AtomicLat:
+    case frontends::PerftestTest::AtomicBw:
+      return cfg.atomic == frontends::PerftestAtomic::CmpAndSwap ? sdp::WrOpcode::AtomicCmpSwap
+                                                                 : sdp::WrOpcode::AtomicFetchAdd;
+    default: return sdp::WrOpcode::RdmaWrite;
+  }
+}
+
+/// A send WR of `size` bytes on lane `q`: an RDMA WRITE from this lane's first half to the peer
+/// lane's second half, a SEND of the first half, or an RDMA READ / atomic (8 B) of the peer
+/// lane's first half into this lane's second half. An atomic adds 1 (FETCH_AND_ADD) or swaps 0
+/// for 1 (CMP_AND_SWAP).
+sdp::SendWr make_wr(const Side& s, const Side& peer, size_t q, uint64_t size, uint64_t wr_id, sdp::WrOpcode op,
+                    bool inline_data, bool signaled) {
   sdp::SendWr wr;
   wr.wr_id = wr_id;
-  wr.opcode = send ? sdp::WrOpcode::Send : sdp::WrOpcode::RdmaWrite;
-  wr.sg[0] = {s.lanes[q].buf, static_cast<uint32_t>(size), s.lanes[q].key};
+  wr.opcode = op;
+  const bool into_local = op != sdp::WrOpcode::Send && op != sdp::WrOpcode::RdmaWrite;
+  wr.sg[0] = {s.lanes[q].buf + (into_local ? s.half : 0), static_cast<uint32_t>(size), s.lanes[q].key};
   wr.num_sge = 1;
   wr.signaled = signaled;
   wr.inline_data = inline_data;
-  if (!send) {
-    wr.remote_addr = peer.lanes[q].buf + peer.half;
+  if (op != sdp::WrOpcode::Send) {
+    wr.remote_addr = peer.lanes[q].buf + (into_local ? 0 : peer.half);
     wr.rkey = peer.lanes[q].key;
   }
+  if (op == sdp::WrOpcode::AtomicFetchAdd) wr.compare_add = 1;
+  if (op == sdp::WrOpcode::AtomicCmpSwap) wr.swap = 1;
   return wr;
 }
 
@@ -104,7 +129,83 @@ void post_write(Side& s, const Side& peer, uint64_t size, uint64_t scnt, bool in
   const uint8_t byte = static_cast<uint8_t>(scnt);
   if (s.real_bytes) s.host->memory().write_bytes(s.lanes[0].buf + size - 1, &byte, 1);
   s.host->charge(model::Activity::Post, s.host->costs().user_post_ns);
-  s.lanes[0].qp->post_send(make_wr(s, peer, 0, size, scnt, false, inline_data, signaled));
+  s.lanes[0].qp->post_send(make_wr(s, peer, 0, size, scnt, sdp::WrOpcode::RdmaWrite, inline_data, signaled));
+}
+
+/// Polls the one CQ until a completion of the kind wanted (receive or send) is there, keeping
+/// the other kind for later: perftest's `do { ibv_poll_cq(recv_cq or send_cq, 1, &wc) } while
+/// (ne == 0)` on two CQs. Each CQE taken costs one poll; an error status ends the test.
+void poll_kind(Side& s, bool recv, const char* who) {
+  uint64_t& mine = recv ? s.recv_stash : s.send_stash;
+  uint64_t& other = recv ? s.send_stash : s.recv_stash;
+  uint64_t taken = 0;
+  std::array<sdp::Wc, 1> wc{};
+  spin_until(s, s.cqe_wq, [&] {
+    while (mine == 0 && s.lanes[0].qp->poll_cq(wc) > 0) {
+      ++taken;
+      if (wc[0].status != sdp::WcStatus::Success)
+        throw std::runtime_error(fmt::format("{}: completion with error (status {}: {})", who,
+                                             sdp::wc_status_code(wc[0].status), sdp::wc_status_str(wc[0].status)));
+      ++((wc[0].opcode == sdp::WcOpcode::Recv) == recv ? mine : other);
+    }
+    return mine > 0;
+  });
+  --mine;
+  s.cqes_pending -= taken;
+  s.host->charge(model::Activity::Completion, s.host->costs().user_poll_cq_ns * static_cast<double>(taken));
+}
+
+/// Posts one receive of `size` bytes into the second half of lane 0 (perftest's rwr).
+void post_recv_one(Side& s, uint64_t size, uint64_t wr_id) {
+  sdp::RecvWr r;
+  r.wr_id = wr_id;
+  r.sg[0] = {s.lanes[0].buf + s.half, static_cast<uint32_t>(size), s.lanes[0].key};
+  r.num_sge = 1;
+  s.host->charge(model::Activity::Post, s.host->costs().user_post_ns);
+  s.lanes[0].qp->post_recv(r);
+}
+
+/// perftest's run_iter_lat_send (perftest_resources.c) for one size on one side, once each side
+/// has posted its first rx_depth receives (ctx_set_recv_wqes, before the handshake): wait for a
+/// receive completion (not the client before its first send), repost while rcnt + rx_depth <=
+/// iters, then (while scnt < iters) record tposted, post the SEND (every one signaled: a latency
+/// test's cq_mod is 1) and poll the send CQ for its completion.
+void send_latency_loop(Side& s, const Side& peer, bool client, const frontends::PerftestConfig& cfg, uint64_t size,
+                       std::vector<double>* tposted, const char* who) {
+  const uint64_t iters = cfg.iterations;
+  const bool inline_data = size <= cfg.inline_size;
+  uint64_t scnt = 0, rcnt = 0;
+  uint64_t posted = std::min<uint64_t>(cfg.rx_depth, iters);
+  while (scnt < iters || rcnt < iters) {
+    if (rcnt < iters && !(scnt < 1 && client)) {
+      poll_kind(s, true, who);
+      ++rcnt;
+      if (rcnt + cfg.rx_depth <= iters) post_recv_one(s, size, posted++);
+    }
+    if (scnt < iters) {
+      if (tposted != nullptr) tposted->push_back(now_ns());
+      ++scnt;
+      s.host->charge(model::Activity::Post, s.host->costs().user_post_ns);
+      s.lanes[0].qp->post_send(make_wr(s, peer, 0, size, scnt, sdp::WrOpcode::Send, inline_data, true));
+      poll_kind(s, false, who);
+    }
+  }
+  s.host->flush();
+}
+
+/// perftest's run_iter_lat (perftest_resources.c), which read_lat.c and atomic_lat.c run on the
+/// client: record tposted, post one signaled RDMA READ or atomic, poll the send CQ until its
+/// completion, `iters` times. The server only waits.
+void read_latency_loop(Side& s, const Side& peer, const frontends::PerftestConfig& cfg, uint64_t size,
+                       std::vector<double>& tposted, const char* who) {
+  const sdp::WrOpcode op = opcode_of(cfg);
+  for (uint64_t scnt = 0; scnt < cfg.iterations; ++scnt) {
+    tposted.push_back(now_ns());
+    s.host->charge(model::Activity::Post, s.host->costs().user_post_ns);
+    s.lanes[0].qp->post_send(make_wr(s, peer, 0, size, scnt, op, false, true));
+    poll_one(s, who);
+  }
+  s.host->flush();
 }
 
 /// perftest write_lat's run_iter_lat_write for one size, on one side. The client records
@@ -153,8 +254,9 @@ std::vector<std::pair<size_t, sdp::Wc>> poll_batch(Side& s, const char* who) {
 /// perftest's run_iter_bw for one size on the client: keep up to tx_depth WRs outstanding
 /// per QP, signal one in cq_mod (and the last), poll completions in batches. tposted[] in
 /// posting order; tcompleted[] of every WR a signaled CQE covers, at the time it is polled.
-void bandwidth_client(Side& s, const Side& peer, const frontends::PerftestConfig& cfg, uint64_t size, bool send,
+void bandwidth_client(Side& s, const Side& peer, const frontends::PerftestConfig& cfg, uint64_t size,
                       frontends::PerftestPoint& point, const char* who) {
+  const sdp::WrOpcode op = opcode_of(cfg);
   const size_t nq = s.lanes.size();
   const uint64_t tot = cfg.iterations * nq;
   std::vector<uint64_t> scnt(nq, 0), ccnt(nq, 0);
@@ -169,7 +271,7 @@ void bandwidth_client(Side& s, const Side& peer, const frontends::PerftestConfig
         const bool signaled = (scnt[q] + 1) % cfg.cq_mod == 0 || scnt[q] + 1 == cfg.iterations;
         point.tposted_ns.push_back(now_ns());
         s.host->charge(model::Activity::Post, s.host->costs().user_post_ns);
-        s.lanes[q].qp->post_send(make_wr(s, peer, q, size, scnt[q], send, inline_data, signaled));
+        s.lanes[q].qp->post_send(make_wr(s, peer, q, size, scnt[q], op, inline_data, signaled));
         pending[q].push_back(totscnt);
         ++scnt[q];
         ++totscnt;
@@ -268,6 +370,12 @@ std::vector<frontends::LatencyStage> one_way_stages(const HostParams& tx, const 
   };
 }
 
+/// perftest's ctx_set_out_reads against a device of `max_qp_rd_atom`: -o when given (above 0) and
+/// not above the device's maximum, else the maximum.
+uint32_t resolve_out_reads(uint32_t asked, uint32_t max_qp_rd_atom) {
+  return asked == 0 || asked > max_qp_rd_atom ? max_qp_rd_atom : asked;
+}
+
 /// check_perftest's checks on the hosts' parameters, then the banner's facts.
 frontends::PerftestResult check_config(const HostParams& A, const HostParams& B, const frontends::PerftestConfig& cfg) {
   // The config's own preconditions (PerftestConfig: sizes, iterations, num_qps, cq_mod) are the
@@ -282,15 +390,15 @@ frontends::PerftestResult check_config(const HostParams& A, const HostParams& B,
       throw frontends::ConfigError("sizes", fmt::format("{} B is above the HCA's max message size {} B (hca.max_msg_size)", size, limit));
     max_size = std::max(max_size, size);
   }
-  const bool lat = cfg.test == frontends::PerftestTest::WriteLat;
+  const bool lat = !frontends::perftest_is_bw(cfg.test);
   if (lat && cfg.iterations < 2)
-    throw InputError(fmt::format("PerftestConfig: {} iterations; ib_write_lat needs at least 2", cfg.iterations));
+    throw InputError(fmt::format("PerftestConfig: {} iterations; a latency test needs at least 2", cfg.iterations));
   if (cfg.iterations < 1) throw InputError("PerftestConfig: iterations must be >= 1");
   if (cfg.num_qps < 1) throw InputError("PerftestConfig: num_qps must be >= 1");
   if (cfg.tx_depth < 1 || cfg.tx_depth > std::min(A.qp_depth, B.qp_depth))
     throw frontends::ConfigError("tx_depth", fmt::format("tx depth {} is outside 1..{} (hca.max_qp_wr)", cfg.tx_depth,
                                                          std::min(A.qp_depth, B.qp_depth)));
-  if (cfg.test == frontends::PerftestTest::SendBw && (cfg.rx_depth < 1 || cfg.rx_depth > B.qp_depth))
+  if (frontends::perftest_is_send(cfg.test) && (cfg.rx_depth < 1 || cfg.rx_depth > B.qp_depth))
     throw frontends::ConfigError("rx_depth", fmt::format("rx depth {} is outside 1..{} (hca.max_qp_wr)", cfg.rx_depth, B.qp_depth));
   if (cfg.cq_mod < 1) throw InputError("PerftestConfig: cq_mod must be >= 1");
   if (std::min(A.cq_entries, B.cq_entries) < std::max(cfg.tx_depth, cfg.rx_depth))
@@ -307,6 +415,9 @@ frontends::PerftestResult check_config(const HostParams& A, const HostParams& B,
   res.mtu = model::ib::trained(A.ib, B.ib).mtu;  // the port's active MTU, as the link trained
   res.blueflame = A.post.blueflame;
   res.write_combining = A.post.mmio.write_combining;
+  res.max_qp_rd_atom = std::min(A.max_qp_rd_atom, B.max_qp_rd_atom);
+  if (frontends::perftest_is_read_or_atomic(cfg.test))
+    res.out_reads = resolve_out_reads(cfg.out_reads, A.max_qp_rd_atom);  // the client prints its own
   return res;
 }
 
@@ -320,7 +431,7 @@ frontends::PerftestResult run_perftest(const model::Platform& local, const model
   const HostParams A = read_host_params(local);
   const HostParams B = read_host_params(remote);
   frontends::PerftestResult res = check_config(A, B, cfg);
-  const bool lat = cfg.test == frontends::PerftestTest::WriteLat;
+  const bool lat = !frontends::perftest_is_bw(cfg.test);
   uint64_t max_size = 0;
   for (uint64_t size : cfg.sizes) max_size = std::max(max_size, size);
 
@@ -329,11 +440,21 @@ frontends::PerftestResult run_perftest(const model::Platform& local, const model
   // (above that the data moves by reference and the loop trusts the landing event alone); the
   // bandwidth tests move up to 8 MB per message and keep their data by reference (sdp/memory.h).
   constexpr uint64_t kMaxRealBytes = uint64_t{64} << 20;
-  const bool real_bytes = lat && max_size <= kMaxRealBytes;
+  // An atomic reads and writes its 8 B target: real bytes too.
+  const bool real_bytes = (lat || frontends::perftest_is_atomic(cfg.test)) && max_size <= kMaxRealBytes;
   const sdp::DataMode mode = real_bytes ? sdp::DataMode::Bytes : sdp::DataMode::Reference;
-  TwoHostBed bed(A, B, cfg.seed, mode);
-  std::vector<std::pair<Qp*, Qp*>> pairs{{&bed.qp(0), &bed.qp(1)}};
-  for (uint32_t q = 1; q < (lat ? 1u : cfg.num_qps); ++q) pairs.push_back(bed.add_qp_pair());
+  // READ and atomics: each QP pair takes -o outstanding each way (perftest: the client's
+  // max_rd_atomic is the server's out_reads, the server's max_dest_rd_atomic its own), each side's
+  // out_reads resolved against its own device; the smaller, so that both QPs accept it.
+  const bool rd = frontends::perftest_is_read_or_atomic(cfg.test);
+  QpPairShape shape;
+  if (rd)
+    shape.rd_atomic = static_cast<uint8_t>(std::min(resolve_out_reads(cfg.out_reads, A.max_qp_rd_atom),
+                                                    resolve_out_reads(cfg.out_reads, B.max_qp_rd_atom)));
+  TwoHostBed bed(A, B, cfg.seed, mode, !rd);
+  std::vector<std::pair<Qp*, Qp*>> pairs;
+  if (!rd) pairs.emplace_back(&bed.qp(0), &bed.qp(1));
+  while (pairs.size() < (lat ? 1u : cfg.num_qps)) pairs.push_back(bed.add_qp_pair(shape));
   bed.set_faults(cfg.faults, cfg.retry);
   std::array<Side, 2> side;
   for (int i = 0; i < 2; ++i) {
@@ -350,14 +471,15 @@ frontends::PerftestResult run_perftest(const model::Platform& local, const model
       Lane l;
       l.qp = i == 0 ? pair.first : pair.second;
       l.buf = s.host->memory().allocate(2 * max_size, mode);
-      l.key = l.qp->reg_mr(l.buf, 2 * max_size, sdp::kLocalWrite | sdp::kRemoteWrite | sdp::kRemoteRead);
+      l.key = l.qp->reg_mr(l.buf, 2 * max_size,
+                           sdp::kLocalWrite | sdp::kRemoteWrite | sdp::kRemoteRead | (rd ? sdp::kRemoteAtomic : 0u));
       // perftest: rnr_retry 7 (qp.rnr_retry), min_rnr_timer 12 = 0.64 ms (IBA table 45).
       l.qp->set_rnr(cfg.retry.rnr_retry, hca::kDefaultMinRnrTimer);
       l.qp->set_handlers([sp] {
         ++sp->cqes_pending;
         sp->cqe_wq.notify_all();
       }, [] {});
-      if (lat)
+      if (cfg.test == frontends::PerftestTest::WriteLat)
         l.qp->set_write_handler([sp](sdp::Addr, uint64_t) {
           sp->landed_ns.push_back(now_ns());
           sp->landed_wq.notify_all();
@@ -382,10 +504,8 @@ frontends::PerftestResult run_perftest(const model::Platform& local, const model
     while (ready < 2 * round) barrier.wait();
     yield_rounds(1);
   };
-  const char* tool = cfg.test == frontends::PerftestTest::WriteLat ? "ib_write_lat"
-                     : cfg.test == frontends::PerftestTest::WriteBw ? "ib_write_bw"
-                                                         : "ib_send_bw";
-  const std::array<std::string, 2> who{std::string(tool) + " client", std::string(tool) + " server"};
+  const std::string tool(frontends::perftest_tool_name(cfg.test));
+  const std::array<std::string, 2> who{tool + " client", tool + " server"};
   std::vector<std::array<HcaBusy, 2>> busy(cfg.sizes.size());  // --explain, per size
   for (int i = 0; i < 2; ++i) {
     const bool client = i == 0;
@@ -399,6 +519,9 @@ frontends::PerftestResult run_perftest(const model::Platform& local, const model
           const uint64_t size = cfg.sizes[k];
           SendBwServer receiver(s, cfg, size);
           if (cfg.test == frontends::PerftestTest::SendBw && !client) receiver.post_initial();
+          // ib_send_lat: both sides post their first receives before the handshake.
+          if (cfg.test == frontends::PerftestTest::SendLat)
+            for (uint64_t r = 0; r < std::min<uint64_t>(cfg.rx_depth, cfg.iterations); ++r) post_recv_one(s, size, r);
           meet(static_cast<int>(k) + 1);
           frontends::PerftestPoint& point = res.points[k];
           // --explain: the client measures each size from its first post to its last completion.
@@ -421,13 +544,22 @@ frontends::PerftestResult run_perftest(const model::Platform& local, const model
                            client ? &point.tposted_ns : nullptr, me);
               break;
             case frontends::PerftestTest::WriteBw:  // the server only waits for the end (perftest's final handshake)
-              if (client) bandwidth_client(s, peer, cfg, size, false, point, me);
+            case frontends::PerftestTest::ReadBw:
+            case frontends::PerftestTest::AtomicBw:
+              if (client) bandwidth_client(s, peer, cfg, size, point, me);
               break;
             case frontends::PerftestTest::SendBw:
               if (client)
-                bandwidth_client(s, peer, cfg, size, true, point, me);
+                bandwidth_client(s, peer, cfg, size, point, me);
               else
                 receiver.serve(me);
+              break;
+            case frontends::PerftestTest::SendLat:
+              send_latency_loop(s, peer, client, cfg, size, client ? &point.tposted_ns : nullptr, me);
+              break;
+            case frontends::PerftestTest::ReadLat:
+            case frontends::PerftestTest::AtomicLat:
+              if (client) read_latency_loop(s, peer, cfg, size, point.tposted_ns, me);
               break;
           }
           if (measure) {
@@ -470,7 +602,7 @@ frontends::PerftestResult run_perftest(const model::Platform& local, const model
     if (p.tposted_ns.size() != static_cast<uint64_t>(messages))
       throw std::runtime_error("simulation ended before the test finished");
 
-  if (lat && cfg.explain)
+  if (cfg.test == frontends::PerftestTest::WriteLat && cfg.explain)
     for (auto& p : res.points) {
       // perftest's t_typical is half a round trip: the mean of the two ways' stages.
       const bool inl = p.bytes <= cfg.inline_size;

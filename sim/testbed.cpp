@@ -31,6 +31,7 @@ HostParams read_host_params(const model::Platform& p) {
   s.max_inline_data = p.u32("hca.max_inline_data");
   s.max_msg_size = p.u32("hca.max_msg_size");
   s.qp_depth = p.u32("hca.max_qp_wr");
+  s.max_qp_rd_atom = p.u32("hca.max_qp_rd_atom");
   s.cq_entries = p.u32("hca.cq_entries");
   s.sdp.tx_ring = p.u32("sdp.tx_ring");
   s.sdp.rx_ring = p.u32("sdp.rx_ring");
@@ -139,6 +140,7 @@ TwoHostBed::TwoHostBed(const HostParams& a, const HostParams& b, uint64_t seed, 
     lim.max_qp_wr = p[i]->qp_depth;
     lim.max_inline_data = p[i]->max_inline_data;
     lim.max_msg_sz = p[i]->max_msg_size;
+    lim.max_qp_rd_atom = static_cast<uint8_t>(p[i]->max_qp_rd_atom);
     lim.port_mtu = p[i]->ib.mtu;
     hca_[i] = std::make_unique<Hca>(*host_[i], p[i]->timing, p[i]->post, lim, *timer_, failure_, p[i]->irq);
     hca_[i]->set_route(trained, bottleneck[i], wire[i], drain[i], routes_[i]);
@@ -159,7 +161,7 @@ std::pair<Qp*, Qp*> TwoHostBed::add_qp_pair(const QpPairShape& shape) {
   if (shape.type == hca::QpType::Ud)
     Qp::connect_ud(*q[0], *q[1], shape.qkey);
   else
-    Qp::connect(*q[0], *q[1]);
+    Qp::connect(*q[0], *q[1], shape.rd_atomic);
   return {q[0], q[1]};
 }
 

@@ -44,6 +44,7 @@ struct HostParams {
   int max_outstanding_reads = 0;  ///< HCA's outstanding DMA reads (tags; PCIe only: PCI-X's are
                                   ///< pcix.max_outstanding_split)
   uint32_t qp_depth = 0;          ///< hca.max_qp_wr
+  uint32_t max_qp_rd_atom = 0;    ///< hca.max_qp_rd_atom: RDMA READs / atomics outstanding per QP
   uint32_t cq_entries = 0;        ///< hca.cq_entries
   model::CpuTopology topology;    ///< [topology]
   model::IrqConfig irq;           ///< irq.affinity, hca.msi_x, CQ moderation
@@ -75,6 +76,9 @@ struct QpPairShape {
   hca::QpType type = hca::QpType::Rc;
   uint32_t max_send_wr = 0, max_recv_wr = 0, cq_entries = 0;
   uint32_t qkey = 0;
+  /// An RC pair's max_rd_atomic and max_dest_rd_atomic, each way (perftest's -o); 0: the
+  /// device's max_qp_rd_atom (hca.max_qp_rd_atom), as Qp::connect sets it.
+  uint8_t rd_atomic = 0;
 };
 
 /// Two hosts, A (index 0) and B (index 1), with their HCAs and a connected RC QP pair.

@@ -481,6 +481,33 @@ std::vector<Case> cases() {
        .line = E + "-t: 'abc' is not an integer"});
   add({.name = "ib_write_lat_unsupported_flag", .args = {"ib_write_lat", "-Z"},
        .line = E + "-Z \\(--server\\): perftest flag not supported by hcasim ib_write_lat"});
+  // The READ and atomic tools: perftest's refusals by verb (perftest_parameters.c parser(),
+  // change_conn_type, force_dependecies).
+  add({.name = "ib_read_lat_inline", .args = {"ib_read_lat", "-I", "64", "--csv", csv},
+       .line = E + "-I: perftest's inline feature is not available on READ/atomic tests", .absent = {csv}});
+  add({.name = "ib_read_bw_outs_not_a_number", .args = {"ib_read_bw", "-o", "many"},
+       .line = E + "-o: 'many' is not an integer"});
+  add({.name = "ib_send_lat_outs", .args = {"ib_send_lat", "-o", "4"},
+       .line = E + "-o: outstanding reads are for perftest's READ and atomic tests only"});
+  add({.name = "ib_read_bw_uc", .args = {"ib_read_bw", "-c", "UC"},
+       .line = E + "-c UC: UC connection not possible in READ/atomic tests \\(perftest\\)"});
+  add({.name = "ib_atomic_lat_bad_type", .args = {"ib_atomic_lat", "-A", "SWAP", "--csv", csv},
+       .line = E + "-A: 'SWAP' is not an atomic type \\(perftest takes CMP_AND_SWAP, FETCH_AND_ADD\\)",
+       .absent = {csv}});
+  add({.name = "ib_atomic_bw_size", .args = {"ib_atomic_bw", "-s", "16"},
+       .line = E + "-s: 16 B: perftest's atomic tests move 8 B \\(message size cannot be changed for atomic tests\\)"});
+  add({.name = "ib_atomic_lat_all", .args = {"ib_atomic_lat", "-a"},
+       .line = E + "-a: perftest's atomic tests have one size, 8 B .*"});
+  add({.name = "ib_read_lat_atomic_type", .args = {"ib_read_lat", "-A", "CMP_AND_SWAP"},
+       .line = E + "-A: the atomic type is for ib_atomic_lat and ib_atomic_bw only"});
+  add({.name = "ib_read_lat_explain", .args = {"ib_read_lat", "--explain"},
+       .line = E + "--explain: the latency stages are ib_write_lat's; ib_read_lat has none .*"});
+  add({.name = "ib_send_lat_rx_depth_zero", .args = {"ib_send_lat", "-r", "0"},
+       .line = E + "-r: 0 is out of range \\(perftest: 1\\.\\.16384\\)"});
+  add({.name = "ib_read_lat_multiple_qps", .args = {"ib_read_lat", "-q", "2"},
+       .line = E + "-q: multiple QPs are for perftest's bw tests only \\(ib_read_lat has one QP\\)"});
+  add({.name = "set_max_qp_rd_atom_zero", .args = {"ib_read_bw", "--set", "hca.max_qp_rd_atom=0"},
+       .line = E + "--set hca\\.max_qp_rd_atom: .*"});
   add({.name = "ib_write_lat_bad_columns", .args = {"ib_write_lat", "--columns", "wide", "--csv", csv},
        .line = E + "--columns: 'wide' is not classic or extended", .absent = {csv}});
 

@@ -149,10 +149,10 @@ TEST(PerftestCli, TasksetForms) {
 TEST(PerftestCli, AnotherPerftestToolIsRefused) {
   EXPECT_EQ(lat_error("ib_write_bw -a"),
             "ib_write_bw: this is hcasim ib_write_lat (hcasim simulates ib_write_lat, "
-            "ib_write_bw and ib_send_bw)");
+            "ib_write_bw, ib_send_lat, ib_send_bw, ib_read_lat, ib_read_bw, ib_atomic_lat, ib_atomic_bw)");
   EXPECT_EQ(wbw_error("/usr/bin/ib_read_lat"),
             "/usr/bin/ib_read_lat: this is hcasim ib_write_bw (hcasim simulates ib_write_lat, "
-            "ib_write_bw and ib_send_bw)");
+            "ib_write_bw, ib_send_lat, ib_send_bw, ib_read_lat, ib_read_bw, ib_atomic_lat, ib_atomic_bw)");
   EXPECT_TRUE(wbw("ib_write_bw -a").all);
   EXPECT_TRUE(sbw("ib_send_bw -a").all);
 }

@@ -309,3 +309,91 @@ TEST_P(FourKilobyteWrites, AreBoundByTheBusAtAnyClock) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Clock, FourKilobyteWrites, ::testing::Values(2.6, 1.3));
+
+namespace {
+
+/// Sorted round trips (full, not halved), ns: what perftest reports for ib_read_lat.
+std::vector<double> rtts(const frontends::PerftestPoint& p) {
+  std::vector<double> d;
+  for (size_t i = 0; i + 1 < p.tposted_ns.size(); ++i) d.push_back(p.tposted_ns[i + 1] - p.tposted_ns[i]);
+  std::sort(d.begin(), d.end());
+  return d;
+}
+
+frontends::PerftestConfig test_of(frontends::PerftestTest t, uint64_t size, uint64_t iters) {
+  frontends::PerftestConfig c;
+  c.test = t;
+  c.sizes = {size};
+  c.iterations = iters;
+  c.inline_size = t == frontends::PerftestTest::SendLat ? 236 : 0;  // DEF_INLINE_SEND_RC_UC_XRC
+  c.rx_depth = 512;                                                    // DEF_RX_SEND
+  return c;
+}
+
+}  // namespace
+
+TEST(SimPerftest, SendLatencyOfTwoBytesIsTheSumOfItsStages) {
+  // ib_send_lat -s 2 -n 4000 on connectx3-pcie3x8 (BlueFlame, write combining, 236 B inline), one
+  // way of the ping-pong (perftest halves the round trip, rtt_factor 2). A side sees its receive
+  // CQE, polls it, reposts the receive (perftest reposts while rcnt + rx_depth <= iters: 3488 of
+  // the 3999 round trips here, so the median has it), then posts its SEND:
+  //   libmlx4 poll_cq 104 cycles / 2.6 GHz = 40 ns, post_recv and post_send 156 cycles = 60 ns each
+  //   BlueFlame copy of the 32 B SEND WQE rounded to 64 B: 8 stores x 0.5 ns, one 88 B MWr
+  //     (88 x 8 / 62.845 = 11.202 ns), 200 ns
+  //   the message on the route: its busiest link, the responder's PCIe writes of the data (MWr
+  //     24 + 4 B, 2 B in a dword) and of the 32 B CQE (MWr 24 + 32 B): 84 x 8 / 62.845 = 10.693 ns,
+  //     above the IB packet's LRH 8 + BTH 12 + 4 + ICRC 4 + VCRC 2 = 30 B (4.400 ns)
+  //   inline copy 2 B / 1.02 B/ns = 1.961 ns, tx 150, propagation 10, rx 100
+  //   the responder's packet store (2 B at the PCIe write ceiling, 0.255 ns), posted write of the
+  //     data and the CQE 190; the waiting side's poll loop spins on the CQ and sees it at once.
+  const double expected = 40 + 60 + 60 + (8 * 0.5 + 88 * 8 / kGen3 + 200) + 84 * 8 / kGen3 + 2 / 1.02 + 150 + 10 +
+                          100 + 2 * 8 / 62.845 + 190;
+  const auto p = platform("connectx3-pcie3x8");
+  const auto r = sim::run_perftest(p, p, test_of(frontends::PerftestTest::SendLat, 2, 4000));
+  const auto d = half_rtts(r.points[0]);
+  EXPECT_NEAR(median(d), expected, 3.0);
+  EXPECT_EQ(r.blueflame_posts, 4000u);
+}
+
+TEST(SimPerftest, ReadLatencyIsTheWriteLatencyPlusTheReadRoundTripThroughTheResponder) {
+  // ib_read_lat -s 2 against ib_write_lat -s 2 on connectx3-pcie3x8. perftest reports a READ's
+  // whole round trip (rtt_factor 1) and a WRITE ping-pong's half, one way. Both post by BlueFlame
+  // (libmlx4 copies an RDMA READ's WQE as it does an inline one: no data to gather); the READ WQE
+  // (ctrl, raddr and data segments, 48 B) and the WRITE WQE (ctrl, raddr, 2 B inline, 38 B) both
+  // copy as 64 B. Both cross to the responder (tx 150 + propagation 10 + rx 100) and end with the
+  // requester's or the responder's posted write (190) and 2 B packet store. What the READ adds:
+  // the responder's HCA reads the 2 B over its PCIe (a DMA read round trip, MRd to CplD:
+  // pcie.dma_read_rtt 275 ns; 2 B are one completion, far under MaxReadReq 512), the response
+  // comes back (tx 150 + propagation 10 + rx 100), and the requester's poll loop takes the CQE
+  // (poll_cq 104 cycles / 2.6 GHz = 40 ns) before its next post. What the WRITE has that the READ
+  // has not: its packet on the route (48 B on FDR: 7.040 ns), the inline copy (2 / 1.02 = 1.961
+  // ns) and the byte poll's half miss (45 ns). The response's 2 B on the route (under 0.3 ns) is
+  // within the tolerance. So
+  //   read - write = 275 + 260 + 40 - 7.040 - 1.961 - 45 = 521.0 ns.
+  const double read_rtt_extra = 275 + (150 + 10 + 100) + 40;
+  const double write_only = 48 * 8 / kFdr + 2 / 1.02 + 45;
+  // ib_write_lat's 2 B one way, as WriteLatencyOfTwoBytesWithBlueFlameIsTheSumOfItsStages checks
+  // it against the simulation (one simulation per process, so not run again here): 779.2 ns.
+  const double write_lat = 60 + (8 * 0.5 + 88 * 8 / kGen3 + 200) + 48 * 8 / kFdr + 2 / 1.02 + 150 + 10 + 100 + 190 + 45;
+  const auto p = platform("connectx3-pcie3x8");
+  const auto read = sim::run_perftest(p, p, test_of(frontends::PerftestTest::ReadLat, 2, 4000));
+  const double read_lat = median(rtts(read.points[0]));
+  EXPECT_NEAR(read_lat - write_lat, read_rtt_extra - write_only, 3.0);
+  // The whole READ round trip by its stages: post 60, BlueFlame copy 215.202, the request's
+  // flight 260, the extra above, the posted write 190 and the store: 1300.5 ns.
+  EXPECT_NEAR(read_lat, 60 + (8 * 0.5 + 88 * 8 / kGen3 + 200) + 260 + read_rtt_extra + 190 + 2 * 8 / 62.845, 3.0);
+  EXPECT_EQ(read.blueflame_posts, 4000u);
+}
+
+TEST(SimPerftest, OutstandingReadsFollowMinusOAndTheDevice) {
+  auto p = platform("connectx3-pcie3x8");
+  auto c = test_of(frontends::PerftestTest::ReadBw, 65536, 100);
+  c.tx_depth = 128;
+  EXPECT_EQ(sim::check_perftest(p, p, c).out_reads, 16u);  // hca.max_qp_rd_atom of a ConnectX-3
+  c.out_reads = 4;
+  EXPECT_EQ(sim::check_perftest(p, p, c).out_reads, 4u);
+  c.out_reads = 64;  // above the device's: perftest changes to its maximum
+  EXPECT_EQ(sim::check_perftest(p, p, c).out_reads, 16u);
+  const auto r = sim::run_perftest(p, p, c);
+  EXPECT_EQ(r.points[0].tcompleted_ns.size(), 100u);
+}

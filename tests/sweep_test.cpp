@@ -106,7 +106,7 @@ TEST(SweepArgs, OptionsStandAnywhereAndTheSizeIsFound) {
   EXPECT_TRUE(parse_sweep_args({"ib_write_lat", "-a", "-n", "100"}).perftest_all);
   EXPECT_THROW(parse_sweep_args({"netperf", "-l", "1"}), hcasim::InputError);  // no -m
   EXPECT_THROW(parse_sweep_args({"ib_write_lat", "-a", "-s", "2,4"}), hcasim::InputError);
-  EXPECT_THROW(parse_sweep_args({"ib_read_bw", "-s", "2"}), hcasim::InputError);
+  EXPECT_THROW(parse_sweep_args({"ib_atomic_bw", "-s", "2"}), hcasim::InputError);
 }
 
 TEST_F(Sweep, CsvRowsAreNetperfRunByHand) {
