@@ -6,14 +6,17 @@
 # its best is compared (the machine's speed varies from one second to the next).
 # Usage: many_qps.sh HCASIM [TOTAL] [RUNS]
 set -euo pipefail
+[ $# -ge 1 ] || { echo "usage: many_qps.sh HCASIM [TOTAL] [RUNS]" >&2; exit 2; }
 hcasim=$1 total=${2:-1000000} runs=${3:-3}
+[ -x "$hcasim" ] || { echo "many_qps.sh: $hcasim: not an executable hcasim" >&2; exit 2; }
 [[ $total =~ ^[1-9][0-9]*$ && $total -ge 5000 ]] || { echo "many_qps.sh: TOTAL must be an integer >= 5000, not '$total'" >&2; exit 2; }
 [[ $runs =~ ^[1-9][0-9]*$ ]] || { echo "many_qps.sh: RUNS must be a positive integer, not '$runs'" >&2; exit 2; }
 field() { sed -n "s/.*[ :]$1=\([0-9.]*\).*/\1/p" <<<"$2"; }
 declare -A best rss
 for ((i = 1; i <= runs; ++i)); do
   for q in 1 1000; do
-    stats=$("$hcasim" ib_write_bw --stats -s 64 -q "$q" -n $((total / q)) 2>&1 >/dev/null | grep '^hcasim: stats:')
+    stats=$("$hcasim" ib_write_bw --stats -s 64 -q "$q" -n $((total / q)) 2>&1 >/dev/null | grep '^hcasim: stats:') ||
+      { echo "many_qps.sh: $hcasim ib_write_bw --stats -s 64 -q $q printed no stats line" >&2; exit 1; }
     echo "-q $q: $stats"
     wall=$(field wall_s "$stats") mb=$(field max_rss_mb "$stats")
     best[$q]=$(awk -v w="$wall" -v b="${best[$q]:-0}" 'BEGIN { print (b == 0 || w < b) ? w : b }')

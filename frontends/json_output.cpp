@@ -170,6 +170,8 @@ Json netperf_json(const std::vector<std::string>& args, const NetperfOptions& o,
   res["send_size_bytes"] = r.send_size;
   res["recv_size_bytes"] = r.recv_size;
   res["elapsed_s"] = f.elapsed_s;
+  // --steady: whether elapsed_s is the steady state found to steady_rel, or the whole run.
+  if (o.steady_rel > 0) res["steady"] = {{"rel", o.steady_rel}, {"settled", r.steady_settled}};
   res["throughput_mbit_s"] = f.throughput_mbps;
   res["throughput"] = f.throughput;
   res["throughput_unit"] = netperf_units(o.format) + "/s";

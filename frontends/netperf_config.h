@@ -50,6 +50,7 @@ struct TcpStreamResult {
   uint64_t send_size = 0;           ///< bytes per send() call
   uint64_t recv_size = 0;           ///< bytes per recv() call
   double elapsed_s = 0;             ///< from the first send to the end of the close, simulated s
+  bool steady_settled = false;      ///< with TcpStreamConfig::steady_rel: the interval is the steady state (else the whole run)
   uint64_t bytes_sent = 0;          ///< by the sender's send() calls
   uint64_t bytes_received = 0;      ///< by the receiver's recv() calls (netperf's throughput uses this)
   uint64_t send_calls = 0;

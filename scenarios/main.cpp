@@ -59,9 +59,11 @@ Usage:
                [--csv PATH] [--plot PREFIX] [--reference CSV|RUNFILE] [--list-commands DIR | --collect DIR]
   hcasim compare RUNFILE... [--platform NAME|FILE] [--set KEY=V]... [-j N] [--csv PATH]
   hcasim calibrate --platform BASE --fit KEY[=LO:HI],... RUNS... [--holdout RUNS...] [-o FILE]
+                   [--steady REL] (docs/calibrate.md)
   hcasim validate [NAME|FILE...] [-j N] [--report DIR] [--duration S] [--iterations N]
   hcasim params [--platform NAME|FILE] [--set KEY=V]... [--json]
   hcasim --help | --version
+run, sweep, compare, calibrate, validate and params take --json (docs/cli.md "--json").
 
 hcasim netperf takes netperf 2.4's flags and prints netperf's output from a simulation:
   -t TCP_STREAM   -l SECONDS|-BYTES   -c [RATE]   -C [RATE]   -P 0|1   -T lcpu[,rcpu]   -v N
@@ -201,6 +203,10 @@ int netperf_main(const std::vector<std::string>& args) {
                                  opts.length_s, result.elapsed_s));
   if (const std::string note = frontends::request_size_note(opts, result.send_size); !note.empty())
     std::cerr << note << "\n";
+  if (opts.steady_rel > 0 && !result.steady_settled)
+    std::cerr << fmt::format("hcasim: note: --steady {}: the stream did not settle to that precision within -l {} s; "
+                             "measured whole\n",
+                             opts.steady_rel, opts.length_s);
 
   const frontends::NetperfFigures figures = frontends::netperf_figures(opts, result);
   const OutputSection writing;  // a signal now waits for the outputs to be whole

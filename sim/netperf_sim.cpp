@@ -266,6 +266,7 @@ frontends::TcpStreamResult run_tcp_stream(const model::Platform& local, const mo
   if (steady_end) t_end = steady_end->t_ns;
   const Counts counts = steady_end ? steady_end->counts : Counts{sent, received, send_calls, recv_calls};
   res.elapsed_s = (t_end - t_start) * 1e-9;
+  res.steady_settled = steady_end.has_value();
   res.bytes_sent = counts.sent;
   res.bytes_received = counts.received;
   res.send_calls = counts.send_calls;
