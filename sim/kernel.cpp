@@ -616,8 +616,8 @@ void SimHost::flush() {
       trace_->cpu_work(id_, c.core, a, t, ns, who);
       t += ns;
     }
+    c.charges.clear();  // filled by charge() only while a trace is on
   }
-  c.charges.clear();
   core_ran_ns_[static_cast<size_t>(c.core)] += c.debt_ns;
   c.debt_ns = 0;
   sleep_until_s(to_s(free_at));
