@@ -185,6 +185,15 @@ Json netperf_json(const std::vector<std::string>& args, const NetperfOptions& o,
   res["recv_calls"] = r.recv_calls;
   res["local_cpus"] = r.local_cpus;
   res["remote_cpus"] = r.remote_cpus;
+  if (ipoib) {
+    // Linux's buffer tuning: netperf prints the sizes at socket creation; these are the ends.
+    res["tcp"] = {{"send_socket_end_bytes", ipoib->send_socket_end},
+                  {"recv_socket_end_bytes", ipoib->recv_socket_end},
+                  {"send_socket_autotuned", ipoib->send_socket_tuned},
+                  {"recv_socket_autotuned", ipoib->recv_socket_tuned},
+                  {"mss_first_bytes", ipoib->mss_first},
+                  {"mss_bytes", ipoib->mss}};
+  }
   doc["result"] = std::move(res);
 
   if (o.profile) {

@@ -101,7 +101,12 @@ struct IpoibStreamResult {
   TcpStreamResult stream;                     ///< as the SDP path reports it
   std::vector<KernelProfile> local_kernel;    ///< sending host, every CPU
   std::vector<KernelProfile> remote_kernel;   ///< receiving host, every CPU
-  uint32_t mss = 0;                           ///< TCP MSS of the interface, B
+  uint32_t mss = 0;                           ///< the segment size the sender used last, B
+  uint32_t mss_first = 0;                     ///< the segment size after the SYN-ACK (half its window at most), B
+  /// The socket buffers at the end of the run, B: Linux's autotuning grows those netperf did not
+  /// set (-s, -S), from the sizes netperf prints (TcpStreamResult's, taken at socket creation).
+  uint64_t send_socket_end = 0, recv_socket_end = 0;
+  bool send_socket_tuned = false, recv_socket_tuned = false;  ///< not set with -s / -S
   uint64_t segments = 0;                      ///< data segments sent
   uint64_t acks = 0;                          ///< ACKs the receiver sent
   uint64_t local_interrupts = 0, remote_interrupts = 0;

@@ -254,4 +254,17 @@ std::string format_progress_line(double simulated_s, double length_s, double wal
                      simulated_s, length_s, length_s > 0 ? 100 * simulated_s / length_s : 0.0, speed, left);
 }
 
+std::string format_tcp_tuning_line(const IpoibStreamResult& r) {
+  auto buffer = [](const char* what, uint64_t created, uint64_t end, bool tuned) {
+    return tuned ? fmt::format("{} buffer {} -> {} B (autotuned)", what, created, end)
+                 : fmt::format("{} buffer {} B (set)", what, created);
+  };
+  std::string line = "hcasim: tcp: " +
+                     buffer("send", r.stream.local_send_socket, r.send_socket_end, r.send_socket_tuned) + ", " +
+                     buffer("receive", r.stream.remote_recv_socket, r.recv_socket_end, r.recv_socket_tuned);
+  line += r.mss_first == r.mss ? fmt::format("; segments {} B", r.mss)
+                               : fmt::format("; segments {} B, then {} B", r.mss_first, r.mss);
+  return line;
+}
+
 }  // namespace hcasim::frontends

@@ -96,6 +96,13 @@ std::string format_netperf_csv(const NetperfOptions& options, const TcpStreamRes
 /// simulated_s=X wall_s=Y speed=Z simulated s per wall s max_rss_mb=M" (no newline): SimGrid's
 /// own counts (sim::SimGridStats), the SDP messages both sides sent, the peak RSS in MiB.
 std::string format_stats_line(const TcpStreamResult& result);
+
+/// hcasim's line on an IPoIB run's TCP buffer tuning (for --stats): the socket buffers netperf
+/// printed (taken at socket creation) against what Linux grew them to by the end, "set" for
+/// those -s / -S fixed, and the segment size when the SYN-ACK's window first halved it, e.g.
+/// "hcasim: tcp: send buffer 16384 -> 131072 B, receive buffer 87380 -> 174760 B (autotuned);
+/// segments 32728 B, then 65456 B".
+std::string format_tcp_tuning_line(const IpoibStreamResult& r);
 /// --stats, second line: "hcasim: link busy: NAME=Ss(U%) ..." (no newline): each SimGrid link's
 /// busy time over the measured interval, seconds to 1 us, and its utilisation, busy /
 /// `interval_s` (omitted when the interval is 0). sim::TwoHostBed::link_busy_s says what is

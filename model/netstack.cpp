@@ -75,6 +75,9 @@ NetstackCosts NetstackCosts::from_platform(const Platform& p) {
   c.csum_offload = p.flag("hca.csum_offload");
   c.wmem_max = p.u32("socket.wmem_max");
   c.rmem_max = p.u32("socket.rmem_max");
+  c.tcp_wmem_max = p.u32("socket.tcp_wmem_max");
+  c.tcp_rmem_max = p.u32("socket.tcp_rmem_max");
+  c.moderate_rcvbuf = p.flag("socket.tcp_moderate_rcvbuf");
   return c;
 }
 
@@ -92,6 +95,55 @@ uint64_t tcp_window_from_space(uint64_t rcvbuf, int adv_win_scale) {
   if (adv_win_scale <= 0) return rcvbuf >> -adv_win_scale;
   return rcvbuf - (rcvbuf >> adv_win_scale);
 }
+
+uint64_t tcp_skb_mem(uint32_t mss) { return mss + kTcpSkbOverhead; }
+
+namespace {
+/// tcp_fixup_rcvbuf's and tcp_rcv_space_adjust's rcvmem: one skb, grown by 128 B until the
+/// window it gives holds a segment.
+uint64_t rcvmem(uint32_t advmss) {
+  uint64_t m = tcp_skb_mem(advmss);
+  while (tcp_window_from_space(m) < advmss) m += 128;
+  return m;
+}
+}  // namespace
+
+uint64_t tcp_fixup_rcvbuf(uint64_t rcvbuf, uint32_t advmss, uint64_t rmem_max) {
+  const uint64_t want = 4 * rcvmem(advmss);
+  return rcvbuf < want ? std::max(rcvbuf, std::min(want, rmem_max)) : rcvbuf;
+}
+
+uint64_t tcp_fixup_sndbuf(uint64_t sndbuf, uint32_t mss_clamp, uint64_t wmem_max) {
+  const uint64_t want = 3 * tcp_skb_mem(mss_clamp);
+  return sndbuf < want ? std::max(sndbuf, std::min(want, wmem_max)) : sndbuf;
+}
+
+uint64_t tcp_expand_sndbuf(uint64_t sndbuf, uint32_t mss, uint32_t cwnd, uint64_t wmem_max) {
+  constexpr uint32_t kReordering = 3;  // sysctl_tcp_reordering (TCP_FASTRETRANS_THRESH)
+  const uint64_t want = tcp_skb_mem(mss) * 2 * std::max(cwnd, kReordering + 1);
+  return want > sndbuf ? std::max(sndbuf, std::min(want, wmem_max)) : sndbuf;
+}
+
+uint64_t tcp_drs_rcvbuf(uint64_t rcvbuf, uint64_t space, uint32_t advmss, uint64_t rmem_max) {
+  const uint64_t skbs = std::max<uint64_t>(space / advmss, 1);
+  const uint64_t want = std::min(skbs * rcvmem(advmss), rmem_max);
+  return std::max(rcvbuf, want);
+}
+
+uint64_t tcp_initial_window(uint64_t rcvbuf, uint32_t mss) {
+  uint64_t space = tcp_window_from_space(rcvbuf);
+  if (space > mss) space = space / mss * mss;
+  const uint64_t init_cwnd = mss > 1460 * 3 ? 2 : mss > 1460 ? 3 : 4;
+  return std::min({space, uint64_t{65535}, init_cwnd * mss});
+}
+
+uint32_t tcp_mss_for_window(uint32_t mss, uint64_t max_window, uint32_t tcp_header_bytes) {
+  if (max_window == 0 || mss <= max_window / 2) return mss;
+  const uint64_t floor = tcp_header_bytes < 68 ? 68 - tcp_header_bytes : 1;
+  return static_cast<uint32_t>(std::max(max_window / 2, floor));
+}
+
+uint32_t tcp_initial_cwnd(uint32_t mss) { return mss > 2190 ? 2 : mss > 1095 ? 3 : 4; }
 
 }  // namespace hcasim::model
 
@@ -142,6 +194,14 @@ constexpr ParamSpec kNetstack[] = {
     integer("socket.tcp_wmem_default", "B", 1, 1073741824, "send buffer without -s (net.ipv4.tcp_wmem[1])"),
     integer("socket.wmem_max", "B", 1, 1073741824, "largest -s request (net.core.wmem_max); Linux grants twice it"),
     integer("socket.rmem_max", "B", 1, 1073741824, "largest -S request (net.core.rmem_max); Linux grants twice it"),
+    integer("socket.tcp_wmem_max", "B", 1, 1073741824,
+            "bound of an unset send buffer's growth (net.ipv4.tcp_wmem[2]: tcp_fixup_sndbuf, tcp_new_space)",
+            ParamWhen::Ipoib),
+    integer("socket.tcp_rmem_max", "B", 1, 1073741824,
+            "bound of an unset receive buffer's growth (net.ipv4.tcp_rmem[2]: tcp_fixup_rcvbuf, tcp_rcv_space_adjust)",
+            ParamWhen::Ipoib),
+    flag("socket.tcp_moderate_rcvbuf", "receive-buffer autotuning of unset buffers (net.ipv4.tcp_moderate_rcvbuf)",
+         ParamWhen::Ipoib),
 };
 }  // namespace
 std::span<const ParamSpec> netstack() { return kNetstack; }

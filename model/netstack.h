@@ -87,6 +87,9 @@ struct NetstackCosts {
   bool csum_offload = false;     ///< hca.csum_offload: the HCA checksums IP/TCP (no do_csum)
   uint64_t wmem_max = 0;         ///< socket.wmem_max: net.core.wmem_max, B
   uint64_t rmem_max = 0;         ///< socket.rmem_max: net.core.rmem_max, B
+  uint64_t tcp_wmem_max = 0;     ///< socket.tcp_wmem_max: net.ipv4.tcp_wmem[2], the send buffer's growth bound, B
+  uint64_t tcp_rmem_max = 0;     ///< socket.tcp_rmem_max: net.ipv4.tcp_rmem[2], the receive buffer's growth bound, B
+  bool moderate_rcvbuf = true;   ///< socket.tcp_moderate_rcvbuf: receive-buffer autotuning (DRS) on
 
   /// Reads [netstack] and the flags and limits above. Throws InputError naming the key.
   static NetstackCosts from_platform(const Platform&);
@@ -123,5 +126,55 @@ uint64_t linux_socket_buffer(uint64_t request, uint64_t max, uint64_t dflt, uint
 /// rcvbuf - rcvbuf / 2^tcp_adv_win_scale (tcp_win_from_space, tcp_adv_win_scale = 2 by
 /// default: 3/4 of the buffer; the rest covers skb overhead).
 uint64_t tcp_window_from_space(uint64_t rcvbuf, int adv_win_scale = 2);
+
+// Linux 2.6's TCP buffer tuning (net/ipv4/tcp_input.c, tcp_output.c of 2.6.12; the defaults of
+// net/ipv4/tcp.c: tcp_wmem = {4096, 16384, 131072}, tcp_rmem = {4096, 87380, 174760}). A socket
+// whose buffer the application set (SO_SNDBUF / SO_RCVBUF: SOCK_SNDBUF_LOCK, SOCK_RCVBUF_LOCK)
+// keeps it; an unlocked one is tuned by these rules.
+
+/// Memory one full-sized skb of `mss` payload bytes charges against a socket buffer, B:
+/// mss + MAX_TCP_HEADER + 16 + sizeof(struct sk_buff) (tcp_fixup_sndbuf's sndmem,
+/// tcp_fixup_rcvbuf's rcvmem). MAX_TCP_HEADER is 128 + MAX_HEADER (32 on a kernel without
+/// tunnels); struct sk_buff is about 200 B on a 64-bit 2.6 kernel, hence kTcpSkbOverhead.
+inline constexpr uint64_t kTcpSkbOverhead = 128 + 32 + 16 + 200;
+uint64_t tcp_skb_mem(uint32_t mss);
+
+/// tcp_fixup_rcvbuf (at connection establishment, unlocked receive buffer): room for four
+/// segments of `advmss` whose skbs fit the window (rcvmem grown by 128 B until
+/// tcp_win_from_space(rcvmem) >= advmss), capped at tcp_rmem[2] = `rmem_max`: returns the larger
+/// of `rcvbuf` and that, B.
+uint64_t tcp_fixup_rcvbuf(uint64_t rcvbuf, uint32_t advmss, uint64_t rmem_max);
+
+/// tcp_fixup_sndbuf (at connection establishment, unlocked send buffer): room for three
+/// segments of `mss_clamp` (the peer's MSS), capped at tcp_wmem[2] = `wmem_max`: returns the
+/// larger of `sndbuf` and that, B.
+uint64_t tcp_fixup_sndbuf(uint64_t sndbuf, uint32_t mss_clamp, uint64_t wmem_max);
+
+/// tcp_new_space's growth of an unlocked send buffer when an ACK frees room after the writer
+/// ran out of it and fewer than `cwnd` segments are in flight: 2 x max(cwnd, tcp_reordering +
+/// 1 = 4) skbs of `mss` (tcp_skb_mem), capped at `wmem_max`; returns the larger of `sndbuf` and
+/// that, B.
+uint64_t tcp_expand_sndbuf(uint64_t sndbuf, uint32_t mss, uint32_t cwnd, uint64_t wmem_max);
+
+/// tcp_rcv_space_adjust's receive buffer for `space` bytes (twice what the reader copied in one
+/// receiver RTT, at least the last measurement): whole skbs of `advmss` (at least one), each
+/// charged as in tcp_fixup_rcvbuf, capped at `rmem_max`; returns the larger of `rcvbuf` and
+/// that, B.
+uint64_t tcp_drs_rcvbuf(uint64_t rcvbuf, uint64_t space, uint32_t advmss, uint64_t rmem_max);
+
+/// The receive window a SYN-ACK offers (tcp_select_initial_window, 2.6.12): the window of
+/// `rcvbuf` (tcp_full_space) quantised to whole segments of `mss` when it exceeds one, at most
+/// 65535 (a SYN's window is not scaled, RFC 1323 2.2) and at most RFC 2414's initial window of
+/// 2, 3 or 4 segments (mss > 4380, > 1460, else), B.
+uint64_t tcp_initial_window(uint64_t rcvbuf, uint32_t mss);
+
+/// tcp_sync_mss's "bound mss with half of window": the segment size a sender uses when the
+/// largest window its peer has offered is `max_window` (0: none yet), B: `mss`, or
+/// max(max_window / 2, 68 - `tcp_header_bytes`) when that is smaller.
+uint32_t tcp_mss_for_window(uint32_t mss, uint64_t max_window, uint32_t tcp_header_bytes);
+
+/// The initial congestion window of a 2.6 kernel (tcp_init_cwnd, RFC 3390): 2 segments above
+/// 2190 B, 3 above 1095 B, else 4.
+uint32_t tcp_initial_cwnd(uint32_t mss);
 
 }  // namespace hcasim::model

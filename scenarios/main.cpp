@@ -237,6 +237,7 @@ int netperf_main(const std::vector<std::string>& args) {
   if (opts.stats) {
     std::cerr << frontends::format_stats_line(result) << "\n";
     if (!result.link_busy_s.empty()) std::cerr << frontends::format_link_busy_line(result.link_busy_s, result.elapsed_s) << "\n";
+    if (ipoib) std::cerr << frontends::format_tcp_tuning_line(*ipoib) << "\n";
   }
   if (opts.verify_data && !result.data_verified) {
     std::cerr << "hcasim: error: --verify-data: the data received differ from the data sent\n";

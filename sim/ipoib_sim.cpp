@@ -67,9 +67,33 @@ Stream::Stream(const HostParams& ha, const HostParams& hb, const IpoibHost& a, c
   shape.max_recv_wr = std::max(a.recv_ring, b.recv_ring);
   shape.cq_entries = shape.max_send_wr + shape.max_recv_wr;
   std::tie(side_[0].qp, side_[1].qp) = bed_.add_qp_pair(shape);
-  mss_ = std::min(model::ipoib::tcp_mss(a.ipoib, ha.ib), model::ipoib::tcp_mss(b.ipoib, hb.ib));
+  mss_clamp_ = std::min(model::ipoib::tcp_mss(a.ipoib, ha.ib), model::ipoib::tcp_mss(b.ipoib, hb.ib));
   header_bytes_ = model::ipoib::kIpTcpHeaderBytes + (a.ipoib.tcp_timestamps ? model::ipoib::kTcpTimestampBytes : 0);
-  rcv_wnd_ = rcv_adv_right_ = snd_wnd_right_ = receive_window();
+  establish();
+}
+
+void Stream::establish() {
+  sndbuf_created_ = sndbuf_;
+  rcvbuf_created_ = rcvbuf_;
+  snd_locked_ = cfg_.local_send_socket != 0;
+  rcv_locked_ = cfg_.remote_recv_socket != 0;
+  // The SYN-ACK offers a window from the listener's buffer (tcp_select_initial_window); the
+  // sender bounds its segments to half of it (tcp_sync_mss after tcp_rcv_synsent_state_process).
+  const uint64_t syn_window = model::tcp_initial_window(rcvbuf_, mss_clamp_);
+  max_window_ = syn_window;
+  mss_ = mss_first_ = model::tcp_mss_for_window(mss_clamp_, max_window_, header_bytes_ - 20);
+  cwnd_ = model::tcp_initial_cwnd(mss_);
+  // tcp_init_buffer_space at establishment: the unlocked buffers' fixups, then the window clamp
+  // (the full window, less one segment kept back when that leaves at least two: tcp_app_win).
+  if (!rcv_locked_) rcvbuf_ = model::tcp_fixup_rcvbuf(rcvbuf_, mss_clamp_, side_[1].p.net.tcp_rmem_max);
+  if (!snd_locked_) sndbuf_ = model::tcp_fixup_sndbuf(sndbuf_, mss_clamp_, side_[0].p.net.tcp_wmem_max);
+  const uint64_t maxwin = model::tcp_window_from_space(rcvbuf_);
+  window_clamp_ = maxwin;
+  if (window_clamp_ > 2 * uint64_t{mss_clamp_} && window_clamp_ + mss_clamp_ > maxwin)
+    window_clamp_ = std::max(2 * uint64_t{mss_clamp_}, maxwin - mss_clamp_);
+  rcv_ssthresh_ = std::min(syn_window, window_clamp_);
+  rcvq_space_ = syn_window;
+  rcv_wnd_ = rcv_adv_right_ = snd_wnd_right_ = syn_window;
 }
 
 void Stream::open(int i) {
@@ -233,8 +257,13 @@ frontends::IpoibStreamResult Stream::run() {
 
   frontends::IpoibStreamResult out;
   frontends::TcpStreamResult& r = out.stream;
-  r.local_send_socket = sndbuf_;
-  r.remote_recv_socket = rcvbuf_;
+  r.local_send_socket = sndbuf_created_;
+  r.remote_recv_socket = rcvbuf_created_;
+  out.send_socket_end = sndbuf_;
+  out.recv_socket_end = rcvbuf_;
+  out.send_socket_tuned = !snd_locked_;
+  out.recv_socket_tuned = !rcv_locked_;
+  out.mss_first = mss_first_;
   r.send_size = send_size_;
   r.recv_size = recv_size_;
   r.elapsed_s = (t_end_ - t_start_) * 1e-9;
@@ -333,19 +362,6 @@ frontends::IpoibStreamResult run_ipoib_stream(const model::Platform& local, cons
     throw InputError("ib.mtu / ipoib.connected_mtu: both hosts must have the same MTU");
   const StreamSetup setup = stream_setup(ha, hb, local, remote, cfg);
   const uint64_t sndbuf = setup.send_socket, rcvbuf = setup.recv_socket;
-  if (model::tcp_window_from_space(rcvbuf) < 2 * static_cast<uint64_t>(model::ipoib::tcp_mss(b.ipoib, hb.ib)))
-    throw frontends::ConfigError("remote_recv_socket",
-                                 fmt::format("a receive buffer of {} B offers less than two segments of {} B; Linux would "
-                                             "grow it (tcp_moderate_rcvbuf), which hcasim does not model: give a larger "
-                                             "buffer (and raise socket.rmem_max)", rcvbuf, model::ipoib::tcp_mss(b.ipoib, hb.ib)));
-  // A send buffer below one segment stalls the modelled send path (the watchdog ended such a run
-  // with an internal error: connected mode's 65468 B segments over the 16 KB default); Linux
-  // would send sub-MSS segments, which hcasim does not model.
-  if (sndbuf < model::ipoib::tcp_mss(a.ipoib, ha.ib))
-    throw frontends::ConfigError("local_send_socket",
-                                 fmt::format("a send buffer of {} B holds less than one segment of {} B, which hcasim does "
-                                             "not model: give a larger buffer (and raise socket.wmem_max)",
-                                             sndbuf, model::ipoib::tcp_mss(a.ipoib, ha.ib)));
   Stream stream(ha, hb, a, b, cfg, sndbuf, rcvbuf, setup.send_size, setup.recv_size, setup.local_cpu, setup.remote_cpu);
   return stream.run();
 }

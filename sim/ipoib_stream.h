@@ -99,6 +99,10 @@ class Stream {
   frontends::IpoibStreamResult run();
 
  private:
+  /// The connection's set-up as Linux makes it: the SYN-ACK's window and the segment size it
+  /// allows, then tcp_init_buffer_space (the unlocked buffers' fixups, the window clamp,
+  /// rcv_ssthresh).
+  void establish();
   /// A call of `fn` taking `ns` in the profile of the calling context's core, without charging
   /// the CPU (the HCA model charged it: the interrupt entry, the doorbell store).
   void profile(Side& s, const Ctx& c, KernelFn fn, double ns, double calls = 1) {
@@ -184,6 +188,15 @@ class Stream {
   /// Receiver: send an ACK now from context c.
   void send_ack(const Ctx& c);
   uint64_t receive_window() const;
+  /// Sender: a window of `window` bytes offered; tcp_ack_update_window's larger max_window
+  /// re-bounds the segment size (tcp_sync_mss: at most half the largest window offered).
+  void window_seen(uint64_t window);
+  /// Receiver: tcp_rcv_space_adjust after a copy to the reader (receive autotuning, unlocked
+  /// buffer only): at most once per receiver RTT, the buffer grows to hold twice what was
+  /// copied in it.
+  void rcv_space_adjust();
+  /// The receiving host's jiffies now (host.timer_hz): the clock of TCP's RTT estimates.
+  uint64_t jiffies() const;
   /// Send-buffer memory in use (sk_wmem_queued): unacknowledged bytes plus, per skb, the
   /// struct sk_buff and skb_shared_info Linux charges as truesize (~256 B on 2.6 ia64).
   uint64_t queued_bytes() const {
@@ -200,8 +213,24 @@ class Stream {
   /// received, in order (the IPoIB path moves byte counts, not bytes; each receive CQE's length
   /// is checked against its frame).
   std::array<std::deque<Packet>, 2> in_flight_;
-  uint32_t mss_ = 0, header_bytes_ = 0;
+  /// mss_: the segment size the sender uses (tcp_sync_mss); mss_clamp_: the smaller of the two
+  /// interfaces' MSS, which both sides advertise (advmss).
+  uint32_t mss_ = 0, mss_clamp_ = 0, header_bytes_ = 0;
+  /// The socket buffers now (autotuning grows unlocked ones) and as netperf prints them (what
+  /// getsockopt returned when it created the sockets), B.
   uint64_t sndbuf_, rcvbuf_, send_size_, recv_size_;
+  uint64_t sndbuf_created_ = 0, rcvbuf_created_ = 0;
+  uint32_t mss_first_ = 0;           ///< the segment size after the SYN-ACK
+  bool snd_locked_ = false, rcv_locked_ = false;  ///< -s / -S given (SOCK_SNDBUF_LOCK, SOCK_RCVBUF_LOCK)
+  // Buffer tuning (Linux 2.6.12 tcp_input.c): the sender's largest offered window, congestion
+  // window (segments; slow start, which no loss ends: it bounds only the send buffer's growth)
+  // and SOCK_NOSPACE; the receiver's window clamp, rcv_ssthresh and DRS measurement.
+  uint64_t max_window_ = 0;
+  uint32_t cwnd_ = 0;
+  bool nospace_ = false;
+  uint64_t window_clamp_ = 0, rcv_ssthresh_ = 0;
+  uint64_t rcvq_space_ = 0, rcvq_seq_ = 0, rcvq_time_ = 0;
+  bool rcvq_timed_ = false, rcv_rtt_known_ = false;
   int lcpu_, rcpu_;
   Ctx irq_ctx_[2];
   // Sender TCP state (bytes of the stream).

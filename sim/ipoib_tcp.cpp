@@ -1,5 +1,6 @@
 // netperf TCP_STREAM over IPoIB: TCP's sender and receiver and the two applications
-// (sim/ipoib_stream.h), as Linux 2.6.10-2.6.12's tcp.c, tcp_input.c and tcp_output.c do them.
+// (sim/ipoib_stream.h), as Linux 2.6.10-2.6.12's tcp.c, tcp_input.c and tcp_output.c do them,
+// with their buffer tuning: what netperf does not set with -s / -S grows as Linux grows it.
 #include <algorithm>
 
 #include "sim/ipoib_stream.h"
@@ -7,9 +8,49 @@
 namespace hcasim::sim::ipoib_detail {
 
 uint64_t Stream::receive_window() const {
+  // __tcp_select_window (tcp_output.c): the free space, at most rcv_ssthresh, in whole segments
+  // (the receiver's estimate of the sender's segment size); nothing when less than a segment is
+  // free and less than half the full window (silly window avoidance).
   const uint64_t space = model::tcp_window_from_space(rcvbuf_);
+  const uint64_t full = std::min(window_clamp_, space);
+  const uint64_t mss = std::min<uint64_t>(mss_, full);
   const uint64_t free = space > rcv_queue_ ? space - rcv_queue_ : 0;
-  return free / mss_ * mss_;  // Linux offers whole segments (tcp_select_window rounds to MSS)
+  if (mss == 0 || (free < full / 2 && free < mss)) return 0;
+  return std::min(free, rcv_ssthresh_) / mss * mss;
+}
+
+void Stream::window_seen(uint64_t window) {
+  if (window <= max_window_) return;
+  max_window_ = window;
+  mss_ = model::tcp_mss_for_window(mss_clamp_, max_window_, header_bytes_ - 20);
+}
+
+uint64_t Stream::jiffies() const {
+  const double hz = side_[1].hp.costs.timer_hz > 0 ? side_[1].hp.costs.timer_hz : 1000;
+  return static_cast<uint64_t>(sim::now_ns() * 1e-9 * hz);
+}
+
+void Stream::rcv_space_adjust() {
+  const uint64_t now = jiffies();
+  if (rcvq_timed_) {
+    // The receiver's RTT estimate is in jiffies (tcp_rcv_rtt_update): an IB round trip measures
+    // 0, counted as 1, so the buffer is re-measured at most once a jiffy; none before a sample.
+    if (!rcv_rtt_known_ || now - rcvq_time_ < 1) return;
+    const uint64_t space = std::max(rcvq_space_, 2 * (copied_ - rcvq_seq_));
+    if (space != rcvq_space_) {
+      rcvq_space_ = space;
+      if (side_[1].p.net.moderate_rcvbuf && !rcv_locked_) {
+        const uint64_t grown = model::tcp_drs_rcvbuf(rcvbuf_, space, mss_clamp_, side_[1].p.net.tcp_rmem_max);
+        if (grown > rcvbuf_) {
+          rcvbuf_ = grown;
+          window_clamp_ = space;  // "make the window clamp follow along"
+        }
+      }
+    }
+  }
+  rcvq_seq_ = copied_;
+  rcvq_time_ = now;
+  rcvq_timed_ = true;
 }
 
 void Stream::delack_loop() {
@@ -93,12 +134,26 @@ void Stream::sender_ack(const Ctx& c, const Packet& p) {
   Side& s = side_[0];
   charge(s, c, KernelFn::TcpReceive, s.p.net.rx_tcp_ns);
   charge(s, c, KernelFn::TcpAck, s.p.net.ack_rx_ns);
-  if (p.ack_seq > snd_una_) snd_una_ = p.ack_seq;
+  auto in_flight = [this] { return (snd_nxt_ - snd_una_ + mss_ - 1) / mss_; };  // segments
+  const uint64_t prior_in_flight = in_flight();
+  const bool freed = p.ack_seq > snd_una_;
+  if (freed) snd_una_ = p.ack_seq;
+  window_seen(p.window);
   snd_wnd_right_ = std::max(snd_wnd_right_, p.ack_seq + p.window);
+  // Slow start (tcp_cong_avoid, tcp_slow_start): one segment more per ACK while the window is
+  // full. No loss ends it, and the model's sender is not held by it: it sizes the send buffer.
+  if (freed && prior_in_flight >= cwnd_) ++cwnd_;
+  // tcp_check_space: the queue shrank after the writer ran out of room: tcp_new_space grows an
+  // unlocked send buffer while the congestion window is not full.
+  if (freed && nospace_ && !snd_locked_ && in_flight() < cwnd_)
+    sndbuf_ = model::tcp_expand_sndbuf(sndbuf_, std::max(mss_clamp_, mss_), cwnd_, side_[0].p.net.tcp_wmem_max);
   // sk_stream_write_space (net/core/stream.c): wake the writer once the free space is at
   // least half of what is queued (sk_stream_wspace >= sk_stream_min_wspace).
   const uint64_t queued = queued_bytes();
-  if (sndbuf_ >= queued && sndbuf_ - queued >= queued / 2) wake(s, c);
+  if (sndbuf_ >= queued && sndbuf_ - queued >= queued / 2) {
+    nospace_ = false;
+    wake(s, c);
+  }
   push(c);
 }
 
@@ -110,6 +165,15 @@ void Stream::receiver_segment(const Ctx& c, const Packet& p, bool in_softirq) {
   charge(s, c, KernelFn::Other, s.p.net.other_segment_ns);
   rcv_nxt_ += p.len;
   rcv_queue_ += p.len;
+  // tcp_event_data_recv: with timestamps every full segment samples the receiver's RTT
+  // (tcp_rcv_rtt_measure_ts; without, the first window does); tcp_grow_window opens
+  // rcv_ssthresh by two segments per segment of 128 B or more, up to the window clamp.
+  rcv_rtt_known_ = true;
+  if (p.len >= 128 && rcv_ssthresh_ < window_clamp_) {
+    const uint64_t space = model::tcp_window_from_space(rcvbuf_);
+    if (rcv_ssthresh_ < (space > rcv_queue_ ? space - rcv_queue_ : 0))
+      rcv_ssthresh_ = std::min(rcv_ssthresh_ + 2 * uint64_t{mss_clamp_}, window_clamp_);
+  }
   // __tcp_ack_snd_check: more than one full segment unacknowledged and the window offered now
   // is no smaller than the last one advertised (a receiver whose queue grows, because its
   // reader lags, does not ACK from here: its reader's recv() will); else the delayed-ACK timer.
@@ -171,7 +235,11 @@ void Stream::netperf() {
     uint64_t left = len;
     while (left > 0) {
       auto queued = [&] { return queued_bytes(); };
-      if (queued() + std::min<uint64_t>(left, mss_) > sndbuf_) {
+      // tcp_sendmsg: the tail skb fills up to the segment size; a new one is allocated only
+      // while the queued memory is below the send buffer (sk_stream_memory_free), else the
+      // writer sets SOCK_NOSPACE and waits (a buffer below one segment holds one at a time).
+      if (fill == 0 && queued() >= sndbuf_) {
+        nospace_ = true;
         // sk_stream_wait_memory: release the socket (its backlog runs), sleep for room.
         while (!s.backlog.empty()) {
           const Packet p = s.backlog.front();
@@ -179,7 +247,7 @@ void Stream::netperf() {
           sender_ack(c, p);
         }
         s.owned = false;
-        sleep(s, c, [&] { return queued() + std::min<uint64_t>(left, mss_) <= sndbuf_; });
+        sleep(s, c, [&] { return queued() < sndbuf_; });
         yield_to_irq(s, c);
         s.owned = true;
         continue;
@@ -247,6 +315,7 @@ void Stream::netserver() {
            static_cast<double>((n + mss_ - 1) / mss_));
     rcv_queue_ -= n;
     copied_ += n;
+    rcv_space_adjust();
     // tcp_cleanup_rbuf (tcp.c): ACK now when more than a segment is unacknowledged, or when the
     // window the reader opened is at least twice what is left of the advertised one and that
     // is at most half the largest window.

@@ -35,6 +35,54 @@ TEST(ModelNetstack, WindowIsThreeQuartersOfTheBuffer) {
   EXPECT_EQ(tcp_window_from_space(1000, -1), 500u);  // negative scale: space >> 1
 }
 
+// Linux 2.6.12's tuning of buffers the application did not set (tcp_input.c). One skb charges
+// its payload plus kTcpSkbOverhead = 128 + 32 + 16 + 200 = 376 B.
+TEST(ModelNetstack, UnsetBuffersAreTunedAsTcpInputTunesThem) {
+  // Connected mode's MSS 65468: rcvmem 65468 + 376 = 65844 gives a window of 65844 - 16461 =
+  // 49383 < 65468, so it grows by 128 B 168 times to 87348 (window 87348 - 21837 = 65511;
+  // 167 steps give 87220 - 21805 = 65415, short). 4 x 87348 = 349392, capped at tcp_rmem[2].
+  EXPECT_EQ(tcp_fixup_rcvbuf(87380, 65468, 174760), 174760u);
+  EXPECT_EQ(tcp_fixup_rcvbuf(87380, 65468, 400000), 4u * 87348u);
+  // Datagram mode's 1992: 2368 -> 2496 -> 2624 -> 2752 (window 2064 >= 1992); 4 x 2752 = 11008
+  // is below the 87380 default, which stays.
+  EXPECT_EQ(tcp_fixup_rcvbuf(87380, 1992, 174760), 87380u);
+  EXPECT_EQ(tcp_fixup_rcvbuf(256, 1992, 174760), 11008u);
+  // Three skbs for the send buffer: 3 x 65844 = 197532, capped at tcp_wmem[2] = 131072;
+  // 3 x 2368 = 7104 is below the 16384 default.
+  EXPECT_EQ(tcp_fixup_sndbuf(16384, 65468, 131072), 131072u);
+  EXPECT_EQ(tcp_fixup_sndbuf(16384, 1992, 131072), 16384u);
+  // tcp_new_space: 2 x max(cwnd, 3 + 1) skbs: cwnd 2 -> 2 x 4 x 2368 = 18944; cwnd 30 ->
+  // 2 x 30 x 2368 = 142080, capped at 131072.
+  EXPECT_EQ(tcp_expand_sndbuf(16384, 1992, 2, 131072), 18944u);
+  EXPECT_EQ(tcp_expand_sndbuf(16384, 1992, 30, 131072), 131072u);
+  EXPECT_EQ(tcp_expand_sndbuf(131072, 1992, 2, 131072), 131072u);  // never shrinks
+  // tcp_rcv_space_adjust: 10 segments' worth (19920 B) -> 10 x 2752 = 27520; a megabyte -> the cap.
+  EXPECT_EQ(tcp_drs_rcvbuf(16384, 19920, 1992, 174760), 27520u);
+  EXPECT_EQ(tcp_drs_rcvbuf(87380, 1000000, 1992, 174760), 174760u);
+  EXPECT_EQ(tcp_drs_rcvbuf(87380, 100, 1992, 174760), 87380u);  // one skb at least, never less than now
+}
+
+TEST(ModelNetstack, TheSynAcksWindowHalvesALargeSegment) {
+  // The 87380 B default: window 65535. Connected mode: one 65468 B segment fits (65535 > 65468,
+  // quantised to 65468), within RFC 2414's 2 segments and a SYN's 16 bits; the sender then
+  // bounds its segments to half of it, 32734 B, until a larger window arrives.
+  EXPECT_EQ(tcp_initial_window(87380, 65468), 65468u);
+  EXPECT_EQ(tcp_mss_for_window(65468, 65468, 32), 32734u);
+  EXPECT_EQ(tcp_mss_for_window(65468, 130936, 32), 65468u);  // two segments: the full MSS again
+  EXPECT_EQ(tcp_mss_for_window(65468, 0, 32), 65468u);       // no window yet: unbounded
+  EXPECT_EQ(tcp_mss_for_window(1992, 50, 32), 36u);          // at least 68 - 32 B of TCP header
+  // Datagram mode: 65535 quantised to 32 x 1992 = 63744, then RFC 2414's 3 segments (1460 <
+  // 1992 <= 4380): 5976; half of it is above 1992, so segments stay whole.
+  EXPECT_EQ(tcp_initial_window(87380, 1992), 5976u);
+  EXPECT_EQ(tcp_mss_for_window(1992, 5976, 32), 1992u);
+  // A window below one segment is offered as it is: -S 1 gives 256 B, a window of 192.
+  EXPECT_EQ(tcp_initial_window(256, 1992), 192u);
+  // tcp_init_cwnd (RFC 3390): 2 segments above 2190 B, 3 above 1095, else 4.
+  EXPECT_EQ(tcp_initial_cwnd(65468), 2u);
+  EXPECT_EQ(tcp_initial_cwnd(1992), 3u);
+  EXPECT_EQ(tcp_initial_cwnd(1000), 4u);
+}
+
 TEST(ModelNetstack, CostFormulas) {
   NetstackCosts c;
   c.csum_call_ns = 40;
