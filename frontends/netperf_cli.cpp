@@ -364,11 +364,10 @@ void parse_test(const std::vector<std::string>& words, NetperfOptions& o,
 
 }  // namespace
 
-std::pair<double, double> parse_trace_window(const std::string& text) {
+std::pair<double, double> parse_trace_window(const std::string& text, std::string_view origin) {
   const auto bad = [&] {
-    fail(fmt::format("--trace-window: '{}' is not START,LEN (simulated seconds after the stream's start, "
-                     "START >= 0, LEN > 0)",
-                     text));
+    fail(fmt::format("--trace-window: '{}' is not START,LEN (simulated seconds after {}, START >= 0, LEN > 0)", text,
+                     origin));
   };
   const auto comma = text.find(',');
   if (comma == std::string::npos) bad();

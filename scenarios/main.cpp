@@ -142,17 +142,6 @@ hcasim params lists every platform parameter (key, type, unit, range, doc); with
 also each one's value, where it was given and its source (hcasim params --help).
 )";
 
-/// --trace FILE's checks before a run: a file that can be written (util::check_output_path), not
-/// stdout (the trace would land inside the tool's output) and not the --csv file.
-void check_trace_path(const std::string& trace, const std::optional<std::string>& csv) {
-  if (util::is_stdout_path(trace))
-    throw InputError(fmt::format("--trace {}: the trace would land inside the tool's output on stdout; write it to a file",
-                                 trace));
-  util::check_output_path(trace, "--trace");
-  if (csv && std::filesystem::path(*csv).lexically_normal() == std::filesystem::path(trace).lexically_normal())
-    throw InputError(fmt::format("--trace {}: also the --csv file; give each its own file", trace));
-}
-
 int netperf_main(const std::vector<std::string>& args) {
   const frontends::NetperfOptions opts = frontends::parse_netperf_args(args, /*allow_byte_count=*/true);
   if (opts.help) {
