@@ -546,8 +546,6 @@ TcpStreamConfig to_tcp_stream_config(const NetperfOptions& o) {
          "whole run");
   if (o.steady_rel > 0 && o.length_bytes > 0)
     fail("--steady: a run of a byte count (-l -N) sends all of it; give a test length in seconds");
-  if (o.transport == "ipoib" && o.trace_path)
-    fail("--trace: traced for SDP only, not for --transport ipoib");
   if (o.transport == "ipoib" && o.nodelay)
     fail("-D: TCP_NODELAY is modelled for SDP only, not for --transport ipoib");
   if (o.transport == "ipoib" && c.faults.any())

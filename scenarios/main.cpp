@@ -86,8 +86,8 @@ hcasim options:
                                IB link, HCA, CPUs), the bottleneck and a what-if (perftest too)
   --csv PATH                   results as CSV
   --json                       the output as one JSON document on stdout (docs/cli.md)
-  --trace FILE                 the run's steps (CPUs, HCA, PCIe, IB, SDP messages) as a trace
-                               for ui.perfetto.dev; SDP only (docs/cli.md "--trace")
+  --trace FILE                 the run's steps (CPUs, HCA, PCIe, IB, SDP messages or TCP
+                               segments) as a trace for ui.perfetto.dev (docs/cli.md "--trace")
   --trace-window START,LEN     the trace's window, simulated s after the stream's start
                                (default 0,0.001)
   --verify-data                move real bytes and check them at the receiver (and
