@@ -504,6 +504,9 @@ std::vector<Case> cases() {
        .line = E + "--trace /dev/stdout: the trace would land inside the tool's output on stdout; write it to a file"});
   add({.name = "ib_atomic_lat_trace_in_missing_dir", .args = {"ib_atomic_lat", "-n", "100", "--trace", "@DIR@/no/t.json"},
        .line = E + "--trace @DIR@/no/t\\.json: cannot write \\(no such directory\\)"});
+  add({.name = "sweep_perftest_trace", .args = {"sweep", "ib_write_bw", "-n", "100", "-s", "1K,2K", "--trace", trace},
+       .line = E + "--trace: sweep runs many points into one table; trace one point with hcasim ib_write_bw --trace",
+       .absent = {trace}});
   add({.name = "netperf_ipoib_trace_window_bad",
        .args = {"netperf", "--transport", "ipoib", "-l", "0.01", "--trace", trace, "--trace-window", "x,1"},
        .line = E + "--trace-window: 'x,1' is not START,LEN \\(simulated seconds after the stream's start, "
