@@ -364,11 +364,10 @@ void parse_test(const std::vector<std::string>& words, NetperfOptions& o,
 
 }  // namespace
 
-std::pair<double, double> parse_trace_window(const std::string& text) {
+std::pair<double, double> parse_trace_window(const std::string& text, std::string_view origin) {
   const auto bad = [&] {
-    fail(fmt::format("--trace-window: '{}' is not START,LEN (simulated seconds after the stream's start, "
-                     "START >= 0, LEN > 0)",
-                     text));
+    fail(fmt::format("--trace-window: '{}' is not START,LEN (simulated seconds after {}, START >= 0, LEN > 0)", text,
+                     origin));
   };
   const auto comma = text.find(',');
   if (comma == std::string::npos) bad();
@@ -547,8 +546,6 @@ TcpStreamConfig to_tcp_stream_config(const NetperfOptions& o) {
          "whole run");
   if (o.steady_rel > 0 && o.length_bytes > 0)
     fail("--steady: a run of a byte count (-l -N) sends all of it; give a test length in seconds");
-  if (o.transport == "ipoib" && o.trace_path)
-    fail("--trace: traced for SDP only, not for --transport ipoib");
   if (o.transport == "ipoib" && o.nodelay)
     fail("-D: TCP_NODELAY is modelled for SDP only, not for --transport ipoib");
   if (o.transport == "ipoib" && c.faults.any())

@@ -97,8 +97,9 @@ struct NetperfOptions {
 NetperfOptions parse_netperf_args(const std::vector<std::string>& args, bool allow_byte_count = false);
 
 /// `--trace-window START,LEN` as (START, LEN), seconds: two numbers, START >= 0, LEN > 0, both
-/// finite. Throws InputError naming the flag otherwise. (perftest's front end reads it too.)
-std::pair<double, double> parse_trace_window(const std::string& text);
+/// finite. Throws InputError naming the flag otherwise, and `origin` (what START counts from).
+/// (perftest's front end reads it too.)
+std::pair<double, double> parse_trace_window(const std::string& text, std::string_view origin = "the stream's start");
 
 /// The simulation's view of the options (sim/netperf_sim.h): length (seconds or bytes), sizes,
 /// CPU binding, data verification, seed, and the --set fault.* / qp.* assignments.

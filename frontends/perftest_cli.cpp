@@ -18,6 +18,7 @@
 #include <climits>
 #include <cstdlib>
 #include <string>
+#include <tuple>
 #include <utility>
 
 #include <fmt/format.h>
@@ -61,7 +62,7 @@ enum class LongKind {
   Short,        ///< the long form of short option `letter`
   ReportGbits,  ///< --report_gbits (perftest: a flag-only long option)
   Unsupported,  ///< a perftest long-only option hcasim does not simulate
-  Platform, RemotePlatform, Set, Seed, Csv, Stats, Columns, Json, Explain,  ///< hcasim
+  Platform, RemotePlatform, Set, Seed, Csv, Stats, Columns, Json, Explain, Trace, TraceWindow,  ///< hcasim
 };
 struct LongOption {
   std::string_view name;
@@ -120,6 +121,8 @@ const std::vector<LongOption>& long_options() {
     t.push_back({"stats", false, LongKind::Stats});
     t.push_back({"json", false, LongKind::Json});
     t.push_back({"explain", false, LongKind::Explain});
+    t.push_back({"trace", true, LongKind::Trace});
+    t.push_back({"trace-window", true, LongKind::TraceWindow});
     t.push_back({"columns", true, LongKind::Columns});
     return t;
   }();
@@ -246,7 +249,7 @@ class Parser {
     }
     // hcasim's own single-valued options: a second one is an error, not the last winning.
     if (opt.kind == LongKind::Platform || opt.kind == LongKind::RemotePlatform || opt.kind == LongKind::Seed ||
-        opt.kind == LongKind::Columns) {
+        opt.kind == LongKind::Columns || opt.kind == LongKind::TraceWindow) {
       const auto [it, first] = hcasim_values_.emplace(flag, value);
       if (!first) util::check_single_value(flag, {it->second, value});
     }
@@ -287,6 +290,11 @@ class Parser {
       case LongKind::Stats: o_.stats = true; break;
       case LongKind::Json: o_.json = true; break;
       case LongKind::Explain: o_.explain = true; break;
+      case LongKind::Trace:
+        if (o_.trace_path) util::check_given_once("--trace", {*o_.trace_path, value});
+        o_.trace_path = non_empty(flag, value);
+        break;
+      case LongKind::TraceWindow: o_.trace_window = parse_trace_window(value, kTraceOrigin); break;
       case LongKind::Columns:
         if (value == "classic")
           o_.columns = PerftestColumns::Classic;
@@ -590,6 +598,8 @@ PerftestOptions parse_perftest_args(PerftestTest test, const std::vector<std::st
   if (o.explain && !perftest_is_bw(test) && test != PerftestTest::WriteLat)
     throw InputError(fmt::format("--explain: the latency stages are ib_write_lat's; {} has none (the bw tools and "
                                  "ib_write_lat take --explain)", perftest_tool_name(test)));
+  if (o.trace_window && !o.trace_path)
+    throw InputError("--trace-window: needs --trace FILE (the window bounds what the trace file holds)");
   if (perftest_is_atomic(test) && o.all)
     throw InputError("-a: perftest's atomic tests have one size, 8 B (message size cannot be changed for atomic tests)");
   if (perftest_is_atomic(test) && o.size != kPerftestDefSizeAtomic)
@@ -646,6 +656,8 @@ PerftestConfig to_perftest_config(const PerftestOptions& o) {
   c.num_qps = bw ? o.num_qps : 1;
   c.seed = o.seed;
   c.explain = o.explain;
+  c.trace = o.trace_path.has_value();
+  if (o.trace_window) std::tie(c.trace_start_s, c.trace_len_s) = *o.trace_window;
   for (const auto& s : o.sets) model::apply_fault_setting(s, c.faults, c.retry);
   return c;
 }

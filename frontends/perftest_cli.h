@@ -26,6 +26,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "frontends/netperf_cli.h"  // kDefaultPlatform
@@ -116,11 +117,19 @@ struct PerftestOptions {
                                       ///< perftest's report (frontends/json_output.h)
   bool explain = false;               ///< --explain: what bounds each size (frontends/explain.h)
   PerftestColumns columns = PerftestColumns::Classic;  ///< --columns classic|extended
+  /// --trace FILE: the run's spans as Chrome's trace-event JSON, written to FILE (docs/cli.md)
+  std::optional<std::string> trace_path;
+  /// --trace-window START,LEN: the trace's window, simulated seconds after the client's first
+  /// post (kTraceOrigin); empty: the first millisecond
+  std::optional<std::pair<double, double>> trace_window;
 
   /// Lines for stderr, each "hcasim: note: ...", about flags accepted but ignored or read in
   /// perftest's lenient way (e.g. "-s 64k" is 64 B for perftest).
   std::vector<std::string> notes;
 };
+
+/// What a perftest trace's window counts from (--trace-window's error names it).
+inline constexpr std::string_view kTraceOrigin = "the client's first post";
 
 /// The program name of `test`: "ib_write_lat", "ib_write_bw", "ib_send_bw", "ib_send_lat",
 /// "ib_read_lat", "ib_read_bw", "ib_atomic_lat" or "ib_atomic_bw".

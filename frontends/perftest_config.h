@@ -50,6 +50,12 @@ struct PerftestConfig {
   model::FaultConfig faults;     ///< --set fault.*: faults on the wire (none by default)
   model::RcRetry retry;          ///< --set qp.*: retry_cnt, timeout, rnr_retry (perftest's defaults)
   bool explain = false;          ///< --explain: measure each size's resources (PerftestPoint::explain)
+  /// --trace: record the run's spans (PerftestResult::trace_json) in the window [trace_start_s,
+  /// trace_start_s + trace_len_s) of simulated seconds after the client's first post (the
+  /// start of the first size's measured iterations).
+  bool trace = false;
+  double trace_start_s = 0;      ///< --trace-window START, s (>= 0)
+  double trace_len_s = 1e-3;     ///< --trace-window LEN, s (> 0); default the first 1 ms
 };
 
 /// Raw timestamps of one message size, ns of simulated time, as perftest records them in
@@ -94,6 +100,8 @@ struct PerftestResult {
   bool faults_configured = false;      ///< any fault.* probability above 0
   model::FaultStats local_faults;      ///< the client's HCA (model/fault.h)
   model::FaultStats remote_faults;     ///< the server's HCA
+  /// With PerftestConfig::trace: the trace, Chrome's trace-event JSON (sim/chrome_trace.h).
+  std::string trace_json;
 };
 
 }  // namespace hcasim::frontends

@@ -60,7 +60,11 @@ std::string perftest_usage(PerftestTest test) {
        "  --explain                    after the report, each size's resources by utilisation, the\n"
        "                               bottleneck and a what-if (ib_write_lat: the one-way time as\n"
        "                               its stages)\n"
-       "  --seed N                     seed of the host noise model\n";
+       "  --seed N                     seed of the host noise model\n"
+       "  --trace FILE                 the run's steps (CPUs, verbs calls, HCA, PCIe, IB, each work\n"
+       "                               request) as a trace for ui.perfetto.dev (docs/cli.md \"--trace\")\n"
+       "  --trace-window START,LEN     the trace's window, simulated s after the client's first post\n"
+       "                               (default 0,0.001)\n";
   return u;
 }
 

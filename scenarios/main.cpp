@@ -86,8 +86,8 @@ hcasim options:
                                IB link, HCA, CPUs), the bottleneck and a what-if (perftest too)
   --csv PATH                   results as CSV
   --json                       the output as one JSON document on stdout (docs/cli.md)
-  --trace FILE                 the run's steps (CPUs, HCA, PCIe, IB, SDP messages) as a trace
-                               for ui.perfetto.dev; SDP only (docs/cli.md "--trace")
+  --trace FILE                 the run's steps (CPUs, HCA, PCIe, IB, SDP messages or TCP
+                               segments) as a trace for ui.perfetto.dev (docs/cli.md "--trace")
   --trace-window START,LEN     the trace's window, simulated s after the stream's start
                                (default 0,0.001)
   --verify-data                move real bytes and check them at the receiver (and
@@ -141,17 +141,6 @@ shorten every point as calibrate's do (default: as typed) and say so. Same exit 
 hcasim params lists every platform parameter (key, type, unit, range, doc); with --platform
 also each one's value, where it was given and its source (hcasim params --help).
 )";
-
-/// --trace FILE's checks before a run: a file that can be written (util::check_output_path), not
-/// stdout (the trace would land inside the tool's output) and not the --csv file.
-void check_trace_path(const std::string& trace, const std::optional<std::string>& csv) {
-  if (util::is_stdout_path(trace))
-    throw InputError(fmt::format("--trace {}: the trace would land inside the tool's output on stdout; write it to a file",
-                                 trace));
-  util::check_output_path(trace, "--trace");
-  if (csv && std::filesystem::path(*csv).lexically_normal() == std::filesystem::path(trace).lexically_normal())
-    throw InputError(fmt::format("--trace {}: also the --csv file; give each its own file", trace));
-}
 
 int netperf_main(const std::vector<std::string>& args) {
   const frontends::NetperfOptions opts = frontends::parse_netperf_args(args, /*allow_byte_count=*/true);

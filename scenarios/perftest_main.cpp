@@ -2,6 +2,7 @@
 // netperf_main in scenarios/main.cpp. Kept in its own file: it is the only part of the perftest
 // command line that needs sim::run_perftest, so the parser and the output stay testable without
 // linking the simulation.
+#include <filesystem>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -24,6 +25,15 @@
 
 namespace hcasim::scenarios {
 
+void check_trace_path(const std::string& trace, const std::optional<std::string>& csv) {
+  if (util::is_stdout_path(trace))
+    throw InputError(fmt::format("--trace {}: the trace would land inside the tool's output on stdout; write it to a file",
+                                 trace));
+  util::check_output_path(trace, "--trace");
+  if (csv && std::filesystem::path(*csv).lexically_normal() == std::filesystem::path(trace).lexically_normal())
+    throw InputError(fmt::format("--trace {}: also the --csv file; give each its own file", trace));
+}
+
 int perftest_main(frontends::PerftestTest test, const std::vector<std::string>& args) {
   frontends::PerftestOptions opts = frontends::parse_perftest_args(test, args);
   if (opts.help) {
@@ -40,10 +50,13 @@ int perftest_main(frontends::PerftestTest test, const std::vector<std::string>& 
     if (const std::string conflict = frontends::json_csv_conflict(opts.csv_path); !conflict.empty())
       throw InputError(conflict);
   if (opts.csv_path) util::check_output_path(*opts.csv_path, "--csv");
+  if (opts.trace_path) check_trace_path(*opts.trace_path, opts.csv_path);
   for (const auto& note : opts.notes) std::cerr << note << "\n";
 
   auto [local, remote] = load_host_platforms(opts.platform, opts.remote_platform, opts.sets);
   if (opts.csv_path) util::check_not_an_input(*opts.csv_path, platform_files(opts.platform, opts.remote_platform), "--csv");
+  if (opts.trace_path)
+    util::check_not_an_input(*opts.trace_path, platform_files(opts.platform, opts.remote_platform), "--trace");
   // Without -d perftest opens the first device: the platform's (mthca0 on an InfiniHost).
   if (opts.device.empty()) opts.device = local.str("hca.device");
   // -m: the path MTU perftest picks (set_mtu) from the port's active MTU, ib.mtu of each host.
@@ -87,6 +100,7 @@ int perftest_main(frontends::PerftestTest test, const std::vector<std::string>& 
   const bool csv_to_stdout = opts.csv_path && util::is_stdout_path(*opts.csv_path);
   if (opts.csv_path && !csv_to_stdout)
     util::write_file_atomically(*opts.csv_path, frontends::format_perftest_csv(opts, result, cpu_mhz), "--csv");
+  if (opts.trace_path) util::write_file_atomically(*opts.trace_path, result.trace_json, "--trace");
   if (opts.json)
     std::cout << frontends::dump_json(frontends::perftest_json(args, opts, result, cpu_mhz, local.name(), remote.name()));
   else

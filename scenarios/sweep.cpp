@@ -208,8 +208,8 @@ SweepOptions parse_sweep_args(const std::vector<std::string>& args) {
       throw InputError("--explain: sweep prints a table of points; run one point with --explain to see what bounds it");
     else if (rest[i] == "--trace" || rest[i].rfind("--trace=", 0) == 0 || rest[i] == "--trace-window" ||
              rest[i].rfind("--trace-window=", 0) == 0)
-      throw InputError(fmt::format("{}: sweep runs many points into one table; trace one point with hcasim netperf --trace",
-                                   rest[i].substr(0, rest[i].find('='))));
+      throw InputError(fmt::format("{}: sweep runs many points into one table; trace one point with hcasim {} --trace",
+                                   rest[i].substr(0, rest[i].find('=')), o.tool));
     else o.words.push_back(rest[i++]);
   }
   util::check_single_value("-j", jobs);

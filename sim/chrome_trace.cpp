@@ -54,7 +54,7 @@ void ChromeTrace::add(Span s) {
 }
 
 void ChromeTrace::cpu_work(int host, int core, model::Activity activity, double start_ns, double dur_ns,
-                           const std::string& context) {
+                           const std::string& context, std::string_view label) {
   const int pid = host + 1;
   // A busy-poll on this core yields to this work: the poll's span so far ends where it starts.
   if (auto it = polls_.find({host, core}); it != polls_.end() && it->second.open > 0) {
@@ -64,7 +64,9 @@ void ChromeTrace::cpu_work(int host, int core, model::Activity activity, double 
   }
   if (!in_window(start_ns, start_ns + dur_ns)) return;
   name_thread(pid, kCoreTid0 + core, fmt::format("CPU {}", core));
-  add({start_ns, dur_ns, pid, kCoreTid0 + core, Kind::Cpu, std::string(model::activity_name(activity)), context, 0, 0});
+  add({start_ns, dur_ns, pid, kCoreTid0 + core, Kind::Cpu,
+       std::string(label.empty() ? model::activity_name(activity) : label), context,
+       static_cast<uint64_t>(activity), label.empty() ? 0u : 1u});
 }
 
 void ChromeTrace::poll(int host, int core, bool begin, double t_ns) {
@@ -128,12 +130,7 @@ void ChromeTrace::transfer(const Route& route, uint64_t bytes, double start_ns) 
 void ChromeTrace::call(int host, const std::string& context, TraceCall call, double start_ns, double end_ns,
                        uint64_t offset, uint64_t bytes) {
   const int pid = host + 1;
-  auto it = app_tid_.find({host, context});
-  if (it == app_tid_.end()) {
-    const auto n = std::count_if(app_tid_.begin(), app_tid_.end(), [&](const auto& e) { return e.first.first == host; });
-    it = app_tid_.emplace(std::pair{host, context}, static_cast<int>(n) + 1).first;
-  }
-  const int tid = it->second;
+  const int tid = app_thread(host, context);
   // A call starts after the CPU work its predecessor charged (SimHost::pending_end_ns).
   double& last = call_end_[{pid, tid}];
   start_ns = std::max(start_ns, last);
@@ -159,6 +156,105 @@ void ChromeTrace::call(int host, const std::string& context, TraceCall call, dou
     if (!inside) name_thread(pid, tid, context);
     recvs_.push_back(std::move(c));
   }
+}
+
+int ChromeTrace::app_thread(int host, const std::string& context) {
+  auto it = app_tid_.find({host, context});
+  if (it == app_tid_.end()) {
+    const auto n = std::count_if(app_tid_.begin(), app_tid_.end(), [&](const auto& e) { return e.first.first == host; });
+    it = app_tid_.emplace(std::pair{host, context}, static_cast<int>(n) + 1).first;
+  }
+  return it->second;
+}
+
+ChromeTrace::Span ChromeTrace::app_span(int host, const std::string& context, Kind kind, const char* name,
+                                        double start_ns, double end_ns) {
+  const int pid = host + 1;
+  const int tid = app_thread(host, context);
+  double& last = call_end_[{pid, tid}];
+  start_ns = std::max(start_ns, last);
+  end_ns = std::max(end_ns, start_ns);
+  last = end_ns;
+  Span s{start_ns, end_ns - start_ns, pid, tid, kind, name, {}, 0, 0, 0, 0, ++next_id_};
+  return s;
+}
+
+bool ChromeTrace::keep(Span s, const std::string& context, bool force) {
+  if (!force && !in_window(s.start_ns, s.start_ns + s.dur_ns)) return false;
+  name_thread(s.pid, s.tid, context);
+  spans_.push_back(std::move(s));
+  return true;
+}
+
+void ChromeTrace::end_flows(const std::vector<Wr>& ending, uint64_t to) {
+  for (const Wr& w : ending)
+    if (w.span_id != 0) wr_flows_.push_back({w.span_id, to, w});
+}
+
+void ChromeTrace::work_request(int host, uint32_t qpn, uint32_t peer_qpn, uint64_t wr_id, const char* opcode,
+                               uint64_t bytes, bool signaled, double start_ns, double end_ns) {
+  if (!wrs_) return;
+  const std::string& who = Scheduler::current().current_name();
+  Span s = app_span(host, who, Kind::Post, "ibv_post_send()", start_ns, end_ns);
+  s.context = opcode;
+  s.a = qpn;
+  s.b = wr_id;
+  s.c = bytes;
+  s.d = signaled ? 1 : 0;
+  const uint64_t id = s.id;
+  const bool kept = keep(std::move(s), who, false);
+  const Wr w{kept ? id : 0, wr_id, bytes, qpn, opcode};
+  const std::string_view op(opcode);
+  if (wr_to_peer_ && (op == "SEND" || op == "RDMA WRITE"))
+    wr_to_notice_[{1 - host, peer_qpn}].push_back(w);
+  else
+    wr_pending_[{host, qpn}].push_back(w);
+}
+
+void ChromeTrace::completions(int host, std::span<const sdp::Wc> wcs, double start_ns, double end_ns) {
+  if (!wrs_) return;
+  std::vector<Wr> ending;
+  for (const sdp::Wc& wc : wcs) {
+    if (wc.opcode == sdp::WcOpcode::Recv) {
+      if (!wr_to_peer_) continue;  // a receive ends no flow of its own
+      auto& q = wr_to_notice_[{host, wc.qp_num}];
+      if (!q.empty()) {
+        ending.push_back(q.front());
+        q.pop_front();
+      }
+      continue;
+    }
+    // A send CQE retires its WR and the unsignaled ones posted before it on its QP.
+    auto& q = wr_pending_[{host, wc.qp_num}];
+    while (!q.empty()) {
+      const Wr w = q.front();
+      q.pop_front();
+      ending.push_back(w);
+      if (w.wr_id == wc.wr_id) break;
+    }
+  }
+  const std::string& who = Scheduler::current().current_name();
+  Span s = app_span(host, who, Kind::CqPoll, "ibv_poll_cq()", start_ns, end_ns);
+  s.a = wcs.size();
+  const uint64_t id = s.id;
+  const bool force = std::any_of(ending.begin(), ending.end(), [](const Wr& w) { return w.span_id != 0; });
+  if (keep(std::move(s), who, force)) end_flows(ending, id);
+}
+
+void ChromeTrace::noticed(int host, uint32_t qpn, double landed_ns, double seen_ns) {
+  if (!wrs_) return;
+  std::vector<Wr> ending;
+  auto& q = wr_to_notice_[{host, qpn}];
+  if (!q.empty()) {
+    ending.push_back(q.front());
+    q.pop_front();
+  }
+  const std::string& who = Scheduler::current().current_name();
+  Span s = app_span(host, who, Kind::Noticed, "poll: peer's WRITE seen", landed_ns, seen_ns);
+  s.a = qpn;
+  const uint64_t id = s.id;
+  const bool force = !ending.empty() && ending.front().span_id != 0;
+  if (keep(std::move(s), who, force)) end_flows(ending, id);
 }
 
 void ChromeTrace::message(uint64_t offset, uint64_t bytes, double) {
@@ -222,16 +318,24 @@ std::string ChromeTrace::json(const std::vector<std::pair<std::string, std::stri
     emit({{"ph", "M"}, {"name", "thread_sort_index"}, {"pid", key.first}, {"tid", key.second},
           {"args", {{"sort_index", key.second}}}});
   }
-  static constexpr const char* kCat[] = {"cpu", "cpu", "hca", "link", "call"};
+  static constexpr const char* kCat[] = {"cpu", "cpu", "hca", "link", "call", "verbs", "verbs", "verbs"};
   for (const Span* s : spans) {
     ojson e = {{"name", s->name}, {"cat", kCat[static_cast<int>(s->kind)]}, {"ph", "X"}, {"pid", s->pid},
                {"tid", s->tid}, {"ts", us(s->start_ns)}, {"dur", us(s->dur_ns)}};
     switch (s->kind) {
-      case Kind::Cpu: e["args"] = {{"context", s->context}, {"ns", s->dur_ns}}; break;
+      case Kind::Cpu:
+        e["args"] = {{"context", s->context}, {"ns", s->dur_ns}};
+        if (s->b != 0) e["args"]["activity"] = model::activity_name(static_cast<model::Activity>(s->a));
+        break;
       case Kind::Poll: e["args"] = {{"ns", s->dur_ns}}; break;
       case Kind::Engine: e["args"] = {{"qpn", s->a}, {"payload_bytes", s->b}}; break;
       case Kind::Link: e["args"] = {{"bytes", s->a}, {"ns", s->dur_ns}}; break;
       case Kind::Call: e["args"] = {{"stream_offset", s->a}, {"bytes", s->b}}; break;
+      case Kind::Post:
+        e["args"] = {{"opcode", s->context}, {"qpn", s->a}, {"wr_id", s->b}, {"bytes", s->c}, {"signaled", s->d != 0}};
+        break;
+      case Kind::CqPoll: e["args"] = {{"cqes", s->a}}; break;
+      case Kind::Noticed: e["args"] = {{"qpn", s->a}}; break;
     }
     emit(e);
   }
@@ -242,9 +346,27 @@ std::string ChromeTrace::json(const std::vector<std::pair<std::string, std::stri
     ++id;
     const Span& s = f.send->span;
     const Span& r = f.recv->span;
-    emit({{"name", "SDP message"}, {"cat", "sdp"}, {"ph", "s"}, {"id", id}, {"pid", s.pid}, {"tid", s.tid},
+    emit({{"name", message_name_}, {"cat", "sdp"}, {"ph", "s"}, {"id", id}, {"pid", s.pid}, {"tid", s.tid},
           {"ts", us(s.start_ns + s.dur_ns / 2)}, {"args", {{"stream_offset", f.offset}, {"bytes", f.bytes}}}});
-    emit({{"name", "SDP message"}, {"cat", "sdp"}, {"ph", "f"}, {"bp", "e"}, {"id", id}, {"pid", r.pid},
+    emit({{"name", message_name_}, {"cat", "sdp"}, {"ph", "f"}, {"bp", "e"}, {"id", id}, {"pid", r.pid},
+          {"tid", r.tid}, {"ts", us(r.start_ns + r.dur_ns / 2)}});
+  }
+  // Each work request from the middle of its ibv_post_send to the middle of the span that ends it.
+  std::unordered_map<uint64_t, const Span*> by_id;
+  for (const Span& s : spans_)
+    if (s.id != 0) by_id.emplace(s.id, &s);
+  size_t wr_flows = 0;
+  for (const WrFlow& f : wr_flows_) {
+    const auto from = by_id.find(f.from), to = by_id.find(f.to);
+    if (from == by_id.end() || to == by_id.end()) continue;
+    const Span& s = *from->second;
+    const Span& r = *to->second;
+    ++id;
+    ++wr_flows;
+    emit({{"name", "work request"}, {"cat", "verbs"}, {"ph", "s"}, {"id", id}, {"pid", s.pid}, {"tid", s.tid},
+          {"ts", us(s.start_ns + s.dur_ns / 2)},
+          {"args", {{"opcode", f.wr.opcode}, {"qpn", f.wr.qpn}, {"wr_id", f.wr.wr_id}, {"bytes", f.wr.bytes}}}});
+    emit({{"name", "work request"}, {"cat", "verbs"}, {"ph", "f"}, {"bp", "e"}, {"id", id}, {"pid", r.pid},
           {"tid", r.tid}, {"ts", us(r.start_ns + r.dur_ns / 2)}});
   }
   out += "\n],\n\"displayTimeUnit\":\"ns\",\n\"otherData\":";
@@ -258,7 +380,7 @@ std::string ChromeTrace::json(const std::vector<std::pair<std::string, std::stri
   }
   other["window_rule"] = "spans overlapping the window, whole";
   other["spans"] = spans.size();
-  other["flows"] = flows.size();
+  other["flows"] = flows.size() + wr_flows;
   out += other.dump();
   out += "\n}\n";
   return out;

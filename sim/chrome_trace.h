@@ -8,8 +8,11 @@
 /// application context (its send() and recv() calls, tid 1..), the HCA's send engine (tid 50), the
 /// links of its slot (PCIe host->device, the DMA reads in flight, PCIe device->host, or the PCI-X
 /// bus and its reads: tids 60..64) and one thread per CPU (tid 100 + CPU). In the IB link: one
-/// thread per direction (A->B tid 1, B->A tid 2). Each SDP data message is a flow from the send()
-/// that wrote its last byte to the recv() that returned it.
+/// thread per direction (A->B tid 1, B->A tid 2). Each SDP data message (over IPoIB: each TCP
+/// segment) is a flow from the send() that wrote its last byte to the recv() that returned it.
+/// With show_work_requests (perftest): each context's ibv_post_send and ibv_poll_cq calls on its
+/// thread, and each work request a flow from its post to the poll that retires it (or to the
+/// peer's noticing of it).
 #include <array>
 #include <cstdint>
 #include <deque>
@@ -40,9 +43,19 @@ class ChromeTrace : public TraceSink {
   /// The origin of the window, ns of simulated time (the measured interval's start). Until it is
   /// set everything is kept; then what lies outside the window is dropped. The first call counts.
   void set_origin(double t_ns);
+  /// From now on, shows each ibv_post_send and each ibv_poll_cq that found completions on the
+  /// calling context's thread, and each send work request as a flow: to the poll of the CQE
+  /// that retires it (the signaled one it is covered by), or with `to_peer` a SEND's or RDMA
+  /// WRITE's to the peer's noticing of it (its receive completion polled, or noticed()).
+  void show_work_requests(bool to_peer) {
+    wrs_ = true;
+    wr_to_peer_ = to_peer;
+  }
+  /// The name of message()'s flows: "SDP message" unless set ("TCP segment" over IPoIB).
+  void set_message_name(std::string name) { message_name_ = std::move(name); }
 
   void cpu_work(int host, int core, model::Activity activity, double start_ns, double dur_ns,
-                const std::string& context) override;
+                const std::string& context, std::string_view label) override;
   void poll(int host, int core, bool begin, double t_ns) override;
   void engine(int host, const char* what, double start_ns, double end_ns, uint32_t qpn,
               uint64_t payload_bytes) override;
@@ -50,6 +63,10 @@ class ChromeTrace : public TraceSink {
   void call(int host, const std::string& context, TraceCall call, double start_ns, double end_ns, uint64_t offset,
             uint64_t bytes) override;
   void message(uint64_t offset, uint64_t bytes, double t_ns) override;
+  void work_request(int host, uint32_t qpn, uint32_t peer_qpn, uint64_t wr_id, const char* opcode, uint64_t bytes,
+                    bool signaled, double start_ns, double end_ns) override;
+  void completions(int host, std::span<const sdp::Wc> wcs, double start_ns, double end_ns) override;
+  void noticed(int host, uint32_t qpn, double landed_ns, double seen_ns) override;
 
   /// The trace as Chrome's trace-event JSON object: metadata (process and thread names), the
   /// spans ("X") in order of start, then the flows ("s"/"f"). `other` (key, text value) is
@@ -58,14 +75,27 @@ class ChromeTrace : public TraceSink {
   std::string json(const std::vector<std::pair<std::string, std::string>>& other) const;
 
  private:
-  enum class Kind : uint8_t { Cpu, Poll, Engine, Link, Call };
+  enum class Kind : uint8_t { Cpu, Poll, Engine, Link, Call, Post, CqPoll, Noticed };
   struct Span {
     double start_ns = 0, dur_ns = 0;
     int pid = 0, tid = 0;
     Kind kind = Kind::Cpu;
     std::string name;
-    std::string context;  ///< Cpu: the charging context
-    uint64_t a = 0, b = 0;  ///< Engine: qpn, payload; Link: bytes; Call: offset, bytes
+    std::string context;  ///< Cpu: the charging context; Post: the opcode
+    /// Cpu: the activity and 1 when the span is named by its label; Engine: qpn, payload; Link:
+    /// bytes; Call: offset, bytes; Post: qpn, wr_id, bytes, signaled; CqPoll: CQEs; Noticed: qpn
+    uint64_t a = 0, b = 0, c = 0, d = 0;
+    uint64_t id = 0;  ///< Post, CqPoll, Noticed: what a work request's flow names its ends by
+  };
+  /// A work request posted and not yet at its flow's end: its post span's id (0: not kept).
+  struct Wr {
+    uint64_t span_id = 0, wr_id = 0, bytes = 0;
+    uint32_t qpn = 0;
+    const char* opcode = "";
+  };
+  struct WrFlow {
+    uint64_t from = 0, to = 0;  ///< span ids
+    Wr wr;
   };
   struct CallRec {
     Span span;
@@ -82,6 +112,15 @@ class ChromeTrace : public TraceSink {
   void add(Span s);
   void name_thread(int pid, int tid, const std::string& name);
   std::pair<int, int> link_thread(const std::string& link);
+  /// The thread of `context` on host `host` (tid 1.., in order of appearance).
+  int app_thread(int host, const std::string& context);
+  /// A call [start_ns, end_ns] of `context` on its thread, moved after its previous call's end:
+  /// the span, not yet kept.
+  Span app_span(int host, const std::string& context, Kind kind, const char* name, double start_ns, double end_ns);
+  /// Keeps span `s` when it overlaps the window, or when `force`; names its thread `context`.
+  bool keep(Span s, const std::string& context, bool force);
+  /// The flows from the kept post spans of `ending` to span `to` (if kept).
+  void end_flows(const std::vector<Wr>& ending, uint64_t to);
 
   TraceWindow window_;
   std::array<std::string, 2> hosts_;
@@ -98,6 +137,12 @@ class ChromeTrace : public TraceSink {
   std::deque<Message> messages_;
   uint64_t drop_below_ = 0;                // messages ending below this offset have no written send()
   std::optional<uint64_t> max_offset_;     // the first byte of the first send() after the window
+  std::string message_name_ = "SDP message";
+  bool wrs_ = false, wr_to_peer_ = false;  // show_work_requests
+  uint64_t next_id_ = 0;
+  std::map<std::pair<int, uint32_t>, std::deque<Wr>> wr_pending_;    // (host, qpn): awaiting a CQE
+  std::map<std::pair<int, uint32_t>, std::deque<Wr>> wr_to_notice_;  // (peer host, peer qpn): awaiting the peer
+  std::vector<WrFlow> wr_flows_;
 };
 
 }  // namespace hcasim::sim

@@ -346,6 +346,15 @@ hca::PostCheck Qp::post_checked(hca::SendWqe& w) {
   ++(t.blueflame ? hca_.blueflame_posts_ : hca_.doorbell_posts_);
   posts_.push_back({seq, t.blueflame, now_ns() + t.wqe_at_hca_ns, t, false});
   hca_.ring_doorbell(*this);
+  if (hca_.trace_ != nullptr) [[unlikely]] {
+    // The call began with the WQE build its caller charged (cpu.user_post) and ends with the stores.
+    static constexpr const char* kOp[] = {"SEND", "RDMA WRITE", "RDMA READ", "CMP_AND_SWAP", "FETCH_AND_ADD"};
+    uint64_t bytes = 0;
+    for (uint8_t i = 0; i < w.wr.num_sge; ++i) bytes += w.wr.sg[i].length;
+    hca_.trace_->work_request(hca_.host().id(), qpn_, peer_ != nullptr ? peer_->qpn_ : 0, w.wr.wr_id,
+                              kOp[static_cast<size_t>(w.wr.opcode)], bytes, w.wr.signaled,
+                              std::max(0.0, now_ns() - hca_.host().costs().user_post_ns), now_ns() + t.cpu_ns);
+  }
   return c;
 }
 
@@ -383,7 +392,11 @@ void Qp::clean_cq() {
 
 int Qp::poll_cq(std::span<sdp::Wc> out) {
   hca_.host().flush();
-  return cq_->poll(out);
+  const int n = cq_->poll(out);
+  if (hca_.trace_ != nullptr && n > 0) [[unlikely]]  // each CQE's handling: cpu.user_poll_cq, charged by the caller
+    hca_.trace_->completions(hca_.host().id(), out.first(static_cast<size_t>(n)), now_ns(),
+                             now_ns() + n * hca_.host().costs().user_poll_cq_ns);
+  return n;
 }
 
 bool Qp::req_notify_cq() {

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <memory>
 
 #include <fmt/format.h>
 
@@ -35,8 +36,9 @@ IpoibHost read_ipoib_host(const model::Platform& p) {
 
 Stream::Stream(const HostParams& ha, const HostParams& hb, const IpoibHost& a, const IpoibHost& b,
                const frontends::TcpStreamConfig& cfg, uint64_t sndbuf, uint64_t rcvbuf, uint64_t send_size,
-               uint64_t recv_size, int lcpu, int rcpu)
+               uint64_t recv_size, int lcpu, int rcpu, ChromeTrace* trace)
     : cfg_(cfg),
+      trace_(trace),
       bed_(ha, hb, cfg.seed, sdp::DataMode::Reference, /*first_pair=*/false),
       sndbuf_(sndbuf),
       rcvbuf_(rcvbuf),
@@ -44,6 +46,7 @@ Stream::Stream(const HostParams& ha, const HostParams& hb, const IpoibHost& a, c
       recv_size_(recv_size),
       lcpu_(lcpu),
       rcpu_(rcpu) {
+  if (trace_ != nullptr) bed_.set_trace(trace_);
   const std::array<const HostParams*, 2> hp{&ha, &hb};
   const std::array<const IpoibHost*, 2> p{&a, &b};
   for (size_t i = 0; i < 2; ++i) {
@@ -94,6 +97,15 @@ void Stream::establish() {
   rcv_ssthresh_ = std::min(syn_window, window_clamp_);
   rcvq_space_ = syn_window;
   rcv_wnd_ = rcv_adv_right_ = snd_wnd_right_ = syn_window;
+}
+
+std::string_view Stream::trace_label(KernelFn fn, bool softirq) {
+  static const auto kSoftirq = [] {
+    std::array<std::string, model::kKernelFnCount> n;
+    for (size_t i = 0; i < n.size(); ++i) n[i] = std::string(model::kernel_fn_name(static_cast<KernelFn>(i))) + " (softirq)";
+    return n;
+  }();
+  return softirq ? std::string_view(kSoftirq[static_cast<size_t>(fn)]) : model::kernel_fn_name(fn);
 }
 
 void Stream::open(int i) {
@@ -150,10 +162,14 @@ void Stream::irq_event(int i) {
   // The NET_RX softirq on irq exit: the packets netif_rx queued, one at a time; an
   // interrupt that comes meanwhile runs first (hard interrupts preempt softirqs).
   bool restart_tx = false;
+  Ctx& irq = irq_ctx_[i];
+  irq.softirq = true;
   while (!s.softirq.empty()) {
     while (s.hca->take_interrupt() != nullptr) {
       profile(s, c, KernelFn::Interrupt, entry_ns);
+      irq.softirq = false;
       hard_irq(i, c);
+      irq.softirq = true;
     }
     const Cqe cqe = s.softirq.front();
     s.softirq.pop_front();
@@ -174,6 +190,7 @@ void Stream::irq_event(int i) {
     if (i == 0) push(c);
   }
   s.host->flush();
+  irq.softirq = false;
   s.in_irq = false;
   s.irq_idle.notify_all();
 }
@@ -362,8 +379,22 @@ frontends::IpoibStreamResult run_ipoib_stream(const model::Platform& local, cons
     throw InputError("ib.mtu / ipoib.connected_mtu: both hosts must have the same MTU");
   const StreamSetup setup = stream_setup(ha, hb, local, remote, cfg);
   const uint64_t sndbuf = setup.send_socket, rcvbuf = setup.recv_socket;
-  Stream stream(ha, hb, a, b, cfg, sndbuf, rcvbuf, setup.send_size, setup.recv_size, setup.local_cpu, setup.remote_cpu);
-  return stream.run();
+  std::unique_ptr<ChromeTrace> trace;  // --trace; outlives the stream, whose bed reports to it
+  if (cfg.trace) {
+    trace = std::make_unique<ChromeTrace>(
+        TraceWindow{cfg.trace_start_s, cfg.trace_len_s},
+        std::array<std::string, 2>{fmt::format("A: netperf on {}", local.name()),
+                                   fmt::format("B: netserver on {}", remote.name())});
+    trace->set_message_name("TCP segment");
+  }
+  Stream stream(ha, hb, a, b, cfg, sndbuf, rcvbuf, setup.send_size, setup.recv_size, setup.local_cpu, setup.remote_cpu,
+                trace.get());
+  frontends::IpoibStreamResult out = stream.run();
+  if (trace)
+    out.stream.trace_json = trace->json({{"tool", "netperf"}, {"transport", "ipoib"},
+                                         {"ipoib_mode", a.ipoib.mode == model::ipoib::Mode::Connected ? "connected" : "datagram"},
+                                         {"local_platform", local.name()}, {"remote_platform", remote.name()}});
+  return out;
 }
 
 }  // namespace hcasim::sim

@@ -8,6 +8,8 @@
 #include <deque>
 #include <functional>
 #include <memory>
+#include <string>
+#include <string_view>
 #include <vector>
 
 #include "frontends/netperf_config.h"
@@ -15,6 +17,7 @@
 #include "model/ipoib.h"
 #include "model/netstack.h"
 #include "model/platform.h"
+#include "sim/chrome_trace.h"
 #include "sim/ipoib_sim.h"
 #include "sim/kernel.h"
 #include "sim/testbed.h"
@@ -62,6 +65,7 @@ struct Cqe {
 
 struct Ctx {
   int core = 0;
+  bool softirq = false;  ///< the context runs a softirq now (a trace names its work so)
 };
 
 struct Side {
@@ -92,10 +96,12 @@ struct Side {
 
 class Stream {
  public:
-  /// `ha`, `hb`: the hosts; `a`, `b`: their stacks. All must outlive the stream.
+  /// `ha`, `hb`: the hosts; `a`, `b`: their stacks; `trace` (--trace; nullptr: none) the sink of
+  /// every host, HCA and link, each send() and recv() and each TCP segment. All must outlive the
+  /// stream.
   Stream(const HostParams& ha, const HostParams& hb, const IpoibHost& a, const IpoibHost& b,
          const frontends::TcpStreamConfig& cfg, uint64_t sndbuf, uint64_t rcvbuf, uint64_t send_size,
-         uint64_t recv_size, int lcpu, int rcpu);
+         uint64_t recv_size, int lcpu, int rcpu, ChromeTrace* trace = nullptr);
   frontends::IpoibStreamResult run();
 
  private:
@@ -112,9 +118,15 @@ class Stream {
   }
   // CPU accounting: time and a call of `fn` on the calling context's core.
   void charge(Side& s, const Ctx& c, KernelFn fn, double ns, double calls = 1) {
-    s.host->charge(model::kernel_fn_activity(fn), ns);
+    if (trace_ != nullptr) [[unlikely]]
+      s.host->charge_labelled(model::kernel_fn_activity(fn), ns, trace_label(fn, c.softirq));
+    else
+      s.host->charge(model::kernel_fn_activity(fn), ns);
     profile(s, c, fn, ns, calls);
   }
+  /// A trace's name of `fn`'s work: its profile name, with " (softirq)" in the NET_RX/NET_TX
+  /// softirq.
+  static std::string_view trace_label(KernelFn fn, bool softirq);
   /// SimHost::sleep / wake, counted as calls of schedule (their time is SimHost's Wakeup).
   void sleep(Side& s, const Ctx& c, const std::function<bool()>& ready) {
     s.host->flush();
@@ -207,6 +219,7 @@ class Stream {
   void netserver();
 
   const frontends::TcpStreamConfig& cfg_;
+  ChromeTrace* trace_;  ///< --trace, or nullptr
   TwoHostBed bed_;
   std::array<Side, 2> side_;
   /// Per direction (by sending side): the TCP/IP headers of the frames posted and not yet

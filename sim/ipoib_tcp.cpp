@@ -55,7 +55,7 @@ void Stream::rcv_space_adjust() {
 
 void Stream::delack_loop() {
   Side& s = side_[1];
-  const Ctx& c = irq_ctx_[1];
+  const Ctx c{irq_ctx_[1].core, /*softirq=*/true};  // the timer softirq
   s.host->bind_current(c.core);
   for (;;) {
     while (!delack_due_) delack_wq_.wait();
@@ -104,7 +104,11 @@ void Stream::output_cost(Side& s, const Ctx& c, const Packet& p) {
   charge(s, c, KernelFn::DmaMap, 0.5 * s.p.net.dma_map_ns(frame_bytes(p)));
   // netstack.ipoib_post is ipoib_send's work without the doorbell store, which the HCA model
   // charges with the post (Qp::post_send): the CPU is charged the work, the profile both.
-  s.host->charge(model::kernel_fn_activity(KernelFn::IpoibXmit), s.p.net.ipoib_post_ns);
+  if (trace_ != nullptr) [[unlikely]]
+    s.host->charge_labelled(model::kernel_fn_activity(KernelFn::IpoibXmit), s.p.net.ipoib_post_ns,
+                            trace_label(KernelFn::IpoibXmit, c.softirq));
+  else
+    s.host->charge(model::kernel_fn_activity(KernelFn::IpoibXmit), s.p.net.ipoib_post_ns);
   profile(s, c, KernelFn::IpoibXmit, s.p.net.ipoib_post_ns + s.post_cpu_ns);
 }
 
@@ -123,6 +127,8 @@ void Stream::push(const Ctx& c) {
     p.len = len;
     snd_nxt_ += len;
     ++segments_;
+    if (trace_ != nullptr) [[unlikely]]
+      trace_->message(p.seq, p.len, sim::now_ns());
     output_cost(s, c, p);
     charge(s, c, KernelFn::Other, s.p.net.other_segment_ns);
     s.host->flush();
@@ -224,11 +230,13 @@ void Stream::netperf() {
     for (int i = 0; i < 2; ++i) bed_.hca(i).measure(&hca_busy_[static_cast<size_t>(i)]);
   }
   t_start_ = sim::now_ns();
+  if (trace_ != nullptr) trace_->set_origin(t_start_);
   const double stop = t_start_ + cfg_.length_s * 1e9;
   uint64_t fill = 0;  // bytes in the tail skb
   while (cfg_.length_bytes ? sent_ < cfg_.length_bytes : sim::now_ns() < stop) {
     const uint64_t len = cfg_.length_bytes ? std::min(send_size_, cfg_.length_bytes - sent_) : send_size_;
     yield_to_irq(s, c);
+    const double call_ns = sim::now_ns();
     ++send_calls_;
     charge(s, c, KernelFn::TcpSendmsg, s.p.net.send_call_ns);
     s.owned = true;
@@ -271,6 +279,8 @@ void Stream::netperf() {
     s.owned = false;
     push(c);
     s.host->flush();
+    if (trace_ != nullptr) [[unlikely]]
+      trace_->call(0, "netperf", TraceCall::Send, call_ns, sim::now_ns(), sent_ - len, len);
   }
   sending_done_ = true;
   push(c);
@@ -285,6 +295,7 @@ void Stream::netserver() {
   const uint64_t total_target = cfg_.length_bytes;
   for (;;) {
     yield_to_irq(s, c);
+    const double call_ns = sim::now_ns();
     ++recv_calls_;
     charge(s, c, KernelFn::TcpRecvmsg, s.p.net.recv_call_ns);
     s.owned = true;
@@ -326,6 +337,8 @@ void Stream::netserver() {
     drain(s.backlog);  // release_sock
     s.owned = false;
     s.host->flush();
+    if (trace_ != nullptr) [[unlikely]]
+      trace_->call(1, "netserver", TraceCall::Recv, call_ns, sim::now_ns(), copied_ - n, n);
     if (total_target && copied_ >= total_target) break;
   }
   t_end_ = sim::now_ns();

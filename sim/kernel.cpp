@@ -592,7 +592,13 @@ void SimHost::charge(model::Activity a, double ns) {
   c.debt_ns += ns;
   accounts_[static_cast<size_t>(c.core)].busy_ns[static_cast<size_t>(a)] += ns;
   if (trace_ != nullptr) [[unlikely]]
-    c.charges.emplace_back(a, ns);
+    c.charges.push_back({a, ns, {}});
+}
+
+void SimHost::charge_labelled(model::Activity a, double ns, std::string_view label) {
+  charge(a, ns);
+  if (trace_ != nullptr && ns > 0) [[unlikely]]
+    current().charges.back().label = label;
 }
 
 double SimHost::pending_end_ns() {
@@ -612,8 +618,8 @@ void SimHost::flush() {
     // Each charge in turn, from where the core is free: the order the context charged them.
     double t = start;
     const std::string& who = Scheduler::current().current_name();
-    for (const auto& [a, ns] : c.charges) {
-      trace_->cpu_work(id_, c.core, a, t, ns, who);
+    for (const auto& [a, ns, label] : c.charges) {
+      trace_->cpu_work(id_, c.core, a, t, ns, who, label);
       t += ns;
     }
     c.charges.clear();  // filled by charge() only while a trace is on

@@ -393,6 +393,8 @@ class SimHost : public sdp::Host {
   /// Reports the CPU work slept off and the busy-polling of every context from now on to `sink`
   /// (nullptr: none, the default; --trace). Work charged before is not reported.
   void set_trace(TraceSink* sink) { trace_ = sink; }
+  /// The sink set_trace gave (nullptr: none).
+  TraceSink* trace() const { return trace_; }
   /// When the calling context's CPU work charged so far would end if slept off now (ns): its
   /// core's queued work, then its own debt; now when it owes nothing. Moves no time.
   double pending_end_ns();
@@ -401,6 +403,9 @@ class SimHost : public sdp::Host {
   sdp::HostMemory& memory() override { return memory_; }
   const model::CpuCosts& costs() const override { return costs_; }
   void charge(model::Activity a, double ns) override;
+  /// charge(), the work named `label` in a trace (a kernel function: "tcp_v4_rcv"); `label` must
+  /// outlive the host (a string literal).
+  void charge_labelled(model::Activity a, double ns, std::string_view label);
   void sync() override { flush(); }
   std::unique_ptr<sdp::WaitQueue> make_wait_queue() override;
   void sleep(sdp::WaitQueue& q, const std::function<bool()>& ready) override;
@@ -417,8 +422,14 @@ class SimHost : public sdp::Host {
   struct Context {
     int core = 0;
     double debt_ns = 0;
-    /// With a trace: the charges making up debt_ns, in order (each becomes a span at flush).
-    std::vector<std::pair<model::Activity, double>> charges;
+    /// With a trace: the charges making up debt_ns, in order (each becomes a span at flush),
+    /// each with its label (charge_labelled) or none.
+    struct Charge {
+      model::Activity activity;
+      double ns;
+      std::string_view label;
+    };
+    std::vector<Charge> charges;
   };
   /// The calling context's CPU context (bind_current); throws std::logic_error when it has none.
   Context& current() {

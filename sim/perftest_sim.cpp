@@ -14,6 +14,7 @@
 #include "frontends/config_error.h"
 #include "frontends/perftest_cli.h"
 #include "model/noise.h"
+#include "sim/chrome_trace.h"
 #include "sim/testbed.h"
 
 namespace hcasim::sim {
@@ -77,6 +78,8 @@ void wait_for_byte(Side& s, uint64_t size, uint64_t rcnt, const char* who) {
   double seen = landed + s.noise->uniform() * s.host->costs().poll_miss_ns;
   seen = s.noise->available_at(std::max(seen, now_ns()));
   if (seen > now_ns()) sleep_until_s(to_s(seen));
+  if (TraceSink* t = s.host->trace()) [[unlikely]]
+    t->noticed(s.host->id(), s.lanes[0].qp->qp_num(), landed, now_ns());
   if (!s.real_bytes) return;
   uint8_t byte = 0;
   s.host->memory().read_bytes(s.lanes[0].buf + s.half + size - 1, &byte, 1);
@@ -376,6 +379,20 @@ uint32_t resolve_out_reads(uint32_t asked, uint32_t max_qp_rd_atom) {
   return asked == 0 || asked > max_qp_rd_atom ? max_qp_rd_atom : asked;
 }
 
+/// --trace: the sink of a run of `cfg` (nullptr without --trace). Its work requests flow to the
+/// poll that retires them, but a latency test's SENDs and RDMA WRITEs to the peer's noticing
+/// of them (the ping-pong's other half).
+std::unique_ptr<ChromeTrace> make_trace(const frontends::PerftestConfig& cfg, const model::Platform& local,
+                                        const model::Platform& remote) {
+  if (!cfg.trace) return nullptr;
+  const std::string tool(frontends::perftest_tool_name(cfg.test));
+  auto t = std::make_unique<ChromeTrace>(TraceWindow{cfg.trace_start_s, cfg.trace_len_s},
+                                         std::array<std::string, 2>{fmt::format("A: {} client on {}", tool, local.name()),
+                                                                    fmt::format("B: {} server on {}", tool, remote.name())});
+  t->show_work_requests(!frontends::perftest_is_bw(cfg.test));
+  return t;
+}
+
 /// check_perftest's checks on the hosts' parameters, then the banner's facts.
 frontends::PerftestResult check_config(const HostParams& A, const HostParams& B, const frontends::PerftestConfig& cfg) {
   // The config's own preconditions (PerftestConfig: sizes, iterations, num_qps, cq_mod) are the
@@ -451,7 +468,9 @@ frontends::PerftestResult run_perftest(const model::Platform& local, const model
   if (rd)
     shape.rd_atomic = static_cast<uint8_t>(std::min(resolve_out_reads(cfg.out_reads, A.max_qp_rd_atom),
                                                     resolve_out_reads(cfg.out_reads, B.max_qp_rd_atom)));
+  const std::unique_ptr<ChromeTrace> trace = make_trace(cfg, local, remote);  // outlives the bed
   TwoHostBed bed(A, B, cfg.seed, mode, !rd);
+  if (trace) bed.set_trace(trace.get());
   std::vector<std::pair<Qp*, Qp*>> pairs;
   if (!rd) pairs.emplace_back(&bed.qp(0), &bed.qp(1));
   while (pairs.size() < (lat ? 1u : cfg.num_qps)) pairs.push_back(bed.add_qp_pair(shape));
@@ -523,6 +542,7 @@ frontends::PerftestResult run_perftest(const model::Platform& local, const model
           if (cfg.test == frontends::PerftestTest::SendLat)
             for (uint64_t r = 0; r < std::min<uint64_t>(cfg.rx_depth, cfg.iterations); ++r) post_recv_one(s, size, r);
           meet(static_cast<int>(k) + 1);
+          if (trace && client && k == 0) trace->set_origin(now_ns());  // the measured iterations start
           frontends::PerftestPoint& point = res.points[k];
           // --explain: the client measures each size from its first post to its last completion.
           const bool measure = cfg.explain && client;
@@ -622,6 +642,10 @@ frontends::PerftestResult run_perftest(const model::Platform& local, const model
   res.faults_configured = cfg.faults.any();
   res.local_faults = bed.hca(0).fault_stats();
   res.remote_faults = bed.hca(1).fault_stats();
+  if (trace)
+    res.trace_json = trace->json({{"tool", std::string(frontends::perftest_tool_name(cfg.test))},
+                                  {"local_platform", local.name()},
+                                  {"remote_platform", remote.name()}});
   res.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
   return res;
 }

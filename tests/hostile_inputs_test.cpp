@@ -461,6 +461,49 @@ std::vector<Case> cases() {
        .line = E + "--columns: given twice \\(classic, then extended\\); give it once"});
   add({.name = "ib_send_bw_seed_twice", .args = {"ib_send_bw", "-n", "100", "--seed", "1", "--seed=2"},
        .line = E + "--seed: given twice \\(1, then 2\\); give it once"});
+  // --trace on the perftest tools and on IPoIB: checked before the run, nothing written.
+  const std::string trace = "@DIR@/t.json";
+  add({.name = "ib_write_lat_trace_window_without_trace", .args = {"ib_write_lat", "-n", "100", "--trace-window", "0,1"},
+       .line = E + "--trace-window: needs --trace FILE \\(the window bounds what the trace file holds\\)"});
+  add({.name = "ib_write_bw_trace_window_not_start_len",
+       .args = {"ib_write_bw", "-n", "100", "--trace", trace, "--trace-window", "0.5"},
+       .line = E + "--trace-window: '0\\.5' is not START,LEN \\(simulated seconds after the client's first post, "
+                   "START >= 0, LEN > 0\\)",
+       .absent = {trace}});
+  add({.name = "ib_send_bw_trace_window_negative_start",
+       .args = {"ib_send_bw", "-n", "100", "--trace", trace, "--trace-window=-1,1"},
+       .line = E + "--trace-window: '-1,1' is not START,LEN .*", .absent = {trace}});
+  add({.name = "ib_read_lat_trace_window_zero_length",
+       .args = {"ib_read_lat", "-n", "100", "--trace", trace, "--trace-window", "0,0"},
+       .line = E + "--trace-window: '0,0' is not START,LEN .*", .absent = {trace}});
+  add({.name = "ib_atomic_bw_trace_window_infinite",
+       .args = {"ib_atomic_bw", "-n", "100", "--trace", trace, "--trace-window", "0,inf"},
+       .line = E + "--trace-window: '0,inf' is not START,LEN .*", .absent = {trace}});
+  add({.name = "ib_write_lat_trace_window_twice",
+       .args = {"ib_write_lat", "-n", "100", "--trace", trace, "--trace-window", "0,1", "--trace-window", "0,2"},
+       .line = E + "--trace-window: given twice \\(0,1, then 0,2\\); give it once", .absent = {trace}});
+  add({.name = "ib_write_lat_trace_missing_value", .args = {"ib_write_lat", "-n", "100", "--trace"},
+       .line = E + "--trace: missing value"});
+  add({.name = "ib_write_lat_trace_empty", .args = {"ib_write_lat", "-n", "100", "--trace="},
+       .line = E + "--trace: empty value"});
+  add({.name = "ib_write_bw_trace_twice",
+       .args = {"ib_write_bw", "-n", "100", "--trace", trace, "--trace", "@DIR@/u.json"},
+       .line = E + "--trace: given twice \\(@DIR@/t\\.json, then @DIR@/u\\.json\\): one run writes one --trace",
+       .absent = {trace, "@DIR@/u.json"}});
+  add({.name = "ib_send_lat_trace_is_the_csv", .args = {"ib_send_lat", "-n", "100", "--trace", trace, "--csv", trace},
+       .line = E + "--trace @DIR@/t\\.json: also the --csv file; give each its own file", .absent = {trace}});
+  add({.name = "ib_read_bw_trace_to_stdout", .args = {"ib_read_bw", "-n", "100", "--trace", "/dev/stdout"},
+       .line = E + "--trace /dev/stdout: the trace would land inside the tool's output on stdout; write it to a file"});
+  add({.name = "ib_atomic_lat_trace_in_missing_dir", .args = {"ib_atomic_lat", "-n", "100", "--trace", "@DIR@/no/t.json"},
+       .line = E + "--trace @DIR@/no/t\\.json: cannot write \\(no such directory\\)"});
+  add({.name = "sweep_perftest_trace", .args = {"sweep", "ib_write_bw", "-n", "100", "-s", "1K,2K", "--trace", trace},
+       .line = E + "--trace: sweep runs many points into one table; trace one point with hcasim ib_write_bw --trace",
+       .absent = {trace}});
+  add({.name = "netperf_ipoib_trace_window_bad",
+       .args = {"netperf", "--transport", "ipoib", "-l", "0.01", "--trace", trace, "--trace-window", "x,1"},
+       .line = E + "--trace-window: 'x,1' is not START,LEN \\(simulated seconds after the stream's start, "
+                   "START >= 0, LEN > 0\\)",
+       .absent = {trace}});
 
   // ---- perftest flags
   add({.name = "ib_write_lat_size_zero", .args = {"ib_write_lat", "-s", "0", "--csv", csv},
