@@ -490,6 +490,8 @@ NetperfOptions parse_netperf_args(const std::vector<std::string>& args, bool all
 
 uint64_t verify_data_bytes(const NetperfOptions& o) {
   if (!o.verify_data) return 0;
+  // TCP_RR: each host holds a request and a response buffer (send_tcp_rr, recv_tcp_rr).
+  if (o.test == "TCP_RR") return 2 * (o.rr_request + o.rr_response);
   return 2 * o.send_size + o.recv_size;
 }
 
@@ -497,12 +499,15 @@ void check_verify_data_memory(const NetperfOptions& o) {
   const uint64_t need = verify_data_bytes(o);
   if (need == 0) return;
   const auto gib = [](uint64_t b) { return static_cast<double>(b) / (1u << 30); };
-  const std::string sizes = o.recv_size == 0 ? fmt::format("-m {}", o.send_size)
+  const std::string sizes = o.test == "TCP_RR"   ? fmt::format("-r {},{}", o.rr_request, o.rr_response)
+                            : o.recv_size == 0 ? fmt::format("-m {}", o.send_size)
                             : o.send_size == 0 ? fmt::format("-M {}", o.recv_size)
                                                : fmt::format("-m {} and -M {}", o.send_size, o.recv_size);
-  const std::string what = fmt::format("--verify-data: {} need{} about {:.1f} GiB of real bytes (netperf's send ring "
-                                       "and receive buffer)",
-                                       sizes, o.recv_size != 0 && o.send_size != 0 ? "" : "s", gib(need));
+  const std::string what = fmt::format("--verify-data: {} need{} about {:.1f} GiB of real bytes ({})", sizes,
+                                       o.test != "TCP_RR" && o.recv_size != 0 && o.send_size != 0 ? "" : "s",
+                                       gib(need),
+                                       o.test == "TCP_RR" ? "a request and a response buffer on each host"
+                                                          : "netperf's send ring and receive buffer");
   const auto page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
   if (const long pages = ::sysconf(_SC_PHYS_PAGES); pages > 0 && need > static_cast<uint64_t>(pages) * page)
     fail(fmt::format("{}, more than this machine's {:.1f} GiB of memory", what, gib(static_cast<uint64_t>(pages) * page)));

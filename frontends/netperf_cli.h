@@ -122,7 +122,8 @@ std::string netperf_option(const std::string& field);
 /// ring (two -m buffers once -m is above the send socket, nettest_bsd.c send_width) and the
 /// receive buffer (-M): 2 x -m + -M, as measured (-m 1G: 2.0 GiB of RSS, and the run needs
 /// between 2.2 and 2.4 GB of ulimit -v; -m 1G -M 1G: 3.0 GiB). Sizes taken from the socket (no
-/// -m, no -M) are a few MB at most and not counted.
+/// -m, no -M) are a few MB at most and not counted. TCP_RR: a request and a response buffer
+/// on each host, 2 x (REQ + RSP).
 uint64_t verify_data_bytes(const NetperfOptions& options);
 
 /// Throws InputError "--verify-data: -m M and -M N need about X GiB of real bytes (...), more

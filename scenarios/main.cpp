@@ -245,7 +245,12 @@ int netperf_main(const std::vector<std::string>& args) {
     std::cerr << "hcasim: local  " << result.local_faults.summary() << "\n";
     std::cerr << "hcasim: remote " << result.remote_faults.summary() << "\n";
   }
-  if (opts.verify_data)
+  const bool rr = config.test == frontends::NetperfTest::Rr;
+  if (opts.verify_data && rr)
+    std::cerr << fmt::format("hcasim: data: {} B of requests and {} B of responses, crc32 {:08x} as sent, {:08x} as "
+                             "received\n",
+                             result.bytes_sent, result.bytes_received, result.sent_crc32, result.received_crc32);
+  else if (opts.verify_data)
     std::cerr << fmt::format("hcasim: data: {} B sent, crc32 {:08x}; {} B received, crc32 {:08x}\n",
                              result.bytes_sent, result.sent_crc32, result.bytes_received, result.received_crc32);
   if (opts.stats) {
@@ -256,7 +261,10 @@ int netperf_main(const std::vector<std::string>& args) {
     std::cerr << "hcasim: error: --verify-data: the data received differ from the data sent\n";
     return 1;
   }
-  if (opts.verify_data)
+  if (opts.verify_data && rr)
+    std::cerr << fmt::format("hcasim: note: --verify-data: {} bytes compared at their receivers, all equal\n",
+                             result.bytes_sent + result.bytes_received);
+  else if (opts.verify_data)
     std::cerr << fmt::format("hcasim: note: --verify-data: {} {} compared at the receiver, all equal\n",
                              result.bytes_received, result.bytes_received == 1 ? "byte" : "bytes");
   return 0;

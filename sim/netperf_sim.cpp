@@ -386,6 +386,16 @@ frontends::TcpStreamResult run_tcp_rr(const model::Platform& local, const model:
   // Each direction is a byte stream: requests A -> B, responses B -> A, checked by offset.
   uint64_t req_sent = 0, req_received = 0, rsp_sent = 0, rsp_received = 0;
   uint64_t send_calls = 0, recv_calls = 0, transactions = 0;
+  // --verify-data: zlib crc32 of each direction at its sender and at its receiver.
+  uLong req_sent_crc = crc32(0L, Z_NULL, 0), req_recv_crc = req_sent_crc, rsp_sent_crc = req_sent_crc,
+        rsp_recv_crc = req_sent_crc;
+  std::vector<uint8_t> crc_buf;
+  auto crc_of = [&](const sdp::HostMemory& mem, sdp::Addr addr, uint64_t n, uLong& crc) {
+    if (!cfg.verify_data) return;
+    crc_buf.resize(n);
+    mem.read_bytes(addr, crc_buf.data(), n);
+    crc = crc32_z(crc, crc_buf.data(), n);
+  };
   std::optional<std::pair<std::vector<model::CoreAccount>, std::vector<model::CoreAccount>>> at_stop;
 
   // netserver (nettest_bsd.c recv_tcp_rr): recv() until the whole request is in, send() the
@@ -413,11 +423,13 @@ frontends::TcpStreamResult run_tcp_rr(const model::Platform& local, const model:
           const uint64_t n = sock_b->recv(at, left);
           if (n == 0) break;
           if (!host_b.memory().check_stream(at, n, req_received)) data_ok = false;
+          crc_of(host_b.memory(), at, n, req_recv_crc);
           req_received += n;
           left -= n;
         }
         if (left > 0) break;  // netperf closed (its partial request is not answered)
         host_b.memory().write_stream(rsp_buf, cfg.response_size, rsp_sent);
+        crc_of(host_b.memory(), rsp_buf, cfg.response_size, rsp_sent_crc);
         rsp_sent += sock_b->send(rsp_buf, cfg.response_size);
         host_b.flush();
       }
@@ -456,6 +468,7 @@ frontends::TcpStreamResult run_tcp_rr(const model::Platform& local, const model:
       for (;;) {
         if (cfg.transactions ? transactions >= cfg.transactions : now_ns() >= stop) break;
         host_a.memory().write_stream(req_buf, cfg.request_size, req_sent);
+        crc_of(host_a.memory(), req_buf, cfg.request_size, req_sent_crc);
         req_sent += sock_a->send(req_buf, cfg.request_size);
         ++send_calls;
         uint64_t left = cfg.response_size;
@@ -465,6 +478,7 @@ frontends::TcpStreamResult run_tcp_rr(const model::Platform& local, const model:
           if (n == 0) throw std::runtime_error("netserver closed the connection in the middle of a transaction");
           ++recv_calls;
           if (!host_a.memory().check_stream(at, n, rsp_received)) data_ok = false;
+          crc_of(host_a.memory(), at, n, rsp_recv_crc);
           rsp_received += n;
           left -= n;
         }
@@ -503,7 +517,13 @@ frontends::TcpStreamResult run_tcp_rr(const model::Platform& local, const model:
   res.faults_configured = cfg.faults.any();
   res.local_faults = bed.hca(0).fault_stats();
   res.remote_faults = bed.hca(1).fault_stats();
-  res.data_verified = data_ok && req_received == req_sent && rsp_received == rsp_sent;
+  // One crc32 per end: the requests followed by the responses, as sent and as received.
+  res.crc_computed = cfg.verify_data;
+  res.sent_crc32 = static_cast<uint32_t>(crc32_combine(req_sent_crc, rsp_sent_crc, static_cast<z_off_t>(rsp_sent)));
+  res.received_crc32 =
+      static_cast<uint32_t>(crc32_combine(req_recv_crc, rsp_recv_crc, static_cast<z_off_t>(rsp_received)));
+  res.data_verified = data_ok && req_received == req_sent && rsp_received == rsp_sent &&
+                      req_sent_crc == req_recv_crc && rsp_sent_crc == rsp_recv_crc;
   if (!res.data_verified && !cfg.verify_data)
     throw std::runtime_error(fmt::format("data check failed: requests {} B sent, {} B received; responses {} B sent, "
                                          "{} B received; content {}",

@@ -40,7 +40,9 @@ frontends::TcpStreamResult run_tcp_stream(const model::Platform& local, const mo
 /// A timed run (length_s) ends at its alarm and counts the transactions completed by then
 /// (elapsed_s is length_s); with config.transactions > 0 it runs exactly that many. The result's
 /// transactions, the four socket buffers, the CPU utilisations over the interval; bytes_sent
-/// are the requests' bytes, bytes_received the responses'. Throws as run_tcp_stream does.
+/// are the requests' bytes, bytes_received the responses'; with verify_data sent_crc32 and
+/// received_crc32 are each the crc32 of the requests followed by the responses, as their
+/// senders wrote them and as their receivers read them. Throws as run_tcp_stream does.
 frontends::TcpStreamResult run_tcp_rr(const model::Platform& local, const model::Platform& remote,
                                       const frontends::TcpStreamConfig& config);
 

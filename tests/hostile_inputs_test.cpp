@@ -416,6 +416,13 @@ std::vector<Case> cases() {
                    "buffer\\), more than this process may still allocate: ulimit -v is 1\\.4 GiB, 0\\.[0-9] GiB in use",
        .absent = {csv}});
   v.back().address_space_kb = 1500000;
+  add({.name = "netperf_rr_verify_data_beyond_ulimit_v",
+       .args = {"netperf", "-t", "TCP_RR", "-P", "0", "-l", "0.05", "--verify-data", "--csv", csv, "--", "-r", "512M"},
+       .line = E + "--verify-data: -r 536870912,536870912 needs about 2\\.0 GiB of real bytes \\(a request and a "
+                   "response buffer on each host\\), more than this process may still allocate: ulimit -v is 1\\.4 "
+                   "GiB, 0\\.[0-9] GiB in use",
+       .absent = {csv}});
+  v.back().address_space_kb = 1500000;
   add({.name = "client_length_beyond_netperf", .prog = Prog::Client, .args = {"--device", "emu", "-l", "1e30"},
        .line = "hcasim-sdp-client: -l 1e30: above netperf's limit of 2147483647 seconds"});
   add({.name = "netperf_T_not_a_cpu", .args = {"netperf", "-T", "bad", "--csv", csv},
