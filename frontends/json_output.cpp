@@ -174,11 +174,25 @@ Json netperf_json(const std::vector<std::string>& args, const NetperfOptions& o,
   if (o.steady_rel > 0) res["steady"] = {{"rel", o.steady_rel}, {"settled", r.steady_settled}};
   res["throughput_mbit_s"] = f.throughput_mbps;
   res["throughput"] = f.throughput;
-  res["throughput_unit"] = netperf_units(o.format) + "/s";
+  // TCP_RR's row is a transaction rate, its service demands us per transaction (netperf's us/Tr).
+  const bool rr = o.test == "TCP_RR";
+  res["throughput_unit"] = rr ? std::string("transactions/s") : netperf_units(o.format) + "/s";
   res["util_local_pct"] = measured_or_null(f.local_util_pct, o.local_cpu);
   res["util_remote_pct"] = measured_or_null(f.remote_util_pct, o.remote_cpu);
-  res["service_demand_local_us_per_kb"] = measured_or_null(f.local_sd_us_per_kb, o.local_cpu);
-  res["service_demand_remote_us_per_kb"] = measured_or_null(f.remote_sd_us_per_kb, o.remote_cpu);
+  const std::string sd_unit = rr ? "us_per_tr" : "us_per_kb";
+  res["service_demand_local_" + sd_unit] = measured_or_null(f.local_sd_us_per_kb, o.local_cpu);
+  res["service_demand_remote_" + sd_unit] = measured_or_null(f.remote_sd_us_per_kb, o.remote_cpu);
+  if (o.test == "TCP_RR") {
+    res["request_size_bytes"] = r.request_size;
+    res["response_size_bytes"] = r.response_size;
+    res["local_recv_socket_bytes"] = r.local_recv_socket;
+    res["remote_send_socket_bytes"] = r.remote_send_socket;
+    res["transactions"] = r.transactions;
+    res["transaction_rate_per_s"] = f.transaction_rate;
+  } else if (o.test == "TCP_MAERTS") {
+    res["local_recv_socket_bytes"] = r.local_recv_socket;
+    res["remote_send_socket_bytes"] = r.remote_send_socket;
+  }
   res["bytes_sent"] = r.bytes_sent;
   res["bytes_received"] = r.bytes_received;
   res["send_calls"] = r.send_calls;

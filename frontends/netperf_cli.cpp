@@ -261,8 +261,8 @@ void parse_global(const std::vector<std::string>& words, NetperfOptions& o,
           consumed = true;
           std::string upper = v;
           for (auto& ch : upper) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
-          if (upper != "TCP_STREAM")
-            fail(fmt::format("-t {}: hcasim simulates only TCP_STREAM", v));
+          if (upper != "TCP_STREAM" && upper != "TCP_MAERTS" && upper != "TCP_RR")
+            fail(fmt::format("-t {}: hcasim simulates TCP_STREAM, TCP_MAERTS and TCP_RR", v));
           o.test = upper;
           break;
         }
@@ -326,28 +326,31 @@ void parse_test(const std::vector<std::string>& words, NetperfOptions& o,
           o.recv_size = size_value("-M", r.take_value(flag, rest));
           consumed = true;
           break;
-        case 's': {  // -s send[,recv]: local socket buffers; TCP_STREAM uses the send one
+        case 's': {  // -s send[,recv]: local socket buffers (TCP_STREAM uses the send one)
           const auto [a, b] = break_args(r.take_value(flag, rest));
           consumed = true;
           if (!a.empty()) o.local_send_socket = size_value("-s", a);
-          if (!b.empty()) size_value("-s", b);
+          if (!b.empty()) o.local_recv_socket = size_value("-s", b);
           break;
         }
-        case 'S': {  // -S send[,recv]: remote socket buffers; TCP_STREAM uses the recv one
+        case 'S': {  // -S send[,recv]: remote socket buffers (TCP_STREAM uses the recv one)
           const auto [a, b] = break_args(r.take_value(flag, rest));
           consumed = true;
-          if (!a.empty()) size_value("-S", a);
+          if (!a.empty()) o.remote_send_socket = size_value("-S", a);
           if (!b.empty()) o.remote_recv_socket = size_value("-S", b);
           break;
         }
         case 'h': o.help = true; break;  // nettest_bsd.c: print_sockets_usage
         case 'D': o.nodelay = true; break;  // nettest_bsd.c: loc_nodelay = rem_nodelay = 1 (no value)
-        case 'r': {  // -r req[,rsp]: request/response sizes, ignored by TCP_STREAM
+        case 'r': {  // -r req[,rsp]: TCP_RR's request/response sizes (scan_sockets_args), ignored by
+                     // TCP_STREAM and TCP_MAERTS
           const std::string v = r.take_value(flag, rest);
           consumed = true;
           const auto [a, b] = break_args(v);
-          if (!a.empty()) size_value("-r", a);
-          if (!b.empty()) size_value("-r", b);
+          if (b.find(',') != std::string::npos)
+            fail(fmt::format("-r {}: takes two sizes at most, REQ[,RSP]", v));
+          if (!a.empty()) o.rr_request = size_value("-r", a);
+          if (!b.empty()) o.rr_response = size_value("-r", b);
           o.request_size = v;
           break;
         }
@@ -486,6 +489,8 @@ NetperfOptions parse_netperf_args(const std::vector<std::string>& args, bool all
 
 uint64_t verify_data_bytes(const NetperfOptions& o) {
   if (!o.verify_data) return 0;
+  // TCP_RR: each host holds a request and a response buffer (send_tcp_rr, recv_tcp_rr).
+  if (o.test == "TCP_RR") return 2 * (o.rr_request + o.rr_response);
   return 2 * o.send_size + o.recv_size;
 }
 
@@ -493,12 +498,15 @@ void check_verify_data_memory(const NetperfOptions& o) {
   const uint64_t need = verify_data_bytes(o);
   if (need == 0) return;
   const auto gib = [](uint64_t b) { return static_cast<double>(b) / (1u << 30); };
-  const std::string sizes = o.recv_size == 0 ? fmt::format("-m {}", o.send_size)
+  const std::string sizes = o.test == "TCP_RR"   ? fmt::format("-r {},{}", o.rr_request, o.rr_response)
+                            : o.recv_size == 0 ? fmt::format("-m {}", o.send_size)
                             : o.send_size == 0 ? fmt::format("-M {}", o.recv_size)
                                                : fmt::format("-m {} and -M {}", o.send_size, o.recv_size);
-  const std::string what = fmt::format("--verify-data: {} need{} about {:.1f} GiB of real bytes (netperf's send ring "
-                                       "and receive buffer)",
-                                       sizes, o.recv_size != 0 && o.send_size != 0 ? "" : "s", gib(need));
+  const std::string what = fmt::format("--verify-data: {} need{} about {:.1f} GiB of real bytes ({})", sizes,
+                                       o.test != "TCP_RR" && o.recv_size != 0 && o.send_size != 0 ? "" : "s",
+                                       gib(need),
+                                       o.test == "TCP_RR" ? "a request and a response buffer on each host"
+                                                          : "netperf's send ring and receive buffer");
   const auto page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
   if (const long pages = ::sysconf(_SC_PHYS_PAGES); pages > 0 && need > static_cast<uint64_t>(pages) * page)
     fail(fmt::format("{}, more than this machine's {:.1f} GiB of memory", what, gib(static_cast<uint64_t>(pages) * page)));
@@ -523,8 +531,35 @@ TcpStreamConfig to_tcp_stream_config(const NetperfOptions& o) {
   if (o.transport == "ipoib" && o.verify_data)
     fail("--verify-data: the IPoIB path (--transport ipoib) moves byte counts, not bytes; use --transport sdp");
   TcpStreamConfig c;
+  c.test = o.test == "TCP_RR" ? NetperfTest::Rr : o.test == "TCP_MAERTS" ? NetperfTest::Maerts : NetperfTest::Stream;
   c.length_s = o.length_s;
   c.length_bytes = o.length_bytes;
+  c.local_recv_socket = o.local_recv_socket;
+  c.remote_send_socket = o.remote_send_socket;
+  if (c.test == NetperfTest::Rr) {
+    // -l -N of a request/response test counts transactions (nettest_bsd.c send_tcp_rr:
+    // trans_remaining = test_bytes).
+    c.transactions = o.length_bytes;
+    c.length_bytes = 0;
+    if (o.rr_request == 0 || o.rr_response == 0)
+      fail(fmt::format("-r {}: a TCP_RR {} of 0 bytes moves nothing (netperf's recv loop would never end); give "
+                       "at least 1 byte",
+                       o.request_size.value_or("0"), o.rr_request == 0 ? "request" : "response"));
+    c.request_size = o.rr_request;
+    c.response_size = o.rr_response;
+    // What a transaction test does not do, each in one line.
+    if (o.steady_rel > 0) fail("--steady: a steady-state measurement is made for TCP_STREAM and TCP_MAERTS, not TCP_RR");
+    if (o.trace_path) fail("--trace: traced for TCP_STREAM only, not TCP_RR");
+    if (o.explain) fail("--explain: explained for TCP_STREAM only, not TCP_RR");
+    if (o.send_size || o.recv_size)
+      fail(fmt::format("{}: TCP_RR sends requests and responses of -r's sizes; -m and -M belong to TCP_STREAM and "
+                       "TCP_MAERTS",
+                       o.send_size ? "-m" : "-M"));
+    if (o.transport == "ipoib")
+      fail("-t TCP_RR: request/response over IPoIB (--transport ipoib) is not simulated; use --transport sdp");
+  }
+  if (c.test == NetperfTest::Maerts && o.trace_path) fail("--trace: traced for TCP_STREAM only, not TCP_MAERTS");
+  if (c.test == NetperfTest::Maerts && o.explain) fail("--explain: explained for TCP_STREAM only, not TCP_MAERTS");
   for (const auto& s : o.sets) model::apply_fault_setting(s, c.faults, c.retry);
   c.send_size = o.send_size;
   c.recv_size = o.recv_size;
@@ -553,16 +588,23 @@ TcpStreamConfig to_tcp_stream_config(const NetperfOptions& o) {
   return c;
 }
 
+void require_stream_test(const NetperfOptions& o, std::string_view what) {
+  if (o.test != "TCP_STREAM") fail(fmt::format("-t {}: {} takes TCP_STREAM runs only", o.test, what));
+}
+
 std::string netperf_option(const std::string& field) {
   if (field == "local_cpu" || field == "remote_cpu") return "-T";
-  if (field == "local_send_socket") return "-s";
-  if (field == "remote_recv_socket") return "-S";
+  if (field == "local_send_socket" || field == "local_recv_socket") return "-s";
+  if (field == "remote_recv_socket" || field == "remote_send_socket") return "-S";
   if (field == "transport") return "--transport ipoib";
   return field;
 }
 
 std::string request_size_note(const NetperfOptions& o, uint64_t send_size) {
-  if (!o.request_size) return "";
+  if (!o.request_size || o.test == "TCP_RR") return "";
+  if (o.test == "TCP_MAERTS")
+    return fmt::format("hcasim: note: TCP_MAERTS ignores -r; netserver's sends are {} ({} B)",
+                       o.send_size != 0 ? "-m's size" : "its send socket size", send_size);
   if (o.send_size != 0)
     return fmt::format("hcasim: note: TCP_STREAM ignores -r; sends are -m's size ({} B)",
                        send_size);

@@ -29,7 +29,7 @@ inline constexpr const char* kDefaultPlatform = "connectx-ddr-pcie1x8";
 /// simulation take the platform default" exactly as netperf passes 0 to the socket layer.
 struct NetperfOptions {
   // --- netperf global options (netsh.c) -------------------------------------------------
-  std::string test = "TCP_STREAM";      ///< -t (only TCP_STREAM is simulated)
+  std::string test = "TCP_STREAM";      ///< -t: TCP_STREAM, TCP_MAERTS or TCP_RR (upper case)
   double length_s = 10.0;               ///< -l, seconds (> 0); netperf's default is 10 s
   uint64_t length_bytes = 0;            ///< -l -N: stop after N bytes instead (0 = timed); only
                                         ///< when parse_netperf_args allows a byte count
@@ -50,8 +50,12 @@ struct NetperfOptions {
   uint64_t send_size = 0;               ///< -m: bytes per send(); 0 = local send socket size
   uint64_t recv_size = 0;               ///< -M: bytes per recv(); 0 = remote recv socket size
   uint64_t local_send_socket = 0;       ///< -s send[,recv]: first value (local SO_SNDBUF)
+  uint64_t local_recv_socket = 0;       ///< -s send[,recv]: second value (local SO_RCVBUF)
+  uint64_t remote_send_socket = 0;      ///< -S send[,recv]: first value (remote SO_SNDBUF)
   uint64_t remote_recv_socket = 0;      ///< -S send[,recv]: second value (remote SO_RCVBUF)
-  std::optional<std::string> request_size;  ///< -r as written (TCP_STREAM ignores it)
+  std::optional<std::string> request_size;  ///< -r as written (TCP_STREAM and TCP_MAERTS ignore it)
+  uint64_t rr_request = 1;              ///< -r REQ: TCP_RR request bytes (netperf's default 1)
+  uint64_t rr_response = 1;             ///< -r ,RSP: TCP_RR response bytes (netperf's default 1)
   bool nodelay = false;                 ///< -D: TCP_NODELAY on both data sockets
   std::vector<std::string> test_words;  ///< the words after "--", as given (for reports)
 
@@ -90,11 +94,16 @@ struct NetperfOptions {
 /// Parses the words after `hcasim netperf` (a leading word "netperf" is skipped, so a pasted
 /// netperf command line works). Throws InputError with one line naming the flag at fault, e.g.
 /// "unknown option -Z", "-l: 'abc' is not a number", "-m: bad size '12Q' (...)",
-/// "-t UDP_STREAM: hcasim simulates only TCP_STREAM", "-l: missing value", "--profile: takes
-/// no value (got '5')".
+/// "-t UDP_STREAM: hcasim simulates TCP_STREAM, TCP_MAERTS and TCP_RR", "-l: missing value",
+/// "--profile: takes no value (got '5')", "-r 0: a TCP_RR request of 0 bytes moves nothing".
 /// `allow_byte_count`: accept netperf's negative -l (a byte count, for the wall-clock
 /// hcasim-sdp-client, and `hcasim netperf`, whose sender then sends exactly that many bytes).
 NetperfOptions parse_netperf_args(const std::vector<std::string>& args, bool allow_byte_count = false);
+
+/// Throws InputError "-t TEST: WHAT takes TCP_STREAM runs only" unless options.test is
+/// TCP_STREAM: for the readers of netperf command lines that compare or sweep a stream's
+/// throughput (run files, scenarios, sweeps) and the wall-clock hcasim-sdp-client.
+void require_stream_test(const NetperfOptions& options, std::string_view what);
 
 /// `--trace-window START,LEN` as (START, LEN), seconds: two numbers, START >= 0, LEN > 0, both
 /// finite. Throws InputError naming the flag otherwise, and `origin` (what START counts from).
@@ -114,7 +123,8 @@ std::string netperf_option(const std::string& field);
 /// ring (two -m buffers once -m is above the send socket, nettest_bsd.c send_width) and the
 /// receive buffer (-M): 2 x -m + -M, as measured (-m 1G: 2.0 GiB of RSS, and the run needs
 /// between 2.2 and 2.4 GB of ulimit -v; -m 1G -M 1G: 3.0 GiB). Sizes taken from the socket (no
-/// -m, no -M) are a few MB at most and not counted.
+/// -m, no -M) are a few MB at most and not counted. TCP_RR: a request and a response buffer
+/// on each host, 2 x (REQ + RSP).
 uint64_t verify_data_bytes(const NetperfOptions& options);
 
 /// Throws InputError "--verify-data: -m M and -M N need about X GiB of real bytes (...), more
@@ -124,7 +134,8 @@ uint64_t verify_data_bytes(const NetperfOptions& options);
 /// printed).
 void check_verify_data_memory(const NetperfOptions& options);
 
-/// The note for a given -r, or an empty string when -r was not given: TCP_STREAM ignores -r and
+/// The note for a given -r, or an empty string when -r was not given or the test is TCP_RR:
+/// TCP_STREAM and TCP_MAERTS ignore -r; TCP_STREAM
 /// sends `send_size` bytes per call (netperf 2.4.3 nettest_bsd.c send_tcp_stream: when -m is
 /// absent, send_size = the local send socket size). `send_size` is the simulated one.
 std::string request_size_note(const NetperfOptions& options, uint64_t send_size);

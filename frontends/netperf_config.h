@@ -16,14 +16,25 @@
 
 namespace hcasim::frontends {
 
-/// What netperf's TCP_STREAM asks for, in netperf's own terms.
+/// The netperf tests hcasim simulates (-t): TCP_STREAM (netperf sends), TCP_MAERTS (netserver
+/// sends, netperf receives) and TCP_RR (request/response transactions), nettest_bsd.c
+/// send_tcp_stream, send_tcp_maerts, send_tcp_rr.
+enum class NetperfTest { Stream, Maerts, Rr };
+
+/// What netperf's TCP_STREAM, TCP_MAERTS or TCP_RR asks for, in netperf's own terms.
 struct TcpStreamConfig {
+  NetperfTest test = NetperfTest::Stream;  ///< -t
   double length_s = 10.0;               ///< -l: test length in simulated seconds (> 0)
   uint64_t length_bytes = 0;            ///< -l -N: send exactly N bytes instead (0 = timed by length_s)
   uint64_t send_size = 0;               ///< -m: bytes per send() call; 0 = local send socket size
   uint64_t recv_size = 0;               ///< -M: bytes per recv() call; 0 = remote recv socket size
   uint64_t local_send_socket = 0;       ///< -s: local socket buffer; 0 = platform default (tcp_wmem)
   uint64_t remote_recv_socket = 0;      ///< -S: remote socket buffer; 0 = platform default (tcp_rmem)
+  uint64_t local_recv_socket = 0;       ///< -s ,R: local receive buffer (TCP_RR, TCP_MAERTS); 0 = tcp_rmem
+  uint64_t remote_send_socket = 0;      ///< -S S,: remote send buffer (TCP_RR, TCP_MAERTS); 0 = tcp_wmem
+  uint64_t request_size = 1;            ///< TCP_RR -r REQ: bytes of each request (netperf's default 1)
+  uint64_t response_size = 1;           ///< TCP_RR -r ,RSP: bytes of each response (netperf's default 1)
+  uint64_t transactions = 0;            ///< TCP_RR -l -N: exactly N transactions (0 = timed by length_s)
   std::optional<int> local_cpu;         ///< -T lcpu: core of netperf; empty = scheduler's choice
   std::optional<int> remote_cpu;        ///< -T ,rcpu: core of netserver
   bool verify_data = false;             ///< move real bytes and compare them at the receiver
@@ -43,10 +54,17 @@ struct TcpStreamConfig {
   double trace_len_s = 1e-3;            ///< --trace-window LEN, s (> 0); default the first 1 ms
 };
 
-/// What a netperf TCP_STREAM run reports, plus simulator statistics.
+/// What a netperf TCP_STREAM, TCP_MAERTS or TCP_RR run reports, plus simulator statistics. The
+/// byte counts and CPU figures are netperf's (local = netperf's host, remote = netserver's);
+/// for TCP_MAERTS bytes_sent are netserver's, bytes_received netperf's.
 struct TcpStreamResult {
   uint64_t remote_recv_socket = 0;  ///< bytes, as netperf prints (first column)
   uint64_t local_send_socket = 0;   ///< bytes
+  uint64_t local_recv_socket = 0;   ///< bytes (TCP_RR, TCP_MAERTS)
+  uint64_t remote_send_socket = 0;  ///< bytes (TCP_RR, TCP_MAERTS)
+  uint64_t request_size = 0;        ///< TCP_RR: bytes per request
+  uint64_t response_size = 0;       ///< TCP_RR: bytes per response
+  uint64_t transactions = 0;        ///< TCP_RR: transactions completed in elapsed_s (nummessages)
   uint64_t send_size = 0;           ///< bytes per send() call
   uint64_t recv_size = 0;           ///< bytes per recv() call
   double elapsed_s = 0;             ///< from the first send to the end of the close, simulated s

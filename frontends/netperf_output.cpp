@@ -32,15 +32,125 @@ double as_float(double v) { return static_cast<double>(static_cast<float>(v)); }
 /// side whose CPU was not measured (cpu_method is only set by cpu_start when measuring).
 char cpu_method(bool measured) { return measured ? 'S' : 'U'; }
 
-/// Banner, print_top_test_header("TCP STREAM TEST", ...): the local data address is 0.0.0.0
-/// (no -L); the remote is the -H name and its address.
+/// Banner, print_top_test_header("TCP STREAM TEST", ...) ("TCP MAERTS TEST", "TCP
+/// REQUEST/RESPONSE TEST"): the local data address is 0.0.0.0 (no -L); the remote is the -H
+/// name and its address; " : nodelay" after -D, " : cpu bind" after -T, in that order.
 std::string banner(const NetperfOptions& o) {
   const std::string address = o.host == "localhost" ? "127.0.0.1" : o.host;
+  const char* name = o.test == "TCP_RR" ? "TCP REQUEST/RESPONSE TEST" : o.test == "TCP_MAERTS" ? "TCP MAERTS TEST" : "TCP STREAM TEST";
   std::string line = fmt::format(
-      "TCP STREAM TEST from 0.0.0.0 (0.0.0.0) port 0 AF_INET to {} ({}) port 0 AF_INET", o.host,
+      "{} from 0.0.0.0 (0.0.0.0) port 0 AF_INET to {} ({}) port 0 AF_INET", name, o.host,
       address);
+  if (o.nodelay) line += " : nodelay";
   if (o.cpu_binding_requested) line += " : cpu bind";
   return line + "\n";
+}
+
+/// netperf 2.4.3 send_tcp_rr's output after the banner (tput_title, tput_fmt_0,
+/// tput_fmt_1_line_1/2, cpu_title, cpu_fmt_0, cpu_fmt_1_line_1/2, ksink_fmt).
+std::string rr_output(const NetperfOptions& o, const TcpStreamResult& r, const NetperfFigures& f) {
+  std::string out;
+  const double elapsed = as_float(f.elapsed_s);
+  const auto lss = static_cast<int>(r.local_send_socket), lsr = static_cast<int>(r.local_recv_socket);
+  const auto rss = static_cast<int>(r.remote_send_socket), rsr = static_cast<int>(r.remote_recv_socket);
+  const auto req = static_cast<int>(r.request_size), rsp = static_cast<int>(r.response_size);
+  if (o.local_cpu || o.remote_cpu) {
+    if (o.verbosity == 0) {
+      const bool local = o.local_cpu;
+      out += cformat("%6.3f %c %s\n", as_float(local ? f.local_sd_us_per_kb : f.remote_sd_us_per_kb),
+                     cpu_method(local ? o.local_cpu : o.remote_cpu), "");
+    } else if (o.verbosity <= 2) {
+      if (o.print_headers) {
+        out += "Local /Remote\n"
+               "Socket Size   Request Resp.  Elapsed Trans.   CPU    CPU    S.dem   S.dem\n"
+               "Send   Recv   Size    Size   Time    Rate     local  remote local   remote\n";
+        out += cformat("bytes  bytes  bytes   bytes  secs.   per sec  %% %c    %% %c    us/Tr   us/Tr\n\n",
+                       cpu_method(o.local_cpu), cpu_method(o.remote_cpu));
+      }
+      out += cformat("%-6d %-6d %-6d  %-6d %-6.2f  %-6.2f  %-6.2f %-6.2f %-6.3f  %-6.3f %s\n", lss, lsr, req, rsp,
+                     elapsed, f.throughput, as_float(f.local_util_pct), as_float(f.remote_util_pct),
+                     as_float(f.local_sd_us_per_kb), as_float(f.remote_sd_us_per_kb), "");
+      out += cformat("%-6d %-6d\n", rss, rsr);
+    }
+  } else {
+    if (o.verbosity == 0) {
+      out += cformat("%7.2f %s\n", f.throughput, "");
+    } else if (o.verbosity <= 2) {
+      if (o.print_headers)
+        out += "Local /Remote\n"
+               "Socket Size   Request  Resp.   Elapsed  Trans.\n"
+               "Send   Recv   Size     Size    Time     Rate         \n"
+               "bytes  Bytes  bytes    bytes   secs.    per sec   \n\n";
+      out += cformat("%-6d %-6d %-6d   %-6d  %-6.2f   %7.2f   %s\n", lss, lsr, req, rsp, elapsed, f.throughput, "");
+      out += cformat("%-6d %-6d\n", rss, rsr);
+    }
+  }
+  if (o.verbosity > 1) {
+    // ksink_fmt: local send alignment, then (as 2.4.3 passes them) the remote receive offset, the
+    // local send offset and the remote receive offset again: netperf's defaults 8, 0, 0, 0.
+    out += cformat("Alignment      Offset\nLocal  Remote  Local  Remote\nSend   Recv    Send   Recv\n%5d  %5d   %5d  %5d\n",
+                   8, 0, 0, 0);
+  }
+  return out;
+}
+
+/// netperf 2.4.3 send_tcp_maerts's output after the banner (tput_title, tput_fmt_0/1, cpu_title,
+/// cpu_fmt_0/1, ksink_fmt, ksink_fmt2). Its tput_fmt_1 ends "   \n %s": the row's line is
+/// followed by a space and no newline, as netperf prints it.
+std::string maerts_output(const NetperfOptions& o, const TcpStreamResult& r, const NetperfFigures& f) {
+  std::string out;
+  const std::string units = netperf_units(o.format);
+  const double elapsed = as_float(f.elapsed_s);
+  const auto send = static_cast<int>(r.send_size);
+  if (o.local_cpu || o.remote_cpu) {
+    if (o.verbosity == 0) {
+      const bool local = o.local_cpu;
+      out += cformat("%6.3f %c %s\n", as_float(local ? f.local_sd_us_per_kb : f.remote_sd_us_per_kb),
+                     cpu_method(local ? o.local_cpu : o.remote_cpu), "");
+    } else if (o.verbosity <= 2) {
+      if (o.print_headers) {
+        out +=
+            "Recv   Send    Send                          Utilization       Service Demand\n"
+            "Socket Socket  Message  Elapsed              Send     Recv     Send    Recv\n"
+            "Size   Size    Size     Time     Throughput  local    remote   local   remote\n";
+        out += cformat("bytes  bytes   bytes    secs.    %-8.8s/s  %% %c      %% %c      us/KB   us/KB\n\n",
+                       units.c_str(), cpu_method(o.local_cpu), cpu_method(o.remote_cpu));
+      }
+      // cpu_fmt_1 is given rsr_size and lss_size (the remote receive and local send buffers),
+      // as in send_tcp_stream.
+      out += cformat("%6d %6d %6d    %-6.2f     %7.2f   %-6.2f   %-6.2f   %-6.3f  %-6.3f %s\n",
+                     static_cast<int>(r.remote_recv_socket), static_cast<int>(r.local_send_socket), send, elapsed,
+                     f.throughput, as_float(f.local_util_pct), as_float(f.remote_util_pct),
+                     as_float(f.local_sd_us_per_kb), as_float(f.remote_sd_us_per_kb), "");
+    }
+  } else {
+    if (o.verbosity == 0) {
+      out += cformat("%7.2f %s\n", f.throughput, "");
+    } else if (o.verbosity <= 2) {
+      if (o.print_headers) {
+        out +=
+            "Recv   Send    Send                          \n"
+            "Socket Socket  Message  Elapsed              \n"
+            "Size   Size    Size     Time     Throughput  \n";
+        out += cformat("bytes  bytes   bytes    secs.    %s/sec  \n\n", units.c_str());
+      }
+      out += cformat("%6d %6d %6d    %-6.2f   %7.2f   \n %s", static_cast<int>(r.local_recv_socket),
+                     static_cast<int>(r.remote_send_socket), send, elapsed, f.throughput, "");
+    }
+  }
+  if (o.verbosity > 1) {
+    // ksink_fmt: alignments 8, offsets 0, the bytes netserver sent, per recv and recvs (netperf's),
+    // per send and sends (netserver's); ksink_fmt2: the MSS (-1 on an SDP socket).
+    const auto bytes = static_cast<double>(r.bytes_sent);
+    out += cformat("\nAlignment      Offset         %-8.8s %-8.8s    Recvs   %-8.8s Sends\n", "Bytes", "Bytes", "Bytes");
+    out += "Local  Remote  Local  Remote  Xfered   Per                 Per\n";
+    out += "Recv   Send    Recv   Send             Recv (avg)          Send (avg)\n";
+    out += cformat("%5d   %5d  %5d   %5d %6.4g  %6.2f    %6d   %6.2f %6d\n", 8, 8, 0, 0, bytes,
+                   bytes / static_cast<double>(r.recv_calls), static_cast<int>(r.recv_calls),
+                   bytes / static_cast<double>(r.send_calls), static_cast<int>(r.send_calls));
+    out += cformat("\nMaximum\nSegment\nSize (bytes)\n%6d\n", -1);
+  }
+  return out;
 }
 
 std::string cell(double v, bool present) { return present ? fmt::format("{}", v) : ""; }
@@ -75,19 +185,39 @@ std::string netperf_units(char format) {
 NetperfFigures netperf_figures(const NetperfOptions& o, const TcpStreamResult& r) {
   NetperfFigures f;
   f.elapsed_s = r.elapsed_s;
-  const auto bytes = static_cast<double>(r.bytes_received);
+  if (o.test == "TCP_RR") {
+    // send_tcp_rr: thruput = nummessages / elapsed_time (a float); the service demands are
+    // calc_service_demand(nummessages * 1024, ...), i.e. us of CPU per transaction.
+    const auto n = static_cast<double>(r.transactions);
+    f.throughput = n / as_float(r.elapsed_s);
+    f.transaction_rate = f.throughput;
+    f.throughput_mbps = static_cast<double>(r.bytes_sent + r.bytes_received) * 8 / r.elapsed_s / 1e6;
+    if (o.local_cpu) {
+      f.local_util_pct = r.local_util_pct;
+      f.local_sd_us_per_kb = model::service_demand_us_per_kb(r.local_util_pct, r.local_cpus, r.transactions * 1024, r.elapsed_s);
+    }
+    if (o.remote_cpu) {
+      f.remote_util_pct = r.remote_util_pct;
+      f.remote_sd_us_per_kb =
+          model::service_demand_us_per_kb(r.remote_util_pct, r.remote_cpus, r.transactions * 1024, r.elapsed_s);
+    }
+    return f;
+  }
+  // send_tcp_stream counts the remote's bytes received, send_tcp_maerts the remote's bytes sent.
+  const uint64_t counted = o.test == "TCP_MAERTS" ? r.bytes_sent : r.bytes_received;
+  const auto bytes = static_cast<double>(counted);
   // calc_thruput divides by lib_elapsed, a float.
   f.throughput = netperf_throughput(bytes, as_float(r.elapsed_s), o.format);
   f.throughput_mbps = netperf_throughput(bytes, r.elapsed_s, 'm');
   if (o.local_cpu) {
     f.local_util_pct = r.local_util_pct;
     f.local_sd_us_per_kb =
-        model::service_demand_us_per_kb(r.local_util_pct, r.local_cpus, r.bytes_received, r.elapsed_s);
+        model::service_demand_us_per_kb(r.local_util_pct, r.local_cpus, counted, r.elapsed_s);
   }
   if (o.remote_cpu) {
     f.remote_util_pct = r.remote_util_pct;
     f.remote_sd_us_per_kb = model::service_demand_us_per_kb(r.remote_util_pct, r.remote_cpus,
-                                                          r.bytes_received, r.elapsed_s);
+                                                          counted, r.elapsed_s);
   }
   return f;
 }
@@ -96,6 +226,8 @@ std::string format_netperf_output(const NetperfOptions& o, const TcpStreamResult
                                   const NetperfFigures& f) {
   std::string out;
   if (o.print_headers) out += banner(o);
+  if (o.test == "TCP_RR") return out + rr_output(o, r, f);
+  if (o.test == "TCP_MAERTS") return out + maerts_output(o, r, f);
   const std::string units = netperf_units(o.format);
   const uint64_t rsr = r.remote_recv_socket, lss = r.local_send_socket, send = r.send_size;
   const double elapsed = as_float(f.elapsed_s);

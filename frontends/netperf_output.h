@@ -25,6 +25,9 @@ struct NetperfFigures {
   double remote_util_pct = -1;   ///< % of all CPUs of the receiving host; -1 without -C
   double local_sd_us_per_kb = -1;   ///< us of CPU per KB (1024 B) received; -1 without -c
   double remote_sd_us_per_kb = -1;  ///< -1 without -C
+  /// TCP_RR: transactions per second (then `throughput` too, and the service demands are us per
+  /// transaction, netperf's us/Tr); 0 for the stream tests.
+  double transaction_rate = 0;
 };
 
 /// netlib.c calc_thruput_interval: `bytes` / divisor / `elapsed_s`, divisor 2^10, 2^20, 2^30
@@ -40,7 +43,10 @@ std::string netperf_units(char format);
 /// from sim::service_demand_us_per_kb (netlib.c calc_service_demand).
 NetperfFigures netperf_figures(const NetperfOptions& options, const TcpStreamResult& result);
 
-/// The whole stdout of a netperf 2.4.3 TCP_STREAM run: with -P 1 the banner ("TCP STREAM TEST
+/// The whole stdout of a netperf 2.4.3 TCP_STREAM, TCP_MAERTS or TCP_RR run (options.test):
+/// TCP_RR prints send_tcp_rr's transaction rate table (lss lsr request response elapsed rate, then
+/// rss rsr on a second line; us/Tr service demands with -c/-C), TCP_MAERTS send_tcp_maerts's
+/// stream table (its row ends "   \n " with no newline, as netperf's tput_fmt_1). For TCP_STREAM: with -P 1 the banner ("TCP STREAM TEST
 /// from 0.0.0.0 (0.0.0.0) port 0 AF_INET to HOST (HOST) port 0 AF_INET", plus " : cpu bind"
 /// after -T) and the column titles, then the row; the long form with utilisation and service
 /// demand when -c or -C was given; at -v 0 only the terse number; at -v 2 (or more) also the

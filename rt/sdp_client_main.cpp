@@ -131,6 +131,7 @@ void refuse_simulator_options(const frontends::NetperfOptions& o) {
 int run(const std::vector<std::string>& words) {
   const ClientArgs args = split_args(words);
   frontends::NetperfOptions o = frontends::parse_netperf_args(args.netperf_words, /*allow_byte_count=*/true);
+  frontends::require_stream_test(o, "hcasim-sdp-client");
   refuse_simulator_options(o);
   const Settings st = settings(o);
   const sdp::SdpConfig& config = st.engine;

@@ -66,10 +66,14 @@ Usage:
 run, sweep, compare, calibrate, validate and params take --json (docs/cli.md "--json").
 
 hcasim netperf takes netperf 2.4's flags and prints netperf's output from a simulation:
-  -t TCP_STREAM   -l SECONDS|-BYTES   -c [RATE]   -C [RATE]   -P 0|1   -T lcpu[,rcpu]   -v N
-  -f k|m|g|K|M|G   (-H host, -4, -6, -i, -I are accepted and ignored)
-  test options after --:  -m SIZE  -M SIZE  -s SIZE[,SIZE]  -S SIZE[,SIZE]  -D  (-r is ignored)
+  -t TCP_STREAM|TCP_MAERTS|TCP_RR   -l SECONDS|-BYTES|-TRANSACTIONS   -c [RATE]   -C [RATE]
+  -P 0|1   -T lcpu[,rcpu]   -v N   -f k|m|g|K|M|G   (-H host, -4, -6, -i, -I are accepted and ignored)
+  test options after --:  -m SIZE  -M SIZE  -s SIZE[,SIZE]  -S SIZE[,SIZE]  -D
+                          -r REQ[,RSP] (TCP_RR: request and response sizes, default 1,1;
+                          the stream tests ignore it)
   sizes take K/M/G (2^10..) or k/m/g (10^3..) suffixes
+  TCP_RR runs over SDP only and takes neither -m/-M nor --steady, --explain, --trace;
+  TCP_MAERTS (netserver sends) takes neither --explain nor --trace
 hcasim options:
   --platform NAME|FILE         local host (default connectx-ddr-pcie1x8)
   --remote-platform NAME|FILE  remote host (default: same as --platform)
@@ -176,6 +180,13 @@ int netperf_main(const std::vector<std::string>& args) {
   // field the platforms refuse; netperf's option names it to the user.
   const auto simulate = [&l = local, &r = remote, &config, &ipoib, &opts]() -> frontends::TcpStreamResult {
     try {
+      switch (config.test) {
+        case frontends::NetperfTest::Rr: return sim::run_tcp_rr(l, r, config);
+        case frontends::NetperfTest::Maerts:
+          if (opts.transport == "ipoib") return (ipoib = sim::run_ipoib_maerts(l, r, config))->stream;
+          return sim::run_tcp_maerts(l, r, config);
+        case frontends::NetperfTest::Stream: break;
+      }
       if (opts.transport == "ipoib") return (ipoib = sim::run_ipoib_stream(l, r, config))->stream;
       return sim::run_tcp_stream(l, r, config);
     } catch (const frontends::ConfigError& e) {
@@ -186,6 +197,9 @@ int netperf_main(const std::vector<std::string>& args) {
   if (progress_shown) std::cerr << "\r\033[K" << std::flush;
   // A run too short to deliver one message measured nothing: a throughput of 0 and a service
   // demand of 0 / 0 (netperf's -l is whole seconds; 1e-300 s ends before the first send).
+  if (config.test == frontends::NetperfTest::Rr && result.transactions == 0)
+    throw InputError(fmt::format("-l {}: too short to complete one transaction ({:.3g} s simulated); give a longer -l",
+                                 opts.length_s, result.elapsed_s));
   if (result.bytes_received == 0)
     throw InputError(fmt::format("-l {}: too short to move one message (the receiver got 0 bytes in {:.3g} s "
                                  "simulated); give a longer -l",
@@ -220,7 +234,12 @@ int netperf_main(const std::vector<std::string>& args) {
     std::cerr << "hcasim: local  " << result.local_faults.summary() << "\n";
     std::cerr << "hcasim: remote " << result.remote_faults.summary() << "\n";
   }
-  if (opts.verify_data)
+  const bool rr = config.test == frontends::NetperfTest::Rr;
+  if (opts.verify_data && rr)
+    std::cerr << fmt::format("hcasim: data: {} B of requests and {} B of responses, crc32 {:08x} as sent, {:08x} as "
+                             "received\n",
+                             result.bytes_sent, result.bytes_received, result.sent_crc32, result.received_crc32);
+  else if (opts.verify_data)
     std::cerr << fmt::format("hcasim: data: {} B sent, crc32 {:08x}; {} B received, crc32 {:08x}\n",
                              result.bytes_sent, result.sent_crc32, result.bytes_received, result.received_crc32);
   if (opts.stats) {
@@ -232,7 +251,10 @@ int netperf_main(const std::vector<std::string>& args) {
     std::cerr << "hcasim: error: --verify-data: the data received differ from the data sent\n";
     return 1;
   }
-  if (opts.verify_data)
+  if (opts.verify_data && rr)
+    std::cerr << fmt::format("hcasim: note: --verify-data: {} bytes compared at their receivers, all equal\n",
+                             result.bytes_sent + result.bytes_received);
+  else if (opts.verify_data)
     std::cerr << fmt::format("hcasim: note: --verify-data: {} {} compared at the receiver, all equal\n",
                              result.bytes_received, result.bytes_received == 1 ? "byte" : "bytes");
   return 0;

@@ -921,6 +921,7 @@ std::vector<RealRun> parse_run_file(std::string_view text, const std::string& or
           if (p.run.tool == "netperf") {
             p.run.words = unmangle_netperf_words(c.words);
             p.netperf = frontends::parse_netperf_args(p.run.words);
+            frontends::require_stream_test(p.netperf, "a run file");
           } else {
             p.run.words = std::move(c.words);
             p.cycles_flag = strip_report_cycles(p.run.words);

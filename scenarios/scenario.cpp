@@ -213,6 +213,7 @@ ScenarioPoint parse_point(const toml::table& t, const Scenario& scenario, size_t
   frontends::NetperfOptions parsed;
   try {
     parsed = frontends::parse_netperf_args(words);
+    frontends::require_stream_test(parsed, "a scenario");
   } catch (const InputError& e) {
     fail_at(origin, p.line, where + "command: " + e.what());
   }

@@ -301,6 +301,7 @@ ToolView view_of(const SweepOptions& o) {
   ToolView v;
   if (o.tool == "netperf") {
     const auto opts = frontends::parse_netperf_args(words_for_size(o, o.sizes.front()), true);
+    frontends::require_stream_test(opts, "hcasim sweep");
     v.size_column = "send_size_bytes";
     v.table_columns = {"throughput_mbps"}, v.table_titles = {"throughput"}, v.table_units = {"10^6bits/s"};
     v.decimals = {2};
@@ -436,7 +437,7 @@ int run_sweep(const SweepOptions& o) {
   // Everything checked before the first child: the tool's flags at every size (a size the tool
   // refuses is its own one-line error), the variants, the outputs, gnuplot.
   for (uint64_t s : o.sizes) {
-    if (o.tool == "netperf") (void)frontends::parse_netperf_args(words_for_size(o, s), true);
+    if (o.tool == "netperf") frontends::require_stream_test(frontends::parse_netperf_args(words_for_size(o, s), true), "hcasim sweep");
     else (void)frontends::parse_perftest_args(perftest_test(o.tool), words_for_size(o, s));
   }
   check_variants(o, variants);

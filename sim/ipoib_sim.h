@@ -54,6 +54,13 @@ namespace hcasim::sim {
 frontends::IpoibStreamResult run_ipoib_stream(const model::Platform& local, const model::Platform& remote,
                                               const frontends::TcpStreamConfig& config);
 
+/// Runs netperf TCP_MAERTS over IPoIB: run_ipoib_stream from netserver's host (`remote`) to
+/// netperf's (`local`) with the roles' buffers and CPUs (maerts_stream_config), turned round
+/// into netperf's view (maerts_result; kernel profiles and interrupt counts swapped too).
+/// Throws as run_ipoib_stream does, a ConfigError naming the MAERTS field (maerts_field).
+frontends::IpoibStreamResult run_ipoib_maerts(const model::Platform& local, const model::Platform& remote,
+                                              const frontends::TcpStreamConfig& config);
+
 /// Reads every parameter run_ipoib_stream reads of one host, and throws as it does on a missing
 /// or bad one. The SDP and perftest paths call it (sim/testbed.cpp) on platforms with a
 /// [netstack] section, so that a bad IPoIB parameter is an error whichever transport runs.

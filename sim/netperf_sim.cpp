@@ -41,6 +41,35 @@ double busy_ns(const std::vector<model::CoreAccount>& cores) {
   return sum;
 }
 
+/// A host's CPU accounts over a measured interval of `elapsed_ns` with the timer tick added
+/// (host.timer_hz x timer_tick). The tick interrupts whatever runs: on a core that was busy the
+/// whole interval it takes its time from the polling, else from the tick's own share (the work
+/// it interrupted already fills the interval), so no core is ever busier than the interval.
+std::vector<model::CoreAccount> with_timer(std::vector<model::CoreAccount> acc, const HostParams& s,
+                                           double elapsed_ns) {
+  for (auto& c : acc) {
+    double& timer = c.busy_ns[static_cast<size_t>(model::Activity::Timer)];
+    double& poll = c.busy_ns[static_cast<size_t>(model::Activity::Poll)];
+    timer += s.costs.timer_hz * elapsed_ns * 1e-9 * s.costs.timer_tick_ns;
+    poll -= std::min(poll, std::max(0.0, c.total_ns() - elapsed_ns));
+    timer -= std::min(timer, std::max(0.0, c.total_ns() - elapsed_ns));
+  }
+  return acc;
+}
+
+/// The accounts as --profile prints them: busy ns by activity, per core.
+std::vector<frontends::CoreProfile> profile(const std::vector<model::CoreAccount>& acc) {
+  std::vector<frontends::CoreProfile> out;
+  for (size_t i = 0; i < acc.size(); ++i) {
+    frontends::CoreProfile p;
+    p.core = static_cast<int>(i);
+    for (size_t a = 0; a < model::kActivityCount; ++a)
+      p.busy_ns.emplace_back(std::string(model::activity_name(static_cast<model::Activity>(a))), acc[i].busy_ns[a]);
+    out.push_back(std::move(p));
+  }
+  return out;
+}
+
 /// The pair of sockets, created inside the actors (verbs calls need a CPU context).
 struct Rendezvous {
   sdp::SdpSocket* server = nullptr;
@@ -283,35 +312,11 @@ frontends::TcpStreamResult run_tcp_stream(const model::Platform& local, const mo
     throw std::runtime_error(fmt::format("data check failed: sent {} B, received {} B, content {}", sent, received,
                                          data_ok ? "in order" : "corrupted"));
   const double elapsed_ns = t_end - t_start;
-  auto with_timer = [&](std::vector<model::CoreAccount> acc, const HostParams& s) {
-    // The tick interrupts whatever runs: on a core that was busy the whole interval it takes
-    // its time from the polling, else from the tick's own share (the work it interrupted
-    // already fills the interval), so no core is ever busier than the interval.
-    for (auto& c : acc) {
-      double& timer = c.busy_ns[static_cast<size_t>(model::Activity::Timer)];
-      double& poll = c.busy_ns[static_cast<size_t>(model::Activity::Poll)];
-      timer += s.costs.timer_hz * res.elapsed_s * s.costs.timer_tick_ns;
-      poll -= std::min(poll, std::max(0.0, c.total_ns() - elapsed_ns));
-      timer -= std::min(timer, std::max(0.0, c.total_ns() - elapsed_ns));
-    }
-    return acc;
-  };
-  const auto acc_a = with_timer(steady_end ? steady_end->local : host_a.accounts(), A);
-  const auto acc_b = with_timer(steady_end ? steady_end->remote : host_b.accounts(), B);
+  const auto acc_a = with_timer(steady_end ? steady_end->local : host_a.accounts(), A, elapsed_ns);
+  const auto acc_b = with_timer(steady_end ? steady_end->remote : host_b.accounts(), B, elapsed_ns);
   if (steady_end) res.link_busy_s = steady_end->link_busy_s;
   res.local_util_pct = model::utilisation_pct(acc_a, elapsed_ns);
   res.remote_util_pct = model::utilisation_pct(acc_b, elapsed_ns);
-  auto profile = [](const std::vector<model::CoreAccount>& acc) {
-    std::vector<frontends::CoreProfile> out;
-    for (size_t i = 0; i < acc.size(); ++i) {
-      frontends::CoreProfile p;
-      p.core = static_cast<int>(i);
-      for (size_t a = 0; a < model::kActivityCount; ++a)
-        p.busy_ns.emplace_back(std::string(model::activity_name(static_cast<model::Activity>(a))), acc[i].busy_ns[a]);
-      out.push_back(std::move(p));
-    }
-    return out;
-  };
   res.local_profile = profile(acc_a);
   res.remote_profile = profile(acc_b);
   if (cfg.explain) {
@@ -335,6 +340,258 @@ frontends::TcpStreamResult run_tcp_stream(const model::Platform& local, const mo
   res.sdp_messages = sock_a->stats().msgs_sent + sock_b->stats().msgs_sent;
   res.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
   return res;
+}
+
+
+frontends::TcpStreamResult run_tcp_rr(const model::Platform& local, const model::Platform& remote,
+                                      const frontends::TcpStreamConfig& cfg) {
+  if (cfg.transactions == 0 && !(cfg.length_s > 0))
+    throw InputError(fmt::format("TcpStreamConfig: length_s {} must be > 0 when transactions is 0", cfg.length_s));
+  if (cfg.request_size == 0 || cfg.response_size == 0)
+    throw InputError("TcpStreamConfig: TCP_RR request and response sizes must be at least 1 byte");
+  const HostParams A = read_host_params(local);
+  const HostParams B = read_host_params(remote);
+
+  frontends::TcpStreamResult res;
+  // The four socket buffers as Linux grants them (netperf prints what getsockopt returns;
+  // send_tcp_rr prints lss, lsr on its first line and rss, rsr on its second).
+  const StreamSetup setup = stream_setup(A, B, local, remote, cfg);
+  res.local_send_socket = setup.send_socket;
+  res.remote_recv_socket = setup.recv_socket;
+  res.local_recv_socket = model::linux_socket_buffer(cfg.local_recv_socket, A.rmem_max, A.rmem_default, model::kSockMinRcvbuf);
+  res.remote_send_socket = model::linux_socket_buffer(cfg.remote_send_socket, B.wmem_max, B.wmem_default, model::kSockMinSndbuf);
+  res.request_size = cfg.request_size;
+  res.response_size = cfg.response_size;
+  res.send_size = cfg.request_size;
+  res.recv_size = cfg.response_size;
+  res.local_cpus = A.costs.cpus;
+  res.remote_cpus = B.costs.cpus;
+  const int lcpu = setup.local_cpu;
+  const int rcpu = setup.remote_cpu;
+
+  const auto wall0 = std::chrono::steady_clock::now();
+  const sdp::DataMode mode = cfg.verify_data ? sdp::DataMode::Bytes : sdp::DataMode::Reference;
+  TwoHostBed bed(A, B, cfg.seed, mode);
+  bed.set_faults(cfg.faults, cfg.retry);
+  SimHost& host_a = bed.host(0);
+  SimHost& host_b = bed.host(1);
+  Qp& qp_a = bed.qp(0);
+  Qp& qp_b = bed.qp(1);
+  Failure& failure = bed.failure();
+
+  Rendezvous rv;
+  double t_start = 0, t_end = 0;
+  std::unique_ptr<sdp::SdpSocket> sock_a, sock_b;
+  bool data_ok = true;
+  // Each direction is a byte stream: requests A -> B, responses B -> A, checked by offset.
+  uint64_t req_sent = 0, req_received = 0, rsp_sent = 0, rsp_received = 0;
+  uint64_t send_calls = 0, recv_calls = 0, transactions = 0;
+  // --verify-data: zlib crc32 of each direction at its sender and at its receiver.
+  uLong req_sent_crc = crc32(0L, Z_NULL, 0), req_recv_crc = req_sent_crc, rsp_sent_crc = req_sent_crc,
+        rsp_recv_crc = req_sent_crc;
+  std::vector<uint8_t> crc_buf;
+  auto crc_of = [&](const sdp::HostMemory& mem, sdp::Addr addr, uint64_t n, uLong& crc) {
+    if (!cfg.verify_data) return;
+    crc_buf.resize(n);
+    mem.read_bytes(addr, crc_buf.data(), n);
+    crc = crc32_z(crc, crc_buf.data(), n);
+  };
+  std::optional<std::pair<std::vector<model::CoreAccount>, std::vector<model::CoreAccount>>> at_stop;
+
+  // netserver (nettest_bsd.c recv_tcp_rr): recv() until the whole request is in, send() the
+  // response, until netperf closes.
+  bed.scheduler().spawn("netserver", [&] {
+    failure.guard("netserver", [&] {
+      host_b.bind_current(rcpu);
+      sock_b = std::make_unique<sdp::SdpSocket>(host_b, qp_b, B.sdp, "netserver");
+      qp_b.set_handlers([&] { sock_b->on_cqe(); }, [&] { sock_b->on_cq_event(); });
+      qp_b.req_notify_cq();
+      if (cfg.nodelay) sock_b->set_nodelay(true);
+      {
+        yield_rounds(2);
+        rv.server = sock_b.get();
+        rv.wq.notify_all();
+        while (!rv.connected) rv.wq.wait();
+        yield_rounds(1);
+      }
+      const sdp::Addr req_buf = host_b.memory().allocate(cfg.request_size, mode, 8);
+      const sdp::Addr rsp_buf = host_b.memory().allocate(cfg.response_size, mode, 8);
+      for (;;) {
+        uint64_t left = cfg.request_size;
+        while (left > 0) {
+          const sdp::Addr at = req_buf + (cfg.request_size - left);
+          const uint64_t n = sock_b->recv(at, left);
+          if (n == 0) break;
+          if (!host_b.memory().check_stream(at, n, req_received)) data_ok = false;
+          crc_of(host_b.memory(), at, n, req_recv_crc);
+          req_received += n;
+          left -= n;
+        }
+        if (left > 0) break;  // netperf closed (its partial request is not answered)
+        host_b.memory().write_stream(rsp_buf, cfg.response_size, rsp_sent);
+        crc_of(host_b.memory(), rsp_buf, cfg.response_size, rsp_sent_crc);
+        rsp_sent += sock_b->send(rsp_buf, cfg.response_size);
+        host_b.flush();
+      }
+      sock_b->close();
+    });
+  });
+
+  // netperf (nettest_bsd.c send_tcp_rr): one send() of the request, recv() until the whole
+  // response is in; for -l seconds (the alarm ends the test: a transaction it interrupts is not
+  // counted) or -l -N transactions.
+  bed.scheduler().spawn("netperf", [&] {
+    failure.guard("netperf", [&] {
+      host_a.bind_current(lcpu);
+      sock_a = std::make_unique<sdp::SdpSocket>(host_a, qp_a, A.sdp, "netperf");
+      qp_a.set_handlers([&] { sock_a->on_cqe(); }, [&] { sock_a->on_cq_event(); });
+      qp_a.req_notify_cq();
+      if (cfg.nodelay) sock_a->set_nodelay(true);  // create_data_socket, before connect
+      {
+        yield_rounds(2);
+        while (rv.server == nullptr) rv.wq.wait();
+        yield_rounds(1);
+      }
+      auto hello = sock_a->hello(12865);
+      auto ack = rv.server->accept_hello(hello);
+      sock_a->hello_ack(ack);
+      rv.connected = true;
+      rv.wq.notify_all();
+      // send_width = recv_width = 1 for a request/response test (send_tcp_rr).
+      const sdp::Addr req_buf = host_a.memory().allocate(cfg.request_size, mode, 8);
+      const sdp::Addr rsp_buf = host_a.memory().allocate(cfg.response_size, mode, 8);
+      host_a.reset_accounts();
+      host_b.reset_accounts();
+      bed.reset_link_busy();
+      t_start = now_ns();
+      const double stop = t_start + cfg.length_s * 1e9;
+      for (;;) {
+        if (cfg.transactions ? transactions >= cfg.transactions : now_ns() >= stop) break;
+        host_a.memory().write_stream(req_buf, cfg.request_size, req_sent);
+        crc_of(host_a.memory(), req_buf, cfg.request_size, req_sent_crc);
+        req_sent += sock_a->send(req_buf, cfg.request_size);
+        ++send_calls;
+        uint64_t left = cfg.response_size;
+        while (left > 0) {
+          const sdp::Addr at = rsp_buf + (cfg.response_size - left);
+          const uint64_t n = sock_a->recv(at, left);
+          if (n == 0) throw std::runtime_error("netserver closed the connection in the middle of a transaction");
+          ++recv_calls;
+          if (!host_a.memory().check_stream(at, n, rsp_received)) data_ok = false;
+          crc_of(host_a.memory(), at, n, rsp_recv_crc);
+          rsp_received += n;
+          left -= n;
+        }
+        host_a.flush();
+        if (!cfg.transactions && now_ns() > stop) break;  // the alarm went off inside this transaction
+        ++transactions;
+      }
+      // A timed test ends at its alarm (cpu_stop right after the interrupted call); a counted
+      // one when its last response is in.
+      t_end = cfg.transactions ? now_ns() : stop;
+      at_stop.emplace(host_a.accounts(), host_b.accounts());
+      res.link_busy_s = bed.link_busy_s();
+      sock_a->close();
+      while (sock_a->recv(rsp_buf, cfg.response_size) > 0) {
+      }
+      host_a.flush();
+    });
+  });
+
+  bed.run(cfg.transactions ? 60 + static_cast<double>(cfg.transactions) * 1e-3 : 2 * cfg.length_s + 10);
+  if (failure.failed()) {
+    std::string why = failure.message();
+    if (qp_a.state() == Qp::State::Error || qp_b.state() == Qp::State::Error)
+      why += " (the connection's QP went to the error state: with faults on the wire, the transport retries "
+             "ran out, qp.retry_cnt)";
+    throw std::runtime_error(why);
+  }
+  if (!at_stop || t_end <= t_start) throw std::runtime_error("simulation ended before the test finished");
+
+  res.elapsed_s = (t_end - t_start) * 1e-9;
+  res.transactions = transactions;
+  res.bytes_sent = req_sent;
+  res.bytes_received = rsp_received;
+  res.send_calls = send_calls;
+  res.recv_calls = recv_calls;
+  res.faults_configured = cfg.faults.any();
+  res.local_faults = bed.hca(0).fault_stats();
+  res.remote_faults = bed.hca(1).fault_stats();
+  // One crc32 per end: the requests followed by the responses, as sent and as received.
+  res.crc_computed = cfg.verify_data;
+  res.sent_crc32 = static_cast<uint32_t>(crc32_combine(req_sent_crc, rsp_sent_crc, static_cast<z_off_t>(rsp_sent)));
+  res.received_crc32 =
+      static_cast<uint32_t>(crc32_combine(req_recv_crc, rsp_recv_crc, static_cast<z_off_t>(rsp_received)));
+  res.data_verified = data_ok && req_received == req_sent && rsp_received == rsp_sent &&
+                      req_sent_crc == req_recv_crc && rsp_sent_crc == rsp_recv_crc;
+  if (!res.data_verified && !cfg.verify_data)
+    throw std::runtime_error(fmt::format("data check failed: requests {} B sent, {} B received; responses {} B sent, "
+                                         "{} B received; content {}",
+                                         req_sent, req_received, rsp_sent, rsp_received,
+                                         data_ok ? "in order" : "corrupted"));
+  const double elapsed_ns = t_end - t_start;
+  const auto acc_a = with_timer(at_stop->first, A, elapsed_ns);
+  const auto acc_b = with_timer(at_stop->second, B, elapsed_ns);
+  res.local_util_pct = model::utilisation_pct(acc_a, elapsed_ns);
+  res.remote_util_pct = model::utilisation_pct(acc_b, elapsed_ns);
+  res.local_profile = profile(acc_a);
+  res.remote_profile = profile(acc_b);
+  res.simgrid_activities = bed.stats().activities();
+  res.simgrid_time_steps = bed.stats().time_steps;
+  bed.scheduler().stats().copy_to(res);
+  res.max_rss_kb = max_rss_kb();
+  res.sdp_messages = sock_a->stats().msgs_sent + sock_b->stats().msgs_sent;
+  res.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
+  return res;
+}
+
+frontends::TcpStreamConfig maerts_stream_config(const frontends::TcpStreamConfig& cfg) {
+  frontends::TcpStreamConfig c = cfg;
+  c.test = frontends::NetperfTest::Stream;
+  c.local_send_socket = cfg.remote_send_socket;   // -S S,: netserver's send buffer
+  c.remote_recv_socket = cfg.local_recv_socket;   // -s ,R: netperf's receive buffer
+  c.local_recv_socket = cfg.remote_recv_socket;
+  c.remote_send_socket = cfg.local_send_socket;
+  c.local_cpu = cfg.remote_cpu;
+  c.remote_cpu = cfg.local_cpu;
+  return c;
+}
+
+void maerts_result(frontends::TcpStreamResult& r, const model::Platform& local, const model::Platform& remote,
+                   const frontends::TcpStreamConfig& cfg) {
+  // The stream ran from netserver's host ("local" of the run) to netperf's: turn it round.
+  const HostParams A = read_host_params(local);
+  const HostParams B = read_host_params(remote);
+  r.remote_send_socket = r.local_send_socket;
+  r.local_recv_socket = r.remote_recv_socket;
+  r.local_send_socket = model::linux_socket_buffer(cfg.local_send_socket, A.wmem_max, A.wmem_default, model::kSockMinSndbuf);
+  r.remote_recv_socket = model::linux_socket_buffer(cfg.remote_recv_socket, B.rmem_max, B.rmem_default, model::kSockMinRcvbuf);
+  std::swap(r.local_cpus, r.remote_cpus);
+  std::swap(r.local_util_pct, r.remote_util_pct);
+  std::swap(r.local_faults, r.remote_faults);
+  std::swap(r.local_profile, r.remote_profile);
+}
+
+frontends::TcpStreamResult run_tcp_maerts(const model::Platform& local, const model::Platform& remote,
+                                          const frontends::TcpStreamConfig& cfg) {
+  // The -T CPUs checked in netperf's terms first (a CPU the host lacks is named by its side).
+  (void)stream_setup(read_host_params(local), read_host_params(remote), local, remote, cfg);
+  frontends::TcpStreamResult r;
+  try {
+    r = run_tcp_stream(remote, local, maerts_stream_config(cfg));
+  } catch (const frontends::ConfigError& e) {
+    throw frontends::ConfigError(maerts_field(e.field()), e.reason());
+  }
+  maerts_result(r, local, remote, cfg);
+  return r;
+}
+
+std::string maerts_field(const std::string& field) {
+  if (field == "local_cpu") return "remote_cpu";
+  if (field == "remote_cpu") return "local_cpu";
+  if (field == "local_send_socket") return "remote_send_socket";
+  if (field == "remote_recv_socket") return "local_recv_socket";
+  return field;
 }
 
 }  // namespace hcasim::sim

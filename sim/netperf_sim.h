@@ -34,6 +34,40 @@ inline constexpr double kSteadyWindowS = 0.02;
 frontends::TcpStreamResult run_tcp_stream(const model::Platform& local, const model::Platform& remote,
                                           const frontends::TcpStreamConfig& config);
 
+/// Runs netperf TCP_RR over SDP (nettest_bsd.c send_tcp_rr / recv_tcp_rr): netperf send()s a
+/// request of config.request_size bytes and recv()s until the config.response_size bytes of the
+/// response are in; netserver recv()s until the whole request is in and send()s the response.
+/// A timed run (length_s) ends at its alarm and counts the transactions completed by then
+/// (elapsed_s is length_s); with config.transactions > 0 it runs exactly that many. The result's
+/// transactions, the four socket buffers, the CPU utilisations over the interval; bytes_sent
+/// are the requests' bytes, bytes_received the responses'; with verify_data sent_crc32 and
+/// received_crc32 are each the crc32 of the requests followed by the responses, as their
+/// senders wrote them and as their receivers read them. Throws as run_tcp_stream does.
+frontends::TcpStreamResult run_tcp_rr(const model::Platform& local, const model::Platform& remote,
+                                      const frontends::TcpStreamConfig& config);
+
+/// Runs netperf TCP_MAERTS over SDP (nettest_bsd.c send_tcp_maerts): the stream of
+/// run_tcp_stream from netserver's host (`remote`) to netperf's (`local`), with netserver's send
+/// buffer (-S S,) and -m, netperf's receive buffer (-s ,R) and -M, each side on its -T CPU; the
+/// result is netperf's (local = netperf's host). A ConfigError names the MAERTS config field
+/// (maerts_field).
+frontends::TcpStreamResult run_tcp_maerts(const model::Platform& local, const model::Platform& remote,
+                                          const frontends::TcpStreamConfig& config);
+
+/// The TCP_STREAM config of a TCP_MAERTS config: the same stream with the hosts' roles swapped
+/// (netserver's send buffer and CPU become the sender's, netperf's receive buffer and CPU the
+/// receiver's). Run it with the platforms swapped.
+frontends::TcpStreamConfig maerts_stream_config(const frontends::TcpStreamConfig& config);
+
+/// Turns the result of a maerts_stream_config run round into netperf's view: the socket buffers
+/// netperf prints (lsr, rss from the run; lss, rsr as Linux grants -s S, and -S ,R on `local`
+/// and `remote`), CPUs, utilisations, profiles and fault counts swapped.
+void maerts_result(frontends::TcpStreamResult& result, const model::Platform& local, const model::Platform& remote,
+                   const frontends::TcpStreamConfig& config);
+
+/// The TCP_MAERTS config field that became TCP_STREAM field `field` in maerts_stream_config.
+std::string maerts_field(const std::string& field);
+
 /// What a netperf TCP_STREAM gets of its flags on two hosts, SDP's or TCP's: the socket buffers
 /// as Linux's sock_setsockopt grants them (doubled, capped at 2 x socket.wmem_max/rmem_max, at
 /// least SOCK_MIN_SNDBUF/RCVBUF: model::linux_socket_buffer), B; the send and receive sizes

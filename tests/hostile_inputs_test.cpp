@@ -408,6 +408,13 @@ std::vector<Case> cases() {
                    "buffer\\), more than this process may still allocate: ulimit -v is 1\\.4 GiB, 0\\.[0-9] GiB in use",
        .absent = {csv}});
   v.back().address_space_kb = 1500000;
+  add({.name = "netperf_rr_verify_data_beyond_ulimit_v",
+       .args = {"netperf", "-t", "TCP_RR", "-P", "0", "-l", "0.05", "--verify-data", "--csv", csv, "--", "-r", "512M"},
+       .line = E + "--verify-data: -r 536870912,536870912 needs about 2\\.0 GiB of real bytes \\(a request and a "
+                   "response buffer on each host\\), more than this process may still allocate: ulimit -v is 1\\.4 "
+                   "GiB, 0\\.[0-9] GiB in use",
+       .absent = {csv}});
+  v.back().address_space_kb = 1500000;
   add({.name = "client_length_beyond_netperf", .prog = Prog::Client, .args = {"--device", "emu", "-l", "1e30"},
        .line = "hcasim-sdp-client: -l 1e30: above netperf's limit of 2147483647 seconds"});
   add({.name = "netperf_T_not_a_cpu", .args = {"netperf", "-T", "bad", "--csv", csv},
@@ -419,7 +426,44 @@ std::vector<Case> cases() {
        .line = E + "-m: 3221225472 B is above netperf's limit of 2147483647 B"});
   add({.name = "netperf_P_not_0_or_1", .args = {"netperf", "-P", "2"}, .line = E + "-P: '2' is not 0 or 1"});
   add({.name = "netperf_not_tcp_stream", .args = {"netperf", "-t", "UDP_STREAM"},
-       .line = E + "-t UDP_STREAM: hcasim simulates only TCP_STREAM"});
+       .line = E + "-t UDP_STREAM: hcasim simulates TCP_STREAM, TCP_MAERTS and TCP_RR"});
+  // TCP_RR's -r: sizes netperf's break_args reads, at least a byte each, at most netperf's int.
+  add({.name = "netperf_rr_request_zero", .args = {"netperf", "-t", "TCP_RR", "--csv", csv, "--", "-r", "0"},
+       .line = E + "-r 0: a TCP_RR request of 0 bytes moves nothing \\(netperf's recv loop would never end\\); give "
+                   "at least 1 byte",
+       .absent = {csv}});
+  add({.name = "netperf_rr_response_zero", .args = {"netperf", "-t", "TCP_RR", "--", "-r", "64,0"},
+       .line = E + "-r 64,0: a TCP_RR response of 0 bytes moves nothing .*"});
+  add({.name = "netperf_rr_request_negative", .args = {"netperf", "-t", "TCP_RR", "--", "-r", "-1"},
+       .line = E + "-r: bad size '-1' .*"});
+  add({.name = "netperf_rr_request_not_a_size", .args = {"netperf", "-t", "TCP_RR", "--", "-r", "abc"},
+       .line = E + "-r: bad size 'abc' .*"});
+  add({.name = "netperf_rr_three_sizes", .args = {"netperf", "-t", "TCP_RR", "--", "-r", "1,2,3"},
+       .line = E + "-r 1,2,3: takes two sizes at most, REQ\\[,RSP\\]"});
+  add({.name = "netperf_rr_request_above_netperf_limit", .args = {"netperf", "-t", "TCP_RR", "--", "-r", "4G,1"},
+       .line = E + "-r: 4294967296 B is above netperf's limit of 2147483647 B"});
+  add({.name = "netperf_rr_response_above_netperf_limit", .args = {"netperf", "-t", "TCP_RR", "--", "-r", "1,2G"},
+       .line = E + "-r: 2147483648 B is above netperf's limit of 2147483647 B"});
+  add({.name = "netperf_rr_send_size", .args = {"netperf", "-t", "TCP_RR", "--", "-m", "64K"},
+       .line = E + "-m: TCP_RR sends requests and responses of -r's sizes; -m and -M belong to TCP_STREAM and "
+                   "TCP_MAERTS"});
+  add({.name = "netperf_rr_ipoib", .args = {"netperf", "-t", "TCP_RR", "--transport", "ipoib"},
+       .line = E + "-t TCP_RR: request/response over IPoIB \\(--transport ipoib\\) is not simulated; use --transport sdp"});
+  add({.name = "netperf_rr_steady", .args = {"netperf", "-t", "TCP_RR", "--steady", "0.01"},
+       .line = E + "--steady: a steady-state measurement is made for TCP_STREAM and TCP_MAERTS, not TCP_RR"});
+  add({.name = "netperf_rr_explain", .args = {"netperf", "-t", "TCP_RR", "--explain"},
+       .line = E + "--explain: explained for TCP_STREAM only, not TCP_RR"});
+  add({.name = "netperf_rr_trace", .args = {"netperf", "-t", "TCP_RR", "--trace", "@DIR@/t.json"},
+       .line = E + "--trace: traced for TCP_STREAM only, not TCP_RR", .absent = {"@DIR@/t.json"}});
+  add({.name = "netperf_maerts_trace", .args = {"netperf", "-t", "TCP_MAERTS", "--trace", "@DIR@/t.json"},
+       .line = E + "--trace: traced for TCP_STREAM only, not TCP_MAERTS", .absent = {"@DIR@/t.json"}});
+  add({.name = "netperf_maerts_explain", .args = {"netperf", "-t", "TCP_MAERTS", "--explain"},
+       .line = E + "--explain: explained for TCP_STREAM only, not TCP_MAERTS"});
+  add({.name = "netperf_rr_too_short", .args = {"netperf", "-t", "TCP_RR", "-l", "1e-6", "--csv", csv},
+       .line = E + "-l 1e-06: too short to complete one transaction .*", .absent = {csv}});
+  add({.name = "netperf_maerts_T_cpu_the_platform_lacks",
+       .args = {"netperf", "-t", "TCP_MAERTS", "-T", "0,99", "-l", "0.01", "--csv", csv},
+       .line = E + "-T: remote CPU 99 does not exist \\(connectx-ddr-pcie1x8 has 8 CPUs\\)", .absent = {csv}});
   add({.name = "netperf_csv_in_missing_dir", .args = {"netperf", "-l", "0.01", "--csv", "@DIR@/no/such/dir/x.csv"},
        .line = E + "--csv @DIR@/no/such/dir/x\\.csv: cannot write \\(no such directory\\)"});
   add({.name = "unknown_command", .args = {"bogus"}, .line = E + "unknown command 'bogus' .*"});

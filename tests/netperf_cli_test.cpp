@@ -304,8 +304,8 @@ TEST(NetperfCli, ErrorsNameTheFlag) {
   EXPECT_EQ(error_of("-l 0"), "-l 0: the test length must be > 0 seconds");
   EXPECT_EQ(error_of("-l"), "-l: missing value");
   EXPECT_EQ(error_of("-l -- -m 64K"), "-l: missing value");
-  EXPECT_EQ(error_of("-t UDP_STREAM"), "-t UDP_STREAM: hcasim simulates only TCP_STREAM");
-  EXPECT_EQ(error_of("-tTCP_RR"), "-t TCP_RR: hcasim simulates only TCP_STREAM");
+  EXPECT_EQ(error_of("-t UDP_STREAM"), "-t UDP_STREAM: hcasim simulates TCP_STREAM, TCP_MAERTS and TCP_RR");
+  EXPECT_EQ(error_of("-tTCP_CRR"), "-t TCP_CRR: hcasim simulates TCP_STREAM, TCP_MAERTS and TCP_RR");
   EXPECT_EQ(error_of("-P 2"), "-P: '2' is not 0 or 1");
   EXPECT_EQ(error_of("-T a"), "-T: 'a' is not a CPU number");
   EXPECT_EQ(error_of("-T 1,-2"), "-T: '-2' is out of range (0..4095)");
@@ -405,6 +405,34 @@ TEST(NetperfCli, TheIpoibPathRefusesVerifyDataAndFaultsInFlagWords) {
 }
 
 }  // namespace
+// -t TCP_RR -- -r REQ[,RSP] as nettest_bsd.c scan_sockets_args reads it with break_args: one
+// value sets both sizes, "a," the request only, ",b" the response only; netperf's default 1,1.
+TEST(NetperfCli, RequestResponseSizesFollowBreakArgs) {
+  const auto c1 = to_tcp_stream_config(parse("-t TCP_RR"));
+  EXPECT_EQ(c1.test, NetperfTest::Rr);
+  EXPECT_EQ(c1.request_size, 1u);
+  EXPECT_EQ(c1.response_size, 1u);
+  const auto c2 = to_tcp_stream_config(parse("-t TCP_RR -- -r 64"));
+  EXPECT_EQ(c2.request_size, 64u);
+  EXPECT_EQ(c2.response_size, 64u);
+  const auto c3 = to_tcp_stream_config(parse("-t TCP_RR -- -r 1K,"));
+  EXPECT_EQ(c3.request_size, 1024u);
+  EXPECT_EQ(c3.response_size, 1u);
+  const auto c4 = to_tcp_stream_config(parse("-tTCP_RR -- -r,4k -s 32K -S ,8K"));
+  EXPECT_EQ(c4.request_size, 1u);
+  EXPECT_EQ(c4.response_size, 4000u);
+  EXPECT_EQ(c4.local_send_socket, 32768u);  // -s 32K sets both local buffers
+  EXPECT_EQ(c4.local_recv_socket, 32768u);
+  EXPECT_EQ(c4.remote_send_socket, 0u);     // -S ,8K only the remote receive buffer
+  EXPECT_EQ(c4.remote_recv_socket, 8192u);
+  // -l -N of TCP_RR is a transaction count.
+  const auto c5 = to_tcp_stream_config(
+      parse_netperf_args({"-t", "TCP_RR", "-l", "-1000"}, /*allow_byte_count=*/true));
+  EXPECT_EQ(c5.transactions, 1000u);
+  EXPECT_EQ(c5.length_bytes, 0u);
+  EXPECT_EQ(to_tcp_stream_config(parse("-t tcp_maerts")).test, NetperfTest::Maerts);
+}
+
 }  // namespace hcasim::frontends
 
 TEST(NetperfCli, NegativeLengthIsAByteCountOnlyWhereAllowed) {
@@ -414,3 +442,4 @@ TEST(NetperfCli, NegativeLengthIsAByteCountOnlyWhereAllowed) {
   EXPECT_THROW(hcasim::frontends::parse_netperf_args({"-l", "-1073741824"}), hcasim::InputError);
   EXPECT_THROW(hcasim::frontends::parse_netperf_args({"-l", "-1.5"}, true), hcasim::InputError);
 }
+

@@ -762,7 +762,7 @@ TEST(RunFileErrors, BadCommands) {
   EXPECT_EQ(error_of("text\n\n  # netperf -Z -P 0\n 1 2 3 4 5\n"),
             "runs.txt:3: netperf: unknown option -Z");
   EXPECT_EQ(error_of("# netperf -P 0 -t UDP_STREAM\n"),
-            "runs.txt:1: netperf: -t UDP_STREAM: hcasim simulates only TCP_STREAM");
+            "runs.txt:1: netperf: -t UDP_STREAM: hcasim simulates TCP_STREAM, TCP_MAERTS and TCP_RR");
   EXPECT_EQ(error_of("x\n$ ib_write_lat --frobnicate\n"),
             "runs.txt:2: ib_write_lat: unknown option --frobnicate");
   EXPECT_EQ(error_of("$ ib_write_lat -H -s 2\n"),
