@@ -26,6 +26,8 @@ constexpr uint32_t kGrh = 40;
 constexpr uint32_t kQkey = 0x11111111;
 /// struct mlx4_wqe_datagram_seg (providers/mlx4/wqe.h), bytes: a UD send WQE's address vector.
 constexpr uint32_t kMlx4DatagramSegBytes = 48;
+/// The largest message -c runs with: its buffers hold real bytes (sdp/memory.h), bytes.
+constexpr uint64_t kMaxValidateBytes = uint64_t{64} << 20;
 /// The page the -c check marks (sysconf(_SC_PAGESIZE) on x86_64), bytes.
 constexpr uint32_t kPageBytes = 4096;
 
@@ -75,6 +77,9 @@ frontends::PingpongResult check_config(const HostParams& A, const HostParams& B,
   if (c.size > max_msg)
     throw frontends::ConfigError("size", fmt::format("{} B is above the HCA's max message size {} B (hca.max_msg_size)",
                                                      c.size, max_msg));
+  if (c.validate && c.size > kMaxValidateBytes)
+    throw frontends::ConfigError("size", fmt::format("{} B: -c compares real bytes, at most {} B per buffer here",
+                                                     c.size, kMaxValidateBytes));
   const std::array<const HostParams*, 2> hosts{&A, &B};
   const std::array<const char*, 2> who{"client", "server"};
   for (size_t i = 0; i < 2; ++i) {

@@ -14,7 +14,8 @@ namespace hcasim::sim {
 /// or the program is one the simulated HCA cannot run (ibv_uc_pingpong: no UC QPs;
 /// ibv_srq_pingpong: no SRQ), and frontends::ConfigError naming the field the HCAs refuse: size
 /// (above hca.max_msg_size; ud: above a port's MTU, ib.mtu), path_mtu (above a port's MTU),
-/// rx_depth (above hca.max_qp_wr, or rx_depth + 1 CQEs above hca.cq_entries).
+/// rx_depth (above hca.max_qp_wr, or rx_depth + 1 CQEs above hca.cq_entries); size also with -c
+/// (validate) above 64 MB, whose buffers hold real bytes.
 frontends::PingpongResult check_pingpong(const model::Platform& local, const model::Platform& remote,
                                          const frontends::PingpongConfig& config);
 

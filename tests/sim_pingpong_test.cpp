@@ -82,12 +82,12 @@ TEST(SimPingpong, RcUsecPerIterIsTwiceTheOneWaySendPlusTheProgramsOwnWork) {
   EXPECT_EQ(r.blueflame_posts, 1000u);
   EXPECT_EQ(client.cq_events, 0u);
   // What the client prints: gettimeofday's whole microseconds (1675 or 1676, by where the
-  // interval falls on the microsecond grid), in float: 1.68 us per iteration.
+  // interval falls on the microsecond grid), divided in float: 1675 / 1000 is 1.67499995f, "1.67".
   const int64_t usec = frontends::pingpong_usec(client.start_ns, client.end_ns);
   EXPECT_GE(usec, 1675);
   EXPECT_LE(usec, 1676);
   EXPECT_EQ(frontends::format_pingpong_figures(1000, frontends::pingpong_figures(2, 1000, usec)),
-            usec == 1675 ? "4000 bytes in 0.00 seconds = 19.10 Mbit/sec\n1000 iters in 0.00 seconds = 1.68 usec/iter\n"
+            usec == 1675 ? "4000 bytes in 0.00 seconds = 19.10 Mbit/sec\n1000 iters in 0.00 seconds = 1.67 usec/iter\n"
                          : "4000 bytes in 0.00 seconds = 19.09 Mbit/sec\n1000 iters in 0.00 seconds = 1.68 usec/iter\n");
 }
 
