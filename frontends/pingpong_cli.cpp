@@ -329,8 +329,8 @@ PingpongOptions parse_pingpong_args(PingpongProgram program, const std::vector<s
   o.program = program;
   o.size = program == PingpongProgram::Ud ? kPingpongDefSizeUd : kPingpongDefSize;
   if (program == PingpongProgram::Srq)  // refused whatever its flags
-    fail("ibv_srq_pingpong: the simulated HCA has no shared receive queue (SRQ); hcasim simulates ibv_rc_pingpong "
-         "and ibv_ud_pingpong");
+    fail("ibv_srq_pingpong: the simulated HCA has no shared receive queue (SRQ); hcasim simulates ibv_rc_pingpong, "
+         "ibv_uc_pingpong and ibv_ud_pingpong");
   Parser(program, o).run(args);
   return o;
 }

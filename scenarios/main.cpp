@@ -56,7 +56,7 @@ Usage:
   hcasim netperf [hcasim options] [netperf global options] [-- netperf test options]
   hcasim ib_write_lat|ib_write_bw|ib_send_lat|ib_send_bw [hcasim options and perftest flags]
   hcasim ib_read_lat|ib_read_bw|ib_atomic_lat|ib_atomic_bw [hcasim options and perftest flags]
-  hcasim ibv_rc_pingpong|ibv_ud_pingpong [hcasim options and the program's flags] [servername]
+  hcasim ibv_rc_pingpong|ibv_uc_pingpong|ibv_ud_pingpong [hcasim options and the program's flags] [servername]
   hcasim run [FILE|NAME] [-j N] [--csv PATH] [--list-commands DIR | --collect DIR]
   hcasim sweep TOOL [tool flags with a size list or range] [--vary KEY=V1,V2]... [-j N]
                [--csv PATH] [--plot PREFIX] [--reference CSV|RUNFILE] [--list-commands DIR | --collect DIR]
@@ -105,11 +105,11 @@ hcasim ib_write_lat -h) and print perftest's report; the same hcasim
 options as netperf but --profile, plus --columns classic|extended (perftest 2.x's five latency
 columns, or 4.x's nine). --set hca.blueflame=off and --set host.write_combining=off ask the what-ifs.
 
-hcasim ibv_rc_pingpong and ibv_ud_pingpong take rdma-core's example programs' flags (-s -n -r -m
--e -c ...; see hcasim ibv_rc_pingpong -h) and print what the program prints: the client's lines
-with a servername, the server's without; both sides are simulated. --platform, --remote-platform,
---set, --seed, --json and --stats as for perftest. ibv_uc_pingpong (UC QPs) and ibv_srq_pingpong
-(an SRQ) are refused: the simulated HCA has neither.
+hcasim ibv_rc_pingpong, ibv_uc_pingpong and ibv_ud_pingpong take rdma-core's example programs'
+flags (-s -n -r -m -e -c ...; see hcasim ibv_rc_pingpong -h) and print what the program prints:
+the client's lines with a servername, the server's without; both sides are simulated.
+--platform, --remote-platform, --set, --seed, --json and --stats as for perftest.
+ibv_srq_pingpong is refused: the simulated HCA has no SRQ.
 
 hcasim run runs every point of a scenario file (default: seed000) in its own simulation,
 -j N at once (default: the number of online CPUs), and compares it with its measurement.
@@ -332,7 +332,7 @@ static int hcasim_main(int argc, char** argv) {
     }
     throw InputError(fmt::format("unknown command '{}' (use netperf, ib_write_lat, ib_write_bw, ib_send_lat, "
                                  "ib_send_bw, ib_read_lat, ib_read_bw, ib_atomic_lat, ib_atomic_bw, ibv_rc_pingpong, "
-                                 "ibv_ud_pingpong, run, "
+                                 "ibv_uc_pingpong, ibv_ud_pingpong, run, "
                                  "sweep, compare, validate, calibrate or params; "
                                  "see hcasim --help)",
                                  command));

@@ -33,7 +33,7 @@ constexpr uint32_t kPageBytes = 4096;
 
 /// The cap.max_inline_data libmlx4 reports for the programs' QP (one send SGE, no inline data
 /// asked): mlx4_calc_sq_wqe_size picks the smallest WQE of at least 64 B that holds the control
-/// segment and, for RC (and UC), a remote-address segment and an atomic's segments (64 B), for UD
+/// segment and, for RC and UC, a remote-address segment and an atomic's segments (64 B), for UD
 /// the datagram segment and a data segment (16 + 48 + 16 = 80 B: 128 B); mlx4_set_sq_sizes leaves
 /// the room after the control and address segments, less a 4 B inline header per 64 B: 28 B on
 /// RC and UC, 60 B on UD. Never above the HCA's hca.max_inline_data.
@@ -66,9 +66,6 @@ struct Side {
 
 /// The checks of check_pingpong on the hosts' parameters; the setup facts.
 frontends::PingpongResult check_config(const HostParams& A, const HostParams& B, const frontends::PingpongConfig& c) {
-  if (c.program == PingpongProgram::Uc)
-    throw InputError("ibv_uc_pingpong: the simulated HCA runs RC and UD QPs, not UC; hcasim simulates ibv_rc_pingpong "
-                     "and ibv_ud_pingpong");
   if (c.program == PingpongProgram::Srq)
     throw InputError("ibv_srq_pingpong: the simulated HCA has no shared receive queue (SRQ)");
   if (c.size == 0) throw InputError("PingpongConfig: a message size of 0 B");
@@ -120,14 +117,14 @@ frontends::PingpongResult run_pingpong(const model::Platform& local, const model
   HostParams B = read_host_params(remote);
   frontends::PingpongResult res = check_config(A, B, cfg);
   const bool ud = cfg.program == PingpongProgram::Ud;
-  // RC: the QPs' path MTU is -m (pp_connect_ctx), below the ports' MTU: the bed's link trains to it.
+  // RC, UC: the QPs' path MTU is -m (pp_connect_ctx), below the ports' MTU: the bed's link trains to it.
   if (!ud) A.ib.mtu = B.ib.mtu = cfg.path_mtu;
 
   // -c reads what arrived: real bytes. Otherwise the data moves by reference (sdp/memory.h).
   const sdp::DataMode mode = cfg.validate ? sdp::DataMode::Bytes : sdp::DataMode::Reference;
   TwoHostBed bed(A, B, cfg.seed, mode, false);
   QpPairShape shape;
-  shape.type = ud ? hca::QpType::Ud : hca::QpType::Rc;
+  shape.type = ud ? hca::QpType::Ud : cfg.program == PingpongProgram::Uc ? hca::QpType::Uc : hca::QpType::Rc;
   shape.max_send_wr = 1;                // pp_init_ctx: .max_send_wr = 1
   shape.max_recv_wr = cfg.rx_depth;     // .max_recv_wr = rx_depth
   shape.cq_entries = cfg.rx_depth + 1;  // ibv_create_cq(ctx, rx_depth + 1, ...): sends and receives
@@ -146,7 +143,8 @@ frontends::PingpongResult run_pingpong(const model::Platform& local, const model
     s.buf = s.host->memory().allocate(buf_bytes, mode);
     s.key = s.qp->reg_mr(s.buf, buf_bytes, sdp::kLocalWrite);
     s.inline_sends = qp_max_inline(cfg.program, s.params->max_inline_data) >= cfg.size;
-    if (!ud) s.qp->set_rnr(cfg.retry.rnr_retry, 12);  // pp_connect_ctx: rnr_retry 7, min_rnr_timer 12
+    if (cfg.program == PingpongProgram::Rc)
+      s.qp->set_rnr(cfg.retry.rnr_retry, 12);  // rc_pingpong.c pp_connect_ctx: rnr_retry 7, min_rnr_timer 12
     if (cfg.validate) {  // memset(ctx->buf, 0x7b, size [+ 40])
       const std::vector<uint8_t> fill(buf_bytes, 0x7b);
       s.host->memory().write_bytes(s.buf, fill.data(), fill.size());
@@ -171,7 +169,9 @@ frontends::PingpongResult run_pingpong(const model::Platform& local, const model
     while (ready < 2) barrier.wait();
     yield_rounds(1);
   };
-  const std::string tool = cfg.program == PingpongProgram::Ud ? "ibv_ud_pingpong" : "ibv_rc_pingpong";
+  const std::string tool = cfg.program == PingpongProgram::Ud   ? "ibv_ud_pingpong"
+                           : cfg.program == PingpongProgram::Uc ? "ibv_uc_pingpong"
+                                                                : "ibv_rc_pingpong";
   const std::array<std::string, 2> who{tool + " client", tool + " server"};
   for (int i = 0; i < 2; ++i) {
     bed.scheduler().spawn(who[static_cast<size_t>(i)], [&, i] {

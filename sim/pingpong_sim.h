@@ -11,8 +11,7 @@ namespace hcasim::sim {
 /// What run_pingpong checks before it simulates anything: the platforms' parameters and the
 /// config against the HCAs. Returns the result's setup facts (max_inline_data, inline_sends,
 /// path_mtu), no times. Throws InputError when a platform parameter is missing or out of range
-/// or the program is one the simulated HCA cannot run (ibv_uc_pingpong: no UC QPs;
-/// ibv_srq_pingpong: no SRQ), and frontends::ConfigError naming the field the HCAs refuse: size
+/// or the program is one the simulated HCA cannot run (ibv_srq_pingpong: no SRQ), and frontends::ConfigError naming the field the HCAs refuse: size
 /// (above hca.max_msg_size; ud: above a port's MTU, ib.mtu), path_mtu (above a port's MTU),
 /// rx_depth (above hca.max_qp_wr, or rx_depth + 1 CQEs above hca.cq_entries); size also with -c
 /// (validate) above 64 MB, whose buffers hold real bytes.

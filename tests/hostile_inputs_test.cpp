@@ -559,8 +559,8 @@ std::vector<Case> cases() {
                    "datagram"});
   add({.name = "ud_pingpong_mtu_flag", .args = {"ibv_ud_pingpong", "-m", "1024"},
        .line = E + "unknown option -m \\(ibv_ud_pingpong -h lists them\\)"});
-  add({.name = "uc_pingpong_refused", .args = {"ibv_uc_pingpong"},
-       .line = E + "ibv_uc_pingpong: the simulated HCA runs RC and UD QPs, not UC; .*"});
+  add({.name = "uc_pingpong_odp", .args = {"ibv_uc_pingpong", "-o"},
+       .line = E + "unknown option -o \\(ibv_uc_pingpong -h lists them\\)"});
   add({.name = "srq_pingpong_refused", .args = {"ibv_srq_pingpong", "-q", "4"},
        .line = E + "ibv_srq_pingpong: the simulated HCA has no shared receive queue \\(SRQ\\); .*"});
 

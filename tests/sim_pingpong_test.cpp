@@ -158,6 +158,24 @@ TEST(SimPingpong, TheHcasRefusalsNameTheField) {
   c.rx_depth = 10;
   c.size = 4096;  // one datagram: at most the port MTU 2048
   EXPECT_EQ(field(c), "size");
-  c.program = frontends::PingpongProgram::Uc;
+  c.program = frontends::PingpongProgram::Srq;
   EXPECT_THROW(sim::check_pingpong(p, p, c), InputError);
+}
+
+TEST(SimPingpong, UcPingpongTakesTheRcTripsWithoutAcks) {
+  // uc_pingpong -s 2 -n 1000 on connectx3-pcie3x8: the same SEND on the same route as RC's (the
+  // UC QP's max_inline_data is RC's, 28 B: its WQE has the same segments), so the same one-way
+  // trip and refills (rc_client_elapsed_ns: 1675921 ns, the simulation within 300 ns of it as
+  // RcUsecPerIterIsTwiceTheOneWaySendPlusTheProgramsOwnWork explains). Only the send completions differ: a UC send completes once its
+  // message has left, with no ACK, which the ping-pong does not wait for anyway.
+  const auto p = platform("connectx3-pcie3x8");
+  auto c = rc(2, 1000, 500);
+  c.program = frontends::PingpongProgram::Uc;
+  const auto r = sim::run_pingpong(p, p, c);
+  EXPECT_EQ(r.max_inline_data, 28u);
+  EXPECT_NEAR(r.side[0].end_ns - r.side[0].start_ns, rc_client_elapsed_ns(1000, 500), 300);
+  // One 2 B packet each way per exchange and no ACKs (RC puts 2000 on each HCA's wire: its data
+  // and its ACKs of the peer's).
+  EXPECT_EQ(r.local_faults.packets, 1000u);
+  EXPECT_EQ(r.remote_faults.packets, 1000u);
 }
