@@ -31,10 +31,12 @@ int pingpong_main(frontends::PingpongProgram program, const std::vector<std::str
   for (const auto& note : opts.notes) std::cerr << note << "\n";
   auto [local, remote] = load_host_platforms(opts.platform, opts.remote_platform, opts.sets);
   // main(): -d names a device of ibv_get_device_list ("IB device %s not found" otherwise); the
-  // simulated host has the one its platform names.
-  if (!opts.device.empty() && opts.device != local.str("hca.device"))
+  // simulated host of the side the command is (the client with a servername, else the server)
+  // has the one its platform names.
+  const model::Platform& mine = opts.server ? local : remote;
+  if (!opts.device.empty() && opts.device != mine.str("hca.device"))
     throw InputError(fmt::format("-d {}: the simulated host has one device, {} (hca.device of platform {})",
-                                 opts.device, local.str("hca.device"), local.name()));
+                                 opts.device, mine.str("hca.device"), mine.name()));
   const frontends::PingpongConfig config = frontends::to_pingpong_config(opts);
   // sim/ names a config field the HCAs refuse; the program's flag names it to the user.
   const auto checked = [](auto&& step) {

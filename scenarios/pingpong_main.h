@@ -10,9 +10,9 @@
 namespace hcasim::scenarios {
 
 /// Runs `hcasim TOOL ARGS...` as perftest_main runs the perftest tools: parses, prints the notes
-/// on stderr, loads both platforms with every --set, checks -d against the client's
-/// hca.device, runs sim::run_pingpong, and prints the shown side's lines (or --json) on stdout
-/// and, with --stats, a statistics line on stderr. Returns 0; throws InputError on bad input
+/// on stderr, loads both platforms with every --set, checks -d against the hca.device of the
+/// side the command is, runs sim::run_pingpong, and prints the shown side's lines (or --json) on
+/// stdout and, with --stats, a statistics line on stderr. Returns 0; throws InputError on bad input
 /// (the caller prints it and exits 2).
 int pingpong_main(frontends::PingpongProgram program, const std::vector<std::string>& args);
 
