@@ -29,6 +29,8 @@
 #include "scenarios/datadir.h"
 #include "scenarios/params.h"
 #include "scenarios/perftest_main.h"
+#include "scenarios/pingpong_main.h"
+#include "frontends/pingpong_cli.h"
 #include "scenarios/run.h"
 #include "scenarios/run_failure.h"
 #include "scenarios/signals.h"
@@ -54,6 +56,7 @@ Usage:
   hcasim netperf [hcasim options] [netperf global options] [-- netperf test options]
   hcasim ib_write_lat|ib_write_bw|ib_send_lat|ib_send_bw [hcasim options and perftest flags]
   hcasim ib_read_lat|ib_read_bw|ib_atomic_lat|ib_atomic_bw [hcasim options and perftest flags]
+  hcasim ibv_rc_pingpong|ibv_uc_pingpong|ibv_ud_pingpong [hcasim options and the program's flags] [servername]
   hcasim run [FILE|NAME] [-j N] [--csv PATH] [--list-commands DIR | --collect DIR]
   hcasim sweep TOOL [tool flags with a size list or range] [--vary KEY=V1,V2]... [-j N]
                [--csv PATH] [--plot PREFIX] [--reference CSV|RUNFILE] [--list-commands DIR | --collect DIR]
@@ -105,6 +108,12 @@ and ib_atomic_bw take perftest 4.5's flags (-a -s -n -I -o -A -q -t -r -Q --repo
 hcasim ib_write_lat -h) and print perftest's report; the same hcasim
 options as netperf but --profile, plus --columns classic|extended (perftest 2.x's five latency
 columns, or 4.x's nine). --set hca.blueflame=off and --set host.write_combining=off ask the what-ifs.
+
+hcasim ibv_rc_pingpong, ibv_uc_pingpong and ibv_ud_pingpong take rdma-core's example programs'
+flags (-s -n -r -m -e -c ...; see hcasim ibv_rc_pingpong -h) and print what the program prints:
+the client's lines with a servername, the server's without; both sides are simulated.
+--platform, --remote-platform, --set, --seed, --json and --stats as for perftest.
+ibv_srq_pingpong is refused: the simulated HCA has no SRQ.
 
 hcasim run runs every point of a scenario file (default: seed000) in its own simulation,
 -j N at once (default: the number of online CPUs), and compares it with its measurement.
@@ -292,6 +301,8 @@ static int hcasim_main(int argc, char** argv) {
       return netperf_main(rest);
     }
     if (const auto test = frontends::perftest_test_named(command)) return perftest_main(*test, rest);
+    if (command.rfind("ibv_", 0) == 0)
+      if (const auto program = frontends::pingpong_program_named(command)) return pingpong_main(*program, rest);
     if (command == "run") {
       for (const auto& w : rest)
         if (w == "--help" || w == "-h") {
@@ -332,7 +343,8 @@ static int hcasim_main(int argc, char** argv) {
       return validate(parse_validate_args(rest));
     }
     throw InputError(fmt::format("unknown command '{}' (use netperf, ib_write_lat, ib_write_bw, ib_send_lat, "
-                                 "ib_send_bw, ib_read_lat, ib_read_bw, ib_atomic_lat, ib_atomic_bw, run, "
+                                 "ib_send_bw, ib_read_lat, ib_read_bw, ib_atomic_lat, ib_atomic_bw, ibv_rc_pingpong, "
+                                 "ibv_uc_pingpong, ibv_ud_pingpong, run, "
                                  "sweep, compare, validate, calibrate or params; "
                                  "see hcasim --help)",
                                  command));

@@ -31,7 +31,6 @@ uint32_t Hca::dma_mr(uint32_t pd) { return mrs_.reg_all_memory(pd, sdp::kLocalWr
 
 Qp& Hca::create_qp(uint32_t pd, uint32_t max_send_wr, uint32_t max_recv_wr, uint32_t cq_entries, hca::QpType type) {
   if (!mrs_.has_pd(pd)) throw sdp::VerbsError(fmt::format("create_qp: no PD {}", pd));
-  if (type == hca::QpType::Uc) throw sdp::VerbsError("create_qp: the simulated HCA runs RC and UD QPs");
   qps_.push_back(std::make_unique<Qp>(*this, pd, next_qpn_++, max_send_wr, max_recv_wr,
                                       std::make_shared<hca::Cq>(cq_entries), type));
   qps_.back()->apply_faults();
@@ -223,9 +222,29 @@ void Qp::connect(Qp& a, Qp& b, uint8_t rd_atomic) {
   for (Qp* q : {&a, &b}) {
     hca::QpAttr x = q->core_.attr();
     x.qp_state = State::Init;
-    x.qp_access_flags = sdp::kRemoteWrite | sdp::kRemoteRead | hca::kRemoteAtomic;
+    x.qp_access_flags = q->core_.type() == hca::QpType::Uc ? sdp::kRemoteWrite  // UC: no READ, no atomics
+                                                            : sdp::kRemoteWrite | sdp::kRemoteRead | hca::kRemoteAtomic;
     if (q->core_.modify(x, kState | kPkeyIndex | kPort | kAccessFlags) != 0)
       hca::check_transition(q->qpn_, q->core_.state(), State::Init);
+  }
+  if (a.core_.type() == hca::QpType::Uc) {
+    // UC (uc_pingpong.c pp_connect_ctx): RTR with the address, path MTU, remote QPN and PSN; RTS
+    // with the send PSN. No ACKs, so no retry attributes, and no RDMA READ or atomics.
+    for (Qp* q : {&a, &b}) {
+      hca::QpAttr x = q->core_.attr();
+      x.qp_state = State::Rtr;
+      x.dlid = 1;
+      x.path_mtu = q->hca_.ib_.mtu;
+      x.dest_qp_num = q->peer_->qpn_;
+      x.rq_psn = 0;
+      if (q->core_.modify(x, kState | kAv | kPathMtu | kDestQpn | kRqPsn) != 0)
+        throw sdp::VerbsError(fmt::format("connect: UC QP {:#x} to RTR: path MTU {} B", q->qpn_, x.path_mtu));
+      x.qp_state = State::Rts;
+      x.sq_psn = 0;
+      if (q->core_.modify(x, kState | kSqPsn) != 0)
+        throw sdp::VerbsError(fmt::format("connect: UC QP {:#x} to RTS", q->qpn_));
+    }
+    return;
   }
   for (Qp* q : {&a, &b}) {
     const model::RcRetry& r = q->hca_.retry_;

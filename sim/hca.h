@@ -81,7 +81,7 @@ class Hca {
   uint32_t reg_mr(uint32_t pd, sdp::Addr addr, uint64_t len, unsigned access);
   /// A key covering all host memory for local access (ib_get_dma_mr) in `pd`.
   uint32_t dma_mr(uint32_t pd);
-  /// Creates a QP of `type` (RC or UD) in `pd` with its own CQ (send and receive completions),
+  /// Creates a QP of `type` (RC, UC or UD) in `pd` with its own CQ (send and receive completions),
   /// in RESET.
   Qp& create_qp(uint32_t pd, uint32_t max_send_wr, uint32_t max_recv_wr, uint32_t cq_entries,
                 hca::QpType type = hca::QpType::Rc);
@@ -191,7 +191,7 @@ class Hca {
   uint64_t side_ = 0;
 };
 
-/// An RC or UD queue pair with its CQ, implementing the verbs interface over the simulated HCA.
+/// An RC, UC or UD queue pair with its CQ, implementing the verbs interface over the simulated HCA.
 /// A UD QP's datagrams go to its peer's QP (the bed's one other port: the address handle and
 /// remote QPN a two-host bed's neighbour has) with the peer's Q_Key.
 class Qp : public sdp::Verbs, public hca::QpBackend {
@@ -208,7 +208,8 @@ class Qp : public sdp::Verbs, public hca::QpBackend {
   /// Connects two QPs as the CM does: RESET -> INIT -> RTR -> RTS on both, each the other's peer
   /// (all remote access, PSNs from 0, the path MTU of the IB link, the HCA's retry attributes,
   /// `rd_atomic` RDMA READs and atomics each way: max_rd_atomic and max_dest_rd_atomic, 0 for each
-  /// HCA's max_qp_rd_atom).
+  /// HCA's max_qp_rd_atom). Two UC QPs get remote write access, the address, path MTU and PSNs
+  /// only (a UC send completes once its message has left).
   static void connect(Qp& a, Qp& b, uint8_t rd_atomic = 0);
   /// Brings two UD QPs to RTS as ipoib_init_qp does (Q_Key `qkey`, SQ PSN 0), each the other's
   /// destination.

@@ -59,9 +59,10 @@ void Qp::execute_one(bool after_idle) {
   const hca::SendWqe* w = core_.wqe(seq);
   cqe_at_ns_ = now_ns() + (w != nullptr && !w->rd_atomic() ? hca_.timing().dma_read_rtt_ns : 0);
   hca::Packet p;
-  // A UD send completes as its datagram leaves (Requester::next retires it with the train): its
-  // CQE waits for the train's transfer below; a local error's does not.
-  defer_cqes_ = core_.type() == hca::QpType::Ud;
+  // A UD or UC send completes as its train leaves (Requester::next retires it with the train, no
+  // ACK to wait for: IBA 9.8.2, 9.8.3): its CQE waits for the train's transfer below; a local
+  // error's does not.
+  defer_cqes_ = core_.type() != hca::QpType::Rc;
   const bool got = core_.next_request(UINT32_MAX, p);
   defer_cqes_ = false;
   if (!got) flush_deferred(cqe_at_ns_);  // a local error: when the HCA has read the WQE
@@ -95,7 +96,8 @@ void Qp::execute_one(bool after_idle) {
                         : k == hca::OpKind::Write ? "RDMA WRITE"
                                                   : "SEND",
                         taken, now_ns(), qpn_, p.payload_len);
-  // The datagram's last byte has left the bottleneck: its send CQE follows with the posted write.
+  // The datagram's (UC: the message's) last byte has left the bottleneck: its send CQE follows
+  // with the posted write.
   flush_deferred(now_ns() + hca_.timing().posted_write_ns);
 }
 

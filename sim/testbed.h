@@ -70,7 +70,7 @@ struct PathRates {
 };
 PathRates path_rates(const HostParams& tx, const HostParams& rx);
 
-/// A QP pair of add_qp_pair: its transport (RC or UD), each QP's queue depths and CQ entries
+/// A QP pair of add_qp_pair: its transport (RC, UC or UD), each QP's queue depths and CQ entries
 /// (0: its host's hca.max_qp_wr, hca.cq_entries), and for UD the Q_Key both use.
 struct QpPairShape {
   hca::QpType type = hca::QpType::Rc;

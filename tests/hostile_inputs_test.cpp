@@ -590,6 +590,59 @@ std::vector<Case> cases() {
   add({.name = "ib_write_lat_bad_columns", .args = {"ib_write_lat", "--columns", "wide", "--csv", csv},
        .line = E + "--columns: 'wide' is not classic or extended", .absent = {csv}});
 
+  // ---- the libibverbs examples (hcasim ibv_*_pingpong): rc_pingpong.c main()'s flags; the values
+  // the programs would print their usage for or fail on later, refused with the flag's name
+  add({.name = "rc_pingpong_mtu_not_ib", .args = {"ibv_rc_pingpong", "-m", "1000", "host"},
+       .line = E + "-m: 1000 is not an IB MTU \\(256, 512, 1024, 2048 or 4096\\)"});
+  add({.name = "rc_pingpong_mtu_above_port", .args = {"ibv_rc_pingpong", "-m", "4096", "host"},
+       .line = E + "-m: 4096 B is above the client's port MTU 2048 B \\(ib\\.mtu\\)"});
+  add({.name = "rc_pingpong_size_not_a_number", .args = {"ibv_rc_pingpong", "-s", "4k"},
+       .line = E + "-s: '4k' is not a number"});
+  add({.name = "rc_pingpong_size_zero", .args = {"ibv_rc_pingpong", "--size=0"},
+       .line = E + "--size: 0 is out of range \\(1\\.\\.4294967295\\)"});
+  add({.name = "rc_pingpong_size_negative", .args = {"ibv_rc_pingpong", "-s", "-1"},
+       .line = E + "-s: '-1' is not a number"});
+  add({.name = "rc_pingpong_iters_zero", .args = {"ibv_rc_pingpong", "-n", "0"},
+       .line = E + "-n: 0 is out of range \\(1\\.\\.2147483647\\)"});
+  add({.name = "rc_pingpong_rx_depth_zero", .args = {"ibv_rc_pingpong", "-r", "0"},
+       .line = E + "-r: 0 is out of range \\(1\\.\\.2147483647\\)"});
+  add({.name = "rc_pingpong_rx_depth_above_hca", .args = {"ibv_rc_pingpong", "-r", "20000"},
+       .line = E + "-r: 20000 receives are above the client's hca\\.max_qp_wr 16351"});
+  add({.name = "rc_pingpong_port_above_65535", .args = {"ibv_rc_pingpong", "-p", "70000"},
+       .line = E + "-p: 70000 is out of range \\(0\\.\\.65535\\)"});
+  add({.name = "rc_pingpong_ib_port_two", .args = {"ibv_rc_pingpong", "-i", "2"},
+       .line = E + "-i: 2: the simulated HCA has one port, port 1"});
+  add({.name = "rc_pingpong_sl", .args = {"ibv_rc_pingpong", "-l", "16"},
+       .line = E + "-l: 16 is not a service level \\(0\\.\\.15\\)"});
+  add({.name = "rc_pingpong_gid_index", .args = {"ibv_rc_pingpong", "-g", "3"},
+       .line = E + "-g: 3: the simulated port has one GID, index 0"});
+  add({.name = "rc_pingpong_odp", .args = {"ibv_rc_pingpong", "-o"},
+       .line = E + "-o \\(--odp\\): on-demand paging is not simulated by hcasim ibv_rc_pingpong"});
+  add({.name = "rc_pingpong_device_memory", .args = {"ibv_rc_pingpong", "--dm"},
+       .line = E + "--dm: device memory is not simulated by hcasim ibv_rc_pingpong"});
+  add({.name = "rc_pingpong_unknown_flag", .args = {"ibv_rc_pingpong", "-q", "4"},
+       .line = E + "unknown option -q \\(ibv_rc_pingpong -h lists them\\)"});
+  add({.name = "rc_pingpong_ambiguous", .args = {"ibv_rc_pingpong", "--s", "4"},
+       .line = E + "--s: ambiguous option \\(--seed, --set, --size, --sl, --stats\\)"});
+  add({.name = "rc_pingpong_two_servers", .args = {"ibv_rc_pingpong", "a", "b"},
+       .line = E + "unexpected argument 'b' \\(ibv_rc_pingpong takes one servername, 'a' is already given\\)"});
+  add({.name = "rc_pingpong_missing_value", .args = {"ibv_rc_pingpong", "-n"},
+       .line = E + "-n: missing value"});
+  add({.name = "rc_pingpong_other_device", .args = {"ibv_rc_pingpong", "-d", "mlx5_0"},
+       .line = E + "-d mlx5_0: the simulated host has one device, mlx4_0 \\(hca\\.device of platform "
+                   "connectx-ddr-pcie1x8\\)"});
+  add({.name = "rc_pingpong_validate_too_big", .args = {"ibv_rc_pingpong", "-c", "-s", "100000000"},
+       .line = E + "-s: 100000000 B: -c compares real bytes, at most 67108864 B per buffer here"});
+  add({.name = "ud_pingpong_size_above_mtu", .args = {"ibv_ud_pingpong", "-s", "4096"},
+       .line = E + "-s: 4096 B is larger than the client's port MTU 2048 B \\(ib\\.mtu\\): a UD message is one "
+                   "datagram"});
+  add({.name = "ud_pingpong_mtu_flag", .args = {"ibv_ud_pingpong", "-m", "1024"},
+       .line = E + "unknown option -m \\(ibv_ud_pingpong -h lists them\\)"});
+  add({.name = "uc_pingpong_odp", .args = {"ibv_uc_pingpong", "-o"},
+       .line = E + "unknown option -o \\(ibv_uc_pingpong -h lists them\\)"});
+  add({.name = "srq_pingpong_refused", .args = {"ibv_srq_pingpong", "-q", "4"},
+       .line = E + "ibv_srq_pingpong: the simulated HCA has no shared receive queue \\(SRQ\\); .*"});
+
   // ---- --set
   add({.name = "set_unknown_key", .args = {"netperf", "--set", "sdp.nosuch=1", "--csv", csv},
        .line = E + "--set sdp\\.nosuch: unknown platform parameter \\(platform connectx-ddr-pcie1x8\\)",
