@@ -484,6 +484,17 @@ class Parser {
                            flag, value));
         break;
       }
+      case 'e':
+        // parser() case 'e': " Events feature not available on WRITE verb".
+        if (!perftest_is_send(test_) && !read_or_atomic())
+          fail(fmt::format("{}: perftest's events feature is not available on WRITE tests", flag));
+        // send_lat.c waits on the events of two CQs, each armed on its own; the simulated QP
+        // completes sends and receives into one CQ with one arming.
+        if (test_ == PerftestTest::SendLat)
+          fail(fmt::format("{}: hcasim ib_send_lat does not simulate completion events (perftest arms its send and "
+                           "receive CQs apart; the simulated QP has one CQ)", flag));
+        o_.use_event = true;
+        break;
       case 'D':
         fail(fmt::format("{}: hcasim simulates perftest's iteration mode (-n) only, not timed -D "
                          "runs",
@@ -625,8 +636,9 @@ PerftestConfig to_perftest_config(const PerftestOptions& o) {
   }
   if (bw) {
     c.cq_mod = o.cq_mod.value_or(kPerftestDefCqMod);
-    // "we disable cq_mod for large message size" unless -Q was given or -a runs all sizes.
-    if (o.size > kPerftestCqModSizeLimit && !o.all && !o.cq_mod) c.cq_mod = 1;
+    // "we disable cq_mod for large message size" unless -Q was given, -a runs all sizes or -e
+    // waits for events (force_dependecies).
+    if (o.size > kPerftestCqModSizeLimit && !o.all && !o.use_event && !o.cq_mod) c.cq_mod = 1;
     if (c.cq_mod > c.tx_depth) c.cq_mod = c.tx_depth;
   } else {
     c.cq_mod = 1;  // the latency tools signal every WR (DEF_CQ_MOD capped at DEF_TX_LAT)
@@ -646,6 +658,7 @@ PerftestConfig to_perftest_config(const PerftestOptions& o) {
   c.num_qps = bw ? o.num_qps : 1;
   c.seed = o.seed;
   c.explain = o.explain;
+  c.use_event = o.use_event;
   for (const auto& s : o.sets) model::apply_fault_setting(s, c.faults, c.retry);
   return c;
 }

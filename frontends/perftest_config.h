@@ -50,6 +50,10 @@ struct PerftestConfig {
   model::FaultConfig faults;     ///< --set fault.*: faults on the wire (none by default)
   model::RcRetry retry;          ///< --set qp.*: retry_cnt, timeout, rnr_retry (perftest's defaults)
   bool explain = false;          ///< --explain: measure each size's resources (PerftestPoint::explain)
+  /// -e: wait for completions in ibv_get_cq_event (a completion channel, an interrupt per
+  /// event) instead of busy-polling the CQ (perftest_resources.h ctx_notify_events); not on
+  /// the WRITE tools.
+  bool use_event = false;
 };
 
 /// Raw timestamps of one message size, ns of simulated time, as perftest records them in

@@ -327,6 +327,8 @@ std::string perftest_banner(const PerftestOptions& o, const PerftestConfig& c,
   const char* atomic_type = o.atomic == PerftestAtomic::CmpAndSwap ? "CMP_AND_SWAP " : "FETCH_AND_ADD ";
   out += cformat("                    %s %s%sTest\n", verb_name(o.test), perftest_is_atomic(o.test) ? atomic_type : "",
                  bw ? "BW " : "Latency ");
+  // ctx_print_test_info: -e names the completion vector (eq_num, 0 without -X).
+  if (o.use_event) out += cformat(" Test with events. Using %s_comp%d\n", o.device.c_str(), 0);
   out += cformat(" Dual-port       : %s\t\tDevice         : %s\n", "OFF", o.device.c_str());
   out += cformat(" Number of qps   : %d\t\tTransport type : %s\n", static_cast<int>(c.num_qps), "IB");
   out += cformat(" Connection type : %s\t\tUsing SRQ      : %s\n", "RC", "OFF");
@@ -352,7 +354,8 @@ std::string format_perftest_head(const PerftestOptions& o, const PerftestResult&
   const PerftestConfig c = to_perftest_config(o);
   std::string out;
   // force_dependecies: -Q above 1 kept for a message above MSG_SIZE_CQ_MOD_LIMIT.
-  if (perftest_is_bw(o.test) && o.cq_mod && *o.cq_mod > 1 && o.size > kPerftestCqModSizeLimit && !o.all) {
+  if (perftest_is_bw(o.test) && o.cq_mod && *o.cq_mod > 1 && o.size > kPerftestCqModSizeLimit && !o.all &&
+      !o.use_event) {
     out += kResultLine;
     out += "Warning: Large message requested and CQ moderation enabled\n";
     out += "Warning: It can lead to inaccurate results\n";
