@@ -495,6 +495,15 @@ class Parser {
                            "receive CQs apart; the simulated QP has one CQ)", flag));
         o_.use_event = true;
         break;
+      case 'C':
+      case 'U':
+      case 'H':
+        // parser() cases 'C', 'U', 'H': " Available only on Latency tests".
+        if (bw())
+          fail(fmt::format("{}: perftest's {} report is for the latency tests only", flag,
+                           c == 'C' ? "cycles" : c == 'U' ? "unsorted" : "histogram"));
+        (c == 'C' ? o_.report_cycles : c == 'U' ? o_.report_unsorted : o_.report_histogram) = true;
+        break;
       case 'D':
         fail(fmt::format("{}: hcasim simulates perftest's iteration mode (-n) only, not timed -D "
                          "runs",
