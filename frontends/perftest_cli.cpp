@@ -492,6 +492,26 @@ class Parser {
                            flag, value));
         break;
       }
+      case 'e':
+        // parser() case 'e': " Events feature not available on WRITE verb".
+        if (!perftest_is_send(test_) && !read_or_atomic())
+          fail(fmt::format("{}: perftest's events feature is not available on WRITE tests", flag));
+        // send_lat.c waits on the events of two CQs, each armed on its own; the simulated QP
+        // completes sends and receives into one CQ with one arming.
+        if (test_ == PerftestTest::SendLat)
+          fail(fmt::format("{}: hcasim ib_send_lat does not simulate completion events (perftest arms its send and "
+                           "receive CQs apart; the simulated QP has one CQ)", flag));
+        o_.use_event = true;
+        break;
+      case 'C':
+      case 'U':
+      case 'H':
+        // parser() cases 'C', 'U', 'H': " Available only on Latency tests".
+        if (bw())
+          fail(fmt::format("{}: perftest's {} report is for the latency tests only", flag,
+                           c == 'C' ? "cycles" : c == 'U' ? "unsorted" : "histogram"));
+        (c == 'C' ? o_.report_cycles : c == 'U' ? o_.report_unsorted : o_.report_histogram) = true;
+        break;
       case 'D':
         fail(fmt::format("{}: hcasim simulates perftest's iteration mode (-n) only, not timed -D "
                          "runs",
@@ -635,8 +655,9 @@ PerftestConfig to_perftest_config(const PerftestOptions& o) {
   }
   if (bw) {
     c.cq_mod = o.cq_mod.value_or(kPerftestDefCqMod);
-    // "we disable cq_mod for large message size" unless -Q was given or -a runs all sizes.
-    if (o.size > kPerftestCqModSizeLimit && !o.all && !o.cq_mod) c.cq_mod = 1;
+    // "we disable cq_mod for large message size" unless -Q was given, -a runs all sizes or -e
+    // waits for events (force_dependecies).
+    if (o.size > kPerftestCqModSizeLimit && !o.all && !o.use_event && !o.cq_mod) c.cq_mod = 1;
     if (c.cq_mod > c.tx_depth) c.cq_mod = c.tx_depth;
   } else {
     c.cq_mod = 1;  // the latency tools signal every WR (DEF_CQ_MOD capped at DEF_TX_LAT)
@@ -658,6 +679,7 @@ PerftestConfig to_perftest_config(const PerftestOptions& o) {
   c.explain = o.explain;
   c.trace = o.trace_path.has_value();
   if (o.trace_window) std::tie(c.trace_start_s, c.trace_len_s) = *o.trace_window;
+  c.use_event = o.use_event;
   for (const auto& s : o.sets) model::apply_fault_setting(s, c.faults, c.retry);
   return c;
 }

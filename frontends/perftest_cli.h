@@ -93,6 +93,10 @@ struct PerftestOptions {
   std::optional<uint32_t> rx_depth;   ///< -r (ib_send_bw; the write tools accept only 1)
   std::optional<uint32_t> cq_mod;     ///< -Q (bw tools)
   bool no_peak = false;               ///< -N (bw tools): no peak bandwidth
+  bool use_event = false;             ///< -e: completion events instead of polling (not WRITE)
+  bool report_cycles = false;         ///< -C (latency tools): the report in cycles (host.clock)
+  bool report_unsorted = false;       ///< -U (latency tools): every sample, in the order measured
+  bool report_histogram = false;      ///< -H (latency tools): the sorted samples
   std::optional<int> mtu;             ///< -m as given (applied to the path MTU by perftest_main)
   /// -o (READ and atomic tests): outstanding reads as given; 0 or below (and no -o) is the
   /// device's max_qp_rd_atom (perftest_parameters.c ctx_set_out_reads)

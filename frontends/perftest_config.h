@@ -56,6 +56,10 @@ struct PerftestConfig {
   bool trace = false;
   double trace_start_s = 0;      ///< --trace-window START, s (>= 0)
   double trace_len_s = 1e-3;     ///< --trace-window LEN, s (> 0); default the first 1 ms
+  /// -e: wait for completions in ibv_get_cq_event (a completion channel, an interrupt per
+  /// event) instead of busy-polling the CQ (perftest_resources.h ctx_notify_events); not on
+  /// the WRITE tools.
+  bool use_event = false;
 };
 
 /// Raw timestamps of one message size, ns of simulated time, as perftest records them in

@@ -113,7 +113,7 @@ uint64_t perftest_cycles(double t_ns, double cpu_mhz) {
   return static_cast<uint64_t>(std::floor(t_ns * cpu_mhz / 1000.0));
 }
 
-PerftestLatFigures perftest_lat_figures(const PerftestPoint& p, double cpu_mhz, int rtt_factor) {
+PerftestLatFigures perftest_lat_figures(const PerftestPoint& p, double cpu_mhz, int rtt_factor, bool cycles) {
   if (p.tposted_ns.size() < 4)
     throw std::invalid_argument(fmt::format(
         "perftest latency figures need at least 4 timestamps, the {} B point has {}", p.bytes,
@@ -122,7 +122,7 @@ PerftestLatFigures perftest_lat_figures(const PerftestPoint& p, double cpu_mhz, 
   int measure_cnt = static_cast<int>(t.size()) - 1;
   std::vector<uint64_t> delta(static_cast<size_t>(measure_cnt));
   for (size_t i = 0; i < delta.size(); ++i) delta[i] = t[i + 1] - t[i];
-  const double q = cpu_mhz * rtt_factor;  // cycles_rtt_quotient
+  const double q = (cycles ? 1.0 : cpu_mhz) * rtt_factor;  // cycles_rtt_quotient (-C: cycles_to_units 1)
 
   std::sort(delta.begin(), delta.end());  // qsort with cycles_compare
   measure_cnt -= kLatMeasureTail;
@@ -154,6 +154,29 @@ PerftestLatFigures perftest_lat_figures(const PerftestPoint& p, double cpu_mhz, 
   f.t_p99_us = static_cast<double>(delta[iters_99]) / q;
   f.t_p99_9_us = static_cast<double>(delta[iters_99_9]) / q;
   return f;
+}
+
+std::string perftest_lat_samples(const PerftestPoint& p, double cpu_mhz, int rtt_factor, bool cycles, bool unsorted,
+                                 bool histogram) {
+  if (!unsorted && !histogram) return {};
+  if (p.tposted_ns.size() < 4)
+    throw std::invalid_argument(fmt::format(
+        "perftest latency samples need at least 4 timestamps, the {} B point has {}", p.bytes, p.tposted_ns.size()));
+  const std::vector<uint64_t> t = cycles_of(p.tposted_ns, cpu_mhz);
+  std::vector<uint64_t> delta(t.size() - 1);
+  for (size_t i = 0; i < delta.size(); ++i) delta[i] = t[i + 1] - t[i];
+  const double q = (cycles ? 1.0 : cpu_mhz) * rtt_factor;
+  const char* units = cycles ? "cycles" : "usec";
+  std::string out;
+  // print_report_lat: the unsorted list before qsort, the "histogram" after it, without the tail.
+  auto list = [&](size_t n) {
+    out += cformat("#, %s\n", units);
+    for (size_t i = 0; i < n; ++i) out += cformat("%d, %g\n", static_cast<int>(i + 1), static_cast<double>(delta[i]) / q);
+  };
+  if (unsorted) list(delta.size());
+  std::sort(delta.begin(), delta.end());
+  if (histogram) list(delta.size() - kLatMeasureTail);
+  return out;
 }
 
 uint64_t perftest_peak_cycles(const std::vector<uint64_t>& posted, const std::vector<uint64_t>& completed,
@@ -327,6 +350,8 @@ std::string perftest_banner(const PerftestOptions& o, const PerftestConfig& c,
   const char* atomic_type = o.atomic == PerftestAtomic::CmpAndSwap ? "CMP_AND_SWAP " : "FETCH_AND_ADD ";
   out += cformat("                    %s %s%sTest\n", verb_name(o.test), perftest_is_atomic(o.test) ? atomic_type : "",
                  bw ? "BW " : "Latency ");
+  // ctx_print_test_info: -e names the completion vector (eq_num, 0 without -X).
+  if (o.use_event) out += cformat(" Test with events. Using %s_comp%d\n", o.device.c_str(), 0);
   out += cformat(" Dual-port       : %s\t\tDevice         : %s\n", "OFF", o.device.c_str());
   out += cformat(" Number of qps   : %d\t\tTransport type : %s\n", static_cast<int>(c.num_qps), "IB");
   out += cformat(" Connection type : %s\t\tUsing SRQ      : %s\n", "RC", "OFF");
@@ -352,7 +377,8 @@ std::string format_perftest_head(const PerftestOptions& o, const PerftestResult&
   const PerftestConfig c = to_perftest_config(o);
   std::string out;
   // force_dependecies: -Q above 1 kept for a message above MSG_SIZE_CQ_MOD_LIMIT.
-  if (perftest_is_bw(o.test) && o.cq_mod && *o.cq_mod > 1 && o.size > kPerftestCqModSizeLimit && !o.all) {
+  if (perftest_is_bw(o.test) && o.cq_mod && *o.cq_mod > 1 && o.size > kPerftestCqModSizeLimit && !o.all &&
+      !o.use_event) {
     out += kResultLine;
     out += "Warning: Large message requested and CQ moderation enabled\n";
     out += "Warning: It can lead to inaccurate results\n";
@@ -375,8 +401,14 @@ std::string format_perftest_rows(const PerftestOptions& o, const PerftestResult&
   for (const PerftestPoint& p : r.points) {
     if (perftest_is_bw(o.test))
       out += perftest_bw_row(perftest_bw_figures(p, cpu_mhz, cq_mod, no_peak), o.columns, o.report_gbits);
-    else
-      out += perftest_lat_row(perftest_lat_figures(p, cpu_mhz, perftest_rtt_factor(o.test)), o.columns);
+    else {
+      const int rtt = perftest_rtt_factor(o.test);
+      // print_report_lat: -U / -H print their lists, then a result line and the header again.
+      const std::string samples =
+          perftest_lat_samples(p, cpu_mhz, rtt, o.report_cycles, o.report_unsorted, o.report_histogram);
+      if (!samples.empty()) out += samples + kResultLine + perftest_results_header(o);
+      out += perftest_lat_row(perftest_lat_figures(p, cpu_mhz, rtt, o.report_cycles), o.columns);
+    }
   }
   out += kResultLine;
   return out;

@@ -53,7 +53,17 @@ struct PerftestLatFigures {
 /// time is cycles / (MHz x rtt_factor): 2 for WRITE and SEND (ib_write_lat, ib_send_lat), 1 for
 /// READ and atomics (perftest_rtt_factor). Throws std::invalid_argument when the point has fewer
 /// than 4 timestamps (perftest needs -n >= 5).
-PerftestLatFigures perftest_lat_figures(const PerftestPoint& point, double cpu_mhz, int rtt_factor = 2);
+/// With `cycles` (-C) the times are in cycles / rtt_factor instead (cycles_to_units 1), the
+/// fields' _us names notwithstanding.
+PerftestLatFigures perftest_lat_figures(const PerftestPoint& point, double cpu_mhz, int rtt_factor = 2,
+                                        bool cycles = false);
+
+/// print_report_lat's sample lists: -U (`unsorted`) prints "#, UNITS" then every delta in the
+/// order measured, -H (`histogram`) "#, UNITS" then the sorted deltas without the two largest,
+/// each line "%d, %g" (1-based index, the delta / (units x rtt_factor)); UNITS is "usec", or
+/// "cycles" with `cycles` (-C). Empty when neither is asked. Throws as perftest_lat_figures.
+std::string perftest_lat_samples(const PerftestPoint& point, double cpu_mhz, int rtt_factor, bool cycles,
+                                 bool unsorted, bool histogram);
 
 /// The peak's per-message time in cycles: the smallest (completed[j] - posted[i]) / (j - i + 1),
 /// integer division, over every i <= j where perftest has a completion time (j + 1 a multiple

@@ -46,6 +46,13 @@ std::string perftest_usage(PerftestTest test) {
          "      --report_gbits        Gb/s instead of MB/s (MB = 2^20 B)\n";
   }
   if (perftest_is_send(test)) u += "  -r, --rx-depth=N          receive queue depth (default 512)\n";
+  if (!bw)  // parser() cases 'C', 'U', 'H': latency tests only
+    u += "  -C, --report-cycles       report times in cycles of host.clock\n"
+         "  -U, --report-unsorted     every sample, in the order measured, before the row\n"
+         "  -H, --report-histogrm     the sorted samples before the row\n";
+  // parser() case 'e': not on the WRITE verb (nor, in hcasim, on ib_send_lat).
+  if (test == PerftestTest::SendBw || rd)
+    u += "  -e, --events              sleep for completion events instead of polling the CQ\n";
   u += "  -m, --mtu=N               path MTU: 256 512 1024 2048 4096\n"
        "  -F, -d DEV, -i PORT, -R, -z, -x GID, -p PORT, -c RC: accepted (printed or noted)\n"
        "\n"

@@ -94,7 +94,13 @@ int perftest_main(frontends::PerftestTest test, const std::vector<std::string>& 
                              *opts.out_reads, head.out_reads);
   if (!opts.json) std::cout << frontends::format_perftest_head(opts, head) << std::flush;
   // Init-captures: clang before 16 cannot capture a structured binding (nor [&] one).
-  const auto simulate = [&l = local, &r = remote, &config] { return sim::run_perftest(l, r, config); };
+  const auto simulate = [&l = local, &r = remote, &config] {
+    try {
+      return sim::run_perftest(l, r, config);
+    } catch (const sim::PerftestEventStall& e) {
+      throw RunFailure(e.what());  // perftest itself would hang: a failed run (exit 1)
+    }
+  };
   const frontends::PerftestResult result = run_under_faults(config.faults.any(), [&] { return checked(simulate); });
   const OutputSection writing;  // a signal now waits for the outputs to be whole
   const bool csv_to_stdout = opts.csv_path && util::is_stdout_path(*opts.csv_path);

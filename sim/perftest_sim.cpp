@@ -48,11 +48,50 @@ struct Side {
   /// CQ and a send CQ; the simulated QP has one CQ for both), not yet taken.
   uint64_t recv_stash = 0, send_stash = 0;
   std::unique_ptr<model::CpuNoise> noise;
+  /// -e: the lanes whose completion events the interrupt handler delivered to the completion
+  /// channel and ibv_get_cq_event has not yet read, oldest first; the thread sleeps on event_wq.
+  std::deque<size_t> events;
+  SimWaitQueue event_wq;
+  uint64_t cqes_written = 0;    ///< CQEs written on this side's CQs since the start (all sizes)
+  bool event_stall = false;     ///< -e: the loop would wait for an event that cannot come
 };
 
 /// Busy-polls until `ready` (the CPU spins: perftest never sleeps), re-checking when `wq` (the
 /// side's CQE or landing queue) is notified.
 void spin_until(Side& s, SimWaitQueue& wq, const std::function<bool()>& ready) { s.host->spin(wq, ready, kInf); }
+
+/// -e: perftest's ctx_notify_events (perftest_resources.h), called where the polling loop would
+/// spin: ibv_get_cq_event sleeps in read() on the completion channel until the interrupt handler
+/// (cpu.interrupt, on the IRQ's CPU, hca.interrupt_latency after the CQE) wakes it (cpu.wakeup,
+/// plus cpu.ipi across cores, charged to the handler by SimHost::wake); the thread is switched back
+/// in (cpu.context_switch, SimHost::sleep) and the read returns (cpu.syscall: its entry and exit are
+/// one lump, charged here where the exit lies on the path; the entry overlaps the HCA's work).
+/// ibv_ack_cq_events takes a mutex and counts in user space (libibverbs verbs.c), no device
+/// access: no cost of its own. ibv_req_notify_cq re-arms the CQ of the event: libmlx4's mlx4_arm_cq
+/// writes the arm doorbell record and stores the doorbell to the UAR page (cpu.uc_store). Returns
+/// the lane of the event; perftest then polls that CQ once.
+size_t await_event(Side& s) {
+  s.host->sleep(s.event_wq, [&] { return !s.events.empty(); });  // charges the context switch when it slept
+  const size_t q = s.events.front();
+  s.events.pop_front();
+  s.host->charge(model::Activity::Syscall, s.host->costs().syscall_ns);
+  s.host->charge(model::Activity::Completion, s.params->post.mmio.uc_store_ns);
+  s.lanes[q].qp->req_notify_cq();
+  return q;
+}
+
+/// -e in run_iter_bw: perftest 4.5 reads one event, then polls CTX_POLL_BATCH (16)
+/// completions once, so completions can stay on the CQ with no
+/// new one to raise the next event, and perftest waits in ibv_get_cq_event for ever. Throws that
+/// as an error when the side is about to wait with no event delivered and `cqes_to_come` 0.
+void check_event_can_come(Side& s, uint64_t cqes_to_come, const char* who) {
+  if (!s.events.empty() || cqes_to_come > 0) return;
+  s.event_stall = true;
+  throw std::runtime_error(fmt::format(
+        "{}: -e: {} completions left on the CQ and none to come: perftest polls 16 per completion "
+        "event and waits for ever here (a larger -Q gives fewer completions)",
+        who, s.cqes_pending));
+}
 
 /// Polls the send CQ for one completion (perftest's do { ibv_poll_cq } while (ne == 0)),
 /// and fails on an error status as perftest does ("Completion with error").
@@ -206,6 +245,7 @@ void read_latency_loop(Side& s, const Side& peer, const frontends::PerftestConfi
     tposted.push_back(now_ns());
     s.host->charge(model::Activity::Post, s.host->costs().user_post_ns);
     s.lanes[0].qp->post_send(make_wr(s, peer, 0, size, scnt, op, false, true));
+    if (cfg.use_event) await_event(s);
     poll_one(s, who);
   }
   s.host->flush();
@@ -267,6 +307,8 @@ void bandwidth_client(Side& s, const Side& peer, const frontends::PerftestConfig
   point.tposted_ns.reserve(tot);
   point.tcompleted_ns.assign(tot, 0.0);
   uint64_t totscnt = 0, totccnt = 0;
+  uint64_t signaled_posted = 0;  // -e: signaled WRs posted, each a CQE to come
+  const uint64_t written0 = s.cqes_written;
   const bool inline_data = size <= cfg.inline_size;
   while (totscnt < tot || totccnt < tot) {
     for (size_t q = 0; q < nq; ++q)
@@ -275,12 +317,22 @@ void bandwidth_client(Side& s, const Side& peer, const frontends::PerftestConfig
         point.tposted_ns.push_back(now_ns());
         s.host->charge(model::Activity::Post, s.host->costs().user_post_ns);
         s.lanes[q].qp->post_send(make_wr(s, peer, q, size, scnt[q], op, inline_data, signaled));
+        if (signaled) ++signaled_posted;
         pending[q].push_back(totscnt);
         ++scnt[q];
         ++totscnt;
       }
     if (totccnt < tot) {
-      for (const auto& [q, wc] : poll_batch(s, who)) {
+      // -e: run_iter_bw reads one event and polls once, whatever it finds (perftest 4.5).
+      std::vector<std::pair<size_t, sdp::Wc>> got;
+      if (cfg.use_event) {
+        check_event_can_come(s, signaled_posted - (s.cqes_written - written0), who);
+        await_event(s);
+        if (s.cqes_pending > 0) got = poll_batch(s, who);
+      } else {
+        got = poll_batch(s, who);
+      }
+      for (const auto& [q, wc] : got) {
         const uint64_t done = wc.wr_id + 1;  // WRs of this QP completed so far
         for (; ccnt[q] < done; ++ccnt[q], ++totccnt) {
           point.tcompleted_ns[pending[q].front()] = now_ns();
@@ -309,13 +361,25 @@ class SendBwServer {
   /// Polls until every message of every QP has arrived, reposting receives.
   void serve(const char* who) {
     uint64_t total = 0;
-    while (total < cfg_.iterations * s_.lanes.size()) {
-      for (const auto& [q, wc] : poll_batch(s_, who)) {
+    const uint64_t expected = cfg_.iterations * s_.lanes.size();
+    auto take = [&](const std::vector<std::pair<size_t, sdp::Wc>>& got) {
+      for (const auto& [q, wc] : got) {
         if (wc.byte_len != size_)
           throw std::runtime_error(fmt::format("{}: received {} B, expected {} B", who, wc.byte_len, size_));
         ++total;
         if (posted_[q] < cfg_.iterations) post_one(q);
       }
+    };
+    while (total < expected) {
+      if (!cfg_.use_event) {
+        take(poll_batch(s_, who));
+        continue;
+      }
+      // -e: run_iter_bw_server reads one event, then polls batches until the CQ is empty
+      // (do { ibv_poll_cq(recv_cq, CTX_POLL_BATCH) } while (ne > 0)), so no completion is left
+      // behind an event.
+      await_event(s_);
+      while (s_.cqes_pending > 0 && total < expected) take(poll_batch(s_, who));
     }
     s_.host->flush();
   }
@@ -418,6 +482,9 @@ frontends::PerftestResult check_config(const HostParams& A, const HostParams& B,
   if (frontends::perftest_is_send(cfg.test) && (cfg.rx_depth < 1 || cfg.rx_depth > B.qp_depth))
     throw frontends::ConfigError("rx_depth", fmt::format("rx depth {} is outside 1..{} (hca.max_qp_wr)", cfg.rx_depth, B.qp_depth));
   if (cfg.cq_mod < 1) throw InputError("PerftestConfig: cq_mod must be >= 1");
+  if (cfg.use_event && cfg.test != frontends::PerftestTest::SendBw && !frontends::perftest_is_read_or_atomic(cfg.test))
+    throw InputError(fmt::format("PerftestConfig: use_event on {} (completion events are simulated on ib_send_bw and "
+                                 "the READ and atomic tools)", frontends::perftest_tool_name(cfg.test)));
   if (std::min(A.cq_entries, B.cq_entries) < std::max(cfg.tx_depth, cfg.rx_depth))
     throw frontends::ConfigError("tx_depth/rx_depth",
                                  fmt::format("depth above hca.cq_entries {}", std::min(A.cq_entries, B.cq_entries)));
@@ -494,10 +561,17 @@ frontends::PerftestResult run_perftest(const model::Platform& local, const model
                            sdp::kLocalWrite | sdp::kRemoteWrite | sdp::kRemoteRead | (rd ? sdp::kRemoteAtomic : 0u));
       // perftest: rnr_retry 7 (qp.rnr_retry), min_rnr_timer 12 = 0.64 ms (IBA table 45).
       l.qp->set_rnr(cfg.retry.rnr_retry, hca::kDefaultMinRnrTimer);
+      // The completion event (-e), in the interrupt handler's context: the channel gets it and
+      // the sleeping thread is woken (ib_uverbs_comp_handler's wake_up_interruptible).
+      const size_t lane = s.lanes.size();
       l.qp->set_handlers([sp] {
         ++sp->cqes_pending;
+        ++sp->cqes_written;
         sp->cqe_wq.notify_all();
-      }, [] {});
+      }, [sp, lane] {
+        sp->events.push_back(lane);
+        sp->host->wake(sp->event_wq);
+      });
       if (cfg.test == frontends::PerftestTest::WriteLat)
         l.qp->set_write_handler([sp](sdp::Addr, uint64_t) {
           sp->landed_ns.push_back(now_ns());
@@ -534,6 +608,10 @@ frontends::PerftestResult run_perftest(const model::Platform& local, const model
         Side& s = side[static_cast<size_t>(i)];
         const Side& peer = side[static_cast<size_t>(1 - i)];
         s.host->bind_current(s.core);
+        // -e: the CQs are armed once before the test (read_lat.c, send_bw.c ... main:
+        // ibv_req_notify_cq), re-armed by every event read (await_event).
+        if (cfg.use_event)
+          for (const Lane& l : s.lanes) l.qp->req_notify_cq();
         for (size_t k = 0; k < cfg.sizes.size(); ++k) {
           const uint64_t size = cfg.sizes[k];
           SendBwServer receiver(s, cfg, size);
@@ -617,7 +695,10 @@ frontends::PerftestResult run_perftest(const model::Platform& local, const model
   const double messages = static_cast<double>(cfg.iterations) * (lat ? 1 : cfg.num_qps);
   for (uint64_t size : cfg.sizes) limit_s += messages * (1 + static_cast<double>(size) * 1e-6);
   bed.run(limit_s);
-  if (bed.failure().failed()) throw std::runtime_error(bed.failure().message());
+  if (bed.failure().failed()) {
+    if (side[0].event_stall || side[1].event_stall) throw PerftestEventStall(bed.failure().message());
+    throw std::runtime_error(bed.failure().message());
+  }
   for (const auto& p : res.points)
     if (p.tposted_ns.size() != static_cast<uint64_t>(messages))
       throw std::runtime_error("simulation ended before the test finished");

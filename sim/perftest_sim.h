@@ -7,6 +7,7 @@
 /// (frontends/perftest_output.h) turns the raw timestamps of a PerftestPoint into perftest's
 /// figures exactly as perftest computes them from its cycle counters.
 #include <cstdint>
+#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
@@ -16,6 +17,14 @@
 #include "model/platform.h"
 
 namespace hcasim::sim {
+
+/// run_perftest's failure when perftest 4.5's own loop would wait for ever: with -e, run_iter_bw
+/// reads one completion event and polls up to 16 completions, so completions can be left on the
+/// CQ with no new one to raise an event (perftest_resources.c run_iter_bw). A failure of the run,
+/// as perftest's would be, not of the simulator.
+struct PerftestEventStall : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
 
 /// What run_perftest checks before it simulates anything: the platforms' parameters
 /// (read_host_params) and the config against the HCAs (the errors run_perftest throws, as

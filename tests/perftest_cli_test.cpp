@@ -375,8 +375,12 @@ TEST(PerftestCli, RefusedAndUnknownFlags) {
   EXPECT_EQ(sbw_error("-c UD"), "-c UD: hcasim simulates RC connections only");
   EXPECT_EQ(lat_error("-c rc"), "-c: 'rc' is not a connection type (perftest takes RC, UC, UD, XRC, DC, SRD)");
   EXPECT_EQ(wbw_error("-b"), "-b (--bidirectional): perftest flag not supported by hcasim ib_write_bw");
-  EXPECT_EQ(lat_error("-H"), "-H (--report-histogrm): perftest flag not supported by hcasim ib_write_lat");
-  EXPECT_EQ(lat_error("-aFe"), "-e (--events): perftest flag not supported by hcasim ib_write_lat");
+  EXPECT_EQ(wbw_error("-H"), "-H: perftest's histogram report is for the latency tests only");
+  EXPECT_EQ(sbw_error("--report-cycles"), "--report-cycles: perftest's cycles report is for the latency tests only");
+  EXPECT_EQ(wbw_error("-U"), "-U: perftest's unsorted report is for the latency tests only");
+  EXPECT_EQ(lat_error("-aFe"), "-e: perftest's events feature is not available on WRITE tests");
+  EXPECT_EQ(wbw_error("--events"), "--events: perftest's events feature is not available on WRITE tests");
+  EXPECT_EQ(lat_error("-aFX 1"), "-X (--vector): perftest flag not supported by hcasim ib_write_lat");
   EXPECT_EQ(lat_error("-l 4"), "-l (--post_list): perftest flag not supported by hcasim ib_write_lat");
   EXPECT_EQ(lat_error("-u 14"), "-u (--qp-timeout): perftest flag not supported by hcasim ib_write_lat");
   EXPECT_EQ(wbw_error("--bidirectional"), "--bidirectional: perftest flag not supported by hcasim ib_write_bw");
@@ -453,3 +457,23 @@ TEST(PerftestCli, ConfigFieldsAreWordedAsPerftestsOptions) {
 
 }  // namespace
 }  // namespace hcasim::frontends
+
+TEST(PerftestCli, EventsKeepCqModerationAboveEightKilobytes) {
+  using namespace hcasim::frontends;
+  // force_dependecies: above MSG_SIZE_CQ_MOD_LIMIT (8192 B) cq_mod becomes 1 unless -Q, -a or -e.
+  const PerftestConfig polling = to_perftest_config(parse_perftest_args(PerftestTest::SendBw, {"-s", "65536"}));
+  EXPECT_EQ(polling.cq_mod, 1u);
+  EXPECT_FALSE(polling.use_event);
+  const PerftestConfig events = to_perftest_config(parse_perftest_args(PerftestTest::SendBw, {"-s", "65536", "-e"}));
+  EXPECT_EQ(events.cq_mod, 100u);
+  EXPECT_TRUE(events.use_event);
+  EXPECT_TRUE(to_perftest_config(parse_perftest_args(PerftestTest::ReadLat, {"--events"})).use_event);
+}
+
+TEST(PerftestCli, CyclesUnsortedAndHistogramOnTheLatencyTools) {
+  using namespace hcasim::frontends;
+  const PerftestOptions o = parse_perftest_args(PerftestTest::ReadLat, {"-CU", "--report-histogrm"});
+  EXPECT_TRUE(o.report_cycles);
+  EXPECT_TRUE(o.report_unsorted);
+  EXPECT_TRUE(o.report_histogram);
+}

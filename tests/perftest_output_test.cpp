@@ -62,6 +62,27 @@ TEST(PerftestLatFigures, OddCountMedianAndDroppedTail) {
   EXPECT_DOUBLE_EQ(f.t_p99_9_us, 2.50);    // delta[ceil(4.995) = 5]
 }
 
+TEST(PerftestLatFigures, CyclesReportDividesByTheRttFactorOnly) {
+  // -C: cycles_to_units = 1. The round trips of OddCountMedianAndDroppedTail at 2000 MHz are
+  // 4000 3200 3600 18000 3400 4400 10000 cycles; halved (rtt_factor 2): t_min 3200 / 2 = 1600,
+  // t_max 10000 / 2 = 5000, t_typical 3600 / 2 = 1800.
+  const auto f = perftest_lat_figures(lat_point(2, {2000, 1600, 1800, 9000, 1700, 2200, 5000}), 2000, 2, true);
+  EXPECT_DOUBLE_EQ(f.t_min_us, 1600);
+  EXPECT_DOUBLE_EQ(f.t_max_us, 5000);
+  EXPECT_DOUBLE_EQ(f.t_typical_us, 1800);
+}
+
+TEST(PerftestLatSamples, UnsortedInMeasuredOrderHistogramSortedWithoutTheTail) {
+  // 4 round trips of 1000 2000 500 4000 ns at 1000 MHz, READ (rtt_factor 1): -U lists them as
+  // measured, 1 2 0.5 4 us; -H the sorted ones without the two largest (LAT_MEASURE_TAIL): 0.5 1.
+  const PerftestPoint p = lat_point(8, {1000, 2000, 500, 4000});
+  EXPECT_EQ(perftest_lat_samples(p, 1000, 1, false, true, false), "#, usec\n1, 1\n2, 2\n3, 0.5\n4, 4\n");
+  EXPECT_EQ(perftest_lat_samples(p, 1000, 1, false, false, true), "#, usec\n1, 0.5\n2, 1\n");
+  // -C with rtt_factor 2: cycles / 2, "%g" (1000 cycles / 2 = 500, 500 / 2 = 250).
+  EXPECT_EQ(perftest_lat_samples(p, 1000, 2, true, false, true), "#, cycles\n1, 250\n2, 500\n");
+  EXPECT_EQ(perftest_lat_samples(p, 1000, 2, false, false, false), "");
+}
+
 TEST(PerftestLatFigures, EvenCountMedianIsTheIntegerMeanOfTheMiddleTwo) {
   // 7 posts, 6 round trips: 1001 1000 1004 30000 7000 1006 -> sorted 1000 1001 1004 1006 | 7000
   // 30000; measure_cnt = 4 (even): median = (delta[2] + delta[1]) / 2 = (1004 + 1001) / 2 = 1002

@@ -765,8 +765,8 @@ TEST(RunFileErrors, BadCommands) {
             "runs.txt:1: netperf: -t UDP_STREAM: hcasim simulates TCP_STREAM, TCP_MAERTS and TCP_RR");
   EXPECT_EQ(error_of("x\n$ ib_write_lat --frobnicate\n"),
             "runs.txt:2: ib_write_lat: unknown option --frobnicate");
-  EXPECT_EQ(error_of("$ ib_write_lat -H -s 2\n"),
-            "runs.txt:1: ib_write_lat: -H (--report-histogrm): perftest flag not supported by "
+  EXPECT_EQ(error_of("$ ib_write_lat -l 4 -s 2\n"),
+            "runs.txt:1: ib_write_lat: -l (--post_list): perftest flag not supported by "
             "hcasim ib_write_lat");
   EXPECT_EQ(error_of("$ netperf -H 'host -P 0\n"),
             "runs.txt:1: netperf: unterminated single quote in: netperf -H 'host -P 0");

@@ -397,3 +397,39 @@ TEST(SimPerftest, OutstandingReadsFollowMinusOAndTheDevice) {
   const auto r = sim::run_perftest(p, p, c);
   EXPECT_EQ(r.points[0].tcompleted_ns.size(), 100u);
 }
+
+TEST(SimPerftest, EventsAddTheInterruptTheWakeupAndTheSyscallToEachReadRoundTrip) {
+  // ib_read_lat -e -s 2 -n 4000 on connectx3-pcie3x8 against the polling ib_read_lat -s 2 that
+  // ReadLatencyIsTheWriteLatencyPlusTheReadRoundTripThroughTheResponder checks (1300.5 ns; one
+  // simulation per process, so by its stages here). With -e, after its post the client sleeps in
+  // ibv_get_cq_event; the READ's CQE is followed by (perftest_resources.h ctx_notify_events):
+  //   the EQE and MSI-X until the handler runs       hca.interrupt_latency   1000 ns
+  //   the handler (mlx4_eq_int)                      cpu.interrupt 5200 cycles / 2.6 GHz = 2000 ns
+  //   waking the sleeping thread (same CPU 0: no IPI) cpu.wakeup 1820 cycles = 700 ns
+  //   switching to it                                cpu.context_switch 3900 cycles = 1500 ns
+  //   the read() of the event returning              cpu.syscall 208 cycles = 80 ns
+  //   ibv_ack_cq_events (a user-space counter)       0
+  //   ibv_req_notify_cq's doorbell store             cpu.uc_store 50 ns
+  // and only then the poll that polling would have done at once: 5330 ns more per round trip.
+  const double polling = 60 + (8 * 0.5 + 88 * 8 / kGen3 + 200) + 260 + (275 + (150 + 10 + 100) + 40) + 190 + 2 * 8 / 62.845;
+  const double events = 1000 + 2000 + 700 + 1500 + 80 + 0 + 50;
+  const auto p = platform("connectx3-pcie3x8");
+  auto c = test_of(frontends::PerftestTest::ReadLat, 2, 4000);
+  c.use_event = true;
+  const auto r = sim::run_perftest(p, p, c);
+  EXPECT_NEAR(median(rtts(r.points[0])), polling + events, 3.0);
+}
+
+TEST(SimPerftest, EventsWokenFromAnotherCpuAlsoPayTheIpi) {
+  // As EventsAddTheInterruptTheWakeupAndTheSyscallToEachReadRoundTrip, with ib_read_lat on CPU 1
+  // (host.default_app_cpu) and the interrupt on CPU 0 (irq.affinity): the handler's wakeup also
+  // sends the reschedule IPI (cpu.ipi 500 ns), 5830 ns above polling in all.
+  const double polling = 60 + (8 * 0.5 + 88 * 8 / kGen3 + 200) + 260 + (275 + (150 + 10 + 100) + 40) + 190 + 2 * 8 / 62.845;
+  const double events = 1000 + 2000 + 700 + 500 + 1500 + 80 + 50;
+  auto p = platform("connectx3-pcie3x8");
+  p.set("host.default_app_cpu=1");
+  auto c = test_of(frontends::PerftestTest::ReadLat, 2, 4000);
+  c.use_event = true;
+  const auto r = sim::run_perftest(p, p, c);
+  EXPECT_NEAR(median(rtts(r.points[0])), polling + events, 3.0);
+}
