@@ -56,7 +56,7 @@ struct Side {
   bool event_stall = false;     ///< -e: the loop would wait for an event that cannot come
 };
 
-/// Busy-polls until `ready` (the CPU spins: perftest never sleeps), re-checking when `wq` (the
+/// Busy-polls until `ready` (the CPU spins, as perftest does without -e), re-checking when `wq` (the
 /// side's CQE or landing queue) is notified.
 void spin_until(Side& s, SimWaitQueue& wq, const std::function<bool()>& ready) { s.host->spin(wq, ready, kInf); }
 
