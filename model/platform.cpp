@@ -255,9 +255,12 @@ void Platform::set(const std::string& assignment) {
       }
       break;
     }
-    case 1: {  // int64: integers; sizes when in bytes
+    case 1: {  // int64: integers; sizes when in bytes; a fraction when the schema says number
+      const ParamSpec* spec = find_param(key);
       if (auto i = parse_int(text)) {
         p.value = *i;
+      } else if (auto d = spec != nullptr && spec->type == ParamType::Number ? parse_double(text) : std::nullopt) {
+        p.value = *d;  // the file wrote the number as an integer; its schema allows any
       } else if (auto s = bytes ? parse_size_opt(text) : std::nullopt;
                  s && *s <= static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
         p.value = static_cast<int64_t>(*s);

@@ -379,6 +379,18 @@ TEST(PlatformSet, Integer) {
                      "--set host.copy_cost: bad value '4K' for an integer in ns/page");
 }
 
+// A key the schema calls a number takes a fraction from --set even when its platform file wrote
+// an integer (ib.propagation = 10 in connectx3-pcie3x8.toml); an integer key still refuses one.
+TEST(PlatformSet, NumberKeysTakeFractionsWhateverTheFileWrote) {
+  Platform p = Platform::load_file(std::string(HCASIM_REFERENCE_DIR) + "/../scenarios/platforms/connectx3-pcie3x8.toml");
+  p.set("ib.propagation=1.5");
+  EXPECT_DOUBLE_EQ(p.num("ib.propagation"), 1.5);
+  p.set("cpu.poll_miss=100.5");
+  EXPECT_DOUBLE_EQ(p.num("cpu.poll_miss"), 100.5);
+  expect_input_error([&] { p.set("pcie.max_payload=256.5"); },
+                     "--set pcie.max_payload: bad value '256.5' for an integer in B");
+}
+
 TEST(PlatformSet, SizeSuffixesInBytes) {
   Platform p = Platform::parse(kValid, "t.toml");
   p.set("pcie.max_payload=256");
