@@ -368,7 +368,7 @@ CalibrateOptions parse_calibrate_args(const std::vector<std::string>& args) {
   };
   if (opt_jobs->count()) o.jobs = parse_jobs(jobs);
   if (opt_evals->count()) o.max_evals = static_cast<int>(whole("--max-evals", evals, 1, 100000));
-  if (opt_iter->count()) o.iterations = static_cast<uint64_t>(whole("--iterations", iterations, 0, 1e9));
+  if (opt_iter->count()) o.iterations = parse_iterations_flag(iterations);
   if (opt_duration->count()) o.duration_s = parse_duration_flag(duration);
   if (opt_steady->count()) {
     const auto v = util::parse_number(steady);

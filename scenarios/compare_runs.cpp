@@ -84,10 +84,7 @@ CompareOptions parse_compare_args(const std::vector<std::string>& args) {
   if (opt_duration->count())
     if (const double d = parse_duration_flag(duration); d > 0) o.length.duration_s = d;
   if (opt_iterations->count()) {
-    const auto n = util::parse_number(iterations);
-    if (!n || *n < 0 || *n != static_cast<double>(static_cast<uint64_t>(*n)) || *n > 1e9)
-      throw InputError(fmt::format("--iterations: '{}' must be a whole number 0..1000000000", iterations));
-    if (*n > 0) o.length.iterations = static_cast<uint64_t>(*n);
+    if (const uint64_t n = parse_iterations_flag(iterations); n > 0) o.length.iterations = n;
   }
   if (o.json)
     if (const std::string conflict = frontends::json_csv_conflict(o.csv_path); !conflict.empty())

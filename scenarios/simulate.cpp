@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "frontends/perftest_cli.h"
 #include "model/platform.h"
 #include "scenarios/children.h"
 #include "scenarios/datadir.h"
@@ -91,6 +92,16 @@ double parse_duration_flag(const std::string& text) {
   if (!d || !std::isfinite(*d) || *d < 0 || *d > 3600)
     throw InputError(fmt::format("--duration: '{}' must be 0..3600 seconds", text));
   return *d;
+}
+
+uint64_t parse_iterations_flag(const std::string& text) {
+  const auto n = util::parse_number(text);
+  const bool whole = n && std::isfinite(*n) && *n >= 0 && *n == std::floor(*n);
+  if (!whole || (*n != 0 && (*n < static_cast<double>(frontends::kPerftestMinIters) ||
+                             *n > static_cast<double>(frontends::kPerftestMaxIters))))
+    throw InputError(fmt::format("--iterations: '{}' must be 0 or a whole number {}..{} (perftest's -n)", text,
+                                 frontends::kPerftestMinIters, frontends::kPerftestMaxIters));
+  return static_cast<uint64_t>(*n);
 }
 
 std::vector<std::string> with_sim_length(const std::string& tool, std::vector<std::string> words,

@@ -30,6 +30,11 @@ struct SimLength {
 /// InputError "--duration: 'TEXT' must be 0..3600 seconds" otherwise.
 double parse_duration_flag(const std::string& text);
 
+/// The value of `--iterations` (validate, calibrate, compare): 0 (perftest's -n as typed) or a
+/// cap perftest itself accepts as -n, 5..100000000 (MIN_ITER..MAX_ITER, frontends/perftest_cli.h).
+/// Throws InputError "--iterations: 'TEXT' must be 0 or a whole number 5..100000000" otherwise.
+uint64_t parse_iterations_flag(const std::string& text);
+
 /// `words` (a command's words after its tool, as ScenarioPoint::words) with `length` applied for
 /// `tool`: netperf gets `-l S` before its "--" (a later -l replaces an earlier one) and, over
 /// SDP, `--steady REL`; perftest gets `-n min(typed -n or its default, N)` at the end; unchanged

@@ -278,10 +278,7 @@ ValidateOptions parse_validate_args(const std::vector<std::string>& args) {
   if (opt_jobs->count()) o.jobs = parse_jobs(jobs);
   if (opt_duration->count()) o.duration_s = parse_duration_flag(duration);
   if (opt_iter->count()) {
-    const auto n = util::parse_number(iterations);
-    if (!n || *n != std::floor(*n) || *n < 0 || *n > 1e9)
-      throw InputError(fmt::format("--iterations: '{}' must be a whole number 0..1000000000", iterations));
-    o.iterations = static_cast<uint64_t>(*n);
+    o.iterations = parse_iterations_flag(iterations);
   }
   if (opt_report->count()) {
     if (report.empty()) throw InputError("--report: empty path");

@@ -100,7 +100,12 @@ TEST(ValidateArgs, DurationAndIterationsShortenThePointsAndSaySo) {
             "perftest points for at most 500 iterations (--iterations)");
   EXPECT_EQ(args_error({"--duration", "-1"}), "--duration: '-1' must be 0..3600 seconds");
   EXPECT_EQ(args_error({"--duration", "long"}), "--duration: 'long' must be 0..3600 seconds");
-  EXPECT_EQ(args_error({"--iterations", "1.5"}), "--iterations: '1.5' must be a whole number 0..1000000000");
+  EXPECT_EQ(args_error({"--iterations", "1.5"}),
+            "--iterations: '1.5' must be 0 or a whole number 5..100000000 (perftest's -n)");
+  // A cap below perftest's MIN_ITER (5) was accepted, then every perftest child refused its -n.
+  EXPECT_EQ(args_error({"--iterations", "2"}), "--iterations: '2' must be 0 or a whole number 5..100000000 (perftest's -n)");
+  EXPECT_EQ(parse_validate_args({"--iterations", "5"}).iterations, 5u);
+  EXPECT_EQ(parse_validate_args({"--iterations", "0"}).iterations, 0u);
 }
 
 TEST(SimLength, NetperfLengthReplacedPerftestIterationsCapped) {
