@@ -2,8 +2,14 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <unistd.h>
+
+#include <cerrno>
+
+#include <sodium.h>
 
 #include <fmt/format.h>
 
@@ -16,10 +22,35 @@ namespace hcasim::emu {
 namespace asio = boost::asio;
 using asio::ip::tcp;
 
+/// A stream accepted on the port whose handshake (emu/auth.h) is under way.
+struct Hca::Handshake {
+  Handshake(tcp::socket s, asio::io_context& io) : sock(std::move(s)), timer(io) {}
+  tcp::socket sock;
+  asio::steady_timer timer;
+  Challenge challenge{};
+  Answer answer{};
+  Proof proof{};
+  bool done = false;  // handed over, refused or closed: later handlers do nothing
+  uint64_t serial = 0;  // its key in handshakes_ (arrival order)
+};
+
 Hca::Hca(const sdp::ProcessMemory* memory, const model::FaultConfig& faults, const model::RcRetry& retry)
     : memory_(memory), faults_(faults), retry_(retry), guard_(asio::make_work_guard(io_)) {
+  auth_init();  // the key bytes are random
   pd_ = mrs_.alloc_pd();
-  thread_ = std::thread([this] { io_.run(); });
+  thread_ = std::thread([this] {
+    pthread_attr_t attr;
+    if (::pthread_getattr_np(::pthread_self(), &attr) == 0) {
+      void* lo = nullptr;
+      size_t bytes = 0;
+      if (::pthread_attr_getstack(&attr, &lo, &bytes) == 0) {
+        io_stack_bytes_.store(bytes, std::memory_order_release);
+        io_stack_lo_.store(lo, std::memory_order_release);
+      }
+      ::pthread_attr_destroy(&attr);
+    }
+    io_.run();
+  });
 }
 
 Hca::~Hca() {
@@ -33,10 +64,18 @@ Hca::~Hca() {
     boost::system::error_code ec;
     if (acceptor_) acceptor_->close(ec);
     if (udp_) udp_->close(ec);
+    if (accept_timer_) accept_timer_->cancel();
+    for (const auto& [serial, h] : handshakes_) {  // their 2 s timers would hold run() up
+      h->done = true;
+      h->timer.cancel();
+      h->sock.close(ec);
+    }
+    handshakes_.clear();
   });
   guard_.reset();
   thread_.join();
   if (send_fd_ >= 0) ::close(send_fd_);
+  sodium_memzero(secret_.data(), secret_.size());
 }
 
 uint32_t Hca::alloc_pd() {
@@ -48,23 +87,57 @@ uint32_t Hca::reg_mr(uint32_t pd, sdp::Addr addr, uint64_t len, unsigned access)
   if (memory_ != nullptr && !memory_->contains(addr, len))
     throw sdp::VerbsError(fmt::format("reg_mr: [{:#x}, +{}) is not allocated memory", addr, len));
   std::lock_guard g(mr_lock_);
-  return mrs_.reg(pd, addr, len, access);
+  return outer_key(mrs_.reg(pd, addr, len, access));
+}
+
+uint32_t Hca::outer_key(uint32_t inner) {
+  const uint32_t index = inner - hca::MrTable::kFirstKey + 1;  // 0 is no MR's
+  if (index > 0xFFFFFF) {  // the core never reuses a key: 2^24 - 1 registrations in all
+    mrs_.dereg(inner);
+    throw sdp::VerbsError("reg_mr: every MR index of the emulated HCA has been used");
+  }
+  if (key_bytes_.size() < index) key_bytes_.resize(index);
+  uint8_t b = 0;
+  randombytes_buf(&b, 1);
+  key_bytes_[index - 1] = b;
+  return index << 8 | b;
+}
+
+uint32_t Hca::inner_key(uint32_t key) const {
+  const uint32_t index = key >> 8;
+  if (index == 0 || index > key_bytes_.size() || key_bytes_[index - 1] != (key & 0xFF)) return 0;
+  return hca::MrTable::kFirstKey + index - 1;
 }
 
 bool Hca::dereg_mr(uint32_t key) {
-  std::lock_guard g(mr_lock_);
-  return mrs_.dereg(key);
+  {
+    std::lock_guard g(mr_lock_);
+    const uint32_t inner = inner_key(key);
+    if (inner == 0 || !mrs_.dereg(inner)) return false;
+  }
+  // The key is gone for every later check; wait for the accesses that passed it already.
+  std::vector<std::shared_ptr<Qp>> live;
+  {
+    std::lock_guard g(qps_lock_);
+    live.reserve(qps_.size());
+    for (auto& [qpn, w] : qps_)
+      if (auto q = w.lock()) live.push_back(std::move(q));
+  }
+  for (auto& q : live) q->fence_memory();
+  return true;
 }
 
 uint32_t Hca::dma_mr(uint32_t pd) {
   if (memory_ == nullptr) throw sdp::VerbsError("dma_mr: this emulated HCA has no memory arena");
   std::lock_guard g(mr_lock_);
-  return mrs_.reg_all_memory(pd, sdp::kLocalWrite);
+  return outer_key(mrs_.reg_all_memory(pd, sdp::kLocalWrite));
 }
 
 hca::MrRefusal Hca::check_mr(uint32_t key, uint32_t pd, sdp::Addr addr, uint64_t len, unsigned need) {
   std::lock_guard g(mr_lock_);
-  return mrs_.check(key, pd, addr, len, need,
+  const uint32_t inner = inner_key(key);
+  if (inner == 0) return hca::MrRefusal::UnknownKey;
+  return mrs_.check(inner, pd, addr, len, need,
                     [this](sdp::Addr a, uint64_t n) { return memory_ != nullptr && memory_->contains(a, n); });
 }
 
@@ -100,6 +173,9 @@ std::shared_ptr<Qp> Hca::find_qp(uint32_t qpn) {
 uint16_t Hca::lid() {
   std::lock_guard g(port_lock_);
   if (port_) return port_->lid();
+  // The secret first: without it the port could authenticate nothing, and takes no LID.
+  auth_init();
+  secret_ = subnet_secret();
   // The stream acceptor and the datagram socket on one port number (TCP and UDP): a few
   // tries, for a port number whose UDP side is taken.
   boost::system::error_code ec;
@@ -125,7 +201,7 @@ uint16_t Hca::lid() {
   if (!acceptor_) throw sdp::DeviceError(fmt::format("emulated port: no UDP port on 127.0.0.1: {}", ec.message()));
   send_fd_ = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
   port_ = std::make_unique<SubnetPort>(acceptor_->local_endpoint().port());
-  dgram_.resize(kLengthSize + kHeaderSize + 16 + kMaxPayload + kIcrcSize);
+  dgram_.resize(kLengthSize + kHeaderSize + 16 + kMaxPayload + kIcrcSize + kDatagramMacSize);
   asio::post(io_, [this] {
     accept_next();
     receive_datagram();
@@ -140,15 +216,25 @@ bool Hca::send_datagram(uint16_t dlid, const std::vector<uint8_t>& frame) {
   to.sin_family = AF_INET;
   to.sin_port = htons(*port);
   to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  const auto mac = datagram_mac(secret_, frame);
+  iovec iov[2] = {{const_cast<uint8_t*>(frame.data()), frame.size()}, {const_cast<uint8_t*>(mac.data()), mac.size()}};
+  msghdr m{};
+  m.msg_name = &to;
+  m.msg_namelen = sizeof to;
+  m.msg_iov = iov;
+  m.msg_iovlen = 2;
   std::lock_guard g(send_lock_);
-  return ::sendto(send_fd_, frame.data(), frame.size(), 0, reinterpret_cast<const sockaddr*>(&to), sizeof to) ==
-         static_cast<ssize_t>(frame.size());
+  return ::sendmsg(send_fd_, &m, 0) == static_cast<ssize_t>(frame.size() + mac.size());
 }
 
 void Hca::receive_datagram() {
   udp_->async_receive(asio::buffer(dgram_), [this](boost::system::error_code ec, size_t n) {
     if (ec == asio::error::operation_aborted) return;
-    if (!ec && n >= kLengthSize) {
+    // The MAC first (emu/auth.h): a datagram of a process without the subnet's secret is
+    // dropped before any of it is decoded.
+    if (!ec && !datagram_ok(secret_, std::span<const uint8_t>(dgram_.data(), n))) {
+      ++datagrams_refused_;
+    } else if (!ec && (n -= kDatagramMacSize) >= kLengthSize) {
       try {
         const uint32_t len = decode_length(std::span<const uint8_t, kLengthSize>(dgram_.data(), kLengthSize));
         const std::span<const uint8_t> body(dgram_.data() + kLengthSize, n - kLengthSize);
@@ -167,39 +253,76 @@ void Hca::receive_datagram() {
 }
 
 void Hca::accept_next() {
-  // Each accepted stream's first frame is a CM REQ naming the QP it is for (Qp::modify to RTR).
+  // Each accepted stream is authenticated first (challenge); only then are its CM REQ fields
+  // read and the stream handed to the QP they name (Qp::take_stream).
   acceptor_->async_accept([this](boost::system::error_code ec, tcp::socket s) {
     // Closed (~Hca): an accept armed after the close fails at once (bad_descriptor), not with
     // operation_aborted, and arming another would spin the I/O thread for ever.
     if (ec == asio::error::operation_aborted || !acceptor_->is_open()) return;
+    if (ec == asio::error::no_descriptors || ec == asio::error::no_buffer_space || ec == asio::error::no_memory ||
+        ec.value() == ENFILE) {
+      // Out of descriptors: the oldest stranger's goes, and the port accepts again a little
+      // later (the connection waits in the backlog) instead of spinning on the same error.
+      if (!handshakes_.empty()) refuse(handshakes_.begin()->second);
+      if (!accept_timer_) accept_timer_ = std::make_unique<asio::steady_timer>(io_);
+      accept_timer_->expires_after(std::chrono::milliseconds(kAcceptBackoffMs));
+      accept_timer_->async_wait([this](boost::system::error_code e) {
+        if (!e) accept_next();
+      });
+      return;
+    }
     if (!ec) {
       s.set_option(tcp::no_delay(true), ec);
-      auto sock = std::make_shared<tcp::socket>(std::move(s));
-      auto len = std::make_shared<std::array<uint8_t, kLengthSize>>();
-      asio::async_read(*sock, asio::buffer(*len), [this, sock, len](boost::system::error_code e1, size_t) {
-        if (e1) return;
-        uint32_t n = 0;
-        try {
-          n = decode_length(*len);
-        } catch (const WireError&) {
-          return;
-        }
-        auto body = std::make_shared<std::vector<uint8_t>>(n);
-        asio::async_read(*sock, asio::buffer(*body), [this, sock, body](boost::system::error_code e2, size_t) {
-          if (e2 || !icrc_ok(*body)) return;
-          Packet req;
-          try {
-            req = decode(*body);
-          } catch (const WireError&) {
-            return;
-          }
-          if (req.op != Op::CmReq) return;
-          if (auto qp = find_qp(req.dest_qpn)) qp->take_stream(std::move(*sock), req.local_qpn);
-          // No such QP: the stream closes; the peer's requests time out (RETRY_EXC_ERR).
-        });
-      });
+      challenge(std::make_shared<Handshake>(std::move(s), io_));
     }
     accept_next();
+  });
+}
+
+void Hca::refuse(const std::shared_ptr<Handshake>& h) {
+  if (h->done) return;
+  // Closed without a word: a stranger learns nothing of the port's QPs.
+  h->done = true;
+  boost::system::error_code ec;
+  h->timer.cancel();
+  h->sock.close(ec);
+  handshakes_.erase(h->serial);
+  ++strangers_refused_;
+}
+
+void Hca::challenge(std::shared_ptr<Handshake> h) {
+  // A full table: the oldest handshake under way makes room (kMaxHandshakes).
+  if (handshakes_.size() >= kMaxHandshakes) refuse(handshakes_.begin()->second);
+  h->serial = handshake_serial_++;
+  handshakes_.emplace(h->serial, h);
+  h->challenge = make_nonce();
+  // The whole handshake within kHandshakeTimeoutMs: a stranger that connects and stays idle, or
+  // sends its bytes slowly, holds nothing for longer.
+  h->timer.expires_after(std::chrono::milliseconds(kHandshakeTimeoutMs));
+  h->timer.async_wait([this, h](boost::system::error_code ec) {
+    if (!ec) refuse(h);
+  });
+  asio::async_write(h->sock, asio::buffer(h->challenge), [this, h](boost::system::error_code e1, size_t) {
+    if (h->done) return;
+    if (e1) return refuse(h);
+    // A fixed-size answer: nothing of it is used as a length.
+    asio::async_read(h->sock, asio::buffer(h->answer), [this, h](boost::system::error_code e2, size_t) {
+      if (h->done) return;
+      if (e2) return refuse(h);
+      Nonce theirs{};
+      const std::optional<StreamReq> req = check_answer(secret_, h->challenge, h->answer, theirs);
+      if (!req) return refuse(h);
+      h->proof = make_proof(secret_, h->challenge, theirs, *req);
+      asio::async_write(h->sock, asio::buffer(h->proof), [this, h, req = *req](boost::system::error_code e3, size_t) {
+        if (h->done) return;
+        h->done = true;
+        h->timer.cancel();
+        handshakes_.erase(h->serial);
+        if (e3) return;  // the connector went away (it closes too)
+        if (auto qp = find_qp(req.dest_qpn)) qp->take_stream(std::move(h->sock), req.src_qpn, req.slid);
+        // No such QP: the stream closes; the peer's requests time out (RETRY_EXC_ERR).
+      });
+    });
   });
 }
 

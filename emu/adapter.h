@@ -4,8 +4,11 @@
 /// the I/O thread every QP's socket runs on, the protection domains and the MR table (the HCA
 /// core's, hca/mr.h, under a lock), the QP numbers, the device limits, and the port on the
 /// machine's emulated subnet (emu/subnet.h): a TCP acceptor of QP streams and a UDP socket of UD
-/// datagrams on one 127.0.0.1 port number.
+/// datagrams on one 127.0.0.1 port number, both authenticated with the subnet's secret
+/// (emu/auth.h), which the adapter reads once when the port comes up.
+#include <atomic>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -18,6 +21,7 @@
 
 #include <boost/asio.hpp>
 
+#include "emu/auth.h"
 #include "emu/subnet.h"
 #include "hca/mr.h"
 #include "hca/qp.h"
@@ -47,11 +51,19 @@ class Hca {
   uint32_t alloc_pd();
   /// The PD of the sdp::Device face, whose connections' QPs and MRs all belong to it.
   uint32_t device_pd() const { return pd_; }
+  /// Keys (lkey = rkey) have mlx4's layout (hw_index_to_key, drivers/net/ethernet/mellanox/
+  /// mlx4/mr.c): the MR's index in bits 8-31 and a key byte in bits 0-7, which is random here
+  /// (libsodium) where mlx4's counts its index table's wraps: a key guessed from another, or a
+  /// stale one, names a live MR with a chance of 1/256 at most. (The core's table, hca/mr.h,
+  /// and so the simulator keep their sequential keys.)
   /// ibv_reg_mr(3): registers [addr, addr+len) in `pd` with `access` (sdp::Access bits,
   /// hca::kRemoteAtomic) and returns its key. Throws sdp::VerbsError for an unknown PD, a range
   /// outside the arena (when there is one) or one that wraps past 2^64.
   uint32_t reg_mr(uint32_t pd, sdp::Addr addr, uint64_t len, unsigned access);
-  /// ibv_dereg_mr(3); false when no MR has `key`.
+  /// ibv_dereg_mr(3); false when no MR has `key`. Once it returns, no QP of this HCA touches
+  /// the MR's memory (each QP's accesses, key check and copy, run under its lock, and dereg
+  /// waits for the ones under way): the memory may be freed at once, as on an HCA. Not to be
+  /// called under a QP's lock.
   bool dereg_mr(uint32_t key);
   /// A key of `pd` covering the whole arena (ib_get_dma_mr). Throws sdp::VerbsError without one.
   uint32_t dma_mr(uint32_t pd);
@@ -70,10 +82,20 @@ class Hca {
   /// The fault configuration and retry attributes of the adapter's QPs.
   const model::FaultConfig& faults() const { return faults_; }
   const model::RcRetry& retry() const { return retry_; }
-  /// The LID of the adapter's port on the emulated subnet (emu/subnet.h). The first call
-  /// claims it and starts accepting QP streams on a 127.0.0.1 TCP port; throws
-  /// sdp::DeviceError when the subnet directory cannot be used.
+  /// The LID of the adapter's port on the emulated subnet (emu/subnet.h). The first call reads
+  /// the subnet's secret, claims the LID and starts accepting QP streams on a 127.0.0.1 TCP
+  /// port; throws sdp::DeviceError when the subnet directory or its secret cannot be used.
   uint16_t lid();
+  /// The subnet's secret (after lid()).
+  const SubnetSecret& secret() const { return secret_; }
+  /// Streams refused for a failed handshake (emu/auth.h): connections to the port that did not
+  /// answer the challenge with the secret's MAC in time (a stranger), and ports this adapter's
+  /// QPs connected to that did not prove it (an impostor).
+  uint64_t strangers_refused() const { return strangers_refused_.load(); }
+  /// UD datagrams dropped because their MAC was missing or wrong.
+  uint64_t datagrams_refused() const { return datagrams_refused_.load(); }
+  /// Counts a refused stream (a QP's connect that met an impostor).
+  void count_stranger() { ++strangers_refused_; }
   /// Waits at most `ms` until every QP's queued frames were written (Qp::wait_written).
   void quiesce(int ms);
   /// Gives the port's LID back to the subnet (its claim file removed; emu/subnet.h), at exit:
@@ -81,15 +103,28 @@ class Hca {
   void release_port();
   /// The port GUID (guid_of_lid(lid())).
   uint64_t guid() { return guid_of_lid(lid()); }
-  /// Sends one UD datagram (an encoded frame) to the port with `dlid`: a UDP datagram to
-  /// 127.0.0.1 at that port's published port number (its datagram path, bound with lid()).
+  /// Sends one UD datagram (an encoded frame, followed by its MAC: emu/auth.h) to the port with
+  /// `dlid`: a UDP datagram to 127.0.0.1 at that port's published port number (its datagram
+  /// path, bound with lid()).
   /// False when no port has that LID or the send failed (UD: the datagram is lost).
   bool send_datagram(uint16_t dlid, const std::vector<uint8_t>& frame);
   /// The I/O context of the adapter's thread (sockets of QPs and CM streams live on it).
   boost::asio::io_context& io() { return io_; }
+  /// The I/O thread's stack block (glibc's mapping: the stack, its static TLS and thread
+  /// descriptor; pthread_getattr_np(3)), lowest address and bytes; {nullptr, 0} until the
+  /// thread runs. A forked child, where that thread does not exist, hands it to a leak checker
+  /// as memory that still holds the parent's references.
+  std::pair<const void*, size_t> io_thread_stack() const {
+    return {io_stack_lo_.load(std::memory_order_acquire), io_stack_bytes_.load(std::memory_order_acquire)};
+  }
 
  private:
+  struct Handshake;
   void accept_next();
+  /// The acceptor's side of a stream's handshake (emu/auth.h), on the I/O thread.
+  void challenge(std::shared_ptr<Handshake> h);
+  /// Closes a stream whose handshake failed, and counts it (once).
+  void refuse(const std::shared_ptr<Handshake>& h);
   void receive_datagram();
   /// The QP with `qpn`, or null.
   std::shared_ptr<Qp> find_qp(uint32_t qpn);
@@ -100,9 +135,16 @@ class Hca {
   hca::DeviceLimits limits_;
   boost::asio::io_context io_;
   boost::asio::executor_work_guard<boost::asio::io_context::executor_type> guard_;
+  std::atomic<const void*> io_stack_lo_{nullptr};
+  std::atomic<size_t> io_stack_bytes_{0};
   std::thread thread_;
   std::mutex mr_lock_, qps_lock_;
   hca::MrTable mrs_;  // under mr_lock_
+  std::vector<uint8_t> key_bytes_;  // under mr_lock_: each MR's key byte, by its index - 1
+  /// The key of the core's `inner` key (a new MR): its index and a fresh random key byte.
+  uint32_t outer_key(uint32_t inner);
+  /// The core's key of `key`, or 0 when no MR was given it (index or key byte wrong).
+  uint32_t inner_key(uint32_t key) const;
   uint32_t pd_ = 0;   // the device PD
   uint32_t next_qpn_ = 0x48;  // under qps_lock_
   std::unordered_map<uint32_t, std::weak_ptr<Qp>> qps_;  // by QPN; expired ones purged as it grows
@@ -111,6 +153,13 @@ class Hca {
   std::mutex port_lock_;
   std::unique_ptr<boost::asio::ip::tcp::acceptor> acceptor_;
   std::unique_ptr<SubnetPort> port_;
+  SubnetSecret secret_{};
+  /// Handshakes under way by arrival (I/O thread; at most kMaxHandshakes): closed by ~Hca.
+  std::map<uint64_t, std::shared_ptr<Handshake>> handshakes_;
+  uint64_t handshake_serial_ = 0;
+  /// accept(2) again after kAcceptBackoffMs (I/O thread), when it ran out of descriptors.
+  std::unique_ptr<boost::asio::steady_timer> accept_timer_;
+  std::atomic<uint64_t> strangers_refused_{0}, datagrams_refused_{0};
   std::unique_ptr<boost::asio::ip::udp::socket> udp_;  // the datagram path (I/O thread)
   std::vector<uint8_t> dgram_;
   std::mutex send_lock_;

@@ -60,6 +60,7 @@ Qp::Qp(Hca& hca, hca::QpType type, uint32_t qpn, uint32_t pd, const sdp::QpCaps&
       ack_timer_(hca.io()),
       rnr_timer_(hca.io()),
       reorder_timer_(hca.io()),
+      link_timer_(hca.io()),
       core_(type, qpn, pd, caps.max_send_wr, caps.max_recv_wr, hca.limits(), *this),
       faults_(hca.faults(), qpn) {
   core_.set_max_inline_data(kMaxInlineData);
@@ -183,6 +184,8 @@ void Qp::modify(State next) {
     inline_.clear();
   }
 }
+
+void Qp::fence_memory() { std::lock_guard g(m_); }
 
 hca::QpAttr Qp::attr() {
   std::lock_guard g(m_);
@@ -312,6 +315,27 @@ void Qp::pump() {
   while (wq_bytes_ < kWriteQueueBytes && core_.next_response(1, p)) send_packet(p);
   const bool can_send = type_ == hca::QpType::Ud || linked_;
   while (can_send && wq_bytes_ < kWriteQueueBytes && core_.next_request(1, p)) send_packet(p);
+  if (!can_send && type_ == hca::QpType::Rc && !link_wait_ && core_.state() == State::Rts && core_.has_request())
+    wait_for_link();
+}
+
+void Qp::wait_for_link() {
+  // On a fabric the requests would leave and go unanswered (the peer not in RTR, or no such
+  // QP): retry_cnt + 1 local ACK timeouts, then RETRY_EXC_ERR (IBA 9.7.6.1.3). Here they wait
+  // for the peer's stream for as long; with timeout 0 there is no timer, and they wait for ever.
+  const hca::QpAttr& a = core_.attr();
+  if (a.timeout == 0) return;
+  link_wait_ = true;
+  const double ns = hca::local_ack_timeout_ns(a.timeout) * (a.retry_cnt + 1);
+  link_timer_.expires_after(std::chrono::nanoseconds(static_cast<int64_t>(ns)));
+  link_timer_.async_wait([self = shared_from_this()](boost::system::error_code ec) {
+    if (ec) return;
+    std::lock_guard g(self->m_);
+    self->link_wait_ = false;
+    if (self->closed_ || self->linked_ || self->core_.state() != State::Rts || !self->core_.has_request()) return;
+    self->core_.to_error("transport retry counter exceeded: no stream from the peer QP (not in RTR, or no such QP)",
+                         WcStatus::RetryExcErr, true);
+  });
 }
 
 void Qp::gather(const hca::Packet& p, std::vector<uint8_t>& out) {
@@ -498,6 +522,14 @@ void Qp::on_frame(std::span<const uint8_t> body) {
     link_down(fmt::format("malformed packet from the peer: {}", e.what()), false);
     return;
   }
+  // IBA 9.6.1.3: a packet whose BTH names another QP fails the transport header check and is
+  // dropped silently, not answered. The stream's source is checked once, when it was taken
+  // (its handshake names the peer's LID and QPN, take_stream), and the opcode's transport, the
+  // PSN and the Q_Key by the core (hca/responder.cpp).
+  if (f.dest_qpn != qpn_) {
+    ++header_drops_;
+    return;
+  }
   if (is_cm(f.op)) {
     if (f.op == Op::CmDreq)
       link_down("the peer disconnected (CM DREQ)", true);
@@ -511,6 +543,10 @@ void Qp::on_frame(std::span<const uint8_t> body) {
 void Qp::on_datagram(const Packet& f) {
   std::lock_guard g(m_);
   if (closed_) return;
+  if (type_ != hca::QpType::Ud) {  // IBA 9.6.1.3: a datagram for a connected QP
+    ++header_drops_;
+    return;
+  }
   core_.receive(to_core(f, f.local_qpn), f.payload.data());
 }
 
@@ -596,6 +632,7 @@ void Qp::close() {
     self->ack_timer_.cancel();
     self->rnr_timer_.cancel();
     self->reorder_timer_.cancel();
+    self->link_timer_.cancel();
     // Frames still queued go out first, and start_write closes the socket after them: a DREQ
     // being written, or the ACK of the last message a program polled before it destroyed its
     // QP (a real HCA has sent that ACK when the CQE becomes visible; dropped, the peer's send
@@ -628,6 +665,11 @@ model::FaultStats Qp::fault_stats() {
 uint64_t Qp::icrc_drops() {
   std::lock_guard g(m_);
   return icrc_drops_;
+}
+
+uint64_t Qp::header_drops() {
+  std::lock_guard g(m_);
+  return header_drops_;
 }
 
 }  // namespace hcasim::emu

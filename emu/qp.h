@@ -62,6 +62,8 @@ class Qp final : public sdp::Verbs, public hca::QpBackend, public std::enable_sh
   void post_recv(const sdp::RecvWr& wr) override;
   int poll_cq(std::span<sdp::Wc> out) override;
   bool req_notify_cq() override;
+  /// The HCA the QP belongs to.
+  const Hca& hca() const { return hca_; }
   uint32_t qp_num() const override { return qpn_; }
   uint32_t max_send_wr() const override { return caps_.max_send_wr; }
   uint32_t max_recv_wr() const override { return caps_.max_recv_wr; }
@@ -84,6 +86,9 @@ class Qp final : public sdp::Verbs, public hca::QpBackend, public std::enable_sh
   void modify(State next);
   /// The attributes (ibv_query_qp(3)), the state among them.
   hca::QpAttr attr();
+  /// Returns once no access of the QP to host memory (a gather, a receive's or a responder's
+  /// key check and copy) is under way: they run under its lock.
+  void fence_memory();
   /// Receives come from `srq` (ibv_qp_init_attr.srq), not from post_recv. In RESET only.
   void set_srq(std::shared_ptr<Srq> srq);
   /// The largest inline payload a post may carry, bytes (ibv_qp_init_attr.cap.max_inline_data).
@@ -110,9 +115,10 @@ class Qp final : public sdp::Verbs, public hca::QpBackend, public std::enable_sh
   /// the path MTU is the port's 2048 B, the adapter's retry attributes; the I/O starts. Does
   /// nothing when the QP is in ERROR already; throws sdp::VerbsError from another state than INIT.
   void to_rts(uint32_t remote_qpn);
-  /// A stream the port accepted for this QP from peer QP `from_qpn` (Hca's acceptor, on the I/O
-  /// thread). Closed when the QP has another peer already.
-  void take_stream(boost::asio::ip::tcp::socket s, uint32_t from_qpn);
+  /// A stream the port accepted and authenticated for this QP from peer QP `from_qpn` of the
+  /// port with LID `from_lid` (Hca's acceptor, on the I/O thread). Closed unless that is the
+  /// QP's peer (its dest_qp_num and DLID at RTR), or when it has a stream already.
+  void take_stream(boost::asio::ip::tcp::socket s, uint32_t from_qpn, uint16_t from_lid);
   /// A UD datagram for this QP (Hca's datagram path, on the I/O thread).
   void on_datagram(const Packet& f);
   /// The peer QP's number (0 before RTR).
@@ -147,6 +153,9 @@ class Qp final : public sdp::Verbs, public hca::QpBackend, public std::enable_sh
   model::FaultStats fault_stats();
   /// Frames this QP received and dropped for a bad ICRC (IBA 7.8.1): the peer's corrupted ones.
   uint64_t icrc_drops();
+  /// Frames and datagrams this QP received and dropped silently for failing a header check
+  /// (IBA 9.6: the BTH's destination QP is another QP's; a UD datagram for a QP that is not UD).
+  uint64_t header_drops();
 
  private:
   /// post(): the core's check of `w` (and the inline copy when accepted), under m_.
@@ -172,6 +181,9 @@ class Qp final : public sdp::Verbs, public hca::QpBackend, public std::enable_sh
   void on_io(F f);
   /// Sends what the core has: responses first, then requests, while the write queue has room.
   void pump();
+  /// Arms link_timer_ for requests waiting for the peer's stream: RETRY_EXC_ERR if it has not come
+  /// after timeout x (retry_cnt + 1).
+  void wait_for_link();
   /// One packet of the core onto the wire, through the fault injector.
   void send_packet(const hca::Packet& p);
   /// The payload of request `p`: its gather list (or the inline copy) from its message offset.
@@ -183,7 +195,8 @@ class Qp final : public sdp::Verbs, public hca::QpBackend, public std::enable_sh
   void on_frame(std::span<const uint8_t> body);
   /// The stream is there and the QP at RTR or later: reading starts, and sending at RTS.
   void start_io();
-  /// Connects the out-of-band stream to the peer at `dlid` (the smaller (LID, QPN) does).
+  /// Connects the out-of-band stream to the peer at `dlid` (the smaller (LID, QPN) does), through
+  /// the subnet's handshake (emu/auth.h).
   void open_stream(uint16_t dlid, uint32_t rq_psn);
   void link_down(const std::string& why, bool orderly);
   void arm_reorder();
@@ -198,6 +211,7 @@ class Qp final : public sdp::Verbs, public hca::QpBackend, public std::enable_sh
   std::shared_ptr<Srq> srq_;
   boost::asio::ip::tcp::socket socket_;
   boost::asio::steady_timer ack_timer_, rnr_timer_, reorder_timer_;
+  boost::asio::steady_timer link_timer_;  // wait_for_link
   std::mutex m_;
   std::condition_variable cv_;  // drain, close, wait_written
   hca::QueuePair core_;
@@ -208,6 +222,7 @@ class Qp final : public sdp::Verbs, public hca::QpBackend, public std::enable_sh
   /// Inline payloads, copied at post, by WQE seq (dropped once the core has retired the WQE).
   sdp::Fifo<std::pair<uint64_t, std::vector<uint8_t>>> inline_;
   uint64_t icrc_drops_ = 0;
+  uint64_t header_drops_ = 0;
   // timers (generation counters: a handler of an older arming does nothing)
   bool ack_running_ = false;
   uint64_t ack_gen_ = 0, rnr_gen_ = 0;
@@ -216,8 +231,10 @@ class Qp final : public sdp::Verbs, public hca::QpBackend, public std::enable_sh
   bool linked_ = false;     // the stream is read (CM: from to_rts; else from RTR)
   bool oob_ = false;        // connected at RTR (no CM): a vanished peer says nothing
   bool peer_gone_ = false;  // oob_: the stream ended; requests time out
+  bool link_wait_ = false;  // link_timer_ runs: requests wait for a stream that may never come
   std::optional<boost::asio::ip::tcp::socket> pending_;  // accepted before RTR
   uint32_t pending_from_ = 0;
+  uint16_t pending_lid_ = 0;
   // the wire
   sdp::Fifo<Frame> wq_;
   std::vector<Frame> batch_;  // frames being written

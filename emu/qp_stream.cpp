@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "emu/auth.h"
 #include "emu/cm.h"
 #include "emu/subnet.h"
 
@@ -69,7 +70,7 @@ void Qp::open_stream(uint16_t dlid, uint32_t rq_psn) {
     remote = core_.attr().dest_qp_num;
     // The smaller (LID, QPN) opens the stream; the other waits for it (or has it already).
     if (std::pair(my_lid, qpn_) >= std::pair(dlid, remote)) {
-      if (pending_ && pending_from_ == remote) {
+      if (pending_ && pending_from_ == remote && pending_lid_ == dlid) {
         socket_ = std::move(*pending_);
         pending_.reset();
         start_io();
@@ -91,8 +92,27 @@ void Qp::open_stream(uint16_t dlid, uint32_t rq_psn) {
     return;
   }
   s.set_option(tcp::no_delay(true), ec);
+  // The subnet's handshake (emu/auth.h) carries the CM REQ: the port's challenge, the answer
+  // with the REQ fields and their MAC, and the port's proof that it knows the secret too. No
+  // frame goes out before the proof: the port number may be another user's process that took it
+  // after the peer's process died.
   try {
-    write_frame(s, Packet{.op = Op::CmReq, .dest_qpn = remote, .psn = rq_psn, .local_qpn = qpn_}, peer);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(kHandshakeTimeoutMs);
+    Challenge challenge{};
+    read_exact_until(s, challenge, deadline, kHandshakeTimeoutMs, peer);
+    const StreamReq req{.dest_qpn = remote, .slid = my_lid, .src_qpn = qpn_, .psn = rq_psn};
+    const Nonce mine = make_nonce();
+    const Answer answer = make_answer(hca_.secret(), challenge, mine, req);
+    asio::write(s, asio::buffer(answer), ec);
+    if (ec) throw sdp::DeviceError(fmt::format("{}: {} during connection setup", peer, ec.message()));
+    Proof proof{};
+    read_exact_until(s, proof, deadline, kHandshakeTimeoutMs, peer);
+    if (!check_proof(hca_.secret(), challenge, mine, req, proof)) {
+      hca_.count_stranger();
+      throw sdp::DeviceError(fmt::format("{}: the process on 127.0.0.1:{} is not a port of the emulated subnet {} (it "
+                                         "does not know the subnet's secret)",
+                                         peer, *port, subnet_dir()));
+    }
   } catch (const sdp::DeviceError& e) {
     std::lock_guard g(m_);
     core_.to_error(e.what());
@@ -104,17 +124,18 @@ void Qp::open_stream(uint16_t dlid, uint32_t rq_psn) {
   start_io();
 }
 
-void Qp::take_stream(tcp::socket s, uint32_t from_qpn) {
+void Qp::take_stream(tcp::socket s, uint32_t from_qpn, uint16_t from_lid) {
   std::lock_guard g(m_);
   if (closed_ || linked_ || core_.state() == State::Error) return;  // s closes
   if (core_.state() == State::Rtr || core_.state() == State::Rts) {
-    if (from_qpn != core_.attr().dest_qp_num) return;
+    if (from_qpn != core_.attr().dest_qp_num || from_lid != core_.attr().dlid) return;
     socket_ = std::move(s);
     start_io();
     return;
   }
   pending_.emplace(std::move(s));  // RESET / INIT: kept for the RTR
   pending_from_ = from_qpn;
+  pending_lid_ = from_lid;
 }
 
 uint32_t Qp::remote_qpn() {

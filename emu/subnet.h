@@ -3,24 +3,38 @@
 /// it find each other by LID, as a subnet manager's LID assignment and path records would.
 ///
 /// The subnet is a directory, `$HCASIM_SUBNET`, default `/tmp/hcasim-subnet-$UID` (created
-/// 0700 when absent). Each port claims a LID in it: the file `lid-XXXX` (four lower-case hex
-/// digits, LID 0x0001-0xBFFF, the IBA's unicast range) holding one line "PID TCP_PORT": the
-/// owning process and the 127.0.0.1 port number its port's QP streams are accepted on (TCP)
-/// and its UD datagrams received on (UDP, the same number; emu::Hca::lid). A claim
-/// is atomic: the line is written to a private temporary file which is then link(2)ed to
-/// `lid-XXXX` (EEXIST: taken). A file whose PID no longer runs (kill(PID, 0) fails with
-/// ESRCH) is stale: the claimer removes it and tries that LID again. LIDs are tried from 1 up,
-/// so the first process gets LID 1, the second 2, ... The owner removes its file when its
-/// port closes (a crashed owner's file is cleaned up by the next claimer).
+/// 0700 when absent). Another user must not be able to plant or change anything in it, so it
+/// is refused when it is a symbolic link, not a directory, owned by another user or writable
+/// by group or others; every entry is opened relative to it with O_NOFOLLOW (and never blocks:
+/// a FIFO is garbage, not a claim).
+///
+/// Each port claims a LID in it: the file `lid-XXXX` (four lower-case hex digits, LID
+/// 0x0001-0xBFFF, the IBA's unicast range) holding one line "PID TCP_PORT START": the owning
+/// process, the 127.0.0.1 port number its port's QP streams are accepted on (TCP) and its UD
+/// datagrams received on (UDP, the same number; emu::Hca::lid), and the process's start time
+/// (proc(5) /proc/PID/stat field 22), so that a PID reused after a crash is not taken for the
+/// owner. A claim is atomic: the line is written to a private temporary file, created with
+/// O_EXCL, which is then link(2)ed to `lid-XXXX` (EEXIST: taken). Claims are made under an
+/// exclusive flock(2) of the directory. An entry whose owner no longer runs, or that is no
+/// claim at all (not a regular file, not such a line), is removed by the claimer, which then
+/// tries that LID again; temporary files of processes that are gone are removed too. LIDs are
+/// tried from 1 up, so the first process gets LID 1, the second 2, ... The owner removes its
+/// file when its port closes; a forked child never removes its parent's.
 ///
 /// The port's GUID is a ConnectX-3's port 1 GUID (node GUID + 1) with the LID in bits 8..23:
 /// 0x0002c90300000000 | LID << 8 | 1 (the Mellanox OUI 00:02:c9, 03:00; the node GUID of
 /// emu/verbs_shim/device.h is the same with bits 0..7 = 0); its GID 0 is fe80::/64 + the GUID
 /// (IBA 4.1.1, the link-local default GID prefix). A QP given a destination by LID or by such a GID (ibv_modify_qp(3) to
 /// RTR) finds the peer's TCP port here.
+///
+/// The file `secret` holds the subnet's key: 32 random bytes (getrandom(2)), made 0600 by the
+/// first process that needs it and read once by each process's port (emu::Hca). Only the
+/// subnet's owner can read it, so a process that proves it knows the key (a MAC, emu/auth.h)
+/// belongs to the owner: every QP stream and UD datagram between ports is authenticated so.
 #include <sys/types.h>
 
 #include <array>
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -36,6 +50,24 @@ inline constexpr uint64_t kGidPrefix = 0xfe80000000000000ull;
 
 /// The subnet directory: $HCASIM_SUBNET, else /tmp/hcasim-subnet-UID.
 std::string subnet_dir();
+/// A descriptor (O_DIRECTORY, close-on-exec; the caller closes it) of subnet_dir(), made 0700
+/// first when `create` and absent. Throws sdp::DeviceError, one line naming the directory, when
+/// it is a symbolic link or no directory, is owned by another user than the effective one, or
+/// is writable by group or others.
+int open_subnet_dir(bool create);
+/// Bytes of the subnet's secret.
+inline constexpr size_t kSecretSize = 32;
+using SubnetSecret = std::array<uint8_t, kSecretSize>;
+/// The subnet's secret (the file `secret` of open_subnet_dir(true)), created when absent: 32
+/// bytes of getrandom(2), 0600, with O_CREAT | O_EXCL | O_NOFOLLOW under the directory's
+/// flock(2). Throws sdp::DeviceError, one line naming the file, when the file is not a regular
+/// file of exactly kSecretSize bytes owned by the effective user without group or other
+/// permission bits (a symbolic link, a FIFO, mode 0644, another size), or cannot be read.
+SubnetSecret subnet_secret();
+/// The start time of process `pid` in clock ticks since boot (proc(5), /proc/PID/stat field
+/// 22), or 0 when it cannot be read. With the PID it names one process: a PID reused after a
+/// crash has another start time.
+unsigned long long process_start_time(long pid);
 /// The port GUID of `lid` (0x0002c90300000000 | lid << 8 | 1).
 constexpr uint64_t guid_of_lid(uint16_t lid) { return 0x0002c90300000000ull | static_cast<uint64_t>(lid) << 8 | 1; }
 /// GID 0 of the port with `lid`: fe80::/64 + the GUID, network byte order (ibv_gid.raw).
@@ -48,7 +80,8 @@ std::optional<uint16_t> lid_of_gid(const uint8_t (&gid)[16]);
 class SubnetPort {
  public:
   /// Claims the lowest free LID and publishes `tcp_port` (127.0.0.1) for it. Throws
-  /// sdp::DeviceError when the directory cannot be made or written, or every LID is taken.
+  /// sdp::DeviceError when the directory cannot be made, is refused (open_subnet_dir) or cannot
+  /// be written, or every LID is taken.
   explicit SubnetPort(uint16_t tcp_port);
   ~SubnetPort();
   SubnetPort(const SubnetPort&) = delete;
@@ -57,7 +90,10 @@ class SubnetPort {
   uint64_t guid() const { return guid_of_lid(lid_); }
 
  private:
-  std::string path_;
+  pid_t owner_;
+  /// The subnet directory, open while the claim is held (the claim is removed through it).
+  int dir_ = -1;
+  std::string name_;
   uint16_t lid_ = 0;
 };
 

@@ -110,9 +110,9 @@ void QueuePair::set_retry(uint8_t timeout, uint8_t retry_cnt) {
   comp_.set_retry_cnt(retry_cnt);
 }
 
-void QueuePair::to_error(const std::string& why, std::optional<sdp::WcStatus> first) {
+void QueuePair::to_error(const std::string& why, std::optional<sdp::WcStatus> first, bool unsent_front) {
   if (attr_.qp_state == QpState::Error) return;
-  if (first && !sq_.empty() && sq_.front().started && !sq_.front().local_error) {
+  if (first && !sq_.empty() && (sq_.front().started || unsent_front) && !sq_.front().local_error) {
     if (sq_.front().w.rd_atomic()) req_.rd_atomic_done();
     retire_front(*first);
   }

@@ -67,8 +67,10 @@ class QueuePair {
   int modify_state(QpState next);
   /// Moves the QP to ERROR for `why` (a lost peer, a CQ error): its WRs flush (IBA 10.3.1), but
   /// the oldest one already on the wire, which completes with `first` when given (RETRY_EXC_ERR:
-  /// the link to the peer is gone).
-  void to_error(const std::string& why, std::optional<sdp::WcStatus> first = std::nullopt);
+  /// the link to the peer is gone). With `unsent_front`, the oldest one completes with `first`
+  /// even if the backend held it back (requests that would have gone out unanswered).
+  void to_error(const std::string& why, std::optional<sdp::WcStatus> first = std::nullopt,
+                bool unsent_front = false);
   /// The largest inline payload a post may carry, bytes (ibv_qp_init_attr.cap.max_inline_data).
   void set_max_inline_data(uint32_t bytes) { lim_.max_inline_data = bytes; }
   /// rnr_retry as requester (0-7, 7 = for ever), set outside ibv_modify_qp (the emulated SDP

@@ -285,20 +285,26 @@ void Responder::execute_write(const Packet& p, const void* payload, uint64_t pof
     wva_ = p.va;
     wrkey_ = p.rkey;
     wlen_ = p.dma_len;
-    // A zero-length WRITE needs no key (rxe_resp.c check_rkey).
-    const MrRefusal r = wlen_ == 0 ? MrRefusal::None : q.be_.check_mr(wrkey_, q.pd_, wva_, wlen_, sdp::kRemoteWrite);
-    if (r != MrRefusal::None) [[unlikely]] {
-      if (q.type_ == QpType::Uc) {
-        drop_message();
-        drop_msg_ = !op_ends(p.last_op);
-        return;
-      }
-      // Remote access error: nothing written, NAK, and the responder's QP goes to ERROR (class C).
-      fatal(p.psn, aeth::kNakRemAccess, sdp::WcStatus::RemAccessErr,
-            fmt::format("RDMA WRITE to [{:#x}, +{}) with rkey {:#x}: remote access violation: {}", wva_, wlen_, wrkey_,
-                        mr_refusal_str(r)));
+  }
+  // The first packet's key covers the whole RETH range (a zero-length WRITE needs no key:
+  // rxe_resp.c check_rkey). Each later packet is translated through the MR again, as an HCA
+  // looks up the MPT per packet: an MR deregistered mid-message refuses the rest of it, and the
+  // memory is not touched once ibv_dereg_mr has returned.
+  const MrRefusal r = op_starts(p.op) ? (wlen_ == 0 ? MrRefusal::None : q.be_.check_mr(wrkey_, q.pd_, wva_, wlen_, sdp::kRemoteWrite))
+                      : p.payload_len == 0 || msg_off_ + p.payload_len > wlen_
+                          ? MrRefusal::None
+                          : q.be_.check_mr(wrkey_, q.pd_, wva_ + msg_off_, p.payload_len, sdp::kRemoteWrite);
+  if (r != MrRefusal::None) [[unlikely]] {
+    if (q.type_ == QpType::Uc) {
+      drop_message();
+      drop_msg_ = !op_ends(p.last_op);
       return;
     }
+    // Remote access error: nothing (more) written, NAK, and the responder's QP goes to ERROR (class C).
+    fatal(p.psn, aeth::kNakRemAccess, sdp::WcStatus::RemAccessErr,
+          fmt::format("RDMA WRITE to [{:#x}, +{}) with rkey {:#x}: remote access violation: {}", wva_, wlen_, wrkey_,
+                      mr_refusal_str(r)));
+    return;
   }
   if (msg_off_ + p.payload_len > wlen_ || (op_ends(p.last_op) && msg_off_ + p.payload_len != wlen_)) [[unlikely]] {
     if (q.type_ == QpType::Uc) {
@@ -571,8 +577,19 @@ std::optional<sdp::RecvWr> Responder::on_error() {
 }
 
 void Responder::add_resource(const Resource& r) {
+  // max_dest_rd_atomic slots: a new READ or atomic takes the oldest one's, and what is left of
+  // that one's response is not sent (rxe_resp.c reuses its oldest resource the same way). A
+  // requester within max_rd_atomic <= the peer's max_dest_rd_atomic never loses a response so
+  // (its oldest has been answered whole before it may send another); one beyond it cannot make
+  // this side hold more than max_dest_rd_atomic responses.
   const size_t cap = std::max<size_t>(1, qp_.attr_.max_dest_rd_atomic);
-  while (res_.size() >= cap) res_.pop_front();
+  while (res_.size() >= cap) {
+    const Resource old = res_.front();
+    res_.pop_front();
+    out_.remove_if([&](const Response& x) {
+      return x.kind != Response::Kind::Ack && !psn_before(x.psn, old.first_psn) && !psn_before(old.last_psn, x.psn);
+    });
+  }
   res_.push_back(r);
 }
 

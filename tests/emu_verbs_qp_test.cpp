@@ -22,116 +22,13 @@
 #include <vector>
 
 #include "tests/subnet_env.h"
+#include "tests/verbs_fixture.h"
 
 namespace {
 
 const auto* const kEnv = ::testing::AddGlobalTestEnvironment(new hcasim::testing::SubnetEnv("hcasim-qp-test"));
-constexpr uint16_t kLid = 1;
-
-ibv_context* context() {
-  int n = 0;
-  ibv_context** list = rdma_get_devices(&n);
-  EXPECT_EQ(n, 1);
-  ibv_context* c = list[0];
-  rdma_free_devices(list);
-  return c;
-}
-
-struct VerbsQp : ::testing::Test {
-  ibv_context* ctx = context();
-  ibv_pd* pd = ibv_alloc_pd(ctx);
-  std::vector<char> buf = std::vector<char>(1 << 16);
-  ibv_mr* mr = ibv_reg_mr(pd, buf.data(), buf.size(), IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
-  ~VerbsQp() override {
-    ibv_dereg_mr(mr);
-    ibv_dealloc_pd(pd);
-  }
-
-  ibv_qp* make_qp(ibv_cq* scq, ibv_cq* rcq) {
-    ibv_qp_init_attr a{};
-    a.send_cq = scq;
-    a.recv_cq = rcq;
-    a.qp_type = IBV_QPT_RC;
-    a.cap.max_send_wr = 64;
-    a.cap.max_recv_wr = 64;
-    a.cap.max_send_sge = a.cap.max_recv_sge = 1;
-    return ibv_create_qp(pd, &a);
-  }
-  static int to_init(ibv_qp* qp) {
-    ibv_qp_attr a{};
-    a.qp_state = IBV_QPS_INIT;
-    a.port_num = 1;
-    a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
-    return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
-  }
-  static constexpr int kRtrMask = IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-                                  IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
-  static constexpr int kRtsMask = IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
-                                  IBV_QP_MAX_QP_RD_ATOMIC;
-  static int to_rtr(ibv_qp* qp, uint32_t dest, uint32_t rq_psn, int mask = kRtrMask) {
-    ibv_qp_attr a{};
-    a.qp_state = IBV_QPS_RTR;
-    a.path_mtu = IBV_MTU_1024;
-    a.dest_qp_num = dest;
-    a.rq_psn = rq_psn;
-    a.max_dest_rd_atomic = 1;
-    a.min_rnr_timer = 12;
-    a.ah_attr.dlid = kLid;
-    a.ah_attr.port_num = 1;
-    return ibv_modify_qp(qp, &a, mask);
-  }
-  static int to_rts(ibv_qp* qp, uint32_t sq_psn, int mask = kRtsMask) {
-    ibv_qp_attr a{};
-    a.qp_state = IBV_QPS_RTS;
-    a.timeout = 14;
-    a.retry_cnt = 7;
-    a.rnr_retry = 7;
-    a.sq_psn = sq_psn;
-    a.max_rd_atomic = 1;
-    return ibv_modify_qp(qp, &a, mask);
-  }
-  /// Connects a and b (both in RESET) through the subnet: a sends from PSN psn_a, b from psn_b.
-  static void connect(ibv_qp* a, ibv_qp* b, uint32_t psn_a, uint32_t psn_b) {
-    ASSERT_EQ(to_init(a), 0);
-    ASSERT_EQ(to_init(b), 0);
-    ASSERT_EQ(to_rtr(a, b->qp_num, psn_b), 0);
-    ASSERT_EQ(to_rtr(b, a->qp_num, psn_a), 0);
-    ASSERT_EQ(to_rts(a, psn_a), 0);
-    ASSERT_EQ(to_rts(b, psn_b), 0);
-  }
-  void post_recv(ibv_qp* qp, uint64_t id, size_t off, uint32_t len) {
-    ibv_sge s{reinterpret_cast<uintptr_t>(buf.data() + off), len, mr->lkey};
-    ibv_recv_wr wr{};
-    wr.wr_id = id;
-    wr.sg_list = &s;
-    wr.num_sge = 1;
-    ibv_recv_wr* bad = nullptr;
-    ASSERT_EQ(ibv_post_recv(qp, &wr, &bad), 0);
-  }
-  void post_send(ibv_qp* qp, uint64_t id, size_t off, uint32_t len) {
-    ibv_sge s{reinterpret_cast<uintptr_t>(buf.data() + off), len, mr->lkey};
-    ibv_send_wr wr{};
-    wr.wr_id = id;
-    wr.sg_list = &s;
-    wr.num_sge = 1;
-    wr.opcode = IBV_WR_SEND;
-    wr.send_flags = IBV_SEND_SIGNALED;
-    ibv_send_wr* bad = nullptr;
-    ASSERT_EQ(ibv_post_send(qp, &wr, &bad), 0);
-  }
-  /// Polls `cq` until n completions came (at most 10 s).
-  static std::vector<ibv_wc> poll_n(ibv_cq* cq, size_t n) {
-    std::vector<ibv_wc> out;
-    const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-    while (out.size() < n && std::chrono::steady_clock::now() < end) {
-      ibv_wc wc[8];
-      const int k = ibv_poll_cq(cq, 8, wc);
-      for (int i = 0; i < k; ++i) out.push_back(wc[i]);
-      if (k == 0) std::this_thread::sleep_for(std::chrono::microseconds(100));
-    }
-    return out;
-  }
-};
+using hcasim::testing::kLid;
+using hcasim::testing::VerbsQp;
 
 // ibv_reg_mr(3): "If IBV_ACCESS_REMOTE_WRITE or IBV_ACCESS_REMOTE_ATOMIC is set, then
 // IBV_ACCESS_LOCAL_WRITE must be set too"; the kernel answers EINVAL, and so does the shim.

@@ -630,7 +630,7 @@ TYPED_TEST(HcaConformance, UdReceiveWithAnInvalidLkeyIsLocalProtectionError) {
   this->b.run([&] {
     auto r = this->ud_buf(1, 4096);
     sdp::RecvWr rw = this->recv(0, r, 4096);
-    rw.sg[0].lkey = r.key + 0x10000;  // no MR has it: the emulators hand out keys in order from 0x100
+    rw.sg[0].lkey = r.key + 0x10000;  // no MR has it: 256 indexes past any of the test's MRs
     this->ud_send_into_a_bad_receive(rw, kUdQkey);
     EXPECT_EQ(this->read(1, r.addr, 64), std::vector<uint8_t>(64, 0));
   });

@@ -72,7 +72,7 @@ class TestHca : public QpBackend {
 /// Two RC (or UC, UD) QPs, A and B, connected back to back, and the wire between them.
 struct Link {
   explicit Link(QpType type = QpType::Rc, uint32_t mtu = 1024, uint32_t max_pkts = 1,
-                const model::FaultConfig& faults = {}, uint8_t max_rd_atomic = 4)
+                const model::FaultConfig& faults = {}, uint8_t max_rd_atomic = 4, uint8_t max_dest_rd_atomic = 4)
       : a(type, 0x48, ha.pd, 64, 64, DeviceLimits{}, ha),
         b(type, 0x49, hb.pd, 64, 64, DeviceLimits{}, hb),
         train(max_pkts),
@@ -92,7 +92,7 @@ struct Link {
       x.path_mtu = mtu;
       x.dest_qp_num = peer;
       x.rq_psn = 100;
-      x.max_dest_rd_atomic = 4;
+      x.max_dest_rd_atomic = max_dest_rd_atomic;
       x.min_rnr_timer = 12;
       const unsigned rtr = type == QpType::Ud   ? 0u
                            : type == QpType::Uc ? attr::kAv | attr::kPathMtu | attr::kDestQpn | attr::kRqPsn
@@ -458,6 +458,23 @@ TEST(HcaTransport, RemoteAccessErrorNaksWritesNothingAndErrsBothQps) {
   EXPECT_EQ(l.a.state(), QpState::Error);
 }
 
+TEST(HcaTransport, AnMrDeregisteredMidWriteRefusesItsRemainingPackets) {
+  // A 5000 B WRITE at MTU 1024 is PSNs 100..104. B's MR goes as PSN 102 leaves A: the HCA looks
+  // the key up for every packet, so 100 and 101 land (2 x 1024 = 2048 B) and 102 is NAKed with
+  // remote access error (IBA 9.7.5.2.2); nothing after the dereg touches B's memory.
+  Link l;
+  auto s = l.buf(l.ha, 0, 8192), r = l.buf(l.hb, 0, 8192);
+  l.a.post_send(Link::wqe(WrOpcode::RdmaWrite, 1, s, 5000, r.addr, r.key));
+  l.pump([&](const Packet& p) {
+    if (p.psn == 102) EXPECT_TRUE(l.hb.mrs.dereg(r.key));
+    return false;
+  });
+  ASSERT_EQ(l.ha.scq.size(), 1u);
+  EXPECT_EQ(l.ha.scq[0].wc.status, WcStatus::RemAccessErr);
+  EXPECT_EQ(l.hb.written, 2048u);
+  EXPECT_EQ(l.b.state(), QpState::Error);
+}
+
 TEST(HcaTransport, TheQpsAccessFlagsGateRemoteOperations) {
   Link l;
   auto s = l.buf(l.ha, 0, 4096), r = l.buf(l.hb, 0, 4096);
@@ -531,6 +548,25 @@ TEST(HcaTransport, MaxRdAtomicHoldsTheSecondRead) {
   m.pump();
   ASSERT_EQ(m.ha.scq.size(), 2u);
   EXPECT_EQ(m.ha.scq[1].wc.status, WcStatus::Success);
+}
+
+TEST(HcaTransport, ReadsBeyondMaxDestRdAtomicHoldNoMoreResponses) {
+  // A requester given max_rd_atomic 4 against a responder's max_dest_rd_atomic 1 sends 3 READs
+  // of 4 packets (4096 B at MTU 1024) at once. B has one slot: each new READ takes the previous
+  // one's, and only READ 3's 4 response packets are queued, not 12.
+  Link m(QpType::Rc, 1024, 1, {}, 4, 1);
+  auto mb = m.buf(m.ha, 0, 16384), mr = m.buf(m.hb, 0, 16384);
+  for (uint64_t id = 1; id <= 3; ++id)
+    m.a.post_send(Link::wqe(WrOpcode::RdmaRead, id, mb, 4096, mr.addr + 4096 * (id - 1), mr.key));
+  Packet p;
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_TRUE(m.a.next_request(1, p));
+    m.b.receive(p, nullptr);
+  }
+  std::vector<uint32_t> psns;
+  while (m.b.next_response(1, p)) psns.push_back(p.psn);
+  // READ 1 is PSNs 100-103, READ 2 104-107, READ 3 108-111.
+  EXPECT_EQ(psns, (std::vector<uint32_t>{108, 109, 110, 111}));
 }
 
 TEST(HcaTransport, AMessageOverMaxMsgSzIsALocalLengthError) {

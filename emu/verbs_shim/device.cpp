@@ -388,9 +388,12 @@ __be64 ibv_get_device_guid(ibv_device* dev) {
 int ibv_get_device_index(ibv_device* dev) { return dev != nullptr ? 0 : -1; }
 
 /// ibv_open_device(3): the device's one context (every open shares it, as rdma_get_devices(3)
-/// does). Null with errno ENODEV for a device that is not the emulated one.
+/// does). Its port joins the emulated subnet here (emu/subnet.h), so that a subnet directory
+/// that is refused, or one whose every LID is taken, fails the open (the reason on stderr)
+/// instead of leaving an ACTIVE port with LID 0. Null with errno ENODEV for a device that is
+/// not the emulated one or a port that cannot join.
 ibv_context* ibv_open_device(ibv_device* dev) {
-  if (dev != &device().dev) {
+  if (dev != &device().dev || hcasim::emu::shim::port_lid() == 0) {
     errno = ENODEV;
     return nullptr;
   }

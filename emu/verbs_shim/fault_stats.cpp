@@ -1,7 +1,8 @@
 // The verbs shim's fault statistics (emu/verbs_shim/shim.h, report_fault_stats): with
 // $HCASIM_FAULT_STATS set to 1, each QP prints what the injected faults of $HCASIM_FAULT did on
 // its sending side (emu::Qp::fault_stats, model::FaultStats) as one line on stderr when it is
-// destroyed, so that a stock program's run shows that frames really were lost and recovered.
+// destroyed, so that a stock program's run shows that frames really were lost and recovered,
+// and the port, at exit, what it refused of processes without the subnet's secret.
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -13,18 +14,36 @@
 
 namespace hcasim::emu::shim {
 
-void report_fault_stats(QpObj& q) {
+namespace {
+bool stats_on() {
   static const bool on = [] {
     const char* env = std::getenv(kFaultStatsEnv);
     return env != nullptr && std::strcmp(env, "1") == 0;
   }();
-  if (!on || q.emu == nullptr) return;
+  return on;
+}
+}  // namespace
+
+void report_fault_stats(QpObj& q) {
+  if (!stats_on() || q.emu == nullptr) return;
   const model::FaultStats s = q.emu->fault_stats();
   const std::string line =
       fmt::format("hcasim verbs shim: QP {:#x}: {} frames lost, {} retransmitted ({} frames sent, {} corrupted, "
-                  "{} duplicated, {} reordered; {} NAKs, {} timeouts, {} RNR NAKs; {} received with a bad ICRC)\n",
+                  "{} duplicated, {} reordered; {} NAKs, {} timeouts, {} RNR NAKs; {} received with a bad ICRC, "
+                  "{} failing a header check)\n",
                   q.qp.qp_num, s.lost, s.retransmitted, s.packets, s.corrupted, s.duplicated, s.reordered, s.naks,
-                  s.timeouts, s.rnr_naks, q.emu->icrc_drops());
+                  s.timeouts, s.rnr_naks, q.emu->icrc_drops(), q.emu->header_drops());
+  std::fputs(line.c_str(), stderr);
+  std::fflush(stderr);
+}
+
+void report_port_stats() {
+  if (!stats_on()) return;
+  const Hca& h = *device().hca;
+  const std::string line =
+      fmt::format("hcasim verbs shim: port: {} strangers refused (streams that failed the subnet's handshake), "
+                  "{} datagrams without the subnet's MAC dropped\n",
+                  h.strangers_refused(), h.datagrams_refused());
   std::fputs(line.c_str(), stderr);
   std::fflush(stderr);
 }

@@ -4,18 +4,25 @@
 // context ops behind verbs.h's inline ibv_post_send, ibv_post_recv, ibv_poll_cq and
 // ibv_req_notify_cq.
 #include <fcntl.h>
+#include <pthread.h>
 #include <sched.h>
 #include <unistd.h>
+#if defined(HCASIM_SANITIZE)
+#include <sanitizer/lsan_interface.h>
+#endif
 
 #include <array>
+#include <atomic>
 #include <cerrno>
 #include <cstdlib>
 #include <cstdio>
 #include <cstring>
 #include <string>
 #include <new>
+#include <vector>
 
 #include "emu/verbs_shim/device.h"
+#include "emu/verbs_shim/resources.h"
 #include "emu/verbs_shim/shim.h"
 
 #include <fmt/format.h>
@@ -167,10 +174,10 @@ int post_recv(ibv_qp* ibqp, ibv_recv_wr* wr, ibv_recv_wr** bad_wr) {
   return 0;
 }
 
-/// ops.poll_cq (ibv_poll_cq(3)): up to num_entries completions; the count, or -1 when
-/// num_entries < 0.
+/// ops.poll_cq (ibv_poll_cq(3)): up to num_entries completions; the count (0 for a negative
+/// num_entries: libmlx4's mlx4_poll_cq loops `npolled < ne` and returns npolled).
 int poll_cq(ibv_cq* ibcq, int num_entries, ibv_wc* wc) {
-  if (num_entries < 0) return -1;
+  if (num_entries < 0) return 0;
   CompQueue& cq = *reinterpret_cast<Cq*>(ibcq)->emu;
   std::array<hca::Cqe, 32> buf;
   int total = 0;
@@ -237,6 +244,55 @@ void fault_settings(model::FaultConfig& faults, model::RcRetry& retry) {
 
 }  // namespace
 
+namespace {
+
+/// The device once made (device()), for the fork handler and the exit handler.
+Device* g_device = nullptr;
+/// Set in the child of a fork(2): the device's HCA is the parent's (its I/O thread is not in
+/// this process), and the next device() gives the child an HCA and a port of its own.
+std::atomic<bool> g_forked{false};
+/// Guards the port's LID (Device::lid) and the child's new HCA; made anew in a child, whose
+/// copy may have been held by a thread of the parent at the fork.
+pthread_mutex_t g_port_m = PTHREAD_MUTEX_INITIALIZER;
+
+std::unique_ptr<Hca> make_hca() {
+  model::FaultConfig faults;
+  model::RcRetry retry;
+  fault_settings(faults, retry);
+  return std::make_unique<Hca>(nullptr, faults, retry);
+}
+
+/// pthread_atfork(3)'s child handler. What ibv_fork_init(3) promises a parent, that a child
+/// cannot disturb its RDMA, holds here as follows: the parent's HCA gets an epoll instance of
+/// the child's own (Boost.Asio's io_context::notify_fork; with the parent's, a socket the child
+/// opened or closed would change the parent's I/O thread's interest set with pointers into the
+/// child's memory), and is kept but never run or destroyed in the child, so that the objects the
+/// child inherited stay inert: what is posted on them goes nowhere, and nothing is written to
+/// the parent's streams. The child's next verbs call opens an HCA and a port (LID) of its own.
+void after_fork_in_child() {
+  g_port_m = PTHREAD_MUTEX_INITIALIZER;
+  if (g_device == nullptr) return;
+  g_device->hca->io().notify_fork(boost::asio::execution_context::fork_child);
+#if defined(HCASIM_SANITIZE)
+  // What the parent's I/O thread held on its stack (a write under way, Asio's handler memory)
+  // is still referenced from there; LeakSanitizer scans only the stacks of live threads.
+  if (const auto [lo, bytes] = g_device->hca->io_thread_stack(); bytes != 0) __lsan_register_root_region(lo, bytes);
+#endif
+  g_forked.store(true, std::memory_order_release);
+}
+
+/// At exit the frames already generated (the last ACKs) leave first, at most 200 ms: a peer
+/// must not take the exit of a process that completed its work for a lost ACK. Then the LID is
+/// given back. Nothing of a parent's HCA in a child that did not open its own.
+void at_exit() {
+  if (g_device == nullptr || g_forked.load(std::memory_order_acquire) || g_device->lid == 0) return;
+  g_device->hca->quiesce(200);
+  g_device->hca->release_port();  // the LID's claim file goes with the process
+  report_port_stats();
+}
+
+}  // namespace
+
 Device& device() {
   static Device* d = [] {
     auto* dv = new Device;
@@ -245,12 +301,26 @@ Device& device() {
     dv->ctx.ops.req_notify_cq = req_notify_cq;
     dv->ctx.ops.post_send = post_send;
     dv->ctx.ops.post_recv = post_recv;
-    model::FaultConfig faults;
-    model::RcRetry retry;
-    fault_settings(faults, retry);
-    dv->hca = std::make_unique<Hca>(nullptr, faults, retry);
+    dv->hca = make_hca();
+    g_device = dv;
+    ::pthread_atfork(nullptr, nullptr, after_fork_in_child);
+    std::atexit(at_exit);
     return dv;
   }();
+  if (g_forked.load(std::memory_order_acquire)) [[unlikely]] {
+    ::pthread_mutex_lock(&g_port_m);
+    if (g_forked.load(std::memory_order_relaxed)) {
+      // The parent's HCA: its thread is not here to stop (after_fork_in_child), so it is never
+      // destroyed; kept reachable, so that a leak checker does not report it at the child's exit.
+      static auto* const parents = new std::vector<Hca*>;
+      parents->push_back(d->hca.release());
+      d->hca = make_hca();
+      d->lid = 0;
+      d->lid_claimed = false;
+      g_forked.store(false, std::memory_order_release);
+    }
+    ::pthread_mutex_unlock(&g_port_m);
+  }
   return *d;
 }
 
@@ -275,6 +345,10 @@ QpObj* create_qp(ibv_pd* pd, ibv_qp_init_attr* attr) {
   if (cap.max_send_sge > sdp::kMaxSge || cap.max_recv_sge > sdp::kMaxSge || cap.max_send_wr == 0 ||
       cap.max_send_wr > lim.max_qp_wr || cap.max_recv_wr > lim.max_qp_wr || cap.max_inline_data > lim.max_inline_data) {
     errno = EINVAL;
+    return nullptr;
+  }
+  if (!take_resource(Resource::Qp)) {  // mlx4_qp_reserve_range: the QP table is full
+    errno = ENOMEM;
     return nullptr;
   }
   auto* scq = reinterpret_cast<Cq*>(attr->send_cq);
@@ -310,37 +384,43 @@ QpObj* create_qp(ibv_pd* pd, ibv_qp_init_attr* attr) {
   q->emu->to_init();  // rdma_create_qp(3): ready for receives
   ++scq->qps;
   ++rcq->qps;
+  ++pd_of(pd)->users;
   return q;
 }
 
 void destroy_qp(QpObj* q) {
   if (q->cm_id != nullptr && q->cm_id->qp == &q->qp) q->cm_id->qp = nullptr;
   report_fault_stats(*q);
-  q->emu->close();
+  if (&q->emu->hca() != device().hca.get()) {
+    // A forked child destroys a QP of its parent's HCA (after_fork_in_child): the QP is left as
+    // it is, never run here, and kept (its timers' handlers stay referenced for a leak checker).
+    static auto* const inherited = new std::vector<std::shared_ptr<Qp>>;
+    inherited->push_back(q->emu);
+  } else {
+    q->emu->close();
+  }
   --q->send_cq->qps;
   --q->recv_cq->qps;
+  --pd_of(q->qp.pd)->users;
+  give_resource(Resource::Qp);
   pthread_cond_destroy(&q->qp.cond);
   pthread_mutex_destroy(&q->qp.mutex);
   delete q;
 }
 
 uint16_t port_lid() {
-  static const uint16_t lid = [] {
+  Device& d = device();
+  ::pthread_mutex_lock(&g_port_m);
+  if (!d.lid_claimed) {
+    d.lid_claimed = true;
     try {
-      const uint16_t l = device().hca->lid();
-      // At exit the frames already generated (the last ACKs) leave first, at most 200 ms: a
-      // peer must not take the exit of a process that completed its work for a lost ACK. Then
-      // the LID is given back.
-      std::atexit([] {
-        device().hca->quiesce(200);
-        device().hca->release_port();  // the LID's claim file goes with the process
-      });
-      return l;
+      d.lid = d.hca->lid();
     } catch (const std::exception& e) {
       std::fprintf(stderr, "hcasim-verbs-emu: %s\n", e.what());
-      return uint16_t{0};
     }
-  }();
+  }
+  const uint16_t lid = d.lid;
+  ::pthread_mutex_unlock(&g_port_m);
   return lid;
 }
 
@@ -354,29 +434,41 @@ uint64_t port_guid() {
 using hcasim::emu::shim::CompChannel;
 using hcasim::emu::shim::Cq;
 using hcasim::emu::shim::device;
+using hcasim::emu::shim::give_resource;
+using hcasim::emu::shim::pin_user_memory;
+using hcasim::emu::shim::Resource;
+using hcasim::emu::shim::take_resource;
+using hcasim::emu::shim::unpin_user_memory;
 
 /// ibv_alloc_pd(3): a protection domain of its own (an MR of another PD serves none of its QPs).
+/// Null with errno ENOMEM beyond the device's max_pd (mlx4_pd_alloc).
 ibv_pd* ibv_alloc_pd(ibv_context* context) {
-  auto* pd = new (std::nothrow) hcasim::emu::shim::PdObj{};
-  if (pd == nullptr) {
+  if (!take_resource(Resource::Pd)) {
     errno = ENOMEM;
     return nullptr;
   }
+  auto* pd = new hcasim::emu::shim::PdObj{};
   pd->pd.context = context;
   pd->id = device().hca->alloc_pd();
   return &pd->pd;
 }
 
-/// ibv_dealloc_pd(3). Returns 0.
+/// ibv_dealloc_pd(3). Returns 0; EBUSY while an MR, QP, SRQ or AH is still on it (the kernel
+/// counts them in pd->usecnt and refuses, ib_destroy_usecnt); EINVAL for a null PD.
 int ibv_dealloc_pd(ibv_pd* pd) {
+  if (pd == nullptr) return EINVAL;
+  if (hcasim::emu::shim::pd_of(pd)->users.load() != 0) return EBUSY;
   delete hcasim::emu::shim::pd_of(pd);
+  give_resource(Resource::Pd);
   return 0;
 }
 
 /// ibv_reg_mr_iova2(3): registers [addr, addr+length) of this process; the iova must be addr
 /// (the emulated HCA addresses memory by virtual address). lkey = rkey. Null with errno EINVAL
 /// otherwise, and for REMOTE_WRITE or REMOTE_ATOMIC without LOCAL_WRITE (ibv_reg_mr(3): the
-/// kernel refuses it, so a program that passes here would fail on an HCA).
+/// kernel refuses it, so a program that passes here would fail on an HCA); the kernel's
+/// pinning errno (resources.h pin_user_memory: EINVAL, EPERM, ENOMEM over RLIMIT_MEMLOCK,
+/// EFAULT for memory not mapped as the access needs); ENOMEM beyond the device's max_mr.
 ibv_mr* ibv_reg_mr_iova2(ibv_pd* pd, void* addr, size_t length, uint64_t iova, unsigned int access) {
   const bool remote_needs_local = (access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC)) != 0 &&
                                   (access & IBV_ACCESS_LOCAL_WRITE) == 0;
@@ -384,7 +476,19 @@ ibv_mr* ibv_reg_mr_iova2(ibv_pd* pd, void* addr, size_t length, uint64_t iova, u
     errno = EINVAL;
     return nullptr;
   }
-  auto* mr = new ibv_mr{};
+  uint64_t pages = 0;
+  if (const int err = pin_user_memory(reinterpret_cast<uintptr_t>(addr), length, access, pages); err != 0) {
+    errno = err;
+    return nullptr;
+  }
+  if (!take_resource(Resource::Mr)) {  // mlx4_mpt_reserve: the MPT table is full
+    unpin_user_memory(pages);
+    errno = ENOMEM;
+    return nullptr;
+  }
+  auto* m = new hcasim::emu::shim::MrObj{};
+  m->pinned_pages = pages;
+  ibv_mr* mr = &m->mr;
   mr->context = pd->context;
   mr->pd = pd;
   mr->addr = addr;
@@ -392,11 +496,14 @@ ibv_mr* ibv_reg_mr_iova2(ibv_pd* pd, void* addr, size_t length, uint64_t iova, u
   try {
     mr->lkey = mr->rkey = device().hca->reg_mr(hcasim::emu::shim::pd_of(pd)->id, reinterpret_cast<uintptr_t>(addr),
                                                length, hcasim::emu::shim::to_access(access));
-  } catch (const hcasim::sdp::VerbsError&) {
-    delete mr;
-    errno = EINVAL;  // a range that wraps past 2^64
+  } catch (const hcasim::sdp::VerbsError&) {  // a PD the device does not know
+    delete m;
+    give_resource(Resource::Mr);
+    unpin_user_memory(pages);
+    errno = EINVAL;
     return nullptr;
   }
+  ++hcasim::emu::shim::pd_of(pd)->users;
   return mr;
 }
 
@@ -405,10 +512,15 @@ ibv_mr* ibv_reg_mr(ibv_pd* pd, void* addr, size_t length, int access) {
   return ibv_reg_mr_iova2(pd, addr, length, reinterpret_cast<uintptr_t>(addr), static_cast<unsigned>(access));
 }
 
-/// ibv_dereg_mr(3). Returns 0, or EINVAL for an MR the device does not know.
+/// ibv_dereg_mr(3). Returns 0, or EINVAL for an MR the device does not know. Once it returns,
+/// the emulated HCA touches none of the MR's memory (emu::Hca::dereg_mr), which may be freed.
 int ibv_dereg_mr(ibv_mr* mr) {
   if (mr == nullptr || !device().hca->dereg_mr(mr->lkey)) return EINVAL;
-  delete mr;
+  auto* m = reinterpret_cast<hcasim::emu::shim::MrObj*>(mr);
+  unpin_user_memory(m->pinned_pages);
+  --hcasim::emu::shim::pd_of(mr->pd)->users;
+  give_resource(Resource::Mr);
+  delete m;
   return 0;
 }
 
@@ -435,10 +547,15 @@ int ibv_destroy_comp_channel(ibv_comp_channel* channel) {
 }
 
 /// ibv_create_cq(3): a CQ of `cqe` entries (at most kMaxCqe; null with errno EINVAL beyond)
-/// whose events go to `channel` (may be null). Any number of QPs may complete into it.
+/// whose events go to `channel` (may be null). Any number of QPs may complete into it. Null
+/// with errno ENOMEM beyond the device's max_cq (mlx4_cq_alloc).
 ibv_cq* ibv_create_cq(ibv_context* context, int cqe, void* cq_context, ibv_comp_channel* channel, int /*comp_vector*/) {
   if (cqe < 1 || cqe > hcasim::emu::shim::kMaxCqe) {
     errno = EINVAL;
+    return nullptr;
+  }
+  if (!take_resource(Resource::Cq)) {
+    errno = ENOMEM;
     return nullptr;
   }
   auto* cq = new Cq;
@@ -464,6 +581,7 @@ int ibv_destroy_cq(ibv_cq* ibcq) {
   pthread_cond_destroy(&cq->cq.cond);
   pthread_mutex_destroy(&cq->cq.mutex);
   delete cq;
+  give_resource(Resource::Cq);
   return 0;
 }
 

@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "emu/verbs_shim/resources.h"
 #include "emu/verbs_shim/shim.h"
 
 namespace hcasim::emu::shim {
@@ -197,13 +198,19 @@ int post_srq_recv(ibv_srq* ibsrq, ibv_recv_wr* wr, ibv_recv_wr** bad_wr) {
 }  // namespace hcasim::emu::shim
 
 /// ibv_create_srq(3): an SRQ of max_wr WRs (1 to the device's max_qp_wr) of max_sge SGEs (at most
-/// sdp::kMaxSge); the values given are written back. Null with errno EINVAL otherwise.
+/// sdp::kMaxSge); the values given are written back. Null with errno EINVAL otherwise, ENOMEM
+/// beyond the device's max_srq (mlx4_srq_alloc's bitmap).
 ibv_srq* ibv_create_srq(ibv_pd* pd, ibv_srq_init_attr* attr) {
   if (pd == nullptr || attr == nullptr || attr->attr.max_wr == 0 ||
       attr->attr.max_wr > shim::device().hca->limits().max_qp_wr || attr->attr.max_sge > hcasim::sdp::kMaxSge) {
     errno = EINVAL;
     return nullptr;
   }
+  if (!shim::take_resource(shim::Resource::Srq)) {
+    errno = ENOMEM;
+    return nullptr;
+  }
+  ++shim::pd_of(pd)->users;
   auto* s = new shim::SrqObj;
   s->emu = std::make_shared<hcasim::emu::Srq>(attr->attr.max_wr);
   s->max_sge = attr->attr.max_sge == 0 ? 1 : attr->attr.max_sge;
@@ -242,7 +249,9 @@ int ibv_destroy_srq(ibv_srq* srq) {
   auto* s = reinterpret_cast<shim::SrqObj*>(srq);
   pthread_cond_destroy(&s->srq.cond);
   pthread_mutex_destroy(&s->srq.mutex);
+  --shim::pd_of(s->srq.pd)->users;
   delete s;
+  shim::give_resource(shim::Resource::Srq);
   return 0;
 }
 
@@ -260,6 +269,7 @@ ibv_ah* ibv_create_ah(ibv_pd* pd, ibv_ah_attr* attr) {
     return nullptr;
   }
   auto* a = new shim::AhObj;
+  ++shim::pd_of(pd)->users;
   a->ah.context = pd->context;
   a->ah.pd = pd;
   a->dlid = dlid;
@@ -270,6 +280,7 @@ ibv_ah* ibv_create_ah(ibv_pd* pd, ibv_ah_attr* attr) {
 /// ibv_destroy_ah(3). Returns 0, or EINVAL for a null AH.
 int ibv_destroy_ah(ibv_ah* ah) {
   if (ah == nullptr) return EINVAL;
+  --shim::pd_of(ah->pd)->users;
   delete reinterpret_cast<shim::AhObj*>(ah);
   return 0;
 }

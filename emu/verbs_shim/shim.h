@@ -57,9 +57,14 @@ struct Device {
   verbs_context vctx{};
   ibv_context& ctx = vctx.context;
   int async_write_fd = -1;  ///< the write end of ctx.async_fd's pipe (never written)
+  /// The HCA; in the child of a fork(2), one of the child's own from its first verbs call on.
   std::unique_ptr<Hca> hca;
+  /// The port's LID on the subnet once claimed (port_lid()); 0 when the claim failed.
+  uint16_t lid = 0;
+  bool lid_claimed = false;
 };
-/// The device, created on first call (thread-safe).
+/// The device, created on first call (thread-safe). Its ibv_device and ibv_context stay at
+/// their addresses for the life of the process, also across fork(2) in the child.
 Device& device();
 
 /// ibv_comp_channel(3): a pipe whose read end is `ch.fd`; one byte per completion event, the
@@ -93,9 +98,18 @@ struct SrqObj {
 struct PdObj {
   ibv_pd pd{};
   uint32_t id = 0;
+  /// The MRs, QPs, SRQs and AHs created on it: ibv_dealloc_pd(3) is EBUSY while any live (the
+  /// kernel's pd->usecnt, ib_destroy_usecnt).
+  std::atomic<int> users{0};
 };
 /// The shim object of an ibv_pd the shim allocated.
 inline PdObj* pd_of(ibv_pd* pd) { return reinterpret_cast<PdObj*>(pd); }
+
+/// ibv_mr: the registration and the pages it pinned (resources.h pin_user_memory).
+struct MrObj {
+  ibv_mr mr{};
+  uint64_t pinned_pages = 0;
+};
 
 /// ibv_ah: the port it names on the emulated subnet (emu/subnet.h).
 struct AhObj {
@@ -131,6 +145,10 @@ QpObj* create_qp(ibv_pd* pd, ibv_qp_init_attr* attr);
 /// M retransmitted (...)", what the injected faults did on the QP's sending side
 /// (emu/verbs_shim/fault_stats.cpp). Nothing otherwise.
 void report_fault_stats(QpObj& q);
+/// With $HCASIM_FAULT_STATS=1: one line on stderr at exit, what the port refused of processes
+/// without the subnet's secret (emu::Hca::strangers_refused, datagrams_refused). Nothing
+/// otherwise.
+void report_port_stats();
 /// Destroys a QP of create_qp (its emulated QP closes; its CQs count it no more).
 void destroy_qp(QpObj* qp);
 /// The LID of the emulated port on this machine's emulated subnet (emu/subnet.h:
