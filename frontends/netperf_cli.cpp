@@ -21,6 +21,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include "frontends/netperf_omni.h"
 #include "model/fault.h"
 #include "model/units.h"
 #include "util/number.h"
@@ -79,8 +80,8 @@ const std::set<std::string, std::less<>> kLongFlags = {"stats", "verify-data", "
 
 // netperf 2.4.3 global options hcasim does not simulate (netsh.c GLOBAL_CMD_LINE_ARGS) and
 // TCP_STREAM test options it does not simulate (nettest_bsd.c scan_sockets_args).
-constexpr std::string_view kUnsupportedGlobal = "aAbBdDFkKLnNoOpwW";
-constexpr std::string_view kUnsupportedTest = "bCHLnNpP46";
+constexpr std::string_view kUnsupportedGlobal = "aAbBdFkKLnNoOpwW";
+constexpr std::string_view kUnsupportedTest = "bCHLnNp46";
 
 /// Walks a list of words getopt-style. `takes_value(c)` tells whether option char c has a
 /// value; the value is the rest of the word or else the next word of the same list.
@@ -202,6 +203,38 @@ void parse_global(const std::vector<std::string>& words, NetperfOptions& o,
           if (v.size() != 1 || std::string_view("kmgKMG").find(v[0]) == std::string_view::npos)
             fail(fmt::format("-f: '{}' is not one of k m g K M G", v));
           o.format = v[0];
+          o.format_given = true;
+          break;
+        }
+        case 'D': {
+          // netsh.c 2.4.3 scan_cmd_line: demo mode; the optional value is the next word when it
+          // starts with a digit (getopt only looks there at the end of a group), split by
+          // break_args_explicit: INTERVAL (seconds) and UNITS (the first guess of units per
+          // interval, convert()).
+          o.demo = true;
+          if (pos + 1 != w.size()) break;
+          const std::string* next = r.peek_next();
+          if (!next || next->empty() || !std::isdigit(static_cast<unsigned char>((*next)[0]))) break;
+          const std::string v = *next;
+          r.skip_word();  // the option word
+          r.skip_word();  // its value
+          consumed = true;
+          const auto [a, b] = break_args_explicit(v);
+          if (!a.empty()) {
+            const auto secs = util::parse_number(a);
+            if (!secs || !std::isfinite(*secs))
+              fail(fmt::format("-D {}: the interval '{}' is not a number of seconds", v, a));
+            if (!(*secs > 0))
+              fail(fmt::format("-D {}: an interval of 0 s asks for an interim result after every send(); give an "
+                               "interval > 0 seconds",
+                               v));
+            if (*secs > 2147483647.0) fail(fmt::format("-D {}: an interval above 2147483647 seconds", v));
+            o.demo_interval_s = *secs;
+          }
+          if (!b.empty()) {
+            o.demo_units = model::parse_size(b, "-D");
+            if (o.demo_units == 0) fail(fmt::format("-D {}: a first guess of 0 units per interval; give at least 1", v));
+          }
           break;
         }
         case 'H': {
@@ -354,6 +387,40 @@ void parse_test(const std::vector<std::string>& words, NetperfOptions& o,
           o.request_size = v;
           break;
         }
+        case 'P': {  // -P port[,port]: the data connection's ports (scan_sockets_args, break_args)
+          const std::string v = r.take_value(flag, rest);
+          consumed = true;
+          const auto [a, b] = break_args(v);
+          for (const auto& port : {a, b})
+            if (!port.empty()) integer_value("-P", port, 0, 65535, "a port number (hcasim looks up no service names)");
+          if (!a.empty()) o.local_data_port = a;
+          if (!b.empty()) o.remote_data_port = b;
+          break;
+        }
+        case 'o':
+        case 'O':
+        case 'k': {
+          // nettest_omni.c 2.7 scan_omni_args: -o CSV, -O human, -k keyval; the optional list is
+          // the next word when it does not start with '-'. getopt takes no value attached to it.
+          if (pos + 1 != w.size())
+            fail(fmt::format("{}: takes its output selectors as the next word ({} LIST), as netperf's getopt does; "
+                             "'{}' would be read as more options",
+                             flag, flag, w));
+          o.output_mode = c == 'o'   ? NetperfOptions::OutputMode::Csv
+                          : c == 'O' ? NetperfOptions::OutputMode::Human
+                                     : NetperfOptions::OutputMode::Keyval;
+          o.output_selection.clear();
+          const std::string* next = r.peek_next();
+          if (next && !next->empty() && (*next)[0] != '-') {
+            if (*next == "?") fail(fmt::format("{} ?: the list of selectors is in docs/cli.md (hcasim netperf)", flag));
+            o.output_selection = *next;
+            r.skip_word();
+            r.skip_word();
+            consumed = true;
+            // The words this option took are the test's (test_words below).
+          }
+          break;
+        }
         default:
           if (kUnsupportedTest.find(c) != std::string_view::npos)
             fail(fmt::format("{}: netperf test option not supported by hcasim", flag));
@@ -484,6 +551,14 @@ NetperfOptions parse_netperf_args(const std::vector<std::string>& args, bool all
   parse_global(global, o, long_words, allow_byte_count);
   parse_test(test, o, long_words);
   parse_long(long_words, o);
+  if (o.output_mode != NetperfOptions::OutputMode::Classic && !o.help) {
+    // The selectors are checked before anything runs: netperf's own refusals first, then the
+    // ones hcasim cannot fill. A name netperf does not know is dropped, as netperf drops it.
+    std::vector<std::string> dropped;
+    check_output_selection(o, parse_output_selection(o, &dropped));
+    for (const auto& d : dropped)
+      add_note(o, fmt::format("output selector '{}' is not one netperf knows; dropped, as netperf drops it", d));
+  }
   return o;
 }
 
@@ -574,6 +649,23 @@ TcpStreamConfig to_tcp_stream_config(const NetperfOptions& o) {
   c.trace = o.trace_path.has_value();
   if (o.trace_window) std::tie(c.trace_start_s, c.trace_len_s) = *o.trace_window;
   c.steady_rel = o.steady_rel;
+  // -D: netperf 2.4.3's demo mode for the classic tables, netperf 2.7's (omni) with -o/-O/-k
+  // (frontends/netperf_demo.h).
+  const bool omni = o.output_mode != NetperfOptions::OutputMode::Classic;
+  c.demo.on = o.demo;
+  c.demo.interval_us = o.demo_interval_s * 1000000.0;
+  c.demo.units = static_cast<double>(o.demo_units);
+  c.demo.final_interim = omni;
+  c.demo.omni_default = omni;
+  c.demo.rr_default_units = omni ? 100 : 1000;
+  c.demo.rr_ticks_bytes = omni && o.test == "TCP_RR" && omni_format(o) != 'x';
+  c.keep_latency = omni && c.test == NetperfTest::Rr;
+  if (o.demo && o.json) fail("-D: interim results are netperf's text output; not with --json");
+  if (omni && o.json)
+    fail(fmt::format("{}: output selectors are netperf's text output; not with --json",
+                     o.output_mode == NetperfOptions::OutputMode::Csv     ? "-o"
+                     : o.output_mode == NetperfOptions::OutputMode::Human ? "-O"
+                                                                          : "-k"));
   if (o.steady_rel > 0 && o.transport == "ipoib")
     fail("--steady: a steady-state measurement is made for SDP only, not for --transport ipoib");
   if (o.steady_rel > 0 && c.faults.any())

@@ -45,6 +45,12 @@ struct NetperfOptions {
   std::string host = "localhost";       ///< -H host (only printed in the banner)
   char format = 'm';                    ///< -f: k m g (10^3.. bits/s) or K M G (2^10.. bytes/s)
   bool help = false;                    ///< -h (global or test option): print the usage, run nothing
+  bool format_given = false;            ///< -f was given (netperf 2.7's TCP_RR selectors default to 'x')
+  /// -D [INTERVAL[,UNITS]]: demo mode, interim results while the test runs (netsh.c 2.4.3:
+  /// the optional value is the next word when it starts with a digit; break_args_explicit).
+  bool demo = false;
+  double demo_interval_s = 1.0;         ///< -D INTERVAL, seconds (> 0); netperf's default 1
+  uint64_t demo_units = 0;              ///< -D ,UNITS: the first guess of units per interval; 0 = the test's
 
   // --- netperf TCP_STREAM test options, after "--" (nettest_bsd.c) ----------------------
   uint64_t send_size = 0;               ///< -m: bytes per send(); 0 = local send socket size
@@ -57,6 +63,17 @@ struct NetperfOptions {
   uint64_t rr_request = 1;              ///< -r REQ: TCP_RR request bytes (netperf's default 1)
   uint64_t rr_response = 1;             ///< -r ,RSP: TCP_RR response bytes (netperf's default 1)
   bool nodelay = false;                 ///< -D: TCP_NODELAY on both data sockets
+  /// -P port[,port]: the data connection's local and remote ports (scan_sockets_args: strings
+  /// for getaddrinfo; "0" lets the system choose). They change nothing in the simulation; the
+  /// banner and the SOURCE_PORT / DEST_PORT selectors print them.
+  std::string local_data_port = "0", remote_data_port = "0";
+  /// -o / -O / -k [LIST]: netperf 2.7's output selectors (nettest_omni.c scan_omni_args: CSV,
+  /// HUMAN, KEYVAL); Classic = netperf 2.4.3's tables. The last of them wins, as in netperf.
+  enum class OutputMode { Classic, Csv, Human, Keyval };
+  OutputMode output_mode = OutputMode::Classic;
+  /// The selector list or file after -o/-O/-k (empty: the test's default list,
+  /// set_output_list_by_test), already checked by parse_netperf_args.
+  std::string output_selection;
   std::vector<std::string> test_words;  ///< the words after "--", as given (for reports)
 
   // --- hcasim long options --------------------------------------------------------------

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "frontends/measure.h"
+#include "frontends/netperf_demo.h"
 #include "model/fault.h"
 #include "model/netstack.h"
 
@@ -52,6 +53,29 @@ struct TcpStreamConfig {
   bool trace = false;
   double trace_start_s = 0;             ///< --trace-window START, s after the stream's start (>= 0)
   double trace_len_s = 1e-3;            ///< --trace-window LEN, s (> 0); default the first 1 ms
+  DemoConfig demo;                      ///< global -D: interim results (frontends/netperf_demo.h)
+  /// Time each transaction (TCP_RR) as netperf's histogram does (HIST_timestamp before the
+  /// send, after the last recv): TcpStreamResult::latency_us. For the omni selectors
+  /// MIN_LATENCY, MAX_LATENCY, MEAN_LATENCY, STDDEV_LATENCY.
+  bool keep_latency = false;
+};
+
+/// Integer-microsecond latencies of a run's transactions, as netperf 2.7's histogram sums
+/// them (netlib.c HIST_add: total, sum, sumsquare, min, max).
+struct LatencyStats {
+  uint64_t total = 0;
+  double sum_us = 0, sumsquare_us2 = 0;
+  int64_t min_us = 0, max_us = 0;
+  /// HIST_add(time_delta): one transaction of `delta_us`.
+  void add(int64_t delta_us) {
+    if (delta_us < 0) return;  // netperf counts it as "ridiculous", not in the statistics
+    if (total == 0) min_us = max_us = delta_us;
+    ++total;
+    sum_us += static_cast<double>(delta_us);
+    sumsquare_us2 += static_cast<double>(delta_us) * static_cast<double>(delta_us);
+    if (delta_us < min_us) min_us = delta_us;
+    if (delta_us > max_us) max_us = delta_us;
+  }
 };
 
 /// What a netperf TCP_STREAM, TCP_MAERTS or TCP_RR run reports, plus simulator statistics. The
@@ -104,6 +128,10 @@ struct TcpStreamResult {
   std::optional<ExplainMeasure> explain;
   /// With TcpStreamConfig::trace: the trace, Chrome's trace-event JSON (sim/chrome_trace.h).
   std::string trace_json;
+  /// With TcpStreamConfig::demo: the interim results, in order (frontends/netperf_demo.h).
+  std::vector<InterimResult> interim;
+  /// With TcpStreamConfig::keep_latency (TCP_RR): the transactions' latencies, us.
+  LatencyStats latency_us;
 };
 
 /// Calls and time per kernel function (model::KernelFn) on one core.

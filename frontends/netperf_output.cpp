@@ -34,14 +34,16 @@ char cpu_method(bool measured) { return measured ? 'S' : 'U'; }
 
 /// Banner, print_top_test_header("TCP STREAM TEST", ...) ("TCP MAERTS TEST", "TCP
 /// REQUEST/RESPONSE TEST"): the local data address is 0.0.0.0 (no -L); the remote is the -H
-/// name and its address; " : nodelay" after -D, " : cpu bind" after -T, in that order.
+/// name and its address; the ports -P's; " : nodelay" after the test's -D, " : demo" after
+/// the global -D, " : cpu bind" after -T, in that order.
 std::string banner(const NetperfOptions& o) {
   const std::string address = o.host == "localhost" ? "127.0.0.1" : o.host;
   const char* name = o.test == "TCP_RR" ? "TCP REQUEST/RESPONSE TEST" : o.test == "TCP_MAERTS" ? "TCP MAERTS TEST" : "TCP STREAM TEST";
-  std::string line = fmt::format(
-      "{} from 0.0.0.0 (0.0.0.0) port 0 AF_INET to {} ({}) port 0 AF_INET", name, o.host,
-      address);
+  // The ports are getaddrinfo's of -P's local and remote data ports (complete_addrinfos).
+  std::string line = fmt::format("{} from 0.0.0.0 (0.0.0.0) port {} AF_INET to {} ({}) port {} AF_INET", name,
+                                 o.local_data_port, o.host, address, o.remote_data_port);
   if (o.nodelay) line += " : nodelay";
+  if (o.demo) line += " : demo";  // only a netperf built with --enable-demo takes -D (WANT_DEMO)
   if (o.cpu_binding_requested) line += " : cpu bind";
   return line + "\n";
 }
@@ -153,6 +155,22 @@ std::string maerts_output(const NetperfOptions& o, const TcpStreamResult& r, con
   return out;
 }
 
+/// -D's interim results as netperf 2.4.3 prints them while the test runs (nettest_bsd.c
+/// DEMO_STREAM_INTERVAL: "Interim result: %7.2f %s/s over %.2f seconds", the throughput in -f's
+/// units; DEMO_RR_INTERVAL: "%.2f Trans/s").
+std::string interim_lines(const NetperfOptions& o, const TcpStreamResult& r) {
+  std::string out;
+  for (const auto& ir : r.interim) {
+    const double secs = ir.interval_us / 1000000.0;
+    if (o.test == "TCP_RR")
+      out += cformat("Interim result: %.2f %s/s over %.2f seconds\n", ir.units / secs, "Trans", secs);
+    else
+      out += cformat("Interim result: %7.2f %s/s over %.2f seconds\n", netperf_throughput(ir.units, secs, o.format),
+                     netperf_units(o.format).c_str(), secs);
+  }
+  return out;
+}
+
 std::string cell(double v, bool present) { return present ? fmt::format("{}", v) : ""; }
 
 }  // namespace
@@ -226,6 +244,7 @@ std::string format_netperf_output(const NetperfOptions& o, const TcpStreamResult
                                   const NetperfFigures& f) {
   std::string out;
   if (o.print_headers) out += banner(o);
+  out += interim_lines(o, r);
   if (o.test == "TCP_RR") return out + rr_output(o, r, f);
   if (o.test == "TCP_MAERTS") return out + maerts_output(o, r, f);
   const std::string units = netperf_units(o.format);

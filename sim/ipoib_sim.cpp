@@ -284,6 +284,7 @@ frontends::IpoibStreamResult Stream::run() {
   r.send_size = send_size_;
   r.recv_size = recv_size_;
   r.elapsed_s = (t_end_ - t_start_) * 1e-9;
+  if (demo_) r.interim = demo_->results();
   r.bytes_sent = sent_;
   r.bytes_received = copied_;
   r.send_calls = send_calls_;
@@ -390,6 +391,10 @@ frontends::IpoibStreamResult run_ipoib_stream(const model::Platform& local, cons
   Stream stream(ha, hb, a, b, cfg, sndbuf, rcvbuf, setup.send_size, setup.recv_size, setup.local_cpu, setup.remote_cpu,
                 trace.get());
   frontends::IpoibStreamResult out = stream.run();
+  // The two buffers the stream does not use, as getsockopt gives them at creation (the
+  // omni selectors LSR_SIZE, RSS_SIZE of TCP_STREAM print them).
+  out.stream.local_recv_socket = model::linux_socket_buffer(cfg.local_recv_socket, ha.rmem_max, ha.rmem_default, model::kSockMinRcvbuf);
+  out.stream.remote_send_socket = model::linux_socket_buffer(cfg.remote_send_socket, hb.wmem_max, hb.wmem_default, model::kSockMinSndbuf);
   if (trace)
     out.stream.trace_json = trace->json({{"tool", "netperf"}, {"transport", "ipoib"},
                                          {"ipoib_mode", a.ipoib.mode == model::ipoib::Mode::Connected ? "connected" : "datagram"},

@@ -8,6 +8,7 @@
 #include <deque>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -260,6 +261,11 @@ class Stream {
   std::array<HcaBusy, 2> hca_busy_{};          ///< --explain: the send engines from t_start_ on
   std::vector<frontends::LinkUse> link_use_;   ///< --explain: the links at t_end_
   uint64_t sent_ = 0, send_calls_ = 0, recv_calls_ = 0;
+  /// -D: netperf's interim results, ticked by netperf's send() calls (by netserver's recv()
+  /// calls when this stream is a TCP_MAERTS turned round, where they are netperf's); made when
+  /// netperf's loop starts, from the buffers netperf printed.
+  std::optional<frontends::DemoClock> demo_;
+  double stop_ns_ = 0;  ///< a timed run's alarm (t_start_ + -l)
 };
 
 }  // namespace hcasim::sim::ipoib_detail

@@ -232,6 +232,9 @@ void Stream::netperf() {
   t_start_ = sim::now_ns();
   if (trace_ != nullptr) trace_->set_origin(t_start_);
   const double stop = t_start_ + cfg_.length_s * 1e9;
+  stop_ns_ = stop;
+  demo_.emplace(cfg_.demo, frontends::demo_default_units(cfg_.demo, false, sndbuf_created_, rcvbuf_created_));
+  demo_->start(t_start_);
   uint64_t fill = 0;  // bytes in the tail skb
   while (cfg_.length_bytes ? sent_ < cfg_.length_bytes : sim::now_ns() < stop) {
     const uint64_t len = cfg_.length_bytes ? std::min(send_size_, cfg_.length_bytes - sent_) : send_size_;
@@ -281,7 +284,10 @@ void Stream::netperf() {
     s.host->flush();
     if (trace_ != nullptr) [[unlikely]]
       trace_->call(0, "netperf", TraceCall::Send, call_ns, sim::now_ns(), sent_ - len, len);
+    if (!cfg_.demo.at_receiver && (cfg_.length_bytes || sim::now_ns() <= stop))
+      demo_->tick(sim::now_ns(), static_cast<double>(len));
   }
+  if (!cfg_.demo.at_receiver) demo_->finish(cfg_.length_bytes ? sim::now_ns() : std::min(sim::now_ns(), stop));
   sending_done_ = true;
   push(c);
   s.host->flush();
@@ -339,8 +345,12 @@ void Stream::netserver() {
     s.host->flush();
     if (trace_ != nullptr) [[unlikely]]
       trace_->call(1, "netserver", TraceCall::Recv, call_ns, sim::now_ns(), copied_ - n, n);
+    if (cfg_.demo.at_receiver && demo_ && (total_target || sim::now_ns() <= stop_ns_))
+      demo_->tick(sim::now_ns(), static_cast<double>(n));
     if (total_target && copied_ >= total_target) break;
   }
+  if (cfg_.demo.at_receiver && demo_)
+    demo_->finish(total_target ? sim::now_ns() : std::min(sim::now_ns(), stop_ns_));
   t_end_ = sim::now_ns();
   if (cfg_.explain) {
     link_use_ = bed_.link_use();

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <chrono>
+#include <cmath>
 #include <memory>
 
 #include <fmt/format.h>
@@ -110,6 +111,10 @@ frontends::TcpStreamResult run_tcp_stream(const model::Platform& local, const mo
   const StreamSetup setup = stream_setup(A, B, local, remote, cfg);
   res.local_send_socket = setup.send_socket;
   res.remote_recv_socket = setup.recv_socket;
+  // The two buffers the stream does not use, as getsockopt gives them at creation (the omni
+  // selectors LSR_SIZE, RSS_SIZE of TCP_STREAM print them).
+  res.local_recv_socket = model::linux_socket_buffer(cfg.local_recv_socket, A.rmem_max, A.rmem_default, model::kSockMinRcvbuf);
+  res.remote_send_socket = model::linux_socket_buffer(cfg.remote_send_socket, B.wmem_max, B.wmem_default, model::kSockMinSndbuf);
   res.send_size = setup.send_size;
   res.recv_size = setup.recv_size;
   res.local_cpus = A.costs.cpus;
@@ -155,6 +160,10 @@ frontends::TcpStreamResult run_tcp_stream(const model::Platform& local, const mo
   std::optional<Snapshot> steady_end;  // the figures when it ended
   std::array<HcaBusy, 2> hca_busy{};  // --explain
   std::vector<frontends::LinkUse> link_use;
+  // -D: netperf's interim results, ticked by its send() calls (its recv() calls for TCP_MAERTS,
+  // where netperf is this run's receiver) while the test runs.
+  frontends::DemoClock demo(cfg.demo, frontends::demo_default_units(cfg.demo, false, setup.send_socket, setup.recv_socket));
+  double demo_stop = 0;  // a timed run's alarm: a call it interrupts ends the loop before its tick
 
   // netserver: accept, then recv() until the end of the stream, checking every byte range.
   bed.scheduler().spawn("netserver", [&] {
@@ -182,7 +191,12 @@ frontends::TcpStreamResult run_tcp_stream(const model::Platform& local, const mo
         if (!host_b.memory().check_stream(buf, n, received)) data_ok = false;
         crc_of(host_b.memory(), buf, n, received_crc);
         received += n;
+        if (cfg.demo.at_receiver && (cfg.length_bytes || now_ns() <= demo_stop)) {
+          host_b.flush();
+          demo.tick(now_ns(), static_cast<double>(n));
+        }
       }
+      if (cfg.demo.at_receiver) demo.finish(std::min(now_ns(), cfg.length_bytes ? now_ns() : demo_stop));
       sock_b->close();
     });
   });
@@ -221,6 +235,8 @@ frontends::TcpStreamResult run_tcp_stream(const model::Platform& local, const mo
       t_start = now_ns();
       if (trace) trace->set_origin(t_start);
       const double stop = t_start + cfg.length_s * 1e9;
+      demo.start(t_start);
+      demo_stop = stop;
       double next_check = t_start + kSteadyWindowS * 1e9;
       double busy_before_a = 0, busy_before_b = 0;
       size_t k = 0;
@@ -236,6 +252,8 @@ frontends::TcpStreamResult run_tcp_stream(const model::Platform& local, const mo
         ++send_calls;
         host_a.flush();
         if (trace) trace->call(0, "netperf", TraceCall::Send, call_ns, now_ns(), offset, sent - offset);
+        if (!cfg.demo.at_receiver && (cfg.length_bytes || now_ns() <= stop))
+          demo.tick(now_ns(), static_cast<double>(len));
         if (steady && now_ns() >= next_check) {
           next_check = now_ns() + kSteadyWindowS * 1e9;
           // Running totals: the CPU time before the accounts were last reset counts too.
@@ -265,6 +283,7 @@ frontends::TcpStreamResult run_tcp_stream(const model::Platform& local, const mo
           }
         }
       }
+      if (!cfg.demo.at_receiver) demo.finish(cfg.length_bytes ? now_ns() : std::min(now_ns(), stop));
       sock_a->close();
       const sdp::Addr scratch = ring[0];
       while (sock_a->recv(scratch, res.send_size) > 0) {
@@ -294,6 +313,7 @@ frontends::TcpStreamResult run_tcp_stream(const model::Platform& local, const mo
   // A steady measurement ends where its figures were steady, not after the close.
   if (steady_end) t_end = steady_end->t_ns;
   const Counts counts = steady_end ? steady_end->counts : Counts{sent, received, send_calls, recv_calls};
+  res.interim = demo.results();
   res.elapsed_s = (t_end - t_start) * 1e-9;
   res.steady_settled = steady_end.has_value();
   res.bytes_sent = counts.sent;
@@ -397,6 +417,10 @@ frontends::TcpStreamResult run_tcp_rr(const model::Platform& local, const model:
     crc = crc32_z(crc, crc_buf.data(), n);
   };
   std::optional<std::pair<std::vector<model::CoreAccount>, std::vector<model::CoreAccount>>> at_stop;
+  // -D: interim results ticked once per transaction (DEMO_RR_INTERVAL(1); 2.7 omni with a byte
+  // format: request + response bytes).
+  frontends::DemoClock demo(cfg.demo, frontends::demo_default_units(cfg.demo, true, 0, 0));
+  frontends::LatencyStats latency;  // keep_latency: netperf's histogram of transaction times
 
   // netserver (nettest_bsd.c recv_tcp_rr): recv() until the whole request is in, send() the
   // response, until netperf closes.
@@ -465,8 +489,11 @@ frontends::TcpStreamResult run_tcp_rr(const model::Platform& local, const model:
       bed.reset_link_busy();
       t_start = now_ns();
       const double stop = t_start + cfg.length_s * 1e9;
+      demo.start(t_start);
       for (;;) {
         if (cfg.transactions ? transactions >= cfg.transactions : now_ns() >= stop) break;
+        // HIST_timestamp(&time_one): gettimeofday's microseconds.
+        const int64_t time_one_us = static_cast<int64_t>(std::floor(now_ns() / 1000.0));
         host_a.memory().write_stream(req_buf, cfg.request_size, req_sent);
         crc_of(host_a.memory(), req_buf, cfg.request_size, req_sent_crc);
         req_sent += sock_a->send(req_buf, cfg.request_size);
@@ -484,8 +511,11 @@ frontends::TcpStreamResult run_tcp_rr(const model::Platform& local, const model:
         }
         host_a.flush();
         if (!cfg.transactions && now_ns() > stop) break;  // the alarm went off inside this transaction
+        if (cfg.keep_latency) latency.add(static_cast<int64_t>(std::floor(now_ns() / 1000.0)) - time_one_us);
+        demo.tick(now_ns(), cfg.demo.rr_ticks_bytes ? static_cast<double>(cfg.request_size + cfg.response_size) : 1.0);
         ++transactions;
       }
+      demo.finish(cfg.transactions ? now_ns() : std::min(now_ns(), stop));
       // A timed test ends at its alarm (cpu_stop right after the interrupted call); a counted
       // one when its last response is in.
       t_end = cfg.transactions ? now_ns() : stop;
@@ -508,6 +538,8 @@ frontends::TcpStreamResult run_tcp_rr(const model::Platform& local, const model:
   }
   if (!at_stop || t_end <= t_start) throw std::runtime_error("simulation ended before the test finished");
 
+  res.interim = demo.results();
+  res.latency_us = latency;
   res.elapsed_s = (t_end - t_start) * 1e-9;
   res.transactions = transactions;
   res.bytes_sent = req_sent;
@@ -554,6 +586,7 @@ frontends::TcpStreamConfig maerts_stream_config(const frontends::TcpStreamConfig
   c.remote_send_socket = cfg.local_send_socket;
   c.local_cpu = cfg.remote_cpu;
   c.remote_cpu = cfg.local_cpu;
+  c.demo.at_receiver = true;  // netperf's recv loop ticks the interim results (send_tcp_maerts)
   return c;
 }
 

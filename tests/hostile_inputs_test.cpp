@@ -152,6 +152,22 @@ std::vector<uint8_t> raw_frame(uint32_t length, uint8_t op, const std::vector<ui
   return v;
 }
 
+/// Names QP `qpn` in a whole frame's BTH DestQP (its ICRC made again): on an established
+/// connection the server's QP drops, unanswered, a frame naming another QP (IBA 9.6), as a real
+/// HCA does, so the cases address its QP to reach the fault they are about. Anything that is
+/// not one whole frame (a bare length field) is left as it is.
+void address_to(std::vector<uint8_t>& v, uint32_t qpn) {
+  if (v.size() < 4 + hcasim::emu::kHeaderSize + hcasim::emu::kIcrcSize ||
+      (uint32_t{v[0]} << 24 | uint32_t{v[1]} << 16 | uint32_t{v[2]} << 8 | v[3]) != v.size() - 4)
+    return;
+  std::vector<uint8_t> q;
+  put32(q, qpn);
+  std::copy(q.begin(), q.end(), v.begin() + 8);
+  q.clear();
+  put32(q, static_cast<uint32_t>(::crc32_z(0, v.data() + 4, v.size() - 8)));
+  std::copy(q.begin(), q.end(), v.end() - 4);
+}
+
 /// A frame whose length field is right: 12 + rest + the ICRC.
 std::vector<uint8_t> frame(uint8_t op, const std::vector<uint8_t>& rest = {}, uint32_t dest_qpn = 0) {
   return raw_frame(static_cast<uint32_t>(12 + rest.size()), op, rest, dest_qpn);
@@ -298,13 +314,17 @@ void run_packet_case(const Case& c, const std::string& line_re) {
   {
     RawPeer peer(port);
     ASSERT_TRUE(peer.ok());
+    uint32_t rep_qpn = 0;
     if (c.packet.established) {
       ASSERT_TRUE(peer.send(cm_req(good_hello())));
       const hcasim::emu::Packet rep = peer.read_frame();
       ASSERT_EQ(rep.op, hcasim::emu::Op::CmRep) << srv.err();
-      ASSERT_TRUE(peer.send(frame(0xC2, {}, rep.local_qpn)));
+      rep_qpn = rep.local_qpn;
+      ASSERT_TRUE(peer.send(frame(0xC2, {}, rep_qpn)));
     }
-    peer.send(c.packet.bytes);  // the server may close first
+    std::vector<uint8_t> bytes = c.packet.bytes;
+    if (c.packet.established) address_to(bytes, rep_qpn);
+    peer.send(bytes);  // the server may close first
     // The server's line comes before the close, or after it (a truncated frame).
     server_lines(srv, 2, std::chrono::seconds(1));
   }
@@ -386,6 +406,38 @@ std::vector<Case> cases() {
   add({.name = "netperf_zero_length", .args = {"netperf", "-l", "0", "--csv", csv},
        .line = E + "-l 0: the test length must be > 0 seconds", .absent = {csv}});
   add({.name = "netperf_nan_length", .args = {"netperf", "-l", "nan"}, .line = E + "-l: 'nan' is not a number"});
+  // Global -D (demo mode): the interval and the first guess of units.
+  add({.name = "netperf_demo_zero_interval", .args = {"netperf", "-D", "0", "--csv", csv},
+       .line = E + "-D 0: an interval of 0 s asks for an interim result after every send\\(\\); give an interval > 0 "
+                   "seconds",
+       .absent = {csv}});
+  add({.name = "netperf_demo_bad_interval", .args = {"netperf", "-D", "1x", "--csv", csv},
+       .line = E + "-D 1x: the interval '1x' is not a number of seconds", .absent = {csv}});
+  add({.name = "netperf_demo_zero_units", .args = {"netperf", "-D", "1,0", "--csv", csv},
+       .line = E + "-D 1,0: a first guess of 0 units per interval; give at least 1", .absent = {csv}});
+  add({.name = "netperf_demo_bad_units", .args = {"netperf", "-D", "1,12Q", "--csv", csv},
+       .line = E + "-D: bad size '12Q' \\(use a number .*\\)", .absent = {csv}});
+  add({.name = "netperf_demo_json", .args = {"netperf", "-D", "--json"},
+       .line = E + "-D: interim results are netperf's text output; not with --json"});
+  // Test-specific -P: ports.
+  add({.name = "netperf_port_too_large", .args = {"netperf", "--csv", csv, "--", "-P", "70000"},
+       .line = E + "-P: '70000' is out of range \\(0..65535\\)", .absent = {csv}});
+  add({.name = "netperf_port_service_name", .args = {"netperf", "--csv", csv, "--", "-P", "http,5000"},
+       .line = E + "-P: 'http' is not a port number \\(hcasim looks up no service names\\)", .absent = {csv}});
+  // Output selectors: netperf's refusal of a missing selection file, a selector the simulation
+  // cannot fill, a value attached to -o.
+  add({.name = "netperf_selector_file_missing", .args = {"netperf", "--csv", csv, "--", "-o", "NOSUCH"},
+       .line = E + "-o NOSUCH: Could not open output selection file 'NOSUCH' errno 2 \\(not a selector name either\\)",
+       .absent = {csv}});
+  add({.name = "netperf_selector_unfillable", .args = {"netperf", "-c", "--csv", csv, "--", "-O", "LOCAL_CPU_PERCENT_USER"},
+       .line = E + "-O LOCAL_CPU_PERCENT_USER: hcasim cannot fill this selector for TCP_STREAM: the simulated CPU time "
+                   "is not split .*",
+       .absent = {csv}});
+  add({.name = "netperf_selector_all", .args = {"netperf", "--", "-k", "all"}, .line = E + "-k all: every netperf 2.7 .*"});
+  add({.name = "netperf_selector_attached", .args = {"netperf", "--", "-oTHROUGHPUT"},
+       .line = E + "-o: takes its output selectors as the next word .*"});
+  add({.name = "netperf_selector_json", .args = {"netperf", "--json", "--", "-o", "THROUGHPUT"},
+       .line = E + "-o: output selectors are netperf's text output; not with --json"});
   // Accepted: a simulation of 10^30 s that never ended.
   add({.name = "netperf_length_beyond_netperf", .args = {"netperf", "-l", "1e30", "--csv", csv},
        .line = E + "-l 1e30: above netperf's limit of 2147483647 seconds", .absent = {csv}});
@@ -597,6 +649,26 @@ std::vector<Case> cases() {
        .line = E + "-q: multiple QPs are for perftest's bw tests only \\(ib_read_lat has one QP\\)"});
   add({.name = "set_max_qp_rd_atom_zero", .args = {"ib_read_bw", "--set", "hca.max_qp_rd_atom=0"},
        .line = E + "--set hca\\.max_qp_rd_atom: .*"});
+  // -b and -D/-f: parser() cases 'b', 'D', 'f' and force_dependecies' duration checks.
+  add({.name = "ib_read_lat_bidirectional", .args = {"ib_read_lat", "-b", "--csv", csv},
+       .line = E + "-b: perftest's bidirectional mode is for the bw tests only", .absent = {csv}});
+  add({.name = "ib_write_bw_duration_not_a_number", .args = {"ib_write_bw", "-D", "1s"},
+       .line = E + "-D: '1s' is not an integer"});
+  add({.name = "ib_send_lat_duration_negative", .args = {"ib_send_lat", "--duration=-5"},
+       .line = E + "--duration: -5 is not a positive number of seconds \\(perftest: Duration period must be positive\\)"});
+  add({.name = "ib_write_bw_duration_huge", .args = {"ib_write_bw", "-D", "99999999999"},
+       .line = E + "-D: 99999999999 is out of range \\(perftest stores it in an int: .*\\)"});
+  add({.name = "ib_read_bw_margin_negative", .args = {"ib_read_bw", "-D", "10", "-f", "-1"},
+       .line = E + "-f: -1 is not a number of seconds \\(perftest: Margin must be non-negative\\)"});
+  add({.name = "ib_atomic_lat_margin_too_long", .args = {"ib_atomic_lat", "-D", "6", "--margin", "3"},
+       .line = E + "-f: a margin of 3 s on each side leaves nothing to measure in 6 s \\(perftest: DURATION > 2\\*MARGIN\\)"});
+  add({.name = "ib_write_lat_margin_without_duration", .args = {"ib_write_lat", "-f", "3", "--csv", csv},
+       .line = E + "-f: a margin of 3 s on each side leaves nothing to measure in perftest's default 5 s .*",
+       .absent = {csv}});
+  add({.name = "ib_read_lat_duration_events", .args = {"ib_read_lat", "-D", "2", "-e"},
+       .line = E + "-e: perftest's duration mode \\(-D\\) does not work with completion events"});
+  add({.name = "ib_send_bw_duration_csv", .args = {"ib_send_bw", "-D", "2", "--csv", csv},
+       .line = E + "--csv: hcasim reports a -D run in perftest's text only \\(no --csv\\)", .absent = {csv}});
   add({.name = "ib_write_lat_bad_columns", .args = {"ib_write_lat", "--columns", "wide", "--csv", csv},
        .line = E + "--columns: 'wide' is not classic or extended", .absent = {csv}});
 
@@ -650,8 +722,16 @@ std::vector<Case> cases() {
        .line = E + "unknown option -m \\(ibv_ud_pingpong -h lists them\\)"});
   add({.name = "uc_pingpong_odp", .args = {"ibv_uc_pingpong", "-o"},
        .line = E + "unknown option -o \\(ibv_uc_pingpong -h lists them\\)"});
-  add({.name = "srq_pingpong_refused", .args = {"ibv_srq_pingpong", "-q", "4"},
-       .line = E + "ibv_srq_pingpong: the simulated HCA has no shared receive queue \\(SRQ\\); .*"});
+  add({.name = "srq_pingpong_qps_above_rx_depth", .args = {"ibv_srq_pingpong", "-q", "32", "-r", "16"},
+       .line = E + "rx_depth 16 is too small for 32 QPs -- must have at least one receive per QP\\."});
+  add({.name = "srq_pingpong_too_many_qps", .args = {"ibv_srq_pingpong", "-q", "4096", "-r", "8192"},
+       .line = E + "num_qp 4096 must be less than 255"});
+  add({.name = "srq_pingpong_no_qp", .args = {"ibv_srq_pingpong", "-q", "0"},
+       .line = E + "-q 0: no QP would send or receive; ibv_srq_pingpong would poll its CQ for ever"});
+  add({.name = "srq_pingpong_rx_depth_not_a_number", .args = {"ibv_srq_pingpong", "-r", "1e3"},
+       .line = E + "-r: '1e3' is not a number"});
+  add({.name = "srq_pingpong_cq_too_big", .args = {"ibv_srq_pingpong", "-r", "4090"},
+       .line = E + "-r: a CQ of 4090 \\+ 16 entries is above the client's hca\\.cq_entries 4096"});
 
   // ---- --set
   add({.name = "set_unknown_key", .args = {"netperf", "--set", "sdp.nosuch=1", "--csv", csv},
@@ -903,6 +983,10 @@ std::vector<Case> cases() {
                 "# ib_write_lat -s 2 -n 1000\n #bytes #iterations    t_min[usec]    t_max[usec]  t_typical[usec]\n"
                 " 2 1000 1.0 abc 1.2\n",
                 ":3: perftest row: column 4 \\(t_max\\[usec\\]\\) 'abc' is not a number");
+  run_file_case("runfile_perftest_duration",
+                "# ib_write_lat -D 5\n #bytes        #iterations       t_avg[usec]    tps average\n"
+                " 2       1000000            1.40           356654.00\n",
+                ":1: ib_write_lat: -D: a duration run is not compared from a run file .*");
   run_file_case("runfile_binary", std::string("\x00\x01\xff\n", 4), ": no netperf or perftest run in it");
   // Contradictions between a command and its output were simulated (the 64K command compared
   // with a 32768 B row), dropped (a second row) or found only after the simulation (a latency
