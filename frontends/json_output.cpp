@@ -271,16 +271,18 @@ Json perftest_json(const std::vector<std::string>& args, const PerftestOptions& 
   if (perftest_is_atomic(o.test))
     setup["atomic_type"] = o.atomic == PerftestAtomic::CmpAndSwap ? "CMP_AND_SWAP" : "FETCH_AND_ADD";
   if (bw) {
+    setup["bidirectional"] = o.duplex;
     setup["report_gbits"] = o.report_gbits;
     setup["no_peak"] = perftest_no_peak(o);
   }
   doc["setup"] = std::move(setup);
 
   Json results = Json::array();
-  for (const PerftestPoint& p : r.points) {
+  for (size_t k = 0; k < r.points.size(); ++k) {
+    const PerftestPoint& p = r.points[k];
     Json row;
     if (bw) {
-      const PerftestBwFigures f = perftest_bw_figures(p, cpu_mhz, c.cq_mod, perftest_no_peak(o));
+      const PerftestBwFigures f = perftest_bw_report(o, r, k, cpu_mhz);
       row["bytes"] = f.bytes;
       row["iterations"] = f.iterations;
       row["bw_peak_mib_s"] = f.bw_peak_mib_s;

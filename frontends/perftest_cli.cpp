@@ -363,6 +363,15 @@ class Parser {
     return static_cast<T>(v);
   }
 
+  /// CHECK_VALUE(arg, int, ...): strtol's long stored in an int. A value an int cannot hold is
+  /// refused rather than truncated as perftest's cast would.
+  int int_value(const std::string& flag, const std::string& text) {
+    const long v = integer(flag, text);
+    if (v < INT_MIN || v > INT_MAX)
+      fail(fmt::format("{}: {} is out of range (perftest stores it in an int: {}..{})", flag, text, INT_MIN, INT_MAX));
+    return static_cast<int>(v);
+  }
+
   /// -s as perftest 4.5 reads it (parser() case 's'): a trailing K or M multiplies by 2^10 or
   /// 2^20 (no other suffix, no lower case), strtol(..., 0) reads the leading number and ignores
   /// the rest, and the size must be 1..UINT_MAX/2 bytes. The arithmetic is perftest's: the
@@ -415,6 +424,25 @@ class Parser {
         break;
       case 'n':
         o_.iterations = in_range<uint64_t>(flag, value, kPerftestMinIters, kPerftestMaxIters);
+        o_.iterations_given = true;
+        break;
+      case 'b':
+        // parser() case 'b': " Bidirectional is only available in BW test".
+        if (!bw()) fail(fmt::format("{}: perftest's bidirectional mode is for the bw tests only", flag));
+        o_.duplex = true;
+        break;
+      case 'D':
+        // parser() case 'D': CHECK_VALUE_POSITIVE(duration, int, "Duration period").
+        o_.duration = int_value(flag, value);
+        if (*o_.duration <= 0)
+          fail(fmt::format("{}: {} is not a positive number of seconds (perftest: Duration period must be positive)",
+                           flag, value));
+        break;
+      case 'f':
+        // parser() case 'f': CHECK_VALUE_NON_NEGATIVE(margin, int, "Margin").
+        o_.margin = int_value(flag, value);
+        if (*o_.margin < 0)
+          fail(fmt::format("{}: {} is not a number of seconds (perftest: Margin must be non-negative)", flag, value));
         break;
       case 'd':
         o_.device = non_empty(flag, value);
@@ -512,10 +540,6 @@ class Parser {
                            c == 'C' ? "cycles" : c == 'U' ? "unsorted" : "histogram"));
         (c == 'C' ? o_.report_cycles : c == 'U' ? o_.report_unsorted : o_.report_histogram) = true;
         break;
-      case 'D':
-        fail(fmt::format("{}: hcasim simulates perftest's iteration mode (-n) only, not timed -D "
-                         "runs",
-                         flag));
       case 'c':
         if (value == "RC") break;
         // change_conn_type(): perftest's own refusals by verb come first.
@@ -625,6 +649,33 @@ PerftestOptions parse_perftest_args(PerftestTest test, const std::vector<std::st
   if (perftest_is_atomic(test) && o.size != kPerftestDefSizeAtomic)
     throw InputError(fmt::format("-s: {} B: perftest's atomic tests move 8 B (message size cannot be changed for "
                                  "atomic tests)", o.size));
+  // force_dependecies on duration mode: "Duration mode doesn't work with events", "Duration mode
+  // currently doesn't support running on all sizes"; then "please check that DURATION >
+  // 2*MARGIN", checked with DEF_DURATION when -D is not given.
+  if (o.duration) {
+    if (o.use_event) throw InputError("-e: perftest's duration mode (-D) does not work with completion events");
+    if (o.all) throw InputError("-a: perftest's duration mode (-D) does not run all sizes");
+    // hcasim's: the report of a duration run is perftest's text only.
+    if (o.json) throw InputError("--json: hcasim reports a -D run in perftest's text only (no --json)");
+    if (o.csv_path) throw InputError("--csv: hcasim reports a -D run in perftest's text only (no --csv)");
+    if (o.explain) throw InputError("--explain: not with -D (hcasim explains iteration runs, -n)");
+    if (o.iterations_given)
+      o.notes.push_back("hcasim: note: -n ignored with -D: perftest counts the iterations of the measured window");
+    if (!perftest_is_bw(test) && (o.report_cycles || o.report_unsorted || o.report_histogram))
+      o.notes.push_back("hcasim: note: -C, -U and -H ignored with -D: perftest's duration report is the average "
+                        "latency and the transactions per second");
+  }
+  const int64_t duration = o.duration.value_or(kPerftestDefDuration);
+  const int64_t margin = perftest_margin(o);
+  if (!(duration > 2 * margin))
+    throw InputError(fmt::format("-f: a margin of {} s on each side leaves nothing to measure in {}{} s (perftest: "
+                                 "DURATION > 2*MARGIN)",
+                                 margin, o.duration ? "" : "perftest's default ", duration));
+  if (o.margin && !o.duration)
+    o.notes.push_back("hcasim: note: -f ignored without -D: perftest's margin bounds a duration run");
+  // hcasim's: -b with -e would need both sides' event loops (run_iter_bi arms two CQs).
+  if (o.duplex && o.use_event)
+    throw InputError("-e: hcasim does not simulate completion events with -b");
   if (o.all && o.size_given)
     o.notes.push_back(fmt::format("hcasim: note: -s ignored with -a: perftest sweeps 2..{} B",
                                   uint64_t{1} << kPerftestAllMaxLog2));
@@ -644,11 +695,12 @@ PerftestConfig to_perftest_config(const PerftestOptions& o) {
   c.iterations = o.iterations;
   const bool bw = perftest_is_bw(o.test);
   // force_dependecies(): in iteration mode the tx depth is at most the iterations.
+  const bool iteration_mode = !o.duration;
   c.tx_depth = o.tx_depth.value_or(bw ? kPerftestDefTxBw : kPerftestDefTxLat);
-  if (c.tx_depth > o.iterations) c.tx_depth = static_cast<uint32_t>(o.iterations);
+  if (iteration_mode && c.tx_depth > o.iterations) c.tx_depth = static_cast<uint32_t>(o.iterations);
   if (perftest_is_send(o.test)) {
     c.rx_depth = o.rx_depth.value_or(kPerftestDefRxSend);
-    if (c.rx_depth > o.iterations) c.rx_depth = static_cast<uint32_t>(o.iterations);
+    if (iteration_mode && c.rx_depth > o.iterations) c.rx_depth = static_cast<uint32_t>(o.iterations);
     if (c.rx_depth % 2 == 1 && !o.all) c.rx_depth += 1;  // "WA for a bug when rx_depth is odd"
   } else {
     c.rx_depth = kPerftestDefRxRdma;  // force_dependecies: verb WRITE -> DEF_RX_RDMA
@@ -680,6 +732,11 @@ PerftestConfig to_perftest_config(const PerftestOptions& o) {
   c.trace = o.trace_path.has_value();
   if (o.trace_window) std::tie(c.trace_start_s, c.trace_len_s) = *o.trace_window;
   c.use_event = o.use_event;
+  c.duplex = o.duplex;
+  if (o.duration) {
+    c.duration_s = *o.duration;
+    c.margin_s = perftest_margin(o);
+  }
   for (const auto& s : o.sets) model::apply_fault_setting(s, c.faults, c.retry);
   return c;
 }
@@ -697,7 +754,16 @@ std::string perftest_option(const std::string& field) {
 
 bool perftest_no_peak(const PerftestOptions& o) {
   if (!perftest_is_bw(o.test)) return false;
-  return o.no_peak || o.iterations > kPerftestNoPeakIters;
+  return o.no_peak || o.duration || o.iterations > kPerftestNoPeakIters;
+}
+
+int perftest_margin(const PerftestOptions& o) {
+  if (o.margin) return *o.margin;
+  return o.duration ? *o.duration / 4 : 0;
+}
+
+bool perftest_sums_both_sides(const PerftestOptions& o) {
+  return o.duplex && !(perftest_is_send(o.test) && o.duration);
 }
 
 int perftest_path_mtu(const PerftestOptions& o, int active_mtu, std::string* note) {

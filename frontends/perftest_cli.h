@@ -61,6 +61,8 @@ inline constexpr int kPerftestMaxGidIndex = 64;          ///< MAX_GID_IX (MIN_GI
 inline constexpr int kPerftestDefPort = 18515;           ///< DEF_PORT (TCP port of -p)
 inline constexpr uint64_t kPerftestNoPeakIters = 20000;  ///< above this many iterations a bw
                                                          ///< test skips the peak (force_dependecies)
+inline constexpr int kPerftestDefDuration = 5;           ///< DEF_DURATION, s (what -f is checked
+                                                         ///< against without -D)
 inline constexpr int kPerftestAllMaxLog2 = 23;           ///< -a sweeps 2^1 .. 2^23 B (write_lat.c,
                                                          ///< write_bw.c, send_bw.c: i = 1..23)
 
@@ -107,6 +109,14 @@ struct PerftestOptions {
   std::optional<int> gid_index;       ///< -x: only printed (banner line and GID lines)
   int tcp_port = kPerftestDefPort;    ///< -p (no TCP connection is simulated)
   std::optional<std::string> server;  ///< the server host (the client form); not used
+  bool duplex = false;                ///< -b (bw tools): both sides send (perftest's duplex)
+  /// -D: seconds of perftest's duration mode (CHECK_VALUE_POSITIVE, an int); empty: iteration
+  /// mode (-n)
+  std::optional<int> duration;
+  /// -f: the margin in seconds (CHECK_VALUE_NON_NEGATIVE, an int); empty: perftest's
+  /// DEF_INIT_MARGIN, which force_dependecies makes -D / 4 (perftest_margin)
+  std::optional<int> margin;
+  bool iterations_given = false;      ///< -n was given (duration mode ignores it)
   bool help = false;                  ///< -h / --help
   bool version = false;               ///< -V / --version
 
@@ -164,8 +174,8 @@ bool perftest_is_atomic(PerftestTest test);
 int perftest_rtt_factor(PerftestTest test);
 
 /// Parses the words after `hcasim TOOL`. Throws InputError with one line naming the flag at
-/// fault, e.g. "-n: 4 is out of range (perftest: 5..100000000)", "-z: ...", "-D: hcasim
-/// simulates perftest's iteration mode only (-n), not -D duration runs", "unknown option
+/// fault, e.g. "-n: 4 is out of range (perftest: 5..100000000)", "-z: ...", "-D: 0 is not a
+/// positive number of seconds (perftest: Duration period must be positive)", "unknown option
 /// --frobnicate", "--si: ambiguous option (--sig_before, --size)", "-s: missing value".
 PerftestOptions parse_perftest_args(PerftestTest test, const std::vector<std::string>& args);
 
@@ -176,9 +186,10 @@ std::vector<uint64_t> perftest_all_sizes();
 /// The simulation's view of the options, with the values perftest 4.5 derives
 /// (perftest_parameters.c force_dependecies and ctx_set_max_inline):
 /// - sizes: -a's sweep, else {-s};
-/// - tx_depth: -t or DEF_TX_LAT (1) / DEF_TX_BW (128), capped at -n;
-/// - rx_depth: ib_send_bw: -r or DEF_RX_SEND (512), capped at -n, then made even (the "odd
-///   rx_depth" workaround, not with -a); the write tools: DEF_RX_RDMA (1);
+/// - tx_depth: -t or DEF_TX_LAT (1) / DEF_TX_BW (128), capped at -n in iteration mode;
+/// - rx_depth: ib_send_bw: -r or DEF_RX_SEND (512), capped at -n in iteration mode, then made
+///   even (the "odd rx_depth" workaround, not with -a); the write tools: DEF_RX_RDMA (1);
+/// - duplex: -b; duration_s and margin_s: -D and perftest_margin (0 without -D);
 /// - cq_mod: latency tools 1 (DEF_CQ_MOD capped at the tx depth of 1); bw tools: -Q or
 ///   DEF_CQ_MOD (100), 1 when the size is above MSG_SIZE_CQ_MOD_LIMIT (8192 B) without -Q and
 ///   without -a, then capped at the tx depth;
@@ -196,9 +207,20 @@ PerftestConfig to_perftest_config(const PerftestOptions& options);
 /// cq_mod "-Q"; another field keeps its own name.
 std::string perftest_option(const std::string& field);
 
+/// The margin of a duration run, seconds: -f, else -D / 4 in integer arithmetic
+/// (force_dependecies: DEF_INIT_MARGIN becomes duration / 4), so -D 1 to -D 3 measure the whole
+/// run; without -D, -f as given (0 without it).
+int perftest_margin(const PerftestOptions& options);
+
+/// Whether perftest sums both sides' reports (print_full_bw_report with the remote report): -b,
+/// except ib_send_bw in duration mode, where send_bw.c skips xchg_bw_reports and
+/// print_report_bw prints the side's own report.
+bool perftest_sums_both_sides(const PerftestOptions& options);
+
 /// Whether perftest skips the peak bandwidth: -N, or more than 20000 iterations in a bw test
 /// (perftest 4.5 force_dependecies sets noPeak silently; its -h says "default with peak up to
-/// iters=20000"). Always false for the latency tools.
+/// iters=20000"), or duration mode (-D: force_dependecies sets noPeak). Always false for the
+/// latency tools.
 bool perftest_no_peak(const PerftestOptions& options);
 
 /// The path MTU perftest uses, as perftest_parameters.c set_mtu() picks it: the port's active

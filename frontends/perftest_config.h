@@ -60,6 +60,16 @@ struct PerftestConfig {
   /// event) instead of busy-polling the CQ (perftest_resources.h ctx_notify_events); not on
   /// the WRITE tools.
   bool use_event = false;
+  /// -b: both sides post the same stream at once (perftest's duplex); the bw tools only. Each
+  /// side measures its own stream, and perftest reports the sum of the two (PerftestResult::
+  /// remote_points).
+  bool duplex = false;
+  /// -D: perftest's duration mode, seconds; 0 runs `iterations` (-n) instead. The run lasts
+  /// duration_s; its first and last margin_s (-f) are not measured (catch_alarm's START,
+  /// SAMPLE, STOP_SAMPLE and END states), and the report counts the iterations completed in the
+  /// window between them (PerftestPoint::iterations, sample_start_ns, sample_end_ns).
+  double duration_s = 0;
+  double margin_s = 0;   ///< -f, seconds, 2 margin_s < duration_s
 };
 
 /// Raw timestamps of one message size, ns of simulated time, as perftest records them in
@@ -75,11 +85,20 @@ struct PerftestPoint {
   /// to its last completion (bw tools), and for ib_write_lat the one-way time's stages (model/).
   std::optional<ExplainMeasure> explain;
   std::vector<LatencyStage> latency_stages;
+  /// -D: the sampled window, ns of simulated time: when catch_alarm entered SAMPLE_STATE
+  /// (perftest's tposted[0]) and left it (tcompleted[0]); iterations counts what completed in
+  /// it. tposted_ns and tcompleted_ns stay empty.
+  double sample_start_ns = 0;
+  double sample_end_ns = 0;
 };
 
 /// What the simulated perftest run reports, plus simulator statistics.
 struct PerftestResult {
   std::vector<PerftestPoint> points;   ///< one per entry of PerftestConfig::sizes, same order
+  /// -b: the server's own points (its stream's timestamps, as its run_iter_bw or run_iter_bi
+  /// records them), one per size: the report perftest's xchg_bw_reports hands the client.
+  /// Empty without -b.
+  std::vector<PerftestPoint> remote_points;
   uint32_t max_inline_data = 0;        ///< the QP's max inline data, bytes (perftest's banner)
   uint32_t mtu = 0;                    ///< path MTU, bytes (perftest's banner "Mtu : 2048[B]")
   /// READ and atomic tests: the outstanding reads the run used (banner "Outstand reads"), the

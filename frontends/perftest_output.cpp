@@ -271,6 +271,68 @@ PerftestBwFigures perftest_bw_figures(const PerftestPoint& p, double cpu_mhz, ui
   return f;
 }
 
+PerftestBwFigures perftest_bw_duration_figures(const PerftestPoint& p, double cpu_mhz) {
+  if (!(p.sample_end_ns > p.sample_start_ns))
+    throw std::invalid_argument(fmt::format("perftest duration figures: the {} B point has no sampled window", p.bytes));
+  // catch_alarm's tposted[0] and tcompleted[0]; location_arr is 0 with noPeak.
+  const auto sum_cycles =
+      static_cast<double>(perftest_cycles(p.sample_end_ns, cpu_mhz) - perftest_cycles(p.sample_start_ns, cpu_mhz));
+  const double hz = cycles_per_s(cpu_mhz);
+  const uint64_t n = p.iterations;
+  PerftestBwFigures f;
+  f.bytes = p.bytes;
+  f.iterations = n;
+  // noPeak: peak_up is 0 and opt_delta is the window, so the peak is 0.
+  std::tie(f.bw_peak_mib_s, f.bw_avg_mib_s) = bw_pair(p.bytes, n, hz, sum_cycles, 1, true, kMiB);
+  std::tie(f.bw_peak_gbit_s, f.bw_avg_gbit_s) = bw_pair(p.bytes, n, hz, sum_cycles, 1, true, kGbitBytes);
+  f.msg_rate_mpps = (static_cast<double>(n) * hz * 1) / (sum_cycles * 1000000);
+  return f;
+}
+
+PerftestBwFigures perftest_bw_sum(const PerftestBwFigures& local, const PerftestBwFigures& remote) {
+  PerftestBwFigures f = local;
+  f.bw_peak_mib_s += remote.bw_peak_mib_s;
+  f.bw_avg_mib_s += remote.bw_avg_mib_s;
+  f.bw_peak_gbit_s += remote.bw_peak_gbit_s;
+  f.bw_avg_gbit_s += remote.bw_avg_gbit_s;
+  f.msg_rate_mpps += remote.msg_rate_mpps;
+  f.own_bw_avg_gbit_s = local.bw_avg_gbit_s;
+  return f;
+}
+
+PerftestBwFigures perftest_bw_report(const PerftestOptions& o, const PerftestResult& r, size_t k, double cpu_mhz) {
+  const uint32_t cq_mod = to_perftest_config(o).cq_mod;
+  const bool no_peak = perftest_no_peak(o);
+  const auto one_side = [&](const PerftestPoint& p) {
+    return o.duration ? perftest_bw_duration_figures(p, cpu_mhz) : perftest_bw_figures(p, cpu_mhz, cq_mod, no_peak);
+  };
+  const PerftestBwFigures local = one_side(r.points.at(k));
+  if (!perftest_sums_both_sides(o)) return local;
+  if (k >= r.remote_points.size())
+    throw std::invalid_argument(fmt::format("perftest -b: no server report for the {} B point", local.bytes));
+  return perftest_bw_sum(local, one_side(r.remote_points[k]));
+}
+
+PerftestLatDurationFigures perftest_lat_duration_figures(const PerftestPoint& p, double cpu_mhz, int rtt_factor) {
+  if (!(p.sample_end_ns > p.sample_start_ns))
+    throw std::invalid_argument(fmt::format("perftest duration figures: the {} B point has no sampled window", p.bytes));
+  // print_report_lat_duration: test_sample_time is a cycles_t, iters a uint64_t.
+  const uint64_t test_sample_time = perftest_cycles(p.sample_end_ns, cpu_mhz) - perftest_cycles(p.sample_start_ns, cpu_mhz);
+  const double cycles = static_cast<double>(test_sample_time);
+  const double iters = static_cast<double>(p.iterations);
+  PerftestLatDurationFigures f;
+  f.bytes = p.bytes;
+  f.iterations = p.iterations;
+  f.t_avg_us = ((cycles / cpu_mhz) / rtt_factor) / iters;
+  f.tps = iters / (cycles / (cpu_mhz * 1000000));
+  return f;
+}
+
+std::string perftest_lat_duration_row(const PerftestLatDurationFigures& f) {
+  return cformat(" %-7lu       %lu            %-7.2f        %-7.2f\n", static_cast<unsigned long>(f.bytes),
+                 static_cast<unsigned long>(f.iterations), f.t_avg_us, f.tps);
+}
+
 std::string perftest_lat_row(const PerftestLatFigures& f, PerftestColumns columns) {
   if (columns == PerftestColumns::Classic)  // perftest 2.x REPORT_FMT_LAT (iters is an int)
     return cformat(" %-7lu %d          %-7.2f        %-7.2f      %-7.2f\n",
@@ -292,7 +354,8 @@ std::string perftest_bw_row(const PerftestBwFigures& f, PerftestColumns columns,
     return cformat(" %-7lu    %d           %-7.2lf            %-7.2lf\t\t   %-7.6lf\n", bytes,
                    static_cast<int>(f.iterations), peak, avg, f.msg_rate_mpps);
   const auto iters = static_cast<unsigned long>(f.iterations);
-  if (gbits && avg < 0.1)  // print_full_bw_report: inc_accuracy -> REPORT_FMT_EXT
+  const double own_avg = f.own_bw_avg_gbit_s >= 0 ? f.own_bw_avg_gbit_s : f.bw_avg_gbit_s;
+  if (gbits && own_avg < 0.1)  // print_full_bw_report: inc_accuracy -> REPORT_FMT_EXT
     return cformat(" %-7lu    %lu           %-7.6lf            %-7.6lf            %-7.6lf\n", bytes,
                    iters, peak, avg, f.msg_rate_mpps);
   return cformat(" %-7lu    %-10lu       %-7.2lf            %-7.2lf\t\t   %-7.6lf\n", bytes, iters,
@@ -301,6 +364,8 @@ std::string perftest_bw_row(const PerftestBwFigures& f, PerftestColumns columns,
 
 std::string perftest_results_header(const PerftestOptions& o) {
   if (!perftest_is_bw(o.test)) {
+    if (o.duration)  // RESULT_FMT_LAT_DUR then RESULT_EXT, whatever --columns says
+      return " #bytes        #iterations       t_avg[usec]    tps average\n";
     if (o.columns == PerftestColumns::Classic)  // perftest 2.x RESULT_FMT_LAT
       return " #bytes #iterations    t_min[usec]    t_max[usec]  t_typical[usec]\n";
     // perftest 4.5 RESULT_FMT_LAT then RESULT_EXT
@@ -348,8 +413,9 @@ std::string perftest_banner(const PerftestOptions& o, const PerftestConfig& c,
   std::string out = kResultLine;
   // ctx_print_test_info: testsStr[verb], then for ATOMIC atomicTypesStr[atomicType].
   const char* atomic_type = o.atomic == PerftestAtomic::CmpAndSwap ? "CMP_AND_SWAP " : "FETCH_AND_ADD ";
-  out += cformat("                    %s %s%sTest\n", verb_name(o.test), perftest_is_atomic(o.test) ? atomic_type : "",
-                 bw ? "BW " : "Latency ");
+  // ... then "Bidirectional " for -b (duplex) before "BW ".
+  out += cformat("                    %s %s%s%sTest\n", verb_name(o.test), perftest_is_atomic(o.test) ? atomic_type : "",
+                 bw && o.duplex ? "Bidirectional " : "", bw ? "BW " : "Latency ");
   // ctx_print_test_info: -e names the completion vector (eq_num, 0 without -X).
   if (o.use_event) out += cformat(" Test with events. Using %s_comp%d\n", o.device.c_str(), 0);
   out += cformat(" Dual-port       : %s\t\tDevice         : %s\n", "OFF", o.device.c_str());
@@ -358,6 +424,8 @@ std::string perftest_banner(const PerftestOptions& o, const PerftestConfig& c,
   out += cformat(" PCIe relax order: %s\n", "ON");
   out += cformat(" ibv_wr* API     : %s\n", "OFF");
   out += cformat(" TX depth        : %d\n", static_cast<int>(c.tx_depth));
+  // "RX depth" on a SEND test's server or with -b (the client posts receives too).
+  if (perftest_is_send(o.test) && bw && o.duplex) out += cformat(" RX depth        : %d\n", static_cast<int>(c.rx_depth));
   if (bw) out += cformat(" CQ Moderation   : %d\n", static_cast<int>(c.cq_mod));
   out += cformat(" Mtu             : %lu[B]\n", static_cast<unsigned long>(r.mtu));
   out += cformat(" Link type       : %s\n", "IB");
@@ -395,12 +463,13 @@ std::string format_perftest_head(const PerftestOptions& o, const PerftestResult&
 }
 
 std::string format_perftest_rows(const PerftestOptions& o, const PerftestResult& r, double cpu_mhz) {
-  const uint32_t cq_mod = to_perftest_config(o).cq_mod;
-  const bool no_peak = perftest_no_peak(o);
   std::string out;
-  for (const PerftestPoint& p : r.points) {
+  for (size_t k = 0; k < r.points.size(); ++k) {
+    const PerftestPoint& p = r.points[k];
     if (perftest_is_bw(o.test))
-      out += perftest_bw_row(perftest_bw_figures(p, cpu_mhz, cq_mod, no_peak), o.columns, o.report_gbits);
+      out += perftest_bw_row(perftest_bw_report(o, r, k, cpu_mhz), o.columns, o.report_gbits);
+    else if (o.duration)
+      out += perftest_lat_duration_row(perftest_lat_duration_figures(p, cpu_mhz, perftest_rtt_factor(o.test)));
     else {
       const int rtt = perftest_rtt_factor(o.test);
       // print_report_lat: -U / -H print their lists, then a result line and the header again.
@@ -432,9 +501,10 @@ std::string format_perftest_csv(const PerftestOptions& o, const PerftestResult& 
   const PerftestConfig c = to_perftest_config(o);
   const std::string_view tool = perftest_tool_name(o.test);
   std::string out = perftest_csv_header(o.test) + "\n";
-  for (const PerftestPoint& p : r.points) {
+  for (size_t k = 0; k < r.points.size(); ++k) {
+    const PerftestPoint& p = r.points[k];
     if (perftest_is_bw(o.test)) {
-      const PerftestBwFigures f = perftest_bw_figures(p, cpu_mhz, c.cq_mod, perftest_no_peak(o));
+      const PerftestBwFigures f = perftest_bw_report(o, r, k, cpu_mhz);
       out += fmt::format("{},{},{},{},{},{},{},{},{},{},{}\n", tool, on_off(r.blueflame),
                          on_off(r.write_combining), f.bytes, f.iterations, c.num_qps,
                          f.bw_peak_mib_s, f.bw_avg_mib_s, f.bw_peak_gbit_s, f.bw_avg_gbit_s,

@@ -85,6 +85,9 @@ struct PerftestBwFigures {
   double bw_peak_gbit_s = 0;    ///< the same in Gb/s (10^9 bit/s; --report_gbits)
   double bw_avg_gbit_s = 0;
   double msg_rate_mpps = 0;     ///< MsgRate, 10^6 messages per second
+  /// -b: this side's own average in Gb/s, which print_full_bw_report's inc_accuracy tests before
+  /// it adds the peer's report; below 0 (one side's figures): bw_avg_gbit_s itself.
+  double own_bw_avg_gbit_s = -1;
 };
 
 /// print_report_bw (perftest 4.5) on `point` (N = tposted_ns.size() WRs over all QPs):
@@ -103,6 +106,38 @@ struct PerftestBwFigures {
 /// Throws std::invalid_argument when tposted and tcompleted differ in size or are empty.
 PerftestBwFigures perftest_bw_figures(const PerftestPoint& point, double cpu_mhz,
                                       uint32_t cq_mod, bool no_peak);
+
+/// print_report_bw in duration mode (-D) on `point`: noPeak, so the peak is 0; the iterations are
+/// those of the sampled window (point.iterations, over all QPs), and the time is the window's,
+/// cycles(sample_end_ns) - cycles(sample_start_ns): average = size x iterations x Hz / (cycles x
+/// 2^20) MB/s (125 000 000 for Gb/s), MsgRate = iterations x Hz / (cycles x 10^6).
+PerftestBwFigures perftest_bw_duration_figures(const PerftestPoint& point, double cpu_mhz);
+
+/// print_full_bw_report with the remote side's report (-b): BW peak, BW average and MsgRate are
+/// the sums of both sides', #iterations the local side's; own_bw_avg_gbit_s keeps the local
+/// average (perftest's inc_accuracy test precedes the sum).
+PerftestBwFigures perftest_bw_sum(const PerftestBwFigures& local, const PerftestBwFigures& remote);
+
+/// The bw row of size `k` as the client prints it: its own figures (perftest_bw_figures, or
+/// perftest_bw_duration_figures with -D), summed with the server's (result.remote_points) when
+/// perftest sums both sides (perftest_sums_both_sides).
+PerftestBwFigures perftest_bw_report(const PerftestOptions& options, const PerftestResult& result, size_t k,
+                                     double cpu_mhz);
+
+/// One row of a latency tool in duration mode (-D), as print_report_lat_duration computes it:
+/// the sampled window in cycles, t_avg = cycles / MHz / rtt_factor / iterations us, tps =
+/// iterations / (cycles / (MHz x 10^6)) round trips per second.
+struct PerftestLatDurationFigures {
+  uint64_t bytes = 0;
+  uint64_t iterations = 0;  ///< iterations completed in the sampled window
+  double t_avg_us = 0;
+  double tps = 0;
+};
+PerftestLatDurationFigures perftest_lat_duration_figures(const PerftestPoint& point, double cpu_mhz, int rtt_factor);
+
+/// The row of a latency tool in duration mode (with its "\n"): REPORT_FMT_LAT_DUR " %-7lu
+/// %" PRIu64 "            %-7.2f        %-7.2f" then REPORT_EXT.
+std::string perftest_lat_duration_row(const PerftestLatDurationFigures& f);
 
 /// A results row as perftest prints it (with its "\n"): ib_write_lat in classic (2.x
 /// REPORT_FMT_LAT) or extended (4.5 REPORT_FMT_LAT) form.

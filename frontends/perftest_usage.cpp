@@ -31,6 +31,9 @@ std::string perftest_usage(PerftestTest test) {
         bw ? kPerftestDefSizeBw : kPerftestDefSizeLat);
   u += fmt::format("  -n, --iters=N             iterations, {}..{} (default {})\n", kPerftestMinIters, kPerftestMaxIters,
                    test == PerftestTest::WriteBw ? kPerftestDefItersWriteBw : kPerftestDefIters);
+  // parser() cases 'D' and 'f'; force_dependecies: the margin defaults to -D / 4.
+  u += "  -D, --duration=SECONDS    run for SECONDS instead of -n; report the window between margins\n"
+       "  -f, --margin=SECONDS      seconds left out at each end of a -D run (default -D / 4)\n";
   if (rd)
     u += "  -o, --outs=N              outstanding reads/atomics (default: the device's max_qp_rd_atom)\n";
   else
@@ -40,7 +43,8 @@ std::string perftest_usage(PerftestTest test) {
                                                      : kPerftestDefInlineWrite);
   u += fmt::format("  -t, --tx-depth=N          send queue depth (default {})\n", bw ? kPerftestDefTxBw : kPerftestDefTxLat);
   if (bw) {
-    u += "  -q, --qp=N                QPs (default 1)\n"
+    u += "  -b, --bidirectional       both sides send; the report sums both sides' bandwidth\n"
+         "  -q, --qp=N                QPs (default 1)\n"
          "  -Q, --cq-mod=N            one CQE per N WRs (default 100; 1 above 8192 B)\n"
          "  -N, --noPeak              no peak bandwidth (also above 20000 iterations)\n"
          "      --report_gbits        Gb/s instead of MB/s (MB = 2^20 B)\n";

@@ -926,6 +926,11 @@ std::vector<RealRun> parse_run_file(std::string_view text, const std::string& or
             p.run.words = std::move(c.words);
             p.cycles_flag = strip_report_cycles(p.run.words);
             p.perftest = frontends::parse_perftest_args(perftest_test_of(p.run.tool), p.run.words);
+            // A duration run's rows are counted over a window (and the latency tools' have
+            // other columns); hcasim reports them as text only, with no CSV to compare.
+            if (p.perftest.duration)
+              throw InputError("-D: a duration run is not compared from a run file (hcasim reports it as text "
+                               "only); paste a run of -n iterations");
           }
         } catch (const InputError& e) {
           fail_at(origin, line.number, fmt::format("{}: {}", p.run.tool, e.what()));

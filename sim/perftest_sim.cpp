@@ -57,8 +57,49 @@ struct Side {
 };
 
 /// Busy-polls until `ready` (the CPU spins, as perftest does without -e), re-checking when `wq` (the
-/// side's CQE or landing queue) is notified.
-void spin_until(Side& s, SimWaitQueue& wq, const std::function<bool()>& ready) { s.host->spin(wq, ready, kInf); }
+/// side's CQE or landing queue) is notified, or until `deadline_ns` of simulated time (a duration
+/// run's END_STATE, which perftest's loops test as they spin). Returns `ready()`.
+bool spin_until(Side& s, SimWaitQueue& wq, const std::function<bool()>& ready, double deadline_ns = kInf) {
+  return s.host->spin(wq, ready, deadline_ns == kInf ? kInf : std::max(0.0, deadline_ns - now_ns()));
+}
+
+/// perftest's duration mode (-D) on one side: catch_alarm's states as instants of simulated time.
+/// The loop arms it as it starts (run_iter_bw, run_iter_lat_write, run_iter_lat; run_iter_bi on
+/// the client) or at its first receive (set_on_first_rx_packet: run_iter_bw_server,
+/// run_iter_lat_send; run_iter_bi on the server): START_STATE for the margin (none when it is 0,
+/// catch_alarm(0)), SAMPLE_STATE for duration - 2 margin (tposted[0] and tcompleted[0] are read at
+/// its two ends), STOP_SAMPLE_STATE for the margin, then END_STATE. alarm() counts whole seconds
+/// and -D and -f are whole seconds, so the instants are exact. Unarmed, or in iteration mode, the
+/// run never samples nor ends by time.
+struct DurationClock {
+  bool on = false;              ///< -D
+  double sample_start_ns = kInf;
+  double sample_end_ns = kInf;
+  double end_ns = kInf;
+
+  explicit DurationClock(const frontends::PerftestConfig& cfg) : on(cfg.duration_s > 0), cfg_(&cfg) {}
+  bool armed() const { return end_ns < kInf; }
+  void arm() {
+    const double t0 = now_ns();
+    sample_start_ns = t0 + cfg_->margin_s * 1e9;
+    sample_end_ns = t0 + (cfg_->duration_s - cfg_->margin_s) * 1e9;
+    end_ns = t0 + cfg_->duration_s * 1e9;
+  }
+  bool sampling() const {
+    const double t = now_ns();
+    return t >= sample_start_ns && t < sample_end_ns;
+  }
+  bool ended() const { return now_ns() >= end_ns; }
+  /// The sampled window and its iterations into `point`.
+  void report(frontends::PerftestPoint& point, uint64_t iters) const {
+    point.iterations = iters;
+    point.sample_start_ns = sample_start_ns;
+    point.sample_end_ns = sample_end_ns;
+  }
+
+ private:
+  const frontends::PerftestConfig* cfg_;
+};
 
 /// -e: perftest's ctx_notify_events (perftest_resources.h), called where the polling loop would
 /// spin: ibv_get_cq_event sleeps in read() on the completion channel until the interrupt handler
@@ -110,8 +151,9 @@ void poll_one(Side& s, const char* who) {
 /// this side's buffer (perftest: while (*poll_buf != (char)rcnt);). The loop notices it one
 /// poll turn after it lands (a uniformly distributed phase of cpu.poll_miss), or when the
 /// CPU is back from a tick or an interference window.
-void wait_for_byte(Side& s, uint64_t size, uint64_t rcnt, const char* who) {
-  spin_until(s, s.landed_wq, [&] { return !s.landed_ns.empty(); });
+/// In a duration run the loop also stops at END_STATE (`deadline_ns`); returns false then.
+bool wait_for_byte(Side& s, uint64_t size, uint64_t rcnt, const char* who, double deadline_ns = kInf) {
+  if (!spin_until(s, s.landed_wq, [&] { return !s.landed_ns.empty(); }, deadline_ns)) return false;
   const double landed = s.landed_ns.front();
   s.landed_ns.pop_front();
   double seen = landed + s.noise->uniform() * s.host->costs().poll_miss_ns;
@@ -119,12 +161,13 @@ void wait_for_byte(Side& s, uint64_t size, uint64_t rcnt, const char* who) {
   if (seen > now_ns()) sleep_until_s(to_s(seen));
   if (TraceSink* t = s.host->trace()) [[unlikely]]
     t->noticed(s.host->id(), s.lanes[0].qp->qp_num(), landed, now_ns());
-  if (!s.real_bytes) return;
+  if (!s.real_bytes) return true;
   uint8_t byte = 0;
   s.host->memory().read_bytes(s.lanes[0].buf + s.half + size - 1, &byte, 1);
   if (byte != static_cast<uint8_t>(rcnt))
     throw std::runtime_error(fmt::format("{}: poll byte is {}, expected {} (iteration {})", who, byte,
                                          static_cast<uint8_t>(rcnt), rcnt));
+  return true;
 }
 
 /// The send opcode of `test`'s WRs (perftest's verb; -A for the atomics).
@@ -177,12 +220,14 @@ void post_write(Side& s, const Side& peer, uint64_t size, uint64_t scnt, bool in
 /// Polls the one CQ until a completion of the kind wanted (receive or send) is there, keeping
 /// the other kind for later: perftest's `do { ibv_poll_cq(recv_cq or send_cq, 1, &wc) } while
 /// (ne == 0)` on two CQs. Each CQE taken costs one poll; an error status ends the test.
-void poll_kind(Side& s, bool recv, const char* who) {
+/// Returns false, having taken none of the wanted kind, when `deadline_ns` (a duration run's END)
+/// comes first.
+bool poll_kind(Side& s, bool recv, const char* who, double deadline_ns = kInf) {
   uint64_t& mine = recv ? s.recv_stash : s.send_stash;
   uint64_t& other = recv ? s.send_stash : s.recv_stash;
   uint64_t taken = 0;
   std::array<sdp::Wc, 1> wc{};
-  spin_until(s, s.cqe_wq, [&] {
+  const bool got = spin_until(s, s.cqe_wq, [&] {
     while (mine == 0 && s.lanes[0].qp->poll_cq(wc) > 0) {
       ++taken;
       if (wc[0].status != sdp::WcStatus::Success)
@@ -191,10 +236,11 @@ void poll_kind(Side& s, bool recv, const char* who) {
       ++((wc[0].opcode == sdp::WcOpcode::Recv) == recv ? mine : other);
     }
     return mine > 0;
-  });
-  --mine;
+  }, deadline_ns);
+  if (got) --mine;
   s.cqes_pending -= taken;
   s.host->charge(model::Activity::Completion, s.host->costs().user_poll_cq_ns * static_cast<double>(taken));
+  return got;
 }
 
 /// Posts one receive of `size` bytes into the second half of lane 0 (perftest's rwr).
@@ -212,20 +258,28 @@ void post_recv_one(Side& s, uint64_t size, uint64_t wr_id) {
 /// receive completion (not the client before its first send), repost while rcnt + rx_depth <=
 /// iters, then (while scnt < iters) record tposted, post the SEND (every one signaled: a latency
 /// test's cq_mod is 1) and poll the send CQ for its completion.
+/// In duration mode (-D) each side's clock starts at its first receive (set_on_first_rx_packet),
+/// the receive wait gives up at END_STATE, every receive is reposted, `sampled` counts the
+/// receives of SAMPLE_STATE, and no SEND is posted once the run has ended.
 void send_latency_loop(Side& s, const Side& peer, bool client, const frontends::PerftestConfig& cfg, uint64_t size,
-                       std::vector<double>* tposted, const char* who) {
-  const uint64_t iters = cfg.iterations;
+                       std::vector<double>* tposted, const char* who, DurationClock& clock, uint64_t& sampled) {
+  const uint64_t iters = clock.on ? 0 : cfg.iterations;
   const bool inline_data = size <= cfg.inline_size;
   uint64_t scnt = 0, rcnt = 0;
-  uint64_t posted = std::min<uint64_t>(cfg.rx_depth, iters);
-  while (scnt < iters || rcnt < iters) {
-    if (rcnt < iters && !(scnt < 1 && client)) {
-      poll_kind(s, true, who);
-      ++rcnt;
-      if (rcnt + cfg.rx_depth <= iters) post_recv_one(s, size, posted++);
+  uint64_t posted = std::min<uint64_t>(cfg.rx_depth, cfg.iterations);
+  if (clock.on) posted = cfg.rx_depth;
+  while (scnt < iters || rcnt < iters || (clock.on && !clock.ended())) {
+    if ((rcnt < iters || clock.on) && !(scnt < 1 && client)) {
+      if (poll_kind(s, true, who, clock.end_ns)) {
+        if (clock.on && !clock.armed()) clock.arm();
+        ++rcnt;
+        if (clock.on && clock.sampling()) ++sampled;
+        if (clock.on || rcnt + cfg.rx_depth <= iters) post_recv_one(s, size, posted++);
+      }
     }
-    if (scnt < iters) {
-      if (tposted != nullptr) tposted->push_back(now_ns());
+    if (clock.on && clock.ended()) break;
+    if (scnt < iters || clock.on) {
+      if (tposted != nullptr && !clock.on) tposted->push_back(now_ns());
       ++scnt;
       s.host->charge(model::Activity::Post, s.host->costs().user_post_ns);
       s.lanes[0].qp->post_send(make_wr(s, peer, 0, size, scnt, sdp::WrOpcode::Send, inline_data, true));
@@ -238,37 +292,52 @@ void send_latency_loop(Side& s, const Side& peer, bool client, const frontends::
 /// perftest's run_iter_lat (perftest_resources.c), which read_lat.c and atomic_lat.c run on the
 /// client: record tposted, post one signaled RDMA READ or atomic, poll the send CQ until its
 /// completion, `iters` times. The server only waits.
+/// In duration mode (-D) the loop runs until END_STATE (armed as it starts), stops right after the
+/// post that finds it ended, and counts the completions of SAMPLE_STATE into `point`.
 void read_latency_loop(Side& s, const Side& peer, const frontends::PerftestConfig& cfg, uint64_t size,
-                       std::vector<double>& tposted, const char* who) {
+                       frontends::PerftestPoint& point, const char* who) {
   const sdp::WrOpcode op = opcode_of(cfg);
-  for (uint64_t scnt = 0; scnt < cfg.iterations; ++scnt) {
-    tposted.push_back(now_ns());
+  DurationClock clock(cfg);
+  if (clock.on) clock.arm();
+  uint64_t sampled = 0;
+  for (uint64_t scnt = 0; clock.on ? !clock.ended() : scnt < cfg.iterations; ++scnt) {
+    if (!clock.on) point.tposted_ns.push_back(now_ns());
     s.host->charge(model::Activity::Post, s.host->costs().user_post_ns);
     s.lanes[0].qp->post_send(make_wr(s, peer, 0, size, scnt, op, false, true));
+    if (clock.on && clock.ended()) break;
     if (cfg.use_event) await_event(s);
     poll_one(s, who);
+    if (clock.sampling()) ++sampled;
   }
+  if (clock.on) clock.report(point, sampled);
   s.host->flush();
 }
 
 /// perftest write_lat's run_iter_lat_write for one size, on one side. The client records
 /// tposted[] before each post.
+/// In duration mode (-D: `clock` on, armed as the loop starts, `iters` 0) each side runs until its
+/// own END_STATE: the wait for the peer's byte gives up then, the WRITE after it is still posted
+/// (perftest posts before it tests the state), and `sampled` counts the completions polled in
+/// SAMPLE_STATE.
 void latency_loop(Side& s, const Side& peer, bool client, uint64_t size, uint64_t iters, bool inline_data,
-                  std::vector<double>* tposted, const char* who) {
+                  std::vector<double>* tposted, const char* who, DurationClock& clock, uint64_t& sampled) {
   uint64_t scnt = 0, rcnt = 0, ccnt = 0;
-  while (scnt < iters || ccnt < iters || rcnt < iters) {
-    if (rcnt < iters && !(scnt < 1 && client)) {
+  if (clock.on) clock.arm();
+  while (scnt < iters || ccnt < iters || rcnt < iters || (clock.on && !clock.ended())) {
+    if ((rcnt < iters || clock.on) && !(scnt < 1 && client)) {
       ++rcnt;
-      wait_for_byte(s, size, rcnt, who);
+      wait_for_byte(s, size, rcnt, who, clock.end_ns);
     }
-    if (scnt < iters) {
-      if (tposted != nullptr) tposted->push_back(now_ns());
+    if (scnt < iters || clock.on) {
+      if (tposted != nullptr && !clock.on) tposted->push_back(now_ns());
       ++scnt;
       post_write(s, peer, size, scnt, inline_data, true);
     }
-    if (ccnt < iters) {
+    if (clock.on && clock.ended()) break;
+    if (ccnt < iters || clock.on) {
       poll_one(s, who);
       ++ccnt;
+      if (clock.sampling()) ++sampled;
     }
   }
   s.host->flush();
@@ -276,11 +345,13 @@ void latency_loop(Side& s, const Side& peer, bool client, uint64_t size, uint64_
 
 /// Polls every lane's CQ for up to 16 completions (perftest's CTX_POLL_BATCH), spinning
 /// until there is one. Returns (lane, Wc) pairs; an error status ends the test as in perftest.
-std::vector<std::pair<size_t, sdp::Wc>> poll_batch(Side& s, const char* who) {
-  constexpr size_t kBatch = 16;
-  spin_until(s, s.cqe_wq, [&] { return s.cqes_pending > 0; });
+/// With a `deadline_ns` (a duration run's END) it returns nothing when that comes first.
+std::vector<std::pair<size_t, sdp::Wc>> poll_batch(Side& s, const char* who, double deadline_ns = kInf,
+                                                   size_t batch = 16) {
+  const size_t kBatch = batch;
   std::vector<std::pair<size_t, sdp::Wc>> out;
-  std::array<sdp::Wc, kBatch> wc{};
+  if (!spin_until(s, s.cqe_wq, [&] { return s.cqes_pending > 0; }, deadline_ns)) return out;
+  std::vector<sdp::Wc> wc(kBatch);
   for (size_t q = 0; q < s.lanes.size() && out.size() < kBatch; ++q) {
     const int n = s.lanes[q].qp->poll_cq(std::span<sdp::Wc>(wc.data(), kBatch - out.size()));
     for (int i = 0; i < n; ++i) out.emplace_back(q, wc[static_cast<size_t>(i)]);
@@ -294,35 +365,63 @@ std::vector<std::pair<size_t, sdp::Wc>> poll_batch(Side& s, const char* who) {
   return out;
 }
 
-/// perftest's run_iter_bw for one size on the client: keep up to tx_depth WRs outstanding
-/// per QP, signal one in cq_mod (and the last), poll completions in batches. tposted[] in
-/// posting order; tcompleted[] of every WR a signaled CQE covers, at the time it is polled.
+/// A bw loop's send completions of QP `q` up to WR `done` - 1 (perftest's ccnt; `done` is the
+/// last completed wr_id + 1, a CQE standing for the cq_mod WRs before it): in iteration mode each
+/// WR's tcompleted, in a duration run (-D) the WRs completed in SAMPLE_STATE counted in
+/// `sampled` (perftest: iters += cq_mod).
+void account_sends(size_t q, uint64_t done, const DurationClock& clock, std::vector<uint64_t>& ccnt,
+                   std::vector<std::deque<uint64_t>>& pending, uint64_t& totccnt, uint64_t& sampled,
+                   frontends::PerftestPoint& point) {
+  if (clock.on) {
+    if (clock.sampling()) sampled += done - ccnt[q];
+    totccnt += done - ccnt[q];
+    ccnt[q] = done;
+    return;
+  }
+  for (; ccnt[q] < done; ++ccnt[q], ++totccnt) {
+    point.tcompleted_ns[pending[q].front()] = now_ns();
+    pending[q].pop_front();
+  }
+}
+
+/// perftest's run_iter_bw for one size on the client (and with -b on the server too): keep up to
+/// tx_depth WRs outstanding per QP, signal one in cq_mod (and the last), poll completions in
+/// batches. tposted[] in posting order; tcompleted[] of every WR a signaled CQE covers, at the
+/// time it is polled. In duration mode (-D) the loop runs from the alarm it arms as it starts to
+/// END_STATE, with no last WR to signal and no timestamps but the window's, and counts cq_mod
+/// iterations per completion polled in SAMPLE_STATE; it stops at END_STATE with WRs in flight,
+/// as perftest's does.
 void bandwidth_client(Side& s, const Side& peer, const frontends::PerftestConfig& cfg, uint64_t size,
                       frontends::PerftestPoint& point, const char* who) {
   const sdp::WrOpcode op = opcode_of(cfg);
   const size_t nq = s.lanes.size();
-  const uint64_t tot = cfg.iterations * nq;
+  DurationClock clock(cfg);
+  if (clock.on) clock.arm();
+  const uint64_t iters = clock.on ? 0 : cfg.iterations;  // force_dependecies: iters = 0 with -D
+  const uint64_t tot = iters * nq;
   std::vector<uint64_t> scnt(nq, 0), ccnt(nq, 0);
   std::vector<std::deque<uint64_t>> pending(nq);  // global indices of WRs not yet completed
   point.tposted_ns.reserve(tot);
   point.tcompleted_ns.assign(tot, 0.0);
   uint64_t totscnt = 0, totccnt = 0;
+  uint64_t sampled = 0;          // -D: iterations completed in SAMPLE_STATE
   uint64_t signaled_posted = 0;  // -e: signaled WRs posted, each a CQE to come
   const uint64_t written0 = s.cqes_written;
   const bool inline_data = size <= cfg.inline_size;
-  while (totscnt < tot || totccnt < tot) {
+  while (totscnt < tot || totccnt < tot || (clock.on && !clock.ended())) {
     for (size_t q = 0; q < nq; ++q)
-      while (scnt[q] < cfg.iterations && scnt[q] - ccnt[q] < cfg.tx_depth) {
-        const bool signaled = (scnt[q] + 1) % cfg.cq_mod == 0 || scnt[q] + 1 == cfg.iterations;
-        point.tposted_ns.push_back(now_ns());
+      while ((scnt[q] < iters || clock.on) && scnt[q] - ccnt[q] < cfg.tx_depth) {
+        const bool signaled = (scnt[q] + 1) % cfg.cq_mod == 0 || (!clock.on && scnt[q] + 1 == iters);
+        if (clock.on && clock.ended()) break;
+        if (!clock.on) point.tposted_ns.push_back(now_ns());
         s.host->charge(model::Activity::Post, s.host->costs().user_post_ns);
         s.lanes[q].qp->post_send(make_wr(s, peer, q, size, scnt[q], op, inline_data, signaled));
         if (signaled) ++signaled_posted;
-        pending[q].push_back(totscnt);
+        if (!clock.on) pending[q].push_back(totscnt);
         ++scnt[q];
         ++totscnt;
       }
-    if (totccnt < tot) {
+    if (totccnt < tot || (clock.on && totccnt < totscnt)) {
       // -e: run_iter_bw reads one event and polls once, whatever it finds (perftest 4.5).
       std::vector<std::pair<size_t, sdp::Wc>> got;
       if (cfg.use_event) {
@@ -330,17 +429,12 @@ void bandwidth_client(Side& s, const Side& peer, const frontends::PerftestConfig
         await_event(s);
         if (s.cqes_pending > 0) got = poll_batch(s, who);
       } else {
-        got = poll_batch(s, who);
+        got = poll_batch(s, who, clock.end_ns);  // perftest polls without blocking: END_STATE ends the wait
       }
-      for (const auto& [q, wc] : got) {
-        const uint64_t done = wc.wr_id + 1;  // WRs of this QP completed so far
-        for (; ccnt[q] < done; ++ccnt[q], ++totccnt) {
-          point.tcompleted_ns[pending[q].front()] = now_ns();
-          pending[q].pop_front();
-        }
-      }
+      for (const auto& [q, wc] : got) account_sends(q, wc.wr_id + 1, clock, ccnt, pending, totccnt, sampled, point);
     }
   }
+  if (clock.on) clock.report(point, sampled);
   s.host->flush();
 }
 
@@ -358,18 +452,33 @@ class SendBwServer {
       for (uint64_t i = 0; i < std::min<uint64_t>(cfg_.rx_depth, cfg_.iterations); ++i) post_one(q);
   }
 
-  /// Polls until every message of every QP has arrived, reposting receives.
+  /// One receive completion of QP `q`: checks its length and reposts while more messages are to
+  /// come (always in duration mode).
+  void received(size_t q, const sdp::Wc& wc, const char* who) {
+    if (wc.byte_len != size_)
+      throw std::runtime_error(fmt::format("{}: received {} B, expected {} B", who, wc.byte_len, size_));
+    if (posted_[q] < cfg_.iterations || cfg_.duration_s > 0) post_one(q);
+  }
+
+  /// Polls until every message of every QP has arrived, reposting receives. In duration mode
+  /// (run_iter_bw_server) the alarm is armed at the first receive (set_on_first_rx_packet) and
+  /// the loop polls until END_STATE.
   void serve(const char* who) {
     uint64_t total = 0;
     const uint64_t expected = cfg_.iterations * s_.lanes.size();
+    DurationClock clock(cfg_);
     auto take = [&](const std::vector<std::pair<size_t, sdp::Wc>>& got) {
       for (const auto& [q, wc] : got) {
-        if (wc.byte_len != size_)
-          throw std::runtime_error(fmt::format("{}: received {} B, expected {} B", who, wc.byte_len, size_));
+        if (clock.on && !clock.armed()) clock.arm();
+        received(q, wc, who);
         ++total;
-        if (posted_[q] < cfg_.iterations) post_one(q);
       }
     };
+    if (clock.on) {
+      while (!clock.ended()) take(poll_batch(s_, who, clock.end_ns));
+      s_.host->flush();
+      return;
+    }
     while (total < expected) {
       if (!cfg_.use_event) {
         take(poll_batch(s_, who));
@@ -399,6 +508,63 @@ class SendBwServer {
   uint64_t size_;
   std::vector<uint64_t> posted_;
 };
+
+/// perftest's run_iter_bi (ib_send_bw -b) for one size on one side, its receives already posted
+/// (SendBwServer::post_initial): the SEND stream of run_iter_bw, posted only once the side has
+/// received something if it is the server (before_first_rx), with each pass polling the receive
+/// CQ (up to rx_depth completions, each reposted while more messages are to come) and the send
+/// CQ (up to 16). The simulated QP completes both into one CQ, so a pass takes up to rx_depth +
+/// 16 completions of either kind. tposted[]/tcompleted[] are the side's SENDs, as perftest
+/// records them. In duration mode the client arms its alarm as the loop starts, the server at
+/// its first receive, and SAMPLE_STATE counts both receives and cq_mod per send completion, as
+/// run_iter_bi does.
+void bidirectional_send(Side& s, const Side& peer, bool client, const frontends::PerftestConfig& cfg, uint64_t size,
+                        SendBwServer& receiver, frontends::PerftestPoint& point, const char* who) {
+  const size_t nq = s.lanes.size();
+  DurationClock clock(cfg);
+  if (clock.on && client) clock.arm();
+  const uint64_t iters = clock.on ? 0 : cfg.iterations;
+  const uint64_t tot = iters * nq;
+  std::vector<uint64_t> scnt(nq, 0), ccnt(nq, 0);
+  std::vector<std::deque<uint64_t>> pending(nq);
+  point.tposted_ns.reserve(tot);
+  point.tcompleted_ns.assign(tot, 0.0);
+  uint64_t totscnt = 0, totccnt = 0, totrcnt = 0, sampled = 0;
+  bool before_first_rx = !client;
+  const bool inline_data = size <= cfg.inline_size;
+  while ((clock.on && !clock.ended()) || totccnt < tot || totrcnt < tot) {
+    for (size_t q = 0; q < nq; ++q)
+      while (!before_first_rx && (scnt[q] < iters || clock.on) && scnt[q] - ccnt[q] < cfg.tx_depth) {
+        const bool signaled = (scnt[q] + 1) % cfg.cq_mod == 0 || (!clock.on && scnt[q] + 1 == iters);
+        if (clock.on && clock.ended()) break;
+        if (!clock.on) point.tposted_ns.push_back(now_ns());
+        s.host->charge(model::Activity::Post, s.host->costs().user_post_ns);
+        s.lanes[q].qp->post_send(make_wr(s, peer, q, size, scnt[q], sdp::WrOpcode::Send, inline_data, signaled));
+        if (!clock.on) pending[q].push_back(totscnt);
+        ++scnt[q];
+        ++totscnt;
+      }
+    // The loop polls without blocking; it has nothing to do until a completion comes (or, in
+    // duration mode, END_STATE: armed or not, the server's wait for its first receive ends when a
+    // receive comes).
+    const auto got = poll_batch(s, who, clock.end_ns, cfg.rx_depth + 16);
+    for (const auto& [q, wc] : got) {
+      if (wc.opcode == sdp::WcOpcode::Recv) {
+        if (before_first_rx) {
+          before_first_rx = false;
+          if (clock.on) clock.arm();
+        }
+        ++totrcnt;
+        if (clock.on && clock.sampling()) ++sampled;
+        receiver.received(q, wc, who);
+        continue;
+      }
+      account_sends(q, wc.wr_id + 1, clock, ccnt, pending, totccnt, sampled, point);
+    }
+  }
+  if (clock.on) clock.report(point, sampled);
+  s.host->flush();
+}
 
 /// One way of ib_write_lat's ping-pong from `tx` to `rx` for a WRITE of `bytes` as its stages,
 /// each a closed form of model/ with the inputs the simulation gives it (latency_loop, post_write,
@@ -482,6 +648,14 @@ frontends::PerftestResult check_config(const HostParams& A, const HostParams& B,
   if (frontends::perftest_is_send(cfg.test) && (cfg.rx_depth < 1 || cfg.rx_depth > B.qp_depth))
     throw frontends::ConfigError("rx_depth", fmt::format("rx depth {} is outside 1..{} (hca.max_qp_wr)", cfg.rx_depth, B.qp_depth));
   if (cfg.cq_mod < 1) throw InputError("PerftestConfig: cq_mod must be >= 1");
+  if (cfg.duplex && lat) throw InputError("PerftestConfig: duplex on a latency test (perftest's -b is for the bw tests)");
+  if (cfg.duplex && cfg.use_event) throw InputError("PerftestConfig: use_event with duplex is not simulated");
+  if (cfg.duration_s < 0 || cfg.margin_s < 0 || (cfg.duration_s > 0 && !(cfg.duration_s > 2 * cfg.margin_s)))
+    throw InputError(fmt::format("PerftestConfig: a duration of {} s with margins of {} s (perftest: DURATION > 2*MARGIN)",
+                                 cfg.duration_s, cfg.margin_s));
+  if (cfg.duration_s > 0 && cfg.use_event) throw InputError("PerftestConfig: use_event in duration mode (perftest refuses it)");
+  if (cfg.test == frontends::PerftestTest::SendBw && cfg.duplex && cfg.rx_depth > A.qp_depth)
+    throw frontends::ConfigError("rx_depth", fmt::format("rx depth {} is outside 1..{} (hca.max_qp_wr)", cfg.rx_depth, A.qp_depth));
   if (cfg.use_event && cfg.test != frontends::PerftestTest::SendBw && !frontends::perftest_is_read_or_atomic(cfg.test))
     throw InputError(fmt::format("PerftestConfig: use_event on {} (completion events are simulated on ib_send_bw and "
                                  "the READ and atomic tools)", frontends::perftest_tool_name(cfg.test)));
@@ -516,6 +690,7 @@ frontends::PerftestResult run_perftest(const model::Platform& local, const model
   const HostParams B = read_host_params(remote);
   frontends::PerftestResult res = check_config(A, B, cfg);
   const bool lat = !frontends::perftest_is_bw(cfg.test);
+  const bool duration = cfg.duration_s > 0;  // -D
   uint64_t max_size = 0;
   for (uint64_t size : cfg.sizes) max_size = std::max(max_size, size);
 
@@ -586,6 +761,7 @@ frontends::PerftestResult run_perftest(const model::Platform& local, const model
     res.points[k].bytes = cfg.sizes[k];
     res.points[k].iterations = cfg.iterations;
   }
+  if (cfg.duplex) res.remote_points = res.points;  // -b: the server's own report
   // The two sides meet before every size (perftest's ctx_hand_shake over its TCP socket);
   // the exchange is not timed.
   int ready = 0;
@@ -615,13 +791,22 @@ frontends::PerftestResult run_perftest(const model::Platform& local, const model
         for (size_t k = 0; k < cfg.sizes.size(); ++k) {
           const uint64_t size = cfg.sizes[k];
           SendBwServer receiver(s, cfg, size);
-          if (cfg.test == frontends::PerftestTest::SendBw && !client) receiver.post_initial();
-          // ib_send_lat: both sides post their first receives before the handshake.
-          if (cfg.test == frontends::PerftestTest::SendLat)
-            for (uint64_t r = 0; r < std::min<uint64_t>(cfg.rx_depth, cfg.iterations); ++r) post_recv_one(s, size, r);
+          // ib_send_bw: the server posts its receives before the handshake, with -b both sides.
+          if (cfg.test == frontends::PerftestTest::SendBw && (!client || cfg.duplex)) receiver.post_initial();
+          // ib_send_lat: both sides post their first receives before the handshake (rx_depth is
+          // at most the iterations only in iteration mode).
+          if (cfg.test == frontends::PerftestTest::SendLat) {
+            const uint64_t first = duration ? cfg.rx_depth : std::min<uint64_t>(cfg.rx_depth, cfg.iterations);
+            for (uint64_t r = 0; r < first; ++r) post_recv_one(s, size, r);
+          }
+          DurationClock clock(cfg);  // the latency loops' duration mode (-D)
+          uint64_t sampled = 0;
           meet(static_cast<int>(k) + 1);
           if (trace && client && k == 0) trace->set_origin(now_ns());  // the measured iterations start
           frontends::PerftestPoint& point = res.points[k];
+          // -b: the server measures its own stream, the report perftest exchanges. Without -b
+          // there are no remote points and the server measures nothing of its own.
+          frontends::PerftestPoint& own = client || !cfg.duplex ? point : res.remote_points[k];
           // --explain: the client measures each size from its first post to its last completion.
           const bool measure = cfg.explain && client;
           std::vector<frontends::LinkUse> links0;
@@ -638,26 +823,30 @@ frontends::PerftestResult run_perftest(const model::Platform& local, const model
           }
           switch (cfg.test) {
             case frontends::PerftestTest::WriteLat:
-              latency_loop(s, peer, client, size, cfg.iterations, size <= cfg.inline_size,
-                           client ? &point.tposted_ns : nullptr, me);
+              latency_loop(s, peer, client, size, duration ? 0 : cfg.iterations, size <= cfg.inline_size,
+                           client ? &point.tposted_ns : nullptr, me, clock, sampled);
+              if (duration && client) clock.report(point, sampled);
               break;
             case frontends::PerftestTest::WriteBw:  // the server only waits for the end (perftest's final handshake)
-            case frontends::PerftestTest::ReadBw:
+            case frontends::PerftestTest::ReadBw:  // ... unless -b: then it runs the same stream
             case frontends::PerftestTest::AtomicBw:
-              if (client) bandwidth_client(s, peer, cfg, size, point, me);
+              if (client || cfg.duplex) bandwidth_client(s, peer, cfg, size, own, me);
               break;
             case frontends::PerftestTest::SendBw:
-              if (client)
+              if (cfg.duplex)
+                bidirectional_send(s, peer, client, cfg, size, receiver, own, me);
+              else if (client)
                 bandwidth_client(s, peer, cfg, size, point, me);
               else
                 receiver.serve(me);
               break;
             case frontends::PerftestTest::SendLat:
-              send_latency_loop(s, peer, client, cfg, size, client ? &point.tposted_ns : nullptr, me);
+              send_latency_loop(s, peer, client, cfg, size, client ? &point.tposted_ns : nullptr, me, clock, sampled);
+              if (duration && client) clock.report(point, sampled);
               break;
             case frontends::PerftestTest::ReadLat:
             case frontends::PerftestTest::AtomicLat:
-              if (client) read_latency_loop(s, peer, cfg, size, point.tposted_ns, me);
+              if (client) read_latency_loop(s, peer, cfg, size, point, me);
               break;
           }
           if (measure) {
@@ -691,17 +880,19 @@ frontends::PerftestResult run_perftest(const model::Platform& local, const model
   // The watchdog catches a stalled protocol. When every actor waits, SimGrid jumps straight to
   // the watchdog's time, so a generous bound costs no wall-clock time: 1 s per message plus
   // 1 us per byte of simulated time, at least a day.
-  double limit_s = 86400;
+  double limit_s = 86400 + cfg.duration_s;
   const double messages = static_cast<double>(cfg.iterations) * (lat ? 1 : cfg.num_qps);
-  for (uint64_t size : cfg.sizes) limit_s += messages * (1 + static_cast<double>(size) * 1e-6);
+  if (!duration)
+    for (uint64_t size : cfg.sizes) limit_s += messages * (1 + static_cast<double>(size) * 1e-6);
   bed.run(limit_s);
   if (bed.failure().failed()) {
     if (side[0].event_stall || side[1].event_stall) throw PerftestEventStall(bed.failure().message());
     throw std::runtime_error(bed.failure().message());
   }
-  for (const auto& p : res.points)
-    if (p.tposted_ns.size() != static_cast<uint64_t>(messages))
-      throw std::runtime_error("simulation ended before the test finished");
+  for (const auto* points : {&res.points, &res.remote_points})
+    for (const auto& p : *points)
+      if (duration ? !(p.sample_end_ns > p.sample_start_ns) : p.tposted_ns.size() != static_cast<uint64_t>(messages))
+        throw std::runtime_error("simulation ended before the test finished");
 
   if (cfg.test == frontends::PerftestTest::WriteLat && cfg.explain)
     for (auto& p : res.points) {

@@ -366,15 +366,63 @@ TEST(PerftestCli, ServerHost) {
   EXPECT_EQ(lat_error("a b"), "unexpected argument 'b' (perftest takes one server host, 'a' is already given)");
 }
 
+// -b as parser() case 'b' reads it: the bw tools only; the banner and the report follow it.
+TEST(PerftestCli, Bidirectional) {
+  EXPECT_TRUE(wbw("-b").duplex);
+  EXPECT_TRUE(sbw("--bidirectional").duplex);
+  EXPECT_TRUE(to_perftest_config(wbw("-b")).duplex);
+  EXPECT_FALSE(wbw("").duplex);
+  EXPECT_EQ(lat_error("-b"), "-b: perftest's bidirectional mode is for the bw tests only");
+  EXPECT_EQ(lat_error("--bidi"), "--bidirectional: perftest's bidirectional mode is for the bw tests only");
+  EXPECT_TRUE(perftest_sums_both_sides(wbw("-b")));
+  EXPECT_TRUE(perftest_sums_both_sides(sbw("-b")));
+  // send_bw.c skips xchg_bw_reports in duration mode: each side prints its own report.
+  EXPECT_FALSE(perftest_sums_both_sides(sbw("-b -D 4")));
+  EXPECT_TRUE(perftest_sums_both_sides(wbw("-b -D 4")));
+  EXPECT_FALSE(perftest_sums_both_sides(wbw("")));
+}
+
+// -D and -f as parser() and force_dependecies read them.
+TEST(PerftestCli, Duration) {
+  const PerftestOptions o = wbw("-D 10");
+  EXPECT_EQ(o.duration.value(), 10);
+  EXPECT_EQ(perftest_margin(o), 2);  // DEF_INIT_MARGIN: duration / 4
+  EXPECT_EQ(perftest_margin(wbw("-D 1")), 0);
+  EXPECT_EQ(perftest_margin(wbw("-D 7")), 1);
+  EXPECT_EQ(perftest_margin(wbw("-D 7 -f 3")), 3);
+  EXPECT_EQ(perftest_margin(wbw("--duration=9 --margin=0")), 0);
+  EXPECT_TRUE(perftest_no_peak(o));  // force_dependecies: noPeak with -D
+  const PerftestConfig c = to_perftest_config(wbw("-D 3 -n 5"));
+  EXPECT_EQ(c.duration_s, 3);
+  EXPECT_EQ(c.margin_s, 0);
+  EXPECT_EQ(c.tx_depth, 128u);  // not capped at -n: that is iteration mode's
+  EXPECT_EQ(to_perftest_config(sbw("-D 3 -n 5")).rx_depth, 512u);
+  EXPECT_EQ(to_perftest_config(wbw("-n 5")).tx_depth, 5u);
+  EXPECT_EQ(wbw("-D 3 -n 5").notes,
+            std::vector<std::string>{"hcasim: note: -n ignored with -D: perftest counts the iterations of the measured window"});
+  EXPECT_EQ(lat("-f 2").notes,
+            std::vector<std::string>{"hcasim: note: -f ignored without -D: perftest's margin bounds a duration run"});
+  // perftest's refusals.
+  EXPECT_EQ(lat_error("-D 0"), "-D: 0 is not a positive number of seconds (perftest: Duration period must be positive)");
+  EXPECT_EQ(wbw_error("-D -3"), "-D: -3 is not a positive number of seconds (perftest: Duration period must be positive)");
+  EXPECT_EQ(wbw_error("-D 1.5"), "-D: '1.5' is not an integer");
+  EXPECT_EQ(wbw_error("-D 4294967297"), "-D: 4294967297 is out of range (perftest stores it in an int: -2147483648..2147483647)");
+  EXPECT_EQ(wbw_error("-D 10 -f -1"), "-f: -1 is not a number of seconds (perftest: Margin must be non-negative)");
+  EXPECT_EQ(wbw_error("-D 4 -f 2"),
+            "-f: a margin of 2 s on each side leaves nothing to measure in 4 s (perftest: DURATION > 2*MARGIN)");
+  EXPECT_EQ(lat_error("-f 3"),
+            "-f: a margin of 3 s on each side leaves nothing to measure in perftest's default 5 s (perftest: "
+            "DURATION > 2*MARGIN)");
+  EXPECT_EQ(sbw_error("-D 2 -e"), "-e: perftest's duration mode (-D) does not work with completion events");
+  EXPECT_EQ(wbw_error("-a -D 2"), "-a: perftest's duration mode (-D) does not run all sizes");
+  EXPECT_EQ(wbw_error("-D 2 --json"), "--json: hcasim reports a -D run in perftest's text only (no --json)");
+  EXPECT_EQ(sbw_error("-b -e"), "-e: hcasim does not simulate completion events with -b");
+}
+
 TEST(PerftestCli, RefusedAndUnknownFlags) {
-  EXPECT_EQ(lat_error("-D 10"),
-            "-D: hcasim simulates perftest's iteration mode (-n) only, not timed -D runs");
-  EXPECT_EQ(wbw_error("--duration=10"),
-            "--duration: hcasim simulates perftest's iteration mode (-n) only, not timed -D runs");
   EXPECT_EQ(lat_error("-c UC"), "-c UC: hcasim simulates RC connections only");
   EXPECT_EQ(sbw_error("-c UD"), "-c UD: hcasim simulates RC connections only");
   EXPECT_EQ(lat_error("-c rc"), "-c: 'rc' is not a connection type (perftest takes RC, UC, UD, XRC, DC, SRD)");
-  EXPECT_EQ(wbw_error("-b"), "-b (--bidirectional): perftest flag not supported by hcasim ib_write_bw");
   EXPECT_EQ(wbw_error("-H"), "-H: perftest's histogram report is for the latency tests only");
   EXPECT_EQ(sbw_error("--report-cycles"), "--report-cycles: perftest's cycles report is for the latency tests only");
   EXPECT_EQ(wbw_error("-U"), "-U: perftest's unsorted report is for the latency tests only");
@@ -383,7 +431,6 @@ TEST(PerftestCli, RefusedAndUnknownFlags) {
   EXPECT_EQ(lat_error("-aFX 1"), "-X (--vector): perftest flag not supported by hcasim ib_write_lat");
   EXPECT_EQ(lat_error("-l 4"), "-l (--post_list): perftest flag not supported by hcasim ib_write_lat");
   EXPECT_EQ(lat_error("-u 14"), "-u (--qp-timeout): perftest flag not supported by hcasim ib_write_lat");
-  EXPECT_EQ(wbw_error("--bidirectional"), "--bidirectional: perftest flag not supported by hcasim ib_write_bw");
   EXPECT_EQ(lat_error("--tcp"), "--tcp: perftest option not supported by hcasim ib_write_lat");
   EXPECT_EQ(lat_error("--perform_warm_up"), "--perform_warm_up: perftest option not supported by hcasim ib_write_lat");
   EXPECT_EQ(lat_error("--use_rss"), "--use_rss: perftest flag not supported by hcasim ib_write_lat");
@@ -443,6 +490,12 @@ TEST(PerftestCli, ToolNamesAndUsage) {
   EXPECT_NE(u.find("--report_gbits"), std::string::npos);
   EXPECT_EQ(perftest_usage(PerftestTest::WriteLat).find("--report_gbits"), std::string::npos);
   EXPECT_NE(perftest_usage(PerftestTest::SendBw).find("-r, --rx-depth"), std::string::npos);
+  EXPECT_NE(perftest_usage(PerftestTest::ReadBw).find("-b, --bidirectional"), std::string::npos);
+  EXPECT_EQ(perftest_usage(PerftestTest::ReadLat).find("-b, --bidirectional"), std::string::npos);
+  for (PerftestTest t : perftest_tests()) {
+    EXPECT_NE(perftest_usage(t).find("-D, --duration=SECONDS"), std::string::npos) << perftest_tool_name(t);
+    EXPECT_NE(perftest_usage(t).find("-f, --margin=SECONDS"), std::string::npos) << perftest_tool_name(t);
+  }
 }
 
 TEST(PerftestCli, ConfigFieldsAreWordedAsPerftestsOptions) {

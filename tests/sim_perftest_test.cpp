@@ -433,3 +433,97 @@ TEST(SimPerftest, EventsWokenFromAnotherCpuAlsoPayTheIpi) {
   const auto r = sim::run_perftest(p, p, c);
   EXPECT_NEAR(median(rtts(r.points[0])), polling + events, 3.0);
 }
+
+// ib_write_bw -b -s 1M --report_gbits on connectx-ddr-pcie1x8 (PCIe gen1 x8, MPS 128, MRRS 512,
+// 64 B completions; DDR 4x). Each host's HCA DMA-reads its own messages (MRd up, CplD down)
+// while the peer's RDMA WRITEs land in its memory as posted writes (MWr up), on the same link:
+//   down (root -> HCA), per 512 B read request: 8 CplD of 8 + 12 + 64 = 84 B = 672 B, plus the
+//     Ack and UpdateFC-NP of the MRd, 16 B: 688 B. 16 Gbit/s x 512 / 688 x 1176 / 1180
+//     (SKP) = 11.867 Gbit/s of payload (model::pcie::dma_read_ceiling_gbps);
+//   up (HCA -> root), per 512 B each way: the peer's 4 MWr of 8 + 16 + 128 = 152 B = 608 B, the
+//     MRd of 24 B and about 9 B of Acks for the CplDs (7 per Ack): ~641 B, under 688;
+//   the IB link, DDR 4x: 16 Gbit/s of data per direction, above both.
+// So each side streams at the read ceiling, 11.867 Gbit/s, and perftest's report sums the two
+// sides': 23.73 Gbit/s, against 11.87 for the one-way run. Tolerance: at most the sum of the two
+// ceilings (the simulated links carry each direction's ceiling), at least 99.5 % of it (the start
+// of the stream, one DMA read round trip and the first message's pipeline, is ~0.1 ms of 3.5 s).
+// Left out of the model, and so of the expected figure: the Acks and UpdateFC-P crediting the
+// peer's MWr (one of each per 4 MWr, 16 B per 512 B) share the down direction, which would lower
+// the duplex ceiling to 16 x 512 / 704 x 1176 / 1180 = 11.60 Gbit/s per side (23.19 summed).
+TEST(SimPerftest, BidirectionalWriteIsBoundByTheDmaReadsOfEachHost) {
+  model::pcie::Config bus;  // the platform's [pcie]
+  bus.gen = 1;
+  bus.lanes = 8;
+  bus.max_payload = 128;
+  bus.max_read_request = 512;
+  bus.completion_size = 64;
+  const double read_ceiling = model::pcie::dma_read_ceiling_gbps(bus);
+  EXPECT_NEAR(read_ceiling, 16.0 * 512 / 688 * 1176 / 1180, 1e-9);
+  EXPECT_LT(read_ceiling, model::pcie::dma_write_ceiling_gbps(bus));  // 13.43: the writes have room
+  frontends::PerftestConfig c;
+  c.test = frontends::PerftestTest::WriteBw;
+  c.sizes = {1 << 20};
+  c.iterations = 5000;
+  c.tx_depth = 128;
+  c.duplex = true;
+  const auto r = sim::run_perftest(platform("connectx-ddr-pcie1x8"), platform("connectx-ddr-pcie1x8"), c);
+  ASSERT_EQ(r.remote_points.size(), 1u);
+  double sum = 0;
+  for (const auto* p : {&r.points[0], &r.remote_points[0]}) {
+    ASSERT_EQ(p->tcompleted_ns.size(), 5000u);
+    const double side = 5000.0 * (1 << 20) * 8 / (p->tcompleted_ns.back() - p->tposted_ns.front());  // Gbit/s
+    EXPECT_LE(side, read_ceiling * (1 + 1e-9));
+    EXPECT_GE(side, 0.995 * read_ceiling);
+    sum += side;
+  }
+  EXPECT_NEAR(sum, 23.73, 0.12);
+}
+
+// ib_write_bw -D 1 (64 KB, margin 1 / 4 = 0): the window is the whole second, and the stream
+// runs at the DMA read ceiling of connectx-ddr-pcie1x8 (11.867 Gbit/s, as above), which is what
+// one iteration costs in -n mode too (1414.56 MB/s, 44.18 us per 64 KB message). Iterations in
+// the window: 1 s / (65536 x 8 / 11.8666 Gbit/s) = 10^9 / 44181.7 ns = 22633.8. The first completion
+// comes one message's latency into the window (about one iteration), and WRs still in flight at
+// its end are not counted: at most 22633, at least 22633 - 2.
+TEST(SimPerftest, DurationCountsTheIterationsOfItsWindow) {
+  model::pcie::Config bus;
+  bus.gen = 1;
+  bus.lanes = 8;
+  bus.max_payload = 128;
+  bus.max_read_request = 512;
+  bus.completion_size = 64;
+  const double per_iteration_ns = 65536.0 * 8 / model::pcie::dma_read_ceiling_gbps(bus);
+  const double expected = 1e9 / per_iteration_ns;
+  EXPECT_NEAR(expected, 22633.8, 0.1);
+  frontends::PerftestConfig c;
+  c.test = frontends::PerftestTest::WriteBw;
+  c.sizes = {65536};
+  c.tx_depth = 128;
+  c.duration_s = 1;
+  const auto r = sim::run_perftest(platform("connectx-ddr-pcie1x8"), platform("connectx-ddr-pcie1x8"), c);
+  const auto& p = r.points.at(0);
+  EXPECT_DOUBLE_EQ(p.sample_end_ns - p.sample_start_ns, 1e9);
+  EXPECT_TRUE(p.tposted_ns.empty());
+  EXPECT_LE(static_cast<double>(p.iterations), expected);
+  EXPECT_GE(static_cast<double>(p.iterations), expected - 3);
+}
+
+// ib_write_lat -D 3 -f 1: the client counts the round trips it completes in the 1 s between the
+// margins. One way is the stage sum of WriteLatencyOfTwoBytesWithBlueFlame...
+// (connectx3-pcie3x8, 2 B inline, BlueFlame), a round trip twice that, so 1 s / (2 x one way)
+// round trips without host noise. The noise only takes time away: a 2 us timer tick 1000 times a
+// second on each side's CPU (0.2 % each) and ~2 interference windows of ~300 us a second
+// (~0.06 % each): about 0.5 % fewer, 2 % at most.
+TEST(SimPerftest, DurationLatencyCountsTheRoundTripsBetweenTheMargins) {
+  const double one_way = 60 + (8 * 0.5 + 88 * 8 / kGen3 + 200) + 48 * 8 / kFdr + 2 / 1.02 + 150 + 10 + 100 + 190 + 45;
+  const double expected = 1e9 / (2 * one_way);
+  frontends::PerftestConfig c = lat({2}, 1000);
+  c.duration_s = 3;
+  c.margin_s = 1;
+  const auto r = sim::run_perftest(platform("connectx3-pcie3x8"), platform("connectx3-pcie3x8"), c);
+  const auto& p = r.points.at(0);
+  EXPECT_DOUBLE_EQ(p.sample_end_ns - p.sample_start_ns, 1e9);
+  EXPECT_LE(static_cast<double>(p.iterations), expected * 1.001);
+  EXPECT_GE(static_cast<double>(p.iterations), expected * 0.98);
+  std::cout << "round trips in 1 s: " << p.iterations << ", without noise " << expected << "\n";
+}
