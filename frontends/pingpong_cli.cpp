@@ -1,7 +1,7 @@
 // Command line of the libibverbs examples `hcasim ibv_*_pingpong` (pingpong_cli.h).
 //
 // The programs read their flags with glibc getopt_long (rdma-core v44 libibverbs/examples/
-// rc_pingpong.c, uc_pingpong.c, ud_pingpong.c main()). The scanner below is the small getopt_long
+// rc_pingpong.c, uc_pingpong.c, ud_pingpong.c, srq_pingpong.c main()). The scanner below is the small getopt_long
 // of frontends/perftest_cli.cpp cut to these programs' tables: unique-prefix abbreviation of long
 // options, the word after an option taking a value is that value, the one positional argument
 // (the servername) may stand anywhere, and hcasim's long options share the table.
@@ -263,7 +263,12 @@ class Parser {
         o_.mtu = static_cast<uint32_t>(mtu);
         break;
       }
-      case 'r': o_.rx_depth = static_cast<uint32_t>(number(flag, value, 1, INT_MAX)); break;
+      // srq_pingpong.c takes -r 0 and refuses it against -q after the options (parse_pingpong_args).
+      case 'r':
+        o_.rx_depth = static_cast<uint32_t>(number(flag, value, program_ == PingpongProgram::Srq ? 0 : 1, INT_MAX));
+        break;
+      // srq_pingpong.c: num_qp = strtoul(optarg, NULL, 0) into an unsigned int, checked after the options.
+      case 'q': o_.num_qp = static_cast<uint32_t>(number(flag, value, 0, UINT_MAX)); break;
       // parse_single_wc and the loop count iterations in an int, and print them with %d.
       case 'n': o_.iters = static_cast<uint32_t>(number(flag, value, 1, INT_MAX)); break;
       case 'l': {
@@ -328,10 +333,17 @@ PingpongOptions parse_pingpong_args(PingpongProgram program, const std::vector<s
   PingpongOptions o;
   o.program = program;
   o.size = program == PingpongProgram::Ud ? kPingpongDefSizeUd : kPingpongDefSize;
-  if (program == PingpongProgram::Srq)  // refused whatever its flags
-    fail("ibv_srq_pingpong: the simulated HCA has no shared receive queue (SRQ); hcasim simulates ibv_rc_pingpong, "
-         "ibv_uc_pingpong and ibv_ud_pingpong");
   Parser(program, o).run(args);
+  if (program == PingpongProgram::Srq && !o.help) {
+    // srq_pingpong.c main() after its options, in its order and words (%d of unsigned ints).
+    if (o.num_qp > o.rx_depth)
+      fail(fmt::format("rx_depth {} is too small for {} QPs -- must have at least one receive per QP.",
+                       static_cast<int>(o.rx_depth), static_cast<int>(o.num_qp)));
+    if (o.num_qp >= kPingpongSrqMaxQp)
+      fail(fmt::format("num_qp {} must be less than {}", static_cast<int>(o.num_qp), kPingpongSrqMaxQp - 1));
+    if (o.num_qp == 0)
+      fail("-q 0: no QP would send or receive; ibv_srq_pingpong would poll its CQ for ever");
+  }
   return o;
 }
 
@@ -341,6 +353,7 @@ PingpongConfig to_pingpong_config(const PingpongOptions& o) {
   c.size = o.size;
   c.iters = o.iters;
   c.rx_depth = o.rx_depth;
+  c.num_qp = o.program == PingpongProgram::Srq ? o.num_qp : 1;
   c.path_mtu = o.program == PingpongProgram::Ud ? 0 : o.mtu;
   c.events = o.events;
   c.validate = o.validate;
@@ -356,6 +369,7 @@ std::string pingpong_option(const std::string& field) {
   if (field == "iters") return "-n";
   if (field == "rx_depth") return "-r";
   if (field == "path_mtu") return "-m";
+  if (field == "num_qp") return "-q";
   return field;
 }
 
@@ -378,9 +392,13 @@ std::string pingpong_usage(PingpongProgram program) {
     out += "  -s, --size=<size>      size of message to exchange (default 4096)\n";
     out += "  -m, --mtu=<size>       path MTU (default 1024)\n";
   }
+  if (program == PingpongProgram::Srq)
+    out += "  -q, --num-qp=<num>     number of QPs to use (default 16)\n";
+  out += "  -r, --rx-depth=<dep>   number of receives to post at a time (default 500)\n";
+  out += program == PingpongProgram::Srq
+             ? "  -n, --iters=<iters>    number of exchanges, over all QPs (default 1000)\n"
+             : "  -n, --iters=<iters>    number of exchanges (default 1000)\n";
   out +=
-      "  -r, --rx-depth=<dep>   number of receives to post at a time (default 500)\n"
-      "  -n, --iters=<iters>    number of exchanges (default 1000)\n"
       "  -l, --sl=<sl>          service level value (one link: no effect)\n"
       "  -e, --events           sleep on CQ events (default poll)\n"
       "  -g, --gid-idx=<gid index> local port gid index (0 prints the port's GID)\n"
@@ -389,6 +407,7 @@ std::string pingpong_usage(PingpongProgram program) {
     out +=
         "  -N, --new_send         use new post send WR API (simulated as ibv_post_send)\n"
         "  (-o -O -P on-demand paging, -t timestamps and -j device memory are not simulated)\n";
+  if (program == PingpongProgram::Srq) out += "  (-o on-demand paging is not simulated)\n";
   out += fmt::format(
       "\n"
       "hcasim options:\n"

@@ -7,7 +7,7 @@
 ///
 /// The flags are read as the programs read them (libibverbs/examples/rc_pingpong.c main():
 /// getopt_long with "p:d:i:s:m:r:n:l:eg:oOPtcjN"; uc_pingpong.c "p:d:i:s:m:r:n:l:eg:c";
-/// ud_pingpong.c "p:d:i:s:r:n:l:eg:c"), so values may be attached (-s64, --size=64) or separate,
+/// ud_pingpong.c "p:d:i:s:r:n:l:eg:c"; srq_pingpong.c "p:d:i:s:m:q:r:n:l:eog:c"), so values may be attached (-s64, --size=64) or separate,
 /// flags group (-ec), long options may be abbreviated to a unique prefix (--iter=10), the server
 /// name may stand anywhere (GNU getopt permutes) and "--" ends the options. A later flag
 /// overrides an earlier one. The programs read numbers with strtoul(optarg, NULL, 0), which takes
@@ -34,6 +34,8 @@ inline constexpr uint32_t kPingpongDefSize = 4096;    ///< rc, uc, srq: size = 4
 inline constexpr uint32_t kPingpongDefSizeUd = 1024;  ///< ud_pingpong.c: size = 1024 (its usage says 2048)
 inline constexpr uint32_t kPingpongDefIters = 1000;   ///< iters = 1000
 inline constexpr uint32_t kPingpongDefRxDepth = 500;  ///< rx_depth = 500
+inline constexpr uint32_t kPingpongDefNumQp = 16;     ///< srq_pingpong.c: num_qp = 16
+inline constexpr uint32_t kPingpongSrqMaxQp = 256;    ///< srq_pingpong.c: MAX_QP; -q must be below it
 inline constexpr uint32_t kPingpongDefMtu = 1024;     ///< mtu = IBV_MTU_1024 (rc, uc, srq)
 inline constexpr uint32_t kPingpongDefPort = 18515;   ///< the TCP port of -p
 inline constexpr uint32_t kPingpongUdGrh = 40;        ///< ud_pingpong.c: the GRH room ahead of each receive, bytes
@@ -47,6 +49,7 @@ struct PingpongOptions {
   uint32_t size = kPingpongDefSize;      ///< -s, bytes
   uint32_t iters = kPingpongDefIters;    ///< -n
   uint32_t rx_depth = kPingpongDefRxDepth;  ///< -r
+  uint32_t num_qp = kPingpongDefNumQp;   ///< -q (srq): QPs per side, 1..255; the others have one
   uint32_t mtu = kPingpongDefMtu;        ///< -m (RC, UC), bytes: 256 512 1024 2048 4096
   bool events = false;                   ///< -e
   bool validate = false;                 ///< -c
@@ -81,15 +84,18 @@ std::optional<PingpongProgram> pingpong_program_named(std::string_view tool);
 /// fault: "-m: 1000 is not an IB MTU (256, 512, 1024, 2048 or 4096)", "-s: 'abc' is not a
 /// number", "-o (--odp): on-demand paging is not simulated by hcasim ibv_rc_pingpong",
 /// "unknown option -q", "--s: ambiguous option (...)", "-s: missing value", "unexpected argument
-/// 'b' (the program takes one servername, 'a' is already given)". ibv_srq_pingpong is refused
-/// here: the simulated HCA has no SRQ.
+/// 'b' (the program takes one servername, 'a' is already given)". ibv_srq_pingpong's own checks
+/// after its options, with its own words: "rx_depth 8 is too small for 16 QPs -- must have at
+/// least one receive per QP." (-q above -r), "num_qp 300 must be less than 255" (-q at least
+/// MAX_QP 256; the program's text says 255), and hcasim's "-q 0: ..." (the program would poll
+/// its empty CQ for ever).
 PingpongOptions parse_pingpong_args(PingpongProgram program, const std::vector<std::string>& args);
 
 /// The simulation's view of the options.
 PingpongConfig to_pingpong_config(const PingpongOptions& options);
 
 /// The program flag that sets PingpongConfig field `field` (frontends/config_error.h): size
-/// "-s", iters "-n", rx_depth "-r", path_mtu "-m"; another field keeps its own name.
+/// "-s", iters "-n", rx_depth "-r", path_mtu "-m", num_qp "-q"; another field keeps its own name.
 std::string pingpong_option(const std::string& field);
 
 /// hcasim's help for the program (-h / --help): the program's own usage text and hcasim's options.

@@ -25,6 +25,7 @@ struct PingpongConfig {
   uint32_t iters = 1000;     ///< -n: exchanges, >= 1
   uint32_t rx_depth = 500;   ///< -r: receives posted at a time, >= 1
   uint32_t path_mtu = 1024;  ///< -m (RC, UC): the QP's path MTU, bytes; UD sends at the port MTU
+  uint32_t num_qp = 1;       ///< -q (srq): RC QPs on each side sharing its SRQ and CQ, 1..255; 1 otherwise
   bool events = false;       ///< -e: sleep in ibv_get_cq_event instead of polling the CQ
   bool validate = false;     ///< -c: the client marks its buffer, the server checks what it received
   uint64_t seed = 1;         ///< --seed: the PSNs printed (srand48)
@@ -36,7 +37,8 @@ struct PingpongConfig {
 struct PingpongSide {
   double start_ns = 0;       ///< simulated time of its gettimeofday(&start)
   double end_ns = 0;         ///< simulated time of its gettimeofday(&end)
-  uint32_t qpn = 0;          ///< its QP's number
+  uint32_t qpn = 0;          ///< its (first) QP's number
+  std::vector<uint32_t> qpns;  ///< every QP's number, in creation order (srq: -q of them)
   uint64_t cq_events = 0;    ///< -e: completion events it took (num_cq_events)
   uint64_t interrupts = 0;   ///< interrupts its HCA raised
   std::vector<uint32_t> invalid_pages;  ///< -c, the server: pages whose first byte is wrong
@@ -50,6 +52,8 @@ struct PingpongResult {
   uint32_t path_mtu = 0;         ///< the MTU the messages are cut at, bytes
   uint64_t blueflame_posts = 0, doorbell_posts = 0;  ///< the client's HCA
   double simulated_s = 0;
+  double wall_s = 0;        ///< the simulation's wall-clock time (--stats), s
+  uint64_t max_rss_kb = 0;  ///< the process's peak RSS after it (getrusage ru_maxrss), KiB
   bool faults_configured = false;
   model::FaultStats local_faults, remote_faults;
 };

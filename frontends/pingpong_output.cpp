@@ -51,6 +51,14 @@ uint32_t pingpong_psn(uint64_t seed, int side) {
   return perftest_lrand48(state) & 0xffffff;
 }
 
+std::vector<uint32_t> pingpong_psns(uint64_t seed, int side, uint32_t n) {
+  uint64_t state = perftest_srand48(seed * 2 + static_cast<uint64_t>(side));
+  std::vector<uint32_t> out;
+  out.reserve(n);
+  for (uint32_t k = 0; k < n; ++k) out.push_back(perftest_lrand48(state) & 0xffffff);
+  return out;
+}
+
 std::string pingpong_address_line(PingpongProgram program, bool remote, uint32_t lid, uint32_t qpn, uint32_t psn,
                                   std::string_view gid) {
   const std::string g(gid);
@@ -64,10 +72,19 @@ std::string format_pingpong_output(const PingpongOptions& o, const PingpongResul
   const int me = o.server ? 0 : 1;
   const int peer = 1 - me;
   const auto& s = r.side[static_cast<size_t>(me)];
+  const auto& p = r.side[static_cast<size_t>(peer)];
   std::string out;
-  out += pingpong_address_line(o.program, false, lid_of(me), s.qpn, pingpong_psn(o.seed, me), gid_of(o, me));
-  out += pingpong_address_line(o.program, true, lid_of(peer), r.side[static_cast<size_t>(peer)].qpn,
-                               pingpong_psn(o.seed, peer), gid_of(o, peer));
+  if (o.program == PingpongProgram::Srq) {  // srq_pingpong.c: every local QP's line, then every remote one's
+    const auto mine = pingpong_psns(o.seed, me, static_cast<uint32_t>(s.qpns.size()));
+    for (size_t k = 0; k < s.qpns.size(); ++k)
+      out += pingpong_address_line(o.program, false, lid_of(me), s.qpns[k], mine[k], gid_of(o, me));
+    const auto theirs = pingpong_psns(o.seed, peer, static_cast<uint32_t>(p.qpns.size()));
+    for (size_t k = 0; k < p.qpns.size(); ++k)
+      out += pingpong_address_line(o.program, true, lid_of(peer), p.qpns[k], theirs[k], gid_of(o, peer));
+  } else {
+    out += pingpong_address_line(o.program, false, lid_of(me), s.qpn, pingpong_psn(o.seed, me), gid_of(o, me));
+    out += pingpong_address_line(o.program, true, lid_of(peer), p.qpn, pingpong_psn(o.seed, peer), gid_of(o, peer));
+  }
   out += format_pingpong_figures(o.iters, pingpong_figures(o.size, o.iters, pingpong_usec(s.start_ns, s.end_ns)));
   for (uint32_t page : s.invalid_pages) out += cformat("invalid data in page %u\n", page);
   return out;
@@ -93,6 +110,7 @@ Json pingpong_json(const std::vector<std::string>& args, const PingpongOptions& 
   setup["events"] = o.events;
   setup["max_inline_data_bytes"] = r.max_inline_data;
   setup["inline"] = r.inline_sends;
+  if (o.program == PingpongProgram::Srq) setup["num_qp"] = o.num_qp;
   doc["setup"] = std::move(setup);
   for (int i = 0; i < 2; ++i) {
     const auto& s = r.side[static_cast<size_t>(i)];
@@ -110,6 +128,10 @@ Json pingpong_json(const std::vector<std::string>& args, const PingpongOptions& 
     side["elapsed_ns"] = s.end_ns - s.start_ns;
     side["cq_events"] = s.cq_events;
     side["interrupts"] = s.interrupts;
+    if (o.program == PingpongProgram::Srq) {
+      side["qpns"] = s.qpns;
+      side["psns"] = pingpong_psns(o.seed, i, static_cast<uint32_t>(s.qpns.size()));
+    }
     doc[i == 0 ? "client" : "server"] = std::move(side);
   }
   if (r.faults_configured) {

@@ -19,6 +19,7 @@
 #include "frontends/explain.h"
 #include "frontends/json_output.h"
 #include "frontends/netperf_cli.h"
+#include "frontends/netperf_omni.h"
 #include "frontends/netperf_output.h"
 #include "frontends/perftest_cli.h"
 #include "frontends/qview_output.h"
@@ -56,7 +57,7 @@ Usage:
   hcasim netperf [hcasim options] [netperf global options] [-- netperf test options]
   hcasim ib_write_lat|ib_write_bw|ib_send_lat|ib_send_bw [hcasim options and perftest flags]
   hcasim ib_read_lat|ib_read_bw|ib_atomic_lat|ib_atomic_bw [hcasim options and perftest flags]
-  hcasim ibv_rc_pingpong|ibv_uc_pingpong|ibv_ud_pingpong [hcasim options and the program's flags] [servername]
+  hcasim ibv_rc_pingpong|ibv_uc_pingpong|ibv_ud_pingpong|ibv_srq_pingpong [hcasim options and the program's flags] [servername]
   hcasim run [FILE|NAME] [-j N] [--csv PATH] [--list-commands DIR | --collect DIR]
   hcasim sweep TOOL [tool flags with a size list or range] [--vary KEY=V1,V2]... [-j N]
                [--csv PATH] [--plot PREFIX] [--reference CSV|RUNFILE] [--list-commands DIR | --collect DIR]
@@ -71,9 +72,11 @@ run, sweep, compare, calibrate, validate and params take --json (docs/cli.md "--
 hcasim netperf takes netperf 2.4's flags and prints netperf's output from a simulation:
   -t TCP_STREAM|TCP_MAERTS|TCP_RR   -l SECONDS|-BYTES|-TRANSACTIONS   -c [RATE]   -C [RATE]
   -P 0|1   -T lcpu[,rcpu]   -v N   -f k|m|g|K|M|G   (-H host, -4, -6, -i, -I are accepted and ignored)
-  test options after --:  -m SIZE  -M SIZE  -s SIZE[,SIZE]  -S SIZE[,SIZE]  -D
+  -D [INTERVAL[,UNITS]] (demo mode: interim results, as a netperf built with --enable-demo)
+  test options after --:  -m SIZE  -M SIZE  -s SIZE[,SIZE]  -S SIZE[,SIZE]  -D  -P PORT[,PORT]
                           -r REQ[,RSP] (TCP_RR: request and response sizes, default 1,1;
                           the stream tests ignore it)
+                          -o|-O|-k [LIST] (netperf 2.7's output selectors: CSV, columns, keyval)
   sizes take K/M/G (2^10..) or k/m/g (10^3..) suffixes
   TCP_RR runs over SDP only and takes neither -m/-M nor --steady, --explain, --trace;
   TCP_MAERTS (netserver sends) takes neither --explain nor --trace
@@ -109,11 +112,11 @@ hcasim ib_write_lat -h) and print perftest's report; the same hcasim
 options as netperf but --profile, plus --columns classic|extended (perftest 2.x's five latency
 columns, or 4.x's nine). --set hca.blueflame=off and --set host.write_combining=off ask the what-ifs.
 
-hcasim ibv_rc_pingpong, ibv_uc_pingpong and ibv_ud_pingpong take rdma-core's example programs'
-flags (-s -n -r -m -e -c ...; see hcasim ibv_rc_pingpong -h) and print what the program prints:
-the client's lines with a servername, the server's without; both sides are simulated.
+hcasim ibv_rc_pingpong, ibv_uc_pingpong, ibv_ud_pingpong and ibv_srq_pingpong take rdma-core's
+example programs' flags (-s -n -r -m -e -c ..., -q for srq; see hcasim ibv_rc_pingpong -h) and
+print what the program prints: the client's lines with a servername, the server's without; both
+sides are simulated. ibv_srq_pingpong runs -q RC QPs (default 16) on one SRQ per side.
 --platform, --remote-platform, --set, --seed, --json and --stats as for perftest.
-ibv_srq_pingpong is refused: the simulated HCA has no SRQ.
 
 hcasim run runs every point of a scenario file (default: seed000) in its own simulation,
 -j N at once (default: the number of online CPUs), and compares it with its measurement.
@@ -231,7 +234,11 @@ int netperf_main(const std::vector<std::string>& args) {
     std::cout << frontends::dump_json(frontends::netperf_json(args, opts, result, figures, local.name(), remote.name(),
                                                               ipoib ? &*ipoib : nullptr));
   } else {
-    std::cout << frontends::format_netperf_output(opts, result, figures);
+    if (opts.output_mode != frontends::NetperfOptions::OutputMode::Classic)
+      std::cout << frontends::format_netperf_omni(opts, frontends::parse_output_selection(opts), result,
+                                                  ipoib ? &*ipoib : nullptr);
+    else
+      std::cout << frontends::format_netperf_output(opts, result, figures);
     if (opts.profile)
       std::cout << (ipoib ? frontends::format_ipoib_profile(*ipoib, local.name(), remote.name()) : frontends::format_netperf_profile(result));
     if (opts.explain && result.explain) std::cout << frontends::format_explain(frontends::explain(*result.explain));
@@ -344,7 +351,7 @@ static int hcasim_main(int argc, char** argv) {
     }
     throw InputError(fmt::format("unknown command '{}' (use netperf, ib_write_lat, ib_write_bw, ib_send_lat, "
                                  "ib_send_bw, ib_read_lat, ib_read_bw, ib_atomic_lat, ib_atomic_bw, ibv_rc_pingpong, "
-                                 "ibv_uc_pingpong, ibv_ud_pingpong, run, "
+                                 "ibv_uc_pingpong, ibv_ud_pingpong, ibv_srq_pingpong, run, "
                                  "sweep, compare, validate, calibrate or params; "
                                  "see hcasim --help)",
                                  command));

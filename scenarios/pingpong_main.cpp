@@ -60,12 +60,16 @@ int pingpong_main(frontends::PingpongProgram program, const std::vector<std::str
     std::cerr << "hcasim: remote " << result.remote_faults.summary() << "\n";
   }
   if (opts.stats)
-    std::cerr << fmt::format("hcasim: stats: simulated {:.6f} s, inline {} (max_inline_data {} B), path MTU {} B, "
-                             "client {} BlueFlame / {} doorbell posts, cq events {} / {}, interrupts {} / {}\n",
-                             result.simulated_s, result.inline_sends ? "on" : "off", result.max_inline_data,
-                             result.path_mtu, result.blueflame_posts, result.doorbell_posts,
-                             result.side[0].cq_events, result.side[1].cq_events, result.side[0].interrupts,
-                             result.side[1].interrupts);
+    // The key=value fields of the other tools' stats lines (docs/performance.md "--stats").
+    std::cerr << fmt::format("hcasim: stats: inline={} max_inline_data={} path_mtu={} blueflame_posts={} "
+                             "doorbell_posts={} cq_events={},{} interrupts={},{} simulated_s={:.6f} wall_s={:.3f} "
+                             "speed={} simulated s per wall s max_rss_mb={:.1f}\n",
+                             result.inline_sends ? "on" : "off", result.max_inline_data, result.path_mtu,
+                             result.blueflame_posts, result.doorbell_posts, result.side[0].cq_events,
+                             result.side[1].cq_events, result.side[0].interrupts, result.side[1].interrupts,
+                             result.simulated_s, result.wall_s,
+                             result.wall_s > 0 ? fmt::format("{:.2f}", result.simulated_s / result.wall_s) : "inf",
+                             static_cast<double>(result.max_rss_kb) / 1024);
   return 0;
 }
 

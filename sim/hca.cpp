@@ -31,8 +31,10 @@ uint32_t Hca::dma_mr(uint32_t pd) { return mrs_.reg_all_memory(pd, sdp::kLocalWr
 
 Qp& Hca::create_qp(uint32_t pd, uint32_t max_send_wr, uint32_t max_recv_wr, uint32_t cq_entries, hca::QpType type) {
   if (!mrs_.has_pd(pd)) throw sdp::VerbsError(fmt::format("create_qp: no PD {}", pd));
+  auto arm = std::make_shared<CqArm>();
+  arm->moderator = model::EventModerator(irq_.moderation_count, irq_.moderation_period_ns);
   qps_.push_back(std::make_unique<Qp>(*this, pd, next_qpn_++, max_send_wr, max_recv_wr,
-                                      std::make_shared<hca::Cq>(cq_entries), type));
+                                      std::make_shared<hca::Cq>(cq_entries), std::move(arm), type));
   qps_.back()->apply_faults();
   return *qps_.back();
 }
@@ -40,9 +42,35 @@ Qp& Hca::create_qp(uint32_t pd, uint32_t max_send_wr, uint32_t max_recv_wr, uint
 Qp& Hca::create_qp_on_cq(uint32_t pd, uint32_t max_send_wr, uint32_t max_recv_wr, Qp& cq_of) {
   if (!mrs_.has_pd(pd)) throw sdp::VerbsError(fmt::format("create_qp: no PD {}", pd));
   if (&cq_of.hca_ != this) throw sdp::VerbsError("create_qp: the CQ belongs to another HCA");
-  qps_.push_back(std::make_unique<Qp>(*this, pd, next_qpn_++, max_send_wr, max_recv_wr, cq_of.cq_, hca::QpType::Rc));
+  qps_.push_back(
+      std::make_unique<Qp>(*this, pd, next_qpn_++, max_send_wr, max_recv_wr, cq_of.cq_, cq_of.arm_, hca::QpType::Rc));
   qps_.back()->apply_faults();
   return *qps_.back();
+}
+
+Srq& Hca::create_srq(uint32_t pd, uint32_t max_wr) {
+  if (!mrs_.has_pd(pd)) throw sdp::VerbsError(fmt::format("create_srq: no PD {}", pd));
+  if (max_wr == 0 || max_wr > limits_.max_qp_wr)
+    throw sdp::VerbsError(fmt::format("create_srq: max_wr {} is not in 1..{} (hca.max_qp_wr)", max_wr, limits_.max_qp_wr));
+  srqs_.push_back(std::make_unique<Srq>(*this, pd, max_wr));
+  return *srqs_.back();
+}
+
+// ---- Srq ----------------------------------------------------------------------------------------
+
+void Srq::post_recv(const sdp::RecvWr& wr) {
+  hca_.host().flush();
+  if (wr.num_sge > sdp::kMaxSge)
+    throw sdp::VerbsError(fmt::format("post_srq_recv: {} SGEs, max {}", wr.num_sge, sdp::kMaxSge));
+  if (q_.size() >= max_wr_) throw sdp::VerbsError(fmt::format("post_srq_recv: the SRQ holds its {} WRs", max_wr_));
+  q_.push_back(wr);
+}
+
+bool Srq::take(sdp::RecvWr& out) {
+  if (q_.empty()) return false;
+  out = q_.front();
+  q_.pop_front();
+  return true;
 }
 
 void Hca::set_route(const model::ib::Config& ib, double bottleneck_Bps, double wire_Bps, double drain_Bps,
@@ -171,13 +199,13 @@ void Hca::interrupt_handler() {
 // ---- Qp: verbs ------------------------------------------------------------------------------------
 
 Qp::Qp(Hca& hca, uint32_t pd, uint32_t qpn, uint32_t max_send_wr, uint32_t max_recv_wr, std::shared_ptr<hca::Cq> cq,
-       hca::QpType type)
+       std::shared_ptr<CqArm> arm, hca::QpType type)
     : hca_(hca),
       pd_(pd),
       qpn_(qpn),
       cq_(std::move(cq)),
       core_(type, qpn, pd, max_send_wr, max_recv_wr, hca.limits(), *this),
-      moderator_(hca.irq_.moderation_count, hca.irq_.moderation_period_ns) {}
+      arm_(std::move(arm)) {}
 
 void Qp::apply_faults() {
   req_faults_.emplace(hca_.faults_, hca_.fault_stream(qpn_, false));
@@ -284,6 +312,15 @@ void Qp::connect_ud(Qp& a, Qp& b, uint32_t qkey) {
     x.sq_psn = 0;
     if (q->core_.modify(x, kState | kSqPsn) != 0) hca::check_transition(q->qpn_, q->core_.state(), State::Rts);
   }
+}
+
+void Qp::set_srq(Srq& srq) {
+  if (core_.state() != State::Reset)
+    throw sdp::VerbsError(fmt::format("set_srq: QP {:#x} is in {}, not RESET", qpn_, hca::qp_state_name(core_.state())));
+  if (&srq.hca() != &hca_ || srq.pd() != pd_)
+    throw sdp::VerbsError(fmt::format("set_srq: QP {:#x}: the SRQ is of another HCA or PD", qpn_));
+  srq_ = &srq;
+  core_.set_srq(true);
 }
 
 void Qp::set_handlers(std::function<void()> on_cqe, std::function<void()> on_event) {
@@ -420,7 +457,7 @@ int Qp::poll_cq(std::span<sdp::Wc> out) {
 
 bool Qp::req_notify_cq() {
   hca_.host().flush();
-  armed_ = true;
+  arm_->armed = true;
   return !cq_->empty();
 }
 
@@ -476,7 +513,7 @@ bool Qp::write_cqe(const hca::Cqe& c, bool notify) {
     return false;  // CQ overrun (hca/cq.h): nothing written, the core moves the QP to ERROR
   if (!notify) return true;
   if (on_cqe_) on_cqe_();
-  if (armed_) moderate_event();
+  if (arm_->armed) moderate_event();
   return true;
 }
 
@@ -520,18 +557,19 @@ void Qp::rnr_timer(double ns) {
 void Qp::on_error(const std::string&) {
   ++rnr_gen_;
   if (on_cqe_) on_cqe_();
-  if (armed_) fire_event(0);
+  if (arm_->armed) fire_event(0);
 }
 
 void Qp::moderate_event() {
-  switch (moderator_.on_cqe(now_ns())) {
+  model::EventModerator& m = arm_->moderator;
+  switch (m.on_cqe(now_ns())) {
     case model::EventModerator::Decision::Fire:
       fire_event(hca_.timing().interrupt_latency_ns);
       break;
     case model::EventModerator::Decision::Wait: {
-      const uint64_t w = moderator_.window();
-      hca_.timer().at(moderator_.deadline_ns(), [this, w] {
-        if (armed_ && moderator_.on_deadline(w)) fire_event(hca_.timing().interrupt_latency_ns);
+      const uint64_t w = m.window();
+      hca_.timer().at(m.deadline_ns(), [this, w] {
+        if (arm_->armed && arm_->moderator.on_deadline(w)) fire_event(hca_.timing().interrupt_latency_ns);
       });
       break;
     }
@@ -542,8 +580,8 @@ void Qp::moderate_event() {
 
 void Qp::fire_event(double delay_ns) {
   // EQE + interrupt after the CQE (mlx4/mthca: one event per arming).
-  armed_ = false;
-  moderator_.reset();
+  arm_->armed = false;
+  arm_->moderator.reset();
   hca_.timer().at(now_ns() + delay_ns, [this] { hca_.raise_interrupt(this); });
 }
 

@@ -40,7 +40,46 @@
 
 namespace hcasim::sim {
 
+class Hca;
 class Qp;
+
+/// A shared receive queue (ibv_create_srq(3), IBA 10.2.9): receive WRs that every QP attached to
+/// it (Qp::set_srq) consumes in the order posted, instead of a receive queue of its own; a QP that
+/// finds it empty answers as with an empty receive queue (RC: RNR NAK, hca/responder.h). The
+/// simulated HCA takes a receive WQE from it as from a QP's receive queue: no bus traffic or
+/// time of its own (the receive WQE's read is not modelled for either; the HCA's work from a
+/// packet to its scatter is hca.rx_processing). The SRQ limit event is not modelled.
+class Srq {
+ public:
+  /// An SRQ of `max_wr` WRs (ibv_srq_init_attr.attr.max_wr, as the emulators give it: exactly) in
+  /// `pd` of `hca`.
+  Srq(Hca& hca, uint32_t pd, uint32_t max_wr) : hca_(hca), pd_(pd), max_wr_(max_wr) {}
+  /// ibv_post_srq_recv(3) of `wr`, at the CPU's current time (its charged work slept off first).
+  /// Throws sdp::VerbsError when max_wr WRs wait already (libmlx4 mlx4_post_srq_recv: ENOMEM)
+  /// or `wr` has more SGEs than sdp::kMaxSge (EINVAL).
+  void post_recv(const sdp::RecvWr& wr);
+  /// The oldest WR into `out`; false when none waits.
+  bool take(sdp::RecvWr& out);
+  /// WRs posted and not yet taken.
+  size_t posted() const { return q_.size(); }
+  uint32_t max_wr() const { return max_wr_; }
+  uint32_t pd() const { return pd_; }
+  const Hca& hca() const { return hca_; }
+
+ private:
+  Hca& hca_;
+  uint32_t pd_;
+  uint32_t max_wr_;
+  sdp::Fifo<sdp::RecvWr> q_;
+};
+
+/// The completion-event state of one CQ (ibv_req_notify_cq(3): armed for its next CQE) and its
+/// event moderation, shared by every QP completing into the CQ: an arming is the CQ's, so the
+/// next CQE of any of its QPs generates the one event.
+struct CqArm {
+  bool armed = false;
+  model::EventModerator moderator{0, 0};
+};
 
 /// What a send engine did while measured (Hca::measure): time on trains and the part of it
 /// waiting for a WQE to reach the HCA, ns; trains moved.
@@ -88,8 +127,13 @@ class Hca {
   /// Creates an RC QP in `pd`, in RESET, completing into the CQ of `cq_of` (an earlier QP of
   /// this HCA): ibv_create_qp(3) with another QP's send_cq and recv_cq. Polling either QP polls
   /// the one CQ, in the order its CQEs were written; a QP going to RESET removes its own CQEs
-  /// only. Each QP keeps its own arming and completion events (req_notify_cq, set_handlers).
+  /// only. The arming is the CQ's (req_notify_cq through either QP arms it for the next CQE of
+  /// both); the event is delivered to the handler of the QP whose CQE raised it (set_handlers).
   Qp& create_qp_on_cq(uint32_t pd, uint32_t max_send_wr, uint32_t max_recv_wr, Qp& cq_of);
+  /// ibv_create_srq(3) in `pd`: an SRQ of `max_wr` WRs, for QPs of this HCA (Qp::set_srq). Throws
+  /// sdp::VerbsError for an unknown PD, or max_wr 0 or above hca.max_qp_wr (mlx4_ib's
+  /// create_srq: EINVAL).
+  Srq& create_srq(uint32_t pd, uint32_t max_wr);
   /// The route to the peer: its IB link, the payload rate of the route's bottleneck
   /// (bytes/s, TwoHostBed's path_rates) and its SimGrid links (`route`, which must outlive the
   /// HCA). A message occupies the route for the longer of bytes / bottleneck and
@@ -179,6 +223,7 @@ class Hca {
   uint32_t next_qpn_ = kFirstQpn;
   hca::MrTable mrs_;
   std::vector<std::unique_ptr<Qp>> qps_;
+  std::vector<std::unique_ptr<Srq>> srqs_;
   std::vector<uint64_t> doorbells_;  ///< one bit per qps_ slot: rung since the engine last found it idle
   SimWaitQueue engine_wq_, irq_wq_;
   sdp::Fifo<Qp*> pending_irqs_;
@@ -198,9 +243,10 @@ class Qp : public sdp::Verbs, public hca::QpBackend {
  public:
   using State = hca::QpState;
 
-  /// A QP completing into `cq` (its own, or one it shares: Hca::create_qp_on_cq).
+  /// A QP completing into `cq` (its own, or one it shares: Hca::create_qp_on_cq) armed through
+  /// `arm` (the CQ's).
   Qp(Hca& hca, uint32_t pd, uint32_t qpn, uint32_t max_send_wr, uint32_t max_recv_wr, std::shared_ptr<hca::Cq> cq,
-     hca::QpType type);
+     std::shared_ptr<CqArm> arm, hca::QpType type);
   /// ibv_modify_qp to `next` with the attributes the transition requires from the QP's own
   /// (hca::QueuePair::modify_state); INIT->RTR needs a peer (connect). Throws VerbsError on a
   /// transition the core refuses.
@@ -214,6 +260,10 @@ class Qp : public sdp::Verbs, public hca::QpBackend {
   /// Brings two UD QPs to RTS as ipoib_init_qp does (Q_Key `qkey`, SQ PSN 0), each the other's
   /// destination.
   static void connect_ud(Qp& a, Qp& b, uint32_t qkey);
+  /// Takes this QP's receives from `srq` (ibv_qp_init_attr.srq), not from post_recv. In RESET,
+  /// `srq` of this HCA and of the QP's PD (ibv_create_qp(3): EINVAL otherwise), outliving the QP.
+  /// Throws sdp::VerbsError otherwise.
+  void set_srq(Srq& srq);
   /// Called for every CQE written (wakes pollers) and for every completion event (the CQ's
   /// interrupt, in interrupt context).
   void set_handlers(std::function<void()> on_cqe, std::function<void()> on_event);
@@ -292,6 +342,7 @@ class Qp : public sdp::Verbs, public hca::QpBackend {
   void ack_timer(bool run) override;
   void rnr_timer(double ns) override;
   void on_error(const std::string& why) override;
+  bool take_srq_recv(sdp::RecvWr& out) override { return srq_ != nullptr && srq_->take(out); }
 
   /// model::post_timing for `shape`, remembered for the last shape posted: a stream posts the
   /// same shape over and over, and the result depends on nothing else (the HCA's PostConfig).
@@ -353,8 +404,8 @@ class Qp : public sdp::Verbs, public hca::QpBackend {
   Qp* peer_ = nullptr;
   sdp::Fifo<PostInfo> posts_;
   bool posting_ = false;  // inside post_send: the doorbell waits until the WQE's timing is kept
-  bool armed_ = false;
-  model::EventModerator moderator_{0, 0};  // set from the HCA's IrqConfig
+  std::shared_ptr<CqArm> arm_;  // the CQ's arming, shared as cq_ is; its moderation from the HCA's IrqConfig
+  Srq* srq_ = nullptr;          // set_srq
   std::optional<hca::WireFaults<SimPayload>> req_faults_, resp_faults_;
   uint64_t icrc_drops_ = 0;
   /// A CQE the core writes during the current step becomes visible at this time (0: now).

@@ -65,3 +65,61 @@ TEST(PingpongOutput, AddressLines) {
   EXPECT_EQ(pingpong_address_line(PingpongProgram::Ud, true, 2, 0x48, 0x410b11, "fe80::2:c903:0:2"),
             "  remote address: LID 0x0002, QPN 0x000048, PSN 0x410b11, GID fe80::2:c903:0:2\n");
 }
+
+TEST(PingpongCli, SrqTakesItsQpCountAndRefusesAsTheProgramDoes) {
+  // srq_pingpong.c main(): num_qp = 16, rx_depth = 500, getopt "p:d:i:s:m:q:r:n:l:eog:c".
+  const auto d = parse_pingpong_args(PingpongProgram::Srq, {});
+  EXPECT_EQ(d.num_qp, 16u);
+  EXPECT_EQ(d.rx_depth, 500u);
+  EXPECT_EQ(d.size, 4096u);
+  EXPECT_EQ(to_pingpong_config(d).num_qp, 16u);
+  EXPECT_EQ(to_pingpong_config(parse_pingpong_args(PingpongProgram::Rc, {})).num_qp, 1u);  // one QP elsewhere
+  const auto o = parse_pingpong_args(PingpongProgram::Srq, {"--num-qp=0x4", "-r4", "host"});
+  EXPECT_EQ(o.num_qp, 4u);
+  EXPECT_EQ(o.rx_depth, 4u);  // one receive per QP is enough
+  auto error = [](const std::vector<std::string>& args) -> std::string {
+    try {
+      parse_pingpong_args(PingpongProgram::Srq, args);
+    } catch (const InputError& e) {
+      return e.what();
+    }
+    return "(accepted)";
+  };
+  // The program's checks after its options, in its order and its words.
+  EXPECT_EQ(error({"-q", "16", "-r", "8"}),
+            "rx_depth 8 is too small for 16 QPs -- must have at least one receive per QP.");
+  EXPECT_EQ(error({"-r", "0"}), "rx_depth 0 is too small for 16 QPs -- must have at least one receive per QP.");
+  EXPECT_EQ(error({"-q", "300"}), "num_qp 300 must be less than 255");  // MAX_QP 256; its text says 255
+  EXPECT_EQ(error({"-q", "256", "-r", "256"}), "num_qp 256 must be less than 255");
+  EXPECT_EQ(error({"-q", "4294967295", "-r", "100"}),  // %d of an unsigned int
+            "rx_depth 100 is too small for -1 QPs -- must have at least one receive per QP.");
+  EXPECT_EQ(error({"-q", "0"}), "-q 0: no QP would send or receive; ibv_srq_pingpong would poll its CQ for ever");
+  EXPECT_EQ(error({"-q", "-2"}), "-q: '-2' is not a number");
+  EXPECT_EQ(error({"-o"}), "-o (--odp): on-demand paging is not simulated by hcasim ibv_srq_pingpong");
+  EXPECT_EQ(error({"-N"}), "unknown option -N (ibv_srq_pingpong -h lists them)");
+  EXPECT_EQ(error({"-q", "255", "-r", "255"}), "(accepted)");
+  EXPECT_EQ(error({"-h", "-q", "0"}), "(accepted)");  // -h prints the usage before any check
+}
+
+TEST(PingpongOutput, SrqPrintsAnAddressLineForEveryQp) {
+  // srq_pingpong.c: one srand48, then lrand48() & 0xffffff for QP 0, 1, ...: the first PSN is
+  // the single-QP programs' one.
+  const auto psns = pingpong_psns(1, 0, 3);
+  ASSERT_EQ(psns.size(), 3u);
+  EXPECT_EQ(psns[0], pingpong_psn(1, 0));
+  EXPECT_EQ(psns[0], 0xca97dbu);
+  EXPECT_NE(psns[1], psns[0]);
+  PingpongOptions o = parse_pingpong_args(PingpongProgram::Srq, {"-q", "2", "host"});
+  PingpongResult r;
+  r.side[0].qpns = {0x48, 0x49};
+  r.side[1].qpns = {0x48, 0x49};
+  r.side[0].start_ns = 0;
+  r.side[0].end_ns = 10000;  // 10 us: 2 x 4096 x 1000 B x 8 / 10 us
+  const auto peer = pingpong_psns(1, 1, 2);
+  EXPECT_EQ(format_pingpong_output(o, r),
+            pingpong_address_line(PingpongProgram::Srq, false, 1, 0x48, psns[0], "::") +
+                pingpong_address_line(PingpongProgram::Srq, false, 1, 0x49, psns[1], "::") +
+                pingpong_address_line(PingpongProgram::Srq, true, 2, 0x48, peer[0], "::") +
+                pingpong_address_line(PingpongProgram::Srq, true, 2, 0x49, peer[1], "::") +
+                "8192000 bytes in 0.00 seconds = 6553600.00 Mbit/sec\n1000 iters in 0.00 seconds = 0.01 usec/iter\n");
+}

@@ -4,13 +4,16 @@
 // ib_send_lat's one way).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
+#include <vector>
 
 #include "frontends/config_error.h"
 #include "frontends/pingpong_cli.h"
 #include "frontends/pingpong_output.h"
 #include "model/platform.h"
 #include "sim/pingpong_sim.h"
+#include "sim/testbed.h"
 
 using namespace hcasim;
 
@@ -158,7 +161,13 @@ TEST(SimPingpong, TheHcasRefusalsNameTheField) {
   c.rx_depth = 10;
   c.size = 4096;  // one datagram: at most the port MTU 2048
   EXPECT_EQ(field(c), "size");
+  c = rc(4096, 10, 4081);  // srq: a CQ of rx_depth + num_qp = 4081 + 16 = 4097, above hca.cq_entries 4096
   c.program = frontends::PingpongProgram::Srq;
+  c.num_qp = 16;
+  EXPECT_EQ(field(c), "rx_depth");
+  c.rx_depth = 4080;  // 4096 CQEs: the CQ holds them
+  EXPECT_EQ(field(c), "(not refused)");
+  c.rx_depth = 8;  // fewer receives than QPs: the program's own refusal, before any HCA
   EXPECT_THROW(sim::check_pingpong(p, p, c), InputError);
 }
 
@@ -178,4 +187,76 @@ TEST(SimPingpong, UcPingpongTakesTheRcTripsWithoutAcks) {
   // and its ACKs of the peer's).
   EXPECT_EQ(r.local_faults.packets, 1000u);
   EXPECT_EQ(r.remote_faults.packets, 1000u);
+}
+
+namespace {
+frontends::PingpongConfig srq(uint32_t num_qp, uint32_t size, uint32_t iters, uint32_t rx_depth, bool events = false) {
+  auto c = rc(size, iters, rx_depth, events);
+  c.program = frontends::PingpongProgram::Srq;
+  c.num_qp = num_qp;
+  return c;
+}
+}  // namespace
+
+TEST(SimPingpong, SrqWithOneQpTakesTheRcTrips) {
+  // srq_pingpong -q 1 -s 2 -n 1000 -r 500 on connectx3-pcie3x8: one RC QP whose receives come
+  // from the SRQ. The SEND, its route and its inline rule are rc_pingpong's (the QP's
+  // max_inline_data is 28 B: the same WQE segments); the HCA takes a receive WQE from the SRQ as
+  // from a receive queue, at no cost of its own (both inside hca.rx_processing); the program
+  // reposts when at most num_qp = 1 receives are left, as rc_pingpong does at 1, each post
+  // (ibv_post_srq_recv) 60 ns. So the client's interval is rc's by hand, 1675921 ns
+  // (rc_client_elapsed_ns; within 300 ns as RcUsecPerIterIsTwiceTheOneWaySendPlusTheProgramsOwnWork explains).
+  const auto p = platform("connectx3-pcie3x8");
+  const auto r = sim::run_pingpong(p, p, srq(1, 2, 1000, 500));
+  EXPECT_EQ(r.max_inline_data, 28u);
+  EXPECT_TRUE(r.inline_sends);
+  EXPECT_NEAR(r.side[0].end_ns - r.side[0].start_ns, rc_client_elapsed_ns(1000, 500), 300);
+  EXPECT_EQ(r.side[0].qpns, std::vector<uint32_t>{0x48});
+}
+
+TEST(SimPingpong, SrqEventsWithOneQpAddWhatRcsEventsAdd) {
+  // srq_pingpong -e -q 1 -s 2: the CQ's one arming per event, as rc_pingpong -e
+  // (EventsAddTheInterruptHandlerAndWakeupToEveryHalfRoundTrip: 5250 ns per half round trip,
+  // two events per side and iteration).
+  const auto p = platform("connectx3-pcie3x8");
+  const auto r = sim::run_pingpong(p, p, srq(1, 2, 1000, 500, true));
+  EXPECT_NEAR(r.side[0].end_ns - r.side[0].start_ns - rc_client_elapsed_ns(1000, 500), 2000 * 5250.0, 300);
+  EXPECT_EQ(r.side[0].cq_events, 2000u);
+  EXPECT_EQ(r.side[1].cq_events, 2000u);
+}
+
+TEST(SimPingpong, SrqEventsOnSixteenQpsTakeOneEventPerArmingOfTheSharedCq) {
+  // srq_pingpong -e (16 QPs, one CQ per side): an event comes only for the CQ's arming, whichever
+  // QP's CQE fires it, and the program re-arms once per event; each event finds at least one CQE
+  // (2 per iteration: the SEND's and the receive's), so a side takes at most 2 x iters events and
+  // its HCA raises one interrupt per event.
+  const auto p = platform("connectx-ddr-pcie1x8");
+  const auto r = sim::run_pingpong(p, p, srq(16, 4096, 1000, 500, true));
+  for (const auto& s : r.side) {
+    EXPECT_GT(s.cq_events, 0u);
+    EXPECT_LE(s.cq_events, 2000u + 16);  // the client's last sends: up to num_qp more than iters
+    EXPECT_EQ(s.interrupts, s.cq_events);
+    EXPECT_EQ(s.qpns.size(), 16u);
+  }
+}
+
+TEST(SimPingpong, SrqQpsFillTheRouteOnLongMessages) {
+  // srq_pingpong -q 64 -s 4096 -n 20000 on connectx-ddr-pcie1x8: 64 SENDs in flight each way.
+  // Each side's send engine moves one message at a time, so an iteration (one message each way,
+  // the two directions on disjoint links) takes at least 4096 B / the route's bottleneck
+  // (sim::path_rates: here the DMA read of the gen1 x8 slot, 11.87 Gbit/s of payload with 64 B
+  // completions, model/pcie.h), 2761 ns, ib_send_bw's figure for 4096 B. With 64 QPs the engines
+  // never wait in the steady state; the interval adds only the pipeline's fill and drain, at most
+  // one pass of the 64 messages through an engine (64 x 2761 ns = 177 us): within 64 / 20000 of
+  // the bound per iteration.
+  const auto p = platform("connectx-ddr-pcie1x8");
+  const auto hp = sim::read_host_params(p);
+  const sim::PathRates pr = sim::path_rates(hp, hp);
+  const double bottleneck_Bps = std::min({pr.bus_read_Bps, pr.dma_tags_Bps, pr.ib_Bps, pr.bus_write_Bps});
+  const double per_message_ns = 4096 / bottleneck_Bps * 1e9;
+  EXPECT_NEAR(per_message_ns, 4096 * 8 / 11.87, 20);
+  const auto r = sim::run_pingpong(p, p, srq(64, 4096, 20000, 500));
+  const double per_iter = (r.side[0].end_ns - r.side[0].start_ns) / 20000;
+  EXPECT_GE(per_iter, per_message_ns);
+  EXPECT_LE(per_iter, per_message_ns * (1 + 64.0 / 20000));
 }
