@@ -16,8 +16,9 @@
 /// point's `set` list), then --set, then the fitted values.
 ///
 /// What is compared (the quantities of a run): netperf, the throughput and each service demand
-/// the run measured; ib_write_lat, t_typical of every size in the table; ib_write_bw and
-/// ib_send_bw, BW average of every size. The error of a quantity is relative,
+/// the run measured; a perftest latency tool (ib_write_lat, ib_send_lat, ib_read_lat,
+/// ib_atomic_lat), t_typical of every size in the table; a bw tool (ib_write_bw, ib_send_bw,
+/// ib_read_bw, ib_atomic_bw), BW average of every size. The error of a quantity is relative,
 /// (simulated - measured) / measured, and the fit minimises the RMS of all the fitting runs'
 /// errors with NLopt's BOBYQA (bounded, derivative-free; Powell 2009) on the parameters'
 /// logarithms, so that every parameter moves by ratios whatever its unit.

@@ -6,8 +6,9 @@
 ///
 /// Each run file is one report: a row per netperf run (table: FILE:LINE of its command; mode:
 /// the run's settings, e.g. "sdp.zcopy_thresh=1", or "-"; size: its test options after `--`)
-/// and per row of a perftest table (ib_write_lat: t_typical, t_min, t_max; ib_write_bw and
-/// ib_send_bw: BW average and MsgRate; table FILE:LINE, bytes), none gated. A run is
+/// and per row of a perftest table (the latency tools ib_write_lat, ib_send_lat, ib_read_lat,
+/// ib_atomic_lat: t_typical, t_min, t_max; the bw tools ib_write_bw, ib_send_bw, ib_read_bw,
+/// ib_atomic_bw: BW average and MsgRate; table FILE:LINE, bytes), none gated. A run is
 /// simulated on its `# hcasim: --platform` (relative to the run file when it is a file there),
 /// else --platform (default connectx-ddr-pcie1x8), with its own settings and then every --set;
 /// its child is the same `hcasim TOOL WORDS --platform P --set ...` as `hcasim run`'s for the

@@ -16,7 +16,7 @@ namespace hcasim::scenarios {
 struct Observation {
   std::string label;               ///< "FILE:LINE netperf ... -m 64K" or "seed002 T0_0 SDP -m 64K"
   std::string where;               ///< "FILE:LINE" of the command or scenario point, for errors
-  std::string tool;                ///< hcasim subcommand: netperf, ib_write_lat, ib_write_bw, ib_send_bw
+  std::string tool;                ///< hcasim subcommand: netperf or a perftest tool (ib_write_lat ...)
   std::vector<std::string> words;  ///< the tool's arguments
   std::vector<std::string> set;    ///< the run's own --set assignments
   std::optional<std::string> platform;  ///< the machine it ran on: a run file's `# hcasim:
@@ -34,7 +34,7 @@ struct Observation {
 std::vector<Observation> load_observations(const std::string& item);
 
 /// The simulated value of every measured quantity of `obs`, in order, from the CSV its child
-/// wrote (`hcasim netperf --csv` or `hcasim ib_write_lat|bw --csv`). Throws InputError
+/// wrote (`hcasim netperf --csv` or a perftest tool's `--csv`). Throws InputError
 /// "ORIGIN: ..." when the CSV lacks a quantity (a size the command did not run).
 std::vector<double> simulated_quantities(const Observation& obs, const std::string& csv,
                                          const std::string& origin);

@@ -37,7 +37,7 @@ Figures read_reference(const ReferenceSpec& spec, const std::string& base_dir);
 Figures netperf_csv_figures(std::string_view csv_text, const std::string& origin);
 
 /// Measured (or simulated) latency of one message size, as perftest reports it (half the
-/// round trip); empty = not measured.
+/// round trip for WRITE and SEND, the whole one for READ and atomics); empty = not measured.
 struct LatencyFigures {
   uint64_t bytes = 0;                  ///< message size, B
   std::optional<double> t_min_us;      ///< us
@@ -55,7 +55,8 @@ LatencyFigures latency_reference_figures(std::string_view csv_text, const std::s
 /// latency_reference_figures().
 LatencyFigures read_latency_reference(const ReferenceSpec& spec, const std::string& base_dir);
 
-/// Every row of the CSV `hcasim ib_write_lat --csv` writes (header
+/// Every row of the CSV a perftest latency tool writes (`hcasim ib_write_lat|ib_send_lat|
+/// ib_read_lat|ib_atomic_lat --csv`, header
 /// `tool,bytes,iterations,t_min_us,t_max_us,t_typical_us,t_avg_us,t_stdev_us,t_p99_us,t_p999_us`,
 /// one row per message size), in file order. Throws InputError "ORIGIN: ..." when a column
 /// bytes, t_min_us, t_max_us or t_typical_us is missing, there is no data row, or a cell is
@@ -70,7 +71,7 @@ struct BandwidthFigures {
   std::optional<double> msg_rate_mpps;       ///< MsgRate, 10^6 messages/s
 };
 
-/// Every row of the CSV `hcasim ib_write_bw|ib_send_bw --csv` writes (perftest_csv_header:
+/// Every row of the CSV a perftest bw tool writes (`hcasim ib_write_bw|ib_send_bw|ib_read_bw|ib_atomic_bw --csv`) (perftest_csv_header:
 /// bytes, bw_avg_gbit_s, msg_rate_mpps among its columns), in file order. Throws InputError
 /// "ORIGIN: ..." for a missing column, no data row or a cell that is not a number.
 std::vector<BandwidthFigures> bandwidth_csv_rows(std::string_view csv_text, const std::string& origin);

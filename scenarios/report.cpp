@@ -453,9 +453,15 @@ ReportFiles make_report_files(const std::vector<Scenario>& scenarios,
         const std::string xlabel = from_request ? "message size (B, log2 scale): the -r value; TCP_STREAM "
                                                   "ignores -r and sends the send socket size"
                                                 : "message size (B, log2 scale)";
-        const SweepPlot plot =
-            sweep_plot(base, title, netperf ? "throughput, Mbit/s" : "t_typical, us", xlabel,
-                       netperf ? "throughput (Mbit/s)" : "t_typical, half the round trip (us)", modes, unsized);
+        // perftest's READ and atomic latency is the whole round trip (print_report_lat's rtt_factor 1).
+        const bool whole_trip = std::any_of(s.points.begin(), s.points.end(), [&](const ScenarioPoint& p) {
+          return p.table == table && (p.tool == "ib_read_lat" || p.tool == "ib_atomic_lat");
+        });
+        const SweepPlot plot = sweep_plot(base, title, netperf ? "throughput, Mbit/s" : "t_typical, us", xlabel,
+                                          netperf      ? "throughput (Mbit/s)"
+                                          : whole_trip ? "t_typical, the whole round trip (us)"
+                                                       : "t_typical, half the round trip (us)",
+                                          modes, unsized);
         report.files.emplace_back(base + ".dat", plot.data);
         report.plots.push_back(base + ".png");
         gp += plot.script;

@@ -112,11 +112,19 @@ size_t prompt_length(std::string_view t) {
   return is_prompt_char(t[end - 1]) ? end : 0;
 }
 
-/// The tools whose output this file reads.
-constexpr std::string_view kTools[] = {"netperf", "ib_write_lat", "ib_write_bw", "ib_send_bw"};
-
+/// The tools whose output this file reads: netperf and every perftest tool hcasim simulates
+/// (frontends::perftest_tests).
 bool is_known_tool(std::string_view name) {
-  return std::find(std::begin(kTools), std::end(kTools), name) != std::end(kTools);
+  return name == "netperf" || frontends::perftest_test_named(name).has_value();
+}
+
+/// The tools a run file takes, for the refusal of any other: "netperf, ib_write_lat, ..., ib_atomic_bw".
+std::string known_tools_list() {
+  std::string out = "netperf";
+  const auto& tests = frontends::perftest_tests();
+  for (size_t i = 0; i < tests.size(); ++i)
+    out += fmt::format("{}{}", i + 1 == tests.size() ? " and " : ", ", frontends::perftest_tool_name(tests[i]));
+  return out;
 }
 
 /// A perftest program name hcasim does not read (ib_read_lat, ib_send_lat, raw_ethernet_bw...).
@@ -338,10 +346,7 @@ Classified classify(const Line& line, const std::string& origin) {
     return c;
   }
   if (!known)
-    fail_at(origin, line.number,
-            fmt::format("{}: hcasim reads runs of netperf, ib_write_lat, ib_write_bw and "
-                        "ib_send_bw only",
-                        tool));
+    fail_at(origin, line.number, fmt::format("{}: hcasim reads runs of {} only", tool, known_tools_list()));
   if (split_error) fail_at(origin, line.number, fmt::format("{}: {}", tool, *split_error));
   c.kind = LineKind::Tool;
   c.command = std::string(rest);
@@ -658,6 +663,15 @@ class PerftestOutputReader {
               fmt::format("{} output ends before its results table (a '#bytes #iterations ...' "
                           "header and its rows)",
                           tool()));
+    // -U and -H (latency tools) print a header, the samples ("#, usec" or "#, cycles", then
+    // "N, VALUE" lines) and the header again before the row (perftest print_report_lat): the
+    // table is the second header's.
+    if (k + 1 < out.size() && starts_with(trim(out[k + 1].text), "#,")) {
+      for (++k; k < out.size() && !is_header(out[k]);) ++k;
+      if (k == out.size())
+        fail_at(origin_, command_line_,
+                fmt::format("{} output ends in its samples (-U / -H), before the results table", tool()));
+    }
     header(out[k]);
     for (++k; k < out.size(); ++k) {
       const auto f = fields(out[k].text);
@@ -861,10 +875,13 @@ class PerftestOutputReader {
   PerftestReading r_;
 };
 
+/// The perftest test of program name `tool` (ib_write_lat ... ib_atomic_bw). Throws InputError
+/// "TOOL: not a perftest tool hcasim simulates (...)" for any other name: a run is never read
+/// or simulated as another tool's.
 frontends::PerftestTest perftest_test_of(std::string_view tool) {
-  if (tool == "ib_write_bw") return frontends::PerftestTest::WriteBw;
-  if (tool == "ib_send_bw") return frontends::PerftestTest::SendBw;
-  return frontends::PerftestTest::WriteLat;
+  if (const std::optional<frontends::PerftestTest> test = frontends::perftest_test_named(tool)) return *test;
+  throw InputError(fmt::format("{}: not a perftest tool hcasim simulates (a run file takes {})", tool,
+                               known_tools_list()));
 }
 
 /// A command whose output is being collected.
@@ -924,8 +941,11 @@ std::vector<RealRun> parse_run_file(std::string_view text, const std::string& or
             frontends::require_stream_test(p.netperf, "a run file");
           } else {
             p.run.words = std::move(c.words);
-            p.cycles_flag = strip_report_cycles(p.run.words);
-            p.perftest = frontends::parse_perftest_args(perftest_test_of(p.run.tool), p.run.words);
+            const frontends::PerftestTest test = perftest_test_of(p.run.tool);
+            // perftest takes -C for the latency tests only: a bw tool's -C stays for the parser to
+            // refuse as `hcasim ib_write_bw -C` does.
+            if (!frontends::perftest_is_bw(test)) p.cycles_flag = strip_report_cycles(p.run.words);
+            p.perftest = frontends::parse_perftest_args(test, p.run.words);
             // A duration run's rows are counted over a window (and the latency tools' have
             // other columns); hcasim reports them as text only, with no CSV to compare.
             if (p.perftest.duration)

@@ -8,8 +8,10 @@
 /// prompt, then an optional `sudo` (with flag-only options such as `-E`), optional `env` and
 /// environment assignments `VAR=value` (e.g. `LD_PRELOAD=libsdp.so`), and an optional
 /// `taskset [-a] [-c] CPUS` (or `/usr/bin/taskset -c CPUS`), starts with a tool word whose last
-/// path component is `netperf`, `ib_write_lat`, `ib_write_bw` or `ib_send_bw`
-/// (`/opt/netperf/netperf`). A prompt is the line's first blank-separated word when it ends in
+/// path component is `netperf` or one of perftest 4.5's tools hcasim simulates: `ib_write_lat`,
+/// `ib_write_bw`, `ib_send_lat`, `ib_send_bw`, `ib_read_lat`, `ib_read_bw`, `ib_atomic_lat`,
+/// `ib_atomic_bw` (`/opt/netperf/netperf`). Another perftest program (`ib_read_dc_lat`,
+/// `raw_ethernet_bw`, ...) is an error naming the tools a run file takes. A prompt is the line's first blank-separated word when it ends in
 /// `#`, `$` or `>` (`#`, `$`, `ionize:~#`, `user@host:~$`), or a bracketed `[...]` followed at
 /// once by one of those characters (`[root@x ~]#`). Without a prompt (seed 003's bare
 /// `/opt/netperf/netperf -l 60 ...`), a line is a command line only when the tool word has a
@@ -58,8 +60,10 @@
 ///   block, prose) is ignored.
 ///
 /// perftest output (perftest 2.x's five latency columns as in seed 001, perftest 4.5's nine, and
-/// the bw tables; what frontends/perftest_output.h prints reads back exactly). The command is
-/// read with parse_perftest_args. Everything up to the table header (banner, address lines,
+/// the bw tables; the same for WRITE, SEND, READ and atomic tools; what
+/// frontends/perftest_output.h prints reads back exactly). The command is read with
+/// parse_perftest_args for its tool, so a flag perftest refuses for that tool (-s 64 for an
+/// atomic test, -I for READ, -q for a latency test) is the same error as on hcasim's command line. Everything up to the table header (banner, address lines,
 /// dashed separators, labels such as `[1] BF on, WC available`) is skipped. The header is a line
 /// whose first word is `#bytes`; its columns are recognised by name:
 /// - latency tools: `#bytes #iterations t_min[U] t_max[U] t_typical[U]`, optionally followed by
@@ -68,14 +72,17 @@
 ///   (perftest's MB is 2^20 B: print_report_bw divides by 0x100000), `MiB/sec` (the same unit,
 ///   as later perftest releases name it) or `Gb/sec` (10^9 bit/s, --report_gbits).
 /// The rows are the lines after the header whose first word starts with a digit, up to the first
-/// line that does not (a blank or dashed line). A second header under the same command is an
+/// line that does not (a blank or dashed line). With -U or -H (latency tools) perftest prints the
+/// header, then the samples (`#, usec` and `N, VALUE` lines), then the header again and the row:
+/// the table is the second header's. A second header under the same command is an
 /// error: repeat the command line before each table.
 ///
 /// perftest -C (--report-cycles) reports CPU cycles instead of us. perftest 4.5 keeps `[usec]` in
 /// its header even then (the installed binary has no other latency header), so the values are
-/// read as cycles when the header says `[cycles]` or the command has -C. hcasim's perftest
-/// parser refuses -C (it simulates the us report only): the reader removes -C from `words` and
-/// sets PerftestReading::cycles.
+/// read as cycles when the header says `[cycles]` or the command has -C. For the latency tools the
+/// reader removes -C from `words` (the simulation that is compared reports us) and sets
+/// PerftestReading::cycles; a bw tool's -C is left for the parser, which refuses it as perftest
+/// does.
 ///
 /// seed 000's mail-mangled `---m 64K` / `---r 64K` (a lost space of `-- -m 64K`) is read as `--`,
 /// `-m`, `64K`, as parse_netperf_args reads it.
@@ -123,8 +130,9 @@ struct NetperfReading {
   uint32_t line = 0;                ///< line of the result row
 };
 
-/// One row of a perftest latency table. Values in us (half the round trip for ib_write_lat)
-/// unless the reading's `cycles`.
+/// One row of a perftest latency table. Values in us unless the reading's `cycles`: half the round
+/// trip for ib_write_lat and ib_send_lat, the whole round trip for ib_read_lat and ib_atomic_lat
+/// (perftest print_report_lat's rtt_factor).
 struct LatencyRow {
   uint64_t bytes = 0;       ///< message size, B
   uint64_t iterations = 0;  ///< perftest's #iterations column
@@ -172,7 +180,7 @@ struct RealRun {
   std::string origin;     ///< the file, as given to parse_run_file
   uint32_t line = 0;      ///< line of the command (from 1)
   std::string command;    ///< the command as typed after the prompt (sudo, env, taskset kept)
-  std::string tool;       ///< "netperf", "ib_write_lat", "ib_write_bw", "ib_send_bw"
+  std::string tool;       ///< "netperf" or a perftest tool ("ib_write_lat" ... "ib_atomic_bw")
   std::vector<std::string> words;  ///< the tool's arguments, split like a shell: no prompt, sudo,
                                    ///< env, VAR=value, taskset or tool word; netperf's `---m` as
                                    ///< `--`, `-m`; perftest's -C / --report-cycles removed
@@ -183,7 +191,8 @@ struct RealRun {
 
 /// Reads every run of a run file's `text` (see the \file comment), in file order. `origin`
 /// names the file in messages and in RealRun::origin. Throws InputError "ORIGIN:LINE: ..." for a
-/// bad command (unknown flag, unterminated quote, a tool hcasim cannot read such as ib_read_lat),
+/// bad command (unknown flag, unterminated quote, a tool hcasim cannot read such as
+/// ib_read_dc_lat),
 /// a bad directive or zcopy value, output without a result ("netperf output ends before its
 /// result row"), a row with the wrong number of fields or a field that is not a number (naming
 /// the column), an unrecognised table header, a second table under one perftest command, and a

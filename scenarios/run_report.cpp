@@ -147,8 +147,26 @@ std::string format_netperf_rows(const Scenario& s, const std::vector<PointOutcom
 /// The latency part of the report: its title, a row per latency point, then per table the max
 /// |error| of t_typical and t_min and the platforms (run_report.h format_run_report).
 std::string format_latency_rows(const Scenario& s, const std::vector<PointOutcome>& outcomes) {
+  // perftest prints half the round trip for WRITE and SEND, the whole one for READ and atomics
+  // (print_report_lat's rtt_factor).
+  std::vector<std::string> half, whole;
+  for (const auto& p : s.points) {
+    if (p.kind != PointKind::Latency) continue;
+    const bool full_trip = p.tool == "ib_read_lat" || p.tool == "ib_atomic_lat";
+    auto& tools = full_trip ? whole : half;
+    if (std::find(tools.begin(), tools.end(), p.tool) == tools.end()) tools.push_back(p.tool);
+  }
+  auto joined = [](const std::vector<std::string>& tools) {
+    std::string out;
+    for (const auto& t : tools) out += (out.empty() ? "" : ", ") + t;
+    return out;
+  };
   std::string out =
-      "ib_write_lat latency: half the round trip, in us; error = simulated - measured\n";
+      whole.empty()  ? fmt::format("{} latency: half the round trip, in us", joined(half))
+      : half.empty() ? fmt::format("{} latency: the whole round trip, in us", joined(whole))
+                     : fmt::format("perftest latency in us: half the round trip ({}), the whole round trip ({})",
+                                   joined(half), joined(whole));
+  out += "; error = simulated - measured\n";
   constexpr const char* row =
       "{:<16} {:<15} {:>7}  {:>6} {:>6} {:>7}  {:>6} {:>6} {:>7}  {:>8} {:>8}  {}\n";
   std::string groups = fmt::format("{:<16} {:<15} {:>7}  {:^21}  {:^21}  {:^17}", "", "", "",

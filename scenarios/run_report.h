@@ -14,11 +14,13 @@ namespace hcasim::scenarios {
 /// the throughput in Mbit/s, of both service demands in us/KB and of both CPU utilisations in
 /// %, "-" where not measured; status), then per table the median and max |error| of
 /// throughput, of service demand and of utilisation (local and remote together). When there
-/// are latency points: a title line "ib_write_lat latency, ...", a row per latency point
+/// are latency points: a title line naming their tools and what they report ("ib_write_lat
+/// latency: half the round trip, in us; ...", "ib_read_lat latency: the whole round trip, ...",
+/// both kinds named when mixed), a row per latency point
 /// (table, mode, bytes; measured, simulated and signed error in us of t_typical and t_min, 3
 /// decimals; measured and simulated t_max, 2 decimals; status), then per table the max |error|
 /// of t_typical and of t_min and the tables' platforms. When there are bandwidth points
-/// (`hcasim compare`'s ib_write_bw / ib_send_bw rows): a row per point (table, mode, bytes;
+/// (`hcasim compare`'s rows of perftest's bw tools): a row per point (table, mode, bytes;
 /// measured, simulated and signed error % of BW average in Gb/s and of MsgRate in Mpps; status)
 /// and the median and max |error| of both. Last, a verdict line over all gated
 /// points naming the failing ones. A scenario none of whose points is gated (`hcasim compare`'s

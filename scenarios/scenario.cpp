@@ -78,8 +78,15 @@ std::string match_text(const toml::node& node, const std::string& origin, uint32
   fail_at(origin, line_of(node, line), where + "match values must be strings or numbers");
 }
 
-/// Whether `tool` (a base name) is a perftest latency tool a scenario point may run.
-bool is_latency_tool(std::string_view tool) { return tool == "ib_write_lat"; }
+/// Whether `tool` (a base name) is a perftest latency tool a scenario point may run: ib_write_lat,
+/// ib_send_lat, ib_read_lat or ib_atomic_lat (their CSVs have the same t_* columns).
+bool is_latency_tool(std::string_view tool) {
+  const std::optional<frontends::PerftestTest> test = frontends::perftest_test_named(tool);
+  return test && !frontends::perftest_is_bw(*test);
+}
+
+/// The latency tools, for messages.
+constexpr const char* kLatencyTools = "ib_write_lat, ib_send_lat, ib_read_lat or ib_atomic_lat";
 
 /// Drops a leading util-linux `taskset [-a|--all-tasks] [-c|--cpu-list] MASK|CPUS` (command
 /// form; `taskset` may be a path) from `words`: hcasim does not pin processes. Returns whether
@@ -178,14 +185,14 @@ ScenarioPoint parse_point(const toml::table& t, const Scenario& scenario, size_t
     p.tool = std::string(tool);
   } else if (tool.substr(0, 3) == "ib_") {
     fail_at(origin, p.line,
-            fmt::format("{}command: {} points are not supported (points run netperf or ib_write_lat)",
-                        where, tool));
+            fmt::format("{}command: {} points are not supported (points run netperf or {})", where, tool,
+                        kLatencyTools));
   } else if (pinned) {
     fail_at(origin, p.line,
-            where + "command: taskset is accepted only before ib_write_lat (netperf binds with -T)");
+            where + fmt::format("command: taskset is accepted only before {} (netperf binds with -T)", kLatencyTools));
   } else if (tool != "netperf") {
     // A path to the tool is accepted, as seed 003's "/opt/netperf/netperf -l 60 ..." shows it.
-    fail_at(origin, p.line, where + "command must start with netperf or ib_write_lat (or a path to one)");
+    fail_at(origin, p.line, where + fmt::format("command must start with netperf or {} (or a path to one)", kLatencyTools));
   } else {
     p.tool = "netperf";
   }
@@ -201,7 +208,7 @@ ScenarioPoint parse_point(const toml::table& t, const Scenario& scenario, size_t
   if (p.kind == PointKind::Latency) {
     frontends::PerftestOptions lat;
     try {
-      lat = frontends::parse_perftest_args(frontends::PerftestTest::WriteLat, words);
+      lat = frontends::parse_perftest_args(*frontends::perftest_test_named(p.tool), words);
     } catch (const InputError& e) {
       fail_at(origin, p.line, where + "command: " + e.what());
     }

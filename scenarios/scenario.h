@@ -1,6 +1,6 @@
 #pragma once
 /// \file The scenario file that `hcasim run` (run.h), `validate` and `calibrate` read: each point
-/// a real command line (netperf, or perftest's ib_write_lat) tied to a row of a reference CSV.
+/// a real command line (netperf, or a perftest latency tool) tied to a row of a reference CSV.
 ///
 /// Scenario file (TOML):
 ///
@@ -44,13 +44,14 @@
 ///   utilisation, %, netperf's "Utilization Send local / Recv remote"); the child's CSV has the
 ///   same names. Errors are relative and gated by `throughput`, `service_demand` and
 ///   `utilisation` (local and remote).
-/// - latency points (`ib_write_lat ...`, optionally after `taskset [-c] CPUS`, which is
-///   dropped with its arguments: hcasim does not pin processes, the simulated tool runs where
-///   the platform puts it): the child is `hcasim ib_write_lat WORDS --platform P --set ...
-///   --csv TMP`. Its words are only split and checked for the reserved options here; the
+/// - latency points (`ib_write_lat ...`, `ib_send_lat ...`, `ib_read_lat ...` or
+///   `ib_atomic_lat ...`, optionally after `taskset [-c] CPUS`, which is dropped with its
+///   arguments: hcasim does not pin processes, the simulated tool runs where the platform puts
+///   it): the child is `hcasim TOOL WORDS --platform P --set ... --csv TMP`. Its words are only split and checked for the reserved options here; the
 ///   child reports a bad perftest flag (exit 2). The reference row must have a `bytes` column
 ///   (the message size it measured); its measured columns are t_min_us, t_max_us and
-///   t_typical_us. The simulated figures are the child CSV's row whose `bytes` equals the
+///   t_typical_us, as the tool prints them (half the round trip for WRITE and SEND, the whole
+///   round trip for READ and atomics). The simulated figures are the child CSV's row whose `bytes` equals the
 ///   reference row's (so a command may sweep sizes with -a and several points share it).
 ///   Errors are absolute, simulated - measured in us, gated by `t_typical_us` and `t_min_us`;
 ///   t_max is reported but never gated (it is the tail of a noise model).
@@ -81,8 +82,10 @@ struct ReferenceSpec {
 /// What a point measures, from the tool its command runs.
 enum class PointKind {
   Netperf,  ///< netperf TCP_STREAM: throughput and service demand, relative errors
-  Latency,  ///< perftest ib_write_lat: t_min / t_typical / t_max in us, absolute errors
-  Bandwidth,  ///< perftest ib_write_bw / ib_send_bw: BW average and message rate, relative
+  Latency,  ///< perftest ib_write_lat, ib_send_lat, ib_read_lat, ib_atomic_lat: t_min /
+            ///< t_typical / t_max in us, absolute errors
+  Bandwidth,  ///< perftest ib_write_bw, ib_send_bw, ib_read_bw, ib_atomic_bw: BW average and
+              ///< message rate, relative
               ///< errors; only from run files (`hcasim compare`), never in a scenario file
 };
 
@@ -95,7 +98,7 @@ struct ScenarioPoint {
   std::string remote_platform;       ///< netserver's platform when it differs ("" = platform)
   std::string command;               ///< the literal command line
   PointKind kind = PointKind::Netperf;
-  std::string tool;                  ///< the hcasim subcommand of its child: "netperf", "ib_write_lat"
+  std::string tool;                  ///< the hcasim subcommand of its child: "netperf", "ib_write_lat", ...
   std::vector<std::string> words;    ///< `command` split like a shell, without a leading
                                      ///< `taskset ...` and without the tool's name
   std::string size_flag;             ///< netperf: the test options of `command` ("-m 64K"), or "";

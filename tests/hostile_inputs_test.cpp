@@ -864,7 +864,7 @@ std::vector<Case> cases() {
   scenario_case("scenario_unterminated_quote", scenario("", "netperf -l 1 \\\"oops"),
                 "10: point 1: command: unterminated double quote in: netperf -l 1 \"oops");
   scenario_case("scenario_not_a_netperf_command", scenario("", "rm -rf /"),
-                "10: point 1: command must start with netperf or ib_write_lat \\(or a path to one\\)");
+                "10: point 1: command must start with netperf or ib_write_lat, ib_send_lat, ib_read_lat or ib_atomic_lat \\(or a path to one\\)");
   scenario_case("scenario_negative_tolerance", substitute(scenario(""), "throughput = 0.15", "throughput = -1"),
                 "7: tolerance: 'throughput' must be > 0");
   scenario_case("scenario_gated_not_a_boolean", substitute(scenario(""), "gated = true", "gated = \"yes\""),
@@ -1010,6 +1010,20 @@ std::vector<Case> cases() {
                 ":4: perftest row: a second row for 2 B \\(the first is line 3\\): repeat the command line before "
                 "each run");
   run_file_case("runfile_help", "# netperf -h\n", ":1: netperf: -h / -V print the usage or version; no run to read");
+  // perftest's tools are read as their own command lines read them: a tool hcasim does not
+  // simulate, or a flag perftest refuses for that tool, is refused at the command's line.
+  run_file_case("runfile_unknown_perftest_tool", "x\n# ib_read_dc_lat -s 2\n",
+                ":2: ib_read_dc_lat: hcasim reads runs of netperf, ib_write_lat, ib_write_bw, ib_send_lat, ib_send_bw, "
+                "ib_read_lat, ib_read_bw, ib_atomic_lat and ib_atomic_bw only");
+  run_file_case("runfile_atomic_size", "# ib_atomic_bw -s 64\n",
+                ":1: ib_atomic_bw: -s: 64 B: perftest's atomic tests move 8 B .*");
+  run_file_case("runfile_read_inline", "# ib_read_lat -I 64\n",
+                ":1: ib_read_lat: -I: perftest's inline feature is not available on READ/atomic tests");
+  run_file_case("runfile_bw_cycles", "# ib_read_bw -C\n",
+                ":1: ib_read_bw: -C: perftest's cycles report is for the latency tests only");
+  run_file_case("runfile_samples_without_report",
+                "# ib_send_lat -n 12 -U\n" + lat_header + "#, usec\n1, 1.39\n",
+                ":1: ib_send_lat output ends in its samples \\(-U / -H\\), before the results table");
   // calibrate read /dev/zero as a run file until memory ran out; a FIFO blocked it.
   auto run_path_case = [&](const std::string& name, const std::string& file, const std::string& what) {
     add({.name = name,

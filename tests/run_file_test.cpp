@@ -669,6 +669,169 @@ TEST(RunFile, PerftestMebibyteHeaderOfLaterReleases) {
   EXPECT_DOUBLE_EQ(r.bandwidth[0].msg_rate_mpps, 0.185218);
 }
 
+// --- perftest 4.5's other tools -----------------------------------------------------------------
+
+/// tests/golden/ib_read_lat.tesh's output of `hcasim ib_read_lat` (perftest 4.5's print_report_lat:
+/// READ's latency is the whole round trip, rtt_factor 1), verbatim.
+constexpr const char* kReadLat = R"(# ib_read_lat
+---------------------------------------------------------------------------------------
+                    RDMA_Read Latency Test
+ Dual-port       : OFF		Device         : mlx4_0
+ Number of qps   : 1		Transport type : IB
+ Connection type : RC		Using SRQ      : OFF
+ PCIe relax order: ON
+ ibv_wr* API     : OFF
+ TX depth        : 1
+ Mtu             : 2048[B]
+ Link type       : IB
+ Outstand reads  : 16
+ rdma_cm QPs	 : OFF
+ Data ex. method : Ethernet
+---------------------------------------------------------------------------------------
+ local address: LID 0x01 QPN 0x0048 PSN 0x5cd429 RKey 0x000100 VAddr 0x007f4ca97dc000
+ remote address: LID 0x02 QPN 0x0048 PSN 0x8cd95e RKey 0x000100 VAddr 0x007f4410b12000
+---------------------------------------------------------------------------------------
+ #bytes #iterations    t_min[usec]    t_max[usec]  t_typical[usec]
+ 2       1000          2.85           2.90         2.90   
+---------------------------------------------------------------------------------------
+)";
+
+TEST(RunFile, PerftestLatencyToolsOfEveryVerb) {
+  // The rows of tests/golden/ib_send_lat.tesh, ib_read_lat.tesh and ib_atomic_lat.tesh, each under
+  // its command (the banner and address lines of the golden are in kReadLat; the reader skips
+  // them, so the others keep only the table).
+  const std::string text = std::string(kReadLat) +
+                           "$ ib_send_lat\n"
+                           " #bytes #iterations    t_min[usec]    t_max[usec]  t_typical[usec]\n"
+                           " 2       1000          1.39           1.52         1.42   \n"
+                           "---------------------------------------------------------------------------------------\n"
+                           "$ ib_atomic_lat -A CMP_AND_SWAP\n"
+                           "                    Atomic CMP_AND_SWAP Latency Test\n"
+                           " #bytes #iterations    t_min[usec]    t_max[usec]  t_typical[usec]\n"
+                           " 8       1000          4.26           4.31         4.31   \n";
+  const auto runs = parse_run_file(text, "lat.txt");
+  ASSERT_EQ(runs.size(), 3u);
+  struct Expected {
+    const char* tool;
+    uint32_t line;
+    uint64_t bytes;
+    double t_min, t_max, t_typical;
+  };
+  const Expected expected[] = {{"ib_read_lat", 1, 2, 2.85, 2.90, 2.90},
+                               {"ib_send_lat", 22, 2, 1.39, 1.52, 1.42},
+                               {"ib_atomic_lat", 26, 8, 4.26, 4.31, 4.31}};
+  for (size_t i = 0; i < runs.size(); ++i) {
+    SCOPED_TRACE(i);
+    EXPECT_EQ(runs[i].tool, expected[i].tool);
+    EXPECT_EQ(runs[i].line, expected[i].line);
+    const PerftestReading& r = perftest_of(runs[i]);
+    ASSERT_EQ(r.latency.size(), 1u);
+    EXPECT_TRUE(r.bandwidth.empty());
+    EXPECT_FALSE(r.cycles);
+    const LatencyRow& l = r.latency[0];
+    EXPECT_EQ(l.bytes, expected[i].bytes);
+    EXPECT_EQ(l.iterations, 1000u);
+    EXPECT_DOUBLE_EQ(l.t_min, expected[i].t_min);
+    EXPECT_DOUBLE_EQ(l.t_max, expected[i].t_max);
+    EXPECT_DOUBLE_EQ(l.t_typical, expected[i].t_typical);
+  }
+  EXPECT_EQ(perftest_of(runs[0]).header_line, 19u);
+  EXPECT_EQ(perftest_of(runs[0]).latency[0].line, 20u);
+  EXPECT_EQ(runs[2].words, (std::vector<std::string>{"-A", "CMP_AND_SWAP"}));
+}
+
+TEST(RunFile, PerftestBandwidthToolsOfEveryVerb) {
+  // The tables of tests/golden/ib_read_bw.tesh and ib_atomic_bw.tesh (perftest 4.5's REPORT_FMT:
+  // the tab before MsgRate as printed).
+  const std::string text =
+      "$ ib_read_bw\n"
+      "                    RDMA_Read BW Test\n"
+      " #bytes     #iterations    BW peak[MB/sec]    BW average[MB/sec]   MsgRate[Mpps]\n"
+      " 65536      1000           1394.78            1394.78\t\t   0.022316\n"
+      "---------------------------------------------------------------------------------------\n"
+      "$ ib_atomic_bw\n"
+      " #bytes     #iterations    BW peak[MB/sec]    BW average[MB/sec]   MsgRate[Mpps]\n"
+      " 8          1000           8.17               8.17   \t\t   1.070980\n";
+  const auto runs = parse_run_file(text, "bw.txt");
+  ASSERT_EQ(runs.size(), 2u);
+  EXPECT_EQ(runs[0].tool, "ib_read_bw");
+  EXPECT_EQ(runs[1].tool, "ib_atomic_bw");
+  const BandwidthRow read = perftest_of(runs[0]).bandwidth.at(0);
+  EXPECT_EQ(read.bytes, 65536u);
+  EXPECT_EQ(read.iterations, 1000u);
+  EXPECT_DOUBLE_EQ(read.bw_peak, 1394.78);
+  EXPECT_DOUBLE_EQ(read.bw_average, 1394.78);
+  // 1394.78 MB/s x 2^20 B x 8 bit = 11.700 Gbit/s.
+  EXPECT_DOUBLE_EQ(read.bw_average_gbit_s, 1394.78 * 1048576 * 8 / 1e9);
+  EXPECT_NEAR(read.bw_average_gbit_s, 11.7002, 0.0001);
+  EXPECT_DOUBLE_EQ(read.msg_rate_mpps, 0.022316);
+  const BandwidthRow atomic = perftest_of(runs[1]).bandwidth.at(0);
+  EXPECT_EQ(atomic.bytes, 8u);
+  EXPECT_DOUBLE_EQ(atomic.bw_average, 8.17);
+  // 8.17 MB/s = 8.17 x 2^20 / 8 B = 1.0709 M atomics/s: the printed MsgRate, 1.070980.
+  EXPECT_NEAR(atomic.bw_average * 1048576 / 8 / 1e6, atomic.msg_rate_mpps, 0.0007);
+  EXPECT_DOUBLE_EQ(atomic.msg_rate_mpps, 1.070980);
+}
+
+TEST(RunFile, PerftestSamplesBeforeTheReport) {
+  // tests/golden/ib_read_lat_unsorted.tesh (-U: the round trips in the order measured) and
+  // ib_send_lat_histogram_cycles.tesh (-H -C with 4.5's columns: the sorted samples in cycles).
+  const std::string text =
+      "$ ib_read_lat -n 12 -U\n"
+      " #bytes #iterations    t_min[usec]    t_max[usec]  t_typical[usec]\n"
+      "#, usec\n"
+      "1, 2.85021\n"
+      "2, 2.90043\n"
+      "---------------------------------------------------------------------------------------\n"
+      " #bytes #iterations    t_min[usec]    t_max[usec]  t_typical[usec]\n"
+      " 2       12          2.85           2.90         2.90   \n"
+      "---------------------------------------------------------------------------------------\n"
+      "$ ib_send_lat -n 12 -H -C\n"
+      " #bytes #iterations    t_min[usec]    t_max[usec]  t_typical[usec]    t_avg[usec]    t_stdev[usec]   99% "
+      "percentile[usec]   99.9% percentile[usec] \n"
+      "#, cycles\n"
+      "1, 3247\n"
+      "2, 3305\n"
+      "---------------------------------------------------------------------------------------\n"
+      " #bytes #iterations    t_min[usec]    t_max[usec]  t_typical[usec]    t_avg[usec]    t_stdev[usec]   99% "
+      "percentile[usec]   99.9% percentile[usec] \n"
+      " 2       12          3247.00        3305.50      3305.50  \t       3298.89     \t17.92  \t\t3305.50 "
+      "\t\t3305.50\n";
+  const auto runs = parse_run_file(text, "u.txt");
+  ASSERT_EQ(runs.size(), 2u);
+  const PerftestReading& u = perftest_of(runs[0]);
+  EXPECT_EQ(u.header_line, 7u);
+  ASSERT_EQ(u.latency.size(), 1u);
+  EXPECT_EQ(u.latency[0].iterations, 12u);
+  EXPECT_DOUBLE_EQ(u.latency[0].t_min, 2.85);
+  EXPECT_DOUBLE_EQ(u.latency[0].t_typical, 2.90);
+  EXPECT_FALSE(u.cycles);
+  const PerftestReading& h = perftest_of(runs[1]);
+  EXPECT_TRUE(h.cycles);
+  EXPECT_TRUE(h.extended);
+  EXPECT_EQ(runs[1].words, (std::vector<std::string>{"-n", "12", "-H"}));
+  ASSERT_EQ(h.latency.size(), 1u);
+  EXPECT_DOUBLE_EQ(h.latency[0].t_typical, 3305.50);
+  EXPECT_DOUBLE_EQ(*h.latency[0].t_avg, 3298.89);
+  EXPECT_DOUBLE_EQ(*h.latency[0].p999, 3305.50);
+}
+
+TEST(RunFile, PrinterReadLatencyIsTheWholeRoundTrip) {
+  // hcasim's printer for ib_read_lat read back: READ's rtt_factor is 1, so a round trip of
+  // 2000 cycles at 1000 MHz prints as 2.00 us (ib_write_lat's 1.00). Sorted round trips of kGaps
+  // without the two largest: min 2000, max delta[8] 3000, median (2060 + 2100) / 2 = 2080.
+  frontends::PerftestResult result;
+  result.points = {lat_point(2, kGaps)};
+  const std::string text = printed_perftest(frontends::PerftestTest::ReadLat, "-s 2 -n 11", result);
+  const auto runs = parse_run_file(text, "p.txt");
+  ASSERT_EQ(runs.size(), 1u);
+  EXPECT_EQ(runs[0].tool, "ib_read_lat");
+  const LatencyRow& l = perftest_of(runs[0]).latency.at(0);
+  EXPECT_DOUBLE_EQ(l.t_min, 2.00);
+  EXPECT_DOUBLE_EQ(l.t_max, 3.00);
+  EXPECT_DOUBLE_EQ(l.t_typical, 2.08);
+}
+
 // --- session rules -----------------------------------------------------------------------------
 
 TEST(RunFile, PromptsPrefixesAndSettings) {
@@ -784,12 +947,34 @@ TEST(RunFileErrors, BadCommands) {
 }
 
 TEST(RunFileErrors, UnrecognisedTool) {
-  EXPECT_EQ(error_of("a\nb\n# ib_read_lat -a\n"),
-            "runs.txt:3: ib_read_lat: hcasim reads runs of netperf, ib_write_lat, ib_write_bw and "
-            "ib_send_bw only");
-  EXPECT_EQ(error_of("$ taskset -c 2 /usr/bin/ib_send_lat -s 2\n"),
-            "runs.txt:1: ib_send_lat: hcasim reads runs of netperf, ib_write_lat, ib_write_bw and "
-            "ib_send_bw only");
+  const std::string tools =
+      "hcasim reads runs of netperf, ib_write_lat, ib_write_bw, ib_send_lat, ib_send_bw, ib_read_lat, ib_read_bw, "
+      "ib_atomic_lat and ib_atomic_bw only";
+  EXPECT_EQ(error_of("a\nb\n# ib_read_dc_lat -a\n"), "runs.txt:3: ib_read_dc_lat: " + tools);
+  EXPECT_EQ(error_of("$ taskset -c 2 /usr/bin/raw_ethernet_bw -s 64\n"), "runs.txt:1: raw_ethernet_bw: " + tools);
+}
+
+TEST(RunFileErrors, PerftestFlagsRefusedAsTheToolRefusesThem) {
+  // Each tool's command is read with its own parser: what `hcasim TOOL` refuses (golden
+  // bad_atomic_size, bad_read_inline, bad_bw_cycles, hostile ib_read_lat_multiple_qps), a run
+  // file refuses at the command's line.
+  EXPECT_EQ(error_of("$ ib_atomic_bw -s 64\n"),
+            "runs.txt:1: ib_atomic_bw: -s: 64 B: perftest's atomic tests move 8 B (message size cannot be changed "
+            "for atomic tests)");
+  EXPECT_EQ(error_of("x\n$ ib_read_lat -I 64\n"),
+            "runs.txt:2: ib_read_lat: -I: perftest's inline feature is not available on READ/atomic tests");
+  EXPECT_EQ(error_of("$ ib_read_bw -C -s 65536\n"),
+            "runs.txt:1: ib_read_bw: -C: perftest's cycles report is for the latency tests only");
+  EXPECT_EQ(error_of("$ ib_atomic_lat -q 2\n"),
+            "runs.txt:1: ib_atomic_lat: -q: multiple QPs are for perftest's bw tests only (ib_atomic_lat has one QP)");
+  // A row of another size than the atomic tests' 8 B.
+  EXPECT_EQ(error_of("$ ib_atomic_lat -n 1000\n #bytes #iterations    t_min[usec]    t_max[usec]  t_typical[usec]\n"
+                     " 2       1000          4.26           4.31         4.31\n"),
+            "runs.txt:3: perftest row: 2 B differs from the command's -s 8 (line 1)");
+  // -U's samples without the report after them.
+  EXPECT_EQ(error_of("$ ib_read_lat -n 12 -U\n #bytes #iterations    t_min[usec]    t_max[usec]  t_typical[usec]\n"
+                     "#, usec\n1, 2.85021\n"),
+            "runs.txt:1: ib_read_lat output ends in its samples (-U / -H), before the results table");
 }
 
 TEST(RunFileErrors, PerftestTables) {

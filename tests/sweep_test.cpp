@@ -396,6 +396,68 @@ TEST_F(Sweep, CompareReadsBandwidthRuns) {
   EXPECT_LT(std::fabs(std::stod(cmp[1][col(cmp[0], "err_bw_avg_pct")])), 0.005 / mib_s * 100 + 1e-4);
 }
 
+TEST_F(Sweep, CompareReadsEveryPerftestTool) {
+  // A run file of hcasim's own output of the six perftest tools compare read no run of before
+  // (200 iterations each): each run is simulated as typed, so the simulated figure is the tool's
+  // own --csv and the error is the printed rounding only: t_typical printed to 0.01 us (an
+  // error within 0.005 us), BW average to 0.01 MB/s (relative error within 0.005 / MB/s).
+  struct Tool {
+    std::string command;
+    bool bw;
+  };
+  const std::vector<Tool> tools = {{"ib_send_lat -n 200 -s 64", false},  {"ib_read_lat -n 200 -s 64", false},
+                                   {"ib_atomic_lat -n 200", false},      {"ib_send_bw -n 200 -s 4096", true},
+                                   {"ib_read_bw -n 200 -s 4096", true}, {"ib_atomic_bw -n 200", true}};
+  std::ofstream runs(dir_ / "runs.txt");
+  std::vector<std::vector<std::vector<std::string>>> own;  // each tool's --csv
+  for (size_t i = 0; i < tools.size(); ++i) {
+    const std::string csv = (dir_ / fmt::format("own{}.csv", i)).string();
+    const Outcome t = run(fmt::format("{} --csv {}", tools[i].command, csv));
+    ASSERT_EQ(t.status, 0) << tools[i].command << ": " << t.err;
+    runs << "$ " << tools[i].command << "\n" << t.out;
+    own.push_back(hcasim::util::parse_csv(slurp(csv), csv));
+  }
+  runs.close();
+  const Outcome c = run(fmt::format("compare {} --csv {}", (dir_ / "runs.txt").string(), (dir_ / "c.csv").string()));
+  ASSERT_EQ(c.status, 0) << c.err;
+  EXPECT_NE(c.out.find("compared: 6 points, none gated\n"), std::string::npos) << c.out;
+  EXPECT_NE(c.out.find("perftest latency in us: half the round trip (ib_send_lat), the whole round trip "
+                       "(ib_read_lat, ib_atomic_lat); error = simulated - measured\n"),
+            std::string::npos)
+      << c.out;
+  const auto cmp = hcasim::util::parse_csv(slurp(dir_ / "c.csv"), "c.csv");
+  ASSERT_EQ(cmp.size(), 7u);
+  auto col = [](const std::vector<std::string>& header, const std::string& name) {
+    const auto it = std::find(header.begin(), header.end(), name);
+    EXPECT_NE(it, header.end()) << name;
+    return static_cast<size_t>(it - header.begin());
+  };
+  for (size_t i = 0; i < tools.size(); ++i) {
+    SCOPED_TRACE(tools[i].command);
+    const auto& row = cmp[i + 1];
+    const auto& sim = own[i];
+    ASSERT_EQ(sim.size(), 2u);
+    EXPECT_EQ(row[col(cmp[0], "command")], tools[i].command);
+    if (tools[i].bw) {
+      EXPECT_EQ(row[col(cmp[0], "bw_bytes")], sim[1][col(sim[0], "bytes")]);
+      EXPECT_EQ(row[col(cmp[0], "sim_bw_avg_gbit_s")], sim[1][col(sim[0], "bw_avg_gbit_s")]);
+      const double mib_s = std::stod(sim[1][col(sim[0], "bw_avg_mib_s")]);
+      EXPECT_NEAR(std::stod(row[col(cmp[0], "meas_bw_avg_gbit_s")]), std::round(mib_s * 100) / 100 * 1048576 * 8 / 1e9,
+                  1e-9);
+      EXPECT_LT(std::fabs(std::stod(row[col(cmp[0], "err_bw_avg_pct")])), 0.005 / mib_s * 100 + 1e-4);
+    } else {
+      EXPECT_EQ(row[col(cmp[0], "bytes")], sim[1][col(sim[0], "bytes")]);
+      EXPECT_EQ(row[col(cmp[0], "sim_t_typical_us")], sim[1][col(sim[0], "t_typical_us")]);
+      const double t = std::stod(sim[1][col(sim[0], "t_typical_us")]);
+      EXPECT_DOUBLE_EQ(std::stod(row[col(cmp[0], "meas_t_typical_us")]), std::round(t * 100) / 100);
+      EXPECT_LE(std::fabs(std::stod(row[col(cmp[0], "err_t_typical_us")])), 0.005 + 1e-9);
+    }
+  }
+  // The atomic tests move 8 B.
+  EXPECT_EQ(cmp[3][col(cmp[0], "bytes")], "8");
+  EXPECT_EQ(cmp[6][col(cmp[0], "bw_bytes")], "8");
+}
+
 TEST_F(Sweep, ListedCommandsRunByGnuParallelCollectToTheSameReport) {
   // --list-commands DIR | parallel, then --collect DIR: the same report and CSV, byte for byte,
   // as the run or sweep that ran its points itself. GNU parallel is installed by
