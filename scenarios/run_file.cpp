@@ -843,6 +843,12 @@ class PerftestOutputReader {
         default: l.p999 = v; break;
       }
     }
+    // The median lies between the least and the greatest sample (perftest sorts them first).
+    if (!(l.t_min <= l.t_typical && l.t_typical <= l.t_max))
+      fail_at(origin_, line,
+              fmt::format("perftest row: t_typical {} is not between t_min {} and t_max {}: not a row perftest "
+                          "prints",
+                          l.t_typical, l.t_min, l.t_max));
     r_.latency.push_back(l);
   }
 
@@ -861,6 +867,11 @@ class PerftestOutputReader {
     if (!v)
       fail_at(origin_, line,
               fmt::format("perftest row: column {} ({}) '{}' is not a number", column, name, text));
+    // Times, rates and counts: perftest prints none below zero.
+    if (*v < 0)
+      fail_at(origin_, line,
+              fmt::format("perftest row: column {} ({}) '{}' is negative: not a value perftest prints", column,
+                          name, text));
     return *v;
   }
 

@@ -992,6 +992,15 @@ TEST(RunFileErrors, PerftestTables) {
             "runs.txt:3: perftest row: column 4 (t_max[usec]) '1,31.62' is not a number");
   EXPECT_EQ(error_of(header + " 2.5     1000          0.74           131.62       0.79\n"),
             "runs.txt:3: perftest row: column 1 (#bytes) '2.5' is not a whole number");
+  EXPECT_EQ(error_of(header + " 2       1000          -0.74          131.62       0.79\n"),
+            "runs.txt:3: perftest row: column 3 (t_min[usec]) '-0.74' is negative: not a value perftest prints");
+  // A median outside [t_min, t_max]: perftest's t_typical is a sample of the sorted run.
+  EXPECT_EQ(error_of(header + " 2       1000          9.00           131.62       0.79\n"),
+            "runs.txt:3: perftest row: t_typical 0.79 is not between t_min 9 and t_max 131.62: not a row perftest "
+            "prints");
+  EXPECT_EQ(error_of(header + " 2       1000          0.74           0.75         0.79\n"),
+            "runs.txt:3: perftest row: t_typical 0.79 is not between t_min 0.74 and t_max 0.75: not a row perftest "
+            "prints");
 }
 
 TEST(RunFileErrors, PerftestHeaders) {
