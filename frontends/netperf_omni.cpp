@@ -9,6 +9,7 @@
 #include <cinttypes>
 #include <cmath>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <optional>
 #include <string_view>
@@ -313,6 +314,9 @@ OutputSelection parse_output_selection(const NetperfOptions& o, std::vector<std:
     }
   } else {
     // parse_output_selection_file: one block per line, entries separated by ','.
+    std::error_code ec;
+    if (std::filesystem::is_directory(spec, ec))
+      fail(fmt::format("{} {}: a directory, not an output selection file (nor a selector name)", flag, spec));
     std::ifstream in(spec, std::ios::binary);
     if (!in)
       fail(fmt::format("{} {}: Could not open output selection file '{}' errno {} (not a selector name either)", flag,
@@ -345,6 +349,12 @@ OutputSelection parse_output_selection(const NetperfOptions& o, std::vector<std:
   // OUTPUT_END ends its block's list (print_omni_* stop at it).
   for (auto& b : sel)
     if (const auto end = std::find(b.begin(), b.end(), "OUTPUT_END"); end != b.end()) b.erase(end, b.end());
+  // netperf would run the test and print no result: refused before anything runs.
+  if (std::none_of(sel.begin(), sel.end(), [](const auto& b) {
+        return std::any_of(b.begin(), b.end(), [](const std::string& n) { return !n.empty() && n != "OUTPUT_NONE"; });
+      }))
+    fail(fmt::format("{} {}: selects no output (no selector netperf knows): the run would print no result", flag,
+                     o.output_selection.empty() ? std::string("''") : o.output_selection));
   return sel;
 }
 
