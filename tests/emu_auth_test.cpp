@@ -466,6 +466,12 @@ TEST(EmuAuth, APortOutOfDescriptorsBacksOffInsteadOfSpinning) {
   // once would spin the I/O thread: a whole CPU, or at least a third of one on a loaded 2-core
   // machine. Backing off kAcceptBackoffMs (10 accept(2) calls a second) costs next to nothing.
   // The child measures its own CPU time over 1 s and sends it to the parent: under 0.25 s.
+#if defined(HCASIM_SANITIZE)
+  // UBSan's vptr check reads a vtable's prefix only after testing it is mapped, through a pipe
+  // (sanitizer_common IsAccessibleMemoryRange): with no descriptor free, every check not yet
+  // cached reports an invalid vptr, and the child exits 1 on a false finding.
+  GTEST_SKIP() << "needs a process without a free descriptor, where UBSan's vptr check cannot work";
+#endif
   int ready[2], go[2], result[2];
   ASSERT_EQ(::pipe(ready), 0);
   ASSERT_EQ(::pipe(go), 0);
