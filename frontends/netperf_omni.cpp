@@ -9,10 +9,10 @@
 #include <cinttypes>
 #include <cmath>
 #include <cstring>
-#include <filesystem>
-#include <fstream>
 #include <optional>
 #include <string_view>
+
+#include <unistd.h>
 
 #include <fmt/format.h>
 
@@ -20,6 +20,7 @@
 #include "frontends/netperf_output.h"
 #include "model/cpu.h"
 #include "model/error.h"
+#include "util/input_file.h"
 
 namespace hcasim::frontends {
 
@@ -314,14 +315,14 @@ OutputSelection parse_output_selection(const NetperfOptions& o, std::vector<std:
     }
   } else {
     // parse_output_selection_file: one block per line, entries separated by ','.
-    std::error_code ec;
-    if (std::filesystem::is_directory(spec, ec))
-      fail(fmt::format("{} {}: a directory, not an output selection file (nor a selector name)", flag, spec));
-    std::ifstream in(spec, std::ios::binary);
-    if (!in)
-      fail(fmt::format("{} {}: Could not open output selection file '{}' errno {} (not a selector name either)", flag,
-                       spec, spec, errno));
-    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    // Only a regular file, read whole and bounded (a FIFO or /dev/zero would never end), after
+    // netperf's own refusal of a file it cannot open.
+    const std::string what = fmt::format("{} {}", flag, spec);
+    util::refuse_non_file(spec, what);
+    if (::access(spec.c_str(), R_OK) != 0)
+      fail(fmt::format("{}: Could not open output selection file '{}' errno {} (not a selector name either)", what,
+                       spec, errno));
+    const std::string text = util::read_text(spec, what);
     std::vector<std::string> block;
     std::string name;
     size_t line = 0, column = 1;

@@ -22,6 +22,7 @@
 #include "scenarios/datadir.h"
 #include "sim/testbed.h"
 #include "util/csv.h"
+#include "util/input_file.h"
 #include "util/number.h"
 #include "util/output_file.h"
 
@@ -398,7 +399,7 @@ int run_calibrate(const CalibrateOptions& o) {
   std::ostream& out = o.json ? discard : std::cout;
   // Everything is checked before the first simulation.
   const std::string platform_file = resolve_platform(o.platform);
-  const std::string base_text = read_text(platform_file, platform_file);
+  const std::string base_text = util::read_text(platform_file, platform_file);
   const model::Platform as_filed = model::Platform::parse(base_text, platform_file);
   model::Platform base = as_filed;  // with --set: the platform the runs are simulated on
   for (const auto& s : platform_settings(o.sets)) base.set(s);

@@ -1,16 +1,13 @@
 // Data directory lookup (datadir.h).
 #include "scenarios/datadir.h"
 
-#include <array>
-#include <cerrno>
 #include <cstdlib>
-#include <cstring>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <system_error>
 
 #include <fmt/format.h>
+
+#include "util/input_file.h"
 
 #ifndef HCASIM_SOURCE_DATA_DIR
 #define HCASIM_SOURCE_DATA_DIR "."
@@ -34,29 +31,6 @@ fs::file_type type_of(const fs::path& p) {
 
 bool is_file(const fs::path& p) { return type_of(p) == fs::file_type::regular; }
 
-/// "a FIFO", "a directory", ... for what is there but is no regular file; "" for a regular file
-/// or nothing at all.
-std::string not_a_file(const fs::path& p) {
-  switch (type_of(p)) {
-    case fs::file_type::regular:
-    case fs::file_type::not_found:
-    case fs::file_type::none: return "";
-    case fs::file_type::directory: return "a directory";
-    case fs::file_type::fifo: return "a FIFO";
-    case fs::file_type::character: return "a character device";
-    case fs::file_type::block: return "a block device";
-    case fs::file_type::socket: return "a socket";
-    default: return "not a regular file";
-  }
-}
-
-/// InputError "WHAT: KIND, not a regular file (...)" when `p` exists and is no regular file.
-void refuse_non_file(const fs::path& p, const std::string& what) {
-  if (const std::string kind = not_a_file(p); !kind.empty())
-    throw InputError(fmt::format("{}: {}, not a regular file (hcasim reads its inputs only from regular files)",
-                                 what, kind));
-}
-
 bool is_dir(const fs::path& p) {
   std::error_code ec;
   return fs::is_directory(p, ec);
@@ -67,7 +41,7 @@ bool is_dir(const fs::path& p) {
 std::string resolve(const std::string& name_or_file, const fs::path& dir, const std::string& label,
                     const char* kind) {
   if (!name_or_file.empty() && is_file(name_or_file)) return name_or_file;
-  if (!name_or_file.empty()) refuse_non_file(name_or_file, label);
+  if (!name_or_file.empty()) util::refuse_non_file(name_or_file, label);
   if (!name_or_file.empty() && name_or_file.find('/') == std::string::npos) {
     const fs::path candidate = dir / (name_or_file + ".toml");
     if (is_file(candidate)) return candidate.string();
@@ -124,28 +98,8 @@ std::vector<std::string> platform_files(const std::string& platform, const std::
   return files;
 }
 
-std::string read_text(const std::string& path, const std::string& what) {
-  refuse_non_file(path, what);  // a FIFO blocks for ever, /dev/zero never ends
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError(fmt::format("{}: cannot read ({})", what, std::strerror(errno)));
-  const auto too_large = [&] {
-    return InputError(
-        fmt::format("{}: larger than {} MiB, the most hcasim reads of an input file", what, kMaxInputBytes >> 20));
-  };
-  std::error_code ec;
-  if (const auto size = fs::file_size(path, ec); !ec && size > kMaxInputBytes) throw too_large();
-  // Read in pieces and stop past the cap: a file that grows while it is read, or one whose size
-  // the kernel does not say (/proc), is bounded too.
-  std::string text;
-  std::array<char, 65536> piece{};
-  while (in.read(piece.data(), piece.size()) || in.gcount() > 0) {
-    text.append(piece.data(), static_cast<size_t>(in.gcount()));
-    if (text.size() > kMaxInputBytes) throw too_large();
-  }
-  if (in.bad()) throw InputError(fmt::format("{}: cannot read ({})", what, std::strerror(errno)));
-  return text;
+model::Platform load_platform(const std::string& path) {
+  return model::Platform::parse(util::read_text(path, path), path);
 }
-
-model::Platform load_platform(const std::string& path) { return model::Platform::parse(read_text(path, path), path); }
 
 }  // namespace hcasim::scenarios

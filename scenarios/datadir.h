@@ -31,17 +31,7 @@ std::string resolve_platform(const std::string& name_or_file,
 /// otherwise.
 std::string resolve_scenario(const std::string& name_or_file);
 
-/// The most read_text reads of one file: 64 MiB. The largest input shipped (a scenario, a
-/// reference CSV, a run file of pasted output) is a few tens of KB.
-inline constexpr size_t kMaxInputBytes = size_t{64} << 20;
-
-/// The whole of file `path`, bytes as they are. Throws InputError (`what` is usually the path
-/// itself) "WHAT: cannot read (reason)" when it cannot be opened, "WHAT: a FIFO, not a regular
-/// file (...)" (a directory, a character device ...) for anything but a regular file (or a
-/// symlink to one), and "WHAT: larger than 64 MiB, ..." past kMaxInputBytes.
-std::string read_text(const std::string& path, const std::string& what);
-
-/// A platform file, read by read_text (so bounded, and only a regular file) and parsed by
+/// A platform file, read by util::read_text (so bounded, and only a regular file) and parsed by
 /// model::Platform::parse.
 model::Platform load_platform(const std::string& path);
 

@@ -13,6 +13,7 @@
 
 #include "model/error.h"
 #include "scenarios/datadir.h"
+#include "util/input_file.h"
 #include "util/output_file.h"
 
 namespace hcasim::scenarios {
@@ -85,7 +86,7 @@ std::optional<std::vector<ChildResult>> execute_runs(const std::vector<ChildRun>
   }
   std::string listed;
   try {
-    listed = read_text(commands_file, commands_file);
+    listed = util::read_text(commands_file, commands_file);
   } catch (const InputError& e) {
     throw InputError(fmt::format("--collect {}: {} (made by --list-commands {})", fanout.dir, e.what(), fanout.dir));
   }
@@ -100,7 +101,7 @@ std::optional<std::vector<ChildResult>> execute_runs(const std::vector<ChildRun>
     if (!fs::is_regular_file(path, ec))
       throw InputError(fmt::format("--collect {}: run {} ({}): no {}: was its command run?", fanout.dir, i + 1,
                                    runs[i].label, path));
-    results[i].csv = read_text(path, path);
+    results[i].csv = util::read_text(path, path);
   }
   return results;
 }

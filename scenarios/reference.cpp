@@ -9,6 +9,7 @@
 
 #include "scenarios/datadir.h"
 #include "util/csv.h"
+#include "util/input_file.h"
 #include "util/number.h"
 
 namespace hcasim::scenarios {
@@ -159,7 +160,7 @@ Figures reference_figures(std::string_view csv_text, const std::string& origin,
 
 Figures read_reference(const ReferenceSpec& spec, const std::string& base_dir) {
   const fs::path file = reference_path(spec, base_dir);
-  return reference_figures(read_text(file.string(), file.string()), file.string(), spec);
+  return reference_figures(util::read_text(file.string(), file.string()), file.string(), spec);
 }
 
 LatencyFigures latency_reference_figures(std::string_view csv_text, const std::string& origin,
@@ -180,7 +181,7 @@ LatencyFigures latency_reference_figures(std::string_view csv_text, const std::s
 
 LatencyFigures read_latency_reference(const ReferenceSpec& spec, const std::string& base_dir) {
   const fs::path file = reference_path(spec, base_dir);
-  return latency_reference_figures(read_text(file.string(), file.string()), file.string(), spec);
+  return latency_reference_figures(util::read_text(file.string(), file.string()), file.string(), spec);
 }
 
 Figures netperf_csv_figures(std::string_view csv_text, const std::string& origin) {

@@ -23,6 +23,7 @@
 #include "frontends/perftest_cli.h"
 #include "scenarios/datadir.h"
 #include "util/command_words.h"
+#include "util/input_file.h"
 #include "util/number.h"
 
 namespace hcasim::scenarios {
@@ -978,7 +979,7 @@ std::vector<RealRun> parse_run_file(std::string_view text, const std::string& or
 }
 
 std::vector<RealRun> load_run_file(const std::string& path) {
-  return parse_run_file(read_text(path, path), path);
+  return parse_run_file(util::read_text(path, path), path);
 }
 
 }  // namespace hcasim::scenarios

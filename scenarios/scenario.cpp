@@ -12,6 +12,7 @@
 #include "frontends/perftest_cli.h"
 #include "scenarios/datadir.h"
 #include "util/command_words.h"
+#include "util/input_file.h"
 
 namespace hcasim::scenarios {
 
@@ -326,7 +327,7 @@ Scenario parse_scenario(std::string_view toml_text, const std::string& origin) {
 }
 
 Scenario load_scenario(const std::string& path) {
-  return parse_scenario(read_text(path, path), path);
+  return parse_scenario(util::read_text(path, path), path);
 }
 
 /// "TABLE MODE SIZE": the size flag of a netperf point, "BYTES B" of a latency point.

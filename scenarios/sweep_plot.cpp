@@ -22,6 +22,7 @@
 #include "scenarios/gnuplot.h"
 #include "scenarios/run_file.h"
 #include "util/csv.h"
+#include "util/input_file.h"
 #include "util/number.h"
 #include "util/output_file.h"
 
@@ -150,7 +151,7 @@ std::vector<int> label_columns(const std::vector<std::string>& header, const std
 std::vector<PlotSeries> csv_series(const std::string& path, const std::vector<PlotMetric>& metrics) {
   const std::string where = "--reference " + path;
   std::vector<size_t> lines;
-  const auto rows = util::parse_csv(read_text(path, where), where, &lines);
+  const auto rows = util::parse_csv(util::read_text(path, where), where, &lines);
   if (rows.size() < 2) throw InputError(fmt::format("{}: no data row", where));
   const auto& header = rows.front();
   auto col = [&](const std::string& name) {

@@ -438,14 +438,24 @@ std::vector<Case> cases() {
        .line = E + "-o: takes its output selectors as the next word .*"});
   add({.name = "netperf_selector_json", .args = {"netperf", "--json", "--", "-o", "THROUGHPUT"},
        .line = E + "-o: output selectors are netperf's text output; not with --json"});
-  // A directory where the selection file goes; lists that select nothing (netperf would print
-  // only its banner).
+  // Where the selection file goes: a directory, a FIFO (netperf would wait for ever), a device;
+  // lists that select nothing (netperf would print only its banner).
   add({.name = "netperf_selector_directory", .args = {"netperf", "--csv", csv, "--", "-o", "/"},
-       .line = E + "-o /: a directory, not an output selection file \\(nor a selector name\\)", .absent = {csv}});
+       .line = E + "-o /: a directory, not a regular file \\(hcasim reads its inputs only from regular files\\)",
+       .absent = {csv}});
+  add({.name = "netperf_selector_fifo", .args = {"netperf", "--", "-O", "@DIR@/sel.fifo"},
+       .line = E + "-O @DIR@/sel\\.fifo: a FIFO, not a regular file \\(hcasim reads its inputs only from regular "
+                   "files\\)"});
+  v.back().fifos = {"sel.fifo"};
+  add({.name = "netperf_selector_device", .args = {"netperf", "--", "-k", "/dev/zero"},
+       .line = E + "-k /dev/zero: a character device, not a regular file \\(hcasim reads its inputs only from "
+                   "regular files\\)"});
   add({.name = "netperf_selector_empty_list", .args = {"netperf", "--", "-o", ","},
        .line = E + "-o ,: selects no output \\(no selector netperf knows\\): the run would print no result"});
-  add({.name = "netperf_selector_empty_file", .args = {"netperf", "--", "-k", "/dev/null"},
-       .line = E + "-k /dev/null: selects no output \\(no selector netperf knows\\): the run would print no result"});
+  add({.name = "netperf_selector_empty_file", .args = {"netperf", "--", "-k", "@DIR@/sel.txt"},
+       .files = {{"sel.txt", ""}},
+       .line = E + "-k @DIR@/sel\\.txt: selects no output \\(no selector netperf knows\\): the run would print no "
+                   "result"});
   // Accepted: a simulation of 10^30 s that never ended.
   add({.name = "netperf_length_beyond_netperf", .args = {"netperf", "-l", "1e30", "--csv", csv},
        .line = E + "-l 1e30: above netperf's limit of 2147483647 seconds", .absent = {csv}});

@@ -19,6 +19,7 @@
 #include "scenarios/params.h"
 #include "sim/testbed.h"
 #include "tests/hcasim_run.h"
+#include "util/input_file.h"
 
 namespace hcasim {
 namespace {
@@ -169,7 +170,7 @@ TEST(ParamSchema, APlantedUndeclaredReadFails) {
 // errors, worded by the schema.
 TEST(ParamSchema, UnknownAndUnusedKeysAreNamed) {
   const std::string dir = scenarios::data_dir() + "/scenarios/platforms/";
-  const std::string text = scenarios::read_text(dir + "connectx-ddr-pcie1x8.toml", "p");
+  const std::string text = util::read_text(dir + "connectx-ddr-pcie1x8.toml", "p");
   const Platform typo = Platform::parse(text + "[cpu.extra]\nsycsall = { value = 1, unit = \"ns\", source = \"s\" }\n",
                                         "p.toml");
   try {
