@@ -460,12 +460,12 @@ TEST_F(Victim, AFloodOfStrangersHoldsAtMostTheBacklogsDescriptors) {
 }
 
 TEST(EmuAuth, APortOutOfDescriptorsBacksOffInsteadOfSpinning) {
-  // A child owns a port and then has no descriptor to spare (RLIMIT_NOFILE at what it has
-  // open, and no stranger's handshake to close): its accept(2) fails with EMFILE while
-  // strangers of the parent's queue up. Retrying at
-  // once would spin the I/O thread: a whole CPU, or at least a third of one on a loaded 2-core
-  // machine. Backing off kAcceptBackoffMs (10 accept(2) calls a second) costs next to nothing.
-  // The child measures its own CPU time over 1 s and sends it to the parent: under 0.25 s.
+  // A child owns a port and then has no descriptor to spare (RLIMIT_NOFILE at the lowest free
+  // one, and no stranger's handshake to close): its accept(2) fails with EMFILE while strangers
+  // of the parent's queue up. Retrying at once would spin the I/O thread: a whole CPU, or at
+  // least a third of one on a loaded 2-core machine. Backing off kAcceptBackoffMs (10 accept(2)
+  // calls a second) costs next to nothing. The child measures its own CPU time over 1 s and
+  // sends it to the parent: under 0.25 s.
 #if defined(HCASIM_SANITIZE)
   // UBSan's vptr check reads a vtable's prefix only after testing it is mapped, through a pipe
   // (sanitizer_common IsAccessibleMemoryRange): with no descriptor free, every check not yet
