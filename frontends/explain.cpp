@@ -157,6 +157,12 @@ std::string what_if(const ResourceUse& b, const ExplainMeasure& m) {
     return fmt::format("what if: the HCA in a PCIe slot, whose directions are separate links (a PCI-X bus carries both "
                        "directions at {:.2f} Gbit/s)",
                        m.bus[h].dma_write_ceiling_gbps());
+  if (b.kind == "hca_qp")
+    return "what if: the WRs spread over more QPs (perftest -q): each QP's WQEs have a processing unit of their own, "
+           "and the port's packet rate (hca.tx_packet_time) is the next bound";
+  if (b.kind == "hca_tx_port" || b.kind == "hca_rx_port")
+    return "what if: larger messages: the port's time is per packet (hca.tx_packet_time, hca.rx_packet_time), so "
+           "fewer packets carry the same bytes";
   if (b.kind == "hca_wqe")
     return "what if: WRs posted ahead of the one in flight (a deeper send queue, -t) let the HCA fetch WQEs while it "
            "transfers, which hides the wait";
@@ -189,7 +195,8 @@ std::string what_if(const ResourceUse& b, const ExplainMeasure& m) {
 
 const char* explain_rule() {
   return "rule: the bottleneck is the busiest resource, saturated when busy >= 95 % of the interval: a "
-         "link's bytes at its model ceiling, a CPU's work (polling excluded), the HCA's wait for WQEs";
+         "link's bytes at its model ceiling, a CPU's work (polling excluded), the HCA's wait for WQEs, an HCA "
+         "stage's time taken";
 }
 
 Explanation explain(const ExplainMeasure& m) {
@@ -211,6 +218,23 @@ Explanation explain(const ExplainMeasure& m) {
     wqe.name = fmt::format("{} HCA waiting for WQEs (doorbell + WQE fetch, or BlueFlame)", who);
     wqe.busy_pct = m.interval_s > 0 ? 100 * m.hca[h].wqe_wait_s / m.interval_s : 0;
     rs.push_back(wqe);
+    // The HCA's pipeline stages (hca/stage.h): each one's time taken over the interval.
+    auto stage = [&](const char* kind, std::string name, double busy_s) {
+      ResourceUse r;
+      r.kind = kind;
+      r.host = static_cast<int>(h);
+      r.name = std::move(name);
+      r.busy_pct = m.interval_s > 0 ? 100 * busy_s / m.interval_s : 0;
+      rs.push_back(std::move(r));
+    };
+    const HcaUse& u = m.hca[h];
+    stage("hca_qp", fmt::format("{} HCA WQE processing of QP 0x{:04x} ({} WQEs, hca.qp_wqe_time each)", who, u.qp_wqe_qpn,
+                                u.qp_wqes),
+          u.qp_wqe_busy_s);
+    stage("hca_tx_port", fmt::format("{} HCA port transmit ({} packets, hca.tx_packet_time each)", who, u.tx_packets),
+          u.tx_port_busy_s);
+    stage("hca_rx_port", fmt::format("{} HCA port receive ({} packets, hca.rx_packet_time each)", who, u.rx_packets),
+          u.rx_port_busy_s);
     for (const CoreProfile& c : m.cores[h]) {
       ResourceUse r;
       r.kind = "cpu";

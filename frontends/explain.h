@@ -19,7 +19,8 @@ namespace hcasim::frontends {
 /// A resource's utilisation over the interval.
 struct ResourceUse {
   std::string name;            ///< "local PCIe gen1 x8 host->device (DMA read completions)", "remote CPU 1"
-  std::string kind;            ///< "bus_read", "dma_tags", "ib", "bus_write", "bus_shared", "hca_engine", "cpu"
+  std::string kind;            ///< "bus_read", "dma_tags", "ib", "bus_write", "bus_shared", "hca_engine", "hca_wqe",
+                               ///< "hca_qp", "hca_tx_port", "hca_rx_port", "cpu"
   int host = 0;                ///< 0 local, 1 remote (the sending host's for a route's IB link)
   int cpu = -1;                ///< the CPU, for kind "cpu"
   double busy_pct = 0;         ///< share of the interval it was busy (a CPU: its work, polling excluded), %

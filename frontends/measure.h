@@ -28,14 +28,23 @@ struct LinkUse {
   double ceiling_gbit_s = 0;
 };
 
-/// One HCA's send engine over the measured interval (sim::Hca::measure): the time it spent on
-/// trains (from taking a WQE to its last byte leaving the route's bottleneck, s), the part of it
-/// spent waiting for a WQE to reach the HCA (doorbell + WQE fetch, or the BlueFlame copy, s), and
-/// the trains it moved.
+/// One HCA over the measured interval (sim::Hca::measure): its send engine's time on trains
+/// (from taking a WQE to its last byte leaving the route's bottleneck, s), the part of it spent
+/// waiting for a WQE to reach the HCA (doorbell + WQE fetch, or the BlueFlame copy, s), the trains
+/// it moved; and its pipeline stages' time taken (hca/stage.h, s): the busiest QP's WQE
+/// processing (hca.qp_wqe_time per WQE), the port's transmit and receive packet processing
+/// (hca.tx_packet_time, hca.rx_packet_time per packet), with the jobs each took.
 struct HcaUse {
   double engine_busy_s = 0;
   double wqe_wait_s = 0;
   uint64_t trains = 0;
+  double qp_wqe_busy_s = 0;
+  uint32_t qp_wqe_qpn = 0;  ///< the busiest QP's number
+  uint64_t qp_wqes = 0;     ///< its WQEs
+  double tx_port_busy_s = 0;
+  uint64_t tx_packets = 0;
+  double rx_port_busy_s = 0;
+  uint64_t rx_packets = 0;
 };
 
 /// What one measured interval used, as the simulation measured it, with what a what-if needs

@@ -17,6 +17,9 @@ HcaTiming HcaTiming::from_platform(const Platform& p) {
   t.propagation_ns = p.num("ib.propagation");
   t.inline_copy_rate_Bpns = p.num("hca.inline_copy_rate");
   t.atomic_ns = p.num("hca.atomic");
+  t.qp_wqe_ns = p.num("hca.qp_wqe_time");
+  t.tx_packet_ns = p.num("hca.tx_packet_time");
+  t.rx_packet_ns = p.num("hca.rx_packet_time");
   return t;
 }
 
@@ -120,6 +123,14 @@ constexpr ParamSpec kHca[] = {
      .doc = "BlueFlame buffer: the largest WQE a post writes through it (whole 64 B WQE basic blocks)"},
     nonneg("hca.tx_processing", "ns", "the HCA's work from a WQE to its first packet on the wire (pipelined)"),
     nonneg("hca.rx_processing", "ns", "the HCA's work from a packet to its scatter (pipelined)"),
+    nonneg("hca.qp_wqe_time", "ns",
+           "one WQE through the processing unit that owns its QP, one at a time: a single QP's message rate is at "
+           "most 1 / this (0: no bound)"),
+    nonneg("hca.tx_packet_time", "ns",
+           "one packet through the port's transmit scheduler, all QPs: the port's packet rate (0: no bound)"),
+    nonneg("hca.rx_packet_time", "ns",
+           "one packet through the port's receive processing (checks, receive WQE, scatter, CQE): the port's "
+           "inbound packet rate (0: no bound)"),
     nonneg("hca.interrupt_latency", "ns", "CQE written to the interrupt handler's entry (EQE, MSI-X)"),
     positive("hca.inline_copy_rate", "B/ns", "the HCA taking inline data out of the WQE"),
     integer("hca.max_outstanding_reads", "", 1, 256,

@@ -33,11 +33,20 @@ struct HcaTiming {
   /// time (the target locked for the read-modify-write), besides the DMA read round trip of the
   /// operand, which the atomic's latency also pays.
   double atomic_ns = 0;
+  /// The stages' rates, as the time each job holds its unit (hca::Stage), ns; 0: never bounds.
+  /// One WQE through the processing unit that owns its QP (hca.qp_wqe_time): a QP's WQEs go one
+  /// at a time, in order, so one QP sends at most 1 / this messages per ns.
+  double qp_wqe_ns = 0;
+  /// One packet through the port's transmit scheduler, every QP's (hca.tx_packet_time).
+  double tx_packet_ns = 0;
+  /// One packet through the port's receive processing (hca.rx_packet_time): checks, the receive
+  /// WQE of a SEND, the scatter, the CQE of a message's last packet.
+  double rx_packet_ns = 0;
 
   /// Reads the bus's DmaRead latency (> 0) and PostedWrite latency (HostBus::latency_key:
   /// pcie.* or pcix.*), hca.tx_processing, hca.rx_processing, hca.interrupt_latency,
-  /// ib.propagation, hca.atomic (all ns, >= 0) and hca.inline_copy_rate (B/ns, > 0). Throws InputError on
-  /// a missing or bad value.
+  /// ib.propagation, hca.atomic, hca.qp_wqe_time, hca.tx_packet_time, hca.rx_packet_time (all
+  /// ns, >= 0) and hca.inline_copy_rate (B/ns, > 0). Throws InputError on a missing or bad value.
   static HcaTiming from_platform(const Platform& p);
 };
 

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <bit>
+#include <cmath>
+#include <limits>
 
 #include <fmt/format.h>
 
@@ -118,8 +120,24 @@ void Hca::ring_doorbell(const Qp& qp) {
   engine_wq_.notify_all();
 }
 
-Qp* Hca::next_ready(size_t from, size_t& slot) {
+frontends::HcaUse HcaBusy::use() const {
+  frontends::HcaUse u{engine_ns * 1e-9, wqe_wait_ns * 1e-9, trains};
+  for (const auto& [qpn, q] : qp_wqe)
+    if (q.first * 1e-9 > u.qp_wqe_busy_s || u.qp_wqes == 0) {
+      u.qp_wqe_busy_s = q.first * 1e-9;
+      u.qp_wqe_qpn = qpn;
+      u.qp_wqes = q.second;
+    }
+  u.tx_port_busy_s = tx_port_ns * 1e-9;
+  u.tx_packets = tx_packets;
+  u.rx_port_busy_s = rx_port_ns * 1e-9;
+  u.rx_packets = rx_packets;
+  return u;
+}
+
+Qp* Hca::next_ready(size_t from, size_t& slot, double& wake_ns) {
   const size_t n = qps_.size();
+  const double now = now_ns();
   // Two passes over the bit words: [from, n), then [0, from).
   for (int pass = 0; pass < 2; ++pass) {
     const size_t begin = pass == 0 ? from : 0, end = pass == 0 ? n : from;
@@ -131,6 +149,10 @@ Qp* Hca::next_ready(size_t from, size_t& slot) {
         if (i >= end) break;
         bits &= bits - 1;
         if (qps_[i]->core_.has_request()) {
+          if (const double free = qps_[i]->wqe_unit_.free_at_ns(); free > now) {
+            wake_ns = std::min(wake_ns, free);  // its unit is on its last WQE: stays marked
+            continue;
+          }
           slot = i;
           return qps_[i].get();
         }
@@ -151,11 +173,14 @@ void Hca::send_engine() {
   size_t next = 0;
   for (;;) {
     size_t slot = 0;
-    Qp* qp = qps_.empty() ? nullptr : next_ready(next, slot);  // round robin over send queues
+    double wake_ns = std::numeric_limits<double>::infinity();
+    Qp* qp = qps_.empty() ? nullptr : next_ready(next, slot, wake_ns);  // round robin over send queues
     if (qp != nullptr) next = (slot + 1) % qps_.size();
     if (qp == nullptr) {
-      idle = true;
-      engine_wq_.wait();
+      // Every QP with requests waits for its WQE processing unit: the engine goes on when the
+      // first is free, or at a doorbell. Otherwise the send queues are empty.
+      if (std::isinf(wake_ns)) idle = true;
+      engine_wq_.wait(std::isinf(wake_ns) ? wake_ns : to_s(wake_ns));
       continue;
     }
     if (busy_ != nullptr) [[unlikely]] {

@@ -20,6 +20,7 @@
 /// MTU, handed to the responder at once.
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -28,8 +29,10 @@
 #include <simgrid/s4u.hpp>
 
 #include "hca/cq.h"
+#include "frontends/measure.h"
 #include "hca/mr.h"
 #include "hca/queue_pair.h"
+#include "hca/stage.h"
 #include "hca/wire_faults.h"
 #include "model/fault.h"
 #include "model/hca.h"
@@ -81,12 +84,20 @@ struct CqArm {
   model::EventModerator moderator{0, 0};
 };
 
-/// What a send engine did while measured (Hca::measure): time on trains and the part of it
-/// waiting for a WQE to reach the HCA, ns; trains moved.
+/// What an HCA did while measured (Hca::measure): its send engine's time on trains and the part
+/// of it waiting for a WQE to reach the HCA, ns; trains moved; its stages' time taken (ns) and
+/// jobs (hca/stage.h): WQE processing per QP (by QPN), the port's transmit and receive packets.
 struct HcaBusy {
   double engine_ns = 0;
   double wqe_wait_ns = 0;
   uint64_t trains = 0;
+  std::map<uint32_t, std::pair<double, uint64_t>> qp_wqe;  ///< QPN -> (ns, WQEs)
+  double tx_port_ns = 0;
+  uint64_t tx_packets = 0;
+  double rx_port_ns = 0;
+  uint64_t rx_packets = 0;
+  /// As --explain takes it (seconds; the busiest QP's WQE processing).
+  frontends::HcaUse use() const;
 };
 
 /// Where a train's payload is read from, for the backend that writes it (the core's payload
@@ -202,7 +213,9 @@ class Hca {
   /// when none is. Every path that makes a requester ready kicks its backend (hca/backend.h
   /// QpBackend::kick), so the ready QPs are among the marked ones and the order is that of a
   /// scan over every QP, at a cost per WQE that does not grow with the number of QPs.
-  Qp* next_ready(size_t from, size_t& slot);
+  /// A QP whose WQE processing unit is still busy (hca.qp_wqe_time) is passed over, keeping its
+  /// mark; `wake_ns` is then set to the earliest time one of those is free (else left alone).
+  Qp* next_ready(size_t from, size_t& slot, double& wake_ns);
   void raise_interrupt(Qp* qp);
   void send_engine();
   void interrupt_handler();
@@ -231,6 +244,7 @@ class Hca {
   HcaBusy* busy_ = nullptr;  // measure()
   TraceSink* trace_ = nullptr;  // set_trace()
   double atomic_free_ns_ = 0;  // the atomic unit (hca.atomic) takes the next atomic from then on
+  hca::Stage tx_port_, rx_port_;  // the port's packet processing (hca.tx_packet_time, rx_packet_time)
   model::FaultConfig faults_;
   model::RcRetry retry_;
   uint64_t side_ = 0;
@@ -407,6 +421,7 @@ class Qp : public sdp::Verbs, public hca::QpBackend {
   std::shared_ptr<CqArm> arm_;  // the CQ's arming, shared as cq_ is; its moderation from the HCA's IrqConfig
   Srq* srq_ = nullptr;          // set_srq
   std::optional<hca::WireFaults<SimPayload>> req_faults_, resp_faults_;
+  hca::Stage wqe_unit_;  // the processing unit that owns this QP's WQEs (hca.qp_wqe_time)
   uint64_t icrc_drops_ = 0;
   /// A CQE the core writes during the current step becomes visible at this time (0: now).
   double cqe_at_ns_ = 0;

@@ -73,6 +73,15 @@ void Qp::execute_one(bool after_idle) {
   }
   const hca::OpKind k = hca::op_kind(p.op);
   const double taken = now_ns();  // the train's WQE is the HCA's from here
+  // The QP's processing unit works on this WQE (next_ready took the QP only with its unit free):
+  // the QP's next WQE starts hca.qp_wqe_time later at the earliest, while this one's packets go.
+  const model::HcaTiming& t = hca_.timing();
+  wqe_unit_.take(taken, t.qp_wqe_ns);
+  if (hca_.busy_ != nullptr) {
+    auto& [ns, wqes] = hca_.busy_->qp_wqe[qpn_];
+    ns += t.qp_wqe_ns;
+    ++wqes;
+  }
   if (k == hca::OpKind::ReadRequest || k == hca::OpKind::CompareSwap || k == hca::OpKind::FetchAdd) {
     if (pi != nullptr) posts_.pop_front();
     execute_read(p);
@@ -98,7 +107,17 @@ void Qp::execute_one(bool after_idle) {
                         taken, now_ns(), qpn_, p.payload_len);
   // The datagram's (UC: the message's) last byte has left the bottleneck: its send CQE follows
   // with the posted write.
-  flush_deferred(now_ns() + hca_.timing().posted_write_ns);
+  flush_deferred(now_ns() + t.posted_write_ns);
+  // The port's transmit scheduler took each packet for hca.tx_packet_time: a train of short
+  // packets holds the engine for that long when the route is faster.
+  const uint64_t packets = core_.packets_of(p.payload_len);
+  const double service = static_cast<double>(packets) * t.tx_packet_ns;
+  const double port_done = hca_.tx_port_.take(taken, service) + service;
+  if (hca_.busy_ != nullptr) {
+    hca_.busy_->tx_port_ns += service;
+    hca_.busy_->tx_packets += packets;
+  }
+  if (port_done > now_ns()) sleep_until_s(to_s(port_done));
 }
 
 void Qp::flush_deferred(double at_ns) {
@@ -121,7 +140,17 @@ void Qp::deliver(const hca::Packet& p) {
   // an RDMA WRITE, its data are visible after the pipeline's tail and the responder's packet
   // store (model::receive_store_ns); its ACK, sent once the last packet has passed its checks,
   // arrives back later and does not wait for the stored packet to drain.
-  const double now = now_ns();
+  // The responder's port takes the train's packets one at a time for hca.rx_packet_time each
+  // (checks, the receive WQE, the scatter): a train that finds it busy waits, and so do its
+  // data, CQE and ACK.
+  Hca& rx = peer->hca_;
+  const uint64_t packets = core_.packets_of(bytes);
+  const double service = static_cast<double>(packets) * pt.rx_packet_ns;
+  const double now = rx.rx_port_.take(now_ns(), service);
+  if (rx.busy_ != nullptr) {
+    rx.busy_->rx_port_ns += service;
+    rx.busy_->rx_packets += packets;
+  }
   const double recv_done =
       now + model::receive_completion_latency_ns(t, pt, p.inline_data, bytes) + hca_.peer_store_ns(bytes);
   const double send_done = now + model::send_completion_latency_ns(t, pt, p.inline_data, bytes);
@@ -143,6 +172,9 @@ void Qp::deliver(const hca::Packet& p) {
   const double nak_at = now + t.propagation_ns + pt.rx_processing_ns + pt.tx_processing_ns + pt.propagation_ns +
                         t.rx_processing_ns;
   peer->send_responses(*this, send_done, nak_at);
+  // Link-level flow control (IBA 7.9): the responder's receive buffer takes no more than this
+  // train while its port is behind, so the sending port waits until it starts on it.
+  if (now > now_ns()) sleep_until_s(to_s(now));
 }
 
 void Qp::response_arrives(Qp& to, const hca::Packet& sub, bool corrupted, const SimPayload& h, uint64_t skip,

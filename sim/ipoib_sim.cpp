@@ -321,7 +321,7 @@ frontends::IpoibStreamResult Stream::run() {
     m.interval_s = r.elapsed_s;
     m.links = link_use_;
     for (size_t i = 0; i < 2; ++i)
-      m.hca[i] = {hca_busy_[i].engine_ns * 1e-9, hca_busy_[i].wqe_wait_ns * 1e-9, hca_busy_[i].trains};
+      m.hca[i] = hca_busy_[i].use();
     m.cores = {r.local_profile, r.remote_profile};
     m.host_role = {"netperf", "netserver"};
     bed_.describe(m, {lcpu_, rcpu_});

@@ -344,7 +344,7 @@ frontends::TcpStreamResult run_tcp_stream(const model::Platform& local, const mo
     m.interval_s = res.elapsed_s;
     m.links = std::move(link_use);
     for (size_t i = 0; i < 2; ++i)
-      m.hca[i] = {hca_busy[i].engine_ns * 1e-9, hca_busy[i].wqe_wait_ns * 1e-9, hca_busy[i].trains};
+      m.hca[i] = hca_busy[i].use();
     m.cores = {res.local_profile, res.remote_profile};
     m.host_role = {"netperf", "netserver"};
     bed.describe(m, {lcpu, rcpu});

@@ -857,7 +857,7 @@ frontends::PerftestResult run_perftest(const model::Platform& local, const model
             for (int h = 0; h < 2; ++h) {
               const auto hi = static_cast<size_t>(h);
               bed.hca(h).measure(nullptr);
-              m.hca[hi] = {busy[k][hi].engine_ns * 1e-9, busy[k][hi].wqe_wait_ns * 1e-9, busy[k][hi].trains};
+              m.hca[hi] = busy[k][hi].use();
               const auto& acc = bed.host(h).accounts();
               for (size_t c = 0; c < acc.size(); ++c) {
                 frontends::CoreProfile p;

@@ -1,6 +1,6 @@
 // The HCA core (hca/) alone, without time: MR keys and bounds (the overflow case), the CQ's
 // depth and overrun, the QP state machine, the post checks, the flush, PSN arithmetic, AETH
-// syndromes, the retry counters and the RNR timer table. Values from the IBA 1.2.1 and the
+// syndromes, the retry counters, the RNR timer table and a pipeline stage's queueing. Values from the IBA 1.2.1 and the
 // libibverbs man pages named at each case.
 #include <gtest/gtest.h>
 
@@ -10,6 +10,7 @@
 #include "hca/mr.h"
 #include "hca/qp.h"
 #include "hca/rc.h"
+#include "hca/stage.h"
 
 using namespace hcasim;
 using namespace hcasim::hca;
@@ -241,4 +242,22 @@ TEST(HcaCoreRc, RnrRetrySevenIsForEver) {
   RnrCounter ever(kRnrRetryForever);
   for (int i = 0; i < 1000; ++i) ASSERT_TRUE(ever.retry());
   EXPECT_THROW(RnrCounter(8), sdp::VerbsError);
+}
+
+// A stage takes one job at a time, first come first served (hca/stage.h). Jobs of 100 ns arriving
+// at 0, 30 and 500 ns: the first starts at once, the second waits for it (starts at 100), the third
+// finds the unit free again (starts at 500). Busy time 300 ns over 3 jobs; free at 600.
+TEST(HcaStage, JobsQueueBehindTheOneInTheUnitOnly) {
+  Stage s;
+  EXPECT_EQ(s.take(0, 100), 0);
+  EXPECT_EQ(s.take(30, 100), 100);
+  EXPECT_EQ(s.free_at_ns(), 200);
+  EXPECT_EQ(s.take(500, 100), 500);
+  EXPECT_EQ(s.free_at_ns(), 600);
+  EXPECT_EQ(s.busy_ns(), 300);
+  EXPECT_EQ(s.jobs(), 3u);
+  // A stage of 0 ns never delays: a job at the time the last one started starts with it.
+  Stage none;
+  EXPECT_EQ(none.take(10, 0), 10);
+  EXPECT_EQ(none.take(10, 0), 10);
 }

@@ -300,6 +300,9 @@ rx_processing = { value = 1, unit = "ns", source = "t" }
 interrupt_latency = { value = 1, unit = "ns", source = "t" }
 inline_copy_rate = { value = 1, unit = "B/ns", source = "t" }
 atomic = { value = 1, unit = "ns", source = "t" }
+qp_wqe_time = { value = 1, unit = "ns", source = "t" }
+tx_packet_time = { value = 1, unit = "ns", source = "t" }
+rx_packet_time = { value = 1, unit = "ns", source = "t" }
 [ib]
 propagation = { value = 1, unit = "ns", source = "t" }
 )";

@@ -6,9 +6,10 @@
 #include <algorithm>
 #include <iostream>
 #include <string>
+#include <tuple>
 #include <vector>
 
-#include "frontends/config_error.h"
+#include "frontends/explain.h"
 #include "model/ib.h"
 #include "model/pcie.h"
 #include "model/platform.h"
@@ -309,6 +310,100 @@ TEST_P(FourKilobyteWrites, AreBoundByTheBusAtAnyClock) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Clock, FourKilobyteWrites, ::testing::Values(2.6, 1.3));
+
+namespace {
+/// ib_write_bw (or `test`) -s `size` -q `qps` -n 20000 on connectx3-pcie3x8 with `sets` (--set
+/// KEY=VALUE): ns per WR posted from the first post to the last completion, and what --explain
+/// names as the bound.
+struct StagedRun {
+  double ns_per_wr = 0;
+  std::string bound;
+};
+StagedRun staged_write_bw(uint64_t size, uint32_t qps, const std::vector<std::string>& sets,
+                          frontends::PerftestTest test = frontends::PerftestTest::WriteBw) {
+  auto p = platform("connectx3-pcie3x8");
+  for (const auto& kv : sets) p.set(kv);
+  frontends::PerftestConfig c;
+  c.test = test;
+  c.rx_depth = 512;  // DEF_RX_SEND (ib_send_bw)
+  c.sizes = {size};
+  c.iterations = 20000;
+  c.tx_depth = 128;
+  c.cq_mod = 100;
+  c.inline_size = 0;
+  c.num_qps = qps;
+  c.explain = true;
+  const auto pt = sim::run_perftest(p, p, c).points.at(0);
+  const auto e = frontends::explain(pt.explain.value());
+  const double ns = (pt.tcompleted_ns.back() - pt.tposted_ns.front()) / static_cast<double>(pt.tposted_ns.size());
+  std::cout << size << " B x " << qps << " QPs: " << ns << " ns per WR; " << e.bottleneck << "\n";
+  return {ns, e.bottleneck};
+}
+}  // namespace
+
+// What bounds one QP's message rate at 2-512 B on connectx3-pcie3x8 at its 2.6 GHz: the posting
+// loop, 156 cycles of mlx4_post_send (60 ns) + the 50 ns doorbell stall = 110 ns per WR, for
+// ib_write_bw and ib_send_bw alike (the SQ never empties, so no BlueFlame; inline 0, so the size
+// changes no CPU work). Every HCA stage is faster: the QP's WQE processing 100 ns, the ports' 38
+// ns per packet; the bus and the link take 512 B in under 90 ns (4096 B: 690 ns on the PCIe DMA
+// reads, so 512 B about 86). ib_send_bw's receiver reposts its receives and polls more CQEs, on its
+// own CPU: the sender's loop is still the bound. At 1 KB the bus takes over (172 ns).
+class SmallMessageRate : public ::testing::TestWithParam<std::tuple<frontends::PerftestTest, uint64_t>> {};
+
+TEST_P(SmallMessageRate, IsThePostingLoopsBelowTheHcaStages) {
+  const auto [test, size] = GetParam();
+  const StagedRun r = staged_write_bw(size, 1, {}, test);
+  EXPECT_GE(r.ns_per_wr, 156 / 2.6 + 50);
+  EXPECT_LE(r.ns_per_wr, 156 / 2.6 + 50 + 1.5);
+  EXPECT_NE(r.bound.find("local CPU 0 (client, interrupts), busy"), std::string::npos) << r.bound;
+  EXPECT_NE(r.bound.find("post"), std::string::npos) << r.bound;
+}
+
+INSTANTIATE_TEST_SUITE_P(WriteAndSend, SmallMessageRate,
+                         ::testing::Combine(::testing::Values(frontends::PerftestTest::WriteBw,
+                                                              frontends::PerftestTest::SendBw),
+                                            ::testing::Values(2, 64, 256, 512)));
+
+// The HCA's stages as rates (hca/stage.h; docs/design.md "The HCA's stages"). At 5.2 GHz the
+// posting loop takes 156 cycles / 5.2 GHz + the 50 ns doorbell stall = 80 ns per WR, under
+// connectx3-pcie3x8's hca.qp_wqe_time of 100 ns: the QP's processing unit bounds one QP at 100 ns
+// per WR (10 M messages/s), and --explain names it.
+TEST(SimHcaStages, OneQpAtTwiceTheClockIsBoundByItsWqeProcessing) {
+  const StagedRun r = staged_write_bw(2, 1, {"host.clock=5.2"});
+  EXPECT_GE(r.ns_per_wr, 100);
+  EXPECT_LE(r.ns_per_wr, 100.5);
+  EXPECT_NE(r.bound.find("WQE processing of QP"), std::string::npos) << r.bound;
+}
+
+// Each QP has a processing unit of its own: four QPs take the WRs in turn, each gets one every
+// 4 x 80 ns, and the posting loop's 80 ns per WR is the bound again (the port's 38 ns per packet,
+// hca.tx_packet_time, is further off).
+TEST(SimHcaStages, FourQpsAreBoundByThePostingLoopAgain) {
+  const StagedRun r = staged_write_bw(2, 4, {"host.clock=5.2"});
+  EXPECT_GE(r.ns_per_wr, 156 / 5.2 + 50);
+  EXPECT_LE(r.ns_per_wr, 156 / 5.2 + 50 + 1.5);
+  EXPECT_NE(r.bound.find("CPU"), std::string::npos) << r.bound;
+}
+
+// The port's transmit scheduler is per packet: a 4 KB WRITE on the path MTU of 2048 is two
+// packets, so at hca.tx_packet_time = 500 ns each WR holds the port 1000 ns, above the 690 ns its
+// bytes take on PCIe gen3 x8 (4096 x 8 / 47.5 Gbit/s, model/pcie.h).
+TEST(SimHcaStages, ThePortsTransmitTimeIsPerPacket) {
+  const StagedRun r = staged_write_bw(4096, 1, {"hca.tx_packet_time=500"});
+  EXPECT_GE(r.ns_per_wr, 2 * 500);
+  EXPECT_LE(r.ns_per_wr, 2 * 500 + 1);
+  EXPECT_NE(r.bound.find("port transmit"), std::string::npos) << r.bound;
+}
+
+// The responder's port takes each packet for hca.rx_packet_time: at 300 ns it bounds 2 B WRITEs
+// at 300 ns per WR (above the posting loop's 110 and the QP's 100), and link-level flow control
+// holds the sender to it: the WRs complete at the receiver's pace, not the sender's.
+TEST(SimHcaStages, TheRespondersReceivePortHoldsTheSenderBack) {
+  const StagedRun r = staged_write_bw(2, 1, {"hca.rx_packet_time=300"});
+  EXPECT_GE(r.ns_per_wr, 300);
+  EXPECT_LE(r.ns_per_wr, 300.5);
+  EXPECT_NE(r.bound.find("remote (server) HCA port receive"), std::string::npos) << r.bound;
+}
 
 namespace {
 
