@@ -1,0 +1,75 @@
+// Small bcopy sends over SDP (docs/sdp-small-sends.md): netperf -m 512 on connectx-ddr-pcie1x8,
+// the sending CPU's time per send() taken apart into the steps of OFED 1.3's ib_sdp send path,
+// each checked against the platform's costs by hand. Each case runs in its own process (ctest).
+#include <gtest/gtest.h>
+
+#include <iostream>
+#include <string>
+
+#include "model/cpu.h"
+#include "model/platform.h"
+#include "sim/netperf_sim.h"
+
+using namespace hcasim;
+
+namespace {
+
+model::Platform connectx_ddr() {
+  return model::Platform::load_file(std::string(HCASIM_REFERENCE_DIR) +
+                                    "/../scenarios/platforms/connectx-ddr-pcie1x8.toml");
+}
+
+/// ns of `activity` on `core` of a profile.
+double busy_ns(const std::vector<frontends::CoreProfile>& prof, int core, const std::string& activity) {
+  for (const auto& c : prof)
+    if (c.core == core)
+      for (const auto& [a, ns] : c.busy_ns)
+        if (a == activity) return ns;
+  return 0;
+}
+
+}  // namespace
+
+// netperf -l 0.2 -- -m 512 (bcopy). The first SDP buffers are 2 KB (sdp_cma.c), and a stream of
+// 512 B sends never needs more (the 32 KB ChRcvBuf is asked for at a send above the peer's buffer
+// size), so sdp_sendmsg fills each 2 KB skb with four sends (`copy = size_goal - skb->len`), and
+// sdp_nagle_off posts it when it is full (len + BSDH >= size goal) or nothing is in flight.
+// On netperf's CPU (host.default_app_cpu = 1) per send():
+//   syscall: cpu.syscall + cpu.sendmsg = (349.5 + 1864) cycles / 2.33 GHz = 950 ns, and a new skb
+//            (cpu.skb, 699 cycles = 300 ns) every 2048 / 512 = 4 sends: 75 ns;
+//   copy:    512 B / cpu.copy_tx_rate 0.96 B/ns = 533 ns (the hot rate is the same on this
+//            platform, so the source's cache state does not matter);
+//   wakeup:  the socket lock, twice per skb. The skb's send completion interrupts CPU 0, whose
+//            sdp_work (keventd) finds the socket owned by netperf's send() and sleeps in
+//            lock_sock; netperf's release_sock wakes it (cpu.wakeup + cpu.ipi = 1000 + 500 ns on
+//            netperf's CPU). sdp_work needs a context switch (2 us) before it runs, and netperf's
+//            next send() takes the lock first: lock_sock hands nothing over, the woken waiter
+//            checks the owner again (net/core/sock.c __lock_sock). So sdp_work sleeps once more
+//            and the next release wakes it again: 2 x 1500 = 3000 ns per skb, 750 ns per send.
+TEST(SdpSmallSends, A512ByteSendIsItsCallItsCopyAndHalfALockWakeup) {
+  const model::Platform p = connectx_ddr();
+  const model::CpuCosts k = model::CpuCosts::from_platform(p);
+  frontends::TcpStreamConfig c;
+  c.length_s = 0.2;
+  c.send_size = 512;
+  const auto r = sim::run_tcp_stream(p, p, c);
+  const double sends = static_cast<double>(r.send_calls);
+  const double mbps = static_cast<double>(r.bytes_received) * 8 / r.elapsed_s * 1e-6;
+  const double skbs = static_cast<double>(r.bytes_sent) / 2048;
+  const int app = 1;
+  const double syscall = busy_ns(r.local_profile, app, "syscall"), copy = busy_ns(r.local_profile, app, "copy"),
+               wakeup = busy_ns(r.local_profile, app, "wakeup");
+  std::cout << "sends " << sends << ", per send: syscall " << syscall / sends << " ns, copy " << copy / sends
+            << " ns, wakeup " << wakeup / sends << " ns; wakeup per skb " << wakeup / skbs << " ns; "
+            << mbps << " Mbit/s\n";
+  ASSERT_GT(sends, 10000);
+  EXPECT_EQ(r.bytes_sent, r.send_calls * 512);
+  EXPECT_NEAR(k.syscall_ns + k.sendmsg_ns, 950, 0.5);
+  EXPECT_NEAR(syscall, sends * (k.syscall_ns + k.sendmsg_ns) + skbs * k.skb_ns, 0.001 * syscall);
+  EXPECT_NEAR(copy / sends, 512 / 0.96, 0.5);
+  EXPECT_NEAR(wakeup / skbs, 2 * (k.wakeup_ns + k.ipi_ns), 0.02 * wakeup / skbs);
+  // The three (2.31 us, with posts and completions 2.49) are what bounds the stream: netperf's
+  // CPU is busy all of it, 512 x 8 bit / 2.49 us = 1646 Mbit/s.
+  const double per_send = (syscall + copy + wakeup) / sends;
+  EXPECT_NEAR(mbps, 512 * 8 / per_send * 1e3, 0.1 * mbps);
+}
