@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "frontends/explain.h"
+#include "frontends/perftest_cli.h"
 #include "model/ib.h"
 #include "model/pcie.h"
 #include "model/platform.h"
@@ -172,16 +173,24 @@ namespace {
 /// ib_write_bw -s `size` -n `iterations` from `a` to `b` with perftest's defaults for the
 /// bandwidth tools (tx depth 128, a CQE per 100 WRs, no inline data, hence no BlueFlame:
 /// libmlx4 uses it only for an inline WQE posted alone): the size's timestamps.
-frontends::PerftestPoint write_bw_point(const model::Platform& a, const model::Platform& b, uint64_t size,
-                                        uint64_t iterations) {
+/// perftest's bw defaults for `test` -s `size` -n `iterations`: tx depth 128 (DEF_TX_BW), CQ
+/// moderation 100 (DEF_CQ_MOD), no inline data (the bw tests' default), and for ib_send_bw rx
+/// depth 512 (DEF_RX_SEND).
+frontends::PerftestConfig bw_config(frontends::PerftestTest test, uint64_t size, uint64_t iterations) {
   frontends::PerftestConfig c;
-  c.test = frontends::PerftestTest::WriteBw;
+  c.test = test;
   c.sizes = {size};
   c.iterations = iterations;
   c.tx_depth = 128;
   c.cq_mod = 100;
   c.inline_size = 0;
-  return sim::run_perftest(a, b, c).points.at(0);
+  if (frontends::perftest_is_send(test)) c.rx_depth = 512;
+  return c;
+}
+
+frontends::PerftestPoint write_bw_point(const model::Platform& a, const model::Platform& b, uint64_t size,
+                                        uint64_t iterations) {
+  return sim::run_perftest(a, b, bw_config(frontends::PerftestTest::WriteBw, size, iterations)).points.at(0);
 }
 
 /// ib_write_bw -s `size` from `a` to `b`, Gbit/s of payload.
@@ -323,14 +332,7 @@ StagedRun staged_write_bw(uint64_t size, uint32_t qps, const std::vector<std::st
                           frontends::PerftestTest test = frontends::PerftestTest::WriteBw) {
   auto p = platform("connectx3-pcie3x8");
   for (const auto& kv : sets) p.set(kv);
-  frontends::PerftestConfig c;
-  c.test = test;
-  c.rx_depth = 512;  // DEF_RX_SEND (ib_send_bw)
-  c.sizes = {size};
-  c.iterations = 20000;
-  c.tx_depth = 128;
-  c.cq_mod = 100;
-  c.inline_size = 0;
+  frontends::PerftestConfig c = bw_config(test, size, 20000);
   c.num_qps = qps;
   c.explain = true;
   const auto pt = sim::run_perftest(p, p, c).points.at(0);
