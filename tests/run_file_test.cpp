@@ -1338,6 +1338,13 @@ TEST(RunFileErrors, NetperfRrAndMaertsContradictions) {
   EXPECT_EQ(error_of("$ netperf -l 10\nTCP REQUEST/RESPONSE TEST from 0.0.0.0 (0.0.0.0) port 0 AF_INET\n"),
             "runs.txt:2: a TCP REQUEST/RESPONSE TEST banner under the -t TCP_STREAM command of line 1: netperf "
             "prints 'TCP STREAM TEST'");
+  // A line that only mentions another test is prose, skipped as before the row.
+  EXPECT_EQ(netperf_of(parse_run_file("# netperf -P 0 -t TCP_RR -l 10\nslower than the TCP STREAM TEST above:\n"
+                                      "16384  87380  1       1       10.00    24562.31   \n16384  87380 \n",
+                                      "runs.txt")
+                           .at(0))
+                .transaction_rate,
+            24562.31);
   // MAERTS: another -m than the command's (netserver's send size, as netperf prints it).
   EXPECT_EQ(error_of("# netperf -P 0 -t TCP_MAERTS -l 10 -- -m 64K\n 87380  16384  16384    10.00    7106.72   \n "),
             "runs.txt:2: netperf result row: Send Message Size 16384 differs from the command's -m 65536 (line 1)");
