@@ -119,7 +119,7 @@ NetperfOptions parse_netperf_args(const std::vector<std::string>& args, bool all
 
 /// Throws InputError "-t TEST: WHAT takes TCP_STREAM runs only" unless options.test is
 /// TCP_STREAM: for the readers of netperf command lines that compare or sweep a stream's
-/// throughput (run files, scenarios, sweeps) and the wall-clock hcasim-sdp-client.
+/// throughput (scenarios, sweeps) and the wall-clock hcasim-sdp-client.
 void require_stream_test(const NetperfOptions& options, std::string_view what);
 
 /// `--trace-window START,LEN` as (START, LEN), seconds: two numbers, START >= 0, LEN > 0, both

@@ -352,18 +352,18 @@ std::string format_netperf_profile(const TcpStreamResult& r) {
 std::string netperf_csv_header() {
   return "test,send_size_bytes,recv_size_bytes,remote_recv_socket_bytes,local_send_socket_bytes,"
          "elapsed_s,throughput_mbps,util_local_pct,util_remote_pct,sd_local_us_per_kb,"
-         "sd_remote_us_per_kb,bytes_received,send_calls,recv_calls";
+         "sd_remote_us_per_kb,bytes_received,send_calls,recv_calls,transaction_rate_per_s";
 }
 
 std::string format_netperf_csv(const NetperfOptions& o, const TcpStreamResult& r,
                                const NetperfFigures& f) {
-  return fmt::format("{}\n{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", netperf_csv_header(),
+  return fmt::format("{}\n{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", netperf_csv_header(),
                      o.test, r.send_size, r.recv_size, r.remote_recv_socket, r.local_send_socket,
                      f.elapsed_s, f.throughput_mbps, cell(f.local_util_pct, o.local_cpu),
                      cell(f.remote_util_pct, o.remote_cpu),
                      cell(f.local_sd_us_per_kb, o.local_cpu),
                      cell(f.remote_sd_us_per_kb, o.remote_cpu), r.bytes_received, r.send_calls,
-                     r.recv_calls);
+                     r.recv_calls, cell(f.transaction_rate, o.test == "TCP_RR"));
 }
 
 std::string format_stats_line(const TcpStreamResult& r) {

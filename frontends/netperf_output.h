@@ -95,6 +95,9 @@ std::string netperf_csv_header();
 
 /// The --csv file: netperf_csv_header() and one data row, each ending in "\n". Numbers in full
 /// precision (shortest round-trip form); unmeasured utilisation/service demand cells are empty.
+/// TCP_RR: transaction_rate_per_s is the rate netperf prints (transactions / elapsed, the
+/// elapsed time a C float as in send_tcp_rr), empty for the stream tests; its sd_* cells are us
+/// per transaction and throughput_mbps the bytes of both directions.
 std::string format_netperf_csv(const NetperfOptions& options, const TcpStreamResult& result,
                                const NetperfFigures& figures);
 

@@ -200,6 +200,8 @@ std::string csv_rows(const std::string& set, const std::vector<Observation>& obs
 /// The unit of a measured quantity's name ("throughput", "sd_local", "t_typical 64 B", ...).
 const char* quantity_unit(const std::string& name) {
   if (name == "throughput") return "Mbit/s";
+  if (name == "transaction_rate") return "transactions/s";
+  if (name == "sd_local_per_tr" || name == "sd_remote_per_tr") return "us/Tr";
   if (name.rfind("sd_", 0) == 0) return "us/KB";
   if (name.rfind("t_typical", 0) == 0) return "us";
   return "Gbit/s";

@@ -29,6 +29,7 @@ void check_reference_tolerances(const Scenario& scenario, size_t index, const Fi
 PointOutcome evaluate_point(const ScenarioPoint& point, const Tolerance& tolerance,
                             const Figures& measured, const Figures& simulated) {
   PointOutcome o;
+  o.kind = point.kind;
   auto compare = [](Metric& m, const std::optional<double>& meas,
                     const std::optional<double>& sim, double tol) {
     m.measured = meas;
@@ -41,7 +42,11 @@ PointOutcome evaluate_point(const ScenarioPoint& point, const Tolerance& toleran
     if (*meas != 0) m.error = (*sim - *meas) / *meas;
     m.within = m.error ? std::fabs(*m.error) <= tol : *sim == *meas;
   };
-  compare(o.throughput, measured.throughput_mbps, simulated.throughput_mbps, tolerance.throughput);
+  // A TCP_RR is compared on its transaction rate, a stream on its throughput.
+  if (point.kind == PointKind::NetperfRr)
+    compare(o.transaction_rate, measured.transaction_rate, simulated.transaction_rate, tolerance.throughput);
+  else
+    compare(o.throughput, measured.throughput_mbps, simulated.throughput_mbps, tolerance.throughput);
   compare(o.sd_local, measured.sd_local, simulated.sd_local, tolerance.service_demand);
   compare(o.sd_remote, measured.sd_remote, simulated.sd_remote, tolerance.service_demand);
   compare(o.util_local, measured.util_local, simulated.util_local, tolerance.utilisation);
@@ -49,7 +54,7 @@ PointOutcome evaluate_point(const ScenarioPoint& point, const Tolerance& toleran
   if (!point.gated)
     o.status = "not gated";
   else
-    o.status = o.throughput.within && o.sd_local.within && o.sd_remote.within &&
+    o.status = o.throughput.within && o.transaction_rate.within && o.sd_local.within && o.sd_remote.within &&
                        o.util_local.within && o.util_remote.within
                    ? "ok"
                    : "FAIL";

@@ -27,9 +27,12 @@ struct Metric {
 };
 
 /// A point's comparison. A netperf point fills throughput, sd_local, sd_remote, util_local and
-/// util_remote; a latency point fills bytes, t_typical, t_min and t_max (t_max is never gated).
+/// util_remote; a TCP_RR point transaction_rate, sd_local, sd_remote (us per transaction),
+/// util_local and util_remote; a latency point fills bytes, t_typical, t_min and t_max (t_max is
+/// never gated).
 struct PointOutcome {
   Metric throughput, sd_local, sd_remote;
+  Metric transaction_rate;  ///< TCP_RR: transactions per second, error relative
   Metric util_local, util_remote;  ///< netperf: CPU utilisation, %; errors relative
   std::string status;  ///< "ok", "FAIL" (gated, some |error| beyond tolerance) or "not gated"
   PointKind kind = PointKind::Netperf;
@@ -38,10 +41,12 @@ struct PointOutcome {
   Metric bw_average, msg_rate;  ///< bandwidth: Gbit/s and Mpps, errors relative
 };
 
-/// Compares measured with simulated for a netperf `point`: relative errors of throughput
-/// (tolerance.throughput), both service demands (tolerance.service_demand) and both CPU
-/// utilisations (tolerance.utilisation). A gated point FAILs when a measured quantity's |error|
-/// exceeds its tolerance, or when it has no simulated value.
+/// Compares measured with simulated for a netperf `point` (TCP_STREAM, TCP_MAERTS or TCP_RR):
+/// relative errors of throughput, or for a TCP_RR point (PointKind::NetperfRr) of its
+/// transaction rate instead (tolerance.throughput), both
+/// service demands (tolerance.service_demand) and both CPU utilisations
+/// (tolerance.utilisation). A gated point FAILs when a measured quantity's |error| exceeds its
+/// tolerance, or when it has no simulated value. The outcome's kind is the point's.
 PointOutcome evaluate_point(const ScenarioPoint& point, const Tolerance& tolerance,
                             const Figures& measured, const Figures& simulated);
 

@@ -121,6 +121,24 @@ Scenario run_file_scenario(const std::string& path, const CompareOptions& o, Mea
     p.words = run.words;
     p.gated = false;
     p.line = run.line;
+    if (const auto* n = std::get_if<NetperfReading>(&run.output); n && n->test == "TCP_RR") {
+      p.kind = PointKind::NetperfRr;
+      p.size_flag = test_options(run.words);
+      measured_positive(n->line, "transaction rate", n->transaction_rate);
+      measured_positive(n->line, "local service demand", n->sd_local_us_per_tr);
+      measured_positive(n->line, "remote service demand", n->sd_remote_us_per_tr);
+      s.points.push_back(p);
+      Figures m;
+      m.transaction_rate = n->transaction_rate;
+      m.sd_local = n->sd_local_us_per_tr;
+      m.sd_remote = n->sd_remote_us_per_tr;
+      m.util_local = n->util_local_pct;
+      m.util_remote = n->util_remote_pct;
+      measured->netperf.push_back(m);
+      measured->latency.emplace_back();
+      measured->bandwidth.emplace_back();
+      continue;
+    }
     if (const auto* n = std::get_if<NetperfReading>(&run.output)) {
       p.kind = PointKind::Netperf;
       p.size_flag = test_options(run.words);
@@ -182,15 +200,16 @@ int compare_runs(const CompareOptions& o) {
   } catch (const Interrupted& e) {
     return print_interrupted(e);
   }
-  bool latency = false, bandwidth = false;
+  bool latency = false, bandwidth = false, rr = false;
   for (const auto& s : scenarios)
     for (const auto& p : s.points) {
       latency = latency || p.kind == PointKind::Latency;
       bandwidth = bandwidth || p.kind == PointKind::Bandwidth;
+      rr = rr || p.kind == PointKind::NetperfRr;
     }
   std::string csv, report;
   for (size_t k = 0; k < scenarios.size(); ++k) {
-    std::string part = format_run_csv(scenarios[k], outcomes[k], latency, bandwidth);
+    std::string part = format_run_csv(scenarios[k], outcomes[k], latency, bandwidth, rr);
     csv += k ? part.substr(part.find('\n') + 1) : part;
     report += (k ? "\n" : "") + format_run_report(scenarios[k], outcomes[k]);
   }

@@ -5,7 +5,9 @@
 /// (run_report.h). Nothing is fitted and nothing is written but --csv.
 ///
 /// Each run file is one report: a row per netperf run (table: FILE:LINE of its command; mode:
-/// the run's settings, e.g. "sdp.zcopy_thresh=1", or "-"; size: its test options after `--`)
+/// the run's settings, e.g. "sdp.zcopy_thresh=1", or "-"; size: its test options after `--`;
+/// TCP_STREAM and TCP_MAERTS: throughput, service demand in us/KB, utilisation; TCP_RR, in a
+/// table of its own: transaction rate, service demand in us/Tr, utilisation)
 /// and per row of a perftest table (the latency tools ib_write_lat, ib_send_lat, ib_read_lat,
 /// ib_atomic_lat: t_typical, t_min, t_max; the bw tools ib_write_bw, ib_send_bw, ib_read_bw,
 /// ib_atomic_bw: BW average and MsgRate; table FILE:LINE, bytes), none gated. A run is

@@ -36,6 +36,7 @@ Json metric_json(const Metric& m, bool relative) {
 const char* kind_name(PointKind k) {
   switch (k) {
     case PointKind::Netperf: return "netperf";
+    case PointKind::NetperfRr: return "netperf_rr";
     case PointKind::Latency: return "latency";
     case PointKind::Bandwidth: return "bandwidth";
   }
@@ -97,6 +98,13 @@ Json scenario_report_json(const Scenario& s, const std::vector<PointOutcome>& ou
         j["util_local_pct"] = metric_json(o.util_local, true);
         j["util_remote_pct"] = metric_json(o.util_remote, true);
         break;
+      case PointKind::NetperfRr:
+        j["transaction_rate_per_s"] = metric_json(o.transaction_rate, true);
+        j["service_demand_local_us_per_tr"] = metric_json(o.sd_local, true);
+        j["service_demand_remote_us_per_tr"] = metric_json(o.sd_remote, true);
+        j["util_local_pct"] = metric_json(o.util_local, true);
+        j["util_remote_pct"] = metric_json(o.util_remote, true);
+        break;
       case PointKind::Latency:
         j["bytes"] = o.bytes;
         j["t_typical_us"] = metric_json(o.t_typical, false);
@@ -116,7 +124,8 @@ Json scenario_report_json(const Scenario& s, const std::vector<PointOutcome>& ou
   // The per-table lines of format_run_report, for the kinds of point the scenario has.
   Json tables;
   const bool latency = has_kind(s, PointKind::Latency), bandwidth = has_kind(s, PointKind::Bandwidth);
-  if (has_kind(s, PointKind::Netperf) || (!latency && !bandwidth)) {
+  const bool rr = has_kind(s, PointKind::NetperfRr);
+  if (has_kind(s, PointKind::Netperf) || (!latency && !bandwidth && !rr)) {
     Json rows = Json::array();
     for (const TableErrors& t : table_errors(s, outcomes, PointKind::Netperf))
       rows.push_back({{"table", t.table},
@@ -145,6 +154,15 @@ Json scenario_report_json(const Scenario& s, const std::vector<PointOutcome>& ou
                                         {"points", t.points},
                                         {"bw_average_abs_error_pct", median_max_json(t.bw_average, 100.0)},
                                         {"msg_rate_abs_error_pct", median_max_json(t.msg_rate, 100.0)}}});
+  }
+  if (rr) {
+    const TableErrors t = table_errors(s, outcomes, PointKind::NetperfRr).front();
+    tables["netperf_rr"] =
+        Json::array({{{"table", t.table},
+                      {"points", t.points},
+                      {"transaction_rate_abs_error_pct", median_max_json(t.transaction_rate, 100.0)},
+                      {"service_demand_abs_error_pct", median_max_json(t.service_demand, 100.0)},
+                      {"utilisation_abs_error_pct", median_max_json(t.utilisation, 100.0)}}});
   }
   doc["tables"] = std::move(tables);
 

@@ -115,7 +115,11 @@ std::vector<Observation> run_file_observations(const std::string& path, const st
       obs.platform = fs::path(*run.platform).is_relative() && fs::is_regular_file(beside) ? beside.string()
                                                                                          : *run.platform;
     }
-    if (const auto* n = std::get_if<NetperfReading>(&run.output)) {
+    if (const auto* n = std::get_if<NetperfReading>(&run.output); n && n->test == "TCP_RR") {
+      obs.measured.emplace_back("transaction_rate", n->transaction_rate);
+      if (n->sd_local_us_per_tr) obs.measured.emplace_back("sd_local_per_tr", *n->sd_local_us_per_tr);
+      if (n->sd_remote_us_per_tr) obs.measured.emplace_back("sd_remote_per_tr", *n->sd_remote_us_per_tr);
+    } else if (const auto* n = std::get_if<NetperfReading>(&run.output)) {
       obs.measured.emplace_back("throughput", n->throughput_mbps);
       if (n->sd_local_us_per_kb) obs.measured.emplace_back("sd_local", *n->sd_local_us_per_kb);
       if (n->sd_remote_us_per_kb) obs.measured.emplace_back("sd_remote", *n->sd_remote_us_per_kb);
@@ -168,10 +172,15 @@ std::vector<double> simulated_quantities(const Observation& obs, const std::stri
   if (obs.tool == "netperf") {
     const Figures f = netperf_csv_figures(csv, origin);
     for (const auto& [name, measured] : obs.measured) {
-      const std::optional<double>& v = name == "throughput" ? f.throughput_mbps
-                                       : name == "sd_local" ? f.sd_local
-                                                            : f.sd_remote;
-      if (!v) throw InputError(fmt::format("{}: the simulation did not measure {} (add -c/-C?)", origin, name));
+      // A TCP_RR's CSV has its rate in transaction_rate_per_s and its service demands, per
+      // transaction, in the sd_* cells.
+      const std::optional<double>& v = name == "throughput"                                ? f.throughput_mbps
+                                       : name == "transaction_rate"                        ? f.transaction_rate
+                                       : name == "sd_local" || name == "sd_local_per_tr" ? f.sd_local
+                                                                                           : f.sd_remote;
+      if (!v)
+        throw InputError(fmt::format("{}: the simulation did not measure {}{}", origin, name,
+                                     name.rfind("sd_", 0) == 0 ? " (add -c/-C?)" : ""));
       out.push_back(*v);
     }
     return out;

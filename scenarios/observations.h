@@ -22,8 +22,9 @@ struct Observation {
   std::optional<std::string> platform;  ///< the machine it ran on: a run file's `# hcasim:
                                         ///< --platform`, a scenario point's platform
   std::optional<std::string> remote_platform;  ///< a scenario point's remote_platform, when it has one
-  /// The measured quantities: name ("throughput", "sd_local", "sd_remote", "t_typical 64 B",
-  /// "bw_average 65536 B"), measured value (Mbit/s, us/KB, us, Gbit/s).
+  /// The measured quantities: name ("throughput", "sd_local", "sd_remote", TCP_RR's
+  /// "transaction_rate", "sd_local_per_tr", "sd_remote_per_tr", "t_typical 64 B", "bw_average
+  /// 65536 B"), measured value (Mbit/s, us/KB, transactions/s, us/Tr, us, Gbit/s).
   std::vector<std::pair<std::string, double>> measured;
 };
 

@@ -116,6 +116,7 @@ Figures netperf_row_figures(const std::vector<std::string>& header, const std::v
   f.sd_remote = number_cell(header, row, "sd_remote_us_per_kb", origin);
   f.util_local = number_cell(header, row, "util_local_pct", origin);
   f.util_remote = number_cell(header, row, "util_remote_pct", origin);
+  f.transaction_rate = number_cell(header, row, "transaction_rate_per_s", origin);
   return f;
 }
 

@@ -16,10 +16,11 @@ namespace hcasim::scenarios {
 /// Measured (or simulated) values of one point; empty = not measured.
 struct Figures {
   std::optional<double> throughput_mbps;  ///< 10^6 bits/s
-  std::optional<double> sd_local;         ///< us/KB
-  std::optional<double> sd_remote;        ///< us/KB
-  std::optional<double> util_local;       ///< CPU utilisation of the sender, % (0..100)
-  std::optional<double> util_remote;      ///< CPU utilisation of the receiver, % (0..100)
+  std::optional<double> sd_local;         ///< us/KB; TCP_RR: us per transaction (netperf's us/Tr)
+  std::optional<double> sd_remote;        ///< us/KB; TCP_RR: us per transaction
+  std::optional<double> util_local;       ///< CPU utilisation of netperf's host (TCP_STREAM: the sender), %
+  std::optional<double> util_remote;      ///< of netserver's host (TCP_STREAM: the receiver), % (0..100)
+  std::optional<double> transaction_rate;  ///< TCP_RR: transactions per second
 };
 
 /// The reference row of `spec` in CSV text `csv_text` (named `origin` in messages). Throws
@@ -33,7 +34,9 @@ Figures read_reference(const ReferenceSpec& spec, const std::string& base_dir);
 
 
 /// The simulated figures from the CSV `hcasim netperf --csv` writes (frontends/netperf_output.h; its
-/// util_* and sd_* cells are empty for a side netperf did not measure, -c / -C).
+/// util_* and sd_* cells are empty for a side netperf did not measure, -c / -C; its
+/// transaction_rate_per_s cell is TCP_RR's rate, empty for the stream tests, and a TCP_RR's sd_*
+/// cells are us per transaction).
 Figures netperf_csv_figures(std::string_view csv_text, const std::string& origin);
 
 /// Measured (or simulated) latency of one message size, as perftest reports it (half the

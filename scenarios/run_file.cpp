@@ -432,31 +432,49 @@ std::optional<std::string> banner_confidence(std::string_view banner) {
   return std::string(trim(text));
 }
 
+/// The banner netperf prints for each test (print_top_test_header's first argument).
+std::string_view banner_name(std::string_view test) {
+  return test == "TCP_RR" ? "TCP REQUEST/RESPONSE TEST" : test == "TCP_MAERTS" ? "TCP MAERTS TEST" : "TCP STREAM TEST";
+}
+
 class NetperfOutputReader {
  public:
   NetperfOutputReader(const frontends::NetperfOptions& o, const std::string& origin, uint32_t command_line)
-      : o_(o), origin_(origin), command_line_(command_line) {}
+      : o_(o), origin_(origin), command_line_(command_line), rr_(o.test == "TCP_RR") {}
 
   NetperfReading read(const std::vector<Line>& out) {
     const bool cpu = o_.local_cpu || o_.remote_cpu;
     if (o_.verbosity == 0 && cpu)
       fail_at(origin_, command_line_,
-              "netperf -v 0 with -c/-C prints only a service demand, not the throughput: hcasim "
-              "cannot read that run (repeat it without -v 0)");
+              fmt::format("netperf -v 0 with -c/-C prints only a service demand, not the {}: hcasim "
+                          "cannot read that run (repeat it without -v 0)",
+                          rr_ ? "transaction rate" : "throughput"));
     if (o_.verbosity > 2)
       fail_at(origin_, command_line_,
-              fmt::format("netperf 2.4.3 prints no TCP_STREAM result row at -v {} (use -v 1 or "
+              fmt::format("netperf 2.4.3 prints no {} result row at -v {} (use -v 1 or "
                           "-v 2)",
-                          o_.verbosity));
+                          o_.test, o_.verbosity));
+    r_.test = o_.test;
     r_.format = o_.format;
     size_t k = 0;
     if (o_.verbosity != 0 && o_.print_headers) {
       for (; k < out.size(); ++k) {
         const std::string_view t = trim(out[k].text);
-        if (banner_or_warning(t)) continue;
+        if (banner_or_warning(t, out[k].number)) continue;
         const auto f = fields(t);
+        // netperf 2.4.4 and later title a TCP_RR run with -f "Tput" (with -c/-C) or
+        // "Throughput": its row is then a throughput in the -f unit, not a transaction rate.
+        if (rr_ && !f.empty() && (f.front() == "Socket" || f.front() == "Send") &&
+            std::any_of(f.begin(), f.end(), [](std::string_view w) { return w == "Tput" || w == "Throughput"; }))
+          band_titles_error(out[k].number, std::nullopt);
         const auto secs = std::find(f.begin(), f.end(), "secs.");
         if (f.empty() || f.front() != "bytes" || secs == f.end()) continue;
+        if (rr_) {
+          if (secs + 1 != f.end() && netperf_unit_letter(*(secs + 1))) band_titles_error(out[k].number, *(secs + 1));
+          if (secs + 1 == f.end() || *(secs + 1) != "per")
+            fail_at(origin_, out[k].number, "netperf TCP_RR column titles: expected 'per sec' after 'secs.'");
+          break;
+        }
         if (secs + 1 == f.end())
           fail_at(origin_, out[k].number, "netperf column titles: no throughput unit after 'secs.'");
         const std::optional<char> unit = netperf_unit_letter(*(secs + 1));
@@ -470,36 +488,78 @@ class NetperfOutputReader {
       }
       if (k == out.size())
         fail_at(origin_, command_line_,
-                "netperf output ends before its column titles ('bytes  bytes   bytes    secs. "
-                "...'; the command has no -P 0)");
+                rr_ ? "netperf output ends before its column titles ('bytes  Bytes  bytes    bytes   secs.    per "
+                      "sec'; the command has no -P 0)"
+                    : "netperf output ends before its column titles ('bytes  bytes   bytes    secs. "
+                      "...'; the command has no -P 0)");
       ++k;
     }
     for (; k < out.size(); ++k) {
       const std::string_view t = trim(out[k].text);
-      if (t.empty() || banner_or_warning(t)) continue;
+      if (t.empty() || banner_or_warning(t, out[k].number)) continue;
       const auto f = fields(t);
       row(f, out[k].number, cpu);
-      no_second_row(out, k + 1, f.size());
+      size_t next = k + 1;
+      if (rr_ && o_.verbosity != 0) next = remote_sockets(out, k + 1);
+      no_second_row(out, next, f.size());
       return r_;
     }
     fail_at(origin_, command_line_,
-            o_.verbosity == 0 ? "netperf output ends before its result (-v 0: the throughput)"
-                              : "netperf output ends before its result row");
+            o_.verbosity == 0 ? fmt::format("netperf output ends before its result (-v 0: the {})",
+                                            rr_ ? "transaction rate" : "throughput")
+                              : std::string("netperf output ends before its result row"));
   }
 
  private:
-  /// Notes a banner line or a line of the "!!!" warning block; false for any other line.
-  bool banner_or_warning(std::string_view t) {
+  /// Notes a banner line or a line of the "!!!" warning block; false for any other line. A
+  /// banner of another test than the command's is an error at `line`.
+  bool banner_or_warning(std::string_view t, uint32_t line) {
     if (starts_with(t, "!!!")) {
       if (t.find("Desired confidence was not achieved") != std::string_view::npos)
         r_.confidence_achieved = false;
       return true;
     }
-    if (t.find("STREAM TEST") != std::string_view::npos) {
+    for (std::string_view test : {"TCP_STREAM", "TCP_MAERTS", "TCP_RR"}) {
+      // netperf 2.3's stream banner is "TCP STREAM TEST to ...": the name is enough. A line that
+      // starts with another test's name is that test's banner; one that only mentions it is prose.
+      const std::string_view name = banner_name(test);
+      if (t.find(name.substr(4)) == std::string_view::npos) continue;
+      if (test != o_.test && starts_with(t, name))
+        fail_at(origin_, line,
+                fmt::format("a {} banner under the -t {} command of line {}: netperf prints '{}'", name, o_.test,
+                            command_line_, banner_name(o_.test)));
       if (auto c = banner_confidence(t)) r_.confidence = c;
       return true;
     }
     return false;
+  }
+
+  /// The titles of netperf 2.4.4 and later's TCP_RR with -f: a throughput, not a transaction rate.
+  [[noreturn]] void band_titles_error(uint32_t line, std::optional<std::string_view> unit) const {
+    fail_at(origin_, line,
+            fmt::format("netperf TCP_RR column titles: a throughput{} (netperf 2.4.4 or later with -f), not "
+                        "netperf 2.4.3's transaction rate ('Trans. Rate per sec'): repeat the run without -f",
+                        unit ? fmt::format(" in {}", *unit) : std::string()));
+  }
+
+  /// TCP_RR's second line, from index `from`: the first non-blank line must be the remote send and
+  /// receive socket sizes (tput_fmt_1_line_2 / cpu_fmt_1_line_2, "%-6d %-6d"). Returns the index
+  /// after it.
+  size_t remote_sockets(const std::vector<Line>& out, size_t from) {
+    for (size_t k = from; k < out.size(); ++k) {
+      const auto f = fields(trim(out[k].text));
+      if (f.empty()) continue;
+      if (f.size() != 2 || !util::parse_number(f[0]) || !util::parse_number(f[1]))
+        fail_at(origin_, out[k].number,
+                fmt::format("netperf TCP_RR result: expected the remote Send and Recv socket sizes (2 numbers) "
+                            "on the line after the row of line {}",
+                            r_.line));
+      r_.remote_send_socket_bytes = *util::parse_number(f[0]);
+      r_.remote_recv_socket_bytes = *util::parse_number(f[1]);
+      return k + 1;
+    }
+    fail_at(origin_, r_.line,
+            "netperf TCP_RR output ends after its row, before the line of the remote Send and Recv socket sizes");
   }
 
   /// After the row at index `from` - 1: a line of as many numbers is a second result row (two
@@ -519,21 +579,29 @@ class NetperfOutputReader {
   }
 
   void row(const std::vector<std::string_view>& f, uint32_t line, bool cpu) {
-    static constexpr const char* kNames[] = {
-        "Recv Socket Size",          "Send Socket Size",        "Send Message Size",
-        "Elapsed Time",              "Throughput",              "Utilization Send local",
-        "Utilization Recv remote",   "Service Demand Send local", "Service Demand Recv remote"};
     r_.line = line;
     if (o_.verbosity == 0) {
       if (f.size() != 1)
         fail_at(origin_, line,
-                fmt::format("netperf -v 0 result has {} fields, expected 1 (the throughput)",
-                            f.size()));
+                fmt::format("netperf -v 0 result has {} fields, expected 1 (the {})", f.size(),
+                            rr_ ? "transaction rate" : "throughput"));
       r_.terse = true;
+      if (rr_) {
+        r_.transaction_rate = number(f[0], line, 0, "Trans. Rate");
+        return;
+      }
       r_.throughput = number(f[0], line, 0, "Throughput");
       r_.throughput_mbps = netperf_to_mbps(r_.throughput, r_.format);
       return;
     }
+    if (rr_) {
+      rr_row(f, line, cpu);
+      return;
+    }
+    static constexpr const char* kNames[] = {
+        "Recv Socket Size",          "Send Socket Size",        "Send Message Size",
+        "Elapsed Time",              "Throughput",              "Utilization Send local",
+        "Utilization Recv remote",   "Service Demand Send local", "Service Demand Recv remote"};
     const size_t expected = cpu ? 9 : 5;
     if (f.size() != expected)
       fail_at(origin_, line,
@@ -563,18 +631,56 @@ class NetperfOutputReader {
     }
   }
 
+  /// send_tcp_rr's first row line: tput_fmt_1_line_1 (6 numbers) or cpu_fmt_1_line_1 (10).
+  void rr_row(const std::vector<std::string_view>& f, uint32_t line, bool cpu) {
+    static constexpr const char* kNames[] = {
+        "Send Socket Size", "Recv Socket Size", "Request Size", "Response Size", "Elapsed Time",
+        "Trans. Rate",      "CPU local",        "CPU remote",   "S.dem local",   "S.dem remote"};
+    const size_t expected = cpu ? 10 : 6;
+    if (f.size() != expected)
+      fail_at(origin_, line,
+              fmt::format("netperf TCP_RR result row has {} fields, expected {} ({})", f.size(), expected,
+                          cpu ? "the command has -c/-C: two socket sizes, request and response sizes, elapsed "
+                                "time, transaction rate, two utilisations and two service demands"
+                              : "no -c/-C: two socket sizes, request and response sizes, elapsed time and "
+                                "transaction rate"));
+    double v[10] = {};
+    for (size_t i = 0; i < expected; ++i) v[i] = number(f[i], line, i, kNames[i]);
+    r_.local_send_socket_bytes = v[0];
+    r_.local_recv_socket_bytes = v[1];
+    r_.request_bytes = v[2];
+    r_.response_bytes = v[3];
+    // netperf prints the -r it was given (1,1 without one): other sizes are a row pasted under
+    // the wrong command.
+    if (v[2] != static_cast<double>(o_.rr_request) || v[3] != static_cast<double>(o_.rr_response))
+      fail_at(origin_, line,
+              fmt::format("netperf TCP_RR result row: Request/Response Size {} {} differs from the command's -r "
+                          "{},{} (line {}{})",
+                          f[2], f[3], o_.rr_request, o_.rr_response, command_line_,
+                          o_.request_size ? "" : "; netperf's default without -r"));
+    r_.elapsed_s = v[4];
+    r_.transaction_rate = v[5];
+    if (cpu) {
+      r_.util_local_pct = measured(v[6]);
+      r_.util_remote_pct = measured(v[7]);
+      r_.sd_local_us_per_tr = measured(v[8]);
+      r_.sd_remote_us_per_tr = measured(v[9]);
+    }
+  }
+
   double number(std::string_view text, uint32_t line, size_t column, const char* name) const {
     const std::optional<double> v = util::parse_number(text);
     if (!v)
       fail_at(origin_, line,
-              fmt::format("netperf result row: column {} ({}) '{}' is not a number", column + 1,
-                          name, text));
+              fmt::format("netperf {}result row: column {} ({}) '{}' is not a number", rr_ ? "TCP_RR " : "",
+                          column + 1, name, text));
     return *v;
   }
 
   const frontends::NetperfOptions& o_;
   const std::string& origin_;
   uint32_t command_line_;
+  bool rr_;  ///< -t TCP_RR: send_tcp_rr's table
   NetperfReading r_;
 };
 
@@ -950,7 +1056,13 @@ std::vector<RealRun> parse_run_file(std::string_view text, const std::string& or
           if (p.run.tool == "netperf") {
             p.run.words = unmangle_netperf_words(c.words);
             p.netperf = frontends::parse_netperf_args(p.run.words);
-            frontends::require_stream_test(p.netperf, "a run file");
+            // netperf 2.7's selectors print other tables (or CSV, or key=value lines).
+            if (p.netperf.output_mode != frontends::NetperfOptions::OutputMode::Classic)
+              throw InputError("-o, -O, -k: netperf 2.7's output selectors; a run file reads netperf 2.4's "
+                               "TCP_STREAM, TCP_MAERTS and TCP_RR tables (repeat the run without them)");
+            // What the simulation of this command would refuse (-m with TCP_RR, TCP_RR over
+            // --transport ipoib, ...), refused here at the command's line.
+            (void)frontends::to_tcp_stream_config(p.netperf);
           } else {
             p.run.words = std::move(c.words);
             const frontends::PerftestTest test = perftest_test_of(p.run.tool);

@@ -36,26 +36,42 @@
 ///   001's two machines). A run file is the only place these can be said, since a real command
 ///   line has no hcasim options.
 ///
-/// netperf TCP_STREAM output (netperf 2.3 to 2.4; what frontends/netperf_output.h prints reads
-/// back exactly). The command's own flags, read with parse_netperf_args (-H, -i, -I, -4, -6
-/// accepted), tell the layout: -P, -c/-C, -f and -v.
-/// - `-v 1` or `-v 2` (default 1) with `-P 0`: the first non-blank line of the output is the result
-///   row, 5 numbers (Recv Socket Size, Send Socket Size, Send Message Size, Elapsed Time,
-///   Throughput) or 9 with -c or -C (plus Utilization Send local, Utilization Recv remote, Service
-///   Demand Send local, Service Demand Recv remote; netperf prints -1 for a side it did not
-///   measure). The throughput is in the -f unit (default m).
+/// netperf output: TCP_STREAM, TCP_MAERTS and TCP_RR (netperf 2.3 to 2.4; what
+/// frontends/netperf_output.h prints reads back exactly). The command's own flags, read with
+/// parse_netperf_args (-H, -i, -I, -4, -6 accepted), tell the test (-t, default TCP_STREAM) and
+/// the layout: -P, -c/-C, -f and -v. netperf 2.7's output selectors (-o, -O, -k) are refused:
+/// their output is not these tables.
+/// - TCP_STREAM and TCP_MAERTS (nettest_bsd.c send_tcp_stream, send_tcp_maerts) print the same
+///   table. `-v 1` or `-v 2` (default 1) with `-P 0`: the first non-blank line of the output is
+///   the result row, 5 numbers (Recv Socket Size, Send Socket Size, Send Message Size, Elapsed
+///   Time, Throughput) or 9 with -c or -C (plus Utilization local, Utilization remote, Service
+///   Demand local, Service Demand remote, in us/KB; netperf prints -1 for a side it did not
+///   measure). The throughput is in the -f unit (default m). In TCP_MAERTS netserver sends and
+///   netperf receives: the throughput counts the bytes netserver sent, "local" (-c) is netperf's
+///   host, the receiver, and the sizes are, without -c/-C, netperf's receive socket, netserver's
+///   send socket and netserver's send size (-m); with -c/-C netperf 2.4.3 to 2.4.5 pass the
+///   remote receive and local send sockets, as TCP_STREAM does. netperf 2.4.3's TCP_MAERTS row
+///   ends "   \n ": the line after it is one blank (and the next prompt may follow it).
+/// - TCP_RR (send_tcp_rr): the row is 6 numbers (local Send and Recv Socket Size, Request Size,
+///   Response Size, Elapsed Time, Trans. Rate per sec) or 10 with -c or -C (plus CPU local and
+///   remote in %, S.dem local and remote in us/Tr, CPU us per transaction), then a second line of
+///   2 numbers, the remote Send and Recv socket sizes; both are required. The rate is in
+///   transactions per second whatever -f says (netperf 2.4.3; 2.4.4 and later print a throughput
+///   in the -f unit when -f is given, whose titles, "Throughput" or "Tput", are refused).
 /// - with `-P 1` (netperf's default): everything up to the column titles is skipped except the
-///   banner (`TCP STREAM TEST from ... to ...`; netperf 2.3: `TCP STREAM TEST to ...`), whose
-///   confidence text (`+/-2.5% @ 99% conf.`, printed with -i/-I) is kept, and netperf's
-///   `!!! WARNING` block (`!!! Desired confidence was not achieved within the specified
-///   iterations.` and the achieved intervals). The titles' last line (`bytes  bytes   bytes
-///   secs.    10^6bits/sec`, or `10^6bits/s  % S ...` with CPU columns) names the throughput unit
-///   (10^3bits, 10^6bits, 10^9bits, KBytes, MBytes, GBytes): it, not -f, is used. The first
-///   non-blank line after the titles is the row.
+///   banner (`TCP STREAM TEST from ... to ...`, netperf 2.3: `TCP STREAM TEST to ...`; `TCP
+///   MAERTS TEST ...`; `TCP REQUEST/RESPONSE TEST ...`), whose confidence text (`+/-2.5% @ 99%
+///   conf.`, printed with -i/-I) is kept, and netperf's `!!! WARNING` block (`!!! Desired
+///   confidence was not achieved within the specified iterations.` and the achieved intervals).
+///   A banner of another test than the command's is an error. The titles' last line is the one
+///   whose first word is `bytes` and that has `secs.`: for the stream tests the word after
+///   `secs.` (`10^6bits/sec`, or `10^6bits/s  % S ...` with CPU columns) names the throughput
+///   unit (10^3bits, 10^6bits, 10^9bits, KBytes, MBytes, GBytes) and it, not -f, is used; for
+///   TCP_RR it is `per sec`. The first non-blank line after the titles is the row.
 /// - `-v 0` (terse): the first line that is not blank, a banner or a `!!!` line is the throughput
-///   alone, in the -f unit; sizes and elapsed time are not printed. netperf 2.4.3 prints only a
-///   service demand at -v 0 with -c/-C, and no result row at all above -v 2: such runs are
-///   refused.
+///   alone, in the -f unit (TCP_RR: the transaction rate); sizes and elapsed time are not
+///   printed. netperf 2.4.3 prints only a service demand at -v 0 with -c/-C, and no result row
+///   at all above -v 2: such runs are refused.
 /// - after the row, whatever follows (the -v 2 alignment/bytes/sends/recvs block and the TCP MSS
 ///   block, prose) is ignored.
 ///
@@ -88,7 +104,9 @@
 /// `-m`, `64K`, as parse_netperf_args reads it.
 ///
 /// Contradictions between a command and its output are errors too: a netperf row whose Send
-/// Message Size is not the command's -m (when it has one), a second netperf result row under one
+/// Message Size is not the command's -m (when it has one), a TCP_RR row whose Request or
+/// Response Size is not the command's -r (netperf's default 1,1 without it), a banner of another
+/// test, a second netperf result row under one
 /// command (a line of as many numbers after the row; at -v 2 only before the alignment block), a
 /// perftest row whose #bytes is not a size the command runs (-s, or -a's 2..2^23) and a second
 /// row of one size.
@@ -106,27 +124,48 @@
 
 namespace hcasim::scenarios {
 
-/// netperf TCP_STREAM's result as printed, in canonical units (netperf 2.4.3 nettest_bsd.c
-/// send_tcp_stream: tput_fmt_0/1, cpu_fmt_0/1).
+/// A netperf run's result as printed, in canonical units (netperf 2.4.3 nettest_bsd.c
+/// send_tcp_stream and send_tcp_maerts: tput_fmt_0/1, cpu_fmt_0/1; send_tcp_rr: tput_fmt_0,
+/// tput_fmt_1_line_1/2, cpu_fmt_1_line_1/2). The stream fields are 0 or empty for TCP_RR, the
+/// TCP_RR fields for the stream tests.
 struct NetperfReading {
-  double recv_socket_bytes = 0;   ///< B, remote receive socket size (0 at -v 0: not printed)
-  double send_socket_bytes = 0;   ///< B, local send socket size (0 at -v 0)
-  double send_message_bytes = 0;  ///< B per send() (0 at -v 0)
+  std::string test = "TCP_STREAM";  ///< the command's -t: TCP_STREAM, TCP_MAERTS or TCP_RR
+  // --- TCP_STREAM and TCP_MAERTS ---
+  double recv_socket_bytes = 0;   ///< B, the Recv Socket Size column (0 at -v 0: not printed):
+                                  ///< TCP_STREAM the remote receive socket; TCP_MAERTS netperf's
+                                  ///< own receive socket, with -c/-C the remote one
+  double send_socket_bytes = 0;   ///< B, the Send Socket Size column (0 at -v 0): TCP_STREAM
+                                  ///< the local send socket; TCP_MAERTS the remote one, with
+                                  ///< -c/-C the local one
+  double send_message_bytes = 0;  ///< B per send() of the sender (TCP_MAERTS: netserver's; 0
+                                  ///< at -v 0)
   double elapsed_s = 0;           ///< s (0 at -v 0)
   double throughput_mbps = 0;     ///< 10^6 bit/s, converted from the printed unit: 10^3bits,
                                   ///< 10^6bits, 10^9bits (bit/s) or KBytes, MBytes, GBytes
                                   ///< (2^10, 2^20, 2^30 B/s)
   double throughput = 0;          ///< the throughput as printed, in `format`'s unit
   char format = 'm';              ///< the printed unit as netperf's -f letter: k m g K M G
-  std::optional<double> util_local_pct;   ///< % of all local CPUs; netperf's -1 (not measured,
-                                          ///< no -c) is nullopt
-  std::optional<double> util_remote_pct;  ///< % of all remote CPUs; nullopt without -C
-  std::optional<double> sd_local_us_per_kb;   ///< us of CPU per KB (2^10 B); nullopt without -c
+  std::optional<double> sd_local_us_per_kb;   ///< us of CPU per KB (2^10 B) of the throughput's
+                                              ///< bytes; nullopt without -c
   std::optional<double> sd_remote_us_per_kb;  ///< nullopt without -C
+  // --- TCP_RR ---
+  double local_send_socket_bytes = 0;   ///< B (0 at -v 0)
+  double local_recv_socket_bytes = 0;   ///< B (0 at -v 0)
+  double remote_send_socket_bytes = 0;  ///< B, the second line (0 at -v 0)
+  double remote_recv_socket_bytes = 0;  ///< B, the second line (0 at -v 0)
+  double request_bytes = 0;             ///< B, Request Size (0 at -v 0)
+  double response_bytes = 0;            ///< B, Response Size (0 at -v 0)
+  double transaction_rate = 0;          ///< transactions per second, as printed
+  std::optional<double> sd_local_us_per_tr;   ///< us of CPU per transaction; nullopt without -c
+  std::optional<double> sd_remote_us_per_tr;  ///< nullopt without -C
+  // --- every test ---
+  std::optional<double> util_local_pct;   ///< % of all CPUs of netperf's host; netperf's -1 (not
+                                          ///< measured, no -c) is nullopt
+  std::optional<double> util_remote_pct;  ///< % of all CPUs of netserver's host; nullopt without -C
   std::optional<std::string> confidence;  ///< "+/-2.5% @ 99% conf." from the -i/-I banner (-P 1)
   bool confidence_achieved = true;  ///< false when netperf printed its "!!! WARNING ... Desired
                                     ///< confidence was not achieved" block
-  bool terse = false;               ///< -v 0: only the throughput was printed
+  bool terse = false;               ///< -v 0: only the throughput (or transaction rate) was printed
   uint32_t line = 0;                ///< line of the result row
 };
 
@@ -196,7 +235,7 @@ struct RealRun {
 /// a bad directive or zcopy value, output without a result ("netperf output ends before its
 /// result row"), a row with the wrong number of fields or a field that is not a number (naming
 /// the column), an unrecognised table header, a second table under one perftest command, and a
-/// row that contradicts its command (another -m or -s, a second row).
+/// row that contradicts its command (another -m, -r or -s, a banner of another test, a second row).
 std::vector<RealRun> parse_run_file(std::string_view text, const std::string& origin);
 
 /// Reads the file at `path` and returns parse_run_file(text, path); InputError "PATH: cannot

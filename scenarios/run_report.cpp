@@ -59,7 +59,7 @@ std::vector<std::string> tables_of(const Scenario& s, PointKind kind) {
 }  // namespace
 
 std::vector<TableErrors> table_errors(const Scenario& s, const std::vector<PointOutcome>& outcomes, PointKind kind) {
-  const bool pooled = kind == PointKind::Bandwidth || !any_gated(s);
+  const bool pooled = kind == PointKind::Bandwidth || kind == PointKind::NetperfRr || !any_gated(s);
   std::vector<TableErrors> tables;
   for (const auto& name : pooled ? std::vector<std::string>{"all runs"} : tables_of(s, kind)) {
     TableErrors t;
@@ -73,6 +73,7 @@ std::vector<TableErrors> table_errors(const Scenario& s, const std::vector<Point
       ++t.points;
       const auto& o = outcomes[i];
       add(t.throughput, o.throughput);
+      add(t.transaction_rate, o.transaction_rate);
       add(t.service_demand, o.sd_local);
       add(t.service_demand, o.sd_remote);
       add(t.utilisation, o.util_local);
@@ -235,12 +236,60 @@ std::string format_bandwidth_rows(const Scenario& s, const std::vector<PointOutc
   return out;
 }
 
+/// The TCP_RR part of the report (compare's netperf -t TCP_RR runs): its title, a row per point,
+/// then the median and max |error| of the transaction rate, service demand and utilisation.
+std::string format_rr_rows(const Scenario& s, const std::vector<PointOutcome>& outcomes) {
+  std::string out = "netperf TCP_RR: transaction rate in transactions/s, service demand in us/Tr (CPU us per "
+                    "transaction); error = (simulated - measured) / measured\n";
+  size_t mode_w = 7, size_w = 8;
+  for (const auto& p : s.points)
+    if (p.kind == PointKind::NetperfRr) {
+      mode_w = std::max(mode_w, p.mode.size());
+      size_w = std::max(size_w, p.size_flag.size());
+    }
+  const auto lead = [&](std::string_view table, std::string_view mode, std::string_view size) {
+    return fmt::format("{:<16} {:<{}} {:<{}} ", table, mode, mode_w, size, size_w);
+  };
+  constexpr const char* figures =
+      "{:>10} {:>10} {:>7}  {:>6} {:>6} {:>7}  {:>6} {:>6} {:>7}  "
+      "{:>6} {:>6} {:>7}  {:>6} {:>6} {:>7}  {}\n";
+  std::string groups =
+      lead("", "", "") + fmt::format("{:^29}  {:^21}  {:^21}  {:^21}  {:^21}", "transactions/s", "SD local, us/Tr",
+                                     "SD remote, us/Tr", "util local, %", "util remote, %");
+  out += groups.erase(groups.find_last_not_of(' ') + 1) + "\n";
+  out += lead("table", "mode", "size") + fmt::format(figures, "measured", "simulated", "error", "meas", "sim", "error",
+                                                     "meas", "sim", "error", "meas", "sim", "error", "meas", "sim",
+                                                     "error", "status");
+  for (size_t i = 0; i < s.points.size(); ++i) {
+    const auto& p = s.points[i];
+    const auto& o = outcomes[i];
+    if (p.kind != PointKind::NetperfRr) continue;
+    out += lead(p.table, p.mode, p.size_flag.empty() ? "-" : p.size_flag) +
+           fmt::format(figures, num(o.transaction_rate.measured, 2), num(o.transaction_rate.simulated, 2),
+                       pct(o.transaction_rate.error), num(o.sd_local.measured, 3), num(o.sd_local.simulated, 3),
+                       pct(o.sd_local.error), num(o.sd_remote.measured, 3), num(o.sd_remote.simulated, 3),
+                       pct(o.sd_remote.error), num(o.util_local.measured, 2), num(o.util_local.simulated, 2),
+                       pct(o.util_local.error), num(o.util_remote.measured, 2), num(o.util_remote.simulated, 2),
+                       pct(o.util_remote.error), o.status);
+  }
+  const TableErrors t = table_errors(s, outcomes, PointKind::NetperfRr).front();
+  constexpr const char* summary = "{:<16} {:>6}  {:<25} {:<26} {}\n";
+  out += '\n';
+  out += fmt::format(summary, "all runs", "points", "|error| transaction rate", "|error| service demand",
+                     "|error| utilisation");
+  out += fmt::format(summary, "", "", "median / max", "median / max", "median / max");
+  out += fmt::format(summary, "", t.points, median_max(t.transaction_rate), median_max(t.service_demand),
+                     median_max(t.utilisation));
+  return out;
+}
+
 }  // namespace
 
 std::string format_run_report(const Scenario& s, const std::vector<PointOutcome>& outcomes) {
   const bool latency = has_kind(s, PointKind::Latency);
   const bool bandwidth = has_kind(s, PointKind::Bandwidth);
-  const bool netperf = has_kind(s, PointKind::Netperf) || (!latency && !bandwidth);
+  const bool rr = has_kind(s, PointKind::NetperfRr);
+  const bool netperf = has_kind(s, PointKind::Netperf) || (!latency && !bandwidth && !rr);
   std::string tolerances;
   if (netperf)
     tolerances = fmt::format("throughput {:.0f}%, service demand {:.0f}%",
@@ -256,6 +305,7 @@ std::string format_run_report(const Scenario& s, const std::vector<PointOutcome>
       fmt::format("scenario {}: platform {}; tolerance: {}\n", s.name, s.platform, tolerances);
   if (!s.source.empty()) out += fmt::format("measured: {}\n", s.source);
   if (netperf) out += '\n' + format_netperf_rows(s, outcomes);
+  if (rr) out += '\n' + format_rr_rows(s, outcomes);
   if (latency) out += '\n' + format_latency_rows(s, outcomes);
   if (bandwidth) out += '\n' + format_bandwidth_rows(s, outcomes);
 
@@ -284,6 +334,12 @@ std::string format_run_report(const Scenario& s, const std::vector<PointOutcome>
       explain_us(o.t_min, "t_min", s.tolerance.t_min_us);
     } else if (p.kind == PointKind::Bandwidth) {
       explain(o.bw_average, "BW average", s.tolerance.throughput);
+    } else if (p.kind == PointKind::NetperfRr) {
+      explain(o.transaction_rate, "transaction rate", s.tolerance.throughput);
+      explain(o.sd_local, "SD local", s.tolerance.service_demand);
+      explain(o.sd_remote, "SD remote", s.tolerance.service_demand);
+      explain(o.util_local, "util local", s.tolerance.utilisation);
+      explain(o.util_remote, "util remote", s.tolerance.utilisation);
     } else {
       explain(o.throughput, "throughput", s.tolerance.throughput);
       explain(o.sd_local, "SD local", s.tolerance.service_demand);
@@ -307,7 +363,7 @@ std::string format_run_report(const Scenario& s, const std::vector<PointOutcome>
   return out;
 }
 
-std::string run_csv_header(bool latency_columns, bool bandwidth_columns) {
+std::string run_csv_header(bool latency_columns, bool bandwidth_columns, bool rr_columns) {
   std::string header =
       "scenario,table,mode,size_flag,command,gated,meas_throughput_mbps,sim_throughput_mbps,"
       "err_throughput_pct,meas_sd_local,sim_sd_local,err_sd_local_pct,meas_sd_remote,"
@@ -319,14 +375,19 @@ std::string run_csv_header(bool latency_columns, bool bandwidth_columns) {
   if (bandwidth_columns)
     header += ",bw_bytes,meas_bw_avg_gbit_s,sim_bw_avg_gbit_s,err_bw_avg_pct,meas_msg_rate_mpps,"
               "sim_msg_rate_mpps,err_msg_rate_pct";
+  if (rr_columns)
+    header += ",meas_transaction_rate_per_s,sim_transaction_rate_per_s,err_transaction_rate_pct,"
+              "meas_sd_local_us_per_tr,sim_sd_local_us_per_tr,err_sd_local_us_per_tr_pct,meas_sd_remote_us_per_tr,"
+              "sim_sd_remote_us_per_tr,err_sd_remote_us_per_tr_pct";
   return header;
 }
 
 std::string format_run_csv(const Scenario& s, const std::vector<PointOutcome>& outcomes, bool latency_columns,
-                           bool bandwidth_columns) {
+                           bool bandwidth_columns, bool rr_columns) {
   const bool latency = latency_columns || has_kind(s, PointKind::Latency);
   const bool bandwidth = bandwidth_columns || has_kind(s, PointKind::Bandwidth);
-  std::string out = run_csv_header(latency, bandwidth) + "\n";
+  const bool rr = rr_columns || has_kind(s, PointKind::NetperfRr);
+  std::string out = run_csv_header(latency, bandwidth, rr) + "\n";
   auto err_pct = [](const Metric& m) {
     return m.error ? fmt::format("{:.4f}", *m.error * 100.0) : std::string();
   };
@@ -336,14 +397,19 @@ std::string format_run_csv(const Scenario& s, const std::vector<PointOutcome>& o
   for (size_t i = 0; i < s.points.size(); ++i) {
     const auto& p = s.points[i];
     const auto& o = outcomes[i];
+    // A TCP_RR point's service demands are per transaction: its own columns, not the us/KB ones.
+    const bool is_rr = p.kind == PointKind::NetperfRr;
+    const Metric none;
+    const Metric& sd_local_kb = is_rr ? none : o.sd_local;
+    const Metric& sd_remote_kb = is_rr ? none : o.sd_remote;
     out += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
                        csv_cell(s.name), csv_cell(p.table), csv_cell(p.mode),
                        csv_cell(p.size_flag), csv_cell(p.command), p.gated ? "true" : "false",
                        full(o.throughput.measured), full(o.throughput.simulated),
-                       err_pct(o.throughput), full(o.sd_local.measured),
-                       full(o.sd_local.simulated), err_pct(o.sd_local),
-                       full(o.sd_remote.measured), full(o.sd_remote.simulated),
-                       err_pct(o.sd_remote), full(o.util_local.measured),
+                       err_pct(o.throughput), full(sd_local_kb.measured),
+                       full(sd_local_kb.simulated), err_pct(sd_local_kb),
+                       full(sd_remote_kb.measured), full(sd_remote_kb.simulated),
+                       err_pct(sd_remote_kb), full(o.util_local.measured),
                        full(o.util_local.simulated), err_pct(o.util_local),
                        full(o.util_remote.measured), full(o.util_remote.simulated),
                        err_pct(o.util_remote), csv_cell(o.status));
@@ -358,6 +424,14 @@ std::string format_run_csv(const Scenario& s, const std::vector<PointOutcome>& o
       out += fmt::format(",{},{},{},{},{},{},{}", p.kind == PointKind::Bandwidth ? std::to_string(o.bytes) : "",
                          full(o.bw_average.measured), full(o.bw_average.simulated), err_pct(o.bw_average),
                          full(o.msg_rate.measured), full(o.msg_rate.simulated), err_pct(o.msg_rate));
+    }
+    if (rr) {
+      const Metric& sd_local_tr = is_rr ? o.sd_local : none;
+      const Metric& sd_remote_tr = is_rr ? o.sd_remote : none;
+      out += fmt::format(",{},{},{},{},{},{},{},{},{}", full(o.transaction_rate.measured),
+                         full(o.transaction_rate.simulated), err_pct(o.transaction_rate), full(sd_local_tr.measured),
+                         full(sd_local_tr.simulated), err_pct(sd_local_tr), full(sd_remote_tr.measured),
+                         full(sd_remote_tr.simulated), err_pct(sd_remote_tr));
     }
     out += "\n";
   }

@@ -22,7 +22,11 @@ namespace hcasim::scenarios {
 /// of t_typical and of t_min and the tables' platforms. When there are bandwidth points
 /// (`hcasim compare`'s rows of perftest's bw tools): a row per point (table, mode, bytes;
 /// measured, simulated and signed error % of BW average in Gb/s and of MsgRate in Mpps; status)
-/// and the median and max |error| of both. Last, a verdict line over all gated
+/// and the median and max |error| of both. When there are TCP_RR points (`hcasim compare`'s
+/// netperf -t TCP_RR runs): a title line, a row per point (table, mode, size flag; measured,
+/// simulated and signed error % of the transaction rate in transactions/s, of both service
+/// demands in us/Tr and of both CPU utilisations in %; status) and the median and max |error|
+/// of the rate, of service demand and of utilisation. Last, a verdict line over all gated
 /// points naming the failing ones. A scenario none of whose points is gated (`hcasim compare`'s
 /// run files) says "tolerance: none (not gated)", sums its points up in one "all runs" row
 /// instead of one per table, and ends "compared: N points, none gated".
@@ -32,8 +36,10 @@ std::string format_run_report(const Scenario& scenario, const std::vector<PointO
 struct TableErrors {
   std::string table;  ///< the table's name, or "all runs"
   size_t points = 0;  ///< the points of the kind in it
-  /// Netperf points, relative: throughput; both service demands; both utilisations.
+  /// Netperf points, relative: throughput (TCP_RR: transaction rate); both service demands;
+  /// both utilisations.
   std::vector<double> throughput, service_demand, utilisation;
+  std::vector<double> transaction_rate;  ///< TCP_RR points, relative
   /// Latency points, us: t_typical, t_min; and the points' platforms in order of first appearance.
   std::vector<double> t_typical, t_min;
   std::vector<std::string> platforms;
@@ -42,8 +48,8 @@ struct TableErrors {
 };
 
 /// Per table of `scenario`'s points of `kind`, in order of first appearance, the |error|s of its
-/// measured metrics; one "all runs" table when no point is gated, and always for bandwidth
-/// points. What format_run_report's per-table lines and the JSON report's "tables" print.
+/// measured metrics; one "all runs" table when no point is gated, and always for bandwidth and
+/// TCP_RR points. What format_run_report's per-table lines and the JSON report's "tables" print.
 std::vector<TableErrors> table_errors(const Scenario& scenario, const std::vector<PointOutcome>& outcomes,
                                       PointKind kind);
 
@@ -51,17 +57,21 @@ std::vector<TableErrors> table_errors(const Scenario& scenario, const std::vecto
 /// then meas_/sim_/err_util_local_pct and meas_/sim_/err_util_remote_pct), ending in `status`;
 /// with `latency_columns`, followed by bytes, meas_/sim_/err_t_typical_us,
 /// meas_/sim_/err_t_min_us, meas_/sim_t_max_us; with `bandwidth_columns`, then bw_bytes,
-/// meas_/sim_bw_avg_gbit_s, err_bw_avg_pct, meas_/sim_msg_rate_mpps, err_msg_rate_pct.
-std::string run_csv_header(bool latency_columns = false, bool bandwidth_columns = false);
+/// meas_/sim_bw_avg_gbit_s, err_bw_avg_pct, meas_/sim_msg_rate_mpps, err_msg_rate_pct; with
+/// `rr_columns`, then meas_/sim_/err_transaction_rate (per s; error in %) and
+/// meas_/sim_/err_sd_local_us_per_tr, meas_/sim_/err_sd_remote_us_per_tr (TCP_RR's service
+/// demands, us per transaction; errors in %). A TCP_RR row's utilisations are in the util
+/// columns, its throughput and us/KB cells empty.
+std::string run_csv_header(bool latency_columns = false, bool bandwidth_columns = false, bool rr_columns = false);
 
 /// The run CSV: header and one row per point, in scenario order. Values in full precision,
 /// netperf errors in % with 4 decimals (utilisation errors too: relative, in % of the measured
 /// utilisation, not percentage points), latency errors in us with 4 decimals, empty cells
 /// where not measured or not of the point's kind. The latency columns are there only when the
 /// scenario has a latency point (or `latency_columns` says so: files of several scenarios under
-/// one header), so a netperf scenario's CSV has none; the bandwidth columns likewise.
+/// one header), so a netperf scenario's CSV has none; the bandwidth and TCP_RR columns likewise.
 std::string format_run_csv(const Scenario& scenario, const std::vector<PointOutcome>& outcomes,
-                           bool latency_columns = false, bool bandwidth_columns = false);
+                           bool latency_columns = false, bool bandwidth_columns = false, bool rr_columns = false);
 
 /// `name` made safe as a file name: every character but letters, digits, '-', '_' and '.'
 /// becomes '_', and "scenario" is put in front of an empty name or one starting with '.'

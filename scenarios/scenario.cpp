@@ -333,7 +333,7 @@ Scenario load_scenario(const std::string& path) {
 /// "TABLE MODE SIZE": the size flag of a netperf point, "BYTES B" of a latency point.
 std::string point_label(const ScenarioPoint& p, uint64_t bytes) {
   std::string label = p.table + " " + p.mode;
-  if (p.kind != PointKind::Netperf)
+  if (p.kind != PointKind::Netperf && p.kind != PointKind::NetperfRr)
     label += fmt::format(" {} B", bytes);
   else if (!p.size_flag.empty())
     label += " " + p.size_flag;

@@ -81,7 +81,10 @@ struct ReferenceSpec {
 
 /// What a point measures, from the tool its command runs.
 enum class PointKind {
-  Netperf,  ///< netperf TCP_STREAM: throughput and service demand, relative errors
+  Netperf,  ///< netperf TCP_STREAM (and TCP_MAERTS, from run files): throughput and service
+            ///< demand, relative errors
+  NetperfRr,  ///< netperf TCP_RR: transaction rate and service demand per transaction, relative
+              ///< errors; only from run files (`hcasim compare`), never in a scenario file
   Latency,  ///< perftest ib_write_lat, ib_send_lat, ib_read_lat, ib_atomic_lat: t_min /
             ///< t_typical / t_max in us, absolute errors
   Bandwidth,  ///< perftest ib_write_bw, ib_send_bw, ib_read_bw, ib_atomic_bw: BW average and

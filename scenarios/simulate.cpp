@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "frontends/netperf_cli.h"
 #include "frontends/perftest_cli.h"
 #include "model/platform.h"
 #include "scenarios/children.h"
@@ -80,6 +81,17 @@ CheckedScenario check_scenario(const Scenario& s, const std::string& base, const
 }
 
 
+/// Whether netperf `words` run TCP_RR, which measures no steady state (its rate needs no warm-up
+/// search: `hcasim netperf -t TCP_RR --steady` is refused). Words that do not parse are left
+/// for the child to refuse.
+bool is_netperf_rr(const std::vector<std::string>& words) {
+  try {
+    return frontends::parse_netperf_args(words).test == "TCP_RR";
+  } catch (const InputError&) {
+    return false;
+  }
+}
+
 /// The message size point `i` of `c` names in messages (0 for a netperf point).
 uint64_t point_bytes(const Scenario& s, const CheckedScenario& c, size_t i) {
   return s.points[i].kind == PointKind::Bandwidth ? c.measured_bandwidth[i].bytes : c.measured_latency[i].bytes;
@@ -110,7 +122,7 @@ std::vector<std::string> with_sim_length(const std::string& tool, std::vector<st
     const auto dashes = std::find(words.begin(), words.end(), "--");
     words.insert(dashes, {"-l", fmt::format("{}", *length.duration_s)});
   }
-  if (tool == "netperf" && length.steady_rel) {
+  if (tool == "netperf" && length.steady_rel && !is_netperf_rr(words)) {
     const auto dashes = std::find(words.begin(), words.end(), "--");
     bool ipoib = false;
     for (auto w = words.begin(); w != dashes; ++w)
@@ -175,7 +187,7 @@ std::vector<std::vector<PointOutcome>> simulate_scenarios(const std::vector<Scen
       const ChildResult& r = results[run];
       const std::string origin = fmt::format("{} CSV", runs[run].label);
       try {
-        if (p.kind == PointKind::Netperf) {
+        if (p.kind == PointKind::Netperf || p.kind == PointKind::NetperfRr) {
           outcomes[k].push_back(
               evaluate_point(p, s.tolerance, c.measured[i], netperf_csv_figures(r.csv, origin)));
           continue;

@@ -37,7 +37,7 @@ uint64_t parse_iterations_flag(const std::string& text);
 
 /// `words` (a command's words after its tool, as ScenarioPoint::words) with `length` applied for
 /// `tool`: netperf gets `-l S` before its "--" (a later -l replaces an earlier one) and, over
-/// SDP, `--steady REL`; perftest gets `-n min(typed -n or its default, N)` at the end; unchanged
+/// SDP and but for TCP_RR, `--steady REL`; perftest gets `-n min(typed -n or its default, N)` at the end; unchanged
 /// where `length` says nothing.
 std::vector<std::string> with_sim_length(const std::string& tool, std::vector<std::string> words,
                                          const SimLength& length);

@@ -130,6 +130,26 @@ TEST(CalibrateArgv, SdpRunsAreMeasuredInTheirSteadyStateIpoibRunsAsTheyAre) {
   }
 }
 
+TEST(CalibrateArgv, TcpRrRunsAsTypedWithoutSteadyState) {
+  // `hcasim netperf -t TCP_RR --steady` is refused (a transaction rate needs no warm-up search):
+  // a TCP_RR run gets --duration's -l only, however -t is written.
+  Observation o;
+  o.tool = "netperf";
+  for (const auto& test : {std::vector<std::string>{"-t", "TCP_RR"}, std::vector<std::string>{"-ttcp_rr"}}) {
+    o.words = test;
+    o.words.insert(o.words.end(), {"-c", "--", "-r", "64,1024"});
+    std::vector<std::string> expected = {"hcasim", "netperf"};
+    expected.insert(expected.end(), test.begin(), test.end());
+    expected.insert(expected.end(), {"-c", "-l", "4", "--", "-r", "64,1024", "--platform", "/p.toml"});
+    EXPECT_EQ(observation_argv(o, "/p.toml", {}, SimLength{4.0, 20000, 0.002}), expected);
+  }
+  // TCP_MAERTS is a stream: measured in its steady state over SDP.
+  o.words = {"-t", "TCP_MAERTS", "--", "-m", "64K"};
+  EXPECT_EQ(observation_argv(o, "/p.toml", {}, SimLength{4.0, 20000, 0.002}),
+            (std::vector<std::string>{"hcasim", "netperf", "-t", "TCP_MAERTS", "-l", "4", "--steady", "0.002", "--",
+                                      "-m", "64K", "--platform", "/p.toml"}));
+}
+
 TEST(CalibrateArgv, PerftestIterationsAreCappedNeverRaised) {
   Observation o;
   o.tool = "ib_write_lat";
@@ -157,6 +177,20 @@ TEST(CalibrateQuantities, NetperfCsvGivesThroughputAndServiceDemands) {
       frontends::netperf_csv_header() + "\nTCP_STREAM,65536,87380,87380,16384,60,8400.5,,,,,1,2,3\n";
   EXPECT_EQ(error_of([&] { simulated_quantities(o, no_cpu, "c.csv"); }),
             "c.csv: the simulation did not measure sd_local (add -c/-C?)");
+}
+
+TEST(CalibrateQuantities, NetperfRrCsvGivesTransactionRateAndServiceDemandsPerTransaction) {
+  // hcasim netperf -t TCP_RR --csv: transaction_rate_per_s is the rate; the sd_* cells are us/Tr.
+  Observation o;
+  o.tool = "netperf";
+  o.measured = {{"transaction_rate", 74000}, {"sd_local_per_tr", 15.5}, {"sd_remote_per_tr", 15.4}};
+  const std::string csv = frontends::netperf_csv_header() +
+                          "\nTCP_RR,1,1,87380,16384,10,1.18656,14.49,14.49,15.631,15.631,741600,741600,741600,74160\n";
+  EXPECT_EQ(simulated_quantities(o, csv, "c.csv"), (std::vector<double>{74160, 15.631, 15.631}));
+  const std::string stream = frontends::netperf_csv_header() +
+                             "\nTCP_STREAM,65536,87380,87380,16384,60,8400.5,,,,,1,2,3,\n";
+  EXPECT_EQ(error_of([&] { simulated_quantities(o, stream, "c.csv"); }),
+            "c.csv: the simulation did not measure transaction_rate");
 }
 
 TEST(CalibrateQuantities, PerftestCsvRowsAreFoundBySize) {
@@ -271,6 +305,27 @@ TEST(CalibrateRuns, RunFileRunsSelectedByLabelWithTheirSettings) {
   EXPECT_EQ(bz[0].measured[2], (std::pair<std::string, double>{"sd_remote", 0.835}));
   EXPECT_EQ(bz[0].words, (std::vector<std::string>{"-C", "-c", "-P", "0", "-t", "TCP_STREAM", "-H",
                                                     "193.168.10.143", "-l", "60", "--", "-m", "1M"}));
+}
+
+TEST(CalibrateRuns, RunFileTcpRrAndMaertsRuns) {
+  // A TCP_RR run is fitted on its transaction rate and service demands per transaction, a
+  // TCP_MAERTS run on its throughput and service demands per KB, as printed (netperf 2.4.3's
+  // send_tcp_rr cpu_fmt_1_line_1/2 and send_tcp_maerts cpu_fmt_1).
+  const auto dir = std::filesystem::temp_directory_path() / ("hcasim-cal-rr-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string path = (dir / "rr.txt").string();
+  std::ofstream(path) << "$ netperf -P 0 -c -C -t TCP_RR -l 10 -- -r 64,1024\n"
+                         "16384  87380  64      1024   10.00   13718.45  12.45  11.98  72.602  69.862 \n"
+                         "16384  87380 \n"
+                         "$ netperf -P 0 -c -C -t TCP_MAERTS -l 10 -- -m 64K\n"
+                         " 87380  16384  65536    10.00      8323.20   12.96    13.64    1.020   1.074  \n";
+  const auto obs = load_observations(path);
+  ASSERT_EQ(obs.size(), 2u);
+  EXPECT_EQ(obs[0].measured, (std::vector<std::pair<std::string, double>>{
+                                 {"transaction_rate", 13718.45}, {"sd_local_per_tr", 72.602}, {"sd_remote_per_tr", 69.862}}));
+  EXPECT_EQ(obs[1].measured, (std::vector<std::pair<std::string, double>>{
+                                 {"throughput", 8323.20}, {"sd_local", 1.020}, {"sd_remote", 1.074}}));
+  std::filesystem::remove_all(dir);
 }
 
 TEST(CalibrateRuns, PerftestCyclesAreRefused) {

@@ -10,6 +10,8 @@
 
 #include <unistd.h>
 
+#include <fmt/format.h>
+
 #include "frontends/netperf_output.h"
 #include "util/output_file.h"
 
@@ -246,14 +248,37 @@ TEST(NetperfOutput, Csv) {
   EXPECT_EQ(format_netperf_csv(o, r, f),
             "test,send_size_bytes,recv_size_bytes,remote_recv_socket_bytes,"
             "local_send_socket_bytes,elapsed_s,throughput_mbps,util_local_pct,util_remote_pct,"
-            "sd_local_us_per_kb,sd_remote_us_per_kb,bytes_received,send_calls,recv_calls\n"
+            "sd_local_us_per_kb,sd_remote_us_per_kb,bytes_received,send_calls,recv_calls,"
+            "transaction_rate_per_s\n"
             "TCP_STREAM,65536,87380,87380,16384,60,8323.2,12.96,13.64,1.02,1.074,62424000000,"
-            "952515,1905030\n");
+            "952515,1905030,\n");
   const NetperfOptions local_only = options("-c -- -m 64K");
   const std::string csv = format_netperf_csv(local_only, r, f);
   EXPECT_EQ(csv.substr(csv.find('\n') + 1),
             "TCP_STREAM,65536,87380,87380,16384,60,8323.2,12.96,,1.02,,62424000000,952515,"
-            "1905030\n");
+            "1905030,\n");
+}
+
+TEST(NetperfOutput, CsvOfTcpRrHasTheTransactionRate) {
+  // 741600 transactions of 1 B each way in 10 s: 74160 a second, as the row prints it; the
+  // bytes of both directions, 1483200 B x 8 / 10 s = 1.18656 Mbit/s; 14.49 % of 8 CPUs x 10^6 /
+  // 74160 = 15.631 us per transaction (netperf's us/Tr), in the sd cells.
+  TcpStreamResult r;
+  r.request_size = r.response_size = 1;
+  r.remote_recv_socket = 87380;
+  r.local_send_socket = 16384;
+  r.transactions = 741600;
+  r.bytes_sent = r.bytes_received = 741600;
+  r.elapsed_s = 10;
+  r.local_cpus = r.remote_cpus = 8;
+  r.local_util_pct = r.remote_util_pct = 14.49;
+  const NetperfOptions o = options("-t TCP_RR -c -l 10");
+  const NetperfFigures f = netperf_figures(o, r);
+  EXPECT_EQ(f.transaction_rate, 74160);
+  EXPECT_NEAR(f.local_sd_us_per_kb, 14.49 * 8 * 1e4 / 74160, 1e-9);
+  const std::string csv = format_netperf_csv(o, r, f);
+  EXPECT_EQ(csv.substr(csv.find('\n') + 1),
+            fmt::format("TCP_RR,0,0,87380,16384,10,1.18656,14.49,,{},,741600,0,0,74160\n", f.local_sd_us_per_kb));
 }
 
 TEST(NetperfOutput, StatsLine) {

@@ -458,6 +458,242 @@ TEST(RunFile, PrinterTerse) {
   }
 }
 
+// --- netperf TCP_RR and TCP_MAERTS: real netperf 2.4.3 output --------------------------------
+
+// The rows below are netperf 2.4.3's format strings (src/nettest_bsd.c) applied by hand, as
+// printf prints them: send_tcp_rr's tput_fmt_1_line_1 "%-6d %-6d %-6d   %-6d  %-6.2f   %7.2f   %s\n",
+// tput_fmt_1_line_2 "%-6d %-6d\n", cpu_fmt_1_line_1 "%-6d %-6d %-6d  %-6d %-6.2f  %-6.2f  %-6.2f
+// %-6.2f %-6.3f  %-6.3f %s\n" and tput_fmt_0 "%7.2f %s\n"; send_tcp_maerts's tput_fmt_1 "%6d %6d
+// %6d    %-6.2f   %7.2f   \n %s" and cpu_fmt_1 "%6d %6d %6d    %-6.2f     %7.2f   %-6.2f   %-6.2f
+// %-6.3f  %-6.3f %s\n". The titles are tput_title and cpu_title verbatim.
+
+/// send_tcp_rr with -P 1, no -c/-C: banner, tput_title, the row and the remote socket sizes.
+constexpr const char* kRrTitles = R"RUN($ netperf -H 192.168.1.2 -t TCP_RR -l 10 -- -r 64,1024
+TCP REQUEST/RESPONSE TEST from 0.0.0.0 (0.0.0.0) port 0 AF_INET to 192.168.1.2 (192.168.1.2) port 0 AF_INET
+Local /Remote
+Socket Size   Request  Resp.   Elapsed  Trans.
+Send   Recv   Size     Size    Time     Rate         
+bytes  Bytes  bytes    bytes   secs.    per sec   
+
+16384  87380  64       1024    10.00    24562.31   
+16384  87380 
+$ echo done
+)RUN";
+
+/// send_tcp_rr with -P 1 -c -C: cpu_title (% S: /proc/stat), cpu_fmt_1_line_1/2. 8 CPUs a host:
+/// 12.45 % x 8 x 10^4 / 13718.45 Tr/s = 72.602 us/Tr, 11.98 %: 69.862.
+constexpr const char* kRrCpuTitles = R"RUN(root@ionize:~# netperf -c -C -t TCP_RR -H 10.0.0.2 -l 10
+TCP REQUEST/RESPONSE TEST from 0.0.0.0 (0.0.0.0) port 0 AF_INET to 10.0.0.2 (10.0.0.2) port 0 AF_INET
+Local /Remote
+Socket Size   Request Resp.  Elapsed Trans.   CPU    CPU    S.dem   S.dem
+Send   Recv   Size    Size   Time    Rate     local  remote local   remote
+bytes  bytes  bytes   bytes  secs.   per sec  % S    % S    us/Tr   us/Tr
+
+16384  87380  1       1      10.00   13718.45  12.45  11.98  72.602  69.862 
+16384  87380 
+)RUN";
+
+TEST(RunFile, NetperfRrTitles) {
+  const auto runs = parse_run_file(kRrTitles, "rr.txt");
+  ASSERT_EQ(runs.size(), 1u);
+  const NetperfReading& r = netperf_of(runs[0]);
+  EXPECT_EQ(r.test, "TCP_RR");
+  EXPECT_EQ(r.line, 8u);
+  EXPECT_EQ(r.local_send_socket_bytes, 16384);
+  EXPECT_EQ(r.local_recv_socket_bytes, 87380);
+  EXPECT_EQ(r.request_bytes, 64);
+  EXPECT_EQ(r.response_bytes, 1024);
+  EXPECT_EQ(r.elapsed_s, 10.0);
+  EXPECT_EQ(r.transaction_rate, 24562.31);
+  EXPECT_EQ(r.remote_send_socket_bytes, 16384);
+  EXPECT_EQ(r.remote_recv_socket_bytes, 87380);
+  EXPECT_FALSE(r.util_local_pct || r.util_remote_pct || r.sd_local_us_per_tr || r.sd_remote_us_per_tr);
+  EXPECT_FALSE(r.sd_local_us_per_kb || r.sd_remote_us_per_kb);
+  EXPECT_EQ(r.throughput_mbps, 0.0);  // a transaction rate, not a throughput
+  EXPECT_FALSE(r.terse);
+}
+
+TEST(RunFile, NetperfRrCpuTitles) {
+  const NetperfReading r = netperf_of(parse_run_file(kRrCpuTitles, "rr.txt").at(0));
+  EXPECT_EQ(r.line, 8u);
+  EXPECT_EQ(r.request_bytes, 1);  // netperf's default -r 1,1
+  EXPECT_EQ(r.response_bytes, 1);
+  EXPECT_EQ(r.transaction_rate, 13718.45);
+  EXPECT_EQ(r.util_local_pct, 12.45);
+  EXPECT_EQ(r.util_remote_pct, 11.98);
+  EXPECT_EQ(r.sd_local_us_per_tr, 72.602);
+  EXPECT_EQ(r.sd_remote_us_per_tr, 69.862);
+  EXPECT_FALSE(r.sd_local_us_per_kb.has_value());
+  EXPECT_EQ(r.remote_recv_socket_bytes, 87380);
+}
+
+TEST(RunFile, NetperfRrRowsOnlyAndTerse) {
+  // -P 0: the two row lines alone; -v 0: tput_fmt_0, the rate alone; -v 2: ksink_fmt's
+  // alignment block (four numbers) after the rows is skipped; -c only: -1 for the remote side.
+  const std::string text =
+      "# netperf -P 0 -t TCP_RR -l 10 -- -r 64,1024\n"
+      "16384  87380  64       1024    10.00    24562.31   \n"
+      "16384  87380 \n"
+      "# netperf -P 0 -v 0 -t tcp_rr -l 10\n"
+      "13718.45 \n"
+      "# netperf -P 0 -v 2 -c -t TCP_RR -l 10\n"
+      "16384  87380  1       1      10.00   13718.45  12.45  -1.00  72.602  -1.000 \n"
+      "16384  87380 \n"
+      "Alignment      Offset\n"
+      "Local  Remote  Local  Remote\n"
+      "Send   Recv    Send   Recv\n"
+      "    8      0       0      0\n";
+  const auto runs = parse_run_file(text, "rr.txt");
+  ASSERT_EQ(runs.size(), 3u);
+  const NetperfReading& a = netperf_of(runs[0]);
+  EXPECT_EQ(a.line, 2u);
+  EXPECT_EQ(a.transaction_rate, 24562.31);
+  EXPECT_EQ(a.remote_recv_socket_bytes, 87380);
+  const NetperfReading& b = netperf_of(runs[1]);
+  EXPECT_EQ(b.test, "TCP_RR");
+  EXPECT_TRUE(b.terse);
+  EXPECT_EQ(b.transaction_rate, 13718.45);
+  EXPECT_EQ(b.request_bytes, 0);  // not printed at -v 0
+  const NetperfReading& c = netperf_of(runs[2]);
+  EXPECT_EQ(c.line, 7u);
+  EXPECT_EQ(c.util_local_pct, 12.45);
+  EXPECT_EQ(c.sd_local_us_per_tr, 72.602);
+  EXPECT_FALSE(c.util_remote_pct.has_value());
+  EXPECT_FALSE(c.sd_remote_us_per_tr.has_value());
+}
+
+TEST(RunFile, NetperfMaertsRealOutput) {
+  // send_tcp_maerts 2.4.3: the -P 1 row without -c/-C ends "   \n " (a line of one blank, the
+  // next prompt after it on the same line); with -c/-C 2.4.3's titles say "Send local / Recv
+  // remote" (send_tcp_stream's), 2.4.5's "Recv local / Send remote": the same row either way.
+  const std::string text =
+      "$ netperf -H 10.0.0.2 -t TCP_MAERTS -l 10\n"
+      "TCP MAERTS TEST from 0.0.0.0 (0.0.0.0) port 0 AF_INET to 10.0.0.2 (10.0.0.2) port 0 AF_INET\n"
+      "Recv   Send    Send                          \n"
+      "Socket Socket  Message  Elapsed              \n"
+      "Size   Size    Size     Time     Throughput  \n"
+      "bytes  bytes   bytes    secs.    10^6bits/sec  \n"
+      "\n"
+      " 87380  16384  16384    10.00    7106.72   \n"
+      " $ netperf -c -C -t TCP_MAERTS -H 10.0.0.2 -l 10 -- -m 64K\n"
+      "TCP MAERTS TEST from 0.0.0.0 (0.0.0.0) port 0 AF_INET to 10.0.0.2 (10.0.0.2) port 0 AF_INET\n"
+      "Recv   Send    Send                          Utilization       Service Demand\n"
+      "Socket Socket  Message  Elapsed              Recv     Send     Recv    Send\n"
+      "Size   Size    Size     Time     Throughput  local    remote   local   remote\n"
+      "bytes  bytes   bytes    secs.    10^6bits/s  % S      % S      us/KB   us/KB\n"
+      "\n"
+      " 87380  16384  65536    10.00      8323.20   12.96    13.64    1.020   1.074  \n"
+      "$ netperf -P 0 -t TCP_MAERTS -f K -l 10\n"
+      " 87380  16384  16384    10.00    1016015.62   \n"
+      " ";
+  const auto runs = parse_run_file(text, "maerts.txt");
+  ASSERT_EQ(runs.size(), 3u);
+  const NetperfReading& a = netperf_of(runs[0]);
+  EXPECT_EQ(a.test, "TCP_MAERTS");
+  EXPECT_EQ(a.line, 8u);
+  EXPECT_EQ(a.recv_socket_bytes, 87380);  // netperf's (the receiver's) socket
+  EXPECT_EQ(a.send_socket_bytes, 16384);  // netserver's
+  EXPECT_EQ(a.send_message_bytes, 16384);
+  EXPECT_DOUBLE_EQ(a.throughput_mbps, 7106.72);
+  EXPECT_EQ(runs[1].line, 9u);  // the prompt after the row's one-blank line
+  const NetperfReading& b = netperf_of(runs[1]);
+  EXPECT_EQ(b.send_message_bytes, 65536);
+  EXPECT_DOUBLE_EQ(b.throughput_mbps, 8323.20);
+  EXPECT_EQ(b.util_local_pct, 12.96);  // netperf's host: the receiver
+  EXPECT_EQ(b.sd_local_us_per_kb, 1.020);
+  EXPECT_EQ(b.sd_remote_us_per_kb, 1.074);
+  // 1016015.62 KB/s x 8192 / 10^6 Mbit/s.
+  EXPECT_DOUBLE_EQ(netperf_of(runs[2]).throughput_mbps, 1016015.62 * 8192 / 1e6);
+}
+
+/// A TCP_RR as the simulation would report it (the figures of docs/cli.md's TCP_RR example):
+/// 741600 transactions of 1 B each way in 10 s, 8 CPUs a host, 14.49 % busy each.
+frontends::TcpStreamResult rr_result() {
+  frontends::TcpStreamResult r;
+  r.local_send_socket = 16384;
+  r.local_recv_socket = 87380;
+  r.remote_send_socket = 16384;
+  r.remote_recv_socket = 87380;
+  r.request_size = r.response_size = 1;
+  r.transactions = 741600;
+  r.bytes_sent = r.bytes_received = 741600;
+  r.elapsed_s = 10.0;
+  r.local_cpus = r.remote_cpus = 8;
+  r.local_util_pct = r.remote_util_pct = 14.49;
+  return r;
+}
+
+/// `hcasim netperf WORDS` output for `r`, as a run file: "$ netperf WORDS" and the output.
+std::string printed_netperf(const std::string& words, const frontends::TcpStreamResult& r) {
+  const frontends::NetperfOptions o = frontends::parse_netperf_args(words_of(words));
+  return "$ netperf " + words + "\n" + frontends::format_netperf_output(o, r, frontends::netperf_figures(o, r));
+}
+
+TEST(RunFile, PrinterRrReadsBack) {
+  // 741600 / 10 s = 74160.00 Tr/s; 14.49 % x 8 CPUs x 10^6 / 74160 = 15.631 us/Tr.
+  for (const std::string flags : {"-t TCP_RR -l 10", "-P 0 -t TCP_RR -l 10", "-c -C -t TCP_RR -l 10",
+                                  "-P 0 -c -C -t TCP_RR -l 10", "-v 2 -c -C -t TCP_RR -l 10",
+                                  "-P 0 -v 2 -t TCP_RR -l 10 -- -r 1,1"}) {
+    SCOPED_TRACE(flags);
+    const std::string text = printed_netperf(flags, rr_result());
+    const NetperfReading r = netperf_of(parse_run_file(text, "p.txt").at(0));
+    EXPECT_EQ(r.test, "TCP_RR");
+    EXPECT_EQ(r.transaction_rate, 74160.00);
+    EXPECT_EQ(r.elapsed_s, 10.0);
+    EXPECT_EQ(r.request_bytes, 1);
+    EXPECT_EQ(r.response_bytes, 1);
+    EXPECT_EQ(r.local_send_socket_bytes, 16384);
+    EXPECT_EQ(r.local_recv_socket_bytes, 87380);
+    EXPECT_EQ(r.remote_send_socket_bytes, 16384);
+    EXPECT_EQ(r.remote_recv_socket_bytes, 87380);
+    const bool cpu = flags.find("-c") != std::string::npos;
+    EXPECT_EQ(r.util_local_pct, cpu ? std::optional<double>(14.49) : std::nullopt);
+    EXPECT_EQ(r.sd_remote_us_per_tr, cpu ? std::optional<double>(15.631) : std::nullopt);
+  }
+  const NetperfReading terse = netperf_of(parse_run_file(printed_netperf("-v 0 -t TCP_RR -l 10", rr_result()), "p.txt").at(0));
+  EXPECT_TRUE(terse.terse);
+  EXPECT_EQ(terse.transaction_rate, 74160.00);
+  // -r 64,3000: the row says 64 and 3000, as the command.
+  frontends::TcpStreamResult sized = rr_result();
+  sized.request_size = 64;
+  sized.response_size = 3000;
+  const NetperfReading s =
+      netperf_of(parse_run_file(printed_netperf("-P 0 -t TCP_RR -l 10 -- -r 64,3000", sized), "p.txt").at(0));
+  EXPECT_EQ(s.request_bytes, 64);
+  EXPECT_EQ(s.response_bytes, 3000);
+}
+
+TEST(RunFile, PrinterMaertsReadsBack) {
+  // t3_result() turned round: netserver sent 62424000000 B in 60 s, 8323.20 Mbit/s; hcasim
+  // prints send_tcp_maerts's row, whose tput_fmt_1 ends in a line of one blank without a newline.
+  frontends::TcpStreamResult r = t3_result();
+  r.local_recv_socket = 87380;
+  r.remote_send_socket = 16384;
+  for (const std::string flags : {"-t TCP_MAERTS -l 60 -- -m 64K", "-P 0 -t TCP_MAERTS -l 60 -- -m 64K",
+                                  "-c -C -t TCP_MAERTS -l 60 -- -m 64K", "-P 0 -v 2 -t TCP_MAERTS -l 60 -- -m 64K",
+                                  "-v 0 -t TCP_MAERTS -l 60 -- -m 64K"}) {
+    SCOPED_TRACE(flags);
+    // A second command after it: its prompt follows the one blank, as on a terminal.
+    const std::string text = printed_netperf(flags, r) + printed_netperf("-P 0 -l 60 -- -m 64K");
+    const auto runs = parse_run_file(text, "p.txt");
+    ASSERT_EQ(runs.size(), 2u);
+    const NetperfReading& m = netperf_of(runs[0]);
+    EXPECT_EQ(m.test, "TCP_MAERTS");
+    EXPECT_DOUBLE_EQ(m.throughput_mbps, 8323.20);
+    if (!m.terse) {
+      EXPECT_EQ(m.recv_socket_bytes, 87380);
+      EXPECT_EQ(m.send_socket_bytes, 16384);
+      EXPECT_EQ(m.send_message_bytes, 65536);
+    }
+    if (flags.find("-c") != std::string::npos) {
+      EXPECT_EQ(m.util_local_pct, 12.96);
+      EXPECT_EQ(m.sd_local_us_per_kb, 1.020);
+    }
+    EXPECT_EQ(netperf_of(runs[1]).test, "TCP_STREAM");
+    EXPECT_DOUBLE_EQ(netperf_of(runs[1]).throughput_mbps, 8323.20);
+  }
+}
+
 // --- netperf formats of real runs --------------------------------------------------------------
 
 TEST(RunFile, NetperfConfidenceNotAchieved) {
@@ -1054,6 +1290,96 @@ TEST(RunFileErrors, ZcopyThresholdSetSomeOtherWay) {
   EXPECT_EQ(error_of("# echo -n 1 > /sys/module/ib_sdp/sdp_zcopy_thresh\n"), "runs.txt:1" + what);
   // Prose may name it.
   EXPECT_EQ(parse_run_file("I set sdp_zcopy_thresh to 1 first.\n", "a.txt").size(), 0u);
+}
+
+TEST(RunFileErrors, NetperfRrAndMaertsContradictions) {
+  // A row of other -r sizes than the command's (netperf prints the -r it was given, 1,1 without).
+  EXPECT_EQ(error_of("# netperf -P 0 -t TCP_RR -l 10 -- -r 64,1024\n"
+                     "16384  87380  64       512     10.00    24562.31   \n16384  87380 \n"),
+            "runs.txt:2: netperf TCP_RR result row: Request/Response Size 64 512 differs from the command's -r "
+            "64,1024 (line 1)");
+  EXPECT_EQ(error_of("# netperf -P 0 -t TCP_RR -l 10\n"
+                     "16384  87380  64       1024    10.00    24562.31   \n16384  87380 \n"),
+            "runs.txt:2: netperf TCP_RR result row: Request/Response Size 64 1024 differs from the command's -r "
+            "1,1 (line 1; netperf's default without -r)");
+  // No row, or no second line.
+  EXPECT_EQ(error_of("# netperf -P 0 -t TCP_RR -l 10\n\n# date\n"),
+            "runs.txt:1: netperf output ends before its result row");
+  EXPECT_EQ(error_of("$ netperf -t TCP_RR -l 10\nTCP REQUEST/RESPONSE TEST from 0.0.0.0 (0.0.0.0) port 0 AF_INET\n"),
+            "runs.txt:1: netperf output ends before its column titles ('bytes  Bytes  bytes    bytes   secs.    per "
+            "sec'; the command has no -P 0)");
+  EXPECT_EQ(error_of("# netperf -P 0 -t TCP_RR -l 10\n16384  87380  1       1       10.00    24562.31   \n"),
+            "runs.txt:2: netperf TCP_RR output ends after its row, before the line of the remote Send and Recv "
+            "socket sizes");
+  EXPECT_EQ(error_of("# netperf -P 0 -t TCP_RR -l 10\n16384  87380  1       1       10.00    24562.31   \n\n"
+                     "that was fast\n"),
+            "runs.txt:4: netperf TCP_RR result: expected the remote Send and Recv socket sizes (2 numbers) on the "
+            "line after the row of line 2");
+  // A stream row (5 numbers) under a TCP_RR command; a TCP_RR row under -c.
+  EXPECT_EQ(error_of("# netperf -P 0 -t TCP_RR -l 10\n 87380  16384  16384    10.00    7106.72\n"),
+            "runs.txt:2: netperf TCP_RR result row has 5 fields, expected 6 (no -c/-C: two socket sizes, request "
+            "and response sizes, elapsed time and transaction rate)");
+  EXPECT_EQ(error_of("# netperf -P 0 -c -t TCP_RR -l 10\n16384  87380  1       1       10.00    24562.31   \n"),
+            "runs.txt:2: netperf TCP_RR result row has 6 fields, expected 10 (the command has -c/-C: two socket "
+            "sizes, request and response sizes, elapsed time, transaction rate, two utilisations and two service "
+            "demands)");
+  EXPECT_EQ(error_of("# netperf -P 0 -t TCP_RR -l 10\n16384  87380  1       1       10.00    fast\n16384 87380\n"),
+            "runs.txt:2: netperf TCP_RR result row: column 6 (Trans. Rate) 'fast' is not a number");
+  // Two runs under one command line.
+  EXPECT_EQ(error_of("# netperf -P 0 -t TCP_RR -l 10\n16384  87380  1  1  10.00  24562.31\n16384  87380\n"
+                     "16384  87380  1  1  10.00  24569.00\n16384  87380\n"),
+            "runs.txt:4: a second netperf result row under the command of line 1 (the first is line 2): repeat the "
+            "command line before each run");
+  // A banner of another test than the command's.
+  EXPECT_EQ(error_of("$ netperf -t TCP_MAERTS -l 10\n"
+                     "TCP STREAM TEST from 0.0.0.0 (0.0.0.0) port 0 AF_INET to h (1.2.3.4) port 0 AF_INET\n"),
+            "runs.txt:2: a TCP STREAM TEST banner under the -t TCP_MAERTS command of line 1: netperf prints 'TCP "
+            "MAERTS TEST'");
+  EXPECT_EQ(error_of("$ netperf -l 10\nTCP REQUEST/RESPONSE TEST from 0.0.0.0 (0.0.0.0) port 0 AF_INET\n"),
+            "runs.txt:2: a TCP REQUEST/RESPONSE TEST banner under the -t TCP_STREAM command of line 1: netperf "
+            "prints 'TCP STREAM TEST'");
+  // A line that only mentions another test is prose, skipped as before the row.
+  EXPECT_EQ(netperf_of(parse_run_file("# netperf -P 0 -t TCP_RR -l 10\nslower than the TCP STREAM TEST above:\n"
+                                      "16384  87380  1       1       10.00    24562.31   \n16384  87380 \n",
+                                      "runs.txt")
+                           .at(0))
+                .transaction_rate,
+            24562.31);
+  // MAERTS: another -m than the command's (netserver's send size, as netperf prints it).
+  EXPECT_EQ(error_of("# netperf -P 0 -t TCP_MAERTS -l 10 -- -m 64K\n 87380  16384  16384    10.00    7106.72   \n "),
+            "runs.txt:2: netperf result row: Send Message Size 16384 differs from the command's -m 65536 (line 1)");
+}
+
+TEST(RunFileErrors, NetperfRrUnreadableLayouts) {
+  // netperf 2.4.4 and later with -f: a throughput in the -f unit (tput_title_band, cpu_title_tput).
+  EXPECT_EQ(error_of("$ netperf -t TCP_RR -f m -l 10\n"
+                     "TCP REQUEST/RESPONSE TEST from 0.0.0.0 (0.0.0.0) port 0 AF_INET to h (1.2.3.4) port 0 AF_INET\n"
+                     "Local /Remote\n"
+                     "Socket Size   Request  Resp.   Elapsed  \n"
+                     "Send   Recv   Size     Size    Time     Throughput \n"
+                     "bytes  Bytes  bytes    bytes   secs.    10^6bits/sec   \n"),
+            "runs.txt:5: netperf TCP_RR column titles: a throughput (netperf 2.4.4 or later with -f), not netperf "
+            "2.4.3's transaction rate ('Trans. Rate per sec'): repeat the run without -f");
+  EXPECT_EQ(error_of("$ netperf -t TCP_RR -f m -l 10\n"
+                     "bytes  Bytes  bytes    bytes   secs.    10^6bits/sec   \n"),
+            "runs.txt:2: netperf TCP_RR column titles: a throughput in 10^6bits/sec (netperf 2.4.4 or later with "
+            "-f), not netperf 2.4.3's transaction rate ('Trans. Rate per sec'): repeat the run without -f");
+  EXPECT_EQ(error_of("# netperf -v 0 -c -t TCP_RR -l 10\n 15.631 S\n"),
+            "runs.txt:1: netperf -v 0 with -c/-C prints only a service demand, not the transaction rate: hcasim "
+            "cannot read that run (repeat it without -v 0)");
+  EXPECT_EQ(error_of("# netperf -v 3 -t TCP_RR -l 10\n"),
+            "runs.txt:1: netperf 2.4.3 prints no TCP_RR result row at -v 3 (use -v 1 or -v 2)");
+  // What `hcasim netperf` refuses for TCP_RR, refused at the command's line.
+  EXPECT_EQ(error_of("# netperf -P 0 -t TCP_RR -l 10 -- -m 64K\n"),
+            "runs.txt:1: netperf: -m: TCP_RR sends requests and responses of -r's sizes; -m and -M belong to "
+            "TCP_STREAM and TCP_MAERTS");
+  EXPECT_EQ(error_of("# netperf -P 0 -t TCP_RR --transport ipoib -l 10\n"),
+            "runs.txt:1: netperf: -t TCP_RR: request/response over IPoIB (--transport ipoib) is not simulated; use "
+            "--transport sdp");
+  // netperf 2.7's output selectors print no 2.4 table.
+  EXPECT_EQ(error_of("# netperf -P 0 -t TCP_RR -l 10 -- -O THROUGHPUT\n"),
+            "runs.txt:1: netperf: -o, -O, -k: netperf 2.7's output selectors; a run file reads netperf 2.4's "
+            "TCP_STREAM, TCP_MAERTS and TCP_RR tables (repeat the run without them)");
 }
 
 TEST(RunFileErrors, LoadMissingFile) {

@@ -1005,6 +1005,108 @@ TEST(LatencyCompare, MixedScenarioKeepsTheNetperfTable) {
 }
 
 // The shipped seed 001 scenario: 4 series x 7 sizes, every reference row found.
+// --- netperf TCP_RR points (compare's run files) ------------------------------------------------
+
+/// A run file's scenario as compare builds it: two TCP_RR runs and a stream run, none gated.
+Scenario rr_scenario() {
+  Scenario s;
+  s.name = "rr.txt";
+  s.origin = "rr.txt";
+  s.platform = "plat-a";
+  auto point = [](std::string table, PointKind kind, std::string size_flag, std::string command) {
+    ScenarioPoint p;
+    p.table = std::move(table);
+    p.mode = "-";
+    p.kind = kind;
+    p.tool = "netperf";
+    p.size_flag = std::move(size_flag);
+    p.command = std::move(command);
+    p.gated = false;
+    return p;
+  };
+  s.points = {point("rr.txt:1", PointKind::NetperfRr, "-r 64,1024", "netperf -t TCP_RR -c -C -- -r 64,1024"),
+              point("rr.txt:4", PointKind::NetperfRr, "", "netperf -t TCP_RR"),
+              point("rr.txt:7", PointKind::Netperf, "-m 64K", "netperf -- -m 64K")};
+  return s;
+}
+
+TEST(RrCompare, TransactionRateReportCsvAndVerdict) {
+  const Scenario s = rr_scenario();
+  Figures meas1, sim1, meas2, sim2;
+  meas1.transaction_rate = 60000;  // simulated 66000: +10 %
+  sim1.transaction_rate = 66000;
+  meas1.sd_local = 20;  // us/Tr; simulated 18: -10 %
+  sim1.sd_local = 18;
+  meas1.sd_remote = 25;  // simulated 25: 0 %
+  sim1.sd_remote = 25;
+  meas1.util_local = sim1.util_local = 15;
+  meas1.util_remote = 16;  // simulated 12: -25 %
+  sim1.util_remote = 12;
+  sim1.throughput_mbps = 523.6;  // the child's CSV has it (both directions' bytes): not compared
+  meas2.transaction_rate = 50000;  // simulated 45000: -10 %
+  sim2.transaction_rate = 45000;
+  const std::vector<PointOutcome> outcomes = {
+      evaluate_point(s.points[0], s.tolerance, meas1, sim1), evaluate_point(s.points[1], s.tolerance, meas2, sim2),
+      evaluate_point(s.points[2], s.tolerance, Figures{8000.0, {}, {}, {}, {}}, Figures{8800.0, {}, {}, {}, {}})};
+  EXPECT_EQ(outcomes[0].kind, PointKind::NetperfRr);
+  EXPECT_NEAR(outcomes[0].transaction_rate.error.value(), 0.10, 1e-12);
+  EXPECT_NEAR(outcomes[0].sd_local.error.value(), -0.10, 1e-12);
+  EXPECT_NEAR(outcomes[0].util_remote.error.value(), -0.25, 1e-12);
+  EXPECT_FALSE(outcomes[0].throughput.simulated);  // a TCP_RR's throughput is not compared
+  EXPECT_FALSE(outcomes[2].transaction_rate.measured);
+  const std::string report = format_run_report(s, outcomes);
+  const std::string expected =
+      "scenario rr.txt: platform plat-a; tolerance: none (not gated)\n"
+      "\n"
+      "                                      throughput, Mbit/s          SD local, us/KB       SD remote, us/KB         util local, %         util remote, %\n"
+      "table            mode    size      measured simulated   error    meas    sim   error    meas    sim   error    meas    sim   error    meas    sim   error  status\n"
+      "rr.txt:7         -       -m 64K     8000.00   8800.00  +10.0%       -      -       -       -      -       -       -      -       -       -      -       -  not gated\n"
+      "\n"
+      "per table        points  |error| throughput     |error| service demand     |error| utilisation\n"
+      "                         median / max           median / max               median / max\n"
+      "all runs              1  10.0% / 10.0%          -                          -\n"
+      "\n"
+      "netperf TCP_RR: transaction rate in transactions/s, service demand in us/Tr (CPU us per transaction); error = (simulated - measured) / measured\n"
+      "                                           transactions/s             SD local, us/Tr       SD remote, us/Tr         util local, %         util remote, %\n"
+      "table            mode    size         measured  simulated   error    meas    sim   error    meas    sim   error    meas    sim   error    meas    sim   error  status\n"
+      "rr.txt:1         -       -r 64,1024   60000.00   66000.00  +10.0%  20.000 18.000  -10.0%  25.000 25.000   +0.0%   15.00  15.00   +0.0%   16.00  12.00  -25.0%  not gated\n"
+      "rr.txt:4         -       -            50000.00   45000.00  -10.0%       -      -       -       -      -       -       -      -       -       -      -       -  not gated\n"
+      "\n"
+      "all runs         points  |error| transaction rate  |error| service demand     |error| utilisation\n"
+      "                         median / max              median / max               median / max\n"
+      "                      2  10.0% / 10.0%             5.0% / 10.0%               12.5% / 25.0%\n"
+      "\n"
+      "compared: 3 points, none gated\n";
+  EXPECT_EQ(report, expected);
+  // The CSV: a TCP_RR row's rate and us/Tr service demands in their own columns, its
+  // utilisations in the util columns, the stream's throughput and us/KB cells empty.
+  const std::string csv = format_run_csv(s, outcomes);
+  EXPECT_EQ(csv.substr(0, csv.find('\n')), run_csv_header(false, false, true));
+  EXPECT_EQ(csv.substr(csv.find('\n') + 1),
+            "rr.txt,rr.txt:1,-,\"-r 64,1024\",\"netperf -t TCP_RR -c -C -- -r 64,1024\",false,,,,,,,,,,15,15,0.0000,"
+            "16,12,-25.0000,not gated,60000,66000,10.0000,20,18,-10.0000,25,25,0.0000\n"
+            "rr.txt,rr.txt:4,-,,netperf -t TCP_RR,false,,,,,,,,,,,,,,,,not gated,50000,45000,-10.0000,,,,,,\n"
+            "rr.txt,rr.txt:7,-,-m 64K,netperf -- -m 64K,false,8000,8800,10.0000,,,,,,,,,,,,,not gated,,,,,,,,,\n");
+}
+
+TEST(RrCompare, GatedTransactionRateBeyondTolerance) {
+  // A gated TCP_RR point (run files never gate; the verdict names the rate as it names a
+  // throughput): 60000 measured, 45000 simulated is -25 %, beyond 15 %.
+  Scenario s = rr_scenario();
+  s.points.resize(1);
+  s.points[0].gated = true;
+  s.tolerance = Tolerance{0.15, 0.25};
+  Figures meas, sim;
+  meas.transaction_rate = 60000;
+  sim.transaction_rate = 45000;
+  const PointOutcome o = evaluate_point(s.points[0], s.tolerance, meas, sim);
+  EXPECT_EQ(o.status, "FAIL");
+  const std::string report = format_run_report(s, {o});
+  EXPECT_EQ(report.substr(report.rfind("\n\n") + 2),
+            "FAIL: 1 of 1 gated points out of tolerance:\n"
+            "  rr.txt:1 - -r 64,1024 (transaction rate -25.0% beyond 15%)\n");
+}
+
 TEST(Seed001, ShippedScenarioResolves) {
   const std::string dir = HCASIM_SOURCE_DATA_DIR;
   const Scenario s = load_scenario(dir + "/scenarios/seed001.toml");

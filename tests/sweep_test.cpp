@@ -396,6 +396,136 @@ TEST_F(Sweep, CompareReadsBandwidthRuns) {
   EXPECT_LT(std::fabs(std::stod(cmp[1][col(cmp[0], "err_bw_avg_pct")])), 0.005 / mib_s * 100 + 1e-4);
 }
 
+namespace {
+
+/// The blank-separated fields of the last non-blank line of `text` that has `n` of them.
+std::vector<std::string> last_row_of(const std::string& text, size_t n) {
+  std::istringstream in(text);
+  std::vector<std::string> found;
+  for (std::string line; std::getline(in, line);) {
+    std::istringstream words(line);
+    std::vector<std::string> f;
+    for (std::string w; words >> w;) f.push_back(w);
+    if (f.size() == n) found = f;
+  }
+  return found;
+}
+
+/// The column `name` of `header`.
+size_t column(const std::vector<std::string>& header, const std::string& name) {
+  const auto it = std::find(header.begin(), header.end(), name);
+  EXPECT_NE(it, header.end()) << name;
+  return static_cast<size_t>(it - header.begin());
+}
+
+}  // namespace
+
+TEST_F(Sweep, CompareReadsNetperfRrRuns) {
+  // Two TCP_RR runs pasted as netperf 2.4.3 prints them (send_tcp_rr, -P 0: the row and the
+  // remote socket sizes): hcasim's own output of the first command, and a row typed by hand for
+  // the second. compare simulates each command as typed, so its simulated rate is what `hcasim
+  // netperf` prints for the same command, and the error is (simulated - measured) / measured.
+  const std::string own = "netperf -t TCP_RR -c -C -P 0 -l 0.05 -- -r 64,1024";
+  const Outcome np = run(own);
+  ASSERT_EQ(np.status, 0) << np.err;
+  const std::vector<std::string> printed = last_row_of(np.out, 10);  // lss lsr req rsp elapsed rate util util sd sd
+  ASSERT_EQ(printed.size(), 10u) << np.out;
+  EXPECT_EQ(printed[2], "64");
+  EXPECT_EQ(printed[3], "1024");
+  const std::string plain = "netperf -t TCP_RR -P 0 -l 0.05";
+  const Outcome np2 = run(plain);
+  ASSERT_EQ(np2.status, 0) << np2.err;
+  const std::vector<std::string> printed2 = last_row_of(np2.out, 6);
+  ASSERT_EQ(printed2.size(), 6u) << np2.out;
+  std::ofstream(dir_ / "runs.txt") << "$ " << own << "\n"
+                                   << np.out << "$ " << plain << "\n"
+                                   << "16384  87380  1        1       0.05     50000.00   \n"
+                                   << "16384  87380 \n";
+  const Outcome c = run(fmt::format("compare {} --csv {}", (dir_ / "runs.txt").string(), (dir_ / "c.csv").string()));
+  ASSERT_EQ(c.status, 0) << c.err;
+  EXPECT_NE(c.out.find("netperf TCP_RR: transaction rate in transactions/s, service demand in us/Tr"),
+            std::string::npos)
+      << c.out;
+  EXPECT_NE(c.out.find("transactions/s"), std::string::npos) << c.out;
+  EXPECT_EQ(c.out.find("throughput, Mbit/s"), std::string::npos) << c.out;  // no stream run
+  EXPECT_NE(c.out.find("compared: 2 points, none gated\n"), std::string::npos) << c.out;
+  // The report's row: measured and simulated rate, both what hcasim netperf printed.
+  EXPECT_NE(c.out.find(fmt::format("runs.txt:1       -       -r 64,1024 {:>10} {:>10} ", printed[5], printed[5])),
+            std::string::npos)
+      << c.out;
+  const auto cmp = hcasim::util::parse_csv(slurp(dir_ / "c.csv"), "c.csv");
+  ASSERT_EQ(cmp.size(), 3u);
+  const auto& h = cmp[0];
+  const auto& a = cmp[1];
+  EXPECT_EQ(a[column(h, "command")], own);
+  EXPECT_EQ(std::stod(a[column(h, "meas_transaction_rate_per_s")]), std::stod(printed[5]));
+  EXPECT_EQ(fmt::format("{:.2f}", std::stod(a[column(h, "sim_transaction_rate_per_s")])), printed[5]);
+  // The service demands in us/Tr and the utilisations, printed with 3 and 2 decimals.
+  EXPECT_NEAR(std::stod(a[column(h, "sim_sd_local_us_per_tr")]), std::stod(printed[8]), 0.0005 + 1e-9);
+  EXPECT_NEAR(std::stod(a[column(h, "sim_sd_remote_us_per_tr")]), std::stod(printed[9]), 0.0005 + 1e-9);
+  EXPECT_NEAR(std::stod(a[column(h, "sim_util_local_pct")]), std::stod(printed[6]), 0.005 + 1e-9);
+  EXPECT_EQ(std::stod(a[column(h, "meas_sd_local_us_per_tr")]), std::stod(printed[8]));
+  // A TCP_RR row leaves the stream's columns empty.
+  EXPECT_EQ(a[column(h, "meas_throughput_mbps")], "");
+  EXPECT_EQ(a[column(h, "sim_throughput_mbps")], "");
+  EXPECT_EQ(a[column(h, "meas_sd_local")], "");
+  EXPECT_EQ(a[column(h, "sim_sd_local")], "");
+  // The typed row: measured 50000, the simulation as `hcasim netperf` printed it.
+  const auto& b = cmp[2];
+  EXPECT_EQ(b[column(h, "meas_transaction_rate_per_s")], "50000");
+  const double sim = std::stod(b[column(h, "sim_transaction_rate_per_s")]);
+  EXPECT_EQ(fmt::format("{:.2f}", sim), printed2[5]);
+  EXPECT_NEAR(std::stod(b[column(h, "err_transaction_rate_pct")]), (sim - 50000) / 50000 * 100, 1e-4);
+  EXPECT_EQ(b[column(h, "meas_util_local_pct")], "");  // no -c
+  // --json: kind netperf_rr and the same figures.
+  const Outcome j = run(fmt::format("compare {} --json", (dir_ / "runs.txt").string()));
+  ASSERT_EQ(j.status, 0) << j.err;
+  EXPECT_NE(j.out.find("\"kind\": \"netperf_rr\""), std::string::npos) << j.out;
+  EXPECT_NE(j.out.find("\"transaction_rate_per_s\""), std::string::npos) << j.out;
+  EXPECT_NE(j.out.find("\"service_demand_local_us_per_tr\""), std::string::npos) << j.out;
+  EXPECT_NE(j.out.find("\"netperf_rr\": ["), std::string::npos) << j.out;
+}
+
+TEST_F(Sweep, CompareReadsNetperfMaertsRuns) {
+  // hcasim's own TCP_MAERTS output pasted (-P 1 with its titles, and -P 0 whose row ends in a
+  // line of one blank with no newline, the next prompt after it): compare simulates the same
+  // commands, so the simulated throughput is what `hcasim netperf` printed: equal to the printed
+  // 2 decimals up to their rounding (netperf divides by its elapsed time as a C float, the CSV
+  // by the double).
+  const std::string titled = "netperf -t TCP_MAERTS -c -C -l 0.05 -- -m 64K";
+  const std::string rows = "netperf -t TCP_MAERTS -P 0 -l 0.05 -- -m 16K";
+  const Outcome a = run(titled);
+  const Outcome b = run(rows);
+  ASSERT_EQ(a.status, 0) << a.err;
+  ASSERT_EQ(b.status, 0) << b.err;
+  ASSERT_EQ(b.out.back(), ' ');  // tput_fmt_1's "   \n %s"
+  const std::vector<std::string> pa = last_row_of(a.out, 9);
+  const std::vector<std::string> pb = last_row_of(b.out, 5);
+  ASSERT_EQ(pa.size(), 9u) << a.out;
+  ASSERT_EQ(pb.size(), 5u) << b.out;
+  EXPECT_EQ(pa[2], "65536");
+  EXPECT_EQ(pb[2], "16384");
+  std::ofstream(dir_ / "runs.txt") << "$ " << titled << "\n" << a.out << "$ " << rows << "\n" << b.out << "$ date\n";
+  const Outcome c = run(fmt::format("compare {} --csv {}", (dir_ / "runs.txt").string(), (dir_ / "c.csv").string()));
+  ASSERT_EQ(c.status, 0) << c.err;
+  EXPECT_NE(c.out.find("throughput, Mbit/s"), std::string::npos) << c.out;
+  EXPECT_NE(c.out.find("SD local, us/KB"), std::string::npos) << c.out;
+  EXPECT_EQ(c.out.find("netperf TCP_RR"), std::string::npos) << c.out;
+  EXPECT_NE(c.out.find("compared: 2 points, none gated\n"), std::string::npos) << c.out;
+  const auto cmp = hcasim::util::parse_csv(slurp(dir_ / "c.csv"), "c.csv");
+  ASSERT_EQ(cmp.size(), 3u);
+  const auto& h = cmp[0];
+  EXPECT_EQ(std::find(h.begin(), h.end(), "meas_transaction_rate_per_s"), h.end());  // no TCP_RR run
+  for (const auto& [row, printed] : {std::pair{cmp[1], pa}, std::pair{cmp[2], pb}}) {
+    SCOPED_TRACE(row[column(h, "command")]);
+    EXPECT_EQ(row[column(h, "meas_throughput_mbps")], fmt::format("{}", std::stod(printed[4])));
+    EXPECT_NEAR(std::stod(row[column(h, "sim_throughput_mbps")]), std::stod(printed[4]), 0.005 + 1e-6);
+  }
+  EXPECT_NEAR(std::stod(cmp[1][column(h, "sim_sd_local")]), std::stod(pa[7]), 0.0005 + 1e-6);
+  EXPECT_NEAR(std::stod(cmp[1][column(h, "sim_util_remote_pct")]), std::stod(pa[6]), 0.005 + 1e-6);
+  EXPECT_EQ(cmp[2][column(h, "meas_sd_local")], "");  // no -c
+}
+
 TEST_F(Sweep, CompareReadsEveryPerftestTool) {
   // A run file of hcasim's own output of the six perftest tools compare read no run of before
   // (200 iterations each): each run is simulated as typed, so the simulated figure is the tool's
