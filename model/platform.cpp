@@ -239,7 +239,10 @@ void Platform::set(const std::string& assignment) {
   const bool bytes = p.unit == "B";
 
   auto bad = [&]() -> InputError {
-    std::string msg = fmt::format("--set {}: bad value '{}' for {}", key, text, kind_of(p));
+    // A whole number in the file of a key the schema calls a number takes fractions too.
+    const ParamSpec* spec = find_param(key);
+    const char* kind = p.value.index() == 1 && spec != nullptr && spec->type == ParamType::Number ? "a number" : kind_of(p);
+    std::string msg = fmt::format("--set {}: bad value '{}' for {}", key, text, kind);
     if (!p.unit.empty()) msg += " in " + p.unit;
     return InputError(msg);
   };

@@ -389,6 +389,8 @@ TEST(PlatformSet, NumberKeysTakeFractionsWhateverTheFileWrote) {
   EXPECT_DOUBLE_EQ(p.num("cpu.poll_miss"), 100.5);
   expect_input_error([&] { p.set("pcie.max_payload=256.5"); },
                      "--set pcie.max_payload: bad value '256.5' for an integer in B");
+  // The refusal of a non-number names what the key takes, not how the file wrote it.
+  expect_input_error([&] { p.set("ib.propagation=abc"); }, "--set ib.propagation: bad value 'abc' for a number in ns");
 }
 
 TEST(PlatformSet, SizeSuffixesInBytes) {
