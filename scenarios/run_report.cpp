@@ -92,45 +92,56 @@ std::vector<TableErrors> table_errors(const Scenario& s, const std::vector<Point
 
 namespace {
 
-/// The netperf part of the report: a row per netperf point, then per table the median and max
-/// |error| (run_report.h format_run_report).
-std::string format_netperf_rows(const Scenario& s, const std::vector<PointOutcome>& outcomes) {
-  std::string out;
-  // The mode and size columns are as wide as their longest entry (seed 003's modes, "IPoIB, no
-  // FMR, netfilter", are longer than the 7 characters that fit seed 000's "BZCOPY").
+/// The rows of a netperf table: the group titles, the column titles and a row per point of
+/// `kind`, whose first figure is `first` (throughput or transaction rate) under `first_title` in
+/// columns `first_w` wide, then the service demands in `sd_unit`, the utilisations and the status.
+/// The mode and size columns are as wide as their longest entry (seed 003's modes, "IPoIB, no
+/// FMR, netfilter", are longer than the 7 characters that fit seed 000's "BZCOPY").
+std::string netperf_table_rows(const Scenario& s, const std::vector<PointOutcome>& outcomes, PointKind kind,
+                               std::string_view first_title, int first_w, Metric PointOutcome::*first,
+                               std::string_view sd_unit) {
   size_t mode_w = 7, size_w = 8;
   for (const auto& p : s.points)
-    if (p.kind == PointKind::Netperf) {
+    if (p.kind == kind) {
       mode_w = std::max(mode_w, p.mode.size());
       size_w = std::max(size_w, p.size_flag.size());
     }
   const auto lead = [&](std::string_view table, std::string_view mode, std::string_view size) {
     return fmt::format("{:<16} {:<{}} {:<{}} ", table, mode, mode_w, size, size_w);
   };
-  constexpr const char* figures =
-      "{:>9} {:>9} {:>7}  {:>6} {:>6} {:>7}  {:>6} {:>6} {:>7}  "
-      "{:>6} {:>6} {:>7}  {:>6} {:>6} {:>7}  {}\n";
-  std::string groups =
-      lead("", "", "") + fmt::format("{:^27}  {:^21}  {:^21}  {:^21}  {:^21}", "throughput, Mbit/s",
-                                     "SD local, us/KB", "SD remote, us/KB", "util local, %", "util remote, %");
+  const auto figures = [&](auto&&... f) {
+    return fmt::format("{:>{}} {:>{}} {:>7}  {:>6} {:>6} {:>7}  {:>6} {:>6} {:>7}  {:>6} {:>6} {:>7}  {:>6} {:>6} {:>7}  {}\n",
+                       f...);
+  };
+  std::string out;
+  std::string groups = lead("", "", "") + fmt::format("{:^{}}  {:^21}  {:^21}  {:^21}  {:^21}", first_title,
+                                                      2 * first_w + 9, fmt::format("SD local, {}", sd_unit),
+                                                      fmt::format("SD remote, {}", sd_unit), "util local, %",
+                                                      "util remote, %");
   out += groups.erase(groups.find_last_not_of(' ') + 1) + "\n";
-  out += lead("table", "mode", "size") +
-         fmt::format(figures, "measured", "simulated", "error", "meas", "sim", "error", "meas", "sim", "error", "meas",
-                     "sim", "error", "meas", "sim", "error", "status");
+  out += lead("table", "mode", "size") + figures("measured", first_w, "simulated", first_w, "error", "meas", "sim",
+                                                 "error", "meas", "sim", "error", "meas", "sim", "error", "meas",
+                                                 "sim", "error", "status");
   for (size_t i = 0; i < s.points.size(); ++i) {
     const auto& p = s.points[i];
     const auto& o = outcomes[i];
-    if (p.kind != PointKind::Netperf) continue;
+    if (p.kind != kind) continue;
+    const Metric& m = o.*first;
     out += lead(p.table, p.mode, p.size_flag.empty() ? "-" : p.size_flag) +
-           fmt::format(figures, num(o.throughput.measured, 2), num(o.throughput.simulated, 2),
-                       pct(o.throughput.error), num(o.sd_local.measured, 3),
-                       num(o.sd_local.simulated, 3), pct(o.sd_local.error),
-                       num(o.sd_remote.measured, 3), num(o.sd_remote.simulated, 3),
-                       pct(o.sd_remote.error), num(o.util_local.measured, 2),
-                       num(o.util_local.simulated, 2), pct(o.util_local.error),
-                       num(o.util_remote.measured, 2), num(o.util_remote.simulated, 2),
-                       pct(o.util_remote.error), o.status);
+           figures(num(m.measured, 2), first_w, num(m.simulated, 2), first_w, pct(m.error), num(o.sd_local.measured, 3),
+                   num(o.sd_local.simulated, 3), pct(o.sd_local.error), num(o.sd_remote.measured, 3),
+                   num(o.sd_remote.simulated, 3), pct(o.sd_remote.error), num(o.util_local.measured, 2),
+                   num(o.util_local.simulated, 2), pct(o.util_local.error), num(o.util_remote.measured, 2),
+                   num(o.util_remote.simulated, 2), pct(o.util_remote.error), o.status);
   }
+  return out;
+}
+
+/// The netperf part of the report: a row per netperf point, then per table the median and max
+/// |error| (run_report.h format_run_report).
+std::string format_netperf_rows(const Scenario& s, const std::vector<PointOutcome>& outcomes) {
+  std::string out =
+      netperf_table_rows(s, outcomes, PointKind::Netperf, "throughput, Mbit/s", 9, &PointOutcome::throughput, "us/KB");
 
   // Per table, in order of first appearance.
   constexpr const char* summary = "{:<16} {:>6}  {:<22} {:<26} {}\n";
@@ -241,37 +252,8 @@ std::string format_bandwidth_rows(const Scenario& s, const std::vector<PointOutc
 std::string format_rr_rows(const Scenario& s, const std::vector<PointOutcome>& outcomes) {
   std::string out = "netperf TCP_RR: transaction rate in transactions/s, service demand in us/Tr (CPU us per "
                     "transaction); error = (simulated - measured) / measured\n";
-  size_t mode_w = 7, size_w = 8;
-  for (const auto& p : s.points)
-    if (p.kind == PointKind::NetperfRr) {
-      mode_w = std::max(mode_w, p.mode.size());
-      size_w = std::max(size_w, p.size_flag.size());
-    }
-  const auto lead = [&](std::string_view table, std::string_view mode, std::string_view size) {
-    return fmt::format("{:<16} {:<{}} {:<{}} ", table, mode, mode_w, size, size_w);
-  };
-  constexpr const char* figures =
-      "{:>10} {:>10} {:>7}  {:>6} {:>6} {:>7}  {:>6} {:>6} {:>7}  "
-      "{:>6} {:>6} {:>7}  {:>6} {:>6} {:>7}  {}\n";
-  std::string groups =
-      lead("", "", "") + fmt::format("{:^29}  {:^21}  {:^21}  {:^21}  {:^21}", "transactions/s", "SD local, us/Tr",
-                                     "SD remote, us/Tr", "util local, %", "util remote, %");
-  out += groups.erase(groups.find_last_not_of(' ') + 1) + "\n";
-  out += lead("table", "mode", "size") + fmt::format(figures, "measured", "simulated", "error", "meas", "sim", "error",
-                                                     "meas", "sim", "error", "meas", "sim", "error", "meas", "sim",
-                                                     "error", "status");
-  for (size_t i = 0; i < s.points.size(); ++i) {
-    const auto& p = s.points[i];
-    const auto& o = outcomes[i];
-    if (p.kind != PointKind::NetperfRr) continue;
-    out += lead(p.table, p.mode, p.size_flag.empty() ? "-" : p.size_flag) +
-           fmt::format(figures, num(o.transaction_rate.measured, 2), num(o.transaction_rate.simulated, 2),
-                       pct(o.transaction_rate.error), num(o.sd_local.measured, 3), num(o.sd_local.simulated, 3),
-                       pct(o.sd_local.error), num(o.sd_remote.measured, 3), num(o.sd_remote.simulated, 3),
-                       pct(o.sd_remote.error), num(o.util_local.measured, 2), num(o.util_local.simulated, 2),
-                       pct(o.util_local.error), num(o.util_remote.measured, 2), num(o.util_remote.simulated, 2),
-                       pct(o.util_remote.error), o.status);
-  }
+  out += netperf_table_rows(s, outcomes, PointKind::NetperfRr, "transactions/s", 10, &PointOutcome::transaction_rate,
+                            "us/Tr");
   const TableErrors t = table_errors(s, outcomes, PointKind::NetperfRr).front();
   constexpr const char* summary = "{:<16} {:>6}  {:<25} {:<26} {}\n";
   out += '\n';
