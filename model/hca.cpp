@@ -116,6 +116,12 @@ PostTiming post_timing(const PostConfig& cfg, const mlx4::WqeShape& w) {
 namespace hcasim::model::schema {
 namespace {
 using namespace decl;
+/// A pipeline stage's time per job (hca/stage.h), ns, 0..100000.
+constexpr ParamSpec stage_time(std::string_view key, std::string_view doc) {
+  ParamSpec s = nonneg(key, "ns", doc);
+  s.hi = 1e5;
+  return s;
+}
 constexpr ParamSpec kHca[] = {
     text("hca.device", "verbs device name (mlx4_0, mthca0): mthca has no BlueFlame; perftest prints it"),
     flag("hca.blueflame", "posts write the WQE through the BlueFlame page (ConnectX on PCIe only)"),
@@ -123,14 +129,16 @@ constexpr ParamSpec kHca[] = {
      .doc = "BlueFlame buffer: the largest WQE a post writes through it (whole 64 B WQE basic blocks)"},
     nonneg("hca.tx_processing", "ns", "the HCA's work from a WQE to its first packet on the wire (pipelined)"),
     nonneg("hca.rx_processing", "ns", "the HCA's work from a packet to its scatter (pipelined)"),
-    nonneg("hca.qp_wqe_time", "ns",
-           "one WQE through the processing unit that owns its QP, one at a time: a single QP's message rate is at "
-           "most 1 / this (0: no bound)"),
-    nonneg("hca.tx_packet_time", "ns",
-           "one packet through the port's transmit scheduler, all QPs: the port's packet rate (0: no bound)"),
-    nonneg("hca.rx_packet_time", "ns",
-           "one packet through the port's receive processing (checks, receive WQE, scatter, CQE): the port's "
-           "inbound packet rate (0: no bound)"),
+    // A stage's time per job up to 100 us: 250 times the slowest modelled HCA's (InfiniHost's
+    // 400 ns per WQE). Slower units would stretch a run past its simulated-time watchdog.
+    stage_time("hca.qp_wqe_time",
+               "one WQE through the processing unit that owns its QP, one at a time: a single QP's message rate is "
+               "at most 1 / this (0: no bound)"),
+    stage_time("hca.tx_packet_time",
+               "one packet through the port's transmit scheduler, all QPs: the port's packet rate (0: no bound)"),
+    stage_time("hca.rx_packet_time",
+               "one packet through the port's receive processing (checks, receive WQE, scatter, CQE): the port's "
+               "inbound packet rate (0: no bound)"),
     nonneg("hca.interrupt_latency", "ns", "CQE written to the interrupt handler's entry (EQE, MSI-X)"),
     positive("hca.inline_copy_rate", "B/ns", "the HCA taking inline data out of the WQE"),
     integer("hca.max_outstanding_reads", "", 1, 256,

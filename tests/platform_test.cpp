@@ -173,6 +173,9 @@ TEST(Platform, RangeErrorsComeFromTheSchema) {
                      "r.toml:2: cpu.copy_tx_rate: 1e-13 B/ns is out of range (1e-12..1e12)");
   expect_input_error([&] { one("hca", "cq_moderation_period", "65536", "us").num("hca.cq_moderation_period"); },
                      "r.toml:2: hca.cq_moderation_period: 65536 us is out of range (0..65535)");
+  // An HCA stage's time per job stops at 100 us (model/hca.cpp stage_time).
+  expect_input_error([&] { one("hca", "rx_packet_time", "2e5", "ns").num("hca.rx_packet_time"); },
+                     "r.toml:2: hca.rx_packet_time: 200000 ns is out of range (0..100000)");
   // Integers: bounds, powers of two, steps, choices.
   expect_input_error([&] { one("host", "cpus", "100000", "").u32("host.cpus"); },
                      "r.toml:2: host.cpus: 100000 is outside 1..1024");
