@@ -419,9 +419,6 @@ double netperf_to_mbps(double value, char format) {
   }
 }
 
-/// netperf prints -1 for what it did not measure.
-std::optional<double> measured(double v) { return v < 0 ? std::nullopt : std::optional<double>(v); }
-
 /// The confidence text of a banner: from "+/-" to "conf." inclusive (or the end of the line).
 std::optional<std::string> banner_confidence(std::string_view banner) {
   const size_t start = banner.find("+/-");
@@ -549,7 +546,8 @@ class NetperfOutputReader {
     for (size_t k = from; k < out.size(); ++k) {
       const auto f = fields(trim(out[k].text));
       if (f.empty()) continue;
-      if (f.size() != 2 || !util::parse_number(f[0]) || !util::parse_number(f[1]))
+      if (f.size() != 2 || !util::parse_number(f[0]) || !util::parse_number(f[1]) || *util::parse_number(f[0]) < 0 ||
+          *util::parse_number(f[1]) < 0)
         fail_at(origin_, out[k].number,
                 fmt::format("netperf TCP_RR result: expected the remote Send and Recv socket sizes (2 numbers) "
                             "on the line after the row of line {}",
@@ -587,10 +585,10 @@ class NetperfOutputReader {
                             rr_ ? "transaction rate" : "throughput"));
       r_.terse = true;
       if (rr_) {
-        r_.transaction_rate = number(f[0], line, 0, "Trans. Rate");
+        r_.transaction_rate = number(f[0], line, 0, "Trans. Rate", true);
         return;
       }
-      r_.throughput = number(f[0], line, 0, "Throughput");
+      r_.throughput = number(f[0], line, 0, "Throughput", true);
       r_.throughput_mbps = netperf_to_mbps(r_.throughput, r_.format);
       return;
     }
@@ -610,7 +608,7 @@ class NetperfOutputReader {
                                 "utilisations and two service demands"
                               : "no -c/-C: three sizes, elapsed time and throughput"));
     double v[9] = {};
-    for (size_t i = 0; i < expected; ++i) v[i] = number(f[i], line, i, kNames[i]);
+    for (size_t i = 0; i < expected; ++i) v[i] = number(f[i], line, i, kNames[i], i >= 4);
     r_.recv_socket_bytes = v[0];
     r_.send_socket_bytes = v[1];
     r_.send_message_bytes = v[2];
@@ -624,10 +622,10 @@ class NetperfOutputReader {
     r_.throughput = v[4];
     r_.throughput_mbps = netperf_to_mbps(v[4], r_.format);
     if (cpu) {
-      r_.util_local_pct = measured(v[5]);
-      r_.util_remote_pct = measured(v[6]);
-      r_.sd_local_us_per_kb = measured(v[7]);
-      r_.sd_remote_us_per_kb = measured(v[8]);
+      r_.util_local_pct = cpu_figure(v[5], f[5], line, 5, kNames[5], true);
+      r_.util_remote_pct = cpu_figure(v[6], f[6], line, 6, kNames[6], true);
+      r_.sd_local_us_per_kb = cpu_figure(v[7], f[7], line, 7, kNames[7], false);
+      r_.sd_remote_us_per_kb = cpu_figure(v[8], f[8], line, 8, kNames[8], false);
     }
   }
 
@@ -645,7 +643,7 @@ class NetperfOutputReader {
                               : "no -c/-C: two socket sizes, request and response sizes, elapsed time and "
                                 "transaction rate"));
     double v[10] = {};
-    for (size_t i = 0; i < expected; ++i) v[i] = number(f[i], line, i, kNames[i]);
+    for (size_t i = 0; i < expected; ++i) v[i] = number(f[i], line, i, kNames[i], i >= 5);
     r_.local_send_socket_bytes = v[0];
     r_.local_recv_socket_bytes = v[1];
     r_.request_bytes = v[2];
@@ -661,20 +659,43 @@ class NetperfOutputReader {
     r_.elapsed_s = v[4];
     r_.transaction_rate = v[5];
     if (cpu) {
-      r_.util_local_pct = measured(v[6]);
-      r_.util_remote_pct = measured(v[7]);
-      r_.sd_local_us_per_tr = measured(v[8]);
-      r_.sd_remote_us_per_tr = measured(v[9]);
+      r_.util_local_pct = cpu_figure(v[6], f[6], line, 6, kNames[6], true);
+      r_.util_remote_pct = cpu_figure(v[7], f[7], line, 7, kNames[7], true);
+      r_.sd_local_us_per_tr = cpu_figure(v[8], f[8], line, 8, kNames[8], false);
+      r_.sd_remote_us_per_tr = cpu_figure(v[9], f[9], line, 9, kNames[9], false);
     }
   }
 
-  double number(std::string_view text, uint32_t line, size_t column, const char* name) const {
+  /// Column `column` (`name`) of a row: a number up to 10^12, and >= 0 unless `signed_figure` (the
+  /// throughput or rate, whose sign the comparison checks and names; a CPU column, where netperf
+  /// prints -1 for a side it did not measure and cpu_figure checks the rest).
+  double number(std::string_view text, uint32_t line, size_t column, const char* name,
+                bool signed_figure = false) const {
     const std::optional<double> v = util::parse_number(text);
+    const char* what = rr_ ? "TCP_RR " : "";
     if (!v)
       fail_at(origin_, line,
-              fmt::format("netperf {}result row: column {} ({}) '{}' is not a number", rr_ ? "TCP_RR " : "",
+              fmt::format("netperf {}result row: column {} ({}) '{}' is not a number", what, column + 1, name, text));
+    // 10^12: beyond any machine's figure (model/params.h kLargest), and wider than the report's columns.
+    if ((*v < 0 && !signed_figure) || *v > 1e12)
+      fail_at(origin_, line,
+              fmt::format("netperf {}result row: column {} ({}) '{}' is not a figure netperf prints (0..1e12)", what,
                           column + 1, name, text));
     return *v;
+  }
+
+  /// A CPU column's figure: netperf's -1 (printed -1.00 or -1.000) is a side it did not measure;
+  /// any other negative, or a utilisation above 100 % of the host's CPUs, is no measurement.
+  std::optional<double> cpu_figure(double v, std::string_view text, uint32_t line, size_t column, const char* name,
+                                   bool utilisation) const {
+    if (v == -1) return std::nullopt;
+    if (v < 0 || (utilisation && v > 100))
+      fail_at(origin_, line,
+              fmt::format("netperf {}result row: column {} ({}) '{}' is not a {}", rr_ ? "TCP_RR " : "", column + 1,
+                          name, text,
+                          utilisation ? "utilisation (0..100 % of the host's CPUs, or -1: not measured)"
+                                      : "service demand (>= 0, or -1: not measured)"));
+    return v;
   }
 
   const frontends::NetperfOptions& o_;

@@ -1330,6 +1330,25 @@ TEST(RunFileErrors, NetperfRrAndMaertsContradictions) {
                      "16384  87380  1  1  10.00  24569.00\n16384  87380\n"),
             "runs.txt:4: a second netperf result row under the command of line 1 (the first is line 2): repeat the "
             "command line before each run");
+  // Figures no netperf prints: a negative size, an absurd rate, a utilisation above 100 %, a
+  // negative service demand other than netperf's -1 (not measured).
+  EXPECT_EQ(error_of("# netperf -P 0 -t TCP_RR -l 10\n-16384  87380  1  1  10.00  24562.31\n16384  87380\n"),
+            "runs.txt:2: netperf TCP_RR result row: column 1 (Send Socket Size) '-16384' is not a figure netperf "
+            "prints (0..1e12)");
+  EXPECT_EQ(error_of("# netperf -P 0 -t TCP_RR -l 10\n16384  87380  1  1  10.00  1e308\n16384  87380\n"),
+            "runs.txt:2: netperf TCP_RR result row: column 6 (Trans. Rate) '1e308' is not a figure netperf prints "
+            "(0..1e12)");
+  EXPECT_EQ(error_of("# netperf -P 0 -c -C -t TCP_RR -l 10\n"
+                     "16384  87380  1  1  10.00  24562.31  214.49  14.49  15.626  15.626\n16384  87380\n"),
+            "runs.txt:2: netperf TCP_RR result row: column 7 (CPU local) '214.49' is not a utilisation (0..100 % of "
+            "the host's CPUs, or -1: not measured)");
+  EXPECT_EQ(error_of("# netperf -P 0 -c -C -t TCP_MAERTS -l 10 -- -m 64K\n"
+                     " 87380  16384  65536  10.00  8642.51  13.04  13.04  -0.989  0.989\n"),
+            "runs.txt:2: netperf result row: column 8 (Service Demand Send local) '-0.989' is not a service demand "
+            "(>= 0, or -1: not measured)");
+  EXPECT_EQ(error_of("# netperf -P 0 -t TCP_RR -l 10\n16384  87380  1  1  10.00  24562.31\n16384  -87380\n"),
+            "runs.txt:3: netperf TCP_RR result: expected the remote Send and Recv socket sizes (2 numbers) on the "
+            "line after the row of line 2");
   // A banner of another test than the command's.
   EXPECT_EQ(error_of("$ netperf -t TCP_MAERTS -l 10\n"
                      "TCP STREAM TEST from 0.0.0.0 (0.0.0.0) port 0 AF_INET to h (1.2.3.4) port 0 AF_INET\n"),
