@@ -121,33 +121,23 @@ Scenario run_file_scenario(const std::string& path, const CompareOptions& o, Mea
     p.words = run.words;
     p.gated = false;
     p.line = run.line;
-    if (const auto* n = std::get_if<NetperfReading>(&run.output); n && n->test == "TCP_RR") {
-      p.kind = PointKind::NetperfRr;
+    if (const auto* n = std::get_if<NetperfReading>(&run.output)) {
+      // TCP_RR's first figure is its transaction rate and its service demands are per
+      // transaction; the streams' are throughput and us/KB.
+      const bool rr = n->test == "TCP_RR";
+      p.kind = rr ? PointKind::NetperfRr : PointKind::Netperf;
       p.size_flag = test_options(run.words);
-      measured_positive(n->line, "transaction rate", n->transaction_rate);
-      measured_positive(n->line, "local service demand", n->sd_local_us_per_tr);
-      measured_positive(n->line, "remote service demand", n->sd_remote_us_per_tr);
-      s.points.push_back(p);
       Figures m;
-      m.transaction_rate = n->transaction_rate;
-      m.sd_local = n->sd_local_us_per_tr;
-      m.sd_remote = n->sd_remote_us_per_tr;
+      (rr ? m.transaction_rate : m.throughput_mbps) = rr ? n->transaction_rate : n->throughput_mbps;
+      m.sd_local = rr ? n->sd_local_us_per_tr : n->sd_local_us_per_kb;
+      m.sd_remote = rr ? n->sd_remote_us_per_tr : n->sd_remote_us_per_kb;
       m.util_local = n->util_local_pct;
       m.util_remote = n->util_remote_pct;
-      measured->netperf.push_back(m);
-      measured->latency.emplace_back();
-      measured->bandwidth.emplace_back();
-      continue;
-    }
-    if (const auto* n = std::get_if<NetperfReading>(&run.output)) {
-      p.kind = PointKind::Netperf;
-      p.size_flag = test_options(run.words);
-      measured_positive(n->line, "throughput", n->throughput_mbps);
-      measured_positive(n->line, "local service demand", n->sd_local_us_per_kb);
-      measured_positive(n->line, "remote service demand", n->sd_remote_us_per_kb);
+      measured_positive(n->line, rr ? "transaction rate" : "throughput", rr ? m.transaction_rate : m.throughput_mbps);
+      measured_positive(n->line, "local service demand", m.sd_local);
+      measured_positive(n->line, "remote service demand", m.sd_remote);
       s.points.push_back(p);
-      measured->netperf.push_back({n->throughput_mbps, n->sd_local_us_per_kb, n->sd_remote_us_per_kb,
-                                   n->util_local_pct, n->util_remote_pct});
+      measured->netperf.push_back(m);
       measured->latency.emplace_back();
       measured->bandwidth.emplace_back();
       continue;

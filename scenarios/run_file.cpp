@@ -7,6 +7,7 @@
 #include "model/fault.h"
 
 #include <algorithm>
+#include <array>
 #include <cctype>
 #include <cerrno>
 #include <charconv>
@@ -600,15 +601,11 @@ class NetperfOutputReader {
         "Recv Socket Size",          "Send Socket Size",        "Send Message Size",
         "Elapsed Time",              "Throughput",              "Utilization Send local",
         "Utilization Recv remote",   "Service Demand Send local", "Service Demand Recv remote"};
-    const size_t expected = cpu ? 9 : 5;
-    if (f.size() != expected)
-      fail_at(origin_, line,
-              fmt::format("netperf result row has {} fields, expected {} ({})", f.size(), expected,
-                          cpu ? "the command has -c/-C: sizes, elapsed time, throughput, two "
-                                "utilisations and two service demands"
-                              : "no -c/-C: three sizes, elapsed time and throughput"));
-    double v[9] = {};
-    for (size_t i = 0; i < expected; ++i) v[i] = number(f[i], line, i, kNames[i], i >= 4);
+    const std::array<double, 10> v =
+        fields_of(f, line, kNames, cpu ? 9 : 5, 4, "",
+                  cpu ? "the command has -c/-C: sizes, elapsed time, throughput, two utilisations and two service "
+                        "demands"
+                      : "no -c/-C: three sizes, elapsed time and throughput");
     r_.recv_socket_bytes = v[0];
     r_.send_socket_bytes = v[1];
     r_.send_message_bytes = v[2];
@@ -634,16 +631,11 @@ class NetperfOutputReader {
     static constexpr const char* kNames[] = {
         "Send Socket Size", "Recv Socket Size", "Request Size", "Response Size", "Elapsed Time",
         "Trans. Rate",      "CPU local",        "CPU remote",   "S.dem local",   "S.dem remote"};
-    const size_t expected = cpu ? 10 : 6;
-    if (f.size() != expected)
-      fail_at(origin_, line,
-              fmt::format("netperf TCP_RR result row has {} fields, expected {} ({})", f.size(), expected,
-                          cpu ? "the command has -c/-C: two socket sizes, request and response sizes, elapsed "
-                                "time, transaction rate, two utilisations and two service demands"
-                              : "no -c/-C: two socket sizes, request and response sizes, elapsed time and "
-                                "transaction rate"));
-    double v[10] = {};
-    for (size_t i = 0; i < expected; ++i) v[i] = number(f[i], line, i, kNames[i], i >= 5);
+    const std::array<double, 10> v =
+        fields_of(f, line, kNames, cpu ? 10 : 6, 5, "TCP_RR ",
+                  cpu ? "the command has -c/-C: two socket sizes, request and response sizes, elapsed time, "
+                        "transaction rate, two utilisations and two service demands"
+                      : "no -c/-C: two socket sizes, request and response sizes, elapsed time and transaction rate");
     r_.local_send_socket_bytes = v[0];
     r_.local_recv_socket_bytes = v[1];
     r_.request_bytes = v[2];
@@ -664,6 +656,20 @@ class NetperfOutputReader {
       r_.sd_local_us_per_tr = cpu_figure(v[8], f[8], line, 8, kNames[8], false);
       r_.sd_remote_us_per_tr = cpu_figure(v[9], f[9], line, 9, kNames[9], false);
     }
+  }
+
+  /// The `expected` numbers of a result row, named `names`; from column `first_signed` on they may
+  /// be negative (number's signed_figure). A row of another length is an error naming `what`
+  /// ("TCP_RR " or "") and the columns the command prints (`columns`).
+  std::array<double, 10> fields_of(const std::vector<std::string_view>& f, uint32_t line, const char* const* names,
+                                   size_t expected, size_t first_signed, std::string_view what,
+                                   std::string_view columns) const {
+    if (f.size() != expected)
+      fail_at(origin_, line,
+              fmt::format("netperf {}result row has {} fields, expected {} ({})", what, f.size(), expected, columns));
+    std::array<double, 10> v{};
+    for (size_t i = 0; i < expected; ++i) v[i] = number(f[i], line, i, names[i], i >= first_signed);
+    return v;
   }
 
   /// Column `column` (`name`) of a row: a number up to 10^12, and >= 0 unless `signed_figure` (the
