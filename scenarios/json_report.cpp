@@ -21,7 +21,9 @@ Json value_or_null(const std::optional<double>& v) { return v ? Json(*v) : Json(
 Json pct_or_null(const std::optional<double>& e) { return e ? Json(*e * 100.0) : Json(nullptr); }
 
 /// One compared quantity: relative (`relative`, error in %) or absolute (latency, in us).
-Json metric_json(const Metric& m, bool relative) {
+/// "within" is the gate's verdict, so null where nothing is gated: a point that is not gated, a
+/// quantity not measured, or one never gated (`gated` false: t_max, the message rate).
+Json metric_json(const Metric& m, bool relative, bool gated) {
   Json j;
   j["measured"] = value_or_null(m.measured);
   j["simulated"] = value_or_null(m.simulated);
@@ -29,7 +31,7 @@ Json metric_json(const Metric& m, bool relative) {
     j["error_pct"] = pct_or_null(m.error);
   else
     j["error_us"] = value_or_null(m.error);
-  j["within"] = m.within;
+  j["within"] = gated && m.measured ? Json(m.within) : Json(nullptr);
   return j;
 }
 
@@ -92,29 +94,29 @@ Json scenario_report_json(const Scenario& s, const std::vector<PointOutcome>& ou
     j["status"] = o.status;
     switch (p.kind) {
       case PointKind::Netperf:
-        j["throughput_mbit_s"] = metric_json(o.throughput, true);
-        j["service_demand_local_us_per_kb"] = metric_json(o.sd_local, true);
-        j["service_demand_remote_us_per_kb"] = metric_json(o.sd_remote, true);
-        j["util_local_pct"] = metric_json(o.util_local, true);
-        j["util_remote_pct"] = metric_json(o.util_remote, true);
+        j["throughput_mbit_s"] = metric_json(o.throughput, true, p.gated);
+        j["service_demand_local_us_per_kb"] = metric_json(o.sd_local, true, p.gated);
+        j["service_demand_remote_us_per_kb"] = metric_json(o.sd_remote, true, p.gated);
+        j["util_local_pct"] = metric_json(o.util_local, true, p.gated);
+        j["util_remote_pct"] = metric_json(o.util_remote, true, p.gated);
         break;
       case PointKind::NetperfRr:
-        j["transaction_rate_per_s"] = metric_json(o.transaction_rate, true);
-        j["service_demand_local_us_per_tr"] = metric_json(o.sd_local, true);
-        j["service_demand_remote_us_per_tr"] = metric_json(o.sd_remote, true);
-        j["util_local_pct"] = metric_json(o.util_local, true);
-        j["util_remote_pct"] = metric_json(o.util_remote, true);
+        j["transaction_rate_per_s"] = metric_json(o.transaction_rate, true, p.gated);
+        j["service_demand_local_us_per_tr"] = metric_json(o.sd_local, true, p.gated);
+        j["service_demand_remote_us_per_tr"] = metric_json(o.sd_remote, true, p.gated);
+        j["util_local_pct"] = metric_json(o.util_local, true, p.gated);
+        j["util_remote_pct"] = metric_json(o.util_remote, true, p.gated);
         break;
       case PointKind::Latency:
         j["bytes"] = o.bytes;
-        j["t_typical_us"] = metric_json(o.t_typical, false);
-        j["t_min_us"] = metric_json(o.t_min, false);
-        j["t_max_us"] = metric_json(o.t_max, false);
+        j["t_typical_us"] = metric_json(o.t_typical, false, p.gated);
+        j["t_min_us"] = metric_json(o.t_min, false, p.gated);
+        j["t_max_us"] = metric_json(o.t_max, false, false);
         break;
       case PointKind::Bandwidth:
         j["bytes"] = o.bytes;
-        j["bw_average_gbit_s"] = metric_json(o.bw_average, true);
-        j["msg_rate_mpps"] = metric_json(o.msg_rate, true);
+        j["bw_average_gbit_s"] = metric_json(o.bw_average, true, p.gated);
+        j["msg_rate_mpps"] = metric_json(o.msg_rate, true, false);
         break;
     }
     points.push_back(std::move(j));

@@ -21,8 +21,8 @@ namespace hcasim::scenarios {
 /// [...], "verdict"}. Per point its table, mode, size
 /// flag, command, kind ("netperf", "netperf_rr", "latency" or "bandwidth"), gated, status and, per metric of
 /// its kind, {"measured", "simulated", "error_pct" (relative errors, in % of the measured value)
-/// or "error_us" (latency, simulated - measured), "within"}; a value not measured or not
-/// simulated is null. "tables": the per-table lines of the text (median and max |error|, over
+/// or "error_us" (latency, simulated - measured), "within" (null unless the point is gated and
+/// the quantity measured and gated)}; a value not measured or not simulated is null. "tables": the per-table lines of the text (median and max |error|, over
 /// the points of each table, or of "all runs" when nothing is gated). "verdict": {"gated_points",
 /// "failed": [point labels], "ok"}. `outcomes` has one entry per point, in point order.
 frontends::Json scenario_report_json(const Scenario& scenario, const std::vector<PointOutcome>& outcomes);

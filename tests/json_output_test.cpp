@@ -456,6 +456,13 @@ TEST_F(JsonOutput, RunReportIsTheTextsAndTheCsvs) {
     }
     EXPECT_EQ(w.back(), p["status"]);
     EXPECT_EQ(csv[i].at("status"), p["status"]);
+    // Gated and measured: "within" is the gate's verdict, a point is ok when every metric is.
+    bool all_within = true;
+    for (const char* m : metrics) {
+      ASSERT_TRUE(p[m]["within"].is_boolean()) << m;
+      all_within = all_within && p[m]["within"].get<bool>();
+    }
+    EXPECT_EQ(p["status"], all_within ? "ok" : "FAIL");
   }
   const Json& table = s["tables"]["netperf"][0];
   EXPECT_EQ(table["table"], "T3_m_flag");
@@ -499,6 +506,10 @@ TEST_F(JsonOutput, CompareReadByARealJsonParser) {
   ASSERT_GE(row.size(), 6u);
   EXPECT_EQ(row[4], fixed(p["throughput_mbit_s"]["measured"], 2));
   EXPECT_EQ(row[5], fixed(p["throughput_mbit_s"]["simulated"], 2));
+  // A run file is not gated: no metric has a gate's verdict, measured or not.
+  for (const Json& point : doc["run_files"][0]["points"])
+    for (const auto& [key, metric] : point.items())
+      if (metric.is_object()) EXPECT_TRUE(metric["within"].is_null()) << key;
   EXPECT_EQ(slurp(dir_ / "text.csv"), slurp(dir_ / "json.csv"));
 }
 
