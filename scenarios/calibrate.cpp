@@ -454,6 +454,7 @@ int run_calibrate(const CalibrateOptions& o) {
           for (const auto& s : platform_settings(ob.set)) copy.set(s);
           (void)sim::read_host_params(copy);  // the child's model checks, before any simulation
         } catch (const InputError& e) {
+          throw_at_setting(ob.set, ob.set_origins, e);
           throw InputError(fmt::format("{}: {}", ob.where, e.what()));
         }
       }

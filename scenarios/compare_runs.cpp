@@ -110,6 +110,8 @@ Scenario run_file_scenario(const std::string& path, const CompareOptions& o, Mea
     p.mode = settings_mode(run);
     p.set = run.set;
     p.set.insert(p.set.end(), o.sets.begin(), o.sets.end());
+    for (const uint32_t line : run.set_lines) p.set_origins.push_back(fmt::format("{}:{}", path, line));
+    p.set_origins.resize(p.set.size(), "--set");
     p.platform = s.platform;
     if (run.platform) {
       // A relative FILE in a directive is relative to the run file, as calibrate reads it.

@@ -1,8 +1,10 @@
 // Data directory lookup (datadir.h).
 #include "scenarios/datadir.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
+#include <string_view>
 #include <system_error>
 
 #include <fmt/format.h>
@@ -76,6 +78,20 @@ std::vector<std::string> platform_settings(const std::vector<std::string>& sets,
   for (const auto& s : sets)
     if (!model::apply_fault_setting(s, faults ? *faults : f, retry ? *retry : r)) out.push_back(s);
   return out;
+}
+
+void throw_at_setting(const std::vector<std::string>& sets, const std::vector<std::string>& origins,
+                      const InputError& e) {
+  const std::string_view msg = e.what();
+  const size_t colon = msg.find(':');
+  if (!msg.starts_with("--set ") || colon == std::string_view::npos) return;
+  const std::string_view key = msg.substr(6, colon - 6);
+  for (size_t i = std::min(sets.size(), origins.size()); i-- > 0;) {
+    if (std::string_view(sets[i]).substr(0, sets[i].find('=')) != key) continue;
+    if (origins[i].empty()) return;
+    if (origins[i] == "--set") throw InputError(std::string(msg));
+    throw InputError(fmt::format("{}: hcasim directive: {}", origins[i], msg));
+  }
 }
 
 std::pair<model::Platform, model::Platform> load_host_platforms(const std::string& platform,

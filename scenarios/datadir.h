@@ -41,6 +41,14 @@ model::Platform load_platform(const std::string& path);
 std::vector<std::string> platform_settings(const std::vector<std::string>& sets, model::FaultConfig* faults = nullptr,
                                            model::RcRetry* retry = nullptr);
 
+/// When `e` ("--set KEY: ...", from model::Platform) is about an assignment of `sets` that
+/// `origins` (parallel, or shorter) says was written elsewhere than where the caller would blame,
+/// throws it there: "ORIGIN: hcasim directive: --set KEY: ..." for a run file's directive
+/// (ORIGIN "FILE:LINE"), the message alone for "--set" (the command line). Returns when the
+/// assignment's origin is "" or not known, or `e` is not about one.
+void throw_at_setting(const std::vector<std::string>& sets, const std::vector<std::string>& origins,
+                      const InputError& e);
+
 /// The two hosts of a run: the local platform (--platform NAME|FILE), the remote one
 /// (--remote-platform, default: the same), then every --set assignment applied to both, in
 /// order (but fault.* and qp.*: platform_settings). Throws InputError naming the option, file:line or key at fault.

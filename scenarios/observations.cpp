@@ -98,6 +98,7 @@ std::vector<Observation> run_file_observations(const std::string& path, const st
     obs.where = fmt::format("{}:{}", run.origin, run.line);
     obs.words = run.words;
     obs.set = run.set;
+    for (const uint32_t line : run.set_lines) obs.set_origins.push_back(fmt::format("{}:{}", run.origin, line));
     obs.label = fmt::format("{}:{} {}", fs::path(run.origin).filename().string(), run.line, run.command);
     // The settings in force, so that a selection can pick a machine or a mode.
     std::vector<std::string> settings;

@@ -19,6 +19,8 @@ struct Observation {
   std::string tool;                ///< hcasim subcommand: netperf or a perftest tool (ib_write_lat ...)
   std::vector<std::string> words;  ///< the tool's arguments
   std::vector<std::string> set;    ///< the run's own --set assignments
+  std::vector<std::string> set_origins;  ///< "FILE:LINE" of the directive that wrote each of `set`
+                                         ///< (run files; empty for a scenario's points)
   std::optional<std::string> platform;  ///< the machine it ran on: a run file's `# hcasim:
                                         ///< --platform`, a scenario point's platform
   std::optional<std::string> remote_platform;  ///< a scenario point's remote_platform, when it has one

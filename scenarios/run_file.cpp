@@ -152,11 +152,18 @@ bool is_zcopy_path(std::string_view path) {
   return base_name(path) == "sdp_zcopy_thresh" && path.find("ib_sdp/") != std::string_view::npos;
 }
 
-/// Adds or replaces "key=value" in `set` (a later value of a key replaces the earlier one).
-void apply_setting(std::vector<std::string>& set, const std::string& entry) {
+/// Adds or replaces "key=value" in `set`, written at `line` (kept in `lines`, parallel): a later
+/// value of a key replaces the earlier one.
+void apply_setting(std::vector<std::string>& set, std::vector<uint32_t>& lines, const std::string& entry,
+                   uint32_t line) {
   const std::string key = entry.substr(0, entry.find('='));
-  std::erase_if(set, [&](const std::string& e) { return e.substr(0, e.find('=')) == key; });
+  for (size_t i = set.size(); i-- > 0;)
+    if (set[i].substr(0, set[i].find('=')) == key) {
+      set.erase(set.begin() + static_cast<std::ptrdiff_t>(i));
+      lines.erase(lines.begin() + static_cast<std::ptrdiff_t>(i));
+    }
   set.push_back(entry);
+  lines.push_back(line);
 }
 
 /// What a line of the file is.
@@ -1043,6 +1050,7 @@ struct Pending {
 std::vector<RealRun> parse_run_file(std::string_view text, const std::string& origin) {
   std::vector<RealRun> runs;
   std::vector<std::string> set;
+  std::vector<uint32_t> set_lines;
   std::optional<std::string> platform;
   std::optional<Pending> current;
 
@@ -1067,7 +1075,7 @@ std::vector<RealRun> parse_run_file(std::string_view text, const std::string& or
       case LineKind::OtherCommand: finish(); break;
       case LineKind::Setting:
         finish();
-        for (const std::string& s : c.sets) apply_setting(set, s);
+        for (const std::string& s : c.sets) apply_setting(set, set_lines, s, line.number);
         if (c.platform) platform = c.platform;
         break;
       case LineKind::Tool: {
@@ -1078,6 +1086,7 @@ std::vector<RealRun> parse_run_file(std::string_view text, const std::string& or
         p.run.command = std::move(c.command);
         p.run.tool = std::move(c.tool);
         p.run.set = set;
+        p.run.set_lines = set_lines;
         p.run.platform = platform;
         try {
           if (p.run.tool == "netperf") {

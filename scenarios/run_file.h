@@ -224,6 +224,7 @@ struct RealRun {
                                    ///< env, VAR=value, taskset or tool word; netperf's `---m` as
                                    ///< `--`, `-m`; perftest's -C / --report-cycles removed
   std::vector<std::string> set;    ///< "sdp.zcopy_thresh=0", ...: the file's settings in force
+  std::vector<uint32_t> set_lines;  ///< the line that wrote each of `set`, parallel to it
   std::optional<std::string> platform;  ///< the last `# hcasim: --platform` before the command
   std::variant<NetperfReading, PerftestReading> output;
 };

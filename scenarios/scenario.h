@@ -97,6 +97,9 @@ struct ScenarioPoint {
   std::string table;                 ///< reference table, e.g. "T3_m_flag"
   std::string mode;                  ///< "SDP", "BZCOPY", "BF on, WC off", ...
   std::vector<std::string> set;      ///< --set assignments for both hosts
+  std::vector<std::string> set_origins;  ///< where each of `set` was written when not at the
+                                     ///< point (parallel, or shorter): "FILE:LINE" of a run
+                                     ///< file's directive, "--set" for the command line, "" the point
   std::string platform;              ///< the point's platform (the scenario's unless overridden)
   std::string remote_platform;       ///< netserver's platform when it differs ("" = platform)
   std::string command;               ///< the literal command line

@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <string>
+#include <string_view>
 
 #include <fmt/format.h>
 
@@ -23,7 +25,6 @@ namespace {
 [[noreturn]] void fail_at(const std::string& origin, uint32_t line, const std::string& what) {
   throw InputError(fmt::format("{}:{}: {}", origin, line, what));
 }
-
 
 /// What a scenario's points need before its children start: the measured figures and the
 /// resolved platform files (simulate_scenarios checks them all first).
@@ -74,6 +75,7 @@ CheckedScenario check_scenario(const Scenario& s, const std::string& base, const
         (void)sim::read_host_params(copy);
       }
     } catch (const InputError& e) {
+      throw_at_setting(p.set, p.set_origins, e);
       fail_at(s.origin, p.line, fmt::format("point {}: {}", i + 1, e.what()));
     }
   }

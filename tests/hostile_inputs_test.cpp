@@ -997,6 +997,24 @@ std::vector<Case> cases() {
                 "# echo abc > /sys/module/ib_sdp/sdp_zcopy_thresh\n" + cmd +
                     " 87380 16384 65536 60.00 7106.72 13.32 14.87 1.228 1.370\n",
                 ":1: sdp_zcopy_thresh: 'abc' is not a whole number");
+  // A directive's platform key is checked where the platform is loaded, which blamed the
+  // command it applies to: the error names the directive's line.
+  const std::string row = " 87380 16384 65536 60.00 7106.72 13.32 14.87 1.228 1.370\n";
+  run_file_case("runfile_directive_unknown_key", "# hcasim: --set nosuch.key=3\n" + cmd + row,
+                ":1: hcasim directive: --set nosuch\\.key: unknown platform parameter \\(platform "
+                "connectx-ddr-pcie1x8\\)");
+  run_file_case("runfile_directive_out_of_range", "# hcasim: --set hca.qp_wqe_time=1e9\n" + cmd + row,
+                ":1: hcasim directive: --set hca\\.qp_wqe_time: 1000000000 ns is out of range \\(0\\.\\.100000\\) "
+                "\\(platform connectx-ddr-pcie1x8\\)");
+  add({.name = "compare_directive_bad_value", .args = {"compare", "@DIR@/runs.txt", "--csv", csv},
+       .files = {{"runs.txt", "# hcasim: --set hca.qp_wqe_time=abc\n" + cmd + row}},
+       .line = E + "@DIR@/runs\\.txt:1: hcasim directive: --set hca\\.qp_wqe_time: bad value 'abc' for a number in ns",
+       .absent = {csv}});
+  // compare's own --set is the command line's, not the run file's.
+  add({.name = "compare_set_unknown_key", .args = {"compare", "@DIR@/runs.txt", "--set", "nosuch.key=1", "--csv", csv},
+       .files = {{"runs.txt", cmd + row}},
+       .line = E + "--set nosuch\\.key: unknown platform parameter \\(platform connectx-ddr-pcie1x8\\)",
+       .absent = {csv}});
   run_file_case("runfile_perftest_cell_not_a_number",
                 "# ib_write_lat -s 2 -n 1000\n #bytes #iterations    t_min[usec]    t_max[usec]  t_typical[usec]\n"
                 " 2 1000 1.0 abc 1.2\n",
