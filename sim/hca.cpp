@@ -113,6 +113,24 @@ void Hca::start() {
   }, true);
 }
 
+double Hca::take_tx_port(double at_ns, uint64_t packets) {
+  const double service = static_cast<double>(packets) * timing().tx_packet_ns;
+  if (busy_ != nullptr) {
+    busy_->tx_port_ns += service;
+    busy_->tx_packets += packets;
+  }
+  return tx_port_.take(at_ns, service);
+}
+
+double Hca::take_rx_port(double at_ns, uint64_t packets) {
+  const double service = static_cast<double>(packets) * timing().rx_packet_ns;
+  if (busy_ != nullptr) {
+    busy_->rx_port_ns += service;
+    busy_->rx_packets += packets;
+  }
+  return rx_port_.take(at_ns, service);
+}
+
 void Hca::ring_doorbell(const Qp& qp) {
   const size_t slot = qp.qpn_ - kFirstQpn;
   if (doorbells_.size() <= slot / 64) doorbells_.resize(slot / 64 + 1, 0);

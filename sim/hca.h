@@ -206,6 +206,13 @@ class Hca {
   hca::MrRefusal check_mr(uint32_t key, uint32_t pd, sdp::Addr addr, uint64_t len, unsigned need) const {
     return mrs_.check(key, pd, addr, len, need, [this](sdp::Addr a, uint64_t n) { return host_.memory().contains(a, n); });
   }
+  /// The port's transmit scheduler takes `packets` packets offered at `at_ns`, hca.tx_packet_time
+  /// each (hca::Stage): returns when it starts on them (>= at_ns) and counts them in the measured
+  /// interval (HcaBusy::tx_port_ns, tx_packets).
+  double take_tx_port(double at_ns, uint64_t packets);
+  /// The same for the port's receive processing (hca.rx_packet_time; HcaBusy::rx_port_ns,
+  /// rx_packets).
+  double take_rx_port(double at_ns, uint64_t packets);
   /// `qp` has requests: marks its send queue for the send engine's round robin and wakes it.
   void ring_doorbell(const Qp& qp);
   /// The send engine's next QP in round-robin order from slot `from` among those marked by

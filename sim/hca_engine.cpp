@@ -111,12 +111,7 @@ void Qp::execute_one(bool after_idle) {
   // The port's transmit scheduler took each packet for hca.tx_packet_time: a train of short
   // packets holds the engine for that long when the route is faster.
   const uint64_t packets = core_.packets_of(p.payload_len);
-  const double service = static_cast<double>(packets) * t.tx_packet_ns;
-  const double port_done = hca_.tx_port_.take(taken, service) + service;
-  if (hca_.busy_ != nullptr) {
-    hca_.busy_->tx_port_ns += service;
-    hca_.busy_->tx_packets += packets;
-  }
+  const double port_done = hca_.take_tx_port(taken, packets) + static_cast<double>(packets) * t.tx_packet_ns;
   if (port_done > now_ns()) sleep_until_s(to_s(port_done));
 }
 
@@ -143,14 +138,7 @@ void Qp::deliver(const hca::Packet& p) {
   // The responder's port takes the train's packets one at a time for hca.rx_packet_time each
   // (checks, the receive WQE, the scatter): a train that finds it busy waits, and so do its
   // data, CQE and ACK.
-  Hca& rx = peer->hca_;
-  const uint64_t packets = core_.packets_of(bytes);
-  const double service = static_cast<double>(packets) * pt.rx_packet_ns;
-  const double now = rx.rx_port_.take(now_ns(), service);
-  if (rx.busy_ != nullptr) {
-    rx.busy_->rx_port_ns += service;
-    rx.busy_->rx_packets += packets;
-  }
+  const double now = peer->hca_.take_rx_port(now_ns(), core_.packets_of(bytes));
   const double recv_done =
       now + model::receive_completion_latency_ns(t, pt, p.inline_data, bytes) + hca_.peer_store_ns(bytes);
   const double send_done = now + model::send_completion_latency_ns(t, pt, p.inline_data, bytes);
@@ -250,8 +238,12 @@ void Qp::execute_read(const hca::Packet& p) {
   Qp* peer = peer_;
   const model::HcaTiming& t = hca_.timing();
   const model::HcaTiming& pt = peer->hca_.timing();
-  // The request travels to the responder, which starts its DMA read of the data.
+  // The request, one packet, leaves when the port's transmit scheduler takes it and travels to
+  // the responder, whose port's receive processing takes it; then the responder starts its DMA
+  // read of the data.
+  if (const double start = hca_.take_tx_port(now_ns(), 1); start > now_ns()) sleep_until_s(to_s(start));
   sleep_for_ns(t.tx_processing_ns + t.propagation_ns + pt.rx_processing_ns);
+  if (const double start = peer->hca_.take_rx_port(now_ns(), 1); start > now_ns()) sleep_until_s(to_s(start));
   // A SEND or WRITE packet held by reordering may arrive with it: it lands as deliver's would.
   const double recv_done = now_ns() + model::receive_completion_latency_ns(t, pt, false, 0);
   req_faults_->transmit(p, SimPayload{}, hca_.ib_.mtu, [&](const hca::Packet& sub, bool corrupted, const SimPayload& h,
@@ -284,8 +276,16 @@ void Qp::execute_read(const hca::Packet& p) {
       continue;
     }
     // An atomic ACK's 8 B original value (AtomicAckETH) costs as an 8 B RDMA READ response (no
-    // published figure for the ConnectX-3's read-modify-write is known to the model).
+    // published figure for the ConnectX-3's read-modify-write is known to the model). The
+    // response's packets wait for the responder's port to transmit them (hca.tx_packet_time
+    // each), cross the route, and wait for the requester's port to take them (hca.rx_packet_time
+    // each) before their data and CQE are written: each port a rate, so a response that finds it
+    // free goes at once and its latency is unchanged.
+    const uint64_t packets = peer->core_.packets_of(r.payload_len);
+    if (const double start = peer->hca_.take_tx_port(now_ns(), packets); start > now_ns())
+      sleep_until_s(to_s(start));
     wire(*peer, k == hca::OpKind::ReadResponse ? r.payload_len : 8);
+    if (const double start = hca_.take_rx_port(now_ns(), packets); start > now_ns()) sleep_until_s(to_s(start));
     SimPayload src{&peer->hca_.host().memory(), {sdp::Sge{r.va, r.payload_len, 0}}, 1, 0};
     const uint64_t dups = peer->resp_faults_->stats().duplicated;
     peer->resp_faults_->transmit(r, src, hca_.ib_.mtu, arrive);

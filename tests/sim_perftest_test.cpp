@@ -407,6 +407,29 @@ TEST(SimHcaStages, TheRespondersReceivePortHoldsTheSenderBack) {
   EXPECT_NE(r.bound.find("remote (server) HCA port receive"), std::string::npos) << r.bound;
 }
 
+// RDMA READ's packets pass the same ports: the request is one packet out of the requester's
+// port and into the responder's, the response's packets out of the responder's and into the
+// requester's. A 4 KB READ on the path MTU of 2048 is two response packets, so at
+// hca.tx_packet_time = 500 ns the responder's port takes 1000 ns per READ, above the 690 ns the
+// responder's PCIe gen3 x8 takes to read the 4096 B (model/pcie.h) and the requester's port's
+// 500 ns for the one request packet.
+TEST(SimHcaStages, ReadResponsesHoldTheRespondersTransmitPort) {
+  const StagedRun r = staged_write_bw(4096, 1, {"hca.tx_packet_time=500"}, frontends::PerftestTest::ReadBw);
+  EXPECT_GE(r.ns_per_wr, 2 * 500);
+  EXPECT_LE(r.ns_per_wr, 2 * 500 + 1);
+  EXPECT_NE(r.bound.find("remote (server) HCA port transmit"), std::string::npos) << r.bound;
+}
+
+// A 2 B READ is one request packet into the responder's port and one response packet into the
+// requester's: at hca.rx_packet_time = 1000 ns each port takes 1000 ns per READ, the bound (the
+// posting loop is 110 ns, the QP's WQE processing 100 ns).
+TEST(SimHcaStages, ReadRequestsAndResponsesEachTakeAReceivePort) {
+  const StagedRun r = staged_write_bw(2, 1, {"hca.rx_packet_time=1000"}, frontends::PerftestTest::ReadBw);
+  EXPECT_GE(r.ns_per_wr, 1000);
+  EXPECT_LE(r.ns_per_wr, 1000.5);
+  EXPECT_NE(r.bound.find("HCA port receive"), std::string::npos) << r.bound;
+}
+
 namespace {
 
 /// Sorted round trips (full, not halved), ns: what perftest reports for ib_read_lat.
