@@ -12,8 +12,6 @@
 namespace hcasim::model::pcie {
 namespace {
 
-constexpr uint64_t kPage = 4096;  // a TLP must not cross a 4 KB boundary (spec 2.2.7)
-
 bool is_pow2_in(uint64_t v, uint64_t lo, uint64_t hi) {
   return v >= lo && v <= hi && (v & (v - 1)) == 0;
 }

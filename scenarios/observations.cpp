@@ -120,7 +120,7 @@ std::vector<Observation> run_file_observations(const std::string& path, const st
       obs.measured.emplace_back("transaction_rate", n->transaction_rate);
       if (n->sd_local_us_per_tr) obs.measured.emplace_back("sd_local_per_tr", *n->sd_local_us_per_tr);
       if (n->sd_remote_us_per_tr) obs.measured.emplace_back("sd_remote_per_tr", *n->sd_remote_us_per_tr);
-    } else if (const auto* n = std::get_if<NetperfReading>(&run.output)) {
+    } else if (n) {
       obs.measured.emplace_back("throughput", n->throughput_mbps);
       if (n->sd_local_us_per_kb) obs.measured.emplace_back("sd_local", *n->sd_local_us_per_kb);
       if (n->sd_remote_us_per_kb) obs.measured.emplace_back("sd_remote", *n->sd_remote_us_per_kb);

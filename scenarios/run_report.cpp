@@ -210,9 +210,9 @@ std::string format_latency_rows(const Scenario& s, const std::vector<PointOutcom
                      : fmt::format("{:.3f} us", *std::max_element(v.begin(), v.end()));
   };
   for (const TableErrors& t : table_errors(s, outcomes, PointKind::Latency)) {
-    std::string joined;
-    for (const auto& name : t.platforms) joined += (joined.empty() ? "" : ", ") + name;
-    out += fmt::format(summary, t.table, t.points, max_abs(t.t_typical), max_abs(t.t_min), joined);
+    std::string platforms;
+    for (const auto& name : t.platforms) platforms += (platforms.empty() ? "" : ", ") + name;
+    out += fmt::format(summary, t.table, t.points, max_abs(t.t_typical), max_abs(t.t_min), platforms);
   }
   return out;
 }
