@@ -459,6 +459,13 @@ class NetperfOutputReader {
               fmt::format("netperf 2.4.3 prints no {} result row at -v {} (use -v 1 or "
                           "-v 2)",
                           o_.test, o_.verbosity));
+    // Without titles nothing tells netperf 2.4.4's throughput in the -f unit from 2.4.3's rate.
+    if (rr_ && o_.format_given && (o_.verbosity == 0 || !o_.print_headers))
+      fail_at(origin_, command_line_,
+              fmt::format("netperf TCP_RR with -f and {}: netperf 2.4.4 and later print a throughput in the -f "
+                          "unit, 2.4.3 a transaction rate, and without column titles the row does not say which "
+                          "(repeat the run without -f, or with its titles)",
+                          o_.verbosity == 0 ? "-v 0" : "-P 0"));
     r_.test = o_.test;
     r_.format = o_.format;
     size_t k = 0;

@@ -57,7 +57,8 @@
 ///   remote in %, S.dem local and remote in us/Tr, CPU us per transaction), then a second line of
 ///   2 numbers, the remote Send and Recv socket sizes; both are required. The rate is in
 ///   transactions per second whatever -f says (netperf 2.4.3; 2.4.4 and later print a throughput
-///   in the -f unit when -f is given, whose titles, "Throughput" or "Tput", are refused).
+///   in the -f unit when -f is given, whose titles, "Throughput" or "Tput", are refused). A TCP_RR
+///   with -f and no titles (-P 0 or -v 0) is refused: its row could be either.
 /// - with `-P 1` (netperf's default): everything up to the column titles is skipped except the
 ///   banner (`TCP STREAM TEST from ... to ...`, netperf 2.3: `TCP STREAM TEST to ...`; `TCP
 ///   MAERTS TEST ...`; `TCP REQUEST/RESPONSE TEST ...`), whose confidence text (`+/-2.5% @ 99%

@@ -1383,6 +1383,16 @@ TEST(RunFileErrors, NetperfRrUnreadableLayouts) {
                      "bytes  Bytes  bytes    bytes   secs.    10^6bits/sec   \n"),
             "runs.txt:2: netperf TCP_RR column titles: a throughput in 10^6bits/sec (netperf 2.4.4 or later with "
             "-f), not netperf 2.4.3's transaction rate ('Trans. Rate per sec'): repeat the run without -f");
+  // Without titles (-P 0, -v 0) the row cannot say which of the two it is.
+  EXPECT_EQ(error_of("# netperf -t TCP_RR -P 0 -f k -l 10\n 16384  87380  1        1       10.00    14000.00\n"
+                     " 16384  87380\n"),
+            "runs.txt:1: netperf TCP_RR with -f and -P 0: netperf 2.4.4 and later print a throughput in the -f unit, "
+            "2.4.3 a transaction rate, and without column titles the row does not say which (repeat the run without "
+            "-f, or with its titles)");
+  EXPECT_EQ(error_of("# netperf -t TCP_RR -v 0 -f m -l 10\n 14000.00\n"),
+            "runs.txt:1: netperf TCP_RR with -f and -v 0: netperf 2.4.4 and later print a throughput in the -f unit, "
+            "2.4.3 a transaction rate, and without column titles the row does not say which (repeat the run without "
+            "-f, or with its titles)");
   EXPECT_EQ(error_of("# netperf -v 0 -c -t TCP_RR -l 10\n 15.631 S\n"),
             "runs.txt:1: netperf -v 0 with -c/-C prints only a service demand, not the transaction rate: hcasim "
             "cannot read that run (repeat it without -v 0)");
