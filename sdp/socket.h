@@ -179,7 +179,6 @@ class SdpSocket {
   Fifo<RxData> rx_queue_;                 // received data not yet read
   uint32_t rx_size_ = 0;                  // payload size of receive buffers being posted
   uint32_t rx_last_mseq_ = 0;             // mseq of the last message received
-  bool rx_any_ = false;
   int64_t remote_credits_ = 0;            // bufs we last advertised, minus messages since
   bool resize_ack_pending_ = false;
   bool peer_disconnected_ = false;
