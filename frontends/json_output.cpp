@@ -193,6 +193,17 @@ Json netperf_json(const std::vector<std::string>& args, const NetperfOptions& o,
     res["local_recv_socket_bytes"] = r.local_recv_socket;
     res["remote_send_socket_bytes"] = r.remote_send_socket;
   }
+  // -D: the interim results of the text, in order, unrounded; a TCP_RR's in transactions/s.
+  if (o.demo) {
+    Json interim = Json::array();
+    for (const InterimResult& ir : r.interim) {
+      const double secs = ir.interval_us / 1e6;
+      interim.push_back({{"interval_s", secs},
+                         {"end_s", static_cast<double>(ir.end_us) / 1e6},
+                         {"throughput", rr ? ir.units / secs : netperf_throughput(ir.units, secs, o.format)}});
+    }
+    res["interim"] = std::move(interim);
+  }
   res["bytes_sent"] = r.bytes_sent;
   res["bytes_received"] = r.bytes_received;
   res["send_calls"] = r.send_calls;

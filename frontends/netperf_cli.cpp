@@ -660,7 +660,6 @@ TcpStreamConfig to_tcp_stream_config(const NetperfOptions& o) {
   c.demo.rr_default_units = omni ? 100 : 1000;
   c.demo.rr_ticks_bytes = omni && o.test == "TCP_RR" && omni_format(o) != 'x';
   c.keep_latency = omni && c.test == NetperfTest::Rr;
-  if (o.demo && o.json) fail("-D: interim results are netperf's text output; not with --json");
   if (omni && o.json)
     fail(fmt::format("{}: output selectors are netperf's text output; not with --json",
                      o.output_mode == NetperfOptions::OutputMode::Csv     ? "-o"

@@ -417,8 +417,6 @@ std::vector<Case> cases() {
        .line = E + "-D 1,0: a first guess of 0 units per interval; give at least 1", .absent = {csv}});
   add({.name = "netperf_demo_bad_units", .args = {"netperf", "-D", "1,12Q", "--csv", csv},
        .line = E + "-D: bad size '12Q' \\(use a number .*\\)", .absent = {csv}});
-  add({.name = "netperf_demo_json", .args = {"netperf", "-D", "--json"},
-       .line = E + "-D: interim results are netperf's text output; not with --json"});
   // Test-specific -P: ports.
   add({.name = "netperf_port_too_large", .args = {"netperf", "--csv", csv, "--", "-P", "70000"},
        .line = E + "-P: '70000' is out of range \\(0..65535\\)", .absent = {csv}});

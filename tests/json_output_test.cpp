@@ -294,6 +294,31 @@ TEST_F(JsonOutput, NetperfVerifyDataAndFaultsAreThoseOfStderr) {
   EXPECT_GT(f["lost"].get<uint64_t>(), 0u);
 }
 
+TEST_F(JsonOutput, NetperfInterimResultsAreThoseOfTheText) {
+  for (const std::string test : {"TCP_STREAM", "TCP_RR"}) {
+    SCOPED_TRACE(test);
+    const std::string cmd = "netperf -P 0 -D 0.25 -l 1 -f k -t " + test;
+    const Json doc = run_json(cmd + " --json");
+    const Outcome text = run(cmd);
+    ASSERT_EQ(text.status, 0) << text.err;
+    const Json& interim = doc["result"]["interim"];
+    // netperf's -D prints a line per interval that has passed: four in 1 s at 0.25 s.
+    ASSERT_GE(interim.size(), 3u);
+    std::string lines;
+    for (const Json& ir : interim) {
+      const double secs = ir["interval_s"].get<double>();
+      EXPECT_GT(ir["end_s"].get<double>(), 0.0);
+      lines += test == "TCP_RR" ? fmt::format("Interim result: {:.2f} Trans/s over {:.2f} seconds\n",
+                                              ir["throughput"].get<double>(), secs)
+                                : fmt::format("Interim result: {:7.2f} 10^3bits/s over {:.2f} seconds\n",
+                                              ir["throughput"].get<double>(), secs);
+    }
+    EXPECT_EQ(text.out.substr(0, lines.size()), lines);
+  }
+  // Without -D there is no "interim" key.
+  EXPECT_FALSE(run_json("netperf -P 0 -l 0.1 --json")["result"].contains("interim"));
+}
+
 // --- perftest -------------------------------------------------------------------------------
 
 TEST_F(JsonOutput, WriteLatFiguresAreTheTextsAndTheCsvs) {
