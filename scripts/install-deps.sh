@@ -11,7 +11,7 @@ pkgs=(build-essential cmake ninja-build pkg-config git
       libcli11-dev libtomlplusplus-dev nlohmann-json3-dev libfmt-dev libnlopt-dev libnlopt-cxx-dev gnuplot-nox
       zlib1g-dev libsodium-dev libibverbs-dev librdmacm-dev python3 binutils
       perftest ibverbs-utils rdmacm-utils parallel
-      clang libclang-rt-14-dev)
+      clang libclang-rt-14-dev lld)
 missing=()
 for p in "${pkgs[@]}"; do
   [ "$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null)" = "install ok installed" ] || missing+=("$p")
