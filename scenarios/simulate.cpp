@@ -4,8 +4,6 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
-#include <string>
-#include <string_view>
 
 #include <fmt/format.h>
 

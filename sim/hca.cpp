@@ -113,22 +113,30 @@ void Hca::start() {
   }, true);
 }
 
-double Hca::take_tx_port(double at_ns, uint64_t packets) {
-  const double service = static_cast<double>(packets) * timing().tx_packet_ns;
-  if (busy_ != nullptr) {
-    busy_->tx_port_ns += service;
-    busy_->tx_packets += packets;
+namespace {
+
+/// `port` takes `packets` packets of `per_packet_ns` each, offered at `at_ns`: returns when it
+/// starts on them; adds them to `ns` and `count` when the interval is measured (non-null).
+double take_packets(hca::Stage& port, double at_ns, uint64_t packets, double per_packet_ns, double* ns,
+                    uint64_t* count) {
+  const double service = static_cast<double>(packets) * per_packet_ns;
+  if (ns != nullptr) {
+    *ns += service;
+    *count += packets;
   }
-  return tx_port_.take(at_ns, service);
+  return port.take(at_ns, service);
+}
+
+}  // namespace
+
+double Hca::take_tx_port(double at_ns, uint64_t packets) {
+  return take_packets(tx_port_, at_ns, packets, timing().tx_packet_ns, busy_ ? &busy_->tx_port_ns : nullptr,
+                      busy_ ? &busy_->tx_packets : nullptr);
 }
 
 double Hca::take_rx_port(double at_ns, uint64_t packets) {
-  const double service = static_cast<double>(packets) * timing().rx_packet_ns;
-  if (busy_ != nullptr) {
-    busy_->rx_port_ns += service;
-    busy_->rx_packets += packets;
-  }
-  return rx_port_.take(at_ns, service);
+  return take_packets(rx_port_, at_ns, packets, timing().rx_packet_ns, busy_ ? &busy_->rx_port_ns : nullptr,
+                      busy_ ? &busy_->rx_packets : nullptr);
 }
 
 void Hca::ring_doorbell(const Qp& qp) {
