@@ -196,12 +196,10 @@ Json netperf_json(const std::vector<std::string>& args, const NetperfOptions& o,
   // -D: the interim results of the text, in order, unrounded; a TCP_RR's in transactions/s.
   if (o.demo) {
     Json interim = Json::array();
-    for (const InterimResult& ir : r.interim) {
-      const double secs = ir.interval_us / 1e6;
-      interim.push_back({{"interval_s", secs},
+    for (const InterimResult& ir : r.interim)
+      interim.push_back({{"interval_s", ir.interval_us / 1e6},
                          {"end_s", static_cast<double>(ir.end_us) / 1e6},
-                         {"throughput", rr ? ir.units / secs : netperf_throughput(ir.units, secs, o.format)}});
-    }
+                         {"throughput", interim_figure(o, ir)}});
     res["interim"] = std::move(interim);
   }
   res["bytes_sent"] = r.bytes_sent;

@@ -163,9 +163,9 @@ std::string interim_lines(const NetperfOptions& o, const TcpStreamResult& r) {
   for (const auto& ir : r.interim) {
     const double secs = ir.interval_us / 1000000.0;
     if (o.test == "TCP_RR")
-      out += cformat("Interim result: %.2f %s/s over %.2f seconds\n", ir.units / secs, "Trans", secs);
+      out += cformat("Interim result: %.2f %s/s over %.2f seconds\n", interim_figure(o, ir), "Trans", secs);
     else
-      out += cformat("Interim result: %7.2f %s/s over %.2f seconds\n", netperf_throughput(ir.units, secs, o.format),
+      out += cformat("Interim result: %7.2f %s/s over %.2f seconds\n", interim_figure(o, ir),
                      netperf_units(o.format).c_str(), secs);
   }
   return out;
@@ -187,6 +187,11 @@ double netperf_throughput(double bytes, double elapsed_s, char format) {
     default: break;
   }
   return bytes / divisor / elapsed_s;
+}
+
+double interim_figure(const NetperfOptions& o, const InterimResult& ir) {
+  const double secs = ir.interval_us / 1000000.0;
+  return o.test == "TCP_RR" ? ir.units / secs : netperf_throughput(ir.units, secs, o.format);
 }
 
 std::string netperf_units(char format) {

@@ -35,6 +35,10 @@ struct NetperfFigures {
 /// is treated as K, as netperf does.
 double netperf_throughput(double bytes, double elapsed_s, char format);
 
+/// One -D interim result's figure, as its line prints it: TCP_RR's transactions per second, the
+/// streams' throughput in the -f unit (netperf_throughput over the interval).
+double interim_figure(const NetperfOptions& o, const InterimResult& ir);
+
 /// netlib.c format_units: "KBytes", "MBytes", "GBytes", "10^3bits", "10^6bits", "10^9bits".
 std::string netperf_units(char format);
 

@@ -130,7 +130,10 @@ Scenario run_file_scenario(const std::string& path, const CompareOptions& o, Mea
       p.kind = rr ? PointKind::NetperfRr : PointKind::Netperf;
       p.size_flag = test_options(run.words);
       Figures m;
-      (rr ? m.transaction_rate : m.throughput_mbps) = rr ? n->transaction_rate : n->throughput_mbps;
+      if (rr)
+        m.transaction_rate = n->transaction_rate;
+      else
+        m.throughput_mbps = n->throughput_mbps;
       m.sd_local = rr ? n->sd_local_us_per_tr : n->sd_local_us_per_kb;
       m.sd_remote = rr ? n->sd_remote_us_per_tr : n->sd_remote_us_per_kb;
       m.util_local = n->util_local_pct;
