@@ -129,23 +129,30 @@ TEST_F(ExplainRun, PciXSplitReadsInFlightBoundAStreamAndDoubleInTheWhatIf) {
       << ex["what_if"];
 }
 
-TEST_F(ExplainRun, NetperfBzcopy1MIsBoundByTheReceivingCpu) {
+TEST_F(ExplainRun, NetperfBzcopy1MIsLedByTheReceivingCpuWithNothingSaturated) {
   // sdp.zcopy_thresh is 64 KiB on the platform (docs/cli.md "What is modelled"): -m 1M is bzcopy.
+  // The sender waits for each 1 MB send's completions (sdp_bz_cleanup), so no resource is busy
+  // the whole interval: the busiest is netserver's CPU, mostly its copy to the user buffer, and
+  // the rest of its time it polls. Seed 000 T3 measured 13.07 % remote utilisation over 8 CPUs
+  // (netserver's CPU and the interrupt CPU), the model 12.99 % (README's validate table).
   const json doc = run_json("netperf -c -C -P 0 -l 1 --platform connectx-ddr-pcie1x8 -- -m 1M");
   const json& ex = doc["explain"];
   const json& b = named(ex);
   EXPECT_EQ(b["kind"], "cpu");
   EXPECT_EQ(b["host"], "remote");
   EXPECT_EQ(b["cpu"], 1);  // netserver's CPU, host.default_app_cpu
-  EXPECT_GE(b["busy_pct"].get<double>(), 95.0);
-  EXPECT_TRUE(ex["bound"].get<bool>());
+  EXPECT_GT(b["busy_pct"].get<double>(), 80.0);
+  EXPECT_LT(b["busy_pct"].get<double>(), 95.0);
+  EXPECT_FALSE(ex["bound"].get<bool>());
+  EXPECT_NE(ex["bottleneck"].get<std::string>().find("below 95 %: not saturated"), std::string::npos)
+      << ex["bottleneck"];
   // Its work is mostly the copy to the user buffer; the work share is the sum of the activities.
   const json& acts = b["activities_pct"];
   EXPECT_EQ(acts.begin().key(), "copy");
   double sum = 0;
   for (const auto& [k, v] : acts.items()) sum += v.get<double>();
   EXPECT_NEAR(sum, b["busy_pct"].get<double>(), 1e-6);
-  EXPECT_GT(acts["copy"].get<double>(), 80.0);
+  EXPECT_GT(acts["copy"].get<double>(), 75.0);
   EXPECT_NE(ex["what_if"].get<std::string>().find("a faster receive CPU"), std::string::npos);
 }
 

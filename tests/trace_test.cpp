@@ -98,17 +98,17 @@ TEST_F(TraceRun, OneMillisecondRunItsCountsAndHandWorkedTimes) {
   // Times, by hand from scenarios/platforms/connectx-ddr-pcie1x8.toml.
   // (1) -m 64K >= sdp.zcopy_thresh (65536): every send() is a bzcopy, whose pin span is
   //     cpu.bzcopy_setup + pages x (cpu.pin_page + cpu.dma_map_page), all work at 2.33 GHz:
-  //     4660 cycles = 2000 ns, 932 cycles = 400 ns, 116.5 cycles = 50 ns. netperf's send ring is
-  //     8-byte aligned, not page aligned, so 65536 B span 17 pages of 4096 B:
-  //     2000 + 17 x (400 + 50) = 9650 ns.
+  //     949 cycles = 407.296 ns, 932 cycles = 400 ns, 116.5 cycles = 50 ns. netperf's send ring
+  //     is 8-byte aligned, not page aligned, so 65536 B span 17 pages of 4096 B:
+  //     949 / 2.33 + 17 x (400 + 50) = 8057.296 ns.
   const auto pins = s.on(1, "CPU 1", "pin");
   ASSERT_EQ(pins.size(), sends.size());
-  for (const json& e : pins) EXPECT_NEAR(e["dur"].get<double>(), 9.650, 1e-9);
+  for (const json& e : pins) EXPECT_NEAR(e["dur"].get<double>(), (949 / 2.33 + 17 * 450) / 1e3, 1e-9);
   // (2) netserver's copy of a whole 32 KB receive buffer (sdp.max_recv_buffer = 32768 B) out of
-  //     DMA-written memory at cpu.copy_rx_rate = 1.40 B/ns: 32768 / 1.40 = 23405.714 ns.
+  //     DMA-written memory at cpu.copy_rx_rate = 1.50 B/ns: 32768 / 1.50 = 21845.333 ns.
   int full_copies = 0;
   for (const json& e : s.on(2, "CPU 1", "copy"))
-    if (std::abs(e["dur"].get<double>() - 23.405714) < 1e-6) ++full_copies;
+    if (std::abs(e["dur"].get<double>() - 21.845333) < 1e-6) ++full_copies;
   EXPECT_GT(full_copies, 20);
   // (3) The IB link A->B: DDR 4x signals 5 Gbit/s per lane x 4 = 20 Gbit/s, 8b/10b leaves
   //     16 Gbit/s = 2 B/ns. Its payload rate is that of SENDs of the receiver's buffers
