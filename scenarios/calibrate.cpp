@@ -7,7 +7,10 @@
 #include <nlopt.hpp>
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
+#include <cstdlib>
+#include <cstring>
 #include <exception>
 #include <filesystem>
 #include <iostream>
@@ -67,23 +70,59 @@ SimLength length_of(const CalibrateOptions& o) {
                    o.steady_rel > 0 ? std::optional<double>(o.steady_rel) : std::nullopt};
 }
 
+/// One host's base platform: the resolved file and its text (the fitted file is this text with
+/// the fitted values rewritten in place, fitted_platform.h).
+struct BaseFile {
+  std::string path;
+  std::string text;
+};
+
 /// Runs the observations at parameter values `values` (one per fitted parameter) as children.
+/// One machine: the fitted values go to the children as --set (both hosts). Two machines
+/// (--remote-platform): each evaluation writes both platforms with their fitted values into a
+/// private temporary directory (removed with the Evaluator) and the children read them.
 class Evaluator {
  public:
-  Evaluator(const CalibrateOptions& o, std::string platform_file, std::vector<FitParam> params)
-      : o_(o), platform_file_(std::move(platform_file)), params_(std::move(params)) {}
+  Evaluator(const CalibrateOptions& o, BaseFile local, std::optional<BaseFile> remote, std::vector<FitParam> params)
+      : o_(o), local_(std::move(local)), remote_(std::move(remote)), params_(std::move(params)) {
+    if (remote_) {
+      std::string pattern = (fs::temp_directory_path() / "hcasim-calibrate-XXXXXX").string();
+      if (!mkdtemp(pattern.data()))
+        throw InputError(fmt::format("{}: cannot make a temporary directory: {}", pattern, std::strerror(errno)));
+      dir_ = pattern;
+    }
+  }
+  ~Evaluator() {
+    std::error_code ignored;
+    if (!dir_.empty()) fs::remove_all(dir_, ignored);
+  }
+  Evaluator(const Evaluator&) = delete;
+  Evaluator& operator=(const Evaluator&) = delete;
 
   /// Simulated quantities of `obs` at `values`; ChildFailure / Interrupted pass through.
   Simulated simulate(const std::vector<Observation>& obs, const std::vector<double>& values) {
     std::vector<std::string> sets = o_.sets;
-    for (size_t k = 0; k < params_.size(); ++k)
-      sets.push_back(fmt::format("{}={}", params_[k].key, fitted_literal(params_[k], values[k])));
+    std::string local_file = local_.path;
+    std::optional<std::string> remote_file;
+    if (remote_) {
+      std::vector<std::tuple<std::string, std::string, std::string>> local_changes, remote_changes;
+      for (size_t k = 0; k < params_.size(); ++k)
+        (params_[k].remote ? remote_changes : local_changes)
+            .emplace_back(params_[k].key, fitted_literal(params_[k], values[k]), "evaluated by hcasim calibrate");
+      local_file = (dir_ / "local.toml").string();
+      remote_file = (dir_ / "remote.toml").string();
+      util::write_file_atomically(local_file, rewrite_platform(local_.text, local_.path, local_changes), "calibrate");
+      util::write_file_atomically(*remote_file, rewrite_platform(remote_->text, remote_->path, remote_changes),
+                                  "calibrate");
+    } else {
+      for (size_t k = 0; k < params_.size(); ++k)
+        sets.push_back(fmt::format("{}={}", params_[k].key, fitted_literal(params_[k], values[k])));
+    }
     std::vector<ChildRun> runs;
     for (const Observation& ob : obs) {
       std::vector<std::string> all = ob.set;
       all.insert(all.end(), sets.begin(), sets.end());
-      runs.push_back({observation_argv(ob, platform_file_, all, length_of(o_)),
-                      ob.label, ob.where});
+      runs.push_back({observation_argv(ob, local_file, all, length_of(o_), remote_file), ob.label, ob.where});
     }
     const size_t parallel = static_cast<size_t>(o_.jobs > 0 ? o_.jobs : online_cpus());
     const std::vector<ChildResult> results = run_children(runs, parallel);
@@ -98,8 +137,10 @@ class Evaluator {
 
  private:
   const CalibrateOptions& o_;
-  std::string platform_file_;
+  BaseFile local_;
+  std::optional<BaseFile> remote_;
   std::vector<FitParam> params_;
+  fs::path dir_;  // two machines: where each evaluation's platform files go
   size_t children_batches_ = 0;
 };
 
@@ -317,6 +358,9 @@ CalibrateOptions parse_calibrate_args(const std::vector<std::string>& args) {
   // --platform, --fit and RUNS are required, checked after the parse: CLI11 checks requirements
   // before unknown options, and `calibrate --bogus` would say "--platform is required".
   auto* opt_platform = app.add_option("--platform", o.platform, "base platform NAME|FILE");
+  std::string remote_platform, remote_output;
+  auto* opt_remote = app.add_option("--remote-platform", remote_platform, "the other host's base platform NAME|FILE");
+  auto* opt_remote_out = app.add_option("--remote-output", remote_output, "fitted remote platform file");
   // One value per occurrence (a later positional is a RUNS item, not another value); --holdout
   // takes every word up to the next option.
   // Split here, not by CLI11's delimiter, which drops empty items (`--fit a,,b`, `--fit ,`).
@@ -334,7 +378,8 @@ CalibrateOptions parse_calibrate_args(const std::vector<std::string>& args) {
   auto* opt_steady = app.add_option("--steady", steady, "SDP runs' steady-state precision (0 = whole --duration)");
   auto* opt_runs = app.add_option("runs", o.runs, "RUNS to fit: run files or scenarios[:REGEX]");
   app.add_flag("--json", o.json, "the report as JSON");
-  for (auto* opt : {opt_platform, opt_out, opt_csv, opt_jobs, opt_evals, opt_duration, opt_iter, opt_steady})
+  for (auto* opt : {opt_platform, opt_remote, opt_remote_out, opt_out, opt_csv, opt_jobs, opt_evals, opt_duration,
+                    opt_iter, opt_steady})
     opt->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   try {
     app.parse(std::vector<std::string>(args.rbegin(), args.rend()));
@@ -344,6 +389,8 @@ CalibrateOptions parse_calibrate_args(const std::vector<std::string>& args) {
   util::check_given_once("-o", opt_out->results());
   util::check_given_once("--csv", opt_csv->results());
   util::check_single_value("--platform", opt_platform->results());
+  util::check_single_value("--remote-platform", opt_remote->results());
+  util::check_given_once("--remote-output", opt_remote_out->results());
   util::check_single_value("-j", opt_jobs->results());
   util::check_single_value("--max-evals", opt_evals->results());
   util::check_single_value("--duration", opt_duration->results());
@@ -383,6 +430,14 @@ CalibrateOptions parse_calibrate_args(const std::vector<std::string>& args) {
     if (output.empty()) throw InputError("-o: empty path");
     o.output = output;
   }
+  if (opt_remote->count()) {
+    if (remote_platform.empty()) throw InputError("--remote-platform: empty name");
+    o.remote_platform = remote_platform;
+  }
+  if (opt_remote_out->count()) {
+    if (remote_output.empty()) throw InputError("--remote-output: empty path");
+    o.remote_output = remote_output;
+  }
   if (opt_csv->count()) {
     if (csv.empty()) throw InputError("--csv: empty path");
     o.csv_path = csv;
@@ -406,31 +461,84 @@ int run_calibrate(const CalibrateOptions& o) {
   model::Platform base = as_filed;  // with --set: the platform the runs are simulated on
   for (const auto& s : platform_settings(o.sets)) base.set(s);
   (void)sim::read_host_params(base);  // the children's model checks (--set pcie.gen=9), now
+  // Two machines: the remote host's base, with --set as the children apply it (both hosts).
+  std::optional<BaseFile> remote_file;
+  std::optional<model::Platform> remote_as_filed, remote_base;
+  if (o.remote_platform) {
+    const std::string path = resolve_platform(*o.remote_platform);
+    remote_file = BaseFile{path, util::read_text(path, path)};
+    remote_as_filed = model::Platform::parse(remote_file->text, path);
+    remote_base = *remote_as_filed;
+    for (const auto& s : platform_settings(o.sets)) remote_base->set(s);
+    (void)sim::read_host_params(*remote_base);
+  }
+  constexpr std::string_view kRemote = "remote:";
   std::vector<FitParam> params;
   for (const auto& item : o.fit) {
-    FitParam p = parse_fit_param(item, base, o.starts);
+    const bool remote = item.rfind(kRemote, 0) == 0;
+    if (remote && !o.remote_platform)
+      throw InputError(fmt::format("--fit {}: a remote host's parameter needs --remote-platform", item));
+    // A remote item is parsed without its prefix, against the remote base, with its --start.
+    std::vector<std::string> starts;
+    for (const auto& s : o.starts)
+      if ((s.rfind(kRemote, 0) == 0) == remote) starts.push_back(remote ? s.substr(kRemote.size()) : s);
+    FitParam p;
+    try {
+      p = parse_fit_param(remote ? item.substr(kRemote.size()) : item, remote ? *remote_base : base, starts);
+    } catch (const InputError& e) {
+      if (!remote) throw;
+      // "--fit KEY: ..." names the item as given.
+      const std::string what = e.what(), inner = "--fit " + item.substr(kRemote.size());
+      throw InputError(fmt::format("--fit {}{}", item, what.rfind(inner, 0) == 0 ? what.substr(inner.size()) : ": " + what));
+    }
+    p.remote = remote;
     for (const auto& q : params)
-      if (q.key == p.key) throw InputError(fmt::format("--fit {}: given twice", p.key));
+      if (q.name() == p.name()) throw InputError(fmt::format("--fit {}: given twice", p.name()));
     params.push_back(p);
   }
   for (const auto& s : o.starts) {
     const std::string key = s.substr(0, s.find('='));
-    if (std::none_of(params.begin(), params.end(), [&](const FitParam& p) { return p.key == key; }))
+    if (std::none_of(params.begin(), params.end(), [&](const FitParam& p) { return p.name() == key; }))
       throw InputError(fmt::format("--start {}: {} is not a --fit parameter", s, key));
   }
+  // Two machines: the fitted values are in the platform files and --set comes after them, so a
+  // key both fitted and set would not be fitted.
+  auto check_not_fitted = [&](const std::vector<std::string>& sets, const std::string& what) {
+    if (!o.remote_platform) return;
+    for (const auto& s : sets) {
+      const std::string key = s.substr(0, s.find('='));
+      if (std::any_of(params.begin(), params.end(), [&](const FitParam& p) { return p.key == key; }))
+        throw InputError(fmt::format("{}{} sets {}, a fitted parameter: with --remote-platform a key is either "
+                                     "fitted or set",
+                                     what, s, key));
+    }
+  };
+  check_not_fitted(o.sets, "--set ");
   const std::vector<Observation> fit_obs = load_all(o.runs);
   const std::vector<Observation> hold_obs = load_all(o.holdout);
+  if (o.remote_output && !o.remote_platform) throw InputError("--remote-output: needs --remote-platform");
   const std::string output = o.output.value_or(base.name() + "-fitted.toml");
   util::check_output_path(output, "-o");
-  // The inputs: the base platform, and the run or scenario file of every run ("FILE:LINE").
+  std::optional<std::string> remote_output;
+  if (o.remote_platform) {
+    remote_output = o.remote_output.value_or(remote_base->name() + "-fitted.toml");
+    util::check_output_path(*remote_output, "--remote-output");
+    if (fs::weakly_canonical(*remote_output) == fs::weakly_canonical(output))
+      throw InputError(fmt::format("--remote-output {}: the same file as -o (two machines, two files)", *remote_output));
+  }
+  // The inputs: the base platforms, and the run or scenario file of every run ("FILE:LINE").
   std::vector<std::string> inputs = {platform_file};
+  if (remote_file) inputs.push_back(remote_file->path);
   for (const auto* list : {&fit_obs, &hold_obs})
     for (const auto& ob : *list) inputs.push_back(ob.where.substr(0, ob.where.rfind(':')));
   util::check_not_an_input(output, inputs, "-o");
+  if (remote_output) util::check_not_an_input(*remote_output, inputs, "--remote-output");
   if (o.csv_path) {
     util::check_output_path(*o.csv_path, "--csv");
-    if (fs::weakly_canonical(*o.csv_path) == fs::weakly_canonical(output))
-      throw InputError(fmt::format("--csv {}: the same file as -o", *o.csv_path));
+    for (const std::string* other : std::initializer_list<const std::string*>{&output, remote_output ? &*remote_output : nullptr})
+      if (other && fs::weakly_canonical(*o.csv_path) == fs::weakly_canonical(*other))
+        throw InputError(fmt::format("--csv {}: the same file as {}", *o.csv_path,
+                                     other == &output ? "-o" : "--remote-output"));
     util::check_not_an_input(*o.csv_path, inputs, "--csv");
   }
   {
@@ -443,16 +551,27 @@ int run_calibrate(const CalibrateOptions& o) {
             throw InputError(fmt::format("the run is of platform {}, calibrate fits {} (--platform): give runs of "
                                          "one machine",
                                          *ob.platform, o.platform));
-          // calibrate simulates both ends as the fitted machine: a run between two different
-          // machines would be fitted as if it were not.
+          // Without --remote-platform calibrate simulates both ends as the fitted machine: a run
+          // between two different machines would be fitted as if it were not. With it, a run
+          // that names its remote host names that one.
+          const std::string remote_path = remote_file ? remote_file->path : platform_file;
           if (ob.remote_platform &&
-              fs::weakly_canonical(resolve_platform(*ob.remote_platform)) != fs::weakly_canonical(platform_file))
-            throw InputError(fmt::format("the run's remote host is platform {}; calibrate simulates both ends as {} "
-                                         "(--platform): give runs between two of the machine being fitted",
-                                         *ob.remote_platform, o.platform));
-          model::Platform copy = base;
-          for (const auto& s : platform_settings(ob.set)) copy.set(s);
-          (void)sim::read_host_params(copy);  // the child's model checks, before any simulation
+              fs::weakly_canonical(resolve_platform(*ob.remote_platform)) != fs::weakly_canonical(remote_path))
+            throw InputError(
+                o.remote_platform
+                    ? fmt::format("the run's remote host is platform {}, calibrate fits {} (--remote-platform)",
+                                  *ob.remote_platform, *o.remote_platform)
+                    : fmt::format("the run's remote host is platform {}; calibrate simulates both ends as {} "
+                                  "(--platform): give --remote-platform {}, or runs between two of the machine "
+                                  "being fitted",
+                                  *ob.remote_platform, o.platform, *ob.remote_platform));
+          check_not_fitted(ob.set, "the run's setting ");
+          for (const model::Platform* host : {&base, remote_base ? &*remote_base : nullptr}) {
+            if (!host) continue;
+            model::Platform copy = *host;
+            for (const auto& s : platform_settings(ob.set)) copy.set(s);
+            (void)sim::read_host_params(copy);  // the child's model checks, before any simulation
+          }
         } catch (const InputError& e) {
           throw_at_setting(ob.set, ob.set_origins, e);
           throw InputError(fmt::format("{}: {}", ob.where, e.what()));
@@ -463,9 +582,10 @@ int run_calibrate(const CalibrateOptions& o) {
   // The platform file must take the fitted values: tried now with the start values, so that a
   // file it cannot rewrite fails before the first simulation, not after the last.
   {
-    std::vector<std::tuple<std::string, std::string, std::string>> trial;
-    for (const auto& p : params) trial.emplace_back(p.key, fitted_literal(p, p.start), "trial");
+    std::vector<std::tuple<std::string, std::string, std::string>> trial, remote_trial;
+    for (const auto& p : params) (p.remote ? remote_trial : trial).emplace_back(p.key, fitted_literal(p, p.start), "trial");
     rewrite_platform(base_text, platform_file, trial);
+    if (remote_file) rewrite_platform(remote_file->text, remote_file->path, remote_trial);
   }
 
   size_t quantities = 0;
@@ -473,9 +593,10 @@ int run_calibrate(const CalibrateOptions& o) {
   auto plural = [](size_t n, const char* word, const char* words = nullptr) {
     return n == 1 ? fmt::format("1 {}", word) : words ? fmt::format("{} {}", n, words) : fmt::format("{} {}s", n, word);
   };
-  out << fmt::format("hcasim calibrate: platform {} ({}), {} ({}) to fit, {} held out\n", base.name(),
-                     platform_file, plural(fit_obs.size(), "run"), plural(quantities, "quantity", "quantities"),
-                     hold_obs.size());
+  out << fmt::format("hcasim calibrate: platform {} ({}){}, {} ({}) to fit, {} held out\n", base.name(),
+                     platform_file,
+                     remote_base ? fmt::format(", remote platform {} ({})", remote_base->name(), remote_file->path) : "",
+                     plural(fit_obs.size(), "run"), plural(quantities, "quantity", "quantities"), hold_obs.size());
   out << fmt::format("fitting {} with NLopt BOBYQA on log values, at most {}\n",
                      plural(params.size(), "parameter"), plural(static_cast<size_t>(o.max_evals), "evaluation"));
   auto any_tool = [&](bool netperf) {
@@ -493,10 +614,11 @@ int run_calibrate(const CalibrateOptions& o) {
     out << fmt::format("netperf runs over SDP are measured in their steady state to {:g} % (--steady)\n",
                        100 * o.steady_rel);
   std::string head = fmt::format("{:>5} {:>12}", "eval", "RMS error");
-  for (const auto& p : params) head += fmt::format(" {:>14}", p.key.substr(p.key.find('.') + 1));
+  for (const auto& p : params)
+    head += fmt::format(" {:>14}", (p.remote ? "r:" : "") + p.key.substr(p.key.find('.') + 1));
   out << head << "\n" << std::flush;
 
-  Evaluator evaluator(o, platform_file, params);
+  Evaluator evaluator(o, BaseFile{platform_file, base_text}, remote_file, params);
   try {
     FitState st;
     st.evaluator = &evaluator;
@@ -557,7 +679,9 @@ int run_calibrate(const CalibrateOptions& o) {
 
     // Sensitivity: d ln(simulated) / d ln(parameter), RMS over the fit quantities, from a 5 %
     // step (down when up would leave the bounds).
-    out << fmt::format("\n{:<28} {:<8} {:>12} {:>12} {:>12} {:>12} {:>12}\n", "parameter", "unit", "start",
+    size_t name_width = 28;
+    for (const auto& p : params) name_width = std::max(name_width, p.name().size());
+    out << fmt::format("\n{:<{}} {:<8} {:>12} {:>12} {:>12} {:>12} {:>12}\n", "parameter", name_width, "unit", "start",
                        "fitted", "lower", "upper", "sensitivity");
     frontends::Json json_params = frontends::Json::array();
     for (size_t k = 0; k < n; ++k) {
@@ -573,10 +697,10 @@ int run_calibrate(const CalibrateOptions& o) {
       std::string flag;
       if (fitted[k] <= params[k].lower * (1 + 1e-3)) flag = "  at its lower bound";
       if (fitted[k] >= params[k].upper * (1 - 1e-3)) flag = "  at its upper bound";
-      out << fmt::format("{:<28} {:<8} {:>12} {:>12} {:>12} {:>12} {:>12.3f}{}\n", params[k].key,
+      out << fmt::format("{:<{}} {:<8} {:>12} {:>12} {:>12} {:>12} {:>12.3f}{}\n", params[k].name(), name_width,
                          params[k].unit, short_number(params[k].start), short_number(fitted[k]),
                          short_number(params[k].lower), short_number(params[k].upper), rms(el), flag);
-      json_params.push_back({{"key", params[k].key},
+      json_params.push_back({{"key", params[k].name()},
                              {"unit", params[k].unit},
                              {"start", params[k].start},
                              {"fitted", fitted[k]},
@@ -614,34 +738,47 @@ int run_calibrate(const CalibrateOptions& o) {
       runs_text += (runs_text.empty() ? "" : ", ") + fs::path(source).filename().string() +
                    (selection ? ":" + *selection : "");
     }
-    std::vector<std::tuple<std::string, std::string, std::string>> changes;
-    for (size_t k = 0; k < n; ++k)
-      changes.emplace_back(params[k].key, fitted_literal(params[k], fitted[k]),
-                           fmt::format("fitted to {} by hcasim calibrate ({}, RMS error {:.2f} %{}; was {})",
-                                       runs_text, plural(fit_obs.size(), "run"), 100 * st.best,
-                                       converged ? "" : fmt::format(", not converged in {} evaluations", st.evals),
-                                       short_number(param_number(as_filed.param(params[k].key)))));
-    for (const auto& s : platform_settings(o.sets)) {
-      const std::string key = s.substr(0, s.find('='));
-      if (std::any_of(params.begin(), params.end(), [&](const FitParam& p) { return p.key == key; })) continue;
-      const model::Param& p = base.param(key);
-      std::string literal;
-      if (const auto* d = std::get_if<double>(&p.value)) literal = fmt::format("{}", *d);
-      else if (const auto* i = std::get_if<int64_t>(&p.value)) literal = fmt::format("{}", *i);
-      else if (const auto* b = std::get_if<bool>(&p.value)) literal = *b ? "true" : "false";
-      else literal = fmt::format("\"{}\"", std::get<std::string>(p.value));
-      changes.emplace_back(key, literal, fmt::format("set by hcasim calibrate --set {} (fitted with it)", s));
-    }
-    const std::string fitted_text = rewrite_platform(base_text, platform_file, changes);
+    // Each host's file: its fitted values, then the --set values it was fitted with.
+    auto fitted_file = [&](bool remote, const model::Platform& host, const model::Platform& host_as_filed,
+                           const std::string& text, const std::string& path) {
+      std::vector<std::tuple<std::string, std::string, std::string>> changes;
+      for (size_t k = 0; k < n; ++k)
+        if (params[k].remote == remote)
+          changes.emplace_back(params[k].key, fitted_literal(params[k], fitted[k]),
+                               fmt::format("fitted to {} by hcasim calibrate ({}, RMS error {:.2f} %{}; was {})",
+                                           runs_text, plural(fit_obs.size(), "run"), 100 * st.best,
+                                           converged ? "" : fmt::format(", not converged in {} evaluations", st.evals),
+                                           short_number(param_number(host_as_filed.param(params[k].key)))));
+      for (const auto& s : platform_settings(o.sets)) {
+        const std::string key = s.substr(0, s.find('='));
+        if (std::any_of(params.begin(), params.end(), [&](const FitParam& p) { return p.key == key && p.remote == remote; }))
+          continue;
+        const model::Param& p = host.param(key);
+        std::string literal;
+        if (const auto* d = std::get_if<double>(&p.value)) literal = fmt::format("{}", *d);
+        else if (const auto* i = std::get_if<int64_t>(&p.value)) literal = fmt::format("{}", *i);
+        else if (const auto* b = std::get_if<bool>(&p.value)) literal = *b ? "true" : "false";
+        else literal = fmt::format("\"{}\"", std::get<std::string>(p.value));
+        changes.emplace_back(key, literal, fmt::format("set by hcasim calibrate --set {} (fitted with it)", s));
+      }
+      return rewrite_platform(text, path, changes);
+    };
+    const std::string fitted_text = fitted_file(false, base, as_filed, base_text, platform_file);
+    const std::string remote_fitted_text =
+        remote_file ? fitted_file(true, *remote_base, *remote_as_filed, remote_file->text, remote_file->path) : "";
     if (o.csv_path) util::write_file_atomically(*o.csv_path, csv, "--csv");
     util::write_file_atomically(output, fitted_text, "-o");
-    out << fmt::format("\nwrote {}{}\n", output, o.csv_path ? " and " + *o.csv_path : "");
+    if (remote_output) util::write_file_atomically(*remote_output, remote_fitted_text, "--remote-output");
+    out << fmt::format("\nwrote {}{}{}\n", output, remote_output ? ", " + *remote_output : "",
+                       o.csv_path ? " and " + *o.csv_path : "");
     if (o.json) {
       frontends::Json doc;
       doc["schema"] = "hcasim.calibrate/1";
       doc["command_line"] = frontends::json_command_line("calibrate", o.args);
       doc["platform"] = base.name();
       doc["platform_file"] = platform_file;
+      doc["remote_platform"] = remote_base ? frontends::Json(remote_base->name()) : frontends::Json(nullptr);
+      doc["remote_platform_file"] = remote_file ? frontends::Json(remote_file->path) : frontends::Json(nullptr);
       doc["set"] = o.sets;
       doc["duration_s"] = o.duration_s > 0 ? frontends::Json(o.duration_s) : frontends::Json(nullptr);
       doc["iterations"] = o.iterations > 0 ? frontends::Json(o.iterations) : frontends::Json(nullptr);
@@ -657,6 +794,7 @@ int run_calibrate(const CalibrateOptions& o) {
       doc["fit"] = std::move(json_fit);
       doc["holdout"] = std::move(json_holdout);
       doc["output"] = output;
+      doc["remote_output"] = remote_output ? frontends::Json(*remote_output) : frontends::Json(nullptr);
       doc["csv"] = o.csv_path ? frontends::Json(*o.csv_path) : frontends::Json(nullptr);
       std::cout << frontends::dump_json(doc) << std::flush;
     }

@@ -4,6 +4,7 @@
 ///     hcasim calibrate --platform BASE --fit KEY[=LO:HI],... [--start KEY=V]... [--set KEY=V]...
 ///                      RUNS... [--holdout RUNS...] [-o FILE] [--csv PATH] [-j N] [--max-evals N]
 ///                      [--duration S] [--iterations N] [--steady REL]
+///                      [--remote-platform BASE2 [--remote-output FILE]]
 ///
 /// A RUNS item is a run file (a pasted terminal session: commands and their real output,
 /// scenarios/run_file.h) or a scenario (NAME or FILE.toml, scenarios/scenario.h), optionally
@@ -14,6 +15,13 @@
 /// connectx3-pcie3x8-kvm, hca.blueflame=on]"). Each command is simulated on BASE
 /// (both hosts) with the run's own settings (a run file's `echo N > .../sdp_zcopy_thresh`, a
 /// point's `set` list), then --set, then the fitted values.
+///
+/// Two different machines (seed 003's rx2600 -> rx4640): --remote-platform BASE2 is the other
+/// end of every run, and `remote:KEY` fits one of BASE2's parameters. Each evaluation writes
+/// both platforms with their fitted values to a private temporary directory and simulates
+/// `--platform LOCAL --remote-platform REMOTE`, then the run's settings and --set (both
+/// hosts, as `hcasim netperf --set`); a fitted key that a run or --set also sets is refused.
+/// -o takes BASE's fitted file, --remote-output BASE2's.
 ///
 /// What is compared (the quantities of a run): netperf, the throughput and each service demand
 /// the run measured; a perftest latency tool (ib_write_lat, ib_send_lat, ib_read_lat,
@@ -50,6 +58,9 @@ struct FitParam {
   double start = 0;         ///< the platform's value, or --start
   double lower = 0, upper = 0;  ///< bounds; default start/4 .. start*4
   bool integer = false;     ///< the file writes an integer: simulated values are rounded
+  bool remote = false;      ///< a parameter of --remote-platform (given as "remote:KEY")
+  /// The name calibrate prints: KEY, or "remote:KEY" for the remote host's.
+  std::string name() const { return remote ? "remote:" + key : key; }
 };
 
 /// Parses one --fit item "KEY" or "KEY=LO:HI" against `platform` (with --start values in
@@ -65,13 +76,19 @@ double rms(const std::vector<double>& errors);
 
 /// Options of `hcasim calibrate`.
 struct CalibrateOptions {
-  std::string platform;                  ///< --platform NAME|FILE (required)
+  std::string platform;                  ///< --platform NAME|FILE (required): netperf's host, perftest's client
+  /// --remote-platform NAME|FILE: the other host of every run (netserver, perftest's server),
+  /// whose parameters are fitted as "remote:KEY"; unset = both hosts are --platform
+  std::optional<std::string> remote_platform;
   std::vector<std::string> fit;          ///< --fit items, comma-separated on the command line
   std::vector<std::string> starts;       ///< --start KEY=VALUE
   std::vector<std::string> sets;         ///< --set KEY=VALUE (not fitted; written to the output)
   std::vector<std::string> runs;         ///< RUNS items to fit
   std::vector<std::string> holdout;      ///< --holdout RUNS items, only predicted
   std::optional<std::string> output;     ///< -o FILE; default "<platform name>-fitted.toml"
+  /// --remote-output FILE: the fitted remote platform (with --remote-platform); default
+  /// "<remote platform name>-fitted.toml"
+  std::optional<std::string> remote_output;
   /// --csv PATH: one row per run and quantity, header
   /// set,run,quantity,measured,start,start_error_pct,fitted,fitted_error_pct (set: fit or
   /// holdout; values in the quantity's unit, errors in % of measured)

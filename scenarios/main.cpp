@@ -63,7 +63,7 @@ Usage:
                [--csv PATH] [--plot PREFIX] [--reference CSV|RUNFILE] [--list-commands DIR | --collect DIR]
   hcasim compare RUNFILE... [--platform NAME|FILE] [--set KEY=V]... [-j N] [--csv PATH]
   hcasim calibrate --platform BASE --fit KEY[=LO:HI],... RUNS... [--holdout RUNS...] [-o FILE]
-                   [--steady REL] (docs/calibrate.md)
+                   [--steady REL] [--remote-platform BASE2] (docs/calibrate.md)
   hcasim validate [NAME|FILE...] [-j N] [--report DIR] [--duration S] [--iterations N]
   hcasim params [--platform NAME|FILE] [--set KEY=V]... [--json]
   hcasim --help | --version

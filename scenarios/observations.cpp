@@ -207,11 +207,13 @@ std::vector<double> simulated_quantities(const Observation& obs, const std::stri
 }
 
 std::vector<std::string> observation_argv(const Observation& obs, const std::string& platform_file,
-                                          const std::vector<std::string>& sets, const SimLength& length) {
+                                          const std::vector<std::string>& sets, const SimLength& length,
+                                          const std::optional<std::string>& remote_platform_file) {
   std::vector<std::string> argv = {"hcasim", obs.tool};
   const std::vector<std::string> words = with_sim_length(obs.tool, obs.words, length);
   argv.insert(argv.end(), words.begin(), words.end());
   argv.insert(argv.end(), {"--platform", platform_file});
+  if (remote_platform_file) argv.insert(argv.end(), {"--remote-platform", *remote_platform_file});
   for (const auto& s : sets) argv.insert(argv.end(), {"--set", s});
   return argv;
 }

@@ -42,11 +42,12 @@ std::vector<Observation> load_observations(const std::string& item);
 std::vector<double> simulated_quantities(const Observation& obs, const std::string& csv,
                                          const std::string& origin);
 
-/// The child's argv for `obs` (without --csv): `hcasim TOOL WORDS --platform FILE --set ...`,
-/// with the simulation length of `length` (with_sim_length: netperf's -l, SDP's --steady,
-/// perftest's -n cap), each only when given.
+/// The child's argv for `obs` (without --csv): `hcasim TOOL WORDS --platform FILE
+/// [--remote-platform REMOTE_FILE] --set ...`, with the simulation length of `length`
+/// (with_sim_length: netperf's -l, SDP's --steady, perftest's -n cap), each only when given.
 std::vector<std::string> observation_argv(const Observation& obs, const std::string& platform_file,
-                                          const std::vector<std::string>& sets, const SimLength& length);
+                                          const std::vector<std::string>& sets, const SimLength& length,
+                                          const std::optional<std::string>& remote_platform_file = std::nullopt);
 
 /// Splits a RUNS item "SOURCE:REGEX" at its first ':', unless the whole item is an existing file.
 std::pair<std::string, std::optional<std::string>> split_selection(const std::string& item);

@@ -51,7 +51,7 @@ int hcasim(const std::string& args, const std::string& out, const std::string& e
 
 struct ErrorRow {
   std::string set, run, quantity;
-  double measured, fitted_error_pct;
+  double measured, start, fitted_error_pct;
 };
 
 /// The rows of calibrate's --csv.
@@ -59,7 +59,8 @@ std::vector<ErrorRow> error_rows(const std::string& path) {
   const auto rows = hcasim::util::parse_csv(slurp(path), path);
   std::vector<ErrorRow> out;
   for (size_t r = 1; r < rows.size(); ++r)
-    out.push_back({rows[r][0], rows[r][1], rows[r][2], std::stod(rows[r][3]), std::stod(rows[r][7])});
+    out.push_back({rows[r][0], rows[r][1], rows[r][2], std::stod(rows[r][3]), std::stod(rows[r][4]),
+                   std::stod(rows[r][7])});
   return out;
 }
 
@@ -217,10 +218,39 @@ TEST(CalibrateE2E, BadInputIsOneLineExitTwoAndNoFile) {
        "hcasim: error: --csv " + out + ": the same file as -o\n"},
       {"--platform connectx-ddr-pcie1x8 --fit cpu.copy_tx_rate missing/runs.txt",
        "hcasim: error: missing/runs.txt: no such run file\n"},
-      // Seed 003's runs are between two zx1 models: calibrate simulates both ends as --platform.
+      // Seed 003's runs are between two zx1 models: without --remote-platform calibrate
+      // simulates both ends as --platform.
       {"--platform zx1-rx2600-pcix --fit cpu.copy_tx_rate seed003",
        ": the run's remote host is platform zx1-rx4640-pcix; calibrate simulates both ends as zx1-rx2600-pcix "
-       "(--platform): give runs between two of the machine being fitted\n"},
+       "(--platform): give --remote-platform zx1-rx4640-pcix, or runs between two of the machine being fitted\n"},
+      {"--platform zx1-rx2600-pcix --remote-platform zx1-rx2600-pcix --fit cpu.copy_tx_rate seed003",
+       ": the run's remote host is platform zx1-rx4640-pcix, calibrate fits zx1-rx2600-pcix (--remote-platform)\n"},
+      {"--platform zx1-rx2600-pcix --fit remote:netstack.ack_rx seed003",
+       "hcasim: error: --fit remote:netstack.ack_rx: a remote host's parameter needs --remote-platform\n"},
+      {"--platform zx1-rx2600-pcix --remote-platform zx1-rx4640-pcix --fit remote:netstack.nope seed003",
+       "hcasim: error: --fit remote:netstack.nope: platform zx1-rx4640-pcix has no parameter netstack.nope\n"},
+      {"--platform zx1-rx2600-pcix --remote-platform zx1-rx4640-pcix --fit remote:netstack.ack_rx "
+       "--start netstack.ack_rx=2000 seed003",
+       "hcasim: error: --start netstack.ack_rx=2000: netstack.ack_rx is not a --fit parameter\n"},
+      {"--platform zx1-rx2600-pcix --remote-platform zx1-rx4640-pcix --fit remote:netstack.ack_rx "
+       "--start remote:netstack.ack_rx=0 seed003",
+       "hcasim: error: --fit remote:netstack.ack_rx: its start 0 must be > 0"},
+      {"--platform zx1-rx2600-pcix --remote-platform zx1-rx4640-pcix --fit remote:netstack.ack_rx=0:1 seed003",
+       "hcasim: error: --fit remote:netstack.ack_rx=0:1: the lower bound must be > 0\n"},
+      // The fitted values are in the platform files and --set comes after them.
+      {"--platform zx1-rx2600-pcix --remote-platform zx1-rx4640-pcix --fit netstack.ack_rx "
+       "--set netstack.ack_rx=2000 seed003",
+       "hcasim: error: --set netstack.ack_rx=2000 sets netstack.ack_rx, a fitted parameter: with "
+       "--remote-platform a key is either fitted or set\n"},
+      // Seed 000's run file sets sdp_zcopy_thresh before each run (`echo N > /sys/module/...`).
+      {"--platform connectx-ddr-pcie1x8 --remote-platform connectx-ddr-pcie1x8 --fit sdp.zcopy_thresh " +
+           std::string(HCASIM_REFERENCE_DIR) + "/seed000/runs.txt",
+       ": the run's setting sdp.zcopy_thresh="},
+      {"--platform zx1-rx2600-pcix --fit netstack.ack_rx --remote-output " + s.path("r.toml") + " seed003",
+       "hcasim: error: --remote-output: needs --remote-platform\n"},
+      {"--platform zx1-rx2600-pcix --remote-platform zx1-rx4640-pcix --fit netstack.ack_rx --remote-output " + out +
+           " seed003",
+       "hcasim: error: --remote-output " + out + ": the same file as -o (two machines, two files)\n"},
       // A value only the model rejects: found before the header lines and the first simulation.
       {"--platform connectx-ddr-pcie1x8 --fit cpu.copy_tx_rate --set pcie.gen=9 seed000",
        "hcasim: error: --set pcie.gen: 9 is not 1, 2 or 3 (platform connectx-ddr-pcie1x8)\n"},
@@ -234,6 +264,47 @@ TEST(CalibrateE2E, BadInputIsOneLineExitTwoAndNoFile) {
     EXPECT_FALSE(fs::exists(out)) << c.args;
     EXPECT_EQ(slurp(s.path("o")), "") << c.args;
   }
+}
+
+TEST(CalibrateE2E, TwoMachinesEachFittedKeyInItsOwnHostsFile) {
+  // Seed 003's three IPoIB points run from an rx2600 to an rx4640 (scenarios/seed003.toml). One
+  // evaluation at the start: its figures are what `hcasim netperf --platform zx1-rx2600-pcix
+  // --remote-platform zx1-rx4640-pcix` gives for each point, and each host's file takes its own
+  // parameter: netstack.ack_rx on the sender, remote:netstack.other_segment on the receiver.
+  Scratch s("calibrate-two");
+  const int rc = hcasim("calibrate --platform zx1-rx2600-pcix --remote-platform zx1-rx4640-pcix "
+                        "--fit netstack.ack_rx,remote:netstack.other_segment --max-evals 1 --duration 0.5 -j 2 "
+                        "-o " + s.path("tx.toml") + " --remote-output " + s.path("rx.toml") + " --csv " +
+                            s.path("e.csv") + " 'seed003:seed004 IPoIB, FMR'",
+                        s.path("o"), s.path("e"));
+  ASSERT_EQ(rc, 0) << slurp(s.path("e"));
+  const std::string out = slurp(s.path("o"));
+  EXPECT_NE(out.find("remote platform zx1-rx4640-pcix"), std::string::npos) << out;
+  EXPECT_NE(out.find("\nremote:netstack.other_segment "), std::string::npos) << out;
+  const auto tx = hcasim::model::Platform::load_file(s.path("tx.toml"));
+  const auto rx = hcasim::model::Platform::load_file(s.path("rx.toml"));
+  EXPECT_EQ(tx.name(), "zx1-rx2600-pcix-fitted");
+  EXPECT_EQ(rx.name(), "zx1-rx4640-pcix-fitted");
+  const auto fitted = [](const hcasim::model::Platform& p, const std::string& key) {
+    return p.param(key).source.find("by hcasim calibrate") != std::string::npos;
+  };
+  EXPECT_TRUE(fitted(tx, "netstack.ack_rx"));
+  EXPECT_FALSE(fitted(tx, "netstack.other_segment"));
+  EXPECT_TRUE(fitted(rx, "netstack.other_segment"));
+  EXPECT_FALSE(fitted(rx, "netstack.ack_rx"));
+  // The start is the two shipped platforms: the same run by hand gives the same throughput.
+  ASSERT_EQ(hcasim("netperf -H peer -T ,2 -t TCP_STREAM --transport ipoib -l 0.5 --platform zx1-rx2600-pcix "
+                   "--remote-platform zx1-rx4640-pcix --set host.netfilter=off --set hca.fmr=on --csv " +
+                       s.path("n.csv") + " -- -m 8192 -s 262144 -S 262144",
+                   s.path("n.out"), s.path("n.err")),
+            0)
+      << slurp(s.path("n.err"));
+  const std::vector<ErrorRow> rows = error_rows(s.path("e.csv"));
+  ASSERT_EQ(rows.size(), 1u);
+  const auto by_hand = hcasim::util::parse_csv(slurp(s.path("n.csv")), s.path("n.csv"));
+  ASSERT_EQ(by_hand.size(), 2u);
+  ASSERT_EQ(by_hand[0][6], "throughput_mbps");
+  EXPECT_DOUBLE_EQ(rows[0].start, std::stod(by_hand[1][6]));
 }
 
 }  // namespace
