@@ -40,7 +40,7 @@ std::string_view opt_string(PingpongProgram p) {
   return "";
 }
 
-enum class LongKind { Short, Platform, RemotePlatform, Set, Seed, Json, Stats, Help };
+enum class LongKind { Short, Platform, RemotePlatform, Set, Seed, Json, Csv, Stats, Help };
 struct LongOption {
   std::string_view name;
   bool has_arg;
@@ -68,6 +68,7 @@ std::vector<LongOption> long_options(PingpongProgram p) {
   t.push_back({"set", true, LongKind::Set});
   t.push_back({"seed", true, LongKind::Seed});
   t.push_back({"json", false, LongKind::Json});
+  t.push_back({"csv", true, LongKind::Csv});
   t.push_back({"stats", false, LongKind::Stats});
   t.push_back({"help", false, LongKind::Help});
   return t;
@@ -167,6 +168,10 @@ class Parser {
         break;
       case LongKind::Seed: o_.seed = number(flag, value, 0, UINT64_MAX); break;
       case LongKind::Json: o_.json = true; break;
+      case LongKind::Csv:
+        if (o_.csv_path) util::check_given_once("--csv", {*o_.csv_path, value});
+        o_.csv_path = non_empty(flag, value);
+        break;
       case LongKind::Stats: o_.stats = true; break;
       case LongKind::Help: o_.help = true; break;
     }
@@ -417,6 +422,7 @@ std::string pingpong_usage(PingpongProgram program) {
       "                               fault.* and qp.* as for the perftest tools)\n"
       "  --seed N                     seed of the PSNs printed (default 1)\n"
       "  --json                       the figures of both sides as one JSON document\n"
+      "  --csv PATH                   the shown side's figures as CSV\n"
       "  --stats                      simulator statistics on stderr\n"
       "See docs/cli.md \"ibv_rc_pingpong\".\n",
       kDefaultPlatform);

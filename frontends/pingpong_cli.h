@@ -68,6 +68,8 @@ struct PingpongOptions {
   std::vector<std::string> sets;               ///< --set section.key=value, both hosts
   uint64_t seed = 1;                           ///< --seed N: the PSNs (srand48)
   bool json = false;                           ///< --json: the figures as one JSON document
+  /// --csv PATH: the shown side's figures (format_pingpong_csv); /dev/stdout after the text
+  std::optional<std::string> csv_path;
   bool stats = false;                          ///< --stats: simulator statistics on stderr
 
   /// "hcasim: note: ..." lines for stderr: flags accepted with no effect on the simulation.

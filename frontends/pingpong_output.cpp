@@ -90,6 +90,15 @@ std::string format_pingpong_output(const PingpongOptions& o, const PingpongResul
   return out;
 }
 
+std::string format_pingpong_csv(const PingpongOptions& o, const PingpongResult& r) {
+  const int me = o.server ? 0 : 1;
+  const auto& s = r.side[static_cast<size_t>(me)];
+  const PingpongFigures f = pingpong_figures(o.size, o.iters, pingpong_usec(s.start_ns, s.end_ns));
+  return "program,side,size_bytes,iterations,bytes,usec,seconds,mbit_s,usec_per_iter\n" +
+         fmt::format("{},{},{},{},{},{},{},{},{}\n", pingpong_tool_name(o.program), me == 0 ? "client" : "server",
+                     o.size, o.iters, f.bytes, f.usec, f.seconds, f.mbit_s, f.usec_per_iter);
+}
+
 Json pingpong_json(const std::vector<std::string>& args, const PingpongOptions& o, const PingpongResult& r,
                    std::string_view local_platform, std::string_view remote_platform) {
   const std::string_view tool = pingpong_tool_name(o.program);

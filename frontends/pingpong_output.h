@@ -52,6 +52,11 @@ std::string pingpong_address_line(PingpongProgram program, bool remote, uint32_t
 /// server's.
 std::string format_pingpong_output(const PingpongOptions& options, const PingpongResult& result);
 
+/// --csv: the header "program,side,size_bytes,iterations,bytes,usec,seconds,mbit_s,usec_per_iter"
+/// and one row, the shown side's (client or server) result lines' figures at full precision
+/// (pingpong_figures).
+std::string format_pingpong_csv(const PingpongOptions& options, const PingpongResult& result);
+
 /// --json: {"schema": "hcasim.pingpong/1", "command_line", "platform", "remote_platform", "set",
 /// "seed", "program", "shown_side" ("client" or "server"), "setup": {size_bytes, iterations,
 /// rx_depth, path_mtu_bytes, events, max_inline_data_bytes, inline; srq: num_qp}, "client" and

@@ -18,6 +18,7 @@
 #include "scenarios/run_failure.h"
 #include "scenarios/signals.h"
 #include "sim/pingpong_sim.h"
+#include "util/output_file.h"
 
 namespace hcasim::scenarios {
 
@@ -27,8 +28,13 @@ int pingpong_main(frontends::PingpongProgram program, const std::vector<std::str
     std::cout << frontends::pingpong_usage(program);
     return 0;
   }
+  if (opts.json)
+    if (const std::string conflict = frontends::json_csv_conflict(opts.csv_path); !conflict.empty())
+      throw InputError(conflict);
+  if (opts.csv_path) util::check_output_path(*opts.csv_path, "--csv");
   const StopOnSignal stop_on_signal;  // before the Engine: SIGINT 130, SIGTERM 143, not SimGrid's exit 1
   for (const auto& note : opts.notes) std::cerr << note << "\n";
+  if (opts.csv_path) util::check_not_an_input(*opts.csv_path, platform_files(opts.platform, opts.remote_platform), "--csv");
   auto [local, remote] = load_host_platforms(opts.platform, opts.remote_platform, opts.sets);
   // main(): -d names a device of ibv_get_device_list ("IB device %s not found" otherwise); the
   // simulated host of the side the command is (the client with a servername, else the server)
@@ -50,11 +56,15 @@ int pingpong_main(frontends::PingpongProgram program, const std::vector<std::str
   const auto simulate = [&l = local, &r = remote, &config] { return sim::run_pingpong(l, r, config); };
   const frontends::PingpongResult result = run_under_faults(config.faults.any(), [&] { return checked(simulate); });
   const OutputSection writing;  // a signal now waits for the output to be whole
+  const bool csv_to_stdout = opts.csv_path && util::is_stdout_path(*opts.csv_path);
+  if (opts.csv_path && !csv_to_stdout)
+    util::write_file_atomically(*opts.csv_path, frontends::format_pingpong_csv(opts, result), "--csv");
   if (opts.json)
     std::cout << frontends::dump_json(frontends::pingpong_json(args, opts, result, local.name(), remote.name()));
   else
     std::cout << frontends::format_pingpong_output(opts, result);
   std::cout << std::flush;
+  if (csv_to_stdout) util::write_file_atomically(*opts.csv_path, frontends::format_pingpong_csv(opts, result), "--csv");
   if (result.faults_configured) {  // hcasim's own lines, on stderr: stdout stays the program's
     std::cerr << "hcasim: local  " << result.local_faults.summary() << "\n";
     std::cerr << "hcasim: remote " << result.remote_faults.summary() << "\n";
