@@ -245,6 +245,7 @@ const char* quantity_unit(const std::string& name) {
   if (name == "sd_local_per_tr" || name == "sd_remote_per_tr") return "us/Tr";
   if (name.rfind("sd_", 0) == 0) return "us/KB";
   if (name.rfind("t_typical", 0) == 0) return "us";
+  if (name == "usec_per_iter") return "us/iter";
   return "Gbit/s";
 }
 

@@ -26,7 +26,8 @@
 /// What is compared (the quantities of a run): netperf, the throughput and each service demand
 /// the run measured; a perftest latency tool (ib_write_lat, ib_send_lat, ib_read_lat,
 /// ib_atomic_lat), t_typical of every size in the table; a bw tool (ib_write_bw, ib_send_bw,
-/// ib_read_bw, ib_atomic_bw), BW average of every size. The error of a quantity is relative,
+/// ib_read_bw, ib_atomic_bw), BW average of every size; a libibverbs example (ibv_rc_pingpong
+/// ...), its usec/iter. The error of a quantity is relative,
 /// (simulated - measured) / measured, and the fit minimises the RMS of all the fitting runs'
 /// errors with NLopt's BOBYQA (bounded, derivative-free; Powell 2009) on the parameters'
 /// logarithms, so that every parameter moves by ratios whatever its unit.

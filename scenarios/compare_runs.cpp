@@ -147,6 +147,10 @@ Scenario run_file_scenario(const std::string& path, const CompareOptions& o, Mea
       measured->bandwidth.emplace_back();
       continue;
     }
+    if (std::holds_alternative<PingpongReading>(run.output))
+      throw InputError(fmt::format("{}:{}: {}: compare reads netperf and perftest runs; fit a pingpong run with "
+                                   "hcasim calibrate, or simulate its command line with hcasim {}",
+                                   path, run.line, run.tool, run.tool));
     const auto& table = std::get<PerftestReading>(run.output);
     if (table.cycles)
       throw InputError(fmt::format("{}:{}: the output is in CPU cycles (perftest -C); compare reads "

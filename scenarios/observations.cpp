@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "frontends/pingpong_cli.h"
 #include "model/error.h"
 #include "scenarios/datadir.h"
 #include "scenarios/reference.h"
@@ -124,6 +125,8 @@ std::vector<Observation> run_file_observations(const std::string& path, const st
       obs.measured.emplace_back("throughput", n->throughput_mbps);
       if (n->sd_local_us_per_kb) obs.measured.emplace_back("sd_local", *n->sd_local_us_per_kb);
       if (n->sd_remote_us_per_kb) obs.measured.emplace_back("sd_remote", *n->sd_remote_us_per_kb);
+    } else if (const auto* g = std::get_if<PingpongReading>(&run.output)) {
+      obs.measured.emplace_back("usec_per_iter", g->usec_per_iter);
     } else {
       const auto& p = std::get<PerftestReading>(run.output);
       if (p.cycles)
@@ -139,7 +142,7 @@ std::vector<Observation> run_file_observations(const std::string& path, const st
   }
   if (out.empty())
     throw InputError(selection ? fmt::format("{}: no run of {} is selected by '{}'", item, path, *selection)
-                               : fmt::format("{}: no netperf or perftest run in it", path));
+                               : fmt::format("{}: no netperf, perftest or pingpong run in it", path));
   return out;
 }
 
@@ -189,6 +192,16 @@ std::vector<double> simulated_quantities(const Observation& obs, const std::stri
   const auto rows = util::parse_csv(csv, origin);
   if (rows.empty()) throw InputError(fmt::format("{}: empty CSV", origin));
   const auto& header = rows.front();
+  if (frontends::pingpong_program_named(obs.tool)) {
+    // format_pingpong_csv: one row, the shown side's figures.
+    const int c = column_of(header, "usec_per_iter");
+    const std::optional<double> v =
+        c >= 0 && rows.size() == 2 && rows[1].size() > static_cast<size_t>(c) ? util::parse_number(rows[1][static_cast<size_t>(c)])
+                                                                              : std::nullopt;
+    if (!v) throw InputError(fmt::format("{}: no usec_per_iter row", origin));
+    out.push_back(*v);
+    return out;
+  }
   for (const auto& [name, measured] : obs.measured) {
     const auto space = name.find(' ');
     const std::string what = name.substr(0, space);

@@ -11,10 +11,12 @@
 #include <cctype>
 #include <cerrno>
 #include <charconv>
+#include <cmath>
 #include <cstring>
 #include <fstream>
 #include <iterator>
 #include <map>
+#include <regex>
 #include <sstream>
 #include <utility>
 
@@ -22,6 +24,7 @@
 
 #include "frontends/netperf_cli.h"
 #include "frontends/perftest_cli.h"
+#include "frontends/pingpong_cli.h"
 #include "scenarios/datadir.h"
 #include "util/command_words.h"
 #include "util/input_file.h"
@@ -117,15 +120,25 @@ size_t prompt_length(std::string_view t) {
 /// The tools whose output this file reads: netperf and every perftest tool hcasim simulates
 /// (frontends::perftest_tests).
 bool is_known_tool(std::string_view name) {
-  return name == "netperf" || frontends::perftest_test_named(name).has_value();
+  return name == "netperf" || frontends::perftest_test_named(name).has_value() ||
+         frontends::pingpong_program_named(name).has_value();
 }
 
-/// The tools a run file takes, for the refusal of any other: "netperf, ib_write_lat, ..., ib_atomic_bw".
+/// The tools a run file takes, for the refusal of any other: "netperf, ib_write_lat, ...,
+/// ib_atomic_bw, ibv_rc_pingpong, ... and ibv_srq_pingpong".
 std::string known_tools_list() {
-  std::string out = "netperf";
-  const auto& tests = frontends::perftest_tests();
-  for (size_t i = 0; i < tests.size(); ++i)
-    out += fmt::format("{}{}", i + 1 == tests.size() ? " and " : ", ", frontends::perftest_tool_name(tests[i]));
+  std::vector<std::string> names = {"netperf"};
+  for (const frontends::PerftestTest test : frontends::perftest_tests())
+    names.emplace_back(frontends::perftest_tool_name(test));
+  for (const frontends::PingpongProgram program :
+       {frontends::PingpongProgram::Rc, frontends::PingpongProgram::Uc, frontends::PingpongProgram::Ud,
+        frontends::PingpongProgram::Srq})
+    names.emplace_back(frontends::pingpong_tool_name(program));
+  std::string out;
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (i > 0) out += i + 1 == names.size() ? " and " : ", ";
+    out += names[i];
+  }
   return out;
 }
 
@@ -1043,11 +1056,86 @@ frontends::PerftestTest perftest_test_of(std::string_view tool) {
                                known_tools_list()));
 }
 
+// --- the libibverbs example programs --------------------------------------------------------
+
+/// Reads a pingpong program's two result lines (run_file.h).
+class PingpongOutputReader {
+ public:
+  PingpongOutputReader(const frontends::PingpongOptions& options, const std::string& origin, uint32_t command_line)
+      : options_(options), origin_(origin), command_line_(command_line) {}
+
+  PingpongReading read(const std::vector<Line>& out) {
+    // rc_pingpong.c: printf("%lld bytes in %.2f seconds = %.2f Mbit/sec\n", ...) and
+    // printf("%d iters in %.2f seconds = %.2f usec/iter\n", ...).
+    static const std::regex bytes_line(R"(^\s*([0-9]+) bytes in ([0-9.]+) seconds = ([0-9.]+) Mbit/sec\s*$)");
+    static const std::regex iters_line(R"(^\s*([0-9]+) iters in ([0-9.]+) seconds = ([0-9.]+) usec/iter\s*$)");
+    PingpongReading r;
+    std::optional<uint32_t> bytes_at, iters_at;
+    double iters_seconds = 0;
+    for (const Line& line : out) {
+      const std::string text(line.text);
+      std::smatch m;
+      if (std::regex_match(text, m, bytes_line)) {
+        if (bytes_at) fail_at(origin_, line.number, fmt::format("{}: a second result under one command", tool()));
+        bytes_at = line.number;
+        r.bytes = whole(m[1].str(), line.number, "bytes");
+        r.seconds = number(m[2].str(), line.number, "seconds");
+        r.mbit_s = number(m[3].str(), line.number, "Mbit/sec");
+      } else if (std::regex_match(text, m, iters_line)) {
+        if (!bytes_at)
+          fail_at(origin_, line.number,
+                  fmt::format("{}: 'iters ... usec/iter' before its 'bytes ... Mbit/sec' line", tool()));
+        if (iters_at) fail_at(origin_, line.number, fmt::format("{}: a second result under one command", tool()));
+        iters_at = line.number;
+        r.iters = whole(m[1].str(), line.number, "iters");
+        iters_seconds = number(m[2].str(), line.number, "seconds");
+        r.usec_per_iter = number(m[3].str(), line.number, "usec/iter");
+        r.line = line.number;
+      }
+    }
+    if (!iters_at)
+      fail_at(origin_, command_line_,
+              fmt::format("{} output ends before its result lines ('N bytes in S seconds = R Mbit/sec', "
+                          "'N iters in S seconds = U usec/iter')",
+                          tool()));
+    if (r.iters != options_.iters)
+      fail_at(origin_, *iters_at, fmt::format("{}: {} iters, the command runs -n {}", tool(), r.iters, options_.iters));
+    const uint64_t expected = uint64_t{options_.size} * options_.iters * 2;
+    if (r.bytes != expected)
+      fail_at(origin_, *bytes_at,
+              fmt::format("{}: {} bytes, the command's -s {} x -n {} x 2 = {}", tool(), r.bytes, options_.size,
+                          options_.iters, expected));
+    if (iters_seconds != r.seconds)
+      fail_at(origin_, *iters_at,
+              fmt::format("{}: {} seconds, the line before says {}", tool(), m_text(iters_seconds), m_text(r.seconds)));
+    return r;
+  }
+
+ private:
+  std::string_view tool() const { return frontends::pingpong_tool_name(options_.program); }
+  static std::string m_text(double v) { return fmt::format("{:.2f}", v); }
+  uint64_t whole(const std::string& text, uint32_t line, const char* what) const {
+    const std::optional<uint64_t> v = parse_whole(text);
+    if (!v) fail_at(origin_, line, fmt::format("{}: {} '{}' is not a whole number", tool(), what, text));
+    return *v;
+  }
+  double number(const std::string& text, uint32_t line, const char* what) const {
+    const std::optional<double> v = util::parse_number(text);
+    if (!v || !std::isfinite(*v)) fail_at(origin_, line, fmt::format("{}: {} '{}' is not a number", tool(), what, text));
+    return *v;
+  }
+
+  const frontends::PingpongOptions& options_;
+  const std::string& origin_;
+  uint32_t command_line_;
+};
+
 /// A command whose output is being collected.
 struct Pending {
   RealRun run;
   frontends::NetperfOptions netperf;
   frontends::PerftestOptions perftest;
+  frontends::PingpongOptions pingpong;
   bool cycles_flag = false;  ///< perftest -C / --report-cycles
   std::vector<Line> output;
 };
@@ -1066,6 +1154,8 @@ std::vector<RealRun> parse_run_file(std::string_view text, const std::string& or
     RealRun& run = current->run;
     if (run.tool == "netperf")
       run.output = NetperfOutputReader(current->netperf, origin, run.line).read(current->output);
+    else if (frontends::pingpong_program_named(run.tool))
+      run.output = PingpongOutputReader(current->pingpong, origin, run.line).read(current->output);
     else
       run.output = PerftestOutputReader(current->perftest, current->cycles_flag, origin, run.line)
                        .read(current->output);
@@ -1106,6 +1196,9 @@ std::vector<RealRun> parse_run_file(std::string_view text, const std::string& or
             // What the simulation of this command would refuse (-m with TCP_RR, TCP_RR over
             // --transport ipoib, ...), refused here at the command's line.
             (void)frontends::to_tcp_stream_config(p.netperf);
+          } else if (const auto program = frontends::pingpong_program_named(p.run.tool)) {
+            p.run.words = std::move(c.words);
+            p.pingpong = frontends::parse_pingpong_args(*program, p.run.words);
           } else {
             p.run.words = std::move(c.words);
             const frontends::PerftestTest test = perftest_test_of(p.run.tool);
@@ -1122,7 +1215,7 @@ std::vector<RealRun> parse_run_file(std::string_view text, const std::string& or
         } catch (const InputError& e) {
           fail_at(origin, line.number, fmt::format("{}: {}", p.run.tool, e.what()));
         }
-        if (p.netperf.help || p.perftest.help || p.perftest.version)
+        if (p.netperf.help || p.perftest.help || p.perftest.version || p.pingpong.help)
           fail_at(origin, line.number, fmt::format("{}: -h / -V print the usage or version; no run to read", p.run.tool));
         current = std::move(p);
         break;

@@ -104,6 +104,13 @@
 /// seed 000's mail-mangled `---m 64K` / `---r 64K` (a lost space of `-- -m 64K`) is read as `--`,
 /// `-m`, `64K`, as parse_netperf_args reads it.
 ///
+/// libibverbs example programs (ibv_rc_pingpong, ibv_uc_pingpong, ibv_ud_pingpong and
+/// ibv_srq_pingpong, also without `ibv_` as rdma-core's build tree names them; the command is
+/// read with parse_pingpong_args): everything but the two result lines is skipped (the address
+/// lines, -c's "invalid data in page" lines). Both are required, once each, in that order; their
+/// "I iters" must be the command's -n (default 1000), their "N bytes" -s x -n x 2 (default -s
+/// 4096; ud: 1024), and their two "S seconds" equal.
+///
 /// Contradictions between a command and its output are errors too: a netperf row whose Send
 /// Message Size is not the command's -m (when it has one), a TCP_RR row whose Request or
 /// Response Size is not the command's -r (netperf's default 1,1 without it), a banner of another
@@ -215,19 +222,33 @@ struct PerftestReading {
   uint32_t header_line = 0;             ///< line of the `#bytes ...` header
 };
 
+/// The two result lines of a libibverbs example program (ibv_rc_pingpong, ibv_uc_pingpong,
+/// ibv_ud_pingpong, ibv_srq_pingpong; rdma-core rc_pingpong.c main() after its loop):
+/// "N bytes in S seconds = R Mbit/sec" and "I iters in S seconds = U usec/iter", client or
+/// server alike.
+struct PingpongReading {
+  uint64_t bytes = 0;          ///< B counted: -s x -n x 2 (both directions)
+  uint64_t iters = 0;          ///< the -n iterations
+  double seconds = 0;          ///< s, as printed (%.2f)
+  double mbit_s = 0;           ///< 10^6 bit/s, bytes x 8 / usec (%.2f)
+  double usec_per_iter = 0;    ///< us per iteration, one round trip (%.2f)
+  uint32_t line = 0;           ///< line of the usec/iter line
+};
+
 /// One real run: a command line and what it printed.
 struct RealRun {
   std::string origin;     ///< the file, as given to parse_run_file
   uint32_t line = 0;      ///< line of the command (from 1)
   std::string command;    ///< the command as typed after the prompt (sudo, env, taskset kept)
-  std::string tool;       ///< "netperf" or a perftest tool ("ib_write_lat" ... "ib_atomic_bw")
+  std::string tool;       ///< "netperf", a perftest tool ("ib_write_lat" ... "ib_atomic_bw") or a
+                          ///< libibverbs example ("ibv_rc_pingpong" ... "ibv_srq_pingpong")
   std::vector<std::string> words;  ///< the tool's arguments, split like a shell: no prompt, sudo,
                                    ///< env, VAR=value, taskset or tool word; netperf's `---m` as
                                    ///< `--`, `-m`; perftest's -C / --report-cycles removed
   std::vector<std::string> set;    ///< "sdp.zcopy_thresh=0", ...: the file's settings in force
   std::vector<uint32_t> set_lines;  ///< the line that wrote each of `set`, parallel to it
   std::optional<std::string> platform;  ///< the last `# hcasim: --platform` before the command
-  std::variant<NetperfReading, PerftestReading> output;
+  std::variant<NetperfReading, PerftestReading, PingpongReading> output;
 };
 
 /// Reads every run of a run file's `text` (see the \file comment), in file order. `origin`

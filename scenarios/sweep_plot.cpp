@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "scenarios/children.h"
 #include "scenarios/datadir.h"
@@ -54,10 +55,9 @@ std::string number_cell(const std::optional<double>& v) { return v ? fmt::format
 
 /// A run's settings as a variant's label reads (sweep.h): its --set values, then platform=.
 std::string settings_label(const RealRun& run) {
-  std::string label;
-  for (const auto& s : run.set) label += (label.empty() ? "" : " ") + s;
-  if (run.platform) label += (label.empty() ? "" : " ") + ("platform=" + *run.platform);
-  return label;
+  std::vector<std::string> words = run.set;
+  if (run.platform) words.push_back("platform=" + *run.platform);
+  return fmt::format("{}", fmt::join(words, " "));
 }
 
 /// The measured series of a run file (sweep_plot.h load_reference_series).
@@ -85,7 +85,9 @@ std::vector<PlotSeries> run_file_series(const std::string& path, const std::stri
       s.points.emplace_back(static_cast<uint64_t>(n->send_message_bytes), std::move(cells));
       continue;
     }
-    const auto& p = std::get<PerftestReading>(run.output);
+    const auto* table = std::get_if<PerftestReading>(&run.output);
+    if (!table) continue;  // a pingpong run: sweep has no pingpong tool
+    const auto& p = *table;
     if (p.cycles)
       throw InputError(fmt::format("--reference {}:{}: the output is in CPU cycles (perftest -C), not us", path, run.line));
     for (const LatencyRow& row : p.latency) {
@@ -181,7 +183,9 @@ std::vector<PlotSeries> csv_series(const std::string& path, const std::vector<Pl
     for (int c : label_cols) {
       if (cell(c).empty()) continue;
       const bool named = header[c] != "table" && header[c] != "mode";
-      title += (title.empty() ? "" : " ") + (named ? header[c] + "=" + cell(c) : cell(c));
+      if (!title.empty()) title += ' ';
+      if (named) title += header[c] + '=';
+      title += cell(c);
     }
     auto it = std::find_if(series.begin(), series.end(), [&](const PlotSeries& s) { return s.title == title; });
     if (it == series.end()) it = series.insert(series.end(), PlotSeries{title, {}});

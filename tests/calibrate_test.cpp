@@ -211,6 +211,38 @@ TEST(CalibrateQuantities, PerftestCsvRowsAreFoundBySize) {
   EXPECT_EQ(simulated_quantities(bw, bw_csv, "b.csv"), (std::vector<double>{12.49}));
 }
 
+TEST(CalibrateQuantities, PingpongCsvGivesUsecPerIter) {
+  // hcasim ibv_rc_pingpong --csv: one row, the shown side's figures (format_pingpong_csv).
+  Observation o;
+  o.tool = "ibv_rc_pingpong";
+  o.measured = {{"usec_per_iter", 13.5}};
+  const std::string csv =
+      "program,side,size_bytes,iterations,bytes,usec,seconds,mbit_s,usec_per_iter\n"
+      "ibv_rc_pingpong,client,4096,1000,8192000,13540,0.01354,4840.47,13.54\n";
+  EXPECT_EQ(simulated_quantities(o, csv, "p.csv"), (std::vector<double>{13.54}));
+  EXPECT_EQ(error_of([&] { simulated_quantities(o, "program,side\nibv_rc_pingpong,client\n", "p.csv"); }),
+            "p.csv: no usec_per_iter row");
+}
+
+TEST(CalibrateRuns, RunFilePingpongRunsAreFittedByTheirUsecPerIter) {
+  // A pasted client run: 4096 x 1000 x 2 = 8192000 B; calibrate compares its usec/iter and
+  // simulates the command as typed, -n capped at --iterations as perftest's is.
+  const auto dir = std::filesystem::temp_directory_path() / ("hcasim-cal-pp-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string path = (dir / "pp.txt").string();
+  std::ofstream(path) << "$ ibv_rc_pingpong -g 0 server1\n"
+                         "8192000 bytes in 0.01 seconds = 5617.42 Mbit/sec\n"
+                         "1000 iters in 0.01 seconds = 11.67 usec/iter\n";
+  const auto obs = load_observations(path);
+  ASSERT_EQ(obs.size(), 1u);
+  EXPECT_EQ(obs[0].tool, "ibv_rc_pingpong");
+  EXPECT_EQ(obs[0].measured, (std::vector<std::pair<std::string, double>>{{"usec_per_iter", 11.67}}));
+  EXPECT_EQ(observation_argv(obs[0], "p.toml", {}, SimLength{std::nullopt, 500, std::nullopt}),
+            (std::vector<std::string>{"hcasim", "ibv_rc_pingpong", "-g", "0", "server1", "-n", "500", "--platform",
+                                      "p.toml"}));
+  std::filesystem::remove_all(dir);
+}
+
 TEST(CalibratePlatform, RewritesValueAndSourceOnTheParameterLine) {
   const std::string out = rewrite_platform(
       kPlatform, "tiny.toml",

@@ -1021,7 +1021,7 @@ std::vector<Case> cases() {
                 "# ib_write_lat -D 5\n #bytes        #iterations       t_avg[usec]    tps average\n"
                 " 2       1000000            1.40           356654.00\n",
                 ":1: ib_write_lat: -D: a duration run is not compared from a run file .*");
-  run_file_case("runfile_binary", std::string("\x00\x01\xff\n", 4), ": no netperf or perftest run in it");
+  run_file_case("runfile_binary", std::string("\x00\x01\xff\n", 4), ": no netperf, perftest or pingpong run in it");
   // Contradictions between a command and its output were simulated (the 64K command compared
   // with a 32768 B row), dropped (a second row) or found only after the simulation (a latency
   // row of another size): each is refused at its line before any simulation.
@@ -1048,7 +1048,16 @@ std::vector<Case> cases() {
   // simulate, or a flag perftest refuses for that tool, is refused at the command's line.
   run_file_case("runfile_unknown_perftest_tool", "x\n# ib_read_dc_lat -s 2\n",
                 ":2: ib_read_dc_lat: hcasim reads runs of netperf, ib_write_lat, ib_write_bw, ib_send_lat, ib_send_bw, "
-                "ib_read_lat, ib_read_bw, ib_atomic_lat and ib_atomic_bw only");
+                "ib_read_lat, ib_read_bw, ib_atomic_lat, ib_atomic_bw, ibv_rc_pingpong, ibv_uc_pingpong, "
+                "ibv_ud_pingpong and ibv_srq_pingpong only");
+  // A pingpong run: the two result lines, whose figures agree with the command.
+  run_file_case("runfile_pingpong_no_result", "$ ibv_rc_pingpong -n 10 host\n  local address: ...\n",
+                ":1: ibv_rc_pingpong output ends before its result lines .*");
+  run_file_case("runfile_pingpong_iters", "$ ibv_rc_pingpong -n 10 host\n"
+                "81920 bytes in 0.00 seconds = 3276.80 Mbit/sec\n20 iters in 0.00 seconds = 10.00 usec/iter\n",
+                ":3: ibv_rc_pingpong: 20 iters, the command runs -n 10");
+  run_file_case("runfile_pingpong_bad_flag", "$ ibv_ud_pingpong -m 1024 host\n",
+                ":1: ibv_ud_pingpong: unknown option -m \\(ibv_ud_pingpong -h lists them\\)");
   run_file_case("runfile_atomic_size", "# ib_atomic_bw -s 64\n",
                 ":1: ib_atomic_bw: -s: 64 B: perftest's atomic tests move 8 B .*");
   run_file_case("runfile_read_inline", "# ib_read_lat -I 64\n",

@@ -1185,7 +1185,7 @@ TEST(RunFileErrors, BadCommands) {
 TEST(RunFileErrors, UnrecognisedTool) {
   const std::string tools =
       "hcasim reads runs of netperf, ib_write_lat, ib_write_bw, ib_send_lat, ib_send_bw, ib_read_lat, ib_read_bw, "
-      "ib_atomic_lat and ib_atomic_bw only";
+      "ib_atomic_lat, ib_atomic_bw, ibv_rc_pingpong, ibv_uc_pingpong, ibv_ud_pingpong and ibv_srq_pingpong only";
   EXPECT_EQ(error_of("a\nb\n# ib_read_dc_lat -a\n"), "runs.txt:3: ib_read_dc_lat: " + tools);
   EXPECT_EQ(error_of("$ taskset -c 2 /usr/bin/raw_ethernet_bw -s 64\n"), "runs.txt:1: raw_ethernet_bw: " + tools);
 }
@@ -1419,6 +1419,64 @@ TEST(RunFileErrors, LoadMissingFile) {
   } catch (const InputError& e) {
     EXPECT_EQ(std::string(e.what()), path + ": cannot read (No such file or directory)");
   }
+}
+
+
+// --- the libibverbs example programs ------------------------------------------------------------
+
+TEST(RunFilePingpong, ClientAndServerResultLines) {
+  // rdma-core v44 rc_pingpong.c prints, on both sides after the loop, bytes = size x iters x 2,
+  // seconds = usec / 1e6, Mbit/sec = bytes x 8 / usec, usec/iter = usec / iters: here
+  // 64 x 2000 x 2 = 256000 B in 7500 us: 273.07 Mbit/s and 3.75 us per iteration.
+  const std::string text =
+      "$ ibv_rc_pingpong -g 0 -n 2000 -s 64 server1\n"
+      "  local address:  LID 0x0003, QPN 0x000211, PSN 0x8c3f1e, GID fe80::2:c903:0:1\n"
+      "  remote address: LID 0x0004, QPN 0x000212, PSN 0x1a2b3c, GID fe80::2:c903:0:2\n"
+      "256000 bytes in 0.01 seconds = 273.07 Mbit/sec\n"
+      "2000 iters in 0.01 seconds = 3.75 usec/iter\n"
+      "server1$ ibv_ud_pingpong\n"
+      "  local address:  LID 0x0004, QPN 0x000212, PSN 0x1a2b3c: GID ::\n"
+      "  remote address: LID 0x0003, QPN 0x000211, PSN 0x8c3f1e, GID ::\n"
+      "2048000 bytes in 0.02 seconds = 819.20 Mbit/sec\n"
+      "1000 iters in 0.02 seconds = 20.00 usec/iter\n";
+  const auto runs = parse_run_file(text, "pp.txt");
+  ASSERT_EQ(runs.size(), 2u);
+  EXPECT_EQ(runs[0].tool, "ibv_rc_pingpong");
+  EXPECT_EQ(runs[0].words, (std::vector<std::string>{"-g", "0", "-n", "2000", "-s", "64", "server1"}));
+  const auto& a = std::get<PingpongReading>(runs[0].output);
+  EXPECT_EQ(a.bytes, 256000u);
+  EXPECT_EQ(a.iters, 2000u);
+  EXPECT_DOUBLE_EQ(a.seconds, 0.01);
+  EXPECT_DOUBLE_EQ(a.mbit_s, 273.07);
+  EXPECT_DOUBLE_EQ(a.usec_per_iter, 3.75);
+  EXPECT_EQ(a.line, 5u);
+  // The server (no servername) of ud_pingpong, whose default size is 1024 B (its usage says
+  // 2048): 1024 x 1000 x 2.
+  EXPECT_EQ(runs[1].tool, "ibv_ud_pingpong");
+  const auto& b = std::get<PingpongReading>(runs[1].output);
+  EXPECT_EQ(b.bytes, 2048000u);
+  EXPECT_DOUBLE_EQ(b.usec_per_iter, 20.0);
+}
+
+TEST(RunFilePingpong, WhatContradictsTheCommandIsAnError) {
+  const std::string cmd = "$ ibv_rc_pingpong -n 10 -s 64 host\n";
+  const std::string bytes_ok = "1280 bytes in 0.00 seconds = 102.40 Mbit/sec\n";
+  const std::string iters_ok = "10 iters in 0.00 seconds = 10.00 usec/iter\n";
+  EXPECT_EQ(error_of(cmd + "  local address: LID 0x0001\n"),
+            "runs.txt:1: ibv_rc_pingpong output ends before its result lines ('N bytes in S seconds = R Mbit/sec', "
+            "'N iters in S seconds = U usec/iter')");
+  EXPECT_EQ(error_of(cmd + "2560 bytes in 0.00 seconds = 102.40 Mbit/sec\n" + iters_ok),
+            "runs.txt:2: ibv_rc_pingpong: 2560 bytes, the command's -s 64 x -n 10 x 2 = 1280");
+  EXPECT_EQ(error_of(cmd + bytes_ok + "11 iters in 0.00 seconds = 10.00 usec/iter\n"),
+            "runs.txt:3: ibv_rc_pingpong: 11 iters, the command runs -n 10");
+  EXPECT_EQ(error_of(cmd + iters_ok + bytes_ok),
+            "runs.txt:2: ibv_rc_pingpong: 'iters ... usec/iter' before its 'bytes ... Mbit/sec' line");
+  EXPECT_EQ(error_of(cmd + bytes_ok + iters_ok + bytes_ok),
+            "runs.txt:4: ibv_rc_pingpong: a second result under one command");
+  EXPECT_EQ(error_of(cmd + bytes_ok + "10 iters in 0.01 seconds = 10.00 usec/iter\n"),
+            "runs.txt:3: ibv_rc_pingpong: 0.01 seconds, the line before says 0.00");
+  EXPECT_EQ(error_of("$ ibv_rc_pingpong -m 1000 host\n"),
+            "runs.txt:1: ibv_rc_pingpong: -m: 1000 is not an IB MTU (256, 512, 1024, 2048 or 4096)");
 }
 
 }  // namespace

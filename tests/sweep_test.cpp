@@ -371,6 +371,21 @@ TEST_F(Sweep, CompareRefusesAMeasuredValueThatIsNotPositive) {
   EXPECT_EQ(count_lines(c.err), 1) << c.err;
 }
 
+TEST_F(Sweep, CompareSaysAPingpongRunIsForCalibrate) {
+  // hcasim's own ibv_rc_pingpong output pasted after its command: the run file reads it, compare
+  // has no table for it and says where it goes instead, before any simulation.
+  const Outcome pp = run("ibv_rc_pingpong -n 100 server1");
+  ASSERT_EQ(pp.status, 0) << pp.err;
+  std::ofstream(dir_ / "pp.txt") << "$ ibv_rc_pingpong -n 100 server1\n" << pp.out;
+  const Outcome c = run("compare " + (dir_ / "pp.txt").string());
+  EXPECT_EQ(c.status, 2);
+  EXPECT_EQ(c.out, "");
+  EXPECT_EQ(c.err, fmt::format("hcasim: error: {}:1: ibv_rc_pingpong: compare reads netperf and perftest runs; fit a "
+                               "pingpong run with hcasim calibrate, or simulate its command line with hcasim "
+                               "ibv_rc_pingpong\n",
+                               (dir_ / "pp.txt").string()));
+}
+
 TEST_F(Sweep, CompareReadsBandwidthRuns) {
   // A run file holding hcasim's own ib_write_bw output: compare simulates the same command, so
   // the simulated BW average is `hcasim ib_write_bw --csv`'s and the measured one is its printed
