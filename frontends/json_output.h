@@ -72,7 +72,7 @@ Json netperf_json(const std::vector<std::string>& args, const NetperfOptions& op
                   const IpoibStreamResult* ipoib);
 
 /// `hcasim ib_write_lat|ib_write_bw|ib_send_bw --json` (schema "hcasim.perftest/1"):
-/// identity, "setup" (what perftest's banner prints: device, QPs, depths, MTU, inline size,
+/// identity, "setup" (what perftest's banner prints: device, connection type, QPs, depths, MTU, inline size,
 /// BlueFlame and write combining, the cycle rate `cpu_mhz`), "results" (one object per size:
 /// perftest_lat_figures or perftest_bw_figures, the values of the text rows and the --csv
 /// rows), and with --stats "stats", with faults "faults".

@@ -541,14 +541,21 @@ class Parser {
         (c == 'C' ? o_.report_cycles : c == 'U' ? o_.report_unsorted : o_.report_histogram) = true;
         break;
       case 'c':
-        if (value == "RC") break;
+        if (value == "RC") {
+          o_.uc = false;
+          break;
+        }
         // change_conn_type(): perftest's own refusals by verb come first.
         if (value == "UC" && read_or_atomic())
           fail(fmt::format("{} {}: UC connection not possible in READ/atomic tests (perftest)", flag, value));
+        if (value == "UC") {
+          o_.uc = true;
+          break;
+        }
         if (value == "UD" && !perftest_is_send(test_))
           fail(fmt::format("{} {}: UD connection only possible in SEND tests (perftest)", flag, value));
-        if (value == "UC" || value == "UD" || value == "XRC" || value == "DC" || value == "SRD")
-          fail(fmt::format("{} {}: hcasim simulates RC connections only", flag, value));
+        if (value == "UD" || value == "XRC" || value == "DC" || value == "SRD")
+          fail(fmt::format("{} {}: hcasim simulates RC and UC connections only", flag, value));
         fail(fmt::format("{}: '{}' is not a connection type (perftest takes RC, UC, UD, XRC, DC, "
                          "SRD)",
                          flag, value));
@@ -693,6 +700,7 @@ PerftestConfig to_perftest_config(const PerftestOptions& o) {
   c.test = o.test;
   c.sizes = o.all ? perftest_all_sizes() : std::vector<uint64_t>{o.size};
   c.iterations = o.iterations;
+  c.uc = o.uc;
   const bool bw = perftest_is_bw(o.test);
   // force_dependecies(): in iteration mode the tx depth is at most the iterations.
   const bool iteration_mode = !o.duration;
@@ -701,6 +709,10 @@ PerftestConfig to_perftest_config(const PerftestOptions& o) {
   if (perftest_is_send(o.test)) {
     c.rx_depth = o.rx_depth.value_or(kPerftestDefRxSend);
     if (iteration_mode && c.rx_depth > o.iterations) c.rx_depth = static_cast<uint32_t>(o.iterations);
+    // force_dependecies: UC takes up to UC_MAX_RX receives when the depth is still DEF_RX_SEND
+    // (given or not), a message lost on UC having no retry to wait for.
+    if (iteration_mode && o.uc && c.rx_depth == kPerftestDefRxSend)
+      c.rx_depth = static_cast<uint32_t>(std::min<uint64_t>(o.iterations, kPerftestUcMaxRx));
     if (c.rx_depth % 2 == 1 && !o.all) c.rx_depth += 1;  // "WA for a bug when rx_depth is odd"
   } else {
     c.rx_depth = kPerftestDefRxRdma;  // force_dependecies: verb WRITE -> DEF_RX_RDMA

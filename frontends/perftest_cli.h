@@ -47,6 +47,7 @@ inline constexpr uint32_t kPerftestDefTxLat = 1;         ///< DEF_TX_LAT
 inline constexpr uint32_t kPerftestDefTxBw = 128;        ///< DEF_TX_BW
 inline constexpr uint32_t kPerftestMaxTx = 15000;        ///< MAX_TX (MIN_TX is 1)
 inline constexpr uint32_t kPerftestDefRxSend = 512;      ///< DEF_RX_SEND
+inline constexpr uint32_t kPerftestUcMaxRx = 16000;      ///< UC_MAX_RX (perftest_parameters.h)
 inline constexpr uint32_t kPerftestDefRxRdma = 1;        ///< DEF_RX_RDMA
 inline constexpr uint32_t kPerftestMaxRx = 16384;        ///< MAX_RX (MIN_RX is 1)
 inline constexpr uint32_t kPerftestDefCqMod = 100;       ///< DEF_CQ_MOD
@@ -104,6 +105,8 @@ struct PerftestOptions {
   /// device's max_qp_rd_atom (perftest_parameters.c ctx_set_out_reads)
   std::optional<long> out_reads;
   PerftestAtomic atomic = PerftestAtomic::FetchAndAdd;  ///< -A (atomic tests)
+  /// -c RC|UC: the QPs' transport (UC on the WRITE and SEND tests, as perftest allows it)
+  bool uc = false;
   bool rdma_cm = false;               ///< -R: only the banner shows it ("rdma_cm QPs : ON")
   bool comm_rdma_cm = false;          ///< -z: only the banner shows it ("Data ex. method")
   std::optional<int> gid_index;       ///< -x: only printed (banner line and GID lines)

@@ -41,6 +41,8 @@ struct PerftestConfig {
   uint32_t rx_depth = 512;       ///< -r: receives posted per QP (ib_send_bw)
   uint32_t cq_mod = 1;           ///< -Q: one signaled WR per cq_mod (bw tests; 1 for lat)
   uint32_t num_qps = 1;          ///< -q: QPs (bw tests), messages spread round robin
+  bool uc = false;               ///< -c UC: unreliable connected QPs (no ACKs; a send completes
+                                 ///< once its message has left), else RC
   /// -o: RDMA READs / atomics outstanding per QP (max_rd_atomic and the peer's
   /// max_dest_rd_atomic); 0 = the device's max_qp_rd_atom, as perftest's ctx_set_out_reads
   /// takes it when -o is not given; above the device's it is the device's (sim::check_perftest).

@@ -707,14 +707,17 @@ frontends::PerftestResult run_perftest(const model::Platform& local, const model
   // out_reads resolved against its own device; the smaller, so that both QPs accept it.
   const bool rd = frontends::perftest_is_read_or_atomic(cfg.test);
   QpPairShape shape;
+  if (cfg.uc) shape.type = hca::QpType::Uc;  // -c UC: perftest's ctx_init creates IBV_QPT_UC QPs
   if (rd)
     shape.rd_atomic = static_cast<uint8_t>(std::min(resolve_out_reads(cfg.out_reads, A.max_qp_rd_atom),
                                                     resolve_out_reads(cfg.out_reads, B.max_qp_rd_atom)));
   const std::unique_ptr<ChromeTrace> trace = make_trace(cfg, local, remote);  // outlives the bed
-  TwoHostBed bed(A, B, cfg.seed, mode, !rd);
+  // The bed's own first pair is RC with the device's rd_atomic: READ, atomics and UC make theirs.
+  const bool own_pairs = rd || cfg.uc;
+  TwoHostBed bed(A, B, cfg.seed, mode, !own_pairs);
   if (trace) bed.set_trace(trace.get());
   std::vector<std::pair<Qp*, Qp*>> pairs;
-  if (!rd) pairs.emplace_back(&bed.qp(0), &bed.qp(1));
+  if (!own_pairs) pairs.emplace_back(&bed.qp(0), &bed.qp(1));
   while (pairs.size() < (lat ? 1u : cfg.num_qps)) pairs.push_back(bed.add_qp_pair(shape));
   bed.set_faults(cfg.faults, cfg.retry);
   std::array<Side, 2> side;
@@ -734,8 +737,9 @@ frontends::PerftestResult run_perftest(const model::Platform& local, const model
       l.buf = s.host->memory().allocate(2 * max_size, mode);
       l.key = l.qp->reg_mr(l.buf, 2 * max_size,
                            sdp::kLocalWrite | sdp::kRemoteWrite | sdp::kRemoteRead | (rd ? sdp::kRemoteAtomic : 0u));
-      // perftest: rnr_retry 7 (qp.rnr_retry), min_rnr_timer 12 = 0.64 ms (IBA table 45).
-      l.qp->set_rnr(cfg.retry.rnr_retry, hca::kDefaultMinRnrTimer);
+      // perftest: rnr_retry 7 (qp.rnr_retry), min_rnr_timer 12 = 0.64 ms (IBA table 45); UC
+      // has no RNR NAK (a SEND without a receive is dropped, IBA 9.7.5.2.2).
+      if (!cfg.uc) l.qp->set_rnr(cfg.retry.rnr_retry, hca::kDefaultMinRnrTimer);
       // The completion event (-e), in the interrupt handler's context: the channel gets it and
       // the sleeping thread is woken (ib_uverbs_comp_handler's wake_up_interruptible).
       const size_t lane = s.lanes.size();

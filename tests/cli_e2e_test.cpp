@@ -25,6 +25,7 @@
 #include <fmt/format.h>
 
 #include "tests/hcasim_run.h"
+#include "util/csv.h"
 
 namespace fs = std::filesystem;
 using hcasim::test::Outcome;
@@ -558,4 +559,30 @@ TEST_F(Cli, TransfersTimedAloneGiveWhatSimGridGives) {
   EXPECT_EQ(bad.err, "hcasim: error: HCASIM_SIMGRID_TRANSFERS=some: the only value is 'all' (every transfer through "
                      "SimGrid)\n");
   EXPECT_EQ(bad.out, "");
+}
+
+TEST_F(Cli, UcWritesLandAsRcWritesAndCompleteWithoutWaitingForTheAck) {
+  // -c UC (perftest: IBV_QPT_UC QPs) on connectx-ddr-pcie1x8. ib_write_lat's loop polls the byte
+  // the peer's WRITE lands: no step of it waits for an ACK, so UC's figures are RC's exactly.
+  const Outcome rc_lat = run("ib_write_lat -s 2 -n 500 --csv /dev/stdout");
+  const Outcome uc_lat = run("ib_write_lat -s 2 -n 500 -c UC --csv /dev/stdout");
+  ASSERT_EQ(uc_lat.status, 0) << uc_lat.err;
+  const auto csv_of = [](const std::string& out) { return out.substr(out.find("test,")); };
+  EXPECT_EQ(csv_of(uc_lat.out), csv_of(rc_lat.out));
+  EXPECT_NE(uc_lat.out.find(" Connection type : UC"), std::string::npos) << uc_lat.out;
+  // ib_write_bw -t 1: one WRITE in flight. An RC WRITE completes when its ACK is back (IBA
+  // 9.7.5.1.2), a UC WRITE once its last packet has left (no ACK, IBA 9.7.5.2): each UC message
+  // is shorter by at least the ACK's way back through the responder's HCA
+  // (hca.rx_processing 300 ns) and the cable (ib.propagation 25 ns).
+  const auto per_message_ns = [&](const std::string& conn) {
+    const Outcome o = run("ib_write_bw -t 1 -Q 1 -s 64 -n 2000 -c " + conn + " --csv " + (dir_ / "bw.csv").string());
+    EXPECT_EQ(o.status, 0) << o.err;
+    const auto rows = hcasim::util::parse_csv(slurp(dir_ / "bw.csv"), "bw.csv");
+    const auto col = std::find(rows[0].begin(), rows[0].end(), "msg_rate_mpps") - rows[0].begin();
+    return 1e3 / std::stod(rows.at(1).at(static_cast<size_t>(col)));
+  };
+  const double rc_ns = per_message_ns("RC"), uc_ns = per_message_ns("UC");
+  std::cout << "ib_write_bw -t 1 -s 64: RC " << rc_ns << " ns per message, UC " << uc_ns << " ns\n";
+  EXPECT_LT(uc_ns, rc_ns - 300 - 25);
+  EXPECT_GT(uc_ns, 0.4 * rc_ns);
 }

@@ -419,9 +419,22 @@ TEST(PerftestCli, Duration) {
   EXPECT_EQ(sbw_error("-b -e"), "-e: hcasim does not simulate completion events with -b");
 }
 
+TEST(PerftestCli, UcConnectionsAndTheirReceiveDepth) {
+  EXPECT_TRUE(lat("-c UC").uc);
+  EXPECT_FALSE(lat("-c UC -c RC").uc);
+  EXPECT_TRUE(to_perftest_config(wbw("-c UC")).uc);
+  // force_dependecies (perftest_parameters.c): in iteration mode a SEND test's rx depth is at
+  // most -n; then on UC, when it is still DEF_RX_SEND (512), min(-n, UC_MAX_RX = 16000).
+  EXPECT_EQ(to_perftest_config(sbw("-c UC -n 5000")).rx_depth, 5000u);
+  EXPECT_EQ(to_perftest_config(sbw("-c UC -n 20000")).rx_depth, 16000u);
+  EXPECT_EQ(to_perftest_config(sbw("-c UC -n 5000 -r 100")).rx_depth, 100u);
+  EXPECT_EQ(to_perftest_config(sbw("-c UC -n 300")).rx_depth, 300u);  // 300 < 512: kept
+  EXPECT_EQ(to_perftest_config(sbw("-n 5000")).rx_depth, 512u);       // RC: DEF_RX_SEND
+}
+
 TEST(PerftestCli, RefusedAndUnknownFlags) {
-  EXPECT_EQ(lat_error("-c UC"), "-c UC: hcasim simulates RC connections only");
-  EXPECT_EQ(sbw_error("-c UD"), "-c UD: hcasim simulates RC connections only");
+  EXPECT_EQ(sbw_error("-c UD"), "-c UD: hcasim simulates RC and UC connections only");
+  EXPECT_EQ(lat_error("-c XRC"), "-c XRC: hcasim simulates RC and UC connections only");
   EXPECT_EQ(lat_error("-c rc"), "-c: 'rc' is not a connection type (perftest takes RC, UC, UD, XRC, DC, SRD)");
   EXPECT_EQ(wbw_error("-H"), "-H: perftest's histogram report is for the latency tests only");
   EXPECT_EQ(sbw_error("--report-cycles"), "--report-cycles: perftest's cycles report is for the latency tests only");
