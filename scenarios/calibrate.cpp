@@ -40,6 +40,13 @@ namespace fs = std::filesystem;
 
 std::string short_number(double v) { return fmt::format("{:.6g}", v); }
 
+/// Whether paths `a` and `b` name one file, existing or not: "a.toml", "./a.toml" and its
+/// absolute path are the same file (weakly_canonical alone leaves a relative path whose
+/// directory part does not exist relative).
+bool same_file(const std::string& a, const std::string& b) {
+  return fs::weakly_canonical(fs::absolute(a)) == fs::weakly_canonical(fs::absolute(b));
+}
+
 /// The TOML literal of a fitted value: an integer parameter keeps an integer literal, others
 /// have 6 significant digits.
 std::string fitted_literal(const FitParam& p, double v) {
@@ -314,14 +321,18 @@ FitParam parse_fit_param(const std::string& item, const model::Platform& platfor
     fail("a count without a unit (a PCIe generation, a number of cores) is the machine's structure, not a "
          "quantity to fit: give it with --set");
   p.start = param_number(param);
+  bool started = false;  // --start gave it
   for (const auto& s : starts) {
     const auto seq = s.find('=');
     if (s.substr(0, seq) != p.key) continue;
     const auto v = seq == std::string::npos ? std::nullopt : util::parse_number(s.substr(seq + 1));
     if (!v || !std::isfinite(*v)) throw InputError(fmt::format("--start {}: not KEY=NUMBER", s));
     p.start = *v;
+    started = true;
   }
-  if (!(p.start > 0)) fail(fmt::format("its start {} must be > 0 (the fit works on logarithms; give --start)", short_number(p.start)));
+  if (!(p.start > 0))
+    fail(fmt::format("its start {} must be > 0 (the fit works on logarithms{})", short_number(p.start),
+                     started ? "" : "; give --start"));
   p.lower = p.start / 4;
   p.upper = p.start * 4;
   if (eq != std::string::npos) {
@@ -466,7 +477,7 @@ int run_calibrate(const CalibrateOptions& o) {
   std::optional<BaseFile> remote_file;
   std::optional<model::Platform> remote_as_filed, remote_base;
   if (o.remote_platform) {
-    const std::string path = resolve_platform(*o.remote_platform);
+    const std::string path = resolve_platform(*o.remote_platform, "--remote-platform");
     remote_file = BaseFile{path, util::read_text(path, path)};
     remote_as_filed = model::Platform::parse(remote_file->text, path);
     remote_base = *remote_as_filed;
@@ -488,8 +499,9 @@ int run_calibrate(const CalibrateOptions& o) {
       p = parse_fit_param(remote ? item.substr(kRemote.size()) : item, remote ? *remote_base : base, starts);
     } catch (const InputError& e) {
       if (!remote) throw;
-      // "--fit KEY: ..." names the item as given.
+      // "--fit KEY: ..." and "--start KEY=V: ..." name the items as given.
       const std::string what = e.what(), inner = "--fit " + item.substr(kRemote.size());
+      if (what.rfind("--start ", 0) == 0) throw InputError("--start remote:" + what.substr(8));
       throw InputError(fmt::format("--fit {}{}", item, what.rfind(inner, 0) == 0 ? what.substr(inner.size()) : ": " + what));
     }
     p.remote = remote;
@@ -522,9 +534,11 @@ int run_calibrate(const CalibrateOptions& o) {
   util::check_output_path(output, "-o");
   std::optional<std::string> remote_output;
   if (o.remote_platform) {
-    remote_output = o.remote_output.value_or(remote_base->name() + "-fitted.toml");
+    // Both ends the same machine: the default names would be one file.
+    remote_output = o.remote_output.value_or(remote_base->name() + (remote_base->name() == base.name() ? "-remote" : "") +
+                                             "-fitted.toml");
     util::check_output_path(*remote_output, "--remote-output");
-    if (fs::weakly_canonical(*remote_output) == fs::weakly_canonical(output))
+    if (same_file(*remote_output, output))
       throw InputError(fmt::format("--remote-output {}: the same file as -o (two machines, two files)", *remote_output));
   }
   // The inputs: the base platforms, and the run or scenario file of every run ("FILE:LINE").
@@ -537,7 +551,7 @@ int run_calibrate(const CalibrateOptions& o) {
   if (o.csv_path) {
     util::check_output_path(*o.csv_path, "--csv");
     for (const std::string* other : std::initializer_list<const std::string*>{&output, remote_output ? &*remote_output : nullptr})
-      if (other && fs::weakly_canonical(*o.csv_path) == fs::weakly_canonical(*other))
+      if (other && same_file(*o.csv_path, *other))
         throw InputError(fmt::format("--csv {}: the same file as {}", *o.csv_path,
                                      other == &output ? "-o" : "--remote-output"));
     util::check_not_an_input(*o.csv_path, inputs, "--csv");
@@ -548,7 +562,7 @@ int run_calibrate(const CalibrateOptions& o) {
     for (const auto* list : {&fit_obs, &hold_obs})
       for (const auto& ob : *list) {
         try {
-          if (ob.platform && fs::weakly_canonical(resolve_platform(*ob.platform)) != fs::weakly_canonical(platform_file))
+          if (ob.platform && !same_file(resolve_platform(*ob.platform, "platform"), platform_file))
             throw InputError(fmt::format("the run is of platform {}, calibrate fits {} (--platform): give runs of "
                                          "one machine",
                                          *ob.platform, o.platform));
@@ -557,7 +571,7 @@ int run_calibrate(const CalibrateOptions& o) {
           // that names its remote host names that one.
           const std::string remote_path = remote_file ? remote_file->path : platform_file;
           if (ob.remote_platform &&
-              fs::weakly_canonical(resolve_platform(*ob.remote_platform)) != fs::weakly_canonical(remote_path))
+              !same_file(resolve_platform(*ob.remote_platform, "remote_platform"), remote_path))
             throw InputError(
                 o.remote_platform
                     ? fmt::format("the run's remote host is platform {}, calibrate fits {} (--remote-platform)",

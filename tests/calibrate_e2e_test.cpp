@@ -246,6 +246,11 @@ TEST(CalibrateE2E, BadInputIsOneLineExitTwoAndNoFile) {
       {"--platform connectx-ddr-pcie1x8 --remote-platform connectx-ddr-pcie1x8 --fit sdp.zcopy_thresh " +
            std::string(HCASIM_REFERENCE_DIR) + "/seed000/runs.txt",
        ": the run's setting sdp.zcopy_thresh="},
+      {"--platform zx1-rx2600-pcix --remote-platform no-such-host --fit netstack.ack_rx seed003",
+       "hcasim: error: --remote-platform no-such-host: no such platform file or name"},
+      {"--platform zx1-rx2600-pcix --remote-platform zx1-rx4640-pcix --fit remote:netstack.ack_rx "
+       "--start remote:netstack.ack_rx=abc seed003",
+       "hcasim: error: --start remote:netstack.ack_rx=abc: not KEY=NUMBER\n"},
       {"--platform zx1-rx2600-pcix --fit netstack.ack_rx --remote-output " + s.path("r.toml") + " seed003",
        "hcasim: error: --remote-output: needs --remote-platform\n"},
       {"--platform zx1-rx2600-pcix --remote-platform zx1-rx4640-pcix --fit netstack.ack_rx --remote-output " + out +
@@ -264,6 +269,20 @@ TEST(CalibrateE2E, BadInputIsOneLineExitTwoAndNoFile) {
     EXPECT_FALSE(fs::exists(out)) << c.args;
     EXPECT_EQ(slurp(s.path("o")), "") << c.args;
   }
+}
+
+TEST(CalibrateE2E, OneFileSpelledTwoWaysIsOneFile) {
+  // "a.toml" and "./a.toml" (relative to the working directory) name one file, though it does not
+  // exist yet: two outputs there would leave one, so the second is refused before anything runs.
+  Scratch s("calibrate-same");
+  const std::string a = "calibrate-same-" + std::to_string(::getpid()) + ".toml", a2 = "./" + a;
+  const std::string base = "calibrate --platform zx1-rx2600-pcix --remote-platform zx1-rx4640-pcix --fit "
+                           "netstack.ack_rx 'seed003:IPoIB, FMR' --max-evals 1 ";
+  EXPECT_EQ(hcasim(base + "-o " + a + " --remote-output " + a2, s.path("o"), s.path("e")), 2);
+  EXPECT_EQ(slurp(s.path("e")), "hcasim: error: --remote-output " + a2 + ": the same file as -o (two machines, two files)\n");
+  EXPECT_EQ(hcasim(base + "-o " + a + " --csv " + a2, s.path("o"), s.path("e")), 2);
+  EXPECT_EQ(slurp(s.path("e")), "hcasim: error: --csv " + a2 + ": the same file as -o\n");
+  EXPECT_FALSE(fs::exists(a));
 }
 
 TEST(CalibrateE2E, TwoMachinesEachFittedKeyInItsOwnHostsFile) {
