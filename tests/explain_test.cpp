@@ -70,8 +70,11 @@ TEST(Explain, PollingIsNotWorkAndTheEngineIsNeverNamed) {
   EXPECT_NE(e.bottleneck.find("busy 96.0 %"), std::string::npos) << e.bottleneck;
   EXPECT_NE(e.what_if.find("a faster receive CPU"), std::string::npos) << e.what_if;
   // The link: carried = 11.87 x 0.9 / 1 = 10.683 Gbit/s.
-  for (const auto& r : e.resources)
-    if (r.kind == "bus_read") EXPECT_NEAR(r.carried_gbit_s, 10.683, 1e-9);
+  for (const auto& r : e.resources) {
+    if (r.kind == "bus_read") {
+      EXPECT_NEAR(r.carried_gbit_s, 10.683, 1e-9);
+    }
+  }
   // Below 95 % everywhere: the busiest is still named, as not saturated.
   m.cores[1] = {core(0, 0.5e9, 0.5e9), core(1, 0.80e9, 0)};
   const frontends::Explanation low = frontends::explain(m);

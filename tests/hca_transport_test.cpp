@@ -466,7 +466,9 @@ TEST(HcaTransport, AnMrDeregisteredMidWriteRefusesItsRemainingPackets) {
   auto s = l.buf(l.ha, 0, 8192), r = l.buf(l.hb, 0, 8192);
   l.a.post_send(Link::wqe(WrOpcode::RdmaWrite, 1, s, 5000, r.addr, r.key));
   l.pump([&](const Packet& p) {
-    if (p.psn == 102) EXPECT_TRUE(l.hb.mrs.dereg(r.key));
+    if (p.psn == 102) {
+      EXPECT_TRUE(l.hb.mrs.dereg(r.key));
+    }
     return false;
   });
   ASSERT_EQ(l.ha.scq.size(), 1u);

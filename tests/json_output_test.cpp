@@ -534,7 +534,9 @@ TEST_F(JsonOutput, CompareReadByARealJsonParser) {
   // A run file is not gated: no metric has a gate's verdict, measured or not.
   for (const Json& point : doc["run_files"][0]["points"])
     for (const auto& [key, metric] : point.items())
-      if (metric.is_object()) EXPECT_TRUE(metric["within"].is_null()) << key;
+      if (metric.is_object()) {
+        EXPECT_TRUE(metric["within"].is_null()) << key;
+      }
   EXPECT_EQ(slurp(dir_ / "text.csv"), slurp(dir_ / "json.csv"));
 }
 

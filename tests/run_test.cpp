@@ -319,37 +319,37 @@ TEST(Seed003, ShippedScenarioResolvesWithARemotePlatform) {
 TEST(Compare, ErrorsAndStatus) {
   const Scenario s = parse_scenario(kScenario, "s.toml");
   const Tolerance tol{0.15, 0.25};
-  Figures meas{1000.0, 1.0, 2.0, {}, {}};
-  PointOutcome o = evaluate_point(s.points[0], tol, meas, Figures{1100.0, 0.8, 2.4, {}, {}});
+  Figures meas{1000.0, 1.0, 2.0, {}, {}, {}};
+  PointOutcome o = evaluate_point(s.points[0], tol, meas, Figures{1100.0, 0.8, 2.4, {}, {}, {}});
   EXPECT_NEAR(o.throughput.error.value(), 0.10, 1e-12);
   EXPECT_NEAR(o.sd_local.error.value(), -0.20, 1e-12);
   EXPECT_NEAR(o.sd_remote.error.value(), 0.20, 1e-12);
   EXPECT_EQ(o.status, "ok");
 
-  o = evaluate_point(s.points[0], tol, meas, Figures{800.0, 1.0, 2.0, {}, {}});
+  o = evaluate_point(s.points[0], tol, meas, Figures{800.0, 1.0, 2.0, {}, {}, {}});
   EXPECT_FALSE(o.throughput.within);
   EXPECT_EQ(o.status, "FAIL");
 
-  o = evaluate_point(s.points[0], tol, Figures{1000.0, std::nullopt, 2.0, {}, {}},
-                     Figures{1000.0, 9.0, 2.0, {}, {}});
+  o = evaluate_point(s.points[0], tol, Figures{1000.0, std::nullopt, 2.0, {}, {}, {}},
+                     Figures{1000.0, 9.0, 2.0, {}, {}, {}});
   EXPECT_FALSE(o.sd_local.error);  // not measured: not compared
   EXPECT_TRUE(o.sd_local.within);
   EXPECT_EQ(o.status, "ok");
 
-  o = evaluate_point(s.points[0], tol, meas, Figures{1000.0, std::nullopt, 2.0, {}, {}});
+  o = evaluate_point(s.points[0], tol, meas, Figures{1000.0, std::nullopt, 2.0, {}, {}, {}});
   EXPECT_EQ(o.status, "FAIL");  // measured but not simulated
 
-  o = evaluate_point(s.points[1], tol, meas, Figures{100.0, 9.0, 9.0, {}, {}});
+  o = evaluate_point(s.points[1], tol, meas, Figures{100.0, 9.0, 9.0, {}, {}, {}});
   EXPECT_EQ(o.status, "not gated");
 }
 
 TEST(Compare, ReportAndCsv) {
   const Scenario s = parse_scenario(kScenario, "s.toml");
   std::vector<PointOutcome> outcomes = {
-      evaluate_point(s.points[0], s.tolerance, Figures{8323.20, 1.020, 1.074, {}, {}},
-                     Figures{7000.0, 1.2, 1.074, {}, {}}),
-      evaluate_point(s.points[1], s.tolerance, Figures{6925.68, std::nullopt, std::nullopt, {}, {}},
-                     Figures{7618.248, 1.5, 1.6, {}, {}})};
+      evaluate_point(s.points[0], s.tolerance, Figures{8323.20, 1.020, 1.074, {}, {}, {}},
+                     Figures{7000.0, 1.2, 1.074, {}, {}, {}}),
+      evaluate_point(s.points[1], s.tolerance, Figures{6925.68, std::nullopt, std::nullopt, {}, {}, {}},
+                     Figures{7618.248, 1.5, 1.6, {}, {}, {}})};
   const std::string report = format_run_report(s, outcomes);
   const std::string expected =
       "scenario tiny: platform plat-a; tolerance: throughput 15%, service demand 25%\n"
@@ -389,8 +389,8 @@ TEST(Compare, ReportAndCsv) {
             "128K,false,6925.68,7618.248,10.0000,,1.5,,,1.6,,,,,,,,not gated\n");
 
   // All within tolerance.
-  outcomes[0] = evaluate_point(s.points[0], s.tolerance, Figures{8323.20, 1.020, 1.074, {}, {}},
-                               Figures{8323.20, 1.020, 1.074, {}, {}});
+  outcomes[0] = evaluate_point(s.points[0], s.tolerance, Figures{8323.20, 1.020, 1.074, {}, {}, {}},
+                               Figures{8323.20, 1.020, 1.074, {}, {}, {}});
   const std::string ok = format_run_report(s, outcomes);
   EXPECT_EQ(ok.substr(ok.rfind("\n\n") + 2), "ok: all 1 gated points within tolerance\n");
 }
@@ -557,11 +557,11 @@ TEST(Utilisation, RunRequiresTheToleranceBeforeRunning) {
 
 TEST(Utilisation, RelativeErrorsGated) {
   const Scenario s = parse_scenario(kUtilScenario, "s.toml");
-  const Figures t2{7106.72, 1.228, 1.370, 13.32, 14.87};
+  const Figures t2{7106.72, 1.228, 1.370, 13.32, 14.87, {}};
 
   // 13.32 -> 15.0: (15.0 - 13.32) / 13.32 = 1.68 / 13.32 = +12.6%, within 25%.
   PointOutcome o =
-      evaluate_point(s.points[0], s.tolerance, t2, Figures{7106.72, 1.228, 1.370, 15.0, 14.87});
+      evaluate_point(s.points[0], s.tolerance, t2, Figures{7106.72, 1.228, 1.370, 15.0, 14.87, {}});
   EXPECT_NEAR(o.util_local.error.value(), 1.68 / 13.32, 1e-12);
   EXPECT_NEAR(o.util_local.error.value(), 0.126126, 1e-6);
   EXPECT_TRUE(o.util_local.within);
@@ -569,31 +569,31 @@ TEST(Utilisation, RelativeErrorsGated) {
   EXPECT_EQ(o.status, "ok");
 
   // 14.87 -> 11.0: -3.87 / 14.87 = -26.0%, beyond 25%: FAIL, though everything else is exact.
-  o = evaluate_point(s.points[0], s.tolerance, t2, Figures{7106.72, 1.228, 1.370, 15.0, 11.0});
+  o = evaluate_point(s.points[0], s.tolerance, t2, Figures{7106.72, 1.228, 1.370, 15.0, 11.0, {}});
   EXPECT_NEAR(o.util_remote.error.value(), -3.87 / 14.87, 1e-12);
   EXPECT_FALSE(o.util_remote.within);
   EXPECT_TRUE(o.throughput.within && o.sd_local.within && o.sd_remote.within);
   EXPECT_EQ(o.status, "FAIL");
   // 14.87 -> 12.0: -2.87 / 14.87 = -19.3%: within.
-  o = evaluate_point(s.points[0], s.tolerance, t2, Figures{7106.72, 1.228, 1.370, 15.0, 12.0});
+  o = evaluate_point(s.points[0], s.tolerance, t2, Figures{7106.72, 1.228, 1.370, 15.0, 12.0, {}});
   EXPECT_NEAR(o.util_remote.error.value(), -0.193006, 1e-6);
   EXPECT_EQ(o.status, "ok");
   // 13.32 -> 16.70: +25.4%, beyond; 13.32 -> 16.60: +24.6%, within.
-  o = evaluate_point(s.points[0], s.tolerance, t2, Figures{7106.72, 1.228, 1.370, 16.70, 14.87});
+  o = evaluate_point(s.points[0], s.tolerance, t2, Figures{7106.72, 1.228, 1.370, 16.70, 14.87, {}});
   EXPECT_EQ(o.status, "FAIL");
-  o = evaluate_point(s.points[0], s.tolerance, t2, Figures{7106.72, 1.228, 1.370, 16.60, 14.87});
+  o = evaluate_point(s.points[0], s.tolerance, t2, Figures{7106.72, 1.228, 1.370, 16.60, 14.87, {}});
   EXPECT_EQ(o.status, "ok");
 
   // Measured but not simulated (netperf without -c): FAIL.
   o = evaluate_point(s.points[0], s.tolerance, t2,
-                     Figures{7106.72, 1.228, 1.370, std::nullopt, 14.87});
+                     Figures{7106.72, 1.228, 1.370, std::nullopt, 14.87, {}});
   EXPECT_FALSE(o.util_local.error);
   EXPECT_FALSE(o.util_local.within);
   EXPECT_EQ(o.status, "FAIL");
 
   // Not measured (T1's empty cells): not compared, whatever the simulation says.
-  o = evaluate_point(s.points[1], s.tolerance, Figures{8215.17, 1.025, 1.243, {}, {}},
-                     Figures{8215.17, 1.025, 1.243, 99.0, 1.0});
+  o = evaluate_point(s.points[1], s.tolerance, Figures{8215.17, 1.025, 1.243, {}, {}, {}},
+                     Figures{8215.17, 1.025, 1.243, 99.0, 1.0, {}});
   EXPECT_FALSE(o.util_local.error);
   EXPECT_FALSE(o.util_remote.error);
   EXPECT_TRUE(o.util_local.within && o.util_remote.within);
@@ -603,7 +603,7 @@ TEST(Utilisation, RelativeErrorsGated) {
   // Not gated: reported, never FAIL.
   ScenarioPoint free = s.points[0];
   free.gated = false;
-  o = evaluate_point(free, s.tolerance, t2, Figures{7106.72, 1.228, 1.370, 30.0, 30.0});
+  o = evaluate_point(free, s.tolerance, t2, Figures{7106.72, 1.228, 1.370, 30.0, 30.0, {}});
   EXPECT_NEAR(o.util_local.error.value(), (30.0 - 13.32) / 13.32, 1e-12);
   EXPECT_EQ(o.status, "not gated");
 }
@@ -611,10 +611,10 @@ TEST(Utilisation, RelativeErrorsGated) {
 TEST(Utilisation, ReportAndCsv) {
   const Scenario s = parse_scenario(kUtilScenario, "s.toml");
   const std::vector<PointOutcome> outcomes = {
-      evaluate_point(s.points[0], s.tolerance, Figures{7106.72, 1.228, 1.370, 13.32, 14.87},
-                     Figures{7106.72, 1.228, 1.370, 15.0, 11.0}),
-      evaluate_point(s.points[1], s.tolerance, Figures{8215.17, 1.025, 1.243, {}, {}},
-                     Figures{8215.17, 1.025, 1.243, 20.0, 30.0})};
+      evaluate_point(s.points[0], s.tolerance, Figures{7106.72, 1.228, 1.370, 13.32, 14.87, {}},
+                     Figures{7106.72, 1.228, 1.370, 15.0, 11.0, {}}),
+      evaluate_point(s.points[1], s.tolerance, Figures{8215.17, 1.025, 1.243, {}, {}, {}},
+                     Figures{8215.17, 1.025, 1.243, 20.0, 30.0, {}})};
   // T2's |errors| of utilisation: 1.68 / 13.32 = 12.6% and 3.87 / 14.87 = 26.0%, median 19.3%.
   const std::string expected =
       "scenario util: platform plat-a; tolerance: throughput 15%, service demand 25%, utilisation 25%\n"
@@ -645,8 +645,8 @@ TEST(Utilisation, ReportAndCsv) {
 
   // Both utilisations beyond: both named.
   const std::vector<PointOutcome> both = {
-      evaluate_point(s.points[0], s.tolerance, Figures{7106.72, 1.228, 1.370, 13.32, 14.87},
-                     Figures{7106.72, 1.228, 1.370, 20.0, std::nullopt}),
+      evaluate_point(s.points[0], s.tolerance, Figures{7106.72, 1.228, 1.370, 13.32, 14.87, {}},
+                     Figures{7106.72, 1.228, 1.370, 20.0, std::nullopt, {}}),
       outcomes[1]};
   const std::string report = format_run_report(s, both);
   EXPECT_EQ(report.substr(report.rfind("\n\n") + 2),
@@ -965,10 +965,10 @@ TEST(LatencyCompare, MixedScenarioKeepsTheNetperfTable) {
   const Scenario l = parse_scenario(kLatencyScenario, "s.toml");
 
   const std::vector<PointOutcome> netperf = {
-      evaluate_point(n.points[0], n.tolerance, Figures{8323.20, 1.020, 1.074, {}, {}},
-                     Figures{7000.0, 1.2, 1.074, {}, {}}),
-      evaluate_point(n.points[1], n.tolerance, Figures{6925.68, std::nullopt, std::nullopt, {}, {}},
-                     Figures{7618.248, 1.5, 1.6, {}, {}})};
+      evaluate_point(n.points[0], n.tolerance, Figures{8323.20, 1.020, 1.074, {}, {}, {}},
+                     Figures{7000.0, 1.2, 1.074, {}, {}, {}}),
+      evaluate_point(n.points[1], n.tolerance, Figures{6925.68, std::nullopt, std::nullopt, {}, {}, {}},
+                     Figures{7618.248, 1.5, 1.6, {}, {}, {}})};
   const std::vector<PointOutcome> latency = {
       evaluate_latency_point(l.points[0], l.tolerance, LatencyFigures{2, 0.74, 186.16, 0.79},
                              LatencyFigures{2, 0.83, 12.5, 0.83}),
@@ -1047,7 +1047,7 @@ TEST(RrCompare, TransactionRateReportCsvAndVerdict) {
   sim2.transaction_rate = 45000;
   const std::vector<PointOutcome> outcomes = {
       evaluate_point(s.points[0], s.tolerance, meas1, sim1), evaluate_point(s.points[1], s.tolerance, meas2, sim2),
-      evaluate_point(s.points[2], s.tolerance, Figures{8000.0, {}, {}, {}, {}}, Figures{8800.0, {}, {}, {}, {}})};
+      evaluate_point(s.points[2], s.tolerance, Figures{8000.0, {}, {}, {}, {}, {}}, Figures{8800.0, {}, {}, {}, {}, {}})};
   EXPECT_EQ(outcomes[0].kind, PointKind::NetperfRr);
   EXPECT_NEAR(outcomes[0].transaction_rate.error.value(), 0.10, 1e-12);
   EXPECT_NEAR(outcomes[0].sd_local.error.value(), -0.10, 1e-12);

@@ -152,7 +152,7 @@ INSTANTIATE_TEST_SUITE_P(Seed000Sizes, SteadyNetperf,
                          ::testing::Values(SteadyCase{"bcopy_64K", "64K", "0"}, SteadyCase{"bcopy_1M", "1M", "0"},
                                            SteadyCase{"bzcopy_64K", "64K", "65536"},
                                            SteadyCase{"bzcopy_1M", "1M", "65536"}),
-                         [](const auto& info) { return std::string(info.param.name); });
+                         [](const auto& test_info) { return std::string(test_info.param.name); });
 
 TEST_F(SteadyNetperf, AStreamShorterThanOneWindowIsMeasuredWhole) {
   // 10 ms is half a window (sim::kSteadyWindowS = 20 ms): no checkpoint comes, so no measured

@@ -111,11 +111,11 @@ TEST(ValidateArgs, DurationAndIterationsShortenThePointsAndSaySo) {
 TEST(SimLength, NetperfLengthReplacedPerftestIterationsCapped) {
   const std::vector<std::string> netperf = {"-P", "0", "-l", "60", "--", "-m", "64K"};
   EXPECT_EQ(with_sim_length("netperf", netperf, {}), netperf);
-  EXPECT_EQ(with_sim_length("netperf", netperf, {2.0, 500}),
+  EXPECT_EQ(with_sim_length("netperf", netperf, {2.0, 500, std::nullopt}),
             (std::vector<std::string>{"-P", "0", "-l", "60", "-l", "2", "--", "-m", "64K"}));
-  EXPECT_EQ(with_sim_length("ib_write_lat", {"-s", "2", "-n", "1000000"}, {2.0, 20000}),
+  EXPECT_EQ(with_sim_length("ib_write_lat", {"-s", "2", "-n", "1000000"}, {2.0, 20000, std::nullopt}),
             (std::vector<std::string>{"-s", "2", "-n", "1000000", "-n", "20000"}));
-  EXPECT_EQ(with_sim_length("ib_write_lat", {"-s", "2"}, {std::nullopt, 20000}),
+  EXPECT_EQ(with_sim_length("ib_write_lat", {"-s", "2"}, {std::nullopt, 20000, std::nullopt}),
             (std::vector<std::string>{"-s", "2", "-n", "1000"}));
 }
 
