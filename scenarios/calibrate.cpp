@@ -13,8 +13,10 @@
 #include <cstring>
 #include <exception>
 #include <filesystem>
+#include <functional>
 #include <iostream>
 #include <map>
+#include <tuple>
 
 #include <fmt/format.h>
 
@@ -40,12 +42,6 @@ namespace fs = std::filesystem;
 
 std::string short_number(double v) { return fmt::format("{:.6g}", v); }
 
-/// Whether paths `a` and `b` name one file, existing or not: "a.toml", "./a.toml" and its
-/// absolute path are the same file (weakly_canonical alone leaves a relative path whose
-/// directory part does not exist relative).
-bool same_file(const std::string& a, const std::string& b) {
-  return fs::weakly_canonical(fs::absolute(a)) == fs::weakly_canonical(fs::absolute(b));
-}
 
 /// The TOML literal of a fitted value: an integer parameter keeps an integer literal, others
 /// have 6 significant digits.
@@ -57,6 +53,19 @@ std::string fitted_literal(const FitParam& p, double v) {
 /// The value a child is given for `p` at `v`: exactly what fitted_literal writes, so that the
 /// evaluation cache, the children and the written file agree.
 double effective(const FitParam& p, double v) { return std::stod(fitted_literal(p, v)); }
+
+/// Changes to one platform file: (key, TOML literal, source), as rewrite_platform takes them.
+using Changes = std::vector<std::tuple<std::string, std::string, std::string>>;
+
+/// The changes to one host's file: the parameters of that host (`remote` or not) at `values`
+/// (one per parameter), each with the source `source(k)`.
+Changes host_changes(const std::vector<FitParam>& params, const std::vector<double>& values, bool remote,
+                     const std::function<std::string(size_t)>& source) {
+  Changes out;
+  for (size_t k = 0; k < params.size(); ++k)
+    if (params[k].remote == remote) out.emplace_back(params[k].key, fitted_literal(params[k], values[k]), source(k));
+  return out;
+}
 
 /// Result of one evaluation: every quantity of every observation, in order.
 using Simulated = std::vector<std::vector<double>>;
@@ -112,15 +121,15 @@ class Evaluator {
     std::string local_file = local_.path;
     std::optional<std::string> remote_file;
     if (remote_) {
-      std::vector<std::tuple<std::string, std::string, std::string>> local_changes, remote_changes;
-      for (size_t k = 0; k < params_.size(); ++k)
-        (params_[k].remote ? remote_changes : local_changes)
-            .emplace_back(params_[k].key, fitted_literal(params_[k], values[k]), "evaluated by hcasim calibrate");
+      const auto source = [](size_t) { return std::string("evaluated by hcasim calibrate"); };
       local_file = (dir_ / "local.toml").string();
       remote_file = (dir_ / "remote.toml").string();
-      util::write_file_atomically(local_file, rewrite_platform(local_.text, local_.path, local_changes), "calibrate");
-      util::write_file_atomically(*remote_file, rewrite_platform(remote_->text, remote_->path, remote_changes),
-                                  "calibrate");
+      util::write_file_atomically(
+          local_file, rewrite_platform(local_.text, local_.path, host_changes(params_, values, false, source)),
+          "calibrate");
+      util::write_file_atomically(
+          *remote_file, rewrite_platform(remote_->text, remote_->path, host_changes(params_, values, true, source)),
+          "calibrate");
     } else {
       for (size_t k = 0; k < params_.size(); ++k)
         sets.push_back(fmt::format("{}={}", params_[k].key, fitted_literal(params_[k], values[k])));
@@ -538,7 +547,7 @@ int run_calibrate(const CalibrateOptions& o) {
     remote_output = o.remote_output.value_or(remote_base->name() + (remote_base->name() == base.name() ? "-remote" : "") +
                                              "-fitted.toml");
     util::check_output_path(*remote_output, "--remote-output");
-    if (same_file(*remote_output, output))
+    if (util::same_path(*remote_output, output))
       throw InputError(fmt::format("--remote-output {}: the same file as -o (two machines, two files)", *remote_output));
   }
   // The inputs: the base platforms, and the run or scenario file of every run ("FILE:LINE").
@@ -550,10 +559,10 @@ int run_calibrate(const CalibrateOptions& o) {
   if (remote_output) util::check_not_an_input(*remote_output, inputs, "--remote-output");
   if (o.csv_path) {
     util::check_output_path(*o.csv_path, "--csv");
-    for (const std::string* other : std::initializer_list<const std::string*>{&output, remote_output ? &*remote_output : nullptr})
-      if (other && same_file(*o.csv_path, *other))
-        throw InputError(fmt::format("--csv {}: the same file as {}", *o.csv_path,
-                                     other == &output ? "-o" : "--remote-output"));
+    if (util::same_path(*o.csv_path, output))
+      throw InputError(fmt::format("--csv {}: the same file as -o", *o.csv_path));
+    if (remote_output && util::same_path(*o.csv_path, *remote_output))
+      throw InputError(fmt::format("--csv {}: the same file as --remote-output", *o.csv_path));
     util::check_not_an_input(*o.csv_path, inputs, "--csv");
   }
   {
@@ -562,7 +571,7 @@ int run_calibrate(const CalibrateOptions& o) {
     for (const auto* list : {&fit_obs, &hold_obs})
       for (const auto& ob : *list) {
         try {
-          if (ob.platform && !same_file(resolve_platform(*ob.platform, "platform"), platform_file))
+          if (ob.platform && !util::same_path(resolve_platform(*ob.platform, "platform"), platform_file))
             throw InputError(fmt::format("the run is of platform {}, calibrate fits {} (--platform): give runs of "
                                          "one machine",
                                          *ob.platform, o.platform));
@@ -571,7 +580,7 @@ int run_calibrate(const CalibrateOptions& o) {
           // that names its remote host names that one.
           const std::string remote_path = remote_file ? remote_file->path : platform_file;
           if (ob.remote_platform &&
-              !same_file(resolve_platform(*ob.remote_platform, "remote_platform"), remote_path))
+              !util::same_path(resolve_platform(*ob.remote_platform, "remote_platform"), remote_path))
             throw InputError(
                 o.remote_platform
                     ? fmt::format("the run's remote host is platform {}, calibrate fits {} (--remote-platform)",
@@ -597,10 +606,11 @@ int run_calibrate(const CalibrateOptions& o) {
   // The platform file must take the fitted values: tried now with the start values, so that a
   // file it cannot rewrite fails before the first simulation, not after the last.
   {
-    std::vector<std::tuple<std::string, std::string, std::string>> trial, remote_trial;
-    for (const auto& p : params) (p.remote ? remote_trial : trial).emplace_back(p.key, fitted_literal(p, p.start), "trial");
-    rewrite_platform(base_text, platform_file, trial);
-    if (remote_file) rewrite_platform(remote_file->text, remote_file->path, remote_trial);
+    std::vector<double> starts;
+    for (const auto& p : params) starts.push_back(p.start);
+    const auto trial = [](size_t) { return std::string("trial"); };
+    rewrite_platform(base_text, platform_file, host_changes(params, starts, false, trial));
+    if (remote_file) rewrite_platform(remote_file->text, remote_file->path, host_changes(params, starts, true, trial));
   }
 
   size_t quantities = 0;
@@ -756,14 +766,12 @@ int run_calibrate(const CalibrateOptions& o) {
     // Each host's file: its fitted values, then the --set values it was fitted with.
     auto fitted_file = [&](bool remote, const model::Platform& host, const model::Platform& host_as_filed,
                            const std::string& text, const std::string& path) {
-      std::vector<std::tuple<std::string, std::string, std::string>> changes;
-      for (size_t k = 0; k < n; ++k)
-        if (params[k].remote == remote)
-          changes.emplace_back(params[k].key, fitted_literal(params[k], fitted[k]),
-                               fmt::format("fitted to {} by hcasim calibrate ({}, RMS error {:.2f} %{}; was {})",
-                                           runs_text, plural(fit_obs.size(), "run"), 100 * st.best,
-                                           converged ? "" : fmt::format(", not converged in {} evaluations", st.evals),
-                                           short_number(param_number(host_as_filed.param(params[k].key)))));
+      Changes changes = host_changes(params, fitted, remote, [&](size_t k) {
+        return fmt::format("fitted to {} by hcasim calibrate ({}, RMS error {:.2f} %{}; was {})", runs_text,
+                           plural(fit_obs.size(), "run"), 100 * st.best,
+                           converged ? "" : fmt::format(", not converged in {} evaluations", st.evals),
+                           short_number(param_number(host_as_filed.param(params[k].key))));
+      });
       for (const auto& s : platform_settings(o.sets)) {
         const std::string key = s.substr(0, s.find('='));
         if (std::any_of(params.begin(), params.end(), [&](const FitParam& p) { return p.key == key && p.remote == remote; }))

@@ -2,7 +2,6 @@
 // netperf_main in scenarios/main.cpp. Kept in its own file: it is the only part of the perftest
 // command line that needs sim::run_perftest, so the parser and the output stay testable without
 // linking the simulation.
-#include <filesystem>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -30,7 +29,7 @@ void check_trace_path(const std::string& trace, const std::optional<std::string>
     throw InputError(fmt::format("--trace {}: the trace would land inside the tool's output on stdout; write it to a file",
                                  trace));
   util::check_output_path(trace, "--trace");
-  if (csv && std::filesystem::path(*csv).lexically_normal() == std::filesystem::path(trace).lexically_normal())
+  if (csv && util::same_path(*csv, trace))
     throw InputError(fmt::format("--trace {}: also the --csv file; give each its own file", trace));
 }
 

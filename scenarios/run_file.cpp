@@ -1107,13 +1107,12 @@ class PingpongOutputReader {
                           options_.iters, expected));
     if (iters_seconds != r.seconds)
       fail_at(origin_, *iters_at,
-              fmt::format("{}: {} seconds, the line before says {}", tool(), m_text(iters_seconds), m_text(r.seconds)));
+              fmt::format("{}: {:.2f} seconds, the line before says {:.2f}", tool(), iters_seconds, r.seconds));
     return r;
   }
 
  private:
   std::string_view tool() const { return frontends::pingpong_tool_name(options_.program); }
-  static std::string m_text(double v) { return fmt::format("{:.2f}", v); }
   uint64_t whole(const std::string& text, uint32_t line, const char* what) const {
     const std::optional<uint64_t> v = parse_whole(text);
     if (!v) fail_at(origin_, line, fmt::format("{}: {} '{}' is not a whole number", tool(), what, text));

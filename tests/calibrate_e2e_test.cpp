@@ -18,22 +18,14 @@
 
 #include "model/platform.h"
 #include "util/csv.h"
+#include "tests/scratch.h"
 #include "tests/sim_length.h"
 
 namespace {
 
 namespace fs = std::filesystem;
 
-/// A private directory for one test, removed at the end.
-struct Scratch {
-  fs::path dir;
-  explicit Scratch(const std::string& name)
-      : dir(fs::temp_directory_path() / ("hcasim-" + name + "-" + std::to_string(::getpid()))) {
-    fs::create_directories(dir);
-  }
-  ~Scratch() { fs::remove_all(dir); }
-  std::string path(const std::string& file) const { return (dir / file).string(); }
-};
+using hcasim::test::Scratch;
 
 std::string slurp(const std::string& path) {
   std::ifstream in(path);

@@ -15,6 +15,7 @@
 #include "model/error.h"
 #include "model/platform.h"
 #include "scenarios/calibrate.h"
+#include "tests/scratch.h"
 
 namespace {
 
@@ -227,9 +228,8 @@ TEST(CalibrateQuantities, PingpongCsvGivesUsecPerIter) {
 TEST(CalibrateRuns, RunFilePingpongRunsAreFittedByTheirUsecPerIter) {
   // A pasted client run: 4096 x 1000 x 2 = 8192000 B; calibrate compares its usec/iter and
   // simulates the command as typed, -n capped at --iterations as perftest's is.
-  const auto dir = std::filesystem::temp_directory_path() / ("hcasim-cal-pp-" + std::to_string(::getpid()));
-  std::filesystem::create_directories(dir);
-  const std::string path = (dir / "pp.txt").string();
+  const hcasim::test::Scratch dir("cal-pp");
+  const std::string path = dir.path("pp.txt");
   std::ofstream(path) << "$ ibv_rc_pingpong -g 0 server1\n"
                          "8192000 bytes in 0.01 seconds = 5617.42 Mbit/sec\n"
                          "1000 iters in 0.01 seconds = 11.67 usec/iter\n";
@@ -240,7 +240,6 @@ TEST(CalibrateRuns, RunFilePingpongRunsAreFittedByTheirUsecPerIter) {
   EXPECT_EQ(observation_argv(obs[0], "p.toml", {}, SimLength{std::nullopt, 500, std::nullopt}),
             (std::vector<std::string>{"hcasim", "ibv_rc_pingpong", "-g", "0", "server1", "-n", "500", "--platform",
                                       "p.toml"}));
-  std::filesystem::remove_all(dir);
 }
 
 TEST(CalibratePlatform, RewritesValueAndSourceOnTheParameterLine) {
@@ -343,9 +342,8 @@ TEST(CalibrateRuns, RunFileTcpRrAndMaertsRuns) {
   // A TCP_RR run is fitted on its transaction rate and service demands per transaction, a
   // TCP_MAERTS run on its throughput and service demands per KB, as printed (netperf 2.4.3's
   // send_tcp_rr cpu_fmt_1_line_1/2 and send_tcp_maerts cpu_fmt_1).
-  const auto dir = std::filesystem::temp_directory_path() / ("hcasim-cal-rr-" + std::to_string(::getpid()));
-  std::filesystem::create_directories(dir);
-  const std::string path = (dir / "rr.txt").string();
+  const hcasim::test::Scratch dir("cal-rr");
+  const std::string path = dir.path("rr.txt");
   std::ofstream(path) << "$ netperf -P 0 -c -C -t TCP_RR -l 10 -- -r 64,1024\n"
                          "16384  87380  64      1024   10.00   13718.45  12.45  11.98  72.602  69.862 \n"
                          "16384  87380 \n"
@@ -357,19 +355,16 @@ TEST(CalibrateRuns, RunFileTcpRrAndMaertsRuns) {
                                  {"transaction_rate", 13718.45}, {"sd_local_per_tr", 72.602}, {"sd_remote_per_tr", 69.862}}));
   EXPECT_EQ(obs[1].measured, (std::vector<std::pair<std::string, double>>{
                                  {"throughput", 8323.20}, {"sd_local", 1.020}, {"sd_remote", 1.074}}));
-  std::filesystem::remove_all(dir);
 }
 
 TEST(CalibrateRuns, PerftestCyclesAreRefused) {
-  const auto dir = std::filesystem::temp_directory_path() / ("hcasim-cal-" + std::to_string(::getpid()));
-  std::filesystem::create_directories(dir);
-  const std::string path = (dir / "cycles.txt").string();
+  const hcasim::test::Scratch dir("cal");
+  const std::string path = dir.path("cycles.txt");
   std::ofstream(path) << "$ ib_write_lat -s 2 -C\n"
                          " #bytes #iterations    t_min[cycles]    t_max[cycles]  t_typical[cycles]\n"
                          " 2       1000          2000           9000         2100\n";
   EXPECT_EQ(error_of([&] { load_observations(path); }),
             path + ":1: the output is in CPU cycles (perftest -C); calibrate compares microseconds: run it without -C");
-  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

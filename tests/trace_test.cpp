@@ -196,6 +196,8 @@ TEST_F(TraceRun, BadInputIsOneLineAndWritesNothing) {
       {"--trace-window 0,1", "--trace-window: needs --trace FILE"},
       {"--transport ipoib --trace-window 0,-1 --trace " + t, "--trace-window: '0,-1' is not START,LEN"},
       {"--trace " + t + " --csv " + t, "--trace " + t + ": also the --csv file"},
+      // The same file, relative to the working directory the command runs in.
+      {"--trace " + t + " --csv " + std::filesystem::relative(t).string(), "--trace " + t + ": also the --csv file"},
       {"--trace " + path("no/such/t.json"), "cannot write (no such directory)"},
       {"--trace " + t + " --trace " + path("u.json"), "--trace: given twice"},
   };

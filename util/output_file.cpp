@@ -28,6 +28,11 @@ void check_single_value(const std::string& what, const std::vector<std::string>&
   if (values.size() > 1) throw InputError(fmt::format("{}: given twice ({}, then {}); give it once", what, values[0], values[1]));
 }
 
+bool same_path(const std::string& a, const std::string& b) {
+  namespace fs = std::filesystem;
+  return fs::weakly_canonical(fs::absolute(a)) == fs::weakly_canonical(fs::absolute(b));
+}
+
 void check_not_an_input(const std::string& path, const std::vector<std::string>& inputs, const std::string& what) {
   namespace fs = std::filesystem;
   std::error_code ec;

@@ -28,6 +28,12 @@ void check_output_path(const std::string& path, const std::string& what);
 /// silently.
 void check_single_value(const std::string& what, const std::vector<std::string>& values);
 
+/// Whether paths `a` and `b` name one file, existing or not: "a.toml", "./a.toml" and its
+/// absolute path are one (both made absolute, then weakly_canonical: symbolic links of the
+/// existing part resolved, the rest normalised). For two outputs of one run, before either is
+/// written.
+bool same_path(const std::string& a, const std::string& b);
+
 /// Throws InputError "WHAT PATH: it is an input of this run (INPUT), not overwritten" when
 /// `path` names the same existing file as one of `inputs` (a platform, scenario, reference or
 /// run file): `--csv` over the scenario it runs replaced the scenario.
