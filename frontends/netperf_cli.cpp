@@ -630,8 +630,6 @@ TcpStreamConfig to_tcp_stream_config(const NetperfOptions& o) {
       fail(fmt::format("{}: TCP_RR sends requests and responses of -r's sizes; -m and -M belong to TCP_STREAM and "
                        "TCP_MAERTS",
                        o.send_size ? "-m" : "-M"));
-    if (o.transport == "ipoib")
-      fail("-t TCP_RR: request/response over IPoIB (--transport ipoib) is not simulated; use --transport sdp");
   }
   if (c.test == NetperfTest::Maerts && o.trace_path) fail("--trace: traced for TCP_STREAM only, not TCP_MAERTS");
   if (c.test == NetperfTest::Maerts && o.explain) fail("--explain: explained for TCP_STREAM only, not TCP_MAERTS");
@@ -672,8 +670,6 @@ TcpStreamConfig to_tcp_stream_config(const NetperfOptions& o) {
          "whole run");
   if (o.steady_rel > 0 && o.length_bytes > 0)
     fail("--steady: a run of a byte count (-l -N) sends all of it; give a test length in seconds");
-  if (o.transport == "ipoib" && o.nodelay)
-    fail("-D: TCP_NODELAY is modelled for SDP only, not for --transport ipoib");
   if (o.transport == "ipoib" && c.faults.any())
     fail("fault.*: faults on the wire are modelled for SDP only, not for --transport ipoib");
   return c;

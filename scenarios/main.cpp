@@ -193,7 +193,9 @@ int netperf_main(const std::vector<std::string>& args) {
   const auto simulate = [&l = local, &r = remote, &config, &ipoib, &opts]() -> frontends::TcpStreamResult {
     try {
       switch (config.test) {
-        case frontends::NetperfTest::Rr: return sim::run_tcp_rr(l, r, config);
+        case frontends::NetperfTest::Rr:
+          if (opts.transport == "ipoib") return (ipoib = sim::run_ipoib_rr(l, r, config))->stream;
+          return sim::run_tcp_rr(l, r, config);
         case frontends::NetperfTest::Maerts:
           if (opts.transport == "ipoib") return (ipoib = sim::run_ipoib_maerts(l, r, config))->stream;
           return sim::run_tcp_maerts(l, r, config);

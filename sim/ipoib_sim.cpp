@@ -35,13 +35,11 @@ IpoibHost read_ipoib_host(const model::Platform& p) {
 }
 
 Stream::Stream(const HostParams& ha, const HostParams& hb, const IpoibHost& a, const IpoibHost& b,
-               const frontends::TcpStreamConfig& cfg, uint64_t sndbuf, uint64_t rcvbuf, uint64_t send_size,
+               const frontends::TcpStreamConfig& cfg, const std::array<uint64_t, 4>& buffers, uint64_t send_size,
                uint64_t recv_size, int lcpu, int rcpu, ChromeTrace* trace)
     : cfg_(cfg),
       trace_(trace),
       bed_(ha, hb, cfg.seed, sdp::DataMode::Reference, /*first_pair=*/false),
-      sndbuf_(sndbuf),
-      rcvbuf_(rcvbuf),
       send_size_(send_size),
       recv_size_(recv_size),
       lcpu_(lcpu),
@@ -72,31 +70,42 @@ Stream::Stream(const HostParams& ha, const HostParams& hb, const IpoibHost& a, c
   std::tie(side_[0].qp, side_[1].qp) = bed_.add_qp_pair(shape);
   mss_clamp_ = std::min(model::ipoib::tcp_mss(a.ipoib, ha.ib), model::ipoib::tcp_mss(b.ipoib, hb.ib));
   header_bytes_ = model::ipoib::kIpTcpHeaderBytes + (a.ipoib.tcp_timestamps ? model::ipoib::kTcpTimestampBytes : 0);
-  establish();
+  // The buffers as netperf set them: -s S,R on netperf's socket, -S S,R on netserver's.
+  flow_[0].from = 0;
+  flow_[0].sndbuf = buffers[0];
+  flow_[0].rcvbuf = buffers[3];
+  flow_[0].snd_locked = cfg.local_send_socket != 0;
+  flow_[0].rcv_locked = cfg.remote_recv_socket != 0;
+  flow_[1].from = 1;
+  flow_[1].sndbuf = buffers[2];
+  flow_[1].rcvbuf = buffers[1];
+  flow_[1].snd_locked = cfg.remote_send_socket != 0;
+  flow_[1].rcv_locked = cfg.local_recv_socket != 0;
+  for (Flow& f : flow_) establish(f);
 }
 
-void Stream::establish() {
-  sndbuf_created_ = sndbuf_;
-  rcvbuf_created_ = rcvbuf_;
-  snd_locked_ = cfg_.local_send_socket != 0;
-  rcv_locked_ = cfg_.remote_recv_socket != 0;
-  // The SYN-ACK offers a window from the listener's buffer (tcp_select_initial_window); the
-  // sender bounds its segments to half of it (tcp_sync_mss after tcp_rcv_synsent_state_process).
-  const uint64_t syn_window = model::tcp_initial_window(rcvbuf_, mss_clamp_);
-  max_window_ = syn_window;
-  mss_ = mss_first_ = model::tcp_mss_for_window(mss_clamp_, max_window_, header_bytes_ - 20);
-  cwnd_ = model::tcp_initial_cwnd(mss_);
+void Stream::establish(Flow& f) {
+  const Side& tx = side_[static_cast<size_t>(f.from)];
+  const Side& rx = side_[static_cast<size_t>(1 - f.from)];
+  f.sndbuf_created = f.sndbuf;
+  f.rcvbuf_created = f.rcvbuf;
+  // The SYN (or SYN-ACK) offers a window from the receiver's buffer (tcp_select_initial_window);
+  // the sender bounds its segments to half of it (tcp_sync_mss after the handshake).
+  const uint64_t syn_window = model::tcp_initial_window(f.rcvbuf, mss_clamp_);
+  f.max_window = syn_window;
+  f.mss = f.mss_first = model::tcp_mss_for_window(mss_clamp_, f.max_window, header_bytes_ - 20);
+  f.cwnd = model::tcp_initial_cwnd(f.mss);
   // tcp_init_buffer_space at establishment: the unlocked buffers' fixups, then the window clamp
   // (the full window, less one segment kept back when that leaves at least two: tcp_app_win).
-  if (!rcv_locked_) rcvbuf_ = model::tcp_fixup_rcvbuf(rcvbuf_, mss_clamp_, side_[1].p.net.tcp_rmem_max);
-  if (!snd_locked_) sndbuf_ = model::tcp_fixup_sndbuf(sndbuf_, mss_clamp_, side_[0].p.net.tcp_wmem_max);
-  const uint64_t maxwin = model::tcp_window_from_space(rcvbuf_);
-  window_clamp_ = maxwin;
-  if (window_clamp_ > 2 * uint64_t{mss_clamp_} && window_clamp_ + mss_clamp_ > maxwin)
-    window_clamp_ = std::max(2 * uint64_t{mss_clamp_}, maxwin - mss_clamp_);
-  rcv_ssthresh_ = std::min(syn_window, window_clamp_);
-  rcvq_space_ = syn_window;
-  rcv_wnd_ = rcv_adv_right_ = snd_wnd_right_ = syn_window;
+  if (!f.rcv_locked) f.rcvbuf = model::tcp_fixup_rcvbuf(f.rcvbuf, mss_clamp_, rx.p.net.tcp_rmem_max);
+  if (!f.snd_locked) f.sndbuf = model::tcp_fixup_sndbuf(f.sndbuf, mss_clamp_, tx.p.net.tcp_wmem_max);
+  const uint64_t maxwin = model::tcp_window_from_space(f.rcvbuf);
+  f.window_clamp = maxwin;
+  if (f.window_clamp > 2 * uint64_t{mss_clamp_} && f.window_clamp + mss_clamp_ > maxwin)
+    f.window_clamp = std::max(2 * uint64_t{mss_clamp_}, maxwin - mss_clamp_);
+  f.rcv_ssthresh = std::min(syn_window, f.window_clamp);
+  f.rcvq_space = syn_window;
+  f.rcv_wnd = f.rcv_adv_right = f.snd_wnd_right = syn_window;
 }
 
 std::string_view Stream::trace_label(KernelFn fn, bool softirq) {
@@ -187,7 +196,7 @@ void Stream::irq_event(int i) {
       s.qdisc.pop_front();
       transmit(i, p);
     }
-    if (i == 0) push(c);
+    push(flow_[static_cast<size_t>(i)], c);
   }
   s.host->flush();
   irq.softirq = false;
@@ -257,11 +266,19 @@ frontends::IpoibStreamResult Stream::run() {
   Failure& f = bed_.failure();
   for (int i = 0; i < 2; ++i)
     s.spawn(i == 0 ? "ipoib-open-A" : "ipoib-open-B", [this, i, &f] { f.guard("ipoib open", [this, i] { open(i); }); });
-  s.spawn("netserver", [this, &f] { f.guard("netserver", [this] { netserver(); }); });
-  s.spawn("netperf", [this, &f] { f.guard("netperf", [this] { netperf(); }); });
-  s.spawn("delack-B", [this, &f] { f.guard("delayed ACK timer", [this] { delack_loop(); }); }, true);
-  const double limit_s =
-      cfg_.length_bytes ? 60 + static_cast<double>(cfg_.length_bytes) * 8 / 1e7 : 2 * cfg_.length_s + 10;
+  if (rr()) {
+    s.spawn("netserver", [this, &f] { f.guard("netserver", [this] { rr_netserver(); }); });
+    s.spawn("netperf", [this, &f] { f.guard("netperf", [this] { rr_netperf(); }); });
+    s.spawn("delack-A", [this, &f] { f.guard("delayed ACK timer", [this] { delack_loop(flow_[1]); }); }, true);
+  } else {
+    s.spawn("netserver", [this, &f] { f.guard("netserver", [this] { netserver(); }); });
+    s.spawn("netperf", [this, &f] { f.guard("netperf", [this] { netperf(); }); });
+  }
+  s.spawn("delack-B", [this, &f] { f.guard("delayed ACK timer", [this] { delack_loop(flow_[0]); }); }, true);
+  const double limit_s = rr()                ? (cfg_.transactions ? 60 + static_cast<double>(cfg_.transactions) * 1e-3
+                                                                  : 2 * cfg_.length_s + 10)
+                         : cfg_.length_bytes ? 60 + static_cast<double>(cfg_.length_bytes) * 8 / 1e7
+                                             : 2 * cfg_.length_s + 10;
   bed_.run(limit_s);
   if (ring_dry_ >= 0) {
     const Side& d = side_[static_cast<size_t>(ring_dry_)];
@@ -274,30 +291,52 @@ frontends::IpoibStreamResult Stream::run() {
 
   frontends::IpoibStreamResult out;
   frontends::TcpStreamResult& r = out.stream;
-  r.local_send_socket = sndbuf_created_;
-  r.remote_recv_socket = rcvbuf_created_;
-  out.send_socket_end = sndbuf_;
-  out.recv_socket_end = rcvbuf_;
-  out.send_socket_tuned = !snd_locked_;
-  out.recv_socket_tuned = !rcv_locked_;
-  out.mss_first = mss_first_;
+  const Flow& f0 = flow_[0];
+  const Flow& f1 = flow_[1];
+  r.local_send_socket = f0.sndbuf_created;
+  r.remote_recv_socket = f0.rcvbuf_created;
+  r.local_recv_socket = f1.rcvbuf_created;
+  r.remote_send_socket = f1.sndbuf_created;
+  out.send_socket_end = f0.sndbuf;
+  out.recv_socket_end = f0.rcvbuf;
+  out.send_socket_tuned = !f0.snd_locked;
+  out.recv_socket_tuned = !f0.rcv_locked;
+  out.mss_first = f0.mss_first;
   r.send_size = send_size_;
   r.recv_size = recv_size_;
   r.elapsed_s = (t_end_ - t_start_) * 1e-9;
   if (demo_) r.interim = demo_->results();
   r.bytes_sent = sent_;
-  r.bytes_received = copied_;
   r.send_calls = send_calls_;
   r.recv_calls = recv_calls_;
   r.local_cpus = side_[0].hp.costs.cpus;
   r.remote_cpus = side_[1].hp.costs.cpus;
-  r.data_verified = copied_ == sent_;
-  if (!r.data_verified)
-    throw std::runtime_error(fmt::format("stream check failed: sent {} B, received {} B", sent_, copied_));
+  if (rr()) {
+    // Requests one way, responses the other: every request netperf sent was read by netserver
+    // (it reads until netperf closes); netperf read the responses of the transactions counted.
+    r.transactions = transactions_;
+    r.request_size = cfg_.request_size;
+    r.response_size = cfg_.response_size;
+    r.latency_us = latency_;
+    r.bytes_received = f1.copied;
+    r.data_verified = f0.copied == sent_ && f1.copied >= transactions_ * cfg_.response_size;
+    if (!r.data_verified)
+      throw std::runtime_error(fmt::format("stream check failed: requests {} B sent, {} B received; responses {} B "
+                                           "received for {} transactions",
+                                           sent_, f0.copied, f1.copied, transactions_));
+  } else {
+    r.bytes_received = f0.copied;
+    r.data_verified = f0.copied == sent_;
+    if (!r.data_verified)
+      throw std::runtime_error(fmt::format("stream check failed: sent {} B, received {} B", sent_, f0.copied));
+  }
   const double elapsed_ns = t_end_ - t_start_;
+  // What netperf measured: a TCP_RR's CPU at its alarm, a stream's at its end.
+  std::array<std::vector<frontends::KernelProfile>, 2> profs;
   for (size_t i = 0; i < 2; ++i) {
-    auto acc = side_[i].host->accounts();
-    auto& prof = side_[i].prof;
+    auto acc = accounts_at_stop_ ? (*accounts_at_stop_)[i] : side_[i].host->accounts();
+    auto& prof = profs[i];
+    prof = profiles_at_stop_ ? (*profiles_at_stop_)[i] : side_[i].prof;
     for (size_t k = 0; k < acc.size(); ++k) {
       // The timer tick, as in the SDP path; it shows in the utilisation, not in the profile.
       double& timer = acc[k].busy_ns[static_cast<size_t>(model::Activity::Timer)];
@@ -327,11 +366,11 @@ frontends::IpoibStreamResult Stream::run() {
     bed_.describe(m, {lcpu_, rcpu_});
     r.explain = std::move(m);
   }
-  out.local_kernel = side_[0].prof;
-  out.remote_kernel = side_[1].prof;
-  out.mss = mss_;
-  out.segments = segments_;
-  out.acks = acks_;
+  out.local_kernel = std::move(profs[0]);
+  out.remote_kernel = std::move(profs[1]);
+  out.mss = f0.mss;
+  out.segments = f0.segments + f1.segments;
+  out.acks = f0.acks + f1.acks;
   out.local_interrupts = side_[0].hca->interrupts();
   out.remote_interrupts = side_[1].hca->interrupts();
   r.simgrid_activities = bed_.stats().activities();
@@ -350,10 +389,11 @@ using ipoib_detail::Stream;
 
 void check_ipoib_parameters(const model::Platform& p) { (void)read_ipoib_host(p); }
 
-frontends::IpoibStreamResult run_ipoib_stream(const model::Platform& local, const model::Platform& remote,
-                                   const frontends::TcpStreamConfig& cfg) {
-  // A precondition on the config: the front end rejects -l 0 in its own words (frontends/netperf_cli.cpp).
-  if (cfg.length_bytes == 0 && !(cfg.length_s > 0)) throw InputError(fmt::format("TcpStreamConfig: length_s {} must be > 0 when length_bytes is 0", cfg.length_s));
+namespace {
+
+/// The TCP connection over IPoIB of run_ipoib_stream and run_ipoib_rr (cfg.test chooses).
+frontends::IpoibStreamResult run_ipoib(const model::Platform& local, const model::Platform& remote,
+                                       const frontends::TcpStreamConfig& cfg) {
   if (cfg.verify_data)
     throw InputError("TcpStreamConfig: verify_data is set, but the IPoIB path moves byte counts, not bytes");
   if (cfg.faults.any())
@@ -379,7 +419,13 @@ frontends::IpoibStreamResult run_ipoib_stream(const model::Platform& local, cons
   if (ha.ib.mtu != hb.ib.mtu || (a.ipoib.mode == model::ipoib::Mode::Connected && a.ipoib.connected_mtu != b.ipoib.connected_mtu))
     throw InputError("ib.mtu / ipoib.connected_mtu: both hosts must have the same MTU");
   const StreamSetup setup = stream_setup(ha, hb, local, remote, cfg);
-  const uint64_t sndbuf = setup.send_socket, rcvbuf = setup.recv_socket;
+  // The four socket buffers as getsockopt gives them at creation (-s S,R and -S S,R).
+  const std::array<uint64_t, 4> buffers{
+      setup.send_socket,
+      model::linux_socket_buffer(cfg.local_recv_socket, ha.rmem_max, ha.rmem_default, model::kSockMinRcvbuf),
+      model::linux_socket_buffer(cfg.remote_send_socket, hb.wmem_max, hb.wmem_default, model::kSockMinSndbuf),
+      setup.recv_socket};
+  const bool rr = cfg.test == frontends::NetperfTest::Rr;
   std::unique_ptr<ChromeTrace> trace;  // --trace; outlives the stream, whose bed reports to it
   if (cfg.trace) {
     trace = std::make_unique<ChromeTrace>(
@@ -388,17 +434,38 @@ frontends::IpoibStreamResult run_ipoib_stream(const model::Platform& local, cons
                                    fmt::format("B: netserver on {}", remote.name())});
     trace->set_message_name("TCP segment");
   }
-  Stream stream(ha, hb, a, b, cfg, sndbuf, rcvbuf, setup.send_size, setup.recv_size, setup.local_cpu, setup.remote_cpu,
-                trace.get());
+  Stream stream(ha, hb, a, b, cfg, buffers, rr ? cfg.request_size : setup.send_size,
+                rr ? cfg.response_size : setup.recv_size, setup.local_cpu, setup.remote_cpu, trace.get());
   frontends::IpoibStreamResult out = stream.run();
-  // The two buffers the stream does not use, as getsockopt gives them at creation (the
-  // omni selectors LSR_SIZE, RSS_SIZE of TCP_STREAM print them).
-  out.stream.local_recv_socket = model::linux_socket_buffer(cfg.local_recv_socket, ha.rmem_max, ha.rmem_default, model::kSockMinRcvbuf);
-  out.stream.remote_send_socket = model::linux_socket_buffer(cfg.remote_send_socket, hb.wmem_max, hb.wmem_default, model::kSockMinSndbuf);
   if (trace)
     out.stream.trace_json = trace->json({{"tool", "netperf"}, {"transport", "ipoib"},
                                          {"ipoib_mode", a.ipoib.mode == model::ipoib::Mode::Connected ? "connected" : "datagram"},
                                          {"local_platform", local.name()}, {"remote_platform", remote.name()}});
+  return out;
+}
+
+}  // namespace
+
+frontends::IpoibStreamResult run_ipoib_stream(const model::Platform& local, const model::Platform& remote,
+                                              const frontends::TcpStreamConfig& cfg) {
+  // Preconditions on the config: the front end rejects -l 0 in its own words (frontends/netperf_cli.cpp).
+  if (cfg.test == frontends::NetperfTest::Rr) throw InputError("TcpStreamConfig: a TCP_RR runs with run_ipoib_rr");
+  if (cfg.length_bytes == 0 && !(cfg.length_s > 0))
+    throw InputError(fmt::format("TcpStreamConfig: length_s {} must be > 0 when length_bytes is 0", cfg.length_s));
+  return run_ipoib(local, remote, cfg);
+}
+
+frontends::IpoibStreamResult run_ipoib_rr(const model::Platform& local, const model::Platform& remote,
+                                          const frontends::TcpStreamConfig& cfg) {
+  if (cfg.test != frontends::NetperfTest::Rr) throw InputError("TcpStreamConfig: run_ipoib_rr runs a TCP_RR");
+  if (cfg.transactions == 0 && !(cfg.length_s > 0))
+    throw InputError(fmt::format("TcpStreamConfig: length_s {} must be > 0 when transactions is 0", cfg.length_s));
+  if (cfg.request_size == 0 || cfg.response_size == 0)
+    throw InputError("TcpStreamConfig: TCP_RR request and response sizes must be at least 1 byte");
+  frontends::IpoibStreamResult out = run_ipoib(local, remote, cfg);
+  // send_tcp_rr's sizes: -r's request and response.
+  out.stream.send_size = cfg.request_size;
+  out.stream.recv_size = cfg.response_size;
   return out;
 }
 

@@ -1,5 +1,5 @@
 #pragma once
-/// \file netperf TCP_STREAM over IPoIB: the Linux TCP/IPv4 stack of two hosts, modelled per
+/// \file netperf TCP_STREAM, TCP_MAERTS and TCP_RR over IPoIB: the Linux TCP/IPv4 stack of two hosts, modelled per
 /// packet and per byte (model/netstack.h), over IPoIB in datagram (UD) or connected (RC) mode
 /// (model/ipoib.h), through each host's bus (PCIe, model/pcie.h, or PCI-X, model/pcix.h) and
 /// the IB link (model/ib.h).
@@ -53,6 +53,19 @@ namespace hcasim::sim {
 /// without [netstack].
 frontends::IpoibStreamResult run_ipoib_stream(const model::Platform& local, const model::Platform& remote,
                                               const frontends::TcpStreamConfig& config);
+
+/// Runs netperf TCP_RR over IPoIB (nettest_bsd.c send_tcp_rr / recv_tcp_rr) on the connection
+/// run_ipoib_stream models, its TCP state kept per direction: netperf send()s a request of
+/// config.request_size bytes and recv()s until the config.response_size bytes of the response
+/// are in; netserver recv()s the whole request and send()s the response. Each data segment
+/// carries the ACK of the other direction, which cancels the receiver's delayed ACK (40 ms);
+/// Nagle holds a short segment while data is unacknowledged unless config.nodelay (netperf's
+/// test option -D). A timed run counts the transactions completed by its alarm, a counted one
+/// (config.transactions) runs exactly that many; the CPU figures are taken at the
+/// alarm (timed) or at the last response (counted). Throws as run_ipoib_stream does, and InputError for request or response
+/// sizes of 0 or neither length_s nor transactions.
+frontends::IpoibStreamResult run_ipoib_rr(const model::Platform& local, const model::Platform& remote,
+                                          const frontends::TcpStreamConfig& config);
 
 /// Runs netperf TCP_MAERTS over IPoIB: run_ipoib_stream from netserver's host (`remote`) to
 /// netperf's (`local`) with the roles' buffers and CPUs (maerts_stream_config), turned round

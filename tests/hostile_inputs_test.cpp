@@ -515,8 +515,9 @@ std::vector<Case> cases() {
   add({.name = "netperf_rr_send_size", .args = {"netperf", "-t", "TCP_RR", "--", "-m", "64K"},
        .line = E + "-m: TCP_RR sends requests and responses of -r's sizes; -m and -M belong to TCP_STREAM and "
                    "TCP_MAERTS"});
-  add({.name = "netperf_rr_ipoib", .args = {"netperf", "-t", "TCP_RR", "--transport", "ipoib"},
-       .line = E + "-t TCP_RR: request/response over IPoIB \\(--transport ipoib\\) is not simulated; use --transport sdp"});
+  add({.name = "netperf_rr_ipoib_verify_data",
+       .args = {"netperf", "-t", "TCP_RR", "--transport", "ipoib", "--verify-data"},
+       .line = E + "--verify-data: the IPoIB path \\(--transport ipoib\\) moves byte counts, not bytes; use --transport sdp"});
   add({.name = "netperf_rr_steady", .args = {"netperf", "-t", "TCP_RR", "--steady", "0.01"},
        .line = E + "--steady: a steady-state measurement is made for TCP_STREAM and TCP_MAERTS, not TCP_RR"});
   add({.name = "netperf_rr_explain", .args = {"netperf", "-t", "TCP_RR", "--explain"},

@@ -1402,9 +1402,6 @@ TEST(RunFileErrors, NetperfRrUnreadableLayouts) {
   EXPECT_EQ(error_of("# netperf -P 0 -t TCP_RR -l 10 -- -m 64K\n"),
             "runs.txt:1: netperf: -m: TCP_RR sends requests and responses of -r's sizes; -m and -M belong to "
             "TCP_STREAM and TCP_MAERTS");
-  EXPECT_EQ(error_of("# netperf -P 0 -t TCP_RR --transport ipoib -l 10\n"),
-            "runs.txt:1: netperf: -t TCP_RR: request/response over IPoIB (--transport ipoib) is not simulated; use "
-            "--transport sdp");
   // netperf 2.7's output selectors print no 2.4 table.
   EXPECT_EQ(error_of("# netperf -P 0 -t TCP_RR -l 10 -- -O THROUGHPUT\n"),
             "runs.txt:1: netperf: -o, -O, -k: netperf 2.7's output selectors; a run file reads netperf 2.4's "

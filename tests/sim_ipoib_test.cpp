@@ -282,3 +282,60 @@ INSTANTIATE_TEST_SUITE_P(Grid, IpoibBufferGrid,
                          ::testing::Combine(::testing::Values("datagram", "connected"),
                                             ::testing::Values("unset", "16K", "64K", "256K", "1M", "4M"),
                                             ::testing::Values("1K", "16K", "64K")));
+
+// TCP_RR over IPoIB (sim::run_ipoib_rr), datagram mode on connectx-ddr-pcie1x8: a 1 B request
+// and a 1 B response are one segment each; the response carries the ACK of the request and the
+// next request the ACK of the response (tcp_transmit_skb sets the ACK field of every segment),
+// which clears the delayed-ACK timer each time, so no pure ACK is ever sent and a transaction is
+// two segments. A pure ACK per transaction, or the 40 ms timer firing, would fail this.
+TEST(SimIpoibRr, EachSegmentCarriesTheOtherDirectionsAck) {
+  const model::Platform p = platform("connectx-ddr-pcie1x8");
+  frontends::TcpStreamConfig c;
+  c.test = frontends::NetperfTest::Rr;
+  c.transactions = 2000;
+  c.request_size = 1;
+  c.response_size = 1;
+  const frontends::IpoibStreamResult r = sim::run_ipoib_rr(p, p, c);
+  EXPECT_EQ(r.stream.transactions, 2000u);
+  EXPECT_EQ(r.segments, 2u * 2000);
+  EXPECT_EQ(r.acks, 0u);
+  EXPECT_EQ(r.stream.bytes_sent, 2000u);
+  EXPECT_EQ(r.stream.bytes_received, 2000u);
+  // The four buffers netperf prints, Linux's defaults (tcp_wmem[1], tcp_rmem[1]).
+  EXPECT_EQ(r.stream.local_send_socket, 16384u);
+  EXPECT_EQ(r.stream.local_recv_socket, 87380u);
+  EXPECT_EQ(r.stream.remote_send_socket, 16384u);
+  EXPECT_EQ(r.stream.remote_recv_socket, 87380u);
+  // Each transaction costs each host a send() and a recv() at least: the system calls, two
+  // packets through TCP/IP (one out, one in) and two CQEs (the send's and the receive's).
+  const model::NetstackCosts n = model::NetstackCosts::from_platform(p);
+  const double floor_ns = n.send_call_ns + n.recv_call_ns + n.tx_packet_ns + n.rx_packet_ns + n.rx_tcp_ns +
+                          n.ipoib_post_ns + 2 * n.ipoib_cqe_ns;
+  const double per_transaction_ns = r.stream.elapsed_s * 1e9 / 2000;
+  std::cout << "IPoIB TCP_RR -r 1,1: " << per_transaction_ns << " ns per transaction, CPU floor per host "
+            << floor_ns << " ns\n";
+  EXPECT_GT(per_transaction_ns, 2 * floor_ns);  // the two hosts' work is in series
+  EXPECT_LT(per_transaction_ns, 1e6);           // no 40 ms (or any ms) wait in it
+}
+
+// A 3000 B request over datagram mode's 1992 B segments (2044 B interface MTU - 40 B of IP and
+// TCP headers - 12 B of timestamps): 1992 B, then a 1008 B tail. Linux 2.6's Nagle (Minshall's
+// variant) sends the tail at once, no earlier short segment being unacknowledged; classic Nagle
+// would hold it until the first segment's ACK, which the receiver delays 40 ms (one full
+// segment unacknowledged is not enough to ACK at once): 25 transactions a second. The receiver
+// ACKs the request at once when its second segment brings more than one full segment
+// unacknowledged (__tcp_ack_snd_check): one pure ACK per transaction.
+TEST(SimIpoibRr, ATwoSegmentRequestIsNotHeldForTheDelayedAck) {
+  const model::Platform p = platform("connectx-ddr-pcie1x8");
+  frontends::TcpStreamConfig c;
+  c.test = frontends::NetperfTest::Rr;
+  c.transactions = 500;
+  c.request_size = 3000;
+  c.response_size = 1;
+  const frontends::IpoibStreamResult r = sim::run_ipoib_rr(p, p, c);
+  EXPECT_EQ(r.mss, 1992u);
+  EXPECT_EQ(r.stream.transactions, 500u);
+  EXPECT_EQ(r.segments, 3u * 500);
+  EXPECT_EQ(r.acks, 500u);
+  EXPECT_LT(r.stream.elapsed_s, 500 * 1e-3);  // under 1 ms a transaction, 40 ms with the tail held
+}
