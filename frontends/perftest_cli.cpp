@@ -524,11 +524,6 @@ class Parser {
         // parser() case 'e': " Events feature not available on WRITE verb".
         if (!perftest_is_send(test_) && !read_or_atomic())
           fail(fmt::format("{}: perftest's events feature is not available on WRITE tests", flag));
-        // send_lat.c waits on the events of two CQs, each armed on its own; the simulated QP
-        // completes sends and receives into one CQ with one arming.
-        if (test_ == PerftestTest::SendLat)
-          fail(fmt::format("{}: hcasim ib_send_lat does not simulate completion events (perftest arms its send and "
-                           "receive CQs apart; the simulated QP has one CQ)", flag));
         o_.use_event = true;
         break;
       case 'C':

@@ -512,6 +512,30 @@ bool Qp::req_notify_cq() {
   return !cq_->empty();
 }
 
+void Qp::separate_send_cq_events() {
+  send_arm_ = std::make_unique<CqArm>();
+  send_arm_->moderator = model::EventModerator(hca_.irq_.moderation_count, hca_.irq_.moderation_period_ns);
+}
+
+bool Qp::req_notify_send_cq() {
+  if (!send_arm_) throw std::logic_error("req_notify_send_cq without separate_send_cq_events");
+  hca_.host().flush();
+  send_arm_->armed = true;
+  return !cq_->empty();
+}
+
+bool Qp::take_event_from_send_cq() {
+  if (event_sides_.empty()) return false;
+  const bool send = event_sides_.front();
+  event_sides_.pop_front();
+  return send;
+}
+
+CqArm& Qp::arm_of(const sdp::Wc& wc) {
+  const bool send = wc.opcode != sdp::WcOpcode::Recv;
+  return send && send_arm_ ? *send_arm_ : *arm_;
+}
+
 // ---- Qp: the core's backend --------------------------------------------------------------------
 
 void Qp::write(sdp::Addr dst, uint64_t len, const void* payload, uint64_t offset) {
@@ -564,7 +588,7 @@ bool Qp::write_cqe(const hca::Cqe& c, bool notify) {
     return false;  // CQ overrun (hca/cq.h): nothing written, the core moves the QP to ERROR
   if (!notify) return true;
   if (on_cqe_) on_cqe_();
-  if (arm_->armed) moderate_event();
+  if (CqArm& arm = arm_of(c.wc); arm.armed) moderate_event(arm);
   return true;
 }
 
@@ -608,19 +632,20 @@ void Qp::rnr_timer(double ns) {
 void Qp::on_error(const std::string&) {
   ++rnr_gen_;
   if (on_cqe_) on_cqe_();
-  if (arm_->armed) fire_event(0);
+  if (arm_->armed) fire_event(*arm_, 0);
+  if (send_arm_ && send_arm_->armed) fire_event(*send_arm_, 0);
 }
 
-void Qp::moderate_event() {
-  model::EventModerator& m = arm_->moderator;
+void Qp::moderate_event(CqArm& arm) {
+  model::EventModerator& m = arm.moderator;
   switch (m.on_cqe(now_ns())) {
     case model::EventModerator::Decision::Fire:
-      fire_event(hca_.timing().interrupt_latency_ns);
+      fire_event(arm, hca_.timing().interrupt_latency_ns);
       break;
     case model::EventModerator::Decision::Wait: {
       const uint64_t w = m.window();
-      hca_.timer().at(m.deadline_ns(), [this, w] {
-        if (arm_->armed && arm_->moderator.on_deadline(w)) fire_event(hca_.timing().interrupt_latency_ns);
+      hca_.timer().at(m.deadline_ns(), [this, &arm, w] {
+        if (arm.armed && arm.moderator.on_deadline(w)) fire_event(arm, hca_.timing().interrupt_latency_ns);
       });
       break;
     }
@@ -629,11 +654,15 @@ void Qp::moderate_event() {
   }
 }
 
-void Qp::fire_event(double delay_ns) {
+void Qp::fire_event(CqArm& arm, double delay_ns) {
   // EQE + interrupt after the CQE (mlx4/mthca: one event per arming).
-  arm_->armed = false;
-  arm_->moderator.reset();
-  hca_.timer().at(now_ns() + delay_ns, [this] { hca_.raise_interrupt(this); });
+  arm.armed = false;
+  arm.moderator.reset();
+  const bool send_side = &arm == send_arm_.get();
+  hca_.timer().at(now_ns() + delay_ns, [this, send_side] {
+    if (send_arm_) event_sides_.push_back(send_side);
+    hca_.raise_interrupt(this);
+  });
 }
 
 }  // namespace hcasim::sim

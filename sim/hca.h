@@ -19,6 +19,7 @@
 /// crosses the responder's route. Without faults a message is one train: every packet on the path
 /// MTU, handed to the responder at once.
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -325,6 +326,20 @@ class Qp : public sdp::Verbs, public hca::QpBackend {
   void post_recv(const sdp::RecvWr& wr) override;
   int poll_cq(std::span<sdp::Wc> out) override;
   bool req_notify_cq() override;
+
+  /// Gives this QP's send completions (SEND, RDMA WRITE and READ, atomics) a completion event of
+  /// their own, as a QP created with send_cq apart from recv_cq (ibv_create_qp(3)) whose two CQs
+  /// share one completion channel: each is armed on its own (req_notify_cq arms the receive
+  /// side, req_notify_send_cq the send side) and raises one event per arming, with the HCA's
+  /// event moderation each. The CQEs stay in one queue, in the order written: the poller sorts
+  /// them by kind. Call before the first CQE; the QP must not share its CQ (create_qp_on_cq).
+  void separate_send_cq_events();
+  /// ibv_req_notify_cq(3) on the send side's CQ (after separate_send_cq_events): arms it for its
+  /// next CQE. Returns whether a CQE was already queued (as req_notify_cq).
+  bool req_notify_send_cq();
+  /// After separate_send_cq_events, for each event the on_event handler got, in order: true when
+  /// the send side's CQ raised it. Call once per event, from the handler.
+  bool take_event_from_send_cq();
   uint32_t qp_num() const override { return qpn_; }
   uint32_t max_send_wr() const override { return core_.max_send_wr(); }
   uint32_t max_recv_wr() const override { return core_.max_recv_wr(); }
@@ -394,8 +409,13 @@ class Qp : public sdp::Verbs, public hca::QpBackend {
   bool write_cqe(const hca::Cqe& c, bool notify);
   /// The CQ is armed and a CQE arrived: generate the event (EQE + interrupt) now or when the
   /// moderation window closes.
-  void moderate_event();
-  void fire_event(double delay_ns);
+  void moderate_event(CqArm& arm);
+  /// Raises `arm`'s event (disarms it) after `delay_ns`; `send_side`: the send CQ's
+  /// (separate_send_cq_events), recorded for take_event_from_send_cq.
+  void fire_event(CqArm& arm, double delay_ns);
+  /// The arming a CQE of `wc` completes into: the send side's for a send completion after
+  /// separate_send_cq_events, else the CQ's.
+  CqArm& arm_of(const sdp::Wc& wc);
   /// The send engine's step: the requester's next train onto the wire (send-engine actor).
   void execute_one(bool after_idle);
   /// A SEND or RDMA WRITE train: through the faults to the responder, whose answers come back.
@@ -426,6 +446,8 @@ class Qp : public sdp::Verbs, public hca::QpBackend {
   sdp::Fifo<PostInfo> posts_;
   bool posting_ = false;  // inside post_send: the doorbell waits until the WQE's timing is kept
   std::shared_ptr<CqArm> arm_;  // the CQ's arming, shared as cq_ is; its moderation from the HCA's IrqConfig
+  std::unique_ptr<CqArm> send_arm_;  // separate_send_cq_events: the send side's CQ's arming
+  std::deque<bool> event_sides_;     // separate_send_cq_events: per event raised, the send side's?
   Srq* srq_ = nullptr;          // set_srq
   std::optional<hca::WireFaults<SimPayload>> req_faults_, resp_faults_;
   hca::Stage wqe_unit_;  // the processing unit that owns this QP's WQEs (hca.qp_wqe_time)

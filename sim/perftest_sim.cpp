@@ -51,6 +51,9 @@ struct Side {
   /// -e: the lanes whose completion events the interrupt handler delivered to the completion
   /// channel and ibv_get_cq_event has not yet read, oldest first; the thread sleeps on event_wq.
   std::deque<size_t> events;
+  /// -e on ib_send_lat: per event of `events`, whether the send CQ raised it (perftest's send and
+  /// receive CQs share its completion channel: Qp::separate_send_cq_events).
+  std::deque<bool> event_from_send_cq;
   SimWaitQueue event_wq;
   uint64_t cqes_written = 0;    ///< CQEs written on this side's CQs since the start (all sizes)
   bool event_stall = false;     ///< -e: the loop would wait for an event that cannot come
@@ -110,14 +113,20 @@ struct DurationClock {
 /// ibv_ack_cq_events takes a mutex and counts in user space (libibverbs verbs.c), no device
 /// access: no cost of its own. ibv_req_notify_cq re-arms the CQ of the event: libmlx4's mlx4_arm_cq
 /// writes the arm doorbell record and stores the doorbell to the UAR page (cpu.uc_store). Returns
-/// the lane of the event; perftest then polls that CQ once.
+/// the lane of the event; perftest then polls that CQ once. On ib_send_lat, whose send and
+/// receive CQs share the channel, the CQ re-armed is the event's (ev_cq).
 size_t await_event(Side& s) {
   s.host->sleep(s.event_wq, [&] { return !s.events.empty(); });  // charges the context switch when it slept
   const size_t q = s.events.front();
   s.events.pop_front();
+  const bool send_cq = s.event_from_send_cq.front();
+  s.event_from_send_cq.pop_front();
   s.host->charge(model::Activity::Syscall, s.host->costs().syscall_ns);
   s.host->charge(model::Activity::Completion, s.params->post.mmio.uc_store_ns);
-  s.lanes[q].qp->req_notify_cq();
+  if (send_cq)
+    s.lanes[q].qp->req_notify_send_cq();
+  else
+    s.lanes[q].qp->req_notify_cq();
   return q;
 }
 
@@ -243,6 +252,35 @@ bool poll_kind(Side& s, bool recv, const char* who, double deadline_ns = kInf) {
   return got;
 }
 
+/// One ibv_poll_cq(recv_cq or send_cq, 1, &wc), as perftest's loops make it after an event
+/// (-e: `while (!use_event && ne == 0)` ends after one call): true when a completion of the kind
+/// wanted was there (taken, as poll_kind takes it), false when that CQ was empty.
+bool poll_kind_once(Side& s, bool recv, const char* who) {
+  const uint64_t mine = recv ? s.recv_stash : s.send_stash;
+  bool there = mine > 0;
+  if (!there) {
+    // The CQEs of the one simulated CQ up to the first of the kind wanted: the others belong
+    // to the other CQ (kept for its poll).
+    uint64_t taken = 0;
+    std::array<sdp::Wc, 1> wc{};
+    while (!there && s.lanes[0].qp->poll_cq(wc) > 0) {
+      ++taken;
+      if (wc[0].status != sdp::WcStatus::Success)
+        throw std::runtime_error(fmt::format("{}: completion with error (status {}: {})", who,
+                                             sdp::wc_status_code(wc[0].status), sdp::wc_status_str(wc[0].status)));
+      if ((wc[0].opcode == sdp::WcOpcode::Recv) == recv)
+        there = true;
+      else
+        ++(recv ? s.send_stash : s.recv_stash);
+    }
+    s.cqes_pending -= taken;
+    s.host->charge(model::Activity::Completion, s.host->costs().user_poll_cq_ns * static_cast<double>(taken));
+    return there;
+  }
+  --(recv ? s.recv_stash : s.send_stash);
+  return true;
+}
+
 /// Posts one receive of `size` bytes into the second half of lane 0 (perftest's rwr).
 void post_recv_one(Side& s, uint64_t size, uint64_t wr_id) {
   sdp::RecvWr r;
@@ -270,7 +308,16 @@ void send_latency_loop(Side& s, const Side& peer, bool client, const frontends::
   if (clock.on) posted = cfg.rx_depth;
   while (scnt < iters || rcnt < iters || (clock.on && !clock.ended())) {
     if ((rcnt < iters || clock.on) && !(scnt < 1 && client)) {
-      if (poll_kind(s, true, who, clock.end_ns)) {
+      // -e: one event (of either CQ: they share the channel), then one poll of the receive CQ,
+      // which may come back empty (the loop then goes on to its send).
+      bool got = false;
+      if (cfg.use_event) {
+        await_event(s);
+        got = poll_kind_once(s, true, who);
+      } else {
+        got = poll_kind(s, true, who, clock.end_ns);
+      }
+      if (got) {
         if (clock.on && !clock.armed()) clock.arm();
         ++rcnt;
         if (clock.on && clock.sampling()) ++sampled;
@@ -283,7 +330,17 @@ void send_latency_loop(Side& s, const Side& peer, bool client, const frontends::
       ++scnt;
       s.host->charge(model::Activity::Post, s.host->costs().user_post_ns);
       s.lanes[0].qp->post_send(make_wr(s, peer, 0, size, scnt, sdp::WrOpcode::Send, inline_data, true));
-      poll_kind(s, false, who);
+      if (!cfg.use_event) {
+        poll_kind(s, false, who);
+      } else {
+        await_event(s);
+        // perftest reads s_wc whether or not the poll found one: an empty send CQ here (the
+        // event was the receive CQ's) would have it test an unset work completion.
+        if (!poll_kind_once(s, false, who))
+          throw std::runtime_error(fmt::format("{}: -e: the event read was the receive CQ's and the send CQ, polled "
+                                               "once, was empty: perftest would read an unset work completion here",
+                                               who));
+      }
     }
   }
   s.host->flush();
@@ -656,9 +713,9 @@ frontends::PerftestResult check_config(const HostParams& A, const HostParams& B,
   if (cfg.duration_s > 0 && cfg.use_event) throw InputError("PerftestConfig: use_event in duration mode (perftest refuses it)");
   if (cfg.test == frontends::PerftestTest::SendBw && cfg.duplex && cfg.rx_depth > A.qp_depth)
     throw frontends::ConfigError("rx_depth", fmt::format("rx depth {} is outside 1..{} (hca.max_qp_wr)", cfg.rx_depth, A.qp_depth));
-  if (cfg.use_event && cfg.test != frontends::PerftestTest::SendBw && !frontends::perftest_is_read_or_atomic(cfg.test))
-    throw InputError(fmt::format("PerftestConfig: use_event on {} (completion events are simulated on ib_send_bw and "
-                                 "the READ and atomic tools)", frontends::perftest_tool_name(cfg.test)));
+  if (cfg.use_event && !frontends::perftest_is_send(cfg.test) && !frontends::perftest_is_read_or_atomic(cfg.test))
+    throw InputError(fmt::format("PerftestConfig: use_event on {} (perftest's events are for the SEND, READ and "
+                                 "atomic tools)", frontends::perftest_tool_name(cfg.test)));
   if (std::min(A.cq_entries, B.cq_entries) < std::max(cfg.tx_depth, cfg.rx_depth))
     throw frontends::ConfigError("tx_depth/rx_depth",
                                  fmt::format("depth above hca.cq_entries {}", std::min(A.cq_entries, B.cq_entries)));
@@ -747,10 +804,13 @@ frontends::PerftestResult run_perftest(const model::Platform& local, const model
         ++sp->cqes_pending;
         ++sp->cqes_written;
         sp->cqe_wq.notify_all();
-      }, [sp, lane] {
+      }, [sp, lane, qp = l.qp] {
         sp->events.push_back(lane);
+        sp->event_from_send_cq.push_back(qp->take_event_from_send_cq());
         sp->host->wake(sp->event_wq);
       });
+      // ib_send_lat: a send CQ and a receive CQ on one completion channel (ctx_init).
+      if (cfg.use_event && cfg.test == frontends::PerftestTest::SendLat) l.qp->separate_send_cq_events();
       if (cfg.test == frontends::PerftestTest::WriteLat)
         l.qp->set_write_handler([sp](sdp::Addr, uint64_t) {
           sp->landed_ns.push_back(now_ns());
@@ -791,7 +851,10 @@ frontends::PerftestResult run_perftest(const model::Platform& local, const model
         // -e: the CQs are armed once before the test (read_lat.c, send_bw.c ... main:
         // ibv_req_notify_cq), re-armed by every event read (await_event).
         if (cfg.use_event)
-          for (const Lane& l : s.lanes) l.qp->req_notify_cq();
+          for (const Lane& l : s.lanes) {
+            l.qp->req_notify_cq();
+            if (cfg.test == frontends::PerftestTest::SendLat) l.qp->req_notify_send_cq();
+          }
         for (size_t k = 0; k < cfg.sizes.size(); ++k) {
           const uint64_t size = cfg.sizes[k];
           SendBwServer receiver(s, cfg, size);

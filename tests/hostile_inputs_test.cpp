@@ -652,11 +652,11 @@ std::vector<Case> cases() {
        .line = E + "--explain: the latency stages are ib_write_lat's; ib_read_lat has none .*"});
   add({.name = "ib_send_lat_rx_depth_zero", .args = {"ib_send_lat", "-r", "0"},
        .line = E + "-r: 0 is out of range \\(perftest: 1\\.\\.16384\\)"});
-  // -e: parser() case 'e' refuses the WRITE verb; hcasim's ib_send_lat has one CQ per QP.
+  // -e: parser() case 'e' refuses the WRITE verb, force_dependecies the duration mode.
   add({.name = "ib_write_lat_events", .args = {"ib_write_lat", "-e", "--csv", csv},
        .line = E + "-e: perftest's events feature is not available on WRITE tests", .absent = {csv}});
-  add({.name = "ib_send_lat_events", .args = {"ib_send_lat", "--events"},
-       .line = E + "--events: hcasim ib_send_lat does not simulate completion events .*"});
+  add({.name = "ib_send_lat_events_duration", .args = {"ib_send_lat", "--events", "-D", "2", "--csv", csv},
+       .line = E + "-e: perftest's duration mode \\(-D\\) does not work with completion events", .absent = {csv}});
   // -C, -U, -H: parser() takes them on the latency tests only.
   add({.name = "ib_read_bw_report_cycles", .args = {"ib_read_bw", "-C", "--csv", csv},
        .line = E + "-C: perftest's cycles report is for the latency tests only", .absent = {csv}});

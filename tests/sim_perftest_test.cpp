@@ -475,6 +475,31 @@ TEST(SimPerftest, SendLatencyOfTwoBytesIsTheSumOfItsStages) {
   EXPECT_EQ(r.blueflame_posts, 4000u);
 }
 
+TEST(SimPerftest, SendLatencyWithEventsAddsTheEventPathToEachOneWayTrip) {
+  // ib_send_lat -e -s 2 -n 4000 on connectx3-pcie3x8 against SendLatencyOfTwoBytesIsTheSumOfItsStages
+  // (one simulation per process: its sum of stages here). perftest's send and receive CQs share
+  // one completion channel, each armed on its own (run_iter_lat_send: ctx_notify_events, then
+  // one poll of recv_cq; after the SEND, ctx_notify_events, then one poll of send_cq). The SEND's
+  // own completion event (its ACK comes back in about a microsecond) is handled while the peer
+  // works, so each one-way trip ends with the receiving side asleep in ibv_get_cq_event and
+  // back at its poll through:
+  //   hca.interrupt_latency (CQE -> EQE -> MSI-X)                      1000 ns
+  //   cpu.interrupt 5200 cycles / 2.6 GHz                              2000 ns
+  //   cpu.wakeup 1820 cycles (the IRQ on the program's CPU 0: no IPI)   700 ns
+  //   cpu.context_switch 3900 cycles                                   1500 ns
+  //   the read() returning, cpu.syscall 208 cycles                       80 ns
+  //   ibv_req_notify_cq of the receive CQ, cpu.uc_store                  50 ns
+  // = 5330 ns more per one way, and two events per side and iteration.
+  const double polling = 40 + 60 + 60 + (8 * 0.5 + 88 * 8 / kGen3 + 200) + 84 * 8 / kGen3 + 2 / 1.02 + 150 + 10 +
+                         100 + 2 * 8 / 62.845 + 190;
+  const double events = 1000 + 2000 + 700 + 1500 + 80 + 50;
+  const auto p = platform("connectx3-pcie3x8");
+  auto c = test_of(frontends::PerftestTest::SendLat, 2, 4000);
+  c.use_event = true;
+  const auto r = sim::run_perftest(p, p, c);
+  EXPECT_NEAR(median(half_rtts(r.points[0])), polling + events, 3.0);
+}
+
 TEST(SimPerftest, ReadLatencyIsTheWriteLatencyPlusTheReadRoundTripThroughTheResponder) {
   // ib_read_lat -s 2 against ib_write_lat -s 2 on connectx3-pcie3x8. perftest reports a READ's
   // whole round trip (rtt_factor 1) and a WRITE ping-pong's half, one way. Both post by BlueFlame
