@@ -263,7 +263,7 @@ Json perftest_json(const std::vector<std::string>& args, const PerftestOptions& 
 
   Json setup;
   setup["device"] = o.device;
-  setup["connection_type"] = c.uc ? "UC" : "RC";  // the banner's "Connection type"
+  setup["connection_type"] = perftest_connection_name(c.connection);  // the banner's "Connection type"
   setup["num_qps"] = c.num_qps;
   setup["tx_depth"] = c.tx_depth;
   setup["rx_depth"] = c.rx_depth;

@@ -537,20 +537,24 @@ class Parser {
         break;
       case 'c':
         if (value == "RC") {
-          o_.uc = false;
+          o_.connection = PerftestConnection::Rc;
           break;
         }
         // change_conn_type(): perftest's own refusals by verb come first.
         if (value == "UC" && read_or_atomic())
           fail(fmt::format("{} {}: UC connection not possible in READ/atomic tests (perftest)", flag, value));
         if (value == "UC") {
-          o_.uc = true;
+          o_.connection = PerftestConnection::Uc;
           break;
         }
         if (value == "UD" && !perftest_is_send(test_))
           fail(fmt::format("{} {}: UD connection only possible in SEND tests (perftest)", flag, value));
-        if (value == "UD" || value == "XRC" || value == "DC" || value == "SRD")
-          fail(fmt::format("{} {}: hcasim simulates RC and UC connections only", flag, value));
+        if (value == "UD") {
+          o_.connection = PerftestConnection::Ud;
+          break;
+        }
+        if (value == "XRC" || value == "DC" || value == "SRD")
+          fail(fmt::format("{} {}: hcasim simulates RC, UC and UD connections only", flag, value));
         fail(fmt::format("{}: '{}' is not a connection type (perftest takes RC, UC, UD, XRC, DC, "
                          "SRD)",
                          flag, value));
@@ -695,7 +699,7 @@ PerftestConfig to_perftest_config(const PerftestOptions& o) {
   c.test = o.test;
   c.sizes = o.all ? perftest_all_sizes() : std::vector<uint64_t>{o.size};
   c.iterations = o.iterations;
-  c.uc = o.uc;
+  c.connection = o.connection;
   const bool bw = perftest_is_bw(o.test);
   // force_dependecies(): in iteration mode the tx depth is at most the iterations.
   const bool iteration_mode = !o.duration;
@@ -704,9 +708,9 @@ PerftestConfig to_perftest_config(const PerftestOptions& o) {
   if (perftest_is_send(o.test)) {
     c.rx_depth = o.rx_depth.value_or(kPerftestDefRxSend);
     if (iteration_mode && c.rx_depth > o.iterations) c.rx_depth = static_cast<uint32_t>(o.iterations);
-    // force_dependecies: UC takes up to UC_MAX_RX receives when the depth is still DEF_RX_SEND
-    // (given or not), a message lost on UC having no retry to wait for.
-    if (iteration_mode && o.uc && c.rx_depth == kPerftestDefRxSend)
+    // force_dependecies: UC and UD take up to UC_MAX_RX receives when the depth is still
+    // DEF_RX_SEND (given or not), a message lost on them having no retry to wait for.
+    if (iteration_mode && o.connection != PerftestConnection::Rc && c.rx_depth == kPerftestDefRxSend)
       c.rx_depth = static_cast<uint32_t>(std::min<uint64_t>(o.iterations, kPerftestUcMaxRx));
     if (c.rx_depth % 2 == 1 && !o.all) c.rx_depth += 1;  // "WA for a bug when rx_depth is odd"
   } else {
@@ -723,9 +727,12 @@ PerftestConfig to_perftest_config(const PerftestOptions& o) {
   }
   // ctx_set_max_inline(): for a recognised device (ConnectX, ConnectX-2/3 included) the latency
   // tests default to DEF_INLINE_WRITE on RC, the bw tests to 0.
-  c.inline_size = o.inline_size.value_or(bw                          ? 0u
-                                         : o.test == PerftestTest::SendLat ? kPerftestDefInlineSend
-                                                                           : kPerftestDefInlineWrite);
+  // ib_send_lat on UD: DEF_INLINE_SEND_UD.
+  const bool ud = o.connection == PerftestConnection::Ud;
+  c.inline_size = o.inline_size.value_or(bw                                ? 0u
+                                         : o.test != PerftestTest::SendLat ? kPerftestDefInlineWrite
+                                         : ud                              ? kPerftestDefInlineSendUd
+                                                                           : kPerftestDefInlineSend);
   // force_dependecies: READ and atomics carry no inline data; ctx_set_out_reads: -o of 0 or
   // below is the device's maximum.
   if (perftest_is_read_or_atomic(o.test)) c.inline_size = 0;
@@ -771,6 +778,18 @@ int perftest_margin(const PerftestOptions& o) {
 
 bool perftest_sums_both_sides(const PerftestOptions& o) {
   return o.duplex && !(perftest_is_send(o.test) && o.duration);
+}
+
+std::string perftest_ud_sizes(const PerftestOptions& o, PerftestConfig& c, uint64_t path_mtu) {
+  if (o.connection != PerftestConnection::Ud) return "";
+  if (o.all) {
+    std::erase_if(c.sizes, [path_mtu](uint64_t s) { return s > path_mtu; });
+    return fmt::format("hcasim: note: -a -c UD: a UD message is one packet, so the sizes stop at the path MTU, {} B "
+                       "(perftest: \"Max msg size in UD is MTU {}\")",
+                       path_mtu, path_mtu);
+  }
+  for (uint64_t& s : c.sizes) s = std::min(s, path_mtu);
+  return "";
 }
 
 int perftest_path_mtu(const PerftestOptions& o, int active_mtu, std::string* note) {

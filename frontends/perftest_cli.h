@@ -57,6 +57,7 @@ inline constexpr uint32_t kPerftestMaxQps = 16384;       ///< MAX_QP_NUM (MIN_QP
 inline constexpr uint32_t kPerftestMaxInline = 912;      ///< MAX_INLINE (-I range 0..912)
 inline constexpr uint32_t kPerftestDefInlineWrite = 220; ///< DEF_INLINE_WRITE (write_lat, RC)
 inline constexpr uint32_t kPerftestDefInlineSend = 236;  ///< DEF_INLINE_SEND_RC_UC_XRC (send_lat, RC)
+inline constexpr uint32_t kPerftestDefInlineSendUd = 188;  ///< DEF_INLINE_SEND_UD (send_lat, UD)
 inline constexpr uint64_t kPerftestDefSizeAtomic = 8;    ///< DEF_SIZE_ATOMIC, bytes (the only size)
 inline constexpr int kPerftestMaxGidIndex = 64;          ///< MAX_GID_IX (MIN_GID_IX is 0)
 inline constexpr int kPerftestDefPort = 18515;           ///< DEF_PORT (TCP port of -p)
@@ -105,8 +106,9 @@ struct PerftestOptions {
   /// device's max_qp_rd_atom (perftest_parameters.c ctx_set_out_reads)
   std::optional<long> out_reads;
   PerftestAtomic atomic = PerftestAtomic::FetchAndAdd;  ///< -A (atomic tests)
-  /// -c RC|UC: the QPs' transport (UC on the WRITE and SEND tests, as perftest allows it)
-  bool uc = false;
+  /// -c RC|UC|UD: the QPs' transport (UC on the WRITE and SEND tests, UD on the SEND tests, as
+  /// perftest allows them)
+  PerftestConnection connection = PerftestConnection::Rc;
   bool rdma_cm = false;               ///< -R: only the banner shows it ("rdma_cm QPs : ON")
   bool comm_rdma_cm = false;          ///< -z: only the banner shows it ("Data ex. method")
   std::optional<int> gid_index;       ///< -x: only printed (banner line and GID lines)
@@ -233,6 +235,13 @@ bool perftest_no_peak(const PerftestOptions& options);
 /// "Requested mtu is higher than active mtu"); otherwise it is cleared (a -m that is no IB MTU
 /// was noted by parse_perftest_args).
 int perftest_path_mtu(const PerftestOptions& options, int active_mtu, std::string* note);
+
+/// -c UD: the sizes of `config` fitted to the path MTU (`path_mtu`, bytes), a UD message being
+/// one packet, as perftest does it: -s above the MTU becomes the MTU (perftest_parameters.c
+/// ctx_check_and_set... "user_param->size = MTU_SIZE"), -a runs 2 B .. the MTU (send_lat.c,
+/// send_bw.c: size_max_pow). Returns the note to print (-a, whose sizes stop at the MTU), or "".
+/// Other connections: unchanged, "".
+std::string perftest_ud_sizes(const PerftestOptions& options, PerftestConfig& config, uint64_t path_mtu);
 
 /// hcasim's help for the perftest tools (-h / --help).
 std::string perftest_usage(PerftestTest test);

@@ -25,6 +25,20 @@ enum class PerftestTest {
   AtomicBw,  ///< ib_atomic_bw: a stream of 8 B atomics, at most out_reads outstanding (atomic_bw.c)
 };
 
+/// The QPs' transport (-c; perftest_parameters.c connStr): RC, UC on the WRITE and SEND tools,
+/// UD on the SEND tools.
+enum class PerftestConnection {
+  Rc,  ///< reliable connected (perftest's default)
+  Uc,  ///< unreliable connected: no ACKs; a send completes once its message has left
+  Ud,  ///< unreliable datagram: one packet per message (at most the path MTU), an address
+       ///< handle and Q_Key per send, 40 B of GRH room before each receive's data
+};
+
+/// "RC", "UC", "UD": perftest's banner's "Connection type".
+inline const char* perftest_connection_name(PerftestConnection c) {
+  return c == PerftestConnection::Uc ? "UC" : c == PerftestConnection::Ud ? "UD" : "RC";
+}
+
 /// The atomic of ib_atomic_lat / ib_atomic_bw (-A; perftest_parameters.c atomicTypesStr).
 enum class PerftestAtomic {
   FetchAndAdd,  ///< IBV_WR_ATOMIC_FETCH_AND_ADD (perftest's default)
@@ -41,8 +55,7 @@ struct PerftestConfig {
   uint32_t rx_depth = 512;       ///< -r: receives posted per QP (ib_send_bw)
   uint32_t cq_mod = 1;           ///< -Q: one signaled WR per cq_mod (bw tests; 1 for lat)
   uint32_t num_qps = 1;          ///< -q: QPs (bw tests), messages spread round robin
-  bool uc = false;               ///< -c UC: unreliable connected QPs (no ACKs; a send completes
-                                 ///< once its message has left), else RC
+  PerftestConnection connection = PerftestConnection::Rc;  ///< -c
   /// -o: RDMA READs / atomics outstanding per QP (max_rd_atomic and the peer's
   /// max_dest_rd_atomic); 0 = the device's max_qp_rd_atom, as perftest's ctx_set_out_reads
   /// takes it when -o is not given; above the device's it is the device's (sim::check_perftest).

@@ -420,7 +420,7 @@ std::string perftest_banner(const PerftestOptions& o, const PerftestConfig& c,
   if (o.use_event) out += cformat(" Test with events. Using %s_comp%d\n", o.device.c_str(), 0);
   out += cformat(" Dual-port       : %s\t\tDevice         : %s\n", "OFF", o.device.c_str());
   out += cformat(" Number of qps   : %d\t\tTransport type : %s\n", static_cast<int>(c.num_qps), "IB");
-  out += cformat(" Connection type : %s\t\tUsing SRQ      : %s\n", c.uc ? "UC" : "RC", "OFF");
+  out += cformat(" Connection type : %s\t\tUsing SRQ      : %s\n", perftest_connection_name(c.connection), "OFF");
   out += cformat(" PCIe relax order: %s\n", "ON");
   out += cformat(" ibv_wr* API     : %s\n", "OFF");
   out += cformat(" TX depth        : %d\n", static_cast<int>(c.tx_depth));

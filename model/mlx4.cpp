@@ -21,11 +21,13 @@ uint32_t inline_segments(uint32_t header_offset, uint32_t bytes) {
 
 uint32_t wqe_size_16(const WqeShape& w) {
   uint32_t size = kCtrlSegBytes / 16;
+  const uint32_t datagram = w.ud ? kDatagramSegBytes : 0;
+  size += datagram / 16;
   const bool rdma = w.opcode == Opcode::RdmaWrite || w.opcode == Opcode::RdmaRead;
   if (rdma) size += kRaddrSegBytes / 16;
   if (w.opcode == Opcode::Atomic) size += (kRaddrSegBytes + kAtomicSegBytes) / 16;
   if (w.inline_data && w.opcode != Opcode::RdmaRead && w.opcode != Opcode::Atomic && w.num_sge > 0) {
-    const uint32_t header_at = kCtrlSegBytes + (rdma ? kRaddrSegBytes : 0);
+    const uint32_t header_at = kCtrlSegBytes + datagram + (rdma ? kRaddrSegBytes : 0);
     const uint32_t segs = inline_segments(header_at, w.inline_bytes);
     size += (w.inline_bytes + segs * kInlineSegHeaderBytes + 15) / 16;
   } else {

@@ -17,6 +17,9 @@ inline constexpr uint32_t kCtrlSegBytes = 16;        ///< struct mlx4_wqe_ctrl_s
 inline constexpr uint32_t kRaddrSegBytes = 16;       ///< struct mlx4_wqe_raddr_seg
 inline constexpr uint32_t kDataSegBytes = 16;        ///< struct mlx4_wqe_data_seg
 inline constexpr uint32_t kAtomicSegBytes = 16;      ///< struct mlx4_wqe_atomic_seg (swap_add, compare)
+/// struct mlx4_wqe_datagram_seg (libmlx4 wqe.h): a UD send's address vector (32 B), destination
+/// QPN, Q_Key and 8 reserved bytes, after the control segment (mlx4_post_send, IBV_QPT_UD).
+inline constexpr uint32_t kDatagramSegBytes = 48;
 inline constexpr uint32_t kInlineSegHeaderBytes = 4; ///< struct mlx4_wqe_inline_seg (byte_count)
 inline constexpr uint32_t kInlineAlign = 64;         ///< MLX4_INLINE_ALIGN
 inline constexpr uint32_t kWqeBasicBlock = 64;       ///< send WQEBB, bytes (1 << min wqe_shift)
@@ -32,6 +35,7 @@ struct WqeShape {
   uint32_t num_sge = 1;        ///< gather entries (data segments unless inline)
   bool inline_data = false;    ///< IBV_SEND_INLINE
   uint32_t inline_bytes = 0;   ///< total payload copied into the WQE when inline_data
+  bool ud = false;             ///< a UD QP's send: a datagram segment after the control segment
 };
 
 /// Inline-segment headers needed for `bytes` of inline data whose first header sits at byte
@@ -41,10 +45,11 @@ struct WqeShape {
 uint32_t inline_segments(uint32_t header_offset, uint32_t bytes);
 
 /// WQE size in 16 B units, as mlx4_post_send() writes it to ctrl->fence_size: 1 (ctrl)
-/// + 1 for RDMA WRITE/READ (raddr), 2 for an atomic (raddr and the atomic segment's
+/// + 3 for a UD send (datagram segment) + 1 for RDMA WRITE/READ (raddr), 2 for an atomic (raddr and the atomic segment's
 /// swap_add/compare) + either num_sge data segments or ceil((inline_bytes + 4 x
 /// inline_segments) / 16). RDMA READ and atomics are never inline: an atomic of one SGE is 4 (64 B).
-/// Examples (RDMA WRITE inline): 2 B -> 3 (48 B), 16 B -> 4, 32 B -> 5, 64 B -> 7, 128 B -> 11.
+/// Examples (RDMA WRITE inline): 2 B -> 3 (48 B), 16 B -> 4, 32 B -> 5, 64 B -> 7, 128 B -> 11;
+/// a UD SEND of 2 B inline: 1 + 3 + 1 = 5 (80 B), its inline header at byte 64.
 uint32_t wqe_size_16(const WqeShape& w);
 
 /// Bytes of the WQE the HCA must read or receive: wqe_size_16 x 16.

@@ -71,7 +71,12 @@ int perftest_main(frontends::PerftestTest test, const std::vector<std::string>& 
   // The client's cycle counter rate, perftest's get_cpu_mhz().
   const double cpu_mhz = frontends::perftest_cpu_mhz(local.num("host.clock"));
 
-  const frontends::PerftestConfig config = frontends::to_perftest_config(opts);
+  frontends::PerftestConfig config = frontends::to_perftest_config(opts);
+  // -c UD: one packet per message, at most the path MTU (the smaller port's, as the link trains).
+  if (const std::string note = frontends::perftest_ud_sizes(
+          opts, config, static_cast<uint64_t>(std::min(local.integer("ib.mtu"), remote.integer("ib.mtu"))));
+      !note.empty())
+    std::cerr << note << "\n";
   // perftest prints its banner, addresses and table header before it measures: so does hcasim,
   // once every input is checked (sim::check_perftest), so that a long run does not look hung.
   // sim/ names a config field the HCAs refuse; perftest's option names it to the user.

@@ -390,8 +390,9 @@ void Qp::set_rnr(uint8_t rnr_retry, uint8_t min_rnr_timer) {
 void Qp::set_write_handler(std::function<void(sdp::Addr, uint64_t)> on_write) { on_write_ = std::move(on_write); }
 
 namespace {
-model::mlx4::WqeShape wqe_shape(const sdp::SendWr& wr) {
+model::mlx4::WqeShape wqe_shape(const sdp::SendWr& wr, hca::QpType type) {
   model::mlx4::WqeShape w;
+  w.ud = type == hca::QpType::Ud;
   w.opcode = wr.opcode == WrOpcode::Send        ? model::mlx4::Opcode::Send
              : wr.opcode == WrOpcode::RdmaWrite ? model::mlx4::Opcode::RdmaWrite
              : wr.opcode == WrOpcode::RdmaRead  ? model::mlx4::Opcode::RdmaRead
@@ -426,7 +427,7 @@ uint32_t Qp::dma_mr() { return hca_.dma_mr(pd_); }
 const model::PostTiming& Qp::post_timing_of(const model::mlx4::WqeShape& s) {
   PostMemo& m = post_memo_;
   if (!m.valid || m.shape.opcode != s.opcode || m.shape.num_sge != s.num_sge || m.shape.inline_data != s.inline_data ||
-      m.shape.inline_bytes != s.inline_bytes) {
+      m.shape.inline_bytes != s.inline_bytes || m.shape.ud != s.ud) {
     m.timing = model::post_timing(hca_.post_config(), s);
     m.shape = s;
     m.valid = true;
@@ -448,7 +449,7 @@ hca::PostCheck Qp::post_checked(hca::SendWqe& w) {
     return c;  // refused, or flushed: its completion is written
   // The WQE is in the send queue; the MMIO that hands it to the HCA costs the CPU its stores
   // (charged now, slept off at the caller's next visible step) and reaches the HCA later.
-  const model::PostTiming& t = post_timing_of(wqe_shape(w.wr));
+  const model::PostTiming& t = post_timing_of(wqe_shape(w.wr, core_.type()));
   hca_.host().charge(model::Activity::Post, t.cpu_ns);
   ++(t.blueflame ? hca_.blueflame_posts_ : hca_.doorbell_posts_);
   posts_.push_back({seq, t.blueflame, now_ns() + t.wqe_at_hca_ns, t, false});

@@ -22,6 +22,8 @@ namespace hcasim::sim {
 namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
+/// DEF_QKEY (perftest_parameters.h): the Q_Key of perftest's UD QPs and of its sends' remote_qkey.
+constexpr uint32_t kPerftestQkey = 0x11111111;
 
 /// One QP of a side and its buffer: [0, half) is sent from, [half, 2 half) is written or
 /// received into by the peer (perftest's ctx->buf per QP).
@@ -39,6 +41,9 @@ struct Side {
   int core = 0;
   std::vector<Lane> lanes;
   uint64_t half = 0;            ///< bytes per half (the largest message size)
+  /// -c UD: the 40 B a receive keeps before its data for the GRH (perftest's UD_ADDITION: its
+  /// receive SGEs are size + 40 B, and a UD completion's byte_len counts them), else 0.
+  uint32_t grh_room = 0;
   SimWaitQueue cqe_wq;          ///< woken by CQEs (the CPU polls its CQs)
   SimWaitQueue landed_wq;       ///< woken by the peer's RDMA WRITEs landing (the CPU polls its buffer)
   std::deque<double> landed_ns; ///< landing times of the peer's WRITEs not yet noticed
@@ -285,7 +290,7 @@ bool poll_kind_once(Side& s, bool recv, const char* who) {
 void post_recv_one(Side& s, uint64_t size, uint64_t wr_id) {
   sdp::RecvWr r;
   r.wr_id = wr_id;
-  r.sg[0] = {s.lanes[0].buf + s.half, static_cast<uint32_t>(size), s.lanes[0].key};
+  r.sg[0] = {s.lanes[0].buf + s.half, static_cast<uint32_t>(size + s.grh_room), s.lanes[0].key};
   r.num_sge = 1;
   s.host->charge(model::Activity::Post, s.host->costs().user_post_ns);
   s.lanes[0].qp->post_recv(r);
@@ -512,8 +517,8 @@ class SendBwServer {
   /// One receive completion of QP `q`: checks its length and reposts while more messages are to
   /// come (always in duration mode).
   void received(size_t q, const sdp::Wc& wc, const char* who) {
-    if (wc.byte_len != size_)
-      throw std::runtime_error(fmt::format("{}: received {} B, expected {} B", who, wc.byte_len, size_));
+    if (wc.byte_len != size_ + s_.grh_room)
+      throw std::runtime_error(fmt::format("{}: received {} B, expected {} B", who, wc.byte_len, size_ + s_.grh_room));
     if (posted_[q] < cfg_.iterations || cfg_.duration_s > 0) post_one(q);
   }
 
@@ -554,7 +559,7 @@ class SendBwServer {
   void post_one(size_t q) {
     sdp::RecvWr r;
     r.wr_id = posted_[q]++;
-    r.sg[0] = {s_.lanes[q].buf + s_.half, static_cast<uint32_t>(size_), s_.lanes[q].key};
+    r.sg[0] = {s_.lanes[q].buf + s_.half, static_cast<uint32_t>(size_ + s_.grh_room), s_.lanes[q].key};
     r.num_sge = 1;
     s_.host->charge(model::Activity::Post, s_.host->costs().user_post_ns);
     s_.lanes[q].qp->post_recv(r);
@@ -689,7 +694,13 @@ frontends::PerftestResult check_config(const HostParams& A, const HostParams& B,
   uint64_t max_size = 0;
   for (uint64_t size : cfg.sizes) {
     if (size == 0) throw InputError("PerftestConfig: a message size of 0 B");
-    const uint64_t limit = std::min(A.max_msg_size, B.max_msg_size);
+    // A UD message is one packet: at most the path MTU (perftest clamps -s to it and stops -a
+    // there: frontends::perftest_ud_sizes).
+    const bool ud = cfg.connection == frontends::PerftestConnection::Ud;
+    const uint64_t limit = ud ? model::ib::trained(A.ib, B.ib).mtu : std::min(A.max_msg_size, B.max_msg_size);
+    if (ud && size > limit)
+      throw frontends::ConfigError("sizes", fmt::format("{} B is above the path MTU {} B, a UD message's limit (ib.mtu)",
+                                                        size, limit));
     if (size > limit)
       throw frontends::ConfigError("sizes", fmt::format("{} B is above the HCA's max message size {} B (hca.max_msg_size)", size, limit));
     max_size = std::max(max_size, size);
@@ -764,13 +775,20 @@ frontends::PerftestResult run_perftest(const model::Platform& local, const model
   // out_reads resolved against its own device; the smaller, so that both QPs accept it.
   const bool rd = frontends::perftest_is_read_or_atomic(cfg.test);
   QpPairShape shape;
-  if (cfg.uc) shape.type = hca::QpType::Uc;  // -c UC: perftest's ctx_init creates IBV_QPT_UC QPs
+  // -c UC, -c UD: perftest's ctx_init creates IBV_QPT_UC or IBV_QPT_UD QPs (UD: Q_Key DEF_QKEY,
+  // each side's address handle to the other's LID).
+  const bool ud = cfg.connection == frontends::PerftestConnection::Ud;
+  if (cfg.connection == frontends::PerftestConnection::Uc) shape.type = hca::QpType::Uc;
+  if (ud) {
+    shape.type = hca::QpType::Ud;
+    shape.qkey = kPerftestQkey;
+  }
   if (rd)
     shape.rd_atomic = static_cast<uint8_t>(std::min(resolve_out_reads(cfg.out_reads, A.max_qp_rd_atom),
                                                     resolve_out_reads(cfg.out_reads, B.max_qp_rd_atom)));
   const std::unique_ptr<ChromeTrace> trace = make_trace(cfg, local, remote);  // outlives the bed
   // The bed's own first pair is RC with the device's rd_atomic: READ, atomics and UC make theirs.
-  const bool own_pairs = rd || cfg.uc;
+  const bool own_pairs = rd || cfg.connection != frontends::PerftestConnection::Rc;
   TwoHostBed bed(A, B, cfg.seed, mode, !own_pairs);
   if (trace) bed.set_trace(trace.get());
   std::vector<std::pair<Qp*, Qp*>> pairs;
@@ -784,6 +802,7 @@ frontends::PerftestResult run_perftest(const model::Platform& local, const model
     s.params = i == 0 ? &A : &B;
     s.core = s.params->app_cpu;
     s.half = max_size;
+    s.grh_room = ud ? hca::kGrhBytes : 0;
     s.real_bytes = real_bytes;
     // Each host's noise has its own stream, derived from the seed and the side.
     s.noise = std::make_unique<model::CpuNoise>(s.params->noise, cfg.seed * 2 + static_cast<uint64_t>(i));
@@ -791,12 +810,12 @@ frontends::PerftestResult run_perftest(const model::Platform& local, const model
     for (const auto& pair : pairs) {
       Lane l;
       l.qp = i == 0 ? pair.first : pair.second;
-      l.buf = s.host->memory().allocate(2 * max_size, mode);
-      l.key = l.qp->reg_mr(l.buf, 2 * max_size,
+      l.buf = s.host->memory().allocate(2 * max_size + s.grh_room, mode);
+      l.key = l.qp->reg_mr(l.buf, 2 * max_size + s.grh_room,
                            sdp::kLocalWrite | sdp::kRemoteWrite | sdp::kRemoteRead | (rd ? sdp::kRemoteAtomic : 0u));
       // perftest: rnr_retry 7 (qp.rnr_retry), min_rnr_timer 12 = 0.64 ms (IBA table 45); UC
       // has no RNR NAK (a SEND without a receive is dropped, IBA 9.7.5.2.2).
-      if (!cfg.uc) l.qp->set_rnr(cfg.retry.rnr_retry, hca::kDefaultMinRnrTimer);
+      if (cfg.connection == frontends::PerftestConnection::Rc) l.qp->set_rnr(cfg.retry.rnr_retry, hca::kDefaultMinRnrTimer);
       // The completion event (-e), in the interrupt handler's context: the channel gets it and
       // the sleeping thread is woken (ib_uverbs_comp_handler's wake_up_interruptible).
       const size_t lane = s.lanes.size();

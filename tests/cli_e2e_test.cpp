@@ -236,7 +236,7 @@ TEST_F(Cli, IbWriteLatIsDeterministicForAGivenSeed) {
 TEST_F(Cli, PerftestBadInputIsOneLineAndStatus2) {
   for (const std::string args :
        {"ib_write_lat -s 0", "ib_write_lat -s abc", "ib_write_lat -n 3", "ib_write_lat -I 5000", "ib_write_lat -b",
-        "ib_write_lat -q 2", "ib_write_bw -D 0", "ib_send_bw -c UD", "ib_write_lat --set hca.blueflame=maybe",
+        "ib_write_lat -q 2", "ib_write_bw -D 0", "ib_send_bw -c XRC", "ib_write_lat --set hca.blueflame=maybe",
         "ib_write_lat --set host.write_combining=2", "ib_write_lat --platform nosuch", "ib_write_bw -t 0",
         "ib_write_lat -s 4096 -I 913", "ib_write_lat --columns wide"}) {
     Outcome r = run(args + " --csv " + (dir_ / "x.csv").string());

@@ -655,6 +655,9 @@ std::vector<Case> cases() {
   // -e: parser() case 'e' refuses the WRITE verb, force_dependecies the duration mode.
   add({.name = "ib_write_lat_events", .args = {"ib_write_lat", "-e", "--csv", csv},
        .line = E + "-e: perftest's events feature is not available on WRITE tests", .absent = {csv}});
+  // -c: change_conn_type() takes UD on the SEND verb only.
+  add({.name = "ib_read_lat_ud", .args = {"ib_read_lat", "-c", "UD", "--csv", csv},
+       .line = E + "-c UD: UD connection only possible in SEND tests \\(perftest\\)", .absent = {csv}});
   add({.name = "ib_send_lat_events_duration", .args = {"ib_send_lat", "--events", "-D", "2", "--csv", csv},
        .line = E + "-e: perftest's duration mode \\(-D\\) does not work with completion events", .absent = {csv}});
   // -C, -U, -H: parser() takes them on the latency tests only.

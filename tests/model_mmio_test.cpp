@@ -77,6 +77,28 @@ TEST(Mlx4Wqe, SizesOfSeed001sMessages) {
   EXPECT_EQ(mlx4::wqe_basic_blocks(inline_write(128)), 3u);
 }
 
+TEST(Mlx4Wqe, UdSendsCarryTheDatagramSegment) {
+  // libmlx4 mlx4_post_send, IBV_QPT_UD: ctrl (16) + mlx4_wqe_datagram_seg (48) before the data.
+  //   2 B inline: the header at byte 64 (a new 64 B block), ceil((2 + 4) / 16) = 1: 1 + 3 + 1 = 5
+  //     units (80 B), copied by BlueFlame as 128 B; 60 B inline fills that block (60 + 4 = 64):
+  //     1 + 3 + 4 = 8 (128 B); 61 B needs a second header: ceil((61 + 8) / 16) = 5 -> 9 (144 B);
+  //   one gathered SGE: 1 + 3 + 1 = 5 (80 B), two basic blocks for the HCA to fetch.
+  mlx4::WqeShape w;
+  w.ud = true;
+  w.inline_data = true;
+  w.inline_bytes = 2;
+  EXPECT_EQ(mlx4::wqe_size_16(w), 5u);
+  EXPECT_EQ(mlx4::blueflame_copy_bytes(w), 128u);
+  w.inline_bytes = 60;
+  EXPECT_EQ(mlx4::wqe_size_16(w), 8u);
+  w.inline_bytes = 61;
+  EXPECT_EQ(mlx4::wqe_size_16(w), 9u);
+  w.inline_data = false;
+  w.inline_bytes = 0;
+  EXPECT_EQ(mlx4::wqe_bytes(w), 80u);
+  EXPECT_EQ(mlx4::wqe_basic_blocks(w), 2u);
+}
+
 TEST(Mlx4Wqe, BlueFlameFollowsLibmlx4sRule) {
   EXPECT_TRUE(mlx4::blueflame_eligible(1, inline_write(2), 256));
   EXPECT_TRUE(mlx4::blueflame_eligible(1, inline_write(128), 256));  // 11 units <= 256 / 16

@@ -420,9 +420,10 @@ TEST(PerftestCli, Duration) {
 }
 
 TEST(PerftestCli, UcConnectionsAndTheirReceiveDepth) {
-  EXPECT_TRUE(lat("-c UC").uc);
-  EXPECT_FALSE(lat("-c UC -c RC").uc);
-  EXPECT_TRUE(to_perftest_config(wbw("-c UC")).uc);
+  using hcasim::frontends::PerftestConnection;
+  EXPECT_EQ(lat("-c UC").connection, PerftestConnection::Uc);
+  EXPECT_EQ(lat("-c UC -c RC").connection, PerftestConnection::Rc);
+  EXPECT_EQ(to_perftest_config(wbw("-c UC")).connection, PerftestConnection::Uc);
   // force_dependecies (perftest_parameters.c): in iteration mode a SEND test's rx depth is at
   // most -n; then on UC, when it is still DEF_RX_SEND (512), min(-n, UC_MAX_RX = 16000).
   EXPECT_EQ(to_perftest_config(sbw("-c UC -n 5000")).rx_depth, 5000u);
@@ -432,9 +433,36 @@ TEST(PerftestCli, UcConnectionsAndTheirReceiveDepth) {
   EXPECT_EQ(to_perftest_config(sbw("-n 5000")).rx_depth, 512u);       // RC: DEF_RX_SEND
 }
 
+TEST(PerftestCli, UdConnectionsTheirInlineSizeReceiveDepthAndMtu) {
+  using hcasim::frontends::PerftestConnection;
+  const auto sl = [](const std::string& a) {
+    return hcasim::frontends::parse_perftest_args(hcasim::frontends::PerftestTest::SendLat, words(a));
+  };
+  EXPECT_EQ(sbw("-c UD").connection, PerftestConnection::Ud);
+  // ctx_set_max_inline: ib_send_lat inlines DEF_INLINE_SEND_UD = 188 B on UD (236 on RC).
+  EXPECT_EQ(to_perftest_config(sl("-c UD")).inline_size, 188u);
+  EXPECT_EQ(to_perftest_config(sl("")).inline_size, 236u);
+  // force_dependecies: UD's receive depth follows UC's rule (min(-n, UC_MAX_RX) while 512).
+  EXPECT_EQ(to_perftest_config(sbw("-c UD -n 5000")).rx_depth, 5000u);
+  // A UD message is one packet: -s above the path MTU becomes the MTU, -a stops at it (send_bw.c
+  // size_max_pow = log2(MTU) + 1: 2, 4, ..., 2048 on a 2048 B MTU, 11 sizes).
+  auto one = to_perftest_config(sbw("-c UD -s 65536"));
+  EXPECT_EQ(hcasim::frontends::perftest_ud_sizes(sbw("-c UD -s 65536"), one, 2048), "");
+  EXPECT_EQ(one.sizes, std::vector<uint64_t>{2048});
+  auto all = to_perftest_config(sbw("-c UD -a"));
+  EXPECT_NE(hcasim::frontends::perftest_ud_sizes(sbw("-c UD -a"), all, 2048), "");
+  ASSERT_EQ(all.sizes.size(), 11u);
+  EXPECT_EQ(all.sizes.front(), 2u);
+  EXPECT_EQ(all.sizes.back(), 2048u);
+  auto rc = to_perftest_config(sbw("-s 65536"));
+  EXPECT_EQ(hcasim::frontends::perftest_ud_sizes(sbw("-s 65536"), rc, 2048), "");
+  EXPECT_EQ(rc.sizes, std::vector<uint64_t>{65536});
+}
+
 TEST(PerftestCli, RefusedAndUnknownFlags) {
-  EXPECT_EQ(sbw_error("-c UD"), "-c UD: hcasim simulates RC and UC connections only");
-  EXPECT_EQ(lat_error("-c XRC"), "-c XRC: hcasim simulates RC and UC connections only");
+  EXPECT_EQ(wbw_error("-c UD"), "-c UD: UD connection only possible in SEND tests (perftest)");
+  EXPECT_EQ(sbw_error("-c XRC"), "-c XRC: hcasim simulates RC, UC and UD connections only");
+  EXPECT_EQ(lat_error("-c DC"), "-c DC: hcasim simulates RC, UC and UD connections only");
   EXPECT_EQ(lat_error("-c rc"), "-c: 'rc' is not a connection type (perftest takes RC, UC, UD, XRC, DC, SRD)");
   EXPECT_EQ(wbw_error("-H"), "-H: perftest's histogram report is for the latency tests only");
   EXPECT_EQ(sbw_error("--report-cycles"), "--report-cycles: perftest's cycles report is for the latency tests only");

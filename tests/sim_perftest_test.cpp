@@ -500,6 +500,48 @@ TEST(SimPerftest, SendLatencyWithEventsAddsTheEventPathToEachOneWayTrip) {
   EXPECT_NEAR(median(half_rtts(r.points[0])), polling + events, 3.0);
 }
 
+TEST(SimPerftest, UdSendLatencyDropsTheRepostAndCopiesTheDatagramSegment) {
+  // ib_send_lat -c UD -s 2 -n 4000 on connectx3-pcie3x8 against SendLatencyOfTwoBytesIsTheSumOfItsStages
+  // (RC, by its stages here). What UD changes on the path:
+  //   - no receive is reposted: perftest's receive depth on UD (as on UC) is min(-n, 16000) when
+  //     left at 512 (force_dependecies), so all 4000 are posted before the start: -60 ns;
+  //   - the WQE has libmlx4's 48 B datagram segment (address vector, remote QPN, Q_Key) after
+  //     the control segment: 16 + 48 + 4 + 2 B inline = 80 B, copied by BlueFlame as 128 B in
+  //     two write-combined 64 B bursts: the second burst's 8 stores (4 ns) overlap the first's
+  //     88 B MWr on the link, so the WQE's own 80 B are in one 88 B MWr later (+88 x 8 / 62.845 =
+  //     11.202 ns; model::mmio::copy_to_device);
+  //   - the packet has a DETH (8 B: 38 B on FDR, 5.4 ns), still below the responder's PCIe
+  //     writes (10.693 ns), and no ACK, which a latency path does not wait for.
+  const double rc = 40 + 60 + 60 + (8 * 0.5 + 88 * 8 / kGen3 + 200) + 84 * 8 / kGen3 + 2 / 1.02 + 150 + 10 + 100 +
+                    2 * 8 / 62.845 + 190;
+  const double ud = rc - 60 + 88 * 8 / kGen3;
+  const auto p = platform("connectx3-pcie3x8");
+  auto c = test_of(frontends::PerftestTest::SendLat, 2, 4000);
+  c.connection = frontends::PerftestConnection::Ud;
+  c.inline_size = 188;  // DEF_INLINE_SEND_UD
+  c.rx_depth = 4000;
+  const auto r = sim::run_perftest(p, p, c);
+  EXPECT_NEAR(median(half_rtts(r.points[0])), ud, 3.0);
+  EXPECT_EQ(r.blueflame_posts, 4000u);
+}
+
+TEST(SimPerftest, UdSendBandwidthMovesOnePacketPerMessageAndCountsTheGrhRoom) {
+  // ib_send_bw -c UD -s 2048 -n 2000 on connectx3-pcie3x8 (path MTU 2048): every message is one
+  // datagram into a receive of 40 + 2048 B, whose completion says 2088 B (the server checks
+  // each); all 2000 arrive (the receive depth is 2000: none dropped), and a message above the
+  // MTU is refused before the run.
+  const auto p = platform("connectx3-pcie3x8");
+  auto c = test_of(frontends::PerftestTest::SendBw, 2048, 2000);
+  c.connection = frontends::PerftestConnection::Ud;
+  c.rx_depth = 2000;
+  c.tx_depth = 128;
+  c.cq_mod = 100;
+  const auto r = sim::run_perftest(p, p, c);
+  EXPECT_EQ(r.points[0].tcompleted_ns.size(), 2000u);
+  c.sizes = {4096};
+  EXPECT_THROW(sim::check_perftest(p, p, c), frontends::ConfigError);
+}
+
 TEST(SimPerftest, ReadLatencyIsTheWriteLatencyPlusTheReadRoundTripThroughTheResponder) {
   // ib_read_lat -s 2 against ib_write_lat -s 2 on connectx3-pcie3x8. perftest reports a READ's
   // whole round trip (rtt_factor 1) and a WRITE ping-pong's half, one way. Both post by BlueFlame
