@@ -20,6 +20,9 @@ runs=(
   "ib_read_bw -s 64 -n $((10 * n))"
   "ib_atomic_bw -n $((10 * n))"
   "ib_read_lat -e -s 2 -n $n"
+  "ib_send_lat -e -s 2 -n $n"
+  "ib_send_lat -c UD -s 2 -n $n"
+  "ib_send_bw -c UD -s 2048 -n $((10 * n))"
   "ibv_rc_pingpong -n $n"
   "ibv_uc_pingpong -n $n"
   "ibv_ud_pingpong -n $n"
@@ -27,6 +30,7 @@ runs=(
   "netperf -t TCP_RR -l $l -- -r 1,1"
   "netperf -t TCP_MAERTS -l $l -- -m 64K"
   "netperf --transport ipoib -l $l -- -m 64K"
+  "netperf -t TCP_RR --transport ipoib -l $l -- -r 1,1"
 )
 for r in "${runs[@]}"; do
   # --stats right after the tool's name: netperf takes what follows `--` as test options.
