@@ -635,7 +635,12 @@ int run_calibrate(const CalibrateOptions& o) {
                        o.duration_s);
   if (o.iterations > 0 && any_tool(false))
     out << fmt::format("perftest runs are simulated for at most {} iterations (--iterations)\n", o.iterations);
-  if (o.steady_rel > 0 && any_tool(true))
+  const bool any_steady = std::any_of(fit_obs.begin(), fit_obs.end(), [](const Observation& ob) {
+                            return takes_steady(ob.tool, ob.words);
+                          }) || std::any_of(hold_obs.begin(), hold_obs.end(), [](const Observation& ob) {
+                            return takes_steady(ob.tool, ob.words);
+                          });
+  if (o.steady_rel > 0 && any_steady)
     out << fmt::format("netperf runs over SDP are measured in their steady state to {:g} % (--steady)\n",
                        100 * o.steady_rel);
   std::string head = fmt::format("{:>5} {:>12}", "eval", "RMS error");

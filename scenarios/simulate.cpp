@@ -116,19 +116,22 @@ uint64_t parse_iterations_flag(const std::string& text) {
   return static_cast<uint64_t>(*n);
 }
 
+bool takes_steady(const std::string& tool, const std::vector<std::string>& words) {
+  if (tool != "netperf" || is_netperf_rr(words)) return false;
+  const auto dashes = std::find(words.begin(), words.end(), "--");
+  for (auto w = words.begin(); w != dashes; ++w)
+    if (*w == "--transport=ipoib" || (*w == "--transport" && w + 1 != dashes && w[1] == "ipoib")) return false;
+  return true;
+}
+
 std::vector<std::string> with_sim_length(const std::string& tool, std::vector<std::string> words,
                                          const SimLength& length) {
   if (tool == "netperf" && length.duration_s) {
     const auto dashes = std::find(words.begin(), words.end(), "--");
     words.insert(dashes, {"-l", fmt::format("{}", *length.duration_s)});
   }
-  if (tool == "netperf" && length.steady_rel && !is_netperf_rr(words)) {
-    const auto dashes = std::find(words.begin(), words.end(), "--");
-    bool ipoib = false;
-    for (auto w = words.begin(); w != dashes; ++w)
-      ipoib = ipoib || *w == "--transport=ipoib" || (*w == "--transport" && w + 1 != dashes && w[1] == "ipoib");
-    if (!ipoib) words.insert(dashes, {"--steady", fmt::format("{}", *length.steady_rel)});
-  }
+  if (length.steady_rel && takes_steady(tool, words))
+    words.insert(std::find(words.begin(), words.end(), "--"), {"--steady", fmt::format("{}", *length.steady_rel)});
   if (tool != "netperf" && length.iterations) {
     uint64_t typed = tool == "ib_write_bw" ? 5000 : 1000;  // perftest's defaults
     for (size_t i = 0; i + 1 < words.size(); ++i)

@@ -35,10 +35,15 @@ double parse_duration_flag(const std::string& text);
 /// Throws InputError "--iterations: 'TEXT' must be 0 or a whole number 5..100000000" otherwise.
 uint64_t parse_iterations_flag(const std::string& text);
 
+/// Whether a run of `tool` with `words` (its words after the tool) is measured in its steady
+/// state when calibrate asks for it: a netperf stream over SDP (not TCP_RR, not IPoIB, which
+/// have no --steady).
+bool takes_steady(const std::string& tool, const std::vector<std::string>& words);
+
 /// `words` (a command's words after its tool, as ScenarioPoint::words) with `length` applied for
-/// `tool`: netperf gets `-l S` before its "--" (a later -l replaces an earlier one) and, over
-/// SDP and but for TCP_RR, `--steady REL`; perftest gets `-n min(typed -n or its default, N)` at the end; unchanged
-/// where `length` says nothing.
+/// `tool`: netperf gets `-l S` before its "--" (a later -l replaces an earlier one) and, where
+/// takes_steady, `--steady REL`; perftest and the pingpongs get `-n min(typed -n or its default,
+/// N)` at the end; unchanged where `length` says nothing.
 std::vector<std::string> with_sim_length(const std::string& tool, std::vector<std::string> words,
                                          const SimLength& length);
 
