@@ -29,6 +29,15 @@ bool MrTable::dereg(uint32_t key) {
   return true;
 }
 
+bool MrTable::rereg(uint32_t key, uint32_t pd, sdp::Addr addr, uint64_t len, unsigned access) {
+  if (find(key) == nullptr) return false;
+  if (!has_pd(pd)) throw sdp::VerbsError(fmt::format("rereg_mr: no PD {}", pd));
+  if (len > 0 && len - 1 > UINT64_MAX - addr)
+    throw sdp::VerbsError(fmt::format("rereg_mr: [{:#x}, +{}) wraps past the end of the address space", addr, len));
+  mrs_[key - kFirstKey] = {pd, addr, len, access, false};
+  return true;
+}
+
 const char* mr_refusal_str(MrRefusal r) {
   switch (r) {
     case MrRefusal::None: return "";

@@ -49,6 +49,11 @@ class MrTable {
   uint32_t reg_all_memory(uint32_t pd, unsigned access);
   /// ibv_dereg_mr: false when no MR has `key`.
   bool dereg(uint32_t key);
+  /// ibv_rereg_mr(3): the MR of `key` takes `pd`, [addr, addr + len) and `access` in place and
+  /// keeps its key, as mlx4_ib_rereg_user_mr rewrites the MPT entry (drivers/infiniband/hw/mlx4/
+  /// mr.c), so every later check sees the new values. False, changing nothing, when no MR has
+  /// `key`; throws sdp::VerbsError as reg() for an unknown PD or a range that wraps.
+  bool rereg(uint32_t key, uint32_t pd, sdp::Addr addr, uint64_t len, unsigned access);
   /// The MR of `key`, or nullptr (valid until the next reg).
   const Mr* find(uint32_t key) const {
     const uint32_t i = key - kFirstKey;  // keys below kFirstKey wrap to a large index

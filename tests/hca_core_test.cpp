@@ -44,6 +44,29 @@ TEST(HcaCoreMr, KeysArePerMrFrom0x100AndBelongToTheirPd) {
   EXPECT_EQ(t.check(k1, pd1, 0x1000, 1, 0, none), MrRefusal::UnknownKey);
 }
 
+// ibv_rereg_mr: mlx4 rewrites the MPT entry in place, so the key stays and every later check
+// sees the new PD, range and access (drivers/infiniband/hw/mlx4/mr.c mlx4_ib_rereg_user_mr).
+TEST(HcaCoreMr, ReregKeepsTheKeyAndChangesWhatItAllows) {
+  MrTable t;
+  const uint32_t pd1 = t.alloc_pd(), pd2 = t.alloc_pd();
+  const uint32_t k = t.reg(pd1, 0x1000, 4096, sdp::kLocalWrite | sdp::kRemoteWrite);
+  EXPECT_TRUE(t.allows(k, pd1, 0x1000, 8, sdp::kRemoteWrite, none));
+  ASSERT_TRUE(t.rereg(k, pd1, 0x1000, 4096, sdp::kLocalWrite));  // remote write taken away
+  EXPECT_EQ(t.check(k, pd1, 0x1000, 8, sdp::kRemoteWrite, none), MrRefusal::Access);
+  ASSERT_TRUE(t.rereg(k, pd2, 0x1000, 4096, sdp::kLocalWrite));  // to another PD
+  EXPECT_EQ(t.check(k, pd1, 0x1000, 8, 0, none), MrRefusal::OtherPd);
+  EXPECT_EQ(t.check(k, pd2, 0x1000, 8, 0, none), MrRefusal::None);
+  ASSERT_TRUE(t.rereg(k, pd2, 0x8000, 64, sdp::kLocalWrite));  // another range
+  EXPECT_EQ(t.check(k, pd2, 0x1000, 8, 0, none), MrRefusal::Bounds);
+  EXPECT_EQ(t.check(k, pd2, 0x8038, 8, 0, none), MrRefusal::None);
+  EXPECT_EQ(t.size(), 1u);
+  EXPECT_THROW(t.rereg(k, 3, 0x8000, 64, 0), sdp::VerbsError);       // no PD 3
+  EXPECT_THROW(t.rereg(k, pd2, UINT64_MAX - 7, 16, 0), sdp::VerbsError);  // wraps
+  EXPECT_EQ(t.check(k, pd2, 0x8038, 8, 0, none), MrRefusal::None);   // unchanged by those
+  ASSERT_TRUE(t.dereg(k));
+  EXPECT_FALSE(t.rereg(k, pd2, 0x8000, 64, 0));  // no MR has the key any more
+}
+
 TEST(HcaCoreMr, BoundsAreExactAndCannotOverflow) {
   MrTable t;
   const uint32_t pd = t.alloc_pd();
@@ -95,6 +118,25 @@ TEST(HcaCoreCq, HoldsExactlyItsDepthAndTheNextCompletionIsTheOverrun) {
   // In error: nothing more is written, even with room again.
   EXPECT_FALSE(cq.push({4, WcStatus::WrFlushErr, sdp::WcOpcode::Send, 0, 0x48}));
   EXPECT_EQ(cq.poll(out), 0);
+}
+
+// ibv_resize_cq: a CQ may shrink to the CQEs waiting in it and no further (mlx4_resize_cq:
+// EINVAL below the outstanding CQEs); what waits stays, in order.
+TEST(HcaCoreCq, ResizeKeepsWhatWaitsAndRefusesLessRoom) {
+  Cq cq(3);
+  for (uint64_t i = 0; i < 2; ++i) ASSERT_TRUE(cq.push({i, WcStatus::Success, sdp::WcOpcode::Send, 0, 0x48}));
+  EXPECT_FALSE(cq.resize(1));  // 2 wait
+  EXPECT_EQ(cq.depth(), 3u);
+  ASSERT_TRUE(cq.resize(2));
+  EXPECT_FALSE(cq.push({2, WcStatus::Success, sdp::WcOpcode::Send, 0, 0x48}));  // full at 2: overrun
+  Cq big(1);
+  ASSERT_TRUE(big.push({0, WcStatus::Success, sdp::WcOpcode::Send, 0, 0x48}));
+  ASSERT_TRUE(big.resize(4));
+  for (uint64_t i = 1; i < 4; ++i) EXPECT_TRUE(big.push({i, WcStatus::Success, sdp::WcOpcode::Send, 0, 0x48}));
+  std::array<sdp::Wc, 8> out{};
+  ASSERT_EQ(big.poll(out), 4);
+  EXPECT_EQ(out[0].wr_id, 0u);
+  EXPECT_EQ(out[3].wr_id, 3u);
 }
 
 TEST(HcaCoreCq, PollingMakesRoom) {
