@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <future>
 
 #include <sodium.h>
 
@@ -109,13 +110,21 @@ uint32_t Hca::inner_key(uint32_t key) const {
   return hca::MrTable::kFirstKey + index - 1;
 }
 
-bool Hca::dereg_mr(uint32_t key) {
+bool Hca::rereg_mr(uint32_t key, uint32_t pd, sdp::Addr addr, uint64_t len, unsigned access) {
+  if (memory_ != nullptr && !memory_->contains(addr, len))
+    throw sdp::VerbsError(fmt::format("rereg_mr: [{:#x}, +{}) is not allocated memory", addr, len));
   {
     std::lock_guard g(mr_lock_);
     const uint32_t inner = inner_key(key);
-    if (inner == 0 || !mrs_.dereg(inner)) return false;
+    if (inner == 0 || !mrs_.rereg(inner, pd, addr, len, access)) return false;
   }
-  // The key is gone for every later check; wait for the accesses that passed it already.
+  fence_all_qps();
+  return true;
+}
+
+void Hca::fence_all_qps() {
+  // The key's new values (or its absence) hold for every later check; wait for the accesses
+  // that passed the old ones already.
   std::vector<std::shared_ptr<Qp>> live;
   {
     std::lock_guard g(qps_lock_);
@@ -124,6 +133,15 @@ bool Hca::dereg_mr(uint32_t key) {
       if (auto q = w.lock()) live.push_back(std::move(q));
   }
   for (auto& q : live) q->fence_memory();
+}
+
+bool Hca::dereg_mr(uint32_t key) {
+  {
+    std::lock_guard g(mr_lock_);
+    const uint32_t inner = inner_key(key);
+    if (inner == 0 || !mrs_.dereg(inner)) return false;
+  }
+  fence_all_qps();
   return true;
 }
 
@@ -335,6 +353,13 @@ void Hca::quiesce(int ms) {
   }
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
   for (auto& q : all) q->wait_written(deadline);
+}
+
+void Hca::sync(int ms) {
+  auto done = std::make_shared<std::promise<void>>();
+  std::future<void> f = done->get_future();
+  boost::asio::post(io_, [done] { done->set_value(); });
+  f.wait_for(std::chrono::milliseconds(ms));
 }
 
 void Hca::release_port() {

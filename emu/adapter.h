@@ -65,6 +65,11 @@ class Hca {
   /// waits for the ones under way): the memory may be freed at once, as on an HCA. Not to be
   /// called under a QP's lock.
   bool dereg_mr(uint32_t key);
+  /// ibv_rereg_mr(3): the MR of `key` takes `pd`, [addr, addr+len) and `access` and keeps its
+  /// key (hca::MrTable::rereg). False when no MR has `key`; throws as reg_mr. Once it returns,
+  /// the accesses that passed the old values are over (as dereg_mr). Not to be called under a
+  /// QP's lock.
+  bool rereg_mr(uint32_t key, uint32_t pd, sdp::Addr addr, uint64_t len, unsigned access);
   /// A key of `pd` covering the whole arena (ib_get_dma_mr). Throws sdp::VerbsError without one.
   uint32_t dma_mr(uint32_t pd);
   /// hca::MrTable::check under the table's lock (an all-memory MR asks the arena).
@@ -98,6 +103,12 @@ class Hca {
   void count_stranger() { ++strangers_refused_; }
   /// Waits at most `ms` until every QP's queued frames were written (Qp::wait_written).
   void quiesce(int ms);
+  /// Returns once the I/O thread has run every handler posted before the call (the QPs' pumps
+  /// of the WRs posted so far among them: a UD send's completion is then in its CQ), or after
+  /// `ms` milliseconds. A verb that reads what the HCA has done so far (ibv_resize_cq(3)
+  /// counting the CQEs that wait) calls it first, as an HCA has done that work microseconds
+  /// after the post. Not to be called on the I/O thread.
+  void sync(int ms);
   /// Gives the port's LID back to the subnet (its claim file removed; emu/subnet.h), at exit:
   /// the next process may take it without the stale-owner check.
   void release_port();
@@ -119,6 +130,8 @@ class Hca {
   }
 
  private:
+  /// Waits until no QP of this HCA is inside an access that checked a key before now.
+  void fence_all_qps();
   struct Handshake;
   void accept_next();
   /// The acceptor's side of a stream's handshake (emu/auth.h), on the I/O thread.

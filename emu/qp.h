@@ -112,9 +112,11 @@ class Qp final : public sdp::Verbs, public hca::QpBackend, public std::enable_sh
   /// state than RESET.
   void to_init();
   /// The CM's RTR and RTS: the peer is QP `remote_qpn` on the attached stream, PSNs start at 0,
-  /// the path MTU is the port's 2048 B, the adapter's retry attributes; the I/O starts. Does
-  /// nothing when the QP is in ERROR already; throws sdp::VerbsError from another state than INIT.
-  void to_rts(uint32_t remote_qpn);
+  /// the path MTU is the port's 2048 B, the adapter's retry attributes (the local ACK timeout
+  /// `ack_timeout` when given: rdma_set_option's RDMA_OPTION_ID_ACK_TIMEOUT); the I/O starts.
+  /// Does nothing when the QP is in ERROR already; throws sdp::VerbsError from another state
+  /// than INIT, or for an ack_timeout over 31.
+  void to_rts(uint32_t remote_qpn, std::optional<uint8_t> ack_timeout = std::nullopt);
   /// A stream the port accepted and authenticated for this QP from peer QP `from_qpn` of the
   /// port with LID `from_lid` (Hca's acceptor, on the I/O thread). Closed unless that is the
   /// QP's peer (its dest_qp_num and DLID at RTR), or when it has a stream already.

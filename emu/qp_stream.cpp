@@ -36,7 +36,7 @@ void Qp::to_init() {
   core_.modify(a, hca::attr::kState | hca::attr::kPkeyIndex | hca::attr::kPort | hca::attr::kAccessFlags);
 }
 
-void Qp::to_rts(uint32_t remote_qpn) {
+void Qp::to_rts(uint32_t remote_qpn, std::optional<uint8_t> ack_timeout) {
   std::lock_guard g(m_);
   if (core_.state() == State::Error) return;
   hca::QpAttr a = core_.attr();
@@ -53,7 +53,7 @@ void Qp::to_rts(uint32_t remote_qpn) {
     throw sdp::VerbsError(fmt::format("modify_qp: QP {:#x} to RTR: an attribute out of range", qpn_));
   a.qp_state = State::Rts;
   a.sq_psn = 0;
-  a.timeout = hca_.retry().timeout;
+  a.timeout = ack_timeout.value_or(hca_.retry().timeout);
   a.retry_cnt = hca_.retry().retry_cnt;
   a.rnr_retry = core_.attr().rnr_retry;
   a.max_rd_atomic = core_.limits().max_qp_rd_atom;
