@@ -68,6 +68,23 @@ ibv_wc_opcode to_ibv_opcode(sdp::WcOpcode op) {
 
 }  // namespace
 
+void to_ibv_wc(const hca::Cqe& e, ibv_wc& w) {
+  const sdp::Wc& c = e.wc;
+  std::memset(&w, 0, sizeof w);
+  w.wr_id = c.wr_id;
+  w.status = to_ibv_status(c.status);
+  w.opcode = to_ibv_opcode(c.opcode);
+  if (e.kind == hca::Cqe::Kind::RecvRdmaWithImm) w.opcode = IBV_WC_RECV_RDMA_WITH_IMM;
+  w.byte_len = c.byte_len;
+  w.qp_num = c.qp_num;
+  w.src_qp = e.src_qp;
+  w.slid = e.slid;
+  if (e.with_imm) {
+    w.wc_flags |= IBV_WC_WITH_IMM;
+    w.imm_data = e.imm;
+  }
+}
+
 unsigned to_access(unsigned flags) {
   unsigned a = to_qp_access(flags);
   if ((flags & (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE)) != 0) a |= sdp::kLocalWrite;
@@ -185,22 +202,7 @@ int poll_cq(ibv_cq* ibcq, int num_entries, ibv_wc* wc) {
     const size_t want = std::min<size_t>(buf.size(), static_cast<size_t>(num_entries - total));
     const int n = cq.poll(std::span<hca::Cqe>(buf.data(), want));
     for (int i = 0; i < n; ++i) {
-      const hca::Cqe& e = buf[static_cast<size_t>(i)];
-      const sdp::Wc& c = e.wc;
-      ibv_wc& w = wc[total++];
-      std::memset(&w, 0, sizeof w);
-      w.wr_id = c.wr_id;
-      w.status = to_ibv_status(c.status);
-      w.opcode = to_ibv_opcode(c.opcode);
-      if (e.kind == hca::Cqe::Kind::RecvRdmaWithImm) w.opcode = IBV_WC_RECV_RDMA_WITH_IMM;
-      w.byte_len = c.byte_len;
-      w.qp_num = c.qp_num;
-      w.src_qp = e.src_qp;
-      w.slid = e.slid;
-      if (e.with_imm) {
-        w.wc_flags |= IBV_WC_WITH_IMM;
-        w.imm_data = e.imm;
-      }
+      to_ibv_wc(buf[static_cast<size_t>(i)], wc[total++]);
     }
     if (static_cast<size_t>(n) < want) break;
   }
@@ -301,6 +303,8 @@ Device& device() {
     dv->ctx.ops.req_notify_cq = req_notify_cq;
     dv->ctx.ops.post_send = post_send;
     dv->ctx.ops.post_recv = post_recv;
+    dv->vctx.modify_cq = modify_cq;
+    dv->vctx.create_srq_ex = create_srq_ex;
     dv->hca = make_hca();
     g_device = dv;
     ::pthread_atfork(nullptr, nullptr, after_fork_in_child);
@@ -333,6 +337,31 @@ void CompChannel::notify(ibv_cq* cq) {
   }
 }
 
+Cq* new_cq(ibv_context* context, int cqe, void* cq_context, ibv_comp_channel* channel, int comp_vector) {
+  if (cqe < 1 || cqe > kMaxCqe || comp_vector < 0 || context == nullptr || comp_vector >= context->num_comp_vectors) {
+    errno = EINVAL;
+    return nullptr;
+  }
+  if (!take_resource(Resource::Cq)) {
+    errno = ENOMEM;
+    return nullptr;
+  }
+  auto* cq = new Cq;
+  cq->cq.context = context;
+  cq->cq.channel = channel;
+  cq->cq.cq_context = cq_context;
+  cq->cq.cqe = cqe;
+  cq->emu = std::make_shared<CompQueue>(static_cast<uint32_t>(cqe));
+  if (channel != nullptr) {
+    auto* ch = reinterpret_cast<CompChannel*>(channel);
+    ibv_cq* ibcq = &cq->cq;
+    cq->emu->set_event_handler([ch, ibcq] { ch->notify(ibcq); });
+  }
+  pthread_mutex_init(&cq->cq.mutex, nullptr);
+  pthread_cond_init(&cq->cq.cond, nullptr);
+  return cq;
+}
+
 QpObj* create_qp(ibv_pd* pd, ibv_qp_init_attr* attr) {
   const bool known_type = attr != nullptr && (attr->qp_type == IBV_QPT_RC || attr->qp_type == IBV_QPT_UC ||
                                               attr->qp_type == IBV_QPT_UD);
@@ -342,7 +371,9 @@ QpObj* create_qp(ibv_pd* pd, ibv_qp_init_attr* attr) {
   }
   ibv_qp_cap& cap = attr->cap;
   const hca::DeviceLimits& lim = device().hca->limits();
-  if (cap.max_send_sge > sdp::kMaxSge || cap.max_recv_sge > sdp::kMaxSge || cap.max_send_wr == 0 ||
+  // No WR on a queue is allowed (a receive-only QP, or one on an SRQ), as mlx4's create_qp
+  // takes it (providers/mlx4/verbs.c create_qp_ex): posts to it are then refused, ENOMEM.
+  if (cap.max_send_sge > sdp::kMaxSge || cap.max_recv_sge > sdp::kMaxSge ||
       cap.max_send_wr > lim.max_qp_wr || cap.max_recv_wr > lim.max_qp_wr || cap.max_inline_data > lim.max_inline_data) {
     errno = EINVAL;
     return nullptr;
@@ -488,6 +519,7 @@ ibv_mr* ibv_reg_mr_iova2(ibv_pd* pd, void* addr, size_t length, uint64_t iova, u
   }
   auto* m = new hcasim::emu::shim::MrObj{};
   m->pinned_pages = pages;
+  m->access = access;
   ibv_mr* mr = &m->mr;
   mr->context = pd->context;
   mr->pd = pd;
@@ -546,32 +578,11 @@ int ibv_destroy_comp_channel(ibv_comp_channel* channel) {
   return 0;
 }
 
-/// ibv_create_cq(3): a CQ of `cqe` entries (at most kMaxCqe; null with errno EINVAL beyond)
-/// whose events go to `channel` (may be null). Any number of QPs may complete into it. Null
-/// with errno ENOMEM beyond the device's max_cq (mlx4_cq_alloc).
-ibv_cq* ibv_create_cq(ibv_context* context, int cqe, void* cq_context, ibv_comp_channel* channel, int /*comp_vector*/) {
-  if (cqe < 1 || cqe > hcasim::emu::shim::kMaxCqe) {
-    errno = EINVAL;
-    return nullptr;
-  }
-  if (!take_resource(Resource::Cq)) {
-    errno = ENOMEM;
-    return nullptr;
-  }
-  auto* cq = new Cq;
-  cq->cq.context = context;
-  cq->cq.channel = channel;
-  cq->cq.cq_context = cq_context;
-  cq->cq.cqe = cqe;
-  cq->emu = std::make_shared<hcasim::emu::CompQueue>(static_cast<uint32_t>(cqe));
-  if (channel != nullptr) {
-    auto* ch = reinterpret_cast<CompChannel*>(channel);
-    ibv_cq* ibcq = &cq->cq;
-    cq->emu->set_event_handler([ch, ibcq] { ch->notify(ibcq); });
-  }
-  pthread_mutex_init(&cq->cq.mutex, nullptr);
-  pthread_cond_init(&cq->cq.cond, nullptr);
-  return &cq->cq;
+/// ibv_create_cq(3): a CQ of `cqe` entries whose events go to `channel` (may be null); any
+/// number of QPs may complete into it. Null with errno as shim::new_cq (EINVAL, ENOMEM).
+ibv_cq* ibv_create_cq(ibv_context* context, int cqe, void* cq_context, ibv_comp_channel* channel, int comp_vector) {
+  Cq* cq = hcasim::emu::shim::new_cq(context, cqe, cq_context, channel, comp_vector);
+  return cq != nullptr ? &cq->cq : nullptr;
 }
 
 /// ibv_destroy_cq(3). Returns 0, or EBUSY while a QP is still on it.
@@ -608,3 +619,65 @@ void ibv_ack_cq_events(ibv_cq* cq, unsigned int nevents) {
   if (cq != nullptr) cq->comp_events_completed += nevents;
 }
 
+
+/// ibv_rereg_mr(3): the MR takes a new PD (IBV_REREG_MR_CHANGE_PD), range
+/// (IBV_REREG_MR_CHANGE_TRANSLATION: addr, length) and access flags (IBV_REREG_MR_CHANGE_ACCESS)
+/// and keeps its lkey and rkey, as mlx4 rewrites the MR's MPT entry in place
+/// (drivers/infiniband/hw/mlx4/mr.c mlx4_ib_rereg_user_mr); the emulated HCA applies them to
+/// every later access (emu::Hca::rereg_mr). Returns 0, or as libibverbs' ibv_rereg_mr
+/// (libibverbs/verbs.c) with errno set: IBV_REREG_MR_ERR_INPUT (EINVAL) for no flag or an unknown
+/// one, a translation without addr or length, access flags without CHANGE_ACCESS;
+/// IBV_REREG_MR_ERR_CMD when the kernel would refuse: EINVAL for a null PD or REMOTE_WRITE /
+/// REMOTE_ATOMIC without LOCAL_WRITE, the pinning errno of the new range (pin_user_memory).
+int ibv_rereg_mr(ibv_mr* mr, int flags, ibv_pd* pd, void* addr, size_t length, int access) {
+  if (mr == nullptr || flags == 0 || (flags & ~IBV_REREG_MR_FLAGS_SUPPORTED) != 0 ||
+      ((flags & IBV_REREG_MR_CHANGE_TRANSLATION) != 0 && (length == 0 || addr == nullptr)) ||
+      (access != 0 && (flags & IBV_REREG_MR_CHANGE_ACCESS) == 0)) {
+    errno = EINVAL;
+    return IBV_REREG_MR_ERR_INPUT;
+  }
+  auto* m = reinterpret_cast<hcasim::emu::shim::MrObj*>(mr);
+  ibv_pd* new_pd = (flags & IBV_REREG_MR_CHANGE_PD) != 0 ? pd : mr->pd;
+  void* new_addr = (flags & IBV_REREG_MR_CHANGE_TRANSLATION) != 0 ? addr : mr->addr;
+  const size_t new_len = (flags & IBV_REREG_MR_CHANGE_TRANSLATION) != 0 ? length : mr->length;
+  const unsigned new_access = (flags & IBV_REREG_MR_CHANGE_ACCESS) != 0 ? static_cast<unsigned>(access) : m->access;
+  const bool remote_needs_local = (new_access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC)) != 0 &&
+                                  (new_access & IBV_ACCESS_LOCAL_WRITE) == 0;
+  if (new_pd == nullptr || remote_needs_local) {
+    errno = EINVAL;
+    return IBV_REREG_MR_ERR_CMD;
+  }
+  uint64_t pages = m->pinned_pages;
+  const bool repin = (flags & IBV_REREG_MR_CHANGE_TRANSLATION) != 0;
+  if (repin) {
+    if (const int err = pin_user_memory(reinterpret_cast<uintptr_t>(new_addr), new_len, new_access, pages); err != 0) {
+      errno = err;
+      return IBV_REREG_MR_ERR_CMD;
+    }
+  }
+  bool done = false;
+  try {
+    done = device().hca->rereg_mr(mr->lkey, hcasim::emu::shim::pd_of(new_pd)->id,
+                                  reinterpret_cast<uintptr_t>(new_addr), new_len,
+                                  hcasim::emu::shim::to_access(new_access));
+  } catch (const hcasim::sdp::VerbsError&) {  // a PD the device does not know
+  }
+  if (!done) {
+    if (repin) unpin_user_memory(pages);
+    errno = EINVAL;
+    return IBV_REREG_MR_ERR_CMD;
+  }
+  if (repin) {
+    unpin_user_memory(m->pinned_pages);
+    m->pinned_pages = pages;
+  }
+  if (new_pd != mr->pd) {
+    --hcasim::emu::shim::pd_of(mr->pd)->users;
+    ++hcasim::emu::shim::pd_of(new_pd)->users;
+  }
+  m->access = new_access;
+  mr->pd = new_pd;
+  mr->addr = new_addr;
+  mr->length = new_len;
+  return 0;
+}

@@ -5,7 +5,7 @@ ctest label `pyverbs`, one test per module, names pyverbs.MODULE; registered in 
     run_suite.py --shim SO --suite DIR --allowed-skips FILE [--timeout S] [--python PY]
                  [--preload-first SO]... [--env NAME=VALUE]... MODULE...
 
-Runs each MODULE (test_cq, test_qp, ...) of the suite with Debian's python3-pyverbs (run by PY,
+Runs each MODULE (test_cq, test_qp, ...; or MODULE.CLASS[.TEST]) of the suite with Debian's python3-pyverbs (run by PY,
 default /usr/bin/python3, whatever python3 is first on PATH) and the shim
 LD_PRELOADed, on an emulated subnet of its own (HCASIM_SUBNET, a temporary directory, as
 tests/stock/stock.py), against the device hcasim_emu0. The suite is loaded as its own
@@ -108,7 +108,7 @@ def run_inner(a):
     loader = unittest.TestLoader()
     suite = unittest.TestSuite()
     for m in a.modules:
-        if not hasattr(tests, m):
+        if not hasattr(tests, m.split(".")[0]):
             print(f"FAIL: {m}: no such module in {suite_dir}")
             return 1
         suite.addTests(loader.loadTestsFromName(m, module=tests))
