@@ -118,8 +118,10 @@ class Qp final : public sdp::Verbs, public hca::QpBackend, public std::enable_sh
   /// than INIT, or for an ack_timeout over 31.
   void to_rts(uint32_t remote_qpn, std::optional<uint8_t> ack_timeout = std::nullopt);
   /// A stream the port accepted and authenticated for this QP from peer QP `from_qpn` of the
-  /// port with LID `from_lid` (Hca's acceptor, on the I/O thread). Closed unless that is the
-  /// QP's peer (its dest_qp_num and DLID at RTR), or when it has a stream already.
+  /// port with LID `from_lid` (Hca's acceptor, on the I/O thread). In RTR or RTS: closed unless
+  /// that is the QP's peer (its dest_qp_num and DLID) and the QP has no stream yet. In RESET,
+  /// INIT or ERROR: kept for the next RTR, which takes it when it names that peer (a peer reset
+  /// and connected anew while this QP is still in ERROR).
   void take_stream(boost::asio::ip::tcp::socket s, uint32_t from_qpn, uint16_t from_lid);
   /// A UD datagram for this QP (Hca's datagram path, on the I/O thread).
   void on_datagram(const Packet& f);
@@ -196,6 +198,10 @@ class Qp final : public sdp::Verbs, public hca::QpBackend, public std::enable_sh
   void start_read();
   void on_frame(std::span<const uint8_t> body);
   /// The stream is there and the QP at RTR or later: reading starts, and sending at RTS.
+  /// A connected QP gone to RESET leaves its stream (IBA 10.3.1: RESET forgets the peer): the
+  /// socket closes, the write queue and the read buffer empty, and the next RTR connects anew.
+  /// On the I/O thread, under the lock.
+  void reset_stream();
   void start_io();
   /// Connects the out-of-band stream to the peer at `dlid` (the smaller (LID, QPN) does), through
   /// the subnet's handshake (emu/auth.h).
@@ -233,6 +239,9 @@ class Qp final : public sdp::Verbs, public hca::QpBackend, public std::enable_sh
   bool linked_ = false;     // the stream is read (CM: from to_rts; else from RTR)
   bool oob_ = false;        // connected at RTR (no CM): a vanished peer says nothing
   bool peer_gone_ = false;  // oob_: the stream ended; requests time out
+  /// The stream's generation: a QP reset to RESET drops its stream (reset_stream) and the
+  /// handlers of the old one's reads and writes, which carry their generation, do nothing.
+  uint64_t stream_gen_ = 0;
   bool link_wait_ = false;  // link_timer_ runs: requests wait for a stream that may never come
   std::optional<boost::asio::ip::tcp::socket> pending_;  // accepted before RTR
   uint32_t pending_from_ = 0;

@@ -126,14 +126,16 @@ void Qp::open_stream(uint16_t dlid, uint32_t rq_psn) {
 
 void Qp::take_stream(tcp::socket s, uint32_t from_qpn, uint16_t from_lid) {
   std::lock_guard g(m_);
-  if (closed_ || linked_ || core_.state() == State::Error) return;  // s closes
+  if (closed_) return;  // s closes
   if (core_.state() == State::Rtr || core_.state() == State::Rts) {
-    if (from_qpn != core_.attr().dest_qp_num || from_lid != core_.attr().dlid) return;
+    if (linked_ || from_qpn != core_.attr().dest_qp_num || from_lid != core_.attr().dlid) return;
     socket_ = std::move(s);
     start_io();
     return;
   }
-  pending_.emplace(std::move(s));  // RESET / INIT: kept for the RTR
+  // RESET / INIT: kept for the RTR; ERROR: for the RTR after the RESET that the peer, reset and
+  // connecting anew, is ahead of.
+  pending_.emplace(std::move(s));
   pending_from_ = from_qpn;
   pending_lid_ = from_lid;
 }
