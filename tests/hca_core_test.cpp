@@ -67,6 +67,44 @@ TEST(HcaCoreMr, ReregKeepsTheKeyAndChangesWhatItAllows) {
   EXPECT_FALSE(t.rereg(k, pd2, 0x8000, 64, 0));  // no MR has the key any more
 }
 
+// IBA 10.6.7.2: a window binds inside an MR that allows binding, in the QP's PD, with no more
+// rights than the MR can give (remote write needs local write); a bound type 2 window must be
+// invalidated before it binds again; a window is never an L_Key, nor an MR's key a window.
+TEST(HcaCoreMr, WindowsBindByTheRulesAndServeRemoteAccessOnly) {
+  MrTable t;
+  const uint32_t pd = t.alloc_pd(), other = t.alloc_pd();
+  const uint32_t mr = t.reg(pd, 0x1000, 4096, sdp::kLocalWrite | sdp::kRemoteWrite | kMwBind);
+  const uint32_t ro = t.reg(pd, 0x8000, 4096, sdp::kRemoteRead | kMwBind);
+  const uint32_t plain = t.reg(pd, 0x10000, 4096, sdp::kLocalWrite);
+  const uint32_t w2 = t.alloc_mw(pd, 2), w1 = t.alloc_mw(pd, 1);
+  EXPECT_THROW(t.alloc_mw(pd, 3), sdp::VerbsError);
+  EXPECT_EQ(t.check(w2, pd, 0x1000, 8, sdp::kRemoteWrite, none, 0x48), MrRefusal::UnknownKey);  // unbound
+  EXPECT_EQ(t.bind_mw(w2, plain, 0x10000, 64, sdp::kRemoteRead, 0x48, pd), MrRefusal::Access);  // no MW_BIND
+  EXPECT_EQ(t.bind_mw(w2, ro, 0x8000, 64, sdp::kRemoteWrite, 0x48, pd), MrRefusal::Access);  // no local write
+  EXPECT_EQ(t.bind_mw(w2, mr, 0x1F00, 512, sdp::kRemoteWrite, 0x48, pd), MrRefusal::Bounds);
+  EXPECT_EQ(t.bind_mw(w2, mr, 0x1000, 64, sdp::kRemoteWrite, 0x48, other), MrRefusal::OtherPd);
+  EXPECT_EQ(t.bind_mw(mr, mr, 0x1000, 64, sdp::kRemoteWrite, 0x48, pd), MrRefusal::UnknownKey);  // not a window
+  ASSERT_EQ(t.bind_mw(w2, mr, 0x1100, 256, sdp::kRemoteWrite, 0x48, pd), MrRefusal::None);
+  EXPECT_EQ(t.bind_mw(w2, mr, 0x1100, 256, sdp::kRemoteWrite, 0x48, pd), MrRefusal::UnknownKey);  // bound
+  EXPECT_EQ(t.check(w2, pd, 0x1100, 256, sdp::kRemoteWrite, none, 0x48), MrRefusal::None);
+  EXPECT_EQ(t.check(w2, pd, 0x10FF, 2, sdp::kRemoteWrite, none, 0x48), MrRefusal::Bounds);
+  EXPECT_EQ(t.check(w2, pd, 0x1100, 8, sdp::kLocalWrite, none, 0x48), MrRefusal::UnknownKey);  // as an L_Key
+  EXPECT_EQ(t.check(w2, pd, 0x1100, 8, sdp::kRemoteWrite, none, 0x49), MrRefusal::OtherQp);
+  EXPECT_FALSE(t.rereg(w2, pd, 0x1000, 8, 0));
+  EXPECT_FALSE(t.invalidate_mw(w1, pd));  // type 1: rebound, never invalidated
+  EXPECT_FALSE(t.invalidate_mw(w2, other));
+  ASSERT_TRUE(t.invalidate_mw(w2, pd));
+  EXPECT_EQ(t.check(w2, pd, 0x1100, 8, sdp::kRemoteWrite, none, 0x48), MrRefusal::UnknownKey);
+  // A type 1 window serves any QP of its PD, and rebinds in place.
+  ASSERT_EQ(t.bind_mw(w1, mr, 0x1000, 64, sdp::kRemoteWrite, 0x48, pd), MrRefusal::None);
+  EXPECT_EQ(t.check(w1, pd, 0x1000, 8, sdp::kRemoteWrite, none, 0x49), MrRefusal::None);
+  ASSERT_EQ(t.bind_mw(w1, mr, 0x1000, 0, sdp::kRemoteWrite, 0x48, pd), MrRefusal::None);  // zero length
+  EXPECT_EQ(t.check(w1, pd, 0x1000, 8, sdp::kRemoteWrite, none, 0x49), MrRefusal::Bounds);
+  ASSERT_TRUE(t.dereg(mr));  // the MR gone: its windows name nothing
+  ASSERT_EQ(t.bind_mw(w2, ro, 0x8000, 64, sdp::kRemoteRead, 0x48, pd), MrRefusal::None);
+  EXPECT_EQ(t.check(w1, pd, 0x1000, 0, sdp::kRemoteWrite, none, 0x48), MrRefusal::UnknownKey);
+}
+
 TEST(HcaCoreMr, BoundsAreExactAndCannotOverflow) {
   MrTable t;
   const uint32_t pd = t.alloc_pd();
