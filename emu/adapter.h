@@ -72,8 +72,21 @@ class Hca {
   bool rereg_mr(uint32_t key, uint32_t pd, sdp::Addr addr, uint64_t len, unsigned access);
   /// A key of `pd` covering the whole arena (ib_get_dma_mr). Throws sdp::VerbsError without one.
   uint32_t dma_mr(uint32_t pd);
-  /// hca::MrTable::check under the table's lock (an all-memory MR asks the arena).
-  hca::MrRefusal check_mr(uint32_t key, uint32_t pd, sdp::Addr addr, uint64_t len, unsigned need);
+  /// hca::MrTable::check under the table's lock (an all-memory MR asks the arena), for QP
+  /// `qpn` (a type 2 memory window serves the QP it is bound to only).
+  hca::MrRefusal check_mr(uint32_t key, uint32_t pd, sdp::Addr addr, uint64_t len, unsigned need,
+                          uint32_t qpn = hca::kNoQp);
+  /// ibv_alloc_mw(3): an unbound memory window of `type` (1 or 2) in `pd`; its key, with mlx4's
+  /// layout (reg_mr). Throws sdp::VerbsError for an unknown PD or type.
+  uint32_t alloc_mw(uint32_t pd, uint8_t type);
+  /// ibv_dealloc_mw(3): false when no memory window has `key`'s index.
+  bool dealloc_mw(uint32_t key);
+  /// A memory window's bind or invalidation (hca::QpBackend::local_op) for QP `qpn` of `pd`:
+  /// the window is the one x.mw_key's index names; a bind takes the key byte of x.mw_new_key
+  /// (its index must be the window's: ibv_inc_rkey, IBV_WR_BIND_MW's rkey), so the key before
+  /// it names nothing any more (hca::MrTable::bind_mw,
+  /// invalidate_mw). False when refused.
+  bool mw_op(const hca::SendWqe& w, uint32_t qpn, uint32_t pd);
   /// A new QP of `type` in `pd`, in RESET, completing into `send_cq` and `recv_cq` (they may be one
   /// CQ; ibv_create_qp(3)).
   std::shared_ptr<Qp> create_qp(hca::QpType type, uint32_t pd, const sdp::QpCaps& caps,
@@ -130,6 +143,9 @@ class Hca {
   }
 
  private:
+  /// The core's key of the MR or window with `key`'s index, whatever its key byte (the
+  /// window an ibv_mw names: its handle); 0 when none.
+  uint32_t inner_index(uint32_t key) const;
   /// Waits until no QP of this HCA is inside an access that checked a key before now.
   void fence_all_qps();
   struct Handshake;

@@ -232,8 +232,10 @@ void Qp::set_rnr_retry(uint8_t n) {
 // ---- hca::QpBackend --------------------------------------------------------------------------
 
 hca::MrRefusal Qp::check_mr(uint32_t key, uint32_t pd, sdp::Addr addr, uint64_t len, unsigned need) {
-  return hca_.check_mr(key, pd, addr, len, need);
+  return hca_.check_mr(key, pd, addr, len, need, qpn_);
 }
+
+bool Qp::local_op(const hca::SendWqe& w, uint32_t qpn, uint32_t pd) { return hca_.mw_op(w, qpn, pd); }
 
 void Qp::write(sdp::Addr dst, uint64_t len, const void* payload, uint64_t offset) {
   std::memcpy(reinterpret_cast<void*>(dst), static_cast<const uint8_t*>(payload) + offset, len);

@@ -50,6 +50,7 @@ ibv_wc_status to_ibv_status(sdp::WcStatus s) {
     case sdp::WcStatus::RetryExcErr: return IBV_WC_RETRY_EXC_ERR;
     case sdp::WcStatus::RnrRetryExcErr: return IBV_WC_RNR_RETRY_EXC_ERR;
     case sdp::WcStatus::WrFlushErr: return IBV_WC_WR_FLUSH_ERR;
+    case sdp::WcStatus::MwBindErr: return IBV_WC_MW_BIND_ERR;
   }
   return IBV_WC_GENERAL_ERR;
 }
@@ -75,6 +76,8 @@ void to_ibv_wc(const hca::Cqe& e, ibv_wc& w) {
   w.status = to_ibv_status(c.status);
   w.opcode = to_ibv_opcode(c.opcode);
   if (e.kind == hca::Cqe::Kind::RecvRdmaWithImm) w.opcode = IBV_WC_RECV_RDMA_WITH_IMM;
+  if (e.kind == hca::Cqe::Kind::BindMw) w.opcode = IBV_WC_BIND_MW;
+  if (e.kind == hca::Cqe::Kind::LocalInv) w.opcode = IBV_WC_LOCAL_INV;
   w.byte_len = c.byte_len;
   w.qp_num = c.qp_num;
   w.src_qp = e.src_qp;
@@ -88,6 +91,7 @@ void to_ibv_wc(const hca::Cqe& e, ibv_wc& w) {
 unsigned to_access(unsigned flags) {
   unsigned a = to_qp_access(flags);
   if ((flags & (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE)) != 0) a |= sdp::kLocalWrite;
+  if ((flags & IBV_ACCESS_MW_BIND) != 0) a |= hca::kMwBind;
   return a;
 }
 
@@ -111,10 +115,12 @@ bool copy_sges(const Wr& wr, std::array<sdp::Sge, sdp::kMaxSge>& out, uint8_t& n
 }
 
 /// ops.post_send (ibv_post_send(3)): SEND, RDMA WRITE, RDMA READ, their WITH_IMM forms
-/// (imm_data passed through as given) and the atomics ATOMIC_CMP_AND_SWP / ATOMIC_FETCH_AND_ADD;
-/// UD with its address handle. Returns 0, or the errno of the first WR not posted, *bad_wr at it:
-/// EINVAL for an opcode the shim does not know, too many SGEs or a UD WR without an address
-/// handle, else the HCA core's (hca::post_errno: the QP's state, the opcode for its type, inline
+/// (imm_data passed through as given), the atomics ATOMIC_CMP_AND_SWP / ATOMIC_FETCH_AND_ADD, and
+/// the local BIND_MW (a window's bind: IBV_WC_BIND_MW, or MW_BIND_ERR when refused) and
+/// LOCAL_INV (a type 2 window's invalidation: IBV_WC_LOCAL_INV); UD with its address handle.
+/// Returns 0, or the errno of the first WR not posted, *bad_wr at it:
+/// EINVAL for an opcode the shim does not know, too many SGEs, a UD WR without an address
+/// handle or a BIND_MW without its window or MR, else the HCA core's (hca::post_errno: the QP's state, the opcode for its type, inline
 /// rules; ENOMEM for a full send queue). An atomic's length and alignment are not checked here
 /// (libmlx4 does not): they fail in its completion.
 int post_send(ibv_qp* ibqp, ibv_send_wr* wr, ibv_send_wr** bad_wr) {
@@ -139,9 +145,23 @@ int post_send(ibv_qp* ibqp, ibv_send_wr* wr, ibv_send_wr** bad_wr) {
       case IBV_WR_RDMA_READ: r.opcode = sdp::WrOpcode::RdmaRead; break;
       case IBV_WR_ATOMIC_CMP_AND_SWP: r.opcode = sdp::WrOpcode::AtomicCmpSwap; break;
       case IBV_WR_ATOMIC_FETCH_AND_ADD: r.opcode = sdp::WrOpcode::AtomicFetchAdd; break;
+      case IBV_WR_BIND_MW:
+        if (wr->bind_mw.mw == nullptr || wr->bind_mw.bind_info.mr == nullptr) {
+          err = EINVAL;
+          break;
+        }
+        x.kind = hca::WrExt::Kind::BindMw;
+        x.mw_key = wr->bind_mw.mw->rkey;
+        x.mw_new_key = wr->bind_mw.rkey;
+        x.mw_mr_key = wr->bind_mw.bind_info.mr->lkey;
+        x.mw_addr = wr->bind_mw.bind_info.addr;
+        x.mw_len = wr->bind_mw.bind_info.length;
+        x.mw_access = to_qp_access(wr->bind_mw.bind_info.mw_access_flags);
+        break;
+      case IBV_WR_LOCAL_INV: x.kind = hca::WrExt::Kind::LocalInv; break;
       default: err = EINVAL; break;
     }
-    x.imm = wr->imm_data;
+    x.imm = wr->imm_data;  // IBV_WR_LOCAL_INV: invalidate_rkey, the same union
     if (ibqp->qp_type == IBV_QPT_UD && err == 0) {  // to the address handle's port
       if (wr->wr.ud.ah == nullptr) {
         err = EINVAL;
@@ -151,7 +171,7 @@ int post_send(ibv_qp* ibqp, ibv_send_wr* wr, ibv_send_wr** bad_wr) {
         x.ud_qkey = wr->wr.ud.remote_qkey;
       }
     }
-    if (err == 0 && !copy_sges(*wr, r.sg, r.num_sge)) err = EINVAL;
+    if (err == 0 && !x.local() && !copy_sges(*wr, r.sg, r.num_sge)) err = EINVAL;
     if (err == 0) {
       r.signaled = q->sq_sig_all || (wr->send_flags & IBV_SEND_SIGNALED) != 0;
       r.inline_data = (wr->send_flags & IBV_SEND_INLINE) != 0;
@@ -188,6 +208,51 @@ int post_recv(ibv_qp* ibqp, ibv_recv_wr* wr, ibv_recv_wr** bad_wr) {
       return err;
     }
   }
+  return 0;
+}
+
+/// ops.alloc_mw (ibv_alloc_mw(3)): an unbound memory window of type 1 or 2 in `pd`
+/// (emu::Hca::alloc_mw); its rkey names nothing until bound. Null with errno EINVAL for another
+/// type or a null PD.
+ibv_mw* alloc_mw(ibv_pd* pd, ibv_mw_type type) {
+  if (pd == nullptr || (type != IBV_MW_TYPE_1 && type != IBV_MW_TYPE_2)) {
+    errno = EINVAL;
+    return nullptr;
+  }
+  auto* mw = new ibv_mw{};
+  mw->context = pd->context;
+  mw->pd = pd;
+  mw->type = type;
+  mw->rkey = device().hca->alloc_mw(pd_of(pd)->id, type == IBV_MW_TYPE_1 ? 1 : 2);
+  mw->handle = mw->rkey >> 8;
+  ++pd_of(pd)->users;
+  return mw;
+}
+
+/// ops.dealloc_mw (ibv_dealloc_mw(3)): the window and its key are gone (accesses under way end
+/// first, as ibv_dereg_mr's). Returns 0, or EINVAL for a window the device does not know.
+int dealloc_mw(ibv_mw* mw) {
+  if (mw == nullptr || !device().hca->dealloc_mw(mw->rkey)) return EINVAL;
+  --pd_of(mw->pd)->users;
+  delete mw;
+  return 0;
+}
+
+/// ops.bind_mw (ibv_bind_mw(3), a type 1 window; verbs.h refuses type 2 with EINVAL): as
+/// libmlx4's mlx4_bind_mw, an IBV_WR_BIND_MW WR on `qp` with the key ibv_inc_rkey(mw->rkey),
+/// and mw->rkey set to that key once posted. The WR completes IBV_WC_BIND_MW (signaled per
+/// mw_bind->send_flags) or IBV_WC_MW_BIND_ERR. Returns 0 or post_send's errno.
+int bind_mw(ibv_qp* qp, ibv_mw* mw, ibv_mw_bind* mw_bind) {
+  ibv_send_wr wr{};
+  ibv_send_wr* bad = nullptr;
+  wr.opcode = IBV_WR_BIND_MW;
+  wr.wr_id = mw_bind->wr_id;
+  wr.send_flags = mw_bind->send_flags;
+  wr.bind_mw.mw = mw;
+  wr.bind_mw.rkey = ibv_inc_rkey(mw->rkey);
+  wr.bind_mw.bind_info = mw_bind->bind_info;
+  if (const int err = post_send(qp, &wr, &bad); err != 0) return err;
+  mw->rkey = wr.bind_mw.rkey;
   return 0;
 }
 
@@ -304,6 +369,9 @@ Device& device() {
     dv->ctx.ops.post_send = post_send;
     dv->ctx.ops.post_recv = post_recv;
     dv->vctx.modify_cq = modify_cq;
+    dv->ctx.ops.alloc_mw = alloc_mw;
+    dv->ctx.ops.bind_mw = bind_mw;
+    dv->ctx.ops.dealloc_mw = dealloc_mw;
     dv->vctx.create_srq_ex = create_srq_ex;
     dv->hca = make_hca();
     g_device = dv;
