@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <future>
 
 #include <sodium.h>
 
@@ -109,13 +110,21 @@ uint32_t Hca::inner_key(uint32_t key) const {
   return hca::MrTable::kFirstKey + index - 1;
 }
 
-bool Hca::dereg_mr(uint32_t key) {
+bool Hca::rereg_mr(uint32_t key, uint32_t pd, sdp::Addr addr, uint64_t len, unsigned access) {
+  if (memory_ != nullptr && !memory_->contains(addr, len))
+    throw sdp::VerbsError(fmt::format("rereg_mr: [{:#x}, +{}) is not allocated memory", addr, len));
   {
     std::lock_guard g(mr_lock_);
     const uint32_t inner = inner_key(key);
-    if (inner == 0 || !mrs_.dereg(inner)) return false;
+    if (inner == 0 || !mrs_.rereg(inner, pd, addr, len, access)) return false;
   }
-  // The key is gone for every later check; wait for the accesses that passed it already.
+  fence_all_qps();
+  return true;
+}
+
+void Hca::fence_all_qps() {
+  // The key's new values (or its absence) hold for every later check; wait for the accesses
+  // that passed the old ones already.
   std::vector<std::shared_ptr<Qp>> live;
   {
     std::lock_guard g(qps_lock_);
@@ -124,6 +133,15 @@ bool Hca::dereg_mr(uint32_t key) {
       if (auto q = w.lock()) live.push_back(std::move(q));
   }
   for (auto& q : live) q->fence_memory();
+}
+
+bool Hca::dereg_mr(uint32_t key) {
+  {
+    std::lock_guard g(mr_lock_);
+    const uint32_t inner = inner_key(key);
+    if (inner == 0 || !mrs_.dereg(inner)) return false;
+  }
+  fence_all_qps();
   return true;
 }
 
@@ -133,12 +151,49 @@ uint32_t Hca::dma_mr(uint32_t pd) {
   return outer_key(mrs_.reg_all_memory(pd, sdp::kLocalWrite));
 }
 
-hca::MrRefusal Hca::check_mr(uint32_t key, uint32_t pd, sdp::Addr addr, uint64_t len, unsigned need) {
+hca::MrRefusal Hca::check_mr(uint32_t key, uint32_t pd, sdp::Addr addr, uint64_t len, unsigned need, uint32_t qpn) {
   std::lock_guard g(mr_lock_);
   const uint32_t inner = inner_key(key);
   if (inner == 0) return hca::MrRefusal::UnknownKey;
-  return mrs_.check(inner, pd, addr, len, need,
-                    [this](sdp::Addr a, uint64_t n) { return memory_ != nullptr && memory_->contains(a, n); });
+  return mrs_.check(
+      inner, pd, addr, len, need, [this](sdp::Addr a, uint64_t n) { return memory_ != nullptr && memory_->contains(a, n); },
+      qpn);
+}
+
+uint32_t Hca::alloc_mw(uint32_t pd, uint8_t type) {
+  std::lock_guard g(mr_lock_);
+  return outer_key(mrs_.alloc_mw(pd, type));
+}
+
+uint32_t Hca::inner_index(uint32_t key) const {
+  const uint32_t index = key >> 8;
+  if (index == 0 || index > key_bytes_.size()) return 0;
+  return hca::MrTable::kFirstKey + index - 1;
+}
+
+bool Hca::dealloc_mw(uint32_t key) {
+  {
+    std::lock_guard g(mr_lock_);
+    const uint32_t inner = inner_index(key);
+    const hca::Mr* w = inner == 0 ? nullptr : mrs_.find(inner);
+    if (w == nullptr || w->mw_type == 0 || !mrs_.dereg(inner)) return false;
+  }
+  fence_all_qps();
+  return true;
+}
+
+bool Hca::mw_op(const hca::SendWqe& w, uint32_t qpn, uint32_t pd) {
+  std::lock_guard g(mr_lock_);
+  if (w.x.kind == hca::WrExt::Kind::LocalInv) {
+    const uint32_t inner = inner_key(w.x.imm);
+    return inner != 0 && mrs_.invalidate_mw(inner, pd);
+  }
+  const uint32_t mw = inner_index(w.x.mw_key);  // the window itself, whatever its key byte now
+  const uint32_t mr = inner_key(w.x.mw_mr_key);
+  if (mw == 0 || mr == 0 || (w.x.mw_new_key >> 8) != (w.x.mw_key >> 8)) return false;
+  if (mrs_.bind_mw(mw, mr, w.x.mw_addr, w.x.mw_len, w.x.mw_access, qpn, pd) != hca::MrRefusal::None) return false;
+  key_bytes_[(w.x.mw_key >> 8) - 1] = static_cast<uint8_t>(w.x.mw_new_key & 0xFF);
+  return true;
 }
 
 std::shared_ptr<Qp> Hca::create_qp(const sdp::QpCaps& caps) {
@@ -335,6 +390,13 @@ void Hca::quiesce(int ms) {
   }
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
   for (auto& q : all) q->wait_written(deadline);
+}
+
+void Hca::sync(int ms) {
+  auto done = std::make_shared<std::promise<void>>();
+  std::future<void> f = done->get_future();
+  boost::asio::post(io_, [done] { done->set_value(); });
+  f.wait_for(std::chrono::milliseconds(ms));
 }
 
 void Hca::release_port() {

@@ -65,10 +65,28 @@ class Hca {
   /// waits for the ones under way): the memory may be freed at once, as on an HCA. Not to be
   /// called under a QP's lock.
   bool dereg_mr(uint32_t key);
+  /// ibv_rereg_mr(3): the MR of `key` takes `pd`, [addr, addr+len) and `access` and keeps its
+  /// key (hca::MrTable::rereg). False when no MR has `key`; throws as reg_mr. Once it returns,
+  /// the accesses that passed the old values are over (as dereg_mr). Not to be called under a
+  /// QP's lock.
+  bool rereg_mr(uint32_t key, uint32_t pd, sdp::Addr addr, uint64_t len, unsigned access);
   /// A key of `pd` covering the whole arena (ib_get_dma_mr). Throws sdp::VerbsError without one.
   uint32_t dma_mr(uint32_t pd);
-  /// hca::MrTable::check under the table's lock (an all-memory MR asks the arena).
-  hca::MrRefusal check_mr(uint32_t key, uint32_t pd, sdp::Addr addr, uint64_t len, unsigned need);
+  /// hca::MrTable::check under the table's lock (an all-memory MR asks the arena), for QP
+  /// `qpn` (a type 2 memory window serves the QP it is bound to only).
+  hca::MrRefusal check_mr(uint32_t key, uint32_t pd, sdp::Addr addr, uint64_t len, unsigned need,
+                          uint32_t qpn = hca::kNoQp);
+  /// ibv_alloc_mw(3): an unbound memory window of `type` (1 or 2) in `pd`; its key, with mlx4's
+  /// layout (reg_mr). Throws sdp::VerbsError for an unknown PD or type.
+  uint32_t alloc_mw(uint32_t pd, uint8_t type);
+  /// ibv_dealloc_mw(3): false when no memory window has `key`'s index.
+  bool dealloc_mw(uint32_t key);
+  /// A memory window's bind or invalidation (hca::QpBackend::local_op) for QP `qpn` of `pd`:
+  /// the window is the one x.mw_key's index names; a bind takes the key byte of x.mw_new_key
+  /// (its index must be the window's: ibv_inc_rkey, IBV_WR_BIND_MW's rkey), so the key before
+  /// it names nothing any more (hca::MrTable::bind_mw,
+  /// invalidate_mw). False when refused.
+  bool mw_op(const hca::SendWqe& w, uint32_t qpn, uint32_t pd);
   /// A new QP of `type` in `pd`, in RESET, completing into `send_cq` and `recv_cq` (they may be one
   /// CQ; ibv_create_qp(3)).
   std::shared_ptr<Qp> create_qp(hca::QpType type, uint32_t pd, const sdp::QpCaps& caps,
@@ -98,6 +116,12 @@ class Hca {
   void count_stranger() { ++strangers_refused_; }
   /// Waits at most `ms` until every QP's queued frames were written (Qp::wait_written).
   void quiesce(int ms);
+  /// Returns once the I/O thread has run every handler posted before the call (the QPs' pumps
+  /// of the WRs posted so far among them: a UD send's completion is then in its CQ), or after
+  /// `ms` milliseconds. A verb that reads what the HCA has done so far (ibv_resize_cq(3)
+  /// counting the CQEs that wait) calls it first, as an HCA has done that work microseconds
+  /// after the post. Not to be called on the I/O thread.
+  void sync(int ms);
   /// Gives the port's LID back to the subnet (its claim file removed; emu/subnet.h), at exit:
   /// the next process may take it without the stale-owner check.
   void release_port();
@@ -119,6 +143,11 @@ class Hca {
   }
 
  private:
+  /// The core's key of the MR or window with `key`'s index, whatever its key byte (the
+  /// window an ibv_mw names: its handle); 0 when none.
+  uint32_t inner_index(uint32_t key) const;
+  /// Waits until no QP of this HCA is inside an access that checked a key before now.
+  void fence_all_qps();
   struct Handshake;
   void accept_next();
   /// The acceptor's side of a stream's handshake (emu/auth.h), on the I/O thread.

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <future>
 
 #include <fmt/format.h>
 
@@ -151,6 +152,26 @@ int Qp::modify(const hca::QpAttr& a, unsigned mask) {
     scq_->remove_qp(qpn_);
     if (rcq_ != scq_) rcq_->remove_qp(qpn_);
     inline_.clear();
+    if (type_ != hca::QpType::Ud && (linked_ || socket_.is_open())) {
+      // The old stream goes, on the I/O thread that runs its socket; this call returns after.
+      g.unlock();
+      if (hca_.io().get_executor().running_in_this_thread()) {
+        std::lock_guard g2(m_);
+        reset_stream();
+      } else {
+        auto done = std::make_shared<std::promise<void>>();
+        std::future<void> f = done->get_future();
+        asio::post(hca_.io(), [self = shared_from_this(), done] {
+          {
+            std::lock_guard g2(self->m_);
+            self->reset_stream();
+          }
+          done->set_value();
+        });
+        f.wait();
+      }
+      return 0;
+    }
   }
   if (cur == State::Init && next == State::Rtr) {
     const uint32_t rq_psn = core_.attr().rq_psn;
@@ -211,8 +232,10 @@ void Qp::set_rnr_retry(uint8_t n) {
 // ---- hca::QpBackend --------------------------------------------------------------------------
 
 hca::MrRefusal Qp::check_mr(uint32_t key, uint32_t pd, sdp::Addr addr, uint64_t len, unsigned need) {
-  return hca_.check_mr(key, pd, addr, len, need);
+  return hca_.check_mr(key, pd, addr, len, need, qpn_);
 }
+
+bool Qp::local_op(const hca::SendWqe& w, uint32_t qpn, uint32_t pd) { return hca_.mw_op(w, qpn, pd); }
 
 void Qp::write(sdp::Addr dst, uint64_t len, const void* payload, uint64_t offset) {
   std::memcpy(reinterpret_cast<void*>(dst), static_cast<const uint8_t*>(payload) + offset, len);
@@ -455,8 +478,9 @@ void Qp::start_write() {
     batch_.push_back(std::move(wq_.front()));
     wq_.pop_front();
   }
-  asio::async_write(socket_, bufs, [self = shared_from_this(), bytes](boost::system::error_code ec, size_t) {
+  asio::async_write(socket_, bufs, [self = shared_from_this(), bytes, gen = stream_gen_](boost::system::error_code ec, size_t) {
     std::lock_guard g(self->m_);
+    if (gen != self->stream_gen_) return;  // a stream the QP left at RESET (its batch_ may be the new one's)
     self->batch_.clear();
     self->wq_bytes_ -= bytes;
     if (ec) {
@@ -477,8 +501,10 @@ void Qp::start_write() {
 void Qp::start_read() {
   if (rbuf_.size() < kReadBuffer) rbuf_.resize(kReadBuffer);
   socket_.async_read_some(
-      asio::buffer(rbuf_.data() + rlen_, rbuf_.size() - rlen_), [self = shared_from_this()](boost::system::error_code ec, size_t n) {
+      asio::buffer(rbuf_.data() + rlen_, rbuf_.size() - rlen_),
+      [self = shared_from_this(), gen = stream_gen_](boost::system::error_code ec, size_t n) {
         std::lock_guard g(self->m_);
+        if (gen != self->stream_gen_) return;  // a stream the QP left at RESET
         if (ec) {
           self->link_down(fmt::format("lost the peer without a CM DREQ ({})",
                                       ec == asio::error::eof ? std::string("end of stream") : ec.message()),
@@ -551,6 +577,21 @@ void Qp::on_datagram(const Packet& f) {
 }
 
 // ---- the stream (the rest is emu/qp_stream.cpp) -------------------------------------------
+
+void Qp::reset_stream() {
+  ++stream_gen_;
+  boost::system::error_code ec;
+  socket_.close(ec);  // its reads and writes end (operation_aborted); their handlers see the old generation
+  linked_ = false;
+  oob_ = false;
+  peer_gone_ = false;
+  link_wait_ = false;
+  wq_.clear();
+  wq_bytes_ = 0;
+  writing_ = false;
+  rlen_ = 0;
+  link_timer_.cancel();
+}
 
 void Qp::start_io() {
   linked_ = true;

@@ -112,12 +112,16 @@ class Qp final : public sdp::Verbs, public hca::QpBackend, public std::enable_sh
   /// state than RESET.
   void to_init();
   /// The CM's RTR and RTS: the peer is QP `remote_qpn` on the attached stream, PSNs start at 0,
-  /// the path MTU is the port's 2048 B, the adapter's retry attributes; the I/O starts. Does
-  /// nothing when the QP is in ERROR already; throws sdp::VerbsError from another state than INIT.
-  void to_rts(uint32_t remote_qpn);
+  /// the path MTU is the port's 2048 B, the adapter's retry attributes (the local ACK timeout
+  /// `ack_timeout` when given: rdma_set_option's RDMA_OPTION_ID_ACK_TIMEOUT); the I/O starts.
+  /// Does nothing when the QP is in ERROR already; throws sdp::VerbsError from another state
+  /// than INIT, or for an ack_timeout over 31.
+  void to_rts(uint32_t remote_qpn, std::optional<uint8_t> ack_timeout = std::nullopt);
   /// A stream the port accepted and authenticated for this QP from peer QP `from_qpn` of the
-  /// port with LID `from_lid` (Hca's acceptor, on the I/O thread). Closed unless that is the
-  /// QP's peer (its dest_qp_num and DLID at RTR), or when it has a stream already.
+  /// port with LID `from_lid` (Hca's acceptor, on the I/O thread). In RTR or RTS: closed unless
+  /// that is the QP's peer (its dest_qp_num and DLID) and the QP has no stream yet. In RESET,
+  /// INIT or ERROR: kept for the next RTR, which takes it when it names that peer (a peer reset
+  /// and connected anew while this QP is still in ERROR).
   void take_stream(boost::asio::ip::tcp::socket s, uint32_t from_qpn, uint16_t from_lid);
   /// A UD datagram for this QP (Hca's datagram path, on the I/O thread).
   void on_datagram(const Packet& f);
@@ -164,6 +168,7 @@ class Qp final : public sdp::Verbs, public hca::QpBackend, public std::enable_sh
 
   // hca::QpBackend (called with m_ held)
   hca::MrRefusal check_mr(uint32_t key, uint32_t pd, sdp::Addr addr, uint64_t len, unsigned need) override;
+  bool local_op(const hca::SendWqe& w, uint32_t qpn, uint32_t pd) override;
   void write(sdp::Addr dst, uint64_t len, const void* payload, uint64_t offset) override;
   void store(sdp::Addr dst, const void* src, uint64_t len) override;
   uint64_t atomic(sdp::Addr addr, bool compare_swap, uint64_t compare_add, uint64_t swap) override;
@@ -194,6 +199,10 @@ class Qp final : public sdp::Verbs, public hca::QpBackend, public std::enable_sh
   void start_read();
   void on_frame(std::span<const uint8_t> body);
   /// The stream is there and the QP at RTR or later: reading starts, and sending at RTS.
+  /// A connected QP gone to RESET leaves its stream (IBA 10.3.1: RESET forgets the peer): the
+  /// socket closes, the write queue and the read buffer empty, and the next RTR connects anew.
+  /// On the I/O thread, under the lock.
+  void reset_stream();
   void start_io();
   /// Connects the out-of-band stream to the peer at `dlid` (the smaller (LID, QPN) does), through
   /// the subnet's handshake (emu/auth.h).
@@ -231,6 +240,9 @@ class Qp final : public sdp::Verbs, public hca::QpBackend, public std::enable_sh
   bool linked_ = false;     // the stream is read (CM: from to_rts; else from RTR)
   bool oob_ = false;        // connected at RTR (no CM): a vanished peer says nothing
   bool peer_gone_ = false;  // oob_: the stream ended; requests time out
+  /// The stream's generation: a QP reset to RESET drops its stream (reset_stream) and the
+  /// handlers of the old one's reads and writes, which carry their generation, do nothing.
+  uint64_t stream_gen_ = 0;
   bool link_wait_ = false;  // link_timer_ runs: requests wait for a stream that may never come
   std::optional<boost::asio::ip::tcp::socket> pending_;  // accepted before RTR
   uint32_t pending_from_ = 0;

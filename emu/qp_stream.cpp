@@ -36,7 +36,7 @@ void Qp::to_init() {
   core_.modify(a, hca::attr::kState | hca::attr::kPkeyIndex | hca::attr::kPort | hca::attr::kAccessFlags);
 }
 
-void Qp::to_rts(uint32_t remote_qpn) {
+void Qp::to_rts(uint32_t remote_qpn, std::optional<uint8_t> ack_timeout) {
   std::lock_guard g(m_);
   if (core_.state() == State::Error) return;
   hca::QpAttr a = core_.attr();
@@ -53,7 +53,7 @@ void Qp::to_rts(uint32_t remote_qpn) {
     throw sdp::VerbsError(fmt::format("modify_qp: QP {:#x} to RTR: an attribute out of range", qpn_));
   a.qp_state = State::Rts;
   a.sq_psn = 0;
-  a.timeout = hca_.retry().timeout;
+  a.timeout = ack_timeout.value_or(hca_.retry().timeout);
   a.retry_cnt = hca_.retry().retry_cnt;
   a.rnr_retry = core_.attr().rnr_retry;
   a.max_rd_atomic = core_.limits().max_qp_rd_atom;
@@ -126,14 +126,16 @@ void Qp::open_stream(uint16_t dlid, uint32_t rq_psn) {
 
 void Qp::take_stream(tcp::socket s, uint32_t from_qpn, uint16_t from_lid) {
   std::lock_guard g(m_);
-  if (closed_ || linked_ || core_.state() == State::Error) return;  // s closes
+  if (closed_) return;  // s closes
   if (core_.state() == State::Rtr || core_.state() == State::Rts) {
-    if (from_qpn != core_.attr().dest_qp_num || from_lid != core_.attr().dlid) return;
+    if (linked_ || from_qpn != core_.attr().dest_qp_num || from_lid != core_.attr().dlid) return;
     socket_ = std::move(s);
     start_io();
     return;
   }
-  pending_.emplace(std::move(s));  // RESET / INIT: kept for the RTR
+  // RESET / INIT: kept for the RTR; ERROR: for the RTR after the RESET that the peer, reset and
+  // connecting anew, is ahead of.
+  pending_.emplace(std::move(s));
   pending_from_ = from_qpn;
   pending_lid_ = from_lid;
 }

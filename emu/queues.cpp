@@ -62,6 +62,11 @@ void CompQueue::wake() {
   cv_.notify_all();
 }
 
+bool CompQueue::resize(uint32_t depth) {
+  std::lock_guard g(m_);
+  return cq_.resize(depth);
+}
+
 size_t CompQueue::written() {
   std::lock_guard g(m_);
   return cq_.size() + (cq_.overrun() ? 1 : 0);

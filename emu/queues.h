@@ -43,7 +43,14 @@ class CompQueue {
   /// Removes the completions of QP `qpn` (it went to RESET, IBA 10.3.1), keeping the other QPs'
   /// in order, also on a CQ that overran.
   void remove_qp(uint32_t qpn);
-  uint32_t depth() const { return cq_.depth(); }
+  /// The CQ's depth (ibv_create_cq's cqe; ibv_resize_cq's since).
+  uint32_t depth() {
+    std::lock_guard g(m_);
+    return cq_.depth();
+  }
+  /// ibv_resize_cq(3): `depth` entries from now on (hca::BasicCq::resize); false, changing
+  /// nothing, when more completions than that wait.
+  bool resize(uint32_t depth);
   /// CQEs written and not yet polled, plus one once the CQ has overrun (the overrun completion
   /// was not written): what a test waits for before it polls. No verb returns it.
   size_t written();

@@ -47,6 +47,15 @@ class QpBackend {
     (void)out;
     return false;
   }
+  /// A local WQE in its turn (WrExt::local(): a memory window's bind or invalidation) on the
+  /// backend's memory table for QP `qpn` of PD `pd`: true when done, false when refused (the WQE
+  /// then completes MW_BIND_ERR). A backend without memory windows refuses.
+  virtual bool local_op(const SendWqe& w, uint32_t qpn, uint32_t pd) {
+    (void)w;
+    (void)qpn;
+    (void)pd;
+    return false;
+  }
   /// The QP went to ERROR (its WRs flushed), for `why`.
   virtual void on_error(const std::string& why) { (void)why; }
 };

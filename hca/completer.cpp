@@ -152,10 +152,15 @@ void Completer::rnr_timeout() {
 
 void Completer::check_front() {
   QueuePair& q = qp_;
+  // Local WQEs (memory window binds and invalidations) done at the front complete in order.
+  while (!q.sq_.empty() && q.attr_.qp_state != QpState::Error && q.sq_.front().started &&
+         !q.sq_.front().local_error && q.sq_.front().w.x.local())
+    q.retire_front(sdp::WcStatus::Success);
   if (q.sq_.empty() || !q.sq_.front().local_error || q.attr_.qp_state == QpState::Error) return;
   const sdp::WcStatus s = *q.sq_.front().local_error;
-  fail_front(s, s == sdp::WcStatus::LocProtErr ? "local protection error in a gather list"
-                                               : "local length error: a message over the QP's maximum");
+  fail_front(s, s == sdp::WcStatus::LocProtErr   ? "local protection error in a gather list"
+                : s == sdp::WcStatus::MwBindErr ? "memory window bind error: the bind or invalidation was refused"
+                                                : "local length error: a message over the QP's maximum");
 }
 
 void Completer::read_response(const Packet& p, const void* payload) {

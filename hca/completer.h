@@ -30,7 +30,8 @@ class Completer {
   /// The RNR NAK timer ran out: the requester goes back to the NAKed PSN.
   void rnr_timeout();
   /// A WQE at the front of the send queue failed before its first packet: completes it now when
-  /// every WQE before it is done (the QP then goes to ERROR).
+  /// every WQE before it is done (the QP then goes to ERROR). Local WQEs (WrExt::local()) the
+  /// requester executed complete here too once at the front, successfully.
   void check_front();
   /// The first unacknowledged PSN.
   uint32_t una() const { return una_; }

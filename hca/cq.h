@@ -47,6 +47,14 @@ class BasicCq {
   bool empty() const { return q_.empty(); }
   size_t size() const { return q_.size(); }
   uint32_t depth() const { return depth_; }
+  /// ibv_resize_cq(3): the CQ holds `depth` CQEs from now on, keeping those that wait. False,
+  /// changing nothing, when more than `depth` wait (mlx4_resize_cq: EINVAL when the new size
+  /// is below the outstanding CQEs, providers/mlx4/verbs.c).
+  bool resize(uint32_t depth) {
+    if (q_.size() > depth) return false;
+    depth_ = depth;
+    return true;
+  }
   /// True once a completion found the CQ full (IBV_EVENT_CQ_ERR).
   bool overrun() const { return overrun_; }
   /// Empties the CQ (its QP went to RESET, IBA 10.3.1); an overrun CQ stays in error.

@@ -29,6 +29,57 @@ bool MrTable::dereg(uint32_t key) {
   return true;
 }
 
+bool MrTable::rereg(uint32_t key, uint32_t pd, sdp::Addr addr, uint64_t len, unsigned access) {
+  if (find(key) == nullptr || find(key)->mw_type != 0) return false;
+  if (!has_pd(pd)) throw sdp::VerbsError(fmt::format("rereg_mr: no PD {}", pd));
+  if (len > 0 && len - 1 > UINT64_MAX - addr)
+    throw sdp::VerbsError(fmt::format("rereg_mr: [{:#x}, +{}) wraps past the end of the address space", addr, len));
+  mrs_[key - kFirstKey] = {pd, addr, len, access, false};
+  return true;
+}
+
+uint32_t MrTable::alloc_mw(uint32_t pd, uint8_t type) {
+  if (!has_pd(pd)) throw sdp::VerbsError(fmt::format("alloc_mw: no PD {}", pd));
+  if (type != 1 && type != 2) throw sdp::VerbsError(fmt::format("alloc_mw: no memory window type {}", type));
+  Mr w;
+  w.pd = pd;
+  w.mw_type = type;
+  mrs_.push_back(w);
+  live_.push_back(true);
+  ++live_count_;
+  return kFirstKey + static_cast<uint32_t>(mrs_.size() - 1);
+}
+
+MrRefusal MrTable::bind_mw(uint32_t mw_key, uint32_t mr_key, sdp::Addr addr, uint64_t len, unsigned access,
+                           uint32_t qpn, uint32_t qp_pd) {
+  const Mr* w = find(mw_key);
+  const Mr* m = find(mr_key);
+  if (w == nullptr || w->mw_type == 0 || (w->mw_type == 2 && w->bound)) return MrRefusal::UnknownKey;
+  if (m == nullptr || m->mw_type != 0 || m->all_memory) return MrRefusal::UnknownKey;
+  if (m->pd != qp_pd || w->pd != qp_pd) return MrRefusal::OtherPd;
+  if ((m->access & kMwBind) == 0) return MrRefusal::Access;
+  if ((access & (sdp::kRemoteWrite | sdp::kRemoteAtomic)) != 0 && (m->access & sdp::kLocalWrite) == 0)
+    return MrRefusal::Access;
+  if (len > 0 && !mr_covers(*m, addr, len)) return MrRefusal::Bounds;
+  Mr& b = mrs_[mw_key - kFirstKey];
+  b.addr = addr;
+  b.len = len;
+  b.access = access & kRemoteRights;
+  b.bound = true;
+  b.mr_key = mr_key;
+  b.qpn = b.mw_type == 2 ? qpn : kNoQp;
+  return MrRefusal::None;
+}
+
+bool MrTable::invalidate_mw(uint32_t key, uint32_t pd) {
+  const Mr* w = find(key);
+  if (w == nullptr || w->mw_type != 2 || !w->bound || w->pd != pd) return false;
+  Mr& b = mrs_[key - kFirstKey];
+  b.bound = false;
+  b.qpn = kNoQp;
+  return true;
+}
+
 const char* mr_refusal_str(MrRefusal r) {
   switch (r) {
     case MrRefusal::None: return "";
@@ -36,6 +87,7 @@ const char* mr_refusal_str(MrRefusal r) {
     case MrRefusal::OtherPd: return "key of another PD";
     case MrRefusal::Access: return "access flags";
     case MrRefusal::Bounds: return "out of bounds";
+    case MrRefusal::OtherQp: return "a memory window bound to another QP";
   }
   return "";
 }

@@ -14,13 +14,26 @@
 
 namespace hcasim::hca {
 
-/// One registered memory region.
+/// IBV_ACCESS_MW_BIND: memory windows may be bound to the MR (IBA 10.6.7.2.1).
+inline constexpr unsigned kMwBind = 16;
+/// The remote rights (sdp::kRemoteWrite, kRemoteRead, kRemoteAtomic): a memory window serves
+/// remote accesses only (IBA 10.6.7: an R_Key, never an L_Key).
+inline constexpr unsigned kRemoteRights = sdp::kRemoteWrite | sdp::kRemoteRead | sdp::kRemoteAtomic;
+/// A QP number that no memory window of type 2 is bound to (MrTable::check without a QP).
+inline constexpr uint32_t kNoQp = 0xFFFFFFFF;
+
+/// One registered memory region, or one memory window (IBA 10.6.7: `mw_type` 1 or 2), which
+/// once bound gives remote access to [addr, addr + len) of the MR `mr_key` with `access`.
 struct Mr {
   uint32_t pd = 0;
   sdp::Addr addr = 0;
   uint64_t len = 0;
-  unsigned access = 0;      ///< sdp::Access bits (local read is always allowed)
+  unsigned access = 0;      ///< sdp::Access bits (local read is always allowed), kMwBind
   bool all_memory = false;  ///< ib_get_dma_mr: covers every allocated byte of the host
+  uint8_t mw_type = 0;      ///< 0: an MR; 1 or 2: a memory window of that type
+  bool bound = false;       ///< a window: bound (it names memory)
+  uint32_t mr_key = 0;      ///< a bound window: the MR it lies in
+  uint32_t qpn = kNoQp;     ///< a bound window of type 2: the one QP it serves
 };
 
 /// True when [addr, addr + len) lies inside [m.addr, m.addr + m.len). No term can overflow:
@@ -32,7 +45,7 @@ inline bool mr_covers(const Mr& m, sdp::Addr addr, uint64_t len) {
 
 /// Why an access was refused (for messages and tests; the verbs status is the caller's:
 /// LOC_PROT_ERR for a local SGE, REM_ACCESS_ERR at a responder).
-enum class MrRefusal : uint8_t { None, UnknownKey, OtherPd, Access, Bounds };
+enum class MrRefusal : uint8_t { None, UnknownKey, OtherPd, Access, Bounds, OtherQp };
 
 /// The PDs and MRs of one HCA.
 class MrTable {
@@ -49,6 +62,27 @@ class MrTable {
   uint32_t reg_all_memory(uint32_t pd, unsigned access);
   /// ibv_dereg_mr: false when no MR has `key`.
   bool dereg(uint32_t key);
+  /// ibv_rereg_mr(3): the MR of `key` takes `pd`, [addr, addr + len) and `access` in place and
+  /// keeps its key, as mlx4_ib_rereg_user_mr rewrites the MPT entry (drivers/infiniband/hw/mlx4/
+  /// mr.c), so every later check sees the new values. False, changing nothing, when no MR has
+  /// `key` (a memory window's included); throws sdp::VerbsError as reg() for an unknown PD or a range that wraps.
+  bool rereg(uint32_t key, uint32_t pd, sdp::Addr addr, uint64_t len, unsigned access);
+  /// ibv_alloc_mw(3): an unbound memory window of `type` (1 or 2) in `pd`; its key. Throws
+  /// sdp::VerbsError for an unknown PD or another type.
+  uint32_t alloc_mw(uint32_t pd, uint8_t type);
+  /// Binds the window `mw_key` (IBA 10.6.7.2, the bind of a type 1 window through its QP's send
+  /// queue or a type 2 window's Bind WR; ibv_bind_mw(3), IBV_WR_BIND_MW) to [addr, addr + len)
+  /// of the MR `mr_key` with `access` (kRemote* bits), for QP `qpn` of PD `qp_pd` (a type 2
+  /// window serves that QP only). Refused, changing nothing (the WR completes MW_BIND_ERR):
+  /// not a window, or a type 2 window bound already (IBA 10.6.7.2.2: invalidate it first);
+  /// the MR unknown, without kMwBind, or the MR's or the window's PD not the QP's; the range outside the MR; remote write or atomic rights without the MR's local
+  /// write. A type 1 window bound with len 0 names no memory.
+  MrRefusal bind_mw(uint32_t mw_key, uint32_t mr_key, sdp::Addr addr, uint64_t len, unsigned access, uint32_t qpn,
+                    uint32_t qp_pd);
+  /// Invalidates the bound type 2 window `key` of PD `pd` (IBV_WR_LOCAL_INV, or the R_Key of a
+  /// SEND with Invalidate, IBA 10.6.7.2.4): unbound, its key serves nothing until bound anew.
+  /// False, changing nothing, for anything else.
+  bool invalidate_mw(uint32_t key, uint32_t pd);
   /// The MR of `key`, or nullptr (valid until the next reg).
   const Mr* find(uint32_t key) const {
     const uint32_t i = key - kFirstKey;  // keys below kFirstKey wrap to a large index
@@ -57,10 +91,21 @@ class MrTable {
   /// Why `key` does not allow [addr, addr + len) in `pd` with every bit of `need`
   /// (MrRefusal::None when it does). An all-memory MR asks `contains(addr, len)` (the host's
   /// memory: called for such MRs only, so that the common path makes no call through it).
+  /// A memory window (its key is an R_Key only) is checked as the MR it lies in, within its
+  /// own range and rights, for remote accesses (`need` with a kRemote* bit) of QP `qpn` when
+  /// of type 2; an unbound window, or one whose MR is gone, is an unknown key.
   template <class Contains>
-  MrRefusal check(uint32_t key, uint32_t pd, sdp::Addr addr, uint64_t len, unsigned need, Contains&& contains) const {
+  MrRefusal check(uint32_t key, uint32_t pd, sdp::Addr addr, uint64_t len, unsigned need, Contains&& contains,
+                  uint32_t qpn = kNoQp) const {
     const Mr* m = find(key);
     if (m == nullptr) return MrRefusal::UnknownKey;
+    if (m->mw_type != 0) [[unlikely]] {
+      if (!m->bound || (need & kRemoteRights) == 0 || find(m->mr_key) == nullptr) return MrRefusal::UnknownKey;
+      if (m->pd != pd) return MrRefusal::OtherPd;
+      if (m->mw_type == 2 && m->qpn != qpn) return MrRefusal::OtherQp;
+      if ((m->access & need) != need) return MrRefusal::Access;
+      return mr_covers(*m, addr, len) ? MrRefusal::None : MrRefusal::Bounds;
+    }
     if (m->pd != pd) return MrRefusal::OtherPd;
     if ((m->access & need) != need) return MrRefusal::Access;
     if (m->all_memory) [[unlikely]] return contains(addr, len) ? MrRefusal::None : MrRefusal::Bounds;
@@ -68,8 +113,9 @@ class MrTable {
   }
   /// check() == MrRefusal::None.
   template <class Contains>
-  bool allows(uint32_t key, uint32_t pd, sdp::Addr addr, uint64_t len, unsigned need, Contains&& contains) const {
-    return check(key, pd, addr, len, need, contains) == MrRefusal::None;
+  bool allows(uint32_t key, uint32_t pd, sdp::Addr addr, uint64_t len, unsigned need, Contains&& contains,
+              uint32_t qpn = kNoQp) const {
+    return check(key, pd, addr, len, need, contains, qpn) == MrRefusal::None;
   }
   /// Number of MRs registered.
   size_t size() const { return live_count_; }

@@ -159,7 +159,8 @@ inline PostCheck check_post_send(QpType type, QpState state, uint32_t outstandin
   if (wr.num_sge > sdp::kMaxSge) return {Post::Refuse, PostError::TooManySge};
   if (type != QpType::Rc && w.rd_atomic()) [[unlikely]]
     return {Post::Refuse, PostError::BadOpcode};
-  if (type == QpType::Ud && (wr.opcode != sdp::WrOpcode::Send || w.x.kind == WrExt::Kind::WriteImm)) [[unlikely]]
+  if (type == QpType::Ud && (wr.opcode != sdp::WrOpcode::Send || w.x.kind == WrExt::Kind::WriteImm || w.x.local()))
+      [[unlikely]]
     return {Post::Refuse, PostError::BadOpcode};
   if (state == QpState::Error) return {Post::Flush, PostError::None};
   if (state != QpState::Rts) return {Post::Refuse, PostError::WrongState};

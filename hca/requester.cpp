@@ -30,6 +30,12 @@ void Requester::start(size_t index) {
   QueuePair::SqEntry& e = q.sq_[index];
   e.started = true;
   e.first_psn = npsn_;
+  if (e.w.x.local()) [[unlikely]] {
+    // A memory window's bind or invalidation: executed now, in its turn; no packet, no PSN.
+    e.npkts = 0;
+    if (!q.be_.local_op(e.w, q.qpn_, q.pd_)) e.local_error = sdp::WcStatus::MwBindErr;
+    return;
+  }
   const sdp::SendWr& wr = e.w.wr;
   const uint64_t len = wr.length();
   // The local checks before anything leaves: the gather list's (or, for an RDMA READ and an
@@ -58,17 +64,24 @@ void Requester::start(size_t index) {
 }
 
 bool Requester::next(uint32_t max_pkts, Packet& out) {
-  if (!ready()) return false;
   QueuePair& q = qp_;
-  if (!q.sq_[next_].started) {
-    start(next_);
-    if (q.sq_[next_].local_error) {
-      halted_ = true;
-      ++next_;
-      pkt_ = 0;
-      q.comp_.check_front();
-      return false;
+  while (true) {
+    if (!ready()) return false;
+    if (!q.sq_[next_].started) {
+      start(next_);
+      if (q.sq_[next_].local_error) {
+        halted_ = true;
+        ++next_;
+        pkt_ = 0;
+        q.comp_.check_front();
+        return false;
+      }
     }
+    if (!q.sq_[next_].w.x.local()) break;
+    // A local WQE, done (or passed again by go-back-N): it completes when it is at the front.
+    ++next_;
+    pkt_ = 0;
+    q.comp_.check_front();
   }
   const QueuePair::SqEntry& e = q.sq_[next_];
   const sdp::SendWr& wr = e.w.wr;

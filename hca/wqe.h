@@ -15,13 +15,21 @@ inline constexpr unsigned kRemoteAtomic = sdp::kRemoteAtomic;
 /// A send WR's kind beyond sdp::WrOpcode (ibv_wr_opcode): the immediate-data ops, and a UD WR's
 /// address. (The atomics are sdp::WrOpcode values with their operands in sdp::SendWr.)
 struct WrExt {
-  enum class Kind : uint8_t { None, SendImm, WriteImm };
+  /// BindMw (IBV_WR_BIND_MW, and ibv_bind_mw(3)'s) and LocalInv (IBV_WR_LOCAL_INV) are local:
+  /// the requester executes them in their turn, nothing goes on the wire (IBA 10.6.7.2).
+  enum class Kind : uint8_t { None, SendImm, WriteImm, BindMw, LocalInv };
   Kind kind = Kind::None;
-  uint32_t imm = 0;          ///< wr.imm_data, passed through as given
+  uint32_t imm = 0;          ///< wr.imm_data, passed through as given; LocalInv: the R_Key to invalidate
   uint16_t ud_dlid = 0;      ///< UD: the address handle's port LID
   uint32_t ud_qpn = 0;       ///< UD: wr.ud.remote_qpn
   uint32_t ud_qkey = 0;      ///< UD: wr.ud.remote_qkey (high bit set: the QP's own Q_Key, IBA 10.2.5)
+  /// BindMw: the window's key now (`mw_key`) and after the bind (`mw_new_key`: its index with
+  /// the key byte the program chose), the MR and the range and kRemote* rights it binds.
+  uint32_t mw_key = 0, mw_new_key = 0, mw_mr_key = 0;
+  uint64_t mw_addr = 0, mw_len = 0;
+  unsigned mw_access = 0;
   bool imm_data() const { return kind == Kind::SendImm || kind == Kind::WriteImm; }
+  bool local() const { return kind == Kind::BindMw || kind == Kind::LocalInv; }
 };
 
 /// A send WQE: the WR as posted, its extension and its place in the send queue (`seq`: 0, 1, ...
@@ -37,7 +45,7 @@ struct SendWqe {
 /// A completion as the CQ holds it: sdp::Wc and what ibv_wc carries beyond it.
 struct Cqe {
   /// ibv_wc_opcode beyond sdp::WcOpcode.
-  enum class Kind : uint8_t { Plain, RecvRdmaWithImm };
+  enum class Kind : uint8_t { Plain, RecvRdmaWithImm, BindMw, LocalInv };
   sdp::Wc wc{};
   Kind kind = Kind::Plain;
   uint32_t src_qp = 0;    ///< the peer QP (receive completions)
@@ -73,6 +81,8 @@ constexpr sdp::Wc send_wc(const sdp::SendWr& wr, sdp::WcStatus status, uint32_t 
 constexpr Cqe send_cqe(const SendWqe& w, sdp::WcStatus status, uint32_t qpn) {
   Cqe c;
   c.wc = send_wc(w.wr, status, qpn);
+  if (w.x.kind == WrExt::Kind::BindMw) c.kind = Cqe::Kind::BindMw;
+  if (w.x.kind == WrExt::Kind::LocalInv) c.kind = Cqe::Kind::LocalInv;
   return c;
 }
 /// A receive WR's completion with an error `status` (byte_len 0) on QP `qpn`.

@@ -4,13 +4,15 @@
 # parallel: GNU parallel, which runs `hcasim run|sweep --list-commands` in a test (tests/sweep_test.cpp).
 # perftest, ibverbs-utils and rdmacm-utils: rdma-core's programs the stock tests (ctest -R stock,
 # tests/stock/stock.py) run on the verbs shim; a missing one fails its test.
+# python3-pyverbs: rdma-core 44's Python bindings, which run rdma-core's provider test suite
+# (third_party/rdma-core-v44/tests) on the verbs shim (ctest -L pyverbs, tests/pyverbs/pyverbs.py).
 # libsodium-dev: HMAC-SHA256 and randomness of the emulated subnet's authentication (emu/auth.h).
 set -euo pipefail
 pkgs=(build-essential cmake ninja-build pkg-config git
       libsimgrid-dev libboost-dev libboost-context-dev googletest libgtest-dev libbenchmark-dev
       libcli11-dev libtomlplusplus-dev nlohmann-json3-dev libfmt-dev libnlopt-dev libnlopt-cxx-dev gnuplot-nox
       zlib1g-dev libsodium-dev libibverbs-dev librdmacm-dev python3 binutils
-      perftest ibverbs-utils rdmacm-utils parallel
+      perftest ibverbs-utils rdmacm-utils python3-pyverbs iproute2 util-linux parallel
       clang libclang-rt-14-dev lld)
 missing=()
 for p in "${pkgs[@]}"; do

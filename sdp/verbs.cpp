@@ -13,6 +13,7 @@ const char* wc_status_str(WcStatus s) {
     case WcStatus::RnrRetryExcErr: return "RNR retry exceeded";
     case WcStatus::RetryExcErr: return "transport retry counter exceeded";
     case WcStatus::WrFlushErr: return "WR flushed";
+    case WcStatus::MwBindErr: return "memory window bind error";
   }
   return "?";
 }
@@ -23,6 +24,7 @@ int wc_status_code(WcStatus s) {
     case WcStatus::LocLenErr: return 1;
     case WcStatus::LocProtErr: return 4;
     case WcStatus::WrFlushErr: return 5;
+    case WcStatus::MwBindErr: return 6;
     case WcStatus::RemInvReqErr: return 9;
     case WcStatus::RemAccessErr: return 10;
     case WcStatus::RemOpErr: return 11;

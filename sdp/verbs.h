@@ -39,10 +39,12 @@ enum class WcStatus : uint8_t {
   RetryExcErr,    ///< IBV_WC_RETRY_EXC_ERR: no ACK from the responder, transport retries exhausted
   RnrRetryExcErr, ///< the responder had no receive posted (receiver not ready), retries exhausted
   WrFlushErr,     ///< the QP went to the error state with the WR outstanding
+  MwBindErr,      ///< a memory window bind or invalidation the HCA refused (IBV_WC_MW_BIND_ERR)
 };
 const char* wc_status_str(WcStatus s);
 /// The status's number in libibverbs' enum ibv_wc_status (verbs.h: IBV_WC_SUCCESS 0,
-/// IBV_WC_LOC_LEN_ERR 1, IBV_WC_LOC_PROT_ERR 4, IBV_WC_WR_FLUSH_ERR 5, IBV_WC_REM_INV_REQ_ERR 9,
+/// IBV_WC_LOC_LEN_ERR 1, IBV_WC_LOC_PROT_ERR 4, IBV_WC_WR_FLUSH_ERR 5, IBV_WC_MW_BIND_ERR 6,
+/// IBV_WC_REM_INV_REQ_ERR 9,
 /// IBV_WC_REM_ACCESS_ERR 10, IBV_WC_REM_OP_ERR 11, IBV_WC_RETRY_EXC_ERR 12, IBV_WC_RNR_RETRY_EXC_ERR 13), which
 /// perftest prints; this enum's own order is not it.
 int wc_status_code(WcStatus s);

@@ -44,6 +44,67 @@ TEST(HcaCoreMr, KeysArePerMrFrom0x100AndBelongToTheirPd) {
   EXPECT_EQ(t.check(k1, pd1, 0x1000, 1, 0, none), MrRefusal::UnknownKey);
 }
 
+// ibv_rereg_mr: mlx4 rewrites the MPT entry in place, so the key stays and every later check
+// sees the new PD, range and access (drivers/infiniband/hw/mlx4/mr.c mlx4_ib_rereg_user_mr).
+TEST(HcaCoreMr, ReregKeepsTheKeyAndChangesWhatItAllows) {
+  MrTable t;
+  const uint32_t pd1 = t.alloc_pd(), pd2 = t.alloc_pd();
+  const uint32_t k = t.reg(pd1, 0x1000, 4096, sdp::kLocalWrite | sdp::kRemoteWrite);
+  EXPECT_TRUE(t.allows(k, pd1, 0x1000, 8, sdp::kRemoteWrite, none));
+  ASSERT_TRUE(t.rereg(k, pd1, 0x1000, 4096, sdp::kLocalWrite));  // remote write taken away
+  EXPECT_EQ(t.check(k, pd1, 0x1000, 8, sdp::kRemoteWrite, none), MrRefusal::Access);
+  ASSERT_TRUE(t.rereg(k, pd2, 0x1000, 4096, sdp::kLocalWrite));  // to another PD
+  EXPECT_EQ(t.check(k, pd1, 0x1000, 8, 0, none), MrRefusal::OtherPd);
+  EXPECT_EQ(t.check(k, pd2, 0x1000, 8, 0, none), MrRefusal::None);
+  ASSERT_TRUE(t.rereg(k, pd2, 0x8000, 64, sdp::kLocalWrite));  // another range
+  EXPECT_EQ(t.check(k, pd2, 0x1000, 8, 0, none), MrRefusal::Bounds);
+  EXPECT_EQ(t.check(k, pd2, 0x8038, 8, 0, none), MrRefusal::None);
+  EXPECT_EQ(t.size(), 1u);
+  EXPECT_THROW(t.rereg(k, 3, 0x8000, 64, 0), sdp::VerbsError);       // no PD 3
+  EXPECT_THROW(t.rereg(k, pd2, UINT64_MAX - 7, 16, 0), sdp::VerbsError);  // wraps
+  EXPECT_EQ(t.check(k, pd2, 0x8038, 8, 0, none), MrRefusal::None);   // unchanged by those
+  ASSERT_TRUE(t.dereg(k));
+  EXPECT_FALSE(t.rereg(k, pd2, 0x8000, 64, 0));  // no MR has the key any more
+}
+
+// IBA 10.6.7.2: a window binds inside an MR that allows binding, in the QP's PD, with no more
+// rights than the MR can give (remote write needs local write); a bound type 2 window must be
+// invalidated before it binds again; a window is never an L_Key, nor an MR's key a window.
+TEST(HcaCoreMr, WindowsBindByTheRulesAndServeRemoteAccessOnly) {
+  MrTable t;
+  const uint32_t pd = t.alloc_pd(), other = t.alloc_pd();
+  const uint32_t mr = t.reg(pd, 0x1000, 4096, sdp::kLocalWrite | sdp::kRemoteWrite | kMwBind);
+  const uint32_t ro = t.reg(pd, 0x8000, 4096, sdp::kRemoteRead | kMwBind);
+  const uint32_t plain = t.reg(pd, 0x10000, 4096, sdp::kLocalWrite);
+  const uint32_t w2 = t.alloc_mw(pd, 2), w1 = t.alloc_mw(pd, 1);
+  EXPECT_THROW(t.alloc_mw(pd, 3), sdp::VerbsError);
+  EXPECT_EQ(t.check(w2, pd, 0x1000, 8, sdp::kRemoteWrite, none, 0x48), MrRefusal::UnknownKey);  // unbound
+  EXPECT_EQ(t.bind_mw(w2, plain, 0x10000, 64, sdp::kRemoteRead, 0x48, pd), MrRefusal::Access);  // no MW_BIND
+  EXPECT_EQ(t.bind_mw(w2, ro, 0x8000, 64, sdp::kRemoteWrite, 0x48, pd), MrRefusal::Access);  // no local write
+  EXPECT_EQ(t.bind_mw(w2, mr, 0x1F00, 512, sdp::kRemoteWrite, 0x48, pd), MrRefusal::Bounds);
+  EXPECT_EQ(t.bind_mw(w2, mr, 0x1000, 64, sdp::kRemoteWrite, 0x48, other), MrRefusal::OtherPd);
+  EXPECT_EQ(t.bind_mw(mr, mr, 0x1000, 64, sdp::kRemoteWrite, 0x48, pd), MrRefusal::UnknownKey);  // not a window
+  ASSERT_EQ(t.bind_mw(w2, mr, 0x1100, 256, sdp::kRemoteWrite, 0x48, pd), MrRefusal::None);
+  EXPECT_EQ(t.bind_mw(w2, mr, 0x1100, 256, sdp::kRemoteWrite, 0x48, pd), MrRefusal::UnknownKey);  // bound
+  EXPECT_EQ(t.check(w2, pd, 0x1100, 256, sdp::kRemoteWrite, none, 0x48), MrRefusal::None);
+  EXPECT_EQ(t.check(w2, pd, 0x10FF, 2, sdp::kRemoteWrite, none, 0x48), MrRefusal::Bounds);
+  EXPECT_EQ(t.check(w2, pd, 0x1100, 8, sdp::kLocalWrite, none, 0x48), MrRefusal::UnknownKey);  // as an L_Key
+  EXPECT_EQ(t.check(w2, pd, 0x1100, 8, sdp::kRemoteWrite, none, 0x49), MrRefusal::OtherQp);
+  EXPECT_FALSE(t.rereg(w2, pd, 0x1000, 8, 0));
+  EXPECT_FALSE(t.invalidate_mw(w1, pd));  // type 1: rebound, never invalidated
+  EXPECT_FALSE(t.invalidate_mw(w2, other));
+  ASSERT_TRUE(t.invalidate_mw(w2, pd));
+  EXPECT_EQ(t.check(w2, pd, 0x1100, 8, sdp::kRemoteWrite, none, 0x48), MrRefusal::UnknownKey);
+  // A type 1 window serves any QP of its PD, and rebinds in place.
+  ASSERT_EQ(t.bind_mw(w1, mr, 0x1000, 64, sdp::kRemoteWrite, 0x48, pd), MrRefusal::None);
+  EXPECT_EQ(t.check(w1, pd, 0x1000, 8, sdp::kRemoteWrite, none, 0x49), MrRefusal::None);
+  ASSERT_EQ(t.bind_mw(w1, mr, 0x1000, 0, sdp::kRemoteWrite, 0x48, pd), MrRefusal::None);  // zero length
+  EXPECT_EQ(t.check(w1, pd, 0x1000, 8, sdp::kRemoteWrite, none, 0x49), MrRefusal::Bounds);
+  ASSERT_TRUE(t.dereg(mr));  // the MR gone: its windows name nothing
+  ASSERT_EQ(t.bind_mw(w2, ro, 0x8000, 64, sdp::kRemoteRead, 0x48, pd), MrRefusal::None);
+  EXPECT_EQ(t.check(w1, pd, 0x1000, 0, sdp::kRemoteWrite, none, 0x48), MrRefusal::UnknownKey);
+}
+
 TEST(HcaCoreMr, BoundsAreExactAndCannotOverflow) {
   MrTable t;
   const uint32_t pd = t.alloc_pd();
@@ -95,6 +156,25 @@ TEST(HcaCoreCq, HoldsExactlyItsDepthAndTheNextCompletionIsTheOverrun) {
   // In error: nothing more is written, even with room again.
   EXPECT_FALSE(cq.push({4, WcStatus::WrFlushErr, sdp::WcOpcode::Send, 0, 0x48}));
   EXPECT_EQ(cq.poll(out), 0);
+}
+
+// ibv_resize_cq: a CQ may shrink to the CQEs waiting in it and no further (mlx4_resize_cq:
+// EINVAL below the outstanding CQEs); what waits stays, in order.
+TEST(HcaCoreCq, ResizeKeepsWhatWaitsAndRefusesLessRoom) {
+  Cq cq(3);
+  for (uint64_t i = 0; i < 2; ++i) ASSERT_TRUE(cq.push({i, WcStatus::Success, sdp::WcOpcode::Send, 0, 0x48}));
+  EXPECT_FALSE(cq.resize(1));  // 2 wait
+  EXPECT_EQ(cq.depth(), 3u);
+  ASSERT_TRUE(cq.resize(2));
+  EXPECT_FALSE(cq.push({2, WcStatus::Success, sdp::WcOpcode::Send, 0, 0x48}));  // full at 2: overrun
+  Cq big(1);
+  ASSERT_TRUE(big.push({0, WcStatus::Success, sdp::WcOpcode::Send, 0, 0x48}));
+  ASSERT_TRUE(big.resize(4));
+  for (uint64_t i = 1; i < 4; ++i) EXPECT_TRUE(big.push({i, WcStatus::Success, sdp::WcOpcode::Send, 0, 0x48}));
+  std::array<sdp::Wc, 8> out{};
+  ASSERT_EQ(big.poll(out), 4);
+  EXPECT_EQ(out[0].wr_id, 0u);
+  EXPECT_EQ(out[3].wr_id, 3u);
 }
 
 TEST(HcaCoreCq, PollingMakesRoom) {

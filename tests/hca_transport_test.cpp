@@ -27,7 +27,11 @@ class TestHca : public QpBackend {
  public:
   TestHca() : mem(kMem, 0) { pd = mrs.alloc_pd(); }
   MrRefusal check_mr(uint32_t key, uint32_t p, sdp::Addr addr, uint64_t len, unsigned need) override {
-    return mrs.check(key, p, addr, len, need, [](sdp::Addr, uint64_t) { return false; });
+    return mrs.check(key, p, addr, len, need, [](sdp::Addr, uint64_t) { return false; }, qpn);
+  }
+  bool local_op(const SendWqe& w, uint32_t q, uint32_t p) override {
+    if (w.x.kind == WrExt::Kind::LocalInv) return mrs.invalidate_mw(w.x.imm, p);
+    return mrs.bind_mw(w.x.mw_key, w.x.mw_mr_key, w.x.mw_addr, w.x.mw_len, w.x.mw_access, q, p) == MrRefusal::None;
   }
   void write(sdp::Addr dst, uint64_t len, const void* payload, uint64_t offset) override {
     std::memcpy(at(dst), static_cast<const uint8_t*>(payload) + offset, len);
@@ -59,6 +63,7 @@ class TestHca : public QpBackend {
 
   MrTable mrs;
   uint32_t pd = 0;
+  uint32_t qpn = kNoQp;  ///< the QP of this side (its type 2 windows serve it)
   std::vector<uint8_t> mem;
   std::vector<Cqe> scq, rcq;
   size_t cq_depth = 1000;
@@ -200,6 +205,95 @@ struct Link {
 }  // namespace
 
 // ---- success paths, packet by packet and as trains -------------------------------------------
+
+// Memory windows (IBA 10.6.7): a Bind WR and a Local Invalidate WR are executed by the requester
+// in their turn and complete in order behind the WQEs before them (IBV_WC_BIND_MW,
+// IBV_WC_LOCAL_INV); a bound type 2 window gives the remote side its range and rights only, on
+// the QP it was bound through; invalidated, its key is refused (REM_ACCESS_ERR).
+TEST(HcaTransport, MemoryWindowsBindAndInvalidateInTheirTurn) {
+  Link l;
+  l.hb.qpn = 0x49;
+  auto s = l.buf(l.ha, 0, 4096), r = l.buf(l.hb, 0, 4096, sdp::kLocalWrite | kRemoteAll | kMwBind);
+  auto ra = l.buf(l.ha, 8192, 64);
+  const uint32_t mw = l.hb.mrs.alloc_mw(l.hb.pd, 2);
+  EXPECT_EQ(l.a.post_recv(Link::recv(5, ra, 64)).post, Post::Accept);
+  SendWqe send = Link::wqe(WrOpcode::Send, 1, r, 16);
+  send.wr.signaled = true;
+  SendWqe bind;
+  bind.wr.wr_id = 2;
+  bind.wr.signaled = true;
+  bind.x.kind = WrExt::Kind::BindMw;
+  bind.x.mw_key = mw;
+  bind.x.mw_mr_key = r.key;
+  bind.x.mw_addr = r.addr + 1024;  // 1 KiB of the 4 KiB MR, remote write only
+  bind.x.mw_len = 1024;
+  bind.x.mw_access = sdp::kRemoteWrite;
+  EXPECT_EQ(l.b.post_send(send).post, Post::Accept);
+  EXPECT_EQ(l.b.post_send(bind).post, Post::Accept);
+  l.pump();
+  ASSERT_EQ(l.hb.scq.size(), 2u);  // the SEND's, then the bind's, in order
+  EXPECT_EQ(l.hb.scq[0].wc.wr_id, 1u);
+  EXPECT_EQ(l.hb.scq[1].wc.wr_id, 2u);
+  EXPECT_EQ(l.hb.scq[1].wc.status, WcStatus::Success);
+  EXPECT_EQ(l.hb.scq[1].kind, Cqe::Kind::BindMw);
+  // A's RDMA WRITE through the window lands where the window says.
+  Link::ramp(l.ha, s.addr, 64, 3);
+  SendWqe w = Link::wqe(WrOpcode::RdmaWrite, 3, s, 64, r.addr + 1024 + 960, mw);
+  w.wr.signaled = true;
+  EXPECT_EQ(l.a.post_send(w).post, Post::Accept);
+  l.pump();
+  ASSERT_EQ(l.ha.scq.size(), 1u);
+  EXPECT_EQ(l.ha.scq[0].wc.status, WcStatus::Success);
+  EXPECT_EQ(*l.hb.at(r.addr + 1024 + 960), 3);
+  EXPECT_EQ(*l.hb.at(r.addr + 2047), 3 + 63);
+  // The window's key serves remote access only, and not a read the window does not allow.
+  EXPECT_EQ(l.hb.mrs.check(mw, l.hb.pd, r.addr + 1024, 8, 0, [](sdp::Addr, uint64_t) { return false; }, 0x49),
+            MrRefusal::UnknownKey);
+  EXPECT_EQ(l.hb.mrs.check(mw, l.hb.pd, r.addr + 1024, 8, sdp::kRemoteRead, [](sdp::Addr, uint64_t) { return false; },
+                           0x49),
+            MrRefusal::Access);
+  EXPECT_EQ(l.hb.mrs.check(mw, l.hb.pd, r.addr + 1024, 8, sdp::kRemoteWrite,
+                           [](sdp::Addr, uint64_t) { return false; }, 0x4a),
+            MrRefusal::OtherQp);
+  // Invalidated: the next WRITE through it is refused and writes nothing.
+  SendWqe inv;
+  inv.wr.wr_id = 4;
+  inv.wr.signaled = true;
+  inv.x.kind = WrExt::Kind::LocalInv;
+  inv.x.imm = mw;
+  EXPECT_EQ(l.b.post_send(inv).post, Post::Accept);
+  l.pump();
+  ASSERT_EQ(l.hb.scq.size(), 3u);
+  EXPECT_EQ(l.hb.scq[2].kind, Cqe::Kind::LocalInv);
+  EXPECT_EQ(l.hb.scq[2].wc.status, WcStatus::Success);
+  Link::ramp(l.ha, s.addr, 64, 100);
+  EXPECT_EQ(l.a.post_send(w).post, Post::Accept);
+  l.pump();
+  ASSERT_EQ(l.ha.scq.size(), 2u);
+  EXPECT_EQ(l.ha.scq[1].wc.status, WcStatus::RemAccessErr);
+  EXPECT_EQ(*l.hb.at(r.addr + 1024 + 960), 3);
+}
+
+// A bind the memory table refuses (here: the MR lacks IBV_ACCESS_MW_BIND) completes
+// MW_BIND_ERR and takes the QP to ERROR, as any error completion of the send queue.
+TEST(HcaTransport, ARefusedBindCompletesMwBindErr) {
+  Link l;
+  l.hb.qpn = 0x49;
+  auto r = l.buf(l.hb, 0, 4096);
+  SendWqe bind;
+  bind.wr.wr_id = 7;
+  bind.x.kind = WrExt::Kind::BindMw;
+  bind.x.mw_key = l.hb.mrs.alloc_mw(l.hb.pd, 2);
+  bind.x.mw_mr_key = r.key;
+  bind.x.mw_addr = r.addr;
+  bind.x.mw_len = 64;
+  bind.x.mw_access = sdp::kRemoteWrite;
+  EXPECT_EQ(l.b.post_send(bind).post, Post::Accept);
+  l.pump();
+  ASSERT_EQ(l.hb.scq.size(), 1u);
+  EXPECT_EQ(l.hb.scq[0].wc.status, WcStatus::MwBindErr);
+  EXPECT_EQ(l.b.state(), QpState::Error);
+}
 
 TEST(HcaTransport, SendOfFivePacketsArrivesWholeAndCompletesOnItsAck) {
   for (uint32_t train : {1u, 1000u}) {

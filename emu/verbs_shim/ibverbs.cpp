@@ -50,6 +50,7 @@ ibv_wc_status to_ibv_status(sdp::WcStatus s) {
     case sdp::WcStatus::RetryExcErr: return IBV_WC_RETRY_EXC_ERR;
     case sdp::WcStatus::RnrRetryExcErr: return IBV_WC_RNR_RETRY_EXC_ERR;
     case sdp::WcStatus::WrFlushErr: return IBV_WC_WR_FLUSH_ERR;
+    case sdp::WcStatus::MwBindErr: return IBV_WC_MW_BIND_ERR;
   }
   return IBV_WC_GENERAL_ERR;
 }
@@ -68,9 +69,29 @@ ibv_wc_opcode to_ibv_opcode(sdp::WcOpcode op) {
 
 }  // namespace
 
+void to_ibv_wc(const hca::Cqe& e, ibv_wc& w) {
+  const sdp::Wc& c = e.wc;
+  std::memset(&w, 0, sizeof w);
+  w.wr_id = c.wr_id;
+  w.status = to_ibv_status(c.status);
+  w.opcode = to_ibv_opcode(c.opcode);
+  if (e.kind == hca::Cqe::Kind::RecvRdmaWithImm) w.opcode = IBV_WC_RECV_RDMA_WITH_IMM;
+  if (e.kind == hca::Cqe::Kind::BindMw) w.opcode = IBV_WC_BIND_MW;
+  if (e.kind == hca::Cqe::Kind::LocalInv) w.opcode = IBV_WC_LOCAL_INV;
+  w.byte_len = c.byte_len;
+  w.qp_num = c.qp_num;
+  w.src_qp = e.src_qp;
+  w.slid = e.slid;
+  if (e.with_imm) {
+    w.wc_flags |= IBV_WC_WITH_IMM;
+    w.imm_data = e.imm;
+  }
+}
+
 unsigned to_access(unsigned flags) {
   unsigned a = to_qp_access(flags);
   if ((flags & (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE)) != 0) a |= sdp::kLocalWrite;
+  if ((flags & IBV_ACCESS_MW_BIND) != 0) a |= hca::kMwBind;
   return a;
 }
 
@@ -94,10 +115,12 @@ bool copy_sges(const Wr& wr, std::array<sdp::Sge, sdp::kMaxSge>& out, uint8_t& n
 }
 
 /// ops.post_send (ibv_post_send(3)): SEND, RDMA WRITE, RDMA READ, their WITH_IMM forms
-/// (imm_data passed through as given) and the atomics ATOMIC_CMP_AND_SWP / ATOMIC_FETCH_AND_ADD;
-/// UD with its address handle. Returns 0, or the errno of the first WR not posted, *bad_wr at it:
-/// EINVAL for an opcode the shim does not know, too many SGEs or a UD WR without an address
-/// handle, else the HCA core's (hca::post_errno: the QP's state, the opcode for its type, inline
+/// (imm_data passed through as given), the atomics ATOMIC_CMP_AND_SWP / ATOMIC_FETCH_AND_ADD, and
+/// the local BIND_MW (a window's bind: IBV_WC_BIND_MW, or MW_BIND_ERR when refused) and
+/// LOCAL_INV (a type 2 window's invalidation: IBV_WC_LOCAL_INV); UD with its address handle.
+/// Returns 0, or the errno of the first WR not posted, *bad_wr at it:
+/// EINVAL for an opcode the shim does not know, too many SGEs, a UD WR without an address
+/// handle or a BIND_MW without its window or MR, else the HCA core's (hca::post_errno: the QP's state, the opcode for its type, inline
 /// rules; ENOMEM for a full send queue). An atomic's length and alignment are not checked here
 /// (libmlx4 does not): they fail in its completion.
 int post_send(ibv_qp* ibqp, ibv_send_wr* wr, ibv_send_wr** bad_wr) {
@@ -122,9 +145,23 @@ int post_send(ibv_qp* ibqp, ibv_send_wr* wr, ibv_send_wr** bad_wr) {
       case IBV_WR_RDMA_READ: r.opcode = sdp::WrOpcode::RdmaRead; break;
       case IBV_WR_ATOMIC_CMP_AND_SWP: r.opcode = sdp::WrOpcode::AtomicCmpSwap; break;
       case IBV_WR_ATOMIC_FETCH_AND_ADD: r.opcode = sdp::WrOpcode::AtomicFetchAdd; break;
+      case IBV_WR_BIND_MW:
+        if (wr->bind_mw.mw == nullptr || wr->bind_mw.bind_info.mr == nullptr) {
+          err = EINVAL;
+          break;
+        }
+        x.kind = hca::WrExt::Kind::BindMw;
+        x.mw_key = wr->bind_mw.mw->rkey;
+        x.mw_new_key = wr->bind_mw.rkey;
+        x.mw_mr_key = wr->bind_mw.bind_info.mr->lkey;
+        x.mw_addr = wr->bind_mw.bind_info.addr;
+        x.mw_len = wr->bind_mw.bind_info.length;
+        x.mw_access = to_qp_access(wr->bind_mw.bind_info.mw_access_flags);
+        break;
+      case IBV_WR_LOCAL_INV: x.kind = hca::WrExt::Kind::LocalInv; break;
       default: err = EINVAL; break;
     }
-    x.imm = wr->imm_data;
+    x.imm = wr->imm_data;  // IBV_WR_LOCAL_INV: invalidate_rkey, the same union
     if (ibqp->qp_type == IBV_QPT_UD && err == 0) {  // to the address handle's port
       if (wr->wr.ud.ah == nullptr) {
         err = EINVAL;
@@ -134,7 +171,7 @@ int post_send(ibv_qp* ibqp, ibv_send_wr* wr, ibv_send_wr** bad_wr) {
         x.ud_qkey = wr->wr.ud.remote_qkey;
       }
     }
-    if (err == 0 && !copy_sges(*wr, r.sg, r.num_sge)) err = EINVAL;
+    if (err == 0 && !x.local() && !copy_sges(*wr, r.sg, r.num_sge)) err = EINVAL;
     if (err == 0) {
       r.signaled = q->sq_sig_all || (wr->send_flags & IBV_SEND_SIGNALED) != 0;
       r.inline_data = (wr->send_flags & IBV_SEND_INLINE) != 0;
@@ -174,6 +211,51 @@ int post_recv(ibv_qp* ibqp, ibv_recv_wr* wr, ibv_recv_wr** bad_wr) {
   return 0;
 }
 
+/// ops.alloc_mw (ibv_alloc_mw(3)): an unbound memory window of type 1 or 2 in `pd`
+/// (emu::Hca::alloc_mw); its rkey names nothing until bound. Null with errno EINVAL for another
+/// type or a null PD.
+ibv_mw* alloc_mw(ibv_pd* pd, ibv_mw_type type) {
+  if (pd == nullptr || (type != IBV_MW_TYPE_1 && type != IBV_MW_TYPE_2)) {
+    errno = EINVAL;
+    return nullptr;
+  }
+  auto* mw = new ibv_mw{};
+  mw->context = pd->context;
+  mw->pd = pd;
+  mw->type = type;
+  mw->rkey = device().hca->alloc_mw(pd_of(pd)->id, type == IBV_MW_TYPE_1 ? 1 : 2);
+  mw->handle = mw->rkey >> 8;
+  ++pd_of(pd)->users;
+  return mw;
+}
+
+/// ops.dealloc_mw (ibv_dealloc_mw(3)): the window and its key are gone (accesses under way end
+/// first, as ibv_dereg_mr's). Returns 0, or EINVAL for a window the device does not know.
+int dealloc_mw(ibv_mw* mw) {
+  if (mw == nullptr || !device().hca->dealloc_mw(mw->rkey)) return EINVAL;
+  --pd_of(mw->pd)->users;
+  delete mw;
+  return 0;
+}
+
+/// ops.bind_mw (ibv_bind_mw(3), a type 1 window; verbs.h refuses type 2 with EINVAL): as
+/// libmlx4's mlx4_bind_mw, an IBV_WR_BIND_MW WR on `qp` with the key ibv_inc_rkey(mw->rkey),
+/// and mw->rkey set to that key once posted. The WR completes IBV_WC_BIND_MW (signaled per
+/// mw_bind->send_flags) or IBV_WC_MW_BIND_ERR. Returns 0 or post_send's errno.
+int bind_mw(ibv_qp* qp, ibv_mw* mw, ibv_mw_bind* mw_bind) {
+  ibv_send_wr wr{};
+  ibv_send_wr* bad = nullptr;
+  wr.opcode = IBV_WR_BIND_MW;
+  wr.wr_id = mw_bind->wr_id;
+  wr.send_flags = mw_bind->send_flags;
+  wr.bind_mw.mw = mw;
+  wr.bind_mw.rkey = ibv_inc_rkey(mw->rkey);
+  wr.bind_mw.bind_info = mw_bind->bind_info;
+  if (const int err = post_send(qp, &wr, &bad); err != 0) return err;
+  mw->rkey = wr.bind_mw.rkey;
+  return 0;
+}
+
 /// ops.poll_cq (ibv_poll_cq(3)): up to num_entries completions; the count (0 for a negative
 /// num_entries: libmlx4's mlx4_poll_cq loops `npolled < ne` and returns npolled).
 int poll_cq(ibv_cq* ibcq, int num_entries, ibv_wc* wc) {
@@ -185,22 +267,7 @@ int poll_cq(ibv_cq* ibcq, int num_entries, ibv_wc* wc) {
     const size_t want = std::min<size_t>(buf.size(), static_cast<size_t>(num_entries - total));
     const int n = cq.poll(std::span<hca::Cqe>(buf.data(), want));
     for (int i = 0; i < n; ++i) {
-      const hca::Cqe& e = buf[static_cast<size_t>(i)];
-      const sdp::Wc& c = e.wc;
-      ibv_wc& w = wc[total++];
-      std::memset(&w, 0, sizeof w);
-      w.wr_id = c.wr_id;
-      w.status = to_ibv_status(c.status);
-      w.opcode = to_ibv_opcode(c.opcode);
-      if (e.kind == hca::Cqe::Kind::RecvRdmaWithImm) w.opcode = IBV_WC_RECV_RDMA_WITH_IMM;
-      w.byte_len = c.byte_len;
-      w.qp_num = c.qp_num;
-      w.src_qp = e.src_qp;
-      w.slid = e.slid;
-      if (e.with_imm) {
-        w.wc_flags |= IBV_WC_WITH_IMM;
-        w.imm_data = e.imm;
-      }
+      to_ibv_wc(buf[static_cast<size_t>(i)], wc[total++]);
     }
     if (static_cast<size_t>(n) < want) break;
   }
@@ -301,6 +368,11 @@ Device& device() {
     dv->ctx.ops.req_notify_cq = req_notify_cq;
     dv->ctx.ops.post_send = post_send;
     dv->ctx.ops.post_recv = post_recv;
+    dv->vctx.modify_cq = modify_cq;
+    dv->ctx.ops.alloc_mw = alloc_mw;
+    dv->ctx.ops.bind_mw = bind_mw;
+    dv->ctx.ops.dealloc_mw = dealloc_mw;
+    dv->vctx.create_srq_ex = create_srq_ex;
     dv->hca = make_hca();
     g_device = dv;
     ::pthread_atfork(nullptr, nullptr, after_fork_in_child);
@@ -333,6 +405,31 @@ void CompChannel::notify(ibv_cq* cq) {
   }
 }
 
+Cq* new_cq(ibv_context* context, int cqe, void* cq_context, ibv_comp_channel* channel, int comp_vector) {
+  if (cqe < 1 || cqe > kMaxCqe || comp_vector < 0 || context == nullptr || comp_vector >= context->num_comp_vectors) {
+    errno = EINVAL;
+    return nullptr;
+  }
+  if (!take_resource(Resource::Cq)) {
+    errno = ENOMEM;
+    return nullptr;
+  }
+  auto* cq = new Cq;
+  cq->cq.context = context;
+  cq->cq.channel = channel;
+  cq->cq.cq_context = cq_context;
+  cq->cq.cqe = cqe;
+  cq->emu = std::make_shared<CompQueue>(static_cast<uint32_t>(cqe));
+  if (channel != nullptr) {
+    auto* ch = reinterpret_cast<CompChannel*>(channel);
+    ibv_cq* ibcq = &cq->cq;
+    cq->emu->set_event_handler([ch, ibcq] { ch->notify(ibcq); });
+  }
+  pthread_mutex_init(&cq->cq.mutex, nullptr);
+  pthread_cond_init(&cq->cq.cond, nullptr);
+  return cq;
+}
+
 QpObj* create_qp(ibv_pd* pd, ibv_qp_init_attr* attr) {
   const bool known_type = attr != nullptr && (attr->qp_type == IBV_QPT_RC || attr->qp_type == IBV_QPT_UC ||
                                               attr->qp_type == IBV_QPT_UD);
@@ -342,7 +439,9 @@ QpObj* create_qp(ibv_pd* pd, ibv_qp_init_attr* attr) {
   }
   ibv_qp_cap& cap = attr->cap;
   const hca::DeviceLimits& lim = device().hca->limits();
-  if (cap.max_send_sge > sdp::kMaxSge || cap.max_recv_sge > sdp::kMaxSge || cap.max_send_wr == 0 ||
+  // No WR on a queue is allowed (a receive-only QP, or one on an SRQ), as mlx4's create_qp
+  // takes it (providers/mlx4/verbs.c create_qp_ex): posts to it are then refused, ENOMEM.
+  if (cap.max_send_sge > sdp::kMaxSge || cap.max_recv_sge > sdp::kMaxSge ||
       cap.max_send_wr > lim.max_qp_wr || cap.max_recv_wr > lim.max_qp_wr || cap.max_inline_data > lim.max_inline_data) {
     errno = EINVAL;
     return nullptr;
@@ -488,6 +587,7 @@ ibv_mr* ibv_reg_mr_iova2(ibv_pd* pd, void* addr, size_t length, uint64_t iova, u
   }
   auto* m = new hcasim::emu::shim::MrObj{};
   m->pinned_pages = pages;
+  m->access = access;
   ibv_mr* mr = &m->mr;
   mr->context = pd->context;
   mr->pd = pd;
@@ -546,32 +646,11 @@ int ibv_destroy_comp_channel(ibv_comp_channel* channel) {
   return 0;
 }
 
-/// ibv_create_cq(3): a CQ of `cqe` entries (at most kMaxCqe; null with errno EINVAL beyond)
-/// whose events go to `channel` (may be null). Any number of QPs may complete into it. Null
-/// with errno ENOMEM beyond the device's max_cq (mlx4_cq_alloc).
-ibv_cq* ibv_create_cq(ibv_context* context, int cqe, void* cq_context, ibv_comp_channel* channel, int /*comp_vector*/) {
-  if (cqe < 1 || cqe > hcasim::emu::shim::kMaxCqe) {
-    errno = EINVAL;
-    return nullptr;
-  }
-  if (!take_resource(Resource::Cq)) {
-    errno = ENOMEM;
-    return nullptr;
-  }
-  auto* cq = new Cq;
-  cq->cq.context = context;
-  cq->cq.channel = channel;
-  cq->cq.cq_context = cq_context;
-  cq->cq.cqe = cqe;
-  cq->emu = std::make_shared<hcasim::emu::CompQueue>(static_cast<uint32_t>(cqe));
-  if (channel != nullptr) {
-    auto* ch = reinterpret_cast<CompChannel*>(channel);
-    ibv_cq* ibcq = &cq->cq;
-    cq->emu->set_event_handler([ch, ibcq] { ch->notify(ibcq); });
-  }
-  pthread_mutex_init(&cq->cq.mutex, nullptr);
-  pthread_cond_init(&cq->cq.cond, nullptr);
-  return &cq->cq;
+/// ibv_create_cq(3): a CQ of `cqe` entries whose events go to `channel` (may be null); any
+/// number of QPs may complete into it. Null with errno as shim::new_cq (EINVAL, ENOMEM).
+ibv_cq* ibv_create_cq(ibv_context* context, int cqe, void* cq_context, ibv_comp_channel* channel, int comp_vector) {
+  Cq* cq = hcasim::emu::shim::new_cq(context, cqe, cq_context, channel, comp_vector);
+  return cq != nullptr ? &cq->cq : nullptr;
 }
 
 /// ibv_destroy_cq(3). Returns 0, or EBUSY while a QP is still on it.
@@ -608,3 +687,65 @@ void ibv_ack_cq_events(ibv_cq* cq, unsigned int nevents) {
   if (cq != nullptr) cq->comp_events_completed += nevents;
 }
 
+
+/// ibv_rereg_mr(3): the MR takes a new PD (IBV_REREG_MR_CHANGE_PD), range
+/// (IBV_REREG_MR_CHANGE_TRANSLATION: addr, length) and access flags (IBV_REREG_MR_CHANGE_ACCESS)
+/// and keeps its lkey and rkey, as mlx4 rewrites the MR's MPT entry in place
+/// (drivers/infiniband/hw/mlx4/mr.c mlx4_ib_rereg_user_mr); the emulated HCA applies them to
+/// every later access (emu::Hca::rereg_mr). Returns 0, or as libibverbs' ibv_rereg_mr
+/// (libibverbs/verbs.c) with errno set: IBV_REREG_MR_ERR_INPUT (EINVAL) for no flag or an unknown
+/// one, a translation without addr or length, access flags without CHANGE_ACCESS;
+/// IBV_REREG_MR_ERR_CMD when the kernel would refuse: EINVAL for a null PD or REMOTE_WRITE /
+/// REMOTE_ATOMIC without LOCAL_WRITE, the pinning errno of the new range (pin_user_memory).
+int ibv_rereg_mr(ibv_mr* mr, int flags, ibv_pd* pd, void* addr, size_t length, int access) {
+  if (mr == nullptr || flags == 0 || (flags & ~IBV_REREG_MR_FLAGS_SUPPORTED) != 0 ||
+      ((flags & IBV_REREG_MR_CHANGE_TRANSLATION) != 0 && (length == 0 || addr == nullptr)) ||
+      (access != 0 && (flags & IBV_REREG_MR_CHANGE_ACCESS) == 0)) {
+    errno = EINVAL;
+    return IBV_REREG_MR_ERR_INPUT;
+  }
+  auto* m = reinterpret_cast<hcasim::emu::shim::MrObj*>(mr);
+  ibv_pd* new_pd = (flags & IBV_REREG_MR_CHANGE_PD) != 0 ? pd : mr->pd;
+  void* new_addr = (flags & IBV_REREG_MR_CHANGE_TRANSLATION) != 0 ? addr : mr->addr;
+  const size_t new_len = (flags & IBV_REREG_MR_CHANGE_TRANSLATION) != 0 ? length : mr->length;
+  const unsigned new_access = (flags & IBV_REREG_MR_CHANGE_ACCESS) != 0 ? static_cast<unsigned>(access) : m->access;
+  const bool remote_needs_local = (new_access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC)) != 0 &&
+                                  (new_access & IBV_ACCESS_LOCAL_WRITE) == 0;
+  if (new_pd == nullptr || remote_needs_local) {
+    errno = EINVAL;
+    return IBV_REREG_MR_ERR_CMD;
+  }
+  uint64_t pages = m->pinned_pages;
+  const bool repin = (flags & IBV_REREG_MR_CHANGE_TRANSLATION) != 0;
+  if (repin) {
+    if (const int err = pin_user_memory(reinterpret_cast<uintptr_t>(new_addr), new_len, new_access, pages); err != 0) {
+      errno = err;
+      return IBV_REREG_MR_ERR_CMD;
+    }
+  }
+  bool done = false;
+  try {
+    done = device().hca->rereg_mr(mr->lkey, hcasim::emu::shim::pd_of(new_pd)->id,
+                                  reinterpret_cast<uintptr_t>(new_addr), new_len,
+                                  hcasim::emu::shim::to_access(new_access));
+  } catch (const hcasim::sdp::VerbsError&) {  // a PD the device does not know
+  }
+  if (!done) {
+    if (repin) unpin_user_memory(pages);
+    errno = EINVAL;
+    return IBV_REREG_MR_ERR_CMD;
+  }
+  if (repin) {
+    unpin_user_memory(m->pinned_pages);
+    m->pinned_pages = pages;
+  }
+  if (new_pd != mr->pd) {
+    --hcasim::emu::shim::pd_of(mr->pd)->users;
+    ++hcasim::emu::shim::pd_of(new_pd)->users;
+  }
+  m->access = new_access;
+  mr->pd = new_pd;
+  mr->addr = new_addr;
+  mr->length = new_len;
+  return 0;
+}

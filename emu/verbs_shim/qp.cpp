@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "emu/verbs_shim/device.h"
 #include "emu/verbs_shim/resources.h"
 #include "emu/verbs_shim/shim.h"
 
@@ -154,13 +155,29 @@ int ibv_modify_qp(ibv_qp* qp, ibv_qp_attr* attr, int attr_mask) {
 }
 
 /// ibv_query_qp(3): the QP's current state and the attributes ibv_modify_qp set (every field,
-/// whatever attr_mask asks), its caps, and the ibv_qp_init_attr it was created with. Returns 0,
+/// whatever attr_mask asks; for a QP the RDMA CM connected, its path and retry attributes as the
+/// CM set them), its caps, and the ibv_qp_init_attr it was created with. Returns 0,
 /// or EINVAL for a null argument.
 int ibv_query_qp(ibv_qp* qp, ibv_qp_attr* attr, int /*attr_mask*/, ibv_qp_init_attr* init_attr) {
   if (qp == nullptr || attr == nullptr || init_attr == nullptr) return EINVAL;
   shim::QpObj* q = shim::qp_of(qp);
   std::lock_guard g(q->m);
   *attr = q->attr;
+  if (q->cm_id != nullptr) {
+    // The CM moved the QP (rdma_connect, rdma_accept): its path and retry attributes are the
+    // ones the CM gave the HCA core, not ibv_modify_qp's record.
+    const hcasim::hca::QpAttr c = q->emu->attr();
+    attr->path_mtu = static_cast<ibv_mtu>(hcasim::hca::mtu_code(c.path_mtu));
+    attr->dest_qp_num = c.dest_qp_num;
+    attr->rq_psn = c.rq_psn;
+    attr->sq_psn = c.sq_psn;
+    attr->timeout = c.timeout;
+    attr->retry_cnt = c.retry_cnt;
+    attr->rnr_retry = c.rnr_retry;
+    attr->max_rd_atomic = c.max_rd_atomic;
+    attr->max_dest_rd_atomic = c.max_dest_rd_atomic;
+    attr->min_rnr_timer = c.min_rnr_timer;
+  }
   attr->qp_state = attr->cur_qp_state = shim::to_ibv(q->emu->state());
   attr->sq_draining = 0;
   *init_attr = q->init;
@@ -284,3 +301,81 @@ int ibv_destroy_ah(ibv_ah* ah) {
   delete reinterpret_cast<shim::AhObj*>(ah);
   return 0;
 }
+
+namespace hcasim::emu::shim {
+
+/// verbs_context::create_qp_ex (ibv_create_qp_ex(3); verbs.h calls ibv_create_qp itself when
+/// comp_mask is IBV_QP_INIT_ATTR_PD alone): an RC, UC or UD QP as ibv_create_qp's (create_qp's
+/// checks and limits), in RESET. As mlx4's create_qp_ex (providers/mlx4/verbs.c) and the kernel
+/// behind it: null with errno EINVAL for WRs, SGEs or inline data beyond the device's, or
+/// without a PD (IBV_QP_INIT_ATTR_PD and pd), or a create flag other than
+/// IBV_QP_CREATE_BLOCK_SELF_MCAST_LB on a UD QP (there is no multicast to block here);
+/// EOPNOTSUPP (mlx4's ENOTSUP) for a comp_mask beyond PD, XRCD, CREATE_FLAGS and MAX_TSO_HEADER
+/// (so IBV_QP_INIT_ATTR_SEND_OPS_FLAGS, the ibv_wr_* API, which mlx4 lacks), for XRCD, TSO and
+/// QP types other than RC, UC and UD (XRC and raw packet QPs are not emulated).
+ibv_qp* create_qp_ex(ibv_context* /*context*/, ibv_qp_init_attr_ex* attr) {
+  if (attr == nullptr) {
+    errno = EINVAL;
+    return nullptr;
+  }
+  const ibv_qp_cap& cap = attr->cap;
+  const hca::DeviceLimits& lim = device().hca->limits();
+  if (cap.max_send_wr > lim.max_qp_wr || cap.max_recv_wr > lim.max_qp_wr || cap.max_send_sge > sdp::kMaxSge ||
+      cap.max_recv_sge > sdp::kMaxSge || cap.max_inline_data > lim.max_inline_data) {
+    errno = EINVAL;
+    return nullptr;
+  }
+  constexpr uint32_t kMlx4Mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_XRCD | IBV_QP_INIT_ATTR_CREATE_FLAGS |
+                                 IBV_QP_INIT_ATTR_MAX_TSO_HEADER;
+  if ((attr->comp_mask & ~kMlx4Mask) != 0 || (attr->comp_mask & IBV_QP_INIT_ATTR_XRCD) != 0 ||
+      (attr->comp_mask & IBV_QP_INIT_ATTR_MAX_TSO_HEADER) != 0 ||
+      (attr->qp_type != IBV_QPT_RC && attr->qp_type != IBV_QPT_UC && attr->qp_type != IBV_QPT_UD)) {
+    errno = EOPNOTSUPP;
+    return nullptr;
+  }
+  const uint32_t flags = (attr->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) != 0 ? attr->create_flags : 0;
+  const uint32_t allowed = attr->qp_type == IBV_QPT_UD ? IBV_QP_CREATE_BLOCK_SELF_MCAST_LB : 0;
+  if ((attr->comp_mask & IBV_QP_INIT_ATTR_PD) == 0 || attr->pd == nullptr || (flags & ~allowed) != 0) {
+    errno = EINVAL;
+    return nullptr;
+  }
+  ibv_qp_init_attr init{};
+  init.qp_context = attr->qp_context;
+  init.send_cq = attr->send_cq;
+  init.recv_cq = attr->recv_cq;
+  init.srq = attr->srq;
+  init.cap = attr->cap;
+  init.qp_type = attr->qp_type;
+  init.sq_sig_all = attr->sq_sig_all;
+  ibv_qp* qp = ibv_create_qp(attr->pd, &init);
+  if (qp != nullptr) attr->cap = init.cap;
+  return qp;
+}
+
+/// verbs_context::create_srq_ex (ibv_create_srq_ex(3); verbs.h calls ibv_create_srq itself for
+/// a basic SRQ with comp_mask PD or PD | TYPE): a basic SRQ as ibv_create_srq's, whatever else
+/// comp_mask names (mlx4_create_srq_ex ignores it for IBV_SRQT_BASIC). Null with errno EINVAL
+/// without a PD; EOPNOTSUPP for XRC and tag-matching SRQs (not emulated; mlx4 has no
+/// tag matching).
+ibv_srq* create_srq_ex(ibv_context* /*context*/, ibv_srq_init_attr_ex* attr) {
+  if (attr == nullptr) {
+    errno = EINVAL;
+    return nullptr;
+  }
+  if ((attr->comp_mask & IBV_SRQ_INIT_ATTR_TYPE) != 0 && attr->srq_type != IBV_SRQT_BASIC) {
+    errno = EOPNOTSUPP;
+    return nullptr;
+  }
+  if ((attr->comp_mask & IBV_SRQ_INIT_ATTR_PD) == 0 || attr->pd == nullptr) {
+    errno = EINVAL;
+    return nullptr;
+  }
+  ibv_srq_init_attr init{};
+  init.srq_context = attr->srq_context;
+  init.attr = attr->attr;
+  ibv_srq* srq = ibv_create_srq(attr->pd, &init);
+  if (srq != nullptr) attr->attr = init.attr;
+  return srq;
+}
+
+}  // namespace hcasim::emu::shim

@@ -17,13 +17,14 @@
 // Synchronous ids (no channel: rdma_create_ep, rdma_get_request) wait in each call for its
 // event, as librdmacm's; rdma_getaddrinfo is emu/verbs_shim/cm_addrinfo.cpp's, the event
 // channels emu/verbs_shim/rdmacm_events.cpp's. Not emulated:
-// AF_IB, UD / multicast, rdma_init_qp_attr, rdma_set_option, ECE.
+// AF_IB, UD / multicast, rdma_init_qp_attr, rdma_set_option but its ACK timeout and TOS, ECE.
 #include <fcntl.h>
 #include <poll.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
 
 #include <array>
+#include <atomic>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -33,6 +34,7 @@
 #include <fmt/format.h>
 
 #include "emu/cm.h"
+#include "emu/verbs_shim/device.h"
 #include "emu/verbs_shim/rdmacm.h"
 #include "emu/verbs_shim/shim.h"
 
@@ -436,7 +438,7 @@ int rdma_connect(rdma_cm_id* id, rdma_conn_param* conn_param) {
     }
     emu::write_frame(qp->socket(), emu::Packet{.op = emu::Op::CmRtu, .dest_qpn = rep.local_qpn}, peer);
     if (conn_param != nullptr) qp->set_rnr_retry(std::min<uint8_t>(conn_param->rnr_retry_count, 7));
-    qp->to_rts(rep.local_qpn);
+    qp->to_rts(rep.local_qpn, shim::cm_of(id)->ack_timeout);
     id->qp->state = IBV_QPS_RTS;
     shim::watch_link(id, *qp);
     const uint8_t depth = conn_param != nullptr ? conn_param->initiator_depth : 0;
@@ -483,7 +485,7 @@ int rdma_accept(rdma_cm_id* id, rdma_conn_param* conn_param) {
     return shim::complete(id);
   }
   if (conn_param != nullptr) qp->set_rnr_retry(std::min<uint8_t>(conn_param->rnr_retry_count, 7));
-  qp->to_rts(c->remote_qpn);
+  qp->to_rts(c->remote_qpn, c->ack_timeout);
   id->qp->state = IBV_QPS_RTS;
   shim::watch_link(id, *qp);
   const uint8_t depth = conn_param != nullptr ? conn_param->initiator_depth : 0;
@@ -616,4 +618,31 @@ void rdma_destroy_ep(rdma_cm_id* id) {
   if (id == nullptr) return;
   if (id->qp != nullptr) rdma_destroy_qp(id);
   rdma_destroy_id(id);
+}
+
+/// rdma_set_option(3): RDMA_OPTION_ID_ACK_TIMEOUT (a uint8_t, 0-31: the local ACK timeout
+/// 4.096 us x 2^N of the id's QP when the CM moves it to RTS, instead of $HCASIM_FAULT's
+/// qp.timeout) and RDMA_OPTION_ID_TOS (a uint8_t, taken: the emulated wire has no service
+/// level). -1 with errno EINVAL for a null id or value, another optlen or a timeout over 31;
+/// ENOSYS for an option the kernel does not know (ucma_set_option); EOPNOTSUPP, said once on
+/// stderr, for RDMA_OPTION_ID_REUSEADDR, RDMA_OPTION_ID_AFONLY and RDMA_OPTION_IB_PATH.
+int rdma_set_option(rdma_cm_id* id, int level, int optname, void* optval, size_t optlen) {
+  namespace shim = hcasim::emu::shim;
+  if (id == nullptr || optval == nullptr) return shim::fail(EINVAL);
+  if (level == RDMA_OPTION_ID && (optname == RDMA_OPTION_ID_ACK_TIMEOUT || optname == RDMA_OPTION_ID_TOS)) {
+    if (optlen != sizeof(uint8_t)) return shim::fail(EINVAL);
+    const uint8_t v = *static_cast<const uint8_t*>(optval);
+    if (optname == RDMA_OPTION_ID_ACK_TIMEOUT) {
+      if (v > 31) return shim::fail(EINVAL);
+      shim::cm_of(id)->ack_timeout = v;
+    }
+    return 0;
+  }
+  if ((level == RDMA_OPTION_ID && (optname == RDMA_OPTION_ID_REUSEADDR || optname == RDMA_OPTION_ID_AFONLY)) ||
+      (level == RDMA_OPTION_IB && optname == RDMA_OPTION_IB_PATH)) {
+    static std::atomic<bool> said;
+    shim::not_emulated(said, "rdma_set_option (REUSEADDR, AFONLY, IB_PATH)");
+    return shim::fail(EOPNOTSUPP);
+  }
+  return shim::fail(ENOSYS);
 }

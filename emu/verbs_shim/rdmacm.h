@@ -54,6 +54,8 @@ struct CmId {
   bool disconnect_called = false;
   /// rdma_connect's / rdma_accept's rnr_retry_count (applied at RTS).
   std::optional<uint8_t> rnr_retry;
+  /// rdma_set_option's RDMA_OPTION_ID_ACK_TIMEOUT (the QP's local ACK timeout at RTS).
+  std::optional<uint8_t> ack_timeout;
 };
 
 /// The CmId holding `id` (its first member).

@@ -80,11 +80,30 @@ struct CompChannel {
 
 /// ibv_cq: the emulated CQ (emu::CompQueue), which any number of QPs complete into (their send
 /// queue, receive queue or both); `qps` counts them (ibv_destroy_cq(3) is EBUSY while any).
+/// A CQ of ibv_create_cq_ex(3) is the same object seen as an ibv_cq_ex (whose first fields are
+/// an ibv_cq's, verbs.h ibv_cq_ex_to_cq); `cur` is the completion its start_poll / next_poll
+/// made current, which its read_* functions read.
 struct Cq {
-  ibv_cq cq{};
+  union {
+    ibv_cq cq;
+    ibv_cq_ex cq_ex{};
+  };
   std::shared_ptr<CompQueue> emu;
   std::atomic<int> qps{0};
+  ibv_wc cur{};
 };
+
+/// Creates a CQ for ibv_create_cq(3) and ibv_create_cq_ex(3): `cqe` entries (1 to kMaxCqe),
+/// events to `channel` (may be null), `comp_vector` below the context's num_comp_vectors.
+/// Null with errno EINVAL (cqe or comp_vector out of range, as the kernel's create_cq checks:
+/// drivers/infiniband/core/uverbs_cmd.c, mlx4_ib_create_cq) or ENOMEM beyond max_cq.
+Cq* new_cq(ibv_context* context, int cqe, void* cq_context, ibv_comp_channel* channel, int comp_vector);
+/// A completion of the emulated CQ as ibv_poll_cq(3) returns it.
+void to_ibv_wc(const hca::Cqe& e, ibv_wc& w);
+/// verbs_context::modify_cq (ibv_modify_cq(3)), emu/verbs_shim/cq_ex.cpp.
+int modify_cq(ibv_cq* cq, ibv_modify_cq_attr* attr);
+/// verbs_context::create_srq_ex (ibv_create_srq_ex(3)), emu/verbs_shim/qp.cpp.
+ibv_srq* create_srq_ex(ibv_context* context, ibv_srq_init_attr_ex* attr);
 
 /// ibv_srq: the emulated SRQ (emu::Srq), whose receives the QPs created on it consume.
 struct SrqObj {
@@ -109,6 +128,7 @@ inline PdObj* pd_of(ibv_pd* pd) { return reinterpret_cast<PdObj*>(pd); }
 struct MrObj {
   ibv_mr mr{};
   uint64_t pinned_pages = 0;
+  unsigned access = 0;  ///< the ibv_access_flags it was registered (or reregistered) with
 };
 
 /// ibv_ah: the port it names on the emulated subnet (emu/subnet.h).

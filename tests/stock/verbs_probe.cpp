@@ -125,12 +125,19 @@ int main() {
   errno = 0;
   check(ibv_get_async_event(ctx, &ev) == -1 && errno == EAGAIN, "no async event: EAGAIN when non-blocking");
 
-  // Verbs the emulator does not do: NULL / EOPNOTSUPP, and one stderr line each however often.
+  // Memory windows (legacy ops): types 1 and 2, another type EINVAL.
   ibv_pd* pd = ibv_alloc_pd(ctx);
   check(pd != nullptr, "ibv_alloc_pd");
+  ibv_mw* mw = ibv_alloc_mw(pd, IBV_MW_TYPE_2);
+  check(mw != nullptr && mw->type == IBV_MW_TYPE_2 && mw->rkey != 0 && mw->pd == pd, "ibv_alloc_mw (legacy op): type 2");
+  check(mw != nullptr && ibv_dealloc_pd(pd) == EBUSY, "ibv_dealloc_pd with a memory window on it: EBUSY");
+  check(mw != nullptr && ibv_dealloc_mw(mw) == 0, "ibv_dealloc_mw");
+  errno = 0;
+  check(ibv_alloc_mw(pd, static_cast<ibv_mw_type>(3)) == nullptr && errno == EINVAL, "ibv_alloc_mw of type 3: EINVAL");
+  // Verbs the emulator does not do: NULL / EOPNOTSUPP, and one stderr line each however often.
   for (int i = 0; i < 2; ++i) {
-    errno = 0;
-    check(ibv_alloc_mw(pd, IBV_MW_TYPE_1) == nullptr && errno == EOPNOTSUPP, "ibv_alloc_mw (legacy op): EOPNOTSUPP");
+    ibv_gid gid{};
+    check(ibv_attach_mcast(nullptr, &gid, 0xc001) == EOPNOTSUPP, "ibv_attach_mcast (exported): EOPNOTSUPP");
     ibv_alloc_dm_attr dm{};
     dm.length = 64;
     errno = 0;
