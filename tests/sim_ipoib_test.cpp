@@ -283,19 +283,29 @@ INSTANTIATE_TEST_SUITE_P(Grid, IpoibBufferGrid,
                                             ::testing::Values("unset", "16K", "64K", "256K", "1M", "4M"),
                                             ::testing::Values("1K", "16K", "64K")));
 
+namespace {
+
+/// netperf -t TCP_RR -l -TRANSACTIONS --transport ipoib -- -r REQUEST,RESPONSE on two
+/// connectx-ddr-pcie1x8 hosts (datagram mode).
+frontends::IpoibStreamResult run_rr(uint64_t transactions, uint64_t request, uint64_t response) {
+  const model::Platform p = platform("connectx-ddr-pcie1x8");
+  frontends::TcpStreamConfig c;
+  c.test = frontends::NetperfTest::Rr;
+  c.transactions = transactions;
+  c.request_size = request;
+  c.response_size = response;
+  return sim::run_ipoib_rr(p, p, c);
+}
+
+}  // namespace
+
 // TCP_RR over IPoIB (sim::run_ipoib_rr), datagram mode on connectx-ddr-pcie1x8: a 1 B request
 // and a 1 B response are one segment each; the response carries the ACK of the request and the
 // next request the ACK of the response (tcp_transmit_skb sets the ACK field of every segment),
 // which clears the delayed-ACK timer each time, so no pure ACK is ever sent and a transaction is
 // two segments. A pure ACK per transaction, or the 40 ms timer firing, would fail this.
 TEST(SimIpoibRr, EachSegmentCarriesTheOtherDirectionsAck) {
-  const model::Platform p = platform("connectx-ddr-pcie1x8");
-  frontends::TcpStreamConfig c;
-  c.test = frontends::NetperfTest::Rr;
-  c.transactions = 2000;
-  c.request_size = 1;
-  c.response_size = 1;
-  const frontends::IpoibStreamResult r = sim::run_ipoib_rr(p, p, c);
+  const frontends::IpoibStreamResult r = run_rr(2000, 1, 1);
   EXPECT_EQ(r.stream.transactions, 2000u);
   EXPECT_EQ(r.segments, 2u * 2000);
   EXPECT_EQ(r.acks, 0u);
@@ -308,7 +318,7 @@ TEST(SimIpoibRr, EachSegmentCarriesTheOtherDirectionsAck) {
   EXPECT_EQ(r.stream.remote_recv_socket, 87380u);
   // Each transaction costs each host a send() and a recv() at least: the system calls, two
   // packets through TCP/IP (one out, one in) and two CQEs (the send's and the receive's).
-  const model::NetstackCosts n = model::NetstackCosts::from_platform(p);
+  const model::NetstackCosts n = model::NetstackCosts::from_platform(platform("connectx-ddr-pcie1x8"));
   const double floor_ns = n.send_call_ns + n.recv_call_ns + n.tx_packet_ns + n.rx_packet_ns + n.rx_tcp_ns +
                           n.ipoib_post_ns + 2 * n.ipoib_cqe_ns;
   const double per_transaction_ns = r.stream.elapsed_s * 1e9 / 2000;
@@ -326,13 +336,7 @@ TEST(SimIpoibRr, EachSegmentCarriesTheOtherDirectionsAck) {
 // ACKs the request at once when its second segment brings more than one full segment
 // unacknowledged (__tcp_ack_snd_check): one pure ACK per transaction.
 TEST(SimIpoibRr, ATwoSegmentRequestIsNotHeldForTheDelayedAck) {
-  const model::Platform p = platform("connectx-ddr-pcie1x8");
-  frontends::TcpStreamConfig c;
-  c.test = frontends::NetperfTest::Rr;
-  c.transactions = 500;
-  c.request_size = 3000;
-  c.response_size = 1;
-  const frontends::IpoibStreamResult r = sim::run_ipoib_rr(p, p, c);
+  const frontends::IpoibStreamResult r = run_rr(500, 3000, 1);
   EXPECT_EQ(r.mss, 1992u);
   EXPECT_EQ(r.stream.transactions, 500u);
   EXPECT_EQ(r.segments, 3u * 500);
