@@ -109,8 +109,11 @@ void reclaim_temporaries(int dir) {
 }  // namespace
 
 std::string subnet_dir() {
-  if (const char* e = std::getenv(kSubnetEnv); e != nullptr && *e != '\0') return e;
-  return fmt::format("/tmp/hcasim-subnet-{}", ::getuid());
+  std::string dir = fmt::format("/tmp/hcasim-subnet-{}", ::getuid());
+  if (const char* e = std::getenv(kSubnetEnv); e != nullptr && *e != '\0') dir = e;
+  // A trailing slash makes path resolution follow a final symbolic link, O_NOFOLLOW or not.
+  while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
+  return dir;
 }
 
 int open_subnet_dir(bool create) {

@@ -2,8 +2,9 @@
 /// \file The emulated subnet of one machine: how the emulated HCAs' ports of the processes on
 /// it find each other by LID, as a subnet manager's LID assignment and path records would.
 ///
-/// The subnet is a directory, `$HCASIM_SUBNET`, default `/tmp/hcasim-subnet-$UID` (created
-/// 0700 when absent). Another user must not be able to plant or change anything in it, so it
+/// The subnet is a directory, `$HCASIM_SUBNET` (its trailing slashes taken off: "DIR/" would
+/// follow a final symbolic link), default `/tmp/hcasim-subnet-$UID` (created 0700 when
+/// absent). Another user must not be able to plant or change anything in it, so it
 /// is refused when it is a symbolic link, not a directory, owned by another user or writable
 /// by group or others; every entry is opened relative to it with O_NOFOLLOW (and never blocks:
 /// a FIFO is garbage, not a claim).
@@ -48,7 +49,8 @@ inline constexpr uint16_t kMaxUnicastLid = 0xBFFF;
 /// The link-local GID prefix, fe80::/64.
 inline constexpr uint64_t kGidPrefix = 0xfe80000000000000ull;
 
-/// The subnet directory: $HCASIM_SUBNET, else /tmp/hcasim-subnet-UID.
+/// The subnet directory: $HCASIM_SUBNET without its trailing slashes ("/" stays), else
+/// /tmp/hcasim-subnet-UID.
 std::string subnet_dir();
 /// A descriptor (O_DIRECTORY, close-on-exec; the caller closes it) of subnet_dir(), made 0700
 /// first when `create` and absent. Throws sdp::DeviceError, one line naming the directory, when

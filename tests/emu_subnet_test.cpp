@@ -102,6 +102,21 @@ TEST_F(Subnet, ASymbolicLinkIsRefusedAndNotFollowed) {
   EXPECT_EQ(emu::find_port(1), std::nullopt);
 }
 
+TEST_F(Subnet, ATrailingSlashDoesNotMakeALinkFollowed) {
+  // "DIR/" resolves a final symbolic link whatever O_NOFOLLOW says: the slash is taken off first.
+  const std::string theirs = root_ + "/theirs";
+  ASSERT_EQ(::mkdir(theirs.c_str(), 0700), 0);
+  ASSERT_EQ(::symlink(theirs.c_str(), dir_.c_str()), 0);
+  ::setenv(emu::kSubnetEnv, (dir_ + "//").c_str(), 1);
+  EXPECT_EQ(emu::subnet_dir(), dir_);
+  EXPECT_EQ(claim_error(), fmt::format("emulated subnet {}: not a directory (a symbolic link or a file); remove it or "
+                                       "set HCASIM_SUBNET to a directory of your own",
+                                       dir_));
+  EXPECT_TRUE(fs::is_empty(theirs));
+  ::setenv(emu::kSubnetEnv, "/", 1);
+  EXPECT_EQ(emu::subnet_dir(), "/");
+}
+
 TEST_F(Subnet, ADirectoryOthersCanWriteIsRefused) {
   ASSERT_EQ(::mkdir(dir_.c_str(), 0700), 0);
   ASSERT_EQ(::chmod(dir_.c_str(), 0777), 0);
