@@ -88,7 +88,9 @@ Entry read_claim(int dir, const std::string& name, Claim& c) {
   return Entry::Claim;
 }
 
-/// Removes the temporary claim files (".claim-PID-N") of processes that are gone.
+/// Removes the temporary claim files (".claim-PID-N") of processes that are gone, and this
+/// process's own: the caller holds the directory's flock, so none of ours is under way, and one
+/// left is a crashed process's whose PID this one now has.
 void reclaim_temporaries(int dir) {
   const int dup = ::fcntl(dir, F_DUPFD_CLOEXEC, 0);
   if (dup < 0) return;
@@ -99,8 +101,8 @@ void reclaim_temporaries(int dir) {
   }
   while (const dirent* e = ::readdir(d)) {
     long pid = 0;
-    if (std::sscanf(e->d_name, ".claim-%ld-", &pid) == 1 && pid > 0 && ::kill(static_cast<pid_t>(pid), 0) != 0 &&
-        errno == ESRCH)
+    if (std::sscanf(e->d_name, ".claim-%ld-", &pid) == 1 && pid > 0 &&
+        (pid == ::getpid() || (::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH)))
       ::unlinkat(dir, e->d_name, 0);
   }
   ::closedir(d);

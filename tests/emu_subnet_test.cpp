@@ -117,6 +117,14 @@ TEST_F(Subnet, ATrailingSlashDoesNotMakeALinkFollowed) {
   EXPECT_EQ(emu::subnet_dir(), "/");
 }
 
+TEST_F(Subnet, ATemporaryClaimLeftUnderThisPidIsReclaimed) {
+  // A process that crashed mid-claim left ".claim-PID-N"; this process now has its PID.
+  ASSERT_EQ(::mkdir(dir_.c_str(), 0700), 0);
+  for (int n = 0; n < 256; ++n) write(fmt::format(".claim-{}-{}", ::getpid(), n), "left by a crash");
+  EXPECT_EQ(claim_error(), "");
+  for (const auto& e : fs::directory_iterator(dir_)) ADD_FAILURE() << "left behind: " << e.path();
+}
+
 TEST_F(Subnet, ADirectoryOthersCanWriteIsRefused) {
   ASSERT_EQ(::mkdir(dir_.c_str(), 0700), 0);
   ASSERT_EQ(::chmod(dir_.c_str(), 0777), 0);
