@@ -18,7 +18,8 @@
 /// O_EXCL, which is then link(2)ed to `lid-XXXX` (EEXIST: taken). Claims are made under an
 /// exclusive flock(2) of the directory. An entry whose owner no longer runs, or that is no
 /// claim at all (not a regular file, not such a line), is removed by the claimer, which then
-/// tries that LID again; temporary files of processes that are gone, or of the claimer's own
+/// tries that LID again (a directory that is not empty is renamed "garbage-lid-XXXX-PID-N",
+/// with one line on stderr, rather than removed); temporary files of processes that are gone, or of the claimer's own
 /// PID (left by a crash of a process whose PID it now has), are removed too. LIDs are tried
 /// from 1 up, so the first process gets LID 1, the second 2, ... The owner removes its
 /// file when its port closes; a forked child never removes its parent's.
