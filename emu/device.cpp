@@ -2,12 +2,15 @@
 
 #include <algorithm>
 #include <chrono>
+#include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include <fmt/format.h>
 
 #include "emu/adapter.h"
+#include "emu/auth.h"
 #include "emu/cm.h"
 #include "emu/qp.h"
 #include "emu/wire.h"
@@ -39,10 +42,22 @@ class EmuDevice final : public sdp::Device {
   std::unique_ptr<sdp::Listener> listen(const std::string& bind_addr, uint16_t port) override;
   Hca& hca() { return hca_; }
   asio::io_context& io() { return hca_.io(); }
+  /// The subnet's secret (emu/subnet.h), read at the first CM stream between two processes of
+  /// this machine (cm_connect_handshake). Throws sdp::DeviceError when it cannot be used.
+  const SubnetSecret& secret() {
+    std::lock_guard g(secret_lock_);
+    if (!secret_) {
+      auth_init();
+      secret_ = subnet_secret();
+    }
+    return *secret_;
+  }
 
  private:
   sdp::ProcessMemory memory_;
   Hca hca_;  // after memory_: its QPs close before the arena goes
+  std::mutex secret_lock_;
+  std::optional<SubnetSecret> secret_;
 };
 /// sdp::Connection over a Qp: closing it closes the QP's socket.
 class EmuConnection final : public sdp::Connection {
@@ -106,6 +121,14 @@ std::unique_ptr<sdp::Connection> EmuDevice::connect(const std::string& host, uin
   asio::connect(socket, endpoints, ec);
   if (ec) throw sdp::DeviceError(fmt::format("cannot connect to {}: {}", peer, ec.message()));
   socket.set_option(tcp::no_delay(true), ec);
+  if (const auto to = socket.remote_endpoint(ec); !ec && is_local_address(to.address())) {
+    try {
+      cm_connect_handshake(socket, secret(), peer);
+    } catch (const sdp::DeviceError&) {
+      hca_.count_stranger();
+      throw;
+    }
+  }
   auto qp = hca_.create_qp(caps);
   qp->attach(std::move(socket));
   qp->to_init();
@@ -153,6 +176,15 @@ std::unique_ptr<sdp::Incoming> EmuListener::next() {
 
 std::unique_ptr<sdp::Connection> EmuIncoming::accept(const sdp::QpCaps& caps, const sdp::AnswerRequest& answer) {
   const std::string& peer = peer_;
+  boost::system::error_code ec;
+  if (const auto from = socket_.remote_endpoint(ec); !ec && is_local_address(from.address())) {
+    try {
+      cm_accept_handshake(socket_, dev_.secret(), peer);
+    } catch (const sdp::DeviceError&) {
+      dev_.hca().count_stranger();
+      throw;
+    }
+  }
   const Packet req = read_frame_until(socket_, deadline_, peer);
   if (req.op != Op::CmReq) throw sdp::DeviceError(fmt::format("{}: {} where a CM REQ was expected", peer, op_name(req.op)));
   auto qp = dev_.hca().create_qp(caps);
