@@ -13,6 +13,7 @@
 
 #include <fmt/format.h>
 
+#include "emu/cloexec.h"
 #include "emu/qp.h"
 #include "emu/queues.h"
 #include "emu/wire.h"
@@ -182,12 +183,13 @@ uint16_t Hca::lid() {
   for (int attempt = 0; attempt < 8 && !acceptor_; ++attempt) {
     auto a = std::make_unique<tcp::acceptor>(io_);
     const tcp::endpoint ep(asio::ip::address_v4::loopback(), 0);
-    a->open(ep.protocol(), ec);
+    open_cloexec(*a, ep.protocol(), ec);
     if (!ec) a->bind(ep, ec);
     if (!ec) a->listen(64, ec);
+    if (!ec) a->non_blocking(true, ec);  // accept_next takes connections with accept4
     if (ec) throw sdp::DeviceError(fmt::format("emulated port: cannot listen on 127.0.0.1: {}", ec.message()));
     auto u = std::make_unique<asio::ip::udp::socket>(io_);
-    u->open(asio::ip::udp::v4(), ec);
+    open_cloexec(*u, asio::ip::udp::v4(), ec);
     if (!ec) u->bind(asio::ip::udp::endpoint(asio::ip::address_v4::loopback(), a->local_endpoint().port()), ec);
     if (ec) continue;
     // A deep socket buffer: datagrams wait there while the I/O thread is not running (a UD
@@ -254,11 +256,15 @@ void Hca::receive_datagram() {
 
 void Hca::accept_next() {
   // Each accepted stream is authenticated first (challenge); only then are its CM REQ fields
-  // read and the stream handed to the QP they name (Qp::take_stream).
-  acceptor_->async_accept([this](boost::system::error_code ec, tcp::socket s) {
-    // Closed (~Hca): an accept armed after the close fails at once (bad_descriptor), not with
-    // operation_aborted, and arming another would spin the I/O thread for ever.
-    if (ec == asio::error::operation_aborted || !acceptor_->is_open()) return;
+  // read and the stream handed to the QP they name (Qp::take_stream). accept4 takes the
+  // connections close-on-exec (emu/cloexec.h) until none is left, and only then does Asio wait
+  // for the next: its reactor is edge-triggered, so a wait armed while one still waited in the
+  // backlog would not end before another came.
+  for (;;) {
+    if (!acceptor_->is_open()) return;  // closed (~Hca)
+    boost::system::error_code ec;
+    tcp::socket s(io_);
+    accept_cloexec(*acceptor_, s, ec);
     if (ec == asio::error::no_descriptors || ec == asio::error::no_buffer_space || ec == asio::error::no_memory ||
         ec.value() == ENFILE) {
       // Out of descriptors: the oldest stranger's goes, and the port accepts again a little
@@ -274,7 +280,15 @@ void Hca::accept_next() {
     if (!ec) {
       s.set_option(tcp::no_delay(true), ec);
       challenge(std::make_shared<Handshake>(std::move(s), io_));
+      continue;
     }
+    if (ec == asio::error::connection_aborted || ec.value() == EPROTO || ec == asio::error::interrupted) continue;
+    break;  // none waiting (EAGAIN), or an error the next connection may clear
+  }
+  acceptor_->async_wait(tcp::acceptor::wait_read, [this](boost::system::error_code ec) {
+    // Closed (~Hca): a wait armed after the close fails at once (bad_descriptor), not with
+    // operation_aborted, and arming another would spin the I/O thread for ever.
+    if (ec == asio::error::operation_aborted || !acceptor_->is_open()) return;
     accept_next();
   });
 }

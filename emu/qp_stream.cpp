@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "emu/auth.h"
+#include "emu/cloexec.h"
 #include "emu/cm.h"
 #include "emu/subnet.h"
 
@@ -83,7 +84,8 @@ void Qp::open_stream(uint16_t dlid, uint32_t rq_psn) {
   const std::optional<uint16_t> port = find_port(dlid);
   tcp::socket s(hca_.io());
   boost::system::error_code ec;
-  if (port) s.connect(tcp::endpoint(asio::ip::address_v4::loopback(), *port), ec);
+  if (port) open_cloexec(s, tcp::v4(), ec);
+  if (port && !ec) s.connect(tcp::endpoint(asio::ip::address_v4::loopback(), *port), ec);
   const std::string peer = fmt::format("LID {:#x} QP {:#x}", dlid, remote);
   if (!port || ec) {
     std::lock_guard g(m_);

@@ -578,3 +578,45 @@ TEST(VerbsOpen, ASubnetDirectoryOthersCanWriteFailsTheOpenWithOneLine) {
 }
 
 }  // namespace
+TEST_F(VerbsQp, EverySocketOfTheDeviceIsCloseOnExec) {
+  // A program that runs another (system("exec sleep 6 &")) must not hand it the port's
+  // listener, its datagram sockets, a QP's stream or an RDMA CM listener and its streams: the
+  // child would hold the port after the program exits.
+  ibv_cq* cq = ibv_create_cq(ctx, 16, nullptr, nullptr, 0);
+  ibv_qp* a = make_qp(cq, cq);
+  ibv_qp* b = make_qp(cq, cq);
+  connect(a, b, 1, 2);
+  post_recv(b, 1, 0, 64);
+  post_send(a, 2, 4096, 64);
+  ASSERT_EQ(poll_n(cq, 2).size(), 2u);  // both streams up
+  rdma_cm_id* listener = nullptr;
+  ASSERT_EQ(rdma_create_id(nullptr, &listener, nullptr, RDMA_PS_TCP), 0);
+  sockaddr_in sin{};
+  sin.sin_family = AF_INET;
+  sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(rdma_bind_addr(listener, reinterpret_cast<sockaddr*>(&sin)), 0);
+  ASSERT_EQ(rdma_listen(listener, 8), 0);
+  sin.sin_port = rdma_get_src_port(listener);
+  const int raw = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);  // a client that stays idle
+  ASSERT_EQ(::connect(raw, reinterpret_cast<sockaddr*>(&sin), sizeof sin), 0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));  // the listener has accepted it
+  int sockets = 0;
+  for (const auto& e : std::filesystem::directory_iterator("/proc/self/fd")) {
+    std::error_code ec;
+    const std::string target = std::filesystem::read_symlink(e.path(), ec).string();
+    if (ec || !target.starts_with("socket:")) continue;
+    ++sockets;
+    const int fd = std::stoi(e.path().filename().string());
+    EXPECT_NE(::fcntl(fd, F_GETFD) & FD_CLOEXEC, 0) << "descriptor " << fd << " (" << target << ")";
+  }
+  // The port's TCP listener and UDP socket, its sending socket, two stream ends, the CM
+  // listener, the idle client and its accepted end.
+  EXPECT_GE(sockets, 8);
+  ::close(raw);
+  rdma_destroy_id(listener);
+  ibv_destroy_qp(a);
+  ibv_destroy_qp(b);
+  ibv_destroy_cq(cq);
+}
+
+}  // namespace

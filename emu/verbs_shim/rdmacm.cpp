@@ -400,7 +400,7 @@ int rdma_bind_addr(rdma_cm_id* id, sockaddr* addr) {
   const auto ep = hcasim::emu::shim::to_endpoint(addr);
   boost::system::error_code ec;
   c->acceptor.emplace(device().hca->io());
-  c->acceptor->open(ep.protocol(), ec);
+  hcasim::emu::open_cloexec(*c->acceptor, ep.protocol(), ec);
   if (!ec) c->acceptor->set_option(boost::asio::ip::tcp::acceptor::reuse_address(true), ec);
   if (!ec) c->acceptor->bind(ep, ec);
   if (ec) {
@@ -553,7 +553,8 @@ int rdma_connect(rdma_cm_id* id, rdma_conn_param* conn_param) {
   boost::system::error_code ec;
   const auto give_up = std::chrono::steady_clock::now() + std::chrono::milliseconds(shim::kRefusedGraceMs);
   for (;;) {
-    s.connect(dst, ec);
+    emu::open_cloexec(s, dst.protocol(), ec);
+    if (!ec) s.connect(dst, ec);
     if (ec != boost::asio::error::connection_refused || std::chrono::steady_clock::now() >= give_up) break;
     boost::system::error_code ignored;
     s.close(ignored);
