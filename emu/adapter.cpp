@@ -55,11 +55,14 @@ Hca::Hca(const sdp::ProcessMemory* memory, const model::FaultConfig& faults, con
 }
 
 Hca::~Hca() {
+  std::vector<std::shared_ptr<Qp>> open;
   {
     std::lock_guard g(qps_lock_);
     for (auto& [qpn, w] : qps_)
-      if (auto q = w.lock()) q->close();
+      if (auto q = w.lock()) open.push_back(std::move(q));
   }
+  for (auto& q : open) q->close();  // outside qps_lock_: close() drops the QP from qps_
+  open.clear();
   // The subnet port's acceptor and datagram socket wait for ever: closed, so that run() returns.
   asio::post(io_, [this] {
     boost::system::error_code ec;
@@ -93,13 +96,19 @@ uint32_t Hca::reg_mr(uint32_t pd, sdp::Addr addr, uint64_t len, unsigned access)
 
 uint32_t Hca::outer_key(uint32_t inner) {
   const uint32_t index = inner - hca::MrTable::kFirstKey + 1;  // 0 is no MR's
-  if (index > 0xFFFFFF) {  // the core never reuses a key: 2^24 - 1 registrations in all
+  if (index > 0xFFFFFF) {  // freed indexes are reused: 2^24 - 1 MRs live at once
     mrs_.dereg(inner);
-    throw sdp::VerbsError("reg_mr: every MR index of the emulated HCA has been used");
+    throw sdp::VerbsError("reg_mr: all 16777215 MR indexes of the emulated HCA are in use");
   }
-  if (key_bytes_.size() < index) key_bytes_.resize(index);
+  const bool reused = index <= key_bytes_.size();
+  if (!reused) {
+    key_bytes_.resize(index);
+    holders_.resize(index);
+  }
   uint8_t b = 0;
-  randombytes_buf(&b, 1);
+  // A reused index gets another key byte than its last MR's: that MR's keys name nothing.
+  do randombytes_buf(&b, 1);
+  while (reused && b == key_bytes_[index - 1]);
   key_bytes_[index - 1] = b;
   return index << 8 | b;
 }
@@ -111,21 +120,34 @@ uint32_t Hca::inner_key(uint32_t key) const {
 }
 
 bool Hca::dereg_mr(uint32_t key) {
-  {
-    std::lock_guard g(mr_lock_);
-    const uint32_t inner = inner_key(key);
-    if (inner == 0 || !mrs_.dereg(inner)) return false;
-  }
-  // The key is gone for every later check; wait for the accesses that passed it already.
-  std::vector<std::shared_ptr<Qp>> live;
-  {
-    std::lock_guard g(qps_lock_);
-    live.reserve(qps_.size());
-    for (auto& [qpn, w] : qps_)
-      if (auto q = w.lock()) live.push_back(std::move(q));
-  }
-  for (auto& q : live) q->fence_memory();
+  std::unique_lock g(mr_lock_);
+  const uint32_t inner = inner_key(key);
+  if (inner == 0 || !mrs_.dereg(inner)) return false;
+  // The key is gone for every later check; wait for the accesses that passed it already: the
+  // QP locks that hold this MR. (Its index may be reused meanwhile; the new MR's holders are
+  // waited for too, which only delays the return.)
+  const uint32_t index = key >> 8;
+  mr_released_.wait(g, [&] { return holders_[index - 1].empty(); });
   return true;
+}
+
+void Hca::release(AccessLock& l) {
+  std::lock_guard g(mr_lock_);
+  bool emptied = false;
+  for (const uint32_t index : l.held_) {
+    auto& h = holders_[index - 1];
+    std::erase(h, &l);
+    emptied = emptied || h.empty();
+  }
+  l.held_.clear();
+  if (emptied) mr_released_.notify_all();
+}
+
+void AccessLock::release() { hca_.release(*this); }
+
+void Hca::forget_qp(uint32_t qpn) {
+  std::lock_guard g(qps_lock_);
+  qps_.erase(qpn);
 }
 
 uint32_t Hca::dma_mr(uint32_t pd) {
@@ -134,12 +156,22 @@ uint32_t Hca::dma_mr(uint32_t pd) {
   return outer_key(mrs_.reg_all_memory(pd, sdp::kLocalWrite));
 }
 
-hca::MrRefusal Hca::check_mr(uint32_t key, uint32_t pd, sdp::Addr addr, uint64_t len, unsigned need) {
+hca::MrRefusal Hca::check_mr(uint32_t key, uint32_t pd, sdp::Addr addr, uint64_t len, unsigned need,
+                             AccessLock* holder) {
   std::lock_guard g(mr_lock_);
   const uint32_t inner = inner_key(key);
   if (inner == 0) return hca::MrRefusal::UnknownKey;
-  return mrs_.check(inner, pd, addr, len, need,
-                    [this](sdp::Addr a, uint64_t n) { return memory_ != nullptr && memory_->contains(a, n); });
+  const hca::MrRefusal r = mrs_.check(
+      inner, pd, addr, len, need, [this](sdp::Addr a, uint64_t n) { return memory_ != nullptr && memory_->contains(a, n); });
+  if (r == hca::MrRefusal::None && holder != nullptr) {
+    const uint32_t index = key >> 8;
+    auto& h = holders_[index - 1];
+    if (std::find(h.begin(), h.end(), holder) == h.end()) {
+      h.push_back(holder);
+      holder->held_.push_back(index);
+    }
+  }
+  return r;
 }
 
 std::shared_ptr<Qp> Hca::create_qp(const sdp::QpCaps& caps) {

@@ -185,8 +185,6 @@ void Qp::modify(State next) {
   }
 }
 
-void Qp::fence_memory() { std::lock_guard g(m_); }
-
 hca::QpAttr Qp::attr() {
   std::lock_guard g(m_);
   return core_.attr();
@@ -211,7 +209,7 @@ void Qp::set_rnr_retry(uint8_t n) {
 // ---- hca::QpBackend --------------------------------------------------------------------------
 
 hca::MrRefusal Qp::check_mr(uint32_t key, uint32_t pd, sdp::Addr addr, uint64_t len, unsigned need) {
-  return hca_.check_mr(key, pd, addr, len, need);
+  return hca_.check_mr(key, pd, addr, len, need, &m_);  // held until m_ is unlocked
 }
 
 void Qp::write(sdp::Addr dst, uint64_t len, const void* payload, uint64_t offset) {
@@ -644,6 +642,7 @@ void Qp::close() {
     }
     self->socket_.close(ec);
   });
+  hca_.forget_qp(qpn_);  // no stream or datagram finds it any more, and the table stays small
 }
 
 std::string Qp::reason() {

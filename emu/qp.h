@@ -86,9 +86,6 @@ class Qp final : public sdp::Verbs, public hca::QpBackend, public std::enable_sh
   void modify(State next);
   /// The attributes (ibv_query_qp(3)), the state among them.
   hca::QpAttr attr();
-  /// Returns once no access of the QP to host memory (a gather, a receive's or a responder's
-  /// key check and copy) is under way: they run under its lock.
-  void fence_memory();
   /// Receives come from `srq` (ibv_qp_init_attr.srq), not from post_recv. In RESET only.
   void set_srq(std::shared_ptr<Srq> srq);
   /// The largest inline payload a post may carry, bytes (ibv_qp_init_attr.cap.max_inline_data).
@@ -212,8 +209,8 @@ class Qp final : public sdp::Verbs, public hca::QpBackend, public std::enable_sh
   boost::asio::ip::tcp::socket socket_;
   boost::asio::steady_timer ack_timer_, rnr_timer_, reorder_timer_;
   boost::asio::steady_timer link_timer_;  // wait_for_link
-  std::mutex m_;
-  std::condition_variable cv_;  // drain, close, wait_written
+  AccessLock m_{hca_};  // the QP's lock: its MR accesses hold their MRs (Hca::dereg_mr)
+  std::condition_variable_any cv_;  // drain, close, wait_written
   hca::QueuePair core_;
   hca::WireFaults<Frame> faults_;
   std::string reason_;
