@@ -35,6 +35,10 @@
 
 namespace hcasim::emu {
 
+/// How long a UC QP's requests wait for the peer's stream on the side that waits for it, ms,
+/// before they go nowhere and complete as sent (UC has no ACK timer to bound the wait).
+inline constexpr int kUcStreamWaitMs = 2000;
+
 /// One encoded frame, shared between the write queue and the fault injector's held packet.
 using Frame = std::shared_ptr<const std::vector<uint8_t>>;
 
@@ -196,6 +200,9 @@ class Qp final : public sdp::Verbs, public hca::QpBackend, public std::enable_sh
   /// the subnet's handshake (emu/auth.h).
   void open_stream(uint16_t dlid, uint32_t rq_psn);
   void link_down(const std::string& why, bool orderly);
+  /// No stream to the peer (no port with its LID, no answer, not the subnet's, or none came in
+  /// time on the waiting side): RC goes to ERROR with `why`; UC sends on into nothing (uc_void_).
+  void no_stream(const std::string& why);
   void arm_reorder();
 
   Hca& hca_;
@@ -229,6 +236,7 @@ class Qp final : public sdp::Verbs, public hca::QpBackend, public std::enable_sh
   bool oob_ = false;        // connected at RTR (no CM): a vanished peer says nothing
   bool peer_gone_ = false;  // oob_: the stream ended; requests time out
   bool link_wait_ = false;  // link_timer_ runs: requests wait for a stream that may never come
+  bool uc_void_ = false;    // UC without a stream (none came, or none can): frames dropped, sends complete
   std::optional<boost::asio::ip::tcp::socket> pending_;  // accepted before RTR
   uint32_t pending_from_ = 0;
   uint16_t pending_lid_ = 0;

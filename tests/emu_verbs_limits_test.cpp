@@ -316,6 +316,73 @@ TEST_F(VerbsQp, RequestsOfTheSideThatWaitsForTheStreamTimeOutToo) {
   ibv_destroy_cq(cq);
 }
 
+TEST_F(VerbsQp, UcSendsWithNoStreamCompleteAsSentAsOnAnHca) {
+  // UC has no ACK (IBA 9.8.2): an HCA completes a send once it is on the wire, whether or not
+  // the peer QP is at RTR or exists; the packets are lost. b waits for a's stream (a never
+  // reaches RTR), c's peer QPN 1 does not exist, d's DLID has no port: their sends complete
+  // IBV_WC_SUCCESS, b's and c's after the kUcStreamWaitMs (2 s) wait for a stream, d's at once.
+  ibv_cq* cq = ibv_create_cq(ctx, 16, nullptr, nullptr, 0);
+  auto make_uc = [&] {
+    ibv_qp_init_attr a{};
+    a.send_cq = a.recv_cq = cq;
+    a.qp_type = IBV_QPT_UC;
+    a.cap.max_send_wr = a.cap.max_recv_wr = 4;
+    a.cap.max_send_sge = a.cap.max_recv_sge = 1;
+    return ibv_create_qp(pd, &a);
+  };
+  ibv_qp* a = make_uc();
+  ibv_qp* b = make_uc();
+  ibv_qp* c = make_uc();
+  ibv_qp* d = make_uc();
+  ASSERT_TRUE(a && b && c && d);
+  ASSERT_LT(a->qp_num, b->qp_num);
+  auto connect_uc = [](ibv_qp* q, uint32_t dest, uint16_t dlid) {
+    ibv_qp_attr x{};
+    x.qp_state = IBV_QPS_INIT;
+    x.port_num = 1;
+    x.qp_access_flags = IBV_ACCESS_REMOTE_WRITE;
+    if (ibv_modify_qp(q, &x, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS) != 0) return false;
+    x = {};
+    x.qp_state = IBV_QPS_RTR;
+    x.path_mtu = IBV_MTU_1024;
+    x.dest_qp_num = dest;
+    x.rq_psn = 1;
+    x.ah_attr.dlid = dlid;
+    x.ah_attr.port_num = 1;
+    if (ibv_modify_qp(q, &x, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN) != 0)
+      return false;
+    x = {};
+    x.qp_state = IBV_QPS_RTS;
+    x.sq_psn = 2;
+    return ibv_modify_qp(q, &x, IBV_QP_STATE | IBV_QP_SQ_PSN) == 0;
+  };
+  ASSERT_TRUE(connect_uc(b, a->qp_num, hcasim::testing::kLid));
+  ASSERT_TRUE(connect_uc(c, 1, hcasim::testing::kLid));
+  ASSERT_TRUE(connect_uc(d, 0x12345, 0x77));
+  const auto start = std::chrono::steady_clock::now();
+  post_send(d, 9, 0, 64);
+  const auto first = poll_n(cq, 1);
+  const auto first_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  ASSERT_EQ(first.size(), 1u);
+  EXPECT_EQ(first[0].wr_id, 9u);
+  EXPECT_EQ(first[0].status, IBV_WC_SUCCESS) << ibv_wc_status_str(first[0].status);
+  EXPECT_LT(first_ms, 1000.0);
+  post_send(b, 7, 0, 64);
+  post_send(c, 8, 0, 64);
+  const auto got = poll_n(cq, 2);
+  const auto ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  ASSERT_EQ(got.size(), 2u);
+  for (const ibv_wc& w : got) EXPECT_EQ(w.status, IBV_WC_SUCCESS) << w.wr_id << ": " << ibv_wc_status_str(w.status);
+  EXPECT_GE(ms, 1990.0);
+  EXPECT_LT(ms, 5000.0);
+  ibv_qp_attr attr{};
+  ibv_qp_init_attr init{};
+  ASSERT_EQ(ibv_query_qp(b, &attr, IBV_QP_STATE, &init), 0);
+  EXPECT_EQ(attr.qp_state, IBV_QPS_RTS);
+  for (ibv_qp* q : {a, b, c, d}) ibv_destroy_qp(q);
+  ibv_destroy_cq(cq);
+}
+
 TEST_F(VerbsQp, AfterDeregReturnsThePeersWritesNoLongerTouchTheMemory) {
   // b writes into a's MR in a loop; a deregisters the MR and unmaps its pages at once. On an
   // HCA the writes after the dereg fail (REM_ACCESS_ERR) and the memory is not touched; here
