@@ -126,7 +126,7 @@ namespace {
 using Req = PendingRequests::Req;
 
 /// Closes a request that did not end in a CM REQ (the peer sees its setup fail) and counts it
-/// with the port's refused strangers. Under p.m.
+/// with the port's refused strangers, unless the listener stopped first. Under p.m.
 void drop_request(PendingRequests& p, const std::shared_ptr<Req>& r) {
   if (r->done) return;
   r->done = true;
@@ -134,7 +134,7 @@ void drop_request(PendingRequests& p, const std::shared_ptr<Req>& r) {
   r->timer.cancel();
   r->sock.close(ec);
   p.reqs.erase(r->serial);
-  device().hca->count_stranger();
+  if (p.listener != nullptr) device().hca->count_stranger();
 }
 
 /// The request's CM REQ has come: a new cm_id holding the stream, and its CONNECT_REQUEST on
