@@ -29,10 +29,11 @@ void open_cloexec(Socket& s, const Protocol& protocol, boost::system::error_code
   if (ec) ::close(fd);
 }
 
-/// Takes the next connection of the listening `a` (non-blocking) into `s` (closed) with
-/// accept4(2) and SOCK_CLOEXEC: with no connection waiting `ec` is would_block (EAGAIN); else
-/// it holds accept4's errno (EMFILE, ENFILE, ENOBUFS, ENOMEM, ECONNABORTED, ...). The stream is
-/// a blocking descriptor, as accept(2) gives it (Asio's operations choose for themselves).
+/// Takes the next connection of the listening `a` into `s` (closed) with accept4(2) and
+/// SOCK_CLOEXEC. A non-blocking listener with no connection waiting gives `ec` would_block
+/// (EAGAIN), a blocking one waits; else `ec` holds accept4's errno (EMFILE, ENFILE, ENOBUFS,
+/// ENOMEM, ECONNABORTED, EINTR, ...). The stream is a blocking descriptor, as accept(2) gives it
+/// (Asio's operations choose for themselves).
 inline void accept_cloexec(boost::asio::ip::tcp::acceptor& a, boost::asio::ip::tcp::socket& s,
                            boost::system::error_code& ec) {
   const int fd = ::accept4(a.native_handle(), nullptr, nullptr, SOCK_CLOEXEC);

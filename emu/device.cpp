@@ -11,6 +11,7 @@
 
 #include "emu/adapter.h"
 #include "emu/auth.h"
+#include "emu/cloexec.h"
 #include "emu/cm.h"
 #include "emu/qp.h"
 #include "emu/wire.h"
@@ -118,7 +119,15 @@ std::unique_ptr<sdp::Connection> EmuDevice::connect(const std::string& host, uin
   tcp::resolver resolver(io());
   const auto endpoints = resolver.resolve(host, std::to_string(port), ec);
   if (ec) throw sdp::DeviceError(fmt::format("cannot resolve {}: {}", host, ec.message()));
-  asio::connect(socket, endpoints, ec);
+  // Each try on a socket made close-on-exec (emu/cloexec.h), as asio::connect's are not.
+  ec = asio::error::host_not_found;
+  for (const auto& e : endpoints) {
+    boost::system::error_code ignored;
+    socket.close(ignored);
+    open_cloexec(socket, e.endpoint().protocol(), ec);
+    if (!ec) socket.connect(e.endpoint(), ec);
+    if (!ec) break;
+  }
   if (ec) throw sdp::DeviceError(fmt::format("cannot connect to {}: {}", peer, ec.message()));
   socket.set_option(tcp::no_delay(true), ec);
   if (const auto to = socket.remote_endpoint(ec); !ec && is_local_address(to.address())) {
@@ -152,7 +161,7 @@ std::unique_ptr<sdp::Listener> EmuDevice::listen(const std::string& bind_addr, u
   if (ec) throw sdp::DeviceError(fmt::format("cannot listen on '{}': not an IP address", bind_addr));
   tcp::acceptor acceptor(io());
   const tcp::endpoint ep(addr, port);
-  acceptor.open(ep.protocol(), ec);
+  open_cloexec(acceptor, ep.protocol(), ec);
   if (!ec) acceptor.set_option(tcp::acceptor::reuse_address(true), ec);
   if (!ec) acceptor.bind(ep, ec);
   if (!ec) acceptor.listen(8, ec);
@@ -166,7 +175,8 @@ std::unique_ptr<sdp::Listener> EmuDevice::listen(const std::string& bind_addr, u
 std::unique_ptr<sdp::Incoming> EmuListener::next() {
   tcp::socket socket(dev_.io());
   boost::system::error_code ec;
-  acceptor_.accept(socket, ec);
+  do accept_cloexec(acceptor_, socket, ec);  // blocks: the acceptor is a blocking one
+  while (ec == asio::error::interrupted || ec == asio::error::connection_aborted);
   if (ec) throw sdp::DeviceError(fmt::format("accept on port {}: {}", port(), ec.message()));
   socket.set_option(tcp::no_delay(true), ec);
   std::string peer = endpoint_text(socket);
