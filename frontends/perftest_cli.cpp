@@ -716,11 +716,13 @@ PerftestConfig to_perftest_config(const PerftestOptions& o) {
   } else {
     c.rx_depth = kPerftestDefRxRdma;  // force_dependecies: verb WRITE -> DEF_RX_RDMA
   }
+  const bool ud = o.connection == PerftestConnection::Ud;
   if (bw) {
     c.cq_mod = o.cq_mod.value_or(kPerftestDefCqMod);
-    // "we disable cq_mod for large message size" unless -Q was given, -a runs all sizes or -e
-    // waits for events (force_dependecies).
-    if (o.size > kPerftestCqModSizeLimit && !o.all && !o.use_event && !o.cq_mod) c.cq_mod = 1;
+    // "we disable cq_mod for large message size" unless -Q was given, -a runs all sizes, -e
+    // waits for events or the QPs are UD ("it doesn't support large enough messages":
+    // force_dependecies).
+    if (o.size > kPerftestCqModSizeLimit && !o.all && !o.use_event && !o.cq_mod && !ud) c.cq_mod = 1;
     if (c.cq_mod > c.tx_depth) c.cq_mod = c.tx_depth;
   } else {
     c.cq_mod = 1;  // the latency tools signal every WR (DEF_CQ_MOD capped at DEF_TX_LAT)
@@ -728,7 +730,6 @@ PerftestConfig to_perftest_config(const PerftestOptions& o) {
   // ctx_set_max_inline(): for a recognised device (ConnectX, ConnectX-2/3 included) the latency
   // tests default to DEF_INLINE_WRITE on RC, the bw tests to 0.
   // ib_send_lat on UD: DEF_INLINE_SEND_UD.
-  const bool ud = o.connection == PerftestConnection::Ud;
   c.inline_size = o.inline_size.value_or(bw                                ? 0u
                                          : o.test != PerftestTest::SendLat ? kPerftestDefInlineWrite
                                          : ud                              ? kPerftestDefInlineSendUd

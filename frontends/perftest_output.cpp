@@ -444,9 +444,9 @@ std::string perftest_banner(const PerftestOptions& o, const PerftestConfig& c,
 std::string format_perftest_head(const PerftestOptions& o, const PerftestResult& r) {
   const PerftestConfig c = to_perftest_config(o);
   std::string out;
-  // force_dependecies: -Q above 1 kept for a message above MSG_SIZE_CQ_MOD_LIMIT.
+  // force_dependecies: -Q above 1 kept for a message above MSG_SIZE_CQ_MOD_LIMIT (not on UD).
   if (perftest_is_bw(o.test) && o.cq_mod && *o.cq_mod > 1 && o.size > kPerftestCqModSizeLimit && !o.all &&
-      !o.use_event) {
+      !o.use_event && o.connection != PerftestConnection::Ud) {
     out += kResultLine;
     out += "Warning: Large message requested and CQ moderation enabled\n";
     out += "Warning: It can lead to inaccurate results\n";

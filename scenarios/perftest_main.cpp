@@ -101,7 +101,7 @@ int perftest_main(frontends::PerftestTest test, const std::vector<std::string>& 
   const auto simulate = [&l = local, &r = remote, &config] {
     try {
       return sim::run_perftest(l, r, config);
-    } catch (const sim::PerftestEventStall& e) {
+    } catch (const sim::PerftestWaitsForEver& e) {
       throw RunFailure(e.what());  // perftest itself would hang: a failed run (exit 1)
     }
   };

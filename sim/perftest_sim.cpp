@@ -978,7 +978,13 @@ frontends::PerftestResult run_perftest(const model::Platform& local, const model
     for (uint64_t size : cfg.sizes) limit_s += messages * (1 + static_cast<double>(size) * 1e-6);
   bed.run(limit_s);
   if (bed.failure().failed()) {
-    if (side[0].event_stall || side[1].event_stall) throw PerftestEventStall(bed.failure().message());
+    if (side[0].event_stall || side[1].event_stall) throw PerftestWaitsForEver(bed.failure().message());
+    // UC and UD drop a SEND that finds no receive posted; perftest's server then waits for it.
+    if (cfg.connection != frontends::PerftestConnection::Rc && frontends::perftest_is_send(cfg.test))
+      throw PerftestWaitsForEver(fmt::format(
+          "{} server: -c {}: a SEND found no receive posted and was dropped (receive depth {}); perftest's server "
+          "waits for the lost messages for ever (give a larger -r)",
+          frontends::perftest_tool_name(cfg.test), frontends::perftest_connection_name(cfg.connection), cfg.rx_depth));
     throw std::runtime_error(bed.failure().message());
   }
   for (const auto* points : {&res.points, &res.remote_points})

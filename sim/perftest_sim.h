@@ -20,9 +20,10 @@ namespace hcasim::sim {
 
 /// run_perftest's failure when perftest 4.5's own loop would wait for ever: with -e, run_iter_bw
 /// reads one completion event and polls up to 16 completions, so completions can be left on the
-/// CQ with no new one to raise an event (perftest_resources.c run_iter_bw). A failure of the run,
-/// as perftest's would be, not of the simulator.
-struct PerftestEventStall : std::runtime_error {
+/// CQ with no new one to raise an event (perftest_resources.c run_iter_bw); on UC and UD a SEND
+/// that finds no receive posted is dropped (IBA 9.7.5.2.2, 9.8.3) and the server waits for it.
+/// A failure of the run, as perftest's would be, not of the simulator.
+struct PerftestWaitsForEver : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 

@@ -454,6 +454,9 @@ TEST(PerftestCli, UdConnectionsTheirInlineSizeReceiveDepthAndMtu) {
   ASSERT_EQ(all.sizes.size(), 11u);
   EXPECT_EQ(all.sizes.front(), 2u);
   EXPECT_EQ(all.sizes.back(), 2048u);
+  // force_dependecies keeps CQ moderation on UD above MSG_SIZE_CQ_MOD_LIMIT (RC turns it off).
+  EXPECT_EQ(to_perftest_config(sbw("-c UD -s 65536")).cq_mod, 100u);
+  EXPECT_EQ(to_perftest_config(sbw("-s 65536")).cq_mod, 1u);
   auto rc = to_perftest_config(sbw("-s 65536"));
   EXPECT_EQ(hcasim::frontends::perftest_ud_sizes(sbw("-s 65536"), rc, 2048), "");
   EXPECT_EQ(rc.sizes, std::vector<uint64_t>{65536});

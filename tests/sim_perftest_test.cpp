@@ -542,6 +542,19 @@ TEST(SimPerftest, UdSendBandwidthMovesOnePacketPerMessageAndCountsTheGrhRoom) {
   EXPECT_THROW(sim::check_perftest(p, p, c), frontends::ConfigError);
 }
 
+TEST(SimPerftest, UdSendsBeyondTheReceivesPostedAreLostAndTheServerWaitsForEver) {
+  // ib_send_bw -c UD -r 2 -n 2000: the client's SENDs outrun the server's two receives; a
+  // datagram that finds none is dropped (IBA 9.8.3), so the server never counts 2000 and
+  // perftest's run_iter_bw_server waits for ever: a failed run, not a simulator error.
+  const auto p = platform("connectx3-pcie3x8");
+  auto c = test_of(frontends::PerftestTest::SendBw, 64, 2000);
+  c.connection = frontends::PerftestConnection::Ud;
+  c.rx_depth = 2;
+  c.tx_depth = 128;
+  c.cq_mod = 100;
+  EXPECT_THROW(sim::run_perftest(p, p, c), sim::PerftestWaitsForEver);
+}
+
 TEST(SimPerftest, ReadLatencyIsTheWriteLatencyPlusTheReadRoundTripThroughTheResponder) {
   // ib_read_lat -s 2 against ib_write_lat -s 2 on connectx3-pcie3x8. perftest reports a READ's
   // whole round trip (rtt_factor 1) and a WRITE ping-pong's half, one way. Both post by BlueFlame
