@@ -231,6 +231,30 @@ void post_write(Side& s, const Side& peer, uint64_t size, uint64_t scnt, bool in
   s.lanes[0].qp->post_send(make_wr(s, peer, 0, size, scnt, sdp::WrOpcode::RdmaWrite, inline_data, signaled));
 }
 
+/// Takes CQEs off the one simulated CQ until one of the kind wanted (receive or send) is stashed
+/// or the CQ is empty, each into its kind's stash (perftest polls a receive CQ and a send CQ);
+/// an error status ends the test. Returns the CQEs taken (the caller accounts for them).
+uint64_t sort_cqes(Side& s, bool recv, const char* who) {
+  uint64_t& mine = recv ? s.recv_stash : s.send_stash;
+  uint64_t& other = recv ? s.send_stash : s.recv_stash;
+  uint64_t taken = 0;
+  std::array<sdp::Wc, 1> wc{};
+  while (mine == 0 && s.lanes[0].qp->poll_cq(wc) > 0) {
+    ++taken;
+    if (wc[0].status != sdp::WcStatus::Success)
+      throw std::runtime_error(fmt::format("{}: completion with error (status {}: {})", who,
+                                           sdp::wc_status_code(wc[0].status), sdp::wc_status_str(wc[0].status)));
+    ++((wc[0].opcode == sdp::WcOpcode::Recv) == recv ? mine : other);
+  }
+  return taken;
+}
+
+/// CQEs taken off the CQ: no longer pending, each one poll's work (cpu.user_poll_cq).
+void account_polled(Side& s, uint64_t taken) {
+  s.cqes_pending -= taken;
+  s.host->charge(model::Activity::Completion, s.host->costs().user_poll_cq_ns * static_cast<double>(taken));
+}
+
 /// Polls the one CQ until a completion of the kind wanted (receive or send) is there, keeping
 /// the other kind for later: perftest's `do { ibv_poll_cq(recv_cq or send_cq, 1, &wc) } while
 /// (ne == 0)` on two CQs. Each CQE taken costs one poll; an error status ends the test.
@@ -238,22 +262,13 @@ void post_write(Side& s, const Side& peer, uint64_t size, uint64_t scnt, bool in
 /// comes first.
 bool poll_kind(Side& s, bool recv, const char* who, double deadline_ns = kInf) {
   uint64_t& mine = recv ? s.recv_stash : s.send_stash;
-  uint64_t& other = recv ? s.send_stash : s.recv_stash;
   uint64_t taken = 0;
-  std::array<sdp::Wc, 1> wc{};
   const bool got = spin_until(s, s.cqe_wq, [&] {
-    while (mine == 0 && s.lanes[0].qp->poll_cq(wc) > 0) {
-      ++taken;
-      if (wc[0].status != sdp::WcStatus::Success)
-        throw std::runtime_error(fmt::format("{}: completion with error (status {}: {})", who,
-                                             sdp::wc_status_code(wc[0].status), sdp::wc_status_str(wc[0].status)));
-      ++((wc[0].opcode == sdp::WcOpcode::Recv) == recv ? mine : other);
-    }
+    taken += sort_cqes(s, recv, who);
     return mine > 0;
   }, deadline_ns);
   if (got) --mine;
-  s.cqes_pending -= taken;
-  s.host->charge(model::Activity::Completion, s.host->costs().user_poll_cq_ns * static_cast<double>(taken));
+  account_polled(s, taken);
   return got;
 }
 
@@ -261,28 +276,10 @@ bool poll_kind(Side& s, bool recv, const char* who, double deadline_ns = kInf) {
 /// (-e: `while (!use_event && ne == 0)` ends after one call): true when a completion of the kind
 /// wanted was there (taken, as poll_kind takes it), false when that CQ was empty.
 bool poll_kind_once(Side& s, bool recv, const char* who) {
-  const uint64_t mine = recv ? s.recv_stash : s.send_stash;
-  bool there = mine > 0;
-  if (!there) {
-    // The CQEs of the one simulated CQ up to the first of the kind wanted: the others belong
-    // to the other CQ (kept for its poll).
-    uint64_t taken = 0;
-    std::array<sdp::Wc, 1> wc{};
-    while (!there && s.lanes[0].qp->poll_cq(wc) > 0) {
-      ++taken;
-      if (wc[0].status != sdp::WcStatus::Success)
-        throw std::runtime_error(fmt::format("{}: completion with error (status {}: {})", who,
-                                             sdp::wc_status_code(wc[0].status), sdp::wc_status_str(wc[0].status)));
-      if ((wc[0].opcode == sdp::WcOpcode::Recv) == recv)
-        there = true;
-      else
-        ++(recv ? s.send_stash : s.recv_stash);
-    }
-    s.cqes_pending -= taken;
-    s.host->charge(model::Activity::Completion, s.host->costs().user_poll_cq_ns * static_cast<double>(taken));
-    return there;
-  }
-  --(recv ? s.recv_stash : s.send_stash);
+  uint64_t& mine = recv ? s.recv_stash : s.send_stash;
+  if (mine == 0) account_polled(s, sort_cqes(s, recv, who));
+  if (mine == 0) return false;
+  --mine;
   return true;
 }
 

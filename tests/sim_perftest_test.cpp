@@ -450,6 +450,16 @@ frontends::PerftestConfig test_of(frontends::PerftestTest t, uint64_t size, uint
   return c;
 }
 
+/// ib_send_bw -c UD -s SIZE -n ITERS -r RX_DEPTH with perftest's bw defaults (-t 128, -Q 100).
+frontends::PerftestConfig ud_send_bw(uint64_t size, uint64_t iters, uint32_t rx_depth) {
+  auto c = test_of(frontends::PerftestTest::SendBw, size, iters);
+  c.connection = frontends::PerftestConnection::Ud;
+  c.rx_depth = rx_depth;
+  c.tx_depth = 128;
+  c.cq_mod = 100;
+  return c;
+}
+
 }  // namespace
 
 TEST(SimPerftest, SendLatencyOfTwoBytesIsTheSumOfItsStages) {
@@ -531,11 +541,7 @@ TEST(SimPerftest, UdSendBandwidthMovesOnePacketPerMessageAndCountsTheGrhRoom) {
   // each); all 2000 arrive (the receive depth is 2000: none dropped), and a message above the
   // MTU is refused before the run.
   const auto p = platform("connectx3-pcie3x8");
-  auto c = test_of(frontends::PerftestTest::SendBw, 2048, 2000);
-  c.connection = frontends::PerftestConnection::Ud;
-  c.rx_depth = 2000;
-  c.tx_depth = 128;
-  c.cq_mod = 100;
+  auto c = ud_send_bw(2048, 2000, 2000);
   const auto r = sim::run_perftest(p, p, c);
   EXPECT_EQ(r.points[0].tcompleted_ns.size(), 2000u);
   c.sizes = {4096};
@@ -547,12 +553,7 @@ TEST(SimPerftest, UdSendsBeyondTheReceivesPostedAreLostAndTheServerWaitsForEver)
   // datagram that finds none is dropped (IBA 9.8.3), so the server never counts 2000 and
   // perftest's run_iter_bw_server waits for ever: a failed run, not a simulator error.
   const auto p = platform("connectx3-pcie3x8");
-  auto c = test_of(frontends::PerftestTest::SendBw, 64, 2000);
-  c.connection = frontends::PerftestConnection::Ud;
-  c.rx_depth = 2;
-  c.tx_depth = 128;
-  c.cq_mod = 100;
-  EXPECT_THROW(sim::run_perftest(p, p, c), sim::PerftestWaitsForEver);
+  EXPECT_THROW(sim::run_perftest(p, p, ud_send_bw(64, 2000, 2)), sim::PerftestWaitsForEver);
 }
 
 TEST(SimPerftest, ReadLatencyIsTheWriteLatencyPlusTheReadRoundTripThroughTheResponder) {
