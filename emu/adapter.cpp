@@ -14,6 +14,7 @@
 
 #include <fmt/format.h>
 
+#include "emu/cloexec.h"
 #include "emu/qp.h"
 #include "emu/queues.h"
 #include "emu/wire.h"
@@ -55,11 +56,14 @@ Hca::Hca(const sdp::ProcessMemory* memory, const model::FaultConfig& faults, con
 }
 
 Hca::~Hca() {
+  std::vector<std::shared_ptr<Qp>> open;
   {
     std::lock_guard g(qps_lock_);
     for (auto& [qpn, w] : qps_)
-      if (auto q = w.lock()) q->close();
+      if (auto q = w.lock()) open.push_back(std::move(q));
   }
+  for (auto& q : open) q->close();  // outside qps_lock_: close() drops the QP from qps_
+  open.clear();
   // The subnet port's acceptor and datagram socket wait for ever: closed, so that run() returns.
   asio::post(io_, [this] {
     boost::system::error_code ec;
@@ -93,13 +97,19 @@ uint32_t Hca::reg_mr(uint32_t pd, sdp::Addr addr, uint64_t len, unsigned access)
 
 uint32_t Hca::outer_key(uint32_t inner) {
   const uint32_t index = inner - hca::MrTable::kFirstKey + 1;  // 0 is no MR's
-  if (index > 0xFFFFFF) {  // the core never reuses a key: 2^24 - 1 registrations in all
+  if (index > 0xFFFFFF) {  // freed indexes are reused: 2^24 - 1 MRs live at once
     mrs_.dereg(inner);
-    throw sdp::VerbsError("reg_mr: every MR index of the emulated HCA has been used");
+    throw sdp::VerbsError("reg_mr: all 16777215 MR indexes of the emulated HCA are in use");
   }
-  if (key_bytes_.size() < index) key_bytes_.resize(index);
+  const bool reused = index <= key_bytes_.size();
+  if (!reused) {
+    key_bytes_.resize(index);
+    holders_.resize(index);
+  }
   uint8_t b = 0;
-  randombytes_buf(&b, 1);
+  // A reused index gets another key byte than its last MR's: that MR's keys name nothing.
+  do randombytes_buf(&b, 1);
+  while (reused && b == key_bytes_[index - 1]);
   key_bytes_[index - 1] = b;
   return index << 8 | b;
 }
@@ -113,36 +123,46 @@ uint32_t Hca::inner_key(uint32_t key) const {
 bool Hca::rereg_mr(uint32_t key, uint32_t pd, sdp::Addr addr, uint64_t len, unsigned access) {
   if (memory_ != nullptr && !memory_->contains(addr, len))
     throw sdp::VerbsError(fmt::format("rereg_mr: [{:#x}, +{}) is not allocated memory", addr, len));
-  {
-    std::lock_guard g(mr_lock_);
-    const uint32_t inner = inner_key(key);
-    if (inner == 0 || !mrs_.rereg(inner, pd, addr, len, access)) return false;
-  }
-  fence_all_qps();
+  std::unique_lock g(mr_lock_);
+  const uint32_t inner = inner_key(key);
+  if (inner == 0 || !mrs_.rereg(inner, pd, addr, len, access)) return false;
+  // The MR's new values hold for every later check; wait for the accesses that passed the old.
+  wait_released(g, key >> 8);
   return true;
 }
 
-void Hca::fence_all_qps() {
-  // The key's new values (or its absence) hold for every later check; wait for the accesses
-  // that passed the old ones already.
-  std::vector<std::shared_ptr<Qp>> live;
-  {
-    std::lock_guard g(qps_lock_);
-    live.reserve(qps_.size());
-    for (auto& [qpn, w] : qps_)
-      if (auto q = w.lock()) live.push_back(std::move(q));
-  }
-  for (auto& q : live) q->fence_memory();
+void Hca::wait_released(std::unique_lock<std::mutex>& g, uint32_t index) {
+  mr_released_.wait(g, [&] { return holders_[index - 1].empty(); });
 }
 
 bool Hca::dereg_mr(uint32_t key) {
-  {
-    std::lock_guard g(mr_lock_);
-    const uint32_t inner = inner_key(key);
-    if (inner == 0 || !mrs_.dereg(inner)) return false;
-  }
-  fence_all_qps();
+  std::unique_lock g(mr_lock_);
+  const uint32_t inner = inner_key(key);
+  if (inner == 0 || !mrs_.dereg(inner)) return false;
+  // The key is gone for every later check; wait for the accesses that passed it already: the
+  // QP locks that hold this MR. (Its index may be reused meanwhile; the new MR's holders are
+  // waited for too, which only delays the return.)
+  wait_released(g, key >> 8);
   return true;
+}
+
+void Hca::release(AccessLock& l) {
+  std::lock_guard g(mr_lock_);
+  bool emptied = false;
+  for (const uint32_t index : l.held_) {
+    auto& h = holders_[index - 1];
+    std::erase(h, &l);
+    emptied = emptied || h.empty();
+  }
+  l.held_.clear();
+  if (emptied) mr_released_.notify_all();
+}
+
+void AccessLock::release() { hca_.release(*this); }
+
+void Hca::forget_qp(uint32_t qpn) {
+  std::lock_guard g(qps_lock_);
+  qps_.erase(qpn);
 }
 
 uint32_t Hca::dma_mr(uint32_t pd) {
@@ -151,13 +171,23 @@ uint32_t Hca::dma_mr(uint32_t pd) {
   return outer_key(mrs_.reg_all_memory(pd, sdp::kLocalWrite));
 }
 
-hca::MrRefusal Hca::check_mr(uint32_t key, uint32_t pd, sdp::Addr addr, uint64_t len, unsigned need, uint32_t qpn) {
+hca::MrRefusal Hca::check_mr(uint32_t key, uint32_t pd, sdp::Addr addr, uint64_t len, unsigned need, uint32_t qpn,
+                             AccessLock* holder) {
   std::lock_guard g(mr_lock_);
   const uint32_t inner = inner_key(key);
   if (inner == 0) return hca::MrRefusal::UnknownKey;
-  return mrs_.check(
+  const hca::MrRefusal r = mrs_.check(
       inner, pd, addr, len, need, [this](sdp::Addr a, uint64_t n) { return memory_ != nullptr && memory_->contains(a, n); },
       qpn);
+  if (r == hca::MrRefusal::None && holder != nullptr) {
+    const uint32_t index = key >> 8;
+    auto& h = holders_[index - 1];
+    if (std::find(h.begin(), h.end(), holder) == h.end()) {
+      h.push_back(holder);
+      holder->held_.push_back(index);
+    }
+  }
+  return r;
 }
 
 uint32_t Hca::alloc_mw(uint32_t pd, uint8_t type) {
@@ -172,13 +202,11 @@ uint32_t Hca::inner_index(uint32_t key) const {
 }
 
 bool Hca::dealloc_mw(uint32_t key) {
-  {
-    std::lock_guard g(mr_lock_);
-    const uint32_t inner = inner_index(key);
-    const hca::Mr* w = inner == 0 ? nullptr : mrs_.find(inner);
-    if (w == nullptr || w->mw_type == 0 || !mrs_.dereg(inner)) return false;
-  }
-  fence_all_qps();
+  std::unique_lock g(mr_lock_);
+  const uint32_t inner = inner_index(key);
+  const hca::Mr* w = inner == 0 ? nullptr : mrs_.find(inner);
+  if (w == nullptr || w->mw_type == 0 || !mrs_.dereg(inner)) return false;
+  wait_released(g, key >> 8);
   return true;
 }
 
@@ -237,12 +265,13 @@ uint16_t Hca::lid() {
   for (int attempt = 0; attempt < 8 && !acceptor_; ++attempt) {
     auto a = std::make_unique<tcp::acceptor>(io_);
     const tcp::endpoint ep(asio::ip::address_v4::loopback(), 0);
-    a->open(ep.protocol(), ec);
+    open_cloexec(*a, ep.protocol(), ec);
     if (!ec) a->bind(ep, ec);
     if (!ec) a->listen(64, ec);
+    if (!ec) a->non_blocking(true, ec);  // accept_next takes connections with accept4
     if (ec) throw sdp::DeviceError(fmt::format("emulated port: cannot listen on 127.0.0.1: {}", ec.message()));
     auto u = std::make_unique<asio::ip::udp::socket>(io_);
-    u->open(asio::ip::udp::v4(), ec);
+    open_cloexec(*u, asio::ip::udp::v4(), ec);
     if (!ec) u->bind(asio::ip::udp::endpoint(asio::ip::address_v4::loopback(), a->local_endpoint().port()), ec);
     if (ec) continue;
     // A deep socket buffer: datagrams wait there while the I/O thread is not running (a UD
@@ -309,11 +338,15 @@ void Hca::receive_datagram() {
 
 void Hca::accept_next() {
   // Each accepted stream is authenticated first (challenge); only then are its CM REQ fields
-  // read and the stream handed to the QP they name (Qp::take_stream).
-  acceptor_->async_accept([this](boost::system::error_code ec, tcp::socket s) {
-    // Closed (~Hca): an accept armed after the close fails at once (bad_descriptor), not with
-    // operation_aborted, and arming another would spin the I/O thread for ever.
-    if (ec == asio::error::operation_aborted || !acceptor_->is_open()) return;
+  // read and the stream handed to the QP they name (Qp::take_stream). accept4 takes the
+  // connections close-on-exec (emu/cloexec.h) until none is left, and only then does Asio wait
+  // for the next: its reactor is edge-triggered, so a wait armed while one still waited in the
+  // backlog would not end before another came.
+  for (;;) {
+    if (!acceptor_->is_open()) return;  // closed (~Hca)
+    boost::system::error_code ec;
+    tcp::socket s(io_);
+    accept_cloexec(*acceptor_, s, ec);
     if (ec == asio::error::no_descriptors || ec == asio::error::no_buffer_space || ec == asio::error::no_memory ||
         ec.value() == ENFILE) {
       // Out of descriptors: the oldest stranger's goes, and the port accepts again a little
@@ -329,7 +362,15 @@ void Hca::accept_next() {
     if (!ec) {
       s.set_option(tcp::no_delay(true), ec);
       challenge(std::make_shared<Handshake>(std::move(s), io_));
+      continue;
     }
+    if (ec == asio::error::connection_aborted || ec.value() == EPROTO || ec == asio::error::interrupted) continue;
+    break;  // none waiting (EAGAIN), or an error the next connection may clear
+  }
+  acceptor_->async_wait(tcp::acceptor::wait_read, [this](boost::system::error_code ec) {
+    // Closed (~Hca): a wait armed after the close fails at once (bad_descriptor), not with
+    // operation_aborted, and arming another would spin the I/O thread for ever.
+    if (ec == asio::error::operation_aborted || !acceptor_->is_open()) return;
     accept_next();
   });
 }

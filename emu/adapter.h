@@ -6,7 +6,9 @@
 /// machine's emulated subnet (emu/subnet.h): a TCP acceptor of QP streams and a UDP socket of UD
 /// datagrams on one 127.0.0.1 port number, both authenticated with the subnet's secret
 /// (emu/auth.h), which the adapter reads once when the port comes up.
+#include <algorithm>
 #include <atomic>
+#include <condition_variable>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -33,6 +35,31 @@ namespace hcasim::emu {
 
 class Qp;
 class CompQueue;
+class Hca;
+
+/// A QP's lock (BasicLockable; std::lock_guard, std::unique_lock, std::condition_variable_any).
+/// The QP's key checks and memory copies all run under it; each MR a check under it passed
+/// stays held until it is unlocked, and Hca::dereg_mr waits only for the locks holding that MR.
+class AccessLock {
+ public:
+  explicit AccessLock(Hca& hca) : hca_(hca) {}
+  AccessLock(const AccessLock&) = delete;
+  AccessLock& operator=(const AccessLock&) = delete;
+  void lock() { m_.lock(); }
+  bool try_lock() { return m_.try_lock(); }
+  /// Gives back the MRs held (Hca::release), then unlocks.
+  void unlock() {
+    if (!held_.empty()) release();
+    m_.unlock();
+  }
+
+ private:
+  friend class Hca;
+  void release();
+  Hca& hca_;
+  std::mutex m_;
+  std::vector<uint32_t> held_;  // indexes of the MRs checked since lock(), under m_
+};
 
 /// The adapter. Destroying it closes every QP still open and joins the I/O thread.
 class Hca {
@@ -61,9 +88,10 @@ class Hca {
   /// outside the arena (when there is one) or one that wraps past 2^64.
   uint32_t reg_mr(uint32_t pd, sdp::Addr addr, uint64_t len, unsigned access);
   /// ibv_dereg_mr(3); false when no MR has `key`. Once it returns, no QP of this HCA touches
-  /// the MR's memory (each QP's accesses, key check and copy, run under its lock, and dereg
-  /// waits for the ones under way): the memory may be freed at once, as on an HCA. Not to be
-  /// called under a QP's lock.
+  /// the MR's memory (each QP's accesses, key check and copy, run under its AccessLock, and
+  /// dereg waits for the locks that hold this MR, not for other QPs): the memory may be freed
+  /// at once, as on an HCA. Its index is then free for a later reg_mr, with another key byte
+  /// (mlx4's MPT entries are reused the same way). Not to be called under a QP's lock.
   bool dereg_mr(uint32_t key);
   /// ibv_rereg_mr(3): the MR of `key` takes `pd`, [addr, addr+len) and `access` and keeps its
   /// key (hca::MrTable::rereg). False when no MR has `key`; throws as reg_mr. Once it returns,
@@ -73,9 +101,11 @@ class Hca {
   /// A key of `pd` covering the whole arena (ib_get_dma_mr). Throws sdp::VerbsError without one.
   uint32_t dma_mr(uint32_t pd);
   /// hca::MrTable::check under the table's lock (an all-memory MR asks the arena), for QP
-  /// `qpn` (a type 2 memory window serves the QP it is bound to only).
+  /// `qpn` (a type 2 memory window serves the QP it is bound to only). An access allowed under
+  /// `holder` (the checking QP's lock, held by the caller) holds the MR or window until that
+  /// lock is unlocked (dereg_mr, rereg_mr and dealloc_mw wait for it); null holds nothing.
   hca::MrRefusal check_mr(uint32_t key, uint32_t pd, sdp::Addr addr, uint64_t len, unsigned need,
-                          uint32_t qpn = hca::kNoQp);
+                          uint32_t qpn = hca::kNoQp, AccessLock* holder = nullptr);
   /// ibv_alloc_mw(3): an unbound memory window of `type` (1 or 2) in `pd`; its key, with mlx4's
   /// layout (reg_mr). Throws sdp::VerbsError for an unknown PD or type.
   uint32_t alloc_mw(uint32_t pd, uint8_t type);
@@ -87,6 +117,8 @@ class Hca {
   /// it names nothing any more (hca::MrTable::bind_mw,
   /// invalidate_mw). False when refused.
   bool mw_op(const hca::SendWqe& w, uint32_t qpn, uint32_t pd);
+  /// Drops QP `qpn` from the QP table (ibv_destroy_qp(3): no stream reaches it any more).
+  void forget_qp(uint32_t qpn);
   /// A new QP of `type` in `pd`, in RESET, completing into `send_cq` and `recv_cq` (they may be one
   /// CQ; ibv_create_qp(3)).
   std::shared_ptr<Qp> create_qp(hca::QpType type, uint32_t pd, const sdp::QpCaps& caps,
@@ -146,8 +178,9 @@ class Hca {
   /// The core's key of the MR or window with `key`'s index, whatever its key byte (the
   /// window an ibv_mw names: its handle); 0 when none.
   uint32_t inner_index(uint32_t key) const;
-  /// Waits until no QP of this HCA is inside an access that checked a key before now.
-  void fence_all_qps();
+  /// With `g` holding mr_lock_: waits until no QP holds MR or window `index` (an access that
+  /// checked its key before now).
+  void wait_released(std::unique_lock<std::mutex>& g, uint32_t index);
   struct Handshake;
   void accept_next();
   /// The acceptor's side of a stream's handshake (emu/auth.h), on the I/O thread.
@@ -168,8 +201,15 @@ class Hca {
   std::atomic<size_t> io_stack_bytes_{0};
   std::thread thread_;
   std::mutex mr_lock_, qps_lock_;
-  hca::MrTable mrs_;  // under mr_lock_
+  hca::MrTable mrs_{true};  // under mr_lock_; freed indexes reused
   std::vector<uint8_t> key_bytes_;  // under mr_lock_: each MR's key byte, by its index - 1
+  /// Under mr_lock_: the QP locks holding each MR (by its index - 1), at most one entry per
+  /// thread inside a QP's lock; dereg_mr waits on mr_released_ for its MR's to empty.
+  std::vector<std::vector<AccessLock*>> holders_;
+  std::condition_variable mr_released_;
+  friend class AccessLock;
+  /// Gives back the MRs `l` holds (AccessLock::unlock, under its lock).
+  void release(AccessLock& l);
   /// The key of the core's `inner` key (a new MR): its index and a fresh random key byte.
   uint32_t outer_key(uint32_t inner);
   /// The core's key of `key`, or 0 when no MR was given it (index or key byte wrong).

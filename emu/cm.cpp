@@ -44,6 +44,53 @@ Packet read_frame_until(tcp::socket& s, std::chrono::steady_clock::time_point de
   }
 }
 
+bool is_local_address(const asio::ip::address& a) {
+  if (a.is_loopback()) return true;
+  if (a.is_v6() && a.to_v6().is_v4_mapped())
+    return is_local_address(asio::ip::make_address_v4(asio::ip::v4_mapped, a.to_v6()));
+  if (a.is_unspecified()) return true;  // 0.0.0.0 and :: reach this machine
+  asio::io_context io;
+  asio::ip::udp::socket probe(io);
+  boost::system::error_code ec;
+  probe.open(a.is_v4() ? asio::ip::udp::v4() : asio::ip::udp::v6(), ec);
+  if (!ec) probe.bind(asio::ip::udp::endpoint(a, 0), ec);
+  return !ec;
+}
+
+void cm_connect_handshake(tcp::socket& s, const SubnetSecret& key, const std::string& peer) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(kHandshakeTimeoutMs);
+  Challenge challenge{};
+  read_exact_until(s, challenge, deadline, kHandshakeTimeoutMs, peer);
+  const StreamReq req{};
+  const Nonce mine = make_nonce();
+  const Answer answer = make_answer(key, challenge, mine, req);
+  boost::system::error_code ec;
+  asio::write(s, asio::buffer(answer), ec);
+  if (ec) throw sdp::DeviceError(fmt::format("{}: {} during connection setup", peer, ec.message()));
+  Proof proof{};
+  read_exact_until(s, proof, deadline, kHandshakeTimeoutMs, peer);
+  if (!check_proof(key, challenge, mine, req, proof))
+    throw sdp::DeviceError(fmt::format("{}: the listener does not know the emulated subnet's secret", peer));
+}
+
+void cm_accept_handshake(tcp::socket& s, const SubnetSecret& key, const std::string& peer) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(kHandshakeTimeoutMs);
+  const Challenge challenge = make_nonce();
+  boost::system::error_code ec;
+  asio::write(s, asio::buffer(challenge), ec);
+  if (ec) throw sdp::DeviceError(fmt::format("{}: {} during connection setup", peer, ec.message()));
+  Answer answer{};
+  read_exact_until(s, answer, deadline, kHandshakeTimeoutMs, peer);
+  Nonce theirs{};
+  const std::optional<StreamReq> req = check_answer(key, challenge, answer, theirs);
+  if (!req)
+    throw sdp::DeviceError(fmt::format("{}: a process of this machine that does not know the emulated subnet's secret",
+                                       peer));
+  const Proof proof = make_proof(key, challenge, theirs, *req);
+  asio::write(s, asio::buffer(proof), ec);
+  if (ec) throw sdp::DeviceError(fmt::format("{}: {} during connection setup", peer, ec.message()));
+}
+
 void write_frame(tcp::socket& s, const Packet& p, const std::string& peer) {
   boost::system::error_code ec;
   asio::write(s, asio::buffer(encode(p)), ec);

@@ -2,12 +2,16 @@
 
 #include <algorithm>
 #include <chrono>
+#include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include <fmt/format.h>
 
 #include "emu/adapter.h"
+#include "emu/auth.h"
+#include "emu/cloexec.h"
 #include "emu/cm.h"
 #include "emu/qp.h"
 #include "emu/wire.h"
@@ -39,10 +43,22 @@ class EmuDevice final : public sdp::Device {
   std::unique_ptr<sdp::Listener> listen(const std::string& bind_addr, uint16_t port) override;
   Hca& hca() { return hca_; }
   asio::io_context& io() { return hca_.io(); }
+  /// The subnet's secret (emu/subnet.h), read at the first CM stream between two processes of
+  /// this machine (cm_connect_handshake). Throws sdp::DeviceError when it cannot be used.
+  const SubnetSecret& secret() {
+    std::lock_guard g(secret_lock_);
+    if (!secret_) {
+      auth_init();
+      secret_ = subnet_secret();
+    }
+    return *secret_;
+  }
 
  private:
   sdp::ProcessMemory memory_;
   Hca hca_;  // after memory_: its QPs close before the arena goes
+  std::mutex secret_lock_;
+  std::optional<SubnetSecret> secret_;
 };
 /// sdp::Connection over a Qp: closing it closes the QP's socket.
 class EmuConnection final : public sdp::Connection {
@@ -103,9 +119,25 @@ std::unique_ptr<sdp::Connection> EmuDevice::connect(const std::string& host, uin
   tcp::resolver resolver(io());
   const auto endpoints = resolver.resolve(host, std::to_string(port), ec);
   if (ec) throw sdp::DeviceError(fmt::format("cannot resolve {}: {}", host, ec.message()));
-  asio::connect(socket, endpoints, ec);
+  // Each try on a socket made close-on-exec (emu/cloexec.h), as asio::connect's are not.
+  ec = asio::error::host_not_found;
+  for (const auto& e : endpoints) {
+    boost::system::error_code ignored;
+    socket.close(ignored);
+    open_cloexec(socket, e.endpoint().protocol(), ec);
+    if (!ec) socket.connect(e.endpoint(), ec);
+    if (!ec) break;
+  }
   if (ec) throw sdp::DeviceError(fmt::format("cannot connect to {}: {}", peer, ec.message()));
   socket.set_option(tcp::no_delay(true), ec);
+  if (const auto to = socket.remote_endpoint(ec); !ec && is_local_address(to.address())) {
+    try {
+      cm_connect_handshake(socket, secret(), peer);
+    } catch (const sdp::DeviceError&) {
+      hca_.count_stranger();
+      throw;
+    }
+  }
   auto qp = hca_.create_qp(caps);
   qp->attach(std::move(socket));
   qp->to_init();
@@ -129,7 +161,7 @@ std::unique_ptr<sdp::Listener> EmuDevice::listen(const std::string& bind_addr, u
   if (ec) throw sdp::DeviceError(fmt::format("cannot listen on '{}': not an IP address", bind_addr));
   tcp::acceptor acceptor(io());
   const tcp::endpoint ep(addr, port);
-  acceptor.open(ep.protocol(), ec);
+  open_cloexec(acceptor, ep.protocol(), ec);
   if (!ec) acceptor.set_option(tcp::acceptor::reuse_address(true), ec);
   if (!ec) acceptor.bind(ep, ec);
   if (!ec) acceptor.listen(8, ec);
@@ -143,7 +175,8 @@ std::unique_ptr<sdp::Listener> EmuDevice::listen(const std::string& bind_addr, u
 std::unique_ptr<sdp::Incoming> EmuListener::next() {
   tcp::socket socket(dev_.io());
   boost::system::error_code ec;
-  acceptor_.accept(socket, ec);
+  do accept_cloexec(acceptor_, socket, ec);  // blocks: the acceptor is a blocking one
+  while (ec == asio::error::interrupted || ec == asio::error::connection_aborted);
   if (ec) throw sdp::DeviceError(fmt::format("accept on port {}: {}", port(), ec.message()));
   socket.set_option(tcp::no_delay(true), ec);
   std::string peer = endpoint_text(socket);
@@ -153,6 +186,15 @@ std::unique_ptr<sdp::Incoming> EmuListener::next() {
 
 std::unique_ptr<sdp::Connection> EmuIncoming::accept(const sdp::QpCaps& caps, const sdp::AnswerRequest& answer) {
   const std::string& peer = peer_;
+  boost::system::error_code ec;
+  if (const auto from = socket_.remote_endpoint(ec); !ec && is_local_address(from.address())) {
+    try {
+      cm_accept_handshake(socket_, dev_.secret(), peer);
+    } catch (const sdp::DeviceError&) {
+      dev_.hca().count_stranger();
+      throw;
+    }
+  }
   const Packet req = read_frame_until(socket_, deadline_, peer);
   if (req.op != Op::CmReq) throw sdp::DeviceError(fmt::format("{}: {} where a CM REQ was expected", peer, op_name(req.op)));
   auto qp = dev_.hca().create_qp(caps);

@@ -206,8 +206,6 @@ void Qp::modify(State next) {
   }
 }
 
-void Qp::fence_memory() { std::lock_guard g(m_); }
-
 hca::QpAttr Qp::attr() {
   std::lock_guard g(m_);
   return core_.attr();
@@ -232,7 +230,7 @@ void Qp::set_rnr_retry(uint8_t n) {
 // ---- hca::QpBackend --------------------------------------------------------------------------
 
 hca::MrRefusal Qp::check_mr(uint32_t key, uint32_t pd, sdp::Addr addr, uint64_t len, unsigned need) {
-  return hca_.check_mr(key, pd, addr, len, need, qpn_);
+  return hca_.check_mr(key, pd, addr, len, need, qpn_, &m_);  // held until m_ is unlocked
 }
 
 bool Qp::local_op(const hca::SendWqe& w, uint32_t qpn, uint32_t pd) { return hca_.mw_op(w, qpn, pd); }
@@ -330,15 +328,15 @@ void Qp::pump() {
   if (closed_) return;
   // The peer went away (link_down): without a local ACK timer a request would wait for ever, so
   // it fails now; with one it goes out to nowhere and fails when the timer has run out its retries.
-  if (peer_gone_ && core_.attr().timeout == 0 && core_.has_request()) {
+  if (peer_gone_ && type_ == hca::QpType::Rc && core_.attr().timeout == 0 && core_.has_request()) {
     core_.to_error("transport retry counter exceeded: the peer QP is gone", WcStatus::RetryExcErr);
     return;
   }
   hca::Packet p;
   while (wq_bytes_ < kWriteQueueBytes && core_.next_response(1, p)) send_packet(p);
-  const bool can_send = type_ == hca::QpType::Ud || linked_;
+  const bool can_send = type_ == hca::QpType::Ud || linked_ || uc_void_;
   while (can_send && wq_bytes_ < kWriteQueueBytes && core_.next_request(1, p)) send_packet(p);
-  if (!can_send && type_ == hca::QpType::Rc && !link_wait_ && core_.state() == State::Rts && core_.has_request())
+  if (!can_send && type_ != hca::QpType::Ud && !link_wait_ && core_.state() == State::Rts && core_.has_request())
     wait_for_link();
 }
 
@@ -346,16 +344,21 @@ void Qp::wait_for_link() {
   // On a fabric the requests would leave and go unanswered (the peer not in RTR, or no such
   // QP): retry_cnt + 1 local ACK timeouts, then RETRY_EXC_ERR (IBA 9.7.6.1.3). Here they wait
   // for the peer's stream for as long; with timeout 0 there is no timer, and they wait for ever.
+  // UC has no ACK and no timer: an HCA sends and completes at once, and the frames are lost
+  // when the peer is not at RTR. Here they wait kUcStreamWaitMs for the stream (the peer's RTR
+  // is usually a few milliseconds away), then go nowhere and complete as sent (no_stream).
   const hca::QpAttr& a = core_.attr();
-  if (a.timeout == 0) return;
+  const bool uc = type_ == hca::QpType::Uc;
+  if (!uc && a.timeout == 0) return;
   link_wait_ = true;
-  const double ns = hca::local_ack_timeout_ns(a.timeout) * (a.retry_cnt + 1);
+  const double ns = uc ? kUcStreamWaitMs * 1e6 : hca::local_ack_timeout_ns(a.timeout) * (a.retry_cnt + 1);
   link_timer_.expires_after(std::chrono::nanoseconds(static_cast<int64_t>(ns)));
-  link_timer_.async_wait([self = shared_from_this()](boost::system::error_code ec) {
+  link_timer_.async_wait([self = shared_from_this(), uc](boost::system::error_code ec) {
     if (ec) return;
     std::lock_guard g(self->m_);
     self->link_wait_ = false;
     if (self->closed_ || self->linked_ || self->core_.state() != State::Rts || !self->core_.has_request()) return;
+    if (uc) return self->no_stream("no stream from the peer QP");
     self->core_.to_error("transport retry counter exceeded: no stream from the peer QP (not in RTR, or no such QP)",
                          WcStatus::RetryExcErr, true);
   });
@@ -451,6 +454,7 @@ void Qp::arm_reorder() {
 
 void Qp::send_frame(Frame f) {
   if (peer_gone_) return;  // the stream is closed: the frame goes nowhere (link_down)
+  if (!linked_ && uc_void_) return;  // UC without a stream: lost as on a path to nowhere
   wq_bytes_ += f->size();
   wq_.push_back(std::move(f));
   if (!writing_) start_write();
@@ -685,6 +689,7 @@ void Qp::close() {
     }
     self->socket_.close(ec);
   });
+  hca_.forget_qp(qpn_);  // no stream or datagram finds it any more, and the table stays small
 }
 
 std::string Qp::reason() {

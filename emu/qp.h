@@ -35,6 +35,10 @@
 
 namespace hcasim::emu {
 
+/// How long a UC QP's requests wait for the peer's stream on the side that waits for it, ms,
+/// before they go nowhere and complete as sent (UC has no ACK timer to bound the wait).
+inline constexpr int kUcStreamWaitMs = 2000;
+
 /// One encoded frame, shared between the write queue and the fault injector's held packet.
 using Frame = std::shared_ptr<const std::vector<uint8_t>>;
 
@@ -86,9 +90,6 @@ class Qp final : public sdp::Verbs, public hca::QpBackend, public std::enable_sh
   void modify(State next);
   /// The attributes (ibv_query_qp(3)), the state among them.
   hca::QpAttr attr();
-  /// Returns once no access of the QP to host memory (a gather, a receive's or a responder's
-  /// key check and copy) is under way: they run under its lock.
-  void fence_memory();
   /// Receives come from `srq` (ibv_qp_init_attr.srq), not from post_recv. In RESET only.
   void set_srq(std::shared_ptr<Srq> srq);
   /// The largest inline payload a post may carry, bytes (ibv_qp_init_attr.cap.max_inline_data).
@@ -208,6 +209,9 @@ class Qp final : public sdp::Verbs, public hca::QpBackend, public std::enable_sh
   /// the subnet's handshake (emu/auth.h).
   void open_stream(uint16_t dlid, uint32_t rq_psn);
   void link_down(const std::string& why, bool orderly);
+  /// No stream to the peer (no port with its LID, no answer, not the subnet's, or none came in
+  /// time on the waiting side): RC goes to ERROR with `why`; UC sends on into nothing (uc_void_).
+  void no_stream(const std::string& why);
   void arm_reorder();
 
   Hca& hca_;
@@ -221,8 +225,8 @@ class Qp final : public sdp::Verbs, public hca::QpBackend, public std::enable_sh
   boost::asio::ip::tcp::socket socket_;
   boost::asio::steady_timer ack_timer_, rnr_timer_, reorder_timer_;
   boost::asio::steady_timer link_timer_;  // wait_for_link
-  std::mutex m_;
-  std::condition_variable cv_;  // drain, close, wait_written
+  AccessLock m_{hca_};  // the QP's lock: its MR accesses hold their MRs (Hca::dereg_mr)
+  std::condition_variable_any cv_;  // drain, close, wait_written
   hca::QueuePair core_;
   hca::WireFaults<Frame> faults_;
   std::string reason_;
@@ -244,6 +248,7 @@ class Qp final : public sdp::Verbs, public hca::QpBackend, public std::enable_sh
   /// handlers of the old one's reads and writes, which carry their generation, do nothing.
   uint64_t stream_gen_ = 0;
   bool link_wait_ = false;  // link_timer_ runs: requests wait for a stream that may never come
+  bool uc_void_ = false;    // UC without a stream (none came, or none can): frames dropped, sends complete
   std::optional<boost::asio::ip::tcp::socket> pending_;  // accepted before RTR
   uint32_t pending_from_ = 0;
   uint16_t pending_lid_ = 0;

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "emu/auth.h"
+#include "emu/cloexec.h"
 #include "emu/cm.h"
 #include "emu/subnet.h"
 
@@ -83,12 +84,13 @@ void Qp::open_stream(uint16_t dlid, uint32_t rq_psn) {
   const std::optional<uint16_t> port = find_port(dlid);
   tcp::socket s(hca_.io());
   boost::system::error_code ec;
-  if (port) s.connect(tcp::endpoint(asio::ip::address_v4::loopback(), *port), ec);
+  if (port) open_cloexec(s, tcp::v4(), ec);
+  if (port && !ec) s.connect(tcp::endpoint(asio::ip::address_v4::loopback(), *port), ec);
   const std::string peer = fmt::format("LID {:#x} QP {:#x}", dlid, remote);
   if (!port || ec) {
     std::lock_guard g(m_);
-    core_.to_error(port ? fmt::format("{}: {}", peer, ec.message())
-                        : fmt::format("{}: no port with that LID on the emulated subnet {}", peer, subnet_dir()));
+    no_stream(port ? fmt::format("{}: {}", peer, ec.message())
+                   : fmt::format("{}: no port with that LID on the emulated subnet {}", peer, subnet_dir()));
     return;
   }
   s.set_option(tcp::no_delay(true), ec);
@@ -115,13 +117,24 @@ void Qp::open_stream(uint16_t dlid, uint32_t rq_psn) {
     }
   } catch (const sdp::DeviceError& e) {
     std::lock_guard g(m_);
-    core_.to_error(e.what());
+    no_stream(e.what());
     return;
   }
   std::lock_guard g(m_);
   if (core_.state() == State::Error || closed_) return;
   socket_ = std::move(s);
   start_io();
+}
+
+void Qp::no_stream(const std::string& why) {
+  if (type_ != hca::QpType::Uc) {
+    core_.to_error(why);
+    return;
+  }
+  // UC has no ACK: an HCA sends into a path that leads nowhere and completes the sends as sent
+  // (IBA 9.8.2); the frames are dropped here.
+  uc_void_ = true;
+  kick();
 }
 
 void Qp::take_stream(tcp::socket s, uint32_t from_qpn, uint16_t from_lid) {
@@ -165,7 +178,9 @@ void Qp::link_down(const std::string& why, bool orderly) {
     peer_gone_ = true;
     boost::system::error_code ec;
     socket_.close(ec);
-    if (core_.send_outstanding() > 0 && (core_.attr().timeout == 0 || core_.rnr_waiting()))
+    if (type_ == hca::QpType::Uc)
+      kick();  // UC: what is queued goes out to nowhere and completes as sent (no ACK to miss)
+    else if (core_.send_outstanding() > 0 && (core_.attr().timeout == 0 || core_.rnr_waiting()))
       core_.to_error(why, WcStatus::RetryExcErr);
     if (on_link_) on_link_(orderly, why);
     cv_.notify_all();

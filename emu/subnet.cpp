@@ -11,6 +11,7 @@
 #include <atomic>
 #include <cerrno>
 #include <cstdlib>
+#include <cstdio>
 #include <cstring>
 
 #include <fmt/format.h>
@@ -88,7 +89,9 @@ Entry read_claim(int dir, const std::string& name, Claim& c) {
   return Entry::Claim;
 }
 
-/// Removes the temporary claim files (".claim-PID-N") of processes that are gone.
+/// Removes the temporary claim files (".claim-PID-N") of processes that are gone, and this
+/// process's own: the caller holds the directory's flock, so none of ours is under way, and one
+/// left is a crashed process's whose PID this one now has.
 void reclaim_temporaries(int dir) {
   const int dup = ::fcntl(dir, F_DUPFD_CLOEXEC, 0);
   if (dup < 0) return;
@@ -99,18 +102,36 @@ void reclaim_temporaries(int dir) {
   }
   while (const dirent* e = ::readdir(d)) {
     long pid = 0;
-    if (std::sscanf(e->d_name, ".claim-%ld-", &pid) == 1 && pid > 0 && ::kill(static_cast<pid_t>(pid), 0) != 0 &&
-        errno == ESRCH)
+    if (std::sscanf(e->d_name, ".claim-%ld-", &pid) == 1 && pid > 0 &&
+        (pid == ::getpid() || (::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH)))
       ::unlinkat(dir, e->d_name, 0);
   }
   ::closedir(d);
 }
 
+/// Renames the entry `name` of the subnet directory `dir` (at `path`), a directory that is not
+/// empty, to "garbage-NAME-PID-N" beside it, so that its LID is claimed again, and says so in
+/// one line on stderr: its contents are the user's to judge (removing a tree another process
+/// may still change is not safe). Nothing is renamed over an existing entry.
+void set_aside(int dir, const std::string& path, const std::string& name) {
+  static std::atomic<unsigned> serial{0};
+  const std::string aside = fmt::format("garbage-{}-{}-{}", name, ::getpid(), serial++);
+  if (::renameat2(dir, name.c_str(), dir, aside.c_str(), RENAME_NOREPLACE) == 0)
+    std::fprintf(stderr, "hcasim: emulated subnet %s: %s was a directory, not a claim; moved to %s/%s (remove it)\n",
+                 path.c_str(), name.c_str(), path.c_str(), aside.c_str());
+  else
+    std::fprintf(stderr, "hcasim: emulated subnet %s: %s is a directory, not a claim, and cannot be moved (%s); its "
+                 "LID is skipped: remove it\n", path.c_str(), name.c_str(), std::strerror(errno));
+}
+
 }  // namespace
 
 std::string subnet_dir() {
-  if (const char* e = std::getenv(kSubnetEnv); e != nullptr && *e != '\0') return e;
-  return fmt::format("/tmp/hcasim-subnet-{}", ::getuid());
+  std::string dir = fmt::format("/tmp/hcasim-subnet-{}", ::getuid());
+  if (const char* e = std::getenv(kSubnetEnv); e != nullptr && *e != '\0') dir = e;
+  // A trailing slash makes path resolution follow a final symbolic link, O_NOFOLLOW or not.
+  while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
+  return dir;
 }
 
 int open_subnet_dir(bool create) {
@@ -279,7 +300,8 @@ SubnetPort::SubnetPort(uint16_t tcp_port) : owner_(::getpid()) {
       Claim c;
       const Entry e = read_claim(d.fd, name, c);
       if (e == Entry::Claim && c.alive()) break;
-      if (::unlinkat(d.fd, name.c_str(), 0) != 0 && errno == EISDIR) ::unlinkat(d.fd, name.c_str(), AT_REMOVEDIR);
+      if (::unlinkat(d.fd, name.c_str(), 0) != 0 && errno == EISDIR && ::unlinkat(d.fd, name.c_str(), AT_REMOVEDIR) != 0)
+        set_aside(d.fd, dir, name);
     }
   }
   ::unlinkat(d.fd, tmp.c_str(), 0);

@@ -2,8 +2,9 @@
 /// \file The emulated subnet of one machine: how the emulated HCAs' ports of the processes on
 /// it find each other by LID, as a subnet manager's LID assignment and path records would.
 ///
-/// The subnet is a directory, `$HCASIM_SUBNET`, default `/tmp/hcasim-subnet-$UID` (created
-/// 0700 when absent). Another user must not be able to plant or change anything in it, so it
+/// The subnet is a directory, `$HCASIM_SUBNET` (its trailing slashes taken off: "DIR/" would
+/// follow a final symbolic link), default `/tmp/hcasim-subnet-$UID` (created 0700 when
+/// absent). Another user must not be able to plant or change anything in it, so it
 /// is refused when it is a symbolic link, not a directory, owned by another user or writable
 /// by group or others; every entry is opened relative to it with O_NOFOLLOW (and never blocks:
 /// a FIFO is garbage, not a claim).
@@ -17,8 +18,10 @@
 /// O_EXCL, which is then link(2)ed to `lid-XXXX` (EEXIST: taken). Claims are made under an
 /// exclusive flock(2) of the directory. An entry whose owner no longer runs, or that is no
 /// claim at all (not a regular file, not such a line), is removed by the claimer, which then
-/// tries that LID again; temporary files of processes that are gone are removed too. LIDs are
-/// tried from 1 up, so the first process gets LID 1, the second 2, ... The owner removes its
+/// tries that LID again (a directory that is not empty is renamed "garbage-lid-XXXX-PID-N",
+/// with one line on stderr, rather than removed); temporary files of processes that are gone, or of the claimer's own
+/// PID (left by a crash of a process whose PID it now has), are removed too. LIDs are tried
+/// from 1 up, so the first process gets LID 1, the second 2, ... The owner removes its
 /// file when its port closes; a forked child never removes its parent's.
 ///
 /// The port's GUID is a ConnectX-3's port 1 GUID (node GUID + 1) with the LID in bits 8..23:
@@ -48,7 +51,8 @@ inline constexpr uint16_t kMaxUnicastLid = 0xBFFF;
 /// The link-local GID prefix, fe80::/64.
 inline constexpr uint64_t kGidPrefix = 0xfe80000000000000ull;
 
-/// The subnet directory: $HCASIM_SUBNET, else /tmp/hcasim-subnet-UID.
+/// The subnet directory: $HCASIM_SUBNET without its trailing slashes ("/" stays), else
+/// /tmp/hcasim-subnet-UID.
 std::string subnet_dir();
 /// A descriptor (O_DIRECTORY, close-on-exec; the caller closes it) of subnet_dir(), made 0700
 /// first when `create` and absent. Throws sdp::DeviceError, one line naming the directory, when

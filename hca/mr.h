@@ -50,6 +50,10 @@ enum class MrRefusal : uint8_t { None, UnknownKey, OtherPd, Access, Bounds, Othe
 /// The PDs and MRs of one HCA.
 class MrTable {
  public:
+  /// `reuse_keys`: a deregistered MR's key is handed out again (a LIFO free list), so that the
+  /// table holds no more entries than MRs ever live at once (the emulator's long-lived
+  /// processes); without it keys only grow (the simulator's sequential keys).
+  explicit MrTable(bool reuse_keys = false) : reuse_(reuse_keys) {}
   /// ibv_alloc_pd: a new PD handle (1, 2, ...).
   uint32_t alloc_pd() { return next_pd_++; }
   /// True when `pd` was allocated.
@@ -125,11 +129,15 @@ class MrTable {
 
  private:
   uint32_t next_pd_ = 1;
-  /// MRs by key - kFirstKey (keys are handed out in order and never reused), a constant-time
+  /// MRs by key - kFirstKey (handed out in order; reused only with reuse_), a constant-time
   /// look-up on every gather, scatter and remote access.
   std::vector<Mr> mrs_;
   std::vector<bool> live_;
   size_t live_count_ = 0;
+  bool reuse_ = false;
+  std::vector<uint32_t> free_;  // reuse_: indexes of deregistered MRs
+  /// The index for a new MR `m`: a freed one (reuse_) or the next.
+  uint32_t place(const Mr& m);
 };
 
 /// "unknown key", "key of another PD", "access flags", "out of bounds", "" for None.

@@ -20,6 +20,7 @@
 #include <thread>
 
 #include "emu/wire.h"
+#include "tests/cm_handshake.h"
 
 
 namespace {
@@ -152,17 +153,21 @@ class RawPeer {
     a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     a.sin_port = htons(static_cast<uint16_t>(port));
     if (::connect(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) throw std::runtime_error("RawPeer: cannot connect");
+    // A process of this user: it proves the subnet's secret to the listener (emu/cm.h).
+    if (!hcasim::testing::cm_prove(fd_)) throw std::runtime_error("RawPeer: the listener's handshake failed");
   }
   ~RawPeer() { ::close(fd_); }
   RawPeer(const RawPeer&) = delete;
   RawPeer& operator=(const RawPeer&) = delete;
   int port() const { return port_; }
-  /// Takes the one connection (the listening socket is closed).
+  /// Takes the one connection (the listening socket is closed) and challenges it, as a
+  /// listener of this machine does.
   void accept() {
     const int c = ::accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC);
     if (c < 0) throw std::runtime_error("RawPeer: accept failed");
     ::close(fd_);
     fd_ = c;
+    if (!hcasim::testing::cm_challenge(fd_)) throw std::runtime_error("RawPeer: the client's handshake failed");
   }
   void send(const hcasim::emu::Packet& p) {
     const std::vector<uint8_t> f = hcasim::emu::encode(p);

@@ -3,6 +3,7 @@
 // and the one-line error without a device.
 #include <gtest/gtest.h>
 
+#include "tests/cm_handshake.h"
 #include "tests/proc.h"
 
 #include <arpa/inet.h>
@@ -263,14 +264,16 @@ TEST(SdpStream, ARemoteCpuTheServerLacksIsANoteAndTheTestRuns) {
 
 namespace {
 
-/// A TCP connection to 127.0.0.1:port that sends nothing; -1 when it could not connect.
+/// A TCP connection to 127.0.0.1:port that passes the subnet's handshake (a process of this
+/// user, emu/cm.h) and then sends nothing; -1 when it could not connect or the handshake failed.
 int idle_peer(int port) {
   const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in a{};
   a.sin_family = AF_INET;
   a.sin_port = htons(static_cast<uint16_t>(port));
   a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (fd >= 0 && ::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0) return fd;
+  if (fd >= 0 && ::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 && hcasim::testing::cm_prove(fd))
+    return fd;
   if (fd >= 0) ::close(fd);
   return -1;
 }
@@ -279,12 +282,20 @@ int idle_peer(int port) {
 
 // One TCP connection that says nothing must not hold hcasim-sdp-server for the CM timeout
 // (10 s), nor N of them for N x 10 s, failing a real client with "no answer within 10000 ms
-// during connection setup". Three idle peers, then a real client: it streams at once,
-// with equal CRCs; each idle peer times out on its own (a line naming it) and the server goes on.
+// during connection setup". Three idle peers of this user (past the subnet's handshake) and a
+// stranger that does not answer the handshake, then a real client: it streams at once, with
+// equal CRCs; the stranger is closed after the handshake's 2 s, each idle peer times out on its
+// own (a line naming it), and the server goes on.
 TEST(SdpStream, IdlePeersDoNotBlockTheServer) {
   Proc srv("idle-server", {HCASIM_SDP_SERVER, "--device", "emu", "-p", "0"});
   const int port = srv.port();
   ASSERT_GT(port, 0) << srv.err();
+  const int stranger = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in to{};
+  to.sin_family = AF_INET;
+  to.sin_port = htons(static_cast<uint16_t>(port));
+  to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::connect(stranger, reinterpret_cast<sockaddr*>(&to), sizeof to), 0);
   std::vector<int> idle;
   for (int i = 0; i < 3; ++i) idle.push_back(idle_peer(port));
   for (int fd : idle) ASSERT_GE(fd, 0);
@@ -311,6 +322,10 @@ TEST(SdpStream, IdlePeersDoNotBlockTheServer) {
   EXPECT_TRUE(std::regex_search(err, std::regex("hcasim-sdp-server: 127\\.0\\.0\\.1:[0-9]+: no answer within 10000 ms "
                                                 "during connection setup\n(.*\n)*.*no answer.*\n(.*\n)*.*no answer")))
       << err;
+  EXPECT_TRUE(std::regex_search(err, std::regex("hcasim-sdp-server: 127\\.0\\.0\\.1:[0-9]+: no answer within 2000 ms "
+                                                "during connection setup\n")))
+      << "the stranger, at the handshake's time: " << err;
+  ::close(stranger);
   for (int fd : idle) ::close(fd);
   Proc again("idle-client2", {HCASIM_SDP_CLIENT, "--device", "emu", "-p", std::to_string(port), "-P", "0", "-l", "-1000"});
   EXPECT_EQ(again.wait(std::chrono::seconds(20)), 0) << again.err() << srv.err();

@@ -102,6 +102,49 @@ TEST_F(Subnet, ASymbolicLinkIsRefusedAndNotFollowed) {
   EXPECT_EQ(emu::find_port(1), std::nullopt);
 }
 
+TEST_F(Subnet, ATrailingSlashDoesNotMakeALinkFollowed) {
+  // "DIR/" resolves a final symbolic link whatever O_NOFOLLOW says: the slash is taken off first.
+  const std::string theirs = root_ + "/theirs";
+  ASSERT_EQ(::mkdir(theirs.c_str(), 0700), 0);
+  ASSERT_EQ(::symlink(theirs.c_str(), dir_.c_str()), 0);
+  ::setenv(emu::kSubnetEnv, (dir_ + "//").c_str(), 1);
+  EXPECT_EQ(emu::subnet_dir(), dir_);
+  EXPECT_EQ(claim_error(), fmt::format("emulated subnet {}: not a directory (a symbolic link or a file); remove it or "
+                                       "set HCASIM_SUBNET to a directory of your own",
+                                       dir_));
+  EXPECT_TRUE(fs::is_empty(theirs));
+  ::setenv(emu::kSubnetEnv, "/", 1);
+  EXPECT_EQ(emu::subnet_dir(), "/");
+}
+
+TEST_F(Subnet, ATemporaryClaimLeftUnderThisPidIsReclaimed) {
+  // A process that crashed mid-claim left ".claim-PID-N"; this process now has its PID.
+  ASSERT_EQ(::mkdir(dir_.c_str(), 0700), 0);
+  for (int n = 0; n < 256; ++n) write(fmt::format(".claim-{}-{}", ::getpid(), n), "left by a crash");
+  EXPECT_EQ(claim_error(), "");
+  for (const auto& e : fs::directory_iterator(dir_)) ADD_FAILURE() << "left behind: " << e.path();
+}
+
+TEST_F(Subnet, ANonEmptyDirectoryIsSetAsideWithALineAndItsLidClaimed) {
+  ASSERT_EQ(::mkdir(dir_.c_str(), 0700), 0);
+  ASSERT_EQ(::mkdir((dir_ + "/lid-0001").c_str(), 0700), 0);
+  std::ofstream(dir_ + "/lid-0001/notes") << "the user's\n";
+  ::testing::internal::CaptureStderr();
+  auto p = std::make_unique<emu::SubnetPort>(4242);
+  const std::string said = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(p->lid(), 1);
+  EXPECT_EQ(read("lid-0001"), live_line(4242));
+  std::vector<std::string> aside;
+  for (const auto& e : fs::directory_iterator(dir_))
+    if (e.path().filename().string().starts_with("garbage-")) aside.push_back(e.path().filename().string());
+  ASSERT_EQ(aside.size(), 1u);
+  EXPECT_TRUE(aside[0].starts_with(fmt::format("garbage-lid-0001-{}-", ::getpid()))) << aside[0];
+  EXPECT_EQ(read(aside[0] + "/notes"), "the user's\n");
+  EXPECT_EQ(said, fmt::format("hcasim: emulated subnet {0}: lid-0001 was a directory, not a claim; moved to {0}/{1} "
+                              "(remove it)\n",
+                              dir_, aside[0]));
+}
+
 TEST_F(Subnet, ADirectoryOthersCanWriteIsRefused) {
   ASSERT_EQ(::mkdir(dir_.c_str(), 0700), 0);
   ASSERT_EQ(::chmod(dir_.c_str(), 0777), 0);

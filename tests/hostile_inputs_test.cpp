@@ -37,6 +37,7 @@
 #include <zlib.h>
 
 #include "emu/wire.h"
+#include "tests/cm_handshake.h"
 #include "sdp/bsdh.h"
 
 namespace fs = std::filesystem;
@@ -252,6 +253,7 @@ class RawPeer {
     if (!read(body.data(), body.size())) throw std::runtime_error("truncated frame from the server");
     return hcasim::emu::decode(body);
   }
+  int fd() const { return fd_; }
   void close() {
     if (fd_ >= 0) ::close(fd_);
     fd_ = -1;
@@ -314,6 +316,8 @@ void run_packet_case(const Case& c, const std::string& line_re) {
   {
     RawPeer peer(port);
     ASSERT_TRUE(peer.ok());
+    // A process of this user (it passes the subnet's handshake) with a malformed CM exchange.
+    ASSERT_TRUE(hcasim::testing::cm_prove(peer.fd())) << srv.err();
     uint32_t rep_qpn = 0;
     if (c.packet.established) {
       ASSERT_TRUE(peer.send(cm_req(good_hello())));

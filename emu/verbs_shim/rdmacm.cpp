@@ -5,7 +5,9 @@
 //
 // Addresses: the TCP endpoint of a cm_id is its RDMA CM address. rdma_bind_addr binds a TCP
 // socket there (port 0: any free port, which rdma_get_src_port reports); rdma_listen listens
-// on it, and a thread per listening cm_id reads each connection's REQ and queues a
+// on it, and a thread per listening cm_id accepts each connection and hands it to the I/O
+// thread, which reads its REQ (a connection from this machine first proves the subnet's secret,
+// emu/cm.h; each within kHandshakeTimeoutMs, at most kMaxHandshakes at once) and queues a
 // CONNECT_REQUEST with its private data. rdma_resolve_addr and rdma_resolve_route only record
 // the destination (ADDR_RESOLVED, ROUTE_RESOLVED); rdma_connect opens the TCP connection, sends
 // the REQ and waits (at most emu::kCmTimeoutMs) for the REP or REJ, then queues ESTABLISHED or
@@ -20,11 +22,13 @@
 // AF_IB, UD / multicast, rdma_init_qp_attr, rdma_set_option but its ACK timeout and TOS, ECE.
 #include <fcntl.h>
 #include <poll.h>
+#include <sys/socket.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
 
 #include <array>
 #include <atomic>
+#include <map>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -33,6 +37,7 @@
 
 #include <fmt/format.h>
 
+#include "emu/cloexec.h"
 #include "emu/cm.h"
 #include "emu/verbs_shim/device.h"
 #include "emu/verbs_shim/rdmacm.h"
@@ -92,10 +97,157 @@ void watch_link(rdma_cm_id* id, Qp& qp) {
   qp.set_link_handler([id](bool, const std::string&) { post_disconnected(id); });
 }
 
-/// The listener thread of a listening cm_id: accepts TCP connections, reads each REQ (at most
-/// kCmTimeoutMs) and queues a CONNECT_REQUEST with a new cm_id holding the stream.
+}  // namespace
+
+/// A listening cm_id's requests under way: connections accepted whose handshake (from this
+/// machine: emu/cm.h cm_connect_handshake's other side) and CM REQ are read on the I/O thread,
+/// each within kHandshakeTimeoutMs, at most kMaxHandshakes at once (a new one closes the
+/// oldest). `m` guards all of it: the I/O thread's handlers and stop_listener.
+struct PendingRequests {
+  struct Req {
+    Req(tcp::socket s, asio::io_context& io) : sock(std::move(s)), timer(io) {}
+    tcp::socket sock;
+    asio::steady_timer timer;
+    tcp::endpoint peer;
+    Challenge challenge{};
+    Answer answer{};
+    Proof proof{};
+    std::array<uint8_t, kLengthSize> length{};
+    std::vector<uint8_t> body;
+    bool done = false;  // handed over or closed: later handlers do nothing
+    uint64_t serial = 0;
+  };
+  std::mutex m;
+  CmId* listener = nullptr;  // null once it stopped listening
+  std::map<uint64_t, std::shared_ptr<Req>> reqs;
+  uint64_t serial = 0;
+};
+
+namespace {
+
+using Req = PendingRequests::Req;
+
+/// Closes a request that did not end in a CM REQ (the peer sees its setup fail) and counts it
+/// with the port's refused strangers, unless the listener stopped first. Under p.m.
+void drop_request(PendingRequests& p, const std::shared_ptr<Req>& r) {
+  if (r->done) return;
+  r->done = true;
+  boost::system::error_code ec;
+  r->timer.cancel();
+  r->sock.close(ec);
+  p.reqs.erase(r->serial);
+  if (p.listener != nullptr) device().hca->count_stranger();
+}
+
+/// The request's CM REQ has come: a new cm_id holding the stream, and its CONNECT_REQUEST on
+/// the listener's channel. Under p.m, p.listener set.
+void hand_over(PendingRequests& p, const std::shared_ptr<Req>& r, const Packet& req) {
+  CmId* l = p.listener;
+  r->done = true;
+  r->timer.cancel();
+  p.reqs.erase(r->serial);
+  boost::system::error_code ec;
+  auto* child = new CmId;
+  child->id.verbs = &device().ctx;
+  child->id.pd = l->id.pd;
+  child->id.context = l->id.context;
+  child->id.ps = l->id.ps;
+  child->id.port_num = 1;
+  child->id.qp_type = IBV_QPT_RC;
+  set_addr(child->id.route.addr.src_storage, r->sock.local_endpoint(ec));
+  set_addr(child->id.route.addr.dst_storage, r->peer);
+  child->remote_qpn = req.local_qpn;
+  child->socket.emplace(std::move(r->sock));
+  {
+    std::lock_guard g(g_channels);
+    child->id.channel = l->id.channel;
+  }
+  if (l->sync) {
+    // A synchronous listener's requests are synchronous ids on channels of their own
+    // (rdma_get_request(3) takes the request from the listener's channel).
+    child->sync = true;
+    child->id.channel = new_channel();
+  }
+  // The emulated REQ carries no RDMA read depths: the device's are offered.
+  post_event(&child->id, RDMA_CM_EVENT_CONNECT_REQUEST, 0, req.payload, &l->id, kRdAtom, kRdAtom);
+}
+
+/// Reads the request's CM REQ frame (its length field, then its body), on the I/O thread.
+void read_request(const std::shared_ptr<PendingRequests>& p, const std::shared_ptr<Req>& r) {
+  asio::async_read(r->sock, asio::buffer(r->length), [p, r](boost::system::error_code e1, size_t) {
+    std::lock_guard g(p->m);
+    if (r->done) return;
+    if (e1 || p->listener == nullptr) return drop_request(*p, r);
+    try {
+      r->body.resize(decode_length(r->length));
+    } catch (const WireError&) {
+      return drop_request(*p, r);
+    }
+    asio::async_read(r->sock, asio::buffer(r->body), [p, r](boost::system::error_code e2, size_t) {
+      std::lock_guard g2(p->m);
+      if (r->done) return;
+      if (e2 || p->listener == nullptr || !icrc_ok(r->body)) return drop_request(*p, r);
+      Packet req;
+      try {
+        req = decode(r->body);
+      } catch (const WireError&) {
+        return drop_request(*p, r);
+      }
+      if (req.op != Op::CmReq) return drop_request(*p, r);
+      hand_over(*p, r, req);
+    });
+  });
+}
+
+/// A connection the listener thread accepted: its handshake when it comes from this machine,
+/// then its REQ, on the I/O thread, all within kHandshakeTimeoutMs.
+void start_request(const std::shared_ptr<PendingRequests>& p, tcp::socket s) {
+  std::lock_guard g(p->m);
+  boost::system::error_code ec;
+  if (p->listener == nullptr) return;  // s closes
+  if (p->reqs.size() >= kMaxHandshakes) drop_request(*p, p->reqs.begin()->second);
+  auto r = std::make_shared<Req>(std::move(s), device().hca->io());
+  r->peer = r->sock.remote_endpoint(ec);
+  r->serial = p->serial++;
+  p->reqs.emplace(r->serial, r);
+  r->timer.expires_after(std::chrono::milliseconds(kHandshakeTimeoutMs));
+  r->timer.async_wait([p, r](boost::system::error_code e) {
+    std::lock_guard g2(p->m);
+    if (!e) drop_request(*p, r);
+  });
+  if (ec) return drop_request(*p, r);  // gone already
+  if (!is_local_address(r->peer.address())) return read_request(p, r);  // another host: no secret to prove
+  r->challenge = make_nonce();
+  asio::async_write(r->sock, asio::buffer(r->challenge), [p, r](boost::system::error_code e1, size_t) {
+    std::lock_guard g2(p->m);
+    if (r->done) return;
+    if (e1) return drop_request(*p, r);
+    asio::async_read(r->sock, asio::buffer(r->answer), [p, r](boost::system::error_code e2, size_t) {
+      std::lock_guard g3(p->m);
+      if (r->done) return;
+      if (e2) return drop_request(*p, r);
+      Nonce theirs{};
+      const std::optional<StreamReq> fields = check_answer(device().hca->secret(), r->challenge, r->answer, theirs);
+      if (!fields) return drop_request(*p, r);
+      r->proof = make_proof(device().hca->secret(), r->challenge, theirs, *fields);
+      asio::async_write(r->sock, asio::buffer(r->proof), [p, r](boost::system::error_code e3, size_t) {
+        {
+          std::lock_guard g4(p->m);
+          if (r->done) return;
+          if (e3) return drop_request(*p, r);
+        }
+        read_request(p, r);
+      });
+    });
+  });
+}
+
+/// The listener thread of a listening cm_id: accepts TCP connections (close-on-exec) and hands
+/// each to the I/O thread (start_request), so that no connection holds up the next; out of
+/// descriptors or memory, it accepts again after kAcceptBackoffMs.
 void listen_loop(CmId* l) {
   std::array<pollfd, 2> fds{{{l->acceptor->native_handle(), POLLIN, 0}, {l->stop_fd, POLLIN, 0}}};
+  const std::shared_ptr<PendingRequests> pending = l->pending;
   for (;;) {
     if (::poll(fds.data(), fds.size(), -1) < 0) {
       if (errno == EINTR) continue;
@@ -104,41 +256,18 @@ void listen_loop(CmId* l) {
     if (fds[1].revents != 0) return;
     tcp::socket s(device().hca->io());
     boost::system::error_code ec;
-    l->acceptor->accept(s, ec);
+    accept_cloexec(*l->acceptor, s, ec);
+    if (ec == asio::error::no_descriptors || ec == asio::error::no_buffer_space || ec == asio::error::no_memory ||
+        ec.value() == ENFILE) {
+      // Out of descriptors or memory: the connection waits in the backlog and the listener
+      // tries again a little later, as the subnet port does, instead of spinning.
+      if (::poll(&fds[1], 1, kAcceptBackoffMs) > 0) return;
+      continue;
+    }
     if (ec) continue;  // would block, or the peer gave up already
     s.set_option(tcp::no_delay(true), ec);
-    const auto peer_ep = s.remote_endpoint(ec);
-    const std::string peer = ec ? std::string("peer") : fmt::format("{}:{}", peer_ep.address().to_string(), peer_ep.port());
-    Packet req;
-    try {
-      req = read_frame_until(s, std::chrono::steady_clock::now() + std::chrono::milliseconds(kCmTimeoutMs), peer);
-    } catch (const sdp::DeviceError&) {
-      continue;  // no REQ: the stream closes, the peer sees its connection setup fail
-    }
-    if (req.op != Op::CmReq) continue;
-    auto* child = new CmId;
-    child->id.verbs = &device().ctx;
-    child->id.pd = l->id.pd;
-    child->id.context = l->id.context;
-    child->id.ps = l->id.ps;
-    child->id.port_num = 1;
-    child->id.qp_type = IBV_QPT_RC;
-    set_addr(child->id.route.addr.src_storage, s.local_endpoint(ec));
-    set_addr(child->id.route.addr.dst_storage, peer_ep);
-    child->remote_qpn = req.local_qpn;
-    child->socket.emplace(std::move(s));
-    {
-      std::lock_guard g(g_channels);
-      child->id.channel = l->id.channel;
-    }
-    if (l->sync) {
-      // A synchronous listener's requests are synchronous ids on channels of their own
-      // (rdma_get_request(3) takes the request from the listener's channel).
-      child->sync = true;
-      child->id.channel = new_channel();
-    }
-    // The emulated REQ carries no RDMA read depths: the device's are offered.
-    post_event(&child->id, RDMA_CM_EVENT_CONNECT_REQUEST, 0, req.payload, &l->id, kRdAtom, kRdAtom);
+    auto held = std::make_shared<tcp::socket>(std::move(s));
+    asio::post(device().hca->io(), [pending, held] { start_request(pending, std::move(*held)); });
   }
 }
 
@@ -152,6 +281,14 @@ void stop_listener(CmId* c) {
   }
   if (c->stop_fd >= 0) ::close(c->stop_fd);
   c->stop_fd = -1;
+  if (c->pending) {
+    // Requests under way end here: their streams are shut down, so that their handlers run at
+    // once on the I/O thread and close them; none reaches the listener any more.
+    std::lock_guard g(c->pending->m);
+    c->pending->listener = nullptr;
+    for (auto& [serial, r] : c->pending->reqs) ::shutdown(r->sock.native_handle(), SHUT_RDWR);
+    c->pending.reset();
+  }
   boost::system::error_code ec;
   if (c->acceptor) c->acceptor->close(ec);
 }
@@ -265,7 +402,7 @@ int rdma_bind_addr(rdma_cm_id* id, sockaddr* addr) {
   const auto ep = hcasim::emu::shim::to_endpoint(addr);
   boost::system::error_code ec;
   c->acceptor.emplace(device().hca->io());
-  c->acceptor->open(ep.protocol(), ec);
+  hcasim::emu::open_cloexec(*c->acceptor, ep.protocol(), ec);
   if (!ec) c->acceptor->set_option(boost::asio::ip::tcp::acceptor::reuse_address(true), ec);
   if (!ec) c->acceptor->bind(ep, ec);
   if (ec) {
@@ -277,8 +414,11 @@ int rdma_bind_addr(rdma_cm_id* id, sockaddr* addr) {
   return 0;
 }
 
-/// rdma_listen(3): listens on the bound address; CONNECT_REQUEST events follow. -1 with errno
-/// EINVAL when not bound, else from listen(2).
+/// rdma_listen(3): listens on the bound address; CONNECT_REQUEST events follow, for connections
+/// from this machine only once they proved the subnet's secret (emu/cm.h; the others are closed
+/// and counted in emu::Hca::strangers_refused). -1 with errno EINVAL when not bound, ENODEV
+/// when the port cannot join the subnet (its secret unreadable: one line on stderr), else from
+/// listen(2).
 int rdma_listen(rdma_cm_id* id, int backlog) {
   using hcasim::emu::shim::fail;
   CmId* c = hcasim::emu::shim::cm_of(id);
@@ -287,8 +427,12 @@ int rdma_listen(rdma_cm_id* id, int backlog) {
   c->acceptor->listen(backlog > 0 ? backlog : 8, ec);
   if (!ec) c->acceptor->non_blocking(true, ec);
   if (ec) return fail(ec.value());
+  // Whoever connects from this machine proves the subnet's secret: the port reads it first.
+  if (hcasim::emu::shim::port_lid() == 0) return fail(ENODEV);
   c->stop_fd = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   if (c->stop_fd < 0) return -1;
+  c->pending = std::make_shared<hcasim::emu::shim::PendingRequests>();
+  c->pending->listener = c;
   c->listener = std::thread(hcasim::emu::shim::listen_loop, c);
   return 0;
 }
@@ -386,9 +530,12 @@ void rdma_destroy_qp(rdma_cm_id* id) {
 /// goes to the resolved address and the answer is awaited here; ESTABLISHED (the REP's private
 /// data; the QP in RTS), REJECTED (status 8 once nobody listened for kRefusedGraceMs) or
 /// UNREACHABLE follows. conn_param's rnr_retry_count is the QP's (retry_count is not: the
-/// emulated QP's comes from $HCASIM_FAULT's qp.retry_cnt). -1 with errno EINVAL without a
-/// resolved route or a QP, or with too much private data; a synchronous id fails with the
-/// event's error (ECONNREFUSED for REJECTED).
+/// emulated QP's comes from $HCASIM_FAULT's qp.retry_cnt). A listener of this machine must prove
+/// the subnet's secret first (emu/cm.h): one that does not is UNREACHABLE with status
+/// -ECONNREFUSED, counted in emu::Hca::strangers_refused. -1 with errno EINVAL without a
+/// resolved route or a QP, or with too much private data, ENODEV for a destination on this
+/// machine when the port cannot join the subnet; a synchronous id fails with the event's error
+/// (ECONNREFUSED for REJECTED).
 int rdma_connect(rdma_cm_id* id, rdma_conn_param* conn_param) {
   namespace shim = hcasim::emu::shim;
   namespace emu = hcasim::emu;
@@ -402,12 +549,14 @@ int rdma_connect(rdma_cm_id* id, rdma_conn_param* conn_param) {
   if (pd.size() > shim::kReqPrivateDataTcp) return shim::fail(EINVAL);
   std::shared_ptr<emu::Qp> qp = shim::emu_qp(id);
   const tcp::endpoint dst = shim::to_endpoint(&id->route.addr.dst_addr);
+  if (emu::is_local_address(dst.address()) && shim::port_lid() == 0) return shim::fail(ENODEV);  // no secret
   const std::string peer = fmt::format("{}:{}", dst.address().to_string(), dst.port());
   tcp::socket s(device().hca->io());
   boost::system::error_code ec;
   const auto give_up = std::chrono::steady_clock::now() + std::chrono::milliseconds(shim::kRefusedGraceMs);
   for (;;) {
-    s.connect(dst, ec);
+    emu::open_cloexec(s, dst.protocol(), ec);
+    if (!ec) s.connect(dst, ec);
     if (ec != boost::asio::error::connection_refused || std::chrono::steady_clock::now() >= give_up) break;
     boost::system::error_code ignored;
     s.close(ignored);
@@ -422,6 +571,17 @@ int rdma_connect(rdma_cm_id* id, rdma_conn_param* conn_param) {
     return shim::complete(id);
   }
   s.set_option(tcp::no_delay(true), ec);
+  if (emu::is_local_address(dst.address())) {
+    // A listener of this machine: it proves the subnet's secret (emu/cm.h), and so does this
+    // side, before the REQ; anything else on that address is not the peer.
+    try {
+      emu::cm_connect_handshake(s, device().hca->secret(), peer);
+    } catch (const hcasim::sdp::DeviceError&) {
+      device().hca->count_stranger();
+      shim::post_event(id, RDMA_CM_EVENT_UNREACHABLE, -ECONNREFUSED);
+      return shim::complete(id);
+    }
+  }
   shim::set_addr(id->route.addr.src_storage, s.local_endpoint(ec));
   qp->attach(std::move(s));
   try {

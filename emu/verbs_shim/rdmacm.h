@@ -4,6 +4,7 @@
 // channels and events). Internal to the shim.
 #include <atomic>
 #include <deque>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <span>
@@ -31,6 +32,9 @@ struct EventChannel {
   bool dead = false;  ///< destroyed (rdma_destroy_event_channel); a reader blocks for ever
 };
 
+/// A listening cm_id's connections whose handshake and CM REQ are being read (rdmacm.cpp).
+struct PendingRequests;
+
 /// rdma_cm_id with what the emulated CM keeps for it.
 struct CmId {
   rdma_cm_id id{};
@@ -38,6 +42,7 @@ struct CmId {
   std::optional<tcp::acceptor> acceptor;  ///< bound / listening
   std::thread listener;
   int stop_fd = -1;                       ///< eventfd stopping the listener thread
+  std::shared_ptr<PendingRequests> pending;  ///< listening: requests being read (I/O thread)
   uint32_t remote_qpn = 0;                ///< passive side: the REQ's QPN
   uint8_t initiator_depth = 0, responder_resources = 0;
   /// A synchronous id (rdma_create_id(3) without a channel, rdma_create_ep(3)): its own
