@@ -160,9 +160,14 @@ void Hca::release(AccessLock& l) {
 
 void AccessLock::release() { hca_.release(*this); }
 
-void Hca::forget_qp(uint32_t qpn) {
+void Hca::forget_qp(const std::shared_ptr<Qp>& qp) {
   std::lock_guard g(qps_lock_);
-  qps_.erase(qpn);
+  qps_.erase(qp->qp_num());
+  if (closing_.size() >= closing_purge_at_) {
+    std::erase_if(closing_, [](const std::weak_ptr<Qp>& w) { return w.expired(); });
+    closing_purge_at_ = std::max<size_t>(64, 2 * closing_.size());
+  }
+  closing_.push_back(qp);
 }
 
 uint32_t Hca::dma_mr(uint32_t pd) {
@@ -427,6 +432,10 @@ void Hca::quiesce(int ms) {
   {
     std::lock_guard g(qps_lock_);
     for (auto& [qpn, w] : qps_)
+      if (auto q = w.lock()) all.push_back(std::move(q));
+    // A destroyed QP's last frames (the reply to the peer's last message) must reach the wire
+    // before the process exits, as an HCA has sent them by the time the program exits.
+    for (auto& w : closing_)
       if (auto q = w.lock()) all.push_back(std::move(q));
   }
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);

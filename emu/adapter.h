@@ -117,8 +117,10 @@ class Hca {
   /// it names nothing any more (hca::MrTable::bind_mw,
   /// invalidate_mw). False when refused.
   bool mw_op(const hca::SendWqe& w, uint32_t qpn, uint32_t pd);
-  /// Drops QP `qpn` from the QP table (ibv_destroy_qp(3): no stream reaches it any more).
-  void forget_qp(uint32_t qpn);
+  /// Drops QP `qp` from the QP table (ibv_destroy_qp(3): no stream reaches it any more). It
+  /// stays on the closing list while it lives (its queued frames still being written), so that
+  /// quiesce waits for them at exit.
+  void forget_qp(const std::shared_ptr<Qp>& qp);
   /// A new QP of `type` in `pd`, in RESET, completing into `send_cq` and `recv_cq` (they may be one
   /// CQ; ibv_create_qp(3)).
   std::shared_ptr<Qp> create_qp(hca::QpType type, uint32_t pd, const sdp::QpCaps& caps,
@@ -217,6 +219,9 @@ class Hca {
   uint32_t pd_ = 0;   // the device PD
   uint32_t next_qpn_ = 0x48;  // under qps_lock_
   std::unordered_map<uint32_t, std::weak_ptr<Qp>> qps_;  // by QPN; expired ones purged as it grows
+  /// Under qps_lock_: destroyed QPs that may still write (Qp::close); expired ones purged as it grows.
+  std::vector<std::weak_ptr<Qp>> closing_;
+  size_t closing_purge_at_ = 64;  // under qps_lock_
   size_t purge_at_ = 64;
   // the subnet port (lid()): its acceptor of QP streams on the I/O thread
   std::mutex port_lock_;

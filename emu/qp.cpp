@@ -689,7 +689,7 @@ void Qp::close() {
     }
     self->socket_.close(ec);
   });
-  hca_.forget_qp(qpn_);  // no stream or datagram finds it any more, and the table stays small
+  hca_.forget_qp(shared_from_this());  // no stream or datagram finds it any more; quiesce still does
 }
 
 std::string Qp::reason() {
