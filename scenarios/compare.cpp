@@ -13,6 +13,20 @@ namespace {
   throw InputError(fmt::format("{}:{}: {}", origin, line, what));
 }
 
+/// Fills `m` with a relative error (simulated - measured) / measured, within `tol` in
+/// magnitude. A measured quantity without a simulated one is not within: nothing vouches for it.
+void compare_relative(Metric& m, const std::optional<double>& meas, const std::optional<double>& sim, double tol) {
+  m.measured = meas;
+  m.simulated = sim;
+  if (!meas) return;
+  if (!sim) {
+    m.within = false;
+    return;
+  }
+  if (*meas != 0) m.error = (*sim - *meas) / *meas;
+  m.within = m.error ? std::fabs(*m.error) <= tol : *sim == *meas;
+}
+
 }  // namespace
 
 
@@ -30,27 +44,15 @@ PointOutcome evaluate_point(const ScenarioPoint& point, const Tolerance& toleran
                             const Figures& measured, const Figures& simulated) {
   PointOutcome o;
   o.kind = point.kind;
-  auto compare = [](Metric& m, const std::optional<double>& meas,
-                    const std::optional<double>& sim, double tol) {
-    m.measured = meas;
-    m.simulated = sim;
-    if (!meas) return;
-    if (!sim) {
-      m.within = false;  // measured but not simulated: nothing to vouch for it
-      return;
-    }
-    if (*meas != 0) m.error = (*sim - *meas) / *meas;
-    m.within = m.error ? std::fabs(*m.error) <= tol : *sim == *meas;
-  };
   // A TCP_RR is compared on its transaction rate, a stream on its throughput.
   if (point.kind == PointKind::NetperfRr)
-    compare(o.transaction_rate, measured.transaction_rate, simulated.transaction_rate, tolerance.throughput);
+    compare_relative(o.transaction_rate, measured.transaction_rate, simulated.transaction_rate, tolerance.throughput);
   else
-    compare(o.throughput, measured.throughput_mbps, simulated.throughput_mbps, tolerance.throughput);
-  compare(o.sd_local, measured.sd_local, simulated.sd_local, tolerance.service_demand);
-  compare(o.sd_remote, measured.sd_remote, simulated.sd_remote, tolerance.service_demand);
-  compare(o.util_local, measured.util_local, simulated.util_local, tolerance.utilisation);
-  compare(o.util_remote, measured.util_remote, simulated.util_remote, tolerance.utilisation);
+    compare_relative(o.throughput, measured.throughput_mbps, simulated.throughput_mbps, tolerance.throughput);
+  compare_relative(o.sd_local, measured.sd_local, simulated.sd_local, tolerance.service_demand);
+  compare_relative(o.sd_remote, measured.sd_remote, simulated.sd_remote, tolerance.service_demand);
+  compare_relative(o.util_local, measured.util_local, simulated.util_local, tolerance.utilisation);
+  compare_relative(o.util_remote, measured.util_remote, simulated.util_remote, tolerance.utilisation);
   if (!point.gated)
     o.status = "not gated";
   else
@@ -96,21 +98,22 @@ PointOutcome evaluate_bandwidth_point(const ScenarioPoint& point, const Toleranc
   PointOutcome o;
   o.kind = PointKind::Bandwidth;
   o.bytes = measured.bytes;
-  auto compare = [](Metric& m, const std::optional<double>& meas, const std::optional<double>& sim, double tol) {
-    m.measured = meas;
-    m.simulated = sim;
-    if (!meas) return;
-    if (!sim) {
-      m.within = false;
-      return;
-    }
-    if (*meas != 0) m.error = (*sim - *meas) / *meas;
-    m.within = m.error ? std::fabs(*m.error) <= tol : *sim == *meas;
-  };
-  compare(o.bw_average, measured.bw_average_gbit_s, simulated.bw_average_gbit_s, tolerance.throughput);
-  compare(o.msg_rate, measured.msg_rate_mpps, simulated.msg_rate_mpps, tolerance.throughput);
+  compare_relative(o.bw_average, measured.bw_average_gbit_s, simulated.bw_average_gbit_s, tolerance.throughput);
+  compare_relative(o.msg_rate, measured.msg_rate_mpps, simulated.msg_rate_mpps, tolerance.throughput);
   o.msg_rate.within = true;  // reported, not gated: it is BW average over the message size
   o.status = !point.gated ? "not gated" : o.bw_average.within ? "ok" : "FAIL";
+  return o;
+}
+
+PointOutcome evaluate_pingpong_point(const ScenarioPoint& point, const Tolerance& tolerance,
+                                     const PingpongFigures& measured, const PingpongFigures& simulated) {
+  PointOutcome o;
+  o.kind = PointKind::Pingpong;
+  o.bytes = measured.size;
+  compare_relative(o.usec_per_iter, measured.usec_per_iter, simulated.usec_per_iter, tolerance.throughput);
+  compare_relative(o.mbit_s, measured.mbit_s, simulated.mbit_s, tolerance.throughput);
+  o.mbit_s.within = true;  // reported, not gated: it is the size over usec/iter
+  o.status = !point.gated ? "not gated" : o.usec_per_iter.within ? "ok" : "FAIL";
   return o;
 }
 

@@ -29,7 +29,8 @@ struct Metric {
 /// A point's comparison. A netperf point fills throughput, sd_local, sd_remote, util_local and
 /// util_remote; a TCP_RR point transaction_rate, sd_local, sd_remote (us per transaction),
 /// util_local and util_remote; a latency point fills bytes, t_typical, t_min and t_max (t_max is
-/// never gated).
+/// never gated); a bandwidth point bytes, bw_average and msg_rate; a pingpong point bytes (its
+/// -s), usec_per_iter and mbit_s.
 struct PointOutcome {
   Metric throughput, sd_local, sd_remote;
   Metric transaction_rate;  ///< TCP_RR: transactions per second, error relative
@@ -39,6 +40,7 @@ struct PointOutcome {
   uint64_t bytes = 0;  ///< latency and bandwidth: the message size, B
   Metric t_typical, t_min, t_max;
   Metric bw_average, msg_rate;  ///< bandwidth: Gbit/s and Mpps, errors relative
+  Metric usec_per_iter, mbit_s;  ///< pingpong: us per round trip and 10^6 bit/s, errors relative
 };
 
 /// Compares measured with simulated for a netperf `point` (TCP_STREAM, TCP_MAERTS or TCP_RR):
@@ -64,5 +66,13 @@ PointOutcome evaluate_latency_point(const ScenarioPoint& point, const Tolerance&
 /// measured.bytes.
 PointOutcome evaluate_bandwidth_point(const ScenarioPoint& point, const Tolerance& tolerance,
                                       const BandwidthFigures& measured, const BandwidthFigures& simulated);
+
+/// Compares measured with simulated for a pingpong `point` (a run file's ibv_rc_pingpong,
+/// ibv_uc_pingpong, ibv_ud_pingpong or ibv_srq_pingpong run): relative errors of usec/iter and of
+/// Mbit/sec; a gated point FAILs when |error| of usec/iter exceeds tolerance.throughput or it
+/// was not simulated (Mbit/sec is the size over usec/iter: reported, never gated). bytes is
+/// measured.size.
+PointOutcome evaluate_pingpong_point(const ScenarioPoint& point, const Tolerance& tolerance,
+                                     const PingpongFigures& measured, const PingpongFigures& simulated);
 
 }  // namespace hcasim::scenarios

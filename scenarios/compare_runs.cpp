@@ -145,12 +145,21 @@ Scenario run_file_scenario(const std::string& path, const CompareOptions& o, Mea
       measured->netperf.push_back(m);
       measured->latency.emplace_back();
       measured->bandwidth.emplace_back();
+      measured->pingpong.emplace_back();
       continue;
     }
-    if (std::holds_alternative<PingpongReading>(run.output))
-      throw InputError(fmt::format("{}:{}: {}: compare reads netperf and perftest runs; fit a pingpong run with "
-                                   "hcasim calibrate, or simulate its command line with hcasim {}",
-                                   path, run.line, run.tool, run.tool));
+    if (const auto* g = std::get_if<PingpongReading>(&run.output)) {
+      // One point: the shown side's two result lines (usec/iter and the Mbit/sec it implies).
+      p.kind = PointKind::Pingpong;
+      measured_positive(g->line, "usec/iter", g->usec_per_iter);
+      measured_positive(g->line, "Mbit/sec", g->mbit_s);
+      s.points.push_back(p);
+      measured->netperf.emplace_back();
+      measured->latency.emplace_back();
+      measured->bandwidth.emplace_back();
+      measured->pingpong.push_back({g->iters ? g->bytes / (2 * g->iters) : 0, g->iters, g->usec_per_iter, g->mbit_s});
+      continue;
+    }
     const auto& table = std::get<PerftestReading>(run.output);
     if (table.cycles)
       throw InputError(fmt::format("{}:{}: the output is in CPU cycles (perftest -C); compare reads "
@@ -163,6 +172,7 @@ Scenario run_file_scenario(const std::string& path, const CompareOptions& o, Mea
       measured->netperf.emplace_back();
       measured->latency.push_back({row.bytes, row.t_min, row.t_max, row.t_typical});
       measured->bandwidth.emplace_back();
+      measured->pingpong.emplace_back();
     }
     for (const BandwidthRow& row : table.bandwidth) {
       measured_positive(row.line, "BW average", row.bw_average_gbit_s);
@@ -170,9 +180,10 @@ Scenario run_file_scenario(const std::string& path, const CompareOptions& o, Mea
       measured->netperf.emplace_back();
       measured->latency.emplace_back();
       measured->bandwidth.push_back({row.bytes, row.bw_average_gbit_s, row.msg_rate_mpps});
+      measured->pingpong.emplace_back();
     }
   }
-  if (s.points.empty()) throw InputError(fmt::format("{}: no netperf or perftest run in it", path));
+  if (s.points.empty()) throw InputError(fmt::format("{}: no netperf, perftest or pingpong run in it", path));
   return s;
 }
 
@@ -199,16 +210,17 @@ int compare_runs(const CompareOptions& o) {
   } catch (const Interrupted& e) {
     return print_interrupted(e);
   }
-  bool latency = false, bandwidth = false, rr = false;
+  CsvColumns columns;
   for (const auto& s : scenarios)
     for (const auto& p : s.points) {
-      latency = latency || p.kind == PointKind::Latency;
-      bandwidth = bandwidth || p.kind == PointKind::Bandwidth;
-      rr = rr || p.kind == PointKind::NetperfRr;
+      columns.latency = columns.latency || p.kind == PointKind::Latency;
+      columns.bandwidth = columns.bandwidth || p.kind == PointKind::Bandwidth;
+      columns.rr = columns.rr || p.kind == PointKind::NetperfRr;
+      columns.pingpong = columns.pingpong || p.kind == PointKind::Pingpong;
     }
   std::string csv, report;
   for (size_t k = 0; k < scenarios.size(); ++k) {
-    std::string part = format_run_csv(scenarios[k], outcomes[k], latency, bandwidth, rr);
+    std::string part = format_run_csv(scenarios[k], outcomes[k], columns);
     csv += k ? part.substr(part.find('\n') + 1) : part;
     report += (k ? "\n" : "") + format_run_report(scenarios[k], outcomes[k]);
   }

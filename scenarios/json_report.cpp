@@ -41,6 +41,7 @@ const char* kind_name(PointKind k) {
     case PointKind::NetperfRr: return "netperf_rr";
     case PointKind::Latency: return "latency";
     case PointKind::Bandwidth: return "bandwidth";
+    case PointKind::Pingpong: return "pingpong";
   }
   return "netperf";
 }
@@ -118,6 +119,11 @@ Json scenario_report_json(const Scenario& s, const std::vector<PointOutcome>& ou
         j["bw_average_gbit_s"] = metric_json(o.bw_average, true, p.gated);
         j["msg_rate_mpps"] = metric_json(o.msg_rate, true, false);
         break;
+      case PointKind::Pingpong:
+        j["bytes"] = o.bytes;
+        j["usec_per_iter"] = metric_json(o.usec_per_iter, true, p.gated);
+        j["mbit_s"] = metric_json(o.mbit_s, true, false);
+        break;
     }
     points.push_back(std::move(j));
   }
@@ -126,8 +132,8 @@ Json scenario_report_json(const Scenario& s, const std::vector<PointOutcome>& ou
   // The per-table lines of format_run_report, for the kinds of point the scenario has.
   Json tables;
   const bool latency = has_kind(s, PointKind::Latency), bandwidth = has_kind(s, PointKind::Bandwidth);
-  const bool rr = has_kind(s, PointKind::NetperfRr);
-  if (has_kind(s, PointKind::Netperf) || (!latency && !bandwidth && !rr)) {
+  const bool rr = has_kind(s, PointKind::NetperfRr), pingpong = has_kind(s, PointKind::Pingpong);
+  if (has_kind(s, PointKind::Netperf) || (!latency && !bandwidth && !rr && !pingpong)) {
     Json rows = Json::array();
     for (const TableErrors& t : table_errors(s, outcomes, PointKind::Netperf))
       rows.push_back({{"table", t.table},
@@ -165,6 +171,13 @@ Json scenario_report_json(const Scenario& s, const std::vector<PointOutcome>& ou
                       {"transaction_rate_abs_error_pct", median_max_json(t.transaction_rate, 100.0)},
                       {"service_demand_abs_error_pct", median_max_json(t.service_demand, 100.0)},
                       {"utilisation_abs_error_pct", median_max_json(t.utilisation, 100.0)}}});
+  }
+  if (pingpong) {
+    const TableErrors t = table_errors(s, outcomes, PointKind::Pingpong).front();
+    tables["pingpong"] = Json::array({{{"table", t.table},
+                                       {"points", t.points},
+                                       {"usec_per_iter_abs_error_pct", median_max_json(t.usec_per_iter, 100.0)},
+                                       {"mbit_s_abs_error_pct", median_max_json(t.mbit_s, 100.0)}}});
   }
   doc["tables"] = std::move(tables);
 

@@ -19,7 +19,7 @@ namespace hcasim::scenarios {
 /// "tolerance" (as declared: throughput_relative, service_demand_relative,
 /// utilisation_relative, t_typical_us, t_min_us; null when not), "points": [...], "tables":
 /// [...], "verdict"}. Per point its table, mode, size
-/// flag, command, kind ("netperf", "netperf_rr", "latency" or "bandwidth"), gated, status and, per metric of
+/// flag, command, kind ("netperf", "netperf_rr", "latency", "bandwidth" or "pingpong"), gated, status and, per metric of
 /// its kind, {"measured", "simulated", "error_pct" (relative errors, in % of the measured value)
 /// or "error_us" (latency, simulated - measured), "within" (null unless the point is gated and
 /// the quantity measured and gated)}; a value not measured or not simulated is null. "tables": the per-table lines of the text (median and max |error|, over

@@ -217,6 +217,17 @@ std::vector<BandwidthFigures> bandwidth_csv_rows(std::string_view csv_text, cons
   return out;
 }
 
+PingpongFigures pingpong_csv_figures(std::string_view csv_text, const std::string& origin) {
+  const auto rows = parse_csv(csv_text, origin);
+  if (rows.empty()) throw InputError(origin + ": empty file");
+  const auto& header = rows.front();
+  for (const char* name : {"size_bytes", "iterations", "mbit_s", "usec_per_iter"})
+    if (column(header, name) < 0) throw InputError(fmt::format("{}: no column '{}'", origin, name));
+  if (rows.size() != 2) throw InputError(fmt::format("{}: {} data rows, not one", origin, rows.size() - 1));
+  return {whole_number_cell(header, rows[1], "size_bytes", origin), whole_number_cell(header, rows[1], "iterations", origin),
+          number_cell(header, rows[1], "usec_per_iter", origin), number_cell(header, rows[1], "mbit_s", origin)};
+}
+
 std::optional<LatencyFigures> latency_row_for_bytes(const std::vector<LatencyFigures>& rows,
                                                     uint64_t bytes) {
   const auto it = std::find_if(rows.begin(), rows.end(),

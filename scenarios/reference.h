@@ -79,6 +79,22 @@ struct BandwidthFigures {
 /// "ORIGIN: ..." for a missing column, no data row or a cell that is not a number.
 std::vector<BandwidthFigures> bandwidth_csv_rows(std::string_view csv_text, const std::string& origin);
 
+/// Measured (or simulated) figures of one run of rdma-core's pingpong programs
+/// (ibv_rc_pingpong and its siblings): its two result lines, "B bytes in S seconds = R Mbit/sec"
+/// and "N iters in S seconds = U usec/iter", as the shown side prints them.
+struct PingpongFigures {
+  uint64_t size = 0;                     ///< message size (-s), B
+  uint64_t iters = 0;                    ///< iterations (-n), each one round trip
+  std::optional<double> usec_per_iter;   ///< us per iteration
+  std::optional<double> mbit_s;          ///< 10^6 bit/s: size x iters x 2 x 8 / usec
+};
+
+/// The one row of the CSV a pingpong program writes (`hcasim ibv_rc_pingpong ... --csv`,
+/// format_pingpong_csv: size_bytes, iterations, mbit_s and usec_per_iter among its columns).
+/// Throws InputError "ORIGIN: ..." for a missing column, not exactly one data row, or a cell
+/// that is not a number.
+PingpongFigures pingpong_csv_figures(std::string_view csv_text, const std::string& origin);
+
 /// The first of `rows` whose bytes equals `bytes`, or nullopt.
 std::optional<LatencyFigures> latency_row_for_bytes(const std::vector<LatencyFigures>& rows,
                                                     uint64_t bytes);

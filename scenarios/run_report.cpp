@@ -59,7 +59,8 @@ std::vector<std::string> tables_of(const Scenario& s, PointKind kind) {
 }  // namespace
 
 std::vector<TableErrors> table_errors(const Scenario& s, const std::vector<PointOutcome>& outcomes, PointKind kind) {
-  const bool pooled = kind == PointKind::Bandwidth || kind == PointKind::NetperfRr || !any_gated(s);
+  const bool pooled = kind == PointKind::Bandwidth || kind == PointKind::NetperfRr || kind == PointKind::Pingpong ||
+                      !any_gated(s);
   std::vector<TableErrors> tables;
   for (const auto& name : pooled ? std::vector<std::string>{"all runs"} : tables_of(s, kind)) {
     TableErrors t;
@@ -82,6 +83,8 @@ std::vector<TableErrors> table_errors(const Scenario& s, const std::vector<Point
       add(t.t_min, o.t_min);
       add(t.bw_average, o.bw_average);
       add(t.msg_rate, o.msg_rate);
+      add(t.usec_per_iter, o.usec_per_iter);
+      add(t.mbit_s, o.mbit_s);
       if (kind == PointKind::Latency && std::find(t.platforms.begin(), t.platforms.end(), p.platform) == t.platforms.end())
         t.platforms.push_back(p.platform);
     }
@@ -265,13 +268,44 @@ std::string format_rr_rows(const Scenario& s, const std::vector<PointOutcome>& o
   return out;
 }
 
+/// The pingpong part of the report (compare's ibv_*_pingpong runs): its title, a row per point,
+/// then the median and max |error| of usec/iter and Mbit/sec.
+std::string format_pingpong_rows(const Scenario& s, const std::vector<PointOutcome>& outcomes) {
+  std::string out = "rdma-core pingpong: usec/iter (one round trip), Mbit/sec; error = (simulated - measured) / "
+                    "measured\n";
+  size_t mode_w = 15;
+  for (const auto& p : s.points)
+    if (p.kind == PointKind::Pingpong) mode_w = std::max(mode_w, p.mode.size());
+  constexpr const char* row = "{:<16} {:<{}} {:>8}  {:>9} {:>9} {:>7}  {:>9} {:>9} {:>7}  {}\n";
+  std::string groups =
+      fmt::format("{:<16} {:<{}} {:>8}  {:^27}  {:^27}", "", "", mode_w, "", "usec/iter", "Mbit/sec");
+  out += groups.erase(groups.find_last_not_of(' ') + 1) + "\n";
+  out += fmt::format(row, "table", "mode", mode_w, "bytes", "meas", "sim", "error", "meas", "sim", "error", "status");
+  for (size_t i = 0; i < s.points.size(); ++i) {
+    const auto& p = s.points[i];
+    const auto& o = outcomes[i];
+    if (p.kind != PointKind::Pingpong) continue;
+    out += fmt::format(row, p.table, p.mode, mode_w, o.bytes, num(o.usec_per_iter.measured, 2),
+                       num(o.usec_per_iter.simulated, 2), pct(o.usec_per_iter.error), num(o.mbit_s.measured, 2),
+                       num(o.mbit_s.simulated, 2), pct(o.mbit_s.error), o.status);
+  }
+  const TableErrors t = table_errors(s, outcomes, PointKind::Pingpong).front();
+  constexpr const char* summary = "{:<16} {:>6}  {:<22} {}\n";
+  out += '\n';
+  out += fmt::format(summary, "all runs", "points", "|error| usec/iter", "|error| Mbit/sec");
+  out += fmt::format(summary, "", "", "median / max", "median / max");
+  out += fmt::format(summary, "", t.points, median_max(t.usec_per_iter), median_max(t.mbit_s));
+  return out;
+}
+
 }  // namespace
 
 std::string format_run_report(const Scenario& s, const std::vector<PointOutcome>& outcomes) {
   const bool latency = has_kind(s, PointKind::Latency);
   const bool bandwidth = has_kind(s, PointKind::Bandwidth);
   const bool rr = has_kind(s, PointKind::NetperfRr);
-  const bool netperf = has_kind(s, PointKind::Netperf) || (!latency && !bandwidth && !rr);
+  const bool pingpong = has_kind(s, PointKind::Pingpong);
+  const bool netperf = has_kind(s, PointKind::Netperf) || (!latency && !bandwidth && !rr && !pingpong);
   std::string tolerances;
   if (netperf)
     tolerances = fmt::format("throughput {:.0f}%, service demand {:.0f}%",
@@ -290,6 +324,7 @@ std::string format_run_report(const Scenario& s, const std::vector<PointOutcome>
   if (rr) out += '\n' + format_rr_rows(s, outcomes);
   if (latency) out += '\n' + format_latency_rows(s, outcomes);
   if (bandwidth) out += '\n' + format_bandwidth_rows(s, outcomes);
+  if (pingpong) out += '\n' + format_pingpong_rows(s, outcomes);
 
   // Verdict.
   size_t gated = 0;
@@ -316,6 +351,8 @@ std::string format_run_report(const Scenario& s, const std::vector<PointOutcome>
       explain_us(o.t_min, "t_min", s.tolerance.t_min_us);
     } else if (p.kind == PointKind::Bandwidth) {
       explain(o.bw_average, "BW average", s.tolerance.throughput);
+    } else if (p.kind == PointKind::Pingpong) {
+      explain(o.usec_per_iter, "usec/iter", s.tolerance.throughput);
     } else if (p.kind == PointKind::NetperfRr) {
       explain(o.transaction_rate, "transaction rate", s.tolerance.throughput);
       explain(o.sd_local, "SD local", s.tolerance.service_demand);
@@ -345,31 +382,34 @@ std::string format_run_report(const Scenario& s, const std::vector<PointOutcome>
   return out;
 }
 
-std::string run_csv_header(bool latency_columns, bool bandwidth_columns, bool rr_columns) {
+std::string run_csv_header(const CsvColumns& columns) {
   std::string header =
       "scenario,table,mode,size_flag,command,gated,meas_throughput_mbps,sim_throughput_mbps,"
       "err_throughput_pct,meas_sd_local,sim_sd_local,err_sd_local_pct,meas_sd_remote,"
       "sim_sd_remote,err_sd_remote_pct,meas_util_local_pct,sim_util_local_pct,err_util_local_pct,"
       "meas_util_remote_pct,sim_util_remote_pct,err_util_remote_pct,status";
-  if (latency_columns)
+  if (columns.latency)
     header += ",bytes,meas_t_typical_us,sim_t_typical_us,err_t_typical_us,meas_t_min_us,"
               "sim_t_min_us,err_t_min_us,meas_t_max_us,sim_t_max_us";
-  if (bandwidth_columns)
+  if (columns.bandwidth)
     header += ",bw_bytes,meas_bw_avg_gbit_s,sim_bw_avg_gbit_s,err_bw_avg_pct,meas_msg_rate_mpps,"
               "sim_msg_rate_mpps,err_msg_rate_pct";
-  if (rr_columns)
+  if (columns.rr)
     header += ",meas_transaction_rate_per_s,sim_transaction_rate_per_s,err_transaction_rate_pct,"
               "meas_sd_local_us_per_tr,sim_sd_local_us_per_tr,err_sd_local_us_per_tr_pct,meas_sd_remote_us_per_tr,"
               "sim_sd_remote_us_per_tr,err_sd_remote_us_per_tr_pct";
+  if (columns.pingpong)
+    header += ",pp_bytes,meas_usec_per_iter,sim_usec_per_iter,err_usec_per_iter_pct,meas_mbit_s,sim_mbit_s,"
+              "err_mbit_s_pct";
   return header;
 }
 
-std::string format_run_csv(const Scenario& s, const std::vector<PointOutcome>& outcomes, bool latency_columns,
-                           bool bandwidth_columns, bool rr_columns) {
-  const bool latency = latency_columns || has_kind(s, PointKind::Latency);
-  const bool bandwidth = bandwidth_columns || has_kind(s, PointKind::Bandwidth);
-  const bool rr = rr_columns || has_kind(s, PointKind::NetperfRr);
-  std::string out = run_csv_header(latency, bandwidth, rr) + "\n";
+std::string format_run_csv(const Scenario& s, const std::vector<PointOutcome>& outcomes, const CsvColumns& columns) {
+  const CsvColumns c{.latency = columns.latency || has_kind(s, PointKind::Latency),
+                     .bandwidth = columns.bandwidth || has_kind(s, PointKind::Bandwidth),
+                     .rr = columns.rr || has_kind(s, PointKind::NetperfRr),
+                     .pingpong = columns.pingpong || has_kind(s, PointKind::Pingpong)};
+  std::string out = run_csv_header(c) + "\n";
   auto err_pct = [](const Metric& m) {
     return m.error ? fmt::format("{:.4f}", *m.error * 100.0) : std::string();
   };
@@ -395,25 +435,30 @@ std::string format_run_csv(const Scenario& s, const std::vector<PointOutcome>& o
                        full(o.util_local.simulated), err_pct(o.util_local),
                        full(o.util_remote.measured), full(o.util_remote.simulated),
                        err_pct(o.util_remote), csv_cell(o.status));
-    if (latency) {
+    if (c.latency) {
       out += fmt::format(",{},{},{},{},{},{},{},{},{}",
                          p.kind == PointKind::Latency ? std::to_string(o.bytes) : "",
                          full(o.t_typical.measured), full(o.t_typical.simulated),
                          err_us(o.t_typical), full(o.t_min.measured), full(o.t_min.simulated),
                          err_us(o.t_min), full(o.t_max.measured), full(o.t_max.simulated));
     }
-    if (bandwidth) {
+    if (c.bandwidth) {
       out += fmt::format(",{},{},{},{},{},{},{}", p.kind == PointKind::Bandwidth ? std::to_string(o.bytes) : "",
                          full(o.bw_average.measured), full(o.bw_average.simulated), err_pct(o.bw_average),
                          full(o.msg_rate.measured), full(o.msg_rate.simulated), err_pct(o.msg_rate));
     }
-    if (rr) {
+    if (c.rr) {
       const Metric& sd_local_tr = is_rr ? o.sd_local : none;
       const Metric& sd_remote_tr = is_rr ? o.sd_remote : none;
       out += fmt::format(",{},{},{},{},{},{},{},{},{}", full(o.transaction_rate.measured),
                          full(o.transaction_rate.simulated), err_pct(o.transaction_rate), full(sd_local_tr.measured),
                          full(sd_local_tr.simulated), err_pct(sd_local_tr), full(sd_remote_tr.measured),
                          full(sd_remote_tr.simulated), err_pct(sd_remote_tr));
+    }
+    if (c.pingpong) {
+      out += fmt::format(",{},{},{},{},{},{},{}", p.kind == PointKind::Pingpong ? std::to_string(o.bytes) : "",
+                         full(o.usec_per_iter.measured), full(o.usec_per_iter.simulated), err_pct(o.usec_per_iter),
+                         full(o.mbit_s.measured), full(o.mbit_s.simulated), err_pct(o.mbit_s));
     }
     out += "\n";
   }

@@ -26,7 +26,10 @@ namespace hcasim::scenarios {
 /// netperf -t TCP_RR runs): a title line, a row per point (table, mode, size flag; measured,
 /// simulated and signed error % of the transaction rate in transactions/s, of both service
 /// demands in us/Tr and of both CPU utilisations in %; status) and the median and max |error|
-/// of the rate, of service demand and of utilisation. Last, a verdict line over all gated
+/// of the rate, of service demand and of utilisation. When there are pingpong points (`hcasim
+/// compare`'s ibv_*_pingpong runs): a title line, a row per point (table, mode, bytes; measured,
+/// simulated and signed error % of usec/iter and of Mbit/sec; status) and the median and max
+/// |error| of both. Last, a verdict line over all gated
 /// points naming the failing ones. A scenario none of whose points is gated (`hcasim compare`'s
 /// run files) says "tolerance: none (not gated)", sums its points up in one "all runs" row
 /// instead of one per table, and ends "compared: N points, none gated".
@@ -45,33 +48,41 @@ struct TableErrors {
   std::vector<std::string> platforms;
   /// Bandwidth points, relative: BW average, MsgRate.
   std::vector<double> bw_average, msg_rate;
+  /// Pingpong points, relative: usec/iter, Mbit/sec.
+  std::vector<double> usec_per_iter, mbit_s;
 };
 
 /// Per table of `scenario`'s points of `kind`, in order of first appearance, the |error|s of its
-/// measured metrics; one "all runs" table when no point is gated, and always for bandwidth and
-/// TCP_RR points. What format_run_report's per-table lines and the JSON report's "tables" print.
+/// measured metrics; one "all runs" table when no point is gated, and always for bandwidth,
+/// TCP_RR and pingpong points. What format_run_report's per-table lines and the JSON report's "tables" print.
 std::vector<TableErrors> table_errors(const Scenario& scenario, const std::vector<PointOutcome>& outcomes,
                                       PointKind kind);
 
+/// Which optional column groups a run CSV has beyond the netperf ones (files of several
+/// scenarios under one header name every group any of them needs).
+struct CsvColumns {
+  bool latency = false;    ///< bytes, meas_/sim_/err_t_typical_us, meas_/sim_/err_t_min_us, meas_/sim_t_max_us
+  bool bandwidth = false;  ///< bw_bytes, meas_/sim_bw_avg_gbit_s, err_bw_avg_pct, meas_/sim_msg_rate_mpps,
+                           ///< err_msg_rate_pct
+  bool rr = false;         ///< meas_/sim_/err_transaction_rate (per s; error in %), meas_/sim_/err_sd_local_us_per_tr,
+                           ///< meas_/sim_/err_sd_remote_us_per_tr (TCP_RR's service demands; errors in %)
+  bool pingpong = false;   ///< pp_bytes, meas_/sim_/err_usec_per_iter (error in %), meas_/sim_/err_mbit_s (%)
+};
+
 /// Header of the run CSV, without newline: the netperf columns (throughput, SD local, SD remote,
-/// then meas_/sim_/err_util_local_pct and meas_/sim_/err_util_remote_pct), ending in `status`;
-/// with `latency_columns`, followed by bytes, meas_/sim_/err_t_typical_us,
-/// meas_/sim_/err_t_min_us, meas_/sim_t_max_us; with `bandwidth_columns`, then bw_bytes,
-/// meas_/sim_bw_avg_gbit_s, err_bw_avg_pct, meas_/sim_msg_rate_mpps, err_msg_rate_pct; with
-/// `rr_columns`, then meas_/sim_/err_transaction_rate (per s; error in %) and
-/// meas_/sim_/err_sd_local_us_per_tr, meas_/sim_/err_sd_remote_us_per_tr (TCP_RR's service
-/// demands, us per transaction; errors in %). A TCP_RR row's utilisations are in the util
-/// columns, its throughput and us/KB cells empty.
-std::string run_csv_header(bool latency_columns = false, bool bandwidth_columns = false, bool rr_columns = false);
+/// then meas_/sim_/err_util_local_pct and meas_/sim_/err_util_remote_pct), ending in `status`,
+/// then the groups `columns` names, in CsvColumns' order. A TCP_RR row's utilisations are in the
+/// util columns, its throughput and us/KB cells empty.
+std::string run_csv_header(const CsvColumns& columns = {});
 
 /// The run CSV: header and one row per point, in scenario order. Values in full precision,
 /// netperf errors in % with 4 decimals (utilisation errors too: relative, in % of the measured
 /// utilisation, not percentage points), latency errors in us with 4 decimals, empty cells
-/// where not measured or not of the point's kind. The latency columns are there only when the
-/// scenario has a latency point (or `latency_columns` says so: files of several scenarios under
-/// one header), so a netperf scenario's CSV has none; the bandwidth and TCP_RR columns likewise.
+/// where not measured or not of the point's kind. A column group is there when the scenario has
+/// a point of its kind or `columns` names it, so a netperf scenario's CSV has only the netperf
+/// columns.
 std::string format_run_csv(const Scenario& scenario, const std::vector<PointOutcome>& outcomes,
-                           bool latency_columns = false, bool bandwidth_columns = false, bool rr_columns = false);
+                           const CsvColumns& columns = {});
 
 /// `name` made safe as a file name: every character but letters, digits, '-', '_' and '.'
 /// becomes '_', and "scenario" is put in front of an empty name or one starting with '.'

@@ -90,6 +90,8 @@ enum class PointKind {
   Bandwidth,  ///< perftest ib_write_bw, ib_send_bw, ib_read_bw, ib_atomic_bw: BW average and
               ///< message rate, relative
               ///< errors; only from run files (`hcasim compare`), never in a scenario file
+  Pingpong,  ///< rdma-core's ibv_rc_pingpong, ibv_uc_pingpong, ibv_ud_pingpong, ibv_srq_pingpong:
+             ///< usec/iter and Mbit/sec, relative errors; only from run files (`hcasim compare`)
 };
 
 /// One point of a scenario: one command line and its measured counterpart.

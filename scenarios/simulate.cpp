@@ -30,6 +30,7 @@ struct CheckedScenario {
   std::vector<Figures> measured;                    // netperf points
   std::vector<LatencyFigures> measured_latency;     // latency points
   std::vector<BandwidthFigures> measured_bandwidth;  // bandwidth points (given only)
+  std::vector<PingpongFigures> measured_pingpong;    // pingpong points (given only)
   std::map<std::string, std::string> platform_files;  // point platform -> file
 };
 
@@ -42,10 +43,12 @@ CheckedScenario check_scenario(const Scenario& s, const std::string& base, const
     c.measured = given->netperf;
     c.measured_latency = given->latency;
     c.measured_bandwidth = given->bandwidth;
+    c.measured_pingpong = given->pingpong;
   }
   c.measured.resize(s.points.size());
   c.measured_latency.resize(s.points.size());
   c.measured_bandwidth.resize(s.points.size());
+  c.measured_pingpong.resize(s.points.size());
   std::map<std::string, model::Platform> platforms;
   for (size_t i = 0; i < s.points.size(); ++i) {
     const ScenarioPoint& p = s.points[i];
@@ -94,7 +97,11 @@ bool is_netperf_rr(const std::vector<std::string>& words) {
 
 /// The message size point `i` of `c` names in messages (0 for a netperf point).
 uint64_t point_bytes(const Scenario& s, const CheckedScenario& c, size_t i) {
-  return s.points[i].kind == PointKind::Bandwidth ? c.measured_bandwidth[i].bytes : c.measured_latency[i].bytes;
+  switch (s.points[i].kind) {
+    case PointKind::Bandwidth: return c.measured_bandwidth[i].bytes;
+    case PointKind::Pingpong: return c.measured_pingpong[i].size;
+    default: return c.measured_latency[i].bytes;
+  }
 }
 
 }  // namespace
@@ -193,6 +200,11 @@ std::vector<std::vector<PointOutcome>> simulate_scenarios(const std::vector<Scen
         if (p.kind == PointKind::Netperf || p.kind == PointKind::NetperfRr) {
           outcomes[k].push_back(
               evaluate_point(p, s.tolerance, c.measured[i], netperf_csv_figures(r.csv, origin)));
+          continue;
+        }
+        if (p.kind == PointKind::Pingpong) {
+          outcomes[k].push_back(
+              evaluate_pingpong_point(p, s.tolerance, c.measured_pingpong[i], pingpong_csv_figures(r.csv, origin)));
           continue;
         }
         if (p.kind == PointKind::Bandwidth) {

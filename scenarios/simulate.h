@@ -54,6 +54,7 @@ struct MeasuredPoints {
   std::vector<Figures> netperf;          ///< netperf points
   std::vector<LatencyFigures> latency;   ///< latency points
   std::vector<BandwidthFigures> bandwidth;  ///< bandwidth points (run files only)
+  std::vector<PingpongFigures> pingpong;    ///< pingpong points (run files only)
 };
 
 /// Simulates every point of every scenario of `scenarios` in one sweep of child processes

@@ -949,7 +949,7 @@ TEST(LatencyCompare, ReportAndCsv) {
                 "-F -s 2 -n 1000000,true,,,,,,,,,,,,,,,,FAIL,2,0.79,0.83,0.0400,0.74,0.83,0.0900,186.16,12.5\n"
                 "lat,bare_metal,\"BF off, WC on\",,/usr/bin/taskset 0x1 ib_write_lat -a,false,,,,,,,,,,,,,,,,"
                 "not gated,128,1.27,1.3,0.0300,1.22,1.2,-0.0200,212.19,3.25\n");
-  EXPECT_EQ(run_csv_header(true), csv.substr(0, csv.find('\n')));
+  EXPECT_EQ(run_csv_header({.latency = true}), csv.substr(0, csv.find('\n')));
 }
 
 TEST(LatencyCompare, MixedScenarioKeepsTheNetperfTable) {
@@ -997,7 +997,7 @@ TEST(LatencyCompare, MixedScenarioKeepsTheNetperfTable) {
   // The CSV of a mixed scenario: netperf rows have empty latency cells.
   const std::string csv = format_run_csv(m, all);
   const std::string header = csv.substr(0, csv.find('\n'));
-  EXPECT_EQ(header, run_csv_header(true));
+  EXPECT_EQ(header, run_csv_header({.latency = true}));
   const std::string row2 = csv.substr(csv.find("tiny,V,"));
   EXPECT_EQ(row2.substr(0, row2.find('\n')),
             "tiny,V,BZCOPY,-m 128K,netperf -v2 -4 -H 'my host' -l 30 -t TCP_STREAM -c -C -- -m "
@@ -1081,7 +1081,7 @@ TEST(RrCompare, TransactionRateReportCsvAndVerdict) {
   // The CSV: a TCP_RR row's rate and us/Tr service demands in their own columns, its
   // utilisations in the util columns, the stream's throughput and us/KB cells empty.
   const std::string csv = format_run_csv(s, outcomes);
-  EXPECT_EQ(csv.substr(0, csv.find('\n')), run_csv_header(false, false, true));
+  EXPECT_EQ(csv.substr(0, csv.find('\n')), run_csv_header({.rr = true}));
   EXPECT_EQ(csv.substr(csv.find('\n') + 1),
             "rr.txt,rr.txt:1,-,\"-r 64,1024\",\"netperf -t TCP_RR -c -C -- -r 64,1024\",false,,,,,,,,,,15,15,0.0000,"
             "16,12,-25.0000,not gated,60000,66000,10.0000,20,18,-10.0000,25,25,0.0000\n"

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "scenarios/sweep.h"
 #include "tests/hcasim_run.h"
@@ -371,19 +372,41 @@ TEST_F(Sweep, CompareRefusesAMeasuredValueThatIsNotPositive) {
   EXPECT_EQ(count_lines(c.err), 1) << c.err;
 }
 
-TEST_F(Sweep, CompareSaysAPingpongRunIsForCalibrate) {
-  // hcasim's own ibv_rc_pingpong output pasted after its command: the run file reads it, compare
-  // has no table for it and says where it goes instead, before any simulation.
-  const Outcome pp = run("ibv_rc_pingpong -n 100 server1");
+TEST_F(Sweep, CompareReadsPingpongRuns) {
+  // hcasim's own ibv_rc_pingpong output pasted after its command: compare simulates the same
+  // command, so the simulated usec/iter is `hcasim ibv_rc_pingpong --csv`'s and the measured one
+  // its printed %.2f (rc_pingpong.c: usec / iters). The error is at most the printed rounding,
+  // 0.005 us over usec/iter; Mbit/sec = 4096 x 100 x 2 x 8 / (usec/iter x 100) likewise.
+  const Outcome pp = run(fmt::format("ibv_rc_pingpong -n 100 -s 4096 --csv {} server1", (dir_ / "pp.csv").string()));
   ASSERT_EQ(pp.status, 0) << pp.err;
-  std::ofstream(dir_ / "pp.txt") << "$ ibv_rc_pingpong -n 100 server1\n" << pp.out;
-  const Outcome c = run("compare " + (dir_ / "pp.txt").string());
-  EXPECT_EQ(c.status, 2);
-  EXPECT_EQ(c.out, "");
-  EXPECT_EQ(c.err, fmt::format("hcasim: error: {}:1: ibv_rc_pingpong: compare reads netperf and perftest runs; fit a "
-                               "pingpong run with hcasim calibrate, or simulate its command line with hcasim "
-                               "ibv_rc_pingpong\n",
-                               (dir_ / "pp.txt").string()));
+  std::ofstream(dir_ / "pp.txt") << "$ ibv_rc_pingpong -n 100 -s 4096 server1\n" << pp.out;
+  const Outcome c = run(fmt::format("compare {} --csv {}", (dir_ / "pp.txt").string(), (dir_ / "c.csv").string()));
+  ASSERT_EQ(c.status, 0) << c.err;
+  EXPECT_NE(c.out.find("rdma-core pingpong: usec/iter (one round trip), Mbit/sec"), std::string::npos) << c.out;
+  EXPECT_NE(c.out.find("compared: 1 points, none gated\n"), std::string::npos) << c.out;
+  const auto sim = hcasim::util::parse_csv(slurp(dir_ / "pp.csv"), "pp.csv");
+  const auto cmp = hcasim::util::parse_csv(slurp(dir_ / "c.csv"), "c.csv");
+  ASSERT_EQ(cmp.size(), 2u);
+  auto col = [](const std::vector<std::string>& header, const std::string& name) {
+    return static_cast<size_t>(std::find(header.begin(), header.end(), name) - header.begin());
+  };
+  EXPECT_EQ(cmp[1][col(cmp[0], "pp_bytes")], "4096");
+  EXPECT_EQ(cmp[1][col(cmp[0], "sim_usec_per_iter")], sim[1][col(sim[0], "usec_per_iter")]);
+  EXPECT_EQ(cmp[1][col(cmp[0], "sim_mbit_s")], sim[1][col(sim[0], "mbit_s")]);
+  const double usec = std::stod(sim[1][col(sim[0], "usec_per_iter")]);
+  EXPECT_NEAR(std::stod(cmp[1][col(cmp[0], "meas_usec_per_iter")]), std::round(usec * 100) / 100, 1e-9);
+  EXPECT_LT(std::fabs(std::stod(cmp[1][col(cmp[0], "err_usec_per_iter_pct")])), 0.005 / usec * 100 + 1e-4);
+  const double mbit = 4096.0 * 100 * 2 * 8 / (usec * 100);
+  EXPECT_NEAR(std::stod(cmp[1][col(cmp[0], "sim_mbit_s")]), mbit, mbit * 1e-9);
+  // The JSON report: one point of kind "pingpong", its figures as in the CSV.
+  const Outcome j = run(fmt::format("compare {} --json", (dir_ / "pp.txt").string()));
+  ASSERT_EQ(j.status, 0) << j.err;
+  const auto doc = nlohmann::json::parse(j.out);
+  const auto& point = doc["run_files"][0]["points"][0];
+  EXPECT_EQ(point["kind"], "pingpong");
+  EXPECT_EQ(point["bytes"], 4096);
+  EXPECT_DOUBLE_EQ(point["usec_per_iter"]["simulated"].get<double>(), usec);
+  EXPECT_EQ(doc["run_files"][0]["tables"]["pingpong"][0]["points"], 1);
 }
 
 TEST_F(Sweep, CompareReadsBandwidthRuns) {
