@@ -110,8 +110,8 @@ PointOutcome evaluate_pingpong_point(const ScenarioPoint& point, const Tolerance
   PointOutcome o;
   o.kind = PointKind::Pingpong;
   o.bytes = measured.size;
-  compare_relative(o.usec_per_iter, measured.usec_per_iter, simulated.usec_per_iter, tolerance.throughput);
-  compare_relative(o.mbit_s, measured.mbit_s, simulated.mbit_s, tolerance.throughput);
+  compare_relative(o.usec_per_iter, measured.usec_per_iter, simulated.usec_per_iter, tolerance.usec_per_iter);
+  compare_relative(o.mbit_s, measured.mbit_s, simulated.mbit_s, tolerance.usec_per_iter);
   o.mbit_s.within = true;  // reported, not gated: it is the size over usec/iter
   o.status = !point.gated ? "not gated" : o.usec_per_iter.within ? "ok" : "FAIL";
   return o;

@@ -69,7 +69,7 @@ PointOutcome evaluate_bandwidth_point(const ScenarioPoint& point, const Toleranc
 
 /// Compares measured with simulated for a pingpong `point` (a run file's ibv_rc_pingpong,
 /// ibv_uc_pingpong, ibv_ud_pingpong or ibv_srq_pingpong run): relative errors of usec/iter and of
-/// Mbit/sec; a gated point FAILs when |error| of usec/iter exceeds tolerance.throughput or it
+/// Mbit/sec; a gated point FAILs when |error| of usec/iter exceeds tolerance.usec_per_iter or it
 /// was not simulated (Mbit/sec is the size over usec/iter: reported, never gated). bytes is
 /// measured.size.
 PointOutcome evaluate_pingpong_point(const ScenarioPoint& point, const Tolerance& tolerance,

@@ -35,17 +35,6 @@ Json metric_json(const Metric& m, bool relative, bool gated) {
   return j;
 }
 
-const char* kind_name(PointKind k) {
-  switch (k) {
-    case PointKind::Netperf: return "netperf";
-    case PointKind::NetperfRr: return "netperf_rr";
-    case PointKind::Latency: return "latency";
-    case PointKind::Bandwidth: return "bandwidth";
-    case PointKind::Pingpong: return "pingpong";
-  }
-  return "netperf";
-}
-
 /// {"median", "max"} of |errors| x `scale`, or null when there is none (the text's "-").
 Json median_max_json(const std::vector<double>& abs_errors, double scale) {
   if (abs_errors.empty()) return nullptr;
@@ -90,7 +79,7 @@ Json scenario_report_json(const Scenario& s, const std::vector<PointOutcome>& ou
     j["mode"] = p.mode;
     j["size_flag"] = p.size_flag;
     j["command"] = p.command;
-    j["kind"] = kind_name(p.kind);
+    j["kind"] = point_kind_name(p.kind);
     j["gated"] = p.gated;
     j["status"] = o.status;
     switch (p.kind) {
@@ -205,10 +194,11 @@ Json validate_summary_json(const std::vector<Scenario>& scenarios,
       if (outcomes[k].at(i).status == "FAIL") ++failed;
     }
     for (const TableSummary& t : summarize_tables(s, outcomes.at(k))) {
-      const bool netperf = t.kind == PointKind::Netperf;
-      // netperf's errors are relative (x 100: %), latency's absolute (us).
-      const double scale = netperf ? 100.0 : 1.0;
-      const std::string unit = netperf ? "_pct" : "_us";
+      const bool netperf = t.kind == PointKind::Netperf;  // the target's tables
+      // Latency's errors are absolute (us), every other kind's relative (x 100: %).
+      const bool relative = t.kind != PointKind::Latency;
+      const double scale = relative ? 100.0 : 1.0;
+      const std::string unit = relative ? "_pct" : "_us";
       Json metrics = Json::array();
       for (const MetricSummary& m : t.metrics) {
         Json j;
@@ -216,7 +206,7 @@ Json validate_summary_json(const std::vector<Scenario>& scenarios,
         j["median_abs_error" + unit] = m.median ? Json(*m.median * scale) : Json(nullptr);
         j["max_abs_error" + unit] = m.max ? Json(*m.max * scale) : Json(nullptr);
         // Tolerances, spreads and the target as declared: relative (0.15 = 15 %) or in us.
-        j[netperf ? "tolerance_relative" : "tolerance_us"] = m.tolerance > 0 ? Json(m.tolerance) : Json(nullptr);
+        j[relative ? "tolerance_relative" : "tolerance_us"] = m.tolerance > 0 ? Json(m.tolerance) : Json(nullptr);
         j["gated"] = m.gated;
         j["gated_within"] = m.gated_within;
         if (netperf) {
@@ -230,7 +220,7 @@ Json validate_summary_json(const std::vector<Scenario>& scenarios,
       Json row;
       row["scenario"] = s.name;
       row["table"] = t.table;
-      row["kind"] = kind_name(t.kind);
+      row["kind"] = point_kind_name(t.kind);
       row["points"] = t.points;
       row["gated"] = t.gated;
       row["within"] = t.within;

@@ -160,8 +160,67 @@ Figures reference_figures(std::string_view csv_text, const std::string& origin,
 }
 
 Figures read_reference(const ReferenceSpec& spec, const std::string& base_dir) {
-  const fs::path file = reference_path(spec, base_dir);
-  return reference_figures(util::read_text(file.string(), file.string()), file.string(), spec);
+  return read_reference_with(spec, base_dir, reference_figures);
+}
+
+std::string read_reference_text(const std::string& path) { return util::read_text(path, path); }
+
+namespace {
+/// InputError "ORIGIN: no column 'NAME'" unless `header` has column `name`.
+void require_column(const std::vector<std::string>& header, std::string_view name, const std::string& origin) {
+  if (column(header, name) < 0) throw InputError(fmt::format("{}: no column '{}'", origin, name));
+}
+
+/// InputError naming the row when none of `figures` was measured: a point would compare nothing.
+void require_some(std::initializer_list<std::optional<double>> figures, std::string_view names,
+                  const std::string& where) {
+  if (std::none_of(figures.begin(), figures.end(), [](const auto& f) { return f.has_value(); }))
+    throw InputError(
+        fmt::format("{}: no figure measured ({} are all empty): the point would compare nothing", where, names));
+}
+}  // namespace
+
+Figures rr_reference_figures(std::string_view csv_text, const std::string& origin, const ReferenceSpec& spec) {
+  const SelectedRow r = select_row(csv_text, origin, spec);
+  require_column(r.header, "transaction_rate_per_s", origin);
+  Figures f;
+  const std::pair<std::optional<double>*, const char*> cells[] = {
+      {&f.transaction_rate, "transaction_rate_per_s"}, {&f.sd_local, "sd_local_us_per_tr"},
+      {&f.sd_remote, "sd_remote_us_per_tr"},           {&f.util_local, "util_local_pct"},
+      {&f.util_remote, "util_remote_pct"}};
+  for (const auto& [into, name] : cells) {
+    *into = number_cell(r.header, r.row, name, r.where);
+    check_measured(*into, name, r.where);
+  }
+  require_some({f.transaction_rate, f.sd_local, f.sd_remote, f.util_local, f.util_remote},
+               "transaction_rate_per_s, sd_*_us_per_tr and util_*_pct", r.where);
+  return f;
+}
+
+BandwidthFigures bandwidth_reference_figures(std::string_view csv_text, const std::string& origin,
+                                             const ReferenceSpec& spec) {
+  const SelectedRow r = select_row(csv_text, origin, spec);
+  require_column(r.header, "bw_avg_gbit_s", origin);
+  BandwidthFigures f{whole_number_cell(r.header, r.row, "bytes", r.where),
+                     number_cell(r.header, r.row, "bw_avg_gbit_s", r.where),
+                     number_cell(r.header, r.row, "msg_rate_mpps", r.where)};
+  check_measured(f.bw_average_gbit_s, "bw_avg_gbit_s", r.where);
+  check_measured(f.msg_rate_mpps, "msg_rate_mpps", r.where);
+  require_some({f.bw_average_gbit_s, f.msg_rate_mpps}, "bw_avg_gbit_s and msg_rate_mpps", r.where);
+  return f;
+}
+
+PingpongFigures pingpong_reference_figures(std::string_view csv_text, const std::string& origin,
+                                           const ReferenceSpec& spec) {
+  const SelectedRow r = select_row(csv_text, origin, spec);
+  require_column(r.header, "usec_per_iter", origin);
+  PingpongFigures f;
+  f.usec_per_iter = number_cell(r.header, r.row, "usec_per_iter", r.where);
+  f.mbit_s = number_cell(r.header, r.row, "mbit_s", r.where);
+  check_measured(f.usec_per_iter, "usec_per_iter", r.where);
+  check_measured(f.mbit_s, "mbit_s", r.where);
+  require_some({f.usec_per_iter, f.mbit_s}, "usec_per_iter and mbit_s", r.where);
+  return f;
 }
 
 LatencyFigures latency_reference_figures(std::string_view csv_text, const std::string& origin,
@@ -181,8 +240,7 @@ LatencyFigures latency_reference_figures(std::string_view csv_text, const std::s
 }
 
 LatencyFigures read_latency_reference(const ReferenceSpec& spec, const std::string& base_dir) {
-  const fs::path file = reference_path(spec, base_dir);
-  return latency_reference_figures(util::read_text(file.string(), file.string()), file.string(), spec);
+  return read_reference_with(spec, base_dir, latency_reference_figures);
 }
 
 Figures netperf_csv_figures(std::string_view csv_text, const std::string& origin) {

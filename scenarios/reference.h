@@ -13,6 +13,9 @@
 
 namespace hcasim::scenarios {
 
+/// Where spec.file is: itself when absolute, else relative to `base_dir` (the data directory).
+std::filesystem::path reference_path(const ReferenceSpec& spec, const std::string& base_dir);
+
 /// Measured (or simulated) values of one point; empty = not measured.
 struct Figures {
   std::optional<double> throughput_mbps;  ///< 10^6 bits/s
@@ -32,6 +35,12 @@ Figures reference_figures(std::string_view csv_text, const std::string& origin,
 /// Reads spec.file (relative to `base_dir` unless absolute) and returns reference_figures().
 Figures read_reference(const ReferenceSpec& spec, const std::string& base_dir);
 
+
+/// The reference row of a netperf TCP_RR point, selected as reference_figures() selects it:
+/// transaction_rate_per_s (the column required), sd_local_us_per_tr and sd_remote_us_per_tr
+/// (netperf's us/Tr, into sd_local and sd_remote), util_local_pct and util_remote_pct. Throws as
+/// reference_figures(), also when every figure is empty.
+Figures rr_reference_figures(std::string_view csv_text, const std::string& origin, const ReferenceSpec& spec);
 
 /// The simulated figures from the CSV `hcasim netperf --csv` writes (frontends/netperf_output.h; its
 /// util_* and sd_* cells are empty for a side netperf did not measure, -c / -C; its
@@ -74,6 +83,12 @@ struct BandwidthFigures {
   std::optional<double> msg_rate_mpps;       ///< MsgRate, 10^6 messages/s
 };
 
+/// The reference row of a bandwidth point, selected as reference_figures() selects it: bytes
+/// (required, a whole number), bw_avg_gbit_s (the column required; perftest's BW average in
+/// 10^9 bit/s) and msg_rate_mpps. Throws as reference_figures(), also when both are empty.
+BandwidthFigures bandwidth_reference_figures(std::string_view csv_text, const std::string& origin,
+                                             const ReferenceSpec& spec);
+
 /// Every row of the CSV a perftest bw tool writes (`hcasim ib_write_bw|ib_send_bw|ib_read_bw|ib_atomic_bw --csv`) (perftest_csv_header:
 /// bytes, bw_avg_gbit_s, msg_rate_mpps among its columns), in file order. Throws InputError
 /// "ORIGIN: ..." for a missing column, no data row or a cell that is not a number.
@@ -89,6 +104,23 @@ struct PingpongFigures {
   std::optional<double> mbit_s;          ///< 10^6 bit/s: size x iters x 2 x 8 / usec
 };
 
+/// The reference row of a pingpong point, selected as reference_figures() selects it:
+/// usec_per_iter (the column required) and mbit_s; size and iters are left 0 (the point's
+/// command says them). Throws as reference_figures(), also when both are empty.
+PingpongFigures pingpong_reference_figures(std::string_view csv_text, const std::string& origin,
+                                           const ReferenceSpec& spec);
+
+/// The text of reference file `path`; InputError "PATH: cannot read" when it cannot be read.
+std::string read_reference_text(const std::string& path);
+
+/// Reads spec.file (relative to `base_dir` unless absolute) and returns what `read` (one of the
+/// *_reference_figures above) makes of it.
+template <typename Read>
+auto read_reference_with(const ReferenceSpec& spec, const std::string& base_dir, Read read) {
+  const std::string file = reference_path(spec, base_dir).string();
+  return read(read_reference_text(file), file, spec);
+}
+
 /// The one row of the CSV a pingpong program writes (`hcasim ibv_rc_pingpong ... --csv`,
 /// format_pingpong_csv: size_bytes, iterations, mbit_s and usec_per_iter among its columns).
 /// Throws InputError "ORIGIN: ..." for a missing column, not exactly one data row, or a cell
@@ -100,7 +132,5 @@ std::optional<LatencyFigures> latency_row_for_bytes(const std::vector<LatencyFig
                                                     uint64_t bytes);
 
 
-/// Where spec.file is: itself when absolute, else relative to `base_dir` (the data directory).
-std::filesystem::path reference_path(const ReferenceSpec& spec, const std::string& base_dir);
 
 }  // namespace hcasim::scenarios

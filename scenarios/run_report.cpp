@@ -306,15 +306,19 @@ std::string format_run_report(const Scenario& s, const std::vector<PointOutcome>
   const bool rr = has_kind(s, PointKind::NetperfRr);
   const bool pingpong = has_kind(s, PointKind::Pingpong);
   const bool netperf = has_kind(s, PointKind::Netperf) || (!latency && !bandwidth && !rr && !pingpong);
+  // The tolerances of the kinds of point the scenario has, as its file declares them.
+  std::vector<std::string> declared;
+  if (netperf || rr) {
+    declared.push_back(fmt::format("throughput {:.0f}%, service demand {:.0f}%", s.tolerance.throughput * 100.0,
+                                   s.tolerance.service_demand * 100.0));
+    if (s.tolerance.utilisation > 0) declared.push_back(fmt::format("utilisation {:.0f}%", s.tolerance.utilisation * 100.0));
+  } else if (bandwidth) {
+    declared.push_back(fmt::format("throughput {:.0f}%", s.tolerance.throughput * 100.0));
+  }
+  if (latency) declared.push_back(fmt::format("t_typical {} us, t_min {} us", s.tolerance.t_typical_us, s.tolerance.t_min_us));
+  if (pingpong) declared.push_back(fmt::format("usec/iter {:.0f}%", s.tolerance.usec_per_iter * 100.0));
   std::string tolerances;
-  if (netperf)
-    tolerances = fmt::format("throughput {:.0f}%, service demand {:.0f}%",
-                             s.tolerance.throughput * 100.0, s.tolerance.service_demand * 100.0);
-  if (netperf && s.tolerance.utilisation > 0)
-    tolerances += fmt::format(", utilisation {:.0f}%", s.tolerance.utilisation * 100.0);
-  if (latency)
-    tolerances += fmt::format("{}t_typical {} us, t_min {} us", netperf ? ", " : "",
-                              s.tolerance.t_typical_us, s.tolerance.t_min_us);
+  for (const auto& d : declared) tolerances += (tolerances.empty() ? "" : ", ") + d;
   const bool none_gated = !any_gated(s);
   if (none_gated) tolerances = "none (not gated)";
   std::string out =
@@ -352,7 +356,7 @@ std::string format_run_report(const Scenario& s, const std::vector<PointOutcome>
     } else if (p.kind == PointKind::Bandwidth) {
       explain(o.bw_average, "BW average", s.tolerance.throughput);
     } else if (p.kind == PointKind::Pingpong) {
-      explain(o.usec_per_iter, "usec/iter", s.tolerance.throughput);
+      explain(o.usec_per_iter, "usec/iter", s.tolerance.usec_per_iter);
     } else if (p.kind == PointKind::NetperfRr) {
       explain(o.transaction_rate, "transaction rate", s.tolerance.throughput);
       explain(o.sd_local, "SD local", s.tolerance.service_demand);

@@ -10,6 +10,7 @@
 
 #include "frontends/netperf_cli.h"
 #include "frontends/perftest_cli.h"
+#include "frontends/pingpong_cli.h"
 #include "scenarios/datadir.h"
 #include "util/command_words.h"
 #include "util/input_file.h"
@@ -79,15 +80,25 @@ std::string match_text(const toml::node& node, const std::string& origin, uint32
   fail_at(origin, line_of(node, line), where + "match values must be strings or numbers");
 }
 
-/// Whether `tool` (a base name) is a perftest latency tool a scenario point may run: ib_write_lat,
-/// ib_send_lat, ib_read_lat or ib_atomic_lat (their CSVs have the same t_* columns).
-bool is_latency_tool(std::string_view tool) {
-  const std::optional<frontends::PerftestTest> test = frontends::perftest_test_named(tool);
-  return test && !frontends::perftest_is_bw(*test);
-}
+/// The tools a point may run, for messages.
+constexpr const char* kPointTools =
+    "netperf, ib_{write,send,read,atomic}_{lat,bw} or ibv_{rc,uc,ud,srq}_pingpong";
 
-/// The latency tools, for messages.
-constexpr const char* kLatencyTools = "ib_write_lat, ib_send_lat, ib_read_lat or ib_atomic_lat";
+/// The kind of point that runs `tool` with its `args` (after the tool's name): perftest's latency
+/// and bw tools, the pingpongs, netperf (TCP_RR by its -t; a netperf command that does not parse
+/// is a netperf point, for parse_point to refuse with the parser's words). nullopt for another
+/// tool.
+std::optional<PointKind> kind_of_tool(std::string_view tool, const std::vector<std::string>& args) {
+  if (const auto test = frontends::perftest_test_named(tool))
+    return frontends::perftest_is_bw(*test) ? PointKind::Bandwidth : PointKind::Latency;
+  if (frontends::pingpong_program_named(tool)) return PointKind::Pingpong;
+  if (tool != "netperf") return std::nullopt;
+  try {
+    if (frontends::parse_netperf_args(args).test == "TCP_RR") return PointKind::NetperfRr;
+  } catch (const InputError&) {
+  }
+  return PointKind::Netperf;
+}
 
 /// Drops a leading util-linux `taskset [-a|--all-tasks] [-c|--cpu-list] MASK|CPUS` (command
 /// form; `taskset` may be a path) from `words`: hcasim does not pin processes. Returns whether
@@ -112,8 +123,10 @@ std::optional<PointKind> command_kind(const toml::node& point) {
     std::vector<std::string> words = split_command_line(command->as_string()->get());
     const bool pinned = drop_taskset(words);
     if (words.empty()) return std::nullopt;
-    if (is_latency_tool(base_name(words.front()))) return PointKind::Latency;
-    if (!pinned && words.front() == "netperf") return PointKind::Netperf;
+    const auto kind = kind_of_tool(base_name(words.front()), {words.begin() + 1, words.end()});
+    // A pinned netperf is refused by parse_point, which says why.
+    if (pinned && (kind == PointKind::Netperf || kind == PointKind::NetperfRr)) return std::nullopt;
+    return kind;
   } catch (const InputError&) {
   }
   return std::nullopt;
@@ -181,22 +194,14 @@ ScenarioPoint parse_point(const toml::table& t, const Scenario& scenario, size_t
     fail_at(origin, p.line, where + "command: " + e.what());
   }
   const std::string_view tool = words.empty() ? std::string_view() : base_name(words.front());
-  if (is_latency_tool(tool)) {
-    p.kind = PointKind::Latency;
-    p.tool = std::string(tool);
-  } else if (tool.substr(0, 3) == "ib_") {
-    fail_at(origin, p.line,
-            fmt::format("{}command: {} points are not supported (points run netperf or {})", where, tool,
-                        kLatencyTools));
-  } else if (pinned) {
-    fail_at(origin, p.line,
-            where + fmt::format("command: taskset is accepted only before {} (netperf binds with -T)", kLatencyTools));
-  } else if (tool != "netperf") {
-    // A path to the tool is accepted, as seed 003's "/opt/netperf/netperf -l 60 ..." shows it.
-    fail_at(origin, p.line, where + fmt::format("command must start with netperf or {} (or a path to one)", kLatencyTools));
-  } else {
-    p.tool = "netperf";
-  }
+  const std::optional<PointKind> kind =
+      words.empty() ? std::nullopt : kind_of_tool(tool, {words.begin() + 1, words.end()});
+  // A path to the tool is accepted, as seed 003's "/opt/netperf/netperf -l 60 ..." shows it.
+  if (!kind) fail_at(origin, p.line, where + fmt::format("command must start with {} (or a path to one)", kPointTools));
+  if (pinned && (*kind == PointKind::Netperf || *kind == PointKind::NetperfRr))
+    fail_at(origin, p.line, where + "command: taskset is not taken before netperf (netperf binds with -T)");
+  p.kind = *kind;
+  p.tool = std::string(tool);
   words.erase(words.begin());
   for (const auto& w : words) {
     for (const char* reserved : {"--platform", "--remote-platform", "--set", "--csv"}) {
@@ -206,22 +211,32 @@ ScenarioPoint parse_point(const toml::table& t, const Scenario& scenario, size_t
                             reserved));
     }
   }
-  if (p.kind == PointKind::Latency) {
-    frontends::PerftestOptions lat;
+  if (p.kind == PointKind::Latency || p.kind == PointKind::Bandwidth) {
+    frontends::PerftestOptions perftest;
     try {
-      lat = frontends::parse_perftest_args(*frontends::perftest_test_named(p.tool), words);
+      perftest = frontends::parse_perftest_args(*frontends::perftest_test_named(p.tool), words);
     } catch (const InputError& e) {
       fail_at(origin, p.line, where + "command: " + e.what());
     }
-    if (lat.help || lat.version)
+    if (perftest.help || perftest.version)
       fail_at(origin, p.line, where + "command: -h / -V print the usage or version and run nothing");
+    p.words = std::move(words);
+    return p;
+  }
+  if (p.kind == PointKind::Pingpong) {
+    try {
+      frontends::parse_pingpong_args(*frontends::pingpong_program_named(p.tool), words);
+    } catch (const InputError& e) {
+      fail_at(origin, p.line, where + "command: " + e.what());
+    }
     p.words = std::move(words);
     return p;
   }
   frontends::NetperfOptions parsed;
   try {
     parsed = frontends::parse_netperf_args(words);
-    frontends::require_stream_test(parsed, "a scenario");
+    if (parsed.test != "TCP_STREAM" && parsed.test != "TCP_MAERTS" && parsed.test != "TCP_RR")
+      throw InputError(fmt::format("-t {}: a scenario takes TCP_STREAM, TCP_MAERTS and TCP_RR runs", parsed.test));
   } catch (const InputError& e) {
     fail_at(origin, p.line, where + "command: " + e.what());
   }
@@ -263,12 +278,14 @@ Scenario parse_scenario(std::string_view toml_text, const std::string& origin) {
   const toml::node* points = root.get("point");
   const auto* point_list = points ? points->as_array() : nullptr;
   bool netperf_points = !point_list || point_list->empty();
-  bool latency_points = false, any_netperf_point = false;
+  bool latency_points = false, any_netperf_point = false, rate_points = false, pingpong_points = false;
   if (point_list) {
     for (const auto& node : *point_list) {
       const auto kind = command_kind(node);
-      if (kind == PointKind::Netperf) netperf_points = any_netperf_point = true;
+      if (kind == PointKind::Netperf || kind == PointKind::NetperfRr) netperf_points = any_netperf_point = true;
       if (kind == PointKind::Latency) latency_points = true;
+      if (kind == PointKind::Bandwidth) rate_points = true;
+      if (kind == PointKind::Pingpong) pingpong_points = true;
     }
   }
 
@@ -277,7 +294,7 @@ Scenario parse_scenario(std::string_view toml_text, const std::string& origin) {
   const auto* tt = tol->as_table();
   if (!tt) fail_at(origin, line_of(*tol, 1), "'tolerance' must be a table");
   const uint32_t tol_line = line_of(*tol, 1);
-  check_keys(*tt, {"throughput", "service_demand", "t_typical_us", "t_min_us", "utilisation"},
+  check_keys(*tt, {"throughput", "service_demand", "t_typical_us", "t_min_us", "utilisation", "usec_per_iter"},
              origin, tol_line, "tolerance: ");
   s.tolerance_line = tol_line;
   // A declared tolerance is checked even when no point uses it; a needed one must be declared.
@@ -285,10 +302,11 @@ Scenario parse_scenario(std::string_view toml_text, const std::string& origin) {
     if (!needed && !tt->get(key)) return 0.0;
     return positive_number(*tt, key, origin, tol_line, "tolerance: ");
   };
-  s.tolerance.throughput = tolerance("throughput", netperf_points);
+  s.tolerance.throughput = tolerance("throughput", netperf_points || rate_points);
   s.tolerance.service_demand = tolerance("service_demand", netperf_points);
   s.tolerance.t_typical_us = tolerance("t_typical_us", latency_points);
   s.tolerance.t_min_us = tolerance("t_min_us", latency_points);
+  s.tolerance.usec_per_iter = tolerance("usec_per_iter", pingpong_points);
   // Needed when a reference row measures utilisation, which only reading the references tells
   // (check_reference_tolerances).
   s.tolerance.utilisation = tolerance("utilisation", false);
@@ -328,6 +346,17 @@ Scenario parse_scenario(std::string_view toml_text, const std::string& origin) {
 
 Scenario load_scenario(const std::string& path) {
   return parse_scenario(util::read_text(path, path), path);
+}
+
+const char* point_kind_name(PointKind kind) {
+  switch (kind) {
+    case PointKind::Netperf: return "netperf";
+    case PointKind::NetperfRr: return "netperf_rr";
+    case PointKind::Latency: return "latency";
+    case PointKind::Bandwidth: return "bandwidth";
+    case PointKind::Pingpong: return "pingpong";
+  }
+  return "netperf";
 }
 
 /// "TABLE MODE SIZE": the size flag of a netperf point, "BYTES B" of a latency point.

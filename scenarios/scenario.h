@@ -55,6 +55,17 @@
 ///   reference row's (so a command may sweep sizes with -a and several points share it).
 ///   Errors are absolute, simulated - measured in us, gated by `t_typical_us` and `t_min_us`;
 ///   t_max is reported but never gated (it is the tail of a noise model).
+/// - TCP_RR points (`netperf -t TCP_RR ...`): as netperf points; the reference row's measured
+///   columns are transaction_rate_per_s, sd_local_us_per_tr, sd_remote_us_per_tr (netperf's
+///   us/Tr) and the utilisations; the rate is gated by `throughput`, the service demands by
+///   `service_demand`.
+/// - bandwidth points (`ib_write_bw ...`, `ib_send_bw ...`, `ib_read_bw ...`, `ib_atomic_bw
+///   ...`): the reference row has `bytes` and bw_avg_gbit_s (perftest's BW average, 10^9
+///   bit/s) and msg_rate_mpps; the simulated row is the child CSV's of that size. BW average is
+///   gated by `throughput`; the message rate is reported only.
+/// - pingpong points (`ibv_rc_pingpong ...`, `ibv_uc_pingpong ...`, `ibv_ud_pingpong ...`,
+///   `ibv_srq_pingpong ...`): the reference row's usec_per_iter (one round trip) and mbit_s;
+///   usec/iter is gated by `usec_per_iter` (relative), Mbit/sec reported only.
 ///
 /// The tolerances of a kind are required when the scenario has a point of that kind, except
 /// `utilisation`, which is required only when some netperf point's reference row has a
@@ -84,15 +95,18 @@ enum class PointKind {
   Netperf,  ///< netperf TCP_STREAM (and TCP_MAERTS, from run files): throughput and service
             ///< demand, relative errors
   NetperfRr,  ///< netperf TCP_RR: transaction rate and service demand per transaction, relative
-              ///< errors; only from run files (`hcasim compare`), never in a scenario file
+              ///< errors
   Latency,  ///< perftest ib_write_lat, ib_send_lat, ib_read_lat, ib_atomic_lat: t_min /
             ///< t_typical / t_max in us, absolute errors
   Bandwidth,  ///< perftest ib_write_bw, ib_send_bw, ib_read_bw, ib_atomic_bw: BW average and
-              ///< message rate, relative
-              ///< errors; only from run files (`hcasim compare`), never in a scenario file
+              ///< message rate, relative errors
   Pingpong,  ///< rdma-core's ibv_rc_pingpong, ibv_uc_pingpong, ibv_ud_pingpong, ibv_srq_pingpong:
-             ///< usec/iter and Mbit/sec, relative errors; only from run files (`hcasim compare`)
+             ///< usec/iter and Mbit/sec, relative errors
 };
+
+/// The kind's name in reports and JSON: "netperf", "netperf_rr", "latency", "bandwidth",
+/// "pingpong".
+const char* point_kind_name(PointKind kind);
 
 /// One point of a scenario: one command line and its measured counterpart.
 struct ScenarioPoint {
@@ -120,12 +134,14 @@ struct ScenarioPoint {
 /// Allowed errors. 0 means "not declared", which parse_scenario allows only when no point of
 /// that kind needs it.
 struct Tolerance {
-  double throughput = 0;      ///< netperf: allowed relative error (0.15 = 15 %)
-  double service_demand = 0;  ///< netperf: allowed relative error, both service demands
+  double throughput = 0;      ///< netperf: allowed relative error (0.15 = 15 %) of the throughput,
+                              ///< of TCP_RR's transaction rate and of perftest's BW average
+  double service_demand = 0;  ///< netperf (TCP_RR too): allowed relative error, both service demands
   double t_typical_us = 0;    ///< latency: allowed |simulated - measured| of t_typical, us
   double t_min_us = 0;        ///< latency: allowed |simulated - measured| of t_min, us
   double utilisation = 0;     ///< netperf: allowed relative error, both CPU utilisations
                               ///< (0 = not declared: no reference may measure utilisation)
+  double usec_per_iter = 0;   ///< pingpong: allowed relative error of usec/iter
 };
 
 /// The seed's own run-to-run spread ([spread]): relative, |a - b| / b between two measurements

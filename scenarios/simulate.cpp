@@ -9,6 +9,7 @@
 
 #include "frontends/netperf_cli.h"
 #include "frontends/perftest_cli.h"
+#include "frontends/pingpong_cli.h"
 #include "model/platform.h"
 #include "scenarios/children.h"
 #include "scenarios/datadir.h"
@@ -53,14 +54,27 @@ CheckedScenario check_scenario(const Scenario& s, const std::string& base, const
   for (size_t i = 0; i < s.points.size(); ++i) {
     const ScenarioPoint& p = s.points[i];
     if (!given) try {
-      if (p.kind == PointKind::Latency)
-        c.measured_latency[i] = read_latency_reference(p.reference, base);
-      else
-        c.measured[i] = read_reference(p.reference, base);
+      switch (p.kind) {
+        case PointKind::Latency: c.measured_latency[i] = read_latency_reference(p.reference, base); break;
+        case PointKind::Bandwidth:
+          c.measured_bandwidth[i] = read_reference_with(p.reference, base, bandwidth_reference_figures);
+          break;
+        case PointKind::Pingpong: {
+          // The size and the iterations are the command's (the reference row has the figures).
+          const auto o = frontends::parse_pingpong_args(*frontends::pingpong_program_named(p.tool), p.words);
+          c.measured_pingpong[i] = read_reference_with(p.reference, base, pingpong_reference_figures);
+          c.measured_pingpong[i].size = o.size;
+          c.measured_pingpong[i].iters = o.iters;
+          break;
+        }
+        case PointKind::NetperfRr: c.measured[i] = read_reference_with(p.reference, base, rr_reference_figures); break;
+        case PointKind::Netperf: c.measured[i] = read_reference(p.reference, base); break;
+      }
     } catch (const InputError& e) {
       fail_at(s.origin, p.line, fmt::format("point {}: reference: {}", i + 1, e.what()));
     }
-    if (p.kind == PointKind::Netperf && !given) check_reference_tolerances(s, i, c.measured[i]);
+    if ((p.kind == PointKind::Netperf || p.kind == PointKind::NetperfRr) && !given)
+      check_reference_tolerances(s, i, c.measured[i]);
     // The platform and its --set assignments, as the child will apply them.
     try {
       for (const std::string* name : {&p.platform, &p.remote_platform}) {

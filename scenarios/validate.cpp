@@ -54,17 +54,17 @@ void finish(MetricSummary& s, PointKind kind) {
 /// "12.3 %": a relative value in percent, one decimal.
 std::string percent(double relative) { return fmt::format("{:.1f} %", relative * 100.0); }
 
-/// A tolerance as declared: "15 %", "12.5 %" (netperf), "0.05 us" (latency); "-" when 0.
+/// A tolerance as declared: "15 %", "12.5 %" (relative: every kind but latency), "0.05 us"
+/// (latency); "-" when 0.
 std::string tolerance_text(double tolerance, PointKind kind) {
   if (!(tolerance > 0)) return "-";
-  return kind == PointKind::Netperf ? fmt::format("{:.4g} %", tolerance * 100.0)
-                                    : fmt::format("{:g} us", tolerance);
+  return kind != PointKind::Latency ? fmt::format("{:.4g} %", tolerance * 100.0) : fmt::format("{:g} us", tolerance);
 }
 
-/// A median or max |error|: "3.1 %" (netperf) or "0.012 us" (latency); "-" when none.
+/// A median or max |error|: "3.1 %" (relative) or "0.012 us" (latency); "-" when none.
 std::string error_text(const std::optional<double>& v, PointKind kind) {
   if (!v) return "-";
-  return kind == PointKind::Netperf ? percent(*v) : fmt::format("{:.3f} us", *v);
+  return kind != PointKind::Latency ? percent(*v) : fmt::format("{:.3f} us", *v);
 }
 
 }  // namespace
@@ -76,7 +76,8 @@ std::pair<double, double> target_allowance(std::optional<double> spread) {
 
 std::vector<TableSummary> summarize_tables(const Scenario& s, const std::vector<PointOutcome>& outcomes) {
   std::vector<TableSummary> tables;
-  for (const PointKind kind : {PointKind::Netperf, PointKind::Latency}) {
+  for (const PointKind kind : {PointKind::Netperf, PointKind::Latency, PointKind::NetperfRr, PointKind::Bandwidth,
+                               PointKind::Pingpong}) {
     std::vector<std::string> names;
     for (const auto& p : s.points)
       if (p.kind == kind && std::find(names.begin(), names.end(), p.table) == names.end())
@@ -101,15 +102,34 @@ std::vector<TableSummary> summarize_tables(const Scenario& s, const std::vector<
         part.members = std::move(members);
         parts.push_back(std::move(part));
       };
-      if (kind == PointKind::Netperf) {
-        add("throughput", s.tolerance.throughput, spread.throughput, {&PointOutcome::throughput});
-        add("service demand", s.tolerance.service_demand, spread.service_demand,
-            {&PointOutcome::sd_local, &PointOutcome::sd_remote});
-        add("utilisation", s.tolerance.utilisation, spread.utilisation,
-            {&PointOutcome::util_local, &PointOutcome::util_remote});
-      } else {
-        add("t_typical", s.tolerance.t_typical_us, std::nullopt, {&PointOutcome::t_typical});
-        add("t_min", s.tolerance.t_min_us, std::nullopt, {&PointOutcome::t_min});
+      // A seed's [spread] is of its netperf stream runs: the other kinds have none.
+      switch (kind) {
+        case PointKind::Netperf:
+          add("throughput", s.tolerance.throughput, spread.throughput, {&PointOutcome::throughput});
+          add("service demand", s.tolerance.service_demand, spread.service_demand,
+              {&PointOutcome::sd_local, &PointOutcome::sd_remote});
+          add("utilisation", s.tolerance.utilisation, spread.utilisation,
+              {&PointOutcome::util_local, &PointOutcome::util_remote});
+          break;
+        case PointKind::NetperfRr:
+          add("transaction rate", s.tolerance.throughput, std::nullopt, {&PointOutcome::transaction_rate});
+          add("service demand", s.tolerance.service_demand, std::nullopt,
+              {&PointOutcome::sd_local, &PointOutcome::sd_remote});
+          add("utilisation", s.tolerance.utilisation, std::nullopt,
+              {&PointOutcome::util_local, &PointOutcome::util_remote});
+          break;
+        case PointKind::Latency:
+          add("t_typical", s.tolerance.t_typical_us, std::nullopt, {&PointOutcome::t_typical});
+          add("t_min", s.tolerance.t_min_us, std::nullopt, {&PointOutcome::t_min});
+          break;
+        case PointKind::Bandwidth:
+          add("BW average", s.tolerance.throughput, std::nullopt, {&PointOutcome::bw_average});
+          add("MsgRate", 0, std::nullopt, {&PointOutcome::msg_rate});
+          break;
+        case PointKind::Pingpong:
+          add("usec/iter", s.tolerance.usec_per_iter, std::nullopt, {&PointOutcome::usec_per_iter});
+          add("Mbit/sec", 0, std::nullopt, {&PointOutcome::mbit_s});
+          break;
       }
       std::vector<bool> measured(parts.size(), false);
       for (size_t i = 0; i < s.points.size(); ++i) {
@@ -129,15 +149,15 @@ std::vector<TableSummary> summarize_tables(const Scenario& s, const std::vector<
           }
           if (!point_measured) continue;
           measured[m] = true;
-          if (!p.gated) continue;
+          if (!p.gated || !(parts[m].summary.tolerance > 0)) continue;  // MsgRate, Mbit/sec: reported only
           ++parts[m].summary.gated;
           if (point_within) ++parts[m].summary.gated_within;
         }
       }
       for (size_t m = 0; m < parts.size(); ++m) {
-        // Netperf metrics that no point of the table measured are left out (seed 000's T1 has
-        // no utilisation); latency tables always show both.
-        if (kind == PointKind::Netperf && !measured[m]) continue;
+        // Metrics that no point of the table measured are left out (seed 000's T1 has no
+        // utilisation); latency tables always show both.
+        if (kind != PointKind::Latency && !measured[m]) continue;
         finish(parts[m].summary, kind);
         if (!parts[m].summary.target_met) t.target_met = false;
         t.metrics.push_back(std::move(parts[m].summary));
@@ -151,11 +171,15 @@ std::vector<TableSummary> summarize_tables(const Scenario& s, const std::vector<
 std::string format_validate_summary(const std::vector<Scenario>& scenarios,
                                     const std::vector<std::vector<PointOutcome>>& outcomes) {
   std::vector<std::vector<TableSummary>> tables;
-  size_t scenario_width = 8, table_width = 5, points = 0;
+  size_t scenario_width = 8, table_width = 5, kind_width = 7, metric_width = 14, points = 0;
   for (size_t k = 0; k < scenarios.size(); ++k) {
     tables.push_back(summarize_tables(scenarios[k], outcomes.at(k)));
     scenario_width = std::max(scenario_width, scenarios[k].name.size());
-    for (const auto& t : tables.back()) table_width = std::max(table_width, t.table.size());
+    for (const auto& t : tables.back()) {
+      table_width = std::max(table_width, t.table.size());
+      kind_width = std::max(kind_width, std::string_view(point_kind_name(t.kind)).size());
+      for (const auto& m : t.metrics) metric_width = std::max(metric_width, m.name.size());
+    }
     points += scenarios[k].points.size();
   }
 
@@ -170,13 +194,13 @@ std::string format_validate_summary(const std::vector<Scenario>& scenarios,
                        "or the seed's measured spread ([spread]) where larger\n",
                        kTargetMedian * 100.0, kTargetMax * 100.0);
   out += "\n";
-  const std::string row = fmt::format("{{:<{}}}  {{:<{}}}  {{:<7}}  {{:>6}}  {{:>5}}  {{:<14}}  {{:>9}}  {{:>9}}  "
+  const std::string row = fmt::format("{{:<{}}}  {{:<{}}}  {{:<{}}}  {{:>6}}  {{:>5}}  {{:<{}}}  {{:>9}}  {{:>9}}  "
                                       "{{:>9}}  {{}}\n",
-                                      scenario_width, table_width);
+                                      scenario_width, table_width, kind_width, metric_width);
   out += fmt::format(fmt::runtime(row), "scenario", "table", "kind", "points", "gated", "metric", "median",
                      "max", "tolerance", "gated within");
   // The target line starts under the metric column.
-  const std::string indent(scenario_width + table_width + 7 + 6 + 5 + 5 * 2, ' ');
+  const std::string indent(scenario_width + table_width + kind_width + 6 + 5 + 5 * 2, ' ');
 
   size_t gated = 0, failed = 0, netperf_tables = 0, targets_met = 0;
   std::vector<std::string> per_scenario, failing;
@@ -201,7 +225,7 @@ std::string format_validate_summary(const std::vector<Scenario>& scenarios,
         if (m.gated) within = fmt::format("{}/{} {}", m.gated_within, m.gated, m.gated_within == m.gated ? "yes" : "NO");
         out += fmt::format(fmt::runtime(row), first_table && first_metric ? s.name : "",
                            first_metric ? t.table : "",
-                           first_metric ? (t.kind == PointKind::Netperf ? "netperf" : "latency") : "",
+                           first_metric ? point_kind_name(t.kind) : "",
                            first_metric ? std::to_string(t.points) : "",
                            first_metric ? std::to_string(t.gated) : "", m.name, error_text(m.median, t.kind),
                            error_text(m.max, t.kind), tolerance_text(m.tolerance, t.kind), within);
@@ -210,7 +234,7 @@ std::string format_validate_summary(const std::vector<Scenario>& scenarios,
       }
       if (t.metrics.empty()) {  // nothing measured at all
         out += fmt::format(fmt::runtime(row), first_table ? s.name : "", t.table,
-                           t.kind == PointKind::Netperf ? "netperf" : "latency", t.points, t.gated, "-", "-",
+                           point_kind_name(t.kind), t.points, t.gated, "-", "-",
                            "-", "-", "-");
         first_table = false;
       }

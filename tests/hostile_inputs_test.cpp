@@ -888,7 +888,8 @@ std::vector<Case> cases() {
   scenario_case("scenario_unterminated_quote", scenario("", "netperf -l 1 \\\"oops"),
                 "10: point 1: command: unterminated double quote in: netperf -l 1 \"oops");
   scenario_case("scenario_not_a_netperf_command", scenario("", "rm -rf /"),
-                "10: point 1: command must start with netperf or ib_write_lat, ib_send_lat, ib_read_lat or ib_atomic_lat \\(or a path to one\\)");
+                "10: point 1: command must start with netperf, ib_\\{write,send,read,atomic\\}_\\{lat,bw\\} or "
+                "ibv_\\{rc,uc,ud,srq\\}_pingpong \\(or a path to one\\)");
   scenario_case("scenario_negative_tolerance", substitute(scenario(""), "throughput = 0.15", "throughput = -1"),
                 "7: tolerance: 'throughput' must be > 0");
   scenario_case("scenario_gated_not_a_boolean", substitute(scenario(""), "gated = true", "gated = \"yes\""),

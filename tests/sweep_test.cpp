@@ -458,6 +458,65 @@ size_t column(const std::vector<std::string>& header, const std::string& name) {
 
 }  // namespace
 
+TEST_F(Sweep, ScenarioPointsOfBandwidthRrAndPingpongAreGated) {
+  // A scenario whose references are hcasim's own figures x 1.05: every error is 1 / 1.05 - 1 =
+  // -4.76 %. BW average and the TCP_RR rate and service demands are within throughput and
+  // service_demand (10 %); usec/iter is beyond usec_per_iter (3 %): that point alone FAILs.
+  const Outcome bw = run(fmt::format("ib_write_bw -s 65536 -n 200 --csv {}", (dir_ / "bw.csv").string()));
+  const Outcome rr = run(fmt::format("netperf -t TCP_RR -l 0.1 -c -C --csv {}", (dir_ / "rr.csv").string()));
+  const Outcome pp = run(fmt::format("ibv_rc_pingpong -n 100 --csv {} server1", (dir_ / "pp.csv").string()));
+  ASSERT_EQ(bw.status + rr.status + pp.status, 0) << bw.err << rr.err << pp.err;
+  const auto cell = [&](const char* file, const std::string& name) {
+    const auto rows = hcasim::util::parse_csv(slurp(dir_ / file), file);
+    return std::stod(rows[1][column(rows[0], name)]) * 1.05;
+  };
+  std::ofstream(dir_ / "ref-bw.csv") << "case,bytes,bw_avg_gbit_s,msg_rate_mpps\n"
+                                     << fmt::format("a,65536,{},{}\n", cell("bw.csv", "bw_avg_gbit_s"),
+                                                    cell("bw.csv", "msg_rate_mpps"));
+  std::ofstream(dir_ / "ref-rr.csv") << "case,transaction_rate_per_s,sd_local_us_per_tr,sd_remote_us_per_tr\n"
+                                     << fmt::format("a,{},{},{}\n", cell("rr.csv", "transaction_rate_per_s"),
+                                                    cell("rr.csv", "sd_local_us_per_kb"),
+                                                    cell("rr.csv", "sd_remote_us_per_kb"));
+  std::ofstream(dir_ / "ref-pp.csv") << "case,usec_per_iter,mbit_s\n"
+                                     << fmt::format("a,{},{}\n", cell("pp.csv", "usec_per_iter"),
+                                                    cell("pp.csv", "mbit_s"));
+  const auto point = [&](const char* table, const char* command, const char* ref) {
+    return fmt::format("[[point]]\ntable = \"{}\"\nmode = \"-\"\ncommand = \"{}\"\n"
+                       "reference = {{ file = \"{}\", match = {{ case = \"a\" }} }}\n",
+                       table, command, (dir_ / ref).string());
+  };
+  std::ofstream(dir_ / "s.toml") << "name = \"kinds\"\nplatform = \"connectx-ddr-pcie1x8\"\n"
+                                 << "[tolerance]\nthroughput = 0.10\nservice_demand = 0.10\nusec_per_iter = 0.03\n"
+                                 << point("BW", "ib_write_bw -s 65536 -n 200", "ref-bw.csv")
+                                 << point("RR", "netperf -t TCP_RR -l 0.1 -c -C", "ref-rr.csv")
+                                 << point("PP", "ibv_rc_pingpong -n 100 server1", "ref-pp.csv");
+  const Outcome r = run(fmt::format("run {} --csv {}", (dir_ / "s.toml").string(), (dir_ / "r.csv").string()));
+  EXPECT_EQ(r.status, 1) << r.err;
+  EXPECT_NE(r.out.find("tolerance: throughput 10%, service demand 10%, usec/iter 3%\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("FAIL: 1 of 3 gated points out of tolerance:\n  PP - 4096 B (usec/iter -4.8% beyond 3%)\n"),
+            std::string::npos)
+      << r.out;
+  const auto csv = hcasim::util::parse_csv(slurp(dir_ / "r.csv"), "r.csv");
+  ASSERT_EQ(csv.size(), 4u);
+  const std::vector<std::pair<size_t, const char*>> errors = {
+      {1, "err_bw_avg_pct"}, {2, "err_transaction_rate_pct"}, {2, "err_sd_local_us_per_tr_pct"},
+      {2, "err_sd_remote_us_per_tr_pct"}, {3, "err_usec_per_iter_pct"}, {3, "err_mbit_s_pct"}};
+  for (const auto& [row, name] : errors) EXPECT_NEAR(std::stod(csv[row][column(csv[0], name)]), -4.7619, 1e-3) << name;
+  EXPECT_EQ(csv[1][column(csv[0], "status")], "ok");
+  EXPECT_EQ(csv[2][column(csv[0], "status")], "ok");
+  EXPECT_EQ(csv[3][column(csv[0], "status")], "FAIL");
+  // validate sums each kind's table up in its own unit: relative, 4.8 % median and max.
+  const Outcome v = run(fmt::format("validate {} --json", (dir_ / "s.toml").string()));
+  EXPECT_EQ(v.status, 1) << v.err;
+  const auto doc = nlohmann::json::parse(v.out);
+  std::map<std::string, std::string> kinds;
+  for (const auto& t : doc["summary"]["tables"]) {
+    kinds[t["table"].get<std::string>()] = t["kind"].get<std::string>();
+    EXPECT_NEAR(t["metrics"][0]["max_abs_error_pct"].get<double>(), 4.7619, 1e-3) << t.dump();
+  }
+  EXPECT_EQ(kinds, (std::map<std::string, std::string>{{"BW", "bandwidth"}, {"RR", "netperf_rr"}, {"PP", "pingpong"}}));
+}
+
 TEST_F(Sweep, CompareReadsNetperfRrRuns) {
   // Two TCP_RR runs pasted as netperf 2.4.3 prints them (send_tcp_rr, -P 0: the row and the
   // remote socket sizes): hcasim's own output of the first command, and a row typed by hand for
