@@ -14,12 +14,14 @@
 #include "frontends/perftest_cli.h"
 #include "frontends/perftest_output.h"
 #include "model/error.h"
+#include "model/ib.h"
 #include "model/platform.h"
 #include "scenarios/datadir.h"
 #include "scenarios/perftest_main.h"
 #include "scenarios/run_failure.h"
 #include "scenarios/signals.h"
 #include "sim/perftest_sim.h"
+#include "sim/testbed.h"
 #include "util/output_file.h"
 
 namespace hcasim::scenarios {
@@ -72,10 +74,10 @@ int perftest_main(frontends::PerftestTest test, const std::vector<std::string>& 
   const double cpu_mhz = frontends::perftest_cpu_mhz(local.num("host.clock"));
 
   frontends::PerftestConfig config = frontends::to_perftest_config(opts);
-  // -c UD: one packet per message, at most the path MTU (the smaller port's, as the link trains).
-  if (const std::string note = frontends::perftest_ud_sizes(
-          opts, config, static_cast<uint64_t>(std::min(local.integer("ib.mtu"), remote.integer("ib.mtu"))));
-      !note.empty())
+  // -c UD: one packet per message, at most the path MTU as the link trains it (model::ib::trained,
+  // which the simulated HCAs use too).
+  const uint32_t path_mtu = model::ib::trained(sim::read_host_params(local).ib, sim::read_host_params(remote).ib).mtu;
+  if (const std::string note = frontends::perftest_ud_sizes(opts, config, path_mtu); !note.empty())
     std::cerr << note << "\n";
   // perftest prints its banner, addresses and table header before it measures: so does hcasim,
   // once every input is checked (sim::check_perftest), so that a long run does not look hung.
