@@ -243,9 +243,9 @@ Json netperf_json(const std::vector<std::string>& args, const NetperfOptions& o,
   if (o.explain && r.explain) doc["explain"] = explain_json(explain(*r.explain));
   if (o.verify_data) {
     Json v;
-    v["bytes_sent"] = r.bytes_sent;
+    v["bytes_sent"] = r.crc_bytes_sent;
     v["sent_crc32"] = fmt::format("{:08x}", r.sent_crc32);
-    v["bytes_received"] = r.bytes_received;
+    v["bytes_received"] = r.crc_bytes_received;
     v["received_crc32"] = fmt::format("{:08x}", r.received_crc32);
     v["equal"] = r.data_verified;
     doc["verify_data"] = std::move(v);

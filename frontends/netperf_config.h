@@ -105,6 +105,10 @@ struct TcpStreamResult {
   bool crc_computed = false;        ///< verify_data: the CRCs below were computed
   uint32_t sent_crc32 = 0;          ///< zlib crc32 of the bytes the sender's send() calls passed
   uint32_t received_crc32 = 0;      ///< zlib crc32 of the bytes the receiver's recv() calls returned
+  /// The bytes the CRCs cover (TCP_RR: the requests netperf sent, the responses it read). A
+  /// timed TCP_RR's include the response of the transaction its alarm interrupted, which
+  /// bytes_received leaves out as netperf does.
+  uint64_t crc_bytes_sent = 0, crc_bytes_received = 0;
   bool faults_configured = false;   ///< any fault.* probability above 0
   model::FaultStats local_faults;   ///< the sending host's HCA (model/fault.h)
   model::FaultStats remote_faults;  ///< the receiving host's HCA
