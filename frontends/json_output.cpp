@@ -209,11 +209,19 @@ Json netperf_json(const std::vector<std::string>& args, const NetperfOptions& o,
   res["local_cpus"] = r.local_cpus;
   res["remote_cpus"] = r.remote_cpus;
   if (ipoib) {
-    // Linux's buffer tuning: netperf prints the sizes at socket creation; these are the ends.
-    res["tcp"] = {{"send_socket_end_bytes", ipoib->send_socket_end},
-                  {"recv_socket_end_bytes", ipoib->recv_socket_end},
-                  {"send_socket_autotuned", ipoib->send_socket_tuned},
-                  {"recv_socket_autotuned", ipoib->recv_socket_tuned},
+    // Linux's buffer tuning: netperf prints the sizes at socket creation; these are the ends, of
+    // the data's sender and receiver (TCP_RR: the requests') and of each socket.
+    const bool maerts = o.test == "TCP_MAERTS";
+    const IpoibStreamResult::SocketEnd& send = maerts ? ipoib->remote_send_end : ipoib->local_send_end;
+    const IpoibStreamResult::SocketEnd& recv = maerts ? ipoib->local_recv_end : ipoib->remote_recv_end;
+    res["tcp"] = {{"send_socket_end_bytes", send.bytes},
+                  {"recv_socket_end_bytes", recv.bytes},
+                  {"send_socket_autotuned", send.tuned},
+                  {"recv_socket_autotuned", recv.tuned},
+                  {"local_send_socket_end_bytes", ipoib->local_send_end.bytes},
+                  {"local_recv_socket_end_bytes", ipoib->local_recv_end.bytes},
+                  {"remote_send_socket_end_bytes", ipoib->remote_send_end.bytes},
+                  {"remote_recv_socket_end_bytes", ipoib->remote_recv_end.bytes},
                   {"mss_first_bytes", ipoib->mss_first},
                   {"mss_bytes", ipoib->mss}};
   }

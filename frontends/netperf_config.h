@@ -153,10 +153,19 @@ struct IpoibStreamResult {
   std::vector<KernelProfile> remote_kernel;   ///< receiving host, every CPU
   uint32_t mss = 0;                           ///< the segment size the sender used last, B
   uint32_t mss_first = 0;                     ///< the segment size after the SYN-ACK (half its window at most), B
-  /// The socket buffers at the end of the run, B: Linux's autotuning grows those netperf did not
-  /// set (-s, -S), from the sizes netperf prints (TcpStreamResult's, taken at socket creation).
-  uint64_t send_socket_end = 0, recv_socket_end = 0;
-  bool send_socket_tuned = false, recv_socket_tuned = false;  ///< not set with -s / -S
+  /// A socket buffer at the end of the run: its size, B, and whether Linux tuned it (netperf did
+  /// not set it with -s or -S; a buffer set is locked and keeps the size netperf prints).
+  struct SocketEnd {
+    uint64_t bytes = 0;
+    bool tuned = false;
+  };
+  /// The four socket buffers at the end of the run, as netperf 2.7 reads them on Linux for its
+  /// *_SIZE_END selectors (getsockopt SO_SNDBUF and SO_RCVBUF of netperf's socket after its loop
+  /// and of netserver's after its own: nettest_omni.c send_omni_inner, recv_omni). Linux tunes
+  /// every buffer netperf did not set, from the size netperf prints (TcpStreamResult's, taken at
+  /// socket creation), whichever way the data went: tcp_init_buffer_space at establishment, then
+  /// the writer's and the reader's growth (model/netstack.h).
+  SocketEnd local_send_end, local_recv_end, remote_send_end, remote_recv_end;
   uint64_t segments = 0;                      ///< data segments sent
   uint64_t acks = 0;                          ///< ACKs the receiver sent
   uint64_t local_interrupts = 0, remote_interrupts = 0;

@@ -297,10 +297,11 @@ frontends::IpoibStreamResult Stream::run() {
   r.remote_recv_socket = f0.rcvbuf_created;
   r.local_recv_socket = f1.rcvbuf_created;
   r.remote_send_socket = f1.sndbuf_created;
-  out.send_socket_end = f0.sndbuf;
-  out.recv_socket_end = f0.rcvbuf;
-  out.send_socket_tuned = !f0.snd_locked;
-  out.recv_socket_tuned = !f0.rcv_locked;
+  // Each socket's two buffers: netperf's sends flow 0 and receives flow 1, netserver's the reverse.
+  out.local_send_end = {f0.sndbuf, !f0.snd_locked};
+  out.remote_recv_end = {f0.rcvbuf, !f0.rcv_locked};
+  out.remote_send_end = {f1.sndbuf, !f1.snd_locked};
+  out.local_recv_end = {f1.rcvbuf, !f1.rcv_locked};
   out.mss_first = f0.mss_first;
   r.send_size = send_size_;
   r.recv_size = recv_size_;
@@ -485,6 +486,8 @@ frontends::IpoibStreamResult run_ipoib_maerts(const model::Platform& local, cons
     throw frontends::ConfigError(maerts_field(e.field()), e.reason());
   }
   maerts_result(r.stream, local, remote, cfg);
+  std::swap(r.local_send_end, r.remote_send_end);
+  std::swap(r.local_recv_end, r.remote_recv_end);
   std::swap(r.local_kernel, r.remote_kernel);
   std::swap(r.local_interrupts, r.remote_interrupts);
   return r;
