@@ -113,8 +113,8 @@ namespace {
 /// [{"cpu", "functions": [{"name", "self_s", "calls"}...] (those with time or calls, in
 /// model/netstack.h order), "timer_interrupt_s", "default_idle_s"}] for the CPUs that did more
 /// than take timer ticks.
-Json kernel_profile_json(const std::vector<KernelProfile>& kernel, const std::vector<CoreProfile>& cores,
-                         double elapsed_s) {
+Json kernel_profile_json(const std::vector<KernelProfile>& kernel, const model::KernelNaming& naming,
+                         const std::vector<CoreProfile>& cores, double elapsed_s) {
   Json out = Json::array();
   for (size_t i = 0; i < kernel.size() && i < cores.size(); ++i) {
     double busy_ns = 0, timer_ns = 0;
@@ -126,7 +126,7 @@ Json kernel_profile_json(const std::vector<KernelProfile>& kernel, const std::ve
     Json functions = Json::array();
     for (size_t f = 0; f < model::kKernelFnCount; ++f) {
       if (kernel[i].ns[f] <= 0 && kernel[i].calls[f] <= 0) continue;
-      functions.push_back({{"name", model::kernel_fn_name(static_cast<model::KernelFn>(f))},
+      functions.push_back({{"name", model::kernel_fn_name(static_cast<model::KernelFn>(f), naming)},
                            {"self_s", kernel[i].ns[f] * 1e-9},
                            {"calls", kernel[i].calls[f]}});
     }
@@ -232,8 +232,10 @@ Json netperf_json(const std::vector<std::string>& args, const NetperfOptions& o,
     profile["local"] = cpu_profile_json(r.local_profile, r.elapsed_s);
     profile["remote"] = cpu_profile_json(r.remote_profile, r.elapsed_s);
     if (ipoib) {
-      profile["local"]["kernel"] = kernel_profile_json(ipoib->local_kernel, r.local_profile, r.elapsed_s);
-      profile["remote"]["kernel"] = kernel_profile_json(ipoib->remote_kernel, r.remote_profile, r.elapsed_s);
+      profile["local"]["kernel"] =
+          kernel_profile_json(ipoib->local_kernel, ipoib->local_naming, r.local_profile, r.elapsed_s);
+      profile["remote"]["kernel"] =
+          kernel_profile_json(ipoib->remote_kernel, ipoib->remote_naming, r.remote_profile, r.elapsed_s);
     }
     doc["profile"] = std::move(profile);
   }

@@ -151,6 +151,7 @@ struct IpoibStreamResult {
   TcpStreamResult stream;                     ///< as the SDP path reports it
   std::vector<KernelProfile> local_kernel;    ///< sending host, every CPU
   std::vector<KernelProfile> remote_kernel;   ///< receiving host, every CPU
+  model::KernelNaming local_naming, remote_naming;  ///< each host's names of its rows (kernel_fn_name)
   uint32_t mss = 0;                           ///< the segment size the sender used last, B
   uint32_t mss_first = 0;                     ///< the segment size after the SYN-ACK (half its window at most), B
   /// A socket buffer at the end of the run: its size, B, and whether Linux tuned it (netperf did

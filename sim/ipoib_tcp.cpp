@@ -119,7 +119,7 @@ void Stream::output_cost(Side& s, const Ctx& c, const Packet& p) {
   // charges with the post (Qp::post_send): the CPU is charged the work, the profile both.
   if (trace_ != nullptr) [[unlikely]]
     s.host->charge_labelled(model::kernel_fn_activity(KernelFn::IpoibXmit), s.p.net.ipoib_post_ns,
-                            trace_label(KernelFn::IpoibXmit, c.softirq));
+                            trace_label(s, KernelFn::IpoibXmit, c.softirq));
   else
     s.host->charge(model::kernel_fn_activity(KernelFn::IpoibXmit), s.p.net.ipoib_post_ns);
   profile(s, c, KernelFn::IpoibXmit, s.p.net.ipoib_post_ns + s.post_cpu_ns);

@@ -393,3 +393,28 @@ TEST_F(IpoibCommand, EndOfTestBuffersAreBothSocketsAsLinuxTunedThem) {
             std::string::npos)
       << maerts.err;
 }
+
+// --profile's rows over IPoIB name the functions of each host's own kernel: its HCA driver's
+// event queue handler (hca.device: mthca0 is ib_mthca's, drivers/infiniband/hw/mthca/mthca_eq.c
+// mthca_eq_int; mlx4_0 is mlx4's, drivers/net/mlx4/eq.c mlx4_eq_int) and its DMA mapping
+// (host.iommu on: the zx1's sba_iommu, arch/ia64/hp/common/sba_iommu.c sba_map_single; off:
+// x86_64's pci-nommu, arch/x86_64/kernel/pci-nommu.c nommu_map_single).
+TEST_F(IpoibCommand, ProfileNamesEachHostsDriverAndDmaMapping) {
+  const test::Outcome cx = run("netperf -l 0.02 -P 0 --transport ipoib --profile");
+  ASSERT_EQ(cx.status, 0) << cx.err;
+  EXPECT_NE(cx.out.find(" mlx4_eq_int\n"), std::string::npos) << cx.out;
+  EXPECT_NE(cx.out.find(" nommu_map_single\n"), std::string::npos) << cx.out;
+  EXPECT_EQ(cx.out.find("mthca"), std::string::npos) << cx.out;
+  EXPECT_EQ(cx.out.find("sba_"), std::string::npos) << cx.out;
+  const test::Outcome json = run("netperf -l 0.02 --transport ipoib --profile --json");
+  ASSERT_EQ(json.status, 0) << json.err;
+  EXPECT_NE(json.out.find("\"mlx4_eq_int\""), std::string::npos);
+  EXPECT_EQ(json.out.find("mthca"), std::string::npos);
+  const test::Outcome zx1 = run("netperf -l 0.02 -P 0 --transport ipoib --platform zx1-rx2600-pcix "
+                                "--remote-platform zx1-rx4640-pcix --profile");
+  ASSERT_EQ(zx1.status, 0) << zx1.err;
+  EXPECT_NE(zx1.out.find(" mthca_eq_int\n"), std::string::npos) << zx1.out;
+  EXPECT_NE(zx1.out.find(" sba_map_single\n"), std::string::npos) << zx1.out;
+  EXPECT_EQ(zx1.out.find("mlx4"), std::string::npos) << zx1.out;
+  EXPECT_EQ(zx1.out.find("nommu"), std::string::npos) << zx1.out;
+}
