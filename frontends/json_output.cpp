@@ -113,8 +113,8 @@ namespace {
 /// [{"cpu", "functions": [{"name", "self_s", "calls"}...] (those with time or calls, in
 /// model/netstack.h order), "timer_interrupt_s", "default_idle_s"}] for the CPUs that did more
 /// than take timer ticks.
-Json kernel_profile_json(const std::vector<KernelProfile>& kernel, const std::vector<CoreProfile>& cores,
-                         double elapsed_s) {
+Json kernel_profile_json(const std::vector<KernelProfile>& kernel, const model::KernelNaming& naming,
+                         const std::vector<CoreProfile>& cores, double elapsed_s) {
   Json out = Json::array();
   for (size_t i = 0; i < kernel.size() && i < cores.size(); ++i) {
     double busy_ns = 0, timer_ns = 0;
@@ -126,7 +126,7 @@ Json kernel_profile_json(const std::vector<KernelProfile>& kernel, const std::ve
     Json functions = Json::array();
     for (size_t f = 0; f < model::kKernelFnCount; ++f) {
       if (kernel[i].ns[f] <= 0 && kernel[i].calls[f] <= 0) continue;
-      functions.push_back({{"name", model::kernel_fn_name(static_cast<model::KernelFn>(f))},
+      functions.push_back({{"name", model::kernel_fn_name(static_cast<model::KernelFn>(f), naming)},
                            {"self_s", kernel[i].ns[f] * 1e-9},
                            {"calls", kernel[i].calls[f]}});
     }
@@ -209,11 +209,19 @@ Json netperf_json(const std::vector<std::string>& args, const NetperfOptions& o,
   res["local_cpus"] = r.local_cpus;
   res["remote_cpus"] = r.remote_cpus;
   if (ipoib) {
-    // Linux's buffer tuning: netperf prints the sizes at socket creation; these are the ends.
-    res["tcp"] = {{"send_socket_end_bytes", ipoib->send_socket_end},
-                  {"recv_socket_end_bytes", ipoib->recv_socket_end},
-                  {"send_socket_autotuned", ipoib->send_socket_tuned},
-                  {"recv_socket_autotuned", ipoib->recv_socket_tuned},
+    // Linux's buffer tuning: netperf prints the sizes at socket creation; these are the ends, of
+    // the data's sender and receiver (TCP_RR: the requests') and of each socket.
+    const bool maerts = o.test == "TCP_MAERTS";
+    const IpoibStreamResult::SocketEnd& send = maerts ? ipoib->remote_send_end : ipoib->local_send_end;
+    const IpoibStreamResult::SocketEnd& recv = maerts ? ipoib->local_recv_end : ipoib->remote_recv_end;
+    res["tcp"] = {{"send_socket_end_bytes", send.bytes},
+                  {"recv_socket_end_bytes", recv.bytes},
+                  {"send_socket_autotuned", send.tuned},
+                  {"recv_socket_autotuned", recv.tuned},
+                  {"local_send_socket_end_bytes", ipoib->local_send_end.bytes},
+                  {"local_recv_socket_end_bytes", ipoib->local_recv_end.bytes},
+                  {"remote_send_socket_end_bytes", ipoib->remote_send_end.bytes},
+                  {"remote_recv_socket_end_bytes", ipoib->remote_recv_end.bytes},
                   {"mss_first_bytes", ipoib->mss_first},
                   {"mss_bytes", ipoib->mss}};
   }
@@ -224,8 +232,10 @@ Json netperf_json(const std::vector<std::string>& args, const NetperfOptions& o,
     profile["local"] = cpu_profile_json(r.local_profile, r.elapsed_s);
     profile["remote"] = cpu_profile_json(r.remote_profile, r.elapsed_s);
     if (ipoib) {
-      profile["local"]["kernel"] = kernel_profile_json(ipoib->local_kernel, r.local_profile, r.elapsed_s);
-      profile["remote"]["kernel"] = kernel_profile_json(ipoib->remote_kernel, r.remote_profile, r.elapsed_s);
+      profile["local"]["kernel"] =
+          kernel_profile_json(ipoib->local_kernel, ipoib->local_naming, r.local_profile, r.elapsed_s);
+      profile["remote"]["kernel"] =
+          kernel_profile_json(ipoib->remote_kernel, ipoib->remote_naming, r.remote_profile, r.elapsed_s);
     }
     doc["profile"] = std::move(profile);
   }
@@ -243,9 +253,9 @@ Json netperf_json(const std::vector<std::string>& args, const NetperfOptions& o,
   if (o.explain && r.explain) doc["explain"] = explain_json(explain(*r.explain));
   if (o.verify_data) {
     Json v;
-    v["bytes_sent"] = r.bytes_sent;
+    v["bytes_sent"] = r.crc_bytes_sent;
     v["sent_crc32"] = fmt::format("{:08x}", r.sent_crc32);
-    v["bytes_received"] = r.bytes_received;
+    v["bytes_received"] = r.crc_bytes_received;
     v["received_crc32"] = fmt::format("{:08x}", r.received_crc32);
     v["equal"] = r.data_verified;
     doc["verify_data"] = std::move(v);

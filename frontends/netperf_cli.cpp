@@ -24,6 +24,7 @@
 #include "frontends/netperf_omni.h"
 #include "model/fault.h"
 #include "model/units.h"
+#include "util/cli_values.h"
 #include "util/number.h"
 #include "util/output_file.h"
 
@@ -143,9 +144,9 @@ size_t take_long_option(const std::vector<std::string>& words, size_t i,
     out.push_back(w);
     return 1;
   }
-  if (i + 1 >= words.size()) fail("--" + name + ": missing value");
-  if (words[i + 1].empty()) fail("--" + name + ": empty value");
-  out.push_back("--" + name + "=" + words[i + 1]);
+  const std::string& value = util::next_word_value("--" + name, i + 1 < words.size() ? &words[i + 1] : nullptr);
+  if (value.empty()) fail("--" + name + ": empty value");
+  out.push_back("--" + name + "=" + value);
   return 2;
 }
 

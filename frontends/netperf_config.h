@@ -105,6 +105,10 @@ struct TcpStreamResult {
   bool crc_computed = false;        ///< verify_data: the CRCs below were computed
   uint32_t sent_crc32 = 0;          ///< zlib crc32 of the bytes the sender's send() calls passed
   uint32_t received_crc32 = 0;      ///< zlib crc32 of the bytes the receiver's recv() calls returned
+  /// The bytes the CRCs cover (TCP_RR: the requests netperf sent, the responses it read). A
+  /// timed TCP_RR's include the response of the transaction its alarm interrupted, which
+  /// bytes_received leaves out as netperf does.
+  uint64_t crc_bytes_sent = 0, crc_bytes_received = 0;
   bool faults_configured = false;   ///< any fault.* probability above 0
   model::FaultStats local_faults;   ///< the sending host's HCA (model/fault.h)
   model::FaultStats remote_faults;  ///< the receiving host's HCA
@@ -147,12 +151,22 @@ struct IpoibStreamResult {
   TcpStreamResult stream;                     ///< as the SDP path reports it
   std::vector<KernelProfile> local_kernel;    ///< sending host, every CPU
   std::vector<KernelProfile> remote_kernel;   ///< receiving host, every CPU
+  model::KernelNaming local_naming, remote_naming;  ///< each host's names of its rows (kernel_fn_name)
   uint32_t mss = 0;                           ///< the segment size the sender used last, B
   uint32_t mss_first = 0;                     ///< the segment size after the SYN-ACK (half its window at most), B
-  /// The socket buffers at the end of the run, B: Linux's autotuning grows those netperf did not
-  /// set (-s, -S), from the sizes netperf prints (TcpStreamResult's, taken at socket creation).
-  uint64_t send_socket_end = 0, recv_socket_end = 0;
-  bool send_socket_tuned = false, recv_socket_tuned = false;  ///< not set with -s / -S
+  /// A socket buffer at the end of the run: its size, B, and whether Linux tuned it (netperf did
+  /// not set it with -s or -S; a buffer set is locked and keeps the size netperf prints).
+  struct SocketEnd {
+    uint64_t bytes = 0;
+    bool tuned = false;
+  };
+  /// The four socket buffers at the end of the run, as netperf 2.7 reads them on Linux for its
+  /// *_SIZE_END selectors (getsockopt SO_SNDBUF and SO_RCVBUF of netperf's socket after its loop
+  /// and of netserver's after its own: nettest_omni.c send_omni_inner, recv_omni). Linux tunes
+  /// every buffer netperf did not set, from the size netperf prints (TcpStreamResult's, taken at
+  /// socket creation), whichever way the data went: tcp_init_buffer_space at establishment, then
+  /// the writer's and the reader's growth (model/netstack.h).
+  SocketEnd local_send_end, local_recv_end, remote_send_end, remote_recv_end;
   uint64_t segments = 0;                      ///< data segments sent
   uint64_t acks = 0;                          ///< ACKs the receiver sent
   uint64_t local_interrupts = 0, remote_interrupts = 0;

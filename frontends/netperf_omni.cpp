@@ -375,12 +375,10 @@ std::string value_of(const std::string& name, const NetperfOptions& o, const Tcp
   const auto f2 = [](double v) { return cformat("%.2f", v); };
   const auto f3 = [](double v) { return cformat("%.3f", v); };
   const auto req = [](uint64_t v) { return v == 0 ? int64_t{-1} : static_cast<int64_t>(v); };
-  // The buffers at the end: Linux's autotuning grows the IPoIB socket buffers netperf did not set.
-  const bool stream_dir = !m.maerts;
-  const auto end_of = [&](bool sender, uint64_t initial) -> uint64_t {
-    if (ipoib == nullptr || m.rr) return initial;
-    if (sender) return ipoib->send_socket_tuned ? ipoib->send_socket_end : initial;
-    return ipoib->recv_socket_tuned ? ipoib->recv_socket_end : initial;
+  // The buffers at the end of the test, both sockets' (IpoibStreamResult::SocketEnd): Linux's
+  // autotuning grows those of the IPoIB path's sockets netperf did not set; SDP's keep their size.
+  const auto end_of = [&](IpoibStreamResult::SocketEnd IpoibStreamResult::*end, uint64_t initial) {
+    return static_cast<int64_t>(ipoib != nullptr ? (ipoib->*end).bytes : initial);
   };
   const double local_xferd = m.local_sent + m.local_recv;
   const double sd_units = m.fmt == 'x' ? static_cast<double>(r.transactions) : local_xferd;
@@ -415,12 +413,10 @@ std::string value_of(const std::string& name, const NetperfOptions& o, const Tcp
   if (name == "LSR_SIZE") return i(static_cast<int64_t>(r.local_recv_socket));
   if (name == "RSS_SIZE") return i(static_cast<int64_t>(r.remote_send_socket));
   if (name == "RSR_SIZE") return i(static_cast<int64_t>(r.remote_recv_socket));
-  // TCP_STREAM's sender is netperf's send socket and its receiver netserver's receive socket;
-  // TCP_MAERTS's sender netserver's send socket and its receiver netperf's receive socket.
-  if (name == "LSS_SIZE_END") return i(static_cast<int64_t>(stream_dir ? end_of(true, r.local_send_socket) : r.local_send_socket));
-  if (name == "RSR_SIZE_END") return i(static_cast<int64_t>(stream_dir ? end_of(false, r.remote_recv_socket) : r.remote_recv_socket));
-  if (name == "RSS_SIZE_END") return i(static_cast<int64_t>(m.maerts ? end_of(true, r.remote_send_socket) : r.remote_send_socket));
-  if (name == "LSR_SIZE_END") return i(static_cast<int64_t>(m.maerts ? end_of(false, r.local_recv_socket) : r.local_recv_socket));
+  if (name == "LSS_SIZE_END") return i(end_of(&IpoibStreamResult::local_send_end, r.local_send_socket));
+  if (name == "LSR_SIZE_END") return i(end_of(&IpoibStreamResult::local_recv_end, r.local_recv_socket));
+  if (name == "RSS_SIZE_END") return i(end_of(&IpoibStreamResult::remote_send_end, r.remote_send_socket));
+  if (name == "RSR_SIZE_END") return i(end_of(&IpoibStreamResult::remote_recv_end, r.remote_recv_socket));
   if (name == "LOCAL_SEND_SIZE" || name == "REMOTE_SEND_SIZE") return i(static_cast<int64_t>(r.send_size));
   if (name == "LOCAL_RECV_SIZE" || name == "REMOTE_RECV_SIZE") return i(static_cast<int64_t>(r.recv_size));
   if (name == "LOCAL_SEND_CALLS" || name == "REMOTE_SEND_CALLS") return i(static_cast<int64_t>(r.send_calls));

@@ -411,13 +411,15 @@ std::string format_progress_line(double simulated_s, double length_s, double wal
 }
 
 std::string format_tcp_tuning_line(const IpoibStreamResult& r) {
-  auto buffer = [](const char* what, uint64_t created, uint64_t end, bool tuned) {
-    return tuned ? fmt::format("{} buffer {} -> {} B (autotuned)", what, created, end)
-                 : fmt::format("{} buffer {} B (set)", what, created);
+  auto buffer = [](const char* what, uint64_t created, const IpoibStreamResult::SocketEnd& end) {
+    return end.tuned ? fmt::format("{} buffer {} -> {} B (autotuned)", what, created, end.bytes)
+                     : fmt::format("{} buffer {} B (set)", what, created);
   };
-  std::string line = "hcasim: tcp: " +
-                     buffer("send", r.stream.local_send_socket, r.send_socket_end, r.send_socket_tuned) + ", " +
-                     buffer("receive", r.stream.remote_recv_socket, r.recv_socket_end, r.recv_socket_tuned);
+  const TcpStreamResult& s = r.stream;
+  std::string line = "hcasim: tcp: netperf " + buffer("send", s.local_send_socket, r.local_send_end) + ", " +
+                     buffer("receive", s.local_recv_socket, r.local_recv_end) + "; netserver " +
+                     buffer("send", s.remote_send_socket, r.remote_send_end) + ", " +
+                     buffer("receive", s.remote_recv_socket, r.remote_recv_end);
   line += r.mss_first == r.mss ? fmt::format("; segments {} B", r.mss)
                                : fmt::format("; segments {} B, then {} B", r.mss_first, r.mss);
   return line;

@@ -110,11 +110,13 @@ std::string format_netperf_csv(const NetperfOptions& options, const TcpStreamRes
 /// own counts (sim::SimGridStats), the SDP messages both sides sent, the peak RSS in MiB.
 std::string format_stats_line(const TcpStreamResult& result);
 
-/// hcasim's line on an IPoIB run's TCP buffer tuning (for --stats): the socket buffers netperf
-/// printed (taken at socket creation) against what Linux grew them to by the end, "set" for
-/// those -s / -S fixed, and the segment size when the SYN-ACK's window first halved it, e.g.
-/// "hcasim: tcp: send buffer 16384 -> 131072 B, receive buffer 87380 -> 174760 B (autotuned);
-/// segments 32728 B, then 65456 B".
+/// hcasim's line on an IPoIB run's TCP buffer tuning (for --stats): the four socket buffers, netperf's
+/// then netserver's, as netperf printed them (at socket creation) against what Linux grew them
+/// to by the end, "set" for those -s / -S fixed; then the data's segment size (TCP_RR: the
+/// requests'), after the SYN-ACK's window first halved it and at the end, e.g.
+/// "hcasim: tcp: netperf send buffer 16384 -> 131072 B (autotuned), receive buffer 87380 ->
+/// 174760 B (autotuned); netserver send buffer 16384 -> 131072 B (autotuned), receive buffer
+/// 87380 -> 174760 B (autotuned); segments 32734 B, then 65468 B".
 std::string format_tcp_tuning_line(const IpoibStreamResult& r);
 /// --stats, second line: "hcasim: link busy: NAME=Ss(U%) ..." (no newline): each SimGrid link's
 /// busy time over the measured interval, seconds to 1 us, and its utilisation, busy /

@@ -27,6 +27,7 @@
 
 #include "model/fault.h"
 
+#include "util/cli_values.h"
 #include "util/command_words.h"
 #include "util/output_file.h"
 
@@ -240,9 +241,12 @@ class Parser {
     if (opt.has_arg) {
       if (eq != std::string::npos) {
         value = w.substr(eq + 1);
-      } else {
+      } else if (opt.kind == LongKind::Short || opt.kind == LongKind::Unsupported) {
         if (i + 1 >= args.size()) fail(flag + ": missing value");
-        value = args[++i];
+        value = args[++i];  // perftest's own: getopt_long takes the next word, whatever it is
+      } else {
+        value = util::next_word_value(flag, i + 1 < args.size() ? &args[i + 1] : nullptr);  // hcasim's own
+        ++i;
       }
     } else if (eq != std::string::npos) {
       fail(flag + ": takes no value");

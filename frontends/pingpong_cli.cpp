@@ -19,6 +19,7 @@
 #include <fmt/ranges.h>
 
 #include "model/fault.h"
+#include "util/cli_values.h"
 #include "util/command_words.h"
 #include "util/output_file.h"
 
@@ -141,9 +142,12 @@ class Parser {
     if (opt.has_arg) {
       if (eq != std::string::npos) {
         value = w.substr(eq + 1);
-      } else {
+      } else if (opt.kind == LongKind::Short) {
         if (i + 1 >= args.size()) fail(flag + ": missing value");
-        value = args[++i];
+        value = args[++i];  // the program's own: getopt_long takes the next word, whatever it is
+      } else {
+        value = util::next_word_value(flag, i + 1 < args.size() ? &args[i + 1] : nullptr);  // hcasim's own
+        ++i;
       }
     } else if (eq != std::string::npos) {
       fail(flag + ": takes no value");

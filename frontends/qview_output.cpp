@@ -89,8 +89,8 @@ std::string format_ipoib_profile(const IpoibStreamResult& r, std::string_view lo
                                  std::string_view remote_name) {
   std::string out;
   const double elapsed = r.stream.elapsed_s;
-  auto host = [&](const std::vector<KernelProfile>& kernel, const std::vector<CoreProfile>& cores,
-                  std::string_view platform, std::string_view program) {
+  auto host = [&](const std::vector<KernelProfile>& kernel, const model::KernelNaming& naming,
+                  const std::vector<CoreProfile>& cores, std::string_view platform, std::string_view program) {
     for (size_t i = 0; i < kernel.size() && i < cores.size(); ++i) {
       double busy_ns = 0, timer_ns = 0;
       for (const auto& [name, ns] : cores[i].busy_ns) {
@@ -101,7 +101,8 @@ std::string format_ipoib_profile(const IpoibStreamResult& r, std::string_view lo
       std::vector<QviewRow> rows;
       for (size_t f = 0; f < model::kKernelFnCount; ++f) {
         const double self = kernel[i].ns[f] * 1e-9;
-        rows.push_back({std::string(model::kernel_fn_name(static_cast<model::KernelFn>(f))), self, kernel[i].calls[f], self});
+        rows.push_back(
+            {std::string(model::kernel_fn_name(static_cast<model::KernelFn>(f), naming)), self, kernel[i].calls[f], self});
       }
       rows.push_back({"timer_interrupt", timer_ns * 1e-9, 0, std::nullopt});
       rows.push_back({"default_idle", std::max(0.0, elapsed - busy_ns * 1e-9), 0, std::nullopt});
@@ -110,8 +111,8 @@ std::string format_ipoib_profile(const IpoibStreamResult& r, std::string_view lo
                                          std::move(rows), elapsed);
     }
   };
-  host(r.local_kernel, r.stream.local_profile, local_name, "netperf");
-  host(r.remote_kernel, r.stream.remote_profile, remote_name, "netserver");
+  host(r.local_kernel, r.local_naming, r.stream.local_profile, local_name, "netperf");
+  host(r.remote_kernel, r.remote_naming, r.stream.remote_profile, remote_name, "netserver");
   return out;
 }
 

@@ -58,7 +58,8 @@ std::string format_qview_profile(std::string_view title, std::vector<QviewRow> r
 
 /// --profile of an IPoIB run (sim::run_ipoib_stream): for each host (local = netperf, then
 /// remote = netserver) and each of its CPUs that did any work, a q-view flat profile of the
-/// measured interval: one row per kernel function of model/netstack.h with time and calls
+/// measured interval: one row per kernel function of model/netstack.h, named as the host's
+/// kernel names it (IpoibStreamResult::local_naming, remote_naming), with time and calls
 /// (tot/call = self/call: the simulation has no call graph), "timer_interrupt" for the timer
 /// ticks and "default_idle" for the rest of the interval (its calls are the times the CPU went
 /// idle, not counted: "-"). Each profile starts with a blank line and a title naming the CPU,

@@ -98,7 +98,8 @@ constexpr ParamSpec kCpu[] = {
                  "base page for pinning and DMA mapping (512 B, the smallest MMU page, .. 2 MiB, an x86 large page)"),
     nonneg("host.timer_hz", "Hz",
            "timer interrupts per second per CPU (CONFIG_HZ); x cpu.timer_tick must leave time to run"),
-    flag("host.iommu", "DMA goes through an IOMMU (then the netstack.iommu_* keys give the mapping cost)"),
+    flag("host.iommu", "DMA goes through an IOMMU, the HP zx1's sba_iommu (then the netstack.iommu_* keys give the "
+                       "mapping cost; the IPoIB profile names it sba_map_single, x86_64's nommu_map_single when off)"),
     integer("host.default_app_cpu", "", 0, 1023, "CPU of netperf/netserver without -T; must be below host.cpus"),
     work("cpu.syscall", "cycles", "entry and exit of one system call (lmbench lat_syscall null)"),
     work("cpu.sendmsg", "cycles", "SDP's per-call work in sdp_sendmsg/sdp_recvmsg"),

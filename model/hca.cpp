@@ -46,6 +46,16 @@ double receive_store_ns(uint64_t bytes, uint32_t mtu, double wire_Bps, double dr
   return static_cast<double>(std::min<uint64_t>(bytes, mtu)) / wire_Bps * 1e9;
 }
 
+std::optional<HcaDriver> hca_driver(std::string_view device) {
+  const auto numbered = [&](std::string_view prefix) {
+    return device.size() > prefix.size() && device.substr(0, prefix.size()) == prefix &&
+           device.substr(prefix.size()).find_first_not_of("0123456789") == std::string_view::npos;
+  };
+  if (numbered("mthca")) return HcaDriver::Mthca;
+  if (numbered("mlx4_")) return HcaDriver::Mlx4;
+  return std::nullopt;
+}
+
 PostConfig PostConfig::from_platform(const Platform& p, const HostBus& bus, double dma_read_rtt_ns) {
   PostConfig c;
   c.mmio = mmio::Config::from_platform(p);
@@ -56,7 +66,7 @@ PostConfig PostConfig::from_platform(const Platform& p, const HostBus& bus, doub
   c.blueflame = p.flag("hca.blueflame");
   if (c.blueflame && bus.is_pcix())
     p.fail("hca.blueflame", fmt::format("BlueFlame needs a PCIe slot; this HCA sits on {}", bus.describe()));
-  if (c.blueflame && c.device.rfind("mthca", 0) == 0)
+  if (c.blueflame && hca_driver(c.device) == HcaDriver::Mthca)
     p.fail("hca.blueflame",
            fmt::format("BlueFlame needs a ConnectX HCA (mlx4 or later); {} is an InfiniHost (ib_mthca)", c.device));
   c.bf_buf_size = p.u32("hca.bf_buf_size");
@@ -123,7 +133,9 @@ constexpr ParamSpec stage_time(std::string_view key, std::string_view doc) {
   return s;
 }
 constexpr ParamSpec kHca[] = {
-    text("hca.device", "verbs device name (mlx4_0, mthca0): mthca has no BlueFlame; perftest prints it"),
+    text("hca.device",
+         "verbs device name (mlx4_0, mthca0), the driver's: mthca has no BlueFlame; perftest prints it; the IPoIB "
+         "profile names the driver's interrupt handler (mlx4_eq_int, mthca_eq_int)"),
     flag("hca.blueflame", "posts write the WQE through the BlueFlame page (ConnectX on PCIe only)"),
     {.key = "hca.bf_buf_size", .unit = "B", .type = ParamType::Integer, .lo = 64, .hi = 4096, .step = 64,
      .doc = "BlueFlame buffer: the largest WQE a post writes through it (whole 64 B WQE basic blocks)"},

@@ -7,6 +7,10 @@
 /// the payload by DMA reads, sends IB packets, the responder DMA-writes the payload and a CQE
 /// and (when the CQ is armed) an EQE followed by an MSI-X interrupt; the requester writes its
 /// CQE when the RC ACK returns.
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
 #include "model/ib.h"
 #include "model/mlx4.h"
 #include "model/mmio.h"
@@ -82,6 +86,16 @@ double send_completion_latency_ns(const HcaTiming& requester, const HcaTiming& r
 /// checks (seed 000's bzcopy points, bound by the ACK round trip, are 9-11 % below the
 /// measurement already; an ACK after the drain took them to 13-15 %).
 double receive_store_ns(uint64_t bytes, uint32_t mtu, double wire_Bps, double drain_Bps);
+
+/// The Linux driver of an HCA. Its verbs device name (hca.device) is the driver's: ib_mthca
+/// names its devices mthca%d (InfiniHost and InfiniHost III: drivers/infiniband/hw/mthca/
+/// mthca_provider.c mthca_register_device), mlx4_ib mlx4_%d (ConnectX: drivers/infiniband/hw/
+/// mlx4/main.c mlx4_ib_add).
+enum class HcaDriver : uint8_t { Mthca, Mlx4 };
+
+/// The driver of the device named `device` ("mthca0": Mthca, "mlx4_1": Mlx4), empty for a name
+/// neither driver gives.
+std::optional<HcaDriver> hca_driver(std::string_view device);
 
 /// How a host hands send WQEs to its HCA (the libmlx4 / mlx4_ib send path).
 struct PostConfig {

@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
+#include <string>
 
 #include <fmt/format.h>
 
@@ -10,7 +12,14 @@
 
 namespace hcasim::model {
 
-std::string_view kernel_fn_name(KernelFn f) {
+KernelNaming KernelNaming::from_platform(const Platform& p) {
+  KernelNaming n;
+  n.driver = hca_driver(p.str("hca.device"));
+  n.iommu = p.flag("host.iommu");
+  return n;
+}
+
+std::string_view kernel_fn_name(KernelFn f, const KernelNaming& naming) {
   switch (f) {
     case KernelFn::TcpSendmsg: return "tcp_sendmsg";
     case KernelFn::TcpRecvmsg: return "tcp_recvmsg";
@@ -23,8 +32,18 @@ std::string_view kernel_fn_name(KernelFn f) {
     case KernelFn::Conntrack: return "ip_conntrack_in";
     case KernelFn::IpoibXmit: return "ipoib_start_xmit";
     case KernelFn::IpoibCompletion: return "ipoib_ib_completion";
-    case KernelFn::Interrupt: return "mthca_eq_int";
-    case KernelFn::DmaMap: return "sba_map_single";
+    // The EQ handler each driver's interrupt handlers call: drivers/infiniband/hw/mthca/
+    // mthca_eq.c mthca_eq_int (from mthca_tavor_interrupt, mthca_arbel_interrupt and their MSI-X
+    // variants); drivers/net/mlx4/eq.c mlx4_eq_int (Linux 2.6.25, from mlx4_interrupt and
+    // mlx4_msi_x_interrupt). Another driver's is unknown here: the row is then the kernel's
+    // handle_IRQ_event (kernel/irq/handle.c), which calls every driver's handler.
+    case KernelFn::Interrupt:
+      if (!naming.driver) return "handle_IRQ_event";
+      return *naming.driver == HcaDriver::Mlx4 ? "mlx4_eq_int" : "mthca_eq_int";
+    // What dma_map_single calls: the zx1's sba_map_single (arch/ia64/hp/common/sba_iommu.c), or
+    // without an IOMMU x86_64's nommu_map_single, a translation (arch/x86_64/kernel/pci-nommu.c,
+    // the map_single of dma_ops from Linux 2.6.16; arch/x86/kernel/ after the x86 merge).
+    case KernelFn::DmaMap: return naming.iommu ? "sba_map_single" : "nommu_map_single";
     case KernelFn::Schedule: return "schedule";
     case KernelFn::Other: return "(other)";
     case KernelFn::Count_: break;

@@ -10,19 +10,23 @@
 /// Kernel paths follow Linux 2.6.10-2.6.12 (the seeds' 2005 kernels): net/ipv4/tcp.c
 /// (tcp_sendmsg, tcp_recvmsg), tcp_output.c, tcp_input.c, tcp_ipv4.c, ip_output.c,
 /// ip_input.c, netfilter/ip_conntrack_proto_tcp.c, drivers/infiniband/ulp/ipoib/ipoib_ib.c,
-/// arch/ia64/lib/do_csum.S, arch/ia64/hp/common/sba_iommu.c.
+/// arch/ia64/lib/do_csum.S; the rows that depend on the host are named after its own kernel
+/// (KernelNaming).
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <string_view>
 
 #include "model/cpu.h"
+#include "model/hca.h"
 
 namespace hcasim::model {
 
 class Platform;
 
 /// The rows of an IPoIB run's profile: kernel functions, or groups named after the function
-/// that dominates them in seed 003's profile (the doc of each says what it stands for).
+/// that dominates them in seed 003's profile (the doc of each says what it stands for; the
+/// names of Interrupt and DmaMap are the host's, KernelNaming).
 enum class KernelFn : uint8_t {
   TcpSendmsg,        ///< "tcp_sendmsg": send() entry/exit and tcp_sendmsg's per-call work
   TcpRecvmsg,        ///< "tcp_recvmsg": recv() entry/exit and tcp_recvmsg's per-call work
@@ -42,16 +46,32 @@ enum class KernelFn : uint8_t {
   IpoibXmit,         ///< "ipoib_start_xmit": IPoIB's post of one packet (WQE, doorbell)
   IpoibCompletion,   ///< "ipoib_ib_completion": one CQE polled and handled (skb bookkeeping,
                      ///< a receive buffer allocated and reposted)
-  Interrupt,         ///< "mthca_eq_int": one interrupt (entry, handle_IRQ_event, EQ, exit)
-  DmaMap,            ///< "sba_map_single": map + unmap of one buffer page through the IOMMU
+  Interrupt,         ///< the HCA driver's EQ handler ("mthca_eq_int", "mlx4_eq_int"): one
+                     ///< interrupt (entry, handle_IRQ_event, EQ, exit)
+  DmaMap,            ///< the host's DMA mapping ("sba_map_single", "nommu_map_single"): map +
+                     ///< unmap of one buffer page
   Schedule,          ///< "schedule": waking a blocked thread and switching to it
   Other,             ///< "(other)": the remaining per-segment work the profiles do not list
   Count_
 };
 inline constexpr std::size_t kKernelFnCount = static_cast<std::size_t>(KernelFn::Count_);
 
-/// The profile name of a row ("do_csum", "ipt_do_table", ...).
-std::string_view kernel_fn_name(KernelFn);
+/// What names a host's rows that depend on its kernel: the HCA driver's event queue handler
+/// (Interrupt) and the DMA mapping of its I/O (DmaMap).
+struct KernelNaming {
+  /// The driver hca.device names; empty for a device of another driver.
+  std::optional<HcaDriver> driver = HcaDriver::Mthca;
+  /// host.iommu. On is the HP zx1's sba_iommu, the one IOMMU of the platform files; off is
+  /// x86_64's DMA without an IOMMU (pci-nommu).
+  bool iommu = true;
+
+  /// Reads hca.device and host.iommu.
+  static KernelNaming from_platform(const Platform&);
+};
+
+/// The profile name of a row on a host whose kernel `naming` describes ("do_csum",
+/// "ipt_do_table", "mlx4_eq_int", ...).
+std::string_view kernel_fn_name(KernelFn, const KernelNaming& naming);
 /// The model/cpu.h activity a row's time counts as (utilisation and service demand).
 Activity kernel_fn_activity(KernelFn);
 

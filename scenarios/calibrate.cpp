@@ -26,6 +26,7 @@
 #include "scenarios/children.h"
 #include "scenarios/datadir.h"
 #include "sim/testbed.h"
+#include "util/cli_values.h"
 #include "util/csv.h"
 #include "util/input_file.h"
 #include "util/number.h"
@@ -402,6 +403,7 @@ CalibrateOptions parse_calibrate_args(const std::vector<std::string>& args) {
   for (auto* opt : {opt_platform, opt_remote, opt_remote_out, opt_out, opt_csv, opt_jobs, opt_evals, opt_duration,
                     opt_iter, opt_steady})
     opt->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  util::check_option_values(app, args);
   try {
     app.parse(std::vector<std::string>(args.rbegin(), args.rend()));
   } catch (const CLI::ParseError& e) {

@@ -17,6 +17,7 @@
 #include "scenarios/json_report.h"
 #include "scenarios/run_file.h"
 #include "scenarios/run_report.h"
+#include "util/cli_values.h"
 #include "util/number.h"
 #include "util/output_file.h"
 
@@ -62,6 +63,7 @@ CompareOptions parse_compare_args(const std::vector<std::string>& args) {
   app.add_flag("--json", o.json, "the reports as JSON");
   for (auto* opt : {opt_platform, opt_jobs, opt_csv, opt_duration, opt_iterations})
     opt->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  util::check_option_values(app, args);
   std::vector<std::string> reversed(args.rbegin(), args.rend());
   try {
     app.parse(reversed);

@@ -256,10 +256,12 @@ int netperf_main(const std::vector<std::string>& args) {
   if (opts.verify_data && rr)
     std::cerr << fmt::format("hcasim: data: {} B of requests and {} B of responses, crc32 {:08x} as sent, {:08x} as "
                              "received\n",
-                             result.bytes_sent, result.bytes_received, result.sent_crc32, result.received_crc32);
+                             result.crc_bytes_sent, result.crc_bytes_received, result.sent_crc32,
+                             result.received_crc32);
   else if (opts.verify_data)
     std::cerr << fmt::format("hcasim: data: {} B sent, crc32 {:08x}; {} B received, crc32 {:08x}\n",
-                             result.bytes_sent, result.sent_crc32, result.bytes_received, result.received_crc32);
+                             result.crc_bytes_sent, result.sent_crc32, result.crc_bytes_received,
+                             result.received_crc32);
   if (opts.stats) {
     std::cerr << frontends::format_stats_line(result) << "\n";
     if (!result.link_busy_s.empty()) std::cerr << frontends::format_link_busy_line(result.link_busy_s, result.elapsed_s) << "\n";
@@ -271,10 +273,10 @@ int netperf_main(const std::vector<std::string>& args) {
   }
   if (opts.verify_data && rr)
     std::cerr << fmt::format("hcasim: note: --verify-data: {} bytes compared at their receivers, all equal\n",
-                             result.bytes_sent + result.bytes_received);
+                             result.crc_bytes_sent + result.crc_bytes_received);
   else if (opts.verify_data)
     std::cerr << fmt::format("hcasim: note: --verify-data: {} {} compared at the receiver, all equal\n",
-                             result.bytes_received, result.bytes_received == 1 ? "byte" : "bytes");
+                             result.crc_bytes_received, result.crc_bytes_received == 1 ? "byte" : "bytes");
   return 0;
 }
 

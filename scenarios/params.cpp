@@ -14,6 +14,7 @@
 #include "model/params.h"
 #include "scenarios/datadir.h"
 #include "sim/testbed.h"
+#include "util/cli_values.h"
 
 namespace hcasim::scenarios {
 
@@ -68,6 +69,7 @@ ParamsOptions parse_params_args(const std::vector<std::string>& args) {
   app.add_flag("--json", o.json, "JSON output");
   app.add_flag("-h,--help", o.help, "usage");
   opt_platform->multi_option_policy(CLI::MultiOptionPolicy::Throw);
+  util::check_option_values(app, args);
   std::vector<std::string> reversed(args.rbegin(), args.rend());
   try {
     app.parse(reversed);

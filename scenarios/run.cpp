@@ -16,6 +16,7 @@
 #include "scenarios/run_report.h"
 #include "scenarios/scenario.h"
 #include "scenarios/simulate.h"
+#include "util/cli_values.h"
 #include "util/output_file.h"
 
 namespace hcasim::scenarios {
@@ -38,6 +39,7 @@ RunOptions parse_run_args(const std::vector<std::string>& args) {
   app.add_flag("--json", o.json, "the report as JSON");
   for (auto* opt : {opt_scenario, opt_jobs, opt_csv})
     opt->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  util::check_option_values(app, args);
   std::vector<std::string> reversed(args.rbegin(), args.rend());
   try {
     app.parse(reversed);

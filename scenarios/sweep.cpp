@@ -20,6 +20,7 @@
 #include "scenarios/report.h"
 #include "scenarios/sweep_plot.h"
 #include "sim/testbed.h"
+#include "util/cli_values.h"
 #include "util/csv.h"
 #include "util/number.h"
 #include "util/output_file.h"
@@ -108,9 +109,9 @@ std::optional<std::string> take_option(const std::vector<std::string>& words, si
   for (const std::string& n : {name, short_name}) {
     if (n.empty()) continue;
     if (w == n) {
-      if (i + 1 >= words.size()) throw InputError(fmt::format("{}: missing value", n));
+      const std::string& value = util::next_word_value(n, i + 1 < words.size() ? &words[i + 1] : nullptr);
       i += 2;
-      return words[i - 1];
+      return value;
     }
     const std::string attached = n.size() == 2 ? n : n + "=";  // -j4, --csv=F
     if (w.size() > attached.size() && w.compare(0, attached.size(), attached) == 0) {

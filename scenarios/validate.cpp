@@ -19,6 +19,7 @@
 #include "scenarios/datadir.h"
 #include "scenarios/json_report.h"
 #include "scenarios/report.h"
+#include "util/cli_values.h"
 #include "util/number.h"
 #include "util/output_file.h"
 #include "util/statistics.h"
@@ -289,6 +290,7 @@ ValidateOptions parse_validate_args(const std::vector<std::string>& args) {
   app.add_flag("--json", o.json, "reports and summary as JSON");
   for (auto* opt : {opt_jobs, opt_report, opt_duration, opt_iter})
     opt->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  util::check_option_values(app, args);
   std::vector<std::string> reversed(args.rbegin(), args.rend());
   try {
     app.parse(reversed);

@@ -25,6 +25,7 @@ namespace ipoib_detail {
 IpoibHost read_ipoib_host(const model::Platform& p) {
   IpoibHost h;
   h.net = model::NetstackCosts::from_platform(p);
+  h.naming = model::KernelNaming::from_platform(p);
   h.ipoib.mode = model::ipoib::parse_mode(p.str("ipoib.mode"));  // one of the schema's choices
   h.ipoib.connected_mtu = p.u32("ipoib.connected_mtu");
   h.ipoib.tcp_timestamps = p.flag("socket.tcp_timestamps");
@@ -55,6 +56,10 @@ Stream::Stream(const HostParams& ha, const HostParams& hb, const IpoibHost& a, c
     s.hca = &bed_.hca(static_cast<int>(i));
     s.prof.resize(static_cast<size_t>(s.hp.costs.cpus));
     for (int k = 0; k < s.hp.costs.cpus; ++k) s.prof[static_cast<size_t>(k)].core = k;
+    for (size_t f = 0; f < model::kKernelFnCount; ++f) {
+      s.label[f] = model::kernel_fn_name(static_cast<KernelFn>(f), s.p.naming);
+      s.softirq_label[f] = s.label[f] + " (softirq)";
+    }
     s.sock_wq = std::make_unique<SimWaitQueue>();
     irq_ctx_[i].core = s.hp.irq.target_cpu();
     s.post_cpu_ns = model::post_timing(s.hp.post, {}).cpu_ns;  // ipoib_send: a SEND of one SGE (the skb's data)
@@ -106,15 +111,6 @@ void Stream::establish(Flow& f) {
   f.rcv_ssthresh = std::min(syn_window, f.window_clamp);
   f.rcvq_space = syn_window;
   f.rcv_wnd = f.rcv_adv_right = f.snd_wnd_right = syn_window;
-}
-
-std::string_view Stream::trace_label(KernelFn fn, bool softirq) {
-  static const auto kSoftirq = [] {
-    std::array<std::string, model::kKernelFnCount> n;
-    for (size_t i = 0; i < n.size(); ++i) n[i] = std::string(model::kernel_fn_name(static_cast<KernelFn>(i))) + " (softirq)";
-    return n;
-  }();
-  return softirq ? std::string_view(kSoftirq[static_cast<size_t>(fn)]) : model::kernel_fn_name(fn);
 }
 
 void Stream::open(int i) {
@@ -297,10 +293,11 @@ frontends::IpoibStreamResult Stream::run() {
   r.remote_recv_socket = f0.rcvbuf_created;
   r.local_recv_socket = f1.rcvbuf_created;
   r.remote_send_socket = f1.sndbuf_created;
-  out.send_socket_end = f0.sndbuf;
-  out.recv_socket_end = f0.rcvbuf;
-  out.send_socket_tuned = !f0.snd_locked;
-  out.recv_socket_tuned = !f0.rcv_locked;
+  // Each socket's two buffers: netperf's sends flow 0 and receives flow 1, netserver's the reverse.
+  out.local_send_end = {f0.sndbuf, !f0.snd_locked};
+  out.remote_recv_end = {f0.rcvbuf, !f0.rcv_locked};
+  out.remote_send_end = {f1.sndbuf, !f1.snd_locked};
+  out.local_recv_end = {f1.rcvbuf, !f1.rcv_locked};
   out.mss_first = f0.mss_first;
   r.send_size = send_size_;
   r.recv_size = recv_size_;
@@ -313,12 +310,13 @@ frontends::IpoibStreamResult Stream::run() {
   r.remote_cpus = side_[1].hp.costs.cpus;
   if (rr()) {
     // Requests one way, responses the other: every request netperf sent was read by netserver
-    // (it reads until netperf closes); netperf read the responses of the transactions counted.
+    // (it reads until netperf closes); netperf counts the responses of the transactions
+    // completed by the alarm (the one it interrupted was read, but not counted).
     r.transactions = transactions_;
     r.request_size = cfg_.request_size;
     r.response_size = cfg_.response_size;
     r.latency_us = latency_;
-    r.bytes_received = f1.copied;
+    r.bytes_received = transactions_ * cfg_.response_size;
     r.data_verified = f0.copied == sent_ && f1.copied >= transactions_ * cfg_.response_size;
     if (!r.data_verified)
       throw std::runtime_error(fmt::format("stream check failed: requests {} B sent, {} B received; responses {} B "
@@ -437,6 +435,8 @@ frontends::IpoibStreamResult run_ipoib(const model::Platform& local, const model
   Stream stream(ha, hb, a, b, cfg, buffers, rr ? cfg.request_size : setup.send_size,
                 rr ? cfg.response_size : setup.recv_size, setup.local_cpu, setup.remote_cpu, trace.get());
   frontends::IpoibStreamResult out = stream.run();
+  out.local_naming = a.naming;
+  out.remote_naming = b.naming;
   if (trace)
     out.stream.trace_json = trace->json({{"tool", "netperf"}, {"transport", "ipoib"},
                                          {"ipoib_mode", a.ipoib.mode == model::ipoib::Mode::Connected ? "connected" : "datagram"},
@@ -484,7 +484,10 @@ frontends::IpoibStreamResult run_ipoib_maerts(const model::Platform& local, cons
     throw frontends::ConfigError(maerts_field(e.field()), e.reason());
   }
   maerts_result(r.stream, local, remote, cfg);
+  std::swap(r.local_send_end, r.remote_send_end);
+  std::swap(r.local_recv_end, r.remote_recv_end);
   std::swap(r.local_kernel, r.remote_kernel);
+  std::swap(r.local_naming, r.remote_naming);
   std::swap(r.local_interrupts, r.remote_interrupts);
   return r;
 }

@@ -61,7 +61,8 @@ frontends::IpoibStreamResult run_ipoib_stream(const model::Platform& local, cons
 /// carries the ACK of the other direction, which cancels the receiver's delayed ACK (40 ms);
 /// Nagle holds a short segment while data is unacknowledged unless config.nodelay (netperf's
 /// test option -D). A timed run counts the transactions completed by its alarm, a counted one
-/// (config.transactions) runs exactly that many; the CPU figures are taken at the
+/// (config.transactions) runs exactly that many, and the bytes and calls are counted as in
+/// run_tcp_rr; the CPU figures are taken at the
 /// alarm (timed) or at the last response (counted). Throws as run_ipoib_stream does, and InputError for request or response
 /// sizes of 0 or neither length_s nor transactions.
 frontends::IpoibStreamResult run_ipoib_rr(const model::Platform& local, const model::Platform& remote,

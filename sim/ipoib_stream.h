@@ -31,6 +31,7 @@ using model::KernelFn;
 /// the TCP/IP stack's costs, the IPoIB mode and its rings.
 struct IpoibHost {
   model::NetstackCosts net;
+  model::KernelNaming naming;  ///< the names of its profile's host-dependent rows
   model::ipoib::Config ipoib;
   uint32_t send_ring = 0, recv_ring = 0;
 };
@@ -83,6 +84,8 @@ struct Side {
   uint32_t next_send = 0;        ///< the send ring's next buffer
   double post_cpu_ns = 0;        ///< the doorbell's CPU cost, charged by the HCA model (Qp::post_send)
   std::vector<frontends::KernelProfile> prof;
+  /// --trace: each row's name (KernelFn order) as its profile gives it, and with " (softirq)".
+  std::array<std::string, model::kKernelFnCount> label, softirq_label;
   std::deque<Cqe> softirq;       ///< polled CQEs waiting for the softirq (netif_rx's backlog)
   bool in_irq = false;           ///< the interrupt CPU is in a hard interrupt or the softirq
   SimWaitQueue irq_idle;         ///< notified when it leaves them
@@ -163,14 +166,17 @@ class Stream {
   // CPU accounting: time and a call of `fn` on the calling context's core.
   void charge(Side& s, const Ctx& c, KernelFn fn, double ns, double calls = 1) {
     if (trace_ != nullptr) [[unlikely]]
-      s.host->charge_labelled(model::kernel_fn_activity(fn), ns, trace_label(fn, c.softirq));
+      s.host->charge_labelled(model::kernel_fn_activity(fn), ns, trace_label(s, fn, c.softirq));
     else
       s.host->charge(model::kernel_fn_activity(fn), ns);
     profile(s, c, fn, ns, calls);
   }
-  /// A trace's name of `fn`'s work: its profile name, with " (softirq)" in the NET_RX/NET_TX
-  /// softirq.
-  static std::string_view trace_label(KernelFn fn, bool softirq);
+  /// A trace's name of `fn`'s work on side s: its profile name, with " (softirq)" in the
+  /// NET_RX/NET_TX softirq.
+  static std::string_view trace_label(const Side& s, KernelFn fn, bool softirq) {
+    const auto i = static_cast<size_t>(fn);
+    return softirq ? s.softirq_label[i] : s.label[i];
+  }
   /// SimHost::sleep / wake, counted as calls of schedule (their time is SimHost's Wakeup).
   void sleep(Side& s, const Ctx& c, const std::function<bool()>& ready) {
     s.host->flush();

@@ -321,6 +321,8 @@ frontends::TcpStreamResult run_tcp_stream(const model::Platform& local, const mo
   res.send_calls = counts.send_calls;
   res.recv_calls = counts.recv_calls;
   res.crc_computed = cfg.verify_data;
+  res.crc_bytes_sent = sent;
+  res.crc_bytes_received = received;
   res.sent_crc32 = static_cast<uint32_t>(sent_crc);
   res.received_crc32 = static_cast<uint32_t>(received_crc);
   res.faults_configured = cfg.faults.any();
@@ -498,19 +500,25 @@ frontends::TcpStreamResult run_tcp_rr(const model::Platform& local, const model:
         crc_of(host_a.memory(), req_buf, cfg.request_size, req_sent_crc);
         req_sent += sock_a->send(req_buf, cfg.request_size);
         ++send_calls;
-        uint64_t left = cfg.response_size;
+        uint64_t left = cfg.response_size, calls = 0;
         while (left > 0) {
           const sdp::Addr at = rsp_buf + (cfg.response_size - left);
           const uint64_t n = sock_a->recv(at, left);
           if (n == 0) throw std::runtime_error("netserver closed the connection in the middle of a transaction");
-          ++recv_calls;
+          ++calls;
           if (!host_a.memory().check_stream(at, n, rsp_received)) data_ok = false;
           crc_of(host_a.memory(), at, n, rsp_recv_crc);
           rsp_received += n;
           left -= n;
         }
         host_a.flush();
-        if (!cfg.transactions && now_ns() > stop) break;  // the alarm went off inside this transaction
+        // The alarm went off inside this transaction: netperf's recv() returned EINTR and the
+        // loop ended. Its request was sent and is counted; its response's receives are not
+        // (netperf 2.7 nettest_omni.c send_omni_inner: bytes_sent and local_send_calls grow after
+        // send_data, bytes_received and local_receive_calls only when recv_data returns the
+        // whole response; on EINTR it returns -1 and the loop breaks).
+        if (!cfg.transactions && now_ns() > stop) break;
+        recv_calls += calls;
         if (cfg.keep_latency) latency.add(static_cast<int64_t>(std::floor(now_ns() / 1000.0)) - time_one_us);
         demo.tick(now_ns(), cfg.demo.rr_ticks_bytes ? static_cast<double>(cfg.request_size + cfg.response_size) : 1.0);
         ++transactions;
@@ -543,9 +551,11 @@ frontends::TcpStreamResult run_tcp_rr(const model::Platform& local, const model:
   res.elapsed_s = (t_end - t_start) * 1e-9;
   res.transactions = transactions;
   res.bytes_sent = req_sent;
-  res.bytes_received = rsp_received;
+  res.bytes_received = transactions * cfg.response_size;  // each counted recv_data returned a whole response
   res.send_calls = send_calls;
   res.recv_calls = recv_calls;
+  res.crc_bytes_sent = req_sent;
+  res.crc_bytes_received = rsp_received;
   res.faults_configured = cfg.faults.any();
   res.local_faults = bed.hca(0).fault_stats();
   res.remote_faults = bed.hca(1).fault_stats();

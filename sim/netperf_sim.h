@@ -40,9 +40,11 @@ frontends::TcpStreamResult run_tcp_stream(const model::Platform& local, const mo
 /// A timed run (length_s) ends at its alarm and counts the transactions completed by then
 /// (elapsed_s is length_s); with config.transactions > 0 it runs exactly that many. The result's
 /// transactions, the four socket buffers, the CPU utilisations over the interval; bytes_sent
-/// are the requests' bytes, bytes_received the responses'; with verify_data sent_crc32 and
-/// received_crc32 are each the crc32 of the requests followed by the responses, as their
-/// senders wrote them and as their receivers read them. Throws as run_tcp_stream does.
+/// and send_calls are the requests', bytes_received and recv_calls the responses', counted as
+/// netperf 2.7's omni loop counts them (the request of a transaction the alarm interrupts is,
+/// its response is not); with verify_data sent_crc32 and received_crc32 are each the crc32 of
+/// the requests followed by the responses, as their senders wrote them and as their receivers
+/// read them (crc_bytes_sent, crc_bytes_received). Throws as run_tcp_stream does.
 frontends::TcpStreamResult run_tcp_rr(const model::Platform& local, const model::Platform& remote,
                                       const frontends::TcpStreamConfig& config);
 

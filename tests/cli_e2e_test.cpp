@@ -23,6 +23,7 @@
 #include <vector>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "tests/hcasim_run.h"
 #include "util/csv.h"
@@ -585,4 +586,34 @@ TEST_F(Cli, UcWritesLandAsRcWritesAndCompleteWithoutWaitingForTheAck) {
   std::cout << "ib_write_bw -t 1 -s 64: RC " << rc_ns << " ns per message, UC " << uc_ns << " ns\n";
   EXPECT_LT(uc_ns, rc_ns - 300 - 25);
   EXPECT_GT(uc_ns, 0.4 * rc_ns);
+}
+
+// A timed TCP_RR's alarm interrupts netperf's recv() of a response. netperf 2.7's omni loop
+// (nettest_omni.c send_omni_inner) has counted that transaction's request (bytes_sent and
+// local_send_calls grow after send_data) but counts none of its response (recv_data returns -1
+// on EINTR, before bytes_received and local_receive_calls grow). So a run of -l S that completes
+// N transactions counts what a run of -l -N counts (the same seed, the same N transactions), and
+// one request more. -r 64,3000: a response spans two of SDP's first 2048 B receive buffers, or
+// two of datagram mode's 1992 B segments, so some take two recv() calls.
+TEST_F(Cli, TimedRrCountsTheResponsesOfItsCompletedTransactionsOnly) {
+  for (const std::string transport : {"sdp", "ipoib"}) {
+    SCOPED_TRACE(transport);
+    const std::string cmd = "netperf -t TCP_RR --json --transport " + transport;
+    const Outcome timed = run(cmd + " -l 0.02 -- -r 64,3000");
+    ASSERT_EQ(timed.status, 0) << timed.err;
+    const auto t = nlohmann::json::parse(timed.out)["result"];
+    const uint64_t n = t["transactions"].get<uint64_t>();
+    ASSERT_GT(n, 100u);
+    const Outcome counted = run(cmd + " -l -" + std::to_string(n) + " -- -r 64,3000");
+    ASSERT_EQ(counted.status, 0) << counted.err;
+    const auto c = nlohmann::json::parse(counted.out)["result"];
+    ASSERT_EQ(c["transactions"].get<uint64_t>(), n);
+    EXPECT_EQ(t["bytes_received"].get<uint64_t>(), n * 3000);
+    EXPECT_EQ(t["bytes_received"], c["bytes_received"]);
+    EXPECT_EQ(t["recv_calls"], c["recv_calls"]);
+    EXPECT_GE(t["recv_calls"].get<uint64_t>(), n);
+    EXPECT_EQ(t["bytes_sent"].get<uint64_t>(), (n + 1) * 64);
+    EXPECT_EQ(t["send_calls"].get<uint64_t>(), n + 1);
+    EXPECT_EQ(c["send_calls"].get<uint64_t>(), n);
+  }
 }

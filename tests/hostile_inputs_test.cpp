@@ -494,6 +494,44 @@ std::vector<Case> cases() {
   add({.name = "netperf_T_cpu_the_platform_lacks", .args = {"netperf", "-T", "0,99", "-l", "0.01", "--csv", csv},
        .line = E + "-T: remote CPU 99 does not exist \\(connectx-ddr-pcie1x8 has 8 CPUs\\)", .absent = {csv}});
   add({.name = "netperf_H_missing_value", .args = {"netperf", "-H"}, .line = E + "-H: missing value"});
+  // hcasim's own options that take a value: an option after one is not read as its value (getopt's
+  // rule would read "--transport -P 0" as the transport -P and a stray 0, and write "--csv -c"'s
+  // CSV to a file named -c); a value that starts with '-' is given as --OPTION=VALUE.
+  auto value_is_an_option = [&](const std::string& name, std::vector<std::string> args, const std::string& flag,
+                                const std::string& next, std::vector<std::string> absent = {}) {
+    add({.name = name + "_value_is_an_option", .args = std::move(args),
+         .line = E + flag + ": missing value \\(the next word, '" + next +
+                 "', is an option; a value that starts with '-' is written " + flag + "=VALUE\\)",
+         .absent = std::move(absent)});
+  };
+  value_is_an_option("netperf_transport", {"netperf", "--transport", "-P", "0", "--csv", csv}, "--transport", "-P",
+                     {csv});
+  add({.name = "netperf_transport_not_sdp_or_ipoib", .args = {"netperf", "--transport", "tcp", "--csv", csv},
+       .line = E + "--transport: 'tcp' is not sdp or ipoib", .absent = {csv}});
+  value_is_an_option("netperf_platform", {"netperf", "--platform", "-c", "-C", "--csv", csv}, "--platform", "-c",
+                     {csv});
+  value_is_an_option("netperf_remote_platform", {"netperf", "--remote-platform", "--stats"}, "--remote-platform",
+                     "--stats");
+  value_is_an_option("netperf_set", {"netperf", "--set", "-P", "0"}, "--set", "-P");
+  value_is_an_option("netperf_seed", {"netperf", "--seed", "-l", "1"}, "--seed", "-l");
+  add({.name = "netperf_seed_negative", .args = {"netperf", "--seed", "-1"},
+       .line = E + "--seed: '-1' is not a non-negative integer"});
+  value_is_an_option("netperf_csv", {"netperf", "-l", "0.01", "--csv", "-c"}, "--csv", "-c", {"-c"});
+  value_is_an_option("netperf_trace", {"netperf", "-l", "0.01", "--trace", "-C"}, "--trace", "-C", {"-C"});
+  value_is_an_option("netperf_steady", {"netperf", "--steady", "-c"}, "--steady", "-c");
+  value_is_an_option("netperf_trace_window", {"netperf", "--trace", "@DIR@/t.json", "--trace-window", "-l", "1"},
+                     "--trace-window", "-l", {"@DIR@/t.json"});
+  value_is_an_option("ib_write_lat_columns", {"ib_write_lat", "--columns", "-n", "10"}, "--columns", "-n");
+  value_is_an_option("ib_write_bw_platform", {"ib_write_bw", "--platform", "-n", "10"}, "--platform", "-n");
+  value_is_an_option("ib_read_lat_seed", {"ib_read_lat", "--seed", "-n", "10"}, "--seed", "-n");
+  value_is_an_option("ib_send_bw_set", {"ib_send_bw", "--set", "-a"}, "--set", "-a");
+  value_is_an_option("ib_write_lat_csv", {"ib_write_lat", "-n", "10", "--csv", "-F"}, "--csv", "-F", {"-F"});
+  value_is_an_option("rc_pingpong_platform", {"ibv_rc_pingpong", "--platform", "-n", "10"}, "--platform", "-n");
+  value_is_an_option("ud_pingpong_seed", {"ibv_ud_pingpong", "--seed", "-n", "10"}, "--seed", "-n");
+  value_is_an_option("params_platform", {"params", "--platform", "--json"}, "--platform", "--json");
+  value_is_an_option("compare_set", {"compare", "--set", "--json", "@DIR@/runs.txt"}, "--set", "--json");
+  value_is_an_option("calibrate_platform", {"calibrate", "--platform", "--json"}, "--platform", "--json");
+  value_is_an_option("sweep_csv", {"sweep", "netperf", "--csv", "-l", "1", "--", "-m", "1K,2K"}, "--csv", "-l", {"-l"});
   add({.name = "netperf_m_above_netperf_limit", .args = {"netperf", "--", "-m", "3G"},
        .line = E + "-m: 3221225472 B is above netperf's limit of 2147483647 B"});
   add({.name = "netperf_P_not_0_or_1", .args = {"netperf", "-P", "2"}, .line = E + "-P: '2' is not 0 or 1"});

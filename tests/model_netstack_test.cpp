@@ -3,6 +3,7 @@
 // calculations from the sources the header cites.
 #include "model/netstack.h"
 
+#include <optional>
 #include <string>
 
 #include <gtest/gtest.h>
@@ -108,12 +109,45 @@ TEST(ModelNetstack, CostFormulas) {
 }
 
 TEST(ModelNetstack, EveryRowHasAProfileNameAndAnActivity) {
-  EXPECT_EQ(kernel_fn_name(KernelFn::DoCsum), "do_csum");
-  EXPECT_EQ(kernel_fn_name(KernelFn::IptDoTable), "ipt_do_table");
-  EXPECT_EQ(kernel_fn_name(KernelFn::DmaMap), "sba_map_single");
+  const KernelNaming zx1{HcaDriver::Mthca, /*iommu=*/true};
+  EXPECT_EQ(kernel_fn_name(KernelFn::DoCsum, zx1), "do_csum");
+  EXPECT_EQ(kernel_fn_name(KernelFn::IptDoTable, zx1), "ipt_do_table");
   EXPECT_EQ(kernel_fn_activity(KernelFn::CopyUser), Activity::Copy);
   EXPECT_EQ(kernel_fn_activity(KernelFn::Interrupt), Activity::Interrupt);
-  for (size_t f = 0; f < kKernelFnCount; ++f) EXPECT_NE(kernel_fn_name(static_cast<KernelFn>(f)), "?") << f;
+  for (size_t f = 0; f < kKernelFnCount; ++f) EXPECT_NE(kernel_fn_name(static_cast<KernelFn>(f), zx1), "?") << f;
+}
+
+// The two rows a host's kernel names: its HCA driver's EQ handler (drivers/infiniband/hw/mthca/
+// mthca_eq.c mthca_eq_int, drivers/net/mlx4/eq.c mlx4_eq_int) and its DMA mapping (the zx1's
+// arch/ia64/hp/common/sba_iommu.c sba_map_single; without an IOMMU x86_64's
+// arch/x86_64/kernel/pci-nommu.c nommu_map_single). The driver comes from the verbs device name
+// the driver gives (mthca_register_device: "mthca%d"; mlx4_ib_add: "mlx4_%d").
+TEST(ModelNetstack, HostDependentRowsAreNamedAfterTheHostsDriverAndDmaMapping) {
+  EXPECT_EQ(hca_driver("mthca0"), HcaDriver::Mthca);
+  EXPECT_EQ(hca_driver("mthca12"), HcaDriver::Mthca);
+  EXPECT_EQ(hca_driver("mlx4_0"), HcaDriver::Mlx4);
+  EXPECT_EQ(hca_driver("mlx4_"), std::nullopt);
+  EXPECT_EQ(hca_driver("mlx40"), std::nullopt);
+  EXPECT_EQ(hca_driver("mthca0x"), std::nullopt);
+  EXPECT_EQ(hca_driver("qib0"), std::nullopt);
+  const auto shipped = [](const std::string& name) {
+    return KernelNaming::from_platform(
+        Platform::load_file(std::string(HCASIM_REFERENCE_DIR) + "/../scenarios/platforms/" + name + ".toml"));
+  };
+  const KernelNaming zx1 = shipped("zx1-rx2600-pcix");
+  EXPECT_EQ(kernel_fn_name(KernelFn::Interrupt, zx1), "mthca_eq_int");
+  EXPECT_EQ(kernel_fn_name(KernelFn::DmaMap, zx1), "sba_map_single");
+  const KernelNaming connectx = shipped("connectx-ddr-pcie1x8");
+  EXPECT_EQ(kernel_fn_name(KernelFn::Interrupt, connectx), "mlx4_eq_int");
+  EXPECT_EQ(kernel_fn_name(KernelFn::DmaMap, connectx), "nommu_map_single");
+  const KernelNaming infinihost = shipped("infinihost3-pcie1x8");
+  EXPECT_EQ(kernel_fn_name(KernelFn::Interrupt, infinihost), "mthca_eq_int");
+  EXPECT_EQ(kernel_fn_name(KernelFn::DmaMap, infinihost), "nommu_map_single");
+  // Another driver's device (hca.device names no driver hcasim knows the handler of): the
+  // kernel's generic handle_IRQ_event, which calls it.
+  Platform other = Platform::load_file(std::string(HCASIM_REFERENCE_DIR) + "/../scenarios/platforms/connectx-ddr-pcie1x8.toml");
+  other.set("hca.device=qib0");
+  EXPECT_EQ(kernel_fn_name(KernelFn::Interrupt, KernelNaming::from_platform(other)), "handle_IRQ_event");
 }
 
 TEST(ModelNetstack, ShippedPlatformsReadAndBadValuesNameTheirKey) {

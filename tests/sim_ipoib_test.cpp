@@ -15,6 +15,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "model/netstack.h"
 #include "model/units.h"
 #include "model/platform.h"
@@ -225,9 +227,13 @@ TEST(SimIpoib, ConnectedModeWithoutOptionsRunsWithLinuxsAutotunedBuffers) {
   const frontends::IpoibStreamResult r = sim::run_ipoib_stream(p, p, c);
   EXPECT_EQ(r.stream.local_send_socket, 16384u);
   EXPECT_EQ(r.stream.remote_recv_socket, 87380u);
-  EXPECT_TRUE(r.send_socket_tuned && r.recv_socket_tuned);
-  EXPECT_EQ(r.send_socket_end, 131072u);
-  EXPECT_EQ(r.recv_socket_end, 174760u);
+  EXPECT_TRUE(r.local_send_end.tuned && r.remote_recv_end.tuned);
+  EXPECT_EQ(r.local_send_end.bytes, 131072u);
+  EXPECT_EQ(r.remote_recv_end.bytes, 174760u);
+  // The other two buffers carry only ACKs, but tcp_init_buffer_space grew them the same way.
+  EXPECT_TRUE(r.remote_send_end.tuned && r.local_recv_end.tuned);
+  EXPECT_EQ(r.remote_send_end.bytes, 131072u);
+  EXPECT_EQ(r.local_recv_end.bytes, 174760u);
   EXPECT_EQ(r.mss_first, 32734u);
   EXPECT_EQ(r.mss, 65468u);
   const double mbps = static_cast<double>(r.stream.bytes_received) * 8 / r.stream.elapsed_s / 1e6;
@@ -248,8 +254,8 @@ TEST(SimIpoib, ALockedSmallReceiveBufferKeepsSegmentsAtHalfItsWindow) {
   c.send_size = 64 << 10;
   c.remote_recv_socket = 43690;
   const frontends::IpoibStreamResult r = sim::run_ipoib_stream(p, p, c);
-  EXPECT_FALSE(r.recv_socket_tuned);
-  EXPECT_EQ(r.recv_socket_end, 87380u);
+  EXPECT_FALSE(r.remote_recv_end.tuned);
+  EXPECT_EQ(r.remote_recv_end.bytes, 87380u);
   EXPECT_EQ(r.mss, 32734u);
   EXPECT_GT(r.stream.bytes_received, 0u);
 }
@@ -342,4 +348,73 @@ TEST(SimIpoibRr, ATwoSegmentRequestIsNotHeldForTheDelayedAck) {
   EXPECT_EQ(r.segments, 3u * 500);
   EXPECT_EQ(r.acks, 500u);
   EXPECT_LT(r.stream.elapsed_s, 500 * 1e-3);  // under 1 ms a transaction, 40 ms with the tail held
+}
+
+// netperf 2.7's omni reads the four socket buffers at the end of the test (getsockopt SO_SNDBUF
+// and SO_RCVBUF on Linux, netperf's socket and netserver's) for the *_SIZE_END selectors. In
+// connected mode (MSS 65468) Linux 2.6's tcp_init_buffer_space grows every unset buffer of both
+// sockets at establishment, whatever the test moves: the send buffers to min(3 x (65468 + 376),
+// tcp_wmem[2] 131072) = 131072 (tcp_fixup_sndbuf), the receive buffers to min(4 x 87348,
+// tcp_rmem[2] 174760) = 174760 (tcp_fixup_rcvbuf: 65844 B grown by 128 B until 3/4 of it holds
+// 65468). A buffer set with -s or -S is locked and stays as granted (-s 32K: 65536).
+TEST_F(IpoibCommand, EndOfTestBuffersAreBothSocketsAsLinuxTunedThem) {
+  const std::string sel = " -o LSS_SIZE,LSS_SIZE_END,LSR_SIZE,LSR_SIZE_END,RSS_SIZE,RSS_SIZE_END,RSR_SIZE,RSR_SIZE_END";
+  const std::string cmd = "netperf -l 0.02 -P 0 --transport ipoib --set ipoib.mode=connected ";
+  const test::Outcome rr = run(cmd + "-t TCP_RR --stats -- -r 1,1" + sel);
+  ASSERT_EQ(rr.status, 0) << rr.err;
+  EXPECT_EQ(rr.out, "16384,131072,87380,174760,16384,131072,87380,174760\n");
+  EXPECT_NE(rr.err.find("hcasim: tcp: netperf send buffer 16384 -> 131072 B (autotuned), receive buffer 87380 -> 174760 "
+                        "B (autotuned); netserver send buffer 16384 -> 131072 B (autotuned), receive buffer 87380 -> "
+                        "174760 B (autotuned); segments "),
+            std::string::npos)
+      << rr.err;
+  // The same in --json's result.tcp: each socket's, and the requests' sender's and receiver's.
+  const test::Outcome json = run("netperf -l 0.02 --json --transport ipoib --set ipoib.mode=connected -t TCP_RR");
+  ASSERT_EQ(json.status, 0) << json.err;
+  const auto tcp = nlohmann::json::parse(json.out)["result"]["tcp"];
+  EXPECT_EQ(tcp["local_send_socket_end_bytes"], 131072);
+  EXPECT_EQ(tcp["local_recv_socket_end_bytes"], 174760);
+  EXPECT_EQ(tcp["remote_send_socket_end_bytes"], 131072);
+  EXPECT_EQ(tcp["remote_recv_socket_end_bytes"], 174760);
+  EXPECT_EQ(tcp["send_socket_end_bytes"], 131072);
+  EXPECT_EQ(tcp["recv_socket_end_bytes"], 174760);
+  const test::Outcome locked = run(cmd + "-t TCP_RR -- -r 1,1 -s 32K" + sel);
+  ASSERT_EQ(locked.status, 0) << locked.err;
+  EXPECT_EQ(locked.out, "65536,65536,65536,65536,16384,131072,87380,174760\n");
+  // A stream's reverse direction carries only ACKs, but its sockets were tuned the same way.
+  const test::Outcome stream = run(cmd + "-t TCP_STREAM -- -m 64K" + sel);
+  ASSERT_EQ(stream.status, 0) << stream.err;
+  EXPECT_EQ(stream.out, "16384,131072,87380,174760,16384,131072,87380,174760\n");
+  const test::Outcome maerts = run(cmd + "-t TCP_MAERTS --stats -- -m 64K -s 32K" + sel);
+  ASSERT_EQ(maerts.status, 0) << maerts.err;
+  EXPECT_EQ(maerts.out, "65536,65536,65536,65536,16384,131072,87380,174760\n");
+  EXPECT_NE(maerts.err.find("hcasim: tcp: netperf send buffer 65536 B (set), receive buffer 65536 B (set); netserver send "
+                            "buffer 16384 -> 131072 B (autotuned), receive buffer 87380 -> 174760 B (autotuned); "),
+            std::string::npos)
+      << maerts.err;
+}
+
+// --profile's rows over IPoIB name the functions of each host's own kernel: its HCA driver's
+// event queue handler (hca.device: mthca0 is ib_mthca's, drivers/infiniband/hw/mthca/mthca_eq.c
+// mthca_eq_int; mlx4_0 is mlx4's, drivers/net/mlx4/eq.c mlx4_eq_int) and its DMA mapping
+// (host.iommu on: the zx1's sba_iommu, arch/ia64/hp/common/sba_iommu.c sba_map_single; off:
+// x86_64's pci-nommu, arch/x86_64/kernel/pci-nommu.c nommu_map_single).
+TEST_F(IpoibCommand, ProfileNamesEachHostsDriverAndDmaMapping) {
+  const test::Outcome cx = run("netperf -l 0.02 -P 0 --transport ipoib --profile");
+  ASSERT_EQ(cx.status, 0) << cx.err;
+  EXPECT_NE(cx.out.find(" mlx4_eq_int\n"), std::string::npos) << cx.out;
+  EXPECT_NE(cx.out.find(" nommu_map_single\n"), std::string::npos) << cx.out;
+  EXPECT_EQ(cx.out.find("mthca"), std::string::npos) << cx.out;
+  EXPECT_EQ(cx.out.find("sba_"), std::string::npos) << cx.out;
+  const test::Outcome json = run("netperf -l 0.02 --transport ipoib --profile --json");
+  ASSERT_EQ(json.status, 0) << json.err;
+  EXPECT_NE(json.out.find("\"mlx4_eq_int\""), std::string::npos);
+  EXPECT_EQ(json.out.find("mthca"), std::string::npos);
+  const test::Outcome zx1 = run("netperf -l 0.02 -P 0 --transport ipoib --platform zx1-rx2600-pcix "
+                                "--remote-platform zx1-rx4640-pcix --profile");
+  ASSERT_EQ(zx1.status, 0) << zx1.err;
+  EXPECT_NE(zx1.out.find(" mthca_eq_int\n"), std::string::npos) << zx1.out;
+  EXPECT_NE(zx1.out.find(" sba_map_single\n"), std::string::npos) << zx1.out;
+  EXPECT_EQ(zx1.out.find("mlx4"), std::string::npos) << zx1.out;
+  EXPECT_EQ(zx1.out.find("nommu"), std::string::npos) << zx1.out;
 }

@@ -108,6 +108,10 @@ TEST(SimRr, ConnectxTransactionIsTwoOneWayMessages) {
   const double per_transaction_ns = res.elapsed_s * 1e9 / static_cast<double>(res.transactions);
   EXPECT_NEAR(per_transaction_ns, expected, 2 + expected / static_cast<double>(res.transactions));
   EXPECT_EQ(res.bytes_sent, res.transactions + 1);  // the interrupted transaction's request went too
+  EXPECT_EQ(res.send_calls, res.transactions + 1);
+  // Its response is not counted: one recv() of 1 B per transaction completed by the alarm.
+  EXPECT_EQ(res.bytes_received, res.transactions);
+  EXPECT_EQ(res.recv_calls, res.transactions);
   EXPECT_DOUBLE_EQ(res.elapsed_s, 0.1);
   // Two SDP messages per transaction: each response's BSDH returns the credit of its request.
   EXPECT_LE(res.sdp_messages, 2 * (res.transactions + 1) + 2);

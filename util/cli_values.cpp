@@ -1,0 +1,45 @@
+#include "util/cli_values.h"
+
+#include <cctype>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include "model/error.h"
+
+namespace hcasim::util {
+
+bool looks_like_option(std::string_view word) {
+  const auto letter = [&](size_t i) { return i < word.size() && std::isalpha(static_cast<unsigned char>(word[i])); };
+  if (word.size() < 2 || word[0] != '-') return false;
+  return letter(1) || (word[1] == '-' && letter(2));
+}
+
+const std::string& next_word_value(std::string_view flag, const std::string* next) {
+  if (next == nullptr) throw InputError(fmt::format("{}: missing value", flag));
+  if (looks_like_option(*next)) {
+    const bool is_long = flag.size() > 2 && flag[1] == '-';
+    throw InputError(fmt::format(
+        "{}: missing value (the next word, '{}', is an option; a value that starts with '-' is written {}{}VALUE)", flag,
+        *next, flag, is_long ? "=" : ""));
+  }
+  return *next;
+}
+
+void check_option_values(const CLI::App& app, const std::vector<std::string>& args) {
+  std::vector<std::string> takes_value;
+  for (const CLI::Option* opt : app.get_options()) {
+    if (opt->get_items_expected_min() == 0 || opt->get_positional()) continue;  // a flag, or a positional
+    for (const std::string& l : opt->get_lnames()) takes_value.push_back("--" + l);
+    for (const std::string& s : opt->get_snames()) takes_value.push_back("-" + s);
+  }
+  for (size_t i = 0; i < args.size() && args[i] != "--"; ++i)
+    for (const std::string& name : takes_value)
+      if (args[i] == name) {
+        (void)next_word_value(name, i + 1 < args.size() ? &args[i + 1] : nullptr);
+        ++i;  // the value
+        break;
+      }
+}
+
+}  // namespace hcasim::util
