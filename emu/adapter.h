@@ -10,6 +10,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
+#include <future>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -150,6 +151,13 @@ class Hca {
   void count_stranger() { ++strangers_refused_; }
   /// Waits at most `ms` until every QP's queued frames were written (Qp::wait_written).
   void quiesce(int ms);
+  /// At process exit (the verbs shim's exit handler, after quiesce): stops the I/O thread and
+  /// joins it, waiting at most `ms` for the handler it is running to end; the handlers not yet
+  /// run are dropped (io_context::stop). Everything else stays as it is, so that a thread of the
+  /// program still in a verb finds its objects intact (its posts go nowhere, as on a device
+  /// being closed). False, the thread left running, when it did not end in time. Not to be
+  /// called on the I/O thread.
+  bool stop_io(int ms);
   /// Returns once the I/O thread has run every handler posted before the call (the QPs' pumps
   /// of the WRs posted so far among them: a UD send's completion is then in its CQ), or after
   /// `ms` milliseconds. A verb that reads what the HCA has done so far (ibv_resize_cq(3)
@@ -202,6 +210,8 @@ class Hca {
   std::atomic<const void*> io_stack_lo_{nullptr};
   std::atomic<size_t> io_stack_bytes_{0};
   std::thread thread_;
+  std::promise<void> io_end_;  // set by the I/O thread once run() has returned (stop_io)
+  std::future<void> io_ended_ = io_end_.get_future();
   std::mutex mr_lock_, qps_lock_;
   hca::MrTable mrs_{true};  // under mr_lock_; freed indexes reused
   std::vector<uint8_t> key_bytes_;  // under mr_lock_: each MR's key byte, by its index - 1
