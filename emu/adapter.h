@@ -27,6 +27,7 @@
 #include "emu/auth.h"
 #include "emu/subnet.h"
 #include "hca/mr.h"
+#include "hca/packet.h"
 #include "hca/qp.h"
 #include "model/fault.h"
 #include "sdp/device.h"
@@ -149,6 +150,16 @@ class Hca {
   uint64_t datagrams_refused() const { return datagrams_refused_.load(); }
   /// Counts a refused stream (a QP's connect that met an impostor).
   void count_stranger() { ++strangers_refused_; }
+  /// Entry `index` of the port's P_Key table (ibv_query_pkey(3)): the default P_Key at index 0,
+  /// 0 (no P_Key) elsewhere: a port of the default partition alone, as the emulated subnet has
+  /// no subnet manager to write others. A QP's P_Key is its P_Key index's entry.
+  uint16_t pkey(uint16_t index) const { return index == 0 ? hca::kDefaultPkey : 0; }
+  /// Packets dropped because their BTH P_Key did not match the receiving QP's (IBA 10.9.3,
+  /// 10.9.4): the port's P_Key violation counter (PortInfo P_KeyViolations; ibv_query_port(3)'s
+  /// bad_pkey_cntr, which saturates at 0xFFFF).
+  uint64_t pkey_violations() const { return pkey_violations_.load(); }
+  /// Counts a packet that failed the P_Key check.
+  void count_pkey_violation() { ++pkey_violations_; }
   /// Waits at most `ms` until every QP's queued frames were written (Qp::wait_written).
   void quiesce(int ms);
   /// At process exit (the verbs shim's exit handler, after quiesce): stops the I/O thread and
@@ -243,7 +254,7 @@ class Hca {
   uint64_t handshake_serial_ = 0;
   /// accept(2) again after kAcceptBackoffMs (I/O thread), when it ran out of descriptors.
   std::unique_ptr<boost::asio::steady_timer> accept_timer_;
-  std::atomic<uint64_t> strangers_refused_{0}, datagrams_refused_{0};
+  std::atomic<uint64_t> strangers_refused_{0}, datagrams_refused_{0}, pkey_violations_{0};
   std::unique_ptr<boost::asio::ip::udp::socket> udp_;  // the datagram path (I/O thread)
   std::vector<uint8_t> dgram_;
   std::mutex send_lock_;
