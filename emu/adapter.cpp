@@ -52,6 +52,7 @@ Hca::Hca(const sdp::ProcessMemory* memory, const model::FaultConfig& faults, con
       ::pthread_attr_destroy(&attr);
     }
     io_.run();
+    io_end_.set_value();
   });
 }
 
@@ -78,7 +79,7 @@ Hca::~Hca() {
     handshakes_.clear();
   });
   guard_.reset();
-  thread_.join();
+  if (thread_.joinable()) thread_.join();  // not after stop_io
   if (send_fd_ >= 0) ::close(send_fd_);
   sodium_memzero(secret_.data(), secret_.size());
 }
@@ -440,6 +441,15 @@ void Hca::quiesce(int ms) {
   }
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
   for (auto& q : all) q->wait_written(deadline);
+}
+
+bool Hca::stop_io(int ms) {
+  if (!thread_.joinable()) return true;
+  if (io_.get_executor().running_in_this_thread()) return false;  // exit() from a handler: it cannot join itself
+  io_.stop();
+  if (io_ended_.wait_for(std::chrono::milliseconds(ms)) != std::future_status::ready) return false;
+  thread_.join();
+  return true;
 }
 
 void Hca::sync(int ms) {

@@ -10,6 +10,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
+#include <future>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -26,6 +27,7 @@
 #include "emu/auth.h"
 #include "emu/subnet.h"
 #include "hca/mr.h"
+#include "hca/packet.h"
 #include "hca/qp.h"
 #include "model/fault.h"
 #include "sdp/device.h"
@@ -148,8 +150,25 @@ class Hca {
   uint64_t datagrams_refused() const { return datagrams_refused_.load(); }
   /// Counts a refused stream (a QP's connect that met an impostor).
   void count_stranger() { ++strangers_refused_; }
+  /// Entry `index` of the port's P_Key table (ibv_query_pkey(3)): the default P_Key at index 0,
+  /// 0 (no P_Key) elsewhere: a port of the default partition alone, as the emulated subnet has
+  /// no subnet manager to write others. A QP's P_Key is its P_Key index's entry.
+  uint16_t pkey(uint16_t index) const { return index == 0 ? hca::kDefaultPkey : 0; }
+  /// Packets dropped because their BTH P_Key did not match the receiving QP's (IBA 10.9.3,
+  /// 10.9.4): the port's P_Key violation counter (PortInfo P_KeyViolations; ibv_query_port(3)'s
+  /// bad_pkey_cntr, which saturates at 0xFFFF).
+  uint64_t pkey_violations() const { return pkey_violations_.load(); }
+  /// Counts a packet that failed the P_Key check.
+  void count_pkey_violation() { ++pkey_violations_; }
   /// Waits at most `ms` until every QP's queued frames were written (Qp::wait_written).
   void quiesce(int ms);
+  /// At process exit (the verbs shim's exit handler, after quiesce): stops the I/O thread and
+  /// joins it, waiting at most `ms` for the handler it is running to end; the handlers not yet
+  /// run are dropped (io_context::stop). Everything else stays as it is, so that a thread of the
+  /// program still in a verb finds its objects intact (its posts go nowhere, as on a device
+  /// being closed). False, the thread left running, when it did not end in time. Not to be
+  /// called on the I/O thread.
+  bool stop_io(int ms);
   /// Returns once the I/O thread has run every handler posted before the call (the QPs' pumps
   /// of the WRs posted so far among them: a UD send's completion is then in its CQ), or after
   /// `ms` milliseconds. A verb that reads what the HCA has done so far (ibv_resize_cq(3)
@@ -202,6 +221,8 @@ class Hca {
   std::atomic<const void*> io_stack_lo_{nullptr};
   std::atomic<size_t> io_stack_bytes_{0};
   std::thread thread_;
+  std::promise<void> io_end_;  // set by the I/O thread once run() has returned (stop_io)
+  std::future<void> io_ended_ = io_end_.get_future();
   std::mutex mr_lock_, qps_lock_;
   hca::MrTable mrs_{true};  // under mr_lock_; freed indexes reused
   std::vector<uint8_t> key_bytes_;  // under mr_lock_: each MR's key byte, by its index - 1
@@ -233,7 +254,7 @@ class Hca {
   uint64_t handshake_serial_ = 0;
   /// accept(2) again after kAcceptBackoffMs (I/O thread), when it ran out of descriptors.
   std::unique_ptr<boost::asio::steady_timer> accept_timer_;
-  std::atomic<uint64_t> strangers_refused_{0}, datagrams_refused_{0};
+  std::atomic<uint64_t> strangers_refused_{0}, datagrams_refused_{0}, pkey_violations_{0};
   std::unique_ptr<boost::asio::ip::udp::socket> udp_;  // the datagram path (I/O thread)
   std::vector<uint8_t> dgram_;
   std::mutex send_lock_;

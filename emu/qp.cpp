@@ -394,6 +394,7 @@ void Qp::send_packet(const hca::Packet& p) {
   f.dest_qpn = p.dest_qpn;
   f.psn = p.psn;
   f.ack_req = p.ack_req;
+  f.pkey = hca_.pkey(core_.attr().pkey_index);  // IBA 9.2: the sending QP's P_Key
   f.va = p.va;
   f.rkey = p.rkey;
   f.dma_len = p.dma_len;
@@ -567,7 +568,17 @@ void Qp::on_frame(std::span<const uint8_t> body) {
       link_down(fmt::format("{} on an established connection", op_name(f.op)), false);
     return;
   }
+  if (!pkey_ok(f)) return;
   core_.receive(to_core(f, core_.attr().dest_qp_num), f.payload.data());
+}
+
+bool Qp::pkey_ok(const Packet& f) {
+  // IBA 10.9.4: a packet whose BTH P_Key does not match the QP's (its P_Key index's entry in the
+  // port's table, by 10.9.3's rule) is dropped silently and counted in the port's P_Key
+  // violations, as rxe's check_keys does (drivers/infiniband/sw/rxe/rxe_recv.c).
+  if (hca::pkey_match(f.pkey, hca_.pkey(core_.attr().pkey_index))) return true;
+  hca_.count_pkey_violation();
+  return false;
 }
 
 void Qp::on_datagram(const Packet& f) {
@@ -577,6 +588,7 @@ void Qp::on_datagram(const Packet& f) {
     ++header_drops_;
     return;
   }
+  if (!pkey_ok(f)) return;
   core_.receive(to_core(f, f.local_qpn), f.payload.data());
 }
 

@@ -160,6 +160,7 @@ class Qp final : public sdp::Verbs, public hca::QpBackend, public std::enable_sh
   uint64_t icrc_drops();
   /// Frames and datagrams this QP received and dropped silently for failing a header check
   /// (IBA 9.6: the BTH's destination QP is another QP's; a UD datagram for a QP that is not UD).
+  /// Those failing the P_Key check are the port's count (Hca::pkey_violations).
   uint64_t header_drops();
 
  private:
@@ -199,6 +200,9 @@ class Qp final : public sdp::Verbs, public hca::QpBackend, public std::enable_sh
   void start_write();
   void start_read();
   void on_frame(std::span<const uint8_t> body);
+  /// The P_Key check of a received packet: false (the packet dropped and counted by the
+  /// adapter) when `f`'s P_Key does not match the QP's.
+  bool pkey_ok(const Packet& f);
   /// The stream is there and the QP at RTR or later: reading starts, and sending at RTS.
   /// A connected QP gone to RESET leaves its stream (IBA 10.3.1: RESET forgets the peer): the
   /// socket closes, the write queue and the read buffer empty, and the next RTR connects anew.

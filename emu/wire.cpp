@@ -102,6 +102,7 @@ std::vector<uint8_t> encode(const Packet& p) {
                                 p.payload.size()));
   if (write_only(p.op) && p.dma_len != p.payload.size())
     throw WireError(fmt::format("encode: RETH length {} but {} payload bytes", p.dma_len, p.payload.size()));
+  if (is_cm(p.op) && p.pkey != 0) throw WireError(fmt::format("encode: {} carries no P_Key", op_name(p.op)));
   const size_t ext = extension_size(p.op);
   const size_t body = kHeaderSize + ext + p.payload.size() + kIcrcSize;
   std::vector<uint8_t> out(kLengthSize + body, 0);
@@ -110,6 +111,7 @@ std::vector<uint8_t> encode(const Packet& p) {
   b += kLengthSize;
   b[0] = static_cast<uint8_t>(p.op);
   b[1] = p.ack_req ? kAckReqBit : 0;
+  be::put16(b + 2, p.pkey);
   be::put32(b + 4, p.dest_qpn & 0xFFFFFF);
   be::put32(b + 8, p.psn & 0xFFFFFF);
   uint8_t* e = b + kHeaderSize;
@@ -179,11 +181,13 @@ Packet decode(std::span<const uint8_t> body) {
   Packet p;
   p.op = static_cast<Op>(b[0]);
   const bool cm = is_cm(p.op);
-  // AckReq exists on transport packets only; every other bit of bytes 1-3 and the top bytes of the
-  // QPN and PSN fields are reserved.
-  if ((b[1] & ~(cm ? 0 : kAckReqBit)) != 0 || b[2] != 0 || b[3] != 0 || b[4] != 0 || b[8] != 0)
+  // AckReq and the P_Key exist on transport packets only; every other bit of bytes 1-3 and the
+  // top bytes of the QPN and PSN fields are reserved. The P_Key is the receiving QP's to check
+  // (IBA 10.9.4), not the decoder's: any value decodes.
+  if ((b[1] & ~(cm ? 0 : kAckReqBit)) != 0 || (cm && (b[2] != 0 || b[3] != 0)) || b[4] != 0 || b[8] != 0)
     throw WireError(fmt::format("{}: reserved bits set", op_name(p.op)));
   p.ack_req = (b[1] & kAckReqBit) != 0;
+  p.pkey = be::get16(b + 2);
   p.dest_qpn = be::get32(b + 4);
   p.psn = be::get32(b + 8);
   const size_t ext = extension_size(p.op);

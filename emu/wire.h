@@ -12,7 +12,8 @@
 ///     0      4     length of what follows (12 + the op's extension and payload + 4)
 ///     4      1     op (BTH OpCode, IBA table 38, for transport packets; 0xC0.. for CM messages)
 ///     5      1     bit 7: BTH AckReq; the other bits reserved, 0
-///     6      2     reserved, 0
+///     6      2     BTH P_Key (IBA 9.2: the sending QP's, from its P_Key index); reserved, 0, on
+///                  CM messages
 ///     8      4     dest_qpn (BTH DestQP, 24 bits used)
 ///     12     4     psn (BTH PSN, 24 bits used; CM REQ: the sender's starting PSN)
 ///     16     ...   by op:
@@ -111,6 +112,7 @@ struct Packet {
   uint32_t dest_qpn = 0;
   uint32_t psn = 0;
   bool ack_req = false;   ///< BTH AckReq
+  uint16_t pkey = 0;      ///< BTH P_Key (transport packets; CM messages carry none)
   uint64_t va = 0;        ///< RETH virtual address
   uint32_t rkey = 0;      ///< RETH R_Key
   uint32_t dma_len = 0;   ///< RETH DMA length, bytes
@@ -128,7 +130,7 @@ struct Packet {
 
 /// The whole frame, length field first, ICRC last. Throws WireError when a field is out of range (a
 /// payload over kMaxPayload, private data over the CM limit, an RDMA WRITE Only whose RETH length
-/// is not its payload's, a payload on an op that carries none).
+/// is not its payload's, a payload on an op that carries none, a P_Key on a CM message).
 std::vector<uint8_t> encode(const Packet& p);
 /// The length field of a frame: the byte count of what follows it. Throws WireError when it is
 /// shorter than the fixed header and the ICRC or longer than the largest frame.

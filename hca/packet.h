@@ -14,6 +14,22 @@ namespace hcasim::hca {
 /// or not the packet had a GRH); a UD receive's byte_len counts it.
 inline constexpr uint32_t kGrhBytes = 40;
 
+/// The default P_Key (IBA 10.9): the default partition, 0x7FFF, with full membership.
+inline constexpr uint16_t kDefaultPkey = 0xFFFF;
+/// A P_Key's membership bit (bit 15): 1 full member, 0 limited member; bits 14:0 name the
+/// partition, 0 none (0x0000 and 0x8000 are the invalid P_Key, IBA 10.9).
+inline constexpr uint16_t kPkeyFullMember = 0x8000;
+
+/// IBA 10.9.3: the P_Key `pkt` of a packet's BTH matches the P_Key `qp` of the QP it reaches when
+/// both name the same partition, that partition is not the invalid 0, and at least one of them
+/// is a full member (two limited members cannot talk). As rxe's pkey_match
+/// (drivers/infiniband/sw/rxe/rxe_verbs.h).
+constexpr bool pkey_match(uint16_t pkt, uint16_t qp) {
+  const uint16_t part = pkt & static_cast<uint16_t>(~kPkeyFullMember);
+  return part != 0 && part == (qp & static_cast<uint16_t>(~kPkeyFullMember)) &&
+         ((pkt | qp) & kPkeyFullMember) != 0;
+}
+
 /// BTH OpCode (IBA 9.2.1, table 38): bits 7:5 the transport (RC 000, UC 001, UD 011), bits 4:0
 /// the operation. The CM messages of the emulator's wire (0xC0..) are outside this table.
 enum class Opcode : uint8_t {

@@ -7,13 +7,15 @@
 # python3-pyverbs: rdma-core 44's Python bindings, which run rdma-core's provider test suite
 # (third_party/rdma-core-v44/tests) on the verbs shim (ctest -L pyverbs, tests/pyverbs/pyverbs.py).
 # libsodium-dev: HMAC-SHA256 and randomness of the emulated subnet's authentication (emu/auth.h).
+# valgrind: memcheck under the hostile-emu cases (ctest --preset valgrind, label valgrind); its
+# header valgrind/valgrind.h serves tests/forked_child.h.
 set -euo pipefail
 pkgs=(build-essential cmake ninja-build pkg-config git
       libsimgrid-dev libboost-dev libboost-context-dev googletest libgtest-dev libbenchmark-dev
       libcli11-dev libtomlplusplus-dev nlohmann-json3-dev libfmt-dev libnlopt-dev libnlopt-cxx-dev gnuplot-nox
       zlib1g-dev libsodium-dev libibverbs-dev librdmacm-dev python3 binutils
       perftest ibverbs-utils rdmacm-utils python3-pyverbs iproute2 util-linux parallel
-      clang libclang-rt-14-dev lld)
+      clang libclang-rt-14-dev lld valgrind)
 missing=()
 for p in "${pkgs[@]}"; do
   [ "$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null)" = "install ok installed" ] || missing+=("$p")

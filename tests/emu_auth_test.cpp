@@ -3,7 +3,8 @@
 // bytes or sends a huge length field, or sends UD datagrams without the MAC, is refused and
 // counted, and nothing reaches the victim QP's memory, whose own transfer completes as usual;
 // a port number taken by an impostor gets no frame; frames of an authenticated stream naming
-// another QP are dropped silently (IBA 9.6); a secret file planted wrong is one line of error;
+// another QP, and packets whose P_Key is not the QP's, are dropped silently (IBA 9.6, 10.9.4); a
+// secret file planted wrong is one line of error;
 // keys have mlx4's layout with a random key byte.
 #include <gtest/gtest.h>
 
@@ -41,6 +42,7 @@
 #include "emu/wire.h"
 #include "sdp/be.h"
 #include "sdp/device.h"
+#include "tests/forked_child.h"
 #include "tests/subnet_env.h"
 
 using namespace hcasim;
@@ -116,20 +118,27 @@ uint64_t settle(F f, uint64_t want) {
   return f();
 }
 
+/// The frames of `packets`, one after the other, as a stream carries them.
+std::vector<uint8_t> frames_of(const std::vector<emu::Packet>& packets) {
+  std::vector<uint8_t> out;
+  for (const emu::Packet& p : packets) {
+    const auto f = emu::encode(p);
+    out.insert(out.end(), f.begin(), f.end());
+  }
+  return out;
+}
+
 /// The frames of the exploit the handshake stops: a CM REQ naming the victim QP as if from its
 /// peer, then a SEND and an RDMA WRITE of 0xEE over the whole victim buffer with its real rkey.
 std::vector<uint8_t> forged_stream(uint32_t victim_qpn, uint32_t peer_qpn, sdp::Addr va, uint32_t rkey) {
-  std::vector<uint8_t> out = emu::encode({.op = emu::Op::CmReq, .dest_qpn = victim_qpn, .local_qpn = peer_qpn});
-  auto add = [&](const emu::Packet& p) {
-    const auto f = emu::encode(p);
-    out.insert(out.end(), f.begin(), f.end());
-  };
+  std::vector<emu::Packet> packets = {{.op = emu::Op::CmReq, .dest_qpn = victim_qpn, .local_qpn = peer_qpn}};
   for (uint32_t psn = 0; psn < 4; ++psn) {
-    add({.op = emu::Op::SendOnly, .dest_qpn = victim_qpn, .psn = psn, .payload = std::vector<uint8_t>(64, 0xEE)});
-    add({.op = emu::Op::RdmaWriteOnly, .dest_qpn = victim_qpn, .psn = psn, .va = va, .rkey = rkey, .dma_len = 1024,
-         .payload = std::vector<uint8_t>(1024, 0xEE)});
+    packets.push_back({.op = emu::Op::SendOnly, .dest_qpn = victim_qpn, .psn = psn, .pkey = hca::kDefaultPkey,
+                       .payload = std::vector<uint8_t>(64, 0xEE)});
+    packets.push_back({.op = emu::Op::RdmaWriteOnly, .dest_qpn = victim_qpn, .psn = psn, .pkey = hca::kDefaultPkey,
+                       .va = va, .rkey = rkey, .dma_len = 1024, .payload = std::vector<uint8_t>(1024, 0xEE)});
   }
-  return out;
+  return frames_of(packets);
 }
 
 /// Two RC QPs of one adapter on the test's subnet (LID 1): `victim` and its genuine peer `peer`.
@@ -235,6 +244,55 @@ struct Victim : ::testing::Test {
     return out;
   }
   bool untouched() const { return std::all_of(victim_buf.begin(), victim_buf.end(), [](uint8_t b) { return b == 0; }); }
+
+  /// A stream to the victim's port opened as its peer QP by a process with the subnet's secret
+  /// (the subnet's owner): the handshake passes and the victim takes the stream, and a receive
+  /// of 64 bytes at the victim's offset 0 is posted. -1 when the handshake did not complete (a
+  /// failure is recorded).
+  int peer_stream() {
+    const int fd = tcp_connect(port);
+    EXPECT_GE(fd, 0);
+    if (fd < 0) return -1;
+    auto read_exact = [&](uint8_t* out, size_t n) {
+      for (size_t got = 0; got < n;) {
+        const ssize_t k = ::recv(fd, out + got, n - got, 0);
+        if (k <= 0) return false;
+        got += static_cast<size_t>(k);
+      }
+      return true;
+    };
+    emu::Challenge challenge{};
+    const emu::StreamReq req{.dest_qpn = victim->qp_num(), .slid = hca.lid(), .src_qpn = peer->qp_num(), .psn = 0};
+    const emu::Nonce mine = emu::make_nonce();
+    emu::Proof proof{};
+    bool ok = read_exact(challenge.data(), challenge.size());
+    if (ok) {
+      const emu::Answer answer = emu::make_answer(hca.secret(), challenge, mine, req);
+      send_all(fd, std::vector<uint8_t>(answer.begin(), answer.end()));
+      ok = read_exact(proof.data(), proof.size()) && emu::check_proof(hca.secret(), challenge, mine, req, proof);
+    }
+    EXPECT_TRUE(ok) << "the victim's port did not complete the handshake";
+    if (!ok) {
+      ::close(fd);
+      return -1;
+    }
+    sdp::RecvWr r;
+    r.wr_id = 9;
+    r.sg[0] = {addr_of(victim_buf), 64, victim_key};
+    r.num_sge = 1;
+    victim->post_recv(r);
+    return fd;
+  }
+  /// Sends on `fd` (peer_stream) the SEND the victim expects, PSN 0 and 64 bytes of 0x33 with
+  /// P_Key `pkey`, and checks that it completed into the victim's receive (offset 0).
+  void send_expected(int fd, uint16_t pkey) {
+    send_all(fd, emu::encode({.op = emu::Op::SendOnly, .dest_qpn = victim->qp_num(), .psn = 0, .ack_req = true,
+                              .pkey = pkey, .payload = std::vector<uint8_t>(64, 0x33)}));
+    const auto wc = poll_n(*victim_cq, 1);
+    ASSERT_EQ(wc.size(), 1u);
+    EXPECT_EQ(wc[0].status, sdp::WcStatus::Success);
+    EXPECT_EQ(victim_buf[0], 0x33);
+  }
 };
 
 }  // namespace
@@ -265,6 +323,7 @@ TEST_F(Victim, AnotherUsersProcessIsRefused) {
   if (c == 0) {
     // Only system calls here (the parent has threads). Exit 0: the secret unreadable, the
     // stream closed by the port after the challenge alone.
+    hcasim::testing::forked_child_leaks_are_not_errors();
     if (::setresgid(65534, 65534, 65534) != 0 || ::setresuid(65534, 65534, 65534) != 0) ::_exit(10);
     if (::open(secret.c_str(), O_RDONLY) >= 0 || errno != EACCES) ::_exit(11);
     const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
@@ -353,53 +412,56 @@ TEST_F(Victim, FramesNamingAnotherQpAreDroppedSilentlyAndCounted) {
   // A process with the secret (the subnet's owner) opens the victim's stream as its peer: the
   // handshake passes; then frames whose BTH names another QP are dropped without an answer, and
   // the one naming the victim is executed.
-  const int fd = tcp_connect(port);
+  const int fd = peer_stream();
   ASSERT_GE(fd, 0);
-  emu::Challenge challenge{};
-  size_t got = 0;
-  while (got < challenge.size()) {
-    const ssize_t k = ::recv(fd, challenge.data() + got, challenge.size() - got, 0);
-    ASSERT_GT(k, 0);
-    got += static_cast<size_t>(k);
-  }
-  const emu::StreamReq req{.dest_qpn = victim->qp_num(), .slid = hca.lid(), .src_qpn = peer->qp_num(), .psn = 0};
-  const emu::Nonce mine = emu::make_nonce();
-  const emu::Answer answer = emu::make_answer(hca.secret(), challenge, mine, req);
-  send_all(fd, std::vector<uint8_t>(answer.begin(), answer.end()));
-  emu::Proof proof{};
-  got = 0;
-  while (got < proof.size()) {
-    const ssize_t k = ::recv(fd, proof.data() + got, proof.size() - got, 0);
-    ASSERT_GT(k, 0);
-    got += static_cast<size_t>(k);
-  }
-  EXPECT_TRUE(emu::check_proof(hca.secret(), challenge, mine, req, proof));
-  sdp::RecvWr r;
-  r.wr_id = 9;
-  r.sg[0] = {addr_of(victim_buf), 64, victim_key};
-  r.num_sge = 1;
-  victim->post_recv(r);
-  std::vector<uint8_t> frames;
-  auto add = [&](const emu::Packet& p) {
-    const auto f = emu::encode(p);
-    frames.insert(frames.end(), f.begin(), f.end());
-  };
-  add({.op = emu::Op::RdmaWriteOnly, .dest_qpn = victim->qp_num() + 1, .psn = 0, .ack_req = true,
-       .va = addr_of(victim_buf) + 1024, .rkey = victim_key, .dma_len = 64, .payload = std::vector<uint8_t>(64, 0xEE)});
-  add({.op = emu::Op::SendOnly, .dest_qpn = 0xABCDE, .psn = 0, .ack_req = true, .payload = std::vector<uint8_t>(64, 0xEE)});
-  send_all(fd, frames);
+  send_all(fd, frames_of({{.op = emu::Op::RdmaWriteOnly, .dest_qpn = victim->qp_num() + 1, .psn = 0, .ack_req = true,
+                           .pkey = hca::kDefaultPkey, .va = addr_of(victim_buf) + 1024, .rkey = victim_key,
+                           .dma_len = 64, .payload = std::vector<uint8_t>(64, 0xEE)},
+                          {.op = emu::Op::SendOnly, .dest_qpn = 0xABCDE, .psn = 0, .ack_req = true,
+                           .pkey = hca::kDefaultPkey, .payload = std::vector<uint8_t>(64, 0xEE)}}));
   EXPECT_TRUE(read_until_closed(fd, 300ms).empty()) << "no answer to a frame for another QP";
   EXPECT_EQ(victim->header_drops(), 2u);
   EXPECT_TRUE(untouched());
-  send_all(fd, emu::encode({.op = emu::Op::SendOnly, .dest_qpn = victim->qp_num(), .psn = 0, .ack_req = true,
-                            .payload = std::vector<uint8_t>(64, 0x33)}));
-  const auto wc = poll_n(*victim_cq, 1);
-  ASSERT_EQ(wc.size(), 1u);
-  EXPECT_EQ(wc[0].status, sdp::WcStatus::Success);
-  EXPECT_EQ(victim_buf[0], 0x33);
+  send_expected(fd, hca::kDefaultPkey);
   EXPECT_FALSE(read_until_closed(fd, 1000ms).empty()) << "the SEND is ACKed";
   EXPECT_EQ(victim->header_drops(), 2u);
   EXPECT_EQ(hca.strangers_refused(), 0u);
+  EXPECT_EQ(hca.pkey_violations(), 0u);
+  ::close(fd);
+}
+
+TEST_F(Victim, PacketsWhosePkeyIsNotTheQpsAreDroppedSilentlyAndCounted) {
+  // On the victim's own authenticated stream (its DestQP right), packets whose BTH P_Key does
+  // not match the victim's (the default 0xFFFF, full member) fail the P_Key check (IBA 10.9.3):
+  // dropped without an answer and counted as the port's P_Key violations (10.9.4). A limited
+  // member of the default partition (0x7FFF) talks to the full member: that SEND is executed.
+  const int fd = peer_stream();
+  ASSERT_GE(fd, 0);
+  // Another partition's full member, the invalid P_Key, one bit of the partition off.
+  const uint32_t qpn = victim->qp_num();
+  send_all(fd, frames_of({{.op = emu::Op::RdmaWriteOnly, .dest_qpn = qpn, .psn = 0, .ack_req = true, .pkey = 0x8001,
+                           .va = addr_of(victim_buf) + 1024, .rkey = victim_key, .dma_len = 64,
+                           .payload = std::vector<uint8_t>(64, 0xEE)},
+                          {.op = emu::Op::SendOnly, .dest_qpn = qpn, .psn = 0, .ack_req = true, .pkey = 0,
+                           .payload = std::vector<uint8_t>(64, 0xEE)},
+                          {.op = emu::Op::SendOnly, .dest_qpn = qpn, .psn = 0, .ack_req = true, .pkey = 0xFFFE,
+                           .payload = std::vector<uint8_t>(64, 0xEE)}}));
+  EXPECT_TRUE(read_until_closed(fd, 300ms).empty()) << "no answer to a packet failing the P_Key check";
+  EXPECT_EQ(hca.pkey_violations(), 3u);
+  EXPECT_TRUE(untouched());
+  EXPECT_EQ(victim->header_drops(), 0u) << "a P_Key violation is the port's count, not a header drop";
+  EXPECT_EQ(victim->state(), QpState::Rts);
+  // The transfer goes on: PSN 0 is still the one expected.
+  send_expected(fd, 0x7FFF);
+  // Its ACK carries the victim's own P_Key (IBA 9.2: every packet of the QP).
+  const std::vector<uint8_t> ack = read_until_closed(fd, 1000ms);
+  ASSERT_GE(ack.size(), emu::kLengthSize + emu::kHeaderSize + emu::kIcrcSize);
+  const uint32_t len = emu::decode_length(std::span<const uint8_t, emu::kLengthSize>(ack.data(), emu::kLengthSize));
+  ASSERT_GE(ack.size(), emu::kLengthSize + len);
+  const emu::Packet p = emu::decode(std::span<const uint8_t>(ack.data() + emu::kLengthSize, len));
+  EXPECT_EQ(p.op, emu::Op::Acknowledge);
+  EXPECT_EQ(p.pkey, hca::kDefaultPkey);
+  EXPECT_EQ(hca.pkey_violations(), 3u);
   ::close(fd);
 }
 
@@ -591,7 +653,7 @@ TEST(EmuAuth, AnImpostorOnThePeersPortNumberGetsNoFrame) {
   EXPECT_EQ(hca.strangers_refused(), 1u);
 }
 
-TEST(EmuAuth, UdDatagramsWithoutTheMacAreDroppedAndCounted) {
+TEST(EmuAuth, UdDatagramsWithoutTheMacOrWithAnotherPkeyAreDroppedAndCounted) {
   emu::Hca hca(nullptr);
   const uint32_t pd = hca.alloc_pd();
   std::vector<uint8_t> rbuf(kBuf, 0), sbuf(kBuf, 0x44);
@@ -622,15 +684,21 @@ TEST(EmuAuth, UdDatagramsWithoutTheMacAreDroppedAndCounted) {
   r.sg[0] = {addr_of(rbuf), 40 + 64, rkey};
   r.num_sge = 1;
   ud[1]->post_recv(r);
-  // A well-formed UD SEND for ud[1] with the right Q_Key: without a MAC, with a zero MAC, with
-  // the MAC of another key.
+  // A well-formed UD SEND for ud[1] with the right Q_Key and P_Key: without a MAC, with a zero
+  // MAC, with the MAC of another key; then one with the subnet's MAC but another partition's
+  // P_Key (IBA 10.9.4: dropped by the P_Key check, counted as a P_Key violation).
   const std::vector<uint8_t> frame = emu::encode({.op = emu::Op::UdSendOnly, .dest_qpn = ud[1]->qp_num(),
-                                                  .local_qpn = ud[0]->qp_num(), .qkey = kUdQkey, .slid = lid,
-                                                  .payload = std::vector<uint8_t>(64, 0xEE)});
+                                                  .pkey = hca::kDefaultPkey, .local_qpn = ud[0]->qp_num(),
+                                                  .qkey = kUdQkey, .slid = lid, .payload = std::vector<uint8_t>(64, 0xEE)});
   emu::SubnetSecret other{};
   other.fill(0x77);
   const auto bad_mac = emu::datagram_mac(other, frame);
-  std::vector<std::vector<uint8_t>> forged = {frame, frame, frame, {0x01}};
+  std::vector<uint8_t> other_partition = emu::encode({.op = emu::Op::UdSendOnly, .dest_qpn = ud[1]->qp_num(),
+                                                      .pkey = 0x8001, .local_qpn = ud[0]->qp_num(), .qkey = kUdQkey,
+                                                      .slid = lid, .payload = std::vector<uint8_t>(64, 0xEE)});
+  const auto good_mac = emu::datagram_mac(hca.secret(), other_partition);
+  other_partition.insert(other_partition.end(), good_mac.begin(), good_mac.end());
+  std::vector<std::vector<uint8_t>> forged = {frame, frame, frame, {0x01}, other_partition};
   forged[1].insert(forged[1].end(), emu::kDatagramMacSize, 0);
   forged[2].insert(forged[2].end(), bad_mac.begin(), bad_mac.end());
   const int fd = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
@@ -643,6 +711,7 @@ TEST(EmuAuth, UdDatagramsWithoutTheMacAreDroppedAndCounted) {
               static_cast<ssize_t>(d.size()));
   ::close(fd);
   EXPECT_EQ(settle([&] { return hca.datagrams_refused(); }, 4), 4u);
+  EXPECT_EQ(settle([&] { return hca.pkey_violations(); }, 1), 1u);
   std::array<sdp::Wc, 2> wc;
   EXPECT_EQ(cqs[1]->poll(wc), 0);
   EXPECT_TRUE(std::all_of(rbuf.begin(), rbuf.end(), [](uint8_t b) { return b == 0; }));
@@ -662,6 +731,7 @@ TEST(EmuAuth, UdDatagramsWithoutTheMacAreDroppedAndCounted) {
   EXPECT_EQ(wc[0].status, sdp::WcStatus::Success);
   EXPECT_EQ(rbuf[40], 0x44);
   EXPECT_EQ(hca.datagrams_refused(), 4u);
+  EXPECT_EQ(hca.pkey_violations(), 1u);
   EXPECT_EQ(ud[1]->header_drops(), 0u);
 }
 

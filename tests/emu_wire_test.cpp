@@ -62,6 +62,20 @@ TEST(EmuWire, AckCarriesItsSyndromeAndMsn) {
   EXPECT_EQ(q.msn, 7u);
 }
 
+TEST(EmuWire, TransportPacketsCarryTheBthPkeyAndCmMessagesNone) {
+  // IBA 9.2: the BTH's bytes 2-3 are the P_Key, big-endian: frame bytes 6 and 7.
+  const auto f = encode(Packet{.op = Op::SendOnly, .dest_qpn = 0x48, .pkey = 0x8001});
+  EXPECT_EQ(f[6], 0x80);
+  EXPECT_EQ(f[7], 0x01);
+  EXPECT_EQ(decode(body_of(f)).pkey, 0x8001u);
+  // Any P_Key decodes, the invalid 0 too: the receiving QP's check drops it (IBA 10.9.4).
+  const auto zero = encode(Packet{.op = Op::Acknowledge, .dest_qpn = 0x48, .pkey = 0});
+  EXPECT_EQ(decode(body_of(zero)).pkey, 0u);
+  // A CM message has no BTH: those bytes are reserved there.
+  EXPECT_EQ(decode_error({0xC4, 0, 0xFF, 0xFF, 0, 0, 0, 0x48, 0, 0, 0, 0}), "CM DREQ: reserved bits set");
+  EXPECT_THROW(encode(Packet{.op = Op::CmDreq, .pkey = 0xFFFF}), WireError);
+}
+
 TEST(EmuWire, CmReqKeepsPrivateDataUpToTheCmLimit) {
   Packet p{.op = Op::CmReq, .local_qpn = 0x49};
   p.payload.assign(kReqPrivateData, 0xAB);

@@ -1,6 +1,6 @@
 // The HCA core (hca/) alone, without time: MR keys and bounds (the overflow case), the CQ's
-// depth and overrun, the QP state machine, the post checks, the flush, PSN arithmetic, AETH
-// syndromes, the retry counters, the RNR timer table and a pipeline stage's queueing. Values from the IBA 1.2.1 and the
+// depth and overrun, the QP state machine, the post checks, the flush, PSN arithmetic, the P_Key
+// match, AETH syndromes, the retry counters, the RNR timer table and a pipeline stage's queueing. Values from the IBA 1.2.1 and the
 // libibverbs man pages named at each case.
 #include <gtest/gtest.h>
 
@@ -8,6 +8,7 @@
 
 #include "hca/cq.h"
 #include "hca/mr.h"
+#include "hca/packet.h"
 #include "hca/qp.h"
 #include "hca/rc.h"
 #include "hca/stage.h"
@@ -274,6 +275,18 @@ TEST(HcaCoreRc, PsnArithmeticWrapsAt2To24) {
   EXPECT_TRUE(psn_before(0, 0x7FFFFF));       // half the space ahead: still after
   EXPECT_FALSE(psn_before(0, 0x800000));      // 2^23 ahead: counted as behind
   EXPECT_FALSE(psn_before(5, 5));
+}
+
+TEST(HcaCorePkey, MatchNeedsOnePartitionAndAFullMember) {
+  // IBA 10.9.3: the packet's P_Key against the QP's; bit 15 is full membership.
+  EXPECT_TRUE(pkey_match(0xFFFF, 0xFFFF));   // the default partition, both full
+  EXPECT_TRUE(pkey_match(0x7FFF, 0xFFFF));   // a limited member talks to a full one
+  EXPECT_TRUE(pkey_match(0xFFFF, 0x7FFF));   // ... both ways
+  EXPECT_FALSE(pkey_match(0x7FFF, 0x7FFF));  // two limited members cannot talk
+  EXPECT_FALSE(pkey_match(0x8001, 0xFFFF));  // another partition, though full
+  EXPECT_FALSE(pkey_match(0xFFFE, 0xFFFF));  // one bit of the partition off
+  EXPECT_FALSE(pkey_match(0x8000, 0x8000));  // the invalid P_Key matches nothing, itself neither
+  EXPECT_FALSE(pkey_match(0x0000, 0x8000));
 }
 
 TEST(HcaCoreRc, AethSyndromes) {

@@ -136,16 +136,18 @@ void put16(std::vector<uint8_t>& v, uint16_t x) {
   v.push_back(static_cast<uint8_t>(x));
 }
 
-/// A frame of emu/wire.h with any length field: length, op, 3 reserved, dest_qpn, psn, rest,
-/// and a good ICRC (the CRC-32 of everything after the length field), so that the receiver gets
-/// past its ICRC check to the fault the case is about. `length` counts header and rest; the
-/// field says length + 4 (the ICRC).
+/// A frame of emu/wire.h with any length field: length, op, a zero byte, the P_Key (the default
+/// one on a transport packet, which the QP's P_Key check passes; reserved 0 on a CM message),
+/// dest_qpn, psn, rest, and a good ICRC (the CRC-32 of everything after the length field), so
+/// that the receiver gets past its ICRC check to the fault the case is about. `length` counts
+/// header and rest; the field says length + 4 (the ICRC).
 std::vector<uint8_t> raw_frame(uint32_t length, uint8_t op, const std::vector<uint8_t>& rest = {},
                                uint32_t dest_qpn = 0, uint32_t psn = 0) {
   std::vector<uint8_t> v;
   put32(v, length + static_cast<uint32_t>(hcasim::emu::kIcrcSize));
   v.push_back(op);
-  v.insert(v.end(), 3, 0);
+  v.push_back(0);
+  put16(v, op < 0xC0 ? hcasim::hca::kDefaultPkey : 0);
   put32(v, dest_qpn);
   put32(v, psn);
   v.insert(v.end(), rest.begin(), rest.end());

@@ -36,12 +36,13 @@ struct VerbsQp : ::testing::Test {
     ibv_dealloc_pd(pd);
   }
 
-  /// An RC QP of 64 WRs each way on `scq` / `rcq`, in the fixture's PD unless `on` names another.
-  ibv_qp* make_qp(ibv_cq* scq, ibv_cq* rcq, ibv_pd* on = nullptr) {
+  /// A QP of `type` (RC unless given) of 64 WRs each way on `scq` / `rcq`, in the fixture's PD
+  /// unless `on` names another.
+  ibv_qp* make_qp(ibv_cq* scq, ibv_cq* rcq, ibv_pd* on = nullptr, ibv_qp_type type = IBV_QPT_RC) {
     ibv_qp_init_attr a{};
     a.send_cq = scq;
     a.recv_cq = rcq;
-    a.qp_type = IBV_QPT_RC;
+    a.qp_type = type;
     a.cap.max_send_wr = 64;
     a.cap.max_recv_wr = 64;
     a.cap.max_send_sge = a.cap.max_recv_sge = 1;

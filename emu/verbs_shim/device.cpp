@@ -140,6 +140,8 @@ ibv_port_attr port_attr() {
   p.active_speed = cx3::kActiveSpeedDdr;
   p.phys_state = cx3::kPhysStateLinkUp;
   p.link_layer = IBV_LINK_LAYER_INFINIBAND;
+  // PortInfo P_KeyViolations: 16 bits that stop at 0xFFFF (rxe's set_bad_pkey_cntr).
+  p.bad_pkey_cntr = static_cast<uint32_t>(std::min<uint64_t>(device().hca->pkey_violations(), 0xFFFF));
   return p;
 }
 
@@ -464,20 +466,21 @@ int ibv_query_gid_type(ibv_context* context, uint8_t port_num, unsigned int inde
   return 0;
 }
 
-/// ibv_query_pkey(3): 0xffff (the default P_Key, full member) at index 0, zero in the other
-/// 127 entries; network byte order. 0, or -1 for another port or an index past the table.
+/// ibv_query_pkey(3): the port's P_Key table (emu::Hca::pkey): 0xffff (the default P_Key, full
+/// member) at index 0, zero in the other 127 entries; network byte order. 0, or -1 for another
+/// port or an index past the table.
 int ibv_query_pkey(ibv_context* context, uint8_t port_num, int index, __be16* pkey) {
   if (context == nullptr || pkey == nullptr || port_num != 1 || index < 0 || index >= cx3::kPkeyTblLen) {
     errno = EINVAL;
     return -1;
   }
-  *pkey = index == 0 ? htobe16(cx3::kDefaultPkey) : 0;
+  *pkey = htobe16(device().hca->pkey(static_cast<uint16_t>(index)));
   return 0;
 }
 
 /// ibv_get_pkey_index(3): 0 for the default P_Key 0xffff (network byte order), else -1.
 int ibv_get_pkey_index(ibv_context* context, uint8_t port_num, __be16 pkey) {
-  if (context == nullptr || port_num != 1 || pkey != htobe16(cx3::kDefaultPkey)) {
+  if (context == nullptr || port_num != 1 || pkey != htobe16(hcasim::hca::kDefaultPkey)) {
     errno = EINVAL;
     return -1;
   }

@@ -122,8 +122,6 @@ inline constexpr uint8_t kActiveWidth4x = 2;
 inline constexpr uint8_t kActiveSpeedDdr = 2;
 /// PortInfo PortPhysicalState LinkUp (ibv_port_attr.phys_state 5).
 inline constexpr uint8_t kPhysStateLinkUp = 5;
-/// Default P_Key, full membership (P_Key table index 0).
-inline constexpr uint16_t kDefaultPkey = 0xffff;
 /// Link-local GID prefix fe80::/64 (IBA 4.1.1), host byte order.
 inline constexpr uint64_t kGidPrefix = 0xfe80000000000000ull;
 }  // namespace cx3

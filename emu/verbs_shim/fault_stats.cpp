@@ -2,7 +2,8 @@
 // $HCASIM_FAULT_STATS set to 1, each QP prints what the injected faults of $HCASIM_FAULT did on
 // its sending side (emu::Qp::fault_stats, model::FaultStats) as one line on stderr when it is
 // destroyed, so that a stock program's run shows that frames really were lost and recovered,
-// and the port, at exit, what it refused of processes without the subnet's secret.
+// and the port, at exit, what it refused of processes without the subnet's secret and the
+// packets that failed the P_Key check.
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -42,8 +43,9 @@ void report_port_stats() {
   const Hca& h = *device().hca;
   const std::string line =
       fmt::format("hcasim verbs shim: port: {} strangers refused (streams that failed the subnet's handshake), "
-                  "{} datagrams without the subnet's MAC dropped\n",
-                  h.strangers_refused(), h.datagrams_refused());
+                  "{} datagrams without the subnet's MAC dropped, {} packets whose P_Key did not match "
+                  "their QP's dropped\n",
+                  h.strangers_refused(), h.datagrams_refused(), h.pkey_violations());
   std::fputs(line.c_str(), stderr);
   std::fflush(stderr);
 }

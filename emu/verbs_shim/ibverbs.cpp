@@ -349,11 +349,18 @@ void after_fork_in_child() {
 }
 
 /// At exit the frames already generated (the last ACKs) leave first, at most 200 ms: a peer
-/// must not take the exit of a process that completed its work for a lost ACK. Then the LID is
-/// given back. Nothing of a parent's HCA in a child that did not open its own.
+/// must not take the exit of a process that completed its work for a lost ACK. Then the I/O
+/// thread stops (at most 200 ms more), so that no handler of it runs while the process's static
+/// objects are destroyed, and the LID is given back. The HCA's objects are kept, not destroyed:
+/// another thread of the program may still be in a verb (exit(3) does not wait for threads, and
+/// rdma-core's ibv_close_device(3) is the program's to call, after it released what it made),
+/// and finds them intact; what it posts from now on goes nowhere. Nothing of a parent's HCA in
+/// a child that did not open its own.
 void at_exit() {
-  if (g_device == nullptr || g_forked.load(std::memory_order_acquire) || g_device->lid == 0) return;
-  g_device->hca->quiesce(200);
+  if (g_device == nullptr || g_forked.load(std::memory_order_acquire)) return;
+  if (g_device->lid != 0) g_device->hca->quiesce(200);
+  g_device->hca->stop_io(200);
+  if (g_device->lid == 0) return;
   g_device->hca->release_port();  // the LID's claim file goes with the process
   report_port_stats();
 }

@@ -283,11 +283,12 @@ void stop_listener(CmId* c) {
   c->stop_fd = -1;
   if (c->pending) {
     // Requests under way end here: their streams are shut down, so that their handlers run at
-    // once on the I/O thread and close them; none reaches the listener any more.
-    std::lock_guard g(c->pending->m);
-    c->pending->listener = nullptr;
-    for (auto& [serial, r] : c->pending->reqs) ::shutdown(r->sock.native_handle(), SHUT_RDWR);
-    c->pending.reset();
+    // once on the I/O thread and close them; none reaches the listener any more. The table
+    // goes with its last holder, which may be this one: after its lock is released.
+    const std::shared_ptr<PendingRequests> p = std::move(c->pending);
+    std::lock_guard g(p->m);
+    p->listener = nullptr;
+    for (auto& [serial, r] : p->reqs) ::shutdown(r->sock.native_handle(), SHUT_RDWR);
   }
   boost::system::error_code ec;
   if (c->acceptor) c->acceptor->close(ec);
