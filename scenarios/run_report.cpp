@@ -220,34 +220,61 @@ std::string format_latency_rows(const Scenario& s, const std::vector<PointOutcom
   return out;
 }
 
-/// The bandwidth part of the report (compare's ib_write_bw / ib_send_bw rows): its title, a row
-/// per bandwidth point, then the median and max |error| of BW average and message rate.
-std::string format_bandwidth_rows(const Scenario& s, const std::vector<PointOutcome>& outcomes) {
-  std::string out = "perftest bandwidth: BW average in Gb/s (10^9 bit/s), MsgRate in Mpps; error = (simulated - "
-                    "measured) / measured\n";
+/// One of the two figures of a bandwidth or pingpong table: its group title, the width and
+/// decimals of its measured and simulated columns, the outcome's metric and the errors' list.
+struct FigureColumn {
+  std::string_view title;
+  int width;
+  int decimals;
+  Metric PointOutcome::*metric;
+  std::vector<double> TableErrors::*errors;
+  std::string_view error_title;  ///< "|error| ..." in the summary
+};
+
+/// A table of the points of `kind` with two relative figures (`a`, `b`): `title`, a row per point
+/// (table, mode, bytes, each figure's measured, simulated and error, status), then the median
+/// and max |error| of both over all runs.
+std::string two_figure_rows(const Scenario& s, const std::vector<PointOutcome>& outcomes, PointKind kind,
+                            std::string_view title, const FigureColumn& a, const FigureColumn& b) {
+  std::string out = std::string(title) + "\n";
   size_t mode_w = 15;
   for (const auto& p : s.points)
-    if (p.kind == PointKind::Bandwidth) mode_w = std::max(mode_w, p.mode.size());
-  constexpr const char* row = "{:<16} {:<{}} {:>8}  {:>7} {:>7} {:>7}  {:>9} {:>9} {:>7}  {}\n";
-  std::string groups = fmt::format("{:<16} {:<{}} {:>8}  {:^23}  {:^27}", "", "", mode_w, "", "BW average, Gb/s",
-                                   "MsgRate, Mpps");
+    if (p.kind == kind) mode_w = std::max(mode_w, p.mode.size());
+  const auto row = [&](auto&&... f) {
+    return fmt::format("{:<16} {:<{}} {:>8}  {:>{}} {:>{}} {:>7}  {:>{}} {:>{}} {:>7}  {}\n", f...);
+  };
+  std::string groups = fmt::format("{:<16} {:<{}} {:>8}  {:^{}}  {:^{}}", "", "", mode_w, "", a.title,
+                                   2 * a.width + 9, b.title, 2 * b.width + 9);
   out += groups.erase(groups.find_last_not_of(' ') + 1) + "\n";
-  out += fmt::format(row, "table", "mode", mode_w, "bytes", "meas", "sim", "error", "meas", "sim", "error", "status");
+  out += row("table", "mode", mode_w, "bytes", "meas", a.width, "sim", a.width, "error", "meas", b.width, "sim",
+             b.width, "error", "status");
   for (size_t i = 0; i < s.points.size(); ++i) {
     const auto& p = s.points[i];
     const auto& o = outcomes[i];
-    if (p.kind != PointKind::Bandwidth) continue;
-    out += fmt::format(row, p.table, p.mode, mode_w, o.bytes, num(o.bw_average.measured, 2),
-                       num(o.bw_average.simulated, 2), pct(o.bw_average.error), num(o.msg_rate.measured, 6),
-                       num(o.msg_rate.simulated, 6), pct(o.msg_rate.error), o.status);
+    if (p.kind != kind) continue;
+    const Metric& ma = o.*a.metric;
+    const Metric& mb = o.*b.metric;
+    out += row(p.table, p.mode, mode_w, o.bytes, num(ma.measured, a.decimals), a.width, num(ma.simulated, a.decimals),
+               a.width, pct(ma.error), num(mb.measured, b.decimals), b.width, num(mb.simulated, b.decimals), b.width,
+               pct(mb.error), o.status);
   }
-  const TableErrors t = table_errors(s, outcomes, PointKind::Bandwidth).front();
+  const TableErrors t = table_errors(s, outcomes, kind).front();
   constexpr const char* summary = "{:<16} {:>6}  {:<22} {}\n";
   out += '\n';
-  out += fmt::format(summary, "all runs", "points", "|error| BW average", "|error| MsgRate");
+  out += fmt::format(summary, "all runs", "points", a.error_title, b.error_title);
   out += fmt::format(summary, "", "", "median / max", "median / max");
-  out += fmt::format(summary, "", t.points, median_max(t.bw_average), median_max(t.msg_rate));
+  out += fmt::format(summary, "", t.points, median_max(t.*a.errors), median_max(t.*b.errors));
   return out;
+}
+
+/// The bandwidth part of the report (compare's ib_write_bw / ib_send_bw rows): its title, a row
+/// per bandwidth point, then the median and max |error| of BW average and message rate.
+std::string format_bandwidth_rows(const Scenario& s, const std::vector<PointOutcome>& outcomes) {
+  return two_figure_rows(
+      s, outcomes, PointKind::Bandwidth,
+      "perftest bandwidth: BW average in Gb/s (10^9 bit/s), MsgRate in Mpps; error = (simulated - measured) / measured",
+      {"BW average, Gb/s", 7, 2, &PointOutcome::bw_average, &TableErrors::bw_average, "|error| BW average"},
+      {"MsgRate, Mpps", 9, 6, &PointOutcome::msg_rate, &TableErrors::msg_rate, "|error| MsgRate"});
 }
 
 /// The TCP_RR part of the report (compare's netperf -t TCP_RR runs): its title, a row per point,
@@ -271,31 +298,11 @@ std::string format_rr_rows(const Scenario& s, const std::vector<PointOutcome>& o
 /// The pingpong part of the report (compare's ibv_*_pingpong runs): its title, a row per point,
 /// then the median and max |error| of usec/iter and Mbit/sec.
 std::string format_pingpong_rows(const Scenario& s, const std::vector<PointOutcome>& outcomes) {
-  std::string out = "rdma-core pingpong: usec/iter (one round trip), Mbit/sec; error = (simulated - measured) / "
-                    "measured\n";
-  size_t mode_w = 15;
-  for (const auto& p : s.points)
-    if (p.kind == PointKind::Pingpong) mode_w = std::max(mode_w, p.mode.size());
-  constexpr const char* row = "{:<16} {:<{}} {:>8}  {:>9} {:>9} {:>7}  {:>9} {:>9} {:>7}  {}\n";
-  std::string groups =
-      fmt::format("{:<16} {:<{}} {:>8}  {:^27}  {:^27}", "", "", mode_w, "", "usec/iter", "Mbit/sec");
-  out += groups.erase(groups.find_last_not_of(' ') + 1) + "\n";
-  out += fmt::format(row, "table", "mode", mode_w, "bytes", "meas", "sim", "error", "meas", "sim", "error", "status");
-  for (size_t i = 0; i < s.points.size(); ++i) {
-    const auto& p = s.points[i];
-    const auto& o = outcomes[i];
-    if (p.kind != PointKind::Pingpong) continue;
-    out += fmt::format(row, p.table, p.mode, mode_w, o.bytes, num(o.usec_per_iter.measured, 2),
-                       num(o.usec_per_iter.simulated, 2), pct(o.usec_per_iter.error), num(o.mbit_s.measured, 2),
-                       num(o.mbit_s.simulated, 2), pct(o.mbit_s.error), o.status);
-  }
-  const TableErrors t = table_errors(s, outcomes, PointKind::Pingpong).front();
-  constexpr const char* summary = "{:<16} {:>6}  {:<22} {}\n";
-  out += '\n';
-  out += fmt::format(summary, "all runs", "points", "|error| usec/iter", "|error| Mbit/sec");
-  out += fmt::format(summary, "", "", "median / max", "median / max");
-  out += fmt::format(summary, "", t.points, median_max(t.usec_per_iter), median_max(t.mbit_s));
-  return out;
+  return two_figure_rows(
+      s, outcomes, PointKind::Pingpong,
+      "rdma-core pingpong: usec/iter (one round trip), Mbit/sec; error = (simulated - measured) / measured",
+      {"usec/iter", 9, 2, &PointOutcome::usec_per_iter, &TableErrors::usec_per_iter, "|error| usec/iter"},
+      {"Mbit/sec", 9, 2, &PointOutcome::mbit_s, &TableErrors::mbit_s, "|error| Mbit/sec"});
 }
 
 }  // namespace
