@@ -12,10 +12,14 @@
 
 namespace hcasim::frontends {
 
-/// Time spent by one CPU core, by activity, in ns of simulated time.
+/// Time spent by one CPU core, by activity, in ns of simulated time, and the scheduler's events
+/// its "wakeup" time is made of (model::CoreAccount).
 struct CoreProfile {
   int core = 0;
   std::vector<std::pair<std::string, double>> busy_ns;  ///< activity -> ns, in a fixed order
+  uint64_t wakeups = 0;           ///< sleepers this core woke (cpu.wakeup each)
+  uint64_t ipis = 0;              ///< of those, on another core (cpu.ipi each)
+  uint64_t context_switches = 0;  ///< sleepers resumed on this core (cpu.context_switch each)
 };
 
 /// One SimGrid link of a route over the measured interval: its name as the testbed names it

@@ -339,6 +339,11 @@ std::string format_cpu_profile(std::string_view host, const std::vector<CoreProf
     for (const auto& [name, ns] : rows)
       if (ns != 0.0) body += row(ns, name);
     body += row(busy_ns, "total busy");
+    // What the wakeup row is made of: cpu.wakeup (+ cpu.ipi) per sleeper woken, cpu.context_switch
+    // per sleeper resumed on this CPU.
+    if (core.wakeups + core.context_switches > 0)
+      body += fmt::format("          wakeups {} ({} with an IPI), context switches {}\n", core.wakeups, core.ipis,
+                          core.context_switches);
   }
 
   if (cores.empty()) return fmt::format("{}: no CPUs\n", host);

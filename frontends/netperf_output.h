@@ -82,7 +82,9 @@ std::string format_netperf_output(const NetperfOptions& options, const TcpStream
 /// Per CPU: one row per activity and an "idle" row (elapsed minus all busy time, never
 /// negative), sorted by time descending (ties keep the given activity order, idle after the
 /// activities); rows whose time is exactly 0 are left out; then "total busy" (all activities:
-/// 100 % minus idle unless the activities add up to more than the interval). % time = 100 x
+/// 100 % minus idle unless the activities add up to more than the interval), and when the CPU
+/// woke or resumed a sleeper, the counts its wakeup row is made of ("wakeups N (M with an IPI),
+/// context switches K": cpu.wakeup + cpu.ipi, cpu.context_switch each). % time = 100 x
 /// time / elapsed. The utilisation is the mean over the CPUs of their total busy %, i.e.
 /// netperf's system-wide figure (model::utilisation_pct). With `elapsed_s` <= 0 every share
 /// is 0.00 and idle is 0; with no CPUs only the summary line is printed ("no CPUs").

@@ -91,9 +91,12 @@ struct CpuCosts {
   double copy_rx_ns(uint64_t bytes) const { return static_cast<double>(bytes) / copy_rx_bytes_per_ns; }
 };
 
-/// Busy time of one core by activity, ns.
+/// Busy time of one core by activity, ns, and how often the core paid the scheduler's costs.
 struct CoreAccount {
   std::array<double, kActivityCount> busy_ns{};
+  uint64_t wakeups = 0;           ///< try_to_wake_up of a sleeper (cpu.wakeup each), in Activity::Wakeup
+  uint64_t ipis = 0;              ///< of those, to a sleeper on another core (cpu.ipi each)
+  uint64_t context_switches = 0;  ///< a sleeper resumed on this core (cpu.context_switch each)
   double total_ns() const;
 };
 

@@ -349,6 +349,9 @@ frontends::IpoibStreamResult Stream::run() {
       p.core = static_cast<int>(k);
       for (size_t a = 0; a < model::kActivityCount; ++a)
         p.busy_ns.emplace_back(std::string(model::activity_name(static_cast<model::Activity>(a))), acc[k].busy_ns[a]);
+      p.wakeups = acc[k].wakeups;
+      p.ipis = acc[k].ipis;
+      p.context_switches = acc[k].context_switches;
       cp.push_back(std::move(p));
     }
     (i == 0 ? r.local_profile : r.remote_profile) = std::move(cp);

@@ -657,6 +657,7 @@ void SimHost::sleep(sdp::WaitQueue& wq, const std::function<bool()>& ready) {
   }
   yield_rounds(1);
   charge(model::Activity::Wakeup, costs_.context_switch_ns);
+  ++accounts_[static_cast<size_t>(core)].context_switches;
 }
 
 bool SimHost::spin(sdp::WaitQueue& wq, const std::function<bool()>& ready, double timeout_ns) {
@@ -693,6 +694,9 @@ void SimHost::wake(sdp::WaitQueue& wq) {
     const int core = current().core;
     const bool remote = std::any_of(q.sleeper_cores.begin(), q.sleeper_cores.end(), [&](int c) { return c != core; });
     charge(model::Activity::Wakeup, costs_.wakeup_ns + (remote ? costs_.ipi_ns : 0));
+    model::CoreAccount& a = accounts_[static_cast<size_t>(core)];
+    ++a.wakeups;
+    a.ipis += remote ? 1 : 0;
     flush();
   }
   q.notify_all();

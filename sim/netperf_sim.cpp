@@ -66,6 +66,9 @@ std::vector<frontends::CoreProfile> profile(const std::vector<model::CoreAccount
     p.core = static_cast<int>(i);
     for (size_t a = 0; a < model::kActivityCount; ++a)
       p.busy_ns.emplace_back(std::string(model::activity_name(static_cast<model::Activity>(a))), acc[i].busy_ns[a]);
+    p.wakeups = acc[i].wakeups;
+    p.ipis = acc[i].ipis;
+    p.context_switches = acc[i].context_switches;
     out.push_back(std::move(p));
   }
   return out;

@@ -104,6 +104,9 @@ struct ProfiledCpu {
   double busy_pct = -1;      // the "total busy" row
   double active_pct = 0;     // of the rows other than idle
   std::map<std::string, double> pct;  // % time by activity (and "idle")
+  std::map<std::string, double> seconds;  // seconds by activity
+  // The events line under a CPU that woke or resumed a sleeper (-1: no such line).
+  long long wakeups = -1, ipis = -1, context_switches = -1;
 };
 struct ProfiledHost {
   std::string name;          // "local host (netperf)"
@@ -119,6 +122,7 @@ std::vector<ProfiledHost> parse_profile(const std::string& text) {
       R"(^(.+ host \(.+\)): utilisation ([0-9.]+) % \(mean over ([0-9]+) CPUs?\) in ([0-9.]+) s$)");
   static const std::regex cpu_header(R"(^  CPU ([0-9]+) +% time +seconds +activity$)");
   static const std::regex row(R"(^ +([0-9]+\.[0-9]{2}) +([0-9]+\.[0-9]{6})  ([a-z_ ]+)$)");
+  static const std::regex events(R"(^ +wakeups ([0-9]+) \(([0-9]+) with an IPI\), context switches ([0-9]+)$)");
   std::vector<ProfiledHost> hosts;
   std::istringstream in(text);
   std::smatch m;
@@ -142,9 +146,19 @@ std::vector<ProfiledHost> parse_profile(const std::string& text) {
       }
       ++cpu.rows;
       cpu.pct[m[3]] = pct;
+      cpu.seconds[m[3]] = std::stod(m[2]);
       cpu.pct_sum += pct;
       cpu.seconds_sum += std::stod(m[2]);
       if (m[3] != "idle") cpu.active_pct += pct;
+    } else if (std::regex_match(line, m, events)) {
+      if (hosts.empty() || hosts.back().cpus.empty()) {
+        ADD_FAILURE() << "events before any CPU: " << line;
+        continue;
+      }
+      ProfiledCpu& cpu = hosts.back().cpus.back();
+      cpu.wakeups = std::stoll(m[1]);
+      cpu.ipis = std::stoll(m[2]);
+      cpu.context_switches = std::stoll(m[3]);
     } else {
       ADD_FAILURE() << "not a profile line: '" << line << "'";
     }
@@ -185,6 +199,20 @@ TEST_F(Cli, ProfilePrintsBothHostsAndEachCpuSumsTo100) {
       EXPECT_NEAR(c.pct_sum, 100.0, 0.005 * c.rows + 1e-9) << profile;
       EXPECT_NEAR(c.seconds_sum, h.elapsed_s, 5e-7 * (c.rows + 1)) << profile;
       EXPECT_NEAR(c.busy_pct, c.active_pct, 0.005 * c.rows + 1e-9) << profile;
+      // The wakeup row is its events at connectx-ddr-pcie1x8's costs: cpu.wakeup 2330 cycles /
+      // 2.33 GHz = 1000 ns, cpu.ipi 500 ns, cpu.context_switch 4660 cycles = 2000 ns.
+      const auto w = c.seconds.find("wakeup");
+      if (w == c.seconds.end()) {
+        EXPECT_EQ(c.wakeups, -1) << profile;
+      } else {
+        ASSERT_GE(c.wakeups, 0) << profile;
+        EXPECT_LE(c.ipis, c.wakeups);
+        EXPECT_NEAR(w->second,
+                    (1000.0 * static_cast<double>(c.wakeups) + 500.0 * static_cast<double>(c.ipis) +
+                     2000.0 * static_cast<double>(c.context_switches)) * 1e-9,
+                    5e-7)
+            << profile;
+      }
       busy_sum += c.busy_pct;
       active_max = std::max(active_max, c.active_pct);
     }
