@@ -14,9 +14,8 @@ using namespace hcasim;
 
 namespace {
 
-model::Platform connectx_ddr() {
-  return model::Platform::load_file(std::string(HCASIM_REFERENCE_DIR) +
-                                    "/../scenarios/platforms/connectx-ddr-pcie1x8.toml");
+model::Platform platform(const std::string& name) {
+  return model::Platform::load_file(std::string(HCASIM_REFERENCE_DIR) + "/../scenarios/platforms/" + name + ".toml");
 }
 
 /// ns of `activity` on `core` of a profile.
@@ -26,6 +25,23 @@ double busy_ns(const std::vector<frontends::CoreProfile>& prof, int core, const 
       for (const auto& [a, ns] : c.busy_ns)
         if (a == activity) return ns;
   return 0;
+}
+
+/// netperf -l 0.2 -- -m 512 (bcopy) from `p` to `p`, and what the tests divide by: the send()
+/// calls, the 2 KB skbs they fill (four sends each), Mbit/s.
+struct SmallSendRun {
+  frontends::TcpStreamResult r;
+  double sends = 0, skbs = 0, mbps = 0;
+};
+SmallSendRun send_512(const model::Platform& p) {
+  frontends::TcpStreamConfig c;
+  c.length_s = 0.2;
+  c.send_size = 512;
+  SmallSendRun s{sim::run_tcp_stream(p, p, c)};
+  s.sends = static_cast<double>(s.r.send_calls);
+  s.skbs = static_cast<double>(s.r.bytes_sent) / 2048;
+  s.mbps = static_cast<double>(s.r.bytes_received) * 8 / s.r.elapsed_s * 1e-6;
+  return s;
 }
 
 }  // namespace
@@ -49,15 +65,9 @@ double busy_ns(const std::vector<frontends::CoreProfile>& prof, int core, const 
 //            checks the owner again (net/core/sock.c __lock_sock). So sdp_work sleeps once more
 //            and the next release wakes it again: 2 x 1500 = 3000 ns per skb, 750 ns per send.
 TEST(SdpSmallSends, A512ByteSendIsItsCallItsCopyAndHalfALockWakeup) {
-  const model::Platform p = connectx_ddr();
+  const model::Platform p = platform("connectx-ddr-pcie1x8");
   const model::CpuCosts k = model::CpuCosts::from_platform(p);
-  frontends::TcpStreamConfig c;
-  c.length_s = 0.2;
-  c.send_size = 512;
-  const auto r = sim::run_tcp_stream(p, p, c);
-  const double sends = static_cast<double>(r.send_calls);
-  const double mbps = static_cast<double>(r.bytes_received) * 8 / r.elapsed_s * 1e-6;
-  const double skbs = static_cast<double>(r.bytes_sent) / 2048;
+  const auto [r, sends, skbs, mbps] = send_512(p);
   const int app = 1;
   const double syscall = busy_ns(r.local_profile, app, "syscall"), copy = busy_ns(r.local_profile, app, "copy"),
                wakeup = busy_ns(r.local_profile, app, "wakeup");
@@ -90,16 +100,9 @@ TEST(SdpSmallSends, A512ByteSendIsItsCallItsCopyAndHalfALockWakeup) {
 //            rest of the "wakeup" time is netperf's own switches, and the time it slept is the
 //            CPU's idle share: its send() loop is not the only bound here, the lock is.
 TEST(SdpSmallSends, OnInfiniHostIIIThe512ByteSendAlsoWaitsForTheLock) {
-  const model::Platform p = model::Platform::load_file(std::string(HCASIM_REFERENCE_DIR) +
-                                                       "/../scenarios/platforms/infinihost3-pcie1x8.toml");
+  const model::Platform p = platform("infinihost3-pcie1x8");
   const model::CpuCosts k = model::CpuCosts::from_platform(p);
-  frontends::TcpStreamConfig c;
-  c.length_s = 0.2;
-  c.send_size = 512;
-  const auto r = sim::run_tcp_stream(p, p, c);
-  const double sends = static_cast<double>(r.send_calls);
-  const double mbps = static_cast<double>(r.bytes_received) * 8 / r.elapsed_s * 1e-6;
-  const double skbs = static_cast<double>(r.bytes_sent) / 2048;
+  const auto [r, sends, skbs, mbps] = send_512(p);
   const int app = 0;
   const frontends::CoreProfile& cpu = r.local_profile.at(app);
   const double syscall = busy_ns(r.local_profile, app, "syscall"), copy = busy_ns(r.local_profile, app, "copy"),
