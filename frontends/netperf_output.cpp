@@ -355,8 +355,9 @@ std::string format_cpu_profile(std::string_view host, const std::vector<CoreProf
 }
 
 std::string format_netperf_profile(const TcpStreamResult& r) {
-  return "\n" + format_cpu_profile("local host (netperf)", r.local_profile, r.elapsed_s) + "\n" +
-         format_cpu_profile("remote host (netserver)", r.remote_profile, r.elapsed_s);
+  // fmt, not "\n" + std::string&&: GCC 12 warns (-Wrestrict) on that operator+ (GCC bug 105329).
+  return fmt::format("\n{}\n{}", format_cpu_profile("local host (netperf)", r.local_profile, r.elapsed_s),
+                     format_cpu_profile("remote host (netserver)", r.remote_profile, r.elapsed_s));
 }
 
 std::string netperf_csv_header() {

@@ -106,9 +106,10 @@ std::string format_ipoib_profile(const IpoibStreamResult& r, std::string_view lo
       }
       rows.push_back({"timer_interrupt", timer_ns * 1e-9, 0, std::nullopt});
       rows.push_back({"default_idle", std::max(0.0, elapsed - busy_ns * 1e-9), 0, std::nullopt});
-      out += "\n" + format_qview_profile(fmt::format("Flat profile of CPU time on cpu{} of {} ({}), simulated, {:.2f} s:",
-                                                     kernel[i].core, platform, program, elapsed),
-                                         std::move(rows), elapsed);
+      out += '\n';  // not "\n" + std::string&&: GCC 12's false -Wrestrict (GCC bug 105329)
+      out += format_qview_profile(fmt::format("Flat profile of CPU time on cpu{} of {} ({}), simulated, {:.2f} s:",
+                                              kernel[i].core, platform, program, elapsed),
+                                  std::move(rows), elapsed);
     }
   };
   host(r.local_kernel, r.local_naming, r.stream.local_profile, local_name, "netperf");

@@ -67,7 +67,10 @@ std::string shell_quote(const std::string& word) {
 
 std::string standalone_command(const ChildRun& run, size_t index, const std::string& dir) {
   std::string line = shell_quote(self_path());
-  for (size_t w = 1; w < run.argv.size(); ++w) line += " " + shell_quote(run.argv[w]);
+  for (size_t w = 1; w < run.argv.size(); ++w) {
+    line += ' ';  // not " " + std::string&&: GCC 12's false -Wrestrict (GCC bug 105329)
+    line += shell_quote(run.argv[w]);
+  }
   return line + " --csv " + shell_quote(csv_of(dir, index));
 }
 
