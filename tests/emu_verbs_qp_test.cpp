@@ -372,6 +372,96 @@ TEST_F(VerbsQp, ImmediateDataAndAtomics) {
   ibv_destroy_cq(cq);
 }
 
+// A type 2 memory window of b, bound through b's QP (IBV_WR_BIND_MW), invalidated by a's
+// IBV_WR_SEND_WITH_INV over the emulated subnet (SEND Only with Invalidate, its IETH on the wire):
+// b's receive completes IBV_WC_RECV with IBV_WC_WITH_INV and the window's key in
+// invalidated_rkey (libmlx4 mlx4_poll_one), and a's RDMA WRITE through it is refused
+// afterwards. While the window is bound, ibv_dereg_mr and ibv_rereg_mr of its MR return EBUSY
+// and leave it registered (mlx4: HW2SW_MPT fails with REG_BOUND); invalidated, it deregisters.
+TEST_F(VerbsQp, SendWithInvalidateInvalidatesTheWindowAndFreesItsMr) {
+  ibv_cq* cq = ibv_create_cq(ctx, 32, nullptr, nullptr, 0);
+  ibv_qp* a = make_qp(cq, cq);
+  ibv_qp* b = make_qp(cq, cq);
+  ibv_mr* wmr = ibv_reg_mr(pd, buf.data() + 32768, 4096,
+                           IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_MW_BIND);
+  ASSERT_NE(wmr, nullptr);
+  ibv_mw* mw = ibv_alloc_mw(pd, IBV_MW_TYPE_2);
+  ASSERT_NE(mw, nullptr);
+  connect(a, b, 100, 200);
+  ibv_send_wr bind{};
+  bind.wr_id = 1;
+  bind.opcode = IBV_WR_BIND_MW;
+  bind.send_flags = IBV_SEND_SIGNALED;
+  bind.bind_mw.mw = mw;
+  bind.bind_mw.rkey = ibv_inc_rkey(mw->rkey);
+  bind.bind_mw.bind_info = {wmr, reinterpret_cast<uintptr_t>(buf.data() + 32768), 1024, IBV_ACCESS_REMOTE_WRITE};
+  ibv_send_wr* bad = nullptr;
+  ASSERT_EQ(ibv_post_send(b, &bind, &bad), 0);
+  const auto c1 = poll_n(cq, 1);
+  ASSERT_EQ(c1.size(), 1u);
+  EXPECT_EQ(c1[0].status, IBV_WC_SUCCESS);
+  EXPECT_EQ(c1[0].opcode, IBV_WC_BIND_MW);
+  const uint32_t key = bind.bind_mw.rkey;
+  EXPECT_EQ(ibv_dereg_mr(wmr), EBUSY);
+  EXPECT_EQ(ibv_rereg_mr(wmr, IBV_REREG_MR_CHANGE_ACCESS, nullptr, nullptr, 0, IBV_ACCESS_LOCAL_WRITE),
+            IBV_REREG_MR_ERR_CMD);
+  EXPECT_EQ(errno, EBUSY);
+  auto post = [&](ibv_send_wr& wr, size_t off, uint32_t len) {
+    ibv_sge sg{reinterpret_cast<uintptr_t>(buf.data() + off), len, mr->lkey};
+    wr.sg_list = &sg;
+    wr.num_sge = 1;
+    wr.send_flags = IBV_SEND_SIGNALED;
+    ibv_send_wr* b2 = nullptr;
+    return ibv_post_send(a, &wr, &b2);
+  };
+  // The window still works after the refused dereg: a writes through it.
+  std::memcpy(buf.data() + 1024, "window", 6);
+  ibv_send_wr w{};
+  w.wr_id = 2;
+  w.opcode = IBV_WR_RDMA_WRITE;
+  w.wr.rdma.remote_addr = reinterpret_cast<uintptr_t>(buf.data() + 32768);
+  w.wr.rdma.rkey = key;
+  ASSERT_EQ(post(w, 1024, 6), 0);
+  const auto c2 = poll_n(cq, 1);
+  ASSERT_EQ(c2.size(), 1u);
+  EXPECT_EQ(c2[0].status, IBV_WC_SUCCESS);
+  EXPECT_EQ(std::memcmp(buf.data() + 32768, "window", 6), 0);
+  // SEND with Invalidate of the window's key.
+  post_recv(b, 3, 0, 256);
+  std::memcpy(buf.data() + 2048, "invalidate", 10);
+  ibv_send_wr inv{};
+  inv.wr_id = 4;
+  inv.opcode = IBV_WR_SEND_WITH_INV;
+  inv.invalidate_rkey = key;
+  ASSERT_EQ(post(inv, 2048, 10), 0);
+  const auto c3 = poll_n(cq, 2);
+  ASSERT_EQ(c3.size(), 2u);
+  for (const ibv_wc& c : c3) {
+    EXPECT_EQ(c.status, IBV_WC_SUCCESS) << c.wr_id;
+    if (c.wr_id == 3) {
+      EXPECT_EQ(c.opcode, IBV_WC_RECV);
+      EXPECT_EQ(c.byte_len, 10u);
+      EXPECT_EQ(c.wc_flags & (IBV_WC_WITH_INV | IBV_WC_WITH_IMM), unsigned{IBV_WC_WITH_INV});
+      EXPECT_EQ(c.invalidated_rkey, key);
+    } else {
+      EXPECT_EQ(c.wr_id, 4u);
+      EXPECT_EQ(c.opcode, IBV_WC_SEND);
+    }
+  }
+  EXPECT_EQ(std::memcmp(buf.data(), "invalidate", 10), 0);
+  // Invalidated: the key is refused, and the MR deregisters.
+  w.wr_id = 5;
+  ASSERT_EQ(post(w, 1024, 6), 0);
+  const auto c4 = poll_n(cq, 1);
+  ASSERT_EQ(c4.size(), 1u);
+  EXPECT_EQ(c4[0].status, IBV_WC_REM_ACCESS_ERR);
+  EXPECT_EQ(ibv_dereg_mr(wmr), 0);
+  ibv_destroy_qp(a);
+  ibv_destroy_qp(b);
+  EXPECT_EQ(ibv_dealloc_mw(mw), 0);
+  ibv_destroy_cq(cq);
+}
+
 TEST_F(VerbsQp, UdDatagramsByAddressHandleWithQkeyCheck) {
   ibv_cq* cq = ibv_create_cq(ctx, 32, nullptr, nullptr, 0);
   ibv_qp_init_attr ia{};
