@@ -132,8 +132,8 @@ constexpr bool op_has_imm(Opcode op) {
     default: return static_cast<uint8_t>(op) == 0x65;
   }
 }
-/// True when `op` carries an IETH (IBA 9.3.4: the R_Key to invalidate; SEND Last / Only with
-/// Invalidate, which exist on RC only, table 38).
+/// True when `op` carries an IETH (IBA 9.3, the Invalidate ETH: the R_Key to invalidate): SEND
+/// Last / Only with Invalidate, which exist on RC only (table 38).
 constexpr bool op_has_ieth(Opcode op) { return op == Opcode::RcSendLastInv || op == Opcode::RcSendOnlyInv; }
 /// True when `op` carries a RETH (IBA 9.3.2: RDMA WRITE FIRST / ONLY, RDMA READ request).
 constexpr bool op_has_reth(Opcode op) {

@@ -130,7 +130,9 @@ enum class PostError : uint8_t {
   QueueFull,       ///< max_send_wr / max_recv_wr WRs outstanding: ENOMEM (libmlx4 mlx4_post_send wq_overflow)
   InlineRead,      ///< IBV_SEND_INLINE on an RDMA READ or an atomic (nothing to gather): EINVAL
   InlineTooLong,   ///< inline payload over max_inline_data: ENOMEM (libmlx4 mlx4_post_send)
-  BadOpcode,       ///< an opcode the QP type lacks (UC: no READ, atomics or SEND with Invalidate; UD: SEND only, IBA 9.8): EINVAL
+  /// an opcode the QP type lacks (UC: no READ, atomics or SEND with Invalidate; UD: SEND only,
+  /// IBA 9.8): EINVAL
+  BadOpcode,
   SrqAttached,     ///< ibv_post_recv on a QP that takes its receives from an SRQ: EINVAL
 };
 /// The errno of a refused post (0 for None).

@@ -129,7 +129,8 @@ bool Requester::next(uint32_t max_pkts, Packet& out) {
     const OpKind kind = wr.opcode == sdp::WrOpcode::Send ? OpKind::Send : OpKind::Write;
     const bool imm = x.imm_data();
     // SEND with Invalidate: the message's last packet is SEND Last / Only with Invalidate and
-    // carries the R_Key in its IETH (IBA 9.2.1 table 38, 9.3.4; RC only, hca::check_post_send).
+    // carries the R_Key in its IETH, the Invalidate Extended Transport Header (IBA 9.2.1 table
+    // 38, 9.3; RC only, hca::check_post_send).
     const bool inv = x.kind == WrExt::Kind::SendInv;
     const uint32_t n = std::min(max_pkts, e.npkts - pkt_);
     const uint32_t last = pkt_ + n - 1;  // index of the train's last packet

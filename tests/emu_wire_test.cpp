@@ -52,8 +52,8 @@ TEST(EmuWire, RdmaWriteRoundTripsWithItsRethAndLengthField) {
 }
 
 // SEND Last / Only with Invalidate (BTH OpCode 0x16 / 0x17, IBA 9.2.1 table 38) carry the IETH,
-// the 4-byte R_Key to invalidate (IBA 9.3.4), between the BTH and the payload; SEND First and
-// Middle carry none.
+// the 4-byte R_Key to invalidate (IBA 9.3, the Invalidate ETH), between the BTH and the
+// payload; SEND First and Middle carry none.
 TEST(EmuWire, SendWithInvalidateCarriesTheIethRkey) {
   for (Op op : {Op::SendOnlyWithInvalidate, Op::SendLastWithInvalidate}) {
     Packet p{.op = op, .dest_qpn = 0x48, .psn = 9, .ieth_rkey = 0x1234A7};
