@@ -121,30 +121,33 @@ uint32_t Hca::inner_key(uint32_t key) const {
   return hca::MrTable::kFirstKey + index - 1;
 }
 
-bool Hca::rereg_mr(uint32_t key, uint32_t pd, sdp::Addr addr, uint64_t len, unsigned access) {
+int Hca::rereg_mr(uint32_t key, uint32_t pd, sdp::Addr addr, uint64_t len, unsigned access) {
   if (memory_ != nullptr && !memory_->contains(addr, len))
     throw sdp::VerbsError(fmt::format("rereg_mr: [{:#x}, +{}) is not allocated memory", addr, len));
   std::unique_lock g(mr_lock_);
   const uint32_t inner = inner_key(key);
-  if (inner == 0 || !mrs_.rereg(inner, pd, addr, len, access)) return false;
+  if (inner != 0 && mrs_.windows_bound(inner) > 0) return EBUSY;
+  if (inner == 0 || !mrs_.rereg(inner, pd, addr, len, access)) return EINVAL;
   // The MR's new values hold for every later check; wait for the accesses that passed the old.
   wait_released(g, key >> 8);
-  return true;
+  return 0;
 }
 
 void Hca::wait_released(std::unique_lock<std::mutex>& g, uint32_t index) {
   mr_released_.wait(g, [&] { return holders_[index - 1].empty(); });
 }
 
-bool Hca::dereg_mr(uint32_t key) {
+int Hca::dereg_mr(uint32_t key) {
   std::unique_lock g(mr_lock_);
   const uint32_t inner = inner_key(key);
-  if (inner == 0 || !mrs_.dereg(inner)) return false;
+  if (inner != 0 && mrs_.windows_bound(inner) > 0) return EBUSY;
+  const hca::Mr* m = inner == 0 ? nullptr : mrs_.find(inner);
+  if (m == nullptr || m->mw_type != 0 || !mrs_.dereg(inner)) return EINVAL;
   // The key is gone for every later check; wait for the accesses that passed it already: the
   // QP locks that hold this MR. (Its index may be reused meanwhile; the new MR's holders are
   // waited for too, which only delays the return.)
   wait_released(g, key >> 8);
-  return true;
+  return 0;
 }
 
 void Hca::release(AccessLock& l) {
@@ -220,7 +223,7 @@ bool Hca::mw_op(const hca::SendWqe& w, uint32_t qpn, uint32_t pd) {
   std::lock_guard g(mr_lock_);
   if (w.x.kind == hca::WrExt::Kind::LocalInv) {
     const uint32_t inner = inner_key(w.x.imm);
-    return inner != 0 && mrs_.invalidate_mw(inner, pd);
+    return inner != 0 && mrs_.invalidate_mw(inner, pd) == hca::MrRefusal::None;
   }
   const uint32_t mw = inner_index(w.x.mw_key);  // the window itself, whatever its key byte now
   const uint32_t mr = inner_key(w.x.mw_mr_key);
@@ -228,6 +231,12 @@ bool Hca::mw_op(const hca::SendWqe& w, uint32_t qpn, uint32_t pd) {
   if (mrs_.bind_mw(mw, mr, w.x.mw_addr, w.x.mw_len, w.x.mw_access, qpn, pd) != hca::MrRefusal::None) return false;
   key_bytes_[(w.x.mw_key >> 8) - 1] = static_cast<uint8_t>(w.x.mw_new_key & 0xFF);
   return true;
+}
+
+hca::MrRefusal Hca::remote_invalidate(uint32_t rkey, uint32_t qpn, uint32_t pd) {
+  std::lock_guard g(mr_lock_);
+  const uint32_t inner = inner_key(rkey);
+  return inner == 0 ? hca::MrRefusal::UnknownKey : mrs_.invalidate_mw(inner, pd, qpn);
 }
 
 std::shared_ptr<Qp> Hca::create_qp(const sdp::QpCaps& caps) {

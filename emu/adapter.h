@@ -89,17 +89,18 @@ class Hca {
   /// hca::kRemoteAtomic) and returns its key. Throws sdp::VerbsError for an unknown PD, a range
   /// outside the arena (when there is one) or one that wraps past 2^64.
   uint32_t reg_mr(uint32_t pd, sdp::Addr addr, uint64_t len, unsigned access);
-  /// ibv_dereg_mr(3); false when no MR has `key`. Once it returns, no QP of this HCA touches
-  /// the MR's memory (each QP's accesses, key check and copy, run under its AccessLock, and
-  /// dereg waits for the locks that hold this MR, not for other QPs): the memory may be freed
-  /// at once, as on an HCA. Its index is then free for a later reg_mr, with another key byte
-  /// (mlx4's MPT entries are reused the same way). Not to be called under a QP's lock.
-  bool dereg_mr(uint32_t key);
+  /// ibv_dereg_mr(3): 0; EINVAL when no MR has `key`; EBUSY, the MR kept, while memory windows
+  /// are bound to it (hca::MrTable::dereg: mlx4's HW2SW_MPT fails so). Once it returns 0, no QP
+  /// of this HCA touches the MR's memory (each QP's accesses, key check and copy, run under its
+  /// AccessLock, and dereg waits for the locks that hold this MR, not for other QPs): the memory
+  /// may be freed at once, as on an HCA. Its index is then free for a later reg_mr, with another
+  /// key byte (mlx4's MPT entries are reused the same way). Not to be called under a QP's lock.
+  int dereg_mr(uint32_t key);
   /// ibv_rereg_mr(3): the MR of `key` takes `pd`, [addr, addr+len) and `access` and keeps its
-  /// key (hca::MrTable::rereg). False when no MR has `key`; throws as reg_mr. Once it returns,
-  /// the accesses that passed the old values are over (as dereg_mr). Not to be called under a
-  /// QP's lock.
-  bool rereg_mr(uint32_t key, uint32_t pd, sdp::Addr addr, uint64_t len, unsigned access);
+  /// key (hca::MrTable::rereg): 0; EINVAL when no MR has `key`; EBUSY while memory windows are
+  /// bound to it (as dereg_mr). Throws as reg_mr. Once it returns 0, the accesses that passed
+  /// the old values are over (as dereg_mr). Not to be called under a QP's lock.
+  int rereg_mr(uint32_t key, uint32_t pd, sdp::Addr addr, uint64_t len, unsigned access);
   /// A key of `pd` covering the whole arena (ib_get_dma_mr). Throws sdp::VerbsError without one.
   uint32_t dma_mr(uint32_t pd);
   /// hca::MrTable::check under the table's lock (an all-memory MR asks the arena), for QP
@@ -119,6 +120,10 @@ class Hca {
   /// it names nothing any more (hca::MrTable::bind_mw,
   /// invalidate_mw). False when refused.
   bool mw_op(const hca::SendWqe& w, uint32_t qpn, uint32_t pd);
+  /// The IETH R_Key `rkey` of a SEND with Invalidate received on QP `qpn` of `pd`
+  /// (hca::QpBackend::remote_invalidate): the type 2 window of that key (its index and current
+  /// key byte) is invalidated (hca::MrTable::invalidate_mw with the QP); else why not.
+  hca::MrRefusal remote_invalidate(uint32_t rkey, uint32_t qpn, uint32_t pd);
   /// Drops QP `qp` from the QP table (ibv_destroy_qp(3): no stream reaches it any more). It
   /// stays on the closing list while it lives (its queued frames still being written), so that
   /// quiesce waits for them at exit.

@@ -37,6 +37,7 @@ hca::Packet to_core(const Packet& f, uint32_t src_qpn) {
   p.syndrome = f.syndrome;
   p.msn = f.msn;
   p.imm = f.imm;
+  p.ieth_rkey = f.ieth_rkey;
   p.swap = f.swap;
   p.compare = f.compare;
   p.orig = f.orig;
@@ -235,6 +236,10 @@ hca::MrRefusal Qp::check_mr(uint32_t key, uint32_t pd, sdp::Addr addr, uint64_t 
 
 bool Qp::local_op(const hca::SendWqe& w, uint32_t qpn, uint32_t pd) { return hca_.mw_op(w, qpn, pd); }
 
+hca::MrRefusal Qp::remote_invalidate(uint32_t rkey, uint32_t qpn, uint32_t pd) {
+  return hca_.remote_invalidate(rkey, qpn, pd);
+}
+
 void Qp::write(sdp::Addr dst, uint64_t len, const void* payload, uint64_t offset) {
   std::memcpy(reinterpret_cast<void*>(dst), static_cast<const uint8_t*>(payload) + offset, len);
 }
@@ -401,6 +406,7 @@ void Qp::send_packet(const hca::Packet& p) {
   f.syndrome = p.syndrome;
   f.msn = p.msn;
   f.imm = p.imm;
+  f.ieth_rkey = p.ieth_rkey;
   f.swap = p.swap;
   f.compare = p.compare;
   f.orig = p.orig;

@@ -171,6 +171,7 @@ class Qp final : public sdp::Verbs, public hca::QpBackend, public std::enable_sh
   // hca::QpBackend (called with m_ held)
   hca::MrRefusal check_mr(uint32_t key, uint32_t pd, sdp::Addr addr, uint64_t len, unsigned need) override;
   bool local_op(const hca::SendWqe& w, uint32_t qpn, uint32_t pd) override;
+  hca::MrRefusal remote_invalidate(uint32_t rkey, uint32_t qpn, uint32_t pd) override;
   void write(sdp::Addr dst, uint64_t len, const void* payload, uint64_t offset) override;
   void store(sdp::Addr dst, const void* src, uint64_t len) override;
   uint64_t atomic(sdp::Addr addr, bool compare_swap, uint64_t compare_add, uint64_t swap) override;

@@ -10,7 +10,8 @@ namespace hcasim::emu {
 namespace be = sdp::be;
 
 namespace {
-constexpr size_t kReth = 16, kAeth = 4, kCm = 6, kRej = 2, kImm = 4, kAtomicEth = 28, kAtomicAckEth = 8, kDeth = 12;
+constexpr size_t kReth = 16, kAeth = 4, kCm = 6, kRej = 2, kImm = 4, kIeth = 4, kAtomicEth = 28, kAtomicAckEth = 8,
+                 kDeth = 12;
 /// Header + the largest extension (RETH + ImmDt) + the largest payload + ICRC.
 constexpr uint32_t kMaxBody = static_cast<uint32_t>(kHeaderSize + kReth + kImm + kIcrcSize) + kMaxPayload;
 /// The BTH byte after the OpCode: bit 7 is AckReq (the solicited event, migration and pad bits
@@ -40,7 +41,8 @@ size_t extension_size(Op op) {
   if (hca::op_transport(t) == 3) return kDeth + (hca::op_has_imm(t) ? kImm : 0);
   if (k == hca::OpKind::CompareSwap || k == hca::OpKind::FetchAdd) return kAtomicEth;
   if (k == hca::OpKind::AtomicAck) return kAeth + kAtomicAckEth;
-  return (hca::op_has_reth(t) ? kReth : 0) + (hca::op_has_imm(t) ? kImm : 0) + (hca::op_has_aeth(t) ? kAeth : 0);
+  return (hca::op_has_reth(t) ? kReth : 0) + (hca::op_has_imm(t) ? kImm : 0) + (hca::op_has_ieth(t) ? kIeth : 0) +
+         (hca::op_has_aeth(t) ? kAeth : 0);
 }
 
 /// Largest payload `op` may carry.
@@ -84,6 +86,8 @@ const char* op_name(Op op) {
     case Op::AtomicAcknowledge: return "Atomic Acknowledge";
     case Op::CompareSwap: return "CmpSwap";
     case Op::FetchAdd: return "FetchAdd";
+    case Op::SendLastWithInvalidate: return "SEND Last with Invalidate";
+    case Op::SendOnlyWithInvalidate: return "SEND Only with Invalidate";
     case Op::UdSendOnly: return "UD SEND Only";
     case Op::UdSendOnlyWithImm: return "UD SEND Only with Immediate";
     case Op::CmReq: return "CM REQ";
@@ -152,6 +156,7 @@ std::vector<uint8_t> encode(const Packet& p) {
       }
     }
     if (hca::op_has_imm(t)) be::put32(x, p.imm);
+    if (hca::op_has_ieth(t)) be::put32(x, p.ieth_rkey);
   }
   std::copy(p.payload.begin(), p.payload.end(), e + ext);
   be::put32(b + body - kIcrcSize, crc32_of(b, body - kIcrcSize));
@@ -246,6 +251,7 @@ Packet decode(std::span<const uint8_t> body) {
       }
     }
     if (hca::op_has_imm(t)) p.imm = be::get32(x);
+    if (hca::op_has_ieth(t)) p.ieth_rkey = be::get32(x);
   }
   p.payload.assign(e + ext, e + ext + payload);
   return p;

@@ -19,6 +19,7 @@
 ///     16     ...   by op:
 ///        SEND First, Middle, Last, Only               payload
 ///        SEND Last / Only with Immediate              ImmDt (u32), payload
+///        SEND Last / Only with Invalidate (RC)        IETH (the R_Key to invalidate, u32), payload
 ///        RDMA WRITE First, Only                       RETH (va u64, rkey u32, dma_len u32), payload
 ///        RDMA WRITE Only with Immediate               RETH, ImmDt, payload
 ///        RDMA WRITE Middle, Last                      payload
@@ -77,6 +78,8 @@ enum class Op : uint8_t {
   AtomicAcknowledge = 0x12,
   CompareSwap = 0x13,
   FetchAdd = 0x14,
+  SendLastWithInvalidate = 0x16,
+  SendOnlyWithInvalidate = 0x17,
   UdSendOnly = 0x64,
   UdSendOnlyWithImm = 0x65,
   CmReq = 0xC0,
@@ -120,6 +123,7 @@ struct Packet {
   uint32_t msn = 0;       ///< AETH MSN (24 bits)
   uint32_t local_qpn = 0; ///< CM REQ/REP: the sender's QPN
   uint32_t imm = 0;       ///< ImmDt (the WITH_IMM ops), as the sender's wr.imm_data
+  uint32_t ieth_rkey = 0; ///< IETH (SEND Last / Only with Invalidate): the R_Key to invalidate
   uint64_t swap = 0;      ///< AtomicETH SwapData (CompareSwap)
   uint64_t compare = 0;   ///< AtomicETH CompareData (CompareSwap) / the addend (FetchAdd)
   uint64_t orig = 0;      ///< AtomicAckETH: the remote data before the atomic

@@ -56,6 +56,17 @@ class QpBackend {
     (void)pd;
     return false;
   }
+  /// The IETH R_Key `rkey` of a SEND with Invalidate that QP `qpn` of PD `pd` received whole
+  /// (IBA 9.4.1.3, 10.6.7.2.4): the memory window of type 2 it names is invalidated on the
+  /// backend's memory table (MrTable::invalidate_mw with the QP). MrRefusal::None when done,
+  /// else why not (not a bound type 2 window, another PD's, bound through another QP); nothing
+  /// changes then. A backend without memory windows refuses every key.
+  virtual MrRefusal remote_invalidate(uint32_t rkey, uint32_t qpn, uint32_t pd) {
+    (void)rkey;
+    (void)qpn;
+    (void)pd;
+    return MrRefusal::UnknownKey;
+  }
   /// The QP went to ERROR (its WRs flushed), for `why`.
   virtual void on_error(const std::string& why) { (void)why; }
 };

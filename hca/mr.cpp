@@ -31,7 +31,9 @@ uint32_t MrTable::reg_all_memory(uint32_t pd, unsigned access) {
 }
 
 bool MrTable::dereg(uint32_t key) {
-  if (find(key) == nullptr) return false;
+  const Mr* m = find(key);
+  if (m == nullptr || (m->mw_type == 0 && m->windows > 0)) return false;
+  if (m->mw_type != 0) unbind_from_mr(*m);
   live_[key - kFirstKey] = false;
   --live_count_;
   if (reuse_) free_.push_back(key - kFirstKey);
@@ -39,7 +41,7 @@ bool MrTable::dereg(uint32_t key) {
 }
 
 bool MrTable::rereg(uint32_t key, uint32_t pd, sdp::Addr addr, uint64_t len, unsigned access) {
-  if (find(key) == nullptr || find(key)->mw_type != 0) return false;
+  if (find(key) == nullptr || find(key)->mw_type != 0 || find(key)->windows > 0) return false;
   if (!has_pd(pd)) throw sdp::VerbsError(fmt::format("rereg_mr: no PD {}", pd));
   if (len > 0 && len - 1 > UINT64_MAX - addr)
     throw sdp::VerbsError(fmt::format("rereg_mr: [{:#x}, +{}) wraps past the end of the address space", addr, len));
@@ -70,6 +72,8 @@ MrRefusal MrTable::bind_mw(uint32_t mw_key, uint32_t mr_key, sdp::Addr addr, uin
   if ((access & (sdp::kRemoteWrite | sdp::kRemoteAtomic)) != 0 && (m->access & sdp::kLocalWrite) == 0)
     return MrRefusal::Access;
   if (len > 0 && !mr_covers(*m, addr, len)) return MrRefusal::Bounds;
+  unbind_from_mr(*w);  // a type 1 window's earlier binding
+  if (len > 0 || w->mw_type == 2) ++mrs_[mr_key - kFirstKey].windows;
   Mr& b = mrs_[mw_key - kFirstKey];
   b.addr = addr;
   b.len = len;
@@ -80,13 +84,22 @@ MrRefusal MrTable::bind_mw(uint32_t mw_key, uint32_t mr_key, sdp::Addr addr, uin
   return MrRefusal::None;
 }
 
-bool MrTable::invalidate_mw(uint32_t key, uint32_t pd) {
+MrRefusal MrTable::invalidate_mw(uint32_t key, uint32_t pd, uint32_t qpn) {
   const Mr* w = find(key);
-  if (w == nullptr || w->mw_type != 2 || !w->bound || w->pd != pd) return false;
+  if (w == nullptr || w->mw_type != 2 || !w->bound) return MrRefusal::UnknownKey;
+  if (w->pd != pd) return MrRefusal::OtherPd;
+  if (qpn != kNoQp && w->qpn != qpn) return MrRefusal::OtherQp;
+  unbind_from_mr(*w);
   Mr& b = mrs_[key - kFirstKey];
   b.bound = false;
   b.qpn = kNoQp;
-  return true;
+  return MrRefusal::None;
+}
+
+void MrTable::unbind_from_mr(const Mr& w) {
+  if (!w.bound || (w.len == 0 && w.mw_type == 1)) return;
+  const uint32_t i = w.mr_key - kFirstKey;
+  if (i < mrs_.size() && live_[i] && mrs_[i].windows > 0) --mrs_[i].windows;
 }
 
 const char* mr_refusal_str(MrRefusal r) {

@@ -34,6 +34,9 @@ struct Mr {
   bool bound = false;       ///< a window: bound (it names memory)
   uint32_t mr_key = 0;      ///< a bound window: the MR it lies in
   uint32_t qpn = kNoQp;     ///< a bound window of type 2: the one QP it serves
+  /// An MR: the memory windows bound to it (a type 2 window bound, a type 1 window bound with a
+  /// length). While any is, the MR is not deregistered (MrTable::dereg).
+  uint32_t windows = 0;
 };
 
 /// True when [addr, addr + len) lies inside [m.addr, m.addr + m.len). No term can overflow:
@@ -64,12 +67,24 @@ class MrTable {
   uint32_t reg(uint32_t pd, sdp::Addr addr, uint64_t len, unsigned access);
   /// ib_get_dma_mr: a key of `pd` covering all of the host's allocated memory with `access`.
   uint32_t reg_all_memory(uint32_t pd, unsigned access);
-  /// ibv_dereg_mr: false when no MR has `key`.
+  /// ibv_dereg_mr, or ibv_dealloc_mw of a window's `key`: false, changing nothing, when no MR has
+  /// `key` or memory windows are bound to the MR (windows_bound(key) > 0: ConnectX's HW2SW_MPT
+  /// fails with status REG_BOUND, "Memory Region has Memory Windows bound to", which
+  /// mlx4_status_to_errno makes EBUSY, and mlx4_mr_free_reserved returns it to ibv_dereg_mr:
+  /// drivers/net/ethernet/mellanox/mlx4/mr.c and cmd.c). A window deallocated while bound is
+  /// unbound from its MR.
   bool dereg(uint32_t key);
+  /// The memory windows bound to the MR of `key` (Mr::windows); 0 for any other key.
+  uint32_t windows_bound(uint32_t key) const {
+    const Mr* m = find(key);
+    return m != nullptr && m->mw_type == 0 ? m->windows : 0;
+  }
   /// ibv_rereg_mr(3): the MR of `key` takes `pd`, [addr, addr + len) and `access` in place and
   /// keeps its key, as mlx4_ib_rereg_user_mr rewrites the MPT entry (drivers/infiniband/hw/mlx4/
   /// mr.c), so every later check sees the new values. False, changing nothing, when no MR has
-  /// `key` (a memory window's included); throws sdp::VerbsError as reg() for an unknown PD or a range that wraps.
+  /// `key` (a memory window's included) or windows are bound to it (mlx4_ib_rereg_user_mr
+  /// takes the MPT entry with HW2SW_MPT first, which fails as dereg's, EBUSY); throws
+  /// sdp::VerbsError as reg() for an unknown PD or a range that wraps.
   bool rereg(uint32_t key, uint32_t pd, sdp::Addr addr, uint64_t len, unsigned access);
   /// ibv_alloc_mw(3): an unbound memory window of `type` (1 or 2) in `pd`; its key. Throws
   /// sdp::VerbsError for an unknown PD or another type.
@@ -80,13 +95,18 @@ class MrTable {
   /// window serves that QP only). Refused, changing nothing (the WR completes MW_BIND_ERR):
   /// not a window, or a type 2 window bound already (IBA 10.6.7.2.2: invalidate it first);
   /// the MR unknown, without kMwBind, or the MR's or the window's PD not the QP's; the range outside the MR; remote write or atomic rights without the MR's local
-  /// write. A type 1 window bound with len 0 names no memory.
+  /// write. A type 1 window bound with len 0 names no memory and is bound to no MR (IBA
+  /// 10.6.7.2.4: its invalidation).
   MrRefusal bind_mw(uint32_t mw_key, uint32_t mr_key, sdp::Addr addr, uint64_t len, unsigned access, uint32_t qpn,
                     uint32_t qp_pd);
-  /// Invalidates the bound type 2 window `key` of PD `pd` (IBV_WR_LOCAL_INV, or the R_Key of a
-  /// SEND with Invalidate, IBA 10.6.7.2.4): unbound, its key serves nothing until bound anew.
-  /// False, changing nothing, for anything else.
-  bool invalidate_mw(uint32_t key, uint32_t pd);
+  /// Invalidates the bound type 2 window `key` for a QP of PD `pd` (IBA 10.6.7.2.4): through
+  /// IBV_WR_LOCAL_INV (`qpn` kNoQp: any QP of the PD), or as the IETH R_Key of a SEND with
+  /// Invalidate received on QP `qpn`, which must be the QP the window was bound through (IBA
+  /// 9.4.1.3: a type 2 window is associated with one QP). Unbound, its key serves nothing until
+  /// bound anew. Refused, changing nothing: UnknownKey for a key that is no window, a type 1
+  /// window (IBA 10.6.7.2.4: invalidated by a zero-length bind only) or an unbound one; OtherPd;
+  /// OtherQp.
+  MrRefusal invalidate_mw(uint32_t key, uint32_t pd, uint32_t qpn = kNoQp);
   /// The MR of `key`, or nullptr (valid until the next reg).
   const Mr* find(uint32_t key) const {
     const uint32_t i = key - kFirstKey;  // keys below kFirstKey wrap to a large index
@@ -138,6 +158,8 @@ class MrTable {
   std::vector<uint32_t> free_;  // reuse_: indexes of deregistered MRs
   /// The index for a new MR `m`: a freed one (reuse_) or the next.
   uint32_t place(const Mr& m);
+  /// Window `w` no longer counts on its MR's Mr::windows (unbound, rebound or gone).
+  void unbind_from_mr(const Mr& w);
 };
 
 /// "unknown key", "key of another PD", "access flags", "out of bounds", "" for None.

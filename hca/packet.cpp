@@ -25,6 +25,8 @@ const char* opcode_name(Opcode op) {
     case Opcode::RcAtomicAcknowledge: return "RC ATOMIC_ACKNOWLEDGE";
     case Opcode::RcCompareSwap: return "RC CMP_SWAP";
     case Opcode::RcFetchAdd: return "RC FETCH_ADD";
+    case Opcode::RcSendLastInv: return "RC SEND_LAST_WITH_INVALIDATE";
+    case Opcode::RcSendOnlyInv: return "RC SEND_ONLY_WITH_INVALIDATE";
     case Opcode::UcSendFirst: return "UC SEND_FIRST";
     case Opcode::UcSendMiddle: return "UC SEND_MIDDLE";
     case Opcode::UcSendLast: return "UC SEND_LAST";
@@ -68,12 +70,13 @@ Packet packet_slice(const Packet& p, uint32_t a, uint32_t b, uint32_t mtu) {
   if (b != p.npkts) {
     s.ack_req = false;
     s.imm = 0;
+    s.ieth_rkey = 0;
   }
   return s;
 }
 
 bool opcode_known(uint8_t code) {
-  if (code <= 0x14) return true;           // RC
+  if (code <= 0x14 || code == 0x16 || code == 0x17) return true;  // RC (0x15 is reserved on RC)
   if (code >= 0x20 && code <= 0x2B) return true;  // UC: SEND and RDMA WRITE
   return code == 0x64 || code == 0x65;     // UD SEND
 }

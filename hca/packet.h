@@ -54,6 +54,8 @@ enum class Opcode : uint8_t {
   RcAtomicAcknowledge = 0x12,
   RcCompareSwap = 0x13,
   RcFetchAdd = 0x14,
+  RcSendLastInv = 0x16,  ///< SEND Last with Invalidate (IBA 9.2.1 table 38; RC only): carries an IETH
+  RcSendOnlyInv = 0x17,  ///< SEND Only with Invalidate: carries an IETH
   UcSendFirst = 0x20,
   UcSendMiddle = 0x21,
   UcSendLast = 0x22,
@@ -82,7 +84,7 @@ enum class OpKind : uint8_t { Send, Write, ReadRequest, ReadResponse, Ack, Atomi
 constexpr OpKind op_kind(Opcode op) {
   const uint8_t c = static_cast<uint8_t>(op) & 0x1F;
   if (static_cast<uint8_t>(op) >= 0x60) return OpKind::Send;  // UD SEND
-  if (c <= 0x05) return OpKind::Send;
+  if (c <= 0x05 || c == 0x16 || c == 0x17) return OpKind::Send;  // and SEND with Invalidate
   if (c <= 0x0B) return OpKind::Write;
   if (c == 0x0C) return OpKind::ReadRequest;
   if (c <= 0x10) return OpKind::ReadResponse;
@@ -105,7 +107,7 @@ constexpr bool op_starts(Opcode op) {
   if (static_cast<uint8_t>(op) >= 0x60) return true;
   switch (c) {
     case 0x00: case 0x04: case 0x05: case 0x06: case 0x0A: case 0x0B: case 0x0C: case 0x0D: case 0x10:
-    case 0x11: case 0x12: case 0x13: case 0x14:
+    case 0x11: case 0x12: case 0x13: case 0x14: case 0x17:
       return true;
     default:
       return false;
@@ -117,7 +119,7 @@ constexpr bool op_ends(Opcode op) {
   if (static_cast<uint8_t>(op) >= 0x60) return true;
   switch (c) {
     case 0x02: case 0x03: case 0x04: case 0x05: case 0x08: case 0x09: case 0x0A: case 0x0B: case 0x0C:
-    case 0x0F: case 0x10: case 0x11: case 0x12: case 0x13: case 0x14:
+    case 0x0F: case 0x10: case 0x11: case 0x12: case 0x13: case 0x14: case 0x16: case 0x17:
       return true;
     default:
       return false;
@@ -130,6 +132,9 @@ constexpr bool op_has_imm(Opcode op) {
     default: return static_cast<uint8_t>(op) == 0x65;
   }
 }
+/// True when `op` carries an IETH (IBA 9.3, the Invalidate ETH: the R_Key to invalidate): SEND
+/// Last / Only with Invalidate, which exist on RC only (table 38).
+constexpr bool op_has_ieth(Opcode op) { return op == Opcode::RcSendLastInv || op == Opcode::RcSendOnlyInv; }
 /// True when `op` carries a RETH (IBA 9.3.2: RDMA WRITE FIRST / ONLY, RDMA READ request).
 constexpr bool op_has_reth(Opcode op) {
   const uint8_t c = static_cast<uint8_t>(op) & 0x1F;
@@ -153,13 +158,14 @@ constexpr bool op_has_payload(Opcode op) {
 
 /// The opcode of a SEND or RDMA WRITE packet on `transport` (0 RC, 1 UC): `kind` Send or Write,
 /// its place (first and/or last packet of the message) and whether the message carries
-/// immediate data (on its last packet only).
-constexpr Opcode data_opcode(uint8_t transport, OpKind kind, bool first, bool last, bool imm) {
+/// immediate data or, an RC SEND, an IETH (`inv`: SEND with Invalidate), both on its last
+/// packet only (IBA 9.2.1 table 38).
+constexpr Opcode data_opcode(uint8_t transport, OpKind kind, bool first, bool last, bool imm, bool inv = false) {
   uint8_t c = 0;
   const bool send = kind == OpKind::Send;
-  if (first && last) c = send ? (imm ? 0x05 : 0x04) : (imm ? 0x0B : 0x0A);
+  if (first && last) c = send ? (inv ? 0x17 : imm ? 0x05 : 0x04) : (imm ? 0x0B : 0x0A);
   else if (first) c = send ? 0x00 : 0x06;
-  else if (last) c = send ? (imm ? 0x03 : 0x02) : (imm ? 0x09 : 0x08);
+  else if (last) c = send ? (inv ? 0x16 : imm ? 0x03 : 0x02) : (imm ? 0x09 : 0x08);
   else c = send ? 0x01 : 0x07;
   return static_cast<Opcode>(static_cast<uint8_t>(transport << 5) | c);
 }
@@ -192,8 +198,9 @@ struct Packet {
   // AETH
   uint8_t syndrome = 0;
   uint32_t msn = 0;          ///< 24 bits
-  // ImmDt, AtomicETH, AtomicAckETH, DETH
+  // ImmDt, IETH, AtomicETH, AtomicAckETH, DETH
   uint32_t imm = 0;
+  uint32_t ieth_rkey = 0;    ///< IETH (SEND Last / Only with Invalidate): the R_Key to invalidate
   uint64_t swap = 0;
   uint64_t compare = 0;      ///< CmpSwap's compare data, FetchAdd's addend
   uint64_t orig = 0;         ///< the remote data before the atomic
@@ -215,7 +222,7 @@ struct Packet {
 /// Packets [a, b) of train `p` (0 <= a < b <= p.npkts) as a train of their own, on path MTU `mtu`:
 /// their opcodes (a MIDDLE where the train's first or last packet is cut off), PSN, payload and
 /// message offset; the RETH only when it starts at the train's start, AckReq and immediate data
-/// only when it ends at the train's end. Its payload is `a` x mtu bytes into the train's.
+/// only when it ends at the train's end (the IETH too). Its payload is `a` x mtu bytes into the train's.
 Packet packet_slice(const Packet& p, uint32_t a, uint32_t b, uint32_t mtu);
 
 }  // namespace hcasim::hca

@@ -130,7 +130,9 @@ enum class PostError : uint8_t {
   QueueFull,       ///< max_send_wr / max_recv_wr WRs outstanding: ENOMEM (libmlx4 mlx4_post_send wq_overflow)
   InlineRead,      ///< IBV_SEND_INLINE on an RDMA READ or an atomic (nothing to gather): EINVAL
   InlineTooLong,   ///< inline payload over max_inline_data: ENOMEM (libmlx4 mlx4_post_send)
-  BadOpcode,       ///< an opcode the QP type lacks (UC: no READ or atomics; UD: SEND only, IBA 9.8): EINVAL
+  /// an opcode the QP type lacks (UC: no READ, atomics or SEND with Invalidate; UD: SEND only,
+  /// IBA 9.8): EINVAL
+  BadOpcode,
   SrqAttached,     ///< ibv_post_recv on a QP that takes its receives from an SRQ: EINVAL
 };
 /// The errno of a refused post (0 for None).
@@ -157,7 +159,9 @@ inline PostCheck check_post_send(QpType type, QpState state, uint32_t outstandin
                                  const SendWqe& w) {
   const sdp::SendWr& wr = w.wr;
   if (wr.num_sge > sdp::kMaxSge) return {Post::Refuse, PostError::TooManySge};
-  if (type != QpType::Rc && w.rd_atomic()) [[unlikely]]
+  // READ, the atomics and SEND with Invalidate are RC's only (IBA 9.2.1 table 38 gives UC and UD
+  // none of their opcodes).
+  if (type != QpType::Rc && (w.rd_atomic() || w.x.kind == WrExt::Kind::SendInv)) [[unlikely]]
     return {Post::Refuse, PostError::BadOpcode};
   if (type == QpType::Ud && (wr.opcode != sdp::WrOpcode::Send || w.x.kind == WrExt::Kind::WriteImm || w.x.local()))
       [[unlikely]]

@@ -128,10 +128,14 @@ bool Requester::next(uint32_t max_pkts, Packet& out) {
     const uint8_t transport = q.type_ == QpType::Uc ? 1 : 0;
     const OpKind kind = wr.opcode == sdp::WrOpcode::Send ? OpKind::Send : OpKind::Write;
     const bool imm = x.imm_data();
+    // SEND with Invalidate: the message's last packet is SEND Last / Only with Invalidate and
+    // carries the R_Key in its IETH, the Invalidate Extended Transport Header (IBA 9.2.1 table
+    // 38, 9.3; RC only, hca::check_post_send).
+    const bool inv = x.kind == WrExt::Kind::SendInv;
     const uint32_t n = std::min(max_pkts, e.npkts - pkt_);
     const uint32_t last = pkt_ + n - 1;  // index of the train's last packet
-    out.op = data_opcode(transport, kind, pkt_ == 0, pkt_ + 1 == e.npkts, imm);
-    out.last_op = data_opcode(transport, kind, last == 0, last + 1 == e.npkts, imm);
+    out.op = data_opcode(transport, kind, pkt_ == 0, pkt_ + 1 == e.npkts, imm, inv);
+    out.last_op = data_opcode(transport, kind, last == 0, last + 1 == e.npkts, imm, inv);
     out.npkts = n;
     out.sg = wr.sg;
     out.num_sge = wr.num_sge;
@@ -145,6 +149,7 @@ bool Requester::next(uint32_t max_pkts, Packet& out) {
     }
     done = last + 1 == e.npkts;
     if (imm && done) out.imm = x.imm;
+    if (inv && done) out.ieth_rkey = x.imm;
     out.ack_req = done && q.type_ == QpType::Rc;
     pkt_ = last + 1;
   }

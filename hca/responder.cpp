@@ -267,6 +267,20 @@ void Responder::execute_send(const Packet& p, const void* payload, uint64_t poff
     return;
   }
   msg_off_ += p.payload_len;
+  if (op_has_ieth(p.last_op)) [[unlikely]] {
+    // SEND with Invalidate: once the message is in, the type 2 window its IETH names is
+    // invalidated, before the receive completes (IBA 9.4.1.3, 10.6.7.2.4; rxe_resp.c
+    // do_complete). An R_Key that names no type 2 window bound through this QP in its PD fails the
+    // receive with REM_INV_REQ_ERR and takes the QP to ERROR (rxe_resp.c
+    // RESPST_ERR_INVALIDATE_RKEY, "RC - Class J"); the requester is told with NAK Invalid Request
+    // (REM_INV_REQ_ERR, IBA 9.7.5.2.4), the class C answer, rather than left to its retries.
+    const MrRefusal r = q.be_.remote_invalidate(p.ieth_rkey, q.qpn_, q.pd_);
+    if (r != MrRefusal::None) {
+      fatal(psn_add(p.psn, p.npkts - 1), aeth::kNakInvReq, sdp::WcStatus::RemInvReqErr,
+            fmt::format("SEND with Invalidate of R_Key {:#x}: {}", p.ieth_rkey, mr_refusal_str(r)));
+      return;
+    }
+  }
   epsn_ = psn_add(p.psn, p.npkts);
   if (op_ends(p.last_op)) {
     in_msg_ = false;
@@ -514,6 +528,10 @@ void Responder::complete_recv(sdp::WcStatus status, uint32_t byte_len, const Pac
     if (op_has_imm(p->last_op)) {
       c.with_imm = true;
       c.imm = p->imm;
+    }
+    if (op_has_ieth(p->last_op)) {
+      c.with_inv = true;
+      c.imm = p->ieth_rkey;
     }
     if (op_kind(p->op) == OpKind::Write) c.kind = Cqe::Kind::RecvRdmaWithImm;
   }

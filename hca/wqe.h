@@ -12,14 +12,18 @@ namespace hcasim::hca {
 /// target of an atomic, in the MR table and in a QP's qp_access_flags.
 inline constexpr unsigned kRemoteAtomic = sdp::kRemoteAtomic;
 
-/// A send WR's kind beyond sdp::WrOpcode (ibv_wr_opcode): the immediate-data ops, and a UD WR's
-/// address. (The atomics are sdp::WrOpcode values with their operands in sdp::SendWr.)
+/// A send WR's kind beyond sdp::WrOpcode (ibv_wr_opcode): the immediate-data ops, SEND with
+/// Invalidate, the memory window ops, and a UD WR's address. (The atomics are sdp::WrOpcode values with their operands in sdp::SendWr.)
 struct WrExt {
   /// BindMw (IBV_WR_BIND_MW, and ibv_bind_mw(3)'s) and LocalInv (IBV_WR_LOCAL_INV) are local:
   /// the requester executes them in their turn, nothing goes on the wire (IBA 10.6.7.2).
-  enum class Kind : uint8_t { None, SendImm, WriteImm, BindMw, LocalInv };
+  /// SendInv (IBV_WR_SEND_WITH_INV, on RC: a SEND whose last packet carries an IETH with the
+  /// R_Key `imm`, which the responder invalidates, IBA 9.4.1.3, 10.6.7.2.4).
+  enum class Kind : uint8_t { None, SendImm, WriteImm, BindMw, LocalInv, SendInv };
   Kind kind = Kind::None;
-  uint32_t imm = 0;          ///< wr.imm_data, passed through as given; LocalInv: the R_Key to invalidate
+  /// wr.imm_data, passed through as given; LocalInv and SendInv: the R_Key to invalidate
+  /// (wr.invalidate_rkey, the same union, in host order as libmlx4 takes it)
+  uint32_t imm = 0;
   uint16_t ud_dlid = 0;      ///< UD: the address handle's port LID
   uint32_t ud_qpn = 0;       ///< UD: wr.ud.remote_qpn
   uint32_t ud_qkey = 0;      ///< UD: wr.ud.remote_qkey (high bit set: the QP's own Q_Key, IBA 10.2.5)
@@ -51,6 +55,9 @@ struct Cqe {
   uint32_t src_qp = 0;    ///< the peer QP (receive completions)
   uint16_t slid = 0;      ///< UD receives: the sender port's LID
   bool with_imm = false;  ///< IBV_WC_WITH_IMM: imm is the sender's imm_data
+  /// IBV_WC_WITH_INV: a SEND with Invalidate was received and the memory window of R_Key `imm`
+  /// invalidated (ibv_wc's imm_data and invalidated_rkey are one union; libmlx4 mlx4_poll_one)
+  bool with_inv = false;
   uint32_t imm = 0;
 };
 

@@ -12,6 +12,7 @@
 #include <poll.h>
 #include <rdma/rdma_cma.h>
 #include <stdlib.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -21,6 +22,7 @@
 #include <thread>
 #include <vector>
 
+#include "tests/forked_child.h"
 #include "tests/subnet_env.h"
 #include "tests/verbs_fixture.h"
 
@@ -369,6 +371,206 @@ TEST_F(VerbsQp, ImmediateDataAndAtomics) {
   ibv_destroy_qp(a);
   ibv_destroy_qp(b);
   ibv_dereg_mr(amr);
+  ibv_destroy_cq(cq);
+}
+
+// A type 2 memory window of b, bound through b's QP (IBV_WR_BIND_MW), invalidated by a's
+// IBV_WR_SEND_WITH_INV over the emulated subnet (SEND Only with Invalidate, its IETH on the wire):
+// b's receive completes IBV_WC_RECV with IBV_WC_WITH_INV and the window's key in
+// invalidated_rkey (libmlx4 mlx4_poll_one), and a's RDMA WRITE through it is refused
+// afterwards. While the window is bound, ibv_dereg_mr and ibv_rereg_mr of its MR return EBUSY
+// and leave it registered (mlx4: HW2SW_MPT fails with REG_BOUND); invalidated, it deregisters.
+TEST_F(VerbsQp, SendWithInvalidateInvalidatesTheWindowAndFreesItsMr) {
+  ibv_cq* cq = ibv_create_cq(ctx, 32, nullptr, nullptr, 0);
+  ibv_qp* a = make_qp(cq, cq);
+  ibv_qp* b = make_qp(cq, cq);
+  ibv_mr* wmr = ibv_reg_mr(pd, buf.data() + 32768, 4096,
+                           IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_MW_BIND);
+  ASSERT_NE(wmr, nullptr);
+  ibv_mw* mw = ibv_alloc_mw(pd, IBV_MW_TYPE_2);
+  ASSERT_NE(mw, nullptr);
+  connect(a, b, 100, 200);
+  ibv_send_wr bind{};
+  bind.wr_id = 1;
+  bind.opcode = IBV_WR_BIND_MW;
+  bind.send_flags = IBV_SEND_SIGNALED;
+  bind.bind_mw.mw = mw;
+  bind.bind_mw.rkey = ibv_inc_rkey(mw->rkey);
+  bind.bind_mw.bind_info = {wmr, reinterpret_cast<uintptr_t>(buf.data() + 32768), 1024, IBV_ACCESS_REMOTE_WRITE};
+  ibv_send_wr* bad = nullptr;
+  ASSERT_EQ(ibv_post_send(b, &bind, &bad), 0);
+  const auto c1 = poll_n(cq, 1);
+  ASSERT_EQ(c1.size(), 1u);
+  EXPECT_EQ(c1[0].status, IBV_WC_SUCCESS);
+  EXPECT_EQ(c1[0].opcode, IBV_WC_BIND_MW);
+  const uint32_t key = bind.bind_mw.rkey;
+  EXPECT_EQ(ibv_dereg_mr(wmr), EBUSY);
+  EXPECT_EQ(ibv_rereg_mr(wmr, IBV_REREG_MR_CHANGE_ACCESS, nullptr, nullptr, 0, IBV_ACCESS_LOCAL_WRITE),
+            IBV_REREG_MR_ERR_CMD);
+  EXPECT_EQ(errno, EBUSY);
+  auto post = [&](ibv_send_wr& wr, size_t off, uint32_t len) {
+    ibv_sge sg{reinterpret_cast<uintptr_t>(buf.data() + off), len, mr->lkey};
+    wr.sg_list = &sg;
+    wr.num_sge = 1;
+    wr.send_flags = IBV_SEND_SIGNALED;
+    ibv_send_wr* b2 = nullptr;
+    return ibv_post_send(a, &wr, &b2);
+  };
+  // The window still works after the refused dereg: a writes through it.
+  std::memcpy(buf.data() + 1024, "window", 6);
+  ibv_send_wr w{};
+  w.wr_id = 2;
+  w.opcode = IBV_WR_RDMA_WRITE;
+  w.wr.rdma.remote_addr = reinterpret_cast<uintptr_t>(buf.data() + 32768);
+  w.wr.rdma.rkey = key;
+  ASSERT_EQ(post(w, 1024, 6), 0);
+  const auto c2 = poll_n(cq, 1);
+  ASSERT_EQ(c2.size(), 1u);
+  EXPECT_EQ(c2[0].status, IBV_WC_SUCCESS);
+  EXPECT_EQ(std::memcmp(buf.data() + 32768, "window", 6), 0);
+  // SEND with Invalidate of the window's key.
+  post_recv(b, 3, 0, 256);
+  std::memcpy(buf.data() + 2048, "invalidate", 10);
+  ibv_send_wr inv{};
+  inv.wr_id = 4;
+  inv.opcode = IBV_WR_SEND_WITH_INV;
+  inv.invalidate_rkey = key;
+  ASSERT_EQ(post(inv, 2048, 10), 0);
+  const auto c3 = poll_n(cq, 2);
+  ASSERT_EQ(c3.size(), 2u);
+  for (const ibv_wc& c : c3) {
+    EXPECT_EQ(c.status, IBV_WC_SUCCESS) << c.wr_id;
+    if (c.wr_id == 3) {
+      EXPECT_EQ(c.opcode, IBV_WC_RECV);
+      EXPECT_EQ(c.byte_len, 10u);
+      EXPECT_EQ(c.wc_flags & (IBV_WC_WITH_INV | IBV_WC_WITH_IMM), unsigned{IBV_WC_WITH_INV});
+      EXPECT_EQ(c.invalidated_rkey, key);
+    } else {
+      EXPECT_EQ(c.wr_id, 4u);
+      EXPECT_EQ(c.opcode, IBV_WC_SEND);
+    }
+  }
+  EXPECT_EQ(std::memcmp(buf.data(), "invalidate", 10), 0);
+  // Invalidated: the key is refused, and the MR deregisters.
+  w.wr_id = 5;
+  ASSERT_EQ(post(w, 1024, 6), 0);
+  const auto c4 = poll_n(cq, 1);
+  ASSERT_EQ(c4.size(), 1u);
+  EXPECT_EQ(c4[0].status, IBV_WC_REM_ACCESS_ERR);
+  EXPECT_EQ(ibv_dereg_mr(wmr), 0);
+  ibv_destroy_qp(a);
+  ibv_destroy_qp(b);
+  EXPECT_EQ(ibv_dealloc_mw(mw), 0);
+  ibv_destroy_cq(cq);
+}
+
+// The same invalidation between two processes over the emulated subnet: this process (LID 1)
+// binds a type 2 window through its QP; a forked child opens the device anew (a port of its own,
+// LID 2), connects a QP of its own to it and sends SEND with Invalidate of the window's key,
+// learnt through a pipe as a program learns it from its peer. The receive here completes with
+// IBV_WC_WITH_INV and the key, and the MR, EBUSY before, deregisters.
+TEST_F(VerbsQp, SendWithInvalidateFromAnotherProcess) {
+  ibv_cq* cq = ibv_create_cq(ctx, 16, nullptr, nullptr, 0);
+  ibv_qp* b = make_qp(cq, cq);
+  ibv_mr* wmr = ibv_reg_mr(pd, buf.data() + 32768, 4096,
+                           IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_MW_BIND);
+  ibv_mw* mw = ibv_alloc_mw(pd, IBV_MW_TYPE_2);
+  ASSERT_TRUE(b && wmr && mw);
+  int to_parent[2], to_child[2];
+  ASSERT_EQ(::pipe(to_parent), 0);
+  ASSERT_EQ(::pipe(to_child), 0);
+  const uint32_t b_qpn = b->qp_num;
+  // This process's port claims its LID (1) before the child claims one of its own.
+  ibv_port_attr own{};
+  ASSERT_EQ(ibv_query_port(ctx, 1, &own), 0);
+  ASSERT_EQ(own.lid, kLid);
+  // The I/O thread idle when the child is made (AForkedChildsVerbsLeaveTheParentsQpsAndLidAlone).
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  const pid_t child = ::fork();
+  if (child == 0) {
+    hcasim::testing::forked_child_leaks_are_not_errors();
+    ::close(to_parent[0]);
+    ::close(to_child[1]);
+    int failed = 0;  // the first check that failed, as the exit status
+    auto check = [&failed](bool ok, int code) {
+      if (!ok && failed == 0) failed = code;
+    };
+    ibv_context* c = hcasim::testing::context();
+    ibv_port_attr pa{};
+    check(c != nullptr && ibv_query_port(c, 1, &pa) == 0 && pa.lid == 2, 10);
+    ibv_pd* p = ibv_alloc_pd(c);
+    std::vector<char> mine(1 << 12);
+    std::memcpy(mine.data(), "from the child", 14);
+    ibv_mr* m = ibv_reg_mr(p, mine.data(), mine.size(), IBV_ACCESS_LOCAL_WRITE);
+    ibv_cq* q = ibv_create_cq(c, 16, nullptr, nullptr, 0);
+    ibv_qp* x = make_qp(q, q, p);
+    check(p && m && q && x, 11);
+    uint32_t key = 0;
+    if (failed == 0) {
+      const uint32_t qpn = x->qp_num;
+      check(::write(to_parent[1], &qpn, 4) == 4, 12);
+      check(to_init(x) == 0 && to_rtr(x, b_qpn, 300, kRtrMask, kLid) == 0 && to_rts(x, 400) == 0, 13);
+      check(::read(to_child[0], &key, 4) == 4, 14);
+    }
+    if (failed == 0) {
+      ibv_sge sg{reinterpret_cast<uintptr_t>(mine.data()), 14, m->lkey};
+      ibv_send_wr wr{};
+      wr.wr_id = 7;
+      wr.sg_list = &sg;
+      wr.num_sge = 1;
+      wr.opcode = IBV_WR_SEND_WITH_INV;
+      wr.send_flags = IBV_SEND_SIGNALED;
+      wr.invalidate_rkey = key;
+      ibv_send_wr* bad = nullptr;
+      check(ibv_post_send(x, &wr, &bad) == 0, 15);
+      const auto got = poll_n(q, 1);
+      check(got.size() == 1 && got[0].status == IBV_WC_SUCCESS && got[0].opcode == IBV_WC_SEND, 16);
+      ibv_destroy_qp(x);
+    }
+    std::exit(failed);
+  }
+  ASSERT_GT(child, 0);
+  ::close(to_parent[1]);  // a child that ends early is an end of file here, not a hang
+  ::close(to_child[0]);
+  uint32_t x_qpn = 0;
+  ASSERT_EQ(::read(to_parent[0], &x_qpn, 4), 4) << "the child ended first";
+  ASSERT_EQ(to_init(b), 0);
+  ASSERT_EQ(to_rtr(b, x_qpn, 400, kRtrMask, 2), 0);  // the child's port
+  ASSERT_EQ(to_rts(b, 300), 0);
+  ibv_send_wr bind{};
+  bind.wr_id = 1;
+  bind.opcode = IBV_WR_BIND_MW;
+  bind.send_flags = IBV_SEND_SIGNALED;
+  bind.bind_mw.mw = mw;
+  bind.bind_mw.rkey = ibv_inc_rkey(mw->rkey);
+  bind.bind_mw.bind_info = {wmr, reinterpret_cast<uintptr_t>(buf.data() + 32768), 4096, IBV_ACCESS_REMOTE_WRITE};
+  ibv_send_wr* bad = nullptr;
+  ASSERT_EQ(ibv_post_send(b, &bind, &bad), 0);
+  const auto c1 = poll_n(cq, 1);
+  ASSERT_EQ(c1.size(), 1u);
+  EXPECT_EQ(c1[0].opcode, IBV_WC_BIND_MW);
+  EXPECT_EQ(ibv_dereg_mr(wmr), EBUSY);
+  post_recv(b, 2, 0, 256);
+  const uint32_t key = bind.bind_mw.rkey;
+  ASSERT_EQ(::write(to_child[1], &key, 4), 4);
+  const auto c2 = poll_n(cq, 1);
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "the child's first failed check (see the test)";
+  ASSERT_EQ(c2.size(), 1u);
+  EXPECT_EQ(c2[0].wr_id, 2u);
+  EXPECT_EQ(c2[0].status, IBV_WC_SUCCESS);
+  EXPECT_EQ(c2[0].opcode, IBV_WC_RECV);
+  EXPECT_EQ(c2[0].byte_len, 14u);
+  EXPECT_EQ(c2[0].wc_flags & IBV_WC_WITH_INV, unsigned{IBV_WC_WITH_INV});
+  EXPECT_EQ(c2[0].invalidated_rkey, key);
+  EXPECT_EQ(c2[0].src_qp, x_qpn);
+  EXPECT_EQ(std::memcmp(buf.data(), "from the child", 14), 0);
+  EXPECT_EQ(ibv_dereg_mr(wmr), 0);
+  for (int fd : {to_parent[0], to_child[1]}) ::close(fd);
+  ibv_destroy_qp(b);
+  EXPECT_EQ(ibv_dealloc_mw(mw), 0);
   ibv_destroy_cq(cq);
 }
 

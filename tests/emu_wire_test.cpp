@@ -51,6 +51,35 @@ TEST(EmuWire, RdmaWriteRoundTripsWithItsRethAndLengthField) {
   EXPECT_EQ(q.payload, p.payload);
 }
 
+// SEND Last / Only with Invalidate (BTH OpCode 0x16 / 0x17, IBA 9.2.1 table 38) carry the IETH,
+// the 4-byte R_Key to invalidate (IBA 9.3, the Invalidate ETH), between the BTH and the
+// payload; SEND First and Middle carry none.
+TEST(EmuWire, SendWithInvalidateCarriesTheIethRkey) {
+  for (Op op : {Op::SendOnlyWithInvalidate, Op::SendLastWithInvalidate}) {
+    Packet p{.op = op, .dest_qpn = 0x48, .psn = 9, .ieth_rkey = 0x1234A7};
+    p.payload = {7, 8, 9};
+    const auto f = encode(p);
+    // 4 (length) + 12 (header) + 4 (IETH) + 3 (payload) + 4 (ICRC).
+    ASSERT_EQ(f.size(), 27u);
+    EXPECT_EQ(f[4], op == Op::SendOnlyWithInvalidate ? 0x17 : 0x16);
+    EXPECT_EQ(f[16], 0x00);
+    EXPECT_EQ(f[17], 0x12);
+    EXPECT_EQ(f[18], 0x34);
+    EXPECT_EQ(f[19], 0xA7);
+    EXPECT_EQ(f[20], 7);
+    const Packet q = decode(body_of(f));
+    EXPECT_EQ(q.op, op);
+    EXPECT_EQ(q.ieth_rkey, 0x1234A7u);
+    EXPECT_EQ(q.payload, p.payload);
+  }
+  EXPECT_STREQ(op_name(Op::SendOnlyWithInvalidate), "SEND Only with Invalidate");
+  // The IETH of a SEND Only with Invalidate cut short: 2 of its 4 bytes.
+  EXPECT_NE(decode_error({0x17, 0, 0xFF, 0xFF, 0, 0, 0, 1, 0, 0, 0, 1, 0x12, 0x34}).find("SEND Only with Invalidate"),
+            std::string::npos);
+  // 0x15 is reserved on RC: not a frame.
+  EXPECT_NE(decode_error({0x15, 0, 0xFF, 0xFF, 0, 0, 0, 1, 0, 0, 0, 1}).find("unknown op 0x15"), std::string::npos);
+}
+
 TEST(EmuWire, AckCarriesItsSyndromeAndMsn) {
   const auto f = encode(Packet{.op = Op::Acknowledge, .dest_qpn = 1, .psn = 7, .syndrome = aeth::kNakRemAccess, .msn = 7});
   // AETH = syndrome << 24 | MSN: 0x62 then 0x000007.

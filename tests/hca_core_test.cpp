@@ -92,9 +92,9 @@ TEST(HcaCoreMr, WindowsBindByTheRulesAndServeRemoteAccessOnly) {
   EXPECT_EQ(t.check(w2, pd, 0x1100, 8, sdp::kLocalWrite, none, 0x48), MrRefusal::UnknownKey);  // as an L_Key
   EXPECT_EQ(t.check(w2, pd, 0x1100, 8, sdp::kRemoteWrite, none, 0x49), MrRefusal::OtherQp);
   EXPECT_FALSE(t.rereg(w2, pd, 0x1000, 8, 0));
-  EXPECT_FALSE(t.invalidate_mw(w1, pd));  // type 1: rebound, never invalidated
-  EXPECT_FALSE(t.invalidate_mw(w2, other));
-  ASSERT_TRUE(t.invalidate_mw(w2, pd));
+  EXPECT_EQ(t.invalidate_mw(w1, pd), MrRefusal::UnknownKey);  // type 1: rebound, never invalidated
+  EXPECT_EQ(t.invalidate_mw(w2, other), MrRefusal::OtherPd);
+  ASSERT_EQ(t.invalidate_mw(w2, pd), MrRefusal::None);
   EXPECT_EQ(t.check(w2, pd, 0x1100, 8, sdp::kRemoteWrite, none, 0x48), MrRefusal::UnknownKey);
   // A type 1 window serves any QP of its PD, and rebinds in place.
   ASSERT_EQ(t.bind_mw(w1, mr, 0x1000, 64, sdp::kRemoteWrite, 0x48, pd), MrRefusal::None);
@@ -104,6 +104,61 @@ TEST(HcaCoreMr, WindowsBindByTheRulesAndServeRemoteAccessOnly) {
   ASSERT_TRUE(t.dereg(mr));  // the MR gone: its windows name nothing
   ASSERT_EQ(t.bind_mw(w2, ro, 0x8000, 64, sdp::kRemoteRead, 0x48, pd), MrRefusal::None);
   EXPECT_EQ(t.check(w1, pd, 0x1000, 0, sdp::kRemoteWrite, none, 0x48), MrRefusal::UnknownKey);
+}
+
+// SEND with Invalidate's R_Key (IBA 9.4.1.3, 10.6.7.2.4) invalidates a bound type 2 window only
+// from the QP it was bound through, in its PD; IBV_WR_LOCAL_INV (no QP given) from any QP of the
+// PD. A refused invalidation changes nothing: the window still serves its QP.
+TEST(HcaCoreMr, RemoteInvalidationNeedsTheWindowsOwnQp) {
+  MrTable t;
+  const uint32_t pd = t.alloc_pd(), other = t.alloc_pd();
+  const uint32_t mr = t.reg(pd, 0x1000, 4096, sdp::kLocalWrite | sdp::kRemoteWrite | kMwBind);
+  const uint32_t w2 = t.alloc_mw(pd, 2), w1 = t.alloc_mw(pd, 1);
+  EXPECT_EQ(t.invalidate_mw(w2, pd, 0x48), MrRefusal::UnknownKey);  // not bound yet
+  ASSERT_EQ(t.bind_mw(w2, mr, 0x1000, 64, sdp::kRemoteWrite, 0x48, pd), MrRefusal::None);
+  ASSERT_EQ(t.bind_mw(w1, mr, 0x1000, 64, sdp::kRemoteWrite, 0x48, pd), MrRefusal::None);
+  EXPECT_EQ(t.invalidate_mw(w2, pd, 0x49), MrRefusal::OtherQp);
+  EXPECT_EQ(t.invalidate_mw(w2, other, 0x48), MrRefusal::OtherPd);
+  EXPECT_EQ(t.invalidate_mw(w1, pd, 0x48), MrRefusal::UnknownKey);  // type 1
+  EXPECT_EQ(t.invalidate_mw(mr, pd, 0x48), MrRefusal::UnknownKey);  // an MR's key
+  EXPECT_EQ(t.check(w2, pd, 0x1000, 8, sdp::kRemoteWrite, none, 0x48), MrRefusal::None);  // unchanged
+  ASSERT_EQ(t.invalidate_mw(w2, pd, 0x48), MrRefusal::None);
+  EXPECT_EQ(t.check(w2, pd, 0x1000, 8, sdp::kRemoteWrite, none, 0x48), MrRefusal::UnknownKey);
+  EXPECT_EQ(t.invalidate_mw(w2, pd, 0x48), MrRefusal::UnknownKey);  // once only
+  // Local invalidation from another QP of the PD.
+  ASSERT_EQ(t.bind_mw(w2, mr, 0x1000, 64, sdp::kRemoteWrite, 0x48, pd), MrRefusal::None);
+  EXPECT_EQ(t.invalidate_mw(w2, pd), MrRefusal::None);
+}
+
+// ConnectX counts the windows bound to an MR in its MPT entry and refuses to take the entry
+// back (HW2SW_MPT status REG_BOUND, EBUSY from ibv_dereg_mr and ibv_rereg_mr: mlx4 mr.c
+// mlx4_mr_free_reserved, cmd.c mlx4_status_to_errno) while any is: a type 2 window until it is
+// invalidated or deallocated, a type 1 window until it is bound with length 0, or elsewhere.
+TEST(HcaCoreMr, AnMrWithWindowsBoundIsNotDeregistered) {
+  MrTable t;
+  const uint32_t pd = t.alloc_pd();
+  const unsigned acc = sdp::kLocalWrite | sdp::kRemoteWrite | kMwBind;
+  const uint32_t mr = t.reg(pd, 0x1000, 4096, acc), mr2 = t.reg(pd, 0x8000, 4096, acc);
+  const uint32_t w2 = t.alloc_mw(pd, 2), w1 = t.alloc_mw(pd, 1), spare = t.alloc_mw(pd, 2);
+  EXPECT_EQ(t.windows_bound(mr), 0u);
+  ASSERT_EQ(t.bind_mw(w2, mr, 0x1000, 64, sdp::kRemoteWrite, 0x48, pd), MrRefusal::None);
+  ASSERT_EQ(t.bind_mw(w1, mr, 0x1000, 64, sdp::kRemoteWrite, 0x48, pd), MrRefusal::None);
+  ASSERT_EQ(t.bind_mw(spare, mr, 0x1000, 64, sdp::kRemoteWrite, 0x48, pd), MrRefusal::None);
+  EXPECT_EQ(t.windows_bound(mr), 3u);
+  EXPECT_EQ(t.windows_bound(w2), 0u);  // a window's key counts nothing
+  EXPECT_FALSE(t.dereg(mr));
+  EXPECT_FALSE(t.rereg(mr, pd, 0x1000, 4096, acc));
+  EXPECT_EQ(t.check(w2, pd, 0x1000, 8, sdp::kRemoteWrite, none, 0x48), MrRefusal::None);  // still there
+  ASSERT_EQ(t.invalidate_mw(w2, pd), MrRefusal::None);
+  ASSERT_TRUE(t.dereg(spare));  // a bound window deallocated
+  EXPECT_EQ(t.windows_bound(mr), 1u);
+  ASSERT_EQ(t.bind_mw(w1, mr2, 0x8000, 64, sdp::kRemoteWrite, 0x48, pd), MrRefusal::None);  // rebound elsewhere
+  EXPECT_EQ(t.windows_bound(mr), 0u);
+  EXPECT_EQ(t.windows_bound(mr2), 1u);
+  ASSERT_EQ(t.bind_mw(w1, mr2, 0x8000, 0, 0, 0x48, pd), MrRefusal::None);  // type 1, zero length
+  EXPECT_EQ(t.windows_bound(mr2), 0u);
+  EXPECT_TRUE(t.dereg(mr));
+  EXPECT_TRUE(t.dereg(mr2));
 }
 
 TEST(HcaCoreMr, BoundsAreExactAndCannotOverflow) {

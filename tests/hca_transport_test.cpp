@@ -30,9 +30,10 @@ class TestHca : public QpBackend {
     return mrs.check(key, p, addr, len, need, [](sdp::Addr, uint64_t) { return false; }, qpn);
   }
   bool local_op(const SendWqe& w, uint32_t q, uint32_t p) override {
-    if (w.x.kind == WrExt::Kind::LocalInv) return mrs.invalidate_mw(w.x.imm, p);
+    if (w.x.kind == WrExt::Kind::LocalInv) return mrs.invalidate_mw(w.x.imm, p) == MrRefusal::None;
     return mrs.bind_mw(w.x.mw_key, w.x.mw_mr_key, w.x.mw_addr, w.x.mw_len, w.x.mw_access, q, p) == MrRefusal::None;
   }
+  MrRefusal remote_invalidate(uint32_t rkey, uint32_t q, uint32_t p) override { return mrs.invalidate_mw(rkey, p, q); }
   void write(sdp::Addr dst, uint64_t len, const void* payload, uint64_t offset) override {
     std::memcpy(at(dst), static_cast<const uint8_t*>(payload) + offset, len);
     written += len;
@@ -272,6 +273,117 @@ TEST(HcaTransport, MemoryWindowsBindAndInvalidateInTheirTurn) {
   ASSERT_EQ(l.ha.scq.size(), 2u);
   EXPECT_EQ(l.ha.scq[1].wc.status, WcStatus::RemAccessErr);
   EXPECT_EQ(*l.hb.at(r.addr + 1024 + 960), 3);
+}
+
+// SEND with Invalidate (IBA 9.4.1.3, 10.6.7.2.4): the SEND's last packet is SEND Last (0x16) or
+// SEND Only (0x17) with Invalidate and carries the R_Key in its IETH; once the message is in, the
+// responder invalidates the type 2 window it names and the receive completes with IBV_WC_WITH_INV
+// and that key (libmlx4 mlx4_poll_one: wc.invalidated_rkey). The window then refuses the
+// requester's RDMA WRITE (REM_ACCESS_ERR). 600 B on an MTU of 256: FIRST, MIDDLE, LAST of 88 B.
+TEST(HcaTransport, SendWithInvalidateInvalidatesTheWindowAndSaysSoInTheReceive) {
+  for (uint32_t len : {600u, 200u}) {
+    Link l(QpType::Rc, 256);
+    l.hb.qpn = 0x49;
+    auto s = l.buf(l.ha, 0, 4096), r = l.buf(l.hb, 0, 4096, sdp::kLocalWrite | kRemoteAll | kMwBind);
+    const uint32_t mw = l.hb.mrs.alloc_mw(l.hb.pd, 2);
+    ASSERT_EQ(l.hb.mrs.bind_mw(mw, r.key, r.addr + 2048, 1024, sdp::kRemoteWrite, 0x49, l.hb.pd), MrRefusal::None);
+    EXPECT_EQ(l.b.post_recv(Link::recv(9, r, 1024)).post, Post::Accept);
+    Link::ramp(l.ha, s.addr, len, 5);
+    SendWqe inv = Link::wqe(WrOpcode::Send, 1, s, len);
+    inv.wr.signaled = true;
+    inv.x.kind = WrExt::Kind::SendInv;
+    inv.x.imm = mw;
+    EXPECT_EQ(l.a.post_send(inv).post, Post::Accept);
+    std::vector<Packet> sent;
+    l.pump([&](const Packet& p) {
+      sent.push_back(p);
+      return false;
+    });
+    if (len == 600) {
+      ASSERT_EQ(sent.size(), 3u);
+      EXPECT_EQ(sent[0].op, Opcode::RcSendFirst);
+      EXPECT_EQ(sent[1].op, Opcode::RcSendMiddle);
+      EXPECT_EQ(sent[2].op, Opcode::RcSendLastInv);
+      EXPECT_EQ(static_cast<uint8_t>(sent[2].op), 0x16);
+      EXPECT_EQ(sent[0].ieth_rkey, 0u);  // the IETH is the last packet's only
+    } else {
+      ASSERT_EQ(sent.size(), 1u);
+      EXPECT_EQ(static_cast<uint8_t>(sent[0].op), 0x17);  // SEND Only with Invalidate
+    }
+    EXPECT_EQ(sent.back().ieth_rkey, mw);
+    ASSERT_EQ(l.hb.rcq.size(), 1u);
+    const Cqe& c = l.hb.rcq[0];
+    EXPECT_EQ(c.wc.status, WcStatus::Success);
+    EXPECT_EQ(c.wc.opcode, sdp::WcOpcode::Recv);
+    EXPECT_EQ(c.wc.byte_len, len);
+    EXPECT_TRUE(c.with_inv);
+    EXPECT_FALSE(c.with_imm);
+    EXPECT_EQ(c.imm, mw);
+    EXPECT_EQ(std::memcmp(l.hb.at(r.addr), l.ha.at(s.addr), len), 0);
+    ASSERT_EQ(l.ha.scq.size(), 1u);
+    EXPECT_EQ(l.ha.scq[0].wc.status, WcStatus::Success);
+    EXPECT_EQ(l.ha.scq[0].wc.opcode, sdp::WcOpcode::Send);
+    EXPECT_EQ(l.hb.mrs.windows_bound(r.key), 0u);
+    // The window is invalid: A's RDMA WRITE through it is refused and writes nothing.
+    SendWqe w = Link::wqe(WrOpcode::RdmaWrite, 2, s, 8, r.addr + 2048, mw);
+    EXPECT_EQ(l.a.post_send(w).post, Post::Accept);
+    l.pump();
+    ASSERT_EQ(l.ha.scq.size(), 2u);
+    EXPECT_EQ(l.ha.scq[1].wc.status, WcStatus::RemAccessErr);
+    EXPECT_EQ(*l.hb.at(r.addr + 2048), 0);
+  }
+}
+
+// A SEND with Invalidate whose R_Key names no type 2 window bound through the receiving QP in its
+// PD: the receive completes REM_INV_REQ_ERR and the responder goes to ERROR (rxe_resp.c
+// RESPST_ERR_INVALIDATE_RKEY); the requester gets NAK Invalid Request, REM_INV_REQ_ERR. Nothing
+// is invalidated: a window bound through another QP still serves it.
+TEST(HcaTransport, SendWithInvalidateOfAKeyItMayNotInvalidateFails) {
+  enum Bad { OtherQp, TypeOne, MrKey, Unbound };
+  for (Bad bad : {OtherQp, TypeOne, MrKey, Unbound}) {
+    SCOPED_TRACE(static_cast<int>(bad));
+    Link l;
+    l.hb.qpn = 0x49;
+    auto s = l.buf(l.ha, 0, 4096), r = l.buf(l.hb, 0, 4096, sdp::kLocalWrite | kRemoteAll | kMwBind);
+    const uint32_t mw = l.hb.mrs.alloc_mw(l.hb.pd, bad == TypeOne ? 1 : 2);
+    if (bad != Unbound) {
+      ASSERT_EQ(l.hb.mrs.bind_mw(mw, r.key, r.addr, 64, sdp::kRemoteWrite, bad == OtherQp ? 0x4a : 0x49, l.hb.pd),
+                MrRefusal::None);
+    }
+    EXPECT_EQ(l.b.post_recv(Link::recv(9, r, 1024)).post, Post::Accept);
+    SendWqe inv = Link::wqe(WrOpcode::Send, 1, s, 16);
+    inv.x.kind = WrExt::Kind::SendInv;
+    inv.x.imm = bad == MrKey ? r.key : mw;
+    EXPECT_EQ(l.a.post_send(inv).post, Post::Accept);
+    l.pump();
+    ASSERT_EQ(l.hb.rcq.size(), 1u);
+    EXPECT_EQ(l.hb.rcq[0].wc.status, WcStatus::RemInvReqErr);
+    EXPECT_FALSE(l.hb.rcq[0].with_inv);
+    EXPECT_EQ(l.b.state(), QpState::Error);
+    ASSERT_EQ(l.ha.scq.size(), 1u);
+    EXPECT_EQ(l.ha.scq[0].wc.status, WcStatus::RemInvReqErr);
+    if (bad == OtherQp) {
+      EXPECT_EQ(l.hb.mrs.check(mw, l.hb.pd, r.addr, 8, sdp::kRemoteWrite, [](sdp::Addr, uint64_t) { return false; },
+                               0x4a),
+                MrRefusal::None);
+    }
+  }
+}
+
+// SEND with Invalidate exists on RC only (IBA 9.2.1 table 38 has no UC or UD opcode for it): a
+// post on UC or UD is refused with EINVAL (PostError::BadOpcode).
+TEST(HcaTransport, SendWithInvalidateIsRcOnly) {
+  for (QpType t : {QpType::Uc, QpType::Ud}) {
+    Link l(t);
+    auto s = l.buf(l.ha, 0, 4096);
+    SendWqe inv = Link::wqe(WrOpcode::Send, 1, s, 16);
+    inv.x.kind = WrExt::Kind::SendInv;
+    inv.x.imm = 0x100;
+    const PostCheck c = l.a.post_send(inv);
+    EXPECT_EQ(c.post, Post::Refuse);
+    EXPECT_EQ(c.error, PostError::BadOpcode);
+    EXPECT_EQ(post_errno(c.error), EINVAL);
+  }
 }
 
 // A bind the memory table refuses (here: the MR lacks IBV_ACCESS_MW_BIND) completes

@@ -86,6 +86,10 @@ void to_ibv_wc(const hca::Cqe& e, ibv_wc& w) {
     w.wc_flags |= IBV_WC_WITH_IMM;
     w.imm_data = e.imm;
   }
+  if (e.with_inv) {  // libmlx4 mlx4_poll_one: the R_Key in host order, in the imm_data union
+    w.wc_flags |= IBV_WC_WITH_INV;
+    w.invalidated_rkey = e.imm;
+  }
 }
 
 unsigned to_access(unsigned flags) {
@@ -115,9 +119,11 @@ bool copy_sges(const Wr& wr, std::array<sdp::Sge, sdp::kMaxSge>& out, uint8_t& n
 }
 
 /// ops.post_send (ibv_post_send(3)): SEND, RDMA WRITE, RDMA READ, their WITH_IMM forms
-/// (imm_data passed through as given), the atomics ATOMIC_CMP_AND_SWP / ATOMIC_FETCH_AND_ADD, and
-/// the local BIND_MW (a window's bind: IBV_WC_BIND_MW, or MW_BIND_ERR when refused) and
-/// LOCAL_INV (a type 2 window's invalidation: IBV_WC_LOCAL_INV); UD with its address handle.
+/// (imm_data passed through as given), SEND_WITH_INV on RC (the peer invalidates the type 2
+/// window of invalidate_rkey: IBV_WC_WITH_INV on its receive), the atomics ATOMIC_CMP_AND_SWP /
+/// ATOMIC_FETCH_AND_ADD, and the local BIND_MW (a window's bind: IBV_WC_BIND_MW, or MW_BIND_ERR
+/// when refused) and LOCAL_INV (a type 2 window's invalidation: IBV_WC_LOCAL_INV); UD with its
+/// address handle.
 /// Returns 0, or the errno of the first WR not posted, *bad_wr at it:
 /// EINVAL for an opcode the shim does not know, too many SGEs, a UD WR without an address
 /// handle or a BIND_MW without its window or MR, else the HCA core's (hca::post_errno: the QP's state, the opcode for its type, inline
@@ -159,9 +165,13 @@ int post_send(ibv_qp* ibqp, ibv_send_wr* wr, ibv_send_wr** bad_wr) {
         x.mw_access = to_qp_access(wr->bind_mw.bind_info.mw_access_flags);
         break;
       case IBV_WR_LOCAL_INV: x.kind = hca::WrExt::Kind::LocalInv; break;
+      case IBV_WR_SEND_WITH_INV:
+        r.opcode = sdp::WrOpcode::Send;
+        x.kind = hca::WrExt::Kind::SendInv;
+        break;
       default: err = EINVAL; break;
     }
-    x.imm = wr->imm_data;  // IBV_WR_LOCAL_INV: invalidate_rkey, the same union
+    x.imm = wr->imm_data;  // LOCAL_INV and SEND_WITH_INV: invalidate_rkey, the same union
     if (ibqp->qp_type == IBV_QPT_UD && err == 0) {  // to the address handle's port
       if (wr->wr.ud.ah == nullptr) {
         err = EINVAL;
@@ -619,10 +629,12 @@ ibv_mr* ibv_reg_mr(ibv_pd* pd, void* addr, size_t length, int access) {
   return ibv_reg_mr_iova2(pd, addr, length, reinterpret_cast<uintptr_t>(addr), static_cast<unsigned>(access));
 }
 
-/// ibv_dereg_mr(3). Returns 0, or EINVAL for an MR the device does not know. Once it returns,
-/// the emulated HCA touches none of the MR's memory (emu::Hca::dereg_mr), which may be freed.
+/// ibv_dereg_mr(3). Returns 0; EINVAL for an MR the device does not know; EBUSY, the MR still
+/// registered, while memory windows are bound to it (mlx4: HW2SW_MPT fails, emu::Hca::dereg_mr).
+/// Once it returns 0, the emulated HCA touches none of the MR's memory, which may be freed.
 int ibv_dereg_mr(ibv_mr* mr) {
-  if (mr == nullptr || !device().hca->dereg_mr(mr->lkey)) return EINVAL;
+  if (mr == nullptr) return EINVAL;
+  if (const int err = device().hca->dereg_mr(mr->lkey); err != 0) return err;
   auto* m = reinterpret_cast<hcasim::emu::shim::MrObj*>(mr);
   unpin_user_memory(m->pinned_pages);
   --hcasim::emu::shim::pd_of(mr->pd)->users;
@@ -703,7 +715,8 @@ void ibv_ack_cq_events(ibv_cq* cq, unsigned int nevents) {
 /// (libibverbs/verbs.c) with errno set: IBV_REREG_MR_ERR_INPUT (EINVAL) for no flag or an unknown
 /// one, a translation without addr or length, access flags without CHANGE_ACCESS;
 /// IBV_REREG_MR_ERR_CMD when the kernel would refuse: EINVAL for a null PD or REMOTE_WRITE /
-/// REMOTE_ATOMIC without LOCAL_WRITE, the pinning errno of the new range (pin_user_memory).
+/// REMOTE_ATOMIC without LOCAL_WRITE, the pinning errno of the new range (pin_user_memory), EBUSY
+/// while memory windows are bound to the MR (mlx4_ib_rereg_user_mr's HW2SW_MPT fails so).
 int ibv_rereg_mr(ibv_mr* mr, int flags, ibv_pd* pd, void* addr, size_t length, int access) {
   if (mr == nullptr || flags == 0 || (flags & ~IBV_REREG_MR_FLAGS_SUPPORTED) != 0 ||
       ((flags & IBV_REREG_MR_CHANGE_TRANSLATION) != 0 && (length == 0 || addr == nullptr)) ||
@@ -730,16 +743,16 @@ int ibv_rereg_mr(ibv_mr* mr, int flags, ibv_pd* pd, void* addr, size_t length, i
       return IBV_REREG_MR_ERR_CMD;
     }
   }
-  bool done = false;
+  int err = EINVAL;
   try {
-    done = device().hca->rereg_mr(mr->lkey, hcasim::emu::shim::pd_of(new_pd)->id,
-                                  reinterpret_cast<uintptr_t>(new_addr), new_len,
-                                  hcasim::emu::shim::to_access(new_access));
+    err = device().hca->rereg_mr(mr->lkey, hcasim::emu::shim::pd_of(new_pd)->id,
+                                 reinterpret_cast<uintptr_t>(new_addr), new_len,
+                                 hcasim::emu::shim::to_access(new_access));
   } catch (const hcasim::sdp::VerbsError&) {  // a PD the device does not know
   }
-  if (!done) {
+  if (err != 0) {
     if (repin) unpin_user_memory(pages);
-    errno = EINVAL;
+    errno = err;
     return IBV_REREG_MR_ERR_CMD;
   }
   if (repin) {
