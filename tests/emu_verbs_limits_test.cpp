@@ -273,7 +273,7 @@ TEST_F(VerbsQp, QpCqAndSrqSizesBeyondTheDevicesAreEinval) {
   ibv_device_attr dev{};
   ASSERT_EQ(ibv_query_device(ctx, &dev), 0);
   ASSERT_EQ(dev.max_qp_wr, 16351);
-  ASSERT_EQ(dev.max_sge, 2);
+  ASSERT_EQ(dev.max_sge, 8);
   ASSERT_EQ(dev.max_cqe, 65536);
   ibv_cq* cq = ibv_create_cq(ctx, dev.max_cqe, nullptr, nullptr, 0);
   ASSERT_NE(cq, nullptr);
@@ -294,14 +294,14 @@ TEST_F(VerbsQp, QpCqAndSrqSizesBeyondTheDevicesAreEinval) {
     EXPECT_EQ(ibv_destroy_qp(q), 0);
     return 0;
   };
-  EXPECT_EQ(qp_errno(16351, 16351, 2, 912), 0);
+  EXPECT_EQ(qp_errno(16351, 16351, 8, 912), 0);
   EXPECT_EQ(qp_errno(16352, 1, 1, 0), EINVAL);
   EXPECT_EQ(qp_errno(1, 16352, 1, 0), EINVAL);
-  EXPECT_EQ(qp_errno(1, 1, 3, 0), EINVAL);
+  EXPECT_EQ(qp_errno(1, 1, 9, 0), EINVAL);
   EXPECT_EQ(qp_errno(1, 1, 1, 913), EINVAL);
   ibv_srq_init_attr sa{};
   sa.attr.max_wr = 16351;
-  sa.attr.max_sge = 2;
+  sa.attr.max_sge = 8;
   ibv_srq* srq = ibv_create_srq(pd, &sa);
   ASSERT_NE(srq, nullptr);
   EXPECT_EQ(ibv_destroy_srq(srq), 0);
@@ -310,11 +310,11 @@ TEST_F(VerbsQp, QpCqAndSrqSizesBeyondTheDevicesAreEinval) {
   EXPECT_EQ(ibv_create_srq(pd, &sa), nullptr);
   EXPECT_EQ(errno, EINVAL);
   sa.attr.max_wr = 1;
-  sa.attr.max_sge = 3;
+  sa.attr.max_sge = 9;
   errno = 0;
   EXPECT_EQ(ibv_create_srq(pd, &sa), nullptr);
   EXPECT_EQ(errno, EINVAL);
-  // Posts beyond the device's SGEs (3: EINVAL) and the QP's inline bytes (65 on a QP of 64,
+  // Posts beyond the device's SGEs (9: EINVAL) and the QP's inline bytes (65 on a QP of 64,
   // at RTS: ENOMEM).
   ibv_qp_init_attr a{};
   a.send_cq = a.recv_cq = cq;
@@ -326,11 +326,11 @@ TEST_F(VerbsQp, QpCqAndSrqSizesBeyondTheDevicesAreEinval) {
   ibv_qp* peer = ibv_create_qp(pd, &a);
   ASSERT_TRUE(qp && peer);
   connect(qp, peer, 1, 2);
-  ibv_sge sg[3];
-  for (int i = 0; i < 3; ++i) sg[i] = {reinterpret_cast<uintptr_t>(buf.data() + 64 * i), 64, mr->lkey};
+  ibv_sge sg[9];
+  for (int i = 0; i < 9; ++i) sg[i] = {reinterpret_cast<uintptr_t>(buf.data() + 64 * i), 64, mr->lkey};
   ibv_send_wr wr{};
   wr.sg_list = sg;
-  wr.num_sge = 3;
+  wr.num_sge = 9;
   wr.opcode = IBV_WR_SEND;
   ibv_send_wr* bad = nullptr;
   EXPECT_EQ(ibv_post_send(qp, &wr, &bad), EINVAL);
