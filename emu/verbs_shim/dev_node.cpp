@@ -4,10 +4,10 @@
 // uct_ib_device_is_accessible in src/uct/ib/base/ib_md.c) lists an IB device only when
 // stat("/dev/infiniband/" + ibv_device.dev_name) says a character device and access(R_OK | W_OK)
 // succeeds. The emulated device has no node (no kernel module, no root), so the shim answers
-// stat(2) and access(2) for that one path, as the kernel would for the node udev creates:
+// stat(2) and access(2) for that one path, as the kernel does for a real device's node:
 //  - a character device of the uverbs major 231, minor 192 (IB_UVERBS_MAJOR,
 //    IB_UVERBS_BASE_MINOR: the Linux kernel's drivers/infiniband/core/uverbs_main.c);
-//  - mode 0666, owner root (rdma-core's udev rule for uverbs*, kernel-boot/rdma-*.rules);
+//  - mode 0666, owner root (the mode uverbs_devnode gives the node, same file);
 //  - readable and writable by everyone.
 // Every other path goes to the kernel unchanged (fstatat(2), faccessat(2)). The names exported
 // are the ones a program built against glibc calls: stat and access (glibc 2.33 and later:
@@ -32,7 +32,7 @@ using hcasim::emu::shim::kUverbsNode;
 constexpr unsigned kUverbsMajor = 231;
 /// The first uverbs minor number, IB_UVERBS_BASE_MINOR (same file): the first device's node.
 constexpr unsigned kUverbsBaseMinor = 192;
-/// The node's permissions as rdma-core's udev rule sets them (MODE="0666").
+/// The node's permissions, as uverbs_devnode sets them (drivers/infiniband/core/uverbs_main.c).
 constexpr mode_t kUverbsMode = 0666;
 
 bool is_node(const char* path) { return path != nullptr && std::strcmp(path, kUverbsNode) == 0; }
