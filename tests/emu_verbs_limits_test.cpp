@@ -180,6 +180,64 @@ TEST_F(VerbsQp, PinnedPagesAreCountedAgainstRlimitMemlock) {
   ::munmap(p, 64 * kPage);
 }
 
+/// $NAME set to `value` for its lifetime, unset after (the tests run with it unset).
+class EnvSetting {
+ public:
+  EnvSetting(const char* name, const std::string& value) : name_(name) { EXPECT_EQ(::setenv(name, value.c_str(), 1), 0); }
+  ~EnvSetting() { ::unsetenv(name_); }
+  EnvSetting(const EnvSetting&) = delete;
+  EnvSetting& operator=(const EnvSetting&) = delete;
+
+ private:
+  const char* name_;
+};
+
+TEST_F(VerbsQp, HcasimMemlockIsTheLimitInsteadOfRlimitMemlock) {
+  // $HCASIM_MEMLOCK (emu/verbs_shim/resources.h): the locked-memory limit of the machine the
+  // program would run on, which a CI user cannot set as its RLIMIT_MEMLOCK. With RLIMIT_MEMLOCK
+  // 0 (EPERM by itself) and no CAP_IPC_LOCK, the fixture's pages + 8 are allowed, one more is
+  // ENOMEM; "unlimited" takes 64 pages.
+  auto* p = static_cast<char*>(::mmap(nullptr, 64 * kPage, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+  ASSERT_NE(p, MAP_FAILED);
+  {
+    WithoutIpcLock unprivileged;
+    ASSERT_FALSE(has_ipc_lock());
+    MemlockLimit none(0);
+    const uintptr_t b = reinterpret_cast<uintptr_t>(buf.data());
+    const size_t held = ((b + buf.size() + kPage - 1) / kPage) - b / kPage;  // the fixture's MR
+    {
+      EnvSetting limit("HCASIM_MEMLOCK", std::to_string((held + 8) * kPage));
+      ibv_mr* eight = ibv_reg_mr(pd, p, 8 * kPage, kWritable);
+      ASSERT_NE(eight, nullptr) << errno;                               // exactly at the limit
+      EXPECT_EQ(reg_errno(pd, p + 8 * kPage, 1, kWritable), ENOMEM);  // one page over
+      ASSERT_EQ(ibv_dereg_mr(eight), 0);
+    }
+    {
+      EnvSetting unlimited("HCASIM_MEMLOCK", "unlimited");
+      EXPECT_EQ(reg_errno(pd, p, 64 * kPage, kWritable), 0);
+    }
+    EXPECT_EQ(reg_errno(pd, p, kPage, kWritable), EPERM);  // unset: RLIMIT_MEMLOCK 0 again
+  }
+  ::munmap(p, 64 * kPage);
+}
+
+TEST_F(VerbsQp, ABadHcasimMemlockIsOneLineAndExitStatus2) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");  // the shim's I/O thread runs
+  auto* p = static_cast<char*>(::mmap(nullptr, kPage, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+  ASSERT_NE(p, MAP_FAILED);
+  for (const char* bad : {"8M", "-1", "", "unlimited ", "99999999999999999999999"}) {
+    EXPECT_EXIT(
+        {
+          ::setenv("HCASIM_MEMLOCK", bad, 1);
+          reg_errno(pd, p, kPage, kWritable);
+        },
+        testing::ExitedWithCode(2),
+        "hcasim-verbs-emu: HCASIM_MEMLOCK=.*: not a number of bytes or \"unlimited\"")
+        << bad;
+  }
+  ::munmap(p, kPage);
+}
+
 TEST_F(VerbsQp, DeallocPdWithLiveObjectsIsEbusy) {
   ibv_pd* other = ibv_alloc_pd(ctx);
   ASSERT_NE(other, nullptr);
