@@ -423,6 +423,7 @@ void Qp::send_packet(const hca::Packet& p) {
   } else if (hca::is_request(p.op) && hca::op_has_payload(p.op)) {
     gather(p, f.payload);
   }
+  payload_.sent += f.payload.size();
   const Frame fr = make_frame(f);
   auto arrive = [this, dlid = p.dlid](const hca::Packet&, bool corrupted, const Frame& h, uint64_t) {
     Frame out = h;
@@ -575,6 +576,7 @@ void Qp::on_frame(std::span<const uint8_t> body) {
     return;
   }
   if (!pkey_ok(f)) return;
+  count_received(f);
   core_.receive(to_core(f, core_.attr().dest_qp_num), f.payload.data());
 }
 
@@ -587,6 +589,11 @@ bool Qp::pkey_ok(const Packet& f) {
   return false;
 }
 
+void Qp::count_received(const Packet& f) {
+  payload_.received += f.payload.size();
+  ++payload_.packets_received;
+}
+
 void Qp::on_datagram(const Packet& f) {
   std::lock_guard g(m_);
   if (closed_) return;
@@ -595,6 +602,7 @@ void Qp::on_datagram(const Packet& f) {
     return;
   }
   if (!pkey_ok(f)) return;
+  count_received(f);
   core_.receive(to_core(f, f.local_qpn), f.payload.data());
 }
 
@@ -734,6 +742,11 @@ uint64_t Qp::icrc_drops() {
 uint64_t Qp::header_drops() {
   std::lock_guard g(m_);
   return header_drops_;
+}
+
+Qp::PayloadStats Qp::payload_stats() {
+  std::lock_guard g(m_);
+  return payload_;
 }
 
 }  // namespace hcasim::emu

@@ -162,6 +162,16 @@ class Qp final : public sdp::Verbs, public hca::QpBackend, public std::enable_sh
   /// (IBA 9.6: the BTH's destination QP is another QP's; a UD datagram for a QP that is not UD).
   /// Those failing the P_Key check are the port's count (Hca::pkey_violations).
   uint64_t header_drops();
+  /// The payload this QP's packets carried, bytes: `sent`, of the packets it put on the wire
+  /// (requests, RDMA READ responses; retransmissions included, faults' drops too), and
+  /// `received`, of the packets it took from the wire (after the ICRC, header and P_Key checks),
+  /// with their counts. Headers and ACKs carry no payload.
+  struct PayloadStats {
+    uint64_t sent = 0;              ///< payload bytes sent
+    uint64_t received = 0;          ///< payload bytes received
+    uint64_t packets_received = 0;  ///< packets received (the sent ones: fault_stats().packets)
+  };
+  PayloadStats payload_stats();
 
  private:
   /// post(): the core's check of `w` (and the inline copy when accepted), under m_.
@@ -204,6 +214,8 @@ class Qp final : public sdp::Verbs, public hca::QpBackend, public std::enable_sh
   /// The P_Key check of a received packet: false (the packet dropped and counted by the
   /// adapter) when `f`'s P_Key does not match the QP's.
   bool pkey_ok(const Packet& f);
+  /// Adds a packet that passed the checks to payload_ (under m_).
+  void count_received(const Packet& f);
   /// The stream is there and the QP at RTR or later: reading starts, and sending at RTS.
   /// A connected QP gone to RESET leaves its stream (IBA 10.3.1: RESET forgets the peer): the
   /// socket closes, the write queue and the read buffer empty, and the next RTR connects anew.
@@ -241,6 +253,7 @@ class Qp final : public sdp::Verbs, public hca::QpBackend, public std::enable_sh
   sdp::Fifo<std::pair<uint64_t, std::vector<uint8_t>>> inline_;
   uint64_t icrc_drops_ = 0;
   uint64_t header_drops_ = 0;
+  PayloadStats payload_;
   // timers (generation counters: a handler of an older arming does nothing)
   bool ack_running_ = false;
   uint64_t ack_gen_ = 0, rnr_gen_ = 0;

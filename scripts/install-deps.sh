@@ -7,6 +7,8 @@
 # python3-pyverbs: rdma-core 44's Python bindings, which run rdma-core's provider test suite
 # (third_party/rdma-core-v44/tests) on the verbs shim (ctest -L pyverbs, tests/pyverbs/pyverbs.py).
 # libsodium-dev: HMAC-SHA256 and randomness of the emulated subnet's authentication (emu/auth.h).
+# ucx-utils: UCX 1.13's ucx_info and ucx_perftest, which the ucx tests (ctest -L ucx) run on the
+# verbs shim; without it those tests are skipped, not failed.
 # valgrind: memcheck under the hostile-emu cases (ctest --preset valgrind, label valgrind); its
 # header valgrind/valgrind.h serves tests/forked_child.h.
 set -euo pipefail
@@ -14,7 +16,7 @@ pkgs=(build-essential cmake ninja-build pkg-config git
       libsimgrid-dev libboost-dev libboost-context-dev googletest libgtest-dev libbenchmark-dev
       libcli11-dev libtomlplusplus-dev nlohmann-json3-dev libfmt-dev libnlopt-dev libnlopt-cxx-dev gnuplot-nox
       zlib1g-dev libsodium-dev libibverbs-dev librdmacm-dev python3 binutils
-      perftest ibverbs-utils rdmacm-utils python3-pyverbs iproute2 util-linux parallel
+      perftest ibverbs-utils rdmacm-utils python3-pyverbs ucx-utils iproute2 util-linux parallel
       clang libclang-rt-14-dev lld valgrind)
 missing=()
 for p in "${pkgs[@]}"; do

@@ -49,7 +49,11 @@ const char* wc_status_str(WcStatus s);
 /// perftest prints; this enum's own order is not it.
 int wc_status_code(WcStatus s);
 
-inline constexpr std::size_t kMaxSge = 2;
+/// Scatter/gather entries per work request (ibv_device_attr.max_sge of the emulated HCA and the
+/// simulated one): 8, room for the most a program run on the emulator asks for, UCX's UD
+/// transport's TX_MIN_SGE (5) + 1 (UCX 1.13 src/uct/ib/ud/base/ud_iface.c; its RC transport asks
+/// 5, src/uct/ib/rc/base/rc_iface.c). SDP itself posts at most 2 (BSDH and payload).
+inline constexpr std::size_t kMaxSge = 8;
 
 /// ibv_send_wr: one work request of the send queue.
 struct SendWr {

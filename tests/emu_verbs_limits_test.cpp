@@ -180,6 +180,64 @@ TEST_F(VerbsQp, PinnedPagesAreCountedAgainstRlimitMemlock) {
   ::munmap(p, 64 * kPage);
 }
 
+/// $NAME set to `value` for its lifetime, unset after (the tests run with it unset).
+class EnvSetting {
+ public:
+  EnvSetting(const char* name, const std::string& value) : name_(name) { EXPECT_EQ(::setenv(name, value.c_str(), 1), 0); }
+  ~EnvSetting() { ::unsetenv(name_); }
+  EnvSetting(const EnvSetting&) = delete;
+  EnvSetting& operator=(const EnvSetting&) = delete;
+
+ private:
+  const char* name_;
+};
+
+TEST_F(VerbsQp, HcasimMemlockIsTheLimitInsteadOfRlimitMemlock) {
+  // $HCASIM_MEMLOCK (emu/verbs_shim/resources.h): the locked-memory limit of the machine the
+  // program would run on, which a CI user cannot set as its RLIMIT_MEMLOCK. With RLIMIT_MEMLOCK
+  // 0 (EPERM by itself) and no CAP_IPC_LOCK, the fixture's pages + 8 are allowed, one more is
+  // ENOMEM; "unlimited" takes 64 pages.
+  auto* p = static_cast<char*>(::mmap(nullptr, 64 * kPage, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+  ASSERT_NE(p, MAP_FAILED);
+  {
+    WithoutIpcLock unprivileged;
+    ASSERT_FALSE(has_ipc_lock());
+    MemlockLimit none(0);
+    const uintptr_t b = reinterpret_cast<uintptr_t>(buf.data());
+    const size_t held = ((b + buf.size() + kPage - 1) / kPage) - b / kPage;  // the fixture's MR
+    {
+      EnvSetting limit("HCASIM_MEMLOCK", std::to_string((held + 8) * kPage));
+      ibv_mr* eight = ibv_reg_mr(pd, p, 8 * kPage, kWritable);
+      ASSERT_NE(eight, nullptr) << errno;                               // exactly at the limit
+      EXPECT_EQ(reg_errno(pd, p + 8 * kPage, 1, kWritable), ENOMEM);  // one page over
+      ASSERT_EQ(ibv_dereg_mr(eight), 0);
+    }
+    {
+      EnvSetting unlimited("HCASIM_MEMLOCK", "unlimited");
+      EXPECT_EQ(reg_errno(pd, p, 64 * kPage, kWritable), 0);
+    }
+    EXPECT_EQ(reg_errno(pd, p, kPage, kWritable), EPERM);  // unset: RLIMIT_MEMLOCK 0 again
+  }
+  ::munmap(p, 64 * kPage);
+}
+
+TEST_F(VerbsQp, ABadHcasimMemlockIsOneLineAndExitStatus2) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");  // the shim's I/O thread runs
+  auto* p = static_cast<char*>(::mmap(nullptr, kPage, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+  ASSERT_NE(p, MAP_FAILED);
+  for (const char* bad : {"8M", "-1", "", "unlimited ", "99999999999999999999999"}) {
+    EXPECT_EXIT(
+        {
+          ::setenv("HCASIM_MEMLOCK", bad, 1);
+          reg_errno(pd, p, kPage, kWritable);
+        },
+        testing::ExitedWithCode(2),
+        "hcasim-verbs-emu: HCASIM_MEMLOCK=.*: not a number of bytes or \"unlimited\"")
+        << bad;
+  }
+  ::munmap(p, kPage);
+}
+
 TEST_F(VerbsQp, DeallocPdWithLiveObjectsIsEbusy) {
   ibv_pd* other = ibv_alloc_pd(ctx);
   ASSERT_NE(other, nullptr);
@@ -273,7 +331,7 @@ TEST_F(VerbsQp, QpCqAndSrqSizesBeyondTheDevicesAreEinval) {
   ibv_device_attr dev{};
   ASSERT_EQ(ibv_query_device(ctx, &dev), 0);
   ASSERT_EQ(dev.max_qp_wr, 16351);
-  ASSERT_EQ(dev.max_sge, 2);
+  ASSERT_EQ(dev.max_sge, 8);
   ASSERT_EQ(dev.max_cqe, 65536);
   ibv_cq* cq = ibv_create_cq(ctx, dev.max_cqe, nullptr, nullptr, 0);
   ASSERT_NE(cq, nullptr);
@@ -294,14 +352,14 @@ TEST_F(VerbsQp, QpCqAndSrqSizesBeyondTheDevicesAreEinval) {
     EXPECT_EQ(ibv_destroy_qp(q), 0);
     return 0;
   };
-  EXPECT_EQ(qp_errno(16351, 16351, 2, 912), 0);
+  EXPECT_EQ(qp_errno(16351, 16351, 8, 912), 0);
   EXPECT_EQ(qp_errno(16352, 1, 1, 0), EINVAL);
   EXPECT_EQ(qp_errno(1, 16352, 1, 0), EINVAL);
-  EXPECT_EQ(qp_errno(1, 1, 3, 0), EINVAL);
+  EXPECT_EQ(qp_errno(1, 1, 9, 0), EINVAL);
   EXPECT_EQ(qp_errno(1, 1, 1, 913), EINVAL);
   ibv_srq_init_attr sa{};
   sa.attr.max_wr = 16351;
-  sa.attr.max_sge = 2;
+  sa.attr.max_sge = 8;
   ibv_srq* srq = ibv_create_srq(pd, &sa);
   ASSERT_NE(srq, nullptr);
   EXPECT_EQ(ibv_destroy_srq(srq), 0);
@@ -310,11 +368,11 @@ TEST_F(VerbsQp, QpCqAndSrqSizesBeyondTheDevicesAreEinval) {
   EXPECT_EQ(ibv_create_srq(pd, &sa), nullptr);
   EXPECT_EQ(errno, EINVAL);
   sa.attr.max_wr = 1;
-  sa.attr.max_sge = 3;
+  sa.attr.max_sge = 9;
   errno = 0;
   EXPECT_EQ(ibv_create_srq(pd, &sa), nullptr);
   EXPECT_EQ(errno, EINVAL);
-  // Posts beyond the device's SGEs (3: EINVAL) and the QP's inline bytes (65 on a QP of 64,
+  // Posts beyond the device's SGEs (9: EINVAL) and the QP's inline bytes (65 on a QP of 64,
   // at RTS: ENOMEM).
   ibv_qp_init_attr a{};
   a.send_cq = a.recv_cq = cq;
@@ -326,11 +384,11 @@ TEST_F(VerbsQp, QpCqAndSrqSizesBeyondTheDevicesAreEinval) {
   ibv_qp* peer = ibv_create_qp(pd, &a);
   ASSERT_TRUE(qp && peer);
   connect(qp, peer, 1, 2);
-  ibv_sge sg[3];
-  for (int i = 0; i < 3; ++i) sg[i] = {reinterpret_cast<uintptr_t>(buf.data() + 64 * i), 64, mr->lkey};
+  ibv_sge sg[9];
+  for (int i = 0; i < 9; ++i) sg[i] = {reinterpret_cast<uintptr_t>(buf.data() + 64 * i), 64, mr->lkey};
   ibv_send_wr wr{};
   wr.sg_list = sg;
-  wr.num_sge = 3;
+  wr.num_sge = 9;
   wr.opcode = IBV_WR_SEND;
   ibv_send_wr* bad = nullptr;
   EXPECT_EQ(ibv_post_send(qp, &wr, &bad), EINVAL);

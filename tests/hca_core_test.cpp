@@ -301,10 +301,10 @@ TEST(HcaCoreQp, PostSendChecksInOrder) {
   EXPECT_EQ(check_post_send(rc, QpState::Rts, 0, lim, w).error, PostError::InlineRead);
   wr.inline_data = false;
   wr.opcode = sdp::WrOpcode::RdmaWrite;
-  wr.num_sge = 3;  // first check, even in ERROR
+  wr.num_sge = 9;  // first check, even in ERROR
   EXPECT_EQ(check_post_send(rc, QpState::Error, 0, lim, w).error, PostError::TooManySge);
   EXPECT_EQ(post_error_text("post_send", 0x48, QpState::Rts, PostError::TooManySge, &wr, &lim),
-            "post_send: QP 0x48: 3 SGEs, max 2");
+            "post_send: QP 0x48: 9 SGEs, max 8");
   EXPECT_EQ(post_error_text("post_send", 0x48, QpState::Init, PostError::WrongState, &wr, &lim),
             "post_send: QP 0x48 is in INIT, not RTS");
 }
@@ -317,7 +317,7 @@ TEST(HcaCoreQp, PostRecvFromInitOn) {
   EXPECT_EQ(check_post_recv(QpState::Rtr, 1, 2, r).post, Post::Accept);
   EXPECT_EQ(check_post_recv(QpState::Rts, 2, 2, r).error, PostError::QueueFull);
   EXPECT_EQ(check_post_recv(QpState::Error, 2, 2, r).post, Post::Flush);
-  r.num_sge = 3;
+  r.num_sge = 9;
   EXPECT_EQ(check_post_recv(QpState::Rts, 0, 2, r).error, PostError::TooManySge);
 }
 

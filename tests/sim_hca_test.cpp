@@ -374,7 +374,7 @@ TEST(SimHcaFaults, RetriesExhaustedCompleteWithRetryExcErrAndFlushTheRest) {
     EXPECT_EQ(second.wr_id, 2u);
     EXPECT_EQ(second.status, sdp::WcStatus::WrFlushErr);
     EXPECT_EQ(second.opcode, sdp::WcOpcode::Send);  // the flushed WR's own opcode (hca/qp.h)
-    s.num_sge = 3;  // a post that is refused even in ERROR
+    s.num_sge = 9;  // a post that is refused even in ERROR
     EXPECT_THROW(t.bed.qp(0).post_send(s), sdp::VerbsError);
   });
   const model::FaultStats& a = t.bed.hca(0).fault_stats();

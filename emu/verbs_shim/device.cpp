@@ -239,8 +239,8 @@ void init_device(Device& d) {
   d.dev.node_type = IBV_NODE_CA;
   d.dev.transport_type = IBV_TRANSPORT_IB;
   std::snprintf(d.dev.name, sizeof d.dev.name, "%s", kDeviceName);
-  std::snprintf(d.dev.dev_name, sizeof d.dev.dev_name, "uverbs-hcasim0");
-  std::snprintf(d.dev.dev_path, sizeof d.dev.dev_path, "/sys/class/infiniband_verbs/uverbs-hcasim0");
+  std::snprintf(d.dev.dev_name, sizeof d.dev.dev_name, "%s", kUverbsName);
+  std::snprintf(d.dev.dev_path, sizeof d.dev.dev_path, "/sys/class/infiniband_verbs/%s", kUverbsName);
   std::snprintf(d.dev.ibdev_path, sizeof d.dev.ibdev_path, "/sys/class/infiniband/%s", kDeviceName);
 
   verbs_context& v = d.vctx;

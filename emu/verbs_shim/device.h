@@ -34,6 +34,15 @@ namespace hcasim::emu::shim {
 
 struct Device;
 
+/// The emulated device's uverbs name (ibv_device.dev_name, the kernel's uverbsN): its character
+/// device node is /dev/infiniband/<this> (kUverbsNode), its sysfs directory
+/// /sys/class/infiniband_verbs/<this> (ibv_device.dev_path).
+inline constexpr const char* kUverbsName = "uverbs-hcasim0";
+/// The device node a verbs user checks before it opens the device, as UCX's
+/// uct_ib_device_is_accessible (src/uct/ib/base/ib_md.c) does with stat(2) and access(2):
+/// emulated by emu/verbs_shim/dev_node.cpp, which answers for this path only.
+inline constexpr const char* kUverbsNode = "/dev/infiniband/uverbs-hcasim0";
+
 /// The ConnectX-3's identity and limits (ibv_device_attr, ibv_port_attr; see the file comment
 /// for [infinity5] and [ibstat]).
 namespace cx3 {

@@ -2,7 +2,8 @@
 // $HCASIM_FAULT_STATS set to 1, each QP prints what the injected faults of $HCASIM_FAULT did on
 // its sending side (emu::Qp::fault_stats, model::FaultStats) as one line on stderr when it is
 // destroyed, so that a stock program's run shows that frames really were lost and recovered,
-// and the port, at exit, what it refused of processes without the subnet's secret and the
+// and a second line with the payload it carried each way (emu::Qp::payload_stats), so that a
+// program's run shows its bytes went through the emulated HCA; and the port, at exit, what it refused of processes without the subnet's secret and the
 // packets that failed the P_Key check.
 #include <cstdio>
 #include <cstdlib>
@@ -16,6 +17,16 @@
 namespace hcasim::emu::shim {
 
 namespace {
+/// The transport's abbreviation as the IBA names it (RC, UC, UD), or the type's number.
+std::string qp_type_name(ibv_qp_type t) {
+  switch (t) {
+    case IBV_QPT_RC: return "RC";
+    case IBV_QPT_UC: return "UC";
+    case IBV_QPT_UD: return "UD";
+    default: return fmt::format("type {}", static_cast<int>(t));
+  }
+}
+
 bool stats_on() {
   static const bool on = [] {
     const char* env = std::getenv(kFaultStatsEnv);
@@ -34,7 +45,11 @@ void report_fault_stats(QpObj& q) {
                   "{} failing a header check)\n",
                   q.qp.qp_num, s.lost, s.retransmitted, s.packets, s.corrupted, s.duplicated, s.reordered, s.naks,
                   s.timeouts, s.rnr_naks, q.emu->icrc_drops(), q.emu->header_drops());
-  std::fputs(line.c_str(), stderr);
+  const emu::Qp::PayloadStats p = q.emu->payload_stats();
+  const std::string bytes =
+      fmt::format("hcasim verbs shim: QP {:#x} ({}): {} payload bytes sent in {} packets, {} received in {} packets\n",
+                  q.qp.qp_num, qp_type_name(q.qp.qp_type), p.sent, s.packets, p.received, p.packets_received);
+  std::fputs((line + bytes).c_str(), stderr);
   std::fflush(stderr);
 }
 

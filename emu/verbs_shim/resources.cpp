@@ -12,6 +12,8 @@
 #include <atomic>
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <limits>
 
 #include "emu/verbs_shim/device.h"
@@ -37,8 +39,31 @@ bool has_ipc_lock() {
   return (data[CAP_IPC_LOCK / 32].effective & (1u << (CAP_IPC_LOCK % 32))) != 0;
 }
 
-/// The soft RLIMIT_MEMLOCK in bytes (RLIM_INFINITY as the largest value).
+/// $HCASIM_MEMLOCK (kMemlockEnv) in bytes, the largest value for "unlimited"; `set` is false
+/// when it is unset. Read at each registration. A value that is neither: one line on stderr and
+/// exit status 2, as a bad $HCASIM_FAULT (the run would not be the one asked for).
+uint64_t memlock_setting(bool& set) {
+  const char* env = std::getenv(kMemlockEnv);
+  set = env != nullptr;
+  if (env == nullptr) return 0;
+  if (std::strcmp(env, "unlimited") == 0) return std::numeric_limits<uint64_t>::max();
+  char* end = nullptr;
+  errno = 0;
+  const unsigned long long n = std::strtoull(env, &end, 10);
+  if (env[0] < '0' || env[0] > '9' || *end != '\0' || errno == ERANGE) {
+    std::fprintf(stderr, "hcasim-verbs-emu: %s=%s: not a number of bytes or \"unlimited\"\n", kMemlockEnv, env);
+    std::fflush(stderr);
+    std::_Exit(2);
+  }
+  return static_cast<uint64_t>(n);
+}
+
+/// The locked-memory limit the pinned pages count against, in bytes: $HCASIM_MEMLOCK when set,
+/// else the soft RLIMIT_MEMLOCK (RLIM_INFINITY as the largest value).
 uint64_t memlock_limit() {
+  bool set = false;
+  const uint64_t setting = memlock_setting(set);
+  if (set) return setting;
   rlimit r{};
   if (::getrlimit(RLIMIT_MEMLOCK, &r) != 0 || r.rlim_cur == RLIM_INFINITY) return std::numeric_limits<uint64_t>::max();
   return r.rlim_cur;

@@ -25,9 +25,16 @@ void give_resource(Resource r);
 /// How many `r` the process holds now.
 int resources_held(Resource r);
 
+/// The environment variable with the locked-memory limit, bytes or "unlimited", that MRs count
+/// against instead of the process's RLIMIT_MEMLOCK: the limit of the machine the program would
+/// run on with an HCA (its limits.conf), where a CI runner's user cannot raise the hard limit
+/// (8 MiB on Debian 12) to what an RDMA program such as UCX registers. CAP_IPC_LOCK still lifts
+/// any limit, as in the kernel.
+inline constexpr const char* kMemlockEnv = "HCASIM_MEMLOCK";
+
 /// Pins [addr, addr + length) for an MR with ibv_access_flags `access`, as ib_umem_get checks
 /// it, in its order. Returns 0 with `pages` set to the 4 KiB pages counted against
-/// RLIMIT_MEMLOCK, or the errno ibv_reg_mr(3) gets from the kernel:
+/// RLIMIT_MEMLOCK (or $HCASIM_MEMLOCK), or the errno ibv_reg_mr(3) gets from the kernel:
 /// - EINVAL: addr + length wraps, or its page-aligned end does; or length is 0 (no page);
 /// - EPERM: RLIMIT_MEMLOCK is 0 and the process lacks CAP_IPC_LOCK (can_do_mlock);
 /// - ENOMEM: the pages pinned by the process's MRs would exceed RLIMIT_MEMLOCK and the

@@ -162,8 +162,9 @@ struct QpObj {
 /// type) when refused. A UD QP starts with Q_Key 0.
 QpObj* create_qp(ibv_pd* pd, ibv_qp_init_attr* attr);
 /// With $HCASIM_FAULT_STATS=1: one line on stderr, "hcasim verbs shim: QP 0x48: N frames lost,
-/// M retransmitted (...)", what the injected faults did on the QP's sending side
-/// (emu/verbs_shim/fault_stats.cpp). Nothing otherwise.
+/// M retransmitted (...)", what the injected faults did on the QP's sending side, and a second,
+/// "hcasim verbs shim: QP 0x48 (RC): N payload bytes sent in P packets, M received in Q packets"
+/// (emu::Qp::payload_stats; emu/verbs_shim/fault_stats.cpp). Nothing otherwise.
 void report_fault_stats(QpObj& q);
 /// With $HCASIM_FAULT_STATS=1: one line on stderr at exit, what the port refused of processes
 /// without the subnet's secret (emu::Hca::strangers_refused, datagrams_refused). Nothing

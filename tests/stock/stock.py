@@ -27,11 +27,17 @@ ctest label `stock`, names stock.* (`ctest -R stock`); registered in CMakeLists.
         for every "{port}" in the server's and the client's CMD, and is the --server-port unless
         one is given. --expect-server-stderr RE must match the server's stderr (re.MULTILINE),
         as --expect-stderr the client's.
+        --skip-if-missing PACKAGE makes a program that is not installed a skip, not a failure:
+        one line naming the program and PACKAGE, exit status 77 (ctest's SKIP_RETURN_CODE), for
+        programs hcasim's CI installs but a developer may not have (ucx-utils).
+        --expect-stderr-sum RE MIN: the numbers RE's first group captures in the client's stderr,
+        over all its matches, add up to at least MIN (--expect-server-stderr-sum: the server's);
+        the sum is printed.
         Each run has an emulated subnet of its own (HCASIM_SUBNET, a temporary directory,
         removed after it; docs/emulate.md), so that runs in parallel never see each other's
         ports; --env HCASIM_SUBNET=DIR gives one.
 
-Exit status: 0 passed, 1 failed, 2 bad arguments. Everything run and its output is printed.
+Exit status: 0 passed, 1 failed, 2 bad arguments, 77 skipped (--skip-if-missing). Everything run and its output is printed.
 """
 import argparse
 import os
@@ -122,6 +128,18 @@ def free_port():
         return s.getsockname()[1]
 
 
+def check_sums(name, sums, text):
+    """The problems of `sums` ([RE, MIN] pairs) on `text`: RE's first group, summed over its
+    matches, below MIN. Prints each sum."""
+    problems = []
+    for rx, least in sums:
+        total = sum(int(m.group(1)) for m in re.finditer(rx, text, re.MULTILINE))
+        print(f"{name} stderr: /{rx}/ adds up to {total} (at least {least} expected)")
+        if total < int(least):
+            problems.append(f"{name} stderr: /{rx}/ adds up to {total}, below {least}")
+    return problems
+
+
 def cmd_run(a):
     if a.free_port:
         port = free_port()
@@ -133,6 +151,10 @@ def cmd_run(a):
     client = shlex.split(a.client)
     server = shlex.split(a.server) if a.server else None
     for argv in filter(None, (server, client)):
+        if shutil.which(argv[0]) is None and a.skip_if_missing:
+            print(f"SKIP: {argv[0]} is not installed (Debian package {a.skip_if_missing}; "
+                  "scripts/install-deps.sh installs it)")
+            return 77
         if shutil.which(argv[0]) is None:
             return fail(f"{argv[0]} is not installed (scripts/install-deps.sh installs perftest, "
                         "ibverbs-utils and rdmacm-utils)")
@@ -202,6 +224,7 @@ def cmd_run(a):
             for rx in a.reject:
                 if re.search(rx, both, re.MULTILINE):
                     problems.append(f"client output matches /{rx}/")
+            problems += check_sums("client", a.expect_stderr_sum, both[len(out):])
         if sproc is not None:
             show("server", server, srv_rc, files[2], files[3])
             if srv_rc != 0:
@@ -220,6 +243,7 @@ def cmd_run(a):
             for rx in a.reject:
                 if re.search(rx, sboth, re.MULTILINE):
                     problems.append(f"server output matches /{rx}/")
+            problems += check_sums("server", a.expect_server_stderr_sum, serr)
     finally:
         if sproc is not None and sproc.poll() is None:
             sproc.kill()
@@ -259,6 +283,12 @@ def main():
     r.add_argument("--free-port", action="store_true",
                    help='a free TCP port for "{port}" in the commands (and --server-port)')
     r.add_argument("--expect-server-stderr", action="append", default=[])
+    r.add_argument("--skip-if-missing", metavar="PACKAGE",
+                   help="a program that is not installed skips the test (exit 77), naming PACKAGE")
+    r.add_argument("--expect-stderr-sum", nargs=2, action="append", default=[], metavar=("RE", "MIN"),
+                   help="RE's first group summed over the client's stderr is at least MIN")
+    r.add_argument("--expect-server-stderr-sum", nargs=2, action="append", default=[], metavar=("RE", "MIN"),
+                   help="as --expect-stderr-sum, on the server's stderr")
     a = p.parse_args()
     sys.stdout.reconfigure(line_buffering=True)
     return cmd_symbols(a) if a.cmd == "symbols" else cmd_run(a)

@@ -8,6 +8,9 @@
 // then "probe: N checks, M failed"; exit status 1 when any failed, 2 without the device.
 #include <endian.h>
 #include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstdio>
@@ -47,6 +50,20 @@ int main() {
   check(guid >> 40 == 0x0002c9, "ibv_get_device_guid has the Mellanox OUI 00:02:c9");
   check(ibv_get_device_index(dev) == 0, "ibv_get_device_index is 0");
   check(dev->node_type == IBV_NODE_CA && dev->transport_type == IBV_TRANSPORT_IB, "an IB channel adapter");
+  // Its uverbs node, as UCX's uct_ib_device_is_accessible (src/uct/ib/base/ib_md.c) checks it
+  // before it lists the device: a character device it may read and write
+  // (emu/verbs_shim/dev_node.cpp); other paths are the kernel's.
+  const std::string node = std::string("/dev/infiniband/") + dev->dev_name;
+  struct stat st {};
+  check(node == "/dev/infiniband/uverbs-hcasim0" && stat(node.c_str(), &st) == 0 && S_ISCHR(st.st_mode) &&
+            (st.st_mode & 07777) == 0666 && major(st.st_rdev) == 231 && minor(st.st_rdev) == 192,
+        "stat of /dev/infiniband/uverbs-hcasim0: a character device 231:192, mode 0666");
+  check(access(node.c_str(), R_OK | W_OK) == 0, "access(R_OK | W_OK) of the uverbs node");
+  errno = 0;
+  check(access(node.c_str(), X_OK) == -1 && errno == EACCES, "access(X_OK) of the uverbs node is EACCES");
+  errno = 0;
+  check(stat("/dev/infiniband/uverbs-hcasim1", &st) == -1 && errno == ENOENT, "stat of another uverbs node is ENOENT");
+  check(stat("/", &st) == 0 && S_ISDIR(st.st_mode) && access("/", R_OK) == 0, "stat and access of / are the kernel's");
 
   ibv_context* ctx = ibv_open_device(dev);
   check(ctx != nullptr, "ibv_open_device");
