@@ -477,7 +477,9 @@ TEST_F(Victim, KeysHaveMlx4sLayoutWithARandomKeyByte) {
     const uint32_t k = hca.reg_mr(pd, addr_of(peer_buf), 64, sdp::kLocalWrite);
     EXPECT_EQ(k >> 8, 3u);
     EXPECT_NE(k, last);
-    if (i > 0) EXPECT_EQ(hca.dereg_mr(last), EINVAL) << "the last MR's key names the new MR";
+    if (i > 0) {
+      EXPECT_EQ(hca.dereg_mr(last), EINVAL) << "the last MR's key names the new MR";
+    }
     last = k;
     bytes.insert(k & 0xFF);
     EXPECT_EQ(hca.dereg_mr(k), 0);
