@@ -95,6 +95,9 @@ Json cpu_profile_json(const std::vector<CoreProfile>& cores, double elapsed_s) {
     cpu["busy_ns"] = std::move(busy);
     cpu["idle_ns"] = elapsed_ns > 0 ? std::max(0.0, elapsed_ns - busy_ns) : 0.0;
     cpu["total_busy_ns"] = busy_ns;
+    cpu["wakeups"] = core.wakeups;
+    cpu["ipis"] = core.ipis;
+    cpu["context_switches"] = core.context_switches;
     cpus.push_back(std::move(cpu));
   }
   Json host;

@@ -56,7 +56,8 @@ Json link_busy_json(const std::vector<std::pair<std::string, double>>& links);
 
 /// --profile of one host, the figures of format_cpu_profile: {"utilisation_pct", "elapsed_s",
 /// "cpus": [{"cpu", "busy_ns": {ACTIVITY: NS, ...} in the given order, zeros kept, "idle_ns",
-/// "total_busy_ns"}]}. idle_ns is elapsed minus busy, never negative (0 when `elapsed_s` <= 0).
+/// "total_busy_ns", "wakeups", "ipis", "context_switches"}]}. idle_ns is elapsed minus busy,
+/// never negative (0 when `elapsed_s` <= 0); the counts are CoreProfile's.
 Json cpu_profile_json(const std::vector<CoreProfile>& cores, double elapsed_s);
 
 /// `hcasim netperf --json` (schema "hcasim.netperf/1"): identity (command line, platforms,

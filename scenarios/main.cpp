@@ -78,7 +78,7 @@ hcasim netperf takes netperf 2.4's flags and prints netperf's output from a simu
                           the stream tests ignore it)
                           -o|-O|-k [LIST] (netperf 2.7's output selectors: CSV, columns, keyval)
   sizes take K/M/G (2^10..) or k/m/g (10^3..) suffixes
-  TCP_RR runs over SDP only and takes neither -m/-M nor --steady, --explain, --trace;
+  TCP_RR (SDP or IPoIB) takes neither -m/-M nor --steady, --explain, --trace;
   TCP_MAERTS (netserver sends) takes neither --explain nor --trace
 hcasim options:
   --platform NAME|FILE         local host (default connectx-ddr-pcie1x8)

@@ -212,6 +212,14 @@ TEST_F(JsonOutput, NetperfProfileAndStatsAreThoseOfTheText) {
   }
   EXPECT_GE(compared, 3u);
   EXPECT_EQ(seconds["total busy"], fixed((*cpu1)["total_busy_ns"].get<double>() * 1e-9, 6));
+  // The CPU's events line, as the JSON counts them.
+  const auto events =
+      std::find_if(at + 1, lines.end(), [](const std::string& l) { return l.find(" wakeups ") != std::string::npos; });
+  ASSERT_NE(events, lines.end()) << text.out;
+  EXPECT_EQ(*events, fmt::format("          wakeups {} ({} with an IPI), context switches {}",
+                                 (*cpu1)["wakeups"].get<uint64_t>(), (*cpu1)["ipis"].get<uint64_t>(),
+                                 (*cpu1)["context_switches"].get<uint64_t>()));
+  EXPECT_GT((*cpu1)["wakeups"].get<uint64_t>(), 0u);
 
   // --stats: the counts of the stderr line, which --json leaves where it is.
   const Json& s = doc["stats"];

@@ -336,6 +336,7 @@ std::unique_ptr<Hca> make_hca() {
   model::FaultConfig faults;
   model::RcRetry retry;
   fault_settings(faults, retry);
+  check_memlock_setting();
   return std::make_unique<Hca>(nullptr, faults, retry);
 }
 

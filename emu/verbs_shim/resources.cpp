@@ -40,8 +40,9 @@ bool has_ipc_lock() {
 }
 
 /// $HCASIM_MEMLOCK (kMemlockEnv) in bytes, the largest value for "unlimited"; `set` is false
-/// when it is unset. Read at each registration. A value that is neither: one line on stderr and
-/// exit status 2, as a bad $HCASIM_FAULT (the run would not be the one asked for).
+/// when it is unset. Read when the device is made and at each registration. A value that is
+/// neither: one line on stderr and exit status 2, as a bad $HCASIM_FAULT (the run would not be
+/// the one asked for).
 uint64_t memlock_setting(bool& set) {
   const char* env = std::getenv(kMemlockEnv);
   set = env != nullptr;
@@ -149,5 +150,10 @@ int pin_user_memory(uintptr_t addr, size_t length, unsigned access, uint64_t& pa
 }
 
 void unpin_user_memory(uint64_t pages) { pinned_pages -= pages; }
+
+void check_memlock_setting() {
+  bool set = false;
+  (void)memlock_setting(set);
+}
 
 }  // namespace hcasim::emu::shim

@@ -32,6 +32,11 @@ int resources_held(Resource r);
 /// any limit, as in the kernel.
 inline constexpr const char* kMemlockEnv = "HCASIM_MEMLOCK";
 
+/// Checks $HCASIM_MEMLOCK when the device is made, as $HCASIM_FAULT is checked: a value that is
+/// neither a number of bytes nor "unlimited" is one line on stderr and exit status 2 before the
+/// program prints or connects anything, not at its first registration.
+void check_memlock_setting();
+
 /// Pins [addr, addr + length) for an MR with ibv_access_flags `access`, as ib_umem_get checks
 /// it, in its order. Returns 0 with `pages` set to the 4 KiB pages counted against
 /// RLIMIT_MEMLOCK (or $HCASIM_MEMLOCK), or the errno ibv_reg_mr(3) gets from the kernel:
