@@ -110,6 +110,27 @@ struct VerbsQp : ::testing::Test {
     ibv_send_wr* bad = nullptr;
     ASSERT_EQ(ibv_post_send(qp, &wr, &bad), 0);
   }
+  /// Binds type 2 window `mw` to [addr, addr + length) of `mr` for REMOTE_WRITE through `qp`: a
+  /// signaled IBV_WR_BIND_MW (wr_id 1) with the window's next key (ibv_inc_rkey), its completion
+  /// polled from `cq` and checked. Returns the key the window has now; 0 after a failed check.
+  static uint32_t bind_type2(ibv_qp* qp, ibv_cq* cq, ibv_mw* mw, ibv_mr* mr, uintptr_t addr, uint64_t length) {
+    ibv_send_wr bind{};
+    bind.wr_id = 1;
+    bind.opcode = IBV_WR_BIND_MW;
+    bind.send_flags = IBV_SEND_SIGNALED;
+    bind.bind_mw.mw = mw;
+    bind.bind_mw.rkey = ibv_inc_rkey(mw->rkey);
+    bind.bind_mw.bind_info = {mr, addr, length, IBV_ACCESS_REMOTE_WRITE};
+    ibv_send_wr* bad = nullptr;
+    EXPECT_EQ(ibv_post_send(qp, &bind, &bad), 0);
+    const auto c = poll_n(cq, 1);
+    EXPECT_EQ(c.size(), 1u);
+    if (c.size() != 1 || c[0].status != IBV_WC_SUCCESS || c[0].opcode != IBV_WC_BIND_MW) {
+      ADD_FAILURE() << "the bind did not complete as IBV_WC_BIND_MW, IBV_WC_SUCCESS";
+      return 0;
+    }
+    return bind.bind_mw.rkey;
+  }
   /// Polls `cq` until n completions came (at most 10 s).
   static std::vector<ibv_wc> poll_n(ibv_cq* cq, size_t n) {
     std::vector<ibv_wc> out;
