@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <tuple>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -178,6 +180,18 @@ void require_some(std::initializer_list<std::optional<double>> figures, std::str
     throw InputError(
         fmt::format("{}: no figure measured ({} are all empty): the point would compare nothing", where, names));
 }
+
+/// The row's cells in columns `gated` and `reported` (a perftest or pingpong result's two
+/// figures), each checked as check_measured checks it; InputError when both are empty.
+std::pair<std::optional<double>, std::optional<double>> two_figures(const SelectedRow& r, std::string_view gated,
+                                                                    std::string_view reported) {
+  const std::optional<double> a = number_cell(r.header, r.row, gated, r.where),
+                              b = number_cell(r.header, r.row, reported, r.where);
+  check_measured(a, gated, r.where);
+  check_measured(b, reported, r.where);
+  require_some({a, b}, fmt::format("{} and {}", gated, reported), r.where);
+  return {a, b};
+}
 }  // namespace
 
 Figures rr_reference_figures(std::string_view csv_text, const std::string& origin, const ReferenceSpec& spec) {
@@ -201,12 +215,9 @@ BandwidthFigures bandwidth_reference_figures(std::string_view csv_text, const st
                                              const ReferenceSpec& spec) {
   const SelectedRow r = select_row(csv_text, origin, spec);
   require_column(r.header, "bw_avg_gbit_s", origin);
-  BandwidthFigures f{whole_number_cell(r.header, r.row, "bytes", r.where),
-                     number_cell(r.header, r.row, "bw_avg_gbit_s", r.where),
-                     number_cell(r.header, r.row, "msg_rate_mpps", r.where)};
-  check_measured(f.bw_average_gbit_s, "bw_avg_gbit_s", r.where);
-  check_measured(f.msg_rate_mpps, "msg_rate_mpps", r.where);
-  require_some({f.bw_average_gbit_s, f.msg_rate_mpps}, "bw_avg_gbit_s and msg_rate_mpps", r.where);
+  BandwidthFigures f;
+  f.bytes = whole_number_cell(r.header, r.row, "bytes", r.where);
+  std::tie(f.bw_average_gbit_s, f.msg_rate_mpps) = two_figures(r, "bw_avg_gbit_s", "msg_rate_mpps");
   return f;
 }
 
@@ -215,11 +226,7 @@ PingpongFigures pingpong_reference_figures(std::string_view csv_text, const std:
   const SelectedRow r = select_row(csv_text, origin, spec);
   require_column(r.header, "usec_per_iter", origin);
   PingpongFigures f;
-  f.usec_per_iter = number_cell(r.header, r.row, "usec_per_iter", r.where);
-  f.mbit_s = number_cell(r.header, r.row, "mbit_s", r.where);
-  check_measured(f.usec_per_iter, "usec_per_iter", r.where);
-  check_measured(f.mbit_s, "mbit_s", r.where);
-  require_some({f.usec_per_iter, f.mbit_s}, "usec_per_iter and mbit_s", r.where);
+  std::tie(f.usec_per_iter, f.mbit_s) = two_figures(r, "usec_per_iter", "mbit_s");
   return f;
 }
 
