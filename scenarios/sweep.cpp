@@ -207,6 +207,9 @@ SweepOptions parse_sweep_args(const std::vector<std::string>& args) {
     else if (rest[i] == "--json") o.json = true, ++i;
     else if (rest[i] == "--explain" || rest[i].rfind("--explain=", 0) == 0)
       throw InputError("--explain: sweep prints a table of points; run one point with --explain to see what bounds it");
+    else if (rest[i] == "--profile" || rest[i] == "--stats")
+      throw InputError(fmt::format("{}: sweep prints one table of points; run one point with hcasim {} {} for its {}",
+                                   rest[i], o.tool, rest[i], rest[i] == "--profile" ? "CPU profile" : "counters"));
     else if (rest[i] == "--trace" || rest[i].rfind("--trace=", 0) == 0 || rest[i] == "--trace-window" ||
              rest[i].rfind("--trace-window=", 0) == 0)
       throw InputError(fmt::format("{}: sweep runs many points into one table; trace one point with hcasim {} --trace",

@@ -600,6 +600,11 @@ std::vector<Case> cases() {
        .line = E + "-j: given twice \\(1, then 2\\); give it once"});
   add({.name = "run_jobs_twice", .args = {"run", "-j", "1", "-j", "2", "seed000", "--csv", csv},
        .line = E + "-j: given twice \\(1, then 2\\); give it once", .absent = {csv}});
+  add({.name = "run_unknown_option", .args = {"run", "seed000", "--duration", "1", "--csv", csv},
+       .line = E + "run: unknown option --duration \\(it takes -j/--jobs, --csv, --list-commands, --collect, --json\\)",
+       .absent = {csv}});
+  add({.name = "run_two_scenarios", .args = {"run", "seed000", "seed001", "--csv", csv},
+       .line = E + "run: unexpected argument 'seed001'", .absent = {csv}});
   add({.name = "netperf_seed_twice", .args = {"netperf", "-l", "0.01", "--seed", "1", "--seed", "2", "--csv", csv},
        .line = E + "--seed: given twice \\(1, then 2\\); give it once", .absent = {csv}});
   add({.name = "netperf_transport_twice",
@@ -656,6 +661,12 @@ std::vector<Case> cases() {
   add({.name = "sweep_perftest_trace", .args = {"sweep", "ib_write_bw", "-n", "100", "-s", "1K,2K", "--trace", trace},
        .line = E + "--trace: sweep runs many points into one table; trace one point with hcasim ib_write_bw --trace",
        .absent = {trace}});
+  add({.name = "sweep_netperf_profile", .args = {"sweep", "netperf", "-l", "0.01", "--profile", "--", "-m", "64,128"},
+       .line = E + "--profile: sweep prints one table of points; run one point with hcasim netperf --profile for its "
+                   "CPU profile"});
+  add({.name = "sweep_perftest_stats", .args = {"sweep", "ib_write_bw", "-n", "100", "-s", "2,4", "--stats"},
+       .line = E + "--stats: sweep prints one table of points; run one point with hcasim ib_write_bw --stats for its "
+                   "counters"});
   add({.name = "netperf_ipoib_trace_window_bad",
        .args = {"netperf", "--transport", "ipoib", "-l", "0.01", "--trace", trace, "--trace-window", "x,1"},
        .line = E + "--trace-window: 'x,1' is not START,LEN \\(simulated seconds after the stream's start, "
