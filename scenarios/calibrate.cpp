@@ -407,7 +407,7 @@ CalibrateOptions parse_calibrate_args(const std::vector<std::string>& args) {
   try {
     app.parse(std::vector<std::string>(args.rbegin(), args.rend()));
   } catch (const CLI::ParseError& e) {
-    throw InputError(e.what());
+    throw InputError(util::parse_error_message(app, e));
   }
   util::check_given_once("-o", opt_out->results());
   util::check_given_once("--csv", opt_csv->results());

@@ -70,7 +70,7 @@ CompareOptions parse_compare_args(const std::vector<std::string>& args) {
   } catch (const CLI::RequiredError&) {
     throw InputError("compare: give one or more run files (commands pasted with their output)");
   } catch (const CLI::ParseError& e) {
-    throw InputError(e.what());
+    throw InputError(util::parse_error_message(app, e));
   }
   util::check_single_value("--platform", opt_platform->results());
   util::check_single_value("-j", opt_jobs->results());

@@ -74,7 +74,7 @@ ParamsOptions parse_params_args(const std::vector<std::string>& args) {
   try {
     app.parse(reversed);
   } catch (const CLI::ParseError& e) {
-    throw InputError(e.what());
+    throw InputError(util::parse_error_message(app, e));
   }
   if (opt_platform->count()) {
     if (platform.empty()) throw InputError("--platform: empty name");

@@ -44,7 +44,7 @@ RunOptions parse_run_args(const std::vector<std::string>& args) {
   try {
     app.parse(reversed);
   } catch (const CLI::ParseError& e) {
-    throw InputError(e.what());
+    throw InputError(util::parse_error_message(app, e));
   }
   util::check_single_value("-j", opt_jobs->results());
   if (opt_jobs->count()) o.jobs = parse_jobs(jobs);

@@ -295,7 +295,7 @@ ValidateOptions parse_validate_args(const std::vector<std::string>& args) {
   try {
     app.parse(reversed);
   } catch (const CLI::ParseError& e) {
-    throw InputError(e.what());
+    throw InputError(util::parse_error_message(app, e));
   }
   util::check_single_value("-j", opt_jobs->results());
   util::check_given_once("--report", opt_report->results());

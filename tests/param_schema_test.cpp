@@ -301,7 +301,7 @@ TEST_F(ParamsCommand, HelpAndBadInput) {
   r = run("params --bogus");
   EXPECT_EQ(r.status, 2);
   EXPECT_EQ(r.out, "");
-  EXPECT_EQ(r.err, "hcasim: error: The following argument was not expected: --bogus\n");
+  EXPECT_EQ(r.err, "hcasim: error: params: unknown option --bogus (it takes --platform, --set, --json, -h/--help)\n");
   r = run("params --set cpu.syscall=1");
   EXPECT_EQ(r.status, 2);
   EXPECT_EQ(r.err, "hcasim: error: --set needs --platform (a platform to change)\n");

@@ -1,9 +1,11 @@
 #include "util/cli_values.h"
 
+#include <algorithm>
 #include <cctype>
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "model/error.h"
 
@@ -40,6 +42,34 @@ void check_option_values(const CLI::App& app, const std::vector<std::string>& ar
         ++i;  // the value
         break;
       }
+}
+
+std::string parse_error_message(const CLI::App& app, const CLI::ParseError& e) {
+  const std::string what = e.what();
+  const std::string command = app.get_name().rfind("hcasim ", 0) == 0 ? app.get_name().substr(7) : app.get_name();
+  // CLI11 2.x's ExtrasError: "The following argument(s) was/were not expected: W [W...]".
+  const size_t colon = what.find(" not expected: ");
+  if (dynamic_cast<const CLI::ExtrasError*>(&e) == nullptr || colon == std::string::npos) return what;
+  // hcasim's commands hand CLI11 their words reversed (its last value wins), so the words come
+  // back last first.
+  std::vector<std::string> words;
+  for (size_t at = colon + 15; at <= what.size();) {
+    const size_t end = std::min(what.find(' ', at), what.size());
+    words.insert(words.begin(), what.substr(at, end - at));
+    at = end + 1;
+  }
+  const auto option = std::find_if(words.begin(), words.end(), [](const std::string& w) { return looks_like_option(w); });
+  if (option == words.end()) return fmt::format("{}: unexpected argument '{}'", command, fmt::join(words, " "));
+  const std::string first = *option;
+  std::vector<std::string> names;
+  for (const CLI::Option* opt : app.get_options()) {
+    if (opt->get_positional() || (opt->get_lnames().empty() && opt->get_snames().empty())) continue;
+    std::string n;
+    for (const std::string& s : opt->get_snames()) n += (n.empty() ? "-" : "/-") + s;
+    for (const std::string& l : opt->get_lnames()) n += (n.empty() ? "--" : "/--") + l;
+    names.push_back(n);
+  }
+  return fmt::format("{}: unknown option {} (it takes {})", command, first, fmt::join(names, ", "));
 }
 
 }  // namespace hcasim::util

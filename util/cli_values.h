@@ -10,6 +10,7 @@
 
 namespace CLI {
 class App;
+class ParseError;
 }
 
 namespace hcasim::util {
@@ -27,5 +28,10 @@ const std::string& next_word_value(std::string_view flag, const std::string* nex
 /// For a CLI11 command: checks every option of `app` that takes a value and is written without
 /// '=' in `args` (up to a "--") as next_word_value does, before app parses them.
 void check_option_values(const CLI::App& app, const std::vector<std::string>& args);
+
+/// The one-line message for CLI11's ParseError `e` from `app` (named "hcasim COMMAND"): a word
+/// CLI11 did not expect becomes "COMMAND: unknown option W (it takes --a, -b/--bb, ...)" or
+/// "COMMAND: unexpected argument W"; any other error is CLI11's own text.
+std::string parse_error_message(const CLI::App& app, const CLI::ParseError& e);
 
 }  // namespace hcasim::util
