@@ -21,6 +21,7 @@ struct ChildRun {
 struct ChildResult {
   std::string csv;     ///< the text of its --csv file
   std::string errors;  ///< its stderr (notes)
+  std::string source;  ///< the file `csv` was read from when it outlives the run (--collect), else empty
 };
 
 /// A child failed (exit status not 0, killed, or no CSV): the others were stopped.

@@ -105,6 +105,7 @@ std::optional<std::vector<ChildResult>> execute_runs(const std::vector<ChildRun>
       throw InputError(fmt::format("--collect {}: run {} ({}): no {}: was its command run?", fanout.dir, i + 1,
                                    runs[i].label, path));
     results[i].csv = util::read_text(path, path);
+    results[i].source = path;
   }
   return results;
 }

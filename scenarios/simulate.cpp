@@ -209,7 +209,7 @@ std::vector<std::vector<PointOutcome>> simulate_scenarios(const std::vector<Scen
       const ScenarioPoint& p = s.points[i];
       const size_t run = run_of[k][i];
       const ChildResult& r = results[run];
-      const std::string origin = fmt::format("{} CSV", runs[run].label);
+      const std::string origin = r.source.empty() ? fmt::format("{} CSV", runs[run].label) : r.source;
       try {
         if (p.kind == PointKind::Netperf || p.kind == PointKind::NetperfRr) {
           outcomes[k].push_back(

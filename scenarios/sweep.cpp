@@ -505,7 +505,8 @@ int run_sweep(const SweepOptions& o) {
   std::vector<Row> rows;
   std::vector<std::string> columns;
   for (size_t i = 0; i < points.size(); ++i) {
-    const ToolCsv t = read_tool_csv(results[i].csv, fmt::format("{} CSV", runs[i].label));
+    const ToolCsv t = read_tool_csv(results[i].csv, results[i].source.empty() ? fmt::format("{} CSV", runs[i].label)
+                                                                               : results[i].source);
     if (header.empty()) {
       header = t.header;
       columns = util::parse_csv(t.header, "CSV header").front();

@@ -737,4 +737,13 @@ TEST_F(Sweep, ListedCommandsRunByGnuParallelCollectToTheSameReport) {
                                      "{0}/run-0003.csv: was its command run?\n",
                                      points.string()));
   EXPECT_FALSE(fs::exists(dir_ / "x.csv"));
+  // A point's CSV that is not one: the error names that file.
+  {
+    std::ofstream(points / "run-0003.csv") << "garbage,1,2\n";
+  }
+  const Outcome garbage = run(fmt::format("{} --collect {} --csv {}", sweep, points.string(), (dir_ / "x.csv").string()));
+  EXPECT_EQ(garbage.status, 2);
+  EXPECT_NE(garbage.err.find(fmt::format("{}/run-0003.csv", points.string())), std::string::npos) << garbage.err;
+  EXPECT_EQ(garbage.err.find("-m 4K sdp.zcopy_thresh=0 CSV"), std::string::npos) << garbage.err;
+  EXPECT_FALSE(fs::exists(dir_ / "x.csv"));
 }
