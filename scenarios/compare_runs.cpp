@@ -119,6 +119,11 @@ Scenario run_file_scenario(const std::string& path, const CompareOptions& o, Mea
       // A relative FILE in a directive is relative to the run file, as calibrate reads it.
       const fs::path beside = fs::path(run.origin).parent_path() / *run.platform;
       p.platform = fs::path(*run.platform).is_relative() && fs::is_regular_file(beside) ? beside.string() : *run.platform;
+      try {
+        (void)resolve_platform(p.platform);
+      } catch (const InputError& e) {
+        throw InputError(fmt::format("{}:{}: {}", path, run.platform_line, e.what()));  // the directive's line
+      }
     }
     p.command = run.command;
     p.tool = run.tool;

@@ -1146,6 +1146,7 @@ std::vector<RealRun> parse_run_file(std::string_view text, const std::string& or
   std::vector<std::string> set;
   std::vector<uint32_t> set_lines;
   std::optional<std::string> platform;
+  uint32_t platform_line = 0;
   std::optional<Pending> current;
 
   auto finish = [&] {
@@ -1172,7 +1173,7 @@ std::vector<RealRun> parse_run_file(std::string_view text, const std::string& or
       case LineKind::Setting:
         finish();
         for (const std::string& s : c.sets) apply_setting(set, set_lines, s, line.number);
-        if (c.platform) platform = c.platform;
+        if (c.platform) platform = c.platform, platform_line = line.number;
         break;
       case LineKind::Tool: {
         finish();
@@ -1184,6 +1185,7 @@ std::vector<RealRun> parse_run_file(std::string_view text, const std::string& or
         p.run.set = set;
         p.run.set_lines = set_lines;
         p.run.platform = platform;
+        p.run.platform_line = platform_line;
         try {
           if (p.run.tool == "netperf") {
             p.run.words = unmangle_netperf_words(c.words);

@@ -248,6 +248,7 @@ struct RealRun {
   std::vector<std::string> set;    ///< "sdp.zcopy_thresh=0", ...: the file's settings in force
   std::vector<uint32_t> set_lines;  ///< the line that wrote each of `set`, parallel to it
   std::optional<std::string> platform;  ///< the last `# hcasim: --platform` before the command
+  uint32_t platform_line = 0;           ///< the line of that directive (0: none)
   std::variant<NetperfReading, PerftestReading, PingpongReading> output;
 };
 

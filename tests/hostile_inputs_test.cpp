@@ -1068,6 +1068,10 @@ std::vector<Case> cases() {
        .files = {{"runs.txt", "# hcasim: --set hca.qp_wqe_time=abc\n" + cmd + row}},
        .line = E + "@DIR@/runs\\.txt:1: hcasim directive: --set hca\\.qp_wqe_time: bad value 'abc' for a number in ns",
        .absent = {csv}});
+  add({.name = "compare_directive_no_such_platform", .args = {"compare", "@DIR@/runs.txt", "--csv", csv},
+       .files = {{"runs.txt", "# hcasim: --platform nosuch\n" + cmd + row}},
+       .line = E + "@DIR@/runs\\.txt:1: --platform nosuch: no such platform file or name \\(looked in .*\\)",
+       .absent = {csv}});
   // compare's own --set is the command line's, not the run file's.
   add({.name = "compare_set_unknown_key", .args = {"compare", "@DIR@/runs.txt", "--set", "nosuch.key=1", "--csv", csv},
        .files = {{"runs.txt", cmd + row}},
