@@ -301,6 +301,27 @@ ibv_pd* device_pd() {
   return pd;
 }
 
+/// The source address the kernel's routing gives a datagram to `dst`, with the ephemeral port
+/// it bound for it, into `out` (left as it is when there is no route): what the kernel's RDMA
+/// CM records as an unbound id's source when it resolves a destination
+/// (drivers/infiniband/core/cma.c, rdma_resolve_addr binding the id; core/addr.c,
+/// addr4_resolve / addr6_resolve taking the route's source address).
+void route_source(const sockaddr* dst, sockaddr_storage& out) {
+  sockaddr_storage to{};
+  std::memcpy(&to, dst, sockaddr_len(dst));
+  auto* port = to.ss_family == AF_INET ? &reinterpret_cast<sockaddr_in*>(&to)->sin_port
+                                       : &reinterpret_cast<sockaddr_in6*>(&to)->sin6_port;
+  if (*port == 0) *port = htons(9);  // any port: the route depends on the address only
+  const int fd = ::socket(to.ss_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return;
+  sockaddr_storage src{};
+  socklen_t len = sizeof src;
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&to), sockaddr_len(dst)) == 0 &&
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&src), &len) == 0)
+    out = src;
+  ::close(fd);
+}
+
 void bind_to_device(rdma_cm_id* id) {
   id->verbs = &device().ctx;
   id->port_num = 1;
@@ -417,13 +438,22 @@ int rdma_bind_addr(rdma_cm_id* id, sockaddr* addr) {
 
 /// rdma_listen(3): listens on the bound address; CONNECT_REQUEST events follow, for connections
 /// from this machine only once they proved the subnet's secret (emu/cm.h; the others are closed
-/// and counted in emu::Hca::strangers_refused). -1 with errno EINVAL when not bound, ENODEV
-/// when the port cannot join the subnet (its secret unreadable: one line on stderr), else from
+/// and counted in emu::Hca::strangers_refused). An id not bound yet is bound first to the IPv4
+/// wildcard address and a free port, as the kernel binds it (drivers/infiniband/core/cma.c,
+/// rdma_listen: an idle id takes AF_INET's any address; libfabric's ofi_rxm listens so and
+/// publishes the port). -1 with errno EINVAL when already listening, ENODEV when the port
+/// cannot join the subnet (its secret unreadable: one line on stderr), else from bind(2) or
 /// listen(2).
 int rdma_listen(rdma_cm_id* id, int backlog) {
   using hcasim::emu::shim::fail;
+  if (id == nullptr) return fail(EINVAL);
   CmId* c = hcasim::emu::shim::cm_of(id);
-  if (!c->acceptor || c->listener.joinable()) return fail(EINVAL);
+  if (c->listener.joinable()) return fail(EINVAL);
+  if (!c->acceptor) {
+    sockaddr_in any{};
+    any.sin_family = AF_INET;
+    if (rdma_bind_addr(id, reinterpret_cast<sockaddr*>(&any)) != 0) return -1;
+  }
   boost::system::error_code ec;
   c->acceptor->listen(backlog > 0 ? backlog : 8, ec);
   if (!ec) c->acceptor->non_blocking(true, ec);
@@ -450,6 +480,8 @@ int rdma_resolve_addr(rdma_cm_id* id, sockaddr* src_addr, sockaddr* dst_addr, in
   if (src_addr != nullptr && (src_addr->sa_family == AF_INET || src_addr->sa_family == AF_INET6)) {
     std::memset(&id->route.addr.src_storage, 0, sizeof id->route.addr.src_storage);
     std::memcpy(&id->route.addr.src_storage, src_addr, hcasim::emu::shim::sockaddr_len(src_addr));
+  } else if (id->route.addr.src_storage.ss_family != AF_INET && id->route.addr.src_storage.ss_family != AF_INET6) {
+    hcasim::emu::shim::route_source(dst_addr, id->route.addr.src_storage);
   }
   hcasim::emu::shim::bind_to_device(id);
   hcasim::emu::shim::post_event(id, RDMA_CM_EVENT_ADDR_RESOLVED, 0);
