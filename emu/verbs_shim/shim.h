@@ -45,8 +45,11 @@ inline constexpr const char* kFaultStatsEnv = "HCASIM_FAULT_STATS";
 /// max_qp_init_rd_atom: the HCA core's device limit), also reported in CONNECT_REQUEST events
 /// (the emulated REQ does not carry the peer's).
 inline constexpr int kRdAtom = hca::DeviceLimits{}.max_qp_rd_atom;
-/// Largest CQ size (max_cqe), entries.
-inline constexpr int kMaxCqe = 65536;
+/// Largest CQ size (max_cqe), entries: the ConnectX-3's (device.h cx3::kMaxCqe). A CQ holds its
+/// completions in a queue that grows as they wait (sdp::Fifo), so a large CQ costs memory only
+/// for what waits in it. libfabric's ofi_rxm asks for (tx + rx size) x its universe size
+/// (262144 by default, prov/rxm/src/rxm_ep.c, rxm_ep_msg_cq_open).
+inline constexpr int kMaxCqe = 4194303;
 
 /// The one emulated device: its ibv_device, its context (the one ibv_open_device(3) and
 /// rdma_get_devices(3) return and every cm_id is bound to: `ctx`, the ibv_context inside the
