@@ -2,10 +2,11 @@
 // pipe whose read end polls readable while events wait, one byte per queued event
 // (rdma_create_event_channel(3), rdma_get_cm_event(3), rdma_ack_cm_event(3)).
 #include <fcntl.h>
-#include <poll.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <string>
+#include <vector>
 
 #include "emu/verbs_shim/rdmacm.h"
 
@@ -189,6 +190,7 @@ int rdma_migrate_id(rdma_cm_id* id, rdma_event_channel* channel) {
       auto* from = reinterpret_cast<shim::EventChannel*>(old);
       auto* to = reinterpret_cast<shim::EventChannel*>(channel);
       std::scoped_lock g2(from->m, to->m);
+      size_t moved = 0;
       for (auto it = from->events.begin(); it != from->events.end();) {
         // A CONNECT_REQUEST of a listener's request belongs to the listener (its listen_id).
         rdma_cm_id* owner = (*it)->ev.listen_id != nullptr ? (*it)->ev.listen_id : (*it)->ev.id;
@@ -198,15 +200,24 @@ int rdma_migrate_id(rdma_cm_id* id, rdma_event_channel* channel) {
         }
         to->events.push_back(*it);
         it = from->events.erase(it);
+        ++moved;
         const char one = 1;
         if (::write(to->write_fd, &one, 1) < 0) {
           // Full pipe: the reader has thousands of events to read already.
         }
-        // Its byte on the old pipe goes too, so that the old fd does not poll readable for it.
-        pollfd pfd{from->ch.fd, POLLIN, 0};
-        char b = 0;
-        if (::poll(&pfd, 1, 0) == 1 && (pfd.revents & POLLIN) != 0 && ::read(from->ch.fd, &b, 1) < 0) {
-          // Another reader took it first: rdma_get_cm_event skips a byte without an event.
+      }
+      // Their bytes on the old pipe go too, so that its fd does not poll readable for them. A
+      // reader of the old channel may be blocked in read(2) on it, so they are read through a
+      // non-blocking open file description of the pipe of its own (/proc/self/fd); without
+      // one they stay, and rdma_get_cm_event skips a byte that has no event.
+      if (moved > 0) {
+        const std::string path = "/proc/self/fd/" + std::to_string(from->ch.fd);
+        if (const int nb = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC); nb >= 0) {
+          std::vector<char> bytes(moved);
+          if (::read(nb, bytes.data(), bytes.size()) < 0) {
+            // EAGAIN: a reader took them first (it finds no event for them and reads on).
+          }
+          ::close(nb);
         }
       }
     }
