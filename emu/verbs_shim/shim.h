@@ -175,6 +175,9 @@ void report_fault_stats(QpObj& q);
 void report_port_stats();
 /// Destroys a QP of create_qp (its emulated QP closes; its CQs count it no more).
 void destroy_qp(QpObj* qp);
+/// The QP of cm_id `id` is being destroyed (ibv_destroy_qp or rdma_destroy_qp): an
+/// asynchronous rdma_connect still waiting for its REP must no longer touch it (rdmacm.cpp).
+void forget_cm_qp(rdma_cm_id* id);
 /// The LID of the emulated port on this machine's emulated subnet (emu/subnet.h:
 /// $HCASIM_SUBNET, default /tmp/hcasim-subnet-$UID), claimed on the first call; 0 (with one
 /// line on stderr) when the subnet directory cannot be used. For ibv_query_port(3)'s lid.
