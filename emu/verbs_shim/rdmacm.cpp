@@ -157,7 +157,8 @@ void forget_cm_qp(rdma_cm_id* id) {
   w->qp = nullptr;
   // Still waiting for the REP: its stream ends now (the QP's close would close the descriptor
   // under the waiting thread's poll without waking it).
-  if (const std::shared_ptr<Qp> q = emu_qp(id); w->waiting && q != nullptr) ::shutdown(q->socket().native_handle(), SHUT_RDWR);
+  if (const std::shared_ptr<Qp> q = emu_qp(id); w->waiting && q != nullptr)
+    ::shutdown(q->socket().native_handle(), SHUT_RDWR);
 }
 
 /// A listening cm_id's requests under way: connections accepted whose handshake (from this
@@ -631,8 +632,9 @@ void rdma_destroy_qp(rdma_cm_id* id) {
 /// waits here for the answer; an asynchronous one returns once the REQ is out, as the kernel's
 /// (drivers/infiniband/core/cma.c, rdma_connect sends the REQ; the REP comes as an event), and
 /// its answer is awaited on a thread of its own: the peer may be an id of the same program that
-/// accepts only once this call returned (libfabric's ofi_rxm connecting to itself). conn_param's rnr_retry_count is the QP's (retry_count is not: the
-/// emulated QP's comes from $HCASIM_FAULT's qp.retry_cnt). A listener of this machine must prove
+/// accepts only once this call returned (libfabric's ofi_rxm connecting to itself).
+/// conn_param's rnr_retry_count is the QP's (retry_count is not: the emulated QP's comes from
+/// $HCASIM_FAULT's qp.retry_cnt). A listener of this machine must prove
 /// the subnet's secret first (emu/cm.h): one that does not is UNREACHABLE with status
 /// -ECONNREFUSED, counted in emu::Hca::strangers_refused. -1 with errno EINVAL without a
 /// resolved route or a QP, or with too much private data, ENODEV for a destination on this
