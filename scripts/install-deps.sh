@@ -9,6 +9,9 @@
 # libsodium-dev: HMAC-SHA256 and randomness of the emulated subnet's authentication (emu/auth.h).
 # ucx-utils: UCX 1.13's ucx_info and ucx_perftest, which the ucx tests (ctest -L ucx) run on the
 # verbs shim; without it those tests are skipped, not failed.
+# libfabric-bin, libfabric-dev: libfabric 1.17's fi_info and fi_pingpong (with libfabric1, its
+# verbs provider) and its headers, for the libfabric tests (ctest -L libfabric) on the verbs
+# shim; without them those tests are skipped, or not built (tests/libfabric/rdm_self.c).
 # openmpi-bin, libopenmpi-dev, openssh-client: Open MPI 4.1's mpirun and mpicc, for the MPI job
 # over UCX on the verbs shim (ctest -L mpi); mpirun looks for an ssh agent even for local ranks.
 # valgrind: memcheck under the hostile-emu cases (ctest --preset valgrind, label valgrind); its
@@ -18,7 +21,7 @@ pkgs=(build-essential cmake ninja-build pkg-config git
       libsimgrid-dev libboost-dev libboost-context-dev googletest libgtest-dev libbenchmark-dev
       libcli11-dev libtomlplusplus-dev nlohmann-json3-dev libfmt-dev libnlopt-dev libnlopt-cxx-dev gnuplot-nox
       zlib1g-dev libsodium-dev libibverbs-dev librdmacm-dev python3 binutils
-      perftest ibverbs-utils rdmacm-utils python3-pyverbs ucx-utils iproute2 util-linux parallel
+      perftest ibverbs-utils rdmacm-utils python3-pyverbs ucx-utils libfabric-bin libfabric-dev iproute2 util-linux parallel
       openmpi-bin libopenmpi-dev openssh-client
       clang libclang-rt-14-dev lld valgrind)
 missing=()

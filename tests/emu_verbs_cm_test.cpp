@@ -3,16 +3,21 @@
 // addresses, a resolvable name, RAI_PASSIVE with and without a node, RAI_NUMERICHOST, the
 // hints' source address and its errors; and synchronous endpoints (rdma_create_ep(3),
 // rdma_get_request(3), rdma_accept / rdma_connect, one SEND through rdma_verbs.h's inline
-// functions, rdma_disconnect on both sides) between two threads on loopback.
+// functions, rdma_disconnect on both sides) between two threads on loopback; rdma_migrate_id(3)
+// of an id with events queued and of synchronous ids (libfabric's verbs provider's way), and
+// rdma_listen(3) of an unbound id; an asynchronous rdma_connect(3) that returns before the
+// peer accepts (one thread connecting two ids of its own), and its id destroyed while it waits.
 #include <gtest/gtest.h>
 
 #include <arpa/inet.h>
 #include <netdb.h>
+#include <poll.h>
 #include <rdma/rdma_cma.h>
 #include <rdma/rdma_verbs.h>
 #include <stdlib.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <string>
 #include <thread>
@@ -211,6 +216,234 @@ TEST(VerbsShimCmEndpoint, NobodyListeningIsConnectionRefused) {
   rdma_destroy_ep(id);
   rdma_freeaddrinfo(active);
   rdma_freeaddrinfo(passive);
+}
+
+/// True when the channel's fd polls readable within `ms` milliseconds.
+bool readable(const rdma_event_channel* ch, int ms) {
+  pollfd p{ch->fd, POLLIN, 0};
+  return ::poll(&p, 1, ms) == 1 && (p.revents & POLLIN) != 0;
+}
+
+TEST(VerbsShimCmMigrate, QueuedEventsMoveWithTheId) {
+  // The kernel moves an id's unread events to the new channel (ucma_migrate_id).
+  rdma_event_channel* from = rdma_create_event_channel();
+  rdma_event_channel* to = rdma_create_event_channel();
+  ASSERT_NE(from, nullptr);
+  ASSERT_NE(to, nullptr);
+  rdma_cm_id* id = nullptr;
+  ASSERT_EQ(rdma_create_id(from, &id, nullptr, RDMA_PS_TCP), 0);
+  sockaddr_in dst{};
+  dst.sin_family = AF_INET;
+  dst.sin_port = htons(9);
+  dst.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(rdma_resolve_addr(id, nullptr, reinterpret_cast<sockaddr*>(&dst), 2000), 0);
+  ASSERT_TRUE(readable(from, 1000));
+  ASSERT_EQ(rdma_migrate_id(id, to), 0);
+  EXPECT_EQ(id->channel, to);
+  EXPECT_FALSE(readable(from, 0));
+  ASSERT_TRUE(readable(to, 0));
+  rdma_cm_event* e = nullptr;
+  ASSERT_EQ(rdma_get_cm_event(to, &e), 0);
+  EXPECT_EQ(e->event, RDMA_CM_EVENT_ADDR_RESOLVED);
+  EXPECT_EQ(e->id, id);
+  rdma_ack_cm_event(e);
+  EXPECT_FALSE(readable(to, 0));
+  rdma_destroy_id(id);
+  rdma_destroy_event_channel(to);
+  rdma_destroy_event_channel(from);
+}
+
+TEST(VerbsShimCmMigrate, SynchronousIdsMovedToAChannelAsLibfabricDoes) {
+  // libfabric's verbs provider: ids created without a channel (synchronous), the active one's
+  // address resolved synchronously, then both moved to the EQ's channel (rdma_migrate_id), where
+  // the rest of the connection's events must come; the listener is never bound (ofi_rxm).
+  rdma_event_channel* ch = rdma_create_event_channel();
+  ASSERT_NE(ch, nullptr);
+  rdma_cm_id* listen_id = nullptr;
+  ASSERT_EQ(rdma_create_id(nullptr, &listen_id, nullptr, RDMA_PS_TCP), 0);
+  ASSERT_EQ(rdma_migrate_id(listen_id, ch), 0);
+  // An unbound id listens on the IPv4 wildcard and a free port (the kernel's rdma_listen).
+  ASSERT_EQ(rdma_listen(listen_id, 8), 0) << std::strerror(errno);
+  EXPECT_EQ(text(rdma_get_local_addr(listen_id)).rfind("0.0.0.0:", 0), 0u) << text(rdma_get_local_addr(listen_id));
+  const uint16_t port = ntohs(rdma_get_src_port(listen_id));
+  ASSERT_NE(port, 0);
+
+  rdma_cm_id* id = nullptr;
+  ASSERT_EQ(rdma_create_id(nullptr, &id, nullptr, RDMA_PS_TCP), 0);
+  sockaddr_in dst{};
+  dst.sin_family = AF_INET;
+  dst.sin_port = htons(port);
+  dst.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  // Synchronous: returns once ADDR_RESOLVED came, the route's source address recorded.
+  ASSERT_EQ(rdma_resolve_addr(id, nullptr, reinterpret_cast<sockaddr*>(&dst), 2000), 0);
+  ASSERT_NE(id->event, nullptr);
+  EXPECT_EQ(id->event->event, RDMA_CM_EVENT_ADDR_RESOLVED);
+  EXPECT_EQ(text(rdma_get_local_addr(id)).rfind("127.0.0.1:", 0), 0u) << text(rdma_get_local_addr(id));
+  ASSERT_EQ(rdma_migrate_id(id, ch), 0);
+  EXPECT_EQ(id->event, nullptr);  // the synchronous call's event was freed with its channel
+  // Asynchronous now: ROUTE_RESOLVED waits on the channel.
+  ASSERT_EQ(rdma_resolve_route(id, 2000), 0);
+  ASSERT_TRUE(readable(ch, 1000));
+  rdma_cm_event* e = nullptr;
+  ASSERT_EQ(rdma_get_cm_event(ch, &e), 0);
+  EXPECT_EQ(e->event, RDMA_CM_EVENT_ROUTE_RESOLVED);
+  EXPECT_EQ(e->id, id);
+  rdma_ack_cm_event(e);
+
+  ibv_qp_init_attr attr{};
+  attr.cap.max_send_wr = attr.cap.max_recv_wr = 1;
+  attr.cap.max_send_sge = attr.cap.max_recv_sge = 1;
+  ASSERT_EQ(rdma_create_qp(id, nullptr, &attr), 0) << std::strerror(errno);
+  // The listener's CONNECT_REQUEST and the active side's REJECTED both come on the one channel.
+  std::thread server([&] {
+    rdma_cm_event* req = nullptr;
+    if (rdma_get_cm_event(ch, &req) != 0) return;
+    if (req->event == RDMA_CM_EVENT_CONNECT_REQUEST && req->listen_id == listen_id) rdma_reject(req->id, nullptr, 0);
+    rdma_cm_id* child = req->id;
+    rdma_ack_cm_event(req);
+    rdma_destroy_id(child);
+  });
+  ASSERT_EQ(rdma_connect(id, nullptr), 0) << std::strerror(errno);
+  server.join();
+  ASSERT_TRUE(readable(ch, 2000));
+  ASSERT_EQ(rdma_get_cm_event(ch, &e), 0);
+  EXPECT_EQ(e->event, RDMA_CM_EVENT_REJECTED);
+  EXPECT_EQ(e->id, id);
+  rdma_ack_cm_event(e);
+  rdma_destroy_qp(id);
+  rdma_destroy_id(id);
+  rdma_destroy_id(listen_id);
+  rdma_destroy_event_channel(ch);
+}
+
+TEST(VerbsShimCmAsync, ConnectReturnsBeforeThePeerAcceptsInOneEventLoop) {
+  // Two ids of one thread on one channel (libfabric's ofi_rxm connecting to itself): the
+  // kernel's rdma_connect returns once the REQ is out, so the same thread can take the
+  // CONNECT_REQUEST and accept it; both sides are ESTABLISHED, and a SEND goes through.
+  rdma_event_channel* ch = rdma_create_event_channel();
+  ASSERT_NE(ch, nullptr);
+  rdma_cm_id* listen_id = nullptr;
+  ASSERT_EQ(rdma_create_id(ch, &listen_id, nullptr, RDMA_PS_TCP), 0);
+  sockaddr_in any{};
+  any.sin_family = AF_INET;
+  any.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(rdma_bind_addr(listen_id, reinterpret_cast<sockaddr*>(&any)), 0);
+  ASSERT_EQ(rdma_listen(listen_id, 8), 0);
+  rdma_cm_id* id = nullptr;
+  ASSERT_EQ(rdma_create_id(ch, &id, nullptr, RDMA_PS_TCP), 0);
+  sockaddr_in dst = any;
+  dst.sin_port = rdma_get_src_port(listen_id);
+  ASSERT_EQ(rdma_resolve_addr(id, nullptr, reinterpret_cast<sockaddr*>(&dst), 2000), 0);
+  rdma_cm_event* e = nullptr;
+  ASSERT_EQ(rdma_get_cm_event(ch, &e), 0);
+  EXPECT_EQ(e->event, RDMA_CM_EVENT_ADDR_RESOLVED);
+  rdma_ack_cm_event(e);
+  ASSERT_EQ(rdma_resolve_route(id, 2000), 0);
+  ASSERT_EQ(rdma_get_cm_event(ch, &e), 0);
+  EXPECT_EQ(e->event, RDMA_CM_EVENT_ROUTE_RESOLVED);
+  rdma_ack_cm_event(e);
+  ibv_qp_init_attr attr{};
+  attr.cap.max_send_wr = attr.cap.max_recv_wr = 1;
+  attr.cap.max_send_sge = attr.cap.max_recv_sge = 1;
+  attr.sq_sig_all = 1;
+  ASSERT_EQ(rdma_create_qp(id, nullptr, &attr), 0);
+  const char msg[16] = "to myself";
+  const auto t0 = std::chrono::steady_clock::now();
+  rdma_conn_param param{};
+  param.private_data = msg;
+  param.private_data_len = sizeof msg;
+  ASSERT_EQ(rdma_connect(id, &param), 0) << std::strerror(errno);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(1));  // no wait for the REP
+  ASSERT_TRUE(readable(ch, 2000));
+  ASSERT_EQ(rdma_get_cm_event(ch, &e), 0);
+  ASSERT_EQ(e->event, RDMA_CM_EVENT_CONNECT_REQUEST);
+  EXPECT_EQ(e->listen_id, listen_id);
+  ASSERT_GE(e->param.conn.private_data_len, sizeof msg);
+  EXPECT_STREQ(static_cast<const char*>(e->param.conn.private_data), "to myself");
+  rdma_cm_id* child = e->id;
+  rdma_ack_cm_event(e);
+  ASSERT_EQ(rdma_create_qp(child, nullptr, &attr), 0);
+  char buf[16] = {};
+  ibv_mr* rmr = rdma_reg_msgs(child, buf, sizeof buf);
+  ASSERT_NE(rmr, nullptr);
+  ASSERT_EQ(rdma_post_recv(child, nullptr, buf, sizeof buf, rmr), 0);
+  ASSERT_EQ(rdma_accept(child, nullptr), 0) << std::strerror(errno);
+  // Both ESTABLISHED, in either order.
+  int established = 0;
+  bool active = false, passive = false;
+  for (int i = 0; i < 2 && readable(ch, 2000); ++i) {
+    ASSERT_EQ(rdma_get_cm_event(ch, &e), 0);
+    if (e->event == RDMA_CM_EVENT_ESTABLISHED) {
+      ++established;
+      active |= e->id == id;
+      passive |= e->id == child;
+    }
+    rdma_ack_cm_event(e);
+  }
+  EXPECT_EQ(established, 2);
+  EXPECT_TRUE(active);
+  EXPECT_TRUE(passive);
+  ibv_mr* smr = rdma_reg_msgs(id, const_cast<char*>(msg), sizeof msg);
+  ASSERT_NE(smr, nullptr);
+  ASSERT_EQ(rdma_post_send(id, nullptr, const_cast<char*>(msg), sizeof msg, smr, 0), 0);
+  ibv_wc wc{};
+  ASSERT_EQ(rdma_get_recv_comp(child, &wc), 1);
+  EXPECT_EQ(wc.status, IBV_WC_SUCCESS);
+  EXPECT_EQ(wc.byte_len, sizeof msg);
+  EXPECT_STREQ(buf, "to myself");
+  ASSERT_EQ(rdma_get_send_comp(id, &wc), 1);
+  EXPECT_EQ(wc.status, IBV_WC_SUCCESS);
+  rdma_dereg_mr(smr);
+  rdma_dereg_mr(rmr);
+  rdma_destroy_qp(child);
+  rdma_destroy_id(child);
+  rdma_destroy_qp(id);
+  rdma_destroy_id(id);
+  rdma_destroy_id(listen_id);
+  rdma_destroy_event_channel(ch);
+}
+
+TEST(VerbsShimCmAsync, DestroyingTheIdWhileItsConnectWaitsPostsNothing) {
+  // A listener that never answers the REQ (no rdma_accept): the asynchronous connect waits for
+  // the REP on its own thread; the QP and the id destroyed meanwhile end it without an event.
+  rdma_event_channel* ch = rdma_create_event_channel();
+  rdma_event_channel* lch = rdma_create_event_channel();
+  ASSERT_NE(ch, nullptr);
+  ASSERT_NE(lch, nullptr);
+  rdma_cm_id* listen_id = nullptr;
+  ASSERT_EQ(rdma_create_id(lch, &listen_id, nullptr, RDMA_PS_TCP), 0);
+  sockaddr_in any{};
+  any.sin_family = AF_INET;
+  any.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(rdma_bind_addr(listen_id, reinterpret_cast<sockaddr*>(&any)), 0);
+  ASSERT_EQ(rdma_listen(listen_id, 8), 0);
+  rdma_cm_id* id = nullptr;
+  ASSERT_EQ(rdma_create_id(ch, &id, nullptr, RDMA_PS_TCP), 0);
+  sockaddr_in dst = any;
+  dst.sin_port = rdma_get_src_port(listen_id);
+  ASSERT_EQ(rdma_resolve_addr(id, nullptr, reinterpret_cast<sockaddr*>(&dst), 2000), 0);
+  ASSERT_EQ(rdma_resolve_route(id, 2000), 0);
+  rdma_cm_event* e = nullptr;
+  for (int i = 0; i < 2; ++i) {
+    ASSERT_EQ(rdma_get_cm_event(ch, &e), 0);
+    rdma_ack_cm_event(e);
+  }
+  ibv_qp_init_attr attr{};
+  attr.cap.max_send_wr = attr.cap.max_recv_wr = 1;
+  attr.cap.max_send_sge = attr.cap.max_recv_sge = 1;
+  ASSERT_EQ(rdma_create_qp(id, nullptr, &attr), 0);
+  ASSERT_EQ(rdma_connect(id, nullptr), 0);
+  ASSERT_TRUE(readable(lch, 2000));  // the REQ arrived; nobody answers it
+  rdma_destroy_qp(id);
+  ASSERT_EQ(rdma_destroy_id(id), 0);
+  EXPECT_FALSE(readable(ch, 300));
+  ASSERT_EQ(rdma_get_cm_event(lch, &e), 0);
+  rdma_cm_id* child = e->id;
+  rdma_ack_cm_event(e);
+  rdma_destroy_id(child);
+  rdma_destroy_id(listen_id);
+  rdma_destroy_event_channel(lch);
+  rdma_destroy_event_channel(ch);
 }
 
 }  // namespace

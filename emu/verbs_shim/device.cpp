@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <array>
 #include <cerrno>
+#include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -656,6 +657,32 @@ int ibv_dofork_range(void* /*base*/, size_t /*size*/) { return 0; }
 const char* ibv_get_sysfs_path(void) {
   const char* env = std::getenv("SYSFS_PATH");
   return env != nullptr && env[0] != '\0' ? env : "/sys";
+}
+
+/// __verbs_log (IBVERBS_PRIVATE_34): the log of rdma-core's providers (driver.h's verbs_err,
+/// verbs_warn, ...; libefa's efadv calls say "not an EFA device" through it when a program
+/// such as libfabric asks them about another device). As libibverbs' (libibverbs/init.c,
+/// __verbs_log, verbs_set_log_level, verbs_set_log_file): printed when `level` (1 error ..
+/// 4 debug) is at most $VERBS_LOG_LEVEL (default 0: nothing), to $VERBS_LOG_FILE (appended)
+/// or, without it or when it cannot be opened, stderr. errno is kept.
+extern "C" void __verbs_log(verbs_context* /*ctx*/, uint32_t level, const char* fmt, ...) {
+  static const struct Log {
+    uint32_t level = 0;
+    FILE* fp = stderr;
+    Log() {
+      if (const char* env = std::getenv("VERBS_LOG_LEVEL"); env != nullptr)
+        level = static_cast<uint32_t>(std::strtoul(env, nullptr, 0));
+      if (const char* env = std::getenv("VERBS_LOG_FILE"); env != nullptr)
+        if (FILE* f = std::fopen(env, "ae"); f != nullptr) fp = f;
+    }
+  } log;
+  if (level > log.level || fmt == nullptr) return;
+  const int saved = errno;
+  va_list args;
+  va_start(args, fmt);
+  std::vfprintf(log.fp, fmt, args);
+  va_end(args);
+  errno = saved;
 }
 
 /// ibv_read_sysfs_file (IBVERBS_1.0): `dir`/`file` into buf (NUL-terminated, a trailing newline

@@ -80,7 +80,7 @@ inline constexpr uint32_t kDeviceCapFlags = 0x057e9c66u;
 inline constexpr int kMaxSge = 32;    ///< max_sge
 inline constexpr int kMaxSgeRd = 30;  ///< max_sge_rd
 /// CQs and CQEs per CQ (max_cq 65408, max_cqe 4194303) [infinity5]; CQEs reported as
-/// min(this, shim.h's kMaxCqe).
+/// min(this, shim.h's kMaxCqe), the same.
 inline constexpr int kMaxCq = 65408;     ///< max_cq
 inline constexpr int kMaxCqe = 4194303;  ///< max_cqe
 /// MRs and PDs (max_mr 524032, max_pd 32764) [infinity5].

@@ -506,7 +506,10 @@ QpObj* create_qp(ibv_pd* pd, ibv_qp_init_attr* attr) {
 }
 
 void destroy_qp(QpObj* q) {
-  if (q->cm_id != nullptr && q->cm_id->qp == &q->qp) q->cm_id->qp = nullptr;
+  if (q->cm_id != nullptr && q->cm_id->qp == &q->qp) {
+    forget_cm_qp(q->cm_id);
+    q->cm_id->qp = nullptr;
+  }
   report_fault_stats(*q);
   if (&q->emu->hca() != device().hca.get()) {
     // A forked child destroys a QP of its parent's HCA (after_fork_in_child): the QP is left as

@@ -9,9 +9,10 @@
 // thread, which reads its REQ (a connection from this machine first proves the subnet's secret,
 // emu/cm.h; each within kHandshakeTimeoutMs, at most kMaxHandshakes at once) and queues a
 // CONNECT_REQUEST with its private data. rdma_resolve_addr and rdma_resolve_route only record
-// the destination (ADDR_RESOLVED, ROUTE_RESOLVED); rdma_connect opens the TCP connection, sends
-// the REQ and waits (at most emu::kCmTimeoutMs) for the REP or REJ, then queues ESTABLISHED or
-// REJECTED: a refused TCP connection (for a second: kRefusedGraceMs) is the IB CM's REJ for a
+// the destination (ADDR_RESOLVED, ROUTE_RESOLVED; an unbound id's source is the route's);
+// rdma_connect opens the TCP connection, sends the REQ and waits (at most emu::kCmTimeoutMs;
+// an asynchronous id on a thread of its own, after the call returned) for the REP or REJ, then
+// queues ESTABLISHED or REJECTED: a refused TCP connection (for a second: kRefusedGraceMs) is the IB CM's REJ for a
 // REQ nobody listens for (status 8, invalid service ID), a REJ from the peer is status 28
 // (consumer defined) with its private data. rdma_accept sends the REP and waits for the RTU;
 // rdma_reject sends the REJ. A DREQ from the peer, its stream breaking, or the id's own rdma_disconnect queues DISCONNECTED (once).
@@ -97,7 +98,68 @@ void watch_link(rdma_cm_id* id, Qp& qp) {
   qp.set_link_handler([id](bool, const std::string&) { post_disconnected(id); });
 }
 
+/// What rdma_connect's caller gave for the QP's RTS and the ESTABLISHED event.
+struct ConnectParams {
+  std::optional<uint8_t> rnr_retry;
+  uint8_t initiator_depth = 0, responder_resources = 0;
+};
+
+/// The active side once its REQ is out: waits (at most kCmTimeoutMs) for the REP or REJ on the
+/// QP's stream, answers a REP with the RTU and moves the QP to RTS, and queues ESTABLISHED,
+/// REJECTED, CONNECT_ERROR or UNREACHABLE on the id. With `w` (an asynchronous id, on a thread
+/// of its own) nothing is done once the id or its QP is being destroyed.
+void await_rep(rdma_cm_id* id, const std::shared_ptr<Qp>& qp, const std::string& peer, ConnectParams params,
+               std::optional<uint8_t> ack_timeout, const std::shared_ptr<ConnectWait>& w) {
+  rdma_cm_event_type type = RDMA_CM_EVENT_ESTABLISHED;
+  int status = 0;
+  Packet rep;
+  try {
+    rep = read_frame_until(qp->socket(), std::chrono::steady_clock::now() + std::chrono::milliseconds(kCmTimeoutMs),
+                           peer);
+    if (rep.op == Op::CmRej)
+      type = RDMA_CM_EVENT_REJECTED, status = kRejConsumerDefined;
+    else if (rep.op != Op::CmRep)
+      type = RDMA_CM_EVENT_CONNECT_ERROR, status = -EPROTO;
+  } catch (const hcasim::sdp::DeviceError&) {
+    // No REP in time, or the stream closed: the IB CM's unanswered REQ.
+    type = RDMA_CM_EVENT_UNREACHABLE, status = -ETIMEDOUT;
+  }
+  std::unique_lock<std::mutex> g;
+  if (w) {
+    g = std::unique_lock(w->m);
+    w->waiting = false;
+    // The id being destroyed, or its QP destroyed (its stream shut down by forget_cm_qp): the
+    // program gave the connection up; an event now would only be the shutdown's.
+    if (!w->id_alive || w->qp == nullptr) return;
+  }
+  if (type != RDMA_CM_EVENT_ESTABLISHED) params.initiator_depth = params.responder_resources = 0;
+  if (type == RDMA_CM_EVENT_ESTABLISHED) {
+    try {
+      write_frame(qp->socket(), Packet{.op = Op::CmRtu, .dest_qpn = rep.local_qpn}, peer);
+    } catch (const hcasim::sdp::DeviceError&) {
+      post_event(id, RDMA_CM_EVENT_CONNECT_ERROR, -ECONNRESET);
+      return;
+    }
+    if (params.rnr_retry) qp->set_rnr_retry(*params.rnr_retry);
+    qp->to_rts(rep.local_qpn, ack_timeout);
+    id->qp->state = IBV_QPS_RTS;
+    watch_link(id, *qp);
+  }
+  post_event(id, type, status, rep.payload, nullptr, params.initiator_depth, params.responder_resources);
+}
+
 }  // namespace
+
+void forget_cm_qp(rdma_cm_id* id) {
+  const std::shared_ptr<ConnectWait> w = cm_of(id)->connect_wait;
+  if (w == nullptr) return;
+  std::lock_guard g(w->m);
+  w->qp = nullptr;
+  // Still waiting for the REP: its stream ends now (the QP's close would close the descriptor
+  // under the waiting thread's poll without waking it).
+  if (const std::shared_ptr<Qp> q = emu_qp(id); w->waiting && q != nullptr)
+    ::shutdown(q->socket().native_handle(), SHUT_RDWR);
+}
 
 /// A listening cm_id's requests under way: connections accepted whose handshake (from this
 /// machine: emu/cm.h cm_connect_handshake's other side) and CM REQ are read on the I/O thread,
@@ -301,6 +363,27 @@ ibv_pd* device_pd() {
   return pd;
 }
 
+/// The source address the kernel's routing gives a datagram to `dst`, with the ephemeral port
+/// it bound for it, into `out` (left as it is when there is no route): what the kernel's RDMA
+/// CM records as an unbound id's source when it resolves a destination
+/// (drivers/infiniband/core/cma.c, rdma_resolve_addr binding the id; core/addr.c,
+/// addr4_resolve / addr6_resolve taking the route's source address).
+void route_source(const sockaddr* dst, sockaddr_storage& out) {
+  sockaddr_storage to{};
+  std::memcpy(&to, dst, sockaddr_len(dst));
+  auto* port = to.ss_family == AF_INET ? &reinterpret_cast<sockaddr_in*>(&to)->sin_port
+                                       : &reinterpret_cast<sockaddr_in6*>(&to)->sin6_port;
+  if (*port == 0) *port = htons(9);  // any port: the route depends on the address only
+  const int fd = ::socket(to.ss_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return;
+  sockaddr_storage src{};
+  socklen_t len = sizeof src;
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&to), sockaddr_len(dst)) == 0 &&
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&src), &len) == 0)
+    out = src;
+  ::close(fd);
+}
+
 void bind_to_device(rdma_cm_id* id) {
   id->verbs = &device().ctx;
   id->port_num = 1;
@@ -373,6 +456,11 @@ int rdma_create_id(rdma_event_channel* channel, rdma_cm_id** id, void* context, 
 int rdma_destroy_id(rdma_cm_id* id) {
   if (id == nullptr) return hcasim::emu::shim::fail(EINVAL);
   CmId* c = hcasim::emu::shim::cm_of(id);
+  if (c->connect_wait != nullptr) {
+    // A connect still waiting for its REP posts nothing to this id from now on.
+    std::lock_guard g(c->connect_wait->m);
+    c->connect_wait->id_alive = false;
+  }
   hcasim::emu::shim::stop_listener(c);
   if (id->qp != nullptr) {  // a QP that outlives its id (rping destroys the id first)
     hcasim::emu::shim::emu_qp(id)->set_link_handler(nullptr);
@@ -417,13 +505,22 @@ int rdma_bind_addr(rdma_cm_id* id, sockaddr* addr) {
 
 /// rdma_listen(3): listens on the bound address; CONNECT_REQUEST events follow, for connections
 /// from this machine only once they proved the subnet's secret (emu/cm.h; the others are closed
-/// and counted in emu::Hca::strangers_refused). -1 with errno EINVAL when not bound, ENODEV
-/// when the port cannot join the subnet (its secret unreadable: one line on stderr), else from
+/// and counted in emu::Hca::strangers_refused). An id not bound yet is bound first to the IPv4
+/// wildcard address and a free port, as the kernel binds it (drivers/infiniband/core/cma.c,
+/// rdma_listen: an idle id takes AF_INET's any address; libfabric's ofi_rxm listens so and
+/// publishes the port). -1 with errno EINVAL when already listening, ENODEV when the port
+/// cannot join the subnet (its secret unreadable: one line on stderr), else from bind(2) or
 /// listen(2).
 int rdma_listen(rdma_cm_id* id, int backlog) {
   using hcasim::emu::shim::fail;
+  if (id == nullptr) return fail(EINVAL);
   CmId* c = hcasim::emu::shim::cm_of(id);
-  if (!c->acceptor || c->listener.joinable()) return fail(EINVAL);
+  if (c->listener.joinable()) return fail(EINVAL);
+  if (!c->acceptor) {
+    sockaddr_in any{};
+    any.sin_family = AF_INET;
+    if (rdma_bind_addr(id, reinterpret_cast<sockaddr*>(&any)) != 0) return -1;
+  }
   boost::system::error_code ec;
   c->acceptor->listen(backlog > 0 ? backlog : 8, ec);
   if (!ec) c->acceptor->non_blocking(true, ec);
@@ -450,6 +547,8 @@ int rdma_resolve_addr(rdma_cm_id* id, sockaddr* src_addr, sockaddr* dst_addr, in
   if (src_addr != nullptr && (src_addr->sa_family == AF_INET || src_addr->sa_family == AF_INET6)) {
     std::memset(&id->route.addr.src_storage, 0, sizeof id->route.addr.src_storage);
     std::memcpy(&id->route.addr.src_storage, src_addr, hcasim::emu::shim::sockaddr_len(src_addr));
+  } else if (id->route.addr.src_storage.ss_family != AF_INET && id->route.addr.src_storage.ss_family != AF_INET6) {
+    hcasim::emu::shim::route_source(dst_addr, id->route.addr.src_storage);
   }
   hcasim::emu::shim::bind_to_device(id);
   hcasim::emu::shim::post_event(id, RDMA_CM_EVENT_ADDR_RESOLVED, 0);
@@ -528,10 +627,14 @@ void rdma_destroy_qp(rdma_cm_id* id) {
 }
 
 /// rdma_connect(3) on an id with a QP: the REQ (private data at most 56 bytes, RDMA_PS_TCP)
-/// goes to the resolved address and the answer is awaited here; ESTABLISHED (the REP's private
-/// data; the QP in RTS), REJECTED (status 8 once nobody listened for kRefusedGraceMs) or
-/// UNREACHABLE follows. conn_param's rnr_retry_count is the QP's (retry_count is not: the
-/// emulated QP's comes from $HCASIM_FAULT's qp.retry_cnt). A listener of this machine must prove
+/// goes to the resolved address; ESTABLISHED (the REP's private data; the QP in RTS), REJECTED
+/// (status 8 once nobody listened for kRefusedGraceMs) or UNREACHABLE follows. A synchronous id
+/// waits here for the answer; an asynchronous one returns once the REQ is out, as the kernel's
+/// (drivers/infiniband/core/cma.c, rdma_connect sends the REQ; the REP comes as an event), and
+/// its answer is awaited on a thread of its own: the peer may be an id of the same program that
+/// accepts only once this call returned (libfabric's ofi_rxm connecting to itself).
+/// conn_param's rnr_retry_count is the QP's (retry_count is not: the emulated QP's comes from
+/// $HCASIM_FAULT's qp.retry_cnt). A listener of this machine must prove
 /// the subnet's secret first (emu/cm.h): one that does not is UNREACHABLE with status
 /// -ECONNREFUSED, counted in emu::Hca::strangers_refused. -1 with errno EINVAL without a
 /// resolved route or a QP, or with too much private data, ENODEV for a destination on this
@@ -587,29 +690,29 @@ int rdma_connect(rdma_cm_id* id, rdma_conn_param* conn_param) {
   qp->attach(std::move(s));
   try {
     emu::write_frame(qp->socket(), emu::Packet{.op = emu::Op::CmReq, .local_qpn = qp->qp_num(), .payload = pd}, peer);
-    const emu::Packet rep = emu::read_frame_until(
-        qp->socket(), std::chrono::steady_clock::now() + std::chrono::milliseconds(emu::kCmTimeoutMs), peer);
-    if (rep.op == emu::Op::CmRej) {
-      shim::post_event(id, RDMA_CM_EVENT_REJECTED, shim::kRejConsumerDefined, rep.payload);
-      return shim::complete(id);
-    }
-    if (rep.op != emu::Op::CmRep) {
-      shim::post_event(id, RDMA_CM_EVENT_CONNECT_ERROR, -EPROTO);
-      return shim::complete(id);
-    }
-    emu::write_frame(qp->socket(), emu::Packet{.op = emu::Op::CmRtu, .dest_qpn = rep.local_qpn}, peer);
-    if (conn_param != nullptr) qp->set_rnr_retry(std::min<uint8_t>(conn_param->rnr_retry_count, 7));
-    qp->to_rts(rep.local_qpn, shim::cm_of(id)->ack_timeout);
-    id->qp->state = IBV_QPS_RTS;
-    shim::watch_link(id, *qp);
-    const uint8_t depth = conn_param != nullptr ? conn_param->initiator_depth : 0;
-    const uint8_t res = conn_param != nullptr ? conn_param->responder_resources : 0;
-    shim::post_event(id, RDMA_CM_EVENT_ESTABLISHED, 0, rep.payload, nullptr, depth, res);
   } catch (const hcasim::sdp::DeviceError&) {
-    // No REP in time, or the stream closed: the IB CM's unanswered REQ.
-    shim::post_event(id, RDMA_CM_EVENT_UNREACHABLE, -ETIMEDOUT);
+    shim::post_event(id, RDMA_CM_EVENT_UNREACHABLE, -ECONNRESET);
+    return shim::complete(id);
   }
-  return shim::complete(id);
+  shim::ConnectParams params;
+  if (conn_param != nullptr) {
+    params.rnr_retry = std::min<uint8_t>(conn_param->rnr_retry_count, 7);
+    params.initiator_depth = conn_param->initiator_depth;
+    params.responder_resources = conn_param->responder_resources;
+  }
+  CmId* c = shim::cm_of(id);
+  if (c->sync) {
+    shim::await_rep(id, qp, peer, params, c->ack_timeout, nullptr);
+    return shim::complete(id);
+  }
+  // Asynchronous: the answer is the peer program's (its rdma_accept), which may be this very
+  // thread's next event (two endpoints of one process, one event loop): wait on a thread.
+  auto w = std::make_shared<shim::ConnectWait>();
+  w->qp = id->qp;
+  c->connect_wait = w;
+  std::thread([id, qp, peer, params, ack = c->ack_timeout, w] { shim::await_rep(id, qp, peer, params, ack, w); })
+      .detach();
+  return 0;
 }
 
 /// rdma_accept(3) on a CONNECT_REQUEST's id with a QP: the REP (private data at most 196

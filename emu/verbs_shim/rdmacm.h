@@ -35,6 +35,15 @@ struct EventChannel {
 /// A listening cm_id's connections whose handshake and CM REQ are being read (rdmacm.cpp).
 struct PendingRequests;
 
+/// An asynchronous rdma_connect waiting for its REP on a thread of its own: `m` orders that
+/// thread's last steps against the id's and the QP's destruction.
+struct ConnectWait {
+  std::mutex m;
+  bool id_alive = true;     ///< false once rdma_destroy_id began: the thread posts nothing
+  ibv_qp* qp = nullptr;     ///< the id's QP, null once destroyed: the thread leaves it alone
+  bool waiting = true;      ///< the thread has not taken `m` after the REP (or its failure) yet
+};
+
 /// rdma_cm_id with what the emulated CM keeps for it.
 struct CmId {
   rdma_cm_id id{};
@@ -61,6 +70,8 @@ struct CmId {
   std::optional<uint8_t> rnr_retry;
   /// rdma_set_option's RDMA_OPTION_ID_ACK_TIMEOUT (the QP's local ACK timeout at RTS).
   std::optional<uint8_t> ack_timeout;
+  /// The last asynchronous rdma_connect's wait for the REP, if any.
+  std::shared_ptr<ConnectWait> connect_wait;
 };
 
 /// The CmId holding `id` (its first member).

@@ -5,6 +5,8 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <string>
+#include <vector>
 
 #include "emu/verbs_shim/rdmacm.h"
 
@@ -166,10 +168,68 @@ const char* rdma_event_str(rdma_cm_event_type event) {
   return "UNKNOWN EVENT";
 }
 
-/// rdma_migrate_id(3): the id's future events go to `channel`. Returns 0.
+/// rdma_migrate_id(3): the id's future events go to `channel`, and those it has queued and not
+/// yet handed out move there with it, as the kernel moves them between event files
+/// (drivers/infiniband/core/ucma.c, ucma_migrate_id and ucma_move_events). A synchronous id
+/// (rdma_create_id without a channel) becomes asynchronous: its own channel, and the event of
+/// its last call still in id->event, are freed (rdma-core librdmacm/cma.c, rdma_migrate_id).
+/// A null `channel` makes the id synchronous on a new channel of its own. Returns 0; -1 with
+/// errno EINVAL (null id, or null channel for an id already synchronous), or pipe2(2)'s.
 int rdma_migrate_id(rdma_cm_id* id, rdma_event_channel* channel) {
-  if (id == nullptr || channel == nullptr) return hcasim::emu::shim::fail(EINVAL);
-  std::lock_guard g(hcasim::emu::shim::g_channels);
-  id->channel = channel;
+  namespace shim = hcasim::emu::shim;
+  if (id == nullptr) return shim::fail(EINVAL);
+  shim::CmId* c = shim::cm_of(id);
+  const bool to_sync = channel == nullptr;
+  if (to_sync && c->sync) return shim::fail(EINVAL);
+  if (to_sync && (channel = shim::new_channel()) == nullptr) return -1;
+  rdma_event_channel* old = nullptr;
+  {
+    std::lock_guard g(shim::g_channels);
+    old = id->channel;
+    if (old != nullptr && old != channel) {
+      auto* from = reinterpret_cast<shim::EventChannel*>(old);
+      auto* to = reinterpret_cast<shim::EventChannel*>(channel);
+      std::scoped_lock g2(from->m, to->m);
+      size_t moved = 0;
+      for (auto it = from->events.begin(); it != from->events.end();) {
+        // A CONNECT_REQUEST of a listener's request belongs to the listener (its listen_id).
+        rdma_cm_id* owner = (*it)->ev.listen_id != nullptr ? (*it)->ev.listen_id : (*it)->ev.id;
+        if (owner != id) {
+          ++it;
+          continue;
+        }
+        to->events.push_back(*it);
+        it = from->events.erase(it);
+        ++moved;
+        const char one = 1;
+        if (::write(to->write_fd, &one, 1) < 0) {
+          // Full pipe: the reader has thousands of events to read already.
+        }
+      }
+      // Their bytes on the old pipe go too, so that its fd does not poll readable for them. A
+      // reader of the old channel may be blocked in read(2) on it, so they are read through a
+      // non-blocking open file description of the pipe of its own (/proc/self/fd); without
+      // one they stay, and rdma_get_cm_event skips a byte that has no event.
+      if (moved > 0) {
+        const std::string path = "/proc/self/fd/" + std::to_string(from->ch.fd);
+        if (const int nb = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC); nb >= 0) {
+          std::vector<char> bytes(moved);
+          if (::read(nb, bytes.data(), bytes.size()) < 0) {
+            // EAGAIN: a reader took them first (it finds no event for them and reads on).
+          }
+          ::close(nb);
+        }
+      }
+    }
+    id->channel = channel;
+  }
+  if (c->sync && old != nullptr && old != channel) {
+    if (id->event != nullptr) {
+      rdma_ack_cm_event(id->event);
+      id->event = nullptr;
+    }
+    shim::delete_channel(old, false);
+  }
+  c->sync = to_sync;
   return 0;
 }

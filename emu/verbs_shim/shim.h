@@ -45,8 +45,11 @@ inline constexpr const char* kFaultStatsEnv = "HCASIM_FAULT_STATS";
 /// max_qp_init_rd_atom: the HCA core's device limit), also reported in CONNECT_REQUEST events
 /// (the emulated REQ does not carry the peer's).
 inline constexpr int kRdAtom = hca::DeviceLimits{}.max_qp_rd_atom;
-/// Largest CQ size (max_cqe), entries.
-inline constexpr int kMaxCqe = 65536;
+/// Largest CQ size (max_cqe), entries: the ConnectX-3's (device.h cx3::kMaxCqe). A CQ holds its
+/// completions in a queue that grows as they wait (sdp::Fifo), so a large CQ costs memory only
+/// for what waits in it. libfabric's ofi_rxm asks for (tx + rx size) x its universe size
+/// (262144 by default, prov/rxm/src/rxm_ep.c, rxm_ep_msg_cq_open).
+inline constexpr int kMaxCqe = 4194303;
 
 /// The one emulated device: its ibv_device, its context (the one ibv_open_device(3) and
 /// rdma_get_devices(3) return and every cm_id is bound to: `ctx`, the ibv_context inside the
@@ -172,6 +175,9 @@ void report_fault_stats(QpObj& q);
 void report_port_stats();
 /// Destroys a QP of create_qp (its emulated QP closes; its CQs count it no more).
 void destroy_qp(QpObj* qp);
+/// The QP of cm_id `id` is being destroyed (ibv_destroy_qp or rdma_destroy_qp): an
+/// asynchronous rdma_connect still waiting for its REP must no longer touch it (rdmacm.cpp).
+void forget_cm_qp(rdma_cm_id* id);
 /// The LID of the emulated port on this machine's emulated subnet (emu/subnet.h:
 /// $HCASIM_SUBNET, default /tmp/hcasim-subnet-$UID), claimed on the first call; 0 (with one
 /// line on stderr) when the subnet directory cannot be used. For ibv_query_port(3)'s lid.

@@ -72,7 +72,6 @@ HCASIM_NOT_EMULATED(VOID, ibv_unimport_dm)
 
 // ---- libibverbs.so.1: the provider interface (IBVERBS_PRIVATE_34; no provider runs here) ----
 HCASIM_NOT_EMULATED(ZERO, __ioctl_final_num_attrs)
-HCASIM_NOT_EMULATED(VOID, __verbs_log)
 HCASIM_NOT_EMULATED(PTR, _verbs_init_and_alloc_context)
 HCASIM_NOT_EMULATED(ERR, execute_ioctl)
 HCASIM_NOT_EMULATED(NEG, ibv_read_ibdev_sysfs_file)
