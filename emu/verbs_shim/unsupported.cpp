@@ -18,19 +18,16 @@ using hcasim::emu::shim::not_emulated;
 //   PTR   a pointer: NULL with errno EOPNOTSUPP
 //   ERR   an int errno value: EOPNOTSUPP (errno set too)
 //   NEG   0 / -1 with errno: -1 with errno EOPNOTSUPP (int or ssize_t: -1 either way)
-//   NOSYS as NEG with errno ENOSYS (the rsocket calls: socket-like, "function not implemented")
 //   ZERO  a count or flag: 0 (none, not guaranteed)
 //   VOID  nothing
 #define HCASIM_RET_PTR void*
 #define HCASIM_RET_ERR long
 #define HCASIM_RET_NEG long
-#define HCASIM_RET_NOSYS long
 #define HCASIM_RET_ZERO long
 #define HCASIM_RET_VOID void
 #define HCASIM_BODY_PTR errno = EOPNOTSUPP; return nullptr;
 #define HCASIM_BODY_ERR errno = EOPNOTSUPP; return EOPNOTSUPP;
 #define HCASIM_BODY_NEG errno = EOPNOTSUPP; return -1;
-#define HCASIM_BODY_NOSYS errno = ENOSYS; return -1;
 #define HCASIM_BODY_ZERO return 0;
 #define HCASIM_BODY_VOID return;
 
@@ -159,31 +156,3 @@ HCASIM_NOT_EMULATED(NEG, rdma_join_multicast_ex)
 HCASIM_NOT_EMULATED(NEG, rdma_leave_multicast)
 HCASIM_NOT_EMULATED(NEG, rdma_notify)
 HCASIM_NOT_EMULATED(NEG, rdma_set_option)
-// rsockets (rsocket(7)): no emulated transport under them.
-HCASIM_NOT_EMULATED(NOSYS, raccept)
-HCASIM_NOT_EMULATED(NOSYS, rbind)
-HCASIM_NOT_EMULATED(NOSYS, rclose)
-HCASIM_NOT_EMULATED(NOSYS, rconnect)
-HCASIM_NOT_EMULATED(NOSYS, rfcntl)
-HCASIM_NOT_EMULATED(NOSYS, rgetpeername)
-HCASIM_NOT_EMULATED(NOSYS, rgetsockname)
-HCASIM_NOT_EMULATED(NOSYS, rgetsockopt)
-HCASIM_NOT_EMULATED(NOSYS, riomap)
-HCASIM_NOT_EMULATED(NOSYS, riounmap)
-HCASIM_NOT_EMULATED(NOSYS, riowrite)
-HCASIM_NOT_EMULATED(NOSYS, rlisten)
-HCASIM_NOT_EMULATED(NOSYS, rpoll)
-HCASIM_NOT_EMULATED(NOSYS, rread)
-HCASIM_NOT_EMULATED(NOSYS, rreadv)
-HCASIM_NOT_EMULATED(NOSYS, rrecv)
-HCASIM_NOT_EMULATED(NOSYS, rrecvfrom)
-HCASIM_NOT_EMULATED(NOSYS, rrecvmsg)
-HCASIM_NOT_EMULATED(NOSYS, rselect)
-HCASIM_NOT_EMULATED(NOSYS, rsend)
-HCASIM_NOT_EMULATED(NOSYS, rsendmsg)
-HCASIM_NOT_EMULATED(NOSYS, rsendto)
-HCASIM_NOT_EMULATED(NOSYS, rsetsockopt)
-HCASIM_NOT_EMULATED(NOSYS, rshutdown)
-HCASIM_NOT_EMULATED(NOSYS, rsocket)
-HCASIM_NOT_EMULATED(NOSYS, rwrite)
-HCASIM_NOT_EMULATED(NOSYS, rwritev)
