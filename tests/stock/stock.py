@@ -27,6 +27,11 @@ ctest label `stock`, names stock.* (`ctest -R stock`); registered in CMakeLists.
         for every "{port}" in the server's and the client's CMD, and is the --server-port unless
         one is given. --expect-server-stderr RE must match the server's stderr (re.MULTILINE),
         as --expect-stderr the client's.
+        --preload-after LIB preloads LIB after the shim (librspreload.so, which turns a program's
+        TCP sockets into rsockets). --server-stays: the server serves for ever (rcopy's); it is
+        terminated once the client exited, and its exit status is not checked. "{tmp}" in either
+        CMD, --make-file PATH:BYTES (a file of random bytes made first) and --same-files A B (the
+        two must hold the same bytes after the run) is a scratch directory of the run's own.
         --skip-if-missing PACKAGE makes a program that is not installed a skip, not a failure:
         one line naming the program and PACKAGE, exit status 77 (ctest's SKIP_RETURN_CODE), for
         programs hcasim's CI installs but a developer may not have (ucx-utils).
@@ -141,6 +146,24 @@ def check_sums(name, sums, text):
 
 
 def cmd_run(a):
+    scratch = tempfile.TemporaryDirectory(prefix="hcasim-stock-files-")
+    try:
+        return run_in(a, scratch.name)
+    finally:
+        scratch.cleanup()
+
+
+def run_in(a, scratch):
+    a.client = a.client.replace("{tmp}", scratch)
+    if a.server:
+        a.server = a.server.replace("{tmp}", scratch)
+    for spec in a.make_file:
+        path, sep, size = spec.rpartition(":")
+        if not sep or not size.isdigit():
+            print(f"--make-file {spec}: not PATH:BYTES")
+            return 2
+        with open(path.replace("{tmp}", scratch), "wb") as f:
+            f.write(os.urandom(int(size)))
     if a.free_port:
         port = free_port()
         a.client = a.client.replace("{port}", str(port))
@@ -161,7 +184,10 @@ def cmd_run(a):
     if not os.path.exists(a.shim):
         return fail(f"{a.shim}: no such shim (build the hcasim-verbs-emu target)")
     env = dict(os.environ)
-    env["LD_PRELOAD"] = " ".join(a.preload_first + [a.shim])
+    for lib in a.preload_after:
+        if not os.path.exists(lib):
+            return fail(f"{lib}: not installed (--preload-after)")
+    env["LD_PRELOAD"] = " ".join(a.preload_first + [a.shim] + a.preload_after)
     env["LC_ALL"] = "C"
     subnet = tempfile.TemporaryDirectory(prefix="hcasim-stock-")
     env["HCASIM_SUBNET"] = subnet.name
@@ -200,7 +226,17 @@ def cmd_run(a):
                 crc = cproc.wait()
                 problems.append(f"the client did not exit within {a.timeout} s: killed")
         srv_rc = None
-        if sproc is not None:
+        if sproc is not None and a.server_stays:
+            # A server that serves for ever (rcopy's): ended once the client is done.
+            time.sleep(0.5)
+            if sproc.poll() is None:
+                sproc.terminate()
+                try:
+                    sproc.wait(timeout=5)
+                except subprocess.TimeoutExpired:
+                    sproc.kill()
+            srv_rc = 0 if sproc.wait() in (0, -15, -9) else sproc.returncode
+        if sproc is not None and not a.server_stays:
             try:
                 srv_rc = sproc.wait(timeout=max(0.1, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
@@ -244,6 +280,18 @@ def cmd_run(a):
                 if re.search(rx, sboth, re.MULTILINE):
                     problems.append(f"server output matches /{rx}/")
             problems += check_sums("server", a.expect_server_stderr_sum, serr)
+        for x, y in a.same_files:
+            x, y = x.replace("{tmp}", scratch), y.replace("{tmp}", scratch)
+            try:
+                with open(x, "rb") as fx, open(y, "rb") as fy:
+                    same = fx.read() == fy.read()
+            except OSError as e:
+                problems.append(f"--same-files: {e}")
+                continue
+            if same:
+                print(f"{x} and {y}: the same {os.path.getsize(x)} bytes")
+            else:
+                problems.append(f"{x} and {y} differ")
     finally:
         if sproc is not None and sproc.poll() is None:
             sproc.kill()
@@ -267,6 +315,14 @@ def main():
     r.add_argument("--shim", required=True)
     r.add_argument("--preload-first", action="append", default=[],
                    help="a library preloaded before the shim (ASan's runtime in a sanitizer build)")
+    r.add_argument("--preload-after", action="append", default=[],
+                   help="a library preloaded after the shim (librspreload)")
+    r.add_argument("--server-stays", action="store_true",
+                   help="the server serves for ever: terminated once the client exited, its status not checked")
+    r.add_argument("--make-file", action="append", default=[], metavar="PATH:BYTES",
+                   help="a file of random bytes made before the run")
+    r.add_argument("--same-files", nargs=2, action="append", default=[], metavar=("A", "B"),
+                   help="after the run, A and B must hold the same bytes")
     r.add_argument("--timeout", type=float, default=60.0)
     r.add_argument("--server")
     r.add_argument("--server-port", type=int)

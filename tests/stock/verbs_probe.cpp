@@ -20,6 +20,9 @@
 #include <infiniband/verbs.h>
 #include <rdma/rdma_cma.h>
 #include <rdma/rsocket.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
 #include <sys/socket.h>
 
 extern "C" int ibv_dontfork_range(void* base, size_t size);
@@ -165,14 +168,55 @@ int main() {
   }
   check(ibv_dealloc_pd(pd) == 0, "ibv_dealloc_pd");
 
-  // librdmacm: its device list is the same verbs_context; rsockets are not emulated.
+  // librdmacm: its device list is the same verbs_context.
   int nc = 0;
   ibv_context** cms = rdma_get_devices(&nc);
   check(cms != nullptr && nc == 1 && cms[0] == ctx, "rdma_get_devices: the same context as ibv_open_device");
   if (cms != nullptr) rdma_free_devices(cms);
   check(std::strcmp(rdma_event_str(RDMA_CM_EVENT_ESTABLISHED), "RDMA_CM_EVENT_ESTABLISHED") == 0, "rdma_event_str");
+  // rsockets without a peer: options, flags and the errnos a socket gives.
   errno = 0;
-  check(rsocket(AF_INET, SOCK_STREAM, 0) == -1 && errno == ENOSYS, "rsocket (exported): -1, ENOSYS");
+  check(rsocket(AF_INET, SOCK_DGRAM, 0) == -1 && errno == ENOTSUP, "rsocket SOCK_DGRAM: -1, ENOTSUP");
+  errno = 0;
+  check(rsocket(AF_UNIX, SOCK_STREAM, 0) == -1 && errno == EAFNOSUPPORT, "rsocket AF_UNIX: -1, EAFNOSUPPORT");
+  const int rs = rsocket(AF_INET, SOCK_STREAM, 0);
+  check(rs >= 0, "rsocket AF_INET SOCK_STREAM: a descriptor");
+  int opt = 1 << 18;
+  socklen_t vl = sizeof opt;
+  check(rsetsockopt(rs, SOL_SOCKET, SO_RCVBUF, &opt, sizeof opt) == 0, "rsetsockopt SO_RCVBUF");
+  opt = 0;
+  check(rgetsockopt(rs, SOL_SOCKET, SO_RCVBUF, &opt, &vl) == 0 && opt == 1 << 18, "rgetsockopt SO_RCVBUF: 262144");
+  opt = 128;
+  check(rsetsockopt(rs, SOL_RDMA, RDMA_SQSIZE, &opt, sizeof opt) == 0, "rsetsockopt RDMA_SQSIZE");
+  opt = 0;
+  vl = sizeof opt;
+  check(rgetsockopt(rs, SOL_RDMA, RDMA_SQSIZE, &opt, &vl) == 0 && opt == 128, "rgetsockopt RDMA_SQSIZE: 128");
+  opt = 1;
+  check(rsetsockopt(rs, IPPROTO_TCP, TCP_NODELAY, &opt, sizeof opt) == 0, "rsetsockopt TCP_NODELAY");
+  check(rsetsockopt(rs, SOL_SOCKET, SO_KEEPALIVE, &opt, sizeof opt) == 0, "rsetsockopt SO_KEEPALIVE");
+  const linger lg{1, 2};
+  check(rsetsockopt(rs, SOL_SOCKET, SO_LINGER, &lg, sizeof lg) == 0, "rsetsockopt SO_LINGER");
+  errno = 0;
+  check(rsetsockopt(rs, SOL_SOCKET, SO_BROADCAST, &opt, sizeof opt) == -1 && errno == ENOTSUP,
+        "rsetsockopt SO_BROADCAST: -1, ENOTSUP");
+  check(rfcntl(rs, F_SETFL, O_NONBLOCK) == 0 && (rfcntl(rs, F_GETFL) & O_NONBLOCK) != 0, "rfcntl O_NONBLOCK");
+  char byte = 0;
+  errno = 0;
+  check(rrecv(rs, &byte, 1, 0) == -1 && errno == ENOTCONN, "rrecv unconnected: -1, ENOTCONN");
+  errno = 0;
+  check(rsend(rs, &byte, 1, 0) == -1 && errno == ENOTCONN, "rsend unconnected: -1, ENOTCONN");
+  pollfd pf{rs, POLLIN | POLLOUT, 0};
+  check(rpoll(&pf, 1, 0) == 1 && pf.revents == (POLLOUT | POLLHUP), "rpoll unconnected: POLLOUT | POLLHUP");
+  sockaddr_in nobody{};
+  nobody.sin_family = AF_INET;
+  nobody.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  nobody.sin_port = htons(1);  // tcpmux: nobody listens
+  errno = 0;
+  check(rconnect(rs, reinterpret_cast<sockaddr*>(&nobody), sizeof nobody) == -1 && errno == ECONNREFUSED,
+        "rconnect to a port nobody listens on: -1, ECONNREFUSED");
+  check(rclose(rs) == 0, "rclose");
+  errno = 0;
+  check(rclose(rs) == -1 && errno == EBADF, "rclose again: -1, EBADF");
   check(ibv_close_device(ctx) == 0, "ibv_close_device");
   ibv_free_device_list(list);
   std::printf("probe: %d checks, %d failed\n", checks, failed);
