@@ -95,6 +95,7 @@ struct Rsocket {
   bool fin_rcvd = false, fin_sent = false, shut_rd = false, disconnected = false;
   std::vector<LocalMap> local_maps;
   std::vector<RsIoMapWire> remote_maps;
+  std::chrono::steady_clock::time_point cm_checked{};
   std::mutex m;
 };
 
@@ -182,16 +183,20 @@ int post_msg(Rsocket& rs, RsKind k, const void* data, uint32_t len, const RsIoMa
   return 0;
 }
 
-/// Polls the CQ and the CM events; returns credits the program freed when due.
-void progress(Rsocket& rs) {
+/// Polls the CQ and the CM events; returns credits the program freed when due. The CM
+/// channel (a read(2) each time) is looked at when `cm` says so, or when the CQ had nothing
+/// and it was not looked at for a millisecond: a program spinning on a non-blocking rrecv
+/// would otherwise spend its time in the kernel.
+void progress(Rsocket& rs, bool cm = false) {
   if (rs.state != State::Connected) {
     if (rs.state == State::Listening) drain_events(rs);
     return;
   }
-  drain_events(rs);
   ibv_wc wc[16];
   int n;
+  bool any = false;
   while ((n = ibv_poll_cq(rs.cq, 16, wc)) > 0) {
+    any = true;
     for (int i = 0; i < n; ++i) {
       const ibv_wc& w = wc[i];
       if (w.wr_id & kSendBit) {
@@ -233,6 +238,11 @@ void progress(Rsocket& rs) {
     }
   }
   if (n < 0) rs.disconnected = true;
+  const auto now = std::chrono::steady_clock::now();
+  if (cm || (!any && now - rs.cm_checked > std::chrono::milliseconds(1))) {
+    rs.cm_checked = now;
+    drain_events(rs);
+  }
   if (!rs.disconnected && rs.credits.update_due() && rs.slots.available()) post_msg(rs, RsKind::Credit, nullptr, 0);
 }
 
@@ -864,7 +874,7 @@ int rpoll(pollfd* fds, nfds_t nfds, int timeout) {
       std::lock_guard g(rs.m);
       shim::consume_cq_events(rs);
       if (fds[i].revents == 0) {
-        shim::progress(rs);
+        shim::progress(rs, true);
         fds[i].revents = shim::readiness(rs) & (fds[i].events | POLLERR | POLLHUP | POLLNVAL);
         if (fds[i].revents != 0) ++ready;
       }
