@@ -9,9 +9,9 @@
 // writing after the peer closed, ECONNRESET when it vanished without ending the stream, 0 from
 // rrecv after the peer's rshutdown(SHUT_WR) or rclose. rpoll and rselect take rsockets and
 // ordinary file descriptors together, as librspreload's poll/select hand them over.
-// Differences: rconnect completes before returning even when non-blocking (a socket may; the
-// emulated CM's exchange is synchronous), and SOCK_DGRAM rsockets are not provided (ENOTSUP:
-// librspreload then gives the program a kernel socket).
+// A non-blocking rconnect answers EINPROGRESS and runs the emulated CM's (synchronous)
+// exchange in a thread of its own. Not provided: SOCK_DGRAM rsockets (ENOTSUP: librspreload
+// then gives the program a kernel socket).
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -21,6 +21,7 @@
 #include <sys/mman.h>
 #include <sys/select.h>
 #include <sys/socket.h>
+#include <sys/eventfd.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -31,7 +32,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <deque>
+#include <atomic>
 #include <map>
+#include <thread>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -96,7 +99,15 @@ struct Rsocket {
   std::vector<LocalMap> local_maps;
   std::vector<RsIoMapWire> remote_maps;
   std::chrono::steady_clock::time_point cm_checked{};
+  // A non-blocking rconnect under way: its thread holds `m` until it is done, then clears
+  // `connecting` and writes `wake` (an eventfd rpoll waits on). Looked at before taking `m`.
+  std::atomic<bool> connecting{false};
+  std::thread connector;
+  int wake = -1;
   std::mutex m;
+  ~Rsocket() {
+    if (connector.joinable()) connector.detach();  // the process exits with it under way
+  }
 };
 
 std::mutex g_table_m;
@@ -249,7 +260,7 @@ void progress(Rsocket& rs, bool cm = false) {
 /// What rpoll would report for the socket now (after progress()).
 short readiness(Rsocket& rs) {
   switch (rs.state) {
-    case State::Idle: return POLLOUT | POLLHUP;
+    case State::Idle: return static_cast<short>(POLLOUT | POLLHUP | (rs.so_error != 0 ? POLLERR : 0));
     case State::Closed: return POLLNVAL;
     case State::Listening: return rs.requests.empty() ? 0 : POLLIN;
     case State::Connected: break;
@@ -396,11 +407,15 @@ ssize_t do_send(int socket, const iovec* iov, int iovcnt, int flags) {
   auto rsp = lookup(socket);
   if (!rsp) return err(EBADF);
   Rsocket& rs = *rsp;
+  const bool nb = rs.nonblock || (flags & MSG_DONTWAIT);
+  while (rs.connecting.load()) {  // a non-blocking rconnect under way
+    if (nb) return err(EAGAIN);
+    wait_for(rs, POLLOUT);
+  }
   std::unique_lock lk(rs.m);
   if (rs.state != State::Connected) return err(rs.state == State::Idle ? ENOTCONN : EPIPE);
   size_t total = 0;
   for (int i = 0; i < iovcnt; ++i) total += iov[i].iov_len;
-  const bool nb = rs.nonblock || (flags & MSG_DONTWAIT);
   size_t sent = 0;
   int vi = 0;
   size_t voff = 0;
@@ -452,11 +467,15 @@ ssize_t do_recv(int socket, const iovec* iov, int iovcnt, int flags) {
   auto rsp = lookup(socket);
   if (!rsp) return err(EBADF);
   Rsocket& rs = *rsp;
+  const bool nb = rs.nonblock || (flags & MSG_DONTWAIT);
+  while (rs.connecting.load()) {  // a non-blocking rconnect under way
+    if (nb) return err(EAGAIN);
+    wait_for(rs, POLLOUT);
+  }
   std::unique_lock lk(rs.m);
   if (rs.state != State::Connected) return err(ENOTCONN);
   size_t total = 0;
   for (int i = 0; i < iovcnt; ++i) total += iov[i].iov_len;
-  const bool nb = rs.nonblock || (flags & MSG_DONTWAIT);
   const bool peek = flags & MSG_PEEK;
   size_t got = 0;
   int vi = 0;
@@ -645,19 +664,14 @@ int raccept(int socket, sockaddr* addr, socklen_t* addrlen) {
   return rs->fd;
 }
 
-/// rconnect(3): connects to a listening rsocket at addr and returns when connected, also
-/// when non-blocking (never EINPROGRESS). -1 with errno EBADF, EISCONN, ECONNREFUSED (nobody
-/// listens, or the listener refused), ETIMEDOUT (no answer), EHOSTUNREACH, or the verbs'.
-int rconnect(int socket, const sockaddr* addr, socklen_t /*addrlen*/) {
-  namespace shim = hcasim::emu::shim;
-  auto rsp = lookup(socket);
-  if (!rsp) return err(EBADF);
-  Rsocket& rs = *rsp;
-  std::lock_guard g(rs.m);
-  if (rs.state == State::Connected) return err(EISCONN);
-  if (rs.state != State::Idle) return err(EINVAL);
+namespace hcasim::emu::shim {
+namespace {
+
+/// The RDMA CM's exchange to addr, with rs.m held: 0 once connected, or -1 with errno (the
+/// socket can connect again then, as a TCP socket after a failed connect).
+int connect_now(Rsocket& rs, const sockaddr_storage& addr) {
   auto wait_event = [&](rdma_cm_event_type want, RsHello* hello) -> int {
-    rdma_cm_event* ev = shim::next_event(rs, true);
+    rdma_cm_event* ev = next_event(rs, true);
     if (ev == nullptr) return -1;
     int e = 0;
     if (ev->event == want) {
@@ -675,11 +689,12 @@ int rconnect(int socket, const sockaddr* addr, socklen_t /*addrlen*/) {
     return e == 0 ? 0 : err(e);
   };
   RsHello mine{}, peer{};
-  int r = rdma_resolve_addr(rs.id, nullptr, const_cast<sockaddr*>(addr), 2000);
+  sockaddr_storage dst = addr;
+  int r = rdma_resolve_addr(rs.id, nullptr, reinterpret_cast<sockaddr*>(&dst), 2000);
   if (r == 0) r = wait_event(RDMA_CM_EVENT_ADDR_RESOLVED, nullptr);
   if (r == 0) r = rdma_resolve_route(rs.id, 2000);
   if (r == 0) r = wait_event(RDMA_CM_EVENT_ROUTE_RESOLVED, nullptr);
-  if (r == 0) r = shim::create_data_path(rs, mine);
+  if (r == 0) r = create_data_path(rs, mine);
   if (r == 0) {
     rdma_conn_param p{};
     p.private_data = &mine;
@@ -689,17 +704,55 @@ int rconnect(int socket, const sockaddr* addr, socklen_t /*addrlen*/) {
     r = rdma_connect(rs.id, &p);
   }
   if (r == 0) r = wait_event(RDMA_CM_EVENT_ESTABLISHED, &peer);
-  if (r == 0) r = shim::finish_connect(rs, peer);
+  if (r == 0) r = finish_connect(rs, peer);
   if (r != 0) {
     const int e = errno;
-    shim::free_data_path(rs);
-    // The id cannot connect again (as a TCP socket after a failed connect): a fresh one.
+    free_data_path(rs);
+    // The id cannot connect again: a fresh one on the same channel (the same descriptor).
     rdma_destroy_id(rs.id);
     rs.id = nullptr;
     if (rdma_create_id(rs.ch, &rs.id, nullptr, RDMA_PS_TCP) != 0) rs.state = State::Closed;
     return err(e);
   }
   return 0;
+}
+
+}  // namespace
+}  // namespace hcasim::emu::shim
+
+/// rconnect(3): connects to a listening rsocket at addr. Blocking, it returns once connected;
+/// non-blocking, -1 with errno EINPROGRESS and the exchange goes on in a thread of its own:
+/// rpoll reports POLLOUT when it is over, and SO_ERROR (rgetsockopt) says how it ended, as for
+/// a TCP socket. -1 with errno EBADF, EISCONN, EALREADY (a non-blocking rconnect under way),
+/// ECONNREFUSED (nobody listens, or the listener refused), ETIMEDOUT (no answer),
+/// EHOSTUNREACH, or the verbs'.
+int rconnect(int socket, const sockaddr* addr, socklen_t addrlen) {
+  namespace shim = hcasim::emu::shim;
+  auto rsp = lookup(socket);
+  if (!rsp) return err(EBADF);
+  Rsocket& rs = *rsp;
+  if (rs.connecting.load()) return err(EALREADY);
+  std::lock_guard g(rs.m);
+  if (rs.state == State::Connected) return err(EISCONN);
+  if (rs.state != State::Idle) return err(EINVAL);
+  if (addr == nullptr || (addr->sa_family != AF_INET && addr->sa_family != AF_INET6)) return err(EAFNOSUPPORT);
+  sockaddr_storage dst{};
+  std::memcpy(&dst, addr, std::min<size_t>(addrlen, sizeof dst));
+  if (!rs.nonblock) return shim::connect_now(rs, dst);
+  if (rs.connector.joinable()) rs.connector.join();  // an earlier one, over
+  if (rs.wake < 0) rs.wake = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  if (rs.wake < 0) return -1;
+  rs.connecting = true;
+  rs.connector = std::thread([rsp, dst] {
+    {
+      std::lock_guard tg(rsp->m);
+      if (shim::connect_now(*rsp, dst) != 0) rsp->so_error = errno;
+    }
+    rsp->connecting = false;
+    const uint64_t one = 1;
+    [[maybe_unused]] const ssize_t w = ::write(rsp->wake, &one, sizeof one);
+  });
+  return err(EINPROGRESS);
 }
 
 /// rshutdown(3): SHUT_WR (and SHUT_RDWR) ends the stream to the peer after the data sent
@@ -731,7 +784,10 @@ int rclose(int socket) {
     shim::g_table.erase(it);
   }
   Rsocket& rs = *rsp;
+  if (rs.connector.joinable()) rs.connector.join();  // a non-blocking rconnect ends first
   std::unique_lock lk(rs.m);
+  if (rs.wake >= 0) ::close(rs.wake);
+  rs.wake = -1;
   if (rs.state == State::Connected) {
     shim::send_fin(rs, lk, true);
     const int ms = rs.lin.l_onoff ? rs.lin.l_linger * 1000 : shim::kLingerMs;
@@ -833,6 +889,11 @@ int rpoll(pollfd* fds, nfds_t nfds, int timeout) {
       fds[i].revents = 0;
       if (!socks[i]) continue;
       Rsocket& rs = *socks[i];
+      if (rs.connecting.load()) {  // its thread holds rs.m: wait for its eventfd
+        real_of.emplace_back(i, real.size());
+        real.push_back({rs.wake, POLLIN, 0});
+        continue;
+      }
       std::lock_guard g(rs.m);
       shim::progress(rs);
       short r = shim::readiness(rs) & (fds[i].events | POLLERR | POLLHUP | POLLNVAL);
@@ -871,6 +932,11 @@ int rpoll(pollfd* fds, nfds_t nfds, int timeout) {
     }
     for (auto [i, first] : real_of) {
       Rsocket& rs = *socks[i];
+      if (rs.connecting.load()) continue;
+      if (rs.wake >= 0) {
+        uint64_t v = 0;
+        [[maybe_unused]] const ssize_t rd = ::read(rs.wake, &v, sizeof v);
+      }
       std::lock_guard g(rs.m);
       shim::consume_cq_events(rs);
       if (fds[i].revents == 0) {

@@ -4,6 +4,8 @@
 //
 //   rsocket_errors PORT
 //
+// 0. A non-blocking rconnect to a port nobody listens on: EINPROGRESS, POLLOUT | POLLERR,
+//    SO_ERROR ECONNREFUSED.
 // 1. A non-blocking raccept with nobody connecting: EAGAIN. A non-blocking rrecv with nothing
 //    sent: EAGAIN.
 // 2. Half close: the client sends 1000 bytes and rshutdown(SHUT_WR); the server reads the 1000
@@ -87,6 +89,22 @@ int client(int port) {
 }
 
 int server(int port, pid_t child) {
+  // A non-blocking rconnect to a port nobody listens on: EINPROGRESS, then POLLOUT with
+  // POLLERR, and SO_ERROR says ECONNREFUSED.
+  const int n = rsocket(AF_INET, SOCK_STREAM, 0);
+  rfcntl(n, F_SETFL, O_NONBLOCK);
+  sockaddr_in nobody = loopback(1);  // tcpmux: nobody listens
+  errno = 0;
+  check(rconnect(n, reinterpret_cast<sockaddr*>(&nobody), sizeof nobody) == -1 && errno == EINPROGRESS,
+        "non-blocking rconnect: -1, EINPROGRESS");
+  pollfd np{n, POLLOUT, 0};
+  check(rpoll(&np, 1, 20000) == 1 && (np.revents & POLLOUT) && (np.revents & POLLERR),
+        "rpoll after the refused non-blocking rconnect: POLLOUT | POLLERR");
+  int so_error = 0;
+  socklen_t len = sizeof so_error;
+  check(rgetsockopt(n, SOL_SOCKET, SO_ERROR, &so_error, &len) == 0 && so_error == ECONNREFUSED,
+        "SO_ERROR: ECONNREFUSED");
+  rclose(n);
   const int l = rsocket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in a = loopback(port);
   const int one = 1;
