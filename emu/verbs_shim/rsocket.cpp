@@ -459,6 +459,7 @@ ssize_t do_send(int socket, const iovec* iov, int iovcnt, int flags) {
     lk.unlock();
     wait_for(rs, POLLOUT);
     lk.lock();
+    if (rs.state != State::Connected) return sent > 0 ? static_cast<ssize_t>(sent) : err(EBADF);  // rclosed meanwhile
   }
   return static_cast<ssize_t>(sent);
 }
@@ -524,6 +525,7 @@ ssize_t do_recv(int socket, const iovec* iov, int iovcnt, int flags) {
     lk.unlock();
     wait_for(rs, POLLIN);
     lk.lock();
+    if (rs.state != State::Connected) return got > 0 ? static_cast<ssize_t>(got) : err(EBADF);  // rclosed meanwhile
   }
 }
 
@@ -604,6 +606,7 @@ int raccept(int socket, sockaddr* addr, socklen_t* addrlen) {
     lk.unlock();
     shim::wait_for(*lrs, POLLIN);
     lk.lock();
+    if (lrs->state != State::Listening) return err(EBADF);  // rclosed meanwhile
   }
   auto [id, peer] = lrs->requests.front();
   lrs->requests.pop_front();
@@ -1139,6 +1142,7 @@ off_t riomap(int socket, void* buf, size_t len, int prot, int /*flags*/, off_t o
     lk.unlock();
     shim::wait_for(rs, POLLOUT);
     lk.lock();
+    if (rs.state != State::Connected) return err(EBADF);  // rclosed meanwhile
   }
   ibv_mr* mr = ibv_reg_mr(rs.id->pd, buf, len, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
   if (mr == nullptr) return -1;
@@ -1221,6 +1225,7 @@ size_t riowrite(int socket, const void* buf, size_t count, off_t offset, int fla
     lk.unlock();
     shim::wait_for(rs, POLLOUT);
     lk.lock();
+    if (rs.state != State::Connected) return done > 0 ? done : static_cast<size_t>(err(EBADF));  // rclosed meanwhile
   }
   return done;
 }
