@@ -96,7 +96,7 @@ extern std::mutex g_channels;
 /// Queues an event on the id's current channel; a CONNECT_REQUEST (`listen_id` given) on the
 /// listener's. With `ud` (a UD id's CONNECT_REQUEST and ESTABLISHED, a MULTICAST_JOIN) the
 /// event's param is rdma_ud_param: `ud`'s ah_attr, qp_num and qkey, and `data` as its private
-/// data.
+/// data (`ud`'s private_data when `data` is empty: a MULTICAST_JOIN's context).
 void post_event(rdma_cm_id* id, rdma_cm_event_type type, int status, std::span<const uint8_t> data = {},
                 rdma_cm_id* listen_id = nullptr, uint8_t initiator_depth = 0, uint8_t responder_resources = 0,
                 const rdma_ud_param* ud = nullptr);

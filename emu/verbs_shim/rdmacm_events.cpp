@@ -26,9 +26,11 @@ void post_event(rdma_cm_id* id, rdma_cm_event_type type, int status, std::span<c
   e->ev.param.conn.initiator_depth = initiator_depth;
   e->ev.param.conn.responder_resources = responder_resources;
   if (ud != nullptr) {
-    e->ev.param.ud = *ud;
-    e->ev.param.ud.private_data = e->data.empty() ? nullptr : e->data.data();
-    e->ev.param.ud.private_data_len = static_cast<uint8_t>(std::min<size_t>(e->data.size(), 255));
+    e->ev.param.ud = *ud;  // a MULTICAST_JOIN's private_data: the join's context (librdmacm)
+    if (!e->data.empty()) {
+      e->ev.param.ud.private_data = e->data.data();
+      e->ev.param.ud.private_data_len = static_cast<uint8_t>(std::min<size_t>(e->data.size(), 255));
+    }
   }
   std::lock_guard g(g_channels);
   auto* ch = reinterpret_cast<EventChannel*>(listen_id != nullptr ? listen_id->channel : id->channel);
