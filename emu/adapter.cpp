@@ -442,7 +442,10 @@ void Hca::deliver_multicast(const Packet& p) {
     const std::array<uint8_t, 16> sgid = gid_of_lid(p.slid);
     std::copy(sgid.begin(), sgid.end(), grh.begin() + 8);
     std::copy(m.mgid.begin(), m.mgid.end(), grh.begin() + 24);
-    if (auto qp = find_qp(m.qpn)) qp->on_datagram(p, grh.data());
+    auto qp = find_qp(m.qpn);
+    if (qp == nullptr) continue;
+    if (m.qpn == p.local_qpn && p.slid == lid() && qp->blocks_self_multicast()) continue;  // its own send
+    qp->on_datagram(p, grh.data());
   }
 }
 

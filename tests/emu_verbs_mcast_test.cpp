@@ -179,3 +179,45 @@ TEST_F(Mcast, TheSenderAttachedGetsItsOwnSendAndAWrongQkeyDrops) {
 }
 
 }  // namespace
+
+namespace {
+
+// IBV_QP_CREATE_BLOCK_SELF_MCAST_LB (mlx4's MLX4_IB_QP_BLOCK_MULTICAST_LOOPBACK): the sender's
+// own multicast send is not looped back to it; another QP of the port attached gets it.
+TEST_F(Mcast, BlockSelfLoopbackKeepsTheSendersOwnSendAway) {
+  ASSERT_NE(ah, nullptr);
+  ibv_qp_init_attr_ex ia{};
+  ia.send_cq = ia.recv_cq = cq;
+  ia.qp_type = IBV_QPT_UD;
+  ia.cap.max_send_wr = ia.cap.max_recv_wr = 4;
+  ia.cap.max_send_sge = ia.cap.max_recv_sge = 1;
+  ia.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_CREATE_FLAGS;
+  ia.pd = pd;
+  ia.create_flags = IBV_QP_CREATE_BLOCK_SELF_MCAST_LB;
+  ibv_qp* sender = ibv_create_qp_ex(ctx, &ia);
+  ASSERT_NE(sender, nullptr);
+  ibv_qp_attr m{};
+  m.qp_state = IBV_QPS_INIT;
+  m.port_num = 1;
+  m.qkey = kQkey;
+  ASSERT_EQ(ibv_modify_qp(sender, &m, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY), 0);
+  m.qp_state = IBV_QPS_RTR;
+  ASSERT_EQ(ibv_modify_qp(sender, &m, IBV_QP_STATE), 0);
+  m.qp_state = IBV_QPS_RTS;
+  ASSERT_EQ(ibv_modify_qp(sender, &m, IBV_QP_STATE | IBV_QP_SQ_PSN), 0);
+  ibv_qp* other = ud_qp();
+  ASSERT_EQ(ibv_attach_mcast(sender, &mgid, kMlid), 0);
+  ASSERT_EQ(ibv_attach_mcast(other, &mgid, kMlid), 0);
+  post_recv(sender, 1, 0, 40 + 64);
+  post_recv(other, 2, 4096, 40 + 64);
+  send(sender, '4');
+  const auto got = receives(2);
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].qp_num, other->qp_num);
+  EXPECT_EQ(std::memcmp(buf.data() + 4096 + 40, "mcast-4", 7), 0);
+  expect_quiet();
+  ibv_destroy_qp(sender);
+  ibv_destroy_qp(other);
+}
+
+}  // namespace

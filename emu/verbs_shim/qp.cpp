@@ -309,7 +309,7 @@ namespace hcasim::emu::shim {
 /// checks and limits), in RESET. As mlx4's create_qp_ex (providers/mlx4/verbs.c) and the kernel
 /// behind it: null with errno EINVAL for WRs, SGEs or inline data beyond the device's, or
 /// without a PD (IBV_QP_INIT_ATTR_PD and pd), or a create flag other than
-/// IBV_QP_CREATE_BLOCK_SELF_MCAST_LB on a UD QP (there is no multicast to block here);
+/// IBV_QP_CREATE_BLOCK_SELF_MCAST_LB on a UD QP (its own multicast sends then do not reach it);
 /// EOPNOTSUPP (mlx4's ENOTSUP) for a comp_mask beyond PD, XRCD, CREATE_FLAGS and MAX_TSO_HEADER
 /// (so IBV_QP_INIT_ATTR_SEND_OPS_FLAGS, the ibv_wr_* API, which mlx4 lacks), for XRCD, TSO and
 /// QP types other than RC, UC and UD (XRC and raw packet QPs are not emulated).
@@ -349,6 +349,7 @@ ibv_qp* create_qp_ex(ibv_context* /*context*/, ibv_qp_init_attr_ex* attr) {
   init.sq_sig_all = attr->sq_sig_all;
   ibv_qp* qp = ibv_create_qp(attr->pd, &init);
   if (qp != nullptr) attr->cap = init.cap;
+  if (qp != nullptr && (flags & IBV_QP_CREATE_BLOCK_SELF_MCAST_LB) != 0) qp_of(qp)->emu->block_self_multicast();
   return qp;
 }
 

@@ -862,6 +862,35 @@ int rdma_create_qp(rdma_cm_id* id, ibv_pd* pd, ibv_qp_init_attr* qp_init_attr) {
   return 0;
 }
 
+/// rdma_create_qp_ex(3): rdma_create_qp with an ibv_qp_init_attr_ex: its PD (comp_mask
+/// IBV_QP_INIT_ATTR_PD, else the id's) and create flags (IBV_QP_INIT_ATTR_CREATE_FLAGS:
+/// IBV_QP_CREATE_BLOCK_SELF_MCAST_LB on a UD QP, which then does not receive its own multicast
+/// sends: mckey -l). The caps are written back. -1 with errno EINVAL for another create flag or
+/// that flag on a QP that is not UD, EOPNOTSUPP for another comp_mask bit (as ibv_create_qp_ex
+/// on mlx4), else rdma_create_qp's.
+int rdma_create_qp_ex(rdma_cm_id* id, ibv_qp_init_attr_ex* attr) {
+  namespace shim = hcasim::emu::shim;
+  if (id == nullptr || attr == nullptr) return shim::fail(EINVAL);
+  if ((attr->comp_mask & ~(IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_CREATE_FLAGS)) != 0) return shim::fail(EOPNOTSUPP);
+  const uint32_t flags = (attr->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) != 0 ? attr->create_flags : 0;
+  const ibv_qp_type type = attr->qp_type != 0 ? attr->qp_type : id->qp_type;
+  if ((flags & ~IBV_QP_CREATE_BLOCK_SELF_MCAST_LB) != 0 || (flags != 0 && type != IBV_QPT_UD))
+    return shim::fail(EINVAL);
+  ibv_qp_init_attr init{};
+  init.qp_context = attr->qp_context;
+  init.send_cq = attr->send_cq;
+  init.recv_cq = attr->recv_cq;
+  init.srq = attr->srq;
+  init.cap = attr->cap;
+  init.qp_type = type;
+  init.sq_sig_all = attr->sq_sig_all;
+  ibv_pd* pd = (attr->comp_mask & IBV_QP_INIT_ATTR_PD) != 0 ? attr->pd : nullptr;
+  if (rdma_create_qp(id, pd, &init) != 0) return -1;
+  attr->cap = init.cap;
+  if ((flags & IBV_QP_CREATE_BLOCK_SELF_MCAST_LB) != 0) shim::emu_qp(id)->block_self_multicast();
+  return 0;
+}
+
 /// rdma_destroy_qp(3): the QP, and the CQs rdma_create_qp made for it.
 void rdma_destroy_qp(rdma_cm_id* id) {
   if (id == nullptr || id->qp == nullptr) return;
