@@ -547,7 +547,10 @@ void Hca::quiesce(int ms) {
       if (auto q = w.lock()) all.push_back(std::move(q));
   }
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
-  for (auto& q : all) q->wait_written(deadline);
+  for (auto& q : all) {
+    q->flush_datagrams();  // a UD QP's posted sends too: an HCA has sent them by now
+    q->wait_written(deadline);
+  }
 }
 
 bool Hca::stop_io(int ms) {

@@ -166,7 +166,8 @@ class Hca {
   uint64_t pkey_violations() const { return pkey_violations_.load(); }
   /// Counts a packet that failed the P_Key check.
   void count_pkey_violation() { ++pkey_violations_; }
-  /// Waits at most `ms` until every QP's queued frames were written (Qp::wait_written).
+  /// Waits at most `ms` until every QP's queued frames were written (Qp::wait_written), after
+  /// sending the UD sends posted and not yet sent (Qp::flush_datagrams).
   void quiesce(int ms);
   /// At process exit (the verbs shim's exit handler, after quiesce): stops the I/O thread and
   /// joins it, waiting at most `ms` for the handler it is running to end; the handlers not yet
