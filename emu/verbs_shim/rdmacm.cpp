@@ -440,10 +440,8 @@ void watch_read(const std::shared_ptr<LinkWatch>& w, tcp::socket& s) {
     if (ec == boost::asio::error::operation_aborted) return;
     std::lock_guard g(w->m);
     if (w->id == nullptr) return;
-    if (!ec) {
-      // Frames of the peer after the RTU: its DREQ ends the connection; the stream's end does too.
-      // Any bytes at all mean the DREQ here: nothing else follows an RTU on a CM stream.
-    }
+    // Nothing but the peer's DREQ follows an RTU on a CM stream: any bytes, or the stream's
+    // end, end the connection.
     post_disconnected(w->id);
   });
 }
