@@ -165,6 +165,7 @@ void Hca::release(AccessLock& l) {
 void AccessLock::release() { hca_.release(*this); }
 
 void Hca::forget_qp(const std::shared_ptr<Qp>& qp) {
+  detach_all_mcast(qp->qp_num());
   std::lock_guard g(qps_lock_);
   qps_.erase(qp->qp_num());
   if (closing_.size() >= closing_purge_at_) {
@@ -309,6 +310,13 @@ uint16_t Hca::lid() {
 }
 
 bool Hca::send_datagram(uint16_t dlid, const std::vector<uint8_t>& frame) {
+  if (is_multicast_lid(dlid)) {
+    // The subnet's forwarding table names the member ports; each gets one copy, and its Hca
+    // hands it to each QP attached there (IBA 10.5.2.3).
+    bool any = false;
+    for (const uint16_t lid : multicast_ports(dlid)) any = send_datagram(lid, frame) || any;
+    return any;
+  }
   const std::optional<uint16_t> port = find_port(dlid);
   if (!port) return false;
   sockaddr_in to{};
@@ -341,14 +349,104 @@ void Hca::receive_datagram() {
         // (IBA 7.8.1); so is a malformed one.
         if (len == body.size() && icrc_ok(body)) {
           const Packet p = decode(body);
-          if (p.op == Op::UdSendOnly || p.op == Op::UdSendOnlyWithImm)
-            if (auto qp = find_qp(p.dest_qpn)) qp->on_datagram(p);
+          if (p.op == Op::UdSendOnly || p.op == Op::UdSendOnlyWithImm) {
+            if (p.dest_qpn == hca::kMulticastQpn)
+              deliver_multicast(p);
+            else if (auto qp = find_qp(p.dest_qpn))
+              qp->on_datagram(p);
+          }
         }
       } catch (const WireError&) {
       }
     }
     receive_datagram();
   });
+}
+
+int Hca::attach_mcast(uint32_t qpn, const std::array<uint8_t, 16>& mgid, uint16_t mlid) {
+  if (mgid[0] != 0xFF || !is_multicast_lid(mlid)) return EINVAL;
+  bool first = false;
+  {
+    std::lock_guard g(mcast_lock_);
+    auto& members = mcast_[mlid];
+    for (const McastMember& m : members)
+      if (m.qpn == qpn && m.mgid == mgid) return 0;
+    first = members.empty();
+    members.push_back({qpn, mgid});
+  }
+  if (first) join_multicast_port(mlid, lid());
+  return 0;
+}
+
+int Hca::detach_mcast(uint32_t qpn, const std::array<uint8_t, 16>& mgid, uint16_t mlid) {
+  bool last = false;
+  {
+    std::lock_guard g(mcast_lock_);
+    auto it = mcast_.find(mlid);
+    if (it == mcast_.end()) return EINVAL;
+    const size_t before = it->second.size();
+    std::erase_if(it->second, [&](const McastMember& m) { return m.qpn == qpn && m.mgid == mgid; });
+    if (it->second.size() == before) return EINVAL;
+    if (it->second.empty()) {
+      mcast_.erase(it);
+      last = true;
+    }
+  }
+  if (last) leave_multicast_port(mlid, lid());
+  return 0;
+}
+
+void Hca::detach_all_mcast(uint32_t qpn) {
+  std::vector<uint16_t> left;
+  {
+    std::lock_guard g(mcast_lock_);
+    for (auto it = mcast_.begin(); it != mcast_.end();) {
+      std::erase_if(it->second, [&](const McastMember& m) { return m.qpn == qpn; });
+      if (it->second.empty()) {
+        left.push_back(it->first);
+        it = mcast_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+  for (const uint16_t mlid : left) leave_multicast_port(mlid, lid());
+}
+
+std::vector<uint32_t> Hca::mcast_qps(uint16_t mlid) {
+  std::lock_guard g(mcast_lock_);
+  std::vector<uint32_t> out;
+  if (auto it = mcast_.find(mlid); it != mcast_.end())
+    for (const McastMember& m : it->second) out.push_back(m.qpn);
+  return out;
+}
+
+void Hca::deliver_multicast(const Packet& p) {
+  if (!is_multicast_lid(p.dlid)) return;  // QPN 0xFFFFFF to a unicast LID: no QP has it
+  std::vector<McastMember> members;
+  {
+    std::lock_guard g(mcast_lock_);
+    if (auto it = mcast_.find(p.dlid); it != mcast_.end()) members = it->second;
+  }
+  for (const McastMember& m : members) {
+    // The GRH a multicast packet carries (IBA 8.3, 10.5.2.3: required): IP version 6, traffic
+    // class and flow label 0, PayLen the bytes from the BTH through the ICRC, next header 0x1B
+    // (the BTH), hop limit 0xFF, the sender's port GID as SGID and the group's MGID as DGID.
+    std::array<uint8_t, hca::kGrhBytes> grh{};
+    grh[0] = 0x60;
+    const size_t pay = 12 + 8 + (p.op == Op::UdSendOnlyWithImm ? 4 : 0) + p.payload.size() + kIcrcSize;
+    grh[4] = static_cast<uint8_t>(pay >> 8);
+    grh[5] = static_cast<uint8_t>(pay);
+    grh[6] = 0x1B;
+    grh[7] = 0xFF;
+    const std::array<uint8_t, 16> sgid = gid_of_lid(p.slid);
+    std::copy(sgid.begin(), sgid.end(), grh.begin() + 8);
+    std::copy(m.mgid.begin(), m.mgid.end(), grh.begin() + 24);
+    auto qp = find_qp(m.qpn);
+    if (qp == nullptr) continue;
+    if (m.qpn == p.local_qpn && p.slid == lid() && qp->blocks_self_multicast()) continue;  // its own send
+    qp->on_datagram(p, grh.data());
+  }
 }
 
 void Hca::accept_next() {
@@ -449,7 +547,10 @@ void Hca::quiesce(int ms) {
       if (auto q = w.lock()) all.push_back(std::move(q));
   }
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
-  for (auto& q : all) q->wait_written(deadline);
+  for (auto& q : all) {
+    q->flush_datagrams();  // a UD QP's posted sends too: an HCA has sent them by now
+    q->wait_written(deadline);
+  }
 }
 
 bool Hca::stop_io(int ms) {
@@ -469,7 +570,14 @@ void Hca::sync(int ms) {
 }
 
 void Hca::release_port() {
+  std::vector<uint16_t> groups;
+  {
+    std::lock_guard g(mcast_lock_);
+    for (const auto& [mlid, members] : mcast_) groups.push_back(mlid);
+  }
   std::lock_guard g(port_lock_);
+  if (port_)
+    for (const uint16_t mlid : groups) leave_multicast_port(mlid, port_->lid());
   port_.reset();
 }
 

@@ -36,6 +36,7 @@
 namespace hcasim::emu {
 
 class Qp;
+struct Packet;
 class CompQueue;
 class Hca;
 
@@ -165,7 +166,8 @@ class Hca {
   uint64_t pkey_violations() const { return pkey_violations_.load(); }
   /// Counts a packet that failed the P_Key check.
   void count_pkey_violation() { ++pkey_violations_; }
-  /// Waits at most `ms` until every QP's queued frames were written (Qp::wait_written).
+  /// Waits at most `ms` until every QP's queued frames were written (Qp::wait_written), after
+  /// sending the UD sends posted and not yet sent (Qp::flush_datagrams).
   void quiesce(int ms);
   /// At process exit (the verbs shim's exit handler, after quiesce): stops the I/O thread and
   /// joins it, waiting at most `ms` for the handler it is running to end; the handlers not yet
@@ -190,6 +192,20 @@ class Hca {
   /// path, bound with lid()).
   /// False when no port has that LID or the send failed (UD: the datagram is lost).
   bool send_datagram(uint16_t dlid, const std::vector<uint8_t>& frame);
+  /// ibv_attach_mcast(3) of QP `qpn` to the group `mgid` / `mlid` (IBA 10.5.2.3, 11.3.1
+  /// AttachQPToMulticastGroup): UD sends to `mlid` reach the QP from now on, from any port of
+  /// the subnet (this one's included: emu/subnet.h join_multicast_port), with a GRH whose DGID
+  /// is `mgid`. Attaching twice is not an error (mlx4_qp_attach_common). 0, or EINVAL for a
+  /// `mgid` not of the multicast prefix ff00::/8 or a `mlid` outside 0xC000-0xFFFE (the
+  /// kernel's ib_attach_mcast).
+  int attach_mcast(uint32_t qpn, const std::array<uint8_t, 16>& mgid, uint16_t mlid);
+  /// ibv_detach_mcast(3): the QP leaves the group; the port leaves the subnet's table with its
+  /// last QP. 0, or EINVAL when the QP is not attached to it (mlx4_qp_detach_common).
+  int detach_mcast(uint32_t qpn, const std::array<uint8_t, 16>& mgid, uint16_t mlid);
+  /// Detaches QP `qpn` from every group (it is being destroyed).
+  void detach_all_mcast(uint32_t qpn);
+  /// The QPs of this port attached to the group of `mlid`, in attach order.
+  std::vector<uint32_t> mcast_qps(uint16_t mlid);
   /// The I/O context of the adapter's thread (sockets of QPs and CM streams live on it).
   boost::asio::io_context& io() { return io_; }
   /// The I/O thread's stack block (glibc's mapping: the stack, its static TLS and thread
@@ -264,6 +280,16 @@ class Hca {
   std::vector<uint8_t> dgram_;
   std::mutex send_lock_;
   int send_fd_ = -1;  // the sending side, under send_lock_
+  /// A QP attached to a multicast group: its QPN and the group's MGID.
+  struct McastMember {
+    uint32_t qpn;
+    std::array<uint8_t, 16> mgid;
+  };
+  std::mutex mcast_lock_;
+  std::map<uint16_t, std::vector<McastMember>> mcast_;  // by MLID, under mcast_lock_
+  /// Delivers a multicast datagram (dest QPN 0xFFFFFF) to each QP attached to its DLID's group,
+  /// with the GRH a multicast packet carries (I/O thread).
+  void deliver_multicast(const Packet& p);
 };
 
 }  // namespace hcasim::emu

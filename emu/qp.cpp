@@ -414,6 +414,7 @@ void Qp::send_packet(const hca::Packet& p) {
   if (type_ == hca::QpType::Ud) {
     f.local_qpn = qpn_;
     f.slid = hca_.lid();
+    f.dlid = p.dlid;
   }
   const hca::OpKind k = hca::op_kind(p.op);
   if (k == hca::OpKind::ReadResponse) {
@@ -594,7 +595,7 @@ void Qp::count_received(const Packet& f) {
   ++payload_.packets_received;
 }
 
-void Qp::on_datagram(const Packet& f) {
+void Qp::on_datagram(const Packet& f, const uint8_t* grh) {
   std::lock_guard g(m_);
   if (closed_) return;
   if (type_ != hca::QpType::Ud) {  // IBA 9.6.1.3: a datagram for a connected QP
@@ -603,7 +604,9 @@ void Qp::on_datagram(const Packet& f) {
   }
   if (!pkey_ok(f)) return;
   count_received(f);
-  core_.receive(to_core(f, f.local_qpn), f.payload.data());
+  hca::Packet p = to_core(f, f.local_qpn);
+  p.grh = grh;
+  core_.receive(p, f.payload.data());
 }
 
 // ---- the stream (the rest is emu/qp_stream.cpp) -------------------------------------------
@@ -679,9 +682,24 @@ void Qp::disconnect() {
   });
 }
 
+void Qp::send_posted_datagrams() {
+  // A UD QP's sends posted before ibv_destroy_qp(3) leave first: an HCA has sent them
+  // microseconds after the doorbell, before the program gets to destroy the QP (mckey's
+  // sender posts unsignaled sends and destroys its QP at once).
+  if (type_ != hca::QpType::Ud || closed_ || core_.state() != State::Rts) return;
+  hca::Packet p;
+  while (core_.next_request(1, p)) send_packet(p);
+}
+
+void Qp::flush_datagrams() {
+  std::lock_guard g(m_);
+  send_posted_datagrams();
+}
+
 void Qp::close() {
   {
     std::lock_guard g(m_);
+    send_posted_datagrams();
     closed_ = true;
     // ibv_destroy_qp(3) on mlx4 removes the QP's CQEs from its CQs and keeps the other QPs' in
     // order (libmlx4 mlx4_destroy_qp -> __mlx4_cq_clean, rdma-core providers/mlx4/verbs.c, cq.c;

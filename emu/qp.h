@@ -10,6 +10,7 @@
 /// from out-of-band addressing (modify to RTR with the peer's LID on the emulated subnet and its
 /// QPN: emu/subnet.h). Every call is serialised by the QP's lock; the socket and the timers live
 /// on the adapter's I/O thread.
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -124,8 +125,17 @@ class Qp final : public sdp::Verbs, public hca::QpBackend, public std::enable_sh
   /// INIT or ERROR: kept for the next RTR, which takes it when it names that peer (a peer reset
   /// and connected anew while this QP is still in ERROR).
   void take_stream(boost::asio::ip::tcp::socket s, uint32_t from_qpn, uint16_t from_lid);
-  /// A UD datagram for this QP (Hca's datagram path, on the I/O thread).
-  void on_datagram(const Packet& f);
+  /// IBV_QP_CREATE_BLOCK_SELF_MCAST_LB (ibv_create_qp_ex(3)): the QP's own multicast sends
+  /// are not looped back to it (mlx4's MLX4_IB_QP_BLOCK_MULTICAST_LOOPBACK); other QPs of the
+  /// port attached to the group still get them.
+  void block_self_multicast() { block_self_mcast_ = true; }
+  bool blocks_self_multicast() const { return block_self_mcast_.load(); }
+  /// UD: sends the requests posted and not yet sent, now (the QP is about to be destroyed:
+  /// an HCA has sent them by then). Nothing for another type or a QP not in RTS. close() does it too.
+  void flush_datagrams();
+  /// A UD datagram for this QP (Hca's datagram path, on the I/O thread); `grh`: the packet's
+  /// GRH (hca::kGrhBytes, a multicast packet's), or null.
+  void on_datagram(const Packet& f, const uint8_t* grh = nullptr);
   /// The peer QP's number (0 before RTR).
   uint32_t remote_qpn();
   /// Waits until every frame queued for the wire was written (or `deadline`): ACKs and
@@ -202,6 +212,9 @@ class Qp final : public sdp::Verbs, public hca::QpBackend, public std::enable_sh
   /// Arms link_timer_ for requests waiting for the peer's stream: RETRY_EXC_ERR if it has not come
   /// after timeout x (retry_cnt + 1).
   void wait_for_link();
+  /// flush_datagrams, with m_ held.
+  void send_posted_datagrams();
+  std::atomic<bool> block_self_mcast_{false};
   /// One packet of the core onto the wire, through the fault injector.
   void send_packet(const hca::Packet& p);
   /// The payload of request `p`: its gather list (or the inline copy) from its message offset.

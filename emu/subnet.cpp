@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstdlib>
@@ -326,6 +327,57 @@ std::optional<uint16_t> find_port(uint16_t lid) {
   } catch (const sdp::DeviceError&) {
     return std::nullopt;
   }
+}
+
+namespace {
+std::string mcg_name(uint16_t mlid, uint16_t lid) { return fmt::format("mcg-{:04x}-{:04x}", mlid, lid); }
+}  // namespace
+
+void join_multicast_port(uint16_t mlid, uint16_t lid) {
+  if (!is_multicast_lid(mlid) || lid == 0 || lid > kMaxUnicastLid) return;
+  try {
+    const Fd d(open_subnet_dir(false));
+    const Fd f(::openat(d.fd, mcg_name(mlid, lid).c_str(),
+                        O_WRONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC, 0600));
+  } catch (const sdp::DeviceError&) {
+  }
+}
+
+void leave_multicast_port(uint16_t mlid, uint16_t lid) {
+  try {
+    const Fd d(open_subnet_dir(false));
+    ::unlinkat(d.fd, mcg_name(mlid, lid).c_str(), 0);
+  } catch (const sdp::DeviceError&) {
+  }
+}
+
+std::vector<uint16_t> multicast_ports(uint16_t mlid) {
+  std::vector<uint16_t> out;
+  if (!is_multicast_lid(mlid)) return out;
+  try {
+    const Fd dir(open_subnet_dir(false));
+    const int dup = ::fcntl(dir.fd, F_DUPFD_CLOEXEC, 0);
+    if (dup < 0) return out;
+    DIR* d = ::fdopendir(dup);
+    if (d == nullptr) {
+      ::close(dup);
+      return out;
+    }
+    const std::string prefix = fmt::format("mcg-{:04x}-", mlid);
+    while (const dirent* e = ::readdir(d)) {
+      const std::string name = e->d_name;
+      if (name.size() != prefix.size() + 4 || name.compare(0, prefix.size(), prefix) != 0) continue;
+      unsigned lid = 0;
+      if (std::sscanf(name.c_str() + prefix.size(), "%4x", &lid) != 1 || lid == 0 || lid > kMaxUnicastLid) continue;
+      Claim c;
+      if (read_claim(dir.fd, lid_name(static_cast<uint16_t>(lid)), c) == Entry::Claim && c.alive())
+        out.push_back(static_cast<uint16_t>(lid));
+    }
+    ::closedir(d);
+  } catch (const sdp::DeviceError&) {
+  }
+  std::sort(out.begin(), out.end());
+  return out;
 }
 
 }  // namespace hcasim::emu

@@ -41,6 +41,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace hcasim::emu {
 
@@ -100,6 +101,26 @@ class SubnetPort {
   std::string name_;
   uint16_t lid_ = 0;
 };
+
+/// The multicast LID range (IBA 4.1.3: 0xC000-0xFFFE; 0xFFFF is the permissive LID).
+inline constexpr uint16_t kMinMulticastLid = 0xC000;
+inline constexpr uint16_t kMaxMulticastLid = 0xFFFE;
+/// True for a multicast LID.
+constexpr bool is_multicast_lid(uint16_t lid) { return lid >= kMinMulticastLid && lid <= kMaxMulticastLid; }
+
+/// The subnet's multicast forwarding table, as a subnet manager programs the switches (IBA
+/// 18.2.4.3.3, MulticastForwardingTable): the file `mcg-MMMM-LLLL` (MLID, member port LID; four
+/// lower-case hex digits each, empty) says that port `lid` has QPs attached to the group of
+/// `mlid`, so that a UD send to `mlid` reaches that port. Made with O_CREAT | O_NOFOLLOW;
+/// failures are silent (the port then does not receive the group's packets, as a port whose
+/// join the SM did not program). The port's Hca keeps which of its QPs are attached.
+void join_multicast_port(uint16_t mlid, uint16_t lid);
+/// Removes port `lid` from the group of `mlid` (its last QP detached, or the port closed).
+void leave_multicast_port(uint16_t mlid, uint16_t lid);
+/// The LIDs of the ports with QPs attached to the group of `mlid` whose process still runs
+/// (the port's own included: a multicast send reaches the QPs of the sending port too), in
+/// ascending order; empty for a LID outside the multicast range or a group without members.
+std::vector<uint16_t> multicast_ports(uint16_t mlid);
 
 /// The 127.0.0.1 TCP port the port with `lid` accepts QP streams on, or nothing when no
 /// running process holds that LID.

@@ -10,8 +10,8 @@ namespace hcasim::emu {
 namespace be = sdp::be;
 
 namespace {
-constexpr size_t kReth = 16, kAeth = 4, kCm = 6, kRej = 2, kImm = 4, kIeth = 4, kAtomicEth = 28, kAtomicAckEth = 8,
-                 kDeth = 12;
+constexpr size_t kReth = 16, kAeth = 4, kCm = 8, kRej = 2, kImm = 4, kIeth = 4, kAtomicEth = 28, kAtomicAckEth = 8,
+                 kDeth = 12, kSidr = 12;
 /// Header + the largest extension (RETH + ImmDt) + the largest payload + ICRC.
 constexpr uint32_t kMaxBody = static_cast<uint32_t>(kHeaderSize + kReth + kImm + kIcrcSize) + kMaxPayload;
 /// The BTH byte after the OpCode: bit 7 is AckReq (the solicited event, migration and pad bits
@@ -25,7 +25,7 @@ uint32_t crc32_of(const uint8_t* data, size_t n) {
 hca::Opcode transport(Op op) { return static_cast<hca::Opcode>(op); }
 
 bool known(uint8_t op) {
-  if (op >= 0xC0) return op <= static_cast<uint8_t>(Op::CmDreq);
+  if (op >= 0xC0) return op <= static_cast<uint8_t>(Op::CmSidrRep);
   return hca::opcode_known(op);
 }
 
@@ -34,6 +34,7 @@ size_t extension_size(Op op) {
     case Op::CmReq: case Op::CmRep: return kCm;
     case Op::CmRej: return kRej;
     case Op::CmRtu: case Op::CmDreq: return 0;
+    case Op::CmSidrReq: case Op::CmSidrRep: return kSidr;
     default: break;
   }
   const hca::Opcode t = transport(op);
@@ -52,6 +53,8 @@ size_t payload_limit(Op op) {
     case Op::CmRep: return kRepPrivateData;
     case Op::CmRej: return kRejReason;
     case Op::CmRtu: case Op::CmDreq: return 0;
+    case Op::CmSidrReq: return kSidrReqPrivateData;
+    case Op::CmSidrRep: return kSidrRepPrivateData;
     default: return hca::op_has_payload(transport(op)) ? kMaxPayload : 0;
   }
 }
@@ -95,6 +98,8 @@ const char* op_name(Op op) {
     case Op::CmRtu: return "CM RTU";
     case Op::CmRej: return "CM REJ";
     case Op::CmDreq: return "CM DREQ";
+    case Op::CmSidrReq: return "CM SIDR_REQ";
+    case Op::CmSidrRep: return "CM SIDR_REP";
   }
   return known(static_cast<uint8_t>(op)) ? hca::opcode_name(transport(op)) : "?";  // the UC opcodes
 }
@@ -122,9 +127,15 @@ std::vector<uint8_t> encode(const Packet& p) {
   if (is_cm(p.op)) {
     if (p.op == Op::CmReq || p.op == Op::CmRep) {
       be::put32(e, p.local_qpn & 0xFFFFFF);
-      be::put16(e + 4, static_cast<uint16_t>(p.payload.size()));
+      be::put16(e + 4, p.slid);
+      be::put16(e + 6, static_cast<uint16_t>(p.payload.size()));
     } else if (p.op == Op::CmRej) {
       be::put16(e, static_cast<uint16_t>(p.payload.size()));
+    } else if (p.op == Op::CmSidrReq || p.op == Op::CmSidrRep) {
+      be::put32(e, (uint32_t{p.status} << 24) | (p.local_qpn & 0xFFFFFF));
+      be::put32(e + 4, p.qkey);
+      be::put16(e + 8, p.slid);
+      be::put16(e + 10, static_cast<uint16_t>(p.payload.size()));
     }
   } else {
     const hca::Opcode t = transport(p.op);
@@ -134,6 +145,7 @@ std::vector<uint8_t> encode(const Packet& p) {
       be::put32(x, p.qkey);
       be::put32(x + 4, p.local_qpn & 0xFFFFFF);
       be::put16(x + 8, p.slid);
+      be::put16(x + 10, p.dlid);
       x += kDeth;
     } else if (k == hca::OpKind::CompareSwap || k == hca::OpKind::FetchAdd) {
       be::put64(x, p.va);
@@ -206,11 +218,20 @@ Packet decode(std::span<const uint8_t> body) {
     if (p.op == Op::CmReq || p.op == Op::CmRep) {
       p.local_qpn = be::get32(e);
       if (e[0] != 0) throw WireError(fmt::format("{}: QPN {:#x} over 24 bits", op_name(p.op), p.local_qpn));
-      if (be::get16(e + 4) != payload)
-        throw WireError(fmt::format("{}: private data length {} but {} bytes follow", op_name(p.op), be::get16(e + 4), payload));
+      p.slid = be::get16(e + 4);
+      if (be::get16(e + 6) != payload)
+        throw WireError(fmt::format("{}: private data length {} but {} bytes follow", op_name(p.op), be::get16(e + 6), payload));
     } else if (p.op == Op::CmRej) {
       if (be::get16(e) != payload)
         throw WireError(fmt::format("CM REJ: reason length {} but {} bytes follow", be::get16(e), payload));
+    } else if (p.op == Op::CmSidrReq || p.op == Op::CmSidrRep) {
+      p.status = e[0];
+      p.local_qpn = be::get32(e) & 0xFFFFFF;
+      p.qkey = be::get32(e + 4);
+      p.slid = be::get16(e + 8);
+      if (p.op == Op::CmSidrReq && p.status != 0) throw WireError("CM SIDR_REQ: reserved bits set");
+      if (be::get16(e + 10) != payload)
+        throw WireError(fmt::format("{}: private data length {} but {} bytes follow", op_name(p.op), be::get16(e + 10), payload));
     }
   } else {
     const hca::Opcode t = transport(p.op);
@@ -221,7 +242,7 @@ Packet decode(std::span<const uint8_t> body) {
       p.local_qpn = be::get32(x + 4);
       if (x[4] != 0) throw WireError(fmt::format("{}: DETH source QPN {:#x} over 24 bits", op_name(p.op), p.local_qpn));
       p.slid = be::get16(x + 8);
-      if (be::get16(x + 10) != 0) throw WireError(fmt::format("{}: DETH reserved bytes set", op_name(p.op)));
+      p.dlid = be::get16(x + 10);
       x += kDeth;
     } else if (k == hca::OpKind::CompareSwap || k == hca::OpKind::FetchAdd) {
       p.va = be::get64(x);

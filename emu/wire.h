@@ -30,9 +30,16 @@
 ///        Acknowledge                                  AETH
 ///        CmpSwap, FetchAdd                            AtomicETH (va u64, rkey u32, swap u64, compare / add u64)
 ///        Atomic Acknowledge                           AETH, AtomicAckETH (the original remote data u64)
-///        UD SEND Only (with Immediate)                DETH (Q_Key u32, source QP u32) and the source
-///                                                     LID (u16, 2 B reserved; the LRH's SLID), ImmDt, payload
-///        CmReq, CmRep                                 local_qpn u32, private data length u16, private data
+///        UD SEND Only (with Immediate)                DETH (Q_Key u32, source QP u32), the source
+///                                                     LID (u16; the LRH's SLID) and the destination
+///                                                     LID (u16; the LRH's DLID: a multicast LID for
+///                                                     a multicast send), ImmDt, payload
+///        CmReq, CmRep                                 local_qpn u32, the sender's port LID u16 (the
+///                                                     REQ's Primary Local Port LID; the REP's LRH
+///                                                     SLID), private data length u16, private data
+///        CmSidrReq, CmSidrRep                         status u8 (SIDR REP: IBA 12.11.2's, 0 valid),
+///                                                     QPN u24, Q_Key u32, the sender's port LID u16,
+///                                                     private data length u16, private data
 ///        CmRej                                        reason length u16, reason text
 ///        CmRtu, CmDreq                                nothing
 ///     end-4  4     ICRC: CRC-32 (zlib's, IEEE 802.3) of the bytes from offset 4 to here
@@ -87,6 +94,10 @@ enum class Op : uint8_t {
   CmRtu = 0xC2,
   CmRej = 0xC3,
   CmDreq = 0xC4,
+  /// IBA 12.11: Service ID Resolution, the UD counterpart of REQ / REP (the RDMA CM's
+  /// RDMA_PS_UDP connect and accept).
+  CmSidrReq = 0xC5,
+  CmSidrRep = 0xC6,
 };
 /// True for a CM message's op (the rest are transport packets, hca::Opcode).
 constexpr bool is_cm(Op op) { return static_cast<uint8_t>(op) >= 0xC0; }
@@ -99,6 +110,9 @@ namespace aeth = hca::aeth;
 inline constexpr size_t kReqPrivateData = 92;
 inline constexpr size_t kRepPrivateData = 196;
 inline constexpr size_t kRejReason = 148;
+/// Private data limits of SIDR_REQ and SIDR_REP (IBA 12.11.1, 12.11.2), bytes.
+inline constexpr size_t kSidrReqPrivateData = 216;
+inline constexpr size_t kSidrRepPrivateData = 136;
 /// Largest payload of one packet, bytes: the largest IB MTU (IBA 7.7.3: 4096).
 inline constexpr uint32_t kMaxPayload = 4096;
 /// Largest RDMA length a RETH may carry, bytes (IBA 9.4.4: 2^31).
@@ -127,8 +141,10 @@ struct Packet {
   uint64_t swap = 0;      ///< AtomicETH SwapData (CompareSwap)
   uint64_t compare = 0;   ///< AtomicETH CompareData (CompareSwap) / the addend (FetchAdd)
   uint64_t orig = 0;      ///< AtomicAckETH: the remote data before the atomic
-  uint32_t qkey = 0;      ///< DETH Q_Key (UD); the DETH's source QP is local_qpn
-  uint16_t slid = 0;      ///< UD: the sender port's LID
+  uint32_t qkey = 0;      ///< DETH Q_Key (UD), SIDR REP's Q_Key; the DETH's source QP is local_qpn
+  uint16_t slid = 0;      ///< UD, SIDR: the sender port's LID
+  uint16_t dlid = 0;      ///< UD: the destination LID (unicast, or a multicast LID 0xC000-0xFFFE)
+  uint8_t status = 0;     ///< SIDR REP: IBA 12.11.2's status (0 valid, 1 service ID not supported, 2 rejected)
   std::vector<uint8_t> payload{};  ///< data, CM private data or the REJ reason
 };
 

@@ -13,6 +13,8 @@ namespace hcasim::hca {
 /// The GRH's room at the start of a UD receive's buffer (IBA 11.4.1.2: 40 bytes, written whether
 /// or not the packet had a GRH); a UD receive's byte_len counts it.
 inline constexpr uint32_t kGrhBytes = 40;
+/// The DestQP of a multicast packet (IBA 10.5.2.3: 0xFFFFFF; the group's QPs take it).
+inline constexpr uint32_t kMulticastQpn = 0xFFFFFF;
 
 /// The default P_Key (IBA 10.9): the default partition, 0x7FFF, with full membership.
 inline constexpr uint16_t kDefaultPkey = 0xFFFF;
@@ -208,6 +210,9 @@ struct Packet {
   uint32_t src_qpn = 0;      ///< DETH source QP (UD); the sending QP, for the backends
   uint16_t slid = 0;         ///< the LRH's SLID (UD receives report it)
   uint16_t dlid = 0;         ///< UD requests: the destination port's LID (the WQE's address handle)
+  /// UD receives: the packet's GRH (kGrhBytes, IBA 8.3), written to the receive's GRH room and
+  /// reported with IBV_WC_GRH; null for a packet without one (the room is zeroed).
+  const uint8_t* grh = nullptr;
   // payload
   uint32_t payload_len = 0;
   uint64_t msg_offset = 0;

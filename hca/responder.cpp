@@ -430,8 +430,9 @@ void Responder::execute_ud(const Packet& p, const void* payload) {
     pos += w.sg[i].length;
   }
   static constexpr std::array<uint8_t, kGrhBytes> kZeros{};
+  const uint8_t* grh = p.grh != nullptr ? p.grh : kZeros.data();
   for_each_piece(w.sg, w.num_sge, 0, kGrhBytes, [&](sdp::Addr a, uint64_t n, uint64_t done) {
-    q.be_.store(a, kZeros.data() + done, n);
+    q.be_.store(a, grh + done, n);
     return true;
   });
   if (p.payload_len > 0)
@@ -525,6 +526,7 @@ void Responder::complete_recv(sdp::WcStatus status, uint32_t byte_len, const Pac
   c.src_qp = q.type_ == QpType::Ud && p != nullptr ? p->src_qpn : q.attr_.dest_qp_num;
   if (p != nullptr && status == sdp::WcStatus::Success) {
     c.slid = p->slid;
+    c.grh = q.type_ == QpType::Ud && p->grh != nullptr;
     if (op_has_imm(p->last_op)) {
       c.with_imm = true;
       c.imm = p->imm;

@@ -55,6 +55,7 @@ struct Cqe {
   uint32_t src_qp = 0;    ///< the peer QP (receive completions)
   uint16_t slid = 0;      ///< UD receives: the sender port's LID
   bool with_imm = false;  ///< IBV_WC_WITH_IMM: imm is the sender's imm_data
+  bool grh = false;       ///< IBV_WC_GRH: the receive buffer's first 40 bytes hold the packet's GRH
   /// IBV_WC_WITH_INV: a SEND with Invalidate was received and the memory window of R_Key `imm`
   /// invalidated (ibv_wc's imm_data and invalidated_rkey are one union; libmlx4 mlx4_poll_one)
   bool with_inv = false;

@@ -131,10 +131,55 @@ TEST(EmuWire, MalformedFramesAreNamed) {
   w.push_back(0xEE);
   EXPECT_EQ(decode_error(w), "RDMA WRITE Only: RETH length 8 but 1 payload bytes");
   // A CM REP whose private data length disagrees with what follows.
-  EXPECT_EQ(decode_error({0xC1, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0x48, 0, 5, 1}),
+  EXPECT_EQ(decode_error({0xC1, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0x48, 0, 1, 0, 5, 1}),
             "CM REP: private data length 5 but 1 bytes follow");
   // A CM REQ whose QPN uses the reserved top byte (found by fuzz_emu_wire).
-  EXPECT_EQ(decode_error({0xC0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x80, 0, 0, 0x48, 0, 0}), "CM REQ: QPN 0x80000048 over 24 bits");
+  EXPECT_EQ(decode_error({0xC0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x80, 0, 0, 0x48, 0, 1, 0, 0}),
+            "CM REQ: QPN 0x80000048 over 24 bits");
+  // A SIDR_REQ with a status (only a SIDR_REP has one).
+  EXPECT_EQ(decode_error({0xC5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x01, 0, 0, 0x48, 0, 0, 0, 0, 0, 1, 0, 0}),
+            "CM SIDR_REQ: reserved bits set");
+}
+
+// IBA 12.11: SIDR_REQ carries the requester's QPN and port LID and up to 216 bytes of private
+// data; SIDR_REP its status, the listener's QPN, Q_Key and port LID, up to 136 bytes.
+TEST(EmuWire, SidrMessagesKeepTheirFields) {
+  Packet req{.op = Op::CmSidrReq, .local_qpn = 0x4A, .slid = 3, .payload = std::vector<uint8_t>(216, 0x5A)};
+  const auto f = encode(req);
+  EXPECT_EQ(f.size(), 4u + 12u + 12u + 216u + 4u);
+  const Packet q = decode(std::span<const uint8_t>(f).subspan(kLengthSize));
+  EXPECT_EQ(q.op, Op::CmSidrReq);
+  EXPECT_EQ(q.local_qpn, 0x4Au);
+  EXPECT_EQ(q.slid, 3);
+  EXPECT_EQ(q.payload, std::vector<uint8_t>(216, 0x5A));
+  req.payload.push_back(0);
+  EXPECT_THROW(encode(req), WireError);
+  const Packet rep{.op = Op::CmSidrRep, .local_qpn = 0x4B, .qkey = 0x01234567, .slid = 2, .status = 2,
+                   .payload = std::vector<uint8_t>(136, 0xA5)};
+  const auto g = encode(rep);
+  const Packet r = decode(std::span<const uint8_t>(g).subspan(kLengthSize));
+  EXPECT_EQ(r.op, Op::CmSidrRep);
+  EXPECT_EQ(r.status, 2);
+  EXPECT_EQ(r.local_qpn, 0x4Bu);
+  EXPECT_EQ(r.qkey, 0x01234567u);
+  EXPECT_EQ(r.slid, 2);
+  EXPECT_EQ(r.payload.size(), 136u);
+  Packet big = rep;
+  big.payload.push_back(0);
+  EXPECT_THROW(encode(big), WireError);
+}
+
+// A multicast UD send carries its DLID (the group's MLID) beside the SLID, so that the
+// receiving port finds the group's QPs (DestQP 0xFFFFFF).
+TEST(EmuWire, UdSendKeepsItsDestinationLid) {
+  const Packet p{.op = Op::UdSendOnly, .dest_qpn = 0xFFFFFF, .local_qpn = 0x48, .qkey = 0x01234567, .slid = 1,
+                 .dlid = 0xC123, .payload = {1, 2, 3}};
+  const auto f = encode(p);
+  const Packet q = decode(std::span<const uint8_t>(f).subspan(kLengthSize));
+  EXPECT_EQ(q.dest_qpn, 0xFFFFFFu);
+  EXPECT_EQ(q.dlid, 0xC123);
+  EXPECT_EQ(q.slid, 1);
+  EXPECT_EQ(q.qkey, 0x01234567u);
 }
 
 TEST(EmuWire, LengthFieldIsBounded) {

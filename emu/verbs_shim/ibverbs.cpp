@@ -82,6 +82,7 @@ void to_ibv_wc(const hca::Cqe& e, ibv_wc& w) {
   w.qp_num = c.qp_num;
   w.src_qp = e.src_qp;
   w.slid = e.slid;
+  if (e.grh) w.wc_flags |= IBV_WC_GRH;
   if (e.with_imm) {
     w.wc_flags |= IBV_WC_WITH_IMM;
     w.imm_data = e.imm;
@@ -510,6 +511,7 @@ void destroy_qp(QpObj* q) {
     forget_cm_qp(q->cm_id);
     q->cm_id->qp = nullptr;
   }
+  if (&q->emu->hca() == device().hca.get()) q->emu->flush_datagrams();  // counted in the stats below
   report_fault_stats(*q);
   if (&q->emu->hca() != device().hca.get()) {
     // A forked child destroys a QP of its parent's HCA (after_fork_in_child): the QP is left as

@@ -309,7 +309,7 @@ namespace hcasim::emu::shim {
 /// checks and limits), in RESET. As mlx4's create_qp_ex (providers/mlx4/verbs.c) and the kernel
 /// behind it: null with errno EINVAL for WRs, SGEs or inline data beyond the device's, or
 /// without a PD (IBV_QP_INIT_ATTR_PD and pd), or a create flag other than
-/// IBV_QP_CREATE_BLOCK_SELF_MCAST_LB on a UD QP (there is no multicast to block here);
+/// IBV_QP_CREATE_BLOCK_SELF_MCAST_LB on a UD QP (its own multicast sends then do not reach it);
 /// EOPNOTSUPP (mlx4's ENOTSUP) for a comp_mask beyond PD, XRCD, CREATE_FLAGS and MAX_TSO_HEADER
 /// (so IBV_QP_INIT_ATTR_SEND_OPS_FLAGS, the ibv_wr_* API, which mlx4 lacks), for XRCD, TSO and
 /// QP types other than RC, UC and UD (XRC and raw packet QPs are not emulated).
@@ -349,6 +349,7 @@ ibv_qp* create_qp_ex(ibv_context* /*context*/, ibv_qp_init_attr_ex* attr) {
   init.sq_sig_all = attr->sq_sig_all;
   ibv_qp* qp = ibv_create_qp(attr->pd, &init);
   if (qp != nullptr) attr->cap = init.cap;
+  if (qp != nullptr && (flags & IBV_QP_CREATE_BLOCK_SELF_MCAST_LB) != 0) qp_of(qp)->emu->block_self_multicast();
   return qp;
 }
 
@@ -379,3 +380,90 @@ ibv_srq* create_srq_ex(ibv_context* /*context*/, ibv_srq_init_attr_ex* attr) {
 }
 
 }  // namespace hcasim::emu::shim
+
+namespace {
+
+/// The MGID of `gid` (ibv_gid.raw) as the HCA keeps it.
+std::array<uint8_t, 16> mgid_of(const ibv_gid* gid) {
+  std::array<uint8_t, 16> out{};
+  std::memcpy(out.data(), gid->raw, out.size());
+  return out;
+}
+
+}  // namespace
+
+/// ibv_attach_mcast(3): the UD QP joins the multicast group `gid` (the MGID) / `lid` (its MLID)
+/// on the emulated HCA (emu::Hca::attach_mcast): UD sends to the MLID from any process of the
+/// subnet reach it, with a GRH (IBV_WC_GRH). 0, or EINVAL for a QP that is not UD, a GID
+/// outside ff00::/8 or a LID outside 0xC000-0xFFFE (the kernel's ib_attach_mcast,
+/// drivers/infiniband/core/verbs.c).
+int ibv_attach_mcast(ibv_qp* qp, const ibv_gid* gid, uint16_t lid) {
+  namespace shim = hcasim::emu::shim;
+  if (qp == nullptr || gid == nullptr || qp->qp_type != IBV_QPT_UD) return EINVAL;
+  if (shim::port_lid() == 0) return ENODEV;  // the port cannot join the subnet (one line on stderr)
+  return shim::device().hca->attach_mcast(qp->qp_num, mgid_of(gid), lid);
+}
+
+/// ibv_detach_mcast(3): the QP leaves the group. 0, or EINVAL for a QP that is not UD or not
+/// attached to that MGID and MLID (mlx4_qp_detach_common's "MGID not found").
+int ibv_detach_mcast(ibv_qp* qp, const ibv_gid* gid, uint16_t lid) {
+  namespace shim = hcasim::emu::shim;
+  if (qp == nullptr || gid == nullptr || qp->qp_type != IBV_QPT_UD) return EINVAL;
+  return shim::device().hca->detach_mcast(qp->qp_num, mgid_of(gid), lid);
+}
+
+/// ibv_init_ah_from_wc(3): the address vector answering the sender of a UD receive `wc`: DLID
+/// the WC's SLID, its SL and path bits, `port_num`; with IBV_WC_GRH the GRH's SGID as DGID and
+/// the index of the GRH's DGID in the port's GID table as sgid_index (libibverbs' verbs.c,
+/// set_ah_attr_by_ipv6). 0, or -1 with errno EINVAL when the GRH's DGID is a multicast GID (a
+/// group cannot be answered through its own address), EPROTONOSUPPORT for a GRH that is not
+/// IB's (next header 0x1B), ENOENT when the DGID is not the port's GID.
+int ibv_init_ah_from_wc(ibv_context* context, uint8_t port_num, ibv_wc* wc, ibv_grh* grh, ibv_ah_attr* ah_attr) {
+  if (context == nullptr || wc == nullptr || ah_attr == nullptr) {
+    errno = EINVAL;
+    return -1;
+  }
+  std::memset(ah_attr, 0, sizeof *ah_attr);
+  ah_attr->dlid = wc->slid;
+  ah_attr->sl = wc->sl;
+  ah_attr->src_path_bits = wc->dlid_path_bits;
+  ah_attr->port_num = port_num;
+  if ((wc->wc_flags & IBV_WC_GRH) == 0) return 0;
+  if (grh == nullptr) {
+    errno = EINVAL;
+    return -1;
+  }
+  const uint32_t flow = be32toh(grh->version_tclass_flow);
+  ah_attr->is_global = 1;
+  ah_attr->grh.flow_label = flow & 0xFFFFF;
+  if (grh->dgid.raw[0] == 0xFF) {
+    errno = EINVAL;
+    return -1;
+  }
+  if (grh->next_hdr != 0x1B) {
+    errno = EPROTONOSUPPORT;
+    return -1;
+  }
+  ibv_gid own{};
+  if (ibv_query_gid(context, port_num, 0, &own) != 0 || std::memcmp(own.raw, grh->dgid.raw, 16) != 0) {
+    errno = ENOENT;
+    return -1;
+  }
+  ah_attr->grh.dgid = grh->sgid;
+  ah_attr->grh.sgid_index = 0;
+  ah_attr->grh.hop_limit = grh->hop_limit;
+  ah_attr->grh.traffic_class = static_cast<uint8_t>((flow >> 20) & 0xFF);
+  return 0;
+}
+
+/// ibv_create_ah_from_wc(3): ibv_create_ah of ibv_init_ah_from_wc's address vector. Null with
+/// the errno of either.
+ibv_ah* ibv_create_ah_from_wc(ibv_pd* pd, ibv_wc* wc, ibv_grh* grh, uint8_t port_num) {
+  if (pd == nullptr) {
+    errno = EINVAL;
+    return nullptr;
+  }
+  ibv_ah_attr attr{};
+  if (ibv_init_ah_from_wc(pd->context, port_num, wc, grh, &attr) != 0) return nullptr;
+  return ibv_create_ah(pd, &attr);
+}

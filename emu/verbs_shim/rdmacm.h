@@ -2,6 +2,7 @@
 // The emulated RDMA CM's ids and event channels, shared by the two halves of the shim's
 // librdmacm (emu/verbs_shim/rdmacm.cpp: ids, addresses, connections; rdmacm_events.cpp: event
 // channels and events). Internal to the shim.
+#include <array>
 #include <atomic>
 #include <deque>
 #include <memory>
@@ -72,6 +73,29 @@ struct CmId {
   std::optional<uint8_t> ack_timeout;
   /// The last asynchronous rdma_connect's wait for the REP, if any.
   std::shared_ptr<ConnectWait> connect_wait;
+  /// A UD id's Q_Key (the kernel's id_priv->qkey, cma_set_qkey): RDMA_UDP_QKEY unless a
+  /// SIDR REP or a multicast group gave another; 0 until one is needed.
+  uint32_t qkey = 0;
+  /// rdma_set_option's RDMA_OPTION_ID_AFONLY: an IPv6 bind takes IPv6 alone.
+  bool afonly = false;
+  /// Passive side of a SIDR exchange: the SIDR REQ's sender port LID and QPN.
+  uint16_t remote_lid = 0;
+  /// rdma_connect's / rdma_accept's conn_param->qp_num for an id without rdma_create_qp (an
+  /// external QP), and the peer's QPN and port LID (REP / SIDR REP, or the REQ) that
+  /// rdma_init_qp_attr gives it.
+  uint32_t ext_qpn = 0;
+  uint16_t peer_lid = 0;
+  uint32_t peer_qpn = 0;
+  /// The multicast groups the id joined (rdma_join_multicast): its address, MGID, MLID and the
+  /// QP attached (0: none).
+  struct McGroup {
+    sockaddr_storage addr{};
+    std::array<uint8_t, 16> mgid{};
+    uint16_t mlid = 0;
+    uint32_t qpn = 0;
+    void* context = nullptr;
+  };
+  std::vector<McGroup> groups;
 };
 
 /// The CmId holding `id` (its first member).
@@ -81,9 +105,12 @@ inline CmId* cm_of(rdma_cm_id* id) { return reinterpret_cast<CmId*>(id); }
 extern std::mutex g_channels;
 
 /// Queues an event on the id's current channel; a CONNECT_REQUEST (`listen_id` given) on the
-/// listener's.
+/// listener's. With `ud` (a UD id's CONNECT_REQUEST and ESTABLISHED, a MULTICAST_JOIN) the
+/// event's param is rdma_ud_param: `ud`'s ah_attr, qp_num and qkey, and `data` as its private
+/// data (`ud`'s private_data when `data` is empty: a MULTICAST_JOIN's context).
 void post_event(rdma_cm_id* id, rdma_cm_event_type type, int status, std::span<const uint8_t> data = {},
-                rdma_cm_id* listen_id = nullptr, uint8_t initiator_depth = 0, uint8_t responder_resources = 0);
+                rdma_cm_id* listen_id = nullptr, uint8_t initiator_depth = 0, uint8_t responder_resources = 0,
+                const rdma_ud_param* ud = nullptr);
 
 /// Sets errno to `e`; returns -1 (librdmacm's failure convention).
 int fail(int e);

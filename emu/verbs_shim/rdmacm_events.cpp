@@ -15,7 +15,8 @@ namespace hcasim::emu::shim {
 std::mutex g_channels;
 
 void post_event(rdma_cm_id* id, rdma_cm_event_type type, int status, std::span<const uint8_t> data,
-                rdma_cm_id* listen_id, uint8_t initiator_depth, uint8_t responder_resources) {
+                rdma_cm_id* listen_id, uint8_t initiator_depth, uint8_t responder_resources,
+                const rdma_ud_param* ud) {
   auto* e = new Event;
   e->data.assign(data.begin(), data.end());
   e->ev.id = id;
@@ -26,6 +27,13 @@ void post_event(rdma_cm_id* id, rdma_cm_event_type type, int status, std::span<c
   e->ev.param.conn.private_data_len = static_cast<uint8_t>(std::min<size_t>(e->data.size(), 255));
   e->ev.param.conn.initiator_depth = initiator_depth;
   e->ev.param.conn.responder_resources = responder_resources;
+  if (ud != nullptr) {
+    e->ev.param.ud = *ud;  // a MULTICAST_JOIN's private_data: the join's context (librdmacm)
+    if (!e->data.empty()) {
+      e->ev.param.ud.private_data = e->data.data();
+      e->ev.param.ud.private_data_len = static_cast<uint8_t>(std::min<size_t>(e->data.size(), 255));
+    }
+  }
   std::lock_guard g(g_channels);
   auto* ch = reinterpret_cast<EventChannel*>(listen_id != nullptr ? listen_id->channel : id->channel);
   std::lock_guard g2(ch->m);
