@@ -31,7 +31,8 @@ constexpr bool pkey_match(uint16_t pkt, uint16_t qp) {
 }
 
 /// BTH OpCode (IBA 9.2.1, table 38): bits 7:5 the transport (RC 000, UC 001, UD 011), bits 4:0
-/// the operation. The CM messages of the emulator's wire (0xC0..) are outside this table.
+/// the operation. XRC (101) has RC's operations with its own transport bits: the core holds an
+/// XRC packet as its RC opcode with Packet::xrc set (kXrcTransport). The CM messages of the emulator's wire (0xC0..) are outside this table.
 enum class Opcode : uint8_t {
   RcSendFirst = 0x00,
   RcSendMiddle = 0x01,
@@ -72,6 +73,9 @@ enum class Opcode : uint8_t {
   UdSendOnlyImm = 0x65,
 };
 
+/// The BTH transport bits of XRC (IBA 1.2.1 annex A14, table 38's 101xxxxx): its opcodes are
+/// 0xA0 | RC's low five bits.
+inline constexpr uint8_t kXrcTransport = 5;
 /// "SEND_FIRST", "RDMA_READ_REQUEST", ... (table 38's names, the transport as a prefix).
 const char* opcode_name(Opcode op);
 /// True when `code` is one of table 38's opcodes above.
@@ -208,6 +212,12 @@ struct Packet {
   uint32_t src_qpn = 0;      ///< DETH source QP (UD); the sending QP, for the backends
   uint16_t slid = 0;         ///< the LRH's SLID (UD receives report it)
   uint16_t dlid = 0;         ///< UD requests: the destination port's LID (the WQE's address handle)
+  /// An XRC packet (IBA 1.2.1 annex A14): the core carries it with its RC opcode, and the wire
+  /// gives it the XRC transport's (bits 7:5 = 101, the low bits RC's). Its requests carry an
+  /// XRCETH, 4 bytes after the BTH: `xrc_srqn`, the XRC SRQ of the target that receives it (24
+  /// bits, the top byte reserved).
+  bool xrc = false;
+  uint32_t xrc_srqn = 0;     ///< XRCETH XRCSRQ (XRC requests)
   // payload
   uint32_t payload_len = 0;
   uint64_t msg_offset = 0;
