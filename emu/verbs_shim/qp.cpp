@@ -108,8 +108,8 @@ void record(ibv_qp_attr& r, const ibv_qp_attr& a, int mask) {
 
 namespace shim = hcasim::emu::shim;
 
-/// ibv_create_qp(3): an RC QP (shim::create_qp's checks and limits) in RESET. Null with errno
-/// EINVAL or EOPNOTSUPP (not RC, or an SRQ) when refused.
+/// ibv_create_qp(3): an RC, UC, UD or XRC send QP (shim::create_qp's checks and limits) in RESET.
+/// Null with errno EINVAL or EOPNOTSUPP (another type) when refused.
 ibv_qp* ibv_create_qp(ibv_pd* pd, ibv_qp_init_attr* qp_init_attr) {
   shim::QpObj* q = shim::create_qp(pd, qp_init_attr);
   if (q == nullptr) return nullptr;

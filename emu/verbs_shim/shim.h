@@ -189,10 +189,11 @@ struct QpObj {
   rdma_cm_id* cm_id = nullptr;
 };
 
-/// Creates an RC, UC or UD QP on `pd` for rdma_create_qp(3) and ibv_create_qp(3) (the checks: RC,
-/// UC or UD, a send and a receive CQ (the same or two), an SRQ or not, at most sdp::kMaxSge SGEs,
-/// the device's max_qp_wr WRs and max_inline_data bytes inline; the caps actually given are
-/// written back). The QP is in INIT. Returns null with errno set (EINVAL, EOPNOTSUPP for another
+/// Creates an RC, UC, UD or XRC send QP on `pd` for rdma_create_qp(3) and ibv_create_qp(3) (the
+/// checks: one of those types, a send and a receive CQ (the same or two; an XRC send QP has no
+/// receive side, so needs no receive CQ and gets no SRQ or receive WRs), an SRQ or not, at most
+/// sdp::kMaxSge SGEs, the device's max_qp_wr WRs and max_inline_data bytes inline; the caps
+/// actually given are written back). The QP is in INIT. Returns null with errno set (EINVAL, EOPNOTSUPP for another
 /// type) when refused. A UD QP starts with Q_Key 0.
 QpObj* create_qp(ibv_pd* pd, ibv_qp_init_attr* attr);
 /// With $HCASIM_FAULT_STATS=1: one line on stderr, "hcasim verbs shim: QP 0x48: N frames lost,
