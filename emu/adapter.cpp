@@ -263,6 +263,31 @@ std::shared_ptr<Qp> Hca::create_qp(hca::QpType type, uint32_t pd, const sdp::QpC
   return qp;
 }
 
+uint32_t Hca::alloc_xrcd() {
+  std::lock_guard g(qps_lock_);
+  return next_xrcd_++;
+}
+
+void Hca::add_srq(const std::shared_ptr<Srq>& srq) {
+  std::lock_guard g(qps_lock_);
+  std::erase_if(srqs_, [](const auto& e) { return e.second.expired(); });
+  while (srqs_.contains(next_srqn_) || next_srqn_ == 0) next_srqn_ = (next_srqn_ + 1) & 0xFFFFFF;  // 24 bits
+  srq->set_srqn(next_srqn_);
+  srqs_[next_srqn_] = srq;
+  next_srqn_ = (next_srqn_ + 1) & 0xFFFFFF;
+}
+
+std::shared_ptr<Srq> Hca::find_srq(uint32_t srqn) {
+  std::lock_guard g(qps_lock_);
+  auto it = srqs_.find(srqn);
+  return it == srqs_.end() ? nullptr : it->second.lock();
+}
+
+void Hca::remove_srq(uint32_t srqn) {
+  std::lock_guard g(qps_lock_);
+  srqs_.erase(srqn);
+}
+
 std::shared_ptr<Qp> Hca::find_qp(uint32_t qpn) {
   std::lock_guard g(qps_lock_);
   auto it = qps_.find(qpn);

@@ -37,6 +37,7 @@ namespace hcasim::emu {
 
 class Qp;
 struct Packet;
+class Srq;
 class CompQueue;
 class Hca;
 
@@ -129,6 +130,16 @@ class Hca {
   /// stays on the closing list while it lives (its queued frames still being written), so that
   /// quiesce waits for them at exit.
   void forget_qp(const std::shared_ptr<Qp>& qp);
+  /// ibv_open_xrcd(3): a new XRC domain (IBA 1.2.1 annex A14), its number (1, 2, ...). Which
+  /// file a domain belongs to is the verbs shim's (ibv_open_xrcd's fd).
+  uint32_t alloc_xrcd();
+  /// Gives `srq` its SRQ number (Srq::set_srqn; ibv_get_srq_num(3)), unique among the adapter's
+  /// live SRQs, and makes it findable by it (find_srq) while it lives.
+  void add_srq(const std::shared_ptr<Srq>& srq);
+  /// The live SRQ with number `srqn`, or null.
+  std::shared_ptr<Srq> find_srq(uint32_t srqn);
+  /// ibv_destroy_srq(3): SRQ `srqn` is found no more.
+  void remove_srq(uint32_t srqn);
   /// A new QP of `type` in `pd`, in RESET, completing into `send_cq` and `recv_cq` (they may be one
   /// CQ; ibv_create_qp(3)).
   std::shared_ptr<Qp> create_qp(hca::QpType type, uint32_t pd, const sdp::QpCaps& caps,
@@ -260,6 +271,9 @@ class Hca {
   uint32_t inner_key(uint32_t key) const;
   uint32_t pd_ = 0;   // the device PD
   uint32_t next_qpn_ = 0x48;  // under qps_lock_
+  uint32_t next_xrcd_ = 1;    // under qps_lock_
+  uint32_t next_srqn_ = 0x40; // under qps_lock_
+  std::unordered_map<uint32_t, std::weak_ptr<Srq>> srqs_;  // by SRQ number, under qps_lock_
   std::unordered_map<uint32_t, std::weak_ptr<Qp>> qps_;  // by QPN; expired ones purged as it grows
   /// Under qps_lock_: destroyed QPs that may still write (Qp::close); expired ones purged as it grows.
   std::vector<std::weak_ptr<Qp>> closing_;

@@ -44,6 +44,8 @@ hca::Packet to_core(const Packet& f, uint32_t src_qpn) {
   p.qkey = f.qkey;
   p.src_qpn = src_qpn;
   p.slid = f.slid;
+  p.xrc = f.xrc;
+  p.xrc_srqn = f.xrc_srqn;
   p.payload_len = static_cast<uint32_t>(f.payload.size());
   return p;
 }
@@ -218,6 +220,12 @@ void Qp::set_srq(std::shared_ptr<Srq> srq) {
   core_.set_srq(srq_ != nullptr);
 }
 
+void Qp::set_xrcd(uint32_t xrcd) {
+  std::lock_guard g(m_);
+  xrcd_ = xrcd;
+  core_.set_srq(true);
+}
+
 void Qp::set_max_inline_data(uint32_t bytes) {
   std::lock_guard g(m_);
   core_.set_max_inline_data(bytes);
@@ -259,7 +267,9 @@ uint64_t Qp::atomic(sdp::Addr addr, bool compare_swap, uint64_t compare_add, uin
 
 bool Qp::complete(const hca::Cqe& c, bool recv) {
   if (closed_) return true;  // destroyed: it writes no CQE (its CQs may be other QPs' too)
-  const bool ok = (recv ? *rcq_ : *scq_).push(c);
+  // An XRC target's receives complete on the CQ of the XRC SRQ they came from.
+  CompQueue& cq = recv && type_ == hca::QpType::XrcRecv && xsrq_ != nullptr ? *xsrq_->cq() : recv ? *rcq_ : *scq_;
+  const bool ok = cq.push(c);
   cv_.notify_all();
   return ok;
 }
@@ -309,7 +319,19 @@ void Qp::rnr_timer(double ns) {
   });
 }
 
-bool Qp::take_srq_recv(sdp::RecvWr& out) { return srq_ != nullptr && srq_->take(out); }
+bool Qp::take_srq_recv(sdp::RecvWr& out) {
+  const std::shared_ptr<Srq>& s = type_ == hca::QpType::XrcRecv ? xsrq_ : srq_;
+  return s != nullptr && s->take(out);
+}
+
+hca::XrcSrqRefusal Qp::xrc_srq(uint32_t srqn, uint32_t& pd) {
+  std::shared_ptr<Srq> s = hca_.find_srq(srqn);
+  if (s == nullptr || s->xrcd() == 0) return hca::XrcSrqRefusal::Unknown;  // none, or a basic SRQ
+  if (s->xrcd() != xrcd_) return hca::XrcSrqRefusal::OtherXrcd;
+  pd = s->pd();
+  xsrq_ = std::move(s);
+  return hca::XrcSrqRefusal::None;
+}
 
 void Qp::on_error(const std::string& why) {
   reason_ = why;
@@ -333,7 +355,7 @@ void Qp::pump() {
   if (closed_) return;
   // The peer went away (link_down): without a local ACK timer a request would wait for ever, so
   // it fails now; with one it goes out to nowhere and fails when the timer has run out its retries.
-  if (peer_gone_ && type_ == hca::QpType::Rc && core_.attr().timeout == 0 && core_.has_request()) {
+  if (peer_gone_ && hca::reliable_connected(type_) && core_.attr().timeout == 0 && core_.has_request()) {
     core_.to_error("transport retry counter exceeded: the peer QP is gone", WcStatus::RetryExcErr);
     return;
   }
@@ -411,6 +433,8 @@ void Qp::send_packet(const hca::Packet& p) {
   f.compare = p.compare;
   f.orig = p.orig;
   f.qkey = p.qkey;
+  f.xrc = p.xrc;
+  f.xrc_srqn = p.xrc_srqn;
   if (type_ == hca::QpType::Ud) {
     f.local_qpn = qpn_;
     f.slid = hca_.lid();

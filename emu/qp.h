@@ -93,6 +93,10 @@ class Qp final : public sdp::Verbs, public hca::QpBackend, public std::enable_sh
   hca::QpAttr attr();
   /// Receives come from `srq` (ibv_qp_init_attr.srq), not from post_recv. In RESET only.
   void set_srq(std::shared_ptr<Srq> srq);
+  /// XRC target (hca::QpType::XrcRecv): its XRC domain `xrcd` (Hca::alloc_xrcd); each request's
+  /// receive comes from the XRC SRQ of that domain its XRCETH names (hca::QpBackend::xrc_srq).
+  /// In RESET only.
+  void set_xrcd(uint32_t xrcd);
   /// The largest inline payload a post may carry, bytes (ibv_qp_init_attr.cap.max_inline_data).
   void set_max_inline_data(uint32_t bytes);
   /// rnr_retry as requester (0-7, 7 = for ever): the SDP programs keep 7, as ib_sdp does; the CM
@@ -200,6 +204,7 @@ class Qp final : public sdp::Verbs, public hca::QpBackend, public std::enable_sh
   void ack_timer(bool run) override;
   void rnr_timer(double ns) override;
   bool take_srq_recv(sdp::RecvWr& out) override;
+  hca::XrcSrqRefusal xrc_srq(uint32_t srqn, uint32_t& pd) override;
   void on_error(const std::string& why) override;
 
   // All below run with m_ held; the socket and the timers are touched on the I/O thread only.
@@ -252,6 +257,8 @@ class Qp final : public sdp::Verbs, public hca::QpBackend, public std::enable_sh
   std::shared_ptr<CompQueue> scq_, rcq_;
   bool own_cq_ = false;  // Hca::create_qp(caps): the CQ is this QP's alone
   std::shared_ptr<Srq> srq_;
+  uint32_t xrcd_ = 0;           // XRC target: its XRC domain
+  std::shared_ptr<Srq> xsrq_;   // XRC target: the XRC SRQ of the request in hand (xrc_srq)
   boost::asio::ip::tcp::socket socket_;
   boost::asio::steady_timer ack_timer_, rnr_timer_, reorder_timer_;
   boost::asio::steady_timer link_timer_;  // wait_for_link

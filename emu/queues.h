@@ -5,6 +5,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <span>
 
@@ -67,9 +68,25 @@ class CompQueue {
 /// A shared receive queue (ibv_create_srq(3), IBA 10.2.9): receive WRs that any QP created on
 /// it consumes in the order posted, instead of a receive queue of its own. A QP going to ERROR
 /// flushes none of them (they belong to the SRQ). Lock order: a Qp's lock, then its SRQ's.
+///
+/// An XRC SRQ (ibv_create_srq_ex(3) with IBV_SRQT_XRC; IBA 1.2.1 annex A14) belongs to an XRC
+/// domain and has a PD and a CQ of its own: an XRC target QP of that domain takes the receive WQE
+/// of each request from the XRC SRQ its XRCETH names, checks the request's memory accesses in
+/// that SRQ's PD and completes the receive on that SRQ's CQ.
 class Srq {
  public:
-  explicit Srq(uint32_t max_wr) : max_wr_(max_wr) {}
+  /// A basic SRQ of `max_wr` WRs; with `xrcd` (not 0) an XRC SRQ of that XRC domain, whose
+  /// requests use PD `pd` and complete on `cq`.
+  explicit Srq(uint32_t max_wr, uint32_t xrcd = 0, uint32_t pd = 0, std::shared_ptr<CompQueue> cq = {})
+      : max_wr_(max_wr), xrcd_(xrcd), pd_(pd), cq_(std::move(cq)) {}
+  /// The SRQ number (ibv_get_srq_num(3), the XRCETH's XRC SRQ): Hca::add_srq's.
+  uint32_t srqn() const { return srqn_; }
+  void set_srqn(uint32_t n) { srqn_ = n; }
+  /// The XRC domain (Hca::alloc_xrcd's number); 0 for a basic SRQ.
+  uint32_t xrcd() const { return xrcd_; }
+  /// An XRC SRQ's PD and CQ.
+  uint32_t pd() const { return pd_; }
+  const std::shared_ptr<CompQueue>& cq() const { return cq_; }
   /// ibv_post_srq_recv(3): false when max_wr WRs wait already.
   bool post(const sdp::RecvWr& wr);
   /// The oldest WR into `out`; false when none waits (the responder answers RNR NAK).
@@ -80,6 +97,9 @@ class Srq {
   std::mutex m_;
   sdp::Fifo<sdp::RecvWr> q_;
   uint32_t max_wr_;
+  uint32_t xrcd_ = 0, pd_ = 0;
+  std::shared_ptr<CompQueue> cq_;
+  uint32_t srqn_ = 0;
 };
 
 }  // namespace hcasim::emu

@@ -10,10 +10,12 @@ namespace hcasim::emu {
 namespace be = sdp::be;
 
 namespace {
-constexpr size_t kReth = 16, kAeth = 4, kCm = 8, kRej = 2, kImm = 4, kIeth = 4, kAtomicEth = 28, kAtomicAckEth = 8,
-                 kDeth = 12, kSidr = 12;
+constexpr size_t kXrcEth = 4, kReth = 16, kAeth = 4, kCm = 8, kRej = 2, kImm = 4, kIeth = 4, kAtomicEth = 28,
+                 kAtomicAckEth = 8, kDeth = 12, kSidr = 12;
 /// Header + the largest extension (RETH + ImmDt) + the largest payload + ICRC.
-constexpr uint32_t kMaxBody = static_cast<uint32_t>(kHeaderSize + kReth + kImm + kIcrcSize) + kMaxPayload;
+constexpr uint32_t kMaxBody = static_cast<uint32_t>(kHeaderSize + kXrcEth + kReth + kImm + kIcrcSize) + kMaxPayload;
+/// The BTH OpCode's transport bits of XRC (IBA table 38: 101xxxxx).
+constexpr uint8_t kXrcBits = hca::kXrcTransport << 5;
 /// The BTH byte after the OpCode: bit 7 is AckReq (the solicited event, migration and pad bits
 /// of a real BTH are not carried).
 constexpr uint8_t kAckReqBit = 0x80;
@@ -45,6 +47,13 @@ size_t extension_size(Op op) {
   return (hca::op_has_reth(t) ? kReth : 0) + (hca::op_has_imm(t) ? kImm : 0) + (hca::op_has_ieth(t) ? kIeth : 0) +
          (hca::op_has_aeth(t) ? kAeth : 0);
 }
+
+/// True when `op` may travel on the XRC transport: an RC opcode (IBA table 38 gives XRC each of
+/// RC's operations).
+bool xrc_capable(Op op) { return !is_cm(op) && hca::op_transport(transport(op)) == 0; }
+
+/// The XRCETH's bytes on `p`: XRC requests carry one.
+size_t xrceth_size(Op op, bool xrc) { return xrc && hca::is_request(transport(op)) ? kXrcEth : 0; }
 
 /// Largest payload `op` may carry.
 size_t payload_limit(Op op) {
@@ -112,13 +121,15 @@ std::vector<uint8_t> encode(const Packet& p) {
   if (write_only(p.op) && p.dma_len != p.payload.size())
     throw WireError(fmt::format("encode: RETH length {} but {} payload bytes", p.dma_len, p.payload.size()));
   if (is_cm(p.op) && p.pkey != 0) throw WireError(fmt::format("encode: {} carries no P_Key", op_name(p.op)));
-  const size_t ext = extension_size(p.op);
+  if (p.xrc && !xrc_capable(p.op)) throw WireError(fmt::format("encode: {} has no XRC opcode", op_name(p.op)));
+  if (p.xrc && p.xrc_srqn > 0xFFFFFF) throw WireError(fmt::format("encode: XRC SRQ number {:#x} over 24 bits", p.xrc_srqn));
+  const size_t ext = xrceth_size(p.op, p.xrc) + extension_size(p.op);
   const size_t body = kHeaderSize + ext + p.payload.size() + kIcrcSize;
   std::vector<uint8_t> out(kLengthSize + body, 0);
   uint8_t* b = out.data();
   be::put32(b, static_cast<uint32_t>(body));
   b += kLengthSize;
-  b[0] = static_cast<uint8_t>(p.op);
+  b[0] = static_cast<uint8_t>(static_cast<uint8_t>(p.op) | (p.xrc ? kXrcBits : 0));
   b[1] = p.ack_req ? kAckReqBit : 0;
   be::put16(b + 2, p.pkey);
   be::put32(b + 4, p.dest_qpn & 0xFFFFFF);
@@ -141,6 +152,10 @@ std::vector<uint8_t> encode(const Packet& p) {
     const hca::Opcode t = transport(p.op);
     const hca::OpKind k = hca::op_kind(t);
     uint8_t* x = e;
+    if (xrceth_size(p.op, p.xrc) != 0) {
+      be::put32(x, p.xrc_srqn);
+      x += kXrcEth;
+    }
     if (hca::op_transport(t) == 3) {  // DETH and the SLID
       be::put32(x, p.qkey);
       be::put32(x + 4, p.local_qpn & 0xFFFFFF);
@@ -194,9 +209,13 @@ Packet decode(std::span<const uint8_t> body) {
                                 kHeaderSize + kIcrcSize));
   body = body.first(body.size() - kIcrcSize);
   const uint8_t* b = body.data();
-  if (!known(b[0])) throw WireError(fmt::format("unknown op {:#04x}", b[0]));
   Packet p;
-  p.op = static_cast<Op>(b[0]);
+  // XRC (101xxxxx): an RC opcode's low bits on the XRC transport.
+  p.xrc = (b[0] >> 5) == hca::kXrcTransport;
+  const uint8_t code = p.xrc ? static_cast<uint8_t>(b[0] & ~kXrcBits) : b[0];
+  if (!known(code) || (p.xrc && !xrc_capable(static_cast<Op>(code))))
+    throw WireError(fmt::format("unknown op {:#04x}", b[0]));
+  p.op = static_cast<Op>(code);
   const bool cm = is_cm(p.op);
   // AckReq and the P_Key exist on transport packets only; every other bit of bytes 1-3 and the
   // top bytes of the QPN and PSN fields are reserved. The P_Key is the receiving QP's to check
@@ -207,7 +226,7 @@ Packet decode(std::span<const uint8_t> body) {
   p.pkey = be::get16(b + 2);
   p.dest_qpn = be::get32(b + 4);
   p.psn = be::get32(b + 8);
-  const size_t ext = extension_size(p.op);
+  const size_t ext = xrceth_size(p.op, p.xrc) + extension_size(p.op);
   if (body.size() < kHeaderSize + ext)
     throw WireError(fmt::format("{}: {} bytes, its headers need {}", op_name(p.op), body.size(), kHeaderSize + ext));
   const uint8_t* e = b + kHeaderSize;
@@ -237,6 +256,11 @@ Packet decode(std::span<const uint8_t> body) {
     const hca::Opcode t = transport(p.op);
     const hca::OpKind k = hca::op_kind(t);
     const uint8_t* x = e;
+    if (xrceth_size(p.op, p.xrc) != 0) {
+      if (x[0] != 0) throw WireError(fmt::format("XRC {}: XRCETH reserved bits set", op_name(p.op)));
+      p.xrc_srqn = be::get32(x);
+      x += kXrcEth;
+    }
     if (hca::op_transport(t) == 3) {
       p.qkey = be::get32(x);
       p.local_qpn = be::get32(x + 4);

@@ -16,6 +16,8 @@
 ///                  CM messages
 ///     8      4     dest_qpn (BTH DestQP, 24 bits used)
 ///     12     4     psn (BTH PSN, 24 bits used; CM REQ: the sender's starting PSN)
+///     16     4     XRCETH (XRC requests only, IBA 1.2.1 annex A14): 8 reserved bits (0), the
+///                  XRC SRQ number (24 bits); the extensions below follow it
 ///     16     ...   by op:
 ///        SEND First, Middle, Last, Only               payload
 ///        SEND Last / Only with Immediate              ImmDt (u32), payload
@@ -43,7 +45,8 @@
 ///        CmRej                                        reason length u16, reason text
 ///        CmRtu, CmDreq                                nothing
 ///     end-4  4     ICRC: CRC-32 (zlib's, IEEE 802.3) of the bytes from offset 4 to here
-/// The UC opcodes (0x20..0x2B) carry what their RC counterparts carry.
+/// The UC opcodes (0x20..0x2B) carry what their RC counterparts carry, and so do the XRC ones
+/// (0xA0..0xB7: table 38's 101xxxxx, RC's low bits; Packet::xrc), whose requests add the XRCETH.
 #include <cstdint>
 #include <span>
 #include <stdexcept>
@@ -145,12 +148,17 @@ struct Packet {
   uint16_t slid = 0;      ///< UD, SIDR: the sender port's LID
   uint16_t dlid = 0;      ///< UD: the destination LID (unicast, or a multicast LID 0xC000-0xFFFE)
   uint8_t status = 0;     ///< SIDR REP: IBA 12.11.2's status (0 valid, 1 service ID not supported, 2 rejected)
+  /// XRC transport (BTH OpCode 0xA0 | op's low bits; `op` holds the RC opcode): `op` must be an
+  /// RC one. Its requests carry the XRCETH, `xrc_srqn` (24 bits).
+  bool xrc = false;
+  uint32_t xrc_srqn = 0;  ///< XRCETH XRC SRQ number
   std::vector<uint8_t> payload{};  ///< data, CM private data or the REJ reason
 };
 
 /// The whole frame, length field first, ICRC last. Throws WireError when a field is out of range (a
 /// payload over kMaxPayload, private data over the CM limit, an RDMA WRITE Only whose RETH length
-/// is not its payload's, a payload on an op that carries none, a P_Key on a CM message).
+/// is not its payload's, a payload on an op that carries none, a P_Key on a CM message, XRC on
+/// an op that is not RC's, an XRC SRQ number over 24 bits).
 std::vector<uint8_t> encode(const Packet& p);
 /// The length field of a frame: the byte count of what follows it. Throws WireError when it is
 /// shorter than the fixed header and the ICRC or longer than the largest frame.
@@ -160,7 +168,7 @@ uint32_t decode_length(std::span<const uint8_t, kLengthSize> length_field);
 bool icrc_ok(std::span<const uint8_t> body);
 /// Decodes what follows the length field; the ICRC is not checked (icrc_ok does that, first).
 /// Throws WireError naming the fault (unknown op, truncated extension, lengths that disagree,
-/// reserved bits set).
+/// reserved bits set, the XRCETH's among them).
 Packet decode(std::span<const uint8_t> body);
 
 }  // namespace hcasim::emu

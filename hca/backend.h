@@ -13,6 +13,13 @@
 
 namespace hcasim::hca {
 
+/// Why an XRC target cannot use the XRC SRQ a request's XRCETH names (QpBackend::xrc_srq).
+enum class XrcSrqRefusal : uint8_t {
+  None,       ///< usable
+  Unknown,    ///< no XRC SRQ has that number
+  OtherXrcd,  ///< an XRC SRQ of another XRC domain than the target QP's (IBA A14)
+};
+
 class QpBackend {
  public:
   virtual ~QpBackend() = default;
@@ -46,6 +53,15 @@ class QpBackend {
   virtual bool take_srq_recv(sdp::RecvWr& out) {
     (void)out;
     return false;
+  }
+  /// XRC target (QpType::XrcRecv): the request in hand names XRC SRQ `srqn` in its XRCETH (IBA
+  /// 1.2.1 annex A14). None when it is an XRC SRQ of the QP's XRC domain: `pd` is then set to the
+  /// SRQ's PD (the domain of the request's R_Key and scatter checks), and take_srq_recv takes
+  /// from that SRQ and receive completions go to its CQ until the next call. Else why not.
+  virtual XrcSrqRefusal xrc_srq(uint32_t srqn, uint32_t& pd) {
+    (void)srqn;
+    (void)pd;
+    return XrcSrqRefusal::Unknown;
   }
   /// A local WQE in its turn (WrExt::local(): a memory window's bind or invalidation) on the
   /// backend's memory table for QP `qpn` of PD `pd`: true when done, false when refused (the WQE

@@ -33,7 +33,8 @@ constexpr bool pkey_match(uint16_t pkt, uint16_t qp) {
 }
 
 /// BTH OpCode (IBA 9.2.1, table 38): bits 7:5 the transport (RC 000, UC 001, UD 011), bits 4:0
-/// the operation. The CM messages of the emulator's wire (0xC0..) are outside this table.
+/// the operation. XRC (101) has RC's operations with its own transport bits: the core holds an
+/// XRC packet as its RC opcode with Packet::xrc set (kXrcTransport). The CM messages of the emulator's wire (0xC0..) are outside this table.
 enum class Opcode : uint8_t {
   RcSendFirst = 0x00,
   RcSendMiddle = 0x01,
@@ -74,6 +75,9 @@ enum class Opcode : uint8_t {
   UdSendOnlyImm = 0x65,
 };
 
+/// The BTH transport bits of XRC (IBA 1.2.1 annex A14, table 38's 101xxxxx): its opcodes are
+/// 0xA0 | RC's low five bits.
+inline constexpr uint8_t kXrcTransport = 5;
 /// "SEND_FIRST", "RDMA_READ_REQUEST", ... (table 38's names, the transport as a prefix).
 const char* opcode_name(Opcode op);
 /// True when `code` is one of table 38's opcodes above.
@@ -213,6 +217,12 @@ struct Packet {
   /// UD receives: the packet's GRH (kGrhBytes, IBA 8.3), written to the receive's GRH room and
   /// reported with IBV_WC_GRH; null for a packet without one (the room is zeroed).
   const uint8_t* grh = nullptr;
+  /// An XRC packet (IBA 1.2.1 annex A14): the core carries it with its RC opcode, and the wire
+  /// gives it the XRC transport's (bits 7:5 = 101, the low bits RC's). Its requests carry an
+  /// XRCETH, 4 bytes after the BTH: `xrc_srqn`, the XRC SRQ of the target that receives it (24
+  /// bits, the top byte reserved).
+  bool xrc = false;
+  uint32_t xrc_srqn = 0;     ///< XRCETH XRCSRQ (XRC requests)
   // payload
   uint32_t payload_len = 0;
   uint64_t msg_offset = 0;

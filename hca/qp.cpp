@@ -9,6 +9,8 @@ const char* qp_type_name(QpType t) {
     case QpType::Rc: return "RC";
     case QpType::Uc: return "UC";
     case QpType::Ud: return "UD";
+    case QpType::XrcSend: return "XRC_SEND";
+    case QpType::XrcRecv: return "XRC_RECV";
   }
   return "?";
 }
@@ -52,11 +54,21 @@ ModifyRule modify_rule(QpType type, QpState cur, QpState next) {
       break;
     case QpState::Init:
       if (next == QpState::Init) return {true, 0, kPkeyIndex | kPort | kAccessFlags};
+      // An XRC initiator has no responder: no responder resources or RNR timer (the kernel's
+      // qp_state_table, IB_QPT_XRC_INI).
+      if (next == QpState::Rtr && type == QpType::XrcSend)
+        return {true, kAv | kPathMtu | kDestQpn | kRqPsn, kPath | kAccessFlags | kPkeyIndex};
       if (next == QpState::Rtr)
         return {true, kAv | kPathMtu | kDestQpn | kRqPsn | kMaxDestRdAtomic | kMinRnrTimer,
                 kPath | kAccessFlags | kPkeyIndex};
       break;
     case QpState::Rtr:
+      // An XRC target sends no requests: RTS requires the SQ PSN and timeout only (the kernel's
+      // qp_state_table, drivers/infiniband/core/verbs.c, IB_QPT_XRC_TGT), the rest optional.
+      if (next == QpState::Rts && type == QpType::XrcRecv)
+        return {true, kSqPsn | kTimeout,
+                kRetryCnt | kRnrRetry | kMaxQpRdAtomic | kCurState | kPath | kAccessFlags | kMinRnrTimer |
+                    kPathMigState};
       if (next == QpState::Rts)
         return {true, kSqPsn | kTimeout | kRetryCnt | kRnrRetry | kMaxQpRdAtomic,
                 kCurState | kPath | kAccessFlags | kMinRnrTimer | kPathMigState};

@@ -15,10 +15,19 @@
 namespace hcasim::hca {
 
 /// ibv_qp_type: the transports the core runs (IBA 9.8: reliable and unreliable connected,
-/// unreliable datagram).
-enum class QpType : uint8_t { Rc, Uc, Ud };
-/// "RC", "UC", "UD".
+/// unreliable datagram) and the two halves of an XRC connection (IBA 1.2.1 annex A14, eXtended
+/// Reliable Connected): XrcSend (IBV_QPT_XRC_SEND, the XRC initiator: a send queue only, each
+/// request naming the remote XRC SRQ in its XRCETH) and XrcRecv (IBV_QPT_XRC_RECV, the XRC
+/// target: no send or receive queue of its own, its receives taken from the XRC SRQ each request
+/// names, within its XRC domain).
+enum class QpType : uint8_t { Rc, Uc, Ud, XrcSend, XrcRecv };
+/// "RC", "UC", "UD", "XRC_SEND", "XRC_RECV".
 const char* qp_type_name(QpType t);
+/// True for the reliable connected types: RC and both XRC halves (ACKs, retries, RDMA READ and
+/// atomics; an XRC connection runs RC's protocol, IBA A14).
+constexpr bool reliable_connected(QpType t) { return t == QpType::Rc || t == QpType::XrcSend || t == QpType::XrcRecv; }
+/// True for an XRC QP (either half).
+constexpr bool is_xrc(QpType t) { return t == QpType::XrcSend || t == QpType::XrcRecv; }
 
 /// ibv_qp_state, the subset the core goes through (SQD and SQE are not emulated).
 enum class QpState : uint8_t { Reset, Init, Rtr, Rts, Error };
@@ -161,7 +170,10 @@ inline PostCheck check_post_send(QpType type, QpState state, uint32_t outstandin
   if (wr.num_sge > sdp::kMaxSge) return {Post::Refuse, PostError::TooManySge};
   // READ, the atomics and SEND with Invalidate are RC's only (IBA 9.2.1 table 38 gives UC and UD
   // none of their opcodes).
-  if (type != QpType::Rc && (w.rd_atomic() || w.x.kind == WrExt::Kind::SendInv)) [[unlikely]]
+  if (!reliable_connected(type) && (w.rd_atomic() || w.x.kind == WrExt::Kind::SendInv)) [[unlikely]]
+    return {Post::Refuse, PostError::BadOpcode};
+  // An XRC target has no send queue (IBA A14; mlx4 creates none for IBV_QPT_XRC_RECV).
+  if (type == QpType::XrcRecv) [[unlikely]]
     return {Post::Refuse, PostError::BadOpcode};
   if (type == QpType::Ud && (wr.opcode != sdp::WrOpcode::Send || w.x.kind == WrExt::Kind::WriteImm || w.x.local()))
       [[unlikely]]

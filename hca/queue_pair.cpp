@@ -121,21 +121,24 @@ void QueuePair::to_error(const std::string& why, std::optional<sdp::WcStatus> fi
 
 void QueuePair::receive(const Packet& p, const void* payload) {
   const QpState s = attr_.qp_state;
+  // An XRC packet reaches XRC QPs only, an RC packet RC QPs only (IBA 9.6.1.2: the BTH's
+  // transport must be the QP's).
+  if (p.xrc != is_xrc(type_)) return;
   if (is_request(p.op)) {
     // RESET, INIT and ERROR: the packet is dropped in silence (IBA 10.3.1: a QP receives from RTR on).
     if (s == QpState::Rtr || s == QpState::Rts) resp_.receive(p, payload);
-  } else if (s == QpState::Rts && type_ == QpType::Rc) {
+  } else if (s == QpState::Rts && reliable_connected(type_)) {
     comp_.receive(p, payload);
   }
 }
 
 void QueuePair::ack_timeout() {
   timer_on_ = false;
-  if (attr_.qp_state == QpState::Rts && type_ == QpType::Rc) comp_.ack_timeout();
+  if (attr_.qp_state == QpState::Rts && reliable_connected(type_)) comp_.ack_timeout();
 }
 
 void QueuePair::rnr_timeout() {
-  if (attr_.qp_state == QpState::Rts && type_ == QpType::Rc) comp_.rnr_timeout();
+  if (attr_.qp_state == QpState::Rts && reliable_connected(type_)) comp_.rnr_timeout();
 }
 
 void QueuePair::cqe(const Cqe& c, bool recv) {

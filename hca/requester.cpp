@@ -150,7 +150,7 @@ bool Requester::next(uint32_t max_pkts, Packet& out) {
     done = last + 1 == e.npkts;
     if (imm && done) out.imm = x.imm;
     if (inv && done) out.ieth_rkey = x.imm;
-    out.ack_req = done && q.type_ == QpType::Rc;
+    out.ack_req = done && reliable_connected(q.type_);
     pkt_ = last + 1;
   }
   // Packets before hi_psn_ were sent before: go-back-N sends them again. An RDMA READ request
@@ -165,7 +165,11 @@ bool Requester::next(uint32_t max_pkts, Packet& out) {
     ++next_;
     pkt_ = 0;
   }
-  if (q.type_ == QpType::Rc) {
+  if (q.type_ == QpType::XrcSend) {  // every XRC request names the target's XRC SRQ (IBA A14)
+    out.xrc = true;
+    out.xrc_srqn = x.xrc_srqn & 0xFFFFFF;
+  }
+  if (reliable_connected(q.type_)) {
     if (out.ack_req) q.timer_start();
   } else if (done) {
     q.retire_front(sdp::WcStatus::Success);  // UC and UD: complete once sent (IBA 9.8.2, 9.8.3)

@@ -56,16 +56,18 @@ void Responder::receive(const Packet& in, const void* payload) {
     execute_ud(in, payload);
     return;
   }
-  // An opcode of another transport than the QP's is dropped (IBA 9.6.1: the BTH's opcode checks).
+  // An opcode of another transport than the QP's is dropped (IBA 9.6.1: the BTH's opcode checks;
+  // an XRC packet is its RC opcode with Packet::xrc, which QueuePair::receive matched already).
   if (op_transport(in.op) != (q.type_ == QpType::Uc ? 1 : 0)) return;
-  if (q.type_ == QpType::Rc && in.psn == epsn_) {  // check_psn's in-order case: nothing to trim
+  if (q.type_ == QpType::XrcRecv && !xrc_select(in)) return;
+  if (reliable_connected(q.type_) && in.psn == epsn_) {  // check_psn's in-order case: nothing to trim
     nak_sent_ = false;
     execute(in, payload, 0);
     return;
   }
   Packet p = in;
   uint64_t poff = 0;
-  if (q.type_ == QpType::Rc) {
+  if (reliable_connected(q.type_)) {
     if (!check_psn(p, poff)) return;
   } else if (drop_msg_ || p.psn != epsn_) {
     // UC: a PSN out of order means lost packets: the message in progress is dropped, and so is
@@ -115,6 +117,21 @@ bool Responder::check_psn(Packet& p, uint64_t& poff) {
   return false;
 }
 
+uint32_t Responder::mem_pd() const { return qp_.type_ == QpType::XrcRecv ? xrc_pd_ : qp_.pd_; }
+
+bool Responder::xrc_select(const Packet& p) {
+  QueuePair& q = qp_;
+  const XrcSrqRefusal r = q.be_.xrc_srq(p.xrc_srqn, xrc_pd_);
+  if (r == XrcSrqRefusal::None) return true;
+  // Only a request in sequence is refused with a NAK; a duplicate or one beyond a gap naming a
+  // bad XRC SRQ is dropped (its PSN is checked first, IBA 9.7.5.1).
+  if (p.psn != epsn_) return false;
+  fatal(p.psn, aeth::kNakInvReq, sdp::WcStatus::RemInvReqErr,
+        fmt::format("{}: XRCETH names XRC SRQ {:#x}, {}", opcode_name(p.op), p.xrc_srqn,
+                    r == XrcSrqRefusal::OtherXrcd ? "an SRQ of another XRC domain" : "no XRC SRQ"));
+  return false;
+}
+
 void Responder::duplicate(const Packet& p) {
   QueuePair& q = qp_;
   switch (op_kind(p.op)) {
@@ -132,7 +149,7 @@ void Responder::duplicate(const Packet& p) {
         return;
       const uint32_t npk = q.packets_of(p.dma_len);
       q.stats_.retransmitted += npk;  // the responder's packets sent again
-      queue_read_response(p, npk);
+      queue_read_response(p, npk, r->pd);
       q.be_.kick();
       return;
     }
@@ -274,7 +291,7 @@ void Responder::execute_send(const Packet& p, const void* payload, uint64_t poff
     // receive with REM_INV_REQ_ERR and takes the QP to ERROR (rxe_resp.c
     // RESPST_ERR_INVALIDATE_RKEY, "RC - Class J"); the requester is told with NAK Invalid Request
     // (REM_INV_REQ_ERR, IBA 9.7.5.2.4), the class C answer, rather than left to its retries.
-    const MrRefusal r = q.be_.remote_invalidate(p.ieth_rkey, q.qpn_, q.pd_);
+    const MrRefusal r = q.be_.remote_invalidate(p.ieth_rkey, q.qpn_, mem_pd());
     if (r != MrRefusal::None) {
       fatal(psn_add(p.psn, p.npkts - 1), aeth::kNakInvReq, sdp::WcStatus::RemInvReqErr,
             fmt::format("SEND with Invalidate of R_Key {:#x}: {}", p.ieth_rkey, mr_refusal_str(r)));
@@ -304,10 +321,10 @@ void Responder::execute_write(const Packet& p, const void* payload, uint64_t pof
   // rxe_resp.c check_rkey). Each later packet is translated through the MR again, as an HCA
   // looks up the MPT per packet: an MR deregistered mid-message refuses the rest of it, and the
   // memory is not touched once ibv_dereg_mr has returned.
-  const MrRefusal r = op_starts(p.op) ? (wlen_ == 0 ? MrRefusal::None : q.be_.check_mr(wrkey_, q.pd_, wva_, wlen_, sdp::kRemoteWrite))
+  const MrRefusal r = op_starts(p.op) ? (wlen_ == 0 ? MrRefusal::None : q.be_.check_mr(wrkey_, mem_pd(), wva_, wlen_, sdp::kRemoteWrite))
                       : p.payload_len == 0 || msg_off_ + p.payload_len > wlen_
                           ? MrRefusal::None
-                          : q.be_.check_mr(wrkey_, q.pd_, wva_ + msg_off_, p.payload_len, sdp::kRemoteWrite);
+                          : q.be_.check_mr(wrkey_, mem_pd(), wva_ + msg_off_, p.payload_len, sdp::kRemoteWrite);
   if (r != MrRefusal::None) [[unlikely]] {
     if (q.type_ == QpType::Uc) {
       drop_message();
@@ -343,7 +360,7 @@ void Responder::execute_write(const Packet& p, const void* payload, uint64_t pof
 
 void Responder::execute_read(const Packet& p) {
   QueuePair& q = qp_;
-  const MrRefusal r = p.dma_len == 0 ? MrRefusal::None : q.be_.check_mr(p.rkey, q.pd_, p.va, p.dma_len, sdp::kRemoteRead);
+  const MrRefusal r = p.dma_len == 0 ? MrRefusal::None : q.be_.check_mr(p.rkey, mem_pd(), p.va, p.dma_len, sdp::kRemoteRead);
   if (r != MrRefusal::None) [[unlikely]] {
     fatal(p.psn, aeth::kNakRemAccess, sdp::WcStatus::RemAccessErr,
           fmt::format("RDMA READ of [{:#x}, +{}) with rkey {:#x}: remote access violation: {}", p.va, p.dma_len,
@@ -351,15 +368,16 @@ void Responder::execute_read(const Packet& p) {
     return;
   }
   const uint32_t npk = q.packets_of(p.dma_len);
-  add_resource({true, p.psn, psn_add(p.psn, npk - 1), p.va, p.rkey, p.dma_len, 0});
+  add_resource({true, p.psn, psn_add(p.psn, npk - 1), p.va, p.rkey, p.dma_len, 0, mem_pd()});
   msn_ = psn_add(msn_, 1);
-  queue_read_response(p, npk);
+  queue_read_response(p, npk, mem_pd());
   epsn_ = psn_add(p.psn, npk);
   q.be_.kick();
 }
 
-void Responder::queue_read_response(const Packet& p, uint32_t npkts) {
+void Responder::queue_read_response(const Packet& p, uint32_t npkts, uint32_t pd) {
   Response x;
+  x.pd = pd;
   x.kind = Response::Kind::Read;
   x.psn = p.psn;
   x.syndrome = aeth::kAck;
@@ -378,7 +396,7 @@ void Responder::execute_atomic(const Packet& p) {
           fmt::format("an atomic at {:#x}: not 8-byte aligned", p.va));
     return;
   }
-  const MrRefusal r = q.be_.check_mr(p.rkey, q.pd_, p.va, 8, kRemoteAtomic);
+  const MrRefusal r = q.be_.check_mr(p.rkey, mem_pd(), p.va, 8, kRemoteAtomic);
   if (r != MrRefusal::None) [[unlikely]] {
     fatal(p.psn, aeth::kNakRemAccess, sdp::WcStatus::RemAccessErr,
           fmt::format("an atomic at {:#x} with rkey {:#x}: remote access violation: {}", p.va, p.rkey,
@@ -386,7 +404,7 @@ void Responder::execute_atomic(const Packet& p) {
     return;
   }
   const uint64_t orig = q.be_.atomic(p.va, p.op == Opcode::RcCompareSwap, p.compare, p.swap);
-  add_resource({false, p.psn, p.psn, p.va, p.rkey, 8, orig});
+  add_resource({false, p.psn, p.psn, p.va, p.rkey, 8, orig, mem_pd()});
   msn_ = psn_add(msn_, 1);
   Response x;
   x.kind = Response::Kind::AtomicAck;
@@ -423,7 +441,7 @@ void Responder::execute_ud(const Packet& p, const void* payload) {
   uint64_t pos = 0;
   for (uint8_t i = 0; i < w.num_sge; ++i) {
     const uint64_t take = std::min<uint64_t>(w.sg[i].length, need > pos ? need - pos : 0);
-    if (take > 0 && q.be_.check_mr(w.sg[i].lkey, q.pd_, w.sg[i].addr, take, sdp::kLocalWrite) != MrRefusal::None) {
+    if (take > 0 && q.be_.check_mr(w.sg[i].lkey, mem_pd(), w.sg[i].addr, take, sdp::kLocalWrite) != MrRefusal::None) {
       fatal(p.psn, aeth::kNakRemOp, sdp::WcStatus::LocProtErr, "local protection error in a UD receive's scatter list");
       return;
     }
@@ -469,7 +487,7 @@ bool Responder::scatter(const Packet& p, const void* payload, uint64_t poff) {
     const uint64_t end = pos + w.sg[i].length;
     if (end > lo && pos < hi) {
       const uint64_t a = std::max(pos, lo), b = std::min(end, hi);
-      if (q.be_.check_mr(w.sg[i].lkey, q.pd_, w.sg[i].addr + (a - pos), b - a, sdp::kLocalWrite) != MrRefusal::None)
+      if (q.be_.check_mr(w.sg[i].lkey, mem_pd(), w.sg[i].addr + (a - pos), b - a, sdp::kLocalWrite) != MrRefusal::None)
         return false;
     }
     pos = end;
@@ -483,7 +501,7 @@ bool Responder::scatter(const Packet& p, const void* payload, uint64_t poff) {
 
 void Responder::ack(uint32_t psn, uint8_t syndrome) {
   QueuePair& q = qp_;
-  if (q.type_ != QpType::Rc) return;  // UC and UD: no acknowledgements (IBA 9.8.2)
+  if (!reliable_connected(q.type_)) return;  // UC and UD: no acknowledgements (IBA 9.8.2)
   if (ack_kind(syndrome) == AckKind::Ack && !out_.empty() && out_.back().kind == Response::Kind::Ack &&
       ack_kind(out_.back().syndrome) == AckKind::Ack) {
     out_.back().psn = psn;  // an ACK not yet sent is covered by this one (ACKs are cumulative)
@@ -548,6 +566,7 @@ bool Responder::next_response(uint32_t max_pkts, Packet& out) {
     out = Packet{};
     out.dest_qpn = q.attr_.dest_qp_num;
     out.src_qpn = q.qpn_;
+    out.xrc = q.type_ == QpType::XrcRecv;  // an XRC target answers with XRC opcodes, no XRCETH
     out.syndrome = r.syndrome;
     out.msn = r.msn;
     out.psn = r.psn;
@@ -564,7 +583,7 @@ bool Responder::next_response(uint32_t max_pkts, Packet& out) {
     }
     // An RDMA READ response, MTU by MTU, read from memory whose key is checked again for every
     // packet (the MR may have gone since the request; rxe_resp.c rxe_recheck_mr).
-    if (r.len > 0 && q.be_.check_mr(r.rkey, q.pd_, r.va, r.len, sdp::kRemoteRead) != MrRefusal::None) [[unlikely]] {
+    if (r.len > 0 && q.be_.check_mr(r.rkey, r.pd, r.va, r.len, sdp::kRemoteRead) != MrRefusal::None) [[unlikely]] {
       const uint32_t psn = psn_add(r.psn, r.next);
       out_.pop_front();
       fatal(psn, aeth::kNakRemAccess, sdp::WcStatus::RemAccessErr,

@@ -50,6 +50,7 @@ class Responder {
   /// The expected PSN.
   uint32_t epsn() const { return epsn_; }
 
+
  private:
   /// An RDMA READ or atomic the responder answered, kept for duplicates (IBA 9.7.5.1.2: up to
   /// max_dest_rd_atomic of them).
@@ -60,6 +61,7 @@ class Responder {
     uint32_t rkey = 0;
     uint32_t len = 0;
     uint64_t orig = 0;  ///< atomics: the value before
+    uint32_t pd = 0;    ///< the PD its R_Key was checked in (an XRC target's: its XRC SRQ's)
   };
   /// A response waiting to leave.
   struct Response {
@@ -73,6 +75,7 @@ class Responder {
     uint32_t len = 0;
     uint32_t npkts = 0, next = 0;
     uint64_t orig = 0;  ///< AtomicAck
+    uint32_t pd = 0;    ///< Read: the PD its R_Key is checked in again for every packet
   };
   /// RC: the PSN check. True when `p` (shortened to start at the expected PSN when its first
   /// packets are duplicates: `poff` is then the payload bytes skipped) is to be executed.
@@ -84,7 +87,15 @@ class Responder {
   void execute_write(const Packet& p, const void* payload, uint64_t poff);
   void execute_read(const Packet& p);
   /// Queues the READ response to request `p` (npkts packets), for the PSNs it asked.
-  void queue_read_response(const Packet& p, uint32_t npkts);
+  void queue_read_response(const Packet& p, uint32_t npkts, uint32_t pd);
+  /// XRC target: the XRC SRQ `p`'s XRCETH names (QpBackend::xrc_srq), whose PD the memory
+  /// accesses of the request use and whose receive WQEs and CQ its receive takes (IBA A14).
+  /// False when refused: a request in sequence gets NAK Invalid Request and the QP goes to ERROR
+  /// (class C, IBA 9.9.3.1.3); others are dropped.
+  bool xrc_select(const Packet& p);
+  /// The PD the responder's memory accesses are checked in: the QP's; an XRC target's is the PD
+  /// of the XRC SRQ the request in hand names (xrc_select).
+  uint32_t mem_pd() const;
   void execute_atomic(const Packet& p);
   void execute_ud(const Packet& p, const void* payload);
   /// The receive WQE of a SEND or a WRITE with immediate: the QP's own or its SRQ's.
@@ -104,6 +115,7 @@ class Responder {
 
   QueuePair& qp_;
   uint32_t epsn_ = 0;
+  uint32_t xrc_pd_ = 0;       ///< XRC target: the PD of the XRC SRQ of the request in hand
   bool nak_sent_ = false;  ///< a NAK (or RNR NAK) for the current gap went out
   uint32_t msn_ = 0;       ///< messages completed (AETH MSN, 24 bits)
   // the message in progress

@@ -27,6 +27,7 @@ struct WrExt {
   uint16_t ud_dlid = 0;      ///< UD: the address handle's port LID
   uint32_t ud_qpn = 0;       ///< UD: wr.ud.remote_qpn
   uint32_t ud_qkey = 0;      ///< UD: wr.ud.remote_qkey (high bit set: the QP's own Q_Key, IBA 10.2.5)
+  uint32_t xrc_srqn = 0;     ///< XRC send QPs: wr.qp_type.xrc.remote_srqn, the XRCETH's XRC SRQ (24 bits)
   /// BindMw: the window's key now (`mw_key`) and after the bind (`mw_new_key`: its index with
   /// the key byte the program chose), the MR and the range and kRemote* rights it binds.
   uint32_t mw_key = 0, mw_new_key = 0, mw_mr_key = 0;

@@ -9,6 +9,7 @@
 
 #include <infiniband/verbs.h>
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <rdma/rdma_cma.h>
 #include <stdlib.h>
@@ -661,4 +662,145 @@ TEST_F(VerbsQp, APeerDestroyedLeavesTheQpAsItIsUntilItSends) {
   EXPECT_EQ(got[1].status, IBV_WC_WR_FLUSH_ERR) << ibv_wc_status_str(got[1].status);
   ibv_destroy_qp(a);
   ibv_destroy_cq(cq);
+}
+
+// XRC (IBA 1.2.1 annex A14) through the shim: ibv_open_xrcd(3)'s file and oflags rules (the
+// kernel's ib_uverbs_open_xrcd), an XRC SRQ, XRC send and receive QPs connected by ibv_modify_qp,
+// a SEND naming the SRQ in wr.qp_type.xrc.remote_srqn (its receive completes on the SRQ's CQ, with
+// the receive QP's number), and a SEND naming no XRC SRQ (NAK invalid request).
+TEST_F(VerbsQp, XrcSendsLandInTheSrqTheyNameAndCompleteOnItsCq) {
+  char path[] = "/tmp/hcasim-xrcd-XXXXXX";
+  const int fd = ::mkstemp(path);
+  ASSERT_GE(fd, 0);
+  ibv_xrcd_init_attr xa{};
+  xa.comp_mask = IBV_XRCD_INIT_ATTR_FD | IBV_XRCD_INIT_ATTR_OFLAGS;
+  xa.fd = fd;
+  xa.oflags = 0;  // no domain for this file yet, and no O_CREAT
+  errno = 0;
+  EXPECT_EQ(ibv_open_xrcd(ctx, &xa), nullptr);
+  EXPECT_EQ(errno, EINVAL);
+  xa.oflags = O_CREAT;
+  ibv_xrcd* xrcd = ibv_open_xrcd(ctx, &xa);
+  ASSERT_NE(xrcd, nullptr);
+  xa.oflags = O_CREAT | O_EXCL;  // the file has its domain already
+  errno = 0;
+  EXPECT_EQ(ibv_open_xrcd(ctx, &xa), nullptr);
+  EXPECT_EQ(errno, EINVAL);
+  xa.oflags = 0;
+  ibv_xrcd* again = ibv_open_xrcd(ctx, &xa);  // the same domain, opened twice
+  ASSERT_NE(again, nullptr);
+  xa.fd = 9999;
+  errno = 0;
+  EXPECT_EQ(ibv_open_xrcd(ctx, &xa), nullptr);
+  EXPECT_EQ(errno, EBADF);
+  xa.comp_mask = IBV_XRCD_INIT_ATTR_FD;  // OFLAGS is required
+  xa.fd = -1;
+  errno = 0;
+  EXPECT_EQ(ibv_open_xrcd(ctx, &xa), nullptr);
+  EXPECT_EQ(errno, EINVAL);
+  xa.comp_mask = IBV_XRCD_INIT_ATTR_FD | IBV_XRCD_INIT_ATTR_OFLAGS;
+  ibv_xrcd* other = ibv_open_xrcd(ctx, &xa);  // fd -1: a domain of its own
+  ASSERT_NE(other, nullptr);
+
+  ibv_cq* cq = ibv_create_cq(ctx, 32, nullptr, nullptr, 0);
+  ibv_cq* scq = ibv_create_cq(ctx, 32, nullptr, nullptr, 0);
+  auto make_srq = [&](ibv_xrcd* x) {
+    ibv_srq_init_attr_ex sa{};
+    sa.attr.max_wr = 8;
+    sa.attr.max_sge = 1;
+    sa.srq_type = IBV_SRQT_XRC;
+    sa.pd = pd;
+    sa.xrcd = x;
+    sa.cq = cq;
+    sa.comp_mask = IBV_SRQ_INIT_ATTR_TYPE | IBV_SRQ_INIT_ATTR_PD | IBV_SRQ_INIT_ATTR_XRCD | IBV_SRQ_INIT_ATTR_CQ;
+    return ibv_create_srq_ex(ctx, &sa);
+  };
+  ibv_srq* srq = make_srq(xrcd);
+  ibv_srq* foreign = make_srq(other);
+  ASSERT_TRUE(srq && foreign);
+  uint32_t srqn = 0, foreign_n = 0;
+  ASSERT_EQ(ibv_get_srq_num(srq, &srqn), 0);
+  ASSERT_EQ(ibv_get_srq_num(foreign, &foreign_n), 0);
+  EXPECT_NE(srqn, foreign_n);
+  EXPECT_EQ(ibv_close_xrcd(other), EBUSY);  // its SRQ is on it
+
+  ibv_qp_init_attr_ex ra{};
+  ra.qp_type = IBV_QPT_XRC_RECV;
+  ra.comp_mask = IBV_QP_INIT_ATTR_XRCD;
+  ra.xrcd = xrcd;
+  ibv_qp* recv = ibv_create_qp_ex(ctx, &ra);
+  ASSERT_NE(recv, nullptr);
+  ibv_qp_init_attr_ex sa{};
+  sa.qp_type = IBV_QPT_XRC_SEND;
+  sa.comp_mask = IBV_QP_INIT_ATTR_PD;
+  sa.pd = pd;
+  sa.send_cq = scq;
+  sa.cap.max_send_wr = 8;
+  sa.cap.max_send_sge = 1;
+  ibv_qp* send = ibv_create_qp_ex(ctx, &sa);
+  ASSERT_NE(send, nullptr);
+  ra.comp_mask = 0;  // an XRC receive QP without its domain
+  errno = 0;
+  EXPECT_EQ(ibv_create_qp_ex(ctx, &ra), nullptr);
+  EXPECT_EQ(errno, EINVAL);
+  // The XRC send QP has no responder: RTR takes no responder resources or RNR timer (the
+  // kernel's qp_state_table for IB_QPT_XRC_INI refuses them, EINVAL).
+  constexpr int kXrcSendRtr = IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN;
+  ASSERT_EQ(to_init(send), 0);
+  ASSERT_EQ(to_init(recv), 0);
+  EXPECT_EQ(to_rtr(send, recv->qp_num, 20), EINVAL);
+  ASSERT_EQ(to_rtr(send, recv->qp_num, 20, kXrcSendRtr), 0);
+  ASSERT_EQ(to_rtr(recv, send->qp_num, 10), 0);
+  ASSERT_EQ(to_rts(send, 10), 0);
+  ASSERT_EQ(to_rts(recv, 20, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_SQ_PSN), 0);  // an XRC target's RTS needs no more
+
+  ibv_sge s{reinterpret_cast<uintptr_t>(buf.data()), 1024, mr->lkey};
+  ibv_recv_wr rw{};
+  rw.wr_id = 77;
+  rw.sg_list = &s;
+  rw.num_sge = 1;
+  ibv_recv_wr* rbad = nullptr;
+  ASSERT_EQ(ibv_post_srq_recv(srq, &rw, &rbad), 0);
+  std::memcpy(buf.data() + 8192, "xrc!", 4);
+  ibv_sge g{reinterpret_cast<uintptr_t>(buf.data() + 8192), 300, mr->lkey};
+  ibv_send_wr wr{};
+  wr.wr_id = 5;
+  wr.sg_list = &g;
+  wr.num_sge = 1;
+  wr.opcode = IBV_WR_SEND;
+  wr.send_flags = IBV_SEND_SIGNALED;
+  wr.qp_type.xrc.remote_srqn = srqn;
+  ibv_send_wr* bad = nullptr;
+  ASSERT_EQ(ibv_post_send(send, &wr, &bad), 0);
+  const auto got = poll_n(cq, 1);
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].status, IBV_WC_SUCCESS);
+  EXPECT_EQ(got[0].wr_id, 77u);
+  EXPECT_EQ(got[0].opcode, IBV_WC_RECV);
+  EXPECT_EQ(got[0].byte_len, 300u);
+  EXPECT_EQ(got[0].qp_num, recv->qp_num);
+  EXPECT_EQ(std::memcmp(buf.data(), "xrc!", 4), 0);
+  const auto sent = poll_n(scq, 1);
+  ASSERT_EQ(sent.size(), 1u);
+  EXPECT_EQ(sent[0].status, IBV_WC_SUCCESS);
+
+  wr.wr_id = 6;
+  wr.qp_type.xrc.remote_srqn = foreign_n;  // an XRC SRQ of another domain
+  ASSERT_EQ(ibv_post_send(send, &wr, &bad), 0);
+  const auto refused = poll_n(scq, 1);
+  ASSERT_EQ(refused.size(), 1u);
+  EXPECT_EQ(refused[0].status, IBV_WC_REM_INV_REQ_ERR);
+  EXPECT_EQ(refused[0].wr_id, 6u);
+
+  EXPECT_EQ(ibv_destroy_qp(send), 0);
+  EXPECT_EQ(ibv_destroy_qp(recv), 0);
+  EXPECT_EQ(ibv_destroy_srq(srq), 0);
+  EXPECT_EQ(ibv_destroy_srq(foreign), 0);
+  EXPECT_EQ(ibv_close_xrcd(other), 0);
+  EXPECT_EQ(ibv_close_xrcd(again), 0);
+  EXPECT_EQ(ibv_close_xrcd(xrcd), 0);
+  EXPECT_EQ(ibv_destroy_cq(cq), 0);
+  EXPECT_EQ(ibv_destroy_cq(scq), 0);
+  ::close(fd);
+  ::unlink(path);
 }

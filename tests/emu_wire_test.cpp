@@ -182,6 +182,54 @@ TEST(EmuWire, UdSendKeepsItsDestinationLid) {
   EXPECT_EQ(q.qkey, 0x01234567u);
 }
 
+TEST(EmuWire, XrcRequestsCarryTheXrcethAfterTheBth) {
+  // IBA 1.2.1 annex A14: XRC opcodes are 101xxxxx with RC's low bits (SEND Only 0xA4, RDMA WRITE
+  // Only 0xAA, Acknowledge 0xB1); a request's XRCETH (8 reserved bits, the 24-bit XRC SRQ number)
+  // follows the BTH, before the RETH.
+  Packet p{.op = Op::RdmaWriteOnly, .dest_qpn = 0x49, .psn = 7, .va = 0x1000, .rkey = 0x202};
+  p.xrc = true;
+  p.xrc_srqn = 0xABCDEF;
+  p.payload = {1, 2, 3};
+  p.dma_len = 3;
+  const auto f = encode(p);
+  // 4 (length) + 12 (header) + 4 (XRCETH) + 16 (RETH) + 3 (payload) + 4 (ICRC).
+  ASSERT_EQ(f.size(), 43u);
+  EXPECT_EQ(f[4], 0xAA);
+  EXPECT_EQ(std::vector<uint8_t>(f.begin() + 16, f.begin() + 20), (std::vector<uint8_t>{0, 0xAB, 0xCD, 0xEF}));
+  const Packet d = decode(body_of(f));
+  EXPECT_TRUE(d.xrc);
+  EXPECT_EQ(d.op, Op::RdmaWriteOnly);
+  EXPECT_EQ(d.xrc_srqn, 0xABCDEFu);
+  EXPECT_EQ(d.va, 0x1000u);
+  EXPECT_EQ(d.rkey, 0x202u);
+  EXPECT_EQ(d.payload, p.payload);
+  // A response carries no XRCETH: an XRC ACK is an RC ACK's size.
+  Packet a{.op = Op::Acknowledge, .dest_qpn = 0x48, .psn = 7, .syndrome = 0, .msn = 1};
+  a.xrc = true;
+  const auto fa = encode(a);
+  EXPECT_EQ(fa.size(), 4u + 12 + 4 + 4);
+  EXPECT_EQ(fa[4], 0xB1);
+  EXPECT_TRUE(decode(body_of(fa)).xrc);
+  // Not RC's: no XRC opcode; an SRQ number over 24 bits does not fit.
+  Packet u{.op = static_cast<Op>(0x24), .dest_qpn = 0x48};
+  u.xrc = true;
+  EXPECT_THROW(encode(u), WireError);
+  Packet big{.op = Op::SendOnly, .dest_qpn = 0x48};
+  big.xrc = true;
+  big.xrc_srqn = 0x1000000;
+  EXPECT_THROW(encode(big), WireError);
+}
+
+TEST(EmuWire, MalformedXrcFramesAreNamed) {
+  // XRC SEND Only whose XRCETH has its reserved byte set; one cut short of its XRCETH; 0xB5 (RC's
+  // reserved 0x15 on XRC) and 0xE4 (transport 111) are no opcode.
+  EXPECT_EQ(decode_error({0xA4, 0, 0, 0, 0, 0, 0, 0x49, 0, 0, 0, 1, 0x01, 0, 0, 0x40}),
+            "XRC SEND Only: XRCETH reserved bits set");
+  EXPECT_EQ(decode_error({0xA4, 0, 0, 0, 0, 0, 0, 0x49, 0, 0, 0, 1, 0, 0}), "SEND Only: 14 bytes, its headers need 16");
+  EXPECT_EQ(decode_error({0xB5, 0, 0, 0, 0, 0, 0, 0x49, 0, 0, 0, 1}), "unknown op 0xb5");
+  EXPECT_EQ(decode_error({0xE4, 0, 0, 0, 0, 0, 0, 0x49, 0, 0, 0, 1}), "unknown op 0xe4");
+}
+
 TEST(EmuWire, LengthFieldIsBounded) {
   const std::array<uint8_t, 4> small = {0, 0, 0, 15}, least = {0, 0, 0, 16}, huge = {0x7F, 0xFF, 0xFF, 0xFF};
   EXPECT_THROW(decode_length(small), WireError);  // header + ICRC is 16 bytes

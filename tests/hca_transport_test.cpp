@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <map>
 #include <numeric>
 #include <vector>
 
@@ -48,7 +49,7 @@ class TestHca : public QpBackend {
     return orig;
   }
   bool complete(const Cqe& c, bool recv) override {
-    auto& q = recv ? rcq : scq;
+    auto& q = recv && cur != nullptr ? cur->cq : recv ? rcq : scq;  // an XRC target: its SRQ's CQ
     if (q.size() >= cq_depth) return false;
     q.push_back(c);
     return true;
@@ -60,7 +61,30 @@ class TestHca : public QpBackend {
     rnr_ns = ns;
   }
   void on_error(const std::string& why) override { error = why; }
+  /// XRC target: the XRC SRQs of this side by number (their domain, PD, WRs and CQ).
+  struct XrcSrq {
+    uint32_t xrcd = 0, pd = 0;
+    std::vector<sdp::RecvWr> wrs;
+    std::vector<Cqe> cq;
+  };
+  XrcSrqRefusal xrc_srq(uint32_t srqn, uint32_t& p) override {
+    auto it = srqs.find(srqn);
+    if (it == srqs.end()) return XrcSrqRefusal::Unknown;
+    if (it->second.xrcd != xrcd) return XrcSrqRefusal::OtherXrcd;
+    p = it->second.pd;
+    cur = &it->second;
+    return XrcSrqRefusal::None;
+  }
+  bool take_srq_recv(sdp::RecvWr& out) override {
+    if (cur == nullptr || cur->wrs.empty()) return false;
+    out = cur->wrs.front();
+    cur->wrs.erase(cur->wrs.begin());
+    return true;
+  }
   uint8_t* at(sdp::Addr a) { return mem.data() + (a - kBase); }
+  std::map<uint32_t, XrcSrq> srqs;
+  uint32_t xrcd = 0;  ///< the XRC target QP's domain
+  XrcSrq* cur = nullptr;
 
   MrTable mrs;
   uint32_t pd = 0;
@@ -75,15 +99,18 @@ class TestHca : public QpBackend {
   std::string error;
 };
 
-/// Two RC (or UC, UD) QPs, A and B, connected back to back, and the wire between them.
+/// Two RC (or UC, UD) QPs, A and B, connected back to back, and the wire between them. With
+/// QpType::XrcSend, A is an XRC send QP and B the XRC receive QP it is connected to (its SRQs are
+/// hb.srqs, in domain hb.xrcd).
 struct Link {
   explicit Link(QpType type = QpType::Rc, uint32_t mtu = 1024, uint32_t max_pkts = 1,
                 const model::FaultConfig& faults = {}, uint8_t max_rd_atomic = 4, uint8_t max_dest_rd_atomic = 4)
       : a(type, 0x48, ha.pd, 64, 64, DeviceLimits{}, ha),
-        b(type, 0x49, hb.pd, 64, 64, DeviceLimits{}, hb),
+        b(type == QpType::XrcSend ? QpType::XrcRecv : type, 0x49, hb.pd, 64, 64, DeviceLimits{}, hb),
         train(max_pkts),
         ab(faults, 1),
         ba(faults, 2) {
+    if (b.type() == QpType::XrcRecv) b.set_srq(true);
     for (QueuePair* q : {&a, &b}) {
       const uint32_t peer = q == &a ? 0x49 : 0x48;
       QpAttr x;
@@ -100,10 +127,12 @@ struct Link {
       x.rq_psn = 100;
       x.max_dest_rd_atomic = max_dest_rd_atomic;
       x.min_rnr_timer = 12;
-      const unsigned rtr = type == QpType::Ud   ? 0u
-                           : type == QpType::Uc ? attr::kAv | attr::kPathMtu | attr::kDestQpn | attr::kRqPsn
-                                                : attr::kAv | attr::kPathMtu | attr::kDestQpn | attr::kRqPsn |
-                                                      attr::kMaxDestRdAtomic | attr::kMinRnrTimer;
+      // UC and an XRC send QP (no responder of its own) take no responder resources.
+      const bool no_resp = type == QpType::Uc || q->type() == QpType::XrcSend;
+      const unsigned rtr = type == QpType::Ud ? 0u
+                           : no_resp       ? attr::kAv | attr::kPathMtu | attr::kDestQpn | attr::kRqPsn
+                                         : attr::kAv | attr::kPathMtu | attr::kDestQpn | attr::kRqPsn |
+                                               attr::kMaxDestRdAtomic | attr::kMinRnrTimer;
       EXPECT_EQ(q->modify(x, attr::kState | rtr), 0);
       x.qp_state = QpState::Rts;
       x.sq_psn = 100;
@@ -111,7 +140,7 @@ struct Link {
       x.retry_cnt = 3;
       x.rnr_retry = 2;
       x.max_rd_atomic = max_rd_atomic;
-      const unsigned rts = type == QpType::Rc ? attr::kSqPsn | attr::kTimeout | attr::kRetryCnt | attr::kRnrRetry |
+      const unsigned rts = reliable_connected(type) ? attr::kSqPsn | attr::kTimeout | attr::kRetryCnt | attr::kRnrRetry |
                                                     attr::kMaxQpRdAtomic
                                               : attr::kSqPsn;
       EXPECT_EQ(q->modify(x, attr::kState | rts), 0);
@@ -884,4 +913,139 @@ TEST(HcaTransport, ModifyTakesTheTablesAttributesAndRanges) {
   rd.wr.opcode = WrOpcode::RdmaRead;
   rd.wr.inline_data = true;
   EXPECT_EQ(q.post_send(rd).error, PostError::InlineRead);
+}
+
+// ---- XRC (IBA 1.2.1 annex A14) -----------------------------------------------------------------
+
+namespace {
+/// An XRC link whose target side has two XRC SRQs in its domain 1, 0x40 in PD hb.pd and 0x41 in
+/// a second PD (`pd2`), and one of domain 2 (0x42).
+struct XrcLink : Link {
+  XrcLink() : Link(QpType::XrcSend) {
+    hb.xrcd = 1;
+    pd2 = hb.mrs.alloc_pd();
+    hb.srqs[0x40] = {1, hb.pd, {}, {}};
+    hb.srqs[0x41] = {1, pd2, {}, {}};
+    hb.srqs[0x42] = {2, hb.pd, {}, {}};
+  }
+  static SendWqe to_srq(SendWqe w, uint32_t srqn) {
+    w.x.xrc_srqn = srqn;
+    return w;
+  }
+  uint32_t pd2 = 0;
+};
+}  // namespace
+
+TEST(HcaTransport, XrcSendLandsInTheSrqItsXrcethNamesAndCompletesOnThatSrqsCq) {
+  XrcLink l;
+  auto s = l.buf(l.ha, 0, 4096);
+  const uint32_t k2 = l.hb.mrs.reg(l.pd2, kBase, 4096, sdp::kLocalWrite);  // the receive buffer, in SRQ 0x41's PD
+  Link::ramp(l.ha, s.addr, 3000, 3);
+  l.hb.srqs[0x40].wrs.push_back(Link::recv(40, {kBase + 8192, l.hb.mrs.reg(l.hb.pd, kBase + 8192, 4096, sdp::kLocalWrite)}, 4096));
+  l.hb.srqs[0x41].wrs.push_back(Link::recv(41, {kBase, k2}, 4096));
+  ASSERT_EQ(l.a.post_send(XrcLink::to_srq(Link::wqe(WrOpcode::Send, 1, s, 3000), 0x41)).post, Post::Accept);
+  // 3000 B at MTU 1024: 3 packets, each an XRC request whose XRCETH names SRQ 0x41.
+  int requests = 0;
+  l.pump([&](const Packet& p) {
+    EXPECT_TRUE(p.xrc);
+    EXPECT_EQ(p.xrc_srqn, 0x41u);
+    ++requests;
+    return false;
+  });
+  EXPECT_EQ(requests, 3);
+  ASSERT_EQ(l.hb.srqs[0x41].cq.size(), 1u);
+  const Cqe& c = l.hb.srqs[0x41].cq[0];
+  EXPECT_EQ(c.wc.wr_id, 41u);
+  EXPECT_EQ(c.wc.status, WcStatus::Success);
+  EXPECT_EQ(c.wc.byte_len, 3000u);
+  EXPECT_EQ(c.wc.qp_num, 0x49u);  // the XRC receive QP (mlx4_poll_one: the CQE's QPN)
+  EXPECT_EQ(c.src_qp, 0x48u);
+  EXPECT_EQ(std::memcmp(l.hb.at(kBase), l.ha.at(s.addr), 3000), 0);
+  EXPECT_EQ(l.hb.srqs[0x40].wrs.size(), 1u);  // the other SRQ's WR untouched
+  EXPECT_TRUE(l.hb.rcq.empty());
+  ASSERT_EQ(l.ha.scq.size(), 1u);
+  EXPECT_EQ(l.ha.scq[0].wc.status, WcStatus::Success);
+}
+
+TEST(HcaTransport, XrcRdmaAndAtomicsAreCheckedInTheNamedSrqsPd) {
+  // IBA A14: an XRC target has no PD; a request's R_Key is checked in the PD of the XRC SRQ its
+  // XRCETH names. The MR is in pd2 (SRQ 0x41's): through 0x41 the WRITE and the fetch-and-add
+  // land, through 0x40 (PD hb.pd) the same key is another PD's: NAK remote access error.
+  XrcLink l;
+  auto s = l.buf(l.ha, 0, 4096), back = l.buf(l.ha, 8192, 64);
+  const uint32_t rk = l.hb.mrs.reg(l.pd2, kBase, 4096, sdp::kLocalWrite | kRemoteAll);
+  Link::ramp(l.ha, s.addr, 100, 9);
+  l.a.post_send(XrcLink::to_srq(Link::wqe(WrOpcode::RdmaWrite, 1, s, 100, kBase + 16, rk), 0x41));
+  SendWqe fa = XrcLink::to_srq(Link::wqe(WrOpcode::AtomicFetchAdd, 2, back, 8, kBase + 512, rk), 0x41);
+  fa.wr.compare_add = 5;
+  l.a.post_send(fa);
+  l.pump();
+  ASSERT_EQ(l.ha.scq.size(), 2u);
+  EXPECT_EQ(l.ha.scq[0].wc.status, WcStatus::Success);
+  EXPECT_EQ(l.ha.scq[1].wc.status, WcStatus::Success);
+  EXPECT_EQ(std::memcmp(l.hb.at(kBase + 16), l.ha.at(s.addr), 100), 0);
+  uint64_t v = 0;
+  std::memcpy(&v, l.hb.at(kBase + 512), 8);
+  EXPECT_EQ(v, 5u);
+  l.a.post_send(XrcLink::to_srq(Link::wqe(WrOpcode::RdmaWrite, 3, s, 100, kBase + 16, rk), 0x40));
+  l.pump();
+  ASSERT_EQ(l.ha.scq.size(), 3u);
+  EXPECT_EQ(l.ha.scq[2].wc.status, WcStatus::RemAccessErr);
+  EXPECT_EQ(l.b.state(), QpState::Error);
+}
+
+TEST(HcaTransport, XrcAnUnknownSrqOrOneOfAnotherDomainIsAnInvalidRequest) {
+  for (uint32_t srqn : {0x99u, 0x42u}) {  // no such SRQ; an SRQ of XRC domain 2
+    XrcLink l;
+    auto s = l.buf(l.ha, 0, 4096);
+    l.hb.srqs[0x42].wrs.push_back(Link::recv(42, {kBase, l.hb.mrs.reg(l.hb.pd, kBase, 4096, sdp::kLocalWrite)}, 4096));
+    l.a.post_send(XrcLink::to_srq(Link::wqe(WrOpcode::Send, 1, s, 64), srqn));
+    l.a.post_send(XrcLink::to_srq(Link::wqe(WrOpcode::Send, 2, s, 64), 0x40));
+    l.pump();
+    // Class C (IBA 9.9.3.1.3): NAK invalid request, the requester's WR completes
+    // REM_INV_REQ_ERR and the next flushes; the target goes to ERROR and consumes nothing.
+    ASSERT_EQ(l.ha.scq.size(), 2u);
+    EXPECT_EQ(l.ha.scq[0].wc.status, WcStatus::RemInvReqErr);
+    EXPECT_EQ(l.ha.scq[1].wc.status, WcStatus::WrFlushErr);
+    EXPECT_EQ(l.b.state(), QpState::Error);
+    EXPECT_EQ(l.hb.srqs[0x42].wrs.size(), 1u);
+    EXPECT_TRUE(l.hb.srqs[0x42].cq.empty());
+    EXPECT_NE(l.b.reason().find(srqn == 0x99 ? "no XRC SRQ" : "another XRC domain"), std::string::npos) << l.b.reason();
+  }
+}
+
+TEST(HcaTransport, XrcPacketsReachXrcQpsOnlyAndTheTargetPostsNothing) {
+  // IBA 9.6.1.2: the BTH transport must be the QP's. An RC QP drops an XRC request in silence, an
+  // XRC target an RC one; the target has no send queue (mlx4 creates none for IBV_QPT_XRC_RECV).
+  Packet p;
+  p.op = p.last_op = Opcode::RcSendOnly;
+  p.psn = 100;
+  p.dest_qpn = 0x49;
+  p.ack_req = true;
+  p.xrc = true;
+  p.xrc_srqn = 0x40;
+  Link rc;
+  auto r = rc.buf(rc.hb, 0, 4096);
+  ASSERT_EQ(rc.b.post_recv(Link::recv(1, r, 4096)).post, Post::Accept);
+  rc.b.receive(p, nullptr);
+  EXPECT_TRUE(rc.hb.rcq.empty());
+  EXPECT_FALSE(rc.b.has_response());
+  XrcLink x;
+  x.hb.srqs[0x40].wrs.push_back(Link::recv(7, {kBase, x.hb.mrs.reg(x.hb.pd, kBase, 4096, sdp::kLocalWrite)}, 4096));
+  p.xrc = false;
+  x.b.receive(p, nullptr);
+  EXPECT_TRUE(x.hb.srqs[0x40].cq.empty());
+  EXPECT_FALSE(x.b.has_response());
+  p.xrc = true;  // the same SEND Only of 0 bytes as XRC: received, ACKed with an XRC opcode
+  x.b.receive(p, nullptr);
+  ASSERT_EQ(x.hb.srqs[0x40].cq.size(), 1u);
+  EXPECT_EQ(x.hb.srqs[0x40].cq[0].wc.wr_id, 7u);
+  EXPECT_EQ(x.hb.srqs[0x40].cq[0].wc.byte_len, 0u);
+  Packet ack;
+  ASSERT_TRUE(x.b.next_response(1, ack));
+  EXPECT_EQ(ack.op, Opcode::RcAcknowledge);
+  EXPECT_TRUE(ack.xrc);
+  EXPECT_EQ(ack.psn, 100u);
+  auto s = x.buf(x.hb, 0, 64);
+  EXPECT_EQ(x.b.post_send(Link::wqe(WrOpcode::Send, 1, s, 8)).post, Post::Refuse);
 }

@@ -330,10 +330,10 @@ void init_device(Device& d) {
   HCASIM_OP_STUB(v, ibv_create_flow, "ibv_create_flow");
   HCASIM_OP_STUB(v, open_qp, "ibv_open_qp");
   v.create_qp_ex = create_qp_ex;
-  HCASIM_OP_STUB(v, get_srq_num, "ibv_get_srq_num");
+  v.get_srq_num = get_srq_num;
   HCASIM_OP_STUB(v, create_srq_ex, "ibv_create_srq_ex");
-  HCASIM_OP_STUB(v, open_xrcd, "ibv_open_xrcd");
-  HCASIM_OP_STUB(v, close_xrcd, "ibv_close_xrcd");
+  v.open_xrcd = open_xrcd;
+  v.close_xrcd = close_xrcd;
 }
 
 }  // namespace hcasim::emu::shim

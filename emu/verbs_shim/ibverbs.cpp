@@ -173,6 +173,7 @@ int post_send(ibv_qp* ibqp, ibv_send_wr* wr, ibv_send_wr** bad_wr) {
       default: err = EINVAL; break;
     }
     x.imm = wr->imm_data;  // LOCAL_INV and SEND_WITH_INV: invalidate_rkey, the same union
+    if (ibqp->qp_type == IBV_QPT_XRC_SEND) x.xrc_srqn = wr->qp_type.xrc.remote_srqn;  // the XRCETH's
     if (ibqp->qp_type == IBV_QPT_UD && err == 0) {  // to the address handle's port
       if (wr->wr.ud.ah == nullptr) {
         err = EINVAL;
@@ -451,12 +452,19 @@ Cq* new_cq(ibv_context* context, int cqe, void* cq_context, ibv_comp_channel* ch
 
 QpObj* create_qp(ibv_pd* pd, ibv_qp_init_attr* attr) {
   const bool known_type = attr != nullptr && (attr->qp_type == IBV_QPT_RC || attr->qp_type == IBV_QPT_UC ||
-                                              attr->qp_type == IBV_QPT_UD);
-  if (pd == nullptr || !known_type || attr->send_cq == nullptr || attr->recv_cq == nullptr) {
+                                              attr->qp_type == IBV_QPT_UD || attr->qp_type == IBV_QPT_XRC_SEND);
+  // An XRC send QP has a send queue only: no receive CQ, SRQ or receive WRs (mlx4's
+  // create_qp_ex sets its receive caps to 0).
+  const bool xrc_send = known_type && attr->qp_type == IBV_QPT_XRC_SEND;
+  if (pd == nullptr || !known_type || attr->send_cq == nullptr || (attr->recv_cq == nullptr && !xrc_send)) {
     errno = attr != nullptr && !known_type ? EOPNOTSUPP : EINVAL;
     return nullptr;
   }
   ibv_qp_cap& cap = attr->cap;
+  if (xrc_send) {
+    cap.max_recv_wr = cap.max_recv_sge = 0;
+    attr->srq = nullptr;
+  }
   const hca::DeviceLimits& lim = device().hca->limits();
   // No WR on a queue is allowed (a receive-only QP, or one on an SRQ), as mlx4's create_qp
   // takes it (providers/mlx4/verbs.c create_qp_ex): posts to it are then refused, ENOMEM.
@@ -470,10 +478,11 @@ QpObj* create_qp(ibv_pd* pd, ibv_qp_init_attr* attr) {
     return nullptr;
   }
   auto* scq = reinterpret_cast<Cq*>(attr->send_cq);
-  auto* rcq = reinterpret_cast<Cq*>(attr->recv_cq);
-  const hca::QpType type = attr->qp_type == IBV_QPT_UC   ? hca::QpType::Uc
-                           : attr->qp_type == IBV_QPT_UD ? hca::QpType::Ud
-                                                         : hca::QpType::Rc;
+  auto* rcq = xrc_send ? scq : reinterpret_cast<Cq*>(attr->recv_cq);  // an XRC send QP receives nothing
+  const hca::QpType type = attr->qp_type == IBV_QPT_UC         ? hca::QpType::Uc
+                           : attr->qp_type == IBV_QPT_UD       ? hca::QpType::Ud
+                           : attr->qp_type == IBV_QPT_XRC_SEND ? hca::QpType::XrcSend
+                                                               : hca::QpType::Rc;
   auto* q = new QpObj;
   const sdp::QpCaps caps{cap.max_send_wr, cap.max_recv_wr, scq->emu->depth()};
   q->emu = device().hca->create_qp(type, pd_of(pd)->id, caps, scq->emu, rcq->emu);
@@ -521,9 +530,10 @@ void destroy_qp(QpObj* q) {
   } else {
     q->emu->close();
   }
-  --q->send_cq->qps;
-  --q->recv_cq->qps;
-  --pd_of(q->qp.pd)->users;
+  if (q->send_cq != nullptr) --q->send_cq->qps;  // an XRC receive QP has no CQ, PD or queue
+  if (q->recv_cq != nullptr) --q->recv_cq->qps;
+  if (q->qp.pd != nullptr) --pd_of(q->qp.pd)->users;
+  if (q->xrcd != nullptr) xrcd_use(q->xrcd, -1);
   give_resource(Resource::Qp);
   pthread_cond_destroy(&q->qp.cond);
   pthread_mutex_destroy(&q->qp.mutex);

@@ -108,8 +108,8 @@ void record(ibv_qp_attr& r, const ibv_qp_attr& a, int mask) {
 
 namespace shim = hcasim::emu::shim;
 
-/// ibv_create_qp(3): an RC QP (shim::create_qp's checks and limits) in RESET. Null with errno
-/// EINVAL or EOPNOTSUPP (not RC, or an SRQ) when refused.
+/// ibv_create_qp(3): an RC, UC, UD or XRC send QP (shim::create_qp's checks and limits) in RESET.
+/// Null with errno EINVAL or EOPNOTSUPP (another type) when refused.
 ibv_qp* ibv_create_qp(ibv_pd* pd, ibv_qp_init_attr* qp_init_attr) {
   shim::QpObj* q = shim::create_qp(pd, qp_init_attr);
   if (q == nullptr) return nullptr;
@@ -217,19 +217,31 @@ int post_srq_recv(ibv_srq* ibsrq, ibv_recv_wr* wr, ibv_recv_wr** bad_wr) {
 /// ibv_create_srq(3): an SRQ of max_wr WRs (1 to the device's max_qp_wr) of max_sge SGEs (at most
 /// sdp::kMaxSge); the values given are written back. Null with errno EINVAL otherwise, ENOMEM
 /// beyond the device's max_srq (mlx4_srq_alloc's bitmap).
-ibv_srq* ibv_create_srq(ibv_pd* pd, ibv_srq_init_attr* attr) {
+ibv_srq* ibv_create_srq(ibv_pd* pd, ibv_srq_init_attr* attr) { return shim::new_srq(pd, attr, nullptr, nullptr); }
+
+namespace hcasim::emu::shim {
+
+ibv_srq* new_srq(ibv_pd* pd, ibv_srq_init_attr* attr, ibv_xrcd* xrcd, Cq* cq) {
   if (pd == nullptr || attr == nullptr || attr->attr.max_wr == 0 ||
-      attr->attr.max_wr > shim::device().hca->limits().max_qp_wr || attr->attr.max_sge > hcasim::sdp::kMaxSge) {
+      attr->attr.max_wr > device().hca->limits().max_qp_wr || attr->attr.max_sge > sdp::kMaxSge) {
     errno = EINVAL;
     return nullptr;
   }
-  if (!shim::take_resource(shim::Resource::Srq)) {
+  if (!take_resource(Resource::Srq)) {
     errno = ENOMEM;
     return nullptr;
   }
-  ++shim::pd_of(pd)->users;
-  auto* s = new shim::SrqObj;
-  s->emu = std::make_shared<hcasim::emu::Srq>(attr->attr.max_wr);
+  ++pd_of(pd)->users;
+  auto* s = new SrqObj;
+  s->emu = xrcd == nullptr ? std::make_shared<Srq>(attr->attr.max_wr)
+                           : std::make_shared<Srq>(attr->attr.max_wr, xrcd_id(xrcd), pd_of(pd)->id, cq->emu);
+  device().hca->add_srq(s->emu);
+  s->xrcd = xrcd;
+  s->cq = cq;
+  if (xrcd != nullptr) {
+    xrcd_use(xrcd, +1);
+    ++cq->qps;  // ibv_destroy_cq(3) is EBUSY while an SRQ completes on it
+  }
   s->max_sge = attr->attr.max_sge == 0 ? 1 : attr->attr.max_sge;
   s->limit = attr->attr.srq_limit;
   s->srq.context = pd->context;
@@ -238,9 +250,11 @@ ibv_srq* ibv_create_srq(ibv_pd* pd, ibv_srq_init_attr* attr) {
   pthread_mutex_init(&s->srq.mutex, nullptr);
   pthread_cond_init(&s->srq.cond, nullptr);
   // verbs.h's ibv_post_srq_recv calls the context's op.
-  pd->context->ops.post_srq_recv = shim::post_srq_recv;
+  pd->context->ops.post_srq_recv = post_srq_recv;
   return &s->srq;
 }
+
+}  // namespace hcasim::emu::shim
 
 /// ibv_modify_srq(3): IBV_SRQ_LIMIT is kept (the limit event is not emulated); IBV_SRQ_MAX_WR
 /// (resizing) is EINVAL. Returns 0 or EINVAL.
@@ -266,6 +280,11 @@ int ibv_destroy_srq(ibv_srq* srq) {
   auto* s = reinterpret_cast<shim::SrqObj*>(srq);
   pthread_cond_destroy(&s->srq.cond);
   pthread_mutex_destroy(&s->srq.mutex);
+  shim::device().hca->remove_srq(s->emu->srqn());
+  if (s->xrcd != nullptr) {
+    shim::xrcd_use(s->xrcd, -1);
+    --s->cq->qps;
+  }
   --shim::pd_of(s->srq.pd)->users;
   delete s;
   shim::give_resource(shim::Resource::Srq);
@@ -305,14 +324,16 @@ int ibv_destroy_ah(ibv_ah* ah) {
 namespace hcasim::emu::shim {
 
 /// verbs_context::create_qp_ex (ibv_create_qp_ex(3); verbs.h calls ibv_create_qp itself when
-/// comp_mask is IBV_QP_INIT_ATTR_PD alone): an RC, UC or UD QP as ibv_create_qp's (create_qp's
-/// checks and limits), in RESET. As mlx4's create_qp_ex (providers/mlx4/verbs.c) and the kernel
-/// behind it: null with errno EINVAL for WRs, SGEs or inline data beyond the device's, or
-/// without a PD (IBV_QP_INIT_ATTR_PD and pd), or a create flag other than
+/// comp_mask is IBV_QP_INIT_ATTR_PD alone): an RC, UC, UD or XRC send QP as ibv_create_qp's
+/// (create_qp's checks and limits), or an XRC receive QP (IBV_QPT_XRC_RECV: its XRC domain,
+/// IBV_QP_INIT_ATTR_XRCD, and no PD, CQ or queue), in RESET. As mlx4's create_qp_ex
+/// (providers/mlx4/verbs.c) and the kernel behind it: null with errno EINVAL for WRs, SGEs or
+/// inline data beyond the device's, without a PD (IBV_QP_INIT_ATTR_PD and pd) on a QP other
+/// than an XRC receive QP, without an XRC domain on one, or a create flag other than
 /// IBV_QP_CREATE_BLOCK_SELF_MCAST_LB on a UD QP (its own multicast sends then do not reach it);
 /// EOPNOTSUPP (mlx4's ENOTSUP) for a comp_mask beyond PD, XRCD, CREATE_FLAGS and MAX_TSO_HEADER
-/// (so IBV_QP_INIT_ATTR_SEND_OPS_FLAGS, the ibv_wr_* API, which mlx4 lacks), for XRCD, TSO and
-/// QP types other than RC, UC and UD (XRC and raw packet QPs are not emulated).
+/// (so IBV_QP_INIT_ATTR_SEND_OPS_FLAGS, the ibv_wr_* API, which mlx4 lacks), for TSO and for
+/// QP types other than RC, UC, UD and the two XRC ones (raw packet QPs are not emulated).
 ibv_qp* create_qp_ex(ibv_context* /*context*/, ibv_qp_init_attr_ex* attr) {
   if (attr == nullptr) {
     errno = EINVAL;
@@ -327,11 +348,18 @@ ibv_qp* create_qp_ex(ibv_context* /*context*/, ibv_qp_init_attr_ex* attr) {
   }
   constexpr uint32_t kMlx4Mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_XRCD | IBV_QP_INIT_ATTR_CREATE_FLAGS |
                                  IBV_QP_INIT_ATTR_MAX_TSO_HEADER;
-  if ((attr->comp_mask & ~kMlx4Mask) != 0 || (attr->comp_mask & IBV_QP_INIT_ATTR_XRCD) != 0 ||
-      (attr->comp_mask & IBV_QP_INIT_ATTR_MAX_TSO_HEADER) != 0 ||
-      (attr->qp_type != IBV_QPT_RC && attr->qp_type != IBV_QPT_UC && attr->qp_type != IBV_QPT_UD)) {
+  const bool known = attr->qp_type == IBV_QPT_RC || attr->qp_type == IBV_QPT_UC || attr->qp_type == IBV_QPT_UD ||
+                     attr->qp_type == IBV_QPT_XRC_SEND || attr->qp_type == IBV_QPT_XRC_RECV;
+  if ((attr->comp_mask & ~kMlx4Mask) != 0 || (attr->comp_mask & IBV_QP_INIT_ATTR_MAX_TSO_HEADER) != 0 || !known) {
     errno = EOPNOTSUPP;
     return nullptr;
+  }
+  if (attr->qp_type == IBV_QPT_XRC_RECV) {
+    if ((attr->comp_mask & IBV_QP_INIT_ATTR_XRCD) == 0 || attr->xrcd == nullptr) {
+      errno = EINVAL;
+      return nullptr;
+    }
+    return create_xrc_recv_qp(attr);
   }
   const uint32_t flags = (attr->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) != 0 ? attr->create_flags : 0;
   const uint32_t allowed = attr->qp_type == IBV_QPT_UD ? IBV_QP_CREATE_BLOCK_SELF_MCAST_LB : 0;
@@ -363,9 +391,25 @@ ibv_srq* create_srq_ex(ibv_context* /*context*/, ibv_srq_init_attr_ex* attr) {
     errno = EINVAL;
     return nullptr;
   }
-  if ((attr->comp_mask & IBV_SRQ_INIT_ATTR_TYPE) != 0 && attr->srq_type != IBV_SRQT_BASIC) {
+  const bool xrc = (attr->comp_mask & IBV_SRQ_INIT_ATTR_TYPE) != 0 && attr->srq_type == IBV_SRQT_XRC;
+  if ((attr->comp_mask & IBV_SRQ_INIT_ATTR_TYPE) != 0 && attr->srq_type != IBV_SRQT_BASIC && !xrc) {
     errno = EOPNOTSUPP;
     return nullptr;
+  }
+  if (xrc) {
+    // An XRC SRQ needs its XRC domain and its CQ (mlx4_create_srq_ex, mlx4_create_xrc_srq:
+    // EINVAL without them), and a PD (ibv_cmd_create_srq_ex).
+    constexpr uint32_t kNeed = IBV_SRQ_INIT_ATTR_XRCD | IBV_SRQ_INIT_ATTR_CQ | IBV_SRQ_INIT_ATTR_PD;
+    if ((attr->comp_mask & kNeed) != kNeed || attr->xrcd == nullptr || attr->cq == nullptr || attr->pd == nullptr) {
+      errno = EINVAL;
+      return nullptr;
+    }
+    ibv_srq_init_attr init{};
+    init.srq_context = attr->srq_context;
+    init.attr = attr->attr;
+    ibv_srq* srq = new_srq(attr->pd, &init, attr->xrcd, reinterpret_cast<Cq*>(attr->cq));
+    if (srq != nullptr) attr->attr = init.attr;
+    return srq;
   }
   if ((attr->comp_mask & IBV_SRQ_INIT_ATTR_PD) == 0 || attr->pd == nullptr) {
     errno = EINVAL;

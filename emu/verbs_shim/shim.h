@@ -19,6 +19,7 @@
 /// The CM runs over TCP on the RDMA CM address itself: rdma_listen on IP:port listens on that
 /// TCP IP:port, rdma_connect to IP:port connects there (emu/wire.h: REQ / REP / RTU / REJ / DREQ).
 #include <infiniband/verbs.h>
+#include <sys/types.h>
 #include <rdma/rdma_cma.h>
 
 #include <atomic>
@@ -108,13 +109,44 @@ int modify_cq(ibv_cq* cq, ibv_modify_cq_attr* attr);
 /// verbs_context::create_srq_ex (ibv_create_srq_ex(3)), emu/verbs_shim/qp.cpp.
 ibv_srq* create_srq_ex(ibv_context* context, ibv_srq_init_attr_ex* attr);
 
-/// ibv_srq: the emulated SRQ (emu::Srq), whose receives the QPs created on it consume.
+/// ibv_xrcd: one opening of an XRC domain (ibv_open_xrcd(3); IBA 1.2.1 annex A14). Openings of
+/// the same file (its device and inode) share the domain `id` (emu::Hca::alloc_xrcd), as the
+/// kernel's xrcd tree does (drivers/infiniband/core/uverbs_cmd.c ib_uverbs_open_xrcd); an fd of
+/// -1 gives a domain of its own. `users` counts the XRC SRQs and XRC receive QPs on the domain.
+struct XrcdObj {
+  ibv_xrcd xrcd{};
+  uint32_t id = 0;
+  dev_t dev = 0;  ///< the file's device and inode; ino 0: no file (fd -1)
+  ino_t ino = 0;
+};
+/// ibv_open_xrcd(3), verbs_context::open_xrcd (emu/verbs_shim/xrc.cpp).
+ibv_xrcd* open_xrcd(ibv_context* context, ibv_xrcd_init_attr* attr);
+/// ibv_close_xrcd(3), verbs_context::close_xrcd.
+int close_xrcd(ibv_xrcd* xrcd);
+/// An XRC receive QP (IBV_QPT_XRC_RECV) in attr->xrcd's domain, in RESET (create_qp_ex's
+/// checks done). Its caps are 0: it has no queue. Null with errno ENOMEM beyond max_qp.
+ibv_qp* create_xrc_recv_qp(ibv_qp_init_attr_ex* attr);
+/// ibv_get_srq_num(3), verbs_context::get_srq_num: the SRQ's number (emu::Srq::srqn).
+int get_srq_num(ibv_srq* srq, uint32_t* srq_num);
+/// The number of the XRC domain of `xrcd` (an XrcdObj of open_xrcd).
+uint32_t xrcd_id(ibv_xrcd* xrcd);
+/// Counts a user (an XRC SRQ or XRC receive QP) of `xrcd`'s domain in or out (`delta` +1 / -1).
+void xrcd_use(ibv_xrcd* xrcd, int delta);
+/// ibv_srq: the emulated SRQ (emu::Srq), whose receives the QPs created on it consume. An XRC
+/// SRQ has its XRC domain and its CQ (`xrcd`, `cq`), counted as their user while it lives.
 struct SrqObj {
   ibv_srq srq{};
   std::shared_ptr<Srq> emu;
   uint32_t max_sge = 0;
   uint32_t limit = 0;  // ibv_modify_srq's srq_limit (kept; no limit event is raised)
+  ibv_xrcd* xrcd = nullptr;
+  Cq* cq = nullptr;
 };
+/// An SRQ as ibv_create_srq(3) and ibv_create_srq_ex(3) make it: on `pd`, of attr's max_wr and
+/// max_sge (written back), in XRC domain `xrcd` completing on `cq` when given (an XRC SRQ).
+/// Null with errno EINVAL (max_wr 0 or beyond the device's max_qp_wr, max_sge beyond
+/// sdp::kMaxSge) or ENOMEM (beyond max_srq).
+ibv_srq* new_srq(ibv_pd* pd, ibv_srq_init_attr* attr, ibv_xrcd* xrcd, Cq* cq);
 
 /// ibv_pd: a protection domain of the emulated adapter (Hca::alloc_pd).
 struct PdObj {
@@ -152,16 +184,19 @@ struct QpObj {
   std::mutex m;               // attr
   ibv_qp_attr attr{};
   ibv_qp_init_attr init{};
+  /// An XRC receive QP's XRC domain (counted as its user), else null.
+  ibv_xrcd* xrcd = nullptr;
   /// The cm_id whose QP this is (rdma_create_qp), or null: destroyed with ibv_destroy_qp rather
   /// than rdma_destroy_qp (rping does), the QP is taken off the id, so that rdma_destroy_id
   /// does not touch a freed QP.
   rdma_cm_id* cm_id = nullptr;
 };
 
-/// Creates an RC, UC or UD QP on `pd` for rdma_create_qp(3) and ibv_create_qp(3) (the checks: RC,
-/// UC or UD, a send and a receive CQ (the same or two), an SRQ or not, at most sdp::kMaxSge SGEs,
-/// the device's max_qp_wr WRs and max_inline_data bytes inline; the caps actually given are
-/// written back). The QP is in INIT. Returns null with errno set (EINVAL, EOPNOTSUPP for another
+/// Creates an RC, UC, UD or XRC send QP on `pd` for rdma_create_qp(3) and ibv_create_qp(3) (the
+/// checks: one of those types, a send and a receive CQ (the same or two; an XRC send QP has no
+/// receive side, so needs no receive CQ and gets no SRQ or receive WRs), an SRQ or not, at most
+/// sdp::kMaxSge SGEs, the device's max_qp_wr WRs and max_inline_data bytes inline; the caps
+/// actually given are written back). The QP is in INIT. Returns null with errno set (EINVAL, EOPNOTSUPP for another
 /// type) when refused. A UD QP starts with Q_Key 0.
 QpObj* create_qp(ibv_pd* pd, ibv_qp_init_attr* attr);
 /// With $HCASIM_FAULT_STATS=1: one line on stderr, "hcasim verbs shim: QP 0x48: N frames lost,
