@@ -212,6 +212,7 @@ int main() {
   nobody.sin_family = AF_INET;
   nobody.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   nobody.sin_port = htons(1);  // tcpmux: nobody listens
+  check(rfcntl(rs, F_SETFL, 0) == 0, "rfcntl back to blocking");  // a non-blocking one answers EINPROGRESS
   errno = 0;
   check(rconnect(rs, reinterpret_cast<sockaddr*>(&nobody), sizeof nobody) == -1 && errno == ECONNREFUSED,
         "rconnect to a port nobody listens on: -1, ECONNREFUSED");
