@@ -69,7 +69,7 @@ int main(int argc, char** argv) {
     constexpr int kRegs = 1000;
     t0 = std::chrono::steady_clock::now();
     for (int i = 0; i < kRegs && status == 0; ++i) {
-      ibv_mr* mr = ibv_reg_mr(pd, buf.data(), buf.size(), IBV_ACCESS_LOCAL_WRITE);
+      ibv_mr* mr = ibv_reg_mr(pd, buf.data(), buf.size(), int{IBV_ACCESS_LOCAL_WRITE});
       if (mr == nullptr || ibv_dereg_mr(mr) != 0) status = 1;
     }
     const double reg_us = seconds_since(t0) * 1e6 / kRegs;

@@ -241,7 +241,7 @@ TEST_F(VerbsQp, ABadHcasimMemlockIsOneLineAndExitStatus2) {
 TEST_F(VerbsQp, DeallocPdWithLiveObjectsIsEbusy) {
   ibv_pd* other = ibv_alloc_pd(ctx);
   ASSERT_NE(other, nullptr);
-  ibv_mr* m = ibv_reg_mr(other, buf.data(), 64, IBV_ACCESS_LOCAL_WRITE);
+  ibv_mr* m = ibv_reg_mr(other, buf.data(), 64, int{IBV_ACCESS_LOCAL_WRITE});
   ASSERT_NE(m, nullptr);
   EXPECT_EQ(ibv_dealloc_pd(other), EBUSY);
   ASSERT_EQ(ibv_dereg_mr(m), 0);
@@ -456,7 +456,7 @@ TEST_F(VerbsQp, MrsBeyondTheDevicesMaxMrAreEnomem) {
   mrs.push_back(mr);  // the fixture's
   for (;;) {
     errno = 0;
-    ibv_mr* m = ibv_reg_mr(pd, buf.data(), 64, IBV_ACCESS_LOCAL_WRITE);
+    ibv_mr* m = ibv_reg_mr(pd, buf.data(), 64, int{IBV_ACCESS_LOCAL_WRITE});
     if (m == nullptr) break;
     mrs.push_back(m);
     ASSERT_LE(mrs.size(), static_cast<size_t>(dev.max_mr));
@@ -469,13 +469,13 @@ TEST_F(VerbsQp, MrsBeyondTheDevicesMaxMrAreEnomem) {
 TEST_F(VerbsQp, ADeregisteredMrsIndexIsReusedWithAnotherKeyByte) {
   // mlx4 reuses an MPT entry once its MR is gone (mlx4_mpt_release); a process that registers
   // and deregisters in a loop must never run out of indexes (2^24 - 1) with no MR live.
-  ibv_mr* first = ibv_reg_mr(pd, buf.data(), 4096, IBV_ACCESS_LOCAL_WRITE);
+  ibv_mr* first = ibv_reg_mr(pd, buf.data(), 4096, int{IBV_ACCESS_LOCAL_WRITE});
   ASSERT_NE(first, nullptr);
   const uint32_t index = first->lkey >> 8;
   uint32_t last_key = first->lkey;
   ASSERT_EQ(ibv_dereg_mr(first), 0);
   for (int i = 0; i < 100000; ++i) {
-    ibv_mr* m = ibv_reg_mr(pd, buf.data(), 4096, IBV_ACCESS_LOCAL_WRITE);
+    ibv_mr* m = ibv_reg_mr(pd, buf.data(), 4096, int{IBV_ACCESS_LOCAL_WRITE});
     ASSERT_NE(m, nullptr) << "registration " << i << ": errno " << errno;
     ASSERT_EQ(m->lkey >> 8, index) << "registration " << i;
     ASSERT_NE(m->lkey, last_key) << "registration " << i << ": the last MR's key names the new one";
@@ -499,7 +499,7 @@ TEST_F(VerbsQp, DeregDoesNotGrowWithTheNumberOfQps) {
   constexpr int kRegs = 2000;
   const auto t0 = std::chrono::steady_clock::now();
   for (int i = 0; i < kRegs; ++i) {
-    ibv_mr* m = ibv_reg_mr(pd, buf.data(), 4096, IBV_ACCESS_LOCAL_WRITE);
+    ibv_mr* m = ibv_reg_mr(pd, buf.data(), 4096, int{IBV_ACCESS_LOCAL_WRITE});
     ASSERT_NE(m, nullptr);
     ASSERT_EQ(ibv_dereg_mr(m), 0);
   }
@@ -699,7 +699,7 @@ TEST_F(VerbsQp, AForkedChildsVerbsLeaveTheParentsQpsAndLidAlone) {
     check(pa.lid == 2, 11);
     ibv_pd* p = ibv_alloc_pd(c);
     std::vector<char> mine(1 << 12);
-    ibv_mr* m = ibv_reg_mr(p, mine.data(), mine.size(), IBV_ACCESS_LOCAL_WRITE);
+    ibv_mr* m = ibv_reg_mr(p, mine.data(), mine.size(), int{IBV_ACCESS_LOCAL_WRITE});
     ibv_cq* q = ibv_create_cq(c, 16, nullptr, nullptr, 0);
     ibv_qp* x = make_qp(q, q, p);
     ibv_qp* y = make_qp(q, q, p);

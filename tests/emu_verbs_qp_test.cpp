@@ -493,7 +493,7 @@ TEST_F(VerbsQp, SendWithInvalidateFromAnotherProcess) {
     ibv_pd* p = ibv_alloc_pd(c);
     std::vector<char> mine(1 << 12);
     std::memcpy(mine.data(), "from the child", 14);
-    ibv_mr* m = ibv_reg_mr(p, mine.data(), mine.size(), IBV_ACCESS_LOCAL_WRITE);
+    ibv_mr* m = ibv_reg_mr(p, mine.data(), mine.size(), int{IBV_ACCESS_LOCAL_WRITE});
     ibv_cq* q = ibv_create_cq(c, 16, nullptr, nullptr, 0);
     ibv_qp* x = make_qp(q, q, p);
     check(p && m && q && x, 11);
