@@ -179,7 +179,8 @@ std::vector<uint8_t> frame(uint8_t op, const std::vector<uint8_t>& rest = {}, ui
 /// A CM REQ from QPN 1 carrying `private_data`, its length field saying `declared`.
 std::vector<uint8_t> cm_req(const std::vector<uint8_t>& private_data, int declared = -1) {
   std::vector<uint8_t> ext;
-  put32(ext, 1);
+  put32(ext, 1);  // local QPN
+  put16(ext, 1);  // the sender port's LID
   put16(ext, static_cast<uint16_t>(declared < 0 ? private_data.size() : static_cast<size_t>(declared)));
   ext.insert(ext.end(), private_data.begin(), private_data.end());
   return frame(0xC0, ext);
