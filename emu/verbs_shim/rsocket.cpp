@@ -194,6 +194,8 @@ int post_msg(Rsocket& rs, RsKind k, const void* data, uint32_t len, const RsIoMa
   return 0;
 }
 
+void poll_cq(Rsocket& rs, bool& any);
+
 /// Polls the CQ and the CM events; returns credits the program freed when due. The CM
 /// channel (a read(2) each time) is looked at when `cm` says so, or when the CQ had nothing
 /// and it was not looked at for a millisecond: a program spinning on a non-blocking rrecv
@@ -203,9 +205,28 @@ void progress(Rsocket& rs, bool cm = false) {
     if (rs.state == State::Listening) drain_events(rs);
     return;
   }
+  bool any = false;
+  poll_cq(rs, any);
+  const auto now = std::chrono::steady_clock::now();
+  if (cm || (!any && now - rs.cm_checked > std::chrono::milliseconds(1))) {
+    rs.cm_checked = now;
+    const bool was = rs.disconnected;
+    drain_events(rs);
+    // The peer's DREQ follows its data on the wire, so every completion it sent before it is
+    // in the CQ by the time DISCONNECTED is queued, but possibly after the poll above: the CQ
+    // is polled again, or rrecv would report ECONNRESET before the peer's last data and Fin
+    // (rsocket.c learns the end from the CQ only: rs_poll_cq's RS_CTRL_DISCONNECT and the
+    // flushed receives that follow the data, never from the CM event).
+    if (!was && rs.disconnected) poll_cq(rs, any);
+  }
+  if (!rs.disconnected && rs.credits.update_due() && rs.slots.available()) post_msg(rs, RsKind::Credit, nullptr, 0);
+}
+
+/// Takes the completions of the socket's CQ: data and Fin for rrecv, credits, send slots
+/// freed; one in error marks the connection broken. `any` is set when there was one.
+void poll_cq(Rsocket& rs, bool& any) {
   ibv_wc wc[16];
   int n;
-  bool any = false;
   while ((n = ibv_poll_cq(rs.cq, 16, wc)) > 0) {
     any = true;
     for (int i = 0; i < n; ++i) {
@@ -249,12 +270,6 @@ void progress(Rsocket& rs, bool cm = false) {
     }
   }
   if (n < 0) rs.disconnected = true;
-  const auto now = std::chrono::steady_clock::now();
-  if (cm || (!any && now - rs.cm_checked > std::chrono::milliseconds(1))) {
-    rs.cm_checked = now;
-    drain_events(rs);
-  }
-  if (!rs.disconnected && rs.credits.update_due() && rs.slots.available()) post_msg(rs, RsKind::Credit, nullptr, 0);
 }
 
 /// What rpoll would report for the socket now (after progress()).
