@@ -359,7 +359,7 @@ int create_data_path(Rsocket& rs, RsHello& hello) {
   rs.slots = RsSlotRing(scount);
   const size_t rbytes = static_cast<size_t>(rs.rcount) * rs.rsize;
   if (posix_memalign(reinterpret_cast<void**>(&rs.rbuf), 4096, rbytes) != 0) return err(ENOMEM);
-  rs.rmr = ibv_reg_mr(id->pd, rs.rbuf, rbytes, IBV_ACCESS_LOCAL_WRITE);
+  rs.rmr = ibv_reg_mr(id->pd, rs.rbuf, rbytes, int{IBV_ACCESS_LOCAL_WRITE});
   if (rs.rmr == nullptr) return -1;
   for (uint32_t i = 0; i < rs.rcount; ++i)
     if (post_recv(rs, i) != 0) return err(ENOMEM);
@@ -373,7 +373,7 @@ int finish_connect(Rsocket& rs, const RsHello& peer) {
   rs.ssize = peer.size;
   const size_t sbytes = static_cast<size_t>(rs.slots.count()) * rs.ssize;
   if (posix_memalign(reinterpret_cast<void**>(&rs.sbuf), 4096, sbytes) != 0) return err(ENOMEM);
-  rs.smr = ibv_reg_mr(rs.id->pd, rs.sbuf, sbytes, IBV_ACCESS_LOCAL_WRITE);
+  rs.smr = ibv_reg_mr(rs.id->pd, rs.sbuf, sbytes, int{IBV_ACCESS_LOCAL_WRITE});
   if (rs.smr == nullptr) return -1;
   rs.credits = RsCredits(peer.buffers, rs.rcount);
   rs.state = State::Connected;
