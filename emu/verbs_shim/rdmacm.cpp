@@ -519,7 +519,7 @@ std::map<CmId*, std::shared_ptr<LinkWatch>>& watches() {
 }
 
 void watch_read(const std::shared_ptr<LinkWatch>& w, tcp::socket& s) {
-  s.async_read_some(boost::asio::buffer(w->buf), [w, &s](boost::system::error_code ec, size_t) {
+  s.async_read_some(boost::asio::buffer(w->buf), [w](boost::system::error_code ec, size_t) {
     if (ec == boost::asio::error::operation_aborted) return;
     std::lock_guard g(w->m);
     if (w->id == nullptr) return;
