@@ -57,18 +57,20 @@ uint16_t dlid_of(const ibv_ah_attr& ah) {
   return ah.dlid;
 }
 
-/// The HCA core's attributes of `a` (every field; the mask says which count).
-hca::QpAttr core_attr(const ibv_qp_attr& a) {
+/// The HCA core's attributes of `a` (the mask says which count). Its enum fields are read only
+/// when `mask` names them: a program leaves the others unset (ibv_xsrq_pingpong does), and an
+/// enum holding no enumerator must not be loaded (C++ [dcl.enum]; UBSan's -fsanitize=enum).
+hca::QpAttr core_attr(const ibv_qp_attr& a, unsigned mask) {
   hca::QpAttr c;
-  c.qp_state = from_ibv(a.qp_state);
-  c.cur_qp_state = from_ibv(a.cur_qp_state);
+  if ((mask & IBV_QP_STATE) != 0) c.qp_state = from_ibv(a.qp_state);
+  if ((mask & IBV_QP_CUR_STATE) != 0) c.cur_qp_state = from_ibv(a.cur_qp_state);
   c.qp_access_flags = to_qp_access(a.qp_access_flags);
   c.pkey_index = a.pkey_index;
   c.port_num = a.port_num;
   c.qkey = a.qkey;
   c.dlid = dlid_of(a.ah_attr);
   c.ah_port_num = a.ah_attr.port_num;
-  c.path_mtu = hca::mtu_bytes(a.path_mtu);
+  if ((mask & IBV_QP_PATH_MTU) != 0) c.path_mtu = hca::mtu_bytes(a.path_mtu);
   c.timeout = a.timeout;
   c.retry_cnt = a.retry_cnt;
   c.rnr_retry = a.rnr_retry;
@@ -137,10 +139,14 @@ int ibv_modify_qp(ibv_qp* qp, ibv_qp_attr* attr, int attr_mask) {
   shim::QpObj* q = shim::qp_of(qp);
   std::lock_guard g(q->m);
   const unsigned mask = static_cast<unsigned>(attr_mask);
-  const bool sqd = [&](ibv_qp_state s) { return s == IBV_QPS_SQD || s == IBV_QPS_SQE || s > IBV_QPS_ERR; }(attr->qp_state);
-  if ((mask & IBV_QP_STATE) != 0 && sqd) return EINVAL;  // SQD and SQE are not emulated
+  if ((mask & IBV_QP_STATE) != 0) {
+    // SQD and SQE are not emulated; read as an integer: a value past IBV_QPS_ERR is no enumerator.
+    unsigned s = 0;
+    std::memcpy(&s, &attr->qp_state, sizeof s);
+    if (s == IBV_QPS_SQD || s == IBV_QPS_SQE || s > IBV_QPS_ERR) return EINVAL;
+  }
   if ((mask & IBV_QP_AV) != 0 && shim::dlid_of(attr->ah_attr) != 0) shim::port_lid();  // the port (and its quiesce at exit)
-  const int e = q->emu->modify(shim::core_attr(*attr), mask);
+  const int e = q->emu->modify(shim::core_attr(*attr, mask), mask);
   if (e != 0) return e;
   if ((mask & IBV_QP_STATE) != 0 && attr->qp_state == IBV_QPS_RESET) {
     const ibv_qp_cap cap = q->attr.cap;
