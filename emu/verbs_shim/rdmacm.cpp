@@ -1177,27 +1177,17 @@ int rdma_reject(rdma_cm_id* id, const void* private_data, uint8_t private_data_l
   namespace emu = hcasim::emu;
   CmId* c = hcasim::emu::shim::cm_of(id);
   if (id == nullptr || !c->socket) return hcasim::emu::shim::fail(EINVAL);
-  if (hcasim::emu::shim::is_ud(id)) {
-    // A UD id's request is answered by a SIDR_REP with status 2 (rejected) and the private
-    // data (at most 136 bytes): the requester's UNREACHABLE (the kernel's cma_send_sidr_rep).
-    emu::Packet rep{.op = emu::Op::CmSidrRep, .status = hcasim::emu::shim::kSidrReject};
-    if (private_data != nullptr) {
-      const auto* p = static_cast<const uint8_t*>(private_data);
-      rep.payload.assign(p, p + std::min<size_t>(private_data_len, emu::kSidrRepPrivateData));
-    }
-    boost::system::error_code ec;
-    boost::asio::write(*c->socket, boost::asio::buffer(emu::encode(rep)), ec);
-    c->socket->close(ec);
-    c->socket.reset();
-    return 0;
-  }
-  emu::Packet rej{.op = emu::Op::CmRej};
+  // A UD id's request is answered by a SIDR_REP with status 2 (rejected) and the private data
+  // (at most 136 bytes): the requester's UNREACHABLE (the kernel's cma_send_sidr_rep).
+  const bool ud = hcasim::emu::shim::is_ud(id);
+  emu::Packet answer{.op = ud ? emu::Op::CmSidrRep : emu::Op::CmRej,
+                     .status = ud ? hcasim::emu::shim::kSidrReject : uint8_t{0}};
   if (private_data != nullptr) {
     const auto* p = static_cast<const uint8_t*>(private_data);
-    rej.payload.assign(p, p + std::min<size_t>(private_data_len, emu::kRejReason));
+    answer.payload.assign(p, p + std::min<size_t>(private_data_len, ud ? emu::kSidrRepPrivateData : emu::kRejReason));
   }
   boost::system::error_code ec;
-  boost::asio::write(*c->socket, boost::asio::buffer(emu::encode(rej)), ec);
+  boost::asio::write(*c->socket, boost::asio::buffer(emu::encode(answer)), ec);
   c->socket->close(ec);
   c->socket.reset();
   return 0;
