@@ -418,15 +418,22 @@ socklen_t copy_addr(const sockaddr* a, sockaddr* out, socklen_t* len) {
   return n;
 }
 
+/// Waits out a non-blocking rconnect under way on `rs`: 0, or -1 with errno EAGAIN when the
+/// call is non-blocking (`nb`), as a TCP socket's send or recv before its connect completes.
+int await_connect(Rsocket& rs, bool nb) {
+  while (rs.connecting.load()) {
+    if (nb) return err(EAGAIN);
+    wait_for(rs, POLLOUT);
+  }
+  return 0;
+}
+
 ssize_t do_send(int socket, const iovec* iov, int iovcnt, int flags) {
   auto rsp = lookup(socket);
   if (!rsp) return err(EBADF);
   Rsocket& rs = *rsp;
   const bool nb = rs.nonblock || (flags & MSG_DONTWAIT);
-  while (rs.connecting.load()) {  // a non-blocking rconnect under way
-    if (nb) return err(EAGAIN);
-    wait_for(rs, POLLOUT);
-  }
+  if (await_connect(rs, nb) != 0) return -1;
   std::unique_lock lk(rs.m);
   if (rs.state != State::Connected) return err(rs.state == State::Idle ? ENOTCONN : EPIPE);
   size_t total = 0;
@@ -484,10 +491,7 @@ ssize_t do_recv(int socket, const iovec* iov, int iovcnt, int flags) {
   if (!rsp) return err(EBADF);
   Rsocket& rs = *rsp;
   const bool nb = rs.nonblock || (flags & MSG_DONTWAIT);
-  while (rs.connecting.load()) {  // a non-blocking rconnect under way
-    if (nb) return err(EAGAIN);
-    wait_for(rs, POLLOUT);
-  }
+  if (await_connect(rs, nb) != 0) return -1;
   std::unique_lock lk(rs.m);
   if (rs.state != State::Connected) return err(ENOTCONN);
   size_t total = 0;
